@@ -1,0 +1,49 @@
+/**
+ * The operations of the service (datastore-api.md), as an interface, so that the engine
+ * and the CLI depend on this and tests can swap in a fake. DatastoreClient implements it
+ * over HTTP.
+ */
+import type {
+  ChunkRecord,
+  DataSourceRecord,
+  DocumentRecord,
+  DocumentUpdate,
+  UploadFile,
+} from './records.js';
+
+export interface RequestOptions {
+  /** Aborts the request (and its retries); the promise rejects with E_ABORTED. */
+  signal?: AbortSignal;
+}
+
+export interface DatastoreApi {
+  // Data sources
+  createDataSource(input: { name: string; llmConnectorIds: string[] }, opts?: RequestOptions): Promise<DataSourceRecord>;
+  getDataSource(dataSourceId: string, opts?: RequestOptions): Promise<DataSourceRecord>;
+  /** Follows paging until the end. */
+  listDataSources(opts?: RequestOptions): Promise<DataSourceRecord[]>;
+  updateDataSource(dataSourceId: string, input: { name: string }, opts?: RequestOptions): Promise<DataSourceRecord>;
+  /** Resolves also when the service answers 404 (already gone). */
+  deleteDataSource(dataSourceId: string, opts?: RequestOptions): Promise<void>;
+  listAppDataSources(llmAppId: string, opts?: RequestOptions): Promise<DataSourceRecord[]>;
+
+  // Documents
+  /** Follows paging until the end. */
+  listDocuments(dataSourceId: string, opts?: RequestOptions): Promise<DocumentRecord[]>;
+  getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord>;
+  /**
+   * Uploads all files in ONE multipart request (one `documents` part per file), streamed
+   * from disk. Returns one record per file, in the order of `files` (matched by name,
+   * by order only when the service returns no names).
+   * Never retried blindly after the body may have reached the service: such a failure
+   * rejects with an ApiError whose `ambiguous` is true.
+   */
+  uploadDocuments(dataSourceId: string, files: UploadFile[], opts?: RequestOptions): Promise<DocumentRecord[]>;
+  updateDocument(dataSourceId: string, documentId: string, update: DocumentUpdate, opts?: RequestOptions): Promise<DocumentRecord>;
+  /** Resolves also when the service answers 404 (already gone). */
+  deleteDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<void>;
+
+  // Chunks
+  listChunks(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<ChunkRecord[]>;
+  getChunk(documentId: string, chunkId: string, opts?: RequestOptions): Promise<ChunkRecord>;
+}

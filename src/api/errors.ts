@@ -1,0 +1,117 @@
+/**
+ * Typed errors of the API client, with stable codes (in the manner of undici's errors).
+ *
+ * Every failure the client reports is an ApiError: callers branch on `code`, `retryable`
+ * and `ambiguous`, never on message text. Messages never contain the access token.
+ */
+
+export type ApiErrorCode =
+  /** 400 / 422: the service rejected the request as malformed. */
+  | 'E_BAD_REQUEST'
+  /** 401: the token was refused. Never retried. */
+  | 'E_UNAUTHORIZED'
+  /** 403: the token is valid but not allowed (or the organization is unknown). Never retried. */
+  | 'E_FORBIDDEN'
+  /** 404: the data source, document or chunk does not exist. */
+  | 'E_NOT_FOUND'
+  /** 409: conflicting state on the service. */
+  | 'E_CONFLICT'
+  /** 413: the file (or request) is too large for the service. */
+  | 'E_PAYLOAD_TOO_LARGE'
+  /** 415: the service cannot ingest this type of file. */
+  | 'E_UNSUPPORTED_TYPE'
+  /** 429: rate limited. */
+  | 'E_RATE_LIMITED'
+  /** 408 / 5xx: the service failed; worth retrying. */
+  | 'E_SERVER'
+  /** Any other 4xx. */
+  | 'E_HTTP'
+  /** Connect / header / body timeout. */
+  | 'E_TIMEOUT'
+  /** Connection refused, reset or closed before an answer. */
+  | 'E_CONNECTION'
+  /** A 2xx answer whose body could not be understood (not JSON, unexpected shape). */
+  | 'E_BAD_RESPONSE'
+  /** A local file changed or vanished while it was being sent. */
+  | 'E_FILE_CHANGED'
+  /** The request was aborted by the caller (shutdown). */
+  | 'E_ABORTED';
+
+export interface ApiErrorOptions {
+  code: ApiErrorCode;
+  message: string;
+  /** HTTP status when the service answered; undefined for transport failures. */
+  status?: number;
+  method?: string;
+  /** Path of the request, without query string or host. */
+  path?: string;
+  /** True when trying again later may succeed. */
+  retryable?: boolean;
+  /**
+   * True when a non-idempotent request may have been carried out by the service even
+   * though no answer was received (timeout or reset after the body was sent).
+   */
+  ambiguous?: boolean;
+  /** Delay the service asked for (Retry-After), in milliseconds. */
+  retryAfterMs?: number;
+  /** Number of attempts made before giving up. */
+  attempts?: number;
+  cause?: unknown;
+}
+
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  readonly code: ApiErrorCode;
+  readonly status: number | undefined;
+  readonly method: string | undefined;
+  readonly path: string | undefined;
+  readonly retryable: boolean;
+  readonly ambiguous: boolean;
+  readonly retryAfterMs: number | undefined;
+  attempts: number;
+
+  constructor(opts: ApiErrorOptions) {
+    super(opts.message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.code = opts.code;
+    this.status = opts.status;
+    this.method = opts.method;
+    this.path = opts.path;
+    this.retryable = opts.retryable ?? false;
+    this.ambiguous = opts.ambiguous ?? false;
+    this.retryAfterMs = opts.retryAfterMs;
+    this.attempts = opts.attempts ?? 1;
+  }
+
+  /** A plain object for logs and --json output (no stack, no cause chain, no secrets). */
+  toJSON(): Record<string, unknown> {
+    return {
+      code: this.code,
+      message: this.message,
+      status: this.status,
+      method: this.method,
+      path: this.path,
+      retryable: this.retryable,
+      ambiguous: this.ambiguous,
+      attempts: this.attempts,
+    };
+  }
+}
+
+export function isApiError(e: unknown): e is ApiError {
+  return e instanceof ApiError;
+}
+
+/** Maps an HTTP status to the stable code and whether it is worth retrying. */
+export function classifyStatus(status: number): { code: ApiErrorCode; retryable: boolean } {
+  if (status === 400 || status === 422) return { code: 'E_BAD_REQUEST', retryable: false };
+  if (status === 401) return { code: 'E_UNAUTHORIZED', retryable: false };
+  if (status === 403) return { code: 'E_FORBIDDEN', retryable: false };
+  if (status === 404) return { code: 'E_NOT_FOUND', retryable: false };
+  if (status === 408) return { code: 'E_SERVER', retryable: true };
+  if (status === 409) return { code: 'E_CONFLICT', retryable: false };
+  if (status === 413) return { code: 'E_PAYLOAD_TOO_LARGE', retryable: false };
+  if (status === 415) return { code: 'E_UNSUPPORTED_TYPE', retryable: false };
+  if (status === 429) return { code: 'E_RATE_LIMITED', retryable: true };
+  if (status >= 500) return { code: 'E_SERVER', retryable: true };
+  return { code: 'E_HTTP', retryable: false };
+}

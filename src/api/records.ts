@@ -1,0 +1,53 @@
+/**
+ * The normalised records the rest of dssync works with. One place (decode.ts) turns
+ * whatever the service answered into these; `raw` keeps the record as received.
+ */
+
+export type JsonObject = Record<string, unknown>;
+
+export interface DataSourceRecord {
+  id: string;
+  name?: string;
+  llmConnectorIds?: string[];
+  raw: JsonObject;
+}
+
+export interface DocumentRecord {
+  id: string;
+  name?: string;
+  url?: string;
+  /** Free-form metadata; dssync's own keys live under the `dssync` prefix (see engine/metadata.ts). */
+  metadata?: JsonObject;
+  raw: JsonObject;
+}
+
+export interface ChunkRecord {
+  id: string;
+  documentId?: string;
+  text?: string;
+  index?: number;
+  raw: JsonObject;
+}
+
+/** What the update operation sends: all three fields, always (DESIGN §3). */
+export interface DocumentUpdate {
+  name: string;
+  url: string;
+  metadata: JsonObject;
+}
+
+/** One file of an upload request, streamed from disk. */
+export interface UploadFile {
+  /** Absolute path on disk. */
+  path: string;
+  /** File name sent in the multipart part (dssync sends the relative path). */
+  name: string;
+  /** MIME type; guessed from the extension when absent. */
+  contentType?: string;
+  /**
+   * Size and mtime the caller saw when it decided to upload; when given, the client
+   * checks them right before sending and fails with E_FILE_CHANGED if they differ.
+   */
+  expectedSize?: number;
+  expectedMtimeMs?: number;
+}

@@ -1,0 +1,50 @@
+/**
+ * Exit codes of the public interface (DESIGN §6) and the error type commands throw to
+ * choose one. main.ts turns any thrown error into a one-line message and an exit code;
+ * no command calls process.exit itself.
+ */
+import { isApiError } from '../api/errors.js';
+
+export const ExitCode = {
+  /** Success. */
+  OK: 0,
+  /** Some work could not be done (service error, not found, file failures). */
+  FAILURE: 1,
+  /** Usage or configuration error. */
+  USAGE: 2,
+  /** The service refused the credentials (401/403). */
+  AUTH: 3,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export class CliError extends Error {
+  override readonly name = 'CliError';
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode = ExitCode.FAILURE,
+  ) {
+    super(message);
+  }
+}
+
+/** A usage or configuration error: exit 2. */
+export function usageError(message: string): CliError {
+  return new CliError(message, ExitCode.USAGE);
+}
+
+/** Chooses the exit code and the one-line message for any error a command threw. */
+export function describeFailure(err: unknown): { exitCode: ExitCode; message: string } {
+  if (err instanceof CliError) return { exitCode: err.exitCode, message: err.message };
+  if (isApiError(err)) {
+    if (err.code === 'E_UNAUTHORIZED' || err.code === 'E_FORBIDDEN') {
+      return {
+        exitCode: ExitCode.AUTH,
+        message: `the service refused the credentials (HTTP ${err.status ?? '?'}): ${err.message}. Check the token (DSSYNC_TOKEN or --token-file) and the organization id (--org).`,
+      };
+    }
+    const where = err.status !== undefined ? `HTTP ${err.status}` : err.code;
+    return { exitCode: ExitCode.FAILURE, message: `${err.message} (${where})` };
+  }
+  if (err instanceof Error) return { exitCode: ExitCode.FAILURE, message: err.message };
+  return { exitCode: ExitCode.FAILURE, message: String(err) };
+}
