@@ -1,0 +1,86 @@
+/**
+ * The state file's shape (DESIGN §1.4, §4). One file holds every mapping of a daemon.
+ * Paths are relative to the mapping's folder, POSIX separators, NFC-normalised.
+ * The token and other secrets are never part of it.
+ */
+
+export const STATE_VERSION = 1;
+
+export interface StateFile {
+  version: typeof STATE_VERSION;
+  /** Keyed by mapping id (config `mappings[].id`, see config/). */
+  mappings: Record<string, MappingState>;
+}
+
+export interface MappingState {
+  /** The data source this mapping mirrors into (resolved id). */
+  dataSourceId: string;
+  /** Absolute path of the mapped folder when the state was written (informative). */
+  root: string;
+  /** relative path -> what was last synced for it. */
+  files: Record<string, FileEntry>;
+  /** Remote writes begun and not yet recorded as finished; resolved at the next start. */
+  intents: Record<string, Intent>;
+  /** Files the service refused (413/415...): retried only when their size or mtime changes. */
+  rejected: Record<string, RejectedFile>;
+  lastPass?: PassRecord;
+}
+
+export interface FileEntry {
+  documentId: string;
+  size: number;
+  mtimeMs: number;
+  sha256: string;
+  /** ISO time of the last successful remote write or verification. */
+  syncedAt: string;
+}
+
+export interface RejectedFile {
+  size: number;
+  mtimeMs: number;
+  /** HTTP status, when the service answered. */
+  status?: number;
+  reason: string;
+  at: string;
+}
+
+export interface PassRecord {
+  startedAt: string;
+  finishedAt: string;
+  ok: boolean;
+  summary: Record<string, number>;
+  error?: string;
+}
+
+/** One file of an upload, as the intent recorded it. */
+export interface IntentFile {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  sha256: string;
+  /** For a replace: the document the new upload supersedes (deleted once the new one is in). */
+  replacesDocumentId?: string;
+}
+
+export type Intent =
+  | {
+      kind: 'upload';
+      id: string;
+      startedAt: string;
+      /**
+       * Files sent in one upload request. Until resolved, remote documents without dssync
+       * metadata whose name is one of these paths are known to be ours (DESIGN §3: an upload
+       * is not idempotent, so a retry must adopt what the lost answer created).
+       */
+      files: IntentFile[];
+    }
+  | { kind: 'update'; id: string; startedAt: string; documentId: string; path: string; fromPath?: string }
+  | { kind: 'delete'; id: string; startedAt: string; documentId: string; path: string };
+
+export function emptyMappingState(dataSourceId: string, root: string): MappingState {
+  return { dataSourceId, root, files: {}, intents: {}, rejected: {} };
+}
+
+export function emptyState(): StateFile {
+  return { version: STATE_VERSION, mappings: {} };
+}
