@@ -1,0 +1,45 @@
+/**
+ * The name, url and metadata a file's document should carry (DESIGN §3). Pure.
+ */
+import { pathToFileURL } from 'node:url';
+import { posix } from 'node:path';
+import type { DocumentUpdate } from '../api/records.js';
+import { buildMetadata } from './metadata.js';
+
+export interface DocumentFieldsSpec {
+  mappingId: string;
+  /** Absolute path of the mapped folder. */
+  root: string;
+  /** Placeholders: {absPath} {relPath} {name} {mappingId}. Default: file://{absPath}. */
+  urlTemplate?: string | undefined;
+  metadata?: Readonly<Record<string, string | number | boolean>> | undefined;
+}
+
+export interface FileFacts {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  sha256: string;
+}
+
+export const DEFAULT_URL_TEMPLATE = 'file://{absPath}';
+
+export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): DocumentUpdate {
+  return {
+    name: file.path,
+    url: renderUrl(spec, file.path),
+    metadata: buildMetadata(spec.metadata, { ...file, mappingId: spec.mappingId }),
+  };
+}
+
+export function renderUrl(spec: DocumentFieldsSpec, relPath: string): string {
+  const template = spec.urlTemplate ?? DEFAULT_URL_TEMPLATE;
+  const absPath = posix.join(spec.root.split('\\').join('/'), relPath);
+  if (template === DEFAULT_URL_TEMPLATE) return pathToFileURL(absPath).href;
+  const encodePath = (p: string): string => p.split('/').map(encodeURIComponent).join('/');
+  return template
+    .replaceAll('{absPath}', encodePath(absPath))
+    .replaceAll('{relPath}', encodePath(relPath))
+    .replaceAll('{name}', encodeURIComponent(posix.basename(relPath)))
+    .replaceAll('{mappingId}', encodeURIComponent(spec.mappingId));
+}

@@ -1,0 +1,102 @@
+/**
+ * What dssync writes into each document so that its state can be rebuilt from the service
+ * alone (DESIGN §3): the relative path, size, mtime, content hash and the mapping id.
+ *
+ * Every value is a string: the interface types metadata only as a "free-form key/value
+ * object", and string values are what the strictest plausible service accepts. Reading is
+ * tolerant (numbers are accepted too).
+ */
+import type { DocumentRecord, JsonObject } from '../api/records.js';
+
+export const META = {
+  path: 'dssync_path',
+  sha256: 'dssync_sha256',
+  size: 'dssync_size',
+  mtime: 'dssync_mtime',
+  mapping: 'dssync_mapping',
+  version: 'dssync_version',
+} as const;
+
+export const META_VERSION = '1';
+
+const OWN_KEYS: ReadonlySet<string> = new Set(Object.values(META));
+
+export interface DssyncMeta {
+  path: string;
+  sha256: string;
+  size: number | undefined;
+  mtimeMs: number | undefined;
+  mappingId: string;
+}
+
+/** Metadata for one file: the mapping's static metadata, then dssync's keys (which win). */
+export function buildMetadata(
+  user: Readonly<Record<string, string | number | boolean>> | undefined,
+  own: { path: string; sha256: string; size: number; mtimeMs: number; mappingId: string },
+): JsonObject {
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(user ?? {})) if (!OWN_KEYS.has(k)) out[k] = v;
+  out[META.path] = own.path;
+  out[META.sha256] = own.sha256;
+  out[META.size] = String(own.size);
+  out[META.mtime] = String(Math.round(own.mtimeMs));
+  out[META.mapping] = own.mappingId;
+  out[META.version] = META_VERSION;
+  return out;
+}
+
+/** dssync's keys of a document, or undefined when the document carries none (not ours). */
+export function readMeta(doc: DocumentRecord): DssyncMeta | undefined {
+  const m = doc.metadata;
+  if (!m) return undefined;
+  const path = asString(m[META.path]);
+  const sha256 = asString(m[META.sha256]);
+  const mappingId = asString(m[META.mapping]);
+  if (!path || !sha256 || !mappingId) return undefined;
+  return {
+    path: path.normalize('NFC'),
+    sha256: sha256.toLowerCase(),
+    size: asNumber(m[META.size]),
+    mtimeMs: asNumber(m[META.mtime]),
+    mappingId,
+  };
+}
+
+/**
+ * True when the document's name, url and metadata already say what `desired` says.
+ * Only the keys dssync sets are compared: a service may add keys of its own.
+ * Size and mtime are not compared: a touched file with the same content changes the state
+ * only (DESIGN §4), never the service.
+ */
+export function fieldsMatch(doc: DocumentRecord, desired: { name: string; url: string; metadata: JsonObject }): boolean {
+  if ((doc.name ?? '').normalize('NFC') !== desired.name.normalize('NFC')) return false;
+  if ((doc.url ?? '') !== desired.url) return false;
+  const have = doc.metadata ?? {};
+  for (const [k, v] of Object.entries(desired.metadata)) {
+    if (k === META.size || k === META.mtime) continue;
+    if (!sameValue(have[k], v)) return false;
+  }
+  return true;
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a == null || b == null) return false;
+  if (typeof a === 'object' || typeof b === 'object') return JSON.stringify(a) === JSON.stringify(b);
+  return String(a) === String(b);
+}
+
+function asString(v: unknown): string | undefined {
+  if (typeof v === 'string' && v !== '') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  return undefined;
+}
+
+function asNumber(v: unknown): number | undefined {
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  if (typeof v === 'string' && v.trim() !== '') {
+    const n = Number(v);
+    if (Number.isFinite(n)) return n;
+  }
+  return undefined;
+}

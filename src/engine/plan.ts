@@ -1,0 +1,318 @@
+/**
+ * The planner: a PURE function from (local snapshot, state, remote listing) to the
+ * operations that make the data source hold exactly the mapping's files (DESIGN §2, §4).
+ * It does no I/O and reads no clock; the executor carries the operations out.
+ *
+ * Facts it relies on:
+ * - A document's content never changes under its id (the interface can only update name,
+ *   url and metadata), so the state's `documentId -> sha256` is authoritative for content.
+ * - dssync's metadata on a document (metadata.ts) names its path, hash and mapping, so a
+ *   remote listing alone is enough to rebuild the state.
+ * - An upload lands without metadata (the update that adds it is a second request); until
+ *   the upload's intent is resolved, an unmarked document named like one of its files is ours.
+ */
+import { posix } from 'node:path';
+import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
+import type { FileEntry, IntentFile, MappingState } from '../state/schema.js';
+import { fieldsMatch, readMeta } from './metadata.js';
+
+/** A local file as the walk saw it; `sha256` is set when it was hashed for this pass. */
+export interface LocalFileInfo {
+  path: string;
+  diskPath: string;
+  size: number;
+  mtimeMs: number;
+  sha256?: string | undefined;
+}
+
+/** A local file whose content hash is known. */
+export interface HashedFile extends LocalFileInfo {
+  sha256: string;
+}
+
+export interface PlanInput {
+  mappingId: string;
+  /** Local files in scope, by relative path. */
+  local: ReadonlyMap<string, LocalFileInfo>;
+  state: Pick<MappingState, 'files' | 'intents' | 'rejected'>;
+  /**
+   * The data source's documents (a full listing). Undefined for an incremental plan: the
+   * state then stands in for the service (a full pass corrects it periodically).
+   */
+  remote?: readonly DocumentRecord[] | undefined;
+  /**
+   * Paths the plan covers. Undefined: everything (a full pass). Otherwise only these
+   * paths are considered (an incremental plan after watcher events).
+   */
+  scope?: ReadonlySet<string> | undefined;
+  /** What a file's document should carry. */
+  desired: (file: HashedFile) => DocumentUpdate;
+  /** 'ours': documents without dssync metadata are left alone; 'all': they are deleted. */
+  prune: 'ours' | 'all';
+  /**
+   * Paths that exist locally but cannot be looked at now (unreadable, too large, being
+   * written, under an unreadable folder): their documents and state are left as they are.
+   */
+  untouchable?: ((path: string) => boolean) | undefined;
+}
+
+export type DeleteReason = 'deleted-locally' | 'duplicate' | 'stale-version' | 'not-in-folder';
+
+export type Op =
+  /** A new file: upload it, then set its metadata. */
+  | { kind: 'upload'; path: string; file: HashedFile }
+  /** Changed content: upload the new version, set its metadata, then delete the old documents. */
+  | { kind: 'replace'; path: string; file: HashedFile; oldDocumentIds: string[] }
+  /** Same content at a new path: update name, url and metadata of the existing document. */
+  | { kind: 'rename'; from: string; path: string; documentId: string; file: HashedFile }
+  /** The document is right but its name, url or metadata are not. */
+  | { kind: 'update-meta'; path: string; documentId: string; file: HashedFile }
+  | { kind: 'delete'; path: string; documentId: string; reason: DeleteReason }
+  /** State only: record that `documentId` holds this file (no remote write). */
+  | { kind: 'adopt'; path: string; documentId: string; file: HashedFile }
+  /** State only: drop the entry of a path that has neither a file nor a document. */
+  | { kind: 'forget'; path: string };
+
+export interface PlanResult {
+  ops: Op[];
+  /** Files in scope that need nothing. */
+  unchanged: number;
+  /** Files skipped because the service refused them before and they have not changed. */
+  skippedRejected: string[];
+  /** Open upload intents fully accounted for by this plan (the executor may close them). */
+  resolvedIntentIds: string[];
+  /** Documents of ours in the data source (for the mass-delete guard). */
+  ourDocumentCount: number;
+}
+
+/** True when the state's entry lets the file skip hashing (DESIGN §4 quick check). */
+export function quickCheck(entry: FileEntry | undefined, file: { size: number; mtimeMs: number }): boolean {
+  return entry !== undefined && entry.size === file.size && entry.mtimeMs === file.mtimeMs;
+}
+
+/** Paths whose content must be hashed before planning. */
+export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: Readonly<Record<string, FileEntry>>): string[] {
+  const out: string[] = [];
+  for (const [path, file] of local) {
+    if (file.sha256 === undefined && !quickCheck(files[path], file)) out.push(path);
+  }
+  return out;
+}
+
+/** A remote document as the planner understands it. */
+interface KnownDoc {
+  doc: DocumentRecord | undefined;
+  id: string;
+  path: string;
+  /** Content hash; undefined for an unmarked upload whose intent we cannot tie to content. */
+  sha256: string | undefined;
+  /** Known from an upload intent, not from metadata: its metadata must still be written. */
+  fromIntent: boolean;
+}
+
+export function planMirror(input: PlanInput): PlanResult {
+  const { state, scope } = input;
+  const inScope = (p: string): boolean => scope === undefined || scope.has(p);
+  const untouchable = input.untouchable ?? ((): boolean => false);
+  const stateByDoc = new Map<string, { path: string; entry: FileEntry }>();
+  for (const [path, entry] of Object.entries(state.files)) stateByDoc.set(entry.documentId, { path, entry });
+
+  const { byPath, foreign, ourDocumentCount } = classifyRemote(input, stateByDoc);
+
+  // Every path the plan must consider, sorted so that the plan is deterministic.
+  const paths = new Set<string>();
+  for (const p of input.local.keys()) if (inScope(p)) paths.add(p);
+  for (const p of Object.keys(state.files)) if (inScope(p)) paths.add(p);
+  for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
+  const sorted = [...paths].filter((p) => !untouchable(p)).sort();
+
+  const hashed = new Map<string, HashedFile>();
+  for (const path of sorted) {
+    const file = input.local.get(path);
+    if (!file) continue;
+    const sha = file.sha256 ?? (quickCheck(state.files[path], file) ? state.files[path]?.sha256 : undefined);
+    if (sha === undefined) throw new Error(`planMirror: ${path} needs a content hash (see pathsToHash)`);
+    hashed.set(path, { ...file, sha256: sha });
+  }
+
+  // Documents of ours whose path no longer exists locally can be renamed, by content hash.
+  const sources = new Map<string, KnownDoc[]>();
+  for (const path of sorted) {
+    if (hashed.has(path)) continue;
+    for (const d of byPath.get(path) ?? []) {
+      if (d.sha256 === undefined) continue;
+      const list = sources.get(d.sha256) ?? [];
+      list.push(d);
+      sources.set(d.sha256, list);
+    }
+  }
+
+  const ops: Op[] = [];
+  const skippedRejected: string[] = [];
+  let unchanged = 0;
+
+  // Files without a document of the right content: rejected before, renamed, or sent.
+  const consumed = new Set<string>();
+  const renames = new Map<string, KnownDoc>();
+  for (const [path, file] of hashed) {
+    const docs = byPath.get(path) ?? [];
+    if (pickGood(docs, file.sha256, state.files[path]?.documentId)) continue;
+    const rejected = state.rejected[path];
+    if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) continue;
+    const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id));
+    if (source) {
+      consumed.add(source.id);
+      renames.set(path, source);
+    }
+  }
+
+  for (const path of sorted) {
+    const file = hashed.get(path);
+    const docs = (byPath.get(path) ?? []).filter((d) => !consumed.has(d.id));
+    const entry = state.files[path];
+
+    if (!file) {
+      for (const d of docs) ops.push({ kind: 'delete', path, documentId: d.id, reason: 'deleted-locally' });
+      // When a rename took the document, the rename moves the state entry.
+      const renamedAway = entry !== undefined && consumed.has(entry.documentId);
+      if (docs.length === 0 && entry && !renamedAway) ops.push({ kind: 'forget', path });
+      continue;
+    }
+
+    const good = pickGood(docs, file.sha256, entry?.documentId);
+    if (good) {
+      for (const d of docs) {
+        if (d.id === good.id) continue;
+        ops.push({ kind: 'delete', path, documentId: d.id, reason: d.sha256 === file.sha256 ? 'duplicate' : 'stale-version' });
+      }
+      const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file)));
+      if (needsMeta) {
+        ops.push({ kind: 'update-meta', path, documentId: good.id, file });
+      } else if (!entry || entry.documentId !== good.id || entry.sha256 !== file.sha256 || entry.size !== file.size || entry.mtimeMs !== file.mtimeMs) {
+        ops.push({ kind: 'adopt', path, documentId: good.id, file });
+      } else {
+        unchanged++;
+      }
+      continue;
+    }
+
+    const source = renames.get(path);
+    if (source) {
+      ops.push({ kind: 'rename', from: source.path, path, documentId: source.id, file });
+      for (const d of docs) ops.push({ kind: 'delete', path, documentId: d.id, reason: 'stale-version' });
+      continue;
+    }
+
+    const rejected = state.rejected[path];
+    if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) {
+      // Stale documents for it stay until the file can be sent: the App keeps the old
+      // version rather than nothing.
+      skippedRejected.push(path);
+      continue;
+    }
+
+    if (docs.length > 0) ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id) });
+    else ops.push({ kind: 'upload', path, file });
+  }
+
+  const full = input.remote !== undefined && scope === undefined;
+  if (full && input.prune === 'all') {
+    for (const d of foreign) ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'not-in-folder' });
+  }
+
+  // A full listing accounts for everything an interrupted write may have done: once this
+  // plan's operations are carried out, every open intent is settled.
+  const resolvedIntentIds = full ? Object.keys(state.intents) : [];
+
+  return { ops, unchanged, skippedRejected, resolvedIntentIds, ourDocumentCount };
+}
+
+/** The document to keep for a file: same content; the state's choice first, then the lowest id. */
+function pickGood(docs: KnownDoc[], sha256: string, preferredId: string | undefined): KnownDoc | undefined {
+  const same = docs.filter((d) => d.sha256 === sha256);
+  if (same.length === 0) return undefined;
+  return (
+    same.find((d) => d.id === preferredId) ??
+    same.find((d) => !d.fromIntent) ??
+    same[0]
+  );
+}
+
+interface RemoteView {
+  byPath: Map<string, KnownDoc[]>;
+  foreign: DocumentRecord[];
+  ourDocumentCount: number;
+}
+
+/**
+ * Sorts the remote documents into ours (by path) and foreign ones. Without a remote
+ * listing, the state stands in for it.
+ */
+function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string; entry: FileEntry }>): RemoteView {
+  const byPath = new Map<string, KnownDoc[]>();
+  const add = (d: KnownDoc): void => {
+    const list = byPath.get(d.path);
+    if (list) list.push(d);
+    else byPath.set(d.path, [d]);
+  };
+  const foreign: DocumentRecord[] = [];
+
+  if (input.remote === undefined) {
+    for (const [path, entry] of Object.entries(input.state.files)) {
+      add({ doc: undefined, id: entry.documentId, path, sha256: entry.sha256, fromIntent: false });
+    }
+    return { byPath, foreign, ourDocumentCount: Object.keys(input.state.files).length };
+  }
+
+  // Unmarked documents that an open upload intent may have created, by the name sent.
+  const intentFiles = new Map<string, IntentFile[]>();
+  for (const intent of Object.values(input.state.intents)) {
+    if (intent.kind !== 'upload') continue;
+    for (const f of intent.files) {
+      for (const key of [f.path, posix.basename(f.path)]) {
+        const list = intentFiles.get(key) ?? [];
+        list.push(f);
+        intentFiles.set(key, list);
+      }
+    }
+  }
+
+  let ourDocumentCount = 0;
+  for (const doc of input.remote) {
+    const meta = readMeta(doc);
+    const known = stateByDoc.get(doc.id);
+    if (meta && meta.mappingId === input.mappingId) {
+      // Metadata is written last by every update, so its path is the newest; the content
+      // of an id never changes, so the state's hash (when it knows the id) is as good.
+      add({ doc, id: doc.id, path: meta.path, sha256: meta.sha256, fromIntent: false });
+      ourDocumentCount++;
+      continue;
+    }
+    if (known && !meta) {
+      // Ours by the state's word even though its metadata was lost or changed by someone.
+      add({ doc, id: doc.id, path: known.path, sha256: known.entry.sha256, fromIntent: true });
+      ourDocumentCount++;
+      continue;
+    }
+    if (!meta && doc.name !== undefined) {
+      const name = doc.name.normalize('NFC');
+      const candidates = intentFiles.get(name);
+      const match = candidates?.length === 1 ? candidates[0] : candidates?.find((f) => f.path === name);
+      if (match) {
+        add({ doc, id: doc.id, path: match.path, sha256: match.sha256, fromIntent: true });
+        ourDocumentCount++;
+        continue;
+      }
+      if (candidates && candidates.length > 1) {
+        // Several files of open uploads share this base name: the document is ours but we
+        // cannot tell which content it holds, so it is planned as a stale version.
+        const first = candidates[0]!;
+        add({ doc, id: doc.id, path: first.path, sha256: undefined, fromIntent: true });
+        ourDocumentCount++;
+        continue;
+      }
+    }
+    foreign.push(doc);
+  }
+  return { byPath, foreign, ourDocumentCount };
+}

@@ -1,0 +1,346 @@
+import { describe, expect, it } from 'vitest';
+import { pathsToHash, planMirror, type LocalFileInfo, type Op, type PlanInput } from '../../../src/engine/plan.js';
+import { documentFields } from '../../../src/engine/document-fields.js';
+import type { DocumentRecord } from '../../../src/api/records.js';
+import type { FileEntry, Intent, MappingState } from '../../../src/state/schema.js';
+
+const MAPPING = 'm1';
+const spec = { mappingId: MAPPING, root: '/srv/share' };
+
+function local(path: string, sha256: string | undefined, size = 10, mtimeMs = 1000): LocalFileInfo {
+  return { path, diskPath: `/srv/share/${path}`, size, mtimeMs, sha256 };
+}
+function entry(documentId: string, sha256: string, size = 10, mtimeMs = 1000): FileEntry {
+  return { documentId, sha256, size, mtimeMs, syncedAt: '2026-01-01T00:00:00.000Z' };
+}
+/** A remote document exactly as dssync would have written it. */
+function ours(id: string, path: string, sha256: string, size = 10, mtimeMs = 1000): DocumentRecord {
+  const f = documentFields(spec, { path, sha256, size, mtimeMs });
+  return { id, name: f.name, url: f.url, metadata: f.metadata, raw: {} };
+}
+function unmarked(id: string, name: string): DocumentRecord {
+  return { id, name, metadata: {}, raw: {} };
+}
+
+interface Case {
+  local?: LocalFileInfo[];
+  files?: Record<string, FileEntry>;
+  intents?: Record<string, Intent>;
+  rejected?: MappingState['rejected'];
+  remote?: DocumentRecord[] | undefined;
+  scope?: string[];
+  prune?: 'ours' | 'all';
+  untouchable?: string[];
+}
+
+function plan(c: Case) {
+  const input: PlanInput = {
+    mappingId: MAPPING,
+    local: new Map((c.local ?? []).map((f) => [f.path, f])),
+    state: { files: c.files ?? {}, intents: c.intents ?? {}, rejected: c.rejected ?? {} },
+    remote: 'remote' in c ? c.remote : [],
+    scope: c.scope ? new Set(c.scope) : undefined,
+    desired: (f) => documentFields(spec, f),
+    prune: c.prune ?? 'ours',
+    untouchable: c.untouchable ? (p) => c.untouchable!.includes(p) : undefined,
+  };
+  return planMirror(input);
+}
+
+/** A compact, order-independent description of the ops. */
+function summary(ops: Op[]): string[] {
+  return ops
+    .map((op) => {
+      switch (op.kind) {
+        case 'upload':
+          return `upload ${op.path}`;
+        case 'replace':
+          return `replace ${op.path} (old ${op.oldDocumentIds.join(',')})`;
+        case 'rename':
+          return `rename ${op.documentId} ${op.from} -> ${op.path}`;
+        case 'update-meta':
+          return `update-meta ${op.documentId} ${op.path}`;
+        case 'delete':
+          return `delete ${op.documentId} ${op.path} (${op.reason})`;
+        case 'adopt':
+          return `adopt ${op.documentId} ${op.path}`;
+        case 'forget':
+          return `forget ${op.path}`;
+      }
+    })
+    .sort();
+}
+
+describe('planMirror', () => {
+  const cases: [string, Case, string[]][] = [
+    ['a new file is uploaded', { local: [local('a.txt', 'h1')] }, ['upload a.txt']],
+    [
+      'an unchanged file needs nothing',
+      { local: [local('a.txt', undefined)], files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1')] },
+      [],
+    ],
+    [
+      'a changed file is replaced: upload the new version, delete the old',
+      { local: [local('a.txt', 'h2', 11, 2000)], files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1')] },
+      ['replace a.txt (old d1)'],
+    ],
+    [
+      'a touched file with the same content updates the state only',
+      { local: [local('a.txt', 'h1', 10, 5000)], files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1')] },
+      ['adopt d1 a.txt'],
+    ],
+    [
+      'a deleted file has its document deleted',
+      { files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1')] },
+      ['delete d1 a.txt (deleted-locally)'],
+    ],
+    [
+      'a renamed file keeps its document (update, no upload)',
+      { local: [local('b.txt', 'h1')], files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1')] },
+      ['rename d1 a.txt -> b.txt'],
+    ],
+    [
+      'a rename to a path sorting before the old one is still a rename',
+      { local: [local('0.txt', 'h1')], files: { 'z.txt': entry('d1', 'h1') }, remote: [ours('d1', 'z.txt', 'h1')] },
+      ['rename d1 z.txt -> 0.txt'],
+    ],
+    [
+      'a directory move renames every file',
+      {
+        local: [local('new/a.txt', 'h1'), local('new/sub/b.txt', 'h2')],
+        files: { 'old/a.txt': entry('d1', 'h1'), 'old/sub/b.txt': entry('d2', 'h2') },
+        remote: [ours('d1', 'old/a.txt', 'h1'), ours('d2', 'old/sub/b.txt', 'h2')],
+      },
+      ['rename d1 old/a.txt -> new/a.txt', 'rename d2 old/sub/b.txt -> new/sub/b.txt'],
+    ],
+    [
+      'a rename plus an edit is an upload and a delete (content decides)',
+      { local: [local('b.txt', 'h2')], files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1')] },
+      ['delete d1 a.txt (deleted-locally)', 'upload b.txt'],
+    ],
+    [
+      'two new files with the same content are two documents',
+      { local: [local('a.txt', 'h1'), local('b.txt', 'h1')] },
+      ['upload a.txt', 'upload b.txt'],
+    ],
+    [
+      'a copy of a renamed file: one rename, one upload',
+      {
+        local: [local('b.txt', 'h1'), local('c.txt', 'h1')],
+        files: { 'a.txt': entry('d1', 'h1') },
+        remote: [ours('d1', 'a.txt', 'h1')],
+      },
+      ['rename d1 a.txt -> b.txt', 'upload c.txt'],
+    ],
+    [
+      'a copy of an existing file is uploaded, the original untouched',
+      {
+        local: [local('a.txt', undefined), local('b.txt', 'h1')],
+        files: { 'a.txt': entry('d1', 'h1') },
+        remote: [ours('d1', 'a.txt', 'h1')],
+      },
+      ['upload b.txt'],
+    ],
+    [
+      'a file moved over another one: rename, and the overwritten version goes',
+      {
+        local: [local('b.txt', 'h1')],
+        files: { 'a.txt': entry('d1', 'h1'), 'b.txt': entry('d2', 'h2') },
+        remote: [ours('d1', 'a.txt', 'h1'), ours('d2', 'b.txt', 'h2')],
+      },
+      ['delete d2 b.txt (stale-version)', 'rename d1 a.txt -> b.txt'],
+    ],
+    [
+      'a document deleted remotely by someone else is uploaded again',
+      { local: [local('a.txt', undefined)], files: { 'a.txt': entry('d1', 'h1') }, remote: [] },
+      ['upload a.txt'],
+    ],
+    [
+      'a document whose name was changed remotely gets its fields back',
+      {
+        local: [local('a.txt', undefined)],
+        files: { 'a.txt': entry('d1', 'h1') },
+        remote: [{ ...ours('d1', 'a.txt', 'h1'), name: 'renamed by someone' }],
+      },
+      ['update-meta d1 a.txt'],
+    ],
+    [
+      'a document whose dssync metadata was stripped remotely is recognised by the state and repaired',
+      { local: [local('a.txt', undefined)], files: { 'a.txt': entry('d1', 'h1') }, remote: [unmarked('d1', 'a.txt')] },
+      ['update-meta d1 a.txt'],
+    ],
+    [
+      'lost state: documents are adopted from their metadata, nothing uploaded',
+      { local: [local('a.txt', 'h1'), local('b.txt', 'h2')], remote: [ours('d1', 'a.txt', 'h1'), ours('d2', 'b.txt', 'h2')] },
+      ['adopt d1 a.txt', 'adopt d2 b.txt'],
+    ],
+    [
+      'lost state and a file changed meanwhile: replace',
+      { local: [local('a.txt', 'h9')], remote: [ours('d1', 'a.txt', 'h1')] },
+      ['replace a.txt (old d1)'],
+    ],
+    [
+      'duplicates of one file are reduced to one (the state’s choice kept)',
+      {
+        local: [local('a.txt', undefined)],
+        files: { 'a.txt': entry('d2', 'h1') },
+        remote: [ours('d1', 'a.txt', 'h1'), ours('d2', 'a.txt', 'h1')],
+      },
+      ['delete d1 a.txt (duplicate)'],
+    ],
+    [
+      'a crash in the middle of a replace: the new version is kept, the old deleted',
+      {
+        local: [local('a.txt', 'h2', 11, 2000)],
+        files: { 'a.txt': entry('d1', 'h1') },
+        remote: [ours('d1', 'a.txt', 'h1'), ours('d2', 'a.txt', 'h2', 11, 2000)],
+      },
+      ['adopt d2 a.txt', 'delete d1 a.txt (stale-version)'],
+    ],
+    [
+      'a crash after a rename landed but before the state was written',
+      { local: [local('b.txt', 'h1')], files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'b.txt', 'h1')] },
+      ['adopt d1 b.txt', 'forget a.txt'],
+    ],
+    [
+      'an upload whose answer was lost: the unmarked document is adopted through the intent',
+      {
+        local: [local('dir/a.txt', 'h1')],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'dir/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        remote: [unmarked('d7', 'dir/a.txt')],
+      },
+      ['update-meta d7 dir/a.txt'],
+    ],
+    [
+      'an upload whose answer was lost, on a service that keeps only the base name',
+      {
+        local: [local('dir/a.txt', 'h1')],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'dir/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        remote: [unmarked('d7', 'a.txt')],
+      },
+      ['update-meta d7 dir/a.txt'],
+    ],
+    [
+      'an upload sent twice after a lost answer: one kept, the other deleted',
+      {
+        local: [local('a.txt', 'h1')],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        remote: [unmarked('d7', 'a.txt'), unmarked('d8', 'a.txt')],
+      },
+      ['delete d8 a.txt (duplicate)', 'update-meta d7 a.txt'],
+    ],
+    [
+      'an interrupted upload of a file that changed since: the stale upload is replaced',
+      {
+        local: [local('a.txt', 'h2')],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        remote: [unmarked('d7', 'a.txt')],
+      },
+      ['replace a.txt (old d7)'],
+    ],
+    [
+      'an interrupted upload of a file deleted since: the document is deleted',
+      {
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        remote: [unmarked('d7', 'a.txt')],
+      },
+      ['delete d7 a.txt (deleted-locally)'],
+    ],
+    [
+      'documents that are not ours are left alone',
+      { local: [local('a.txt', 'h1')], remote: [unmarked('x1', 'a.txt'), unmarked('x2', 'manual.pdf')] },
+      ['upload a.txt'],
+    ],
+    [
+      'documents of another mapping in the same data source are left alone',
+      {
+        local: [],
+        remote: [{ ...ours('x1', 'a.txt', 'h1'), metadata: { ...ours('x1', 'a.txt', 'h1').metadata, dssync_mapping: 'other' } }],
+      },
+      [],
+    ],
+    [
+      'prune: all deletes documents that are not ours',
+      { local: [local('a.txt', 'h1')], remote: [unmarked('x2', 'manual.pdf')], prune: 'all' },
+      ['delete x2 manual.pdf (not-in-folder)', 'upload a.txt'],
+    ],
+    [
+      'a file refused before and unchanged is skipped; its old version stays',
+      {
+        local: [local('big.pdf', 'h2', 99, 2000)],
+        files: { 'big.pdf': entry('d1', 'h1') },
+        rejected: { 'big.pdf': { size: 99, mtimeMs: 2000, status: 413, reason: 'too large', at: 't' } },
+        remote: [ours('d1', 'big.pdf', 'h1')],
+      },
+      [],
+    ],
+    [
+      'a file refused before that changed is tried again',
+      {
+        local: [local('big.pdf', 'h3', 50, 3000)],
+        rejected: { 'big.pdf': { size: 99, mtimeMs: 2000, status: 413, reason: 'too large', at: 't' } },
+      },
+      ['upload big.pdf'],
+    ],
+    [
+      'an untouchable file (unreadable, too large now, being written) keeps its document',
+      { files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1')], untouchable: ['a.txt'] },
+      [],
+    ],
+    [
+      'incremental plan without a listing trusts the state: rename',
+      { local: [local('b.txt', 'h1')], files: { 'a.txt': entry('d1', 'h1'), 'c.txt': entry('d3', 'h3') }, remote: undefined, scope: ['a.txt', 'b.txt'] },
+      ['rename d1 a.txt -> b.txt'],
+    ],
+    [
+      'incremental plan leaves paths outside its scope alone',
+      { local: [local('b.txt', 'h2')], files: { 'a.txt': entry('d1', 'h1') }, remote: undefined, scope: ['b.txt'] },
+      ['upload b.txt'],
+    ],
+    [
+      'a path whose file and document are both gone is forgotten',
+      { files: { 'a.txt': entry('d1', 'h1') }, remote: [] },
+      ['forget a.txt'],
+    ],
+  ];
+
+  for (const [name, c, expected] of cases) {
+    it(name, () => {
+      expect(summary(plan(c).ops)).toEqual([...expected].sort());
+    });
+  }
+
+  it('counts unchanged files and reports skipped rejected ones', () => {
+    const r = plan({
+      local: [local('a.txt', undefined), local('big.pdf', 'h2', 99, 2000)],
+      files: { 'a.txt': entry('d1', 'h1') },
+      rejected: { 'big.pdf': { size: 99, mtimeMs: 2000, reason: 'too large', at: 't' } },
+      remote: [ours('d1', 'a.txt', 'h1')],
+    });
+    expect(r.unchanged).toBe(1);
+    expect(r.skippedRejected).toEqual(['big.pdf']);
+    expect(r.ourDocumentCount).toBe(1);
+  });
+
+  it('a full pass settles open intents; an incremental one does not', () => {
+    const intents: Record<string, Intent> = { i1: { kind: 'delete', id: 'i1', startedAt: 't', documentId: 'd1', path: 'a.txt' } };
+    expect(plan({ intents, remote: [] }).resolvedIntentIds).toEqual(['i1']);
+    expect(plan({ intents, remote: undefined }).resolvedIntentIds).toEqual([]);
+  });
+
+  it('refuses to plan a changed file without its hash', () => {
+    expect(() => plan({ local: [local('a.txt', undefined, 11)], files: { 'a.txt': entry('d1', 'h1') } })).toThrow(/a\.txt needs a content hash/);
+  });
+});
+
+describe('pathsToHash (quick check)', () => {
+  it('hashes only files whose size or mtime differ from the state', () => {
+    const files = { 'same.txt': entry('d1', 'h1', 10, 1000), 'touched.txt': entry('d2', 'h2', 10, 1000) };
+    const localFiles = new Map([
+      ['same.txt', local('same.txt', undefined, 10, 1000)],
+      ['touched.txt', local('touched.txt', undefined, 10, 2000)],
+      ['new.txt', local('new.txt', undefined)],
+    ]);
+    expect(pathsToHash(localFiles, files).sort()).toEqual(['new.txt', 'touched.txt']);
+  });
+});
