@@ -2,6 +2,15 @@
  * Every top-level command, one module per command group (DESIGN §2). Add a group here.
  */
 import type { CommandModule } from 'yargs';
+import { appsCommand } from './apps.js';
+import { chunksCommand } from './chunks.js';
+import { datasourcesCommand } from './datasources.js';
+import { documentsCommand } from './documents.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const commandModules: CommandModule<any, any>[] = [];
+export const commandModules: CommandModule<any, any>[] = [
+  datasourcesCommand,
+  documentsCommand,
+  chunksCommand,
+  appsCommand,
+];

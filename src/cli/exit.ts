@@ -4,6 +4,7 @@
  * no command calls process.exit itself.
  */
 import { isApiError } from '../api/errors.js';
+import { ConfigError } from '../config/connection.js';
 
 export const ExitCode = {
   /** Success. */
@@ -35,6 +36,8 @@ export function usageError(message: string): CliError {
 /** Chooses the exit code and the one-line message for any error a command threw. */
 export function describeFailure(err: unknown): { exitCode: ExitCode; message: string } {
   if (err instanceof CliError) return { exitCode: err.exitCode, message: err.message };
+  // A missing or bad setting (no base URL, org or token; unreadable config): fix and rerun.
+  if (err instanceof ConfigError) return { exitCode: ExitCode.USAGE, message: err.message };
   if (isApiError(err)) {
     if (err.code === 'E_UNAUTHORIZED' || err.code === 'E_FORBIDDEN') {
       return {

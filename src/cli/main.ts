@@ -5,7 +5,7 @@
  */
 import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { describeFailure, ExitCode } from './exit.js';
+import { describeFailure, ExitCode, usageError } from './exit.js';
 import { globalOptions } from './options.js';
 import { commandModules } from './commands.js';
 
@@ -27,8 +27,9 @@ export async function main(argv: string[]): Promise<number> {
     .fail((msg, err) => {
       // Usage errors from yargs come with a message; errors thrown by handlers with err.
       if (err) throw err;
-      process.stderr.write(`dssync: ${msg}\nRun with --help for usage.\n`);
-      exitCode = ExitCode.USAGE;
+      // Throw rather than return: yargs would otherwise go on and run the handler with
+      // the missing or bad argument (e.g. create without --connector).
+      throw usageError(`${msg}\nRun with --help for usage.`);
     });
   try {
     await parser.parseAsync();

@@ -1,0 +1,166 @@
+/**
+ * `dssync datasources list | get | create | update | delete` (DESIGN §6).
+ * Each operation takes a CliContext, so it can run against a fake client in tests;
+ * the yargs handlers only validate arguments and build the context.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import {
+  buildContext,
+  explainNotFound,
+  missingDataSourceMessage,
+  requireValue,
+  type CliContext,
+} from './context.js';
+import { usageError } from './exit.js';
+import type { GlobalArgs } from './options.js';
+import {
+  formatDataSource,
+  formatDataSources,
+  formatJsonDeleted,
+  formatJsonRecord,
+  formatJsonRecords,
+} from './output.js';
+
+// ---- operations --------------------------------------------------------------------
+
+export async function listDataSources(ctx: CliContext): Promise<void> {
+  const records = await ctx.api.listDataSources();
+  ctx.out(ctx.json ? formatJsonRecords(records) : formatDataSources(records));
+}
+
+export async function getDataSource(ctx: CliContext, id: string): Promise<void> {
+  const record = await explainNotFound(() => ctx.api.getDataSource(id), () => missingDataSourceMessage(id));
+  ctx.out(ctx.json ? formatJsonRecord(record) : formatDataSource(record));
+}
+
+export async function createDataSource(ctx: CliContext, name: string, connectorIds: string[]): Promise<void> {
+  const record = await ctx.api.createDataSource({ name, llmConnectorIds: connectorIds });
+  ctx.out(ctx.json ? formatJsonRecord(record) : `Created data source ${record.id}.\n${formatDataSource(record)}`);
+}
+
+export async function updateDataSource(ctx: CliContext, id: string, name: string): Promise<void> {
+  const record = await explainNotFound(() => ctx.api.updateDataSource(id, { name }), () => missingDataSourceMessage(id));
+  ctx.out(ctx.json ? formatJsonRecord(record) : `Updated data source ${record.id}.\n${formatDataSource(record)}`);
+}
+
+/**
+ * Looks the data source up first: the service's DELETE treats an unknown id as already
+ * gone, and an operator who mistyped an id must hear so rather than read "Deleted".
+ */
+export async function deleteDataSource(ctx: CliContext, id: string): Promise<void> {
+  await explainNotFound(() => ctx.api.getDataSource(id), () => missingDataSourceMessage(id));
+  await ctx.api.deleteDataSource(id);
+  ctx.out(ctx.json ? formatJsonDeleted(id) : `Deleted data source ${id}.\n`);
+}
+
+// ---- argument checks ---------------------------------------------------------------
+
+/** `--connector a --connector b` and `--connector a,b` both give [a, b]; no empty id. */
+export function connectorIds(values: unknown): string[] {
+  const list = (Array.isArray(values) ? values : [values]).flatMap((v) =>
+    typeof v === 'string' || typeof v === 'number' ? String(v).split(',') : [],
+  );
+  const ids = list.map((v) => v.trim());
+  if (ids.length === 0 || ids.some((v) => v === '')) {
+    throw usageError('--connector must name a language-model connector id (repeat it for several), e.g. --connector conn-1');
+  }
+  return [...new Set(ids)];
+}
+
+// ---- yargs -------------------------------------------------------------------------
+
+interface DsArgs extends GlobalArgs {
+  ds: string;
+}
+interface CreateArgs extends GlobalArgs {
+  name: string;
+  connector: string[];
+}
+interface UpdateArgs extends DsArgs {
+  name: string;
+}
+
+const dsPositional = <T>(y: Argv<T>) =>
+  y.positional('ds', { type: 'string', describe: 'Data source id', demandOption: true });
+
+const DS = 'the data source id <ds>';
+
+const listCommand: CommandModule<GlobalArgs, GlobalArgs> = {
+  command: 'list',
+  describe: 'List all data sources of the organization',
+  builder: (y) =>
+    y.example('$0 datasources list', 'Table of id, name and connectors').example('$0 datasources list --json', 'Normalised records as JSON'),
+  handler: async (args) => listDataSources(await buildContext(args)),
+};
+
+const getCommand: CommandModule<GlobalArgs, DsArgs> = {
+  command: 'get <ds>',
+  describe: 'Show one data source',
+  builder: (y) => dsPositional(y).example('$0 datasources get ds_123', 'Show the data source ds_123'),
+  handler: async (args) => {
+    const id = requireValue(args.ds, DS);
+    await getDataSource(await buildContext(args), id);
+  },
+};
+
+const createCommand: CommandModule<GlobalArgs, CreateArgs> = {
+  command: 'create',
+  describe: 'Create a data source (connector ids come from the service operator)',
+  builder: (y) =>
+    y
+      .option('name', { type: 'string', describe: 'Display name', demandOption: true, requiresArg: true })
+      .option('connector', {
+        type: 'string',
+        array: true,
+        describe: 'Language-model connector id; repeat for several',
+        demandOption: true,
+        requiresArg: true,
+      })
+      .example('$0 datasources create --name Handbook --connector conn-1', 'Create a data source')
+      .example('$0 datasources create --name Policies --connector conn-1 --connector conn-2', 'With two connectors'),
+  handler: async (args) => {
+    const name = requireValue(args.name, '--name');
+    const ids = connectorIds(args.connector);
+    await createDataSource(await buildContext(args), name, ids);
+  },
+};
+
+const updateCommand: CommandModule<GlobalArgs, UpdateArgs> = {
+  command: 'update <ds>',
+  describe: 'Rename a data source',
+  builder: (y) =>
+    dsPositional(y)
+      .option('name', { type: 'string', describe: 'New display name', demandOption: true, requiresArg: true })
+      .example('$0 datasources update ds_123 --name "Staff handbook"', 'Rename ds_123'),
+  handler: async (args) => {
+    const id = requireValue(args.ds, DS);
+    const name = requireValue(args.name, '--name');
+    await updateDataSource(await buildContext(args), id, name);
+  },
+};
+
+const deleteCommand: CommandModule<GlobalArgs, DsArgs> = {
+  command: 'delete <ds>',
+  describe: 'Delete a data source and its documents',
+  builder: (y) => dsPositional(y).example('$0 datasources delete ds_123', 'Delete ds_123'),
+  handler: async (args) => {
+    const id = requireValue(args.ds, DS);
+    await deleteDataSource(await buildContext(args), id);
+  },
+};
+
+export const datasourcesCommand: CommandModule<GlobalArgs, GlobalArgs> = {
+  command: 'datasources',
+  describe: 'Administer data sources: list, get, create, update, delete',
+  builder: (y) =>
+    y
+      .command(listCommand)
+      .command(getCommand)
+      .command(createCommand)
+      .command(updateCommand)
+      .command(deleteCommand)
+      .demandCommand(1, 'Name a datasources subcommand: list, get, create, update or delete.')
+      .example('$0 datasources list', 'List the data sources'),
+  // Never reached: demandCommand requires a subcommand.
+  handler: () => undefined,
+};
