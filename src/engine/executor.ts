@@ -1,0 +1,297 @@
+/**
+ * Carries out a plan's operations against the service and records each result in the
+ * state (DESIGN §2 executor, §4 correctness rules).
+ *
+ * - Uploads are batched (count and bytes) into one request each. Before a batch is sent,
+ *   an upload intent is made durable; it stays open until every uploaded document has its
+ *   metadata, so a crash or a lost answer at any instant is settled by the next full pass.
+ * - Renames, metadata updates and deletes are idempotent and self-describing (the
+ *   document's metadata says whose and where it is), so a full listing settles them without
+ *   an intent; they only record their result.
+ * - A replace uploads the new version, gives it its metadata, then deletes the old one:
+ *   the App is never left without the file.
+ * - The plan has at most one operation per path and a mirror runs one plan at a time, so
+ *   two operations never touch one path at once.
+ */
+import PQueue from 'p-queue';
+import type { DatastoreApi } from '../api/api.js';
+import { isApiError, type ApiError } from '../api/errors.js';
+import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
+import type { Logger } from '../log.js';
+import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
+import type { HashedFile, Op } from './plan.js';
+
+/** The state operations the executor needs (StateStore implements them). */
+export interface StateWriter {
+  setFile(mappingId: string, path: string, entry: FileEntry): void;
+  deleteFile(mappingId: string, path: string): void;
+  renameFile(mappingId: string, from: string, to: string, entry: FileEntry): void;
+  beginIntent(mappingId: string, intent: DistributiveOmit<Intent, 'id' | 'startedAt'>): Promise<string>;
+  endIntent(mappingId: string, intentId: string): void;
+  setRejected(mappingId: string, path: string, rejected: RejectedFile): void;
+  clearRejected(mappingId: string, path: string): void;
+}
+
+type DistributiveOmit<T, K extends keyof never> = T extends unknown ? Omit<T, K> : never;
+
+export interface ExecutorOptions {
+  api: DatastoreApi;
+  state: StateWriter;
+  mappingId: string;
+  dataSourceId: string;
+  desired: (file: HashedFile) => DocumentUpdate;
+  /** Upload batch bounds. */
+  batchFiles: number;
+  batchBytes: number;
+  /** Operations in progress at once (the client's pacer bounds the requests themselves). */
+  concurrency: number;
+  now: () => number;
+  logger: Logger;
+  signal?: AbortSignal | undefined;
+  /** Called once per finished operation (progress, metrics, the demo's output). */
+  onOp?: ((event: OpEvent) => void) | undefined;
+}
+
+export type OpOutcome = 'done' | 'failed' | 'rejected' | 'changed' | 'ambiguous';
+
+export interface OpEvent {
+  kind: Op['kind'];
+  path: string;
+  outcome: OpOutcome;
+  documentId?: string | undefined;
+  error?: ApiError | Error | undefined;
+}
+
+export interface FileFailure {
+  path: string;
+  op: Op['kind'];
+  code: string;
+  status?: number | undefined;
+  message: string;
+}
+
+export interface ExecutionResult {
+  counts: Record<Op['kind'], number>;
+  failures: FileFailure[];
+  /** Files the service refused (413/415): skipped until they change. */
+  rejected: FileFailure[];
+  /** Files that changed or vanished while being sent: the next plan looks again. */
+  changed: string[];
+  /** Some upload's answer was lost: list the data source and plan again before retrying. */
+  ambiguous: boolean;
+}
+
+type UploadOp = Extract<Op, { kind: 'upload' | 'replace' }>;
+
+export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promise<ExecutionResult> {
+  const result: ExecutionResult = {
+    counts: { upload: 0, replace: 0, rename: 0, 'update-meta': 0, delete: 0, adopt: 0, forget: 0 },
+    failures: [],
+    rejected: [],
+    changed: [],
+    ambiguous: false,
+  };
+  const queue = new PQueue({ concurrency: Math.max(1, o.concurrency) });
+  const uploads: UploadOp[] = [];
+
+  for (const op of ops) {
+    switch (op.kind) {
+      case 'adopt':
+        o.state.setFile(o.mappingId, op.path, entryFor(op.file, op.documentId, o.now));
+        o.state.clearRejected(o.mappingId, op.path);
+        done(o, result, op, op.documentId);
+        break;
+      case 'forget':
+        o.state.deleteFile(o.mappingId, op.path);
+        o.state.clearRejected(o.mappingId, op.path);
+        done(o, result, op);
+        break;
+      case 'upload':
+      case 'replace':
+        uploads.push(op);
+        break;
+      case 'rename':
+      case 'update-meta':
+      case 'delete':
+        void queue.add(() => runSingle(op, o, result));
+        break;
+    }
+  }
+  for (const batch of makeBatches(uploads, o.batchFiles, o.batchBytes)) {
+    void queue.add(() => runUploadBatch(batch, o, result));
+  }
+  await queue.onIdle();
+  return result;
+}
+
+/** Groups uploads into batches bounded by count and bytes (a single large file goes alone). */
+export function makeBatches<T extends { file: { size: number } }>(items: readonly T[], maxFiles: number, maxBytes: number): T[][] {
+  const batches: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    if (current.length > 0 && (current.length >= maxFiles || bytes + item.file.size > maxBytes)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += item.file.size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'delete' }>, o: ExecutorOptions, r: ExecutionResult): Promise<void> {
+  const opts = { signal: o.signal };
+  try {
+    if (op.kind === 'delete') {
+      await o.api.deleteDocument(o.dataSourceId, op.documentId, opts);
+      if (op.reason === 'deleted-locally') o.state.deleteFile(o.mappingId, op.path);
+      o.logger.info({ path: op.path, documentId: op.documentId, reason: op.reason }, 'deleted');
+      done(o, r, op, op.documentId);
+      return;
+    }
+    await o.api.updateDocument(o.dataSourceId, op.documentId, o.desired(op.file), opts);
+    const entry = entryFor(op.file, op.documentId, o.now);
+    if (op.kind === 'rename') {
+      o.state.renameFile(o.mappingId, op.from, op.path, entry);
+      o.logger.info({ path: op.path, from: op.from, documentId: op.documentId }, 'renamed');
+    } else {
+      o.state.setFile(o.mappingId, op.path, entry);
+      o.logger.info({ path: op.path, documentId: op.documentId }, 'metadata updated');
+    }
+    done(o, r, op, op.documentId);
+  } catch (e) {
+    if (isApiError(e) && e.code === 'E_NOT_FOUND' && op.kind !== 'delete') {
+      // The document vanished under us (deleted remotely): the next plan uploads again.
+      o.state.deleteFile(o.mappingId, op.kind === 'rename' ? op.from : op.path);
+    }
+    fail(o, r, op.kind, op.path, e);
+  }
+}
+
+async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: ExecutionResult): Promise<void> {
+  const intentId = await o.state.beginIntent(o.mappingId, {
+    kind: 'upload',
+    files: batch.map((op) => ({
+      path: op.path,
+      size: op.file.size,
+      mtimeMs: op.file.mtimeMs,
+      sha256: op.file.sha256,
+      ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
+    })),
+  });
+  let records: DocumentRecord[];
+  try {
+    records = await o.api.uploadDocuments(
+      o.dataSourceId,
+      batch.map((op) => ({ path: op.file.diskPath, name: op.path, expectedSize: op.file.size, expectedMtimeMs: op.file.mtimeMs })),
+      { signal: o.signal },
+    );
+  } catch (e) {
+    await uploadFailed(batch, intentId, e, o, r);
+    return;
+  }
+
+  // Each uploaded document gets its metadata; the intent stays open until all have it.
+  let allMarked = true;
+  await Promise.all(
+    batch.map(async (op, i) => {
+      const record = records[i];
+      if (!record) {
+        allMarked = false;
+        return;
+      }
+      try {
+        await o.api.updateDocument(o.dataSourceId, record.id, o.desired(op.file), { signal: o.signal });
+      } catch (e) {
+        allMarked = false;
+        fail(o, r, op.kind, op.path, e);
+        return;
+      }
+      o.state.setFile(o.mappingId, op.path, entryFor(op.file, record.id, o.now));
+      o.state.clearRejected(o.mappingId, op.path);
+      if (op.kind === 'replace') {
+        for (const old of op.oldDocumentIds) {
+          try {
+            await o.api.deleteDocument(o.dataSourceId, old, { signal: o.signal });
+          } catch (e) {
+            // The new version is in; the old one is a stale version the next pass deletes.
+            fail(o, r, 'delete', op.path, e);
+          }
+        }
+      }
+      o.logger.info({ path: op.path, documentId: record.id }, op.kind === 'replace' ? 'replaced' : 'uploaded');
+      done(o, r, op, record.id);
+    }),
+  );
+  if (allMarked) o.state.endIntent(o.mappingId, intentId);
+}
+
+async function uploadFailed(batch: UploadOp[], intentId: string, e: unknown, o: ExecutorOptions, r: ExecutionResult): Promise<void> {
+  if (isApiError(e) && e.ambiguous) {
+    // The service may have created some documents: the intent stays open, and the caller
+    // lists the data source and plans again, adopting what landed.
+    r.ambiguous = true;
+    for (const op of batch) emit(o, { kind: op.kind, path: op.path, outcome: 'ambiguous', error: e });
+    o.logger.warn({ files: batch.length, code: e.code }, 'upload answer lost; will list the data source and adopt what landed');
+    return;
+  }
+  o.state.endIntent(o.mappingId, intentId);
+  const refused = isApiError(e) && (e.code === 'E_PAYLOAD_TOO_LARGE' || e.code === 'E_UNSUPPORTED_TYPE');
+  const changed = isApiError(e) && e.code === 'E_FILE_CHANGED';
+  if ((refused || changed) && batch.length > 1) {
+    // The service (or the disk) names no file: send the halves apart until the culprit is alone.
+    const mid = Math.ceil(batch.length / 2);
+    await runUploadBatch(batch.slice(0, mid), o, r);
+    await runUploadBatch(batch.slice(mid), o, r);
+    return;
+  }
+  for (const op of batch) {
+    if (refused) {
+      const err = e as ApiError;
+      o.state.setRejected(o.mappingId, op.path, {
+        size: op.file.size,
+        mtimeMs: op.file.mtimeMs,
+        ...(err.status !== undefined ? { status: err.status } : {}),
+        reason: err.message,
+        at: new Date(o.now()).toISOString(),
+      });
+      r.rejected.push(failure(op.kind, op.path, err));
+      o.logger.warn({ path: op.path, status: err.status, reason: err.message }, 'the service refused the file; skipped until it changes');
+      emit(o, { kind: op.kind, path: op.path, outcome: 'rejected', error: err });
+    } else if (changed) {
+      r.changed.push(op.path);
+      o.logger.info({ path: op.path }, 'file changed while being sent; will look again');
+      emit(o, { kind: op.kind, path: op.path, outcome: 'changed' });
+    } else {
+      fail(o, r, op.kind, op.path, e);
+    }
+  }
+}
+
+function entryFor(file: HashedFile, documentId: string, now: () => number): FileEntry {
+  return { documentId, size: file.size, mtimeMs: file.mtimeMs, sha256: file.sha256, syncedAt: new Date(now()).toISOString() };
+}
+
+function failure(kind: Op['kind'], path: string, e: unknown): FileFailure {
+  if (isApiError(e)) return { path, op: kind, code: e.code, status: e.status, message: e.message };
+  return { path, op: kind, code: 'E_UNEXPECTED', message: e instanceof Error ? e.message : String(e) };
+}
+
+function fail(o: ExecutorOptions, r: ExecutionResult, kind: Op['kind'], path: string, e: unknown): void {
+  const f = failure(kind, path, e);
+  r.failures.push(f);
+  o.logger.error({ path, op: kind, code: f.code, status: f.status, err: f.message }, `${kind} failed`);
+  emit(o, { kind, path, outcome: 'failed', error: e instanceof Error ? e : undefined });
+}
+
+function done(o: ExecutorOptions, r: ExecutionResult, op: Op, documentId?: string): void {
+  r.counts[op.kind]++;
+  emit(o, { kind: op.kind, path: op.path, outcome: 'done', documentId });
+}
+
+function emit(o: ExecutorOptions, e: OpEvent): void {
+  o.onOp?.(e);
+}
