@@ -1,0 +1,32 @@
+/** An in-memory StateWriter for the engine's unit tests. */
+import type { StateWriter } from '../../src/engine/executor.js';
+import { emptyMappingState, type Intent, type MappingState } from '../../src/state/schema.js';
+
+export class MemoryState implements StateWriter {
+  readonly m: MappingState = emptyMappingState('ds1', '/srv/share');
+  private n = 0;
+  setFile(_id: string, path: string, entry: MappingState['files'][string]): void {
+    this.m.files[path] = entry;
+  }
+  deleteFile(_id: string, path: string): void {
+    delete this.m.files[path];
+  }
+  renameFile(_id: string, from: string, to: string, entry: MappingState['files'][string]): void {
+    delete this.m.files[from];
+    this.m.files[to] = entry;
+  }
+  async beginIntent(_id: string, intent: Omit<Intent, 'id' | 'startedAt'>): Promise<string> {
+    const id = `i${++this.n}`;
+    this.m.intents[id] = { ...intent, id, startedAt: 't' } as Intent;
+    return id;
+  }
+  endIntent(_id: string, intentId: string): void {
+    delete this.m.intents[intentId];
+  }
+  setRejected(_id: string, path: string, r: MappingState['rejected'][string]): void {
+    this.m.rejected[path] = r;
+  }
+  clearRejected(_id: string, path: string): void {
+    delete this.m.rejected[path];
+  }
+}

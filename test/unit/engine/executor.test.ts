@@ -1,0 +1,187 @@
+import { describe, expect, it } from 'vitest';
+import { executePlan, makeBatches, type ExecutorOptions } from '../../../src/engine/executor.js';
+import { planMirror, type LocalFileInfo } from '../../../src/engine/plan.js';
+import { documentFields } from '../../../src/engine/document-fields.js';
+import { readMeta } from '../../../src/engine/metadata.js';
+import { silentLogger } from '../../../src/log.js';
+import { FakeApi, apiError } from '../../helpers/fake-api.js';
+import { MemoryState } from '../../helpers/memory-state.js';
+
+const spec = { mappingId: 'm1', root: '/srv/share' };
+const desired = (f: Parameters<typeof documentFields>[1]) => documentFields(spec, f);
+
+function files(n: number, prefix = 'f', size = 10): LocalFileInfo[] {
+  return Array.from({ length: n }, (_, i) => ({ path: `${prefix}${i}.txt`, diskPath: `/srv/share/${prefix}${i}.txt`, size, mtimeMs: 1000, sha256: `h${prefix}${i}` }));
+}
+
+function opts(api: FakeApi, state: MemoryState, over: Partial<ExecutorOptions> = {}): ExecutorOptions {
+  return { api, state, mappingId: 'm1', dataSourceId: 'ds1', desired, batchFiles: 20, batchBytes: 1 << 20, concurrency: 4, now: () => 0, logger: silentLogger, ...over };
+}
+
+/** One full pass of the engine: list, plan, execute. */
+async function pass(api: FakeApi, state: MemoryState, local: LocalFileInfo[], over: Partial<ExecutorOptions> = {}) {
+  const remote = await api.listDocuments();
+  const plan = planMirror({ mappingId: 'm1', local: new Map(local.map((f) => [f.path, f])), state: state.m, remote, desired, prune: 'ours' });
+  const result = await executePlan(plan.ops, opts(api, state, over));
+  if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent('m1', id);
+  return { plan, result };
+}
+
+/** The data source holds exactly the files: one marked document per path, right content. */
+function expectConverged(api: FakeApi, local: LocalFileInfo[]): void {
+  const byPath = new Map<string, string[]>();
+  for (const d of api.list()) {
+    const meta = readMeta({ id: d.id, metadata: d.metadata, raw: {} });
+    expect(meta, `document ${d.id} (${d.name}) carries dssync metadata`).toBeDefined();
+    byPath.set(meta!.path, [...(byPath.get(meta!.path) ?? []), meta!.sha256]);
+  }
+  expect([...byPath.keys()].sort()).toEqual(local.map((f) => f.path).sort());
+  for (const f of local) expect(byPath.get(f.path)).toEqual([f.sha256]);
+}
+
+describe('makeBatches', () => {
+  it('bounds batches by count and by bytes; a large file goes alone', () => {
+    const items = [10, 10, 10, 10, 10].map((size) => ({ file: { size } }));
+    expect(makeBatches(items, 2, 1000).map((b) => b.length)).toEqual([2, 2, 1]);
+    expect(makeBatches(items, 10, 25).map((b) => b.length)).toEqual([2, 2, 1]);
+    expect(makeBatches([{ file: { size: 5000 } }, { file: { size: 1 } }], 10, 100).map((b) => b.length)).toEqual([1, 1]);
+  });
+});
+
+describe('executePlan', () => {
+  it('a first mirror uses one upload per batch and one update per document', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const local = files(45);
+    const { result } = await pass(api, state, local);
+    expect(result.failures).toEqual([]);
+    expect(api.count('uploadDocuments')).toBe(3);
+    expect(api.count('updateDocument')).toBe(45);
+    expect(Object.keys(state.m.files)).toHaveLength(45);
+    expect(state.m.intents).toEqual({});
+    expectConverged(api, local);
+  });
+
+  it('a second pass over the same files makes no remote write', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const local = files(5);
+    await pass(api, state, local);
+    api.calls = [];
+    const { plan } = await pass(api, state, local.map((f) => ({ ...f, sha256: undefined })));
+    expect(plan.ops).toEqual([]);
+    expect(api.calls.map((c) => c.op)).toEqual(['listDocuments']);
+  });
+
+  it('a replace uploads the new version before deleting the old one', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    await pass(api, state, files(1));
+    const oldId = state.m.files['f0.txt']!.documentId;
+    api.calls = [];
+    const edited = [{ ...files(1)[0]!, sha256: 'new', size: 11, mtimeMs: 2000 }];
+    await pass(api, state, edited);
+    expect(api.calls.map((c) => c.op)).toEqual(['listDocuments', 'uploadDocuments', 'updateDocument', 'deleteDocument']);
+    expect(api.docs.has(oldId)).toBe(false);
+    expectConverged(api, edited);
+  });
+
+  it('a lost upload answer is settled by listing and adopting: no duplicate, no second upload', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const local = files(3);
+    api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_CONNECTION', undefined, { ambiguous: true, retryable: true }) : undefined);
+    const first = await pass(api, state, local);
+    expect(first.result.ambiguous).toBe(true);
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    expect(api.list()).toHaveLength(3); // created, but unmarked
+
+    api.failAfter = () => undefined;
+    const second = await pass(api, state, local);
+    expect(second.plan.ops.map((o) => o.kind)).toEqual(['update-meta', 'update-meta', 'update-meta']);
+    expect(api.count('uploadDocuments')).toBe(1);
+    expect(state.m.intents).toEqual({});
+    expectConverged(api, local);
+  });
+
+  it('a lost upload answer on a service that keeps only base names is settled too', async () => {
+    const api = new FakeApi();
+    api.baseNamesOnly = true;
+    const state = new MemoryState();
+    const local = files(2, 'dir/sub/');
+    api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await pass(api, state, local);
+    api.failAfter = () => undefined;
+    await pass(api, state, local);
+    expect(api.count('uploadDocuments')).toBe(1);
+    expectConverged(api, local);
+  });
+
+  it('a crash between upload and metadata (intent open) converges on the next pass', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const local = files(4);
+    api.failBefore = (op) => (op === 'updateDocument' ? apiError('E_SERVER', 503, { retryable: true }) : undefined);
+    const first = await pass(api, state, local);
+    expect(first.result.failures).toHaveLength(4);
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    api.failBefore = () => undefined;
+    await pass(api, state, local);
+    expect(api.count('uploadDocuments')).toBe(1);
+    expectConverged(api, local);
+  });
+
+  it('a file refused by the service (415) is found by splitting the batch, recorded, and the rest goes in', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const local = files(4);
+    api.failBefore = (op, arg) =>
+      op === 'uploadDocuments' && (arg as { name: string }[]).some((f) => f.name === 'f2.txt') ? apiError('E_UNSUPPORTED_TYPE', 415) : undefined;
+    const { result } = await pass(api, state, local);
+    expect(result.rejected.map((f) => f.path)).toEqual(['f2.txt']);
+    expect(state.m.rejected['f2.txt']).toMatchObject({ status: 415, size: 10, mtimeMs: 1000 });
+    expect(Object.keys(state.m.files).sort()).toEqual(['f0.txt', 'f1.txt', 'f3.txt']);
+    // Unchanged, it is not sent again.
+    api.calls = [];
+    const again = await pass(api, state, local);
+    expect(again.plan.skippedRejected).toEqual(['f2.txt']);
+    expect(api.count('uploadDocuments')).toBe(0);
+  });
+
+  it('a file that changed while being sent is left for the next plan', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_FILE_CHANGED', undefined) : undefined);
+    const { result } = await pass(api, state, files(1));
+    expect(result.changed).toEqual(['f0.txt']);
+    expect(result.failures).toEqual([]);
+    expect(state.m.intents).toEqual({});
+  });
+
+  it('a rename is one update and moves the state entry', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    await pass(api, state, files(1));
+    const id = state.m.files['f0.txt']!.documentId;
+    api.calls = [];
+    const moved = [{ ...files(1)[0]!, path: 'moved/f0.txt', diskPath: '/srv/share/moved/f0.txt' }];
+    await pass(api, state, moved);
+    expect(api.calls.map((c) => c.op)).toEqual(['listDocuments', 'updateDocument']);
+    expect(state.m.files['moved/f0.txt']?.documentId).toBe(id);
+    expect(state.m.files['f0.txt']).toBeUndefined();
+    expect(api.docs.get(id)?.name).toBe('moved/f0.txt');
+  });
+
+  it('a document deleted remotely during a rename is uploaded again on the next pass', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    await pass(api, state, files(1));
+    const moved = [{ ...files(1)[0]!, path: 'b.txt', diskPath: '/srv/share/b.txt' }];
+    api.failBefore = (op) => (op === 'updateDocument' ? apiError('E_NOT_FOUND', 404) : undefined);
+    await pass(api, state, moved);
+    api.failBefore = () => undefined;
+    api.docs.clear();
+    await pass(api, state, moved);
+    expectConverged(api, moved);
+  });
+});
