@@ -1,0 +1,83 @@
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../../src/config/connection.js';
+import { buildContext, connectionFromArgs, readConnectionSettings } from '../../../src/cli/context.js';
+import { describeFailure, ExitCode } from '../../../src/cli/exit.js';
+import { FakeApi } from './fake-api.js';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dssync-cli-ctx-'));
+  await writeFile(join(dir, 'token'), 'file-token\n');
+  await chmod(join(dir, 'token'), 0o600);
+  await writeFile(
+    join(dir, 'config.json'),
+    JSON.stringify({ baseUrl: 'http://file.example', organizationId: 'file-org', tokenFile: 'token', mappings: [{ nonsense: true }] }),
+  );
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('connection settings', () => {
+  it('takes flag over environment over config file', () => {
+    const config = join(dir, 'config.json');
+    const fromFile = connectionFromArgs({ json: false, config }, {});
+    expect(fromFile).toMatchObject({ baseUrl: 'http://file.example', organizationId: 'file-org', token: 'file-token' });
+
+    const env = { DSSYNC_BASE_URL: 'http://env.example', DSSYNC_ORG: 'env-org', DSSYNC_TOKEN: 'env-token' };
+    const fromEnv = connectionFromArgs({ json: false, config }, env);
+    expect(fromEnv).toMatchObject({ baseUrl: 'http://env.example', organizationId: 'env-org', token: 'env-token' });
+
+    const fromFlags = connectionFromArgs({ json: false, config, baseUrl: 'http://flag.example', org: 'flag-org' }, env);
+    expect(fromFlags).toMatchObject({ baseUrl: 'http://flag.example', organizationId: 'flag-org' });
+  });
+
+  it('finds the config file through DSSYNC_CONFIG, with a tokenFile relative to it', () => {
+    const c = connectionFromArgs({ json: false }, { DSSYNC_CONFIG: join(dir, 'config.json') });
+    expect(c.token).toBe('file-token');
+    expect(c.tokenSource).toBe(`the file ${join(dir, 'token')}`);
+  });
+
+  it('a missing setting is a configuration error (exit 2) naming the setting', () => {
+    for (const [env, setting] of [
+      [{ DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' }, 'DSSYNC_BASE_URL'],
+      [{ DSSYNC_BASE_URL: 'http://x', DSSYNC_TOKEN: 't' }, 'DSSYNC_ORG'],
+      [{ DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o' }, 'DSSYNC_TOKEN'],
+    ] as const) {
+      let err: unknown;
+      try {
+        connectionFromArgs({ json: false }, env);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      const { exitCode, message } = describeFailure(err);
+      expect(exitCode).toBe(ExitCode.USAGE);
+      expect(message).toContain(setting);
+    }
+  });
+
+  it('an unreadable or malformed config file is a configuration error naming the file', async () => {
+    await writeFile(join(dir, 'bad.json'), '{ nope');
+    await writeFile(join(dir, 'wrong.json'), '{"baseUrl": 42}');
+    expect(() => readConnectionSettings(join(dir, 'missing.json'))).toThrow(/missing\.json.*no such file/);
+    expect(() => readConnectionSettings(join(dir, 'bad.json'))).toThrow(/bad\.json is not valid JSON/);
+    expect(() => readConnectionSettings(join(dir, 'wrong.json'))).toThrow(/"baseUrl" .* must be a string/);
+  });
+
+  it('builds the context with the resolved connection, never resolving when a setting is missing', async () => {
+    const api = new FakeApi();
+    let seen: unknown;
+    const ctx = await buildContext(
+      { json: true, baseUrl: 'http://x.example/' },
+      { env: { DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' }, createApi: (c) => ((seen = c), api) },
+    );
+    expect(ctx.api).toBe(api);
+    expect(ctx.json).toBe(true);
+    expect(seen).toMatchObject({ baseUrl: 'http://x.example', organizationId: 'o' });
+    await expect(buildContext({ json: false }, { env: {}, createApi: () => api })).rejects.toBeInstanceOf(ConfigError);
+  });
+});
