@@ -1,10 +1,10 @@
 /**
  * The name, url and metadata a file's document should carry (DESIGN §3). Pure.
  */
-import { pathToFileURL } from 'node:url';
 import { posix } from 'node:path';
 import type { DocumentUpdate } from '../api/records.js';
 import { buildMetadata } from './metadata.js';
+import { DEFAULT_URL_TEMPLATE, renderUrlTemplate } from '../config/url-template.js';
 
 export interface DocumentFieldsSpec {
   mappingId: string;
@@ -22,8 +22,6 @@ export interface FileFacts {
   sha256: string;
 }
 
-export const DEFAULT_URL_TEMPLATE = 'file://{absPath}';
-
 export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): DocumentUpdate {
   return {
     name: file.path,
@@ -33,13 +31,6 @@ export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): Docum
 }
 
 export function renderUrl(spec: DocumentFieldsSpec, relPath: string): string {
-  const template = spec.urlTemplate ?? DEFAULT_URL_TEMPLATE;
   const absPath = posix.join(spec.root.split('\\').join('/'), relPath);
-  if (template === DEFAULT_URL_TEMPLATE) return pathToFileURL(absPath).href;
-  const encodePath = (p: string): string => p.split('/').map(encodeURIComponent).join('/');
-  return template
-    .replaceAll('{absPath}', encodePath(absPath))
-    .replaceAll('{relPath}', encodePath(relPath))
-    .replaceAll('{name}', encodeURIComponent(posix.basename(relPath)))
-    .replaceAll('{mappingId}', encodeURIComponent(spec.mappingId));
+  return renderUrlTemplate(spec.urlTemplate ?? DEFAULT_URL_TEMPLATE, { absPath, relPath, mappingId: spec.mappingId });
 }

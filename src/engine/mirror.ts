@@ -1,0 +1,252 @@
+/**
+ * One mapping's mirror: scan -> plan -> execute, the engine that `dssync sync` runs once
+ * and the daemon runs again and again (DESIGN §2). The filesystem comes through the
+ * LocalSide interface and the service through DatastoreApi, so both can be faked.
+ */
+import type { DatastoreApi } from '../api/api.js';
+import type { Logger } from '../log.js';
+import type { MappingState, PassRecord } from '../state/schema.js';
+import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
+import { executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
+import { checkGuards, type GuardVerdict, type RootStatus } from './guards.js';
+import { pathsToHash, planMirror, type LocalFileInfo, type Op } from './plan.js';
+
+/** What a scan of the mapped folder found. */
+export interface ScanResult {
+  rootStatus: RootStatus;
+  files: Map<string, LocalFileInfo>;
+  /** Files present but not to be looked at now (too large, unreadable): their documents stay. */
+  skipped: { path: string; reason: string }[];
+  /** Folders that could not be read: everything under them stays as it is. */
+  unreadableDirs: string[];
+}
+
+export class LocalFileChangedError extends Error {
+  override readonly name = 'LocalFileChangedError';
+}
+export class LocalFileVanishedError extends Error {
+  override readonly name = 'LocalFileVanishedError';
+}
+
+/** The local filesystem as the mirror sees it (local/side.ts implements it on disk). */
+export interface LocalSide {
+  scan(): Promise<ScanResult>;
+  /**
+   * Streams the file's content through SHA-256. Throws LocalFileChangedError when the file
+   * changed while read, LocalFileVanishedError when it is gone.
+   */
+  hash(file: LocalFileInfo): Promise<{ sha256: string; size: number; mtimeMs: number }>;
+}
+
+/** The state operations the mirror needs (StateStore implements them). */
+export interface MirrorState extends StateWriter {
+  ensureMapping(mappingId: string, dataSourceId: string, root: string): MappingState;
+  setLastPass(mappingId: string, pass: PassRecord): void;
+  flush(): Promise<void>;
+}
+
+export interface MirrorSpec extends DocumentFieldsSpec {
+  dataSourceId: string;
+  prune: 'ours' | 'all';
+  maxDeletePercent: number;
+  massDeleteMinimum: number;
+  batchFiles: number;
+  batchBytes: number;
+  concurrency: number;
+}
+
+export interface MirrorDeps {
+  spec: MirrorSpec;
+  api: DatastoreApi;
+  state: MirrorState;
+  local: LocalSide;
+  logger: Logger;
+  now: () => number;
+  onOp?: ((e: OpEvent) => void) | undefined;
+}
+
+export interface PassOptions {
+  dryRun?: boolean;
+  allowMassDelete?: boolean;
+  signal?: AbortSignal | undefined;
+  /** Rounds of list-plan-execute when answers were lost or files changed (default 3). */
+  maxRounds?: number;
+}
+
+export interface PassReport {
+  mappingId: string;
+  ok: boolean;
+  dryRun: boolean;
+  /** The guard that stopped the pass, if one did. */
+  blocked?: Extract<GuardVerdict, { ok: false }> | undefined;
+  /** The plan of the last round (the whole plan for a dry run). */
+  ops: Op[];
+  counts: { uploaded: number; replaced: number; renamed: number; updated: number; deleted: number; adopted: number; forgotten: number; unchanged: number; skipped: number; failed: number };
+  failures: FileFailure[];
+  skipped: { path: string; reason: string }[];
+  startedAt: string;
+  finishedAt: string;
+}
+
+const HASH_CONCURRENCY = 4;
+
+export class Mirror {
+  constructor(private readonly d: MirrorDeps) {}
+
+  get mappingId(): string {
+    return this.d.spec.mappingId;
+  }
+
+  /** A full pass: scan the folder, list the data source, plan, check the guards, execute. */
+  async fullPass(opts: PassOptions = {}): Promise<PassReport> {
+    const { spec, state, logger } = this.d;
+    const startedAt = new Date(this.d.now()).toISOString();
+    const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
+    const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
+    const maxRounds = opts.maxRounds ?? 3;
+
+    for (let round = 1; round <= maxRounds; round++) {
+      const scan = await this.d.local.scan();
+      const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal });
+      const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
+      const plan = planMirror({
+        mappingId: spec.mappingId,
+        local,
+        state: mapping,
+        remote,
+        desired: (f) => documentFields(spec, f),
+        prune: spec.prune,
+        untouchable,
+      });
+      const verdict = checkGuards({
+        root: spec.root,
+        rootStatus: scan.rootStatus,
+        localFiles: scan.files.size,
+        knownDocuments: Math.max(plan.ourDocumentCount, Object.keys(mapping.files).length),
+        ops: plan.ops,
+        maxDeletePercent: spec.maxDeletePercent,
+        massDeleteMinimum: spec.massDeleteMinimum,
+        allowMassDelete: !!opts.allowMassDelete,
+      });
+      report.ops = plan.ops;
+      report.skipped = [...skipped, ...plan.skippedRejected.map((path) => ({ path, reason: rejectedReason(mapping, path) }))];
+      report.counts.unchanged = plan.unchanged;
+      report.counts.skipped = report.skipped.length;
+      if (!verdict.ok) {
+        report.blocked = verdict;
+        logger.error({ mapping: spec.mappingId, kind: verdict.kind, deletes: verdict.deletes }, verdict.message);
+        break;
+      }
+      if (opts.dryRun) break;
+
+      const result = await executePlan(plan.ops, {
+        api: this.d.api,
+        state,
+        mappingId: spec.mappingId,
+        dataSourceId: spec.dataSourceId,
+        desired: (f) => documentFields(spec, f),
+        batchFiles: spec.batchFiles,
+        batchBytes: spec.batchBytes,
+        concurrency: spec.concurrency,
+        now: this.d.now,
+        logger,
+        signal: opts.signal,
+        onOp: this.d.onOp,
+      });
+      addCounts(report, result);
+      report.failures = [...result.failures, ...result.rejected];
+      const settled = result.failures.length === 0 && !result.ambiguous;
+      if (settled) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);
+      // Lost answers and files that changed under us are looked at again straight away.
+      if (!result.ambiguous && result.changed.length === 0) break;
+      if (round === maxRounds) {
+        for (const path of result.changed) report.skipped.push({ path, reason: 'changed while being sent' });
+        if (result.ambiguous) report.failures.push({ path: '', op: 'upload', code: 'E_AMBIGUOUS', message: 'an upload answer was lost; the next pass settles it' });
+      }
+      logger.info({ mapping: spec.mappingId, round }, 'looking again: an answer was lost or a file changed while being sent');
+    }
+
+    report.counts.skipped = report.skipped.length;
+    report.counts.failed = report.failures.length;
+    report.ok = !report.blocked && report.failures.length === 0 && report.skipped.length === 0;
+    report.finishedAt = new Date(this.d.now()).toISOString();
+    if (!opts.dryRun) {
+      state.setLastPass(spec.mappingId, {
+        startedAt: report.startedAt,
+        finishedAt: report.finishedAt,
+        ok: report.ok,
+        summary: { ...report.counts },
+        ...(report.blocked ? { error: report.blocked.message } : {}),
+      });
+      await state.flush();
+    }
+    return report;
+  }
+
+  /** Hashes what the quick check cannot vouch for; sets aside what cannot be read now. */
+  private async prepareLocal(scan: ScanResult, mapping: MappingState) {
+    const local = new Map(scan.files);
+    const skipped = [...scan.skipped];
+    const blocked = new Set(scan.skipped.map((s) => s.path));
+    const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
+    const toHash = pathsToHash(local, mapping.files);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < toHash.length) {
+        const path = toHash[next++]!;
+        const file = local.get(path)!;
+        try {
+          const h = await this.d.local.hash(file);
+          local.set(path, { ...file, size: h.size, mtimeMs: h.mtimeMs, sha256: h.sha256 });
+        } catch (e) {
+          if (e instanceof LocalFileVanishedError) {
+            local.delete(path);
+          } else {
+            // Being written, or unreadable: leave it (and its document) for a later pass.
+            local.delete(path);
+            blocked.add(path);
+            skipped.push({ path, reason: e instanceof LocalFileChangedError ? 'changed while being read' : errorText(e) });
+            this.d.logger.warn({ path, err: errorText(e) }, 'file skipped for now');
+          }
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(HASH_CONCURRENCY, toHash.length) }, worker));
+    const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
+    return { local, skipped, untouchable };
+  }
+}
+
+function rejectedReason(mapping: MappingState, path: string): string {
+  const r = mapping.rejected[path];
+  return r ? `refused by the service${r.status ? ` (HTTP ${r.status})` : ''}: ${r.reason}; retried when the file changes` : 'refused by the service';
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+function emptyReport(mappingId: string, dryRun: boolean, startedAt: string): PassReport {
+  return {
+    mappingId,
+    ok: false,
+    dryRun,
+    ops: [],
+    counts: { uploaded: 0, replaced: 0, renamed: 0, updated: 0, deleted: 0, adopted: 0, forgotten: 0, unchanged: 0, skipped: 0, failed: 0 },
+    failures: [],
+    skipped: [],
+    startedAt,
+    finishedAt: startedAt,
+  };
+}
+
+function addCounts(report: PassReport, r: ExecutionResult): void {
+  report.counts.uploaded += r.counts.upload;
+  report.counts.replaced += r.counts.replace;
+  report.counts.renamed += r.counts.rename;
+  report.counts.updated += r.counts['update-meta'];
+  report.counts.deleted += r.counts.delete;
+  report.counts.adopted += r.counts.adopt;
+  report.counts.forgotten += r.counts.forget;
+}
+
