@@ -1,13 +1,13 @@
 /**
  * What an administration command needs: a client built from the connection settings
- * (flag, then environment, then the config file: DESIGN §6), whether to print JSON,
- * and where to print. Built once per command, after the arguments were parsed.
+ * (flag, then environment, then the config file: DESIGN §6, via config/load.ts),
+ * whether to print JSON, and where to print. Built once per command, after the
+ * arguments were checked.
  */
-import { readFileSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
 import type { DatastoreApi } from '../api/api.js';
-import { ConfigError, resolveConnection, type Connection, type ConnectionFileSettings } from '../config/connection.js';
 import { isApiError } from '../api/errors.js';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/types.js';
 import { CliError, ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 
@@ -21,79 +21,36 @@ export interface CliContext {
 export interface ContextDeps {
   env?: NodeJS.ProcessEnv;
   /** Builds the client; tests pass a fake. */
-  createApi?: (connection: Connection) => DatastoreApi | Promise<DatastoreApi>;
+  createApi?: (config: Config) => DatastoreApi | Promise<DatastoreApi>;
   out?: (text: string) => void;
   warn?: (message: string) => void;
 }
 
-/** Where the config file is named: --config, then DSSYNC_CONFIG; none is fine. */
-export function configPath(args: Pick<GlobalArgs, 'config'>, env: NodeJS.ProcessEnv): string | undefined {
-  const path = args.config?.trim() || env.DSSYNC_CONFIG?.trim();
-  return path ? path : undefined;
-}
-
 /**
- * Reads only the connection keys of the config file. The full loader validates the rest
- * (mappings...); the administration commands must work with any file that has these keys
- * right, so they read no further. A relative `tokenFile` is taken relative to the config
- * file's folder, as a service's config is not read from its working directory.
+ * Loads the configuration the way every command does (flag > environment > config file
+ * named by --config or DSSYNC_CONFIG; none is fine when the environment has the rest) and
+ * resolves the connection. Throws ConfigError (exit 2) naming the missing setting.
  */
-export function readConnectionSettings(path: string): ConnectionFileSettings {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? 'error';
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code;
-    throw new ConfigError(`cannot read the config file ${path} (from --config or DSSYNC_CONFIG): ${why}`, 'config');
-  }
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch (e) {
-    throw new ConfigError(`the config file ${path} is not valid JSON: ${(e as Error).message}`, 'config');
-  }
-  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-    throw new ConfigError(`the config file ${path} must hold a JSON object`, 'config');
-  }
-  const obj = data as Record<string, unknown>;
-  const str = (key: 'baseUrl' | 'organizationId' | 'tokenFile'): string | undefined => {
-    const v = obj[key];
-    if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'string') throw new ConfigError(`"${key}" in the config file ${path} must be a string`, key);
-    return v;
-  };
-  const tokenFile = str('tokenFile');
-  return {
-    baseUrl: str('baseUrl'),
-    organizationId: str('organizationId'),
-    tokenFile: tokenFile && !isAbsolute(tokenFile) ? resolve(dirname(path), tokenFile) : tokenFile,
-  };
-}
-
-/** Resolves the connection from the parsed global options; throws ConfigError (exit 2). */
-export function connectionFromArgs(args: GlobalArgs, env: NodeJS.ProcessEnv, warn?: (m: string) => void): Connection {
-  const path = configPath(args, env);
-  const file = path === undefined ? undefined : readConnectionSettings(path);
-  return resolveConnection({
-    flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile },
+export function configFromArgs(args: GlobalArgs, env: NodeJS.ProcessEnv, warn?: (m: string) => void): Config {
+  return loadConfig({
+    file: args.config,
     env,
-    file,
+    flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile },
     warn,
   });
 }
 
-async function defaultCreateApi(connection: Connection): Promise<DatastoreApi> {
+async function defaultCreateApi(config: Config): Promise<DatastoreApi> {
   // Loaded on demand so that `--help` and usage errors do not pay for undici.
   const { createClientFromConnection } = await import('../api/client.js');
-  return createClientFromConnection(connection);
+  return createClientFromConnection(config.connection);
 }
 
 export async function buildContext(args: GlobalArgs, deps: ContextDeps = {}): Promise<CliContext> {
   const env = deps.env ?? process.env;
   const warn = deps.warn ?? ((m: string) => process.stderr.write(`dssync: warning: ${m}\n`));
-  const connection = connectionFromArgs(args, env, warn);
-  const api = await (deps.createApi ?? defaultCreateApi)(connection);
+  const config = configFromArgs(args, env, warn);
+  const api = await (deps.createApi ?? defaultCreateApi)(config);
   return {
     api,
     json: args.json === true,

@@ -7,6 +7,7 @@ import { open, stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../api/records.js';
+import { META } from '../engine/metadata.js';
 import {
   buildContext,
   explainNotFound,
@@ -104,9 +105,11 @@ export interface DocumentChanges {
   metadata?: JsonObject | undefined;
 }
 
+const OWN_KEYS: ReadonlySet<string> = new Set(Object.values(META));
+
 /** Keys that dssync writes into a document's metadata to recognise its own documents. */
 export function isDssyncMetadataKey(key: string): boolean {
-  return key.startsWith('dssync');
+  return OWN_KEYS.has(key) || key.startsWith('dssync_');
 }
 
 /**

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/connection.js';
-import { buildContext, connectionFromArgs, readConnectionSettings } from '../../../src/cli/context.js';
+import { buildContext, configFromArgs } from '../../../src/cli/context.js';
 import { describeFailure, ExitCode } from '../../../src/cli/exit.js';
 import { FakeApi } from './fake-api.js';
 
@@ -14,7 +14,7 @@ beforeAll(async () => {
   await chmod(join(dir, 'token'), 0o600);
   await writeFile(
     join(dir, 'config.json'),
-    JSON.stringify({ baseUrl: 'http://file.example', organizationId: 'file-org', tokenFile: 'token', mappings: [{ nonsense: true }] }),
+    JSON.stringify({ baseUrl: 'http://file.example', organizationId: 'file-org', tokenFile: 'token' }),
   );
 });
 afterAll(async () => {
@@ -24,19 +24,19 @@ afterAll(async () => {
 describe('connection settings', () => {
   it('takes flag over environment over config file', () => {
     const config = join(dir, 'config.json');
-    const fromFile = connectionFromArgs({ json: false, config }, {});
+    const fromFile = configFromArgs({ json: false, config }, {}).connection;
     expect(fromFile).toMatchObject({ baseUrl: 'http://file.example', organizationId: 'file-org', token: 'file-token' });
 
     const env = { DSSYNC_BASE_URL: 'http://env.example', DSSYNC_ORG: 'env-org', DSSYNC_TOKEN: 'env-token' };
-    const fromEnv = connectionFromArgs({ json: false, config }, env);
+    const fromEnv = configFromArgs({ json: false, config }, env).connection;
     expect(fromEnv).toMatchObject({ baseUrl: 'http://env.example', organizationId: 'env-org', token: 'env-token' });
 
-    const fromFlags = connectionFromArgs({ json: false, config, baseUrl: 'http://flag.example', org: 'flag-org' }, env);
+    const fromFlags = configFromArgs({ json: false, config, baseUrl: 'http://flag.example', org: 'flag-org' }, env).connection;
     expect(fromFlags).toMatchObject({ baseUrl: 'http://flag.example', organizationId: 'flag-org' });
   });
 
   it('finds the config file through DSSYNC_CONFIG, with a tokenFile relative to it', () => {
-    const c = connectionFromArgs({ json: false }, { DSSYNC_CONFIG: join(dir, 'config.json') });
+    const c = configFromArgs({ json: false }, { DSSYNC_CONFIG: join(dir, 'config.json') }).connection;
     expect(c.token).toBe('file-token');
     expect(c.tokenSource).toBe(`the file ${join(dir, 'token')}`);
   });
@@ -49,7 +49,7 @@ describe('connection settings', () => {
     ] as const) {
       let err: unknown;
       try {
-        connectionFromArgs({ json: false }, env);
+        configFromArgs({ json: false }, env);
       } catch (e) {
         err = e;
       }
@@ -60,12 +60,20 @@ describe('connection settings', () => {
     }
   });
 
-  it('an unreadable or malformed config file is a configuration error naming the file', async () => {
+  it('an unreadable or malformed config file is a configuration error (exit 2) naming the file', async () => {
     await writeFile(join(dir, 'bad.json'), '{ nope');
-    await writeFile(join(dir, 'wrong.json'), '{"baseUrl": 42}');
-    expect(() => readConnectionSettings(join(dir, 'missing.json'))).toThrow(/missing\.json.*no such file/);
-    expect(() => readConnectionSettings(join(dir, 'bad.json'))).toThrow(/bad\.json is not valid JSON/);
-    expect(() => readConnectionSettings(join(dir, 'wrong.json'))).toThrow(/"baseUrl" .* must be a string/);
+    const env = { DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' };
+    for (const name of ['missing.json', 'bad.json']) {
+      let err: unknown;
+      try {
+        configFromArgs({ json: false, config: join(dir, name) }, env);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(describeFailure(err).exitCode).toBe(ExitCode.USAGE);
+      expect(describeFailure(err).message).toContain(name);
+    }
   });
 
   it('builds the context with the resolved connection, never resolving when a setting is missing', async () => {
@@ -73,7 +81,7 @@ describe('connection settings', () => {
     let seen: unknown;
     const ctx = await buildContext(
       { json: true, baseUrl: 'http://x.example/' },
-      { env: { DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' }, createApi: (c) => ((seen = c), api) },
+      { env: { DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' }, createApi: (c) => ((seen = c.connection), api) },
     );
     expect(ctx.api).toBe(api);
     expect(ctx.json).toBe(true);

@@ -53,7 +53,7 @@ describe('the body of a document update', () => {
     id: 'd',
     name: 'old.txt',
     url: 'file:///old.txt',
-    metadata: { team: 'a', dssync: { path: 'old.txt' } },
+    metadata: { team: 'a', dssync_path: 'old.txt', dssync_mapping: 'm1' },
     raw: {},
   };
 
@@ -61,13 +61,20 @@ describe('the body of a document update', () => {
     expect(documentUpdateBody(current, { name: 'new.txt' })).toEqual({
       name: 'new.txt',
       url: 'file:///old.txt',
-      metadata: { team: 'a', dssync: { path: 'old.txt' } },
+      metadata: { team: 'a', dssync_path: 'old.txt', dssync_mapping: 'm1' },
     });
   });
 
   it('replaces the metadata but keeps dssync\'s own keys unless they are given', () => {
-    expect(documentUpdateBody(current, { metadata: { owner: 'b' } }).metadata).toEqual({ owner: 'b', dssync: { path: 'old.txt' } });
-    expect(documentUpdateBody(current, { metadata: { dssync: 1 } }).metadata).toEqual({ dssync: 1 });
+    expect(documentUpdateBody(current, { metadata: { owner: 'b' } }).metadata).toEqual({
+      owner: 'b',
+      dssync_path: 'old.txt',
+      dssync_mapping: 'm1',
+    });
+    expect(documentUpdateBody(current, { metadata: { dssync_path: 'new.txt' } }).metadata).toEqual({
+      dssync_path: 'new.txt',
+      dssync_mapping: 'm1',
+    });
   });
 
   it('leaves out a field the service holds as null instead of sending null', () => {
