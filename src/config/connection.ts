@@ -38,7 +38,7 @@ export interface Connection {
   tokenSource: string;
   /** Reads the token again (a rotated token file is picked up after a 401). */
   readToken: () => string;
-  /** The token as first resolved. */
+  /** The token as first resolved (a non-enumerable property: absent from JSON and inspect). */
   token: string;
 }
 
@@ -84,13 +84,16 @@ export function resolveConnection(input: ResolveConnectionInput): Connection {
   const tokenSource = resolveTokenSource(flags, env, file);
   const readToken = (): string => readTokenFrom(tokenSource, env, input.warn);
   const token = readToken();
-  return {
+  const connection = {
     baseUrl: baseUrl.replace(/\/+$/, ''),
     organizationId,
     tokenSource: tokenSource.kind === 'env' ? 'the DSSYNC_TOKEN environment variable' : `the file ${tokenSource.path}`,
     readToken,
-    token,
-  };
+  } as Connection;
+  // Not enumerable: a Connection (or a Config holding one) that gets logged, printed,
+  // JSON-serialised or spread never carries the token along.
+  Object.defineProperty(connection, 'token', { value: token, enumerable: false, writable: false });
+  return connection;
 }
 
 type TokenSource = { kind: 'env' } | { kind: 'file'; path: string; setting: string };

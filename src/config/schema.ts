@@ -1,0 +1,219 @@
+/**
+ * The config file's schema (zod 4) and the defaults. The schema describes the file as
+ * written: every key optional except a mapping's `path`, unknown keys rejected (a typo must
+ * not silently fall back to a default). Defaults are applied afterwards in load.ts, so the
+ * file schema and the resolved Config stay two honest types.
+ */
+import { isAbsolute } from 'node:path';
+import { z } from 'zod';
+import { parseListenAddress } from './listen.js';
+import { checkUrlTemplate, DEFAULT_URL_TEMPLATE } from './url-template.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const MiB = 1024 * 1024;
+
+/** The default file types: what the service cuts into chunks. Matched case-insensitively. */
+export const DEFAULT_INCLUDE = ['**/*.{txt,md,pdf,doc,docx,odt,rtf,html,htm,csv}'] as const;
+
+export const DEFAULTS = {
+  logLevel: 'info',
+  queue: {
+    concurrency: 4,
+    requestsPerSecond: 10,
+    maxAttempts: 6,
+    uploadBatchFiles: 20,
+    uploadBatchBytes: 32 * MiB,
+    timeouts: { connectMs: 10_000, headersMs: 60_000, bodyMs: 300_000 },
+  },
+  statusListen: '127.0.0.1:8787',
+  rescanIntervalSeconds: 3600,
+  debounceMs: 1000,
+  ingestionCheck: { enabled: true, delaySeconds: 120 },
+  mapping: {
+    include: DEFAULT_INCLUDE,
+    exclude: [] as readonly string[],
+    ignoreFile: '.dssyncignore',
+    maxFileBytes: 20 * MiB,
+    urlTemplate: DEFAULT_URL_TEMPLATE,
+    prune: 'ours',
+    maxDeletePercent: 50,
+    followSymlinks: false,
+  },
+} as const;
+
+function isHttpUrl(s: string): boolean {
+  try {
+    const u = new URL(s.trim());
+    return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password;
+  } catch {
+    return false;
+  }
+}
+
+// --- field builders with messages that say what to write ---------------------------------
+
+const text = (what = 'a non-empty string') =>
+  z.string({ error: `must be ${what}` }).refine((s) => s.trim() !== '', { error: `must be ${what}` });
+
+const intAtLeast = (min: number, example: number) =>
+  z
+    .number({ error: `must be a whole number >= ${min} (e.g. ${example})` })
+    .int({ error: `must be a whole number >= ${min} (e.g. ${example})` })
+    .min(min, { error: `must be a whole number >= ${min} (e.g. ${example})` });
+
+const positiveNumber = (example: number) =>
+  z
+    .number({ error: `must be a number > 0 (e.g. ${example})` })
+    .positive({ error: `must be a number > 0 (e.g. ${example})` });
+
+const absolutePath = (example: string) =>
+  z
+    .string({ error: `must be an absolute path (e.g. "${example}")` })
+    .refine((s) => s.trim() !== '', { error: `must be an absolute path (e.g. "${example}")` })
+    .refine((s) => isAbsolute(s), {
+      error: (iss) => `must be an absolute path, got "${String(iss.input)}" (e.g. "${example}")`,
+    });
+
+/** A path in the config file: absolute, or relative to the config file's folder. */
+const filePath = (example: string) => text(`a file path (e.g. "${example}")`);
+
+const globList = (what: string) =>
+  z.array(text('a glob pattern (e.g. "**/*.pdf")'), {
+    error: `must be a list of glob patterns, e.g. ["${what}"]`,
+  });
+
+const metadataValue = z.union([z.string(), z.number(), z.boolean()], {
+  error: 'metadata values must be strings, numbers or booleans',
+});
+
+export const DataSourceSpecSchema = z.strictObject(
+  {
+    name: text('the data source name, a non-empty string'),
+    llmConnectorIds: z
+      .array(text('a connector id'), { error: 'must be a list of connector ids, e.g. ["conn-1"]' })
+      .min(1, { error: 'must name at least one connector id, e.g. ["conn-1"]' }),
+  },
+  { error: 'must be an object like { "name": "Policies", "llmConnectorIds": ["conn-1"] }' },
+);
+
+export const MappingSchema = z.strictObject(
+  {
+    id: text('a non-empty mapping id (e.g. "handbook")')
+      .refine((s) => !/[\p{Cc}]/u.test(s), { error: 'must not contain control characters' })
+      .optional(),
+    path: absolutePath('/srv/share/handbook'),
+    dataSourceId: text('a data source id (e.g. "ds-123")').optional(),
+    dataSource: DataSourceSpecSchema.optional(),
+    include: globList('**/*.pdf').optional(),
+    exclude: globList('**/drafts/**').optional(),
+    ignoreFile: text('a file name (e.g. ".dssyncignore")').optional(),
+    maxFileBytes: intAtLeast(1, DEFAULTS.mapping.maxFileBytes).optional(),
+    urlTemplate: z
+      .string({ error: `must be a string (e.g. "${DEFAULT_URL_TEMPLATE}")` })
+      .check((ctx) => {
+        const problem = checkUrlTemplate(ctx.value);
+        if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
+      })
+      .optional(),
+    metadata: z
+      .record(z.string(), metadataValue, { error: 'must be an object of string, number or boolean values' })
+      .optional(),
+    prune: z.enum(['ours', 'all'], { error: 'must be "ours" (only what dssync created) or "all"' }).optional(),
+    maxDeletePercent: z
+      .number({ error: 'must be a number from 0 to 100' })
+      .min(0, { error: 'must be a number from 0 to 100' })
+      .max(100, { error: 'must be a number from 0 to 100' })
+      .optional(),
+    followSymlinks: z.boolean({ error: 'must be true or false' }).optional(),
+  },
+  { error: 'each mapping must be an object like { "path": "/srv/share/handbook", "dataSourceId": "ds-123" }' },
+);
+
+export const ConfigFileSchema = z.strictObject(
+  {
+    /** Lets editors find a JSON schema; ignored by dssync. */
+    $schema: z.string({ error: 'must be a string' }).optional(),
+    baseUrl: text('a URL (e.g. "https://service.example.com")')
+      .refine(isHttpUrl, { error: 'must be an http:// or https:// URL without credentials (e.g. "https://service.example.com")' })
+      .optional(),
+    organizationId: text('the organization id, a non-empty string').optional(),
+    tokenFile: filePath('/etc/dssync/token').optional(),
+    statePath: filePath('/var/lib/dssync/state.json').optional(),
+    appId: text('an llm app id').optional(),
+    logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.map((l) => `"${l}"`).join(', ')}` }).optional(),
+    queue: z
+      .strictObject(
+        {
+          concurrency: intAtLeast(1, DEFAULTS.queue.concurrency).optional(),
+          requestsPerSecond: positiveNumber(DEFAULTS.queue.requestsPerSecond).optional(),
+          maxAttempts: intAtLeast(1, DEFAULTS.queue.maxAttempts).optional(),
+          uploadBatchFiles: intAtLeast(1, DEFAULTS.queue.uploadBatchFiles).optional(),
+          uploadBatchBytes: intAtLeast(1, DEFAULTS.queue.uploadBatchBytes).optional(),
+          timeouts: z
+            .strictObject(
+              {
+                connectMs: intAtLeast(1, DEFAULTS.queue.timeouts.connectMs).optional(),
+                headersMs: intAtLeast(1, DEFAULTS.queue.timeouts.headersMs).optional(),
+                bodyMs: intAtLeast(1, DEFAULTS.queue.timeouts.bodyMs).optional(),
+              },
+              { error: 'must be an object like { "connectMs": 10000 }' },
+            )
+            .optional(),
+        },
+        { error: 'must be an object like { "concurrency": 4 }' },
+      )
+      .optional(),
+    status: z
+      .strictObject(
+        {
+          listen: z
+            .union([z.string(), z.literal(false)], {
+              error: 'must be "host:port" (e.g. "127.0.0.1:8787") or false to turn the endpoint off',
+            })
+            .check((ctx) => {
+              if (typeof ctx.value !== 'string') return;
+              const parsed = parseListenAddress(ctx.value);
+              if ('error' in parsed) ctx.issues.push({ code: 'custom', message: parsed.error, input: ctx.value });
+            })
+            .optional(),
+        },
+        { error: 'must be an object like { "listen": "127.0.0.1:8787" }' },
+      )
+      .optional(),
+    tls: z
+      .strictObject(
+        { caFile: filePath('/etc/ssl/certs/internal-ca.pem').optional() },
+        { error: 'must be an object like { "caFile": "/etc/ssl/certs/internal-ca.pem" }' },
+      )
+      .optional(),
+    rescanIntervalSeconds: intAtLeast(0, DEFAULTS.rescanIntervalSeconds).optional(),
+    debounceMs: intAtLeast(0, DEFAULTS.debounceMs).optional(),
+    ingestionCheck: z
+      .strictObject(
+        {
+          enabled: z.boolean({ error: 'must be true or false' }).optional(),
+          delaySeconds: intAtLeast(0, DEFAULTS.ingestionCheck.delaySeconds).optional(),
+        },
+        { error: 'must be an object like { "enabled": true, "delaySeconds": 120 }' },
+      )
+      .optional(),
+    mappings: z.array(MappingSchema, { error: 'must be a list of mappings' }).optional(),
+  },
+  { error: 'the config file must hold a JSON object, e.g. { "baseUrl": "...", "mappings": [] }' },
+);
+
+export type ConfigFile = z.infer<typeof ConfigFileSchema>;
+export type MappingFile = z.infer<typeof MappingSchema>;
+
+/** Known keys of each object of the file, for "did you mean" hints; keyed by path pattern. */
+export const KNOWN_KEYS: Record<string, readonly string[]> = {
+  '': Object.keys(ConfigFileSchema.shape),
+  queue: ['concurrency', 'requestsPerSecond', 'maxAttempts', 'uploadBatchFiles', 'uploadBatchBytes', 'timeouts'],
+  'queue.timeouts': ['connectMs', 'headersMs', 'bodyMs'],
+  status: ['listen'],
+  tls: ['caFile'],
+  ingestionCheck: ['enabled', 'delaySeconds'],
+  'mappings[]': Object.keys(MappingSchema.shape),
+  'mappings[].dataSource': Object.keys(DataSourceSpecSchema.shape),
+};
