@@ -1,0 +1,167 @@
+/**
+ * Durable, atomic replacement of a file: write a temp file in the same directory, fsync it,
+ * rename it over the target, fsync the directory. A crash, a kill -9 or a full disk at any
+ * point leaves either the old file or the new one, never a truncated mix (steno, lowdb's
+ * writer, renames without fsync: after a power cut the rename can land before the data).
+ *
+ * The file system is injected (StateFs) so tests can make any step fail.
+ */
+import { randomBytes } from 'node:crypto';
+import * as fsp from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { errnoOf } from './errors.js';
+
+/** Owner-only: the state names every file of the mapped folders. */
+export const FILE_MODE = 0o600;
+export const DIR_MODE = 0o700;
+
+export interface StateFileHandle {
+  writev(buffers: Buffer[]): Promise<{ bytesWritten: number }>;
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The few file-system calls the state store makes (node:fs/promises fits). */
+export interface StateFs {
+  readFile(path: string, encoding: 'utf8'): Promise<string>;
+  open(path: string, flags: string, mode?: number): Promise<StateFileHandle>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+  mkdir(path: string, options: { recursive: true; mode: number }): Promise<string | undefined>;
+  stat(path: string): Promise<{ mode: number }>;
+  chmod(path: string, mode: number): Promise<void>;
+  readdir(path: string): Promise<string[]>;
+}
+
+export const nodeStateFs: StateFs = {
+  readFile: (p, enc) => fsp.readFile(p, enc),
+  open: (p, flags, mode) => fsp.open(p, flags, mode),
+  rename: (a, b) => fsp.rename(a, b),
+  unlink: (p) => fsp.unlink(p),
+  mkdir: (p, o) => fsp.mkdir(p, o),
+  stat: (p) => fsp.stat(p),
+  chmod: (p, m) => fsp.chmod(p, m),
+  readdir: (p) => fsp.readdir(p),
+};
+
+/** Prefix of the temp files of `path` (also used to clean up after a crash). */
+export function tempPrefix(path: string): string {
+  return `${basename(path)}.tmp-`;
+}
+
+/** Writes `chunks` to `path` atomically and durably, mode 0600. */
+export async function writeFileAtomic(fs: StateFs, path: string, chunks: readonly Buffer[]): Promise<void> {
+  const tmp = join(dirname(path), `${tempPrefix(path)}${process.pid}-${randomBytes(4).toString('hex')}`);
+  // 'wx': never follow or reuse an existing name; the mode applies to the temp file too.
+  const fh = await fs.open(tmp, 'wx', FILE_MODE);
+  try {
+    try {
+      await writeAll(fh, chunks);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fs.rename(tmp, path);
+  } catch (err) {
+    await fs.unlink(tmp).catch(() => undefined);
+    throw err;
+  }
+  await syncDir(fs, dirname(path));
+}
+
+/** writev in groups (IOV_MAX is 1024 on Linux), completing short writes. */
+async function writeAll(fh: StateFileHandle, chunks: readonly Buffer[]): Promise<void> {
+  const GROUP = 512;
+  for (let i = 0; i < chunks.length; i += GROUP) {
+    let group = chunks.slice(i, i + GROUP).filter((c) => c.length > 0);
+    while (group.length > 0) {
+      const want = group.reduce((n, c) => n + c.length, 0);
+      const { bytesWritten } = await fh.writev(group);
+      if (bytesWritten >= want) break;
+      if (bytesWritten <= 0) throw new Error(`short write (${bytesWritten} of ${want} bytes)`);
+      group = dropBytes(group, bytesWritten);
+    }
+  }
+}
+
+function dropBytes(chunks: Buffer[], n: number): Buffer[] {
+  const rest: Buffer[] = [];
+  let skip = n;
+  for (const c of chunks) {
+    if (skip >= c.length) {
+      skip -= c.length;
+      continue;
+    }
+    rest.push(skip > 0 ? c.subarray(skip) : c);
+    skip = 0;
+  }
+  return rest;
+}
+
+/**
+ * fsync of the directory makes the rename itself durable (ext4/xfs). Best effort: some
+ * file systems refuse to open or sync a directory, and the data is already safe by then.
+ */
+async function syncDir(fs: StateFs, dir: string): Promise<void> {
+  let fh: StateFileHandle | undefined;
+  try {
+    fh = await fs.open(dir, 'r');
+    await fh.sync();
+  } catch {
+    // see above
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** Reads the file, or undefined when it does not exist. */
+export async function readIfExists(fs: StateFs, path: string): Promise<string | undefined> {
+  try {
+    return await fs.readFile(path, 'utf8');
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** Creates the state directory (0700) when missing; an existing one is left as it is. */
+export async function ensureDir(fs: StateFs, dir: string): Promise<void> {
+  await fs.mkdir(dir, { recursive: true, mode: DIR_MODE });
+}
+
+/** Restricts an existing file to its owner. Returns the old mode when it had to change it. */
+export async function restrictMode(fs: StateFs, path: string): Promise<number | undefined> {
+  let mode: number;
+  try {
+    mode = (await fs.stat(path)).mode & 0o777;
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+  if ((mode & 0o077) === 0) return undefined;
+  await fs.chmod(path, FILE_MODE);
+  return mode;
+}
+
+/** Removes temp files a crashed writer left next to `path`. Only call while holding the lock. */
+export async function removeStaleTemps(fs: StateFs, path: string): Promise<string[]> {
+  const prefix = tempPrefix(path);
+  let names: string[];
+  try {
+    names = await fs.readdir(dirname(path));
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const p = join(dirname(path), name);
+    try {
+      await fs.unlink(p);
+      removed.push(p);
+    } catch {
+      // gone already, or not ours to remove: harmless
+    }
+  }
+  return removed;
+}

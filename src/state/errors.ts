@@ -1,0 +1,99 @@
+/**
+ * Typed errors of the state store. Callers branch on the class (or `code`), never on the
+ * message; messages name the file and say what the operator can do.
+ */
+
+export type StateErrorCode = 'E_STATE_CORRUPT' | 'E_STATE_NEWER' | 'E_STATE_LOCKED' | 'E_STATE_WRITE';
+
+export abstract class StateError extends Error {
+  abstract readonly code: StateErrorCode;
+  /** The file concerned (the state file, or its lock file). */
+  readonly file: string;
+
+  constructor(file: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.file = file;
+  }
+}
+
+/** The state file is not JSON, is truncated, or does not have the expected shape. */
+export class StateCorruptError extends StateError {
+  override readonly name = 'StateCorruptError';
+  readonly code = 'E_STATE_CORRUPT' as const;
+  /** What exactly is wrong (e.g. "mappings.docs.files[12]: size is not a number"). */
+  readonly detail: string;
+
+  constructor(file: string, detail: string, options?: { cause?: unknown }) {
+    super(
+      file,
+      `state file ${file} is corrupt (${detail}); move it aside or start with onCorrupt 'reset' to rebuild the state from the service`,
+      options,
+    );
+    this.detail = detail;
+  }
+}
+
+/** The state file was written by a newer dssync: refusing to read (or overwrite) it. */
+export class StateVersionError extends StateError {
+  override readonly name = 'StateVersionError';
+  readonly code = 'E_STATE_NEWER' as const;
+
+  constructor(
+    file: string,
+    readonly version: number,
+    readonly supported: number,
+  ) {
+    super(
+      file,
+      `state file ${file} was written by a newer dssync (version ${version}); this dssync reads versions up to ${supported}: upgrade dssync`,
+    );
+  }
+}
+
+/** Another live process holds the state file's lock. */
+export class StateLockedError extends StateError {
+  override readonly name = 'StateLockedError';
+  readonly code = 'E_STATE_LOCKED' as const;
+
+  constructor(
+    lockFile: string,
+    readonly pid: number,
+    readonly hostname: string,
+    readonly startedAt: string | undefined,
+    /** Why the holder is considered alive (shown to the operator). */
+    reason: string,
+  ) {
+    super(
+      lockFile,
+      `state file is in use: lock ${lockFile} is held by process ${pid} on ${hostname}` +
+        (startedAt ? ` (since ${startedAt})` : '') +
+        `; ${reason}`,
+    );
+  }
+}
+
+/** Writing the state file failed (disk full, permission...). The previous file is intact. */
+export class StateWriteError extends StateError {
+  override readonly name = 'StateWriteError';
+  readonly code = 'E_STATE_WRITE' as const;
+  /** errno code of the cause when there is one (ENOSPC, EACCES, EROFS...). */
+  readonly errno: string | undefined;
+
+  constructor(file: string, cause: unknown) {
+    const errno = errnoOf(cause);
+    const why = cause instanceof Error ? cause.message : String(cause);
+    super(file, `could not write state file ${file}: ${why} (the previous state file is intact; the write will be retried)`, {
+      cause,
+    });
+    this.errno = errno;
+  }
+}
+
+export function errnoOf(err: unknown): string | undefined {
+  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string') return err.code;
+  return undefined;
+}
+
+export function isStateError(e: unknown): e is StateError {
+  return e instanceof StateError;
+}

@@ -1,0 +1,252 @@
+/**
+ * One process per state file: `<statePath>.lock`, created with O_EXCL, holds
+ * `{pid, hostname, startedAt, bootId, procStart}`. A lock whose process is gone (or which
+ * predates the last reboot, or whose pid now belongs to another process) is stale and taken
+ * over; a live one makes acquireLock throw StateLockedError naming the pid.
+ *
+ * bootId and procStart (Linux /proc; absent elsewhere) matter under systemd: after a
+ * reboot the daemon often gets the very pid its predecessor had, or the old pid belongs to
+ * some unrelated process, and a bare "is the pid alive" would refuse to start.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import { hostname as osHostname } from 'node:os';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { silentLogger, type Logger } from '../log.js';
+import { errnoOf, StateLockedError } from './errors.js';
+import { FILE_MODE } from './atomic-file.js';
+
+export interface LockInfo {
+  pid: number;
+  hostname: string;
+  startedAt: string;
+  /** Linux boot id when the lock was taken. */
+  bootId?: string;
+  /** Start time of the holding process (clock ticks since boot, /proc/<pid>/stat). */
+  procStart?: string;
+}
+
+export interface Lock {
+  /** Path of the lock file. */
+  readonly path: string;
+  readonly info: LockInfo;
+  /** Removes the lock file if it is still ours. Idempotent. */
+  release(): Promise<void>;
+}
+
+export interface AcquireLockOptions {
+  clock?: () => number;
+  logger?: Logger;
+}
+
+/** Lock files held by this process: opening the same state twice in one process is a bug. */
+const held = new Set<string>();
+
+export function lockPathOf(statePath: string): string {
+  return `${resolve(statePath)}.lock`;
+}
+
+export async function acquireLock(statePath: string, opts: AcquireLockOptions = {}): Promise<Lock> {
+  const lockPath = lockPathOf(statePath);
+  const logger = opts.logger ?? silentLogger;
+  const me: LockInfo = {
+    pid: process.pid,
+    hostname: osHostname(),
+    startedAt: new Date((opts.clock ?? Date.now)()).toISOString(),
+  };
+  const bootId = readBootId();
+  const procStart = procStartOf(process.pid);
+  if (bootId) me.bootId = bootId;
+  if (procStart) me.procStart = procStart;
+  if (held.has(lockPath)) {
+    throw new StateLockedError(lockPath, me.pid, me.hostname, undefined, 'this process already holds it (the state is opened twice)');
+  }
+  const content = `${JSON.stringify(me)}\n`;
+
+  for (let attempt = 0; attempt < 5; attempt++) {
+    if (await tryCreate(lockPath, content)) {
+      held.add(lockPath);
+      return makeLock(lockPath, me, content, logger);
+    }
+    const existing = await readLock(lockPath);
+    if (existing === undefined) continue; // removed between our attempt and the read
+    const verdict = judge(existing.info);
+    if (verdict.alive) {
+      const info = existing.info as LockInfo;
+      throw new StateLockedError(lockPath, info.pid, info.hostname, info.startedAt, verdict.reason);
+    }
+    logger.warn(
+      { lock: lockPath, holder: existing.info ?? existing.text.slice(0, 200), reason: verdict.reason },
+      `taking over stale state lock ${lockPath}: ${verdict.reason}`,
+    );
+    await takeOver(lockPath, existing.text);
+  }
+  throw new Error(`could not acquire lock ${lockPath}: it kept changing (is another dssync starting at the same time?)`);
+}
+
+async function tryCreate(lockPath: string, content: string): Promise<boolean> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(lockPath, 'wx', FILE_MODE);
+  } catch (err) {
+    if (errnoOf(err) === 'EEXIST') return false;
+    throw new Error(`cannot create lock file ${lockPath}: ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    await fh.writeFile(content);
+    await fh.close();
+  } catch (err) {
+    await fh.close().catch(() => undefined);
+    await fsp.unlink(lockPath).catch(() => undefined);
+    throw new Error(`cannot write lock file ${lockPath}: ${(err as Error).message}`, { cause: err });
+  }
+  return true;
+}
+
+interface ExistingLock {
+  text: string;
+  /** Undefined when the file cannot be understood. */
+  info: LockInfo | undefined;
+}
+
+async function readLock(lockPath: string): Promise<ExistingLock | undefined> {
+  // The creator writes its content right after the O_EXCL create: an empty or partial file
+  // is given a moment before being judged unreadable.
+  let text = '';
+  for (let i = 0; i < 10; i++) {
+    try {
+      text = await fsp.readFile(lockPath, 'utf8');
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') return undefined;
+      throw new Error(`cannot read lock file ${lockPath}: ${(err as Error).message}`, { cause: err });
+    }
+    const info = parseLockInfo(text);
+    if (info) return { text, info };
+    await sleep(50);
+  }
+  return { text, info: undefined };
+}
+
+export function parseLockInfo(text: string): LockInfo | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    if (typeof v !== 'object' || v === null) return undefined;
+    const o = v as Record<string, unknown>;
+    if (typeof o['pid'] !== 'number' || !Number.isInteger(o['pid']) || o['pid'] <= 0) return undefined;
+    if (typeof o['hostname'] !== 'string') return undefined;
+    const info: LockInfo = {
+      pid: o['pid'],
+      hostname: o['hostname'],
+      startedAt: typeof o['startedAt'] === 'string' ? o['startedAt'] : '',
+    };
+    if (typeof o['bootId'] === 'string') info.bootId = o['bootId'];
+    if (typeof o['procStart'] === 'string') info.procStart = o['procStart'];
+    return info;
+  } catch {
+    return undefined;
+  }
+}
+
+type Verdict = { alive: true; reason: string } | { alive: false; reason: string };
+
+function judge(info: LockInfo | undefined): Verdict {
+  if (!info) return { alive: false, reason: 'the lock file is unreadable (left by a crash while it was created)' };
+  if (info.hostname !== osHostname()) {
+    return {
+      alive: true,
+      reason: `it was taken on another host, whose processes cannot be checked from here; if no dssync runs on ${info.hostname} with this state, delete the lock file`,
+    };
+  }
+  const bootId = readBootId();
+  if (info.bootId && bootId && info.bootId !== bootId) {
+    return { alive: false, reason: `it was taken before the last reboot (process ${info.pid})` };
+  }
+  if (info.pid === process.pid) {
+    return { alive: false, reason: `its pid ${info.pid} is this process's own: a leftover of an earlier run` };
+  }
+  if (!pidAlive(info.pid)) return { alive: false, reason: `process ${info.pid} is no longer running` };
+  const start = procStartOf(info.pid);
+  if (info.procStart && start && info.procStart !== start) {
+    return { alive: false, reason: `pid ${info.pid} now belongs to another process` };
+  }
+  return { alive: true, reason: `process ${info.pid} is still running: stop it first (systemctl stop dssync) or use another state file` };
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to another user.
+    return errnoOf(err) !== 'ESRCH';
+  }
+}
+
+/**
+ * Removes a stale lock without removing a fresh one that a concurrent starter may have put
+ * in its place after we read it: move it aside, check it is the one judged stale, and put
+ * it back otherwise.
+ */
+async function takeOver(lockPath: string, staleText: string): Promise<void> {
+  const aside = `${lockPath}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await fsp.rename(lockPath, aside);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return;
+    throw new Error(`cannot remove stale lock file ${lockPath}: ${(err as Error).message}`, { cause: err });
+  }
+  const moved = await fsp.readFile(aside, 'utf8').catch(() => undefined);
+  if (moved !== staleText) {
+    // Not the one we judged: restore it unless yet another lock exists now.
+    await fsp.link(aside, lockPath).catch(() => undefined);
+  }
+  await fsp.unlink(aside).catch(() => undefined);
+}
+
+function makeLock(lockPath: string, info: LockInfo, content: string, logger: Logger): Lock {
+  let released = false;
+  return {
+    path: lockPath,
+    info,
+    async release() {
+      if (released) return;
+      released = true;
+      held.delete(lockPath);
+      let text: string;
+      try {
+        text = await fsp.readFile(lockPath, 'utf8');
+      } catch (err) {
+        if (errnoOf(err) === 'ENOENT') return;
+        throw err;
+      }
+      if (text !== content) {
+        logger.warn({ lock: lockPath }, `lock file ${lockPath} was replaced by another process; leaving it`);
+        return;
+      }
+      await fsp.unlink(lockPath).catch((err: unknown) => {
+        if (errnoOf(err) !== 'ENOENT') throw err;
+      });
+    },
+  };
+}
+
+function readBootId(): string | undefined {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Field 22 (starttime) of /proc/<pid>/stat; the command name (field 2) may hold spaces. */
+function procStartOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19];
+  } catch {
+    return undefined;
+  }
+}
