@@ -56,6 +56,8 @@ export interface ApiErrorOptions {
   retryAfterMs?: number;
   /** Number of attempts made before giving up. */
   attempts?: number;
+  /** The local file at fault (E_FILE_CHANGED, or a 413/415 answer to a one-file upload). */
+  file?: string;
   cause?: unknown;
 }
 
@@ -69,6 +71,7 @@ export class ApiError extends Error {
   readonly ambiguous: boolean;
   readonly retryAfterMs: number | undefined;
   attempts: number;
+  readonly file: string | undefined;
 
   constructor(opts: ApiErrorOptions) {
     super(opts.message, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -80,6 +83,7 @@ export class ApiError extends Error {
     this.ambiguous = opts.ambiguous ?? false;
     this.retryAfterMs = opts.retryAfterMs;
     this.attempts = opts.attempts ?? 1;
+    this.file = opts.file;
   }
 
   /** A plain object for logs and --json output (no stack, no cause chain, no secrets). */
@@ -93,6 +97,7 @@ export class ApiError extends Error {
       retryable: this.retryable,
       ambiguous: this.ambiguous,
       attempts: this.attempts,
+      ...(this.file === undefined ? {} : { file: this.file }),
     };
   }
 }

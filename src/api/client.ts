@@ -1,0 +1,467 @@
+/**
+ * DatastoreClient: every operation of datastore-api.md over HTTP (DESIGN §2, §3). Requests
+ * go through one Pacer (rate cap, concurrency cap, shared back-off, retries); responses are
+ * decoded by decode.ts; lists are followed to their end.
+ */
+import type { Agent, Dispatcher } from 'undici';
+import type { DatastoreApi, RequestOptions } from './api.js';
+import { ApiError, isApiError } from './errors.js';
+import type { ChunkRecord, DataSourceRecord, DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from './records.js';
+import {
+  badResponse,
+  decodeChunk,
+  decodeDataSource,
+  decodeDocument,
+  decodeUploadResponse,
+  errorMessageFromBody,
+  listItems,
+  preview,
+  type DecodeContext,
+} from './decode.js';
+import { nextPage, nextPageUrl } from './paging.js';
+import { Pacer, type PacerEvent } from './pacer.js';
+import { createAgent, header, HttpTransport, type HttpMethod, type HttpResponse, type TimeoutOptions } from './http.js';
+import { buildUploadForm, fileChangedDuringSend, matchUploadResults, snapshotFiles } from './upload.js';
+import { DEFAULT_USER_AGENT } from './version.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { Connection } from '../config/connection.js';
+
+export interface DatastoreClientOptions {
+  baseUrl: string;
+  organizationId: string;
+  /** Called per request. */
+  getToken: () => string;
+  /** Called once after a 401; if it returns a different token, the request is retried once with it. */
+  reloadToken?: (() => string) | undefined;
+  /** Shared by every client of the same service; default: a new one from the options below. */
+  pacer?: Pacer | undefined;
+  /** Used only when no pacer is given. */
+  requestsPerSecond?: number | undefined;
+  concurrency?: number | undefined;
+  onEvent?: ((event: PacerEvent) => void) | undefined;
+  timeouts?: TimeoutOptions | undefined;
+  /** Attempts per request (default: the pacer's, 6). */
+  maxAttempts?: number | undefined;
+  userAgent?: string | undefined;
+  /** Debug line per request: method, path, status, ms, attempt. Never headers. */
+  logger?: Logger | undefined;
+  /** For tests; default: an undici Agent owned (and closed) by this client. */
+  dispatcher?: Dispatcher | undefined;
+  /** Extra CA certificate(s) for TLS; verification is never disabled. */
+  ca?: string | Buffer | undefined;
+  /** Page size asked for with `?limit=` (the service may ignore it). Default 1000. 0: send none. */
+  pageSize?: number | undefined;
+  /** A list longer than this many pages is an error (guards against endless paging). Default 10,000. */
+  maxPages?: number | undefined;
+  /** Largest response body read. Default 64 MiB. */
+  maxResponseBytes?: number | undefined;
+}
+
+const enc = encodeURIComponent;
+
+export class DatastoreClient implements DatastoreApi {
+  readonly pacer: Pacer;
+  private readonly http: HttpTransport;
+  private readonly ownAgent: Agent | undefined;
+  private readonly origin: string;
+  private readonly basePath: string;
+  private readonly getToken: () => string;
+  private readonly reloadToken: (() => string) | undefined;
+  private readonly logger: Logger;
+  private readonly maxAttempts: number | undefined;
+  private readonly pageSize: number;
+  private readonly maxPages: number;
+  /** The token from the last successful reload after a 401; it wins over getToken(). */
+  private reloadedToken: string | undefined;
+  /** The service answered 400 to `?limit=`: lists are requested without it from then on. */
+  private limitRejected = false;
+
+  constructor(opts: DatastoreClientOptions) {
+    let base: URL;
+    try {
+      base = new URL(opts.baseUrl);
+    } catch {
+      throw new TypeError(`baseUrl "${opts.baseUrl}" is not a URL`);
+    }
+    this.origin = base.origin;
+    this.basePath = base.pathname.replace(/\/+$/, '');
+    this.getToken = opts.getToken;
+    this.reloadToken = opts.reloadToken;
+    this.logger = opts.logger ?? silentLogger;
+    this.maxAttempts = opts.maxAttempts;
+    this.pageSize = opts.pageSize ?? 1000;
+    this.maxPages = opts.maxPages ?? 10_000;
+    this.pacer =
+      opts.pacer ??
+      new Pacer({
+        ...(opts.requestsPerSecond === undefined ? {} : { requestsPerSecond: opts.requestsPerSecond }),
+        ...(opts.concurrency === undefined ? {} : { concurrency: opts.concurrency }),
+        ...(opts.maxAttempts === undefined ? {} : { maxAttempts: opts.maxAttempts }),
+        ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
+      });
+    let dispatcher = opts.dispatcher;
+    if (dispatcher === undefined) {
+      this.ownAgent = createAgent({ timeouts: opts.timeouts, ca: opts.ca });
+      dispatcher = this.ownAgent;
+    }
+    this.http = new HttpTransport({
+      dispatcher,
+      organizationId: opts.organizationId,
+      userAgent: opts.userAgent ?? DEFAULT_USER_AGENT,
+      maxResponseBytes: opts.maxResponseBytes,
+    });
+  }
+
+  /** Closes the connections this client opened (not a dispatcher it was given). */
+  async close(): Promise<void> {
+    await this.ownAgent?.close();
+  }
+
+  // ---- data sources ----
+
+  async createDataSource(input: { name: string; llmConnectorIds: string[] }, opts?: RequestOptions): Promise<DataSourceRecord> {
+    const path = '/datastore/v1/data-sources';
+    const res = await this.send('POST', path, { json: { name: input.name, llm_connector_ids: input.llmConnectorIds }, idempotent: false, signal: opts?.signal });
+    const ctx = this.ctx('POST', res, true);
+    const body = this.json(res, ctx);
+    const rec = body === undefined ? recordFromLocation(res, ctx) : decodeDataSource(body, ctx);
+    rec.name ??= input.name;
+    rec.llmConnectorIds ??= [...input.llmConnectorIds];
+    return rec;
+  }
+
+  async getDataSource(dataSourceId: string, opts?: RequestOptions): Promise<DataSourceRecord> {
+    const res = await this.send('GET', `/datastore/v1/data-sources/${enc(dataSourceId)}`, { signal: opts?.signal });
+    const ctx = this.ctx('GET', res);
+    return decodeDataSource(this.requiredJson(res, ctx), ctx, dataSourceId);
+  }
+
+  listDataSources(opts?: RequestOptions): Promise<DataSourceRecord[]> {
+    return this.listAll('/datastore/v1/data-sources', decodeDataSource, opts?.signal);
+  }
+
+  async updateDataSource(dataSourceId: string, input: { name: string }, opts?: RequestOptions): Promise<DataSourceRecord> {
+    const res = await this.send('PUT', `/datastore/v1/data-sources/${enc(dataSourceId)}`, { json: { name: input.name }, signal: opts?.signal });
+    const ctx = this.ctx('PUT', res);
+    const body = this.json(res, ctx);
+    const rec = body === undefined ? { id: dataSourceId, raw: {} } : decodeDataSource(body, ctx, dataSourceId);
+    rec.name ??= input.name;
+    return rec as DataSourceRecord;
+  }
+
+  async deleteDataSource(dataSourceId: string, opts?: RequestOptions): Promise<void> {
+    await this.deleteIgnoringNotFound(`/datastore/v1/data-sources/${enc(dataSourceId)}`, opts?.signal);
+  }
+
+  listAppDataSources(llmAppId: string, opts?: RequestOptions): Promise<DataSourceRecord[]> {
+    return this.listAll(`/semantics/apps/${enc(llmAppId)}/data-sources`, decodeDataSource, opts?.signal);
+  }
+
+  // ---- documents ----
+
+  listDocuments(dataSourceId: string, opts?: RequestOptions): Promise<DocumentRecord[]> {
+    return this.listAll(`/datastore/v1/data-sources/${enc(dataSourceId)}/documents`, decodeDocument, opts?.signal);
+  }
+
+  async getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord> {
+    const res = await this.send('GET', `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}`, { signal: opts?.signal });
+    const ctx = this.ctx('GET', res);
+    return decodeDocument(this.requiredJson(res, ctx), ctx, documentId);
+  }
+
+  async uploadDocuments(dataSourceId: string, files: UploadFile[], opts?: RequestOptions): Promise<DocumentRecord[]> {
+    if (files.length === 0) return [];
+    const path = `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/upload`;
+    const url = this.url(path);
+    const reqCtx: DecodeContext = { method: 'POST', path: url.pathname };
+    const res = await this.exchange('POST', url.pathname, false, opts?.signal, async (token, signal) => {
+      // Checked and opened right before each attempt: the blob snapshots the file as it is now.
+      const snapshots = await snapshotFiles(files, reqCtx);
+      const form = await buildUploadForm(files, reqCtx);
+      try {
+        return await this.http.send({ method: 'POST', url, token, form, signal });
+      } catch (e) {
+        if (isApiError(e) && e.code === 'E_FILE_CHANGED') throw await fileChangedDuringSend(files, snapshots, reqCtx, e.cause);
+        const only = files.length === 1 ? files[0] : undefined;
+        if (only && isApiError(e) && (e.code === 'E_PAYLOAD_TOO_LARGE' || e.code === 'E_UNSUPPORTED_TYPE')) throw withFile(e, only.path);
+        throw e;
+      }
+    });
+    const ctx = this.ctx('POST', res, true);
+    const body = this.json(res, ctx);
+    if (body === undefined) throw badResponse(ctx, 'the upload was answered with an empty body: which documents were created is unknown');
+    return matchUploadResults(files, decodeUploadResponse(body, ctx), ctx);
+  }
+
+  async updateDocument(dataSourceId: string, documentId: string, update: DocumentUpdate, opts?: RequestOptions): Promise<DocumentRecord> {
+    // All three fields, always, so the result does not depend on whether the service keeps
+    // or clears absent ones; a null is left out (DESIGN §3).
+    const json: JsonObject = {};
+    if (update.name != null) json.name = update.name;
+    if (update.url != null) json.url = update.url;
+    if (update.metadata != null) json.metadata = update.metadata;
+    const res = await this.send('PUT', `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}`, { json, signal: opts?.signal });
+    const ctx = this.ctx('PUT', res);
+    const body = this.json(res, ctx);
+    const rec: DocumentRecord = body === undefined ? { id: documentId, raw: {} } : decodeDocument(body, ctx, documentId);
+    if (rec.name === undefined && update.name != null) rec.name = update.name;
+    if (rec.url === undefined && update.url != null) rec.url = update.url;
+    if (rec.metadata === undefined && update.metadata != null) rec.metadata = update.metadata;
+    return rec;
+  }
+
+  async deleteDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<void> {
+    await this.deleteIgnoringNotFound(`/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}`, opts?.signal);
+  }
+
+  // ---- chunks ----
+
+  async listChunks(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<ChunkRecord[]> {
+    const chunks = await this.listAll(
+      `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}/chunks`,
+      decodeChunk,
+      opts?.signal,
+    );
+    for (const c of chunks) c.documentId ??= documentId;
+    return chunks;
+  }
+
+  async getChunk(documentId: string, chunkId: string, opts?: RequestOptions): Promise<ChunkRecord> {
+    const res = await this.send('GET', `/datastore/v1/documents/${enc(documentId)}/chunks/${enc(chunkId)}`, { signal: opts?.signal });
+    const ctx = this.ctx('GET', res);
+    const rec = decodeChunk(this.requiredJson(res, ctx), ctx, chunkId);
+    rec.documentId ??= documentId;
+    return rec;
+  }
+
+  // ---- plumbing ----
+
+  private url(path: string): URL {
+    return new URL(this.basePath + path, this.origin);
+  }
+
+  private ctx(method: HttpMethod, res: HttpResponse, mayHaveActed = false): DecodeContext {
+    return { method, path: res.url.pathname, status: res.status, mayHaveActed };
+  }
+
+  private async send(
+    method: HttpMethod,
+    path: string,
+    opts: { json?: unknown; idempotent?: boolean; signal?: AbortSignal | undefined; url?: URL },
+  ): Promise<HttpResponse> {
+    const url = opts.url ?? this.url(path);
+    return this.exchange(method, url.pathname, opts.idempotent ?? true, opts.signal, (token, signal) =>
+      this.http.send({ method, url, token, signal, ...(opts.json === undefined ? {} : { json: opts.json }) }),
+    );
+  }
+
+  /**
+   * One request through the pacer, with the one token reload a 401 allows. Every error
+   * leaving here is an ApiError whose message holds no token.
+   */
+  private async exchange(
+    method: HttpMethod,
+    path: string,
+    idempotent: boolean,
+    signal: AbortSignal | undefined,
+    sendOnce: (token: string, signal: AbortSignal) => Promise<HttpResponse>,
+  ): Promise<HttpResponse> {
+    let reloaded = false;
+    for (;;) {
+      let usedToken = '';
+      try {
+        return await this.pacer.run({ method, path, idempotent, signal, maxAttempts: this.maxAttempts }, async ({ attempt, signal: s }) => {
+          usedToken = this.token();
+          const started = performance.now();
+          try {
+            const res = await sendOnce(usedToken, s);
+            this.logger.debug({ method, path, status: res.status, ms: Math.round(performance.now() - started), attempt }, 'service request');
+            return res;
+          } catch (e) {
+            const err = isApiError(e) ? e : unexpected(e, method, path);
+            this.logger.debug(
+              { method, path, status: err.status, code: err.code, ms: Math.round(performance.now() - started), attempt },
+              'service request failed',
+            );
+            throw err;
+          }
+        });
+      } catch (e) {
+        if (isApiError(e) && e.code === 'E_UNAUTHORIZED' && !reloaded && this.reloadToken) {
+          reloaded = true;
+          const fresh = this.tryReload();
+          if (fresh !== undefined && fresh !== usedToken) {
+            this.reloadedToken = fresh;
+            this.logger.info({ method, path }, 'the service refused the token; retrying once with the token read again');
+            continue;
+          }
+        }
+        throw this.scrub(e, usedToken);
+      }
+    }
+  }
+
+  private token(): string {
+    return this.reloadedToken ?? this.getToken();
+  }
+
+  private tryReload(): string | undefined {
+    try {
+      const t = this.reloadToken?.();
+      return typeof t === 'string' && t !== '' ? t : undefined;
+    } catch (e) {
+      // The reload's own error (e.g. an unreadable token file) is reported; the 401 stands.
+      this.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'could not read the token again after a 401');
+      return undefined;
+    }
+  }
+
+  /** The token never appears in a message, even if the service echoed it in an error body. */
+  private scrub(e: unknown, usedToken: string): unknown {
+    if (!(e instanceof Error)) return e;
+    for (const t of [usedToken, this.reloadedToken]) {
+      if (t && t.length >= 4 && e.message.includes(t)) e.message = e.message.split(t).join('[redacted]');
+    }
+    return e;
+  }
+
+  private async deleteIgnoringNotFound(path: string, signal: AbortSignal | undefined): Promise<void> {
+    try {
+      await this.send('DELETE', path, { signal });
+    } catch (e) {
+      if (isApiError(e) && e.status === 404) return; // already gone
+      throw e;
+    }
+  }
+
+  /** The parsed JSON body; undefined for an empty one (204, or 200 with nothing). */
+  private json(res: HttpResponse, ctx: DecodeContext): unknown {
+    let text = res.body.toString('utf8');
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    if (text.trim() === '') return undefined;
+    const ct = (res.contentType ?? '').toLowerCase();
+    const looksJson = /^\s*[[{"]/.test(text) || /^\s*(true|false|null|-?\d)/.test(text);
+    if (ct.includes('json') || (looksJson && !ct.includes('html'))) {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        throw badResponse(ctx, `the answer is not valid JSON (content-type ${res.contentType ?? 'none'}): ${preview(text, 120)}`);
+      }
+    }
+    const summary = errorMessageFromBody(text, res.contentType);
+    throw badResponse(ctx, `expected JSON, received ${res.contentType ?? 'a body without content-type'}${summary ? `: ${summary}` : ''}`);
+  }
+
+  private requiredJson(res: HttpResponse, ctx: DecodeContext): unknown {
+    const body = this.json(res, ctx);
+    if (body === undefined) throw badResponse(ctx, 'expected a record, received an empty body');
+    return body;
+  }
+
+  /** Fetches every page of a list (DESIGN §3 paging), with loop and length guards. */
+  private async listAll<R extends { id: string }>(
+    path: string,
+    decode: (value: unknown, ctx: DecodeContext) => R,
+    signal: AbortSignal | undefined,
+  ): Promise<R[]> {
+    const firstUrl = (): URL => {
+      const u = this.url(path);
+      if (!this.limitRejected && this.pageSize > 0) u.searchParams.set('limit', String(this.pageSize));
+      return u;
+    };
+    let url = firstUrl();
+    const seen = new Set<string>([url.toString()]);
+    const out: R[] = [];
+    const ids = new Set<string>();
+    for (let page = 1; ; page++) {
+      let res: HttpResponse;
+      try {
+        res = await this.send('GET', path, { url, signal });
+      } catch (e) {
+        // A service that refuses our page size: ask again without one, and remember.
+        if (page === 1 && url.searchParams.has('limit') && isApiError(e) && e.code === 'E_BAD_REQUEST') {
+          this.limitRejected = true;
+          this.logger.debug({ path }, 'the service refused ?limit=; listing without it');
+          url = firstUrl();
+          seen.add(url.toString());
+          page = 0;
+          continue;
+        }
+        throw e;
+      }
+      const ctx = this.ctx('GET', res);
+      const body = this.json(res, ctx);
+      if (body === undefined) break; // an empty answer is an empty list
+      const items = listItems(body, ctx);
+      for (const item of items) {
+        const rec = decode(item, ctx);
+        if (ids.has(rec.id)) continue; // offset paging over a changing list can repeat items
+        ids.add(rec.id);
+        out.push(rec);
+      }
+      if (items.length === 0) break;
+      const next = nextPage(body, items.length, res.url);
+      if (next === undefined) break;
+      const nextUrl = nextPageUrl(next, res.url, ctx);
+      const key = nextUrl.toString();
+      if (seen.has(key)) {
+        throw badResponse(ctx, `paging loops: the next page (${preview(nextUrl.pathname + nextUrl.search, 160)}) was already fetched`);
+      }
+      if (page >= this.maxPages) throw badResponse(ctx, `the list has more than ${this.maxPages} pages; stopped`);
+      seen.add(key);
+      url = nextUrl;
+    }
+    return out;
+  }
+}
+
+/** A create answered with an empty body: the id may still be in a Location header. */
+function recordFromLocation(res: HttpResponse, ctx: DecodeContext): DataSourceRecord {
+  const loc = header(res.headers, 'location');
+  const id = loc ? decodeURIComponent(loc.replace(/[?#].*$/, '').replace(/\/+$/, '').split('/').pop() ?? '') : '';
+  if (id === '') throw badResponse(ctx, 'the data source was created but the answer has neither a body nor a Location header: its id is unknown');
+  return { id, raw: {} };
+}
+
+function withFile(e: ApiError, file: string): ApiError {
+  return new ApiError({
+    code: e.code,
+    message: `${e.message} (file ${file})`,
+    status: e.status,
+    method: e.method,
+    path: e.path,
+    retryable: e.retryable,
+    ambiguous: e.ambiguous,
+    ...(e.retryAfterMs === undefined ? {} : { retryAfterMs: e.retryAfterMs }),
+    attempts: e.attempts,
+    file,
+    cause: e,
+  });
+}
+
+function unexpected(e: unknown, method: string, path: string): ApiError {
+  return new ApiError({
+    code: 'E_HTTP',
+    message: `${method} ${path}: ${e instanceof Error ? e.message : String(e)}`,
+    method,
+    path,
+    cause: e,
+  });
+}
+
+export type ClientFromConnectionOptions = Omit<DatastoreClientOptions, 'baseUrl' | 'organizationId' | 'getToken' | 'reloadToken'>;
+
+/** A client for a resolved Connection; a 401 re-reads the token from where it came from. */
+export function createClientFromConnection(conn: Connection, opts: ClientFromConnectionOptions = {}): DatastoreClient {
+  let current = conn.token;
+  return new DatastoreClient({
+    ...opts,
+    baseUrl: conn.baseUrl,
+    organizationId: conn.organizationId,
+    getToken: () => current,
+    reloadToken: () => {
+      current = conn.readToken();
+      return current;
+    },
+  });
+}

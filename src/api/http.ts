@@ -1,0 +1,267 @@
+/**
+ * One HTTP exchange with the service over undici's `request()` (streams bodies; fetch()
+ * buffers multipart uploads, LIBRARIES.md): headers, size-capped body reading, same-origin
+ * redirects for reads, and the translation of every failure into an ApiError. No retries
+ * here: those are the pacer's.
+ */
+import { STATUS_CODES } from 'node:http';
+import { rootCertificates } from 'node:tls';
+import { Agent, request, type Dispatcher, type FormData } from 'undici';
+import { ApiError, classifyStatus } from './errors.js';
+import { badResponse, errorMessageFromBody, preview } from './decode.js';
+import { parseRetryAfter } from './backoff.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface TimeoutOptions {
+  /** TCP + TLS connect. Default 10 s. */
+  connectMs?: number;
+  /** From sending the request until the response headers arrive. Default 120 s (uploads are parsed before answering). */
+  headersMs?: number;
+  /** Between two chunks of the response body. Default 120 s. */
+  bodyMs?: number;
+}
+
+export interface AgentOptions {
+  timeouts?: TimeoutOptions | undefined;
+  /** Connections per origin. Default 16 (the pacer's concurrency is the real cap). */
+  connections?: number | undefined;
+  /** Extra CA certificate(s), added to Node's bundled roots. Verification stays on. */
+  ca?: string | Buffer | undefined;
+}
+
+export function createAgent(opts: AgentOptions = {}): Agent {
+  const t = opts.timeouts ?? {};
+  return new Agent({
+    connections: opts.connections ?? 16,
+    keepAliveTimeout: 4_000,
+    headersTimeout: t.headersMs ?? 120_000,
+    bodyTimeout: t.bodyMs ?? 120_000,
+    connect: {
+      timeout: t.connectMs ?? 10_000,
+      // `ca` replaces the default roots in Node: keep them, add the operator's.
+      ...(opts.ca === undefined ? {} : { ca: [...rootCertificates, opts.ca.toString()] }),
+    },
+  });
+}
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+/** Error bodies are only read for a message. */
+const MAX_ERROR_BODY_BYTES = 256 * 1024;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+export interface HttpTransportOptions {
+  dispatcher: Dispatcher;
+  organizationId: string;
+  userAgent: string;
+  maxResponseBytes?: number | undefined;
+  /** Same-origin redirects followed for GET. Default 3. */
+  maxRedirects?: number | undefined;
+}
+
+export interface HttpRequest {
+  method: HttpMethod;
+  url: URL;
+  token: string;
+  json?: unknown;
+  form?: FormData;
+  signal?: AbortSignal | undefined;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  contentType: string | undefined;
+  body: Buffer;
+  /** The URL that answered (after redirects). */
+  url: URL;
+}
+
+export class HttpTransport {
+  constructor(private readonly opts: HttpTransportOptions) {}
+
+  /** Resolves with any 2xx answer; every other outcome rejects with an ApiError. */
+  async send(req: HttpRequest): Promise<HttpResponse> {
+    let url = req.url;
+    const maxRedirects = req.method === 'GET' ? (this.opts.maxRedirects ?? 3) : 0;
+    for (let hop = 0; ; hop++) {
+      const res = await this.exchange(req, url);
+      if (REDIRECT_STATUSES.has(res.statusCode)) {
+        const target = redirectTarget(res.headers.location, url);
+        await discard(res.body);
+        if (target && target.origin === url.origin && hop < maxRedirects) {
+          url = target;
+          continue;
+        }
+        throw redirectError(req.method, url, res.statusCode, target, hop >= maxRedirects && target?.origin === url.origin);
+      }
+      if (res.statusCode >= 200 && res.statusCode < 300) {
+        const body = await this.readBody(res, req, url, this.opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+        return { status: res.statusCode, headers: res.headers, contentType: header(res.headers, 'content-type'), body, url };
+      }
+      throw await this.statusError(res, req, url);
+    }
+  }
+
+  private async exchange(req: HttpRequest, url: URL): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${req.token}`,
+      'x-service-organization-id': this.opts.organizationId,
+      accept: 'application/json',
+      'user-agent': this.opts.userAgent,
+    };
+    let body: string | FormData | undefined;
+    if (req.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(req.json);
+    } else if (req.form !== undefined) {
+      body = req.form; // undici sets the multipart content-type with its boundary
+    }
+    try {
+      return await request(url, {
+        method: req.method,
+        headers,
+        ...(body === undefined ? {} : { body }),
+        dispatcher: this.opts.dispatcher,
+        ...(req.signal ? { signal: req.signal } : {}),
+      });
+    } catch (e) {
+      throw transportError(e, req.method, url.pathname, req.signal);
+    }
+  }
+
+  private async readBody(res: Dispatcher.ResponseData, req: HttpRequest, url: URL, cap: number): Promise<Buffer> {
+    const ctx = { method: req.method, path: url.pathname, status: res.statusCode, mayHaveActed: req.method === 'POST' };
+    const declared = Number(header(res.headers, 'content-length'));
+    if (Number.isFinite(declared) && declared > cap) {
+      res.body.destroy();
+      throw badResponse(ctx, `the response body is ${declared} bytes, more than the ${cap} bytes accepted`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res.body) {
+        const buf = chunk as Buffer;
+        size += buf.length;
+        if (size > cap) {
+          res.body.destroy();
+          throw badResponse(ctx, `the response body exceeds the ${cap} bytes accepted`);
+        }
+        chunks.push(buf);
+      }
+    } catch (e) {
+      if (e instanceof ApiError) throw e;
+      throw transportError(e, req.method, url.pathname, req.signal);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  private async statusError(res: Dispatcher.ResponseData, req: HttpRequest, url: URL): Promise<ApiError> {
+    let text = '';
+    try {
+      const body = await this.readBody(res, req, url, MAX_ERROR_BODY_BYTES);
+      text = body.toString('utf8');
+    } catch {
+      // The status says enough; a body we cannot read adds nothing.
+    }
+    const status = res.statusCode;
+    const { code, retryable } = classifyStatus(status);
+    const detail = errorMessageFromBody(text, header(res.headers, 'content-type'));
+    const reason = STATUS_CODES[status] ?? 'HTTP error';
+    const dateHeader = header(res.headers, 'date');
+    const serverNow = dateHeader === undefined ? NaN : Date.parse(dateHeader);
+    const retryAfterMs = parseRetryAfter(header(res.headers, 'retry-after'), Number.isNaN(serverNow) ? Date.now() : serverNow);
+    return new ApiError({
+      code,
+      message: `${req.method} ${url.pathname}: ${status} ${reason}${detail && detail !== reason ? `: ${detail}` : ''}`,
+      status,
+      method: req.method,
+      path: url.pathname,
+      retryable,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    });
+  }
+}
+
+export function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+async function discard(body: Dispatcher.ResponseData['body']): Promise<void> {
+  try {
+    await body.dump({ limit: 64 * 1024 });
+  } catch {
+    // Nothing to keep from a redirect's body.
+  }
+}
+
+function redirectTarget(location: string | string[] | undefined, base: URL): URL | undefined {
+  const loc = Array.isArray(location) ? location[0] : location;
+  if (!loc) return undefined;
+  try {
+    return new URL(loc, base);
+  } catch {
+    return undefined;
+  }
+}
+
+function redirectError(method: HttpMethod, url: URL, status: number, target: URL | undefined, tooMany: boolean): ApiError {
+  // Only origin and path: a query string may carry a signed secret.
+  const where = target ? `${target.origin}${target.pathname}` : 'nowhere (no usable Location header)';
+  const why = tooMany
+    ? 'too many redirects'
+    : method !== 'GET'
+      ? 'writes are never redirected; check baseUrl'
+      : target && target.origin !== url.origin
+        ? 'another origin: not followed, so the access token is not sent there; check baseUrl'
+        : 'not followed';
+  return new ApiError({
+    code: 'E_HTTP',
+    message: `${method} ${url.pathname}: ${status} redirect to ${where} (${why})`,
+    status,
+    method,
+    path: url.pathname,
+    retryable: false,
+  });
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+const TLS_CODE = /^(CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_TLS_|ERR_SSL_)/;
+const PROGRAMMING_CODES = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'ERR_INVALID_URL', 'UND_ERR_INVALID_RETURN_VALUE']);
+
+/** Turns an error thrown by undici (or by a body stream) into an ApiError. */
+export function transportError(e: unknown, method: string, path: string, signal?: AbortSignal): ApiError {
+  if (e instanceof ApiError) return e;
+  const err = e as { name?: unknown; code?: unknown; message?: unknown };
+  const code = typeof err.code === 'string' ? err.code : undefined;
+  const text = typeof err.message === 'string' ? preview(err.message, 160) : String(e);
+  const base = { method, path, cause: e };
+  if (signal?.aborted) {
+    return new ApiError({ ...base, code: 'E_ABORTED', message: `${method} ${path}: aborted` });
+  }
+  if (err.name === 'NotReadableError') {
+    return new ApiError({ ...base, code: 'E_FILE_CHANGED', message: `${method} ${path}: a file changed or vanished while it was being sent` });
+  }
+  if (code !== undefined && TIMEOUT_CODES.has(code)) {
+    const what = code === 'UND_ERR_CONNECT_TIMEOUT' ? 'connecting' : code === 'UND_ERR_HEADERS_TIMEOUT' ? 'waiting for the answer' : 'reading the answer';
+    return new ApiError({ ...base, code: 'E_TIMEOUT', retryable: true, message: `${method} ${path}: timed out ${what} (${code})` });
+  }
+  if (code !== undefined && TLS_CODE.test(code)) {
+    return new ApiError({
+      ...base,
+      code: 'E_CONNECTION',
+      retryable: false,
+      message: `${method} ${path}: TLS certificate not accepted (${code}): ${text}; give the service's CA certificate if it uses a private one`,
+    });
+  }
+  if (code !== undefined && PROGRAMMING_CODES.has(code)) {
+    return new ApiError({ ...base, code: 'E_HTTP', retryable: false, message: `${method} ${path}: invalid request (${code}): ${text}` });
+  }
+  return new ApiError({
+    ...base,
+    code: 'E_CONNECTION',
+    retryable: true,
+    message: `${method} ${path}: connection failed${code ? ` (${code})` : ''}: ${text}`,
+  });
+}

@@ -1,0 +1,329 @@
+/**
+ * The pacer: ONE gate that every request of a client (or of several clients of the same
+ * service) passes through (DESIGN §1.3, §2). It holds
+ *  - a concurrency cap (p-queue),
+ *  - a requests-per-second cap (a sliding window on the injected clock, so tests need no
+ *    real time; p-queue's own interval runs on Date.now and setTimeout),
+ *  - one shared back-off: a 429/503 from any request pauses every request until its
+ *    Retry-After (or a computed back-off) has passed,
+ *  - the retry loop (bounded attempts, exponential back-off with full jitter), following
+ *    the one policy of retry-policy.ts.
+ */
+import PQueue from 'p-queue';
+import { ApiError, isApiError, type ApiErrorCode } from './errors.js';
+import { backoffDelay, MAX_RETRY_AFTER_MS } from './backoff.js';
+import { realClock, type Clock } from './clock.js';
+import { decideRetry } from './retry-policy.js';
+
+export interface PacerOptions {
+  /** Requests started per second, at most. 0 or Infinity: no cap. Default 10. */
+  requestsPerSecond?: number;
+  /** Requests in flight at once, at most. Default 4. */
+  concurrency?: number;
+  /** Attempts per request, including the first. Default 6. */
+  maxAttempts?: number;
+  /** Back-off ceiling of the first retry. Default 500 ms. */
+  backoffBaseMs?: number;
+  /** Back-off ceiling. Default 30 s. */
+  backoffMaxMs?: number;
+  /** A longer Retry-After is clamped to this. Default 10 min. */
+  maxRetryAfterMs?: number;
+  clock?: Clock;
+  /** Uniform in [0, 1). Default Math.random. */
+  random?: () => number;
+  /** Shutdown: queued and waiting work rejects with E_ABORTED, running requests are aborted. */
+  signal?: AbortSignal;
+  /** Observations for metrics and logs. Must not throw. */
+  onEvent?: (event: PacerEvent) => void;
+}
+
+export interface CallInfo {
+  method: string;
+  /** Path of the request, without query or host. */
+  path: string;
+}
+
+export type PacerEvent =
+  | ({ type: 'attempt'; attempt: number } & CallInfo)
+  | ({
+      type: 'response';
+      attempt: number;
+      ms: number;
+      ok: boolean;
+      status?: number;
+      code?: ApiErrorCode;
+    } & CallInfo)
+  | ({ type: 'retry'; attempt: number; delayMs: number; code: ApiErrorCode; status?: number } & CallInfo)
+  | { type: 'throttle'; status: number; pauseMs: number; retryAfterMs?: number }
+  | { type: 'wait'; reason: 'pause' | 'rate' | 'backoff'; ms: number };
+
+export interface PacerStats {
+  /** Attempts started (every retry counts). */
+  requests: number;
+  retries: number;
+  /** 429/503 answers. */
+  throttled: number;
+  /** Waits for the shared pause, the rate cap or a retry's back-off, and their total. */
+  waits: number;
+  waitMs: number;
+  inFlight: number;
+  /** Requests waiting for a concurrency slot. */
+  queued: number;
+  /** Clock time until which every request is held; 0 when not paused. */
+  pausedUntil: number;
+}
+
+export interface RunOptions extends CallInfo {
+  /** GET/PUT/DELETE: true. Create and upload POSTs: false (see retry-policy.ts). */
+  idempotent: boolean;
+  signal?: AbortSignal | undefined;
+  /** Overrides the pacer's maxAttempts for this call. */
+  maxAttempts?: number | undefined;
+}
+
+export interface AttemptContext {
+  attempt: number;
+  /** Aborts on shutdown or the caller's signal: pass it to undici. */
+  signal: AbortSignal;
+}
+
+export class Pacer {
+  readonly maxAttempts: number;
+  private readonly queue: PQueue;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly window: SlidingWindow | undefined;
+  private readonly backoffBaseMs: number;
+  private readonly backoffMaxMs: number;
+  private readonly maxRetryAfterMs: number;
+  private readonly signal: AbortSignal | undefined;
+  private readonly onEvent: ((e: PacerEvent) => void) | undefined;
+  private pausedUntil = 0;
+  /** Consecutive 429/503 answers without a success in between: grows the shared pause. */
+  private throttleStreak = 0;
+  private readonly counters = { requests: 0, retries: 0, throttled: 0, waits: 0, waitMs: 0, inFlight: 0 };
+
+  constructor(opts: PacerOptions = {}) {
+    const concurrency = opts.concurrency ?? 4;
+    if (!(concurrency >= 1)) throw new RangeError(`pacer concurrency must be at least 1 (got ${concurrency})`);
+    const rps = opts.requestsPerSecond ?? 10;
+    if (!(rps >= 0)) throw new RangeError(`pacer requestsPerSecond must be 0 (no cap) or more (got ${rps})`);
+    this.maxAttempts = Math.max(1, Math.floor(opts.maxAttempts ?? 6));
+    this.queue = new PQueue({ concurrency });
+    this.clock = opts.clock ?? realClock;
+    this.random = opts.random ?? Math.random;
+    this.window = rps > 0 && Number.isFinite(rps) ? SlidingWindow.forRate(rps) : undefined;
+    this.backoffBaseMs = opts.backoffBaseMs ?? 500;
+    this.backoffMaxMs = opts.backoffMaxMs ?? 30_000;
+    this.maxRetryAfterMs = opts.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS;
+    this.signal = opts.signal;
+    this.onEvent = opts.onEvent;
+  }
+
+  stats(): PacerStats {
+    const now = this.clock.now();
+    return {
+      ...this.counters,
+      queued: this.queue.size,
+      pausedUntil: this.pausedUntil > now ? this.pausedUntil : 0,
+    };
+  }
+
+  /** Holds every request until `untilMs` (clock time); never shortens a pause. */
+  pauseUntil(untilMs: number): void {
+    if (untilMs > this.pausedUntil) this.pausedUntil = untilMs;
+  }
+
+  /**
+   * Runs `attempt` through the gate, retrying by the policy. Resolves with the first
+   * success; rejects with an ApiError (attempts set) when the policy gives up.
+   */
+  async run<T>(opts: RunOptions, attempt: (ctx: AttemptContext) => Promise<T>): Promise<T> {
+    const signal = combineSignals(this.signal, opts.signal);
+    const maxAttempts = Math.max(1, Math.floor(opts.maxAttempts ?? this.maxAttempts));
+    for (let n = 1; ; n++) {
+      this.throwIfAborted(signal, opts, n - 1);
+      try {
+        return await this.queue.add(() => this.attemptInSlot(opts, n, signal, attempt), {
+          // A retry goes ahead of first attempts, so work started is finished first.
+          priority: n > 1 ? 1 : 0,
+          signal,
+        });
+      } catch (e) {
+        const err = this.asApiError(e, signal, opts);
+        err.attempts = n;
+        const decision = decideRetry(err, opts.idempotent);
+        if (!decision.retry) {
+          decision.error.attempts = n;
+          throw decision.error;
+        }
+        if (n >= maxAttempts) throw err;
+        let delayMs: number;
+        if (decision.throttle) {
+          delayMs = 0; // the shared pause holds this request like every other one
+          this.throttle(err);
+        } else {
+          delayMs = err.retryAfterMs ?? backoffDelay(n, this.backoffOpts());
+        }
+        this.counters.retries++;
+        this.emit({ type: 'retry', method: opts.method, path: opts.path, attempt: n, delayMs, code: err.code, ...(err.status === undefined ? {} : { status: err.status }) });
+        if (delayMs > 0) await this.wait('backoff', delayMs, signal, opts, n);
+      }
+    }
+  }
+
+  private async attemptInSlot<T>(
+    opts: RunOptions,
+    n: number,
+    signal: AbortSignal,
+    attempt: (ctx: AttemptContext) => Promise<T>,
+  ): Promise<T> {
+    await this.gate(signal, opts, n);
+    this.counters.requests++;
+    this.counters.inFlight++;
+    this.emit({ type: 'attempt', method: opts.method, path: opts.path, attempt: n });
+    const started = this.clock.now();
+    try {
+      const value = await attempt({ attempt: n, signal });
+      this.throttleStreak = 0;
+      this.emit({ type: 'response', method: opts.method, path: opts.path, attempt: n, ms: this.clock.now() - started, ok: true });
+      return value;
+    } catch (e) {
+      const status = isApiError(e) ? e.status : undefined;
+      this.emit({
+        type: 'response',
+        method: opts.method,
+        path: opts.path,
+        attempt: n,
+        ms: this.clock.now() - started,
+        ok: false,
+        ...(status === undefined ? {} : { status }),
+        ...(isApiError(e) ? { code: e.code } : {}),
+      });
+      throw e;
+    } finally {
+      this.counters.inFlight--;
+    }
+  }
+
+  /** Waits until the shared pause is over and the rate cap lets one more request start. */
+  private async gate(signal: AbortSignal, opts: RunOptions, n: number): Promise<void> {
+    for (;;) {
+      this.throwIfAborted(signal, opts, n - 1);
+      const now = this.clock.now();
+      if (now < this.pausedUntil) {
+        await this.wait('pause', this.pausedUntil - now, signal, opts, n - 1);
+        continue;
+      }
+      const delay = this.window ? this.window.delay(now) : 0;
+      if (delay <= 0) {
+        this.window?.record(now);
+        return;
+      }
+      await this.wait('rate', delay, signal, opts, n - 1);
+    }
+  }
+
+  private throttle(err: ApiError): void {
+    this.counters.throttled++;
+    this.throttleStreak++;
+    const retryAfter = err.retryAfterMs === undefined ? undefined : Math.min(err.retryAfterMs, this.maxRetryAfterMs);
+    // Without a Retry-After, at least the base delay: a zero pause would hammer the service.
+    const pauseMs = retryAfter ?? Math.max(this.backoffBaseMs, backoffDelay(this.throttleStreak, this.backoffOpts()));
+    this.pauseUntil(this.clock.now() + pauseMs);
+    this.emit({ type: 'throttle', status: err.status ?? 0, pauseMs, ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }) });
+  }
+
+  private async wait(reason: 'pause' | 'rate' | 'backoff', ms: number, signal: AbortSignal, opts: RunOptions, attempts: number): Promise<void> {
+    this.counters.waits++;
+    this.counters.waitMs += ms;
+    this.emit({ type: 'wait', reason, ms });
+    try {
+      await this.clock.sleep(ms, signal);
+    } catch (e) {
+      if (signal.aborted) throw aborted(opts, attempts, e);
+      throw e;
+    }
+  }
+
+  private backoffOpts(): { baseMs: number; maxMs: number; random: () => number } {
+    return { baseMs: this.backoffBaseMs, maxMs: this.backoffMaxMs, random: this.random };
+  }
+
+  private asApiError(e: unknown, signal: AbortSignal, opts: RunOptions): ApiError {
+    if (isApiError(e)) return e;
+    if (signal.aborted) return aborted(opts, 0, e);
+    // Not an ApiError: a bug in the attempt function. Never retried.
+    return new ApiError({
+      code: 'E_HTTP',
+      message: `${opts.method} ${opts.path}: ${e instanceof Error ? e.message : String(e)}`,
+      method: opts.method,
+      path: opts.path,
+      cause: e,
+    });
+  }
+
+  private throwIfAborted(signal: AbortSignal, opts: RunOptions, attempts: number): void {
+    if (signal.aborted) throw aborted(opts, attempts, signal.reason);
+  }
+
+  private emit(event: PacerEvent): void {
+    try {
+      this.onEvent?.(event);
+    } catch {
+      // Observers must not break requests.
+    }
+  }
+}
+
+function aborted(opts: CallInfo, attempts: number, cause: unknown): ApiError {
+  return new ApiError({
+    code: 'E_ABORTED',
+    message: `${opts.method} ${opts.path}: aborted`,
+    method: opts.method,
+    path: opts.path,
+    attempts,
+    cause,
+  });
+}
+
+function combineSignals(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal {
+  if (a && b) return AbortSignal.any([a, b]);
+  return a ?? b ?? new AbortController().signal;
+}
+
+/**
+ * At most `cap` starts in any window of `windowMs` (rolling, so no burst at a window edge).
+ * Exported for tests.
+ */
+export class SlidingWindow {
+  private readonly starts: number[] = [];
+  constructor(
+    readonly cap: number,
+    readonly windowMs: number,
+  ) {}
+
+  /** 2.5 rps: 2 per 800 ms; 0.5 rps: 1 per 2 s. */
+  static forRate(rps: number): SlidingWindow {
+    if (rps >= 1) {
+      const cap = Math.floor(rps);
+      return new SlidingWindow(cap, (1000 * cap) / rps);
+    }
+    return new SlidingWindow(1, 1000 / rps);
+  }
+
+  /** Milliseconds until one more start is allowed at `now` (0: now). */
+  delay(now: number): number {
+    this.prune(now);
+    if (this.starts.length < this.cap) return 0;
+    return (this.starts[0] ?? now) + this.windowMs - now;
+  }
+
+  record(now: number): void {
+    this.starts.push(now);
+  }
+
+  private prune(now: number): void {
+    while (this.starts.length > 0 && (this.starts[0] ?? 0) <= now - this.windowMs) this.starts.shift();
+  }
+}
