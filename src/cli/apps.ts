@@ -3,7 +3,7 @@
  * App. The interface offers only this read.
  */
 import type { CommandModule } from 'yargs';
-import { buildContext, explainNotFound, requireValue, type CliContext } from './context.js';
+import { explainNotFound, requireValue, withContext, type CliContext } from './context.js';
 import type { GlobalArgs } from './options.js';
 import { formatDataSources, formatJsonRecords } from './output.js';
 
@@ -26,7 +26,7 @@ const dataSourcesCommand: CommandModule<GlobalArgs, AppArgs> = {
       .example('$0 apps data-sources app_42 --json', 'Normalised records as JSON'),
   handler: async (args) => {
     const appId = requireValue(args.llmAppId, 'the App id <llmAppId>');
-    await listAppDataSources(await buildContext(args), appId);
+    await withContext(args, (ctx) => listAppDataSources(ctx, appId));
   },
 };
 

@@ -3,7 +3,7 @@
  * source: the service's path for it has none.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { buildContext, explainNotFound, missingDocumentMessage, requireValue, type CliContext } from './context.js';
+import { explainNotFound, missingDocumentMessage, requireValue, withContext, type CliContext } from './context.js';
 import type { GlobalArgs } from './options.js';
 import { formatChunk, formatChunks, formatJsonRecord, formatJsonRecords } from './output.js';
 
@@ -48,7 +48,7 @@ const listCommand: CommandModule<GlobalArgs, ListArgs> = {
   handler: async (args) => {
     const ds = requireValue(args.ds, 'the data source id <ds>');
     const doc = requireValue(args.doc, 'the document id <doc>');
-    await listChunks(await buildContext(args), ds, doc);
+    await withContext(args, (ctx) => listChunks(ctx, ds, doc));
   },
 };
 
@@ -62,7 +62,7 @@ const getCommand: CommandModule<GlobalArgs, GetArgs> = {
   handler: async (args) => {
     const doc = requireValue(args.doc, 'the document id <doc>');
     const chunk = requireValue(args.chunk, 'the chunk id <chunk>');
-    await getChunk(await buildContext(args), doc, chunk);
+    await withContext(args, (ctx) => getChunk(ctx, doc, chunk));
   },
 };
 

@@ -4,8 +4,10 @@
  * whether to print JSON, and where to print. Built once per command, after the
  * arguments were checked.
  */
+import { readFileSync } from 'node:fs';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
+import { ConfigError } from '../config/connection.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { CliError, ExitCode, usageError } from './exit.js';
@@ -18,10 +20,13 @@ export interface CliContext {
   out: (text: string) => void;
 }
 
+/** A client that may hold connections open; closing lets the process end at once. */
+export type ClosableApi = DatastoreApi & { close?: () => Promise<void> };
+
 export interface ContextDeps {
   env?: NodeJS.ProcessEnv;
   /** Builds the client; tests pass a fake. */
-  createApi?: (config: Config) => DatastoreApi | Promise<DatastoreApi>;
+  createApi?: (config: Config) => ClosableApi | Promise<ClosableApi>;
   out?: (text: string) => void;
   warn?: (message: string) => void;
 }
@@ -40,22 +45,51 @@ export function configFromArgs(args: GlobalArgs, env: NodeJS.ProcessEnv, warn?: 
   });
 }
 
-async function defaultCreateApi(config: Config): Promise<DatastoreApi> {
-  // Loaded on demand so that `--help` and usage errors do not pay for undici.
-  const { createClientFromConnection } = await import('../api/client.js');
-  return createClientFromConnection(config.connection);
+function readCa(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? 'error';
+    throw new ConfigError(`cannot read the CA file ${path} (tls.caFile): ${code}`, 'tls.caFile');
+  }
 }
 
-export async function buildContext(args: GlobalArgs, deps: ContextDeps = {}): Promise<CliContext> {
+/** The real client, with the rate cap, retries, timeouts and CA of the configuration. */
+async function defaultCreateApi(config: Config): Promise<ClosableApi> {
+  // Loaded on demand so that `--help` and usage errors do not pay for undici.
+  const { createClientFromConnection } = await import('../api/client.js');
+  return createClientFromConnection(config.connection, {
+    requestsPerSecond: config.queue.requestsPerSecond,
+    concurrency: config.queue.concurrency,
+    maxAttempts: config.queue.maxAttempts,
+    timeouts: config.queue.timeouts,
+    ca: config.tls.caFile === undefined ? undefined : readCa(config.tls.caFile),
+  });
+}
+
+/**
+ * Builds the context, runs the command body with it, and closes the client whatever
+ * happened (its keep-alive connections would otherwise hold the process for seconds).
+ */
+export async function withContext(
+  args: GlobalArgs,
+  body: (ctx: CliContext) => Promise<void>,
+  deps: ContextDeps = {},
+): Promise<void> {
   const env = deps.env ?? process.env;
-  const warn = deps.warn ?? ((m: string) => process.stderr.write(`dssync: warning: ${m}\n`));
+  const warn = deps.warn ?? ((m: string) => void process.stderr.write(`dssync: warning: ${m}\n`));
   const config = configFromArgs(args, env, warn);
   const api = await (deps.createApi ?? defaultCreateApi)(config);
-  return {
+  const ctx: CliContext = {
     api,
     json: args.json === true,
     out: deps.out ?? ((text: string) => void process.stdout.write(text)),
   };
+  try {
+    await body(ctx);
+  } finally {
+    await api.close?.();
+  }
 }
 
 /** A positional id or option value that must hold something: exit 2 otherwise. */

@@ -5,10 +5,10 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import {
-  buildContext,
   explainNotFound,
   missingDataSourceMessage,
   requireValue,
+  withContext,
   type CliContext,
 } from './context.js';
 import { usageError } from './exit.js';
@@ -90,7 +90,7 @@ const listCommand: CommandModule<GlobalArgs, GlobalArgs> = {
   describe: 'List all data sources of the organization',
   builder: (y) =>
     y.example('$0 datasources list', 'Table of id, name and connectors').example('$0 datasources list --json', 'Normalised records as JSON'),
-  handler: async (args) => listDataSources(await buildContext(args)),
+  handler: (args) => withContext(args, (ctx) => listDataSources(ctx)),
 };
 
 const getCommand: CommandModule<GlobalArgs, DsArgs> = {
@@ -99,7 +99,7 @@ const getCommand: CommandModule<GlobalArgs, DsArgs> = {
   builder: (y) => dsPositional(y).example('$0 datasources get ds_123', 'Show the data source ds_123'),
   handler: async (args) => {
     const id = requireValue(args.ds, DS);
-    await getDataSource(await buildContext(args), id);
+    await withContext(args, (ctx) => getDataSource(ctx, id));
   },
 };
 
@@ -121,7 +121,7 @@ const createCommand: CommandModule<GlobalArgs, CreateArgs> = {
   handler: async (args) => {
     const name = requireValue(args.name, '--name');
     const ids = connectorIds(args.connector);
-    await createDataSource(await buildContext(args), name, ids);
+    await withContext(args, (ctx) => createDataSource(ctx, name, ids));
   },
 };
 
@@ -135,7 +135,7 @@ const updateCommand: CommandModule<GlobalArgs, UpdateArgs> = {
   handler: async (args) => {
     const id = requireValue(args.ds, DS);
     const name = requireValue(args.name, '--name');
-    await updateDataSource(await buildContext(args), id, name);
+    await withContext(args, (ctx) => updateDataSource(ctx, id, name));
   },
 };
 
@@ -145,7 +145,7 @@ const deleteCommand: CommandModule<GlobalArgs, DsArgs> = {
   builder: (y) => dsPositional(y).example('$0 datasources delete ds_123', 'Delete ds_123'),
   handler: async (args) => {
     const id = requireValue(args.ds, DS);
-    await deleteDataSource(await buildContext(args), id);
+    await withContext(args, (ctx) => deleteDataSource(ctx, id));
   },
 };
 

@@ -9,11 +9,11 @@ import type { Argv, CommandModule } from 'yargs';
 import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../api/records.js';
 import { META } from '../engine/metadata.js';
 import {
-  buildContext,
   explainNotFound,
   missingDataSourceMessage,
   missingDocumentMessage,
   requireValue,
+  withContext,
   type CliContext,
 } from './context.js';
 import { usageError } from './exit.js';
@@ -218,7 +218,7 @@ const listCommand: CommandModule<GlobalArgs, DsArgs> = {
       .example('$0 documents list ds_123 --json', 'Normalised records as JSON'),
   handler: async (args) => {
     const ds = requireValue(args.ds, DS);
-    await listDocuments(await buildContext(args), ds);
+    await withContext(args, (ctx) => listDocuments(ctx, ds));
   },
 };
 
@@ -229,7 +229,7 @@ const getCommand: CommandModule<GlobalArgs, DocArgs> = {
   handler: async (args) => {
     const ds = requireValue(args.ds, DS);
     const doc = requireValue(args.doc, DOC);
-    await getDocument(await buildContext(args), ds, doc);
+    await withContext(args, (ctx) => getDocument(ctx, ds, doc));
   },
 };
 
@@ -246,7 +246,7 @@ const uploadCommand: CommandModule<GlobalArgs, UploadArgs> = {
     const paths = (args.file ?? []).map((f) => requireValue(f, 'a file name'));
     // Every file is checked before the connection is even built: nothing is sent on a typo.
     const files = await checkUploadFiles(paths);
-    await uploadDocuments(await buildContext(args), ds, files);
+    await withContext(args, (ctx) => uploadDocuments(ctx, ds, files));
   },
 };
 
@@ -275,7 +275,7 @@ const updateCommand: CommandModule<GlobalArgs, UpdateArgs> = {
     if (changes.name === undefined && changes.url === undefined && changes.metadata === undefined) {
       throw usageError('nothing to update: give --name, --url or --metadata');
     }
-    await updateDocument(await buildContext(args), ds, doc, changes);
+    await withContext(args, (ctx) => updateDocument(ctx, ds, doc, changes));
   },
 };
 
@@ -286,7 +286,7 @@ const deleteCommand: CommandModule<GlobalArgs, DocArgs> = {
   handler: async (args) => {
     const ds = requireValue(args.ds, DS);
     const doc = requireValue(args.doc, DOC);
-    await deleteDocument(await buildContext(args), ds, doc);
+    await withContext(args, (ctx) => deleteDocument(ctx, ds, doc));
   },
 };
 

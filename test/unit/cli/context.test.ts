@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/connection.js';
-import { buildContext, configFromArgs } from '../../../src/cli/context.js';
+import { configFromArgs, withContext, type CliContext } from '../../../src/cli/context.js';
 import { describeFailure, ExitCode } from '../../../src/cli/exit.js';
 import { FakeApi } from './fake-api.js';
 
@@ -76,16 +76,32 @@ describe('connection settings', () => {
     }
   });
 
-  it('builds the context with the resolved connection, never resolving when a setting is missing', async () => {
-    const api = new FakeApi();
+  it('runs the command with the resolved connection and closes the client, also on failure', async () => {
+    const api = Object.assign(new FakeApi(), { closed: 0, close: async () => void api.closed++ });
     let seen: unknown;
-    const ctx = await buildContext(
+    let ctxSeen: CliContext | undefined;
+    await withContext(
       { json: true, baseUrl: 'http://x.example/' },
+      async (ctx) => {
+        ctxSeen = ctx;
+      },
       { env: { DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' }, createApi: (c) => ((seen = c.connection), api) },
     );
-    expect(ctx.api).toBe(api);
-    expect(ctx.json).toBe(true);
+    expect(ctxSeen?.api).toBe(api);
+    expect(ctxSeen?.json).toBe(true);
     expect(seen).toMatchObject({ baseUrl: 'http://x.example', organizationId: 'o' });
-    await expect(buildContext({ json: false }, { env: {}, createApi: () => api })).rejects.toBeInstanceOf(ConfigError);
+    expect(api.closed).toBe(1);
+
+    const boom = withContext({ json: false }, () => Promise.reject(new Error('boom')), {
+      env: { DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' },
+      createApi: () => api,
+    });
+    await expect(boom).rejects.toThrow('boom');
+    expect(api.closed).toBe(2);
+
+    let created = false;
+    const missing = withContext({ json: false }, async () => undefined, { env: {}, createApi: () => ((created = true), api) });
+    await expect(missing).rejects.toBeInstanceOf(ConfigError);
+    expect(created).toBe(false);
   });
 });
