@@ -1,0 +1,143 @@
+/**
+ * Which paths of a mapped folder are mirrored. Pure: the ignore file's text is read by
+ * loadFilter (the one function here that touches the disk) and handed in.
+ *
+ * Rules, in order (the first that excludes wins; an excluded folder hides everything below):
+ * 1. built-in excludes, by entry name: hidden entries (a name starting with "."), office
+ *    lock/temp files, editor swap/backup files, OS litter (Thumbs.db, desktop.ini...);
+ * 2. the mapping's `exclude` globs;
+ * 3. the ignore file (gitignore syntax) at the mapped folder's root;
+ * 4. for files only: the mapping's `include` globs.
+ * Globs match relative POSIX paths, case-insensitively (shared drives are often used from
+ * Windows, where "Report.PDF" and "report.pdf" are the same kind of file). A glob without
+ * "/" matches the entry name at any depth; a glob ending in "/" matches folders only.
+ */
+import ignore, { type Ignore } from 'ignore';
+import picomatch from 'picomatch';
+import { join } from 'node:path';
+import { nodeFs, errorCode, errorMessage, type LocalFs } from './fs.js';
+import { ancestorsOf, baseName, normalizeRelPath } from './paths.js';
+
+export type ExcludeReason = 'hidden' | 'temporary' | 'system' | 'exclude' | 'ignore-file' | 'not-included';
+
+export interface PathFilter {
+  /** Full check of a relative path, its parent folders included (for watcher events). */
+  includes(relPath: string, isDir: boolean): boolean;
+  /** Check of one entry whose parent folder is known to be included (for a walk). */
+  includesEntry(relPath: string, isDir: boolean): boolean;
+  /** Why a path is excluded (parents included in the check); undefined when it is included. */
+  reason(relPath: string, isDir: boolean): ExcludeReason | undefined;
+}
+
+export interface FilterSpec {
+  include: readonly string[];
+  exclude: readonly string[];
+  /** Name of the ignore file, relative to the mapped folder (it is never mirrored itself). */
+  ignoreFile?: string | undefined;
+}
+
+/** Office lock/temp files and editor swap/backup files: never documents, often short-lived. */
+export const TEMPORARY_NAME_GLOBS = ['~$*', '.~lock.*#', '~*.tmp', '*.swp', '*.swx', '*~', '#*#', '4913'] as const;
+
+/** Litter that operating systems leave in shared folders. */
+export const SYSTEM_NAMES = ['Thumbs.db', 'desktop.ini', '.DS_Store', '$RECYCLE.BIN', 'System Volume Information', 'lost+found'] as const;
+
+const GLOB_OPTIONS = { dot: true, nocase: true } as const;
+
+export function createFilter(spec: FilterSpec, ignoreText?: string): PathFilter {
+  const isTemporary = picomatch([...TEMPORARY_NAME_GLOBS], GLOB_OPTIONS);
+  const systemNames = new Set(SYSTEM_NAMES.map((n) => n.toLowerCase()));
+
+  const anyExcludes: string[] = [];
+  const dirExcludes: string[] = [];
+  for (const raw of spec.exclude) {
+    const glob = raw.trim();
+    if (glob === '' || glob === '/') continue;
+    if (glob.endsWith('/')) dirExcludes.push(toPathGlob(glob.replace(/\/+$/, '')));
+    else anyExcludes.push(toPathGlob(glob));
+  }
+  const matchExclude = anyExcludes.length ? picomatch(anyExcludes, GLOB_OPTIONS) : () => false;
+  const matchDirExclude = dirExcludes.length ? picomatch(dirExcludes, GLOB_OPTIONS) : () => false;
+  const includes = spec.include.map((g) => g.trim()).filter((g) => g !== '');
+  const matchInclude = includes.length ? picomatch(includes.map(toPathGlob), GLOB_OPTIONS) : () => false;
+
+  const ig: Ignore | undefined = ignoreText?.trim() ? ignore({ ignorecase: true }).add(ignoreText) : undefined;
+  const ignoreFileRel = spec.ignoreFile ? normalizeRelPath(spec.ignoreFile).toLowerCase() : undefined;
+
+  const entryReason = (rel: string, isDir: boolean): ExcludeReason | undefined => {
+    const name = baseName(rel);
+    if (name.startsWith('.')) return 'hidden';
+    if (systemNames.has(name.toLowerCase())) return 'system';
+    if (isTemporary(name)) return 'temporary';
+    if (matchExclude(rel) || (isDir && (matchExclude(`${rel}/`) || matchDirExclude(rel)))) return 'exclude';
+    if (ig?.ignores(isDir ? `${rel}/` : rel)) return 'ignore-file';
+    if (!isDir && ignoreFileRel !== undefined && rel.toLowerCase() === ignoreFileRel) return 'ignore-file';
+    if (!isDir && !matchInclude(rel)) return 'not-included';
+    return undefined;
+  };
+
+  const reason = (relPath: string, isDir: boolean): ExcludeReason | undefined => {
+    const rel = normalizeRelPath(relPath);
+    if (rel === '') return undefined; // the mapped folder itself
+    for (const dir of ancestorsOf(rel)) {
+      const r = entryReason(dir, true);
+      if (r) return r;
+    }
+    return entryReason(rel, isDir);
+  };
+
+  return {
+    includes: (relPath, isDir) => reason(relPath, isDir) === undefined,
+    includesEntry: (relPath, isDir) => entryReason(relPath, isDir) === undefined,
+    reason,
+  };
+}
+
+/**
+ * A mapping glob as matched against relative paths: a glob without "/" matches the entry
+ * name at any depth ("*.pdf" matches "a/b/x.pdf"); a leading "/" anchors at the mapped folder.
+ */
+function toPathGlob(glob: string): string {
+  if (glob.startsWith('/')) return glob.replace(/^\/+/, '');
+  return glob.includes('/') ? glob : `**/${glob}`;
+}
+
+export class IgnoreFileError extends Error {
+  override readonly name = 'IgnoreFileError';
+  constructor(
+    readonly path: string,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Absolute path of a mapping's ignore file. */
+export function ignoreFilePath(mapping: { path: string; ignoreFile?: string | undefined }): string | undefined {
+  return mapping.ignoreFile ? join(mapping.path, mapping.ignoreFile) : undefined;
+}
+
+/**
+ * Reads the mapping's ignore file (absent = no rules) and builds its filter. An ignore file
+ * that exists but cannot be read throws IgnoreFileError: mirroring without it could publish
+ * exactly the files the operator meant to keep out.
+ */
+export async function loadFilter(
+  mapping: FilterSpec & { path: string },
+  fs: LocalFs = nodeFs,
+): Promise<PathFilter> {
+  const file = ignoreFilePath(mapping);
+  let text: string | undefined;
+  if (file) {
+    try {
+      text = await fs.readFile(file);
+    } catch (e) {
+      const code = errorCode(e);
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') {
+        throw new IgnoreFileError(file, code, `cannot read the ignore file ${file}: ${errorMessage(e)}`);
+      }
+    }
+  }
+  return createFilter(mapping, text);
+}

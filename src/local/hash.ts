@@ -1,0 +1,125 @@
+/**
+ * Content hashing: SHA-256 of a file, read in fixed-size chunks (memory stays flat whatever
+ * the file's size), with proof that the bytes hashed are one version of the file — the file
+ * is stat'ed through the open handle before, and through the handle and the path after;
+ * any difference in size, mtime or identity means it changed while read.
+ */
+import { createHash } from 'node:crypto';
+import { errorCode, errorMessage, nodeFs, type FsFileHandle, type FsStats, type LocalFs } from './fs.js';
+import { FileAccessError, FileChangedError, FileReadError, FileVanishedError } from './errors.js';
+
+export { FileAccessError, FileChangedError, FileReadError, FileVanishedError, LocalFileError } from './errors.js';
+
+export interface FileHash {
+  /** Lowercase hex. */
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+}
+
+export interface HashOptions {
+  signal?: AbortSignal | undefined;
+  /** Refuse to read through a symbolic link (the file was a regular file when walked). */
+  noFollow?: boolean | undefined;
+  fs?: LocalFs | undefined;
+  /** Read size; default 1 MiB. */
+  chunkBytes?: number | undefined;
+}
+
+let bytesReadTotal = 0;
+
+/**
+ * Content bytes read from local files by this process so far (hashing, and whoever else
+ * reports through addContentBytesRead). A restart over an unchanged tree must read 0.
+ */
+export function contentBytesRead(): number {
+  return bytesReadTotal;
+}
+
+/** For other readers of file content (e.g. uploads) to count what they read. */
+export function addContentBytesRead(n: number): void {
+  bytesReadTotal += n;
+}
+
+/** Tests and benchmarks measure a phase from zero. */
+export function resetContentBytesRead(): void {
+  bytesReadTotal = 0;
+}
+
+export async function hashFile(diskPath: string, opts: HashOptions = {}): Promise<FileHash> {
+  const fs = opts.fs ?? nodeFs;
+  const signal = opts.signal;
+  signal?.throwIfAborted();
+  let handle: FsFileHandle;
+  try {
+    handle = await fs.open(diskPath, { noFollow: opts.noFollow });
+  } catch (e) {
+    throw openError(diskPath, e);
+  }
+  try {
+    const before = await handle.stat().catch((e: unknown) => {
+      throw readError(diskPath, e);
+    });
+    if (!before.isFile()) throw new FileChangedError(diskPath, 'it is no longer a regular file');
+
+    const hash = createHash('sha256');
+    const buffer = Buffer.allocUnsafe(Math.max(4096, opts.chunkBytes ?? 1024 * 1024));
+    let total = 0;
+    for (;;) {
+      signal?.throwIfAborted();
+      let n: number;
+      try {
+        ({ bytesRead: n } = await handle.read(buffer, 0, buffer.length, null));
+      } catch (e) {
+        throw readError(diskPath, e);
+      }
+      if (n === 0) break;
+      hash.update(buffer.subarray(0, n));
+      total += n;
+      bytesReadTotal += n;
+      // Growing past the size it had when opened: no need to read the rest.
+      if (total > before.size) throw new FileChangedError(diskPath, `it grew beyond ${before.size} bytes while read`);
+    }
+
+    const afterHandle = await handle.stat().catch((e: unknown) => {
+      throw readError(diskPath, e);
+    });
+    let afterPath: FsStats;
+    try {
+      afterPath = await fs.stat(diskPath);
+    } catch (e) {
+      throw openError(diskPath, e);
+    }
+    const change =
+      describeChange(before, afterHandle, total) ??
+      (afterPath.ino !== before.ino || afterPath.dev !== before.dev
+        ? 'it was replaced by another file'
+        : describeChange(before, afterPath, total));
+    if (change) throw new FileChangedError(diskPath, change);
+    return { sha256: hash.digest('hex'), size: before.size, mtimeMs: before.mtimeMs };
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+function describeChange(before: FsStats, after: FsStats, bytesRead: number): string | undefined {
+  if (after.size !== before.size) return `size ${before.size} -> ${after.size} bytes`;
+  if (bytesRead !== before.size) return `read ${bytesRead} of ${before.size} bytes`;
+  if (after.mtimeMs !== before.mtimeMs) return 'modified while read';
+  return undefined;
+}
+
+function openError(path: string, e: unknown): Error {
+  const code = errorCode(e);
+  if (code === 'ENOENT' || code === 'ENOTDIR') return new FileVanishedError(path, code);
+  if (code === 'EACCES' || code === 'EPERM') return new FileAccessError(path, code);
+  // O_NOFOLLOW met a symbolic link where a regular file was walked.
+  if (code === 'ELOOP') return new FileChangedError(path, 'it was replaced by a symbolic link');
+  if (code === 'EISDIR') return new FileChangedError(path, 'it is now a folder');
+  return new FileReadError(path, code, `${path} cannot be read: ${errorMessage(e)}`);
+}
+
+function readError(path: string, e: unknown): Error {
+  const code = errorCode(e);
+  return new FileReadError(path, code, `${path} cannot be read: ${errorMessage(e)}`);
+}

@@ -1,0 +1,331 @@
+/**
+ * Walks a mapped folder into a snapshot: relative path -> (disk path, size, mtime). Reads
+ * no file content. Runs a bounded number of filesystem calls at once (a 100,000-file tree
+ * must not start 100,000 stats), visits folders depth-first so pending work stays small,
+ * and never lets one unreadable folder stop the rest.
+ *
+ * The root's own condition is reported separately (`rootStatus`): a missing, unmounted or
+ * unreadable mapped folder is an outage for the engine, never "everything was deleted".
+ */
+import { join } from 'node:path';
+import { errorCode, errorMessage, nodeFs, type FsStats, type LocalFs } from './fs.js';
+import type { PathFilter } from './filters.js';
+import { isInside, joinRel } from './paths.js';
+
+export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
+
+export interface LocalFile {
+  /** Relative POSIX path, NFC: the file's identity within the mapping. */
+  path: string;
+  /** Absolute path as on disk (original normalisation), for reading. */
+  diskPath: string;
+  size: number;
+  mtimeMs: number;
+}
+
+export type SkipReason =
+  /** Larger than the mapping's maxFileBytes. */
+  | 'too-large'
+  /** A symbolic link, and followSymlinks is off. */
+  | 'symlink'
+  /** A symbolic link whose target lies outside the mapped folder (never followed). */
+  | 'symlink-outside-root'
+  /** A symbolic link leading back into a folder it is inside of. */
+  | 'symlink-loop'
+  /** A symbolic link whose target does not exist. */
+  | 'symlink-broken'
+  /** A FIFO, socket or device: reading it could block or never end. */
+  | 'not-a-regular-file'
+  /** Another entry has the same name once both are NFC-normalised; the other one is kept. */
+  | 'name-collision';
+
+export interface SkippedEntry {
+  /** Relative path (for a name collision: the path both entries normalise to). */
+  path: string;
+  reason: SkipReason;
+  size?: number;
+  /** For a name collision: the entry left out, as on disk. */
+  diskPath?: string;
+}
+
+export interface WalkError {
+  /** Relative path ('' = the root). */
+  path: string;
+  /** 'dir': the folder could not be listed, so nothing is known about what lies below it. */
+  kind: 'dir' | 'file';
+  code: string;
+  message: string;
+}
+
+export interface WalkResult {
+  rootStatus: RootStatus;
+  /** Why the root is not 'ok'. */
+  rootError?: { code: string; message: string } | undefined;
+  files: Map<string, LocalFile>;
+  errors: WalkError[];
+  skipped: SkippedEntry[];
+  /** Folders listed below the root. */
+  dirCount: number;
+}
+
+export interface WalkOptions {
+  /** Files larger than this are skipped ('too-large'). Default: no limit. */
+  maxFileBytes?: number | undefined;
+  /** Follow symbolic links whose target lies inside the root. Default false. */
+  followSymlinks?: boolean | undefined;
+  /** Filesystem calls in flight at once. Default 32. */
+  concurrency?: number | undefined;
+  fs?: LocalFs | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** A folder to list, with the real paths of the folders above it when links are followed. */
+interface DirTask {
+  rel: string;
+  disk: string;
+  /** Real path of this folder (only tracked when following links). */
+  real?: string;
+  /** Real paths of the folders on the way here, for loop detection. */
+  chain?: Chain;
+}
+interface Chain {
+  real: string;
+  up?: Chain | undefined;
+}
+
+export async function walkTree(root: string, filter: PathFilter, opts: WalkOptions = {}): Promise<WalkResult> {
+  const fs = opts.fs ?? nodeFs;
+  const maxFileBytes = opts.maxFileBytes ?? Infinity;
+  const follow = opts.followSymlinks === true;
+  const result: WalkResult = { rootStatus: 'ok', files: new Map(), errors: [], skipped: [], dirCount: 0 };
+
+  const rootCheck = await checkRoot(fs, root);
+  if (rootCheck.status !== 'ok') return { ...result, rootStatus: rootCheck.status, rootError: rootCheck.error };
+  let rootReal: string | undefined;
+  if (follow) {
+    try {
+      rootReal = await fs.realpath(root);
+    } catch (e) {
+      return { ...result, rootStatus: 'unreadable', rootError: { code: errorCode(e), message: errorMessage(e) } };
+    }
+  }
+
+  const pool = new Pool(Math.max(1, opts.concurrency ?? 32), opts.signal);
+  // Name collisions are settled by disk path so the winner does not depend on timing.
+  const addFile = (file: LocalFile): void => {
+    const existing = result.files.get(file.path);
+    if (!existing) {
+      result.files.set(file.path, file);
+      return;
+    }
+    const [keep, drop] = existing.diskPath <= file.diskPath ? [existing, file] : [file, existing];
+    result.files.set(keep.path, keep);
+    result.skipped.push({ path: drop.path, reason: 'name-collision', size: drop.size, diskPath: drop.diskPath });
+  };
+
+  const considerFile = (rel: string, disk: string, st: FsStats): void => {
+    if (st.size > maxFileBytes) result.skipped.push({ path: rel, reason: 'too-large', size: st.size });
+    else addFile({ path: rel, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs });
+  };
+
+  const listDir = async (dir: DirTask): Promise<void> => {
+    let entries;
+    try {
+      entries = await fs.readdir(dir.disk);
+    } catch (e) {
+      const code = errorCode(e);
+      // Gone or replaced by a file since its parent was listed: nothing is there now.
+      if (code === 'ENOENT' || code === 'ENOTDIR') return;
+      if (dir.rel === '') {
+        rootReadError = { code, message: errorMessage(e) };
+        return;
+      }
+      result.errors.push({ path: dir.rel, kind: 'dir', code, message: `cannot list the folder: ${errorMessage(e)}` });
+      return;
+    }
+    if (dir.rel !== '') result.dirCount++;
+    for (const entry of entries) {
+      const rel = joinRel(dir.rel, entry.name);
+      const disk = join(dir.disk, entry.name);
+      if (entry.isDirectory()) {
+        if (filter.includesEntry(rel, true)) {
+          pool.add(() => listDir(subdir(dir, rel, disk, entry.name)));
+        }
+      } else if (entry.isFile()) {
+        if (filter.includesEntry(rel, false)) pool.add(() => statFile(rel, disk));
+      } else if (entry.isSymbolicLink()) {
+        if (!follow) {
+          if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) {
+            result.skipped.push({ path: rel, reason: 'symlink' });
+          }
+        } else {
+          pool.add(() => followLink(dir, rel, disk));
+        }
+      } else if (filter.includesEntry(rel, false)) {
+        result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
+      }
+    }
+  };
+
+  const subdir = (parent: DirTask, rel: string, disk: string, name: string): DirTask => {
+    if (!follow || parent.real === undefined) return { rel, disk };
+    const real = join(parent.real, name);
+    return { rel, disk, real, chain: { real, up: parent.chain } };
+  };
+
+  const statFile = async (rel: string, disk: string): Promise<void> => {
+    let st: FsStats;
+    try {
+      st = await fs.lstat(disk);
+    } catch (e) {
+      const code = errorCode(e);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return; // deleted since listed
+      result.errors.push({ path: rel, kind: 'file', code, message: `cannot read its size and time: ${errorMessage(e)}` });
+      return;
+    }
+    // Replaced by something else between the listing and the stat: look again next pass.
+    if (st.isFile()) considerFile(rel, disk, st);
+  };
+
+  const followLink = async (dir: DirTask, rel: string, disk: string): Promise<void> => {
+    let real: string;
+    let st: FsStats;
+    try {
+      real = await fs.realpath(disk);
+      st = await fs.stat(real);
+    } catch (e) {
+      const code = errorCode(e);
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) {
+          result.skipped.push({ path: rel, reason: 'symlink-broken' });
+        }
+      } else if (code === 'ELOOP') {
+        result.skipped.push({ path: rel, reason: 'symlink-loop' });
+      } else {
+        result.errors.push({ path: rel, kind: 'file', code, message: `cannot follow the link: ${errorMessage(e)}` });
+      }
+      return;
+    }
+    const isDir = st.isDirectory();
+    if (!filter.includesEntry(rel, isDir)) return;
+    if (rootReal === undefined || !isInside(rootReal, real)) {
+      result.skipped.push({ path: rel, reason: 'symlink-outside-root' });
+      return;
+    }
+    if (isDir) {
+      // A loop: the target is a folder we are inside of (really, or along the links taken).
+      const here = dir.real ?? rootReal;
+      let looping = real === here || isInside(real, here);
+      for (let c = dir.chain; c && !looping; c = c.up) looping = c.real === real;
+      if (looping) {
+        result.skipped.push({ path: rel, reason: 'symlink-loop' });
+        return;
+      }
+      pool.add(() => listDir({ rel, disk, real, chain: { real, up: dir.chain } }));
+    } else if (st.isFile()) {
+      considerFile(rel, disk, st);
+    } else {
+      result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
+    }
+  };
+
+  let rootReadError: { code: string; message: string } | undefined;
+  pool.add(() => listDir({ rel: '', disk: root, real: rootReal, chain: rootReal ? { real: rootReal } : undefined }));
+  await pool.done();
+
+  if (rootReadError) {
+    const status: RootStatus = rootReadError.code === 'ENOENT' ? 'missing' : 'unreadable';
+    return { ...result, files: new Map(), rootStatus: status, rootError: rootReadError };
+  }
+  // The drive may have gone while we walked (an unmount turns folders into ENOENT): then
+  // the snapshot is incomplete and must not be taken for the truth.
+  const after = await checkRoot(fs, root);
+  if (after.status !== 'ok') return { ...result, files: new Map(), rootStatus: after.status, rootError: after.error };
+  result.skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  result.errors.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return result;
+}
+
+async function checkRoot(
+  fs: LocalFs,
+  root: string,
+): Promise<{ status: RootStatus; error?: { code: string; message: string } }> {
+  try {
+    const st = await fs.stat(root);
+    if (!st.isDirectory()) return { status: 'not-a-directory', error: { code: 'ENOTDIR', message: `${root} is not a folder` } };
+    return { status: 'ok' };
+  } catch (e) {
+    const code = errorCode(e);
+    const error = { code, message: `${root}: ${errorMessage(e)}` };
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { status: 'missing', error };
+    return { status: 'unreadable', error };
+  }
+}
+
+/**
+ * Runs tasks with at most `limit` in flight; tasks may add more tasks. Last in, first out,
+ * so a walk goes deep before wide and the pending list stays short.
+ */
+class Pool {
+  private readonly pending: (() => Promise<void>)[] = [];
+  private running = 0;
+  private failure: unknown;
+  private resolveDone?: () => void;
+  private rejectDone?: (e: unknown) => void;
+  private readonly finished: Promise<void>;
+
+  constructor(
+    private readonly limit: number,
+    private readonly signal?: AbortSignal,
+  ) {
+    this.finished = new Promise<void>((resolve, reject) => {
+      this.resolveDone = resolve;
+      this.rejectDone = reject;
+    });
+    // Nobody may be waiting yet when a task fails; the rejection is delivered by done().
+    this.finished.catch(() => undefined);
+  }
+
+  add(task: () => Promise<void>): void {
+    this.pending.push(task);
+    this.pump();
+  }
+
+  done(): Promise<void> {
+    this.settleIfIdle();
+    return this.finished;
+  }
+
+  private pump(): void {
+    while (this.running < this.limit && this.pending.length > 0 && this.failure === undefined) {
+      if (this.signal?.aborted) {
+        this.fail(this.signal.reason ?? new Error('aborted'));
+        return;
+      }
+      const task = this.pending.pop() as () => Promise<void>;
+      this.running++;
+      task().then(
+        () => {
+          this.running--;
+          this.pump();
+          this.settleIfIdle();
+        },
+        (e: unknown) => {
+          this.running--;
+          this.fail(e);
+        },
+      );
+    }
+  }
+
+  private fail(e: unknown): void {
+    if (this.failure !== undefined) return;
+    this.failure = e;
+    this.pending.length = 0;
+    this.rejectDone?.(e);
+  }
+
+  private settleIfIdle(): void {
+    if (this.running === 0 && this.pending.length === 0 && this.failure === undefined) this.resolveDone?.();
+  }
+}
