@@ -1,0 +1,31 @@
+/**
+ * The document name is the part's filename as the client sent it: a relative path with
+ * `/` is kept whole, UTF-8 is decoded (raw `filename=` and RFC 5987 `filename*=`), and the
+ * one escape that WHATWG FormData applies to names (`"` sent as `%22`) is undone.
+ */
+import { EmulatorError } from './errors.js';
+
+export const MAX_NAME_LENGTH = 1024;
+
+export function documentNameFromPart(filename: string | undefined): string {
+  const name = (filename ?? '').replaceAll('%22', '"');
+  if (name.trim() === '') {
+    throw new EmulatorError(400, 'invalid_request', 'a documents part has no filename: every file part needs filename="..."', {
+      field: 'documents',
+    });
+  }
+  if (name.length > MAX_NAME_LENGTH) {
+    throw new EmulatorError(400, 'invalid_request', `file name is longer than ${MAX_NAME_LENGTH} characters: "${name.slice(0, 80)}..."`, {
+      field: 'documents',
+      file: name.slice(0, MAX_NAME_LENGTH),
+    });
+  }
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) {
+    throw new EmulatorError(400, 'invalid_request', `file name ${JSON.stringify(name)} contains control characters`, {
+      field: 'documents',
+      file: name,
+    });
+  }
+  return name;
+}

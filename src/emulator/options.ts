@@ -1,0 +1,137 @@
+/**
+ * Options of the emulator and of its fault injection, with their defaults and the checks
+ * that turn a bad value into an error naming the option.
+ */
+import type { Logger } from 'pino';
+
+export interface FaultOptions {
+  /** Milliseconds added to every request (before anything else happens). */
+  latencyMs?: number;
+  /** Accepted requests per second, per organization, over a sliding 1 s window; excess -> 429. */
+  rateLimitRps?: number;
+  /** How Retry-After is expressed on 429 and on `down` 503 (default seconds). */
+  retryAfter?: 'seconds' | 'date' | 'none';
+  /** 0..1 share of requests answered 500/502/503 before anything is done. */
+  errorRate?: number;
+  /** 0..1 share of requests whose connection is destroyed without an answer, before anything is done. */
+  dropRate?: number;
+  /** 0..1 share of write requests (POST/PUT/DELETE) committed, then answered by a destroyed connection. */
+  ambiguousRate?: number;
+  /** Every request answered 503 (service down). */
+  down?: boolean;
+  /** Seed of the generator behind the rates (reproducible faults). */
+  seed?: number;
+}
+
+export interface EmulatorOptions {
+  host?: string;
+  port?: number;
+  token?: string;
+  orgs?: string[];
+  dataDir?: string;
+  pageSize?: number;
+  maxFileBytes?: number;
+  maxFilesPerUpload?: number;
+  faults?: FaultOptions;
+  logger?: boolean | Logger;
+}
+
+export const DEFAULTS = {
+  host: '127.0.0.1',
+  port: 0,
+  token: 'dev-token',
+  orgs: ['dev-org'],
+  pageSize: 20,
+  maxFileBytes: 20 * 1024 * 1024,
+  maxFilesPerUpload: 100,
+} as const;
+
+export interface ResolvedOptions {
+  host: string;
+  port: number;
+  token: string;
+  orgs: string[];
+  dataDir: string | undefined;
+  pageSize: number;
+  maxFileBytes: number;
+  maxFilesPerUpload: number;
+  faults: FaultOptions;
+  logger: boolean | Logger;
+}
+
+const FAULT_KEYS = new Set(['latencyMs', 'rateLimitRps', 'retryAfter', 'errorRate', 'dropRate', 'ambiguousRate', 'down', 'seed']);
+
+/**
+ * Checks fault options coming from code or from JSON (the admin route). Throws a
+ * RangeError naming the first bad field; returns a clean copy.
+ */
+export function checkFaultOptions(input: unknown): FaultOptions {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new RangeError('faults must be an object');
+  }
+  const raw = input as Record<string, unknown>;
+  for (const key of Object.keys(raw)) {
+    if (!FAULT_KEYS.has(key)) throw new RangeError(`faults.${key} is not a fault option (known: ${[...FAULT_KEYS].join(', ')})`);
+  }
+  const out: FaultOptions = {};
+  const num = (key: keyof FaultOptions, ok: (n: number) => boolean, what: string): number | undefined => {
+    const v = raw[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number' || !Number.isFinite(v) || !ok(v)) {
+      throw new RangeError(`faults.${key} must be ${what}, got ${JSON.stringify(v)}`);
+    }
+    return v;
+  };
+  const rate = (n: number) => n >= 0 && n <= 1;
+  const latencyMs = num('latencyMs', (n) => n >= 0 && n <= 600_000, 'a number of milliseconds from 0 to 600000');
+  const rateLimitRps = num('rateLimitRps', (n) => n > 0, 'a positive number');
+  const errorRate = num('errorRate', rate, 'a number from 0 to 1');
+  const dropRate = num('dropRate', rate, 'a number from 0 to 1');
+  const ambiguousRate = num('ambiguousRate', rate, 'a number from 0 to 1');
+  const seed = num('seed', (n) => Number.isInteger(n), 'an integer');
+  if (latencyMs !== undefined) out.latencyMs = latencyMs;
+  if (rateLimitRps !== undefined) out.rateLimitRps = rateLimitRps;
+  if (errorRate !== undefined) out.errorRate = errorRate;
+  if (dropRate !== undefined) out.dropRate = dropRate;
+  if (ambiguousRate !== undefined) out.ambiguousRate = ambiguousRate;
+  if (seed !== undefined) out.seed = seed;
+  if (raw.retryAfter !== undefined) {
+    if (raw.retryAfter !== 'seconds' && raw.retryAfter !== 'date' && raw.retryAfter !== 'none') {
+      throw new RangeError(`faults.retryAfter must be "seconds", "date" or "none", got ${JSON.stringify(raw.retryAfter)}`);
+    }
+    out.retryAfter = raw.retryAfter;
+  }
+  if (raw.down !== undefined) {
+    if (typeof raw.down !== 'boolean') throw new RangeError(`faults.down must be true or false, got ${JSON.stringify(raw.down)}`);
+    out.down = raw.down;
+  }
+  return out;
+}
+
+export function resolveOptions(opts: EmulatorOptions = {}): ResolvedOptions {
+  const positiveInt = (name: string, value: number | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER): number => {
+    if (value === undefined) return fallback;
+    if (!Number.isInteger(value) || value < 1 || value > max) throw new RangeError(`${name} must be an integer from 1 to ${max}, got ${value}`);
+    return value;
+  };
+  const port = opts.port ?? DEFAULTS.port;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer from 0 to 65535, got ${port}`);
+  const token = opts.token ?? DEFAULTS.token;
+  if (typeof token !== 'string' || token.length === 0 || /[\s]/.test(token)) throw new RangeError('token must be a non-empty string without spaces');
+  const orgs = opts.orgs ?? [...DEFAULTS.orgs];
+  if (orgs.length === 0 || orgs.some((o) => typeof o !== 'string' || o.trim() === '')) {
+    throw new RangeError('orgs must be a non-empty list of non-empty organization ids');
+  }
+  return {
+    host: opts.host ?? DEFAULTS.host,
+    port,
+    token,
+    orgs: [...new Set(orgs)],
+    dataDir: opts.dataDir,
+    pageSize: positiveInt('pageSize', opts.pageSize, DEFAULTS.pageSize, 1000),
+    maxFileBytes: positiveInt('maxFileBytes', opts.maxFileBytes, DEFAULTS.maxFileBytes),
+    maxFilesPerUpload: positiveInt('maxFilesPerUpload', opts.maxFilesPerUpload, DEFAULTS.maxFilesPerUpload, 10_000),
+    faults: checkFaultOptions(opts.faults ?? {}),
+    logger: opts.logger ?? false,
+  };
+}
