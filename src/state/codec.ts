@@ -130,14 +130,17 @@ export function fileEntryProblem(e: FileEntry): string | undefined {
   return undefined;
 }
 
-/** Same check for the zod-described parts, as used when they are set. */
-export function schemaProblem(schema: z.ZodType, value: unknown): string | undefined {
+/**
+ * Validates a zod-described part as it is set, returning a copy holding only the known
+ * fields (so nothing else, such as a secret passed by mistake, reaches the file), or the
+ * problem.
+ */
+export function checked<T>(schema: z.ZodType<T>, value: unknown): { ok: true; value: T } | { ok: false; problem: string } {
   const r = schema.safeParse(value);
-  if (r.success) {
-    // JSON turns non-finite numbers into null: refuse them here rather than at the next load.
-    return hasNonFinite(value) ? 'contains a non-finite number' : undefined;
-  }
-  return firstIssue(r.error);
+  if (!r.success) return { ok: false, problem: firstIssue(r.error) };
+  // JSON turns non-finite numbers into null: refuse them here rather than at the next load.
+  if (hasNonFinite(r.data)) return { ok: false, problem: 'contains a non-finite number' };
+  return { ok: true, value: r.data };
 }
 
 function hasNonFinite(v: unknown): boolean {

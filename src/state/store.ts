@@ -24,10 +24,10 @@ import {
   PassRecordSchema,
   RejectedSchema,
   StateCodec,
+  checked,
   fileEntryProblem,
   newMappingState,
   newState,
-  schemaProblem,
 } from './codec.js';
 import { errnoOf, isStateError, StateCorruptError, StateWriteError } from './errors.js';
 import { acquireLock, type Lock } from './lock.js';
@@ -278,10 +278,9 @@ export class StateStore {
   async beginIntent(mappingId: string, intent: NewIntent): Promise<string> {
     const m = this.need(mappingId);
     const id = randomUUID();
-    const full = { ...structuredClone(intent), id, startedAt: new Date(this.clock()).toISOString() } as Intent;
-    const problem = schemaProblem(IntentSchema, full);
-    if (problem) throw new TypeError(`state: intent for mapping ${mappingId}: ${problem}`);
-    m.intents[id] = full;
+    const c = checked(IntentSchema, { ...intent, id, startedAt: new Date(this.clock()).toISOString() });
+    if (!c.ok) throw new TypeError(`state: intent for mapping ${mappingId}: ${c.problem}`);
+    m.intents[id] = c.value;
     this.codec.headChanged(mappingId);
     this.changed();
     try {
@@ -311,9 +310,9 @@ export class StateStore {
   setRejected(mappingId: string, path: string, rejected: RejectedFile): void {
     const m = this.need(mappingId);
     checkPath(mappingId, path);
-    const problem = schemaProblem(RejectedSchema, rejected);
-    if (problem) throw new TypeError(`state: rejected file ${JSON.stringify(path)} in mapping ${mappingId}: ${problem}`);
-    m.rejected[path] = structuredClone(rejected);
+    const c = checked(RejectedSchema, rejected);
+    if (!c.ok) throw new TypeError(`state: rejected file ${JSON.stringify(path)} in mapping ${mappingId}: ${c.problem}`);
+    m.rejected[path] = c.value;
     this.codec.headChanged(mappingId);
     this.changed();
   }
@@ -329,9 +328,9 @@ export class StateStore {
 
   setLastPass(mappingId: string, pass: PassRecord): void {
     const m = this.need(mappingId);
-    const problem = schemaProblem(PassRecordSchema, pass);
-    if (problem) throw new TypeError(`state: last pass of mapping ${mappingId}: ${problem}`);
-    m.lastPass = structuredClone(pass);
+    const c = checked(PassRecordSchema, pass);
+    if (!c.ok) throw new TypeError(`state: last pass of mapping ${mappingId}: ${c.problem}`);
+    m.lastPass = c.value;
     this.codec.headChanged(mappingId);
     this.changed();
   }

@@ -1,0 +1,170 @@
+import { describe, expect, it } from 'vitest';
+import {
+  BUCKET_COUNT,
+  StateCodec,
+  decodeState,
+  encodeStateToString,
+  newMappingState,
+  newState,
+} from '../../../src/state/codec.js';
+import { StateCorruptError, StateVersionError } from '../../../src/state/errors.js';
+import type { FileEntry, StateFile } from '../../../src/state/schema.js';
+
+const FILE = '/var/lib/dssync/state.json';
+
+function entry(i: number): FileEntry {
+  return {
+    documentId: `doc-${i}`,
+    size: 100 + i,
+    mtimeMs: 1_700_000_000_000.25 + i,
+    sha256: `${i}`.padStart(64, 'a'),
+    syncedAt: new Date(1_700_000_000_000 + i).toISOString(),
+  };
+}
+
+function sample(): StateFile {
+  const s = newState();
+  const m = newMappingState('ds-1', '/srv/share/handbook');
+  m.files['a.txt'] = entry(1);
+  m.files['dir/é ü "quoted" \\ back.pdf'] = entry(2);
+  m.files['__proto__'] = entry(3);
+  m.files['constructor'] = entry(4);
+  m.intents['i1'] = {
+    kind: 'upload',
+    id: 'i1',
+    startedAt: '2026-01-01T00:00:00.000Z',
+    files: [{ path: 'new.txt', size: 3, mtimeMs: 5, sha256: 'ff', replacesDocumentId: 'doc-9' }],
+  };
+  m.intents['i2'] = { kind: 'delete', id: 'i2', startedAt: '2026-01-01T00:00:01.000Z', documentId: 'doc-1', path: 'x' };
+  m.rejected['huge.bin'] = { size: 1e9, mtimeMs: 7, status: 413, reason: 'too large', at: '2026-01-01T00:00:00.000Z' };
+  m.lastPass = { startedAt: 'a', finishedAt: 'b', ok: true, summary: { uploaded: 2 } };
+  s.mappings['handbook'] = m;
+  s.mappings['empty'] = newMappingState('ds-2', '/srv/empty');
+  return s;
+}
+
+/** A plain-object copy, so that toEqual compares content and not prototypes. */
+function plain(s: StateFile): unknown {
+  return JSON.parse(JSON.stringify(s));
+}
+
+describe('state codec', () => {
+  it('round-trips every part of the state, including awkward paths', () => {
+    const s = sample();
+    const text = encodeStateToString(s);
+    const back = decodeState(FILE, text).state;
+    expect(plain(back)).toEqual(plain(s));
+    expect(back.mappings['handbook']?.files['__proto__']).toEqual(entry(3));
+    expect(Object.getPrototypeOf(back.mappings['handbook']?.files)).toBeNull();
+  });
+
+  it('writes compact JSON with files as tuples', () => {
+    const text = encodeStateToString(sample());
+    expect(text).not.toContain('\n');
+    expect(text.startsWith('{"version":1,"mappings":{')).toBe(true);
+    expect(text).toContain('["a.txt","doc-1",101,1700000000001.25,');
+    expect(text).not.toContain('"documentId":"doc-2"'); // files carry no key names
+  });
+
+  it('cached encoding always equals a fresh one under random mutations', () => {
+    // Deterministic pseudo-random sequence.
+    let seed = 42;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    const s = newState();
+    const codec = new StateCodec();
+    const ids = ['m1', 'm2'];
+    for (const id of ids) {
+      s.mappings[id] = newMappingState(`ds-${id}`, `/r/${id}`);
+      codec.indexMapping(id, s.mappings[id]);
+    }
+    for (let step = 0; step < 3000; step++) {
+      const id = ids[rnd(2)] as string;
+      const m = s.mappings[id];
+      if (!m) throw new Error('missing mapping');
+      const path = `p${rnd(3 * BUCKET_COUNT)}`;
+      const op = rnd(10);
+      if (op < 6) {
+        m.files[path] = entry(step);
+        codec.fileChanged(id, path, true);
+      } else if (op < 9) {
+        delete m.files[path];
+        codec.fileChanged(id, path, false);
+      } else {
+        m.root = `/r/${step}`;
+        codec.headChanged(id);
+      }
+      if (step % 97 === 0) {
+        const cached = Buffer.concat(codec.encode(s)).toString();
+        expect(cached).toBe(encodeStateToString(s));
+        expect(plain(decodeState(FILE, cached).state)).toEqual(plain(s));
+      }
+    }
+  });
+
+  describe('refuses a damaged file with StateCorruptError naming it', () => {
+    const good = encodeStateToString(sample());
+    const cases: [string, string, RegExp][] = [
+      ['empty', '', /empty/],
+      ['blank', '  \n', /empty/],
+      ['not JSON', 'hello', /not valid JSON/],
+      ['truncated', good.slice(0, Math.floor(good.length / 2)), /not valid JSON, possibly truncated/],
+      ['an array', '[]', /top level/],
+      ['no version', '{"mappings":{}}', /"version"/],
+      ['version 0', '{"version":0,"mappings":{}}', /"version"/],
+      ['version as a string', '{"version":"1","mappings":{}}', /"version"/],
+      ['no mappings', '{"version":1}', /"mappings"/],
+      ['mapping not an object', '{"version":1,"mappings":{"m":3}}', /mappings\.m: not an object/],
+      [
+        'files not tuples',
+        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{},"rejected":{},"files":[{"a":1}]}}}',
+        /mappings\.m\.files\[0\]/,
+      ],
+      [
+        'size null',
+        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{},"rejected":{},"files":[["a","d",null,1,"h","t"]]}}}',
+        /files\[0\]/,
+      ],
+      [
+        'unknown intent kind',
+        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{"x":{"kind":"zap","id":"x","startedAt":"t"}},"rejected":{},"files":[]}}}',
+        /intents\.x/,
+      ],
+      [
+        'intent id differs from its key',
+        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{"x":{"kind":"delete","id":"y","startedAt":"t","documentId":"d","path":"p"}},"rejected":{},"files":[]}}}',
+        /differs from its key/,
+      ],
+    ];
+    for (const [name, text, detail] of cases) {
+      it(name, () => {
+        let err: unknown;
+        try {
+          decodeState(FILE, text);
+        } catch (e) {
+          err = e;
+        }
+        expect(err).toBeInstanceOf(StateCorruptError);
+        const e = err as StateCorruptError;
+        expect(e.file).toBe(FILE);
+        expect(e.message).toContain(FILE);
+        expect(e.detail).toMatch(detail);
+      });
+    }
+
+    it('every truncation of a valid file', () => {
+      for (let cut = 0; cut < good.length; cut += 7) {
+        expect(() => decodeState(FILE, good.slice(0, cut))).toThrow(StateCorruptError);
+      }
+    });
+  });
+
+  it('refuses a file of a newer version with a clear error', () => {
+    expect(() => decodeState(FILE, '{"version":2,"mappings":{}}')).toThrow(StateVersionError);
+    expect(() => decodeState(FILE, '{"version":2,"mappings":{}}')).toThrow(
+      `state file ${FILE} was written by a newer dssync (version 2)`,
+    );
+  });
+});

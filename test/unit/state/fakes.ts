@@ -1,0 +1,184 @@
+/**
+ * Fakes for the state store's unit tests: an in-memory file system with fault injection and
+ * gates, manual timers, and a log capture.
+ */
+import { dirname } from 'node:path';
+import { createLogger, type Logger } from '../../../src/log.js';
+import type { StateFileHandle, StateFs } from '../../../src/state/atomic-file.js';
+import type { Timers } from '../../../src/state/write-scheduler.js';
+
+type Op = 'open' | 'writev' | 'sync' | 'rename' | 'readFile';
+
+function fsError(code: string, op: string, path: string): NodeJS.ErrnoException {
+  const messages: Record<string, string> = {
+    ENOENT: 'no such file or directory',
+    EEXIST: 'file already exists',
+    ENOSPC: 'no space left on device',
+    EACCES: 'permission denied',
+  };
+  const err = new Error(`${code}: ${messages[code] ?? 'error'}, ${op} '${path}'`) as NodeJS.ErrnoException;
+  err.code = code;
+  return err;
+}
+
+interface MemFile {
+  data: Buffer;
+  mode: number;
+}
+
+export class MemFs implements StateFs {
+  readonly files = new Map<string, MemFile>();
+  readonly dirs = new Set<string>(['/']);
+  /** Completed renames onto a path that does not look like a temp file: one per state write. */
+  renames: string[] = [];
+  private faults: { op: Op; code: string; times: number }[] = [];
+  private gates: { op: Op; wait: Promise<void> }[] = [];
+
+  /** The next `times` calls of `op` fail with `code` (ENOSPC, EACCES...). */
+  fail(op: Op, code: string, times = 1): void {
+    this.faults.push({ op, code, times });
+  }
+
+  /** The next call of `op` waits until the returned function is called. */
+  gate(op: Op): () => void {
+    let release!: () => void;
+    const wait = new Promise<void>((r) => (release = r));
+    this.gates.push({ op, wait });
+    return release;
+  }
+
+  text(path: string): string | undefined {
+    return this.files.get(path)?.data.toString('utf8');
+  }
+
+  put(path: string, text: string, mode = 0o600): void {
+    this.dirs.add(dirname(path));
+    this.files.set(path, { data: Buffer.from(text), mode });
+  }
+
+  private async step(op: Op, path: string): Promise<void> {
+    const gi = this.gates.findIndex((g) => g.op === op);
+    if (gi >= 0) {
+      const [g] = this.gates.splice(gi, 1);
+      await g?.wait;
+    }
+    const f = this.faults.find((x) => x.op === op && x.times > 0);
+    if (f) {
+      f.times--;
+      throw fsError(f.code, op, path);
+    }
+  }
+
+  async readFile(path: string): Promise<string> {
+    await this.step('readFile', path);
+    const f = this.files.get(path);
+    if (!f) throw fsError('ENOENT', 'open', path);
+    return f.data.toString('utf8');
+  }
+
+  async open(path: string, flags: string, mode = 0o666): Promise<StateFileHandle> {
+    await this.step('open', path);
+    if (flags === 'r') {
+      if (!this.dirs.has(path) && !this.files.has(path)) throw fsError('ENOENT', 'open', path);
+      return { writev: async () => ({ bytesWritten: 0 }), sync: async () => undefined, close: async () => undefined };
+    }
+    if (!this.dirs.has(dirname(path))) throw fsError('ENOENT', 'open', path);
+    if (flags.includes('x') && this.files.has(path)) throw fsError('EEXIST', 'open', path);
+    const file: MemFile = { data: Buffer.alloc(0), mode };
+    this.files.set(path, file);
+    return {
+      writev: async (buffers: Buffer[]) => {
+        await this.step('writev', path);
+        const n = buffers.reduce((a, b) => a + b.length, 0);
+        file.data = Buffer.concat([file.data, ...buffers]);
+        return { bytesWritten: n };
+      },
+      sync: () => this.step('sync', path),
+      close: async () => undefined,
+    };
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    await this.step('rename', from);
+    const f = this.files.get(from);
+    if (!f) throw fsError('ENOENT', 'rename', from);
+    this.files.delete(from);
+    this.files.set(to, f);
+    this.renames.push(to);
+  }
+
+  async unlink(path: string): Promise<void> {
+    if (!this.files.delete(path)) throw fsError('ENOENT', 'unlink', path);
+  }
+
+  async mkdir(path: string, _options: { recursive: true; mode: number }): Promise<string | undefined> {
+    for (let p = path; !this.dirs.has(p); p = dirname(p)) this.dirs.add(p);
+    return undefined;
+  }
+
+  async stat(path: string): Promise<{ mode: number }> {
+    const f = this.files.get(path);
+    if (!f) throw fsError('ENOENT', 'stat', path);
+    return { mode: 0o100000 | f.mode };
+  }
+
+  async chmod(path: string, mode: number): Promise<void> {
+    const f = this.files.get(path);
+    if (!f) throw fsError('ENOENT', 'chmod', path);
+    f.mode = mode;
+  }
+
+  async readdir(path: string): Promise<string[]> {
+    const prefix = path.endsWith('/') ? path : `${path}/`;
+    return [...this.files.keys()].filter((p) => dirname(p) === path).map((p) => p.slice(prefix.length));
+  }
+}
+
+/** Manual timers: nothing runs until advance(). */
+export class FakeTimers implements Timers {
+  now = 0;
+  private seq = 0;
+  private readonly pending = new Map<number, { at: number; fn: () => void }>();
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = ++this.seq;
+    this.pending.set(id, { at: this.now + ms, fn });
+    return id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.pending.delete(handle as number);
+  }
+
+  /** Delays of the timers waiting, relative to now. */
+  delays(): number[] {
+    return [...this.pending.values()].map((t) => t.at - this.now).sort((a, b) => a - b);
+  }
+
+  /** Moves time forward, running due timers in order (and settling promises in between). */
+  async advance(ms: number): Promise<void> {
+    const until = this.now + ms;
+    for (;;) {
+      await settle();
+      let next: [number, { at: number; fn: () => void }] | undefined;
+      for (const e of this.pending) if (e[1].at <= until && (!next || e[1].at < next[1].at)) next = e;
+      if (!next) break;
+      this.pending.delete(next[0]);
+      this.now = next[1].at;
+      next[1].fn();
+    }
+    this.now = until;
+    await settle();
+  }
+}
+
+/** Lets every pending promise chain (in-memory I/O) run to completion. */
+export async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise<void>((r) => setImmediate(r));
+}
+
+export function captureLogger(): { logger: Logger; lines: () => Record<string, unknown>[] } {
+  const raw: string[] = [];
+  const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void raw.push(s) } });
+  return { logger, lines: () => raw.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}

@@ -1,0 +1,371 @@
+import { describe, expect, it } from 'vitest';
+import { decodeState, encodeStateToString, newMappingState, newState } from '../../../src/state/codec.js';
+import { StateCorruptError, StateVersionError, StateWriteError } from '../../../src/state/errors.js';
+import type { FileEntry } from '../../../src/state/schema.js';
+import { StateStore, type StateStoreOptions } from '../../../src/state/store.js';
+import { captureLogger, FakeTimers, MemFs, settle } from './fakes.js';
+
+const PATH = '/var/lib/dssync/state.json';
+const T0 = Date.UTC(2026, 10, 22, 2, 14, 28, 123);
+
+function entry(i: number): FileEntry {
+  return { documentId: `doc-${i}`, size: i, mtimeMs: 1000 + i, sha256: `h${i}`, syncedAt: '2026-11-22T00:00:00.000Z' };
+}
+
+async function setup(opts: Partial<StateStoreOptions> & { fs?: MemFs } = {}) {
+  const fs = opts.fs ?? new MemFs();
+  const timers = new FakeTimers();
+  const log = captureLogger();
+  const writeErrors: StateWriteError[] = [];
+  const store = await StateStore.open(PATH, {
+    fs,
+    timers,
+    clock: () => T0,
+    lock: false,
+    logger: log.logger,
+    onWriteError: (e) => void writeErrors.push(e),
+    ...opts,
+  });
+  store.ensureMapping('docs', 'ds-1', '/srv/docs');
+  await store.flush();
+  fs.renames = [];
+  /** What a restart would load. */
+  const onDisk = () => decodeState(PATH, fs.text(PATH) ?? '').state;
+  return { fs, timers, log, store, writeErrors, onDisk };
+}
+
+describe('StateStore coalescing', () => {
+  it('several mutations make one write, after writeDelayMs', async () => {
+    const { fs, timers, store, onDisk } = await setup();
+    store.setFile('docs', 'a', entry(1));
+    store.setFile('docs', 'b', entry(2));
+    await timers.advance(100);
+    store.deleteFile('docs', 'a');
+    store.renameFile('docs', 'b', 'c', entry(3));
+    await timers.advance(149);
+    expect(fs.renames).toHaveLength(0);
+    await timers.advance(1);
+    expect(fs.renames).toEqual([PATH]);
+    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['c']);
+    await timers.advance(10_000);
+    expect(fs.renames).toHaveLength(1);
+  });
+
+  it('a mutation made during a write is written by a second write', async () => {
+    const { fs, timers, store, onDisk } = await setup();
+    store.setFile('docs', 'a', entry(1));
+    const release = fs.gate('rename');
+    await timers.advance(250); // write 1 started, waiting on its rename
+    store.setFile('docs', 'b', entry(2));
+    release();
+    await settle();
+    expect(fs.renames).toHaveLength(1);
+    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['a']);
+    await timers.advance(250);
+    expect(fs.renames).toHaveLength(2);
+    expect(Object.keys(onDisk().mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+  });
+
+  it('flush() covers every mutation made before it, even those made during a write in flight', async () => {
+    const { fs, timers, store, onDisk } = await setup();
+    store.setFile('docs', 'a', entry(1));
+    const release = fs.gate('rename');
+    await timers.advance(250);
+    store.setFile('docs', 'b', entry(2));
+    const flushed = store.flush();
+    release();
+    await flushed;
+    expect(Object.keys(onDisk().mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+  });
+
+  it('endIntent, setRejected, clearRejected and setLastPass are coalesced like the rest', async () => {
+    const { fs, timers, store, onDisk } = await setup();
+    const id = await store.beginIntent('docs', { kind: 'delete', documentId: 'd', path: 'p' });
+    fs.renames = [];
+    store.endIntent('docs', id);
+    store.setRejected('docs', 'big.bin', { size: 1, mtimeMs: 2, status: 413, reason: 'too large', at: 't' });
+    store.setRejected('docs', 'bad.exe', { size: 1, mtimeMs: 2, reason: 'type', at: 't' });
+    store.clearRejected('docs', 'bad.exe');
+    store.setLastPass('docs', { startedAt: 'a', finishedAt: 'b', ok: true, summary: { uploaded: 1 } });
+    expect(fs.renames).toHaveLength(0);
+    await timers.advance(250);
+    expect(fs.renames).toHaveLength(1);
+    const m = onDisk().mappings['docs'];
+    expect(Object.keys(m?.intents ?? {})).toEqual([]);
+    expect(Object.keys(m?.rejected ?? {})).toEqual(['big.bin']);
+    expect(m?.lastPass?.summary).toEqual({ uploaded: 1 });
+  });
+});
+
+describe('StateStore intents', () => {
+  it('beginIntent resolves only once the intent is on disk', async () => {
+    const { fs, store, onDisk } = await setup();
+    const release = fs.gate('rename');
+    let id: string | undefined;
+    const p = store.beginIntent('docs', { kind: 'upload', files: [{ path: 'a', size: 1, mtimeMs: 2, sha256: 'h' }] }).then((x) => (id = x));
+    await settle();
+    expect(id).toBeUndefined();
+    expect(Object.keys(onDisk().mappings['docs']?.intents ?? {})).toEqual([]);
+    release();
+    await p;
+    expect(id).toBeDefined();
+    const intent = onDisk().mappings['docs']?.intents[id as string];
+    expect(intent).toMatchObject({ kind: 'upload', id, startedAt: new Date(T0).toISOString() });
+    expect(store.openIntents('docs').map((i) => i.id)).toEqual([id]);
+  });
+
+  it('many concurrent beginIntent calls share writes (group commit)', async () => {
+    const { fs, store, onDisk } = await setup();
+    store.setFile('docs', 'x', entry(1));
+    const release = fs.gate('rename');
+    const first = store.flush(); // a write in flight
+    await settle();
+    const ids = Promise.all(
+      Array.from({ length: 50 }, (_, i) => store.beginIntent('docs', { kind: 'delete', documentId: `d${i}`, path: `p${i}` })),
+    );
+    await settle();
+    release();
+    await first;
+    const all = await ids;
+    expect(fs.renames).toHaveLength(2); // the one in flight, and one for all fifty
+    expect(Object.keys(onDisk().mappings['docs']?.intents ?? {}).sort()).toEqual([...all].sort());
+  });
+
+  it('when the intent cannot be written, beginIntent rejects and forgets it', async () => {
+    const { fs, store, writeErrors, onDisk } = await setup();
+    fs.fail('writev', 'ENOSPC');
+    const p = store.beginIntent('docs', { kind: 'delete', documentId: 'd', path: 'p' });
+    await expect(p).rejects.toBeInstanceOf(StateWriteError);
+    expect(store.openIntents('docs')).toEqual([]);
+    expect(writeErrors).toHaveLength(1);
+    await store.flush();
+    expect(Object.keys(onDisk().mappings['docs']?.intents ?? {})).toEqual([]);
+  });
+
+  it('validates intents and keeps only their known fields', async () => {
+    const { store, onDisk } = await setup();
+    await expect(
+      store.beginIntent('docs', { kind: 'upload', files: [{ path: 'a', size: Number.NaN, mtimeMs: 1, sha256: 'h' }] }),
+    ).rejects.toThrow(/intent for mapping docs: files\.0\.size/);
+    const withExtra = { kind: 'delete', documentId: 'd', path: 'p', token: 'secret-token' } as const;
+    const id = await store.beginIntent('docs', withExtra);
+    expect(JSON.stringify(onDisk())).not.toContain('secret-token');
+    expect(store.openIntents('docs')[0]?.id).toBe(id);
+  });
+});
+
+describe('StateStore write failures', () => {
+  it('a failing write leaves the old file intact, is reported, and a later flush succeeds', async () => {
+    const { fs, store, writeErrors, log, onDisk } = await setup();
+    store.setFile('docs', 'a', entry(1));
+    await store.flush();
+    const before = fs.text(PATH);
+    store.setFile('docs', 'b', entry(2));
+    fs.fail('writev', 'ENOSPC');
+    const err = await store.flush().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StateWriteError);
+    const e = err as StateWriteError;
+    expect(e.errno).toBe('ENOSPC');
+    expect(e.message).toContain(PATH);
+    expect(e.message).toContain('no space left on device');
+    expect(store.lastWriteError).toBe(e);
+    expect(writeErrors).toEqual([e]);
+    expect(log.lines().some((l) => l['level'] === 50 && String(l['msg']).includes(PATH))).toBe(true);
+    expect(fs.text(PATH)).toBe(before);
+    expect([...fs.files.keys()]).toEqual([PATH]); // no temp file left behind
+    await store.flush();
+    expect(store.lastWriteError).toBeUndefined();
+    expect(Object.keys(onDisk().mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+  });
+
+  it('retries by itself with back-off after a failed timed write', async () => {
+    const { fs, timers, store, onDisk } = await setup();
+    fs.fail('open', 'EACCES');
+    store.setFile('docs', 'a', entry(1));
+    await timers.advance(250);
+    expect(store.lastWriteError?.errno).toBe('EACCES');
+    expect(fs.renames).toHaveLength(0);
+    await timers.advance(500);
+    expect(fs.renames).toHaveLength(1);
+    expect(store.lastWriteError).toBeUndefined();
+    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['a']);
+  });
+
+  it('a failure of the rename itself keeps the old file', async () => {
+    const { fs, store } = await setup();
+    const before = fs.text(PATH);
+    store.setFile('docs', 'a', entry(1));
+    fs.fail('rename', 'EACCES');
+    await expect(store.flush()).rejects.toThrow(/EACCES/);
+    expect(fs.text(PATH)).toBe(before);
+    expect([...fs.files.keys()]).toEqual([PATH]);
+  });
+});
+
+describe('StateStore open', () => {
+  it('creates nothing until the first mutation and starts empty', async () => {
+    const fs = new MemFs();
+    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false });
+    expect(store.mappingIds()).toEqual([]);
+    expect(fs.dirs.has('/var/lib/dssync')).toBe(true);
+    expect(fs.files.size).toBe(0);
+  });
+
+  it('reloads what it wrote', async () => {
+    const { fs, store } = await setup();
+    store.setFile('docs', '__proto__', entry(1));
+    store.setFile('docs', 'dir/ü.txt', entry(2));
+    await store.close();
+    const again = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false });
+    expect(again.mapping('docs')?.files['__proto__']).toEqual(entry(1));
+    expect(again.mapping('docs')?.files['dir/ü.txt']).toEqual(entry(2));
+    expect(again.readStats?.bytes).toBe(Buffer.byteLength(fs.text(PATH) ?? ''));
+  });
+
+  it('writes the file and its temp file with mode 0600, and restricts a more open file', async () => {
+    const fs = new MemFs();
+    const s = newState();
+    s.mappings['m'] = newMappingState('d', '/r');
+    fs.put(PATH, encodeStateToString(s), 0o644);
+    const { logger, lines } = captureLogger();
+    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, logger });
+    expect(fs.files.get(PATH)?.mode).toBe(0o600);
+    expect(lines().some((l) => l['level'] === 40 && String(l['msg']).includes('644'))).toBe(true);
+    store.setFile('m', 'a', entry(1));
+    await store.flush();
+    expect(fs.files.get(PATH)?.mode).toBe(0o600);
+  });
+
+  it('a corrupt file fails with StateCorruptError naming it', async () => {
+    const fs = new MemFs();
+    fs.put(PATH, '{"version":1,"mappings":{"m":{"dataSour');
+    const err = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StateCorruptError);
+    expect((err as Error).message).toContain(PATH);
+  });
+
+  it("onCorrupt 'reset' moves the bad file aside, warns naming it, and starts empty", async () => {
+    const fs = new MemFs();
+    fs.put(PATH, 'garbage');
+    const { logger, lines } = captureLogger();
+    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, logger, onCorrupt: 'reset', clock: () => T0 });
+    const aside = `${PATH}.corrupt-2026-11-22T02-14-28-123Z`;
+    expect(fs.text(aside)).toBe('garbage');
+    expect(fs.files.has(PATH)).toBe(false);
+    expect(store.mappingIds()).toEqual([]);
+    const warn = lines().find((l) => l['level'] === 40);
+    expect(String(warn?.['msg'])).toContain(aside);
+    expect(warn?.['movedTo']).toBe(aside);
+  });
+
+  it('a file of a newer version is refused, even with onCorrupt reset, and left alone', async () => {
+    const fs = new MemFs();
+    fs.put(PATH, '{"version":7,"mappings":{}}');
+    const err = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, onCorrupt: 'reset' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StateVersionError);
+    expect((err as Error).message).toBe(
+      `state file ${PATH} was written by a newer dssync (version 7); this dssync reads versions up to 1: upgrade dssync`,
+    );
+    expect(fs.text(PATH)).toBe('{"version":7,"mappings":{}}');
+  });
+
+  it('names the file when it cannot be read', async () => {
+    const fs = new MemFs();
+    fs.put(PATH, '{}');
+    fs.fail('readFile', 'EACCES');
+    await expect(StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false })).rejects.toThrow(
+      `cannot read state file ${PATH}`,
+    );
+  });
+});
+
+describe('StateStore mappings', () => {
+  it('ensureMapping keeps a mapping whose data source is unchanged and records a new root', async () => {
+    const { store, onDisk } = await setup();
+    store.setFile('docs', 'a', entry(1));
+    const m = store.ensureMapping('docs', 'ds-1', '/mnt/docs');
+    expect(m.files['a']).toEqual(entry(1));
+    await store.flush();
+    expect(onDisk().mappings['docs']?.root).toBe('/mnt/docs');
+  });
+
+  it('ensureMapping resets a mapping that now points to another data source', async () => {
+    const { store, log, onDisk } = await setup();
+    store.setFile('docs', 'a', entry(1));
+    store.setRejected('docs', 'r', { size: 1, mtimeMs: 1, reason: 'x', at: 't' });
+    await store.beginIntent('docs', { kind: 'delete', documentId: 'd', path: 'p' });
+    const m = store.ensureMapping('docs', 'ds-2', '/srv/docs');
+    expect(m.dataSourceId).toBe('ds-2');
+    expect(Object.keys(m.files)).toEqual([]);
+    expect(store.openIntents('docs')).toEqual([]);
+    expect(Object.keys(m.rejected)).toEqual([]);
+    expect(log.lines().some((l) => l['level'] === 40 && String(l['msg']).includes('ds-2'))).toBe(true);
+    await store.flush();
+    expect(onDisk().mappings['docs']).toMatchObject({ dataSourceId: 'ds-2', files: {}, intents: {} });
+  });
+
+  it('removeMapping drops it from the file', async () => {
+    const { store, onDisk } = await setup();
+    store.ensureMapping('other', 'ds-9', '/o');
+    store.removeMapping('docs');
+    await store.flush();
+    expect(Object.keys(onDisk().mappings)).toEqual(['other']);
+  });
+
+  it('refuses values the file could not carry, naming them', async () => {
+    const { store } = await setup();
+    expect(() => store.setFile('docs', 'a', { ...entry(1), size: Number.NaN })).toThrow(/"a" in mapping docs: size/);
+    expect(() => store.setFile('nope', 'a', entry(1))).toThrow(/unknown mapping "nope"/);
+    expect(() => store.setFile('docs', '', entry(1))).toThrow(/path/);
+  });
+
+  it('keeps only the known fields of a file entry (no secret can slip in)', async () => {
+    const { store, onDisk } = await setup();
+    store.setFile('docs', 'a', { ...entry(1), token: 'secret-token' } as FileEntry);
+    await store.flush();
+    expect(JSON.stringify(onDisk())).not.toContain('secret-token');
+  });
+
+  it('random mutations: the file always decodes to exactly the state in memory', async () => {
+    const { store, onDisk } = await setup();
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    for (let round = 0; round < 20; round++) {
+      for (let i = 0; i < 200; i++) {
+        const p = `f${rnd(500)}`;
+        const op = rnd(4);
+        if (op === 0) store.deleteFile('docs', p);
+        else if (op === 1) store.renameFile('docs', p, `f${rnd(500)}`, entry(i));
+        else store.setFile('docs', p, entry(round * 1000 + i));
+      }
+      await store.flush();
+      expect(JSON.parse(JSON.stringify(onDisk()))).toEqual(JSON.parse(JSON.stringify({ version: 1, mappings: { docs: store.mapping('docs') } })));
+    }
+  });
+});
+
+describe('StateStore close', () => {
+  it('flushes pending mutations and refuses later ones', async () => {
+    const { fs, store, onDisk } = await setup();
+    store.setFile('docs', 'a', entry(1));
+    await store.close();
+    expect(fs.renames).toHaveLength(1);
+    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['a']);
+    expect(() => store.setFile('docs', 'b', entry(2))).toThrow(/closed/);
+  });
+
+  it('also writes what was changed while the final flush ran', async () => {
+    const { fs, store, onDisk } = await setup();
+    store.setFile('docs', 'a', entry(1));
+    const release = fs.gate('rename');
+    const closed = store.close();
+    await settle();
+    store.setFile('docs', 'b', entry(2));
+    release();
+    await closed;
+    expect(Object.keys(onDisk().mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+  });
+});
