@@ -134,7 +134,7 @@ export class HttpTransport {
     const ctx = { method: req.method, path: url.pathname, status: res.statusCode, mayHaveActed: req.method === 'POST' };
     const declared = Number(header(res.headers, 'content-length'));
     if (Number.isFinite(declared) && declared > cap) {
-      res.body.destroy();
+      abandon(res.body);
       throw badResponse(ctx, `the response body is ${declared} bytes, more than the ${cap} bytes accepted`);
     }
     const chunks: Buffer[] = [];
@@ -144,7 +144,7 @@ export class HttpTransport {
         const buf = chunk as Buffer;
         size += buf.length;
         if (size > cap) {
-          res.body.destroy();
+          abandon(res.body);
           throw badResponse(ctx, `the response body exceeds the ${cap} bytes accepted`);
         }
         chunks.push(buf);
@@ -168,12 +168,14 @@ export class HttpTransport {
     const { code, retryable } = classifyStatus(status);
     const detail = errorMessageFromBody(text, header(res.headers, 'content-type'));
     const reason = STATUS_CODES[status] ?? 'HTTP error';
+    // An error page titled "502 Bad Gateway" adds nothing to the status line.
+    const redundant = detail === undefined || [reason, `${status} ${reason}`].includes(detail.replace(/\s+/g, ' ').trim());
     const dateHeader = header(res.headers, 'date');
     const serverNow = dateHeader === undefined ? NaN : Date.parse(dateHeader);
     const retryAfterMs = parseRetryAfter(header(res.headers, 'retry-after'), Number.isNaN(serverNow) ? Date.now() : serverNow);
     return new ApiError({
       code,
-      message: `${req.method} ${url.pathname}: ${status} ${reason}${detail && detail !== reason ? `: ${detail}` : ''}`,
+      message: `${req.method} ${url.pathname}: ${status} ${reason}${redundant ? '' : `: ${detail}`}`,
       status,
       method: req.method,
       path: url.pathname,
@@ -186,6 +188,12 @@ export class HttpTransport {
 export function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
   const v = headers[name];
   return Array.isArray(v) ? v[0] : v;
+}
+
+/** Stops reading a body; the abort error undici then emits has no one else to hear it. */
+function abandon(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => undefined);
+  body.destroy();
 }
 
 async function discard(body: Dispatcher.ResponseData['body']): Promise<void> {

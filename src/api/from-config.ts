@@ -1,0 +1,39 @@
+/**
+ * The one place a DatastoreClient is built from a Config: rate cap, retries, timeouts and
+ * CA come from the configuration, the token from its connection (re-read after a 401).
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../config/connection.js';
+import type { Config } from '../config/types.js';
+import type { Logger } from '../log.js';
+import { createClientFromConnection, type DatastoreClient } from './client.js';
+import type { Pacer, PacerEvent } from './pacer.js';
+
+export interface ClientFromConfigOptions {
+  logger?: Logger | undefined;
+  /** Shared by every client of the same service (one pacer per service: DESIGN §2). */
+  pacer?: Pacer | undefined;
+  onEvent?: ((event: PacerEvent) => void) | undefined;
+}
+
+export function createClientFromConfig(config: Config, opts: ClientFromConfigOptions = {}): DatastoreClient {
+  return createClientFromConnection(config.connection, {
+    requestsPerSecond: config.queue.requestsPerSecond,
+    concurrency: config.queue.concurrency,
+    maxAttempts: config.queue.maxAttempts,
+    timeouts: config.queue.timeouts,
+    ca: config.tls.caFile === undefined ? undefined : readCa(config.tls.caFile),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.pacer ? { pacer: opts.pacer } : {}),
+    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+  });
+}
+
+function readCa(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? 'error';
+    throw new ConfigError(`cannot read the CA file ${path} (tls.caFile): ${code}`, 'tls.caFile');
+  }
+}
