@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
+import { createFilter } from '../../../src/local/filters.js';
+import { FileAccessError, FileReadError, FileVanishedError, hashFile } from '../../../src/local/hash.js';
+import { createLocalSide } from '../../../src/local/side.js';
+import { walkTree } from '../../../src/local/walk.js';
+import { FakeFs } from './fake-fs.js';
+
+const filter = createFilter({ include: DEFAULT_INCLUDE, exclude: [] });
+
+function tree(): FakeFs {
+  return new FakeFs()
+    .dir('/r')
+    .file('/r/a.txt', 'a')
+    .dir('/r/locked')
+    .file('/r/locked/secret.txt', 's')
+    .dir('/r/ok')
+    .file('/r/ok/b.md', 'bb');
+}
+
+describe('walkTree on a fake filesystem: failures', () => {
+  it('records an unreadable subfolder and walks the rest', async () => {
+    const fs = tree().fail('/r/locked', 'readdir', 'EACCES');
+    const w = await walkTree('/r', filter, { fs });
+    expect(w.rootStatus).toBe('ok');
+    expect([...w.files.keys()].sort()).toEqual(['a.txt', 'ok/b.md']);
+    expect(w.errors).toEqual([
+      { path: 'locked', kind: 'dir', code: 'EACCES', message: 'cannot list the folder: permission denied (EACCES)' },
+    ]);
+  });
+
+  it('records a file whose size cannot be read', async () => {
+    const w = await walkTree('/r', filter, { fs: tree().fail('/r/ok/b.md', 'lstat', 'EIO') });
+    expect(w.files.has('ok/b.md')).toBe(false);
+    expect(w.errors).toEqual([expect.objectContaining({ path: 'ok/b.md', kind: 'file', code: 'EIO' })]);
+  });
+
+  it('reports an unreadable root as such, with no files', async () => {
+    const w = await walkTree('/r', filter, { fs: tree().fail('/r', 'readdir', 'EACCES') });
+    expect(w.rootStatus).toBe('unreadable');
+    expect(w.files.size).toBe(0);
+    expect(w.rootError?.code).toBe('EACCES');
+  });
+
+  it('reports a root on a dead network mount (stat fails) as unreadable', async () => {
+    const w = await walkTree('/r', filter, { fs: tree().fail('/r', 'stat', 'ESTALE') });
+    expect(w.rootStatus).toBe('unreadable');
+  });
+
+  it('reports a missing root and a root that is a file', async () => {
+    expect((await walkTree('/nope', filter, { fs: tree() })).rootStatus).toBe('missing');
+    expect((await walkTree('/r/a.txt', filter, { fs: tree() })).rootStatus).toBe('not-a-directory');
+  });
+
+  it('reports the root as missing when it vanished during the walk (unmount)', async () => {
+    const fs = tree();
+    const readdir = fs.readdir.bind(fs);
+    fs.readdir = async (p) => {
+      const out = await readdir(p);
+      if (p === '/r/ok') for (const k of [...fs.nodes.keys()]) fs.nodes.delete(k);
+      return out;
+    };
+    const w = await walkTree('/r', filter, { fs });
+    expect(w.rootStatus).toBe('missing');
+    expect(w.files.size).toBe(0);
+  });
+
+  it('stops with the abort reason when aborted', async () => {
+    const ac = new AbortController();
+    ac.abort(new Error('stopping'));
+    await expect(walkTree('/r', filter, { fs: tree(), signal: ac.signal })).rejects.toThrow('stopping');
+  });
+});
+
+describe('LocalSide: what the engine is told', () => {
+  const mapping = { path: '/r', include: DEFAULT_INCLUDE, exclude: [], ignoreFile: '.dssyncignore', maxFileBytes: 5, followSymlinks: false };
+
+  it('keeps documents under unreadable folders and of unreadable or too large files', async () => {
+    const fs = tree().file('/r/big.txt', '0123456789').fail('/r/locked', 'readdir', 'EACCES').fail('/r/ok/b.md', 'lstat', 'EIO');
+    const scan = await createLocalSide(mapping, { fs }).scan();
+    expect([...scan.files.keys()]).toEqual(['a.txt']);
+    expect(scan.unreadableDirs).toEqual(['locked']);
+    expect(scan.skipped).toEqual([
+      { path: 'big.txt', reason: 'larger than maxFileBytes (10 > 5 bytes)' },
+      { path: 'ok/b.md', reason: 'cannot read its size and time: input/output error (EIO)' },
+    ]);
+  });
+
+  it('treats an unreadable ignore file as an outage, not as "no rules"', async () => {
+    const fs = tree().file('/r/.dssyncignore', 'locked/').fail('/r/.dssyncignore', 'readFile', 'EACCES');
+    const scan = await createLocalSide(mapping, { fs }).scan();
+    expect(scan.rootStatus).toBe('unreadable');
+    expect(scan.files.size).toBe(0);
+  });
+
+  it('applies the ignore file', async () => {
+    const fs = tree().file('/r/.dssyncignore', 'locked/\n');
+    const scan = await createLocalSide(mapping, { fs }).scan();
+    expect([...scan.files.keys()].sort()).toEqual(['a.txt', 'ok/b.md']);
+  });
+});
+
+describe('hashFile on a fake filesystem: typed failures', () => {
+  it('throws FileAccessError naming the file on EACCES', async () => {
+    const err = await hashFile('/r/a.txt', { fs: tree().fail('/r/a.txt', 'open', 'EACCES') }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FileAccessError);
+    expect((err as Error).message).toBe('/r/a.txt cannot be read: permission denied (EACCES); give the user dssync runs as read access');
+  });
+  it('throws FileVanishedError when the file is gone', async () => {
+    await expect(hashFile('/r/gone.txt', { fs: tree() })).rejects.toBeInstanceOf(FileVanishedError);
+  });
+  it('throws FileReadError with the code on an I/O error mid-read', async () => {
+    const err = await hashFile('/r/a.txt', { fs: tree().fail('/r/a.txt', 'read', 'EIO') }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FileReadError);
+    expect(err).toMatchObject({ code: 'EIO', path: '/r/a.txt', message: '/r/a.txt cannot be read: input/output error (EIO)' });
+  });
+});
