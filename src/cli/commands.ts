@@ -6,6 +6,8 @@ import { appsCommand } from './apps.js';
 import { chunksCommand } from './chunks.js';
 import { datasourcesCommand } from './datasources.js';
 import { documentsCommand } from './documents.js';
+import { emulatorCommand } from './emulator.js';
+import { syncCommand } from './sync.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const commandModules: CommandModule<any, any>[] = [
@@ -13,4 +15,6 @@ export const commandModules: CommandModule<any, any>[] = [
   documentsCommand,
   chunksCommand,
   appsCommand,
+  emulatorCommand,
+  syncCommand,
 ];

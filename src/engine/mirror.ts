@@ -97,6 +97,10 @@ export class Mirror {
     return this.d.spec.mappingId;
   }
 
+  get dataSourceId(): string {
+    return this.d.spec.dataSourceId;
+  }
+
   /** A full pass: scan the folder, list the data source, plan, check the guards, execute. */
   async fullPass(opts: PassOptions = {}): Promise<PassReport> {
     const { spec, state, logger } = this.d;

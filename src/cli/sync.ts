@@ -1,0 +1,120 @@
+/**
+ * `dssync sync`: one pass of every mapping (DESIGN §6). Exit 0 when every data source holds
+ * exactly its folder's files (with --dry-run: when the plan could be made), 1 when some
+ * work could not be done, 2 for configuration errors, 3 when the credentials are refused.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { setMaxListeners } from 'node:events';
+import { pino } from 'pino';
+import { isApiError } from '../api/errors.js';
+import { createClientFromConfig } from '../api/from-config.js';
+import { requireMappings } from '../config/load.js';
+import type { Config } from '../config/types.js';
+import { DataSourceMissingError } from '../engine/data-source.js';
+import { buildMirror } from '../engine/setup.js';
+import { createLogger, type Logger } from '../log.js';
+import { StateStore } from '../state/store.js';
+import { configFromArgs } from './context.js';
+import { CliError, ExitCode } from './exit.js';
+import type { GlobalArgs } from './options.js';
+import { ProgressLine } from './progress.js';
+import { formatSyncHuman, formatSyncJson, outcomeOk, type MappingOutcome } from './sync-report.js';
+
+interface SyncArgs extends GlobalArgs {
+  dryRun: boolean;
+  allowMassDelete: boolean;
+}
+
+export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
+  command: 'sync',
+  describe: 'Mirror every mapping once; exit 0 when in sync',
+  builder: (y) =>
+    y
+      .option('dry-run', { type: 'boolean', default: false, describe: 'Print the plan (uploads, replacements, renames, deletions); change nothing' })
+      .option('allow-mass-delete', {
+        type: 'boolean',
+        default: false,
+        describe: 'Let this pass delete more than maxDeletePercent of a data source, or empty it when the folder is empty',
+      })
+      .example('$0 sync --config /etc/dssync/config.json', 'one pass')
+      .example('$0 sync --config config.json --dry-run', 'show what a pass would do')
+      // yargs types the dashed names only; it also sets the camelCase ones used here.
+      .example('$0 sync --config config.json --json', 'a summary for scripts') as unknown as Argv<SyncArgs>,
+  handler: async (args) => {
+    process.exitCode = await runSync(args);
+  },
+};
+
+export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const config = requireMappings(configFromArgs(args, env, (m) => void process.stderr.write(`dssync: warning: ${m}\n`)));
+  // stdout carries the summary; logs go to stderr. On a terminal the progress line
+  // replaces the per-document log lines.
+  const progress = new ProgressLine();
+  const logger = createLogger({
+    level: progress.enabled && !env.DSSYNC_LOG_LEVEL ? 'warn' : config.logLevel,
+    destination: pino.destination({ fd: 2, sync: true }),
+  });
+  const controller = new AbortController();
+  // Every request of the pass listens on this one signal.
+  setMaxListeners(0, controller.signal);
+  const onSignal = (): void => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const store = await StateStore.open(config.statePath, { logger, onCorrupt: 'reset' }).catch((e: unknown) => {
+    throw new CliError(e instanceof Error ? e.message : String(e), ExitCode.FAILURE);
+  });
+  const api = createClientFromConfig(config, { logger });
+  const outcomes: MappingOutcome[] = [];
+  try {
+    for (let i = 0; i < config.mappings.length && !controller.signal.aborted; i++) {
+      outcomes.push(await syncMapping(config, i, { args, api, store, logger, progress, signal: controller.signal }));
+    }
+  } finally {
+    progress.clear();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await store.close();
+    await api.close();
+  }
+  process.stdout.write(args.json ? formatSyncJson(outcomes) : formatSyncHuman(outcomes));
+  if (outcomes.every(outcomeOk)) return ExitCode.OK;
+  return outcomes.some((o) => o.configProblem) ? ExitCode.USAGE : ExitCode.FAILURE;
+}
+
+interface SyncDeps {
+  args: SyncArgs;
+  api: ReturnType<typeof createClientFromConfig>;
+  store: StateStore;
+  logger: Logger;
+  progress: ProgressLine;
+  signal: AbortSignal;
+}
+
+async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<MappingOutcome> {
+  const mapping = config.mappings[index]!;
+  try {
+    const mirror = await buildMirror(config, mapping, index, {
+      api: d.api,
+      state: d.store,
+      logger: d.logger,
+      onOp: d.progress.onOp,
+      signal: d.signal,
+      create: !d.args.dryRun,
+    });
+    const report = await mirror.fullPass({ dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal });
+    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report };
+  } catch (e) {
+    if (isApiError(e) && (e.code === 'E_UNAUTHORIZED' || e.code === 'E_FORBIDDEN')) throw e;
+    if (e instanceof DataSourceMissingError) {
+      if (e.wouldCreate && d.args.dryRun) return { mappingId: mapping.id, note: e.message };
+      return { mappingId: mapping.id, error: e.message, configProblem: true };
+    }
+    if (isApiError(e) && e.code === 'E_NOT_FOUND') {
+      return { mappingId: mapping.id, error: `the data source of ${mapping.id} no longer exists (${e.message}); check the config`, configProblem: true };
+    }
+    if (isApiError(e) && e.code === 'E_ABORTED') return { mappingId: mapping.id, error: 'interrupted' };
+    const message = e instanceof Error ? e.message : String(e);
+    d.logger.error({ mapping: mapping.id, err: message }, 'mapping failed');
+    return { mappingId: mapping.id, error: message };
+  }
+}
