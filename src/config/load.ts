@@ -46,6 +46,8 @@ export interface LoadConfigOptions {
   warn?: ((message: string) => void) | undefined;
   /** Base for relative paths given by flags or the environment. Default: process.cwd(). */
   cwd?: string | undefined;
+  /** Reads the config file; tests inject failures a root user cannot provoke. */
+  readFile?: ((path: string) => string) | undefined;
 }
 
 /** Loads everything except the token: for commands that do not talk to the service. */
@@ -59,7 +61,7 @@ export function loadSettings(opts: LoadConfigOptions): Settings {
   const envArg = env.DSSYNC_CONFIG?.trim() ? { path: env.DSSYNC_CONFIG, from: 'DSSYNC_CONFIG' } : undefined;
   const source = fileArg ?? envArg;
   const file = source ? resolve(cwd, source.path) : undefined;
-  const parsed: ConfigFile = file && source ? readConfigFile(file, source.from) : {};
+  const parsed: ConfigFile = file && source ? readConfigFile(file, source.from, opts.readFile) : {};
   const fileDir = file ? dirname(file) : cwd;
   const fromFile = (p: string | undefined): string | undefined => (p === undefined ? undefined : resolve(fileDir, p));
   const fromCwd = (p: string | undefined): string | undefined => (p?.trim() ? resolve(cwd, p.trim()) : undefined);
@@ -153,10 +155,10 @@ export function defaultStatePath(env: NodeJS.ProcessEnv): string {
 
 // --- reading and validating the file ---------------------------------------------------
 
-function readConfigFile(file: string, from: string): ConfigFile {
+function readConfigFile(file: string, from: string, read?: (path: string) => string): ConfigFile {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = read ? read(file) : readFileSync(file, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? 'error';
     const why =

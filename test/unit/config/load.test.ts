@@ -302,7 +302,16 @@ describe('unreadable input', () => {
     expect(() => loadSettings({ file: dir, env: {} })).toThrow(`the config file ${dir} (from --config) is a folder`);
   });
 
-  it.skipIf(process.getuid?.() === 0)('reports an unreadable file (skipped as root: root reads any file)', () => {
+  it('reports an unreadable file with the fix', () => {
+    const readFile = (): string => {
+      throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+    };
+    expect(() => loadSettings({ file: '/etc/dssync/config.json', env: {}, readFile })).toThrow(
+      'the config file /etc/dssync/config.json (from --config) cannot be read (permission denied, EACCES); make it readable by the user dssync runs as',
+    );
+  });
+
+  it.skipIf(process.getuid?.() === 0)('reports a file without read permission (skipped as root: root reads any file)', () => {
     const f = writeConfig({});
     chmodSync(f, 0o000);
     expect(() => loadSettings({ file: f, env: {} })).toThrow(/cannot be read \(permission denied, EACCES\)/);
