@@ -6,8 +6,13 @@
 import type { Adapter } from 'lowdb';
 import { performance } from 'node:perf_hooks';
 import { readIfExists, writeFileAtomic, type StateFs } from './atomic-file.js';
-import { decodeState, type StateCodec } from './codec.js';
+import { decodeState, type EncodePlan, type StateCodec } from './codec.js';
 import type { StateFile } from './schema.js';
+
+/** Longest stretch of encoding between two turns of the event loop. */
+const SLICE_MS = 8;
+
+const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export interface WriteStats {
   /** Successful writes since open. */
@@ -16,8 +21,10 @@ export interface WriteStats {
   failures: number;
   /** Size of the last successful write. */
   lastBytes: number;
-  /** Event-loop time the last write's encoding blocked (ms). */
+  /** CPU time of the last write's encoding, snapshot included (ms). */
   lastEncodeMs: number;
+  /** Longest stretch the last write blocked the event loop (snapshot or one slice) (ms). */
+  lastMaxBlockMs: number;
   /** Wall time of the last successful write, encoding to directory fsync (ms). */
   lastWriteMs: number;
 }
@@ -32,7 +39,7 @@ export class StateFileAdapter implements Adapter<StateFile> {
   /** Set by read() when the file had an older version. */
   migratedFrom: number | undefined;
   readStats: ReadStats | undefined;
-  readonly stats: WriteStats = { writes: 0, failures: 0, lastBytes: 0, lastEncodeMs: 0, lastWriteMs: 0 };
+  readonly stats: WriteStats = { writes: 0, failures: 0, lastBytes: 0, lastEncodeMs: 0, lastMaxBlockMs: 0, lastWriteMs: 0 };
 
   constructor(
     readonly path: string,
@@ -52,25 +59,29 @@ export class StateFileAdapter implements Adapter<StateFile> {
   }
 
   /**
-   * Not `async` on purpose: the encoding (the snapshot) happens synchronously in the call,
-   * so mutations made while the bytes go to disk belong to the next write.
+   * Not `async` on purpose: the snapshot is taken synchronously in the call, so mutations
+   * made while the write goes on belong to the next write.
    */
   write(data: StateFile): Promise<void> {
     const t0 = performance.now();
-    const chunks = this.codec.encode(data);
-    const t1 = performance.now();
-    const bytes = chunks.reduce((n, c) => n + c.length, 0);
-    return writeFileAtomic(this.fs, this.path, chunks).then(
-      () => {
-        this.stats.writes++;
-        this.stats.lastBytes = bytes;
-        this.stats.lastEncodeMs = t1 - t0;
-        this.stats.lastWriteMs = performance.now() - t0;
-      },
-      (err: unknown) => {
-        this.stats.failures++;
-        throw err;
-      },
-    );
+    const plan = this.codec.snapshot(data);
+    const snapshotMs = performance.now() - t0;
+    return this.finish(plan, t0, snapshotMs);
+  }
+
+  private async finish(plan: EncodePlan, t0: number, snapshotMs: number): Promise<void> {
+    try {
+      await yieldNow(); // the snapshot and the first slice are two separate blocks
+      const enc = await plan.run({ sliceMs: SLICE_MS, yieldNow, now: () => performance.now() });
+      await writeFileAtomic(this.fs, this.path, enc.chunks);
+      this.stats.writes++;
+      this.stats.lastBytes = enc.bytes;
+      this.stats.lastEncodeMs = snapshotMs + enc.totalMs;
+      this.stats.lastMaxBlockMs = Math.max(snapshotMs, enc.maxBlockMs);
+      this.stats.lastWriteMs = performance.now() - t0;
+    } catch (err) {
+      this.stats.failures++;
+      throw err;
+    }
   }
 }

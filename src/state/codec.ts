@@ -11,13 +11,16 @@
  * and parsing arrays is markedly faster (see the report of the state store).
  *
  * Why a stateful encoder: JSON.stringify of 100,000 entries blocks the event loop for
- * ~110–140 ms on this machine, and turning the 22 MB string into bytes another 65–100 ms,
- * every write, several times a second during an initial sync. So each mapping's files are
- * split into BUCKET_COUNT hash buckets whose encoded bytes are cached; a mutation
- * invalidates one bucket, and a write re-encodes only the invalidated buckets, then hands
- * the list of buffers to writev. The store must report every mutation here (fileChanged,
- * headChanged, mappingRemoved, indexMapping); a property test checks that the cached
- * encoding always equals a fresh one.
+ * ~110–140 ms on this machine (more when the machine is busy), every write, several times a
+ * second during an initial sync. So each mapping's files are split into BUCKET_COUNT hash
+ * buckets whose encoded bytes are cached; a mutation invalidates one bucket, and a write
+ * re-encodes only the invalidated buckets, then hands the list of buffers to writev.
+ * And when many buckets are stale (after a load, or a burst of changes), the snapshot is
+ * taken synchronously by reference (file entries are immutable) and encoded in slices of a
+ * few milliseconds, so no write blocks the event loop for long.
+ *
+ * The store must report every mutation here (fileChanged, headChanged, mappingRemoved,
+ * indexMapping); a property test checks that the cached encoding always equals a fresh one.
  */
 import { z } from 'zod';
 import { StateCorruptError, StateVersionError } from './errors.js';
@@ -233,7 +236,8 @@ function decodeMapping(file: string, id: string, v: unknown): MappingState {
     ) {
       return bad(`.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt] tuple`);
     }
-    m.files[t[0]] = { documentId: t[1], size: t[2], mtimeMs: t[3], sha256: t[4], syncedAt: t[5] };
+    // Frozen: entries are shared with snapshots being encoded (see EncodePlan).
+    m.files[t[0]] = Object.freeze({ documentId: t[1], size: t[2], mtimeMs: t[3], sha256: t[4], syncedAt: t[5] });
   }
   for (const key of Object.keys(intents)) {
     const r = IntentSchema.safeParse(intents[key]);
@@ -255,7 +259,7 @@ function decodeMapping(file: string, id: string, v: unknown): MappingState {
 }
 
 // ---------------------------------------------------------------------------------------
-// Encoding with per-bucket caches.
+// Encoding with per-bucket caches, in slices.
 
 interface MappingCache {
   /** `{"dataSourceId":…,…,"files":[` — everything before the file tuples. */
@@ -264,6 +268,42 @@ interface MappingCache {
   keys: (Set<string> | undefined)[];
   /** Encoded tuples of each bucket, comma-separated, without brackets; undefined = stale. */
   bufs: (Buffer | undefined)[];
+  /** Bumped on every change of a bucket: an encoding finished later is cached only if current. */
+  gen: Uint32Array;
+}
+
+/** A stale bucket as it was at the snapshot: paths and (immutable) entries, flat. */
+interface PendingBucket {
+  cache: MappingCache;
+  bucket: number;
+  gen: number;
+  items: (string | FileEntry)[];
+}
+
+function isPending(b: Buffer | PendingBucket): b is PendingBucket {
+  return !Buffer.isBuffer(b);
+}
+
+interface MappingPlan {
+  /** `"<id>":{…,"files":[` */
+  prefix: Buffer;
+  buckets: (Buffer | PendingBucket)[];
+}
+
+export interface EncodeResult {
+  chunks: Buffer[];
+  bytes: number;
+  /** Time spent encoding in total, and the longest stretch without yielding (ms). */
+  totalMs: number;
+  maxBlockMs: number;
+}
+
+export interface SliceOptions {
+  /** Longest stretch of encoding between two yields. */
+  sliceMs: number;
+  /** Lets the event loop run (setImmediate). */
+  yieldNow: () => Promise<void>;
+  now: () => number;
 }
 
 const B_OPEN = Buffer.from(`{"version":${STATE_VERSION},"mappings":{`);
@@ -271,12 +311,85 @@ const B_CLOSE = Buffer.from('}}');
 const B_COMMA = Buffer.from(',');
 const B_MAPPING_END = Buffer.from(']}');
 
+/**
+ * A snapshot of the state, taken synchronously and cheaply: cached buffers, the heads
+ * encoded, and for each stale bucket its entries by reference. File entries are frozen and
+ * replaced (never changed in place) by the store, so the references keep the snapshot's
+ * values while the encoding continues in slices between other work.
+ */
+export class EncodePlan {
+  constructor(
+    private readonly codec: StateCodec,
+    private readonly mappings: MappingPlan[],
+  ) {}
+
+  /** Encodes without yielding. */
+  runSync(): Buffer[] {
+    for (const m of this.mappings) {
+      for (let i = 0; i < m.buckets.length; i++) {
+        const b = m.buckets[i];
+        if (b && isPending(b)) m.buckets[i] = this.codec.finishBucket(b);
+      }
+    }
+    return this.assemble();
+  }
+
+  /** Encodes in slices of at most about `sliceMs`, yielding in between. */
+  async run(opts: SliceOptions): Promise<EncodeResult> {
+    let totalMs = 0;
+    let maxBlockMs = 0;
+    let sliceStart = opts.now();
+    for (const m of this.mappings) {
+      for (let i = 0; i < m.buckets.length; i++) {
+        const b = m.buckets[i];
+        if (!b || !isPending(b)) continue;
+        m.buckets[i] = this.codec.finishBucket(b);
+        const elapsed = opts.now() - sliceStart;
+        if (elapsed >= opts.sliceMs) {
+          totalMs += elapsed;
+          maxBlockMs = Math.max(maxBlockMs, elapsed);
+          await opts.yieldNow();
+          sliceStart = opts.now();
+        }
+      }
+    }
+    const chunks = this.assemble();
+    const last = opts.now() - sliceStart;
+    totalMs += last;
+    maxBlockMs = Math.max(maxBlockMs, last);
+    return { chunks, bytes: chunks.reduce((n, c) => n + c.length, 0), totalMs, maxBlockMs };
+  }
+
+  private assemble(): Buffer[] {
+    const out: Buffer[] = [B_OPEN];
+    this.mappings.forEach((m, i) => {
+      if (i > 0) out.push(B_COMMA);
+      out.push(m.prefix);
+      let first = true;
+      for (const b of m.buckets) {
+        if (isPending(b) || b.length === 0) continue;
+        if (!first) out.push(B_COMMA);
+        first = false;
+        out.push(b);
+      }
+      out.push(B_MAPPING_END);
+    });
+    out.push(B_CLOSE);
+    return out;
+  }
+}
+
 export class StateCodec {
   private readonly caches = new Map<string, MappingCache>();
 
   /** (Re)builds the bucket index of a mapping: after a load, a creation or a reset. */
   indexMapping(id: string, m: MappingState): void {
-    const cache: MappingCache = { head: undefined, keys: new Array(BUCKET_COUNT), bufs: new Array(BUCKET_COUNT) };
+    const cache: MappingCache = {
+      head: undefined,
+      keys: new Array<Set<string> | undefined>(BUCKET_COUNT),
+      bufs: new Array<Buffer | undefined>(BUCKET_COUNT),
+      gen: new Uint32Array(BUCKET_COUNT),
+    };
     for (const path of Object.keys(m.files)) addKey(cache, path);
     this.caches.set(id, cache);
   }
@@ -284,11 +397,12 @@ export class StateCodec {
   /** A file of the mapping was set (present) or deleted. */
   fileChanged(id: string, path: string, present: boolean): void {
     const cache = this.caches.get(id);
-    if (!cache) return; // not indexed yet: the next encode indexes it from the data
+    if (!cache) return; // not indexed yet: the next snapshot indexes it from the data
     const b = bucketOf(path);
     if (present) addKey(cache, path, b);
     else cache.keys[b]?.delete(path);
     cache.bufs[b] = undefined;
+    cache.gen[b] = ((cache.gen[b] ?? 0) + 1) >>> 0;
   }
 
   /** dataSourceId, root, intents, rejected or lastPass of the mapping changed. */
@@ -302,59 +416,58 @@ export class StateCodec {
   }
 
   /**
-   * Encodes the whole state as a list of buffers (to be written in order). Synchronous: the
-   * result is a snapshot of the state at the time of the call.
+   * Takes the snapshot of the state to write (synchronous; cost proportional to the number
+   * of entries in stale buckets, not to their encoding).
    */
-  encode(state: StateFile): Buffer[] {
-    const out: Buffer[] = [B_OPEN];
-    let firstMapping = true;
-    for (const id of Object.keys(state.mappings)) {
-      const m = state.mappings[id];
-      if (!m) continue;
-      const cache = this.cacheOf(id, m);
-      if (!firstMapping) out.push(B_COMMA);
-      firstMapping = false;
-      out.push(Buffer.from(`${JSON.stringify(id)}:`));
-      out.push((cache.head ??= encodeHead(m)));
-      let firstBucket = true;
-      for (let b = 0; b < BUCKET_COUNT; b++) {
-        const keys = cache.keys[b];
-        if (!keys || keys.size === 0) continue;
-        const buf = (cache.bufs[b] ??= encodeBucket(m.files, keys));
-        if (buf.length === 0) continue;
-        if (!firstBucket) out.push(B_COMMA);
-        firstBucket = false;
-        out.push(buf);
-      }
-      out.push(B_MAPPING_END);
-    }
-    out.push(B_CLOSE);
-    // Caches of mappings no longer in the state are dropped (defensive: removeMapping does it).
-    if (this.caches.size > Object.keys(state.mappings).length) {
-      for (const id of this.caches.keys()) if (!(id in state.mappings)) this.caches.delete(id);
-    }
-    return out;
-  }
-
-  /**
-   * Fills stale caches ahead of the next write, until `expired()` says the time slice is
-   * over. Returns true when nothing is left to encode. Used after a load so that the first
-   * write does not block for the whole encoding.
-   */
-  warm(state: StateFile, expired: () => boolean): boolean {
-    for (const id of Object.keys(state.mappings)) {
+  snapshot(state: StateFile): EncodePlan {
+    const plans: MappingPlan[] = [];
+    const ids = Object.keys(state.mappings);
+    for (const id of ids) {
       const m = state.mappings[id];
       if (!m) continue;
       const cache = this.cacheOf(id, m);
       cache.head ??= encodeHead(m);
+      const buckets: (Buffer | PendingBucket)[] = [];
       for (let b = 0; b < BUCKET_COUNT; b++) {
         const keys = cache.keys[b];
-        if (!keys || keys.size === 0 || cache.bufs[b]) continue;
-        if (expired()) return false;
-        cache.bufs[b] = encodeBucket(m.files, keys);
+        if (!keys || keys.size === 0) continue;
+        const buf = cache.bufs[b];
+        if (buf) {
+          buckets.push(buf);
+          continue;
+        }
+        const items: (string | FileEntry)[] = [];
+        for (const path of keys) {
+          const e = m.files[path];
+          if (e) items.push(path, e);
+        }
+        buckets.push({ cache, bucket: b, gen: cache.gen[b] ?? 0, items });
       }
+      plans.push({ prefix: Buffer.concat([Buffer.from(`${JSON.stringify(id)}:`), cache.head]), buckets });
     }
-    return true;
+    // Caches of mappings no longer in the state are dropped (defensive: removeMapping does it).
+    if (this.caches.size > ids.length) {
+      for (const id of this.caches.keys()) if (!(id in state.mappings)) this.caches.delete(id);
+    }
+    return new EncodePlan(this, plans);
+  }
+
+  /** Encodes the whole state at once (tests, tools, small states). */
+  encode(state: StateFile): Buffer[] {
+    return this.snapshot(state).runSync();
+  }
+
+  /** Encodes a stale bucket of a snapshot, and caches it if nothing changed it since. */
+  finishBucket(p: PendingBucket): Buffer {
+    const tuples: [string, string, number, number, string, string][] = [];
+    for (let i = 0; i < p.items.length; i += 2) {
+      const path = p.items[i] as string;
+      const e = p.items[i + 1] as FileEntry;
+      tuples.push([path, e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt]);
+    }
+    const buf = tuples.length ? Buffer.from(JSON.stringify(tuples).slice(1, -1)) : Buffer.alloc(0);
+    if (p.cache.gen[p.bucket] === p.gen) p.cache.bufs[p.bucket] = buf;
+    return buf;
   }
 
   private cacheOf(id: string, m: MappingState): MappingCache {
@@ -383,17 +496,6 @@ function encodeHead(m: MappingState): Buffer {
   if (m.lastPass !== undefined) head.lastPass = m.lastPass;
   const json = JSON.stringify(head);
   return Buffer.from(`${json.slice(0, -1)},"files":[`);
-}
-
-function encodeBucket(files: Record<string, FileEntry>, keys: Set<string>): Buffer {
-  const tuples: [string, string, number, number, string, string][] = [];
-  for (const path of keys) {
-    const e = files[path];
-    if (e) tuples.push([path, e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt]);
-  }
-  if (tuples.length === 0) return Buffer.alloc(0);
-  const json = JSON.stringify(tuples);
-  return Buffer.from(json.slice(1, -1));
 }
 
 /** The whole encoding as one string, without caches (tests, tools). */

@@ -13,7 +13,6 @@
  * - The state holds no secret: there is no field for a token, and none must be added.
  */
 import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { dirname, resolve } from 'node:path';
 import { Low } from 'lowdb';
 import { silentLogger, type Logger } from '../log.js';
@@ -65,7 +64,6 @@ export class StateStore {
   private writeError: StateWriteError | undefined;
   private closing: Promise<void> | undefined;
   private closed = false;
-  private warmTimer: unknown;
 
   private constructor(
     /** Absolute path of the state file. */
@@ -76,7 +74,7 @@ export class StateStore {
     private readonly lock: Lock | undefined,
     private readonly clock: () => number,
     private readonly logger: Logger,
-    private readonly timers: Timers,
+    timers: Timers,
     opts: StateStoreOptions,
   ) {
     this.scheduler = new WriteScheduler({
@@ -145,7 +143,6 @@ export class StateStore {
         store.scheduler.markDirty();
       }
       if (adapter.readStats) logger.debug({ file: abs, ...adapter.readStats }, 'state loaded');
-      store.warmUp();
       return store;
     } catch (err) {
       await lock?.release().catch(() => undefined);
@@ -241,13 +238,14 @@ export class StateStore {
     checkPath(mappingId, path);
     const problem = fileEntryProblem(entry);
     if (problem) throw new TypeError(`state: file entry of ${JSON.stringify(path)} in mapping ${mappingId}: ${problem}`);
-    m.files[path] = {
+    // A frozen copy: snapshots being written hold entries by reference (codec.ts).
+    m.files[path] = Object.freeze({
       documentId: entry.documentId,
       size: entry.size,
       mtimeMs: entry.mtimeMs,
       sha256: entry.sha256,
       syncedAt: entry.syncedAt,
-    };
+    });
     this.codec.fileChanged(mappingId, path, true);
     this.changed();
   }
@@ -354,7 +352,6 @@ export class StateStore {
       } finally {
         this.closed = true;
         this.scheduler.stop();
-        if (this.warmTimer !== undefined) this.timers.clearTimeout(this.warmTimer);
         await this.lock?.release();
       }
     })();
@@ -368,21 +365,6 @@ export class StateStore {
     return this.db.write().catch((err: unknown) => {
       throw err instanceof StateWriteError ? err : new StateWriteError(this.path, err);
     });
-  }
-
-  /**
-   * After a load, encodes the file's buckets in slices of a few ms between other work, so
-   * that the first write does not block for a whole encoding of a large state.
-   */
-  private warmUp(): void {
-    const slice = (): void => {
-      this.warmTimer = undefined;
-      if (this.closed) return;
-      const until = performance.now() + 8;
-      const done = this.codec.warm(this.db.data, () => performance.now() > until);
-      if (!done) this.warmTimer = this.timers.setTimeout(slice, 0);
-    };
-    this.warmTimer = this.timers.setTimeout(slice, 0);
   }
 
   private changed(): void {

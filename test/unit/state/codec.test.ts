@@ -104,6 +104,43 @@ describe('state codec', () => {
     }
   });
 
+  it('a snapshot encoded in slices holds the state at snapshot time, and later writes see later changes', async () => {
+    const s = newState();
+    const codec = new StateCodec();
+    const m = newMappingState('ds', '/r');
+    s.mappings['m'] = m;
+    for (let i = 0; i < 5000; i++) m.files[`f${i}`] = Object.freeze(entry(i));
+    codec.indexMapping('m', m);
+    codec.encode(s); // everything cached
+    // Stale a few buckets, then snapshot.
+    for (let i = 0; i < 300; i++) {
+      m.files[`f${i * 7}`] = Object.freeze(entry(10_000 + i));
+      codec.fileChanged('m', `f${i * 7}`, true);
+    }
+    const expected = encodeStateToString(s);
+    const plan = codec.snapshot(s);
+    // Work done between slices, as the store's callers would: replace and delete entries.
+    let n = 0;
+    const result = await plan.run({
+      sliceMs: 0,
+      now: () => 0,
+      yieldNow: async () => {
+        const path = `f${(n++ * 7) % 5000}`;
+        if (n % 2) {
+          m.files[path] = Object.freeze(entry(99_999));
+          codec.fileChanged('m', path, true);
+        } else {
+          delete m.files[path];
+          codec.fileChanged('m', path, false);
+        }
+      },
+    });
+    expect(n).toBeGreaterThan(10); // it did yield between buckets
+    expect(Buffer.concat(result.chunks).toString()).toBe(expected);
+    // Buckets changed during the slices were not cached with their old content.
+    expect(Buffer.concat(codec.encode(s)).toString()).toBe(encodeStateToString(s));
+  });
+
   describe('refuses a damaged file with StateCorruptError naming it', () => {
     const good = encodeStateToString(sample());
     const cases: [string, string, RegExp][] = [

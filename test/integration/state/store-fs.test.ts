@@ -1,0 +1,89 @@
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StateStore } from '../../../src/state/store.js';
+import type { FileEntry } from '../../../src/state/schema.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dssync-state-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function entry(i: number): FileEntry {
+  return {
+    documentId: `0f8e4c1a-7b2d-4e5f-9a6b-${String(i).padStart(12, '0')}`,
+    size: 10_000 + i,
+    mtimeMs: 1_700_000_000_000.123 + i * 1000,
+    sha256: i.toString(16).padStart(64, 'c'),
+    syncedAt: new Date(1_700_000_000_000 + i).toISOString(),
+  };
+}
+
+const mode = async (p: string) => (await stat(p)).mode & 0o777;
+
+describe('StateStore on a real file system', () => {
+  it('creates the missing directory 0700 and the file 0600, leaving no temp file', async () => {
+    const statePath = join(dir, 'nested', 'deeper', 'state.json');
+    const store = await StateStore.open(statePath);
+    store.ensureMapping('m', 'ds', '/srv/m');
+    store.setFile('m', 'a.txt', entry(1));
+    await store.flush();
+    expect(await mode(join(dir, 'nested', 'deeper'))).toBe(0o700);
+    expect(await mode(statePath)).toBe(0o600);
+    expect((await readdir(join(dir, 'nested', 'deeper'))).sort()).toEqual(['state.json', 'state.json.lock']);
+    await store.close();
+    expect(await readdir(join(dir, 'nested', 'deeper'))).toEqual(['state.json']);
+  });
+
+  it('restricts an existing state file that others can read', async () => {
+    const statePath = join(dir, 'state.json');
+    await writeFile(statePath, '{"version":1,"mappings":{}}');
+    await chmod(statePath, 0o644);
+    const store = await StateStore.open(statePath);
+    expect(await mode(statePath)).toBe(0o600);
+    await store.close();
+  });
+
+  it('removes temp files of an interrupted write when it opens', async () => {
+    const statePath = join(dir, 'state.json');
+    await writeFile(join(dir, 'state.json.tmp-999-abcd'), '{"version":1,"mapp');
+    await writeFile(join(dir, 'unrelated.tmp-1'), 'keep');
+    const store = await StateStore.open(statePath);
+    expect((await readdir(dir)).sort()).toEqual(['state.json.lock', 'unrelated.tmp-1']);
+    await store.close();
+  });
+
+  it("moves a corrupt file aside with onCorrupt 'reset'", async () => {
+    const statePath = join(dir, 'state.json');
+    await writeFile(statePath, '{"version":1,"mappings":{"m":');
+    const store = await StateStore.open(statePath, { onCorrupt: 'reset', clock: () => Date.UTC(2026, 0, 2, 3, 4, 5, 6) });
+    expect(store.mappingIds()).toEqual([]);
+    expect(await readFile(join(dir, 'state.json.corrupt-2026-01-02T03-04-05-006Z'), 'utf8')).toBe('{"version":1,"mappings":{"m":');
+    await store.close();
+  });
+
+  it('loads and writes 100,000 files well within bounds (loose sanity check, not a benchmark)', { timeout: 60_000 }, async () => {
+    const statePath = join(dir, 'state.json');
+    const store = await StateStore.open(statePath);
+    store.ensureMapping('big', 'ds', '/srv/big');
+    for (let i = 0; i < 100_000; i++) store.setFile('big', `dept-${i % 50}/project-${i % 997}/document-${i}.docx`, entry(i));
+    let t = performance.now();
+    await store.flush();
+    expect(performance.now() - t).toBeLessThan(5000);
+    store.setFile('big', 'dept-1/one more.docx', entry(1));
+    await store.flush();
+    expect(store.writeStats.lastEncodeMs).toBeLessThan(5000);
+    await store.close();
+
+    t = performance.now();
+    const again = await StateStore.open(statePath);
+    expect(performance.now() - t).toBeLessThan(5000);
+    expect(Object.keys(again.mapping('big')?.files ?? {}).length).toBe(100_001);
+    expect(again.mapping('big')?.files['dept-7/project-7/document-7.docx']).toEqual(entry(7));
+    await again.close();
+  });
+});
