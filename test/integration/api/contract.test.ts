@@ -1,0 +1,254 @@
+/**
+ * The client against the real emulator over loopback: every operation of datastore-api.md,
+ * paging past the page size, one multipart request for several files (non-ASCII names, a
+ * 30 MB file), 429 with Retry-After waited out, and an ambiguous success surfacing
+ * as an ambiguous, retryable error.
+ */
+import { mkdtemp, open, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DatastoreClient, type DatastoreClientOptions } from '../../../src/api/client.js';
+import { ApiError } from '../../../src/api/errors.js';
+import { Pacer } from '../../../src/api/pacer.js';
+import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
+
+let emu: RunningEmulator;
+let dir: string;
+const clients: DatastoreClient[] = [];
+
+beforeAll(async () => {
+  emu = await startEmulator({ pageSize: 5, maxFileBytes: 40 * 1024 * 1024 });
+  dir = await mkdtemp(join(tmpdir(), 'dssync-api-contract-'));
+});
+afterAll(async () => {
+  await emu.close();
+  await rm(dir, { recursive: true, force: true });
+});
+beforeEach(() => {
+  emu.setFaults({});
+  emu.resetStats();
+});
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+});
+
+function client(opts: Partial<DatastoreClientOptions> = {}): DatastoreClient {
+  const c = new DatastoreClient({
+    baseUrl: emu.url,
+    organizationId: 'dev-org',
+    getToken: () => 'dev-token',
+    pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, backoffBaseMs: 10, backoffMaxMs: 100 }),
+    ...opts,
+  });
+  clients.push(c);
+  return c;
+}
+
+async function failure(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(ApiError);
+    return e as ApiError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+async function file(name: string, content: string | Buffer): Promise<string> {
+  const path = join(dir, encodeURIComponent(name));
+  await writeFile(path, content);
+  return path;
+}
+
+describe('data sources', () => {
+  it('create, get, list (past the page size), update, delete, and delete again', async () => {
+    const c = client();
+    const created = await c.createDataSource({ name: 'Handbook', llmConnectorIds: ['conn-1', 'conn-2'] });
+    expect(created.id).toMatch(/\S/);
+    expect(created).toMatchObject({ name: 'Handbook', llmConnectorIds: ['conn-1', 'conn-2'] });
+    expect(await c.getDataSource(created.id)).toMatchObject({ id: created.id, name: 'Handbook' });
+
+    const more = await Promise.all(Array.from({ length: 11 }, (_, i) => c.createDataSource({ name: `DS ${i}`, llmConnectorIds: ['conn-1'] })));
+    // The emulator's default page is 5: without ?limit= the client follows next_cursor.
+    const all = await client({ pageSize: 0 }).listDataSources();
+    const ids = all.map((d) => d.id);
+    for (const d of [created, ...more]) expect(ids).toContain(d.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(emu.stats().byRoute['GET /datastore/v1/data-sources']).toBeGreaterThanOrEqual(3);
+
+    expect(await c.updateDataSource(created.id, { name: 'Handbook 2' })).toMatchObject({ id: created.id, name: 'Handbook 2' });
+    expect((await c.getDataSource(created.id)).name).toBe('Handbook 2');
+
+    await c.deleteDataSource(created.id);
+    expect(await failure(c.getDataSource(created.id))).toMatchObject({ code: 'E_NOT_FOUND', status: 404, retryable: false });
+    await expect(c.deleteDataSource(created.id)).resolves.toBeUndefined();
+    await Promise.all(more.map((d) => c.deleteDataSource(d.id)));
+  });
+
+  it('lists the data sources enabled for an App', async () => {
+    const c = client();
+    const ds = await c.createDataSource({ name: 'For the app', llmConnectorIds: ['app-42'] });
+    const other = await c.createDataSource({ name: 'Not for it', llmConnectorIds: ['conn-9'] });
+    const list = await c.listAppDataSources('app-42');
+    expect(list.map((d) => d.id)).toContain(ds.id);
+    expect(list.map((d) => d.id)).not.toContain(other.id);
+    await c.deleteDataSource(ds.id);
+    await c.deleteDataSource(other.id);
+  });
+
+  it('the wrong token is E_UNAUTHORIZED, the wrong organization E_FORBIDDEN; neither is retried', async () => {
+    const bad = await failure(client({ getToken: () => 'not-the-token' }).listDataSources());
+    expect(bad).toMatchObject({ code: 'E_UNAUTHORIZED', status: 401, attempts: 1 });
+    expect(bad.message).not.toContain('not-the-token');
+    expect(await failure(client({ organizationId: 'someone-else' }).listDataSources())).toMatchObject({ code: 'E_FORBIDDEN', status: 403, attempts: 1 });
+  });
+});
+
+describe('documents and chunks', () => {
+  it('every document and chunk operation, with several files in ONE upload request', async () => {
+    const c = client();
+    const ds = await c.createDataSource({ name: 'Docs', llmConnectorIds: ['conn-1'] });
+    const files = [
+      { path: await file('intro.txt', 'Welcome to the handbook.\n\nIt has two paragraphs.'), name: 'intro.txt' },
+      { path: await file('straße.md', '# Straße\n\nÜber die Brücke.'), name: 'guides/straße.md' },
+      { path: await file('日本語.txt', 'こんにちは世界'), name: 'intl/日本語.txt' },
+    ];
+    const docs = await c.uploadDocuments(ds.id, files);
+    expect(emu.stats()).toMatchObject({ uploads: 1, filesUploaded: 3 });
+    expect(docs).toHaveLength(3);
+    expect(new Set(docs.map((d) => d.id)).size).toBe(3);
+    // One record per file, in the order of the files.
+    expect(docs.map((d) => d.name?.normalize('NFC'))).toEqual(files.map((f) => f.name.normalize('NFC')));
+
+    const listed = await c.listDocuments(ds.id);
+    expect(listed.map((d) => d.id).sort()).toEqual(docs.map((d) => d.id).sort());
+
+    const [intro] = docs as [(typeof docs)[0]];
+    const update = { name: 'renamed/intro.txt', url: 'file:///srv/share/renamed/intro.txt', metadata: { 'dssync.path': 'renamed/intro.txt', size: 51 } };
+    expect(await c.updateDocument(ds.id, intro.id, update)).toMatchObject({ id: intro.id, ...update });
+    expect(await c.getDocument(ds.id, intro.id)).toMatchObject({ id: intro.id, ...update });
+
+    const chunks = await c.listChunks(ds.id, intro.id);
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(chunks.map((ch) => ch.text).join(' ')).toContain('Welcome to the handbook.');
+    const one = await c.getChunk(intro.id, chunks[0]!.id);
+    expect(one).toMatchObject({ id: chunks[0]!.id, documentId: intro.id, text: chunks[0]!.text });
+
+    await c.deleteDocument(ds.id, intro.id);
+    expect(await failure(c.getDocument(ds.id, intro.id))).toMatchObject({ code: 'E_NOT_FOUND' });
+    await expect(c.deleteDocument(ds.id, intro.id)).resolves.toBeUndefined();
+    expect((await c.listDocuments(ds.id)).map((d) => d.id)).not.toContain(intro.id);
+    await c.deleteDataSource(ds.id);
+  });
+
+  it('lists documents past the page size, with and without our page size', async () => {
+    const c = client();
+    const ds = await c.createDataSource({ name: 'Many', llmConnectorIds: ['conn-1'] });
+    const files = await Promise.all(Array.from({ length: 23 }, async (_, i) => ({ path: await file(`many-${i}.txt`, `document ${i}`), name: `many/${i}.txt` })));
+    const uploaded = await c.uploadDocuments(ds.id, files);
+    const expected = uploaded.map((d) => d.id).sort();
+    emu.resetStats();
+    expect((await client({ pageSize: 0 }).listDocuments(ds.id)).map((d) => d.id).sort()).toEqual(expected);
+    expect(emu.stats().byRoute['GET /datastore/v1/data-sources/:data_source_id/documents']).toBe(5); // pages of 5
+    emu.resetStats();
+    expect((await client({ pageSize: 7 }).listDocuments(ds.id)).map((d) => d.id).sort()).toEqual(expected);
+    expect(emu.stats().byRoute['GET /datastore/v1/data-sources/:data_source_id/documents']).toBe(4); // pages of 7
+    emu.resetStats();
+    expect((await c.listDocuments(ds.id)).map((d) => d.id).sort()).toEqual(expected);
+    expect(emu.stats().byRoute['GET /datastore/v1/data-sources/:data_source_id/documents']).toBe(1); // limit=1000
+    await c.deleteDataSource(ds.id);
+  });
+
+  // Streaming (fs.openAsBlob + undici request()) keeps memory flat by construction
+  // (LIBRARIES.md: 3 x 256 MiB at 97 MiB RSS); in-process RSS is too noisy to assert here,
+  // with the emulator in the same process. This proves a 30 MB file goes through whole.
+  it('uploads a 30 MB file, streamed from disk', { timeout: 60_000 }, async () => {
+    const c = client();
+    const ds = await c.createDataSource({ name: 'Big', llmConnectorIds: ['conn-1'] });
+    const path = join(dir, 'big.txt');
+    const fh = await open(path, 'w');
+    const line = Buffer.from('All work and no play makes a long document. '.repeat(20) + '\n');
+    const size = 30 * 1024 * 1024;
+    for (let written = 0; written < size; written += line.length) await fh.write(line);
+    await fh.close();
+    const { size: actual } = await stat(path);
+    const docs = await c.uploadDocuments(ds.id, [{ path, name: 'big.txt', expectedSize: actual }]);
+    expect(docs).toHaveLength(1);
+    expect(emu.stats()).toMatchObject({ uploads: 1, filesUploaded: 1 });
+    expect((await c.getDocument(ds.id, docs[0]!.id)).raw).toMatchObject({ size: actual });
+    await c.deleteDataSource(ds.id);
+  });
+
+  it('a file larger than the service accepts is E_PAYLOAD_TOO_LARGE naming the file', async () => {
+    const small = await startEmulator({ maxFileBytes: 1024 });
+    const c = new DatastoreClient({ baseUrl: small.url, organizationId: 'dev-org', getToken: () => 'dev-token' });
+    try {
+      const ds = await c.createDataSource({ name: 'Small', llmConnectorIds: ['conn-1'] });
+      const path = await file('too-big.txt', 'x'.repeat(5000));
+      const err = await failure(c.uploadDocuments(ds.id, [{ path, name: 'too-big.txt' }]));
+      expect(err).toMatchObject({ code: 'E_PAYLOAD_TOO_LARGE', status: 413, file: path, retryable: false, ambiguous: false });
+    } finally {
+      await c.close();
+      await small.close();
+    }
+  });
+});
+
+describe('faults', () => {
+  it('429 with Retry-After is waited out and every request succeeds', { timeout: 30_000 }, async () => {
+    const c = client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 8 }) });
+    const ds = await c.createDataSource({ name: 'Limited', llmConnectorIds: ['conn-1'] });
+    emu.resetStats();
+    emu.setFaults({ rateLimitRps: 4 });
+    const results = await Promise.all(Array.from({ length: 12 }, () => c.getDataSource(ds.id)));
+    expect(results.every((r) => r.id === ds.id)).toBe(true);
+    const stats = emu.stats();
+    expect(stats.rateLimited).toBeGreaterThan(0);
+    expect(c.pacer.stats().throttled).toBeGreaterThan(0);
+    emu.setFaults({});
+    await c.deleteDataSource(ds.id);
+  });
+
+  it('an upload committed but answered by a dropped connection is ambiguous and retryable; listing finds it once', async () => {
+    const c = client();
+    const ds = await c.createDataSource({ name: 'Ambiguous', llmConnectorIds: ['conn-1'] });
+    const path = await file('ambiguous.txt', 'committed, then the connection dropped');
+    emu.setFaults({ ambiguousRate: 1, seed: 7 });
+    const err = await failure(c.uploadDocuments(ds.id, [{ path, name: 'ambiguous.txt' }]));
+    expect(err).toMatchObject({ ambiguous: true, retryable: true, attempts: 1 });
+    expect(['E_CONNECTION', 'E_TIMEOUT']).toContain(err.code);
+    emu.setFaults({});
+    // Not retried blindly: exactly one document exists, for the caller to adopt.
+    const docs = await c.listDocuments(ds.id);
+    expect(docs.filter((d) => d.name === 'ambiguous.txt')).toHaveLength(1);
+    expect(emu.stats().uploads).toBe(1);
+    await c.deleteDataSource(ds.id);
+  });
+
+  it('an ambiguous create is reported, not retried', async () => {
+    const c = client();
+    emu.setFaults({ ambiguousRate: 1, seed: 3 });
+    const err = await failure(c.createDataSource({ name: 'Ambiguous DS', llmConnectorIds: ['conn-1'] }));
+    expect(err).toMatchObject({ ambiguous: true, retryable: true, attempts: 1 });
+    emu.setFaults({});
+    const all = await c.listDataSources();
+    const made = all.filter((d) => d.name === 'Ambiguous DS');
+    expect(made).toHaveLength(1);
+    await c.deleteDataSource(made[0]!.id);
+  });
+
+  it('dropped connections and 5xx on reads are retried transparently', { timeout: 30_000 }, async () => {
+    const c = client();
+    const ds = await c.createDataSource({ name: 'Flaky', llmConnectorIds: ['conn-1'] });
+    emu.resetStats();
+    emu.setFaults({ dropRate: 0.3, errorRate: 0.3, seed: 11 });
+    const results = await Promise.all(Array.from({ length: 10 }, () => c.getDataSource(ds.id)));
+    expect(results.every((r) => r.id === ds.id)).toBe(true);
+    const stats = emu.stats();
+    expect(stats.dropped + stats.injectedErrors).toBeGreaterThan(0);
+    expect(c.pacer.stats().retries).toBeGreaterThan(0);
+    emu.setFaults({});
+    await c.deleteDataSource(ds.id);
+  });
+});
