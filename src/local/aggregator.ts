@@ -1,0 +1,356 @@
+/**
+ * The event aggregator: turns the watcher's stream of raw events into batches of paths for
+ * the engine to look at (DESIGN §1.2). PURE: no timers and no I/O; time comes in with each
+ * event and each drain, so every rule below is unit-tested on a fake clock.
+ *
+ * Events only decide WHAT to look at; the planner decides what to do (it stats, hashes and
+ * pairs renames by content). So the aggregator may over-report (a path that no longer
+ * exists is harmless), but must not:
+ * - report a path while it is still being written (per-path quiet, growth detection);
+ * - report a deletion before an addition that may pair with it as a rename (all pending
+ *   removals and the paths active around them are released together, in one batch);
+ * - grow without bound (a storm of paths turns into one "rescan everything").
+ *
+ * Rules:
+ * - per path: a path is ready after `quietMs` without events, or `maxWaitMs` after its first
+ *   event; a file whose size changed between its last two events is still being written
+ *   and waits for quiet, up to `writeFinishMaxMs`;
+ * - a removal (unlink, unlinkDir as the last event) is ready only `renameWindowMs` after it;
+ * - the removal group: every pending removal plus every path with events within
+ *   `renameWindowMs` of one is released in the same batch, when all of them are ready (or,
+ *   as a bound, `maxWaitMs` after the earliest removal: then what is ready goes);
+ * - a file or folder created and deleted again while pending (editor temp files, vim's
+ *   "4913" probe, office lock files, build folders) is dropped: the service never knew it;
+ * - events under a pending folder event fold into it: the folder is re-walked as a whole
+ *   (a deleted folder is one entry, not one per file);
+ * - the optional filter is applied when paths are released.
+ */
+import { nfc } from './paths.js';
+
+export type RawEventKind = 'add' | 'change' | 'unlink' | 'addDir' | 'unlinkDir' | 'raw';
+
+/**
+ * One event from the watcher. `raw` means "something happened at this path" without
+ * knowing whether it exists (a stat that failed for another reason than ENOENT).
+ */
+export interface RawEvent {
+  kind: RawEventKind;
+  /** Relative POSIX path, NFC ('' is the mapped folder itself). */
+  path: string;
+  size?: number | undefined;
+  mtimeMs?: number | undefined;
+  /** When the event happened (ms, the same clock as `drain(now)`). */
+  at: number;
+}
+
+export interface AggregatorOptions {
+  /** A path is looked at after this much quiet (ms). */
+  quietMs: number;
+  /** A path that keeps changing (without growing) is still looked at after this long (ms). */
+  maxWaitMs: number;
+  /** A removal is held this long so that an addition can pair with it as a rename (ms). */
+  renameWindowMs: number;
+  /** A file still growing is looked at after this long at the latest (ms). */
+  writeFinishMaxMs: number;
+  /** More pending paths than this: drop them all and ask for a rescan (bounded memory). */
+  maxPending: number;
+  /** nextDeadline() is rounded up to this grid, so that a burst drains in few batches (ms). */
+  batchTickMs: number;
+  /** Paths for which this answers false are never reported (the mapping's filter). */
+  filter?: ((relPath: string, isDir: boolean) => boolean) | undefined;
+}
+
+export const DEFAULT_AGGREGATOR_OPTIONS: Readonly<AggregatorOptions> = Object.freeze({
+  quietMs: 1000,
+  maxWaitMs: 10_000,
+  renameWindowMs: 1500,
+  writeFinishMaxMs: 60_000,
+  maxPending: 100_000,
+  batchTickMs: 200,
+});
+
+/** One released path, with what the daemon needs to measure lag. */
+export interface BatchItem {
+  path: string;
+  isDir: boolean;
+  /** The last event said the path is gone (a hint: the planner checks the disk). */
+  gone: boolean;
+  firstEventAt: number;
+  lastEventAt: number;
+  /** Events folded into this item. */
+  events: number;
+}
+
+export interface Batch {
+  /** Files to look at, sorted. */
+  paths: string[];
+  /** Folders whose whole subtree must be walked again (added, moved or deleted), sorted. */
+  dirs: string[];
+  /** `paths` and `dirs` with their timing. */
+  items: BatchItem[];
+  /** The watcher lost events (error, overflow, too many pending): look at everything. */
+  rescan: boolean;
+  /** Why a rescan is asked for. */
+  reasons: string[];
+  /** Earliest event behind this batch (undefined for an empty batch). */
+  oldestEventAt: number | undefined;
+}
+
+export function isEmptyBatch(b: Batch): boolean {
+  return !b.rescan && b.paths.length === 0 && b.dirs.length === 0;
+}
+
+interface Entry {
+  path: string;
+  isDir: boolean;
+  firstAt: number;
+  lastAt: number;
+  events: number;
+  /** The first event created the path: it did not exist before this entry. */
+  bornHere: boolean;
+  /** The last event removed the path. */
+  gone: boolean;
+  size: number | undefined;
+  /** The size changed between the last two events that carried one. */
+  growing: boolean;
+  /**
+   * A folder created and deleted again: reported never, but kept for `renameWindowMs` so
+   * that late events for files under it (chokidar reports them ~100 ms after) fold into it.
+   */
+  dropped: boolean;
+}
+
+export class EventAggregator {
+  private readonly o: AggregatorOptions;
+  private readonly files = new Map<string, Entry>();
+  private readonly dirs = new Map<string, Entry>();
+  private rescanReasons: string[] = [];
+  private rescanAt: number | undefined;
+  /** Earliest time a drain can release something; exact after a drain, lowered by pushes. */
+  private deadline: number | undefined;
+
+  constructor(opts: Partial<AggregatorOptions> = {}) {
+    this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...stripUndefined(opts) };
+    for (const k of ['quietMs', 'maxWaitMs', 'renameWindowMs', 'writeFinishMaxMs', 'maxPending', 'batchTickMs'] as const) {
+      const v = this.o[k];
+      if (!Number.isFinite(v) || v < 0) throw new RangeError(`EventAggregator: ${k} must be a number >= 0, got ${String(v)}`);
+    }
+  }
+
+  push(e: RawEvent): void {
+    const path = normalize(e.path);
+    const isDir = e.kind === 'addDir' || e.kind === 'unlinkDir';
+    if (path === '') {
+      // The mapped folder itself appeared or vanished: only a full look can say what changed.
+      this.overflow(`${e.kind} of the mapped folder itself`, e.at);
+      return;
+    }
+    const created = e.kind === 'add' || e.kind === 'addDir';
+    const removed = e.kind === 'unlink' || e.kind === 'unlinkDir';
+    const holder = this.holderOf(path, !isDir && removed);
+    if (holder) {
+      fold(holder, e.at);
+      this.lower(holder);
+      return;
+    }
+    const map = isDir ? this.dirs : this.files;
+    let entry = map.get(path);
+    if (entry?.dropped && !removed) {
+      map.delete(path);
+      entry = undefined;
+    }
+    if (!entry) {
+      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created, gone: false, size: undefined, growing: false, dropped: false };
+      map.set(path, entry);
+    }
+    fold(entry, e.at);
+    entry.gone = removed;
+    if (removed) {
+      entry.size = undefined;
+      entry.growing = false;
+      if (entry.bornHere) {
+        // Created and deleted while pending: nothing to tell the service.
+        if (isDir) {
+          entry.dropped = true;
+        } else {
+          map.delete(path);
+          return;
+        }
+      }
+    } else if (e.size !== undefined) {
+      entry.growing = entry.size !== undefined && entry.size !== e.size;
+      entry.size = e.size;
+    }
+    this.lower(entry);
+    if (this.files.size + this.dirs.size > this.o.maxPending) {
+      this.overflow(`more than ${this.o.maxPending} paths pending`, e.at);
+    }
+  }
+
+  /** The watcher lost events (error, overflow): the next batch asks for a rescan. */
+  overflow(reason: string, at: number): void {
+    this.rescanReasons.push(reason);
+    this.rescanAt = Math.min(this.rescanAt ?? at, at);
+    this.deadline = Math.min(this.deadline ?? at, at);
+    // A rescan looks at everything: pending paths beyond the bound are not worth keeping.
+    if (this.files.size + this.dirs.size > this.o.maxPending) {
+      this.files.clear();
+      this.dirs.clear();
+    }
+  }
+
+  /** Paths ready to be looked at, removed from the pending set. */
+  drain(now: number): Batch {
+    if (this.rescanAt !== undefined && now >= this.rescanAt) return this.drainAll();
+    this.collapseUnderDirs();
+
+    const live: Entry[] = [];
+    for (const map of [this.files, this.dirs]) {
+      for (const [path, e] of map) {
+        if (!e.dropped) live.push(e);
+        else if (now >= e.lastAt + this.o.renameWindowMs) map.delete(path);
+      }
+    }
+
+    // The removal group: all pending removals and the paths active around them.
+    const w = this.o.renameWindowMs;
+    let spanStart = Infinity;
+    let spanEnd = -Infinity;
+    let earliestRemoval = Infinity;
+    for (const e of live) {
+      if (!e.gone) continue;
+      spanStart = Math.min(spanStart, e.firstAt - w);
+      spanEnd = Math.max(spanEnd, e.lastAt + w);
+      earliestRemoval = Math.min(earliestRemoval, e.lastAt);
+    }
+    const inGroup = (e: Entry): boolean => e.gone || (e.lastAt >= spanStart && e.firstAt <= spanEnd);
+    const forceAt = earliestRemoval + this.o.maxWaitMs;
+    let groupReadyAt = -Infinity;
+    for (const e of live) if (inGroup(e)) groupReadyAt = Math.max(groupReadyAt, this.readyAt(e));
+    const groupGoes = groupReadyAt <= now;
+    const groupForced = !groupGoes && now >= forceAt;
+
+    const released: Entry[] = [];
+    let next = Infinity;
+    for (const e of live) {
+      const ready = this.readyAt(e);
+      const grouped = inGroup(e);
+      const goes = grouped ? groupGoes || (groupForced && ready <= now) : ready <= now;
+      if (goes) {
+        released.push(e);
+        (e.isDir ? this.dirs : this.files).delete(e.path);
+      } else {
+        next = Math.min(next, grouped && !groupForced ? Math.min(groupReadyAt, forceAt) : ready);
+      }
+    }
+    this.deadline = next === Infinity ? undefined : Math.max(next, now + 1);
+    if (this.rescanAt !== undefined) this.deadline = Math.min(this.deadline ?? this.rescanAt, this.rescanAt);
+    return this.toBatch(released, false, []);
+  }
+
+  /** When drain() could next return something (undefined: nothing pending). */
+  nextDeadline(): number | undefined {
+    if (this.deadline === undefined) return undefined;
+    const tick = this.o.batchTickMs;
+    return tick > 0 ? Math.ceil(this.deadline / tick) * tick : this.deadline;
+  }
+
+  /** Paths and folders waiting to be reported. */
+  pendingCount(): number {
+    let n = this.files.size;
+    for (const d of this.dirs.values()) if (!d.dropped) n++;
+    return n;
+  }
+
+  /** A path's own ready time, ignoring the removal group. */
+  private readyAt(e: Entry): number {
+    if (e.gone) return e.lastAt + Math.max(this.o.quietMs, this.o.renameWindowMs);
+    const cap = e.firstAt + (e.growing ? this.o.writeFinishMaxMs : this.o.maxWaitMs);
+    return Math.min(e.lastAt + this.o.quietMs, cap);
+  }
+
+  /** A push can only make its entry ready later, or add a new ready time: keep the minimum. */
+  private lower(e: Entry): void {
+    if (e.dropped) return;
+    const t = this.readyAt(e);
+    this.deadline = this.deadline === undefined ? t : Math.min(this.deadline, t);
+  }
+
+  /**
+   * The outermost pending folder entry holding `path` (dropped ones included, so that events
+   * under a deleted temp folder vanish with it). `orSelf`: a file removal on a path that is a
+   * pending folder is the folder's (a watcher that learns of a removal after the fact cannot
+   * tell a file from a folder); any other file event there is a file replacing the folder.
+   */
+  private holderOf(path: string, orSelf: boolean): Entry | undefined {
+    if (this.dirs.size === 0) return undefined;
+    let i = path.indexOf('/');
+    while (i >= 0) {
+      const d = this.dirs.get(path.slice(0, i));
+      if (d) return d;
+      i = path.indexOf('/', i + 1);
+    }
+    return orSelf ? this.dirs.get(path) : undefined;
+  }
+
+  /** Entries created before an event on one of their folders fold into that folder. */
+  private collapseUnderDirs(): void {
+    if (this.dirs.size === 0) return;
+    for (const map of [this.files, this.dirs]) {
+      for (const [path, e] of map) {
+        const holder = this.holderOf(path, !e.isDir && e.gone);
+        if (!holder || holder === e) continue;
+        holder.firstAt = Math.min(holder.firstAt, e.firstAt);
+        holder.lastAt = Math.max(holder.lastAt, e.lastAt);
+        holder.events += e.events;
+        map.delete(path);
+      }
+    }
+  }
+
+  private drainAll(): Batch {
+    const released: Entry[] = [];
+    for (const map of [this.files, this.dirs]) for (const e of map.values()) if (!e.dropped) released.push(e);
+    this.files.clear();
+    this.dirs.clear();
+    const reasons = this.rescanReasons;
+    this.rescanReasons = [];
+    this.rescanAt = undefined;
+    this.deadline = undefined;
+    return this.toBatch(released, true, reasons);
+  }
+
+  private toBatch(released: Entry[], rescan: boolean, reasons: string[]): Batch {
+    const filter = this.o.filter;
+    const items: BatchItem[] = [];
+    let oldest: number | undefined;
+    for (const e of released) {
+      if (filter && !filter(e.path, e.isDir)) continue;
+      items.push({ path: e.path, isDir: e.isDir, gone: e.gone, firstEventAt: e.firstAt, lastEventAt: e.lastAt, events: e.events });
+      oldest = oldest === undefined ? e.firstAt : Math.min(oldest, e.firstAt);
+    }
+    items.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return {
+      paths: items.filter((i) => !i.isDir).map((i) => i.path),
+      dirs: items.filter((i) => i.isDir).map((i) => i.path),
+      items,
+      rescan,
+      reasons,
+      oldestEventAt: oldest,
+    };
+  }
+}
+
+function fold(e: Entry, at: number): void {
+  e.events++;
+  e.firstAt = Math.min(e.firstAt, at);
+  e.lastAt = Math.max(e.lastAt, at);
+}
+
+function normalize(path: string): string {
+  return nfc(path.replace(/^(\.\/)+/, '').replace(/\/+$/, ''));
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,370 @@
+import { describe, expect, it } from 'vitest';
+import { EventAggregator, isEmptyBatch, type AggregatorOptions, type Batch, type RawEvent, type RawEventKind } from '../../../src/local/aggregator.js';
+
+const ev = (at: number, kind: RawEventKind, path: string, size?: number): RawEvent => ({ at, kind, path, ...(size !== undefined ? { size } : {}) });
+
+interface Drained {
+  at: number;
+  batch: Batch;
+}
+
+/**
+ * Drives the aggregator as the daemon does: events are pushed at their time, and drain() is
+ * called only when nextDeadline() says so (one timer). Returns the non-empty batches with
+ * the time they came out, and how many drains it took (to catch a busy loop).
+ */
+function simulate(agg: EventAggregator, events: RawEvent[], opts: { until?: number } = {}): { batches: Drained[]; drains: number } {
+  const queue = [...events].sort((a, b) => a.at - b.at);
+  const batches: Drained[] = [];
+  let drains = 0;
+  let i = 0;
+  for (;;) {
+    const deadline = agg.nextDeadline();
+    const nextEvent = queue[i];
+    if (nextEvent && (deadline === undefined || nextEvent.at < deadline)) {
+      agg.push(nextEvent);
+      i++;
+      continue;
+    }
+    if (deadline === undefined || (opts.until !== undefined && deadline > opts.until)) break;
+    drains++;
+    if (drains > 10_000) throw new Error('aggregator keeps asking to be drained: busy loop');
+    const batch = agg.drain(deadline);
+    if (!isEmptyBatch(batch)) batches.push({ at: deadline, batch });
+  }
+  return { batches, drains };
+}
+
+const make = (o: Partial<AggregatorOptions> = {}): EventAggregator => new EventAggregator({ batchTickMs: 0, ...o });
+
+describe('EventAggregator: per-path debounce', () => {
+  it('reports a file changed 100 times within a second once, after quietMs of quiet', () => {
+    const agg = make();
+    const events = Array.from({ length: 100 }, (_, k) => ev(k * 10, 'change', 'notes.txt', 500));
+    const { batches } = simulate(agg, events);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.at).toBe(990 + 1000);
+    expect(batches[0]!.batch.paths).toEqual(['notes.txt']);
+    expect(batches[0]!.batch.items[0]).toMatchObject({ path: 'notes.txt', events: 100, firstEventAt: 0, lastEventAt: 990, gone: false });
+    expect(agg.pendingCount()).toBe(0);
+  });
+
+  it('does not report a path before it has been quiet for quietMs', () => {
+    const agg = make();
+    agg.push(ev(0, 'add', 'a.txt', 1));
+    agg.push(ev(600, 'change', 'a.txt', 1));
+    expect(agg.drain(1000).paths).toEqual([]);
+    expect(agg.drain(1599).paths).toEqual([]);
+    expect(agg.drain(1600).paths).toEqual(['a.txt']);
+    expect(agg.drain(5000).paths).toEqual([]);
+  });
+
+  it('coalesces add, change and change of one path into one entry', () => {
+    const agg = make();
+    const { batches } = simulate(agg, [ev(0, 'add', 'new.md', 10), ev(50, 'change', 'new.md', 10), ev(100, 'change', 'new.md', 10)]);
+    expect(batches.map((b) => b.batch.paths)).toEqual([['new.md']]);
+    expect(batches[0]!.batch.items[0]!.events).toBe(3);
+  });
+
+  it('debounces each path on its own: a quiet path is not held back by a busy one', () => {
+    const agg = make();
+    const busy = Array.from({ length: 30 }, (_, k) => ev(k * 200, 'change', 'busy.log', 100));
+    const { batches } = simulate(agg, [ev(0, 'change', 'quiet.txt', 5), ...busy], { until: 3000 });
+    expect(batches[0]).toEqual(expect.objectContaining({ at: 1000 }));
+    expect(batches[0]!.batch.paths).toEqual(['quiet.txt']);
+  });
+
+  it('still reports a path that keeps changing (same size) after maxWaitMs', () => {
+    const agg = make();
+    const events = Array.from({ length: 60 }, (_, k) => ev(k * 500, 'change', 'touched.txt', 42));
+    const { batches } = simulate(agg, events, { until: 12_000 });
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.at).toBe(10_000);
+    expect(batches[0]!.batch.paths).toEqual(['touched.txt']);
+  });
+});
+
+describe('EventAggregator: files still being written', () => {
+  it('waits for a growing file to stop growing, past maxWaitMs', () => {
+    const agg = make();
+    // A slow copy: the size grows every 500 ms for 30 s, then stops.
+    const events = Array.from({ length: 61 }, (_, k) => ev(k * 500, 'change', 'big.iso', (k + 1) * 1_000_000));
+    const { batches } = simulate(agg, events);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.at).toBe(30_000 + 1000);
+    expect(batches[0]!.batch.paths).toEqual(['big.iso']);
+  });
+
+  it('reports a file growing for longer than writeFinishMaxMs at that bound', () => {
+    const agg = make({ writeFinishMaxMs: 20_000 });
+    const events = Array.from({ length: 100 }, (_, k) => ev(k * 500, 'change', 'endless.log', (k + 1) * 100));
+    const { batches } = simulate(agg, events, { until: 25_000 });
+    expect(batches.map((b) => b.at)).toEqual([20_000]);
+  });
+
+  it('goes back to maxWaitMs once two events show the same size', () => {
+    const agg = make();
+    const growing = Array.from({ length: 6 }, (_, k) => ev(k * 500, 'change', 'f.bin', (k + 1) * 10));
+    const stable = Array.from({ length: 30 }, (_, k) => ev(3000 + k * 500, 'change', 'f.bin', 60));
+    const { batches } = simulate(agg, [...growing, ...stable], { until: 11_000 });
+    expect(batches.map((b) => b.at)).toEqual([10_000]);
+  });
+});
+
+describe('EventAggregator: editors and office programs', () => {
+  it('reports an atomic save (temp file renamed over the file) as the real file only', () => {
+    // chokidar with files watched: add tmp, change tmp, change real, unlink tmp (~100 ms later)
+    const agg = make();
+    const { batches } = simulate(agg, [
+      ev(0, 'add', '.report.txt.tmp123', 0),
+      ev(5, 'change', '.report.txt.tmp123', 2048),
+      ev(10, 'change', 'report.txt', 2048),
+      ev(110, 'unlink', '.report.txt.tmp123'),
+    ]);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.batch.paths).toEqual(['report.txt']);
+    expect(batches[0]!.batch.items[0]!.gone).toBe(false);
+  });
+
+  it('reports an atomic save seen as add of the real file (folder-level events) as the real file only', () => {
+    const agg = make();
+    const { batches } = simulate(agg, [ev(0, 'add', 'doc.md.sb-1234', 10), ev(2, 'unlink', 'doc.md.sb-1234'), ev(2, 'add', 'doc.md', 10)]);
+    expect(batches.map((b) => b.batch.paths)).toEqual([['doc.md']]);
+  });
+
+  it("reports vim's backup-and-rename save as one change of the real file", () => {
+    const agg = make();
+    const { batches } = simulate(agg, [
+      ev(0, 'add', '4913', 0), // vim's write probe
+      ev(1, 'unlink', '4913'),
+      ev(2, 'unlink', 'plan.txt'), // renamed to the backup...
+      ev(2, 'add', 'plan.txt~', 300),
+      ev(3, 'add', 'plan.txt', 0), // ...and the new content written
+      ev(4, 'change', 'plan.txt', 320),
+      ev(5, 'unlink', 'plan.txt~'), // backup removed after the write
+    ]);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.batch.paths).toEqual(['plan.txt']);
+    expect(batches[0]!.batch.items[0]).toMatchObject({ gone: false });
+    expect(batches[0]!.at).toBe(1004); // nothing left to pair: no removal to wait for
+  });
+
+  it("reports Word's save (temp files and renames around the document) as one change of the document", () => {
+    // The owner lock file lives as long as the document is open: it is a real file for a
+    // while, so only the mapping's filter (which excludes "~$*") keeps it out.
+    const agg = make({ filter: (p) => !p.startsWith('~$') });
+    const { batches } = simulate(agg, [
+      ev(0, 'add', '~$report.docx', 162), // the owner lock, while the document is open
+      ev(1000, 'add', '~WRD0000.tmp', 0),
+      ev(1010, 'change', '~WRD0000.tmp', 9000),
+      ev(1020, 'unlink', 'report.docx'),
+      ev(1020, 'add', '~WRL0001.tmp', 8000),
+      ev(1030, 'unlink', '~WRD0000.tmp'),
+      ev(1030, 'add', 'report.docx', 9000),
+      ev(1040, 'unlink', '~WRL0001.tmp'),
+      ev(5000, 'unlink', '~$report.docx'), // closed
+    ]);
+    expect(batches.flatMap((b) => b.batch.paths)).toEqual(['report.docx']);
+  });
+
+  it('drops a LibreOffice lock file created and removed while pending', () => {
+    const agg = make();
+    const { batches } = simulate(agg, [ev(0, 'add', '.~lock.budget.ods#', 90), ev(400, 'change', 'budget.ods', 7000), ev(500, 'unlink', '.~lock.budget.ods#')]);
+    expect(batches.flatMap((b) => b.batch.paths)).toEqual(['budget.ods']);
+  });
+
+  it('still reports a file that existed before and was deleted (not a temp file)', () => {
+    const agg = make();
+    const { batches } = simulate(agg, [ev(0, 'change', 'old.txt', 5), ev(100, 'unlink', 'old.txt')]);
+    expect(batches.flatMap((b) => b.batch.items)).toEqual([expect.objectContaining({ path: 'old.txt', gone: true })]);
+  });
+});
+
+describe('EventAggregator: removals and renames', () => {
+  it('holds a removal alone until renameWindowMs has passed', () => {
+    const agg = make();
+    agg.push(ev(0, 'unlink', 'gone.txt'));
+    expect(agg.drain(1000).paths).toEqual([]);
+    expect(agg.drain(1499).paths).toEqual([]);
+    const b = agg.drain(1500);
+    expect(b.paths).toEqual(['gone.txt']);
+    expect(b.items[0]!.gone).toBe(true);
+  });
+
+  it('reports unlink + add of another path within the window in the same batch', () => {
+    const agg = make();
+    const { batches } = simulate(agg, [ev(0, 'unlink', 'a/old.pdf'), ev(100, 'add', 'b/new.pdf', 4096)]);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.batch.paths).toEqual(['a/old.pdf', 'b/new.pdf']);
+  });
+
+  it("pairs chokidar's order too: add of the new path, unlink of the old one ~100 ms later", () => {
+    const agg = make();
+    const { batches } = simulate(agg, [ev(0, 'add', 'new.txt', 12), ev(100, 'unlink', 'old.txt')]);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.batch.paths).toEqual(['new.txt', 'old.txt']);
+  });
+
+  it('never reports a deletion before an addition that may pair with it, even one still being written', () => {
+    const agg = make();
+    // Moved across file systems: the new copy grows for 4 s, the old one is removed first.
+    const copy = Array.from({ length: 9 }, (_, k) => ev(k * 500, 'change', 'dst/video.mp4', (k + 1) * 1000));
+    const { batches } = simulate(agg, [ev(0, 'unlink', 'src/video.mp4'), ...copy]);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.at).toBe(4000 + 1000);
+    expect(batches[0]!.batch.paths).toEqual(['dst/video.mp4', 'src/video.mp4']);
+  });
+
+  it('bounds how long a removal waits for busy neighbours: maxWaitMs after it', () => {
+    const agg = make();
+    const log = Array.from({ length: 80 }, (_, k) => ev(k * 250, 'change', 'app.log', (k + 1) * 10));
+    const { batches } = simulate(agg, [ev(100, 'unlink', 'deleted.txt'), ...log], { until: 12_000 });
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.at).toBe(10_100);
+    expect(batches[0]!.batch.paths).toEqual(['deleted.txt']);
+  });
+
+  it('a file deleted and created again is one non-removal entry', () => {
+    const agg = make();
+    const { batches } = simulate(agg, [ev(0, 'unlink', 'x.txt'), ev(300, 'add', 'x.txt', 3)]);
+    expect(batches.flatMap((b) => b.batch.items)).toEqual([expect.objectContaining({ path: 'x.txt', gone: false, events: 2 })]);
+  });
+});
+
+describe('EventAggregator: folders', () => {
+  it('reports a moved folder (unlinkDir + addDir, with the per-file events) as two dirs in one batch', () => {
+    const agg = make();
+    const events: RawEvent[] = [ev(0, 'unlinkDir', 'projects/old/sub'), ev(0, 'unlinkDir', 'projects/old'), ev(1, 'addDir', 'archive/old'), ev(1, 'addDir', 'archive/old/sub')];
+    for (let k = 0; k < 50; k++) events.push(ev(2, 'add', `archive/old/sub/f${k}.txt`, k));
+    for (let k = 0; k < 50; k++) events.push(ev(102, 'unlink', `projects/old/sub/f${k}.txt`));
+    const { batches } = simulate(agg, events);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.batch.dirs).toEqual(['archive/old', 'projects/old']);
+    expect(batches[0]!.batch.paths).toEqual([]);
+    expect(agg.pendingCount()).toBe(0);
+  });
+
+  it('reports a deleted folder as one dir entry, not one entry per file, whichever order the events come in', () => {
+    for (const order of ['dir-first', 'files-first'] as const) {
+      const agg = make();
+      const files = Array.from({ length: 1000 }, (_, k) => ev(order === 'dir-first' ? 100 : 0, 'unlink', `big/d${k % 10}/f${k}.txt`));
+      const dirs = [ev(50, 'unlinkDir', 'big'), ...Array.from({ length: 10 }, (_, k) => ev(50, 'unlinkDir', `big/d${k}`))];
+      const { batches } = simulate(agg, [...files, ...dirs]);
+      expect(batches).toHaveLength(1);
+      expect(batches[0]!.batch.dirs).toEqual(['big']);
+      expect(batches[0]!.batch.paths).toEqual([]);
+      expect(batches[0]!.batch.items[0]).toMatchObject({ gone: true, events: 1011 });
+    }
+  });
+
+  it('folds a change made just before the folder moved into the folder', () => {
+    const agg = make();
+    const { batches } = simulate(agg, [ev(0, 'change', 'docs/a.txt', 4), ev(200, 'unlinkDir', 'docs'), ev(201, 'addDir', 'docs-2024')]);
+    expect(batches.map((b) => [b.batch.dirs, b.batch.paths])).toEqual([[['docs', 'docs-2024'], []]]);
+  });
+
+  it('drops a folder created and deleted while pending, with its files and late events', () => {
+    const agg = make();
+    const { batches } = simulate(agg, [
+      ev(0, 'addDir', 'build-tmp'),
+      ev(10, 'add', 'build-tmp/out.o', 100),
+      ev(500, 'unlinkDir', 'build-tmp'),
+      ev(600, 'unlink', 'build-tmp/out.o'),
+      ev(600, 'unlink', 'build-tmp'), // a folder-level watcher cannot tell this was a folder
+    ]);
+    expect(batches).toEqual([]);
+    expect(agg.pendingCount()).toBe(0);
+  });
+
+  it('reports a file that replaced a folder of the same name as a file', () => {
+    const agg = make();
+    const { batches } = simulate(agg, [ev(0, 'unlinkDir', 'thing'), ev(100, 'add', 'thing', 5)]);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.batch.dirs).toEqual(['thing']);
+    expect(batches[0]!.batch.paths).toEqual(['thing']);
+  });
+
+  it('reports a burst of 1,000 files moved at once in one batch', () => {
+    const agg = make();
+    const events: RawEvent[] = [];
+    for (let k = 0; k < 1000; k++) {
+      events.push(ev(k / 4, 'unlink', `inbox/scan-${k}.pdf`));
+      events.push(ev(k / 4 + 0.1, 'add', `filed/scan-${k}.pdf`, 1000 + k));
+    }
+    const { batches, drains } = simulate(agg, events);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.batch.paths).toHaveLength(2000);
+    expect(drains).toBeLessThan(5);
+    expect(agg.pendingCount()).toBe(0);
+  });
+});
+
+describe('EventAggregator: overflow and bounds', () => {
+  it('asks for a rescan after an overflow, once', () => {
+    const agg = make();
+    agg.push(ev(0, 'change', 'a.txt', 1));
+    agg.overflow('inotify queue overflow', 10);
+    expect(agg.nextDeadline()).toBe(10);
+    const b = agg.drain(10);
+    expect(b.rescan).toBe(true);
+    expect(b.reasons).toEqual(['inotify queue overflow']);
+    expect(b.paths).toEqual(['a.txt']);
+    expect(agg.pendingCount()).toBe(0);
+    expect(agg.drain(5000).rescan).toBe(false);
+  });
+
+  it('asks for a rescan when the mapped folder itself is reported', () => {
+    const agg = make();
+    agg.push(ev(0, 'unlinkDir', ''));
+    expect(agg.drain(0)).toMatchObject({ rescan: true, reasons: ['unlinkDir of the mapped folder itself'] });
+  });
+
+  it('turns more than maxPending paths into one rescan and keeps no entries', () => {
+    const agg = make({ maxPending: 100 });
+    for (let k = 0; k < 250; k++) agg.push(ev(k, 'add', `f${k}`, 1));
+    expect(agg.pendingCount()).toBeLessThanOrEqual(100);
+    const b = agg.drain(250);
+    expect(b.rescan).toBe(true);
+    expect(b.reasons[0]).toMatch(/more than 100 paths pending/);
+  });
+
+  it('applies the filter when releasing paths', () => {
+    const agg = make({ filter: (p) => !p.split('/').some((s) => s.startsWith('.')) });
+    const { batches } = simulate(agg, [ev(0, 'change', '.hidden/x.txt', 1), ev(0, 'change', '.env', 1), ev(0, 'change', 'kept.txt', 1)]);
+    expect(batches.flatMap((b) => b.batch.paths)).toEqual(['kept.txt']);
+  });
+
+  it('reports when the oldest event of a batch happened (lag metric)', () => {
+    const agg = make();
+    for (const e of [ev(1000, 'change', 'b.txt', 1), ev(1200, 'change', 'a.txt', 1), ev(1300, 'change', 'b.txt', 1)]) agg.push(e);
+    const batch = agg.drain(2300);
+    expect(batch.oldestEventAt).toBe(1000);
+    expect(batch.items.map((i) => [i.path, i.firstEventAt, i.lastEventAt])).toEqual([
+      ['a.txt', 1200, 1200],
+      ['b.txt', 1000, 1300],
+    ]);
+  });
+
+  it('normalises paths to NFC so that both forms of a name are one entry', () => {
+    const agg = make();
+    agg.push(ev(0, 'change', 'Re\u0301union.txt', 1)); // NFD
+    agg.push(ev(1, 'change', 'R\u00e9union.txt', 1)); // NFC
+    expect(agg.drain(2000).paths).toEqual(['R\u00e9union.txt']);
+  });
+
+  it('nextDeadline is undefined when nothing is pending, rounds up to the batch tick, and never asks for a drain in the past', () => {
+    const agg = new EventAggregator({ batchTickMs: 200 });
+    expect(agg.nextDeadline()).toBeUndefined();
+    agg.push(ev(1050, 'change', 'a', 1));
+    expect(agg.nextDeadline()).toBe(2200);
+    agg.push(ev(1100, 'unlink', 'b'));
+    expect(agg.drain(2200).paths).toEqual([]); // a waits for b's rename window
+    expect(agg.nextDeadline()).toBe(2600);
+    expect(agg.drain(2600).paths).toEqual(['a', 'b']);
+    expect(agg.nextDeadline()).toBeUndefined();
+  });
+
+  it('rejects nonsensical options, naming them', () => {
+    expect(() => new EventAggregator({ quietMs: -1 })).toThrow(/quietMs/);
+  });
+});
