@@ -2,6 +2,8 @@
  * The state file's shape (DESIGN §1.4, §4). One file holds every mapping of a daemon.
  * Paths are relative to the mapping's folder, POSIX separators, NFC-normalised.
  * The token and other secrets are never part of it.
+ * On disk, each mapping's `files` is stored compactly as [path, documentId, size, mtimeMs,
+ * sha256, syncedAt] tuples (see codec.ts); use StateStore / readStateFile (store.ts) to read it.
  */
 
 export const STATE_VERSION = 1;

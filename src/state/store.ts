@@ -383,6 +383,21 @@ export class StateStore {
   }
 }
 
+/**
+ * Reads the state file without locking or writing it (for `dssync status` and other
+ * readers while a daemon runs). Undefined when there is no file. Throws like open().
+ */
+export async function readStateFile(path: string, fs: StateFs = nodeStateFs): Promise<StateFile | undefined> {
+  const abs = resolve(path);
+  const adapter = new StateFileAdapter(abs, fs, new StateCodec());
+  try {
+    return (await adapter.read()) ?? undefined;
+  } catch (err) {
+    if (isStateError(err) || errnoOf(err) === undefined) throw err;
+    throw new Error(`cannot read state file ${abs}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
 function checkPath(mappingId: string, path: string): void {
   if (typeof path !== 'string' || path === '') {
     throw new TypeError(`state: empty or invalid file path in mapping ${mappingId}`);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeState, encodeStateToString, newMappingState, newState } from '../../../src/state/codec.js';
 import { StateCorruptError, StateVersionError, StateWriteError } from '../../../src/state/errors.js';
 import type { FileEntry } from '../../../src/state/schema.js';
-import { StateStore, type StateStoreOptions } from '../../../src/state/store.js';
+import { readStateFile, StateStore, type StateStoreOptions } from '../../../src/state/store.js';
 import { captureLogger, FakeTimers, MemFs, settle } from './fakes.js';
 
 const PATH = '/var/lib/dssync/state.json';
@@ -276,6 +276,19 @@ describe('StateStore open', () => {
     await expect(StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false })).rejects.toThrow(
       `cannot read state file ${PATH}`,
     );
+  });
+});
+
+describe('readStateFile', () => {
+  it('reads the state without a lock, and undefined when there is none', async () => {
+    const { fs, store } = await setup();
+    store.setFile('docs', 'a', entry(1));
+    await store.flush();
+    const s = await readStateFile(PATH, fs);
+    expect(s?.mappings['docs']?.files['a']).toEqual(entry(1));
+    expect(await readStateFile('/nowhere/state.json', fs)).toBeUndefined();
+    fs.put(PATH, '{"version":9,"mappings":{}}');
+    await expect(readStateFile(PATH, fs)).rejects.toBeInstanceOf(StateVersionError);
   });
 });
 
