@@ -53,7 +53,15 @@ export function tempPrefix(path: string): string {
 export async function writeFileAtomic(fs: StateFs, path: string, chunks: readonly Buffer[]): Promise<void> {
   const tmp = join(dirname(path), `${tempPrefix(path)}${process.pid}-${randomBytes(4).toString('hex')}`);
   // 'wx': never follow or reuse an existing name; the mode applies to the temp file too.
-  const fh = await fs.open(tmp, 'wx', FILE_MODE);
+  let fh: StateFileHandle;
+  try {
+    fh = await fs.open(tmp, 'wx', FILE_MODE);
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw err;
+    // The directory vanished while we ran (cleaned by hand?): recreate it once.
+    await ensureDir(fs, dirname(path));
+    fh = await fs.open(tmp, 'wx', FILE_MODE);
+  }
   try {
     try {
       await writeAll(fh, chunks);

@@ -382,3 +382,15 @@ describe('StateStore close', () => {
     expect(Object.keys(onDisk().mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
   });
 });
+
+describe('StateStore directory', () => {
+  it('recreates the state directory if it vanished while running', async () => {
+    const { fs, store, onDisk } = await setup();
+    fs.files.clear();
+    fs.dirs.clear();
+    fs.dirs.add('/');
+    store.setFile('docs', 'a', entry(1));
+    await store.flush();
+    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['a']);
+  });
+});
