@@ -39,6 +39,8 @@ export interface DatastoreClientOptions {
   requestsPerSecond?: number | undefined;
   concurrency?: number | undefined;
   onEvent?: ((event: PacerEvent) => void) | undefined;
+  /** Shutdown of the default pacer: queued and waiting work rejects with E_ABORTED. */
+  signal?: AbortSignal | undefined;
   timeouts?: TimeoutOptions | undefined;
   /** Attempts per request (default: the pacer's, 6). */
   maxAttempts?: number | undefined;
@@ -98,6 +100,7 @@ export class DatastoreClient implements DatastoreApi {
         ...(opts.concurrency === undefined ? {} : { concurrency: opts.concurrency }),
         ...(opts.maxAttempts === undefined ? {} : { maxAttempts: opts.maxAttempts }),
         ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
+        ...(opts.signal === undefined ? {} : { signal: opts.signal }),
       });
     let dispatcher = opts.dispatcher;
     if (dispatcher === undefined) {
@@ -144,9 +147,9 @@ export class DatastoreClient implements DatastoreApi {
     const res = await this.send('PUT', `/datastore/v1/data-sources/${enc(dataSourceId)}`, { json: { name: input.name }, signal: opts?.signal });
     const ctx = this.ctx('PUT', res);
     const body = this.json(res, ctx);
-    const rec = body === undefined ? { id: dataSourceId, raw: {} } : decodeDataSource(body, ctx, dataSourceId);
+    const rec: DataSourceRecord = isRecordLike(body) ? decodeDataSource(body, ctx, dataSourceId) : { id: dataSourceId, raw: {} };
     rec.name ??= input.name;
-    return rec as DataSourceRecord;
+    return rec;
   }
 
   async deleteDataSource(dataSourceId: string, opts?: RequestOptions): Promise<void> {
@@ -203,7 +206,7 @@ export class DatastoreClient implements DatastoreApi {
     const res = await this.send('PUT', `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}`, { json, signal: opts?.signal });
     const ctx = this.ctx('PUT', res);
     const body = this.json(res, ctx);
-    const rec: DocumentRecord = body === undefined ? { id: documentId, raw: {} } : decodeDocument(body, ctx, documentId);
+    const rec: DocumentRecord = isRecordLike(body) ? decodeDocument(body, ctx, documentId) : { id: documentId, raw: {} };
     if (rec.name === undefined && update.name != null) rec.name = update.name;
     if (rec.url === undefined && update.url != null) rec.url = update.url;
     if (rec.metadata === undefined && update.metadata != null) rec.metadata = update.metadata;
@@ -413,6 +416,14 @@ export class DatastoreClient implements DatastoreApi {
     }
     return out;
   }
+}
+
+/**
+ * An update answered with something that is not a record (nothing, `true`, "updated"):
+ * the request's own fields describe the result.
+ */
+function isRecordLike(body: unknown): boolean {
+  return typeof body === 'object' && body !== null;
 }
 
 /** A create answered with an empty body: the id may still be in a Location header. */

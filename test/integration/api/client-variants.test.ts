@@ -191,6 +191,11 @@ describe('shapes other than the emulator\'s', () => {
     const update = { name: 'a/b.txt', url: 'file:///srv/a/b.txt', metadata: { 'dssync.size': 3 } };
     expect(await client().updateDocument('ds', 'd1', update)).toMatchObject({ id: 'd1', ...update });
     expect(JSON.parse(server.requests[0]!.body.toString())).toEqual(update);
+    // An answer that is not a record ("updated") is described by the request's fields.
+    server.handle((_req, res) => json(res, 200, 'updated'));
+    expect(await client().updateDocument('ds', 'd1', update)).toMatchObject({ id: 'd1', ...update });
+    server.requests.length = 1;
+    server.handle((_req, res) => json(res, 200, { status: 'ok' }));
     // A field held as null is left out, not sent as null.
     await client().updateDocument('ds', 'd1', { name: 'x', url: null as unknown as string, metadata: {} });
     expect(JSON.parse(server.requests[1]!.body.toString())).toEqual({ name: 'x', metadata: {} });
@@ -383,6 +388,30 @@ describe('failures', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('an abort (shutdown) stops a running request at once with E_ABORTED, and queued ones too', async () => {
+    server.handle(() => undefined); // never answers
+    const shutdown = new AbortController();
+    const c = client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 1, signal: shutdown.signal }) });
+    const running = failure(c.listDataSources());
+    const queued = failure(c.getDataSource('ds'));
+    while (server.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    shutdown.abort();
+    expect(await running).toMatchObject({ code: 'E_ABORTED', retryable: false });
+    expect(await queued).toMatchObject({ code: 'E_ABORTED' });
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('a caller\'s signal aborts its own request only', async () => {
+    server.handle((req, res) => (req.url.includes('/slow') ? undefined : json(res, 200, { id: 'ok' })));
+    const c = client();
+    const mine = new AbortController();
+    const slow = failure(c.getDataSource('slow', { signal: mine.signal }));
+    while (server.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    mine.abort();
+    expect(await slow).toMatchObject({ code: 'E_ABORTED' });
+    expect((await c.getDataSource('fast')).id).toBe('ok');
   });
 
   it('a connection refused is E_CONNECTION, retryable', async () => {
