@@ -121,6 +121,24 @@ describe('shapes other than the emulator\'s', () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  it('stops with E_BAD_RESPONSE past the page bound (a service that never ends its list)', async () => {
+    let n = 0;
+    server.handle((_req, res) => {
+      n++;
+      json(res, 200, { items: [{ id: `d${n}` }], next_cursor: `c${n}` });
+    });
+    const err = await failure(client({ maxPages: 4 }).listDocuments('ds'));
+    expect(err.code).toBe('E_BAD_RESPONSE');
+    expect(err.message).toMatch(/more than 4 pages/);
+    expect(server.requests).toHaveLength(4);
+  });
+
+  it('an empty page ends the list even if a cursor is given', async () => {
+    server.handle((_req, res) => json(res, 200, { items: [], next_cursor: 'more?' }));
+    expect(await client().listDocuments('ds')).toEqual([]);
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('refuses a next link to another origin, and the token does not go there', async () => {
     const other = await startVariantServer((_req, res) => json(res, 200, []));
     try {
