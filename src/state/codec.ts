@@ -15,12 +15,13 @@
  * second during an initial sync. So each mapping's files are split into BUCKET_COUNT hash
  * buckets whose encoded bytes are cached; a mutation invalidates one bucket, and a write
  * re-encodes only the invalidated buckets, then hands the list of buffers to writev.
- * And when many buckets are stale (after a load, or a burst of changes), the snapshot is
- * taken synchronously by reference (file entries are immutable) and encoded in slices of a
- * few milliseconds, so no write blocks the event loop for long.
+ * And when many buckets are stale (after a load, or a burst of changes), the snapshot pins
+ * them (copy-on-write) and they are encoded in slices of a few milliseconds, so no write
+ * blocks the event loop for long, however large the state.
  *
- * The store must report every mutation here (fileChanged, headChanged, mappingRemoved,
- * indexMapping); a property test checks that the cached encoding always equals a fresh one.
+ * The store changes files only through StateCodec.setFile and reports its other changes
+ * (headChanged, mappingRemoved, indexMapping); property tests check that the cached
+ * encoding always equals a fresh one, and that a sliced snapshot is exact.
  */
 import { z } from 'zod';
 import { StateCorruptError, StateVersionError } from './errors.js';
@@ -270,14 +271,22 @@ interface MappingCache {
   bufs: (Buffer | undefined)[];
   /** Bumped on every change of a bucket: an encoding finished later is cached only if current. */
   gen: Uint32Array;
+  /** Stale buckets a snapshot still has to encode (copy-on-write, see setFile). */
+  pins: (PendingBucket | undefined)[];
 }
 
-/** A stale bucket as it was at the snapshot: paths and (immutable) entries, flat. */
+/** A stale bucket of a snapshot, not yet encoded. */
 interface PendingBucket {
   cache: MappingCache;
   bucket: number;
   gen: number;
-  items: (string | FileEntry)[];
+  /** The mapping's files object at the snapshot (the store mutates it in place). */
+  files: Record<string, FileEntry>;
+  /**
+   * The bucket's paths and entries as they were at the snapshot, flat. Copied only when a
+   * change to the bucket comes before the encoding; until then the live data is the snapshot.
+   */
+  items: (string | FileEntry)[] | undefined;
 }
 
 function isPending(b: Buffer | PendingBucket): b is PendingBucket {
@@ -312,10 +321,10 @@ const B_COMMA = Buffer.from(',');
 const B_MAPPING_END = Buffer.from(']}');
 
 /**
- * A snapshot of the state, taken synchronously and cheaply: cached buffers, the heads
- * encoded, and for each stale bucket its entries by reference. File entries are frozen and
- * replaced (never changed in place) by the store, so the references keep the snapshot's
- * values while the encoding continues in slices between other work.
+ * A snapshot of the state to write. Taking it is cheap and synchronous: cached buffers and
+ * heads are captured, stale buckets are pinned. The encoding of pinned buckets then runs in
+ * slices between other work; a mutation of a pinned bucket first copies the bucket's
+ * snapshot content (StateCodec.setFile), so the result is exactly the state at the snapshot.
  */
 export class EncodePlan {
   constructor(
@@ -325,39 +334,54 @@ export class EncodePlan {
 
   /** Encodes without yielding. */
   runSync(): Buffer[] {
-    for (const m of this.mappings) {
-      for (let i = 0; i < m.buckets.length; i++) {
-        const b = m.buckets[i];
-        if (b && isPending(b)) m.buckets[i] = this.codec.finishBucket(b);
+    try {
+      for (const m of this.mappings) {
+        for (let i = 0; i < m.buckets.length; i++) {
+          const b = m.buckets[i];
+          if (b && isPending(b)) m.buckets[i] = this.codec.finishBucket(b);
+        }
       }
+      return this.assemble();
+    } finally {
+      this.release();
     }
-    return this.assemble();
   }
 
   /** Encodes in slices of at most about `sliceMs`, yielding in between. */
   async run(opts: SliceOptions): Promise<EncodeResult> {
-    let totalMs = 0;
-    let maxBlockMs = 0;
-    let sliceStart = opts.now();
-    for (const m of this.mappings) {
-      for (let i = 0; i < m.buckets.length; i++) {
-        const b = m.buckets[i];
-        if (!b || !isPending(b)) continue;
-        m.buckets[i] = this.codec.finishBucket(b);
-        const elapsed = opts.now() - sliceStart;
-        if (elapsed >= opts.sliceMs) {
-          totalMs += elapsed;
-          maxBlockMs = Math.max(maxBlockMs, elapsed);
-          await opts.yieldNow();
-          sliceStart = opts.now();
+    try {
+      let totalMs = 0;
+      let maxBlockMs = 0;
+      let sliceStart = opts.now();
+      for (const m of this.mappings) {
+        for (let i = 0; i < m.buckets.length; i++) {
+          const b = m.buckets[i];
+          if (!b || !isPending(b)) continue;
+          m.buckets[i] = this.codec.finishBucket(b);
+          const elapsed = opts.now() - sliceStart;
+          if (elapsed >= opts.sliceMs) {
+            totalMs += elapsed;
+            maxBlockMs = Math.max(maxBlockMs, elapsed);
+            await opts.yieldNow();
+            sliceStart = opts.now();
+          }
         }
       }
+      const chunks = this.assemble();
+      const last = opts.now() - sliceStart;
+      totalMs += last;
+      maxBlockMs = Math.max(maxBlockMs, last);
+      return { chunks, bytes: chunks.reduce((n, c) => n + c.length, 0), totalMs, maxBlockMs };
+    } finally {
+      this.release();
     }
-    const chunks = this.assemble();
-    const last = opts.now() - sliceStart;
-    totalMs += last;
-    maxBlockMs = Math.max(maxBlockMs, last);
-    return { chunks, bytes: chunks.reduce((n, c) => n + c.length, 0), totalMs, maxBlockMs };
+  }
+
+  /** Unpins what was not encoded (only after a failure). */
+  private release(): void {
+    for (const m of this.mappings) {
+      for (const b of m.buckets) if (isPending(b) && b.cache.pins[b.bucket] === b) b.cache.pins[b.bucket] = undefined;
+    }
   }
 
   private assemble(): Buffer[] {
@@ -379,6 +403,11 @@ export class EncodePlan {
   }
 }
 
+/**
+ * Owns the encoding caches. Every change of a mapping's files goes through setFile (which
+ * also performs it, so that a pinned bucket is copied before it changes); other changes of
+ * a mapping are reported with headChanged, replacements with indexMapping/mappingRemoved.
+ */
 export class StateCodec {
   private readonly caches = new Map<string, MappingCache>();
 
@@ -389,20 +418,27 @@ export class StateCodec {
       keys: new Array<Set<string> | undefined>(BUCKET_COUNT),
       bufs: new Array<Buffer | undefined>(BUCKET_COUNT),
       gen: new Uint32Array(BUCKET_COUNT),
+      pins: new Array<PendingBucket | undefined>(BUCKET_COUNT),
     };
     for (const path of Object.keys(m.files)) addKey(cache, path);
     this.caches.set(id, cache);
   }
 
-  /** A file of the mapping was set (present) or deleted. */
-  fileChanged(id: string, path: string, present: boolean): void {
+  /** Sets (entry) or deletes (undefined) a file of mapping `id`, whose state is `m`. */
+  setFile(id: string, m: MappingState, path: string, entry: FileEntry | undefined): void {
     const cache = this.caches.get(id);
-    if (!cache) return; // not indexed yet: the next snapshot indexes it from the data
-    const b = bucketOf(path);
-    if (present) addKey(cache, path, b);
-    else cache.keys[b]?.delete(path);
-    cache.bufs[b] = undefined;
-    cache.gen[b] = ((cache.gen[b] ?? 0) + 1) >>> 0;
+    if (cache) {
+      const b = bucketOf(path);
+      const pin = cache.pins[b];
+      if (pin && !pin.items) pin.items = collect(cache.keys[b], pin.files);
+      if (entry) addKey(cache, path, b);
+      else cache.keys[b]?.delete(path);
+      cache.bufs[b] = undefined;
+      cache.gen[b] = ((cache.gen[b] ?? 0) + 1) >>> 0;
+    }
+    // Without a cache (not indexed yet) the next snapshot indexes the mapping from its data.
+    if (entry) m.files[path] = entry;
+    else delete m.files[path];
   }
 
   /** dataSourceId, root, intents, rejected or lastPass of the mapping changed. */
@@ -416,8 +452,8 @@ export class StateCodec {
   }
 
   /**
-   * Takes the snapshot of the state to write (synchronous; cost proportional to the number
-   * of entries in stale buckets, not to their encoding).
+   * Takes the snapshot of the state to write: synchronous, and cheap whatever the number of
+   * stale entries (they are encoded by the plan). Only one plan may be running at a time.
    */
   snapshot(state: StateFile): EncodePlan {
     const plans: MappingPlan[] = [];
@@ -436,12 +472,9 @@ export class StateCodec {
           buckets.push(buf);
           continue;
         }
-        const items: (string | FileEntry)[] = [];
-        for (const path of keys) {
-          const e = m.files[path];
-          if (e) items.push(path, e);
-        }
-        buckets.push({ cache, bucket: b, gen: cache.gen[b] ?? 0, items });
+        const pending: PendingBucket = { cache, bucket: b, gen: cache.gen[b] ?? 0, files: m.files, items: undefined };
+        cache.pins[b] = pending;
+        buckets.push(pending);
       }
       plans.push({ prefix: Buffer.concat([Buffer.from(`${JSON.stringify(id)}:`), cache.head]), buckets });
     }
@@ -457,16 +490,18 @@ export class StateCodec {
     return this.snapshot(state).runSync();
   }
 
-  /** Encodes a stale bucket of a snapshot, and caches it if nothing changed it since. */
+  /** Encodes a pinned bucket, caches it if nothing changed it since the snapshot, unpins it. */
   finishBucket(p: PendingBucket): Buffer {
+    const items = p.items ?? collect(p.cache.keys[p.bucket], p.files);
     const tuples: [string, string, number, number, string, string][] = [];
-    for (let i = 0; i < p.items.length; i += 2) {
-      const path = p.items[i] as string;
-      const e = p.items[i + 1] as FileEntry;
+    for (let i = 0; i < items.length; i += 2) {
+      const path = items[i] as string;
+      const e = items[i + 1] as FileEntry;
       tuples.push([path, e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt]);
     }
     const buf = tuples.length ? Buffer.from(JSON.stringify(tuples).slice(1, -1)) : Buffer.alloc(0);
     if (p.cache.gen[p.bucket] === p.gen) p.cache.bufs[p.bucket] = buf;
+    if (p.cache.pins[p.bucket] === p) p.cache.pins[p.bucket] = undefined;
     return buf;
   }
 
@@ -478,6 +513,17 @@ export class StateCodec {
     }
     return cache;
   }
+}
+
+function collect(keys: Set<string> | undefined, files: Record<string, FileEntry>): (string | FileEntry)[] {
+  const items: (string | FileEntry)[] = [];
+  if (keys) {
+    for (const path of keys) {
+      const e = files[path];
+      if (e) items.push(path, e);
+    }
+  }
+  return items;
 }
 
 function addKey(cache: MappingCache, path: string, b = bucketOf(path)): void {

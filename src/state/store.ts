@@ -238,23 +238,23 @@ export class StateStore {
     checkPath(mappingId, path);
     const problem = fileEntryProblem(entry);
     if (problem) throw new TypeError(`state: file entry of ${JSON.stringify(path)} in mapping ${mappingId}: ${problem}`);
-    // A frozen copy: snapshots being written hold entries by reference (codec.ts).
-    m.files[path] = Object.freeze({
+    // A frozen copy of the known fields: the caller's object stays its own, and an entry
+    // changed in place (bypassing the encoder's caches) fails loudly.
+    const copy: FileEntry = Object.freeze({
       documentId: entry.documentId,
       size: entry.size,
       mtimeMs: entry.mtimeMs,
       sha256: entry.sha256,
       syncedAt: entry.syncedAt,
     });
-    this.codec.fileChanged(mappingId, path, true);
+    this.codec.setFile(mappingId, m, path, copy);
     this.changed();
   }
 
   deleteFile(mappingId: string, path: string): void {
     const m = this.need(mappingId);
     if (!(path in m.files)) return;
-    delete m.files[path];
-    this.codec.fileChanged(mappingId, path, false);
+    this.codec.setFile(mappingId, m, path, undefined);
     this.changed();
   }
 

@@ -87,11 +87,9 @@ describe('state codec', () => {
       const path = `p${rnd(3 * BUCKET_COUNT)}`;
       const op = rnd(10);
       if (op < 6) {
-        m.files[path] = entry(step);
-        codec.fileChanged(id, path, true);
+        codec.setFile(id, m, path, entry(step));
       } else if (op < 9) {
-        delete m.files[path];
-        codec.fileChanged(id, path, false);
+        codec.setFile(id, m, path, undefined);
       } else {
         m.root = `/r/${step}`;
         codec.headChanged(id);
@@ -114,8 +112,7 @@ describe('state codec', () => {
     codec.encode(s); // everything cached
     // Stale a few buckets, then snapshot.
     for (let i = 0; i < 300; i++) {
-      m.files[`f${i * 7}`] = Object.freeze(entry(10_000 + i));
-      codec.fileChanged('m', `f${i * 7}`, true);
+      codec.setFile('m', m, `f${i * 7}`, entry(10_000 + i));
     }
     const expected = encodeStateToString(s);
     const plan = codec.snapshot(s);
@@ -126,13 +123,8 @@ describe('state codec', () => {
       now: () => 0,
       yieldNow: async () => {
         const path = `f${(n++ * 7) % 5000}`;
-        if (n % 2) {
-          m.files[path] = Object.freeze(entry(99_999));
-          codec.fileChanged('m', path, true);
-        } else {
-          delete m.files[path];
-          codec.fileChanged('m', path, false);
-        }
+        codec.setFile('m', m, path, n % 2 ? entry(99_999) : undefined);
+        if (n % 5 === 0) codec.setFile('m', m, `new-${n}`, entry(n)); // new paths too
       },
     });
     expect(n).toBeGreaterThan(10); // it did yield between buckets
