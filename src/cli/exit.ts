@@ -46,7 +46,9 @@ export function describeFailure(err: unknown): { exitCode: ExitCode; message: st
       };
     }
     const where = err.status !== undefined ? `HTTP ${err.status}` : err.code;
-    return { exitCode: ExitCode.FAILURE, message: `${err.message} (${where})` };
+    // Retries can take seconds: say so, or the wait before the message looks like a hang.
+    const tries = err.attempts > 1 ? `, after ${err.attempts} attempts` : '';
+    return { exitCode: ExitCode.FAILURE, message: `${err.message} (${where}${tries})` };
   }
   if (err instanceof Error) return { exitCode: ExitCode.FAILURE, message: err.message };
   return { exitCode: ExitCode.FAILURE, message: String(err) };
