@@ -1,0 +1,141 @@
+/**
+ * `dssync emulator` (DESIGN §6): runs the service emulator in the foreground. Prints
+ * exactly one line on stdout, `listening on http://HOST:PORT`, once it accepts requests;
+ * exits 0 after SIGTERM/SIGINT once in-flight requests are done and --data-dir is saved.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { pino } from 'pino';
+import { startEmulator, type EmulatorOptions, type FaultOptions, type RunningEmulator } from '../emulator/index.js';
+import { createLogger } from '../log.js';
+import { CliError, usageError } from './exit.js';
+import type { GlobalArgs } from './options.js';
+
+export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
+  host: string;
+  port?: unknown;
+  token?: string;
+  org?: unknown;
+  dataDir?: string;
+  pageSize?: unknown;
+  maxFileSize?: unknown;
+  maxFiles?: unknown;
+  latencyMs?: unknown;
+  rateLimitRps?: unknown;
+  errorRate?: unknown;
+  dropRate?: unknown;
+  ambiguousRate?: unknown;
+  seed?: unknown;
+}
+
+/**
+ * Numeric options are declared as strings: yargs does not validate numbers ('abc' -> NaN)
+ * and the error should quote what the operator typed.
+ */
+function numberOption(
+  value: unknown,
+  option: string,
+  check: { min: number; max?: number; integer?: boolean },
+): number | undefined {
+  if (value === undefined) return undefined;
+  const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+  const max = check.max ?? Number.MAX_SAFE_INTEGER;
+  if (!Number.isFinite(n) || n < check.min || n > max || (check.integer && !Number.isInteger(n))) {
+    const what = check.integer ? 'an integer' : 'a number';
+    throw usageError(`--${option} must be ${what} from ${check.min} to ${max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+/** Turns the parsed arguments (and the environment) into emulator options. Pure. */
+export function emulatorOptionsFromArgs(args: EmulatorArgs, env: NodeJS.ProcessEnv = process.env): EmulatorOptions {
+  const opts: EmulatorOptions = { host: args.host };
+  const port = numberOption(args.port, 'port', { min: 0, max: 65535, integer: true });
+  if (port !== undefined) opts.port = port;
+  const token = args.token ?? env.DSSYNC_EMULATOR_TOKEN;
+  if (token !== undefined) {
+    if (token === '' || /\s/.test(token)) throw usageError('--token (or DSSYNC_EMULATOR_TOKEN) must be a non-empty string without spaces');
+    opts.token = token;
+  }
+  if (args.org !== undefined) {
+    const orgs = (Array.isArray(args.org) ? args.org : [args.org]).flatMap((o) => String(o).split(',')).map((o) => o.trim());
+    if (orgs.length === 0 || orgs.some((o) => o === '')) throw usageError('--org must name a non-empty organization id');
+    opts.orgs = orgs;
+  }
+  if (args.dataDir !== undefined) {
+    if (args.dataDir.trim() === '') throw usageError('--data-dir must name a folder');
+    opts.dataDir = args.dataDir;
+  }
+  const pageSize = numberOption(args.pageSize, 'page-size', { min: 1, max: 1000, integer: true });
+  if (pageSize !== undefined) opts.pageSize = pageSize;
+  const maxFileBytes = numberOption(args.maxFileSize, 'max-file-size', { min: 1, integer: true });
+  if (maxFileBytes !== undefined) opts.maxFileBytes = maxFileBytes;
+  const maxFiles = numberOption(args.maxFiles, 'max-files', { min: 1, max: 10_000, integer: true });
+  if (maxFiles !== undefined) opts.maxFilesPerUpload = maxFiles;
+
+  const faults: FaultOptions = {};
+  const latencyMs = numberOption(args.latencyMs, 'latency-ms', { min: 0, max: 600_000 });
+  if (latencyMs !== undefined) faults.latencyMs = latencyMs;
+  const rps = numberOption(args.rateLimitRps, 'rate-limit-rps', { min: Number.MIN_VALUE });
+  if (rps !== undefined) faults.rateLimitRps = rps;
+  const errorRate = numberOption(args.errorRate, 'error-rate', { min: 0, max: 1 });
+  if (errorRate !== undefined) faults.errorRate = errorRate;
+  const dropRate = numberOption(args.dropRate, 'drop-rate', { min: 0, max: 1 });
+  if (dropRate !== undefined) faults.dropRate = dropRate;
+  const ambiguousRate = numberOption(args.ambiguousRate, 'ambiguous-rate', { min: 0, max: 1 });
+  if (ambiguousRate !== undefined) faults.ambiguousRate = ambiguousRate;
+  const seed = numberOption(args.seed, 'seed', { min: 0, max: 2 ** 32 - 1, integer: true });
+  if (seed !== undefined) faults.seed = seed;
+  if (Object.keys(faults).length > 0) opts.faults = faults;
+  return opts;
+}
+
+/** Resolves when SIGTERM or SIGINT arrives. */
+function nextStopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals): void => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      resolve(signal);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}
+
+export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
+  command: 'emulator',
+  describe: 'Run the emulator of the document service (for tests, benchmarks and a first try)',
+  builder: (y: Argv<GlobalArgs>) =>
+    y
+      .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on' })
+      .option('port', { type: 'string', requiresArg: true, describe: 'Port (0: a free port) [default: 0]' })
+      .option('token', { type: 'string', describe: 'Accepted bearer token. Default: $DSSYNC_EMULATOR_TOKEN, then dev-token' })
+      .option('org', { type: 'string', array: true, describe: 'Accepted organization id (repeatable) [default: dev-org]' })
+      .option('data-dir', { type: 'string', describe: 'Keep the data in this folder across restarts' })
+      .option('page-size', { type: 'string', requiresArg: true, describe: 'Default list page size (clients may ask ?limit= up to 1000) [default: 20]' })
+      .option('max-file-size', { type: 'string', requiresArg: true, describe: 'Largest accepted file, in bytes (413 above) [default: 20 MiB]' })
+      .option('max-files', { type: 'string', requiresArg: true, describe: 'Most files in one upload (413 above) [default: 100]' })
+      .option('latency-ms', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Delay added to every request' })
+      .option('rate-limit-rps', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Requests per second per organization; excess gets 429 + Retry-After' })
+      .option('error-rate', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests answered 500/502/503' })
+      .option('drop-rate', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests whose connection is dropped unanswered' })
+      .option('ambiguous-rate', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of writes committed, then dropped unanswered' })
+      .option('seed', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Seed for reproducible faults' })
+      .example('$0 emulator --port 8080', 'Serve on http://127.0.0.1:8080 (token dev-token, organization dev-org)')
+      .example('$0 emulator --rate-limit-rps 20 --error-rate 0.05 --seed 1', 'A rate-limited, slightly flaky service') as unknown as Argv<EmulatorArgs>,
+  handler: async (args) => {
+    const options = emulatorOptionsFromArgs(args);
+    // Logs (internal errors only) go to stderr: stdout carries the one "listening on" line.
+    options.logger = createLogger({ level: 'warn', name: 'dssync-emulator', destination: pino.destination({ fd: 2, sync: true }) });
+    const stopped = nextStopSignal();
+    let emulator: RunningEmulator;
+    try {
+      emulator = await startEmulator(options);
+    } catch (err) {
+      throw new CliError(`the emulator could not start on ${options.host}:${options.port ?? 0}: ${(err as Error).message}`);
+    }
+    process.stdout.write(`listening on ${emulator.url}\n`);
+    await stopped;
+    await emulator.close();
+  },
+};
