@@ -25,6 +25,8 @@ export async function buildServer(ctx: EmulatorContext): Promise<FastifyInstance
   const app: FastifyInstance = Fastify({
     ...(typeof logger === 'boolean' ? { logger } : { loggerInstance: logger }),
     bodyLimit: 1024 * 1024,
+    // Long ids must reach checkPathId (400 naming the parameter), not the router's 414.
+    routerOptions: { maxParamLength: 2048 },
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
   // Size errors are reported by spool.ts, naming the file; the plugin must not raise its own.
