@@ -7,6 +7,7 @@ import { chunksCommand } from './chunks.js';
 import { datasourcesCommand } from './datasources.js';
 import { documentsCommand } from './documents.js';
 import { emulatorCommand } from './emulator.js';
+import { runCommand } from './run.js';
 import { syncCommand } from './sync.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -17,4 +18,5 @@ export const commandModules: CommandModule<any, any>[] = [
   appsCommand,
   emulatorCommand,
   syncCommand,
+  runCommand,
 ];

@@ -32,10 +32,21 @@ export class LocalFileVanishedError extends Error {
 export interface LocalSide {
   scan(): Promise<ScanResult>;
   /**
+   * A look at part of the tree after watcher events: these files, and these folders with
+   * everything below them ('' = the whole tree). Paths relative to the mapped folder.
+   */
+  scanScope(scope: ChangeScope): Promise<ScanResult>;
+  /**
    * Streams the file's content through SHA-256. Throws LocalFileChangedError when the file
    * changed while read, LocalFileVanishedError when it is gone.
    */
   hash(file: LocalFileInfo): Promise<{ sha256: string; size: number; mtimeMs: number }>;
+}
+
+/** What watcher events say to look at. */
+export interface ChangeScope {
+  files: readonly string[];
+  dirs: readonly string[];
 }
 
 /** The state operations the mirror needs (StateStore implements them). */
@@ -84,6 +95,8 @@ export interface PassReport {
   counts: { uploaded: number; replaced: number; renamed: number; updated: number; deleted: number; adopted: number; forgotten: number; unchanged: number; skipped: number; failed: number };
   failures: FileFailure[];
   skipped: { path: string; reason: string }[];
+  /** An answer was lost in a pass without a listing: run a full pass to settle it. */
+  needsFullPass?: boolean | undefined;
   startedAt: string;
   finishedAt: string;
 }
@@ -102,7 +115,19 @@ export class Mirror {
   }
 
   /** A full pass: scan the folder, list the data source, plan, check the guards, execute. */
-  async fullPass(opts: PassOptions = {}): Promise<PassReport> {
+  fullPass(opts: PassOptions = {}): Promise<PassReport> {
+    return this.pass(undefined, opts);
+  }
+
+  /**
+   * A pass over what watcher events named, trusting the state for the service's side (no
+   * listing). Lost answers need a listing to settle: the report says `needsFullPass`.
+   */
+  changedPass(scope: ChangeScope, opts: PassOptions = {}): Promise<PassReport> {
+    return this.pass(scope, { ...opts, maxRounds: 1 });
+  }
+
+  private async pass(scope: ChangeScope | undefined, opts: PassOptions): Promise<PassReport> {
     const { spec, state, logger } = this.d;
     const startedAt = new Date(this.d.now()).toISOString();
     const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
@@ -110,14 +135,16 @@ export class Mirror {
     const maxRounds = opts.maxRounds ?? 3;
 
     for (let round = 1; round <= maxRounds; round++) {
-      const scan = await this.d.local.scan();
-      const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal });
+      const scan = scope ? await this.d.local.scanScope(scope) : await this.d.local.scan();
+      const remote = scope ? undefined : await this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal });
       const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
+      const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
       const plan = planMirror({
         mappingId: spec.mappingId,
         local,
         state: mapping,
         remote,
+        scope: planScope,
         desired: (f) => documentFields(spec, f),
         prune: spec.prune,
         untouchable,
@@ -125,7 +152,8 @@ export class Mirror {
       const verdict = checkGuards({
         root: spec.root,
         rootStatus: scan.rootStatus,
-        localFiles: scan.files.size,
+        // A partial look says nothing about the folder being empty.
+        localFiles: scope ? Math.max(1, scan.files.size) : scan.files.size,
         knownDocuments: Math.max(plan.ourDocumentCount, Object.keys(mapping.files).length),
         ops: plan.ops,
         maxDeletePercent: spec.maxDeletePercent,
@@ -135,10 +163,9 @@ export class Mirror {
       report.ops = plan.ops;
       report.skipped = [...skipped, ...plan.skippedRejected.map((path) => ({ path, reason: rejectedReason(mapping, path) }))];
       report.counts.unchanged = plan.unchanged;
-      report.counts.skipped = report.skipped.length;
       if (!verdict.ok) {
         report.blocked = verdict;
-        logger.error({ mapping: spec.mappingId, kind: verdict.kind, deletes: verdict.deletes }, verdict.message);
+        logger.error({ kind: verdict.kind, deletes: verdict.deletes }, verdict.message);
         break;
       }
       if (opts.dryRun) break;
@@ -159,15 +186,18 @@ export class Mirror {
       });
       addCounts(report, result);
       report.failures = [...result.failures, ...result.rejected];
-      const settled = result.failures.length === 0 && !result.ambiguous;
-      if (settled) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);
+      if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);
       // Lost answers and files that changed under us are looked at again straight away.
       if (!result.ambiguous && result.changed.length === 0) break;
       if (round === maxRounds) {
         for (const path of result.changed) report.skipped.push({ path, reason: 'changed while being sent' });
-        if (result.ambiguous) report.failures.push({ path: '', op: 'upload', code: 'E_AMBIGUOUS', message: 'an upload answer was lost; the next pass settles it' });
+        if (result.ambiguous) {
+          report.needsFullPass = true;
+          report.failures.push({ path: '', op: 'upload', code: 'E_AMBIGUOUS', message: 'an upload answer was lost; the next full pass settles it' });
+        }
+        break;
       }
-      logger.info({ mapping: spec.mappingId, round }, 'looking again: an answer was lost or a file changed while being sent');
+      logger.info({ round }, 'looking again: an answer was lost or a file changed while being sent');
     }
 
     report.counts.skipped = report.skipped.length;
@@ -175,16 +205,49 @@ export class Mirror {
     report.ok = !report.blocked && report.failures.length === 0 && report.skipped.length === 0;
     report.finishedAt = new Date(this.d.now()).toISOString();
     if (!opts.dryRun) {
-      state.setLastPass(spec.mappingId, {
-        startedAt: report.startedAt,
-        finishedAt: report.finishedAt,
-        ok: report.ok,
-        summary: { ...report.counts },
-        ...(report.blocked ? { error: report.blocked.message } : {}),
-      });
+      if (!scope) {
+        state.setLastPass(spec.mappingId, {
+          startedAt: report.startedAt,
+          finishedAt: report.finishedAt,
+          ok: report.ok,
+          summary: { ...report.counts },
+          ...(report.blocked ? { error: report.blocked.message } : {}),
+        });
+      }
       await state.flush();
     }
     return report;
+  }
+
+  /**
+   * The paths an incremental plan covers: what the events named, what was found under the
+   * named folders, what the state holds there, and — so that a rename is seen even when
+   * its two halves arrived in different batches — tracked paths holding the same content as
+   * a new file, when they no longer exist.
+   */
+  private async widenScope(
+    scope: ChangeScope,
+    local: Map<string, LocalFileInfo>,
+    mapping: MappingState,
+    untouchable: (p: string) => boolean,
+  ): Promise<Set<string>> {
+    const out = new Set<string>(scope.files);
+    for (const p of local.keys()) out.add(p);
+    const dirs = scope.dirs.map((d) => (d === '' ? '' : `${d}/`));
+    if (dirs.length > 0) for (const p of Object.keys(mapping.files)) if (dirs.some((d) => p.startsWith(d))) out.add(p);
+
+    const newHashes = new Set<string>();
+    for (const [p, f] of local) if (!mapping.files[p] && f.sha256) newHashes.add(f.sha256);
+    if (newHashes.size === 0) return out;
+    const candidates = Object.entries(mapping.files)
+      .filter(([p, e]) => !out.has(p) && newHashes.has(e.sha256) && !untouchable(p))
+      .map(([p]) => p);
+    if (candidates.length === 0) return out;
+    const still = await this.d.local.scanScope({ files: candidates, dirs: [] });
+    for (const p of candidates) {
+      if (!still.files.has(p)) out.add(p);
+    }
+    return out;
   }
 
   /** Hashes what the quick check cannot vouch for; sets aside what cannot be read now. */

@@ -7,9 +7,9 @@
 import { LocalFileChangedError, LocalFileVanishedError, type LocalSide, type ScanResult } from '../engine/mirror.js';
 import { FileChangedError, FileVanishedError } from './errors.js';
 import { IgnoreFileError, loadFilter, type FilterSpec } from './filters.js';
-import { nodeFs, type LocalFs } from './fs.js';
+import { errorCode, errorMessage, nodeFs, type LocalFs } from './fs.js';
 import { hashFile } from './hash.js';
-import { walkTree, type SkippedEntry, type WalkResult } from './walk.js';
+import { resolveDiskPath, walkTree, type SkippedEntry, type WalkResult } from './walk.js';
 import type { LocalFileInfo } from '../engine/plan.js';
 
 export interface LocalSideMapping extends FilterSpec {
@@ -50,6 +50,45 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       return toScanResult(walk, mapping.maxFileBytes);
     },
 
+    async scanScope(scope: { files: readonly string[]; dirs: readonly string[] }): Promise<ScanResult> {
+      let filter;
+      try {
+        filter = await loadFilter(mapping, fs);
+      } catch (e) {
+        if (e instanceof IgnoreFileError) return { rootStatus: 'unreadable', files: new Map(), skipped: [], unreadableDirs: [] };
+        throw e;
+      }
+      const dirs = outermost(scope.dirs);
+      const walk = await walkTree(mapping.path, filter, {
+        fs,
+        maxFileBytes: mapping.maxFileBytes,
+        followSymlinks: mapping.followSymlinks,
+        concurrency: opts.concurrency,
+        signal: opts.signal,
+        subtrees: dirs,
+      });
+      if (walk.rootStatus !== 'ok') return toScanResult(walk, mapping.maxFileBytes);
+      // Single files outside those folders: looked at one by one.
+      const under = (p: string): boolean => dirs.some((d) => d === '' || p.startsWith(`${d}/`));
+      for (const path of new Set(scope.files)) {
+        if (under(path) || walk.files.has(path) || !filter.includes(path, false)) continue;
+        const disk = await resolveDiskPath(fs, mapping.path, path);
+        if (disk === undefined) continue;
+        let st;
+        try {
+          st = mapping.followSymlinks ? await fs.stat(disk) : await fs.lstat(disk);
+        } catch (e) {
+          const code = errorCode(e);
+          if (code !== 'ENOENT' && code !== 'ENOTDIR') walk.errors.push({ path, kind: 'file', code, message: errorMessage(e) });
+          continue;
+        }
+        if (!st.isFile()) continue;
+        if (st.size > mapping.maxFileBytes) walk.skipped.push({ path, reason: 'too-large', size: st.size });
+        else walk.files.set(path, { path, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs });
+      }
+      return toScanResult(walk, mapping.maxFileBytes);
+    },
+
     async hash(file: LocalFileInfo) {
       try {
         return await hashFile(file.diskPath, { fs, signal: opts.signal, noFollow: !mapping.followSymlinks });
@@ -60,6 +99,17 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       }
     },
   };
+}
+
+/** The folders of a list that are not inside another one of the list ('' is the root). */
+function outermost(dirs: readonly string[]): string[] {
+  const sorted = [...new Set(dirs)].sort();
+  const out: string[] = [];
+  for (const d of sorted) {
+    if (out.some((o) => o === '' || d === o || d.startsWith(`${o}/`))) continue;
+    out.push(d);
+  }
+  return out;
 }
 
 /**

@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { errorCode, errorMessage, nodeFs, type FsStats, type LocalFs } from './fs.js';
 import type { PathFilter } from './filters.js';
-import { isInside, joinRel } from './paths.js';
+import { isInside, joinRel, nfc } from './paths.js';
 
 export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
 
@@ -77,6 +77,12 @@ export interface WalkOptions {
   concurrency?: number | undefined;
   fs?: LocalFs | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * Walk only these folders (relative NFC paths, with everything below them) instead of
+   * the whole tree: an incremental look after watcher events. Paths stay relative to the
+   * root; a folder that does not exist (any more) contributes nothing.
+   */
+  subtrees?: readonly string[] | undefined;
 }
 
 /** A folder to list, with the real paths of the folders above it when links are followed. */
@@ -230,7 +236,38 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
   };
 
   let rootReadError: { code: string; message: string } | undefined;
-  pool.add(() => listDir({ rel: '', disk: root, real: rootReal, chain: rootReal ? { real: rootReal } : undefined }));
+  if (opts.subtrees === undefined) {
+    pool.add(() => listDir({ rel: '', disk: root, real: rootReal, chain: rootReal ? { real: rootReal } : undefined }));
+  } else {
+    for (const rel of opts.subtrees) {
+      pool.add(async () => {
+        if (rel === '') {
+          await listDir({ rel: '', disk: root, real: rootReal, chain: rootReal ? { real: rootReal } : undefined });
+          return;
+        }
+        if (!filter.includes(rel, true)) return;
+        const disk = await resolveDiskPath(fs, root, rel);
+        if (disk === undefined) return;
+        let real: string | undefined;
+        if (follow) {
+          try {
+            real = await fs.realpath(disk);
+          } catch {
+            return;
+          }
+          if (rootReal === undefined || !isInside(rootReal, real)) return;
+        } else {
+          // Without links followed, a subtree reached through a link is not ours to walk.
+          try {
+            if (!(await fs.lstat(disk)).isDirectory()) return;
+          } catch {
+            return;
+          }
+        }
+        await listDir({ rel, disk, real, chain: real ? { real } : undefined });
+      });
+    }
+  }
   await pool.done();
 
   if (rootReadError) {
@@ -244,6 +281,33 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
   result.skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   result.errors.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return result;
+}
+
+/**
+ * The on-disk path of a relative NFC path. Names stored in another Unicode form (NFD from
+ * macOS clients) are found by listing the parent folder. Undefined when nothing is there.
+ */
+export async function resolveDiskPath(fs: LocalFs, root: string, rel: string): Promise<string | undefined> {
+  const direct = join(root, ...rel.split('/'));
+  try {
+    await fs.lstat(direct);
+    return direct;
+  } catch (e) {
+    if (errorCode(e) !== 'ENOENT') return undefined;
+  }
+  let disk = root;
+  for (const segment of rel.split('/')) {
+    let entries;
+    try {
+      entries = await fs.readdir(disk);
+    } catch {
+      return undefined;
+    }
+    const hit = entries.find((e) => nfc(e.name) === segment);
+    if (!hit) return undefined;
+    disk = join(disk, hit.name);
+  }
+  return disk;
 }
 
 async function checkRoot(

@@ -1,0 +1,88 @@
+/**
+ * `dssync run`: the daemon in the foreground, for systemd (DESIGN §6). Logs go to stdout:
+ * JSON lines for journald, pretty on a terminal. SIGTERM/SIGINT stop it gracefully (exit 0),
+ * SIGHUP reloads the configuration.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { loadConfig } from '../config/load.js';
+import { CliError, ExitCode } from './exit.js';
+import type { GlobalArgs } from './options.js';
+
+interface RunArgs extends GlobalArgs {
+  logLevel?: string | undefined;
+}
+
+export const runCommand: CommandModule<GlobalArgs, RunArgs> = {
+  command: 'run',
+  describe: 'Run the daemon in the foreground: mirror, watch, stay in sync',
+  builder: (y) =>
+    y
+      .option('log-level', { type: 'string', describe: 'fatal, error, warn, info, debug or trace. Default: $DSSYNC_LOG_LEVEL, then "logLevel"' })
+      .example('$0 run --config /etc/dssync/config.json', 'as systemd runs it') as unknown as Argv<RunArgs>,
+  handler: async (args) => {
+    process.exitCode = await runDaemon(args);
+  },
+};
+
+export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  // Heavy modules load only for this command: `dssync --help` stays fast.
+  const [{ Daemon }, { createLogger }, { StateLockedError }] = await Promise.all([
+    import('../daemon/daemon.js'),
+    import('../log.js'),
+    import('../state/errors.js'),
+  ]);
+  const warnings: string[] = [];
+  const load = () =>
+    loadConfig({
+      file: args.config,
+      env,
+      flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile, logLevel: args.logLevel },
+      warn: (m) => warnings.push(m),
+    });
+  const first = load();
+  const logger = createLogger({ level: first.logLevel, pretty: process.stdout.isTTY === true });
+  for (const w of warnings.splice(0)) logger.warn(w);
+
+  let daemon: Awaited<ReturnType<typeof Daemon.start>>;
+  try {
+    let initial: typeof first | undefined = first;
+    daemon = await Daemon.start({
+      loadConfig: () => {
+        // The first load was done above (its errors exit 2 before anything starts).
+        const c = initial ?? load();
+        initial = undefined;
+        for (const w of warnings.splice(0)) logger.warn(w);
+        return c;
+      },
+      logger,
+    });
+  } catch (e) {
+    if (e instanceof StateLockedError) throw new CliError(e.message, ExitCode.FAILURE);
+    throw e;
+  }
+
+  return await new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        logger.warn({ signal }, 'second signal: exiting now');
+        process.exit(ExitCode.FAILURE);
+      }
+      stopping = true;
+      logger.info({ signal }, 'signal received');
+      daemon.stop().then(
+        () => resolve(ExitCode.OK),
+        (e: unknown) => {
+          logger.error({ err: e instanceof Error ? e.message : String(e) }, 'stop failed');
+          resolve(ExitCode.FAILURE);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGHUP', () => {
+      logger.info('SIGHUP: reloading the configuration');
+      void daemon.reload();
+    });
+  });
+}

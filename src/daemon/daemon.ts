@@ -1,0 +1,186 @@
+/**
+ * The daemon's composition root (DESIGN §2): the configuration, the state file (locked),
+ * one client and one pacer for the service, a MappingRunner per mapping, the status
+ * endpoint, and the process life: reload on SIGHUP, graceful stop on SIGTERM/SIGINT.
+ */
+import { setMaxListeners } from 'node:events';
+import { createClientFromConfig } from '../api/from-config.js';
+import type { DatastoreClient } from '../api/client.js';
+import { DSSYNC_VERSION } from '../api/version.js';
+import { requireMappings } from '../config/load.js';
+import type { Config, MappingConfig } from '../config/types.js';
+import type { Logger } from '../log.js';
+import { StateStore } from '../state/store.js';
+import { MappingRunner, type RunnerEvents } from './mapping-runner.js';
+import { DaemonMetrics } from './metrics.js';
+import type { DaemonStatus } from './status.js';
+import { startStatusServer, type RunningStatusServer } from './status-server.js';
+import { realTimers, type Timers } from './timers.js';
+
+export interface DaemonOptions {
+  /** Loads (or reloads) the configuration; throws ConfigError on a bad file. */
+  loadConfig: () => Config;
+  logger: Logger;
+  timers?: Timers;
+  /** Extra listeners (the demo prints each mirrored file). */
+  events?: RunnerEvents;
+}
+
+export class Daemon {
+  private config!: Config;
+  private store!: StateStore;
+  private client!: DatastoreClient;
+  private readonly runners = new Map<string, { runner: MappingRunner; mapping: MappingConfig }>();
+  private server: RunningStatusServer | undefined;
+  private readonly metrics: DaemonMetrics;
+  private readonly startedAt = new Date().toISOString();
+  private stopping = false;
+  private reloading: Promise<void> = Promise.resolve();
+  private readonly timers: Timers;
+  private readonly controller = new AbortController();
+
+  private constructor(private readonly o: DaemonOptions) {
+    this.timers = o.timers ?? realTimers;
+    setMaxListeners(0, this.controller.signal);
+    this.metrics = new DaemonMetrics(() => [...this.runners.values()].map((r) => r.runner.status()));
+  }
+
+  /** Loads the config, takes the state lock, starts every mapping and the status endpoint. */
+  static async start(o: DaemonOptions): Promise<Daemon> {
+    const d = new Daemon(o);
+    d.config = requireMappings(o.loadConfig());
+    d.store = await StateStore.open(d.config.statePath, { logger: o.logger, onCorrupt: 'reset' });
+    try {
+      d.client = d.newClient(d.config);
+      if (d.config.status.listen) {
+        d.server = await startStatusServer({
+          host: d.config.status.listen.host,
+          port: d.config.status.listen.port,
+          status: () => d.status(),
+          metrics: () => d.metrics.text(),
+        });
+        o.logger.info({ url: d.server.url }, 'status endpoint listening');
+      }
+      for (const [i, m] of d.config.mappings.entries()) d.startRunner(m, i);
+      o.logger.info({ mappings: d.config.mappings.map((m) => m.id), statePath: d.config.statePath, version: DSSYNC_VERSION }, 'dssync running');
+      return d;
+    } catch (e) {
+      await d.server?.close();
+      await d.store.close();
+      throw e;
+    }
+  }
+
+  get statusUrl(): string | undefined {
+    return this.server?.url;
+  }
+
+  status(): DaemonStatus {
+    const p = this.client.pacer.stats();
+    return {
+      version: DSSYNC_VERSION,
+      pid: process.pid,
+      startedAt: this.startedAt,
+      configFile: this.config.file,
+      statePath: this.config.statePath,
+      baseUrl: this.config.connection.baseUrl,
+      organizationId: this.config.connection.organizationId,
+      stopping: this.stopping,
+      requests: { total: p.requests, retries: p.retries, throttled: p.throttled, inFlight: p.inFlight, queued: p.queued },
+      mappings: [...this.runners.values()].map((r) => r.runner.status()),
+    };
+  }
+
+  /**
+   * SIGHUP: reads the config again. Added mappings start, removed ones stop, changed ones
+   * restart (their first pass is a full one, so nothing waiting is lost); a changed
+   * connection restarts every mapping on a new client. A bad file changes nothing.
+   */
+  reload(): Promise<void> {
+    this.reloading = this.reloading.then(() => this.doReload());
+    return this.reloading;
+  }
+
+  private async doReload(): Promise<void> {
+    if (this.stopping) return;
+    let next: Config;
+    try {
+      next = requireMappings(this.o.loadConfig());
+    } catch (e) {
+      this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'reload failed: the configuration is invalid; keeping the running one');
+      return;
+    }
+    if (next.statePath !== this.config.statePath) {
+      this.o.logger.warn({ statePath: next.statePath }, 'statePath cannot change on reload; restart dssync to use the new one');
+    }
+    const connectionChanged =
+      next.connection.baseUrl !== this.config.connection.baseUrl ||
+      next.connection.organizationId !== this.config.connection.organizationId ||
+      JSON.stringify(next.queue) !== JSON.stringify(this.config.queue) ||
+      next.tls.caFile !== this.config.tls.caFile;
+    const globalChanged = connectionChanged || next.debounceMs !== this.config.debounceMs || next.rescanIntervalSeconds !== this.config.rescanIntervalSeconds || JSON.stringify(next.ingestionCheck) !== JSON.stringify(this.config.ingestionCheck);
+    const wanted = new Map(next.mappings.map((m, i) => [m.id, { m, i }]));
+    const stops: Promise<void>[] = [];
+    for (const [id, r] of this.runners) {
+      const w = wanted.get(id);
+      if (!w || globalChanged || JSON.stringify(w.m) !== JSON.stringify(r.mapping)) {
+        stops.push(r.runner.stop());
+        this.runners.delete(id);
+      }
+    }
+    await Promise.all(stops);
+    const oldClient = this.client;
+    this.config = { ...next, statePath: this.config.statePath };
+    if (connectionChanged) {
+      this.client = this.newClient(this.config);
+      await oldClient.close();
+    }
+    for (const [id, { m, i }] of wanted) if (!this.runners.has(id)) this.startRunner(m, i);
+    this.o.logger.info({ mappings: [...wanted.keys()] }, 'configuration reloaded');
+  }
+
+  /**
+   * SIGTERM/SIGINT: stop watching, let passes in progress finish (or abort them after a
+   * grace period), flush the state, release the lock. Resolves within ~10 s.
+   */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.o.logger.info('stopping');
+    await this.reloading.catch(() => undefined);
+    await Promise.all([...this.runners.values()].map((r) => r.runner.stop(7_000)));
+    this.controller.abort();
+    await this.server?.close();
+    await this.client.close().catch(() => undefined);
+    await this.store.close();
+    this.o.logger.info('stopped');
+  }
+
+  private newClient(config: Config): DatastoreClient {
+    return createClientFromConfig(config, {
+      logger: this.o.logger,
+      onEvent: (e) => this.metrics.onPacer(e),
+    });
+  }
+
+  private startRunner(mapping: MappingConfig, index: number): void {
+    const runner = new MappingRunner({
+      config: this.config,
+      mapping,
+      index,
+      api: this.client,
+      state: this.store,
+      logger: this.o.logger,
+      timers: this.timers,
+      events: {
+        onOp: (id, e, lag) => {
+          this.metrics.onOp(id, e, lag);
+          this.o.events?.onOp?.(id, e, lag);
+        },
+        onPass: (id, kind, report) => this.o.events?.onPass?.(id, kind, report),
+      },
+    });
+    this.runners.set(mapping.id, { runner, mapping });
+    runner.start();
+  }
+}

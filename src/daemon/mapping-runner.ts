@@ -1,0 +1,375 @@
+/**
+ * One mapping inside the daemon: a full pass at start, then watching; events go through
+ * the aggregator and become incremental passes; a periodic (jittered) full rescan catches
+ * what watchers miss; a failing mapping retries with back-off and says why it is degraded,
+ * without stopping the others (DESIGN §1.2, issue "daemon").
+ *
+ * Passes run one at a time per mapping, so two operations never touch one path at once;
+ * what changes during a pass waits in the aggregator and is planned with the latest state
+ * of the disk afterwards (latest wins).
+ */
+import { setMaxListeners } from 'node:events';
+import type { DatastoreApi } from '../api/api.js';
+import { isApiError } from '../api/errors.js';
+import type { Config, MappingConfig } from '../config/types.js';
+import type { OpEvent } from '../engine/executor.js';
+import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
+import { buildMirror } from '../engine/setup.js';
+import { EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
+import { loadFilter } from '../local/filters.js';
+import { startWatcher, WatchError, type Watcher, type WatcherOptions } from '../local/watcher.js';
+import type { Logger } from '../log.js';
+import type { StateStore } from '../state/store.js';
+import { IngestionChecker, type NotIngested } from './ingestion.js';
+import { jittered, retryDelayMs, type Timers } from './timers.js';
+
+export type RunnerPhase = 'starting' | 'syncing' | 'watching' | 'degraded' | 'stopped';
+
+export interface RecentError {
+  at: string;
+  path?: string | undefined;
+  message: string;
+}
+
+export interface MappingStatus {
+  id: string;
+  path: string;
+  dataSourceId?: string | undefined;
+  phase: RunnerPhase;
+  /** Why the mapping is degraded (empty when it is not). */
+  degraded: string[];
+  filesTracked: number;
+  /** Paths waiting in the aggregator or planned for the next pass. */
+  pending: number;
+  lastPass?: PassReport['counts'] & { ok: boolean; finishedAt: string; kind: 'full' | 'changes' } | undefined;
+  lastFullPassOkAt?: string | undefined;
+  nextRescanAt?: string | undefined;
+  recentErrors: RecentError[];
+  skipped: { path: string; reason: string }[];
+  /** Uploaded documents that had no chunks after the ingestion delay. */
+  notIngested: NotIngested[];
+  watchedDirs: number;
+}
+
+/** What the daemon learns from a runner (metrics, the demo's output). */
+export interface RunnerEvents {
+  onOp?(mappingId: string, e: OpEvent, lagMs: number | undefined): void;
+  onPass?(mappingId: string, kind: 'full' | 'changes', report: PassReport): void;
+}
+
+export interface MappingRunnerDeps {
+  config: Config;
+  mapping: MappingConfig;
+  index: number;
+  api: DatastoreApi;
+  state: StateStore;
+  logger: Logger;
+  timers: Timers;
+  events?: RunnerEvents | undefined;
+  /** Starts the watcher (tests may swap it). */
+  watch?: ((opts: WatcherOptions) => Promise<Watcher>) | undefined;
+  random?: (() => number) | undefined;
+}
+
+const MAX_RECENT_ERRORS = 50;
+
+export class MappingRunner {
+  private phase: RunnerPhase = 'starting';
+  private degraded = new Map<string, string>();
+  private mirror: Mirror | undefined;
+  private watcher: Watcher | undefined;
+  private readonly aggregator: EventAggregator;
+  private readonly controller = new AbortController();
+  private fullWanted = true;
+  private readonly pendingFiles = new Map<string, number>();
+  private readonly pendingDirs = new Map<string, number>();
+  private running: Promise<void> | undefined;
+  private drainTimer: unknown;
+  private drainAt: number | undefined;
+  private retryTimer: unknown;
+  private rescanTimer: unknown;
+  private nextRescanAt: number | undefined;
+  private failures = 0;
+  private watchFailures = 0;
+  private stopped = false;
+  private lastPass: MappingStatus['lastPass'];
+  private lastFullPassOkAt: string | undefined;
+  private recentErrors: RecentError[] = [];
+  private skipped: { path: string; reason: string }[] = [];
+  /** First event time of each path in the pass running now, for the lag metric. */
+  private lagStart = new Map<string, number>();
+  private readonly log: Logger;
+  private readonly ingestion: IngestionChecker | undefined;
+
+  constructor(private readonly d: MappingRunnerDeps) {
+    this.log = d.logger.child({ mapping: d.mapping.id });
+    setMaxListeners(0, this.controller.signal);
+    this.aggregator = new EventAggregator({ quietMs: d.config.debounceMs });
+    if (d.config.ingestionCheck.enabled) {
+      this.ingestion = new IngestionChecker({
+        api: d.api,
+        dataSourceId: () => this.mirror?.dataSourceId,
+        delayMs: d.config.ingestionCheck.delaySeconds * 1000,
+        timers: d.timers,
+        logger: this.log,
+        signal: this.controller.signal,
+      });
+    }
+  }
+
+  get id(): string {
+    return this.d.mapping.id;
+  }
+
+  start(): void {
+    void this.startWatching();
+    this.kick();
+  }
+
+  /**
+   * Stops watching and scheduling; the pass in progress may finish within `graceMs`, after
+   * which its requests are aborted. State mutations already made are kept by the caller's flush.
+   */
+  async stop(graceMs = 8_000): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.phase = 'stopped';
+    this.ingestion?.stop();
+    for (const t of [this.drainTimer, this.retryTimer, this.rescanTimer]) if (t !== undefined) this.d.timers.clearTimeout(t);
+    await this.watcher?.close().catch(() => undefined);
+    this.watcher = undefined;
+    if (this.running) {
+      const abort = this.d.timers.setTimeout(() => this.controller.abort(), graceMs);
+      await this.running.catch(() => undefined);
+      this.d.timers.clearTimeout(abort);
+    }
+    this.controller.abort();
+  }
+
+  status(): MappingStatus {
+    const tracked = Object.keys(this.d.state.mapping(this.d.mapping.id)?.files ?? {}).length;
+    return {
+      id: this.d.mapping.id,
+      path: this.d.mapping.path,
+      dataSourceId: this.mirror?.dataSourceId ?? this.d.mapping.dataSourceId,
+      phase: this.phase,
+      degraded: [...this.degraded.values()],
+      filesTracked: tracked,
+      pending: this.aggregator.pendingCount() + this.pendingFiles.size + this.pendingDirs.size,
+      lastPass: this.lastPass,
+      lastFullPassOkAt: this.lastFullPassOkAt,
+      nextRescanAt: this.nextRescanAt === undefined ? undefined : new Date(this.nextRescanAt).toISOString(),
+      recentErrors: [...this.recentErrors],
+      skipped: [...this.skipped],
+      notIngested: this.ingestion?.notIngested() ?? [],
+      watchedDirs: this.watcher?.watchedDirs() ?? 0,
+    };
+  }
+
+  /** Asks for a full pass as soon as the current work allows (SIGHUP, tests). */
+  requestFullPass(): void {
+    this.fullWanted = true;
+    this.kick();
+  }
+
+  // ---- watching -------------------------------------------------------------------
+
+  private async startWatching(): Promise<void> {
+    if (this.stopped || this.watcher) return;
+    try {
+      const filter = await loadFilter(this.d.mapping);
+      const watch = this.d.watch ?? startWatcher;
+      this.watcher = await watch({
+        root: this.d.mapping.path,
+        filter: (p, isDir) => filter.includes(p, isDir),
+        now: () => this.d.timers.now(),
+        onEvent: (e) => {
+          this.aggregator.push(e);
+          this.scheduleDrain();
+        },
+        onError: (err) => this.onWatchError(err),
+      });
+      if (this.stopped) {
+        await this.watcher.close();
+        return;
+      }
+      this.watchFailures = 0;
+      this.degraded.delete('watch');
+    } catch (e) {
+      this.watchFailures++;
+      const msg = e instanceof Error ? e.message : String(e);
+      this.setDegraded('watch', `not watching ${this.d.mapping.path}: ${msg}`);
+      this.d.timers.setTimeout(() => void this.startWatching(), retryDelayMs(this.watchFailures, this.d.random));
+    }
+  }
+
+  private onWatchError(err: WatchError): void {
+    this.log.warn({ code: err.code }, err.message);
+    if (err.lostEvents) this.aggregator.overflow(err.code, this.d.timers.now());
+    if (err.code === 'root-gone') {
+      const w = this.watcher;
+      this.watcher = undefined;
+      void w?.close().catch(() => undefined);
+      this.setDegraded('watch', `the mapped folder ${this.d.mapping.path} is gone; waiting for it to come back`);
+      this.watchFailures++;
+      this.d.timers.setTimeout(() => void this.startWatching().then(() => this.requestFullPass()), retryDelayMs(this.watchFailures, this.d.random));
+    }
+    this.scheduleDrain();
+  }
+
+  private scheduleDrain(): void {
+    if (this.stopped) return;
+    const at = this.aggregator.nextDeadline();
+    if (at === undefined) return;
+    if (this.drainTimer !== undefined && this.drainAt !== undefined && this.drainAt <= at) return;
+    if (this.drainTimer !== undefined) this.d.timers.clearTimeout(this.drainTimer);
+    this.drainAt = at;
+    this.drainTimer = this.d.timers.setTimeout(() => {
+      this.drainTimer = undefined;
+      this.drainAt = undefined;
+      this.takeBatch(this.aggregator.drain(this.d.timers.now()));
+      this.scheduleDrain();
+    }, Math.max(0, at - this.d.timers.now()));
+  }
+
+  private takeBatch(batch: Batch): void {
+    if (isEmptyBatch(batch)) return;
+    if (batch.rescan) {
+      this.log.info({ reasons: batch.reasons }, 'watcher lost events: full rescan');
+      this.fullWanted = true;
+    }
+    for (const item of batch.items) {
+      const map = item.isDir ? this.pendingDirs : this.pendingFiles;
+      const prev = map.get(item.path);
+      map.set(item.path, prev === undefined ? item.firstEventAt : Math.min(prev, item.firstEventAt));
+    }
+    this.kick();
+  }
+
+  // ---- passes ---------------------------------------------------------------------
+
+  private kick(): void {
+    if (this.stopped || this.running) return;
+    if (!this.fullWanted && this.pendingFiles.size === 0 && this.pendingDirs.size === 0) return;
+    this.running = this.work().finally(() => {
+      this.running = undefined;
+      this.kick();
+    });
+  }
+
+  private async work(): Promise<void> {
+    try {
+      if (!this.mirror) {
+        this.phase = 'starting';
+        this.mirror = await buildMirror(this.d.config, this.d.mapping, this.d.index, {
+          api: this.d.api,
+          state: this.d.state,
+          logger: this.d.logger,
+          onOp: (e) => this.onOp(e),
+          signal: this.controller.signal,
+          now: () => this.d.timers.now(),
+        });
+        this.degraded.delete('service');
+      }
+      this.phase = 'syncing';
+      if (this.fullWanted) {
+        this.fullWanted = false;
+        // A full pass looks at everything the pending events named.
+        this.lagStart = new Map([...this.pendingFiles]);
+        this.pendingFiles.clear();
+        this.pendingDirs.clear();
+        const report = await this.mirror.fullPass({ signal: this.controller.signal });
+        this.afterPass('full', report);
+      } else {
+        const scope: ChangeScope = { files: [...this.pendingFiles.keys()], dirs: [...this.pendingDirs.keys()] };
+        this.lagStart = new Map([...this.pendingFiles, ...this.pendingDirs]);
+        this.pendingFiles.clear();
+        this.pendingDirs.clear();
+        const report = await this.mirror.changedPass(scope, { signal: this.controller.signal });
+        this.afterPass('changes', report);
+      }
+    } catch (e) {
+      if (this.stopped) return;
+      this.onFailure(e);
+    }
+  }
+
+  private afterPass(kind: 'full' | 'changes', report: PassReport): void {
+    this.d.events?.onPass?.(this.id, kind, report);
+    this.lastPass = { ...report.counts, ok: report.ok, finishedAt: report.finishedAt, kind };
+    this.skipped = report.skipped;
+    for (const f of report.failures) this.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}` });
+    if (report.blocked) {
+      this.onFailure(new Error(report.blocked.message), report.blocked.kind);
+      return;
+    }
+    if (report.needsFullPass || report.failures.some((f) => f.code !== 'E_PAYLOAD_TOO_LARGE' && f.code !== 'E_UNSUPPORTED_TYPE')) {
+      // Transient failures: a full pass (with a listing) settles them, after a back-off.
+      this.failures++;
+      this.scheduleRetry();
+      return;
+    }
+    this.failures = 0;
+    this.degraded.delete('pass');
+    this.degraded.delete('service');
+    this.phase = this.degraded.size > 0 ? 'degraded' : 'watching';
+    if (kind === 'full') {
+      this.lastFullPassOkAt = report.finishedAt;
+      this.scheduleRescan();
+    }
+  }
+
+  private onFailure(e: unknown, kind?: string): void {
+    this.failures++;
+    const message = e instanceof Error ? e.message : String(e);
+    const auth = isApiError(e) && (e.code === 'E_UNAUTHORIZED' || e.code === 'E_FORBIDDEN');
+    const reason = auth ? `the service refused the credentials: ${message}` : message;
+    this.setDegraded(this.mirror ? 'pass' : 'service', reason);
+    this.remember({ message: reason });
+    this.log.error({ err: message, kind, failures: this.failures }, 'mapping degraded; will retry');
+    this.scheduleRetry();
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopped) return;
+    if (this.retryTimer !== undefined) this.d.timers.clearTimeout(this.retryTimer);
+    const delay = retryDelayMs(this.failures, this.d.random);
+    this.retryTimer = this.d.timers.setTimeout(() => {
+      this.retryTimer = undefined;
+      this.requestFullPass();
+    }, delay);
+  }
+
+  private scheduleRescan(): void {
+    if (this.stopped) return;
+    if (this.rescanTimer !== undefined) this.d.timers.clearTimeout(this.rescanTimer);
+    const delay = jittered(this.d.config.rescanIntervalSeconds * 1000, this.d.random);
+    this.nextRescanAt = this.d.timers.now() + delay;
+    this.rescanTimer = this.d.timers.setTimeout(() => {
+      this.rescanTimer = undefined;
+      this.log.info('periodic rescan');
+      this.requestFullPass();
+    }, delay);
+  }
+
+  private onOp(e: OpEvent): void {
+    if (e.outcome === 'done' && e.documentId && (e.kind === 'upload' || e.kind === 'replace')) this.ingestion?.track(e.path, e.documentId);
+    if (e.outcome === 'done' && e.kind === 'delete') this.ingestion?.forget(e.path);
+    const start = this.lagStart.get(e.path);
+    const lag = e.outcome === 'done' && start !== undefined ? this.d.timers.now() - start : undefined;
+    if (e.outcome === 'failed' || e.outcome === 'rejected') {
+      this.remember({ path: e.path, message: `${e.kind} ${e.outcome}: ${e.error?.message ?? ''}` });
+    }
+    this.d.events?.onOp?.(this.id, e, lag);
+  }
+
+  private setDegraded(key: string, reason: string): void {
+    this.degraded.set(key, reason);
+    this.phase = 'degraded';
+  }
+
+  private remember(e: Omit<RecentError, 'at'>): void {
+    this.recentErrors.push({ at: new Date(this.d.timers.now()).toISOString(), ...e });
+    if (this.recentErrors.length > MAX_RECENT_ERRORS) this.recentErrors.splice(0, this.recentErrors.length - MAX_RECENT_ERRORS);
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Prometheus metrics of the daemon (prom-client), on a registry of its own so several
+ * daemons in one test process do not share counters. Gauges that mirror the runners'
+ * state are computed at scrape time.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PacerEvent } from '../api/pacer.js';
+import type { OpEvent } from '../engine/executor.js';
+import type { MappingStatus } from './mapping-runner.js';
+
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  private readonly ops: Counter<'mapping' | 'kind' | 'outcome'>;
+  private readonly requestSeconds: Histogram<'method' | 'status'>;
+  private readonly retries: Counter<'code'>;
+  private readonly throttled: Counter<'status'>;
+  private readonly lag: Histogram<'mapping'>;
+
+  constructor(statuses: () => MappingStatus[]) {
+    const registers = [this.registry];
+    this.ops = new Counter({
+      name: 'dssync_operations_total',
+      help: 'Document operations by kind (upload, replace, rename, update-meta, delete, adopt, forget) and outcome',
+      labelNames: ['mapping', 'kind', 'outcome'],
+      registers,
+    });
+    this.requestSeconds = new Histogram({
+      name: 'dssync_request_duration_seconds',
+      help: 'Latency of requests to the service, by method and HTTP status (or error code)',
+      labelNames: ['method', 'status'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.retries = new Counter({ name: 'dssync_request_retries_total', help: 'Requests retried, by error code', labelNames: ['code'], registers });
+    this.throttled = new Counter({
+      name: 'dssync_throttled_total',
+      help: 'Answers 429/503 that paused every request (shared back-off)',
+      labelNames: ['status'],
+      registers,
+    });
+    this.lag = new Histogram({
+      name: 'dssync_sync_lag_seconds',
+      help: "Time from a file's change (first watcher event) to the service's answer for it",
+      labelNames: ['mapping'],
+      buckets: [0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+      registers,
+    });
+    const perMapping = (name: string, help: string, value: (s: MappingStatus) => number | undefined): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['mapping'],
+        registers,
+        collect() {
+          this.reset();
+          for (const s of statuses()) {
+            const v = value(s);
+            if (v !== undefined) this.set({ mapping: s.id }, v);
+          }
+        },
+      });
+    };
+    perMapping('dssync_queue_depth', 'Paths waiting to be looked at', (s) => s.pending);
+    perMapping('dssync_files_tracked', 'Files mirrored (entries in the state)', (s) => s.filesTracked);
+    perMapping('dssync_mapping_degraded', '1 when the mapping is degraded', (s) => (s.degraded.length > 0 ? 1 : 0));
+    perMapping('dssync_last_successful_pass_timestamp_seconds', 'End of the last full pass that left the data source in sync', (s) =>
+      s.lastFullPassOkAt ? Date.parse(s.lastFullPassOkAt) / 1000 : undefined,
+    );
+    perMapping('dssync_files_skipped', 'Files not mirrored for now (too large, refused, unreadable)', (s) => s.skipped.length);
+    perMapping('dssync_documents_not_ingested', 'Uploaded documents with no chunks after the ingestion delay', (s) => s.notIngested.length);
+    perMapping('dssync_watched_folders', 'Folders under inotify watch', (s) => s.watchedDirs);
+  }
+
+  onOp(mappingId: string, e: OpEvent, lagMs: number | undefined): void {
+    this.ops.inc({ mapping: mappingId, kind: e.kind, outcome: e.outcome });
+    if (lagMs !== undefined) this.lag.observe({ mapping: mappingId }, lagMs / 1000);
+  }
+
+  onPacer(e: PacerEvent): void {
+    if (e.type === 'response') this.requestSeconds.observe({ method: e.method, status: String(e.status ?? e.code ?? 'error') }, e.ms / 1000);
+    else if (e.type === 'retry') this.retries.inc({ code: e.code });
+    else if (e.type === 'throttle') this.throttled.inc({ status: String(e.status) });
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
