@@ -7,6 +7,7 @@ import { chunksCommand } from './chunks.js';
 import { datasourcesCommand } from './datasources.js';
 import { documentsCommand } from './documents.js';
 import { emulatorCommand } from './emulator.js';
+import { demoCommand } from './demo.js';
 import { runCommand } from './run.js';
 import { syncCommand } from './sync.js';
 
@@ -19,4 +20,5 @@ export const commandModules: CommandModule<any, any>[] = [
   emulatorCommand,
   syncCommand,
   runCommand,
+  demoCommand,
 ];
