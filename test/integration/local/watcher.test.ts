@@ -1,0 +1,236 @@
+/**
+ * The watcher on real folders with real chokidar, in both modes. No fixed sleeps: every
+ * assertion waits for a condition (generous timeouts), and "nothing was reported" is
+ * checked after a later event (a marker file, or a second watcher) proves the watcher saw
+ * what came after.
+ */
+import { appendFile, mkdir, mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EventAggregator } from '../../../src/local/aggregator.js';
+import type { RawEvent } from '../../../src/local/aggregator.js';
+import { startWatcher, WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watcher.js';
+
+const TIMEOUT = 20_000;
+
+/** Visible paths only, as the built-in filter does for hidden entries. */
+const noHidden = (rel: string): boolean => !rel.split('/').some((s) => s.startsWith('.'));
+
+async function waitFor(what: string, cond: () => boolean, seen: () => unknown, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}; seen: ${JSON.stringify(seen())}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+interface Harness {
+  root: string;
+  events: RawEvent[];
+  errors: WatchError[];
+  watcher: Watcher;
+  /** Waits for an event matching `pred` (among events not yet consumed by an earlier wait). */
+  waitEvent(what: string, pred: (e: RawEvent) => boolean): Promise<RawEvent>;
+}
+
+let root: string;
+const open: Watcher[] = [];
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'dssync-watch-'));
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((w) => w.close()));
+  await rm(root, { recursive: true, force: true });
+});
+
+async function watchRoot(opts: Partial<WatcherOptions> = {}): Promise<Harness> {
+  const events: RawEvent[] = [];
+  const errors: WatchError[] = [];
+  const watcher = await startWatcher({
+    root,
+    filter: noHidden,
+    onEvent: (e) => events.push(e),
+    onError: (e) => errors.push(e),
+    ...opts,
+  });
+  open.push(watcher);
+  const waitEvent = async (what: string, pred: (e: RawEvent) => boolean): Promise<RawEvent> => {
+    await waitFor(what, () => events.some(pred), () => events);
+    return events.find(pred)!;
+  };
+  return { root, events, errors, watcher, waitEvent };
+}
+
+const exists = (e: RawEvent): boolean => e.kind === 'add' || e.kind === 'change';
+
+describe.each([
+  { name: 'folders only (raw events)', opts: {}, mode: 'folders' },
+  { name: 'files watched', opts: { watchFiles: true }, mode: 'files' },
+])('startWatcher, $name', ({ opts, mode }) => {
+  it('reports a file added, changed and deleted, with sizes', { timeout: TIMEOUT }, async () => {
+    const h = await watchRoot(opts);
+    expect(h.watcher.mode).toBe(mode);
+    await writeFile(join(root, 'a.txt'), 'hello');
+    await h.waitEvent('a.txt present', (e) => e.path === 'a.txt' && exists(e));
+    const appendedAt = Date.now();
+    await appendFile(join(root, 'a.txt'), ' world');
+    await h.waitEvent('a.txt changed', (e) => e.path === 'a.txt' && exists(e) && e.at >= appendedAt);
+    if (mode === 'folders') {
+      // Each path is stat-ed again after its last raw event: the final size always arrives.
+      // (chokidar's own change events may stop at an intermediate size: LIBRARIES.md.)
+      await waitFor('the final size', () => h.events.filter((e) => e.path === 'a.txt').at(-1)?.size === 11, () => h.events);
+    }
+    await unlink(join(root, 'a.txt'));
+    await h.waitEvent('a.txt unlinked', (e) => e.path === 'a.txt' && e.kind === 'unlink');
+    expect(h.errors).toEqual([]);
+  });
+
+  it('reports a rename as the old path gone and the new one present', { timeout: TIMEOUT }, async () => {
+    await mkdir(join(root, 'in'));
+    await writeFile(join(root, 'in', 'scan.pdf'), 'pdf');
+    const h = await watchRoot(opts);
+    await rename(join(root, 'in', 'scan.pdf'), join(root, 'filed.pdf'));
+    await h.waitEvent('in/scan.pdf unlinked', (e) => e.path === 'in/scan.pdf' && e.kind === 'unlink');
+    await h.waitEvent('filed.pdf present', (e) => e.path === 'filed.pdf' && exists(e));
+  });
+
+  it('reports a moved folder as unlinkDir of the old path and addDir of the new one', { timeout: TIMEOUT }, async () => {
+    await mkdir(join(root, 'projects', 'alpha', 'docs'), { recursive: true });
+    await writeFile(join(root, 'projects', 'alpha', 'docs', 'spec.md'), '# spec');
+    const h = await watchRoot(opts);
+    await rename(join(root, 'projects', 'alpha'), join(root, 'alpha-2024'));
+    await h.waitEvent('projects/alpha unlinkDir', (e) => e.path === 'projects/alpha' && e.kind === 'unlinkDir');
+    await h.waitEvent('alpha-2024 addDir', (e) => e.path === 'alpha-2024' && e.kind === 'addDir');
+    // And the moved folder is watched under its new name.
+    const writtenAt = Date.now();
+    await writeFile(join(root, 'alpha-2024', 'docs', 'spec.md'), '# spec v2');
+    await h.waitEvent('change under the moved folder', (e) => e.path === 'alpha-2024/docs/spec.md' && exists(e) && e.at >= writtenAt);
+  });
+
+  it('ends an atomic save (temp file renamed over the file) with the real path reported as present', { timeout: TIMEOUT }, async () => {
+    await writeFile(join(root, 'report.txt'), 'version 1');
+    const h = await watchRoot(opts);
+    const agg = new EventAggregator({ quietMs: 50, renameWindowMs: 100, batchTickMs: 0, filter: noHidden });
+    for (const tmp of ['.report.txt.swp-tmp', 'report.txt.tmp-42']) {
+      await writeFile(join(root, tmp), 'version 2, longer');
+      await rename(join(root, tmp), join(root, 'report.txt'));
+    }
+    await h.waitEvent('report.txt present', (e) => e.path === 'report.txt' && exists(e));
+    // The hidden temp file is filtered out; nothing says the real file is gone.
+    expect(h.events.filter((e) => e.path.startsWith('.'))).toEqual([]);
+    const last = h.events.filter((e) => e.path === 'report.txt').at(-1)!;
+    expect(exists(last)).toBe(true);
+    // Through the aggregator: the real file is reported, present.
+    for (const e of h.events) agg.push(e);
+    const batch = agg.drain(Math.max(...h.events.map((e) => e.at)) + 10_000);
+    expect(batch.items.find((i) => i.path === 'report.txt')).toMatchObject({ gone: false, isDir: false });
+    expect(batch.paths.filter((p) => p !== 'report.txt' && p !== 'report.txt.tmp-42')).toEqual([]);
+  });
+
+  it('reports nothing from hidden folders, and does not watch them', { timeout: TIMEOUT }, async () => {
+    await mkdir(join(root, '.git', 'objects'), { recursive: true });
+    await mkdir(join(root, 'visible'));
+    const h = await watchRoot(opts);
+    expect(h.watcher.watchedDirs()).toBe(2); // the root and "visible"
+    await writeFile(join(root, '.git', 'objects', 'ab12'), 'blob');
+    await mkdir(join(root, '.cache'));
+    await writeFile(join(root, '.cache', 'x.bin'), 'cached');
+    await writeFile(join(root, '.hidden-file'), 'h');
+    await writeFile(join(root, 'visible', 'marker.txt'), 'm');
+    await h.waitEvent('the marker', (e) => e.path === 'visible/marker.txt' && exists(e));
+    expect(h.events.filter((e) => !noHidden(e.path))).toEqual([]);
+  });
+
+  it('reports a folder created with subfolders and files, and then watches all of it', { timeout: TIMEOUT }, async () => {
+    const h = await watchRoot(opts);
+    // Created faster than chokidar can read-then-watch each level.
+    await mkdir(join(root, 'new', 'deeper', 'deepest'), { recursive: true });
+    await writeFile(join(root, 'new', 'deeper', 'n.txt'), 'n');
+    // The top folder is reported (the engine walks its whole subtree)...
+    await h.waitEvent('addDir new', (e) => e.path === 'new' && e.kind === 'addDir');
+    // ...and every level ends up watched, so that later changes anywhere in it are seen.
+    await waitFor('all levels watched', () => h.watcher.watchedDirs() === 4, () => h.watcher.watchedDirs());
+    await writeFile(join(root, 'new', 'deeper', 'deepest', 'later.txt'), 'later');
+    await h.waitEvent('later.txt', (e) => e.path === 'new/deeper/deepest/later.txt' && exists(e));
+  });
+
+  it('reports names in NFC even when the disk holds them in NFD', { timeout: TIMEOUT }, async () => {
+    const h = await watchRoot(opts);
+    await writeFile(join(root, 'Re\u0301union.txt'), 'nfd');
+    await h.waitEvent('the NFC name', (e) => e.path === 'R\u00e9union.txt' && exists(e));
+  });
+
+  it('stops reporting after close()', { timeout: TIMEOUT }, async () => {
+    const h = await watchRoot(opts);
+    await h.watcher.close();
+    // A second watcher on the same folder proves the change happened and was seen.
+    const control = await watchRoot(opts);
+    await writeFile(join(root, 'after-close.txt'), 'x');
+    await control.waitEvent('the control sees the file', (e) => e.path === 'after-close.txt');
+    await writeFile(join(root, 'after-close-2.txt'), 'y');
+    await control.waitEvent('the control sees the second file', (e) => e.path === 'after-close-2.txt');
+    expect(h.events).toEqual([]);
+  });
+
+  it.each(['deleted while empty', 'deleted with its contents', 'renamed away'])(
+    'reports the mapped folder %s as a root-gone error, without crashing',
+    { timeout: TIMEOUT },
+    async (how) => {
+      if (how === 'deleted with its contents') {
+        await mkdir(join(root, 'sub'));
+        await writeFile(join(root, 'f.txt'), 'f');
+      }
+      const h = await watchRoot(opts);
+      if (how === 'renamed away') await rename(root, `${root}-moved`);
+      else await rm(root, { recursive: true });
+      try {
+        await waitFor('a root-gone error', () => h.errors.some((e) => e.code === 'root-gone'), () => h.errors);
+        expect(h.errors[0]).toBeInstanceOf(WatchError);
+        expect(h.errors[0]).toMatchObject({ code: 'root-gone', lostEvents: true });
+        expect(h.errors[0]!.message).toContain(h.watcher.root);
+      } finally {
+        await rm(`${root}-moved`, { recursive: true, force: true });
+      }
+    },
+  );
+});
+
+describe('startWatcher, other cases', () => {
+  it('rejects a missing folder with a root-unusable error naming it', { timeout: TIMEOUT }, async () => {
+    const missing = join(root, 'does-not-exist');
+    const err = await startWatcher({ root: missing, filter: () => true, onEvent: () => {}, onError: () => {} }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WatchError);
+    expect(err).toMatchObject({ code: 'root-unusable' });
+    expect((err as Error).message).toContain(missing);
+  });
+
+  it('watches by polling when asked (files mode), reporting add, change and unlink', { timeout: TIMEOUT }, async () => {
+    const h = await watchRoot({ usePolling: true, pollIntervalMs: 50 });
+    expect(h.watcher.mode).toBe('files');
+    await writeFile(join(root, 'p.txt'), 'one');
+    await h.waitEvent('p.txt added', (e) => e.path === 'p.txt' && e.kind === 'add');
+    await writeFile(join(root, 'p.txt'), 'two, longer');
+    await h.waitEvent('p.txt changed', (e) => e.path === 'p.txt' && e.kind === 'change' && e.size === 11);
+    await unlink(join(root, 'p.txt'));
+    await h.waitEvent('p.txt unlinked', (e) => e.path === 'p.txt' && e.kind === 'unlink');
+  });
+
+  it('feeds a burst of files moved between folders into one aggregator batch', { timeout: TIMEOUT }, async () => {
+    await mkdir(join(root, 'inbox'));
+    await mkdir(join(root, 'filed'));
+    for (let k = 0; k < 200; k++) await writeFile(join(root, 'inbox', `scan-${k}.pdf`), `scan ${k}`);
+    const h = await watchRoot();
+    for (let k = 0; k < 200; k++) await rename(join(root, 'inbox', `scan-${k}.pdf`), join(root, 'filed', `scan-${k}.pdf`));
+    await waitFor(
+      'all 400 events',
+      () => new Set(h.events.map((e) => `${e.kind}:${e.path}`)).size >= 400,
+      () => h.events.length,
+    );
+    const agg = new EventAggregator({ batchTickMs: 0 });
+    for (const e of h.events) agg.push(e);
+    const batch = agg.drain(Math.max(...h.events.map((e) => e.at)) + 60_000);
+    expect(batch.paths).toHaveLength(400);
+    expect(batch.items.filter((i) => i.gone).map((i) => i.path)).toEqual(Array.from({ length: 200 }, (_, k) => `inbox/scan-${k}.pdf`).sort());
+  });
+});
