@@ -176,7 +176,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     () => closed,
   );
 
-  watcher.on('error', (err: unknown) => fail(classifyError(root, err)));
+  watcher.on('error', (err: unknown) => fail(classifyWatchError(root, err)));
 
   const rootName = basename(root);
   watcher.on('raw', (eventType: string, filename: unknown, details: unknown) => {
@@ -353,7 +353,8 @@ class StatQueue {
   }
 }
 
-function classifyError(root: string, err: unknown): WatchError {
+/** A chokidar error as a WatchError: a watch limit is told apart (it needs the operator). */
+export function classifyWatchError(root: string, err: unknown): WatchError {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') {
     return new WatchError(

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventAggregator } from '../../../src/local/aggregator.js';
 import type { RawEvent } from '../../../src/local/aggregator.js';
-import { startWatcher, WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watcher.js';
+import { classifyWatchError, startWatcher, WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watcher.js';
 
 const TIMEOUT = 20_000;
 
@@ -203,6 +203,30 @@ describe('startWatcher, other cases', () => {
     expect(err).toBeInstanceOf(WatchError);
     expect(err).toMatchObject({ code: 'root-unusable' });
     expect((err as Error).message).toContain(missing);
+  });
+
+  it('reports a failing event handler as an error instead of crashing, and keeps watching', { timeout: TIMEOUT }, async () => {
+    let calls = 0;
+    const h = await watchRoot({
+      onEvent: (e) => {
+        calls++;
+        if (e.path === 'bad.txt') throw new Error('handler broke');
+        h.events.push(e);
+      },
+    });
+    await writeFile(join(root, 'bad.txt'), 'x');
+    await waitFor('the handler error', () => h.errors.length > 0, () => calls);
+    expect(h.errors[0]).toMatchObject({ code: 'watch-failed' });
+    expect(h.errors[0]!.message).toMatch(/handler broke/);
+    await writeFile(join(root, 'good.txt'), 'y');
+    await h.waitEvent('good.txt', (e) => e.path === 'good.txt');
+  });
+
+  it('tells a watch limit (ENOSPC) from other watcher errors', () => {
+    const limit = classifyWatchError('/srv/share', Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' }));
+    expect(limit).toMatchObject({ code: 'watch-limit', lostEvents: true, root: '/srv/share' });
+    expect(limit.message).toMatch(/max_user_watches/);
+    expect(classifyWatchError('/srv/share', new Error('EIO'))).toMatchObject({ code: 'watch-failed', lostEvents: true });
   });
 
   it('watches by polling when asked (files mode), reporting add, change and unlink', { timeout: TIMEOUT }, async () => {
