@@ -4,9 +4,7 @@
  * exits 0 after SIGTERM/SIGINT once in-flight requests are done and --data-dir is saved.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { pino } from 'pino';
-import { startEmulator, type EmulatorOptions, type FaultOptions, type RunningEmulator } from '../emulator/index.js';
-import { createLogger } from '../log.js';
+import type { EmulatorOptions, FaultOptions, RunningEmulator } from '../emulator/index.js';
 import { CliError, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 
@@ -125,6 +123,9 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
       .example('$0 emulator --rate-limit-rps 20 --error-rate 0.05 --seed 1', 'A rate-limited, slightly flaky service') as unknown as Argv<EmulatorArgs>,
   handler: async (args) => {
     const options = emulatorOptionsFromArgs(args);
+    // Loaded here, not at the top: fastify and the PDF/DOCX extractors are heavy, and every
+    // other command would pay for them at start-up.
+    const [{ startEmulator }, { createLogger }, { pino }] = await Promise.all([import('../emulator/index.js'), import('../log.js'), import('pino')]);
     // Logs (internal errors only) go to stderr: stdout carries the one "listening on" line.
     options.logger = createLogger({ level: 'warn', name: 'dssync-emulator', destination: pino.destination({ fd: 2, sync: true }) });
     const stopped = nextStopSignal();

@@ -5,15 +5,14 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { setMaxListeners } from 'node:events';
-import { pino } from 'pino';
 import { isApiError } from '../api/errors.js';
-import { createClientFromConfig } from '../api/from-config.js';
+import type { DatastoreClient } from '../api/client.js';
 import { requireMappings } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { DataSourceMissingError } from '../engine/data-source.js';
-import { buildMirror } from '../engine/setup.js';
-import { createLogger, type Logger } from '../log.js';
-import { StateStore } from '../state/store.js';
+import type { buildMirror as BuildMirror } from '../engine/setup.js';
+import type { Logger } from '../log.js';
+import type { StateStore } from '../state/store.js';
 import { configFromArgs } from './context.js';
 import { CliError, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
@@ -47,6 +46,14 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
 
 export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const config = requireMappings(configFromArgs(args, env, (m) => void process.stderr.write(`dssync: warning: ${m}\n`)));
+  // The engine loads only for this command: `dssync --help` and the admin commands stay fast.
+  const [{ pino }, { createLogger }, { StateStore }, { createClientFromConfig }, { buildMirror }] = await Promise.all([
+    import('pino'),
+    import('../log.js'),
+    import('../state/store.js'),
+    import('../api/from-config.js'),
+    import('../engine/setup.js'),
+  ]);
   // stdout carries the summary; logs go to stderr. On a terminal the progress line
   // replaces the per-document log lines.
   const progress = new ProgressLine();
@@ -67,7 +74,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   const outcomes: MappingOutcome[] = [];
   try {
     for (let i = 0; i < config.mappings.length && !controller.signal.aborted; i++) {
-      outcomes.push(await syncMapping(config, i, { args, api, store, logger, progress, signal: controller.signal }));
+      outcomes.push(await syncMapping(config, i, { args, api, store, logger, progress, signal: controller.signal, buildMirror }));
     }
   } finally {
     progress.clear();
@@ -83,7 +90,8 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
 
 interface SyncDeps {
   args: SyncArgs;
-  api: ReturnType<typeof createClientFromConfig>;
+  buildMirror: typeof BuildMirror;
+  api: DatastoreClient;
   store: StateStore;
   logger: Logger;
   progress: ProgressLine;
@@ -93,7 +101,7 @@ interface SyncDeps {
 async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<MappingOutcome> {
   const mapping = config.mappings[index]!;
   try {
-    const mirror = await buildMirror(config, mapping, index, {
+    const mirror = await d.buildMirror(config, mapping, index, {
       api: d.api,
       state: d.store,
       logger: d.logger,
