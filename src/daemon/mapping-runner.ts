@@ -155,7 +155,7 @@ export class MappingRunner {
       phase: this.phase,
       degraded: [...this.degraded.values()],
       filesTracked: tracked,
-      pending: this.aggregator.pendingCount() + this.pendingFiles.size + this.pendingDirs.size,
+      pending: this.aggregator.pendingCount() + new Set([...this.pendingFiles.keys(), ...this.pendingDirs.keys()]).size,
       lastPass: this.lastPass,
       lastFullPassOkAt: this.lastFullPassOkAt,
       nextRescanAt: this.nextRescanAt === undefined ? undefined : new Date(this.nextRescanAt).toISOString(),
@@ -238,10 +238,20 @@ export class MappingRunner {
       this.log.info({ reasons: batch.reasons }, 'watcher lost events: full rescan');
       this.fullWanted = true;
     }
+    const note = (map: Map<string, number>, path: string, at: number): void => {
+      const prev = map.get(path);
+      map.set(path, prev === undefined ? at : Math.min(prev, at));
+    };
     for (const item of batch.items) {
-      const map = item.isDir ? this.pendingDirs : this.pendingFiles;
-      const prev = map.get(item.path);
-      map.set(item.path, prev === undefined ? item.firstEventAt : Math.min(prev, item.firstEventAt));
+      if (!item.isDir) {
+        note(this.pendingFiles, item.path, item.firstEventAt);
+        continue;
+      }
+      note(this.pendingDirs, item.path, item.firstEventAt);
+      // A folder item also stands for a file that was at its path (a file replaced by a
+      // folder of the same name: the aggregator folds the file's removal into the folder),
+      // and a ChangeScope folder covers only what is below it.
+      note(this.pendingFiles, item.path, item.firstEventAt);
     }
     this.kick();
   }

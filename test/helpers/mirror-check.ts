@@ -105,8 +105,13 @@ export interface Convergence {
 
 /** Compares the data source with the folder. All four lists empty = converged. */
 export async function checkConvergence(ws: Workspace): Promise<Convergence> {
-  const local = await localFiles(ws.share);
-  const docs = ws.emu.store.listDocuments(ws.dataSourceId());
+  return checkFolderConvergence(ws.emu, ws.dataSourceId(), ws.share);
+}
+
+/** Compares any data source of the emulator with any folder (e.g. a second mapping). */
+export async function checkFolderConvergence(emu: RunningEmulator, dataSourceId: string, root: string): Promise<Convergence> {
+  const local = await localFiles(root);
+  const docs = emu.store.listDocuments(dataSourceId);
   const byPath = new Map<string, string[]>();
   const orphans: string[] = [];
   for (const d of docs) {

@@ -1,0 +1,243 @@
+/**
+ * A real `dssync run` process for daemon tests: the built binary, a workspace (temp folder +
+ * in-process emulator, see mirror-check.ts), the status endpoint on a free loopback port
+ * (port 0; the address is read from the daemon's own "status endpoint listening" log line),
+ * short debounce and ingestion delay. Stdout (JSON log lines) and stderr are collected.
+ *
+ * Every wait here polls a condition with a generous deadline; nothing relies on a fixed sleep.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { isDeepStrictEqual } from 'node:util';
+import { BIN } from '../cli/run-cli.js';
+import { CONVERGED, checkConvergence, createWorkspace, type Convergence, type Workspace, type WorkspaceOptions } from '../../helpers/mirror-check.js';
+import type { DaemonStatus } from '../../../src/daemon/status.js';
+
+/** Settings every daemon test shares; a test's own `config` keys win. */
+export const DAEMON_CONFIG = {
+  status: { listen: '127.0.0.1:0' },
+  debounceMs: 300,
+  ingestionCheck: { enabled: true, delaySeconds: 1 },
+  queue: { requestsPerSecond: 1000, concurrency: 4, maxAttempts: 6 },
+};
+
+export function daemonWorkspace(opts: WorkspaceOptions = {}): Promise<Workspace> {
+  return createWorkspace({ ...opts, config: { ...DAEMON_CONFIG, ...opts.config } });
+}
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export interface Healthz {
+  status: 'ok' | 'degraded';
+  reasons: string[];
+}
+
+export interface DaemonProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** The status endpoint, http://127.0.0.1:PORT (set once started). */
+  readonly url: string;
+  /** Everything written to stdout / stderr so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Stdout's JSON log lines so far (other lines are ignored). */
+  logs(): LogLine[];
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  healthz(): Promise<{ httpStatus: number; body: Healthz }>;
+  status(): Promise<DaemonStatus>;
+  metrics(): Promise<string>;
+  /** Sends SIGTERM and waits for the exit; returns the code and how long it took. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; ms: number }>;
+  /** SIGKILL if still running (cleanup). */
+  kill(): Promise<void>;
+}
+
+export interface SpawnOptions {
+  /** Extra environment (DSSYNC_TOKEN and DSSYNC_LOG_LEVEL=info are set). */
+  env?: Record<string, string>;
+  configPath?: string;
+  /** Wait for /healthz to answer (default true). */
+  waitReady?: boolean;
+}
+
+/** Spawns `dssync run --config <cfg>` and waits for its status endpoint to answer. */
+export async function startDaemon(ws: Workspace, opts: SpawnOptions = {}): Promise<DaemonProcess> {
+  const child = spawn(process.execPath, [BIN, 'run', '--config', opts.configPath ?? ws.configPath], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...ws.env, DSSYNC_LOG_LEVEL: 'info', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  const lines: LogLine[] = [];
+  let partial = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    partial += d;
+    const parts = partial.split('\n');
+    partial = parts.pop() ?? '';
+    for (const l of parts) {
+      try {
+        const v = JSON.parse(l) as LogLine;
+        if (v && typeof v === 'object') lines.push(v);
+      } catch {
+        // not a JSON line
+      }
+    }
+  });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exitInfo = { code, signal };
+      resolve(exitInfo);
+    });
+  });
+
+  let url = '';
+  const get = async (path: string): Promise<Response> => fetch(`${url}${path}`, { signal: AbortSignal.timeout(10_000) });
+  const d: DaemonProcess = {
+    child,
+    pid: child.pid ?? -1,
+    get url() {
+      return url;
+    },
+    stdout: () => out,
+    stderr: () => err,
+    logs: () => [...lines],
+    exited,
+    async healthz() {
+      const r = await get('/healthz');
+      return { httpStatus: r.status, body: (await r.json()) as Healthz };
+    },
+    async status() {
+      const r = await get('/status');
+      if (r.status !== 200) throw new Error(`/status answered ${r.status}`);
+      return (await r.json()) as DaemonStatus;
+    },
+    async metrics() {
+      const r = await get('/metrics');
+      if (r.status !== 200) throw new Error(`/metrics answered ${r.status}`);
+      return r.text();
+    },
+    async stop(signal = 'SIGTERM') {
+      const started = Date.now();
+      if (!exitInfo) child.kill(signal);
+      const { code } = await exited;
+      return { code, ms: Date.now() - started };
+    },
+    async kill() {
+      if (!exitInfo) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+
+  if (opts.waitReady === false) return d;
+  const what = () => `dssync run (pid ${d.pid})\nstdout:\n${out.slice(-4000)}\nstderr:\n${err.slice(-4000)}`;
+  try {
+    await waitFor(
+      () => {
+        if (exitInfo) throw new StopWaiting(`exited early with code ${exitInfo.code}`);
+        const line = lines.find((l) => l.msg === 'status endpoint listening');
+        if (typeof line?.url === 'string') url = line.url;
+        return url !== '';
+      },
+      { timeout: 30_000, what: 'the status endpoint address in the log' },
+    );
+    await waitFor(async () => (await d.healthz()).httpStatus === 200, { timeout: 30_000, what: '/healthz' });
+  } catch (e) {
+    await d.kill();
+    throw new Error(`${(e as Error).message}\n${what()}`, { cause: e });
+  }
+  return d;
+}
+
+/** Thrown by a waitFor condition to give up at once (e.g. the process died). */
+export class StopWaiting extends Error {}
+
+export interface WaitOptions {
+  timeout?: number;
+  interval?: number;
+  /** Names what is awaited, for the timeout message. */
+  what?: string;
+  /** Describes the last observation, for the timeout message. */
+  describe?: () => string;
+}
+
+/**
+ * Polls `cond` until it returns true. Errors thrown by `cond` count as "not yet" (the last
+ * one is in the timeout message), except StopWaiting, which ends the wait at once.
+ */
+export async function waitFor(cond: () => boolean | Promise<boolean>, o: WaitOptions = {}): Promise<void> {
+  const timeout = o.timeout ?? 60_000;
+  const interval = o.interval ?? 100;
+  const deadline = Date.now() + timeout;
+  let last: unknown;
+  for (;;) {
+    try {
+      if (await cond()) return;
+      last = undefined;
+    } catch (e) {
+      if (e instanceof StopWaiting) throw e;
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      const extra = o.describe ? `\nlast seen: ${o.describe()}` : last ? `\nlast error: ${(last as Error).message ?? String(last)}` : '';
+      throw new Error(`timed out after ${timeout} ms waiting for ${o.what ?? 'a condition'}${extra}`);
+    }
+    await new Promise((r) => setTimeout(r, interval));
+  }
+}
+
+/** Waits until the data source holds exactly the folder's files (see checkConvergence). */
+export async function waitConverged(ws: Workspace, what: string, timeout = 60_000, check: () => Promise<Convergence> = () => checkConvergence(ws)): Promise<void> {
+  let last: Convergence | string = 'not checked yet';
+  await waitFor(
+    async () => {
+      try {
+        last = await check();
+      } catch (e) {
+        last = (e as Error).message;
+        return false;
+      }
+      return isDeepStrictEqual(last, CONVERGED);
+    },
+    { timeout, interval: 200, what: `convergence after ${what}`, describe: () => JSON.stringify(last).slice(0, 2000) },
+  );
+}
+
+/**
+ * Waits until every mapping of the daemon is watching with nothing pending and no request
+ * in flight: after this, counters read from the emulator are final for what was done before.
+ * `stableMs`: the idle condition must hold continuously that long (events still travelling
+ * from inotify to the aggregator would break it).
+ */
+export async function waitIdle(d: DaemonProcess, timeout = 60_000, stableMs = 800): Promise<void> {
+  let since: number | undefined;
+  let last = '';
+  await waitFor(
+    async () => {
+      const s = await d.status();
+      const idle =
+        s.requests.inFlight === 0 &&
+        s.requests.queued === 0 &&
+        s.mappings.every((m) => m.phase === 'watching' && m.pending === 0);
+      last = JSON.stringify({ requests: s.requests, mappings: s.mappings.map((m) => ({ id: m.id, phase: m.phase, pending: m.pending, degraded: m.degraded })) });
+      if (!idle) {
+        since = undefined;
+        return false;
+      }
+      since ??= Date.now();
+      return Date.now() - since >= stableMs;
+    },
+    { timeout, interval: 100, what: 'the daemon to be idle', describe: () => last },
+  );
+}
+
+/** The document holding `path` in the data source (by dssync's metadata), if any. */
+export function docAt(ws: Workspace, path: string, dataSourceId = ws.dataSourceId()) {
+  return ws.emu.store.listDocuments(dataSourceId).filter((d) => d.metadata?.dssync_path === path);
+}
