@@ -4,11 +4,13 @@
 import type { CommandModule } from 'yargs';
 import { appsCommand } from './apps.js';
 import { chunksCommand } from './chunks.js';
+import { configCommand } from './config-check.js';
 import { datasourcesCommand } from './datasources.js';
 import { documentsCommand } from './documents.js';
 import { emulatorCommand } from './emulator.js';
 import { demoCommand } from './demo.js';
 import { runCommand } from './run.js';
+import { statusCommand } from './status.js';
 import { syncCommand } from './sync.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -20,5 +22,7 @@ export const commandModules: CommandModule<any, any>[] = [
   emulatorCommand,
   syncCommand,
   runCommand,
+  statusCommand,
+  configCommand,
   demoCommand,
 ];

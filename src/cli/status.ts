@@ -1,0 +1,452 @@
+/**
+ * `dssync status`: what the daemon is doing, for humans and monitors (DESIGN §1.6, §6).
+ *
+ * It asks the running daemon first (GET /status on `status.listen`); when nothing answers
+ * it reads the state file without taking its lock (readStateFile), so it works while a
+ * daemon holds the lock and for a `sync` run from cron. It never needs the token (it loads
+ * the settings only): an operator may run it as a user who cannot read the token.
+ *
+ * Exit codes (the /healthz semantics, so scripts and monitors can use it): 0 when every
+ * mapping is fine; 1 when a mapping is degraded or its last pass did not complete cleanly
+ * (failed or skipped files, a stopped pass), the same condition under which `dssync sync`
+ * exits 1; 1 when the state file cannot be read; 2 for configuration errors. A daemon that
+ * is not running is not by itself a failure (a cron-driven `sync` needs none), and no
+ * state file yet is exit 0.
+ */
+import { request } from 'node:http';
+import { stat } from 'node:fs/promises';
+import type { Argv, CommandModule } from 'yargs';
+import { formatListenAddress, type ListenAddress } from '../config/listen.js';
+import { loadSettings } from '../config/load.js';
+import type { Settings } from '../config/types.js';
+import type { DaemonStatus } from '../daemon/status.js';
+import type { MappingStatus } from '../daemon/mapping-runner.js';
+import type { Intent, PassRecord, StateFile } from '../state/schema.js';
+import { ExitCode, CliError } from './exit.js';
+import type { GlobalArgs } from './options.js';
+import { formatJson, formatSummary, truncate } from './output.js';
+
+/** How long the daemon gets to answer: it answers from memory, so this is generous. */
+export const DAEMON_TIMEOUT_MS = 1_500;
+/** Longest list printed in full; longer ones end with "… and N more". */
+export const LIST_LIMIT = 10;
+/** A /status answer larger than this is not a dssync daemon's (it holds bounded lists). */
+const MAX_STATUS_BYTES = 64 * 1024 * 1024;
+
+export const statusCommand: CommandModule<GlobalArgs, GlobalArgs> = {
+  command: 'status',
+  describe: 'Show what dssync is doing: per mapping its phase, files, pending work, errors, last pass (exit 1 when one needs attention)',
+  builder: (y) =>
+    y
+      .example('$0 status --config /etc/dssync/config.json', 'asks the running daemon, or reads the state file')
+      .example('$0 status --config config.json --json', 'the same for scripts') as unknown as Argv<GlobalArgs>,
+  handler: async (args) => {
+    process.exitCode = await runStatus(args);
+  },
+};
+
+export interface StatusDeps {
+  env?: NodeJS.ProcessEnv | undefined;
+  out?: ((text: string) => void) | undefined;
+  now?: (() => number) | undefined;
+  /** Reads the state file (default: readStateFile, loaded on demand). */
+  readState?: ((path: string) => Promise<StateFile | undefined>) | undefined;
+  probe?: ((listen: ListenAddress) => Promise<DaemonProbe>) | undefined;
+}
+
+export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promise<number> {
+  const env = deps.env ?? process.env;
+  const out = deps.out ?? ((t: string) => void process.stdout.write(t));
+  const now = (deps.now ?? Date.now)();
+  // Load warnings (a non-loopback status address...) are `config check`'s business: here
+  // they would repeat on every look.
+  const settings = loadSettings({
+    file: args.config,
+    env,
+    flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile },
+  });
+
+  const listen = settings.status.listen;
+  const probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen);
+  if (probe.kind === 'answered') {
+    const note = configMismatch(settings, probe.status);
+    out(args.json ? formatJson({ source: 'daemon', url: probe.url, ...probe.status }) : formatDaemonStatus(probe.status, probe.url, now, note));
+    return daemonExitCode(probe.status);
+  }
+
+  const state = await readState(settings.statePath, deps.readState);
+  const report = stateFileReport(settings, state, describeProbe(probe));
+  if (args.json) {
+    out(formatJson(report));
+  } else {
+    const modified = state === undefined ? undefined : await stat(settings.statePath).then((s) => s.mtime.toISOString(), () => undefined);
+    out(formatStateReport(report, now, modified));
+  }
+  return stateExitCode(report);
+}
+
+// ---- asking the daemon ----------------------------------------------------------------
+
+export type DaemonProbe =
+  | { kind: 'answered'; url: string; status: DaemonStatus }
+  /** Nothing listens there, or it did not answer in time. */
+  | { kind: 'no-answer'; url: string; reason: string }
+  /** Something answered, but not a dssync status endpoint. */
+  | { kind: 'not-dssync'; url: string; reason: string }
+  /** `status.listen` is false. */
+  | { kind: 'off' };
+
+/** The address to ask: a wildcard bind is reached over loopback. */
+export function statusUrl(listen: ListenAddress): string {
+  const host = listen.host === '0.0.0.0' ? '127.0.0.1' : listen.host === '::' ? '::1' : listen.host;
+  return `http://${formatListenAddress({ host, port: listen.port })}`;
+}
+
+export function probeDaemon(listen: ListenAddress, timeoutMs = DAEMON_TIMEOUT_MS): Promise<DaemonProbe> {
+  const url = statusUrl(listen);
+  return new Promise<DaemonProbe>((resolve) => {
+    let settled = false;
+    const done = (p: DaemonProbe): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      resolve(p);
+    };
+    const req = request(`${url}/status`, { method: 'GET', headers: { accept: 'application/json' }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      res.on('data', (c: Buffer) => {
+        bytes += c.length;
+        if (bytes > MAX_STATUS_BYTES) done({ kind: 'not-dssync', url, reason: 'the answer is too large for a dssync status' });
+        else chunks.push(c);
+      });
+      res.on('error', (e) => done({ kind: 'no-answer', url, reason: e.message }));
+      res.on('end', () => {
+        if (res.statusCode !== 200) {
+          done({ kind: 'not-dssync', url, reason: `GET /status answered HTTP ${res.statusCode ?? '?'}` });
+          return;
+        }
+        let body: unknown;
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          done({ kind: 'not-dssync', url, reason: 'GET /status did not answer JSON' });
+          return;
+        }
+        if (!isDaemonStatus(body)) done({ kind: 'not-dssync', url, reason: 'GET /status answered something other than a dssync status' });
+        else done({ kind: 'answered', url, status: body });
+      });
+    });
+    const timer = setTimeout(() => done({ kind: 'no-answer', url, reason: `no answer within ${timeoutMs} ms` }), timeoutMs);
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      const reason = e.code === 'ECONNREFUSED' ? 'connection refused' : e.code ? `${e.code}: ${e.message}` : e.message;
+      done({ kind: 'no-answer', url, reason });
+    });
+    req.end();
+  });
+}
+
+/** Enough of the shape to print it without tripping over a foreign service's JSON. */
+function isDaemonStatus(v: unknown): v is DaemonStatus {
+  if (typeof v !== 'object' || v === null) return false;
+  const s = v as Record<string, unknown>;
+  return (
+    typeof s.pid === 'number' &&
+    typeof s.startedAt === 'string' &&
+    typeof s.requests === 'object' &&
+    s.requests !== null &&
+    Array.isArray(s.mappings) &&
+    s.mappings.every((m) => typeof m === 'object' && m !== null && typeof (m as { id?: unknown }).id === 'string' && Array.isArray((m as { degraded?: unknown }).degraded))
+  );
+}
+
+function describeProbe(p: DaemonProbe): StateFileReport['daemon'] {
+  switch (p.kind) {
+    case 'off':
+      return { url: null, reason: 'the status endpoint is off (status.listen is false)' };
+    case 'no-answer':
+      return { url: p.url, reason: `daemon not running (no answer at ${p.url}: ${p.reason})` };
+    case 'not-dssync':
+      return { url: p.url, reason: `no dssync daemon at ${p.url} (${p.reason}); is another program using that port?` };
+    case 'answered':
+      return { url: p.url, reason: 'the daemon answered' };
+  }
+}
+
+/**
+ * The daemon that answered may run another config file (two configs, one port). Its
+ * state path may differ legitimately (systemd's STATE_DIRECTORY), so only the file is compared.
+ */
+function configMismatch(settings: Settings, status: DaemonStatus): string | undefined {
+  if (settings.file === undefined || status.configFile === undefined || status.configFile === settings.file) return undefined;
+  return `the daemon at this address runs the config ${status.configFile}, not ${settings.file}`;
+}
+
+export function daemonExitCode(status: DaemonStatus): number {
+  return status.mappings.some(mappingNeedsAttention) ? ExitCode.FAILURE : ExitCode.OK;
+}
+
+function mappingNeedsAttention(m: MappingStatus): boolean {
+  return m.phase === 'degraded' || m.degraded.length > 0 || m.lastPass?.ok === false;
+}
+
+// ---- the state file -------------------------------------------------------------------
+
+async function readState(path: string, read?: (path: string) => Promise<StateFile | undefined>): Promise<StateFile | undefined> {
+  const reader = read ?? (await import('../state/store.js')).readStateFile;
+  try {
+    return await reader(path);
+  } catch (e) {
+    const { StateCorruptError } = await import('../state/errors.js');
+    if (e instanceof StateCorruptError) {
+      throw new CliError(
+        `the state file ${e.file} is corrupt (${e.detail}); the next "dssync sync" or "dssync run" moves it aside and rebuilds the state from the service`,
+        ExitCode.FAILURE,
+      );
+    }
+    const message = e instanceof Error ? e.message : String(e);
+    const denied = /\b(EACCES|EPERM)\b/.test(message) ? '; run as the user dssync runs as, or ask the daemon (status.listen)' : '';
+    throw new CliError(`${message}${denied}`, ExitCode.FAILURE);
+  }
+}
+
+export interface IntentView {
+  kind: Intent['kind'];
+  startedAt: string;
+  /** The paths it concerns (an upload may carry several files). */
+  paths: string[];
+  fromPath?: string | undefined;
+}
+
+export interface StateMappingView {
+  id: string;
+  /** The folder, from the config (or the state, for a mapping no longer configured). */
+  path: string | null;
+  dataSourceId: string | null;
+  /** False for a mapping the state file holds but the config no longer names. */
+  inConfig: boolean;
+  /** False when the state file holds nothing for this mapping yet. */
+  synced: boolean;
+  filesTracked: number;
+  /** Open intents: remote writes begun and not recorded as finished (resolved at the next start). */
+  pending: number;
+  intents: IntentView[];
+  rejected: { path: string; reason: string; status?: number | undefined; at: string }[];
+  lastPass: PassRecord | null;
+}
+
+export interface StateFileReport {
+  source: 'state-file';
+  statePath: string;
+  stateFile: 'present' | 'missing';
+  daemon: { url: string | null; reason: string };
+  mappings: StateMappingView[];
+}
+
+/** What the state file says of each configured mapping (and of any it holds besides). Pure. */
+export function stateFileReport(
+  settings: Pick<Settings, 'file' | 'statePath' | 'mappings'>,
+  state: StateFile | undefined,
+  daemon: StateFileReport['daemon'],
+): StateFileReport {
+  const views: StateMappingView[] = [];
+  const seen = new Set<string>();
+  for (const m of settings.mappings) {
+    seen.add(m.id);
+    views.push(mappingView(m.id, m.path, m.dataSourceId ?? null, true, state));
+  }
+  // Without a config file (environment only) there is no list to compare with: the state's
+  // mappings are all there is to show, not leftovers.
+  const configured = settings.file !== undefined || settings.mappings.length > 0;
+  for (const id of Object.keys(state?.mappings ?? {})) {
+    if (!seen.has(id)) views.push(mappingView(id, null, null, !configured, state));
+  }
+  return { source: 'state-file', statePath: settings.statePath, stateFile: state ? 'present' : 'missing', daemon, mappings: views };
+}
+
+function mappingView(id: string, path: string | null, configuredId: string | null, inConfig: boolean, state: StateFile | undefined): StateMappingView {
+  const s = state?.mappings[id];
+  const intents = Object.values(s?.intents ?? {})
+    .map(intentView)
+    .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+  const rejected = Object.entries(s?.rejected ?? {})
+    .map(([p, r]) => ({ path: p, reason: r.reason, status: r.status, at: r.at }))
+    .sort((a, b) => a.path.localeCompare(b.path));
+  return {
+    id,
+    path: path ?? s?.root ?? null,
+    dataSourceId: s?.dataSourceId ?? configuredId,
+    inConfig,
+    synced: s !== undefined,
+    filesTracked: Object.keys(s?.files ?? {}).length,
+    pending: intents.length,
+    intents,
+    rejected,
+    lastPass: s?.lastPass ?? null,
+  };
+}
+
+function intentView(i: Intent): IntentView {
+  switch (i.kind) {
+    case 'upload':
+      return { kind: i.kind, startedAt: i.startedAt, paths: i.files.map((f) => f.path) };
+    case 'update':
+      return { kind: i.kind, startedAt: i.startedAt, paths: [i.path], fromPath: i.fromPath };
+    case 'delete':
+      return { kind: i.kind, startedAt: i.startedAt, paths: [i.path] };
+  }
+}
+
+export function stateExitCode(report: StateFileReport): number {
+  return report.mappings.some((m) => m.inConfig && m.lastPass?.ok === false) ? ExitCode.FAILURE : ExitCode.OK;
+}
+
+// ---- human output (pure) --------------------------------------------------------------
+
+/** "2026-03-01T10:00:00Z (5m ago)": exact for logs, relative for a glance. */
+export function formatWhen(iso: string | undefined | null, now: number): string {
+  if (!iso) return '-';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const exact = new Date(t).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const diff = t - now;
+  if (Math.abs(diff) < 1000) return `${exact} (now)`;
+  return diff < 0 ? `${exact} (${formatDuration(-diff)} ago)` : `${exact} (in ${formatDuration(diff)})`;
+}
+
+/** 45s, 3m 20s, 2h 5m, 4d 3h: the two largest units. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const units: [number, string][] = [
+    [Math.floor(s / 86_400), 'd'],
+    [Math.floor((s % 86_400) / 3600), 'h'],
+    [Math.floor((s % 3600) / 60), 'm'],
+    [s % 60, 's'],
+  ];
+  const first = units.findIndex(([n]) => n > 0);
+  if (first === -1) return '0s';
+  return units
+    .slice(first, first + 2)
+    .filter(([n], i) => i === 0 || n > 0)
+    .map(([n, u]) => `${n}${u}`)
+    .join(' ');
+}
+
+/** Lines of a list, at most `limit`, then "… and N more". */
+export function limitedLines<T>(items: readonly T[], line: (item: T) => string, limit = LIST_LIMIT): string[] {
+  const shown = items.slice(0, limit).map((i) => truncate(line(i).replace(/\s+/g, ' '), 300));
+  if (items.length > limit) shown.push(`… and ${items.length - limit} more`);
+  return shown;
+}
+
+const COUNT_ORDER = ['uploaded', 'replaced', 'renamed', 'updated', 'deleted', 'adopted', 'forgotten', 'unchanged', 'skipped', 'failed'];
+
+/** "3 uploaded, 1 deleted, 120 unchanged": the counts that are not zero, in a fixed order. */
+export function formatCounts(counts: Readonly<Record<string, unknown>>): string {
+  const keys = [...COUNT_ORDER.filter((k) => k in counts), ...Object.keys(counts).filter((k) => !COUNT_ORDER.includes(k)).sort()];
+  const parts = keys.filter((k) => typeof counts[k] === 'number' && counts[k] !== 0).map((k) => `${String(counts[k])} ${k}`);
+  return parts.length ? parts.join(', ') : 'no files';
+}
+
+function indent(text: string, by = '  '): string {
+  return text
+    .split('\n')
+    .map((l) => (l === '' ? l : by + l))
+    .join('\n');
+}
+
+/** A "name (N):" header followed by its indented, truncated lines; nothing for an empty list. */
+function section<T>(title: string, items: readonly T[], line: (item: T) => string): string[] {
+  if (items.length === 0) return [];
+  return [`${title} (${items.length}):`, ...limitedLines(items, line).map((l) => `  ${l}`)];
+}
+
+function daemonMappingLines(m: MappingStatus, now: number): string {
+  const pairs: [string, string][] = [
+    ['path', m.path],
+    ['data source', m.dataSourceId ?? '(not resolved yet)'],
+  ];
+  if (m.degraded.length) pairs.push(['degraded', m.degraded.join('\n')]);
+  pairs.push(['files tracked', String(m.filesTracked)], ['pending', String(m.pending)]);
+  const lp = m.lastPass;
+  if (lp) {
+    const { ok, finishedAt, kind, ...counts } = lp;
+    pairs.push(['last pass', `${kind === 'full' ? 'full' : 'changes'}, ${ok ? 'ok' : 'NOT OK'}, ${formatWhen(finishedAt, now)}: ${formatCounts(counts)}`]);
+  } else {
+    pairs.push(['last pass', 'none yet']);
+  }
+  if (m.lastFullPassOkAt && (!lp || !lp.ok || lp.kind !== 'full')) pairs.push(['last full ok', formatWhen(m.lastFullPassOkAt, now)]);
+  if (m.nextRescanAt) pairs.push(['next rescan', formatWhen(m.nextRescanAt, now)]);
+  pairs.push(['watched dirs', String(m.watchedDirs)]);
+  const lists = [
+    // Newest first: the list is kept oldest first.
+    ...section('recent errors', [...m.recentErrors].reverse(), (e) => `${formatWhen(e.at, now)} ${e.path ? `${e.path}: ` : ''}${e.message}`),
+    ...section('skipped', m.skipped, (s) => `${s.path}: ${s.reason}`),
+    ...section('not ingested (no chunks after the ingestion delay)', m.notIngested, (n) => `${n.path}: document ${n.documentId}, uploaded ${formatWhen(n.uploadedAt, now)}`),
+  ];
+  return [`mapping ${m.id}: ${m.phase}`, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
+}
+
+export function formatDaemonStatus(s: DaemonStatus, url: string, now: number, note?: string): string {
+  const r = s.requests;
+  const head = [
+    `daemon: ${s.stopping ? 'stopping' : 'running'}, pid ${s.pid}, dssync ${s.version}, up ${formatDuration(now - Date.parse(s.startedAt))} (since ${formatWhen(s.startedAt, now).replace(/ \(.*\)$/, '')})`,
+    indent(
+      formatSummary([
+        ['status', url],
+        ['config', s.configFile ?? '-'],
+        ['state file', s.statePath],
+        ['service', `${s.baseUrl} (organization ${s.organizationId})`],
+        ['requests', `${r.total} total, ${r.retries} retries, ${r.throttled} throttled, ${r.inFlight} in flight, ${r.queued} queued`],
+      ]).trimEnd(),
+    ),
+  ];
+  if (note) head.push(`  note: ${note}`);
+  const blocks = [head.join('\n'), ...s.mappings.map((m) => daemonMappingLines(m, now))];
+  if (s.mappings.length === 0) blocks.push('No mappings.');
+  const attention = s.mappings.filter(mappingNeedsAttention).map((m) => m.id);
+  blocks.push(attention.length ? `Needs attention: ${attention.join(', ')}.` : 'All mappings ok.');
+  return `${blocks.join('\n\n')}\n`;
+}
+
+function describeIntent(i: IntentView): string {
+  const what = i.kind === 'update' && i.fromPath ? `${i.fromPath} -> ${i.paths[0] ?? ''}` : i.paths.length > 3 ? `${i.paths.slice(0, 3).join(', ')} and ${i.paths.length - 3} more` : i.paths.join(', ');
+  return `${i.kind} ${what}`;
+}
+
+function stateMappingLines(m: StateMappingView, now: number): string {
+  const title = `mapping ${m.id}${m.inConfig ? '' : ' (in the state file, no longer in the config)'}`;
+  const pairs: [string, string][] = [
+    ['path', m.path ?? '-'],
+    ['data source', m.dataSourceId ?? '(not resolved yet)'],
+  ];
+  if (!m.synced) return [title, indent(formatSummary(pairs).trimEnd()), '  not synced yet'].join('\n');
+  pairs.push(['files tracked', String(m.filesTracked)], ['pending work', m.pending === 0 ? 'none' : `${m.pending} unfinished remote write(s), settled at the next start`]);
+  const lp = m.lastPass;
+  if (lp) {
+    pairs.push(['last pass', `${lp.ok ? 'ok' : 'NOT OK'}, ${formatWhen(lp.finishedAt, now)}: ${formatCounts(lp.summary)}`]);
+    if (lp.error) pairs.push(['last error', lp.error]);
+  } else {
+    pairs.push(['last pass', 'none recorded']);
+  }
+  const lists = [
+    ...section('pending', m.intents, (i) => `${describeIntent(i)} (since ${formatWhen(i.startedAt, now)})`),
+    ...section('rejected by the service (retried when the file changes)', m.rejected, (r) => `${r.path}: ${r.reason}${r.status ? ` (HTTP ${r.status})` : ''}`),
+  ];
+  return [title, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
+}
+
+export function formatStateReport(report: StateFileReport, now: number, modifiedAt?: string): string {
+  const blocks: string[] = [`${report.daemon.reason}.`];
+  if (report.stateFile === 'missing') {
+    blocks[0] += `\nno state yet: dssync has not synced with this config (no state file at ${report.statePath}).`;
+    return `${blocks.join('\n')}\n`;
+  }
+  blocks[0] += `\nFrom the state file ${report.statePath}${modifiedAt ? `, written ${formatWhen(modifiedAt, now)}` : ''}:`;
+  blocks.push(...report.mappings.map((m) => stateMappingLines(m, now)));
+  if (report.mappings.length === 0) blocks.push('No mappings.');
+  const attention = report.mappings.filter((m) => m.inConfig && m.lastPass?.ok === false).map((m) => m.id);
+  if (attention.length) blocks.push(`Needs attention (last pass not ok): ${attention.join(', ')}.`);
+  return `${blocks.join('\n\n')}\n`;
+}
