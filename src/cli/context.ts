@@ -4,10 +4,8 @@
  * whether to print JSON, and where to print. Built once per command, after the
  * arguments were checked.
  */
-import { readFileSync } from 'node:fs';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
-import { ConfigError } from '../config/connection.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { CliError, ExitCode, usageError } from './exit.js';
@@ -45,26 +43,11 @@ export function configFromArgs(args: GlobalArgs, env: NodeJS.ProcessEnv, warn?: 
   });
 }
 
-function readCa(path: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? 'error';
-    throw new ConfigError(`cannot read the CA file ${path} (tls.caFile): ${code}`, 'tls.caFile');
-  }
-}
-
 /** The real client, with the rate cap, retries, timeouts and CA of the configuration. */
 async function defaultCreateApi(config: Config): Promise<ClosableApi> {
   // Loaded on demand so that `--help` and usage errors do not pay for undici.
-  const { createClientFromConnection } = await import('../api/client.js');
-  return createClientFromConnection(config.connection, {
-    requestsPerSecond: config.queue.requestsPerSecond,
-    concurrency: config.queue.concurrency,
-    maxAttempts: config.queue.maxAttempts,
-    timeouts: config.queue.timeouts,
-    ca: config.tls.caFile === undefined ? undefined : readCa(config.tls.caFile),
-  });
+  const { createClientFromConfig } = await import('../api/from-config.js');
+  return createClientFromConfig(config);
 }
 
 /**

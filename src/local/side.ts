@@ -6,7 +6,7 @@
  */
 import { LocalFileChangedError, LocalFileVanishedError, type LocalSide, type ScanResult } from '../engine/mirror.js';
 import { FileChangedError, FileVanishedError } from './errors.js';
-import { IgnoreFileError, loadFilter, type FilterSpec } from './filters.js';
+import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';
 import { errorCode, errorMessage, nodeFs, type LocalFs } from './fs.js';
 import { hashFile } from './hash.js';
 import { resolveDiskPath, walkTree, type SkippedEntry, type WalkResult } from './walk.js';
@@ -29,16 +29,19 @@ export interface LocalSideOptions {
 
 export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOptions = {}): LocalSide {
   const fs = opts.fs ?? nodeFs;
+  /** Without its ignore file the folder cannot be mirrored safely: an outage (undefined). */
+  const filterOrOutage = async (): Promise<PathFilter | undefined> => {
+    try {
+      return await loadFilter(mapping, fs);
+    } catch (e) {
+      if (e instanceof IgnoreFileError) return undefined;
+      throw e;
+    }
+  };
   return {
     async scan(): Promise<ScanResult> {
-      let filter;
-      try {
-        filter = await loadFilter(mapping, fs);
-      } catch (e) {
-        // Without its ignore file the folder cannot be mirrored safely: treat it as an outage.
-        if (e instanceof IgnoreFileError) return { rootStatus: 'unreadable', files: new Map(), skipped: [], unreadableDirs: [] };
-        throw e;
-      }
+      const filter = await filterOrOutage();
+      if (!filter) return outage();
       const walk = await walkTree(mapping.path, filter, {
         fs,
         maxFileBytes: mapping.maxFileBytes,
@@ -51,13 +54,8 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     },
 
     async scanScope(scope: { files: readonly string[]; dirs: readonly string[] }): Promise<ScanResult> {
-      let filter;
-      try {
-        filter = await loadFilter(mapping, fs);
-      } catch (e) {
-        if (e instanceof IgnoreFileError) return { rootStatus: 'unreadable', files: new Map(), skipped: [], unreadableDirs: [] };
-        throw e;
-      }
+      const filter = await filterOrOutage();
+      if (!filter) return outage();
       const dirs = outermost(scope.dirs);
       const walk = await walkTree(mapping.path, filter, {
         fs,
@@ -99,6 +97,10 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       }
     },
   };
+}
+
+function outage(): ScanResult {
+  return { rootStatus: 'unreadable', files: new Map(), skipped: [], unreadableDirs: [] };
 }
 
 /** The folders of a list that are not inside another one of the list ('' is the root). */
