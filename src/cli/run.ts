@@ -5,7 +5,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { loadConfig } from '../config/load.js';
-import { CliError, ExitCode } from './exit.js';
+import { CliError, ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 
 interface RunArgs extends GlobalArgs {
@@ -40,6 +40,7 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
       warn: (m) => warnings.push(m),
     });
   const first = load();
+  const retryBaseMs = parseRetryDelay(env.DSSYNC_RETRY_DELAY_MS);
   const logger = createLogger({ level: first.logLevel, pretty: process.stdout.isTTY === true });
   for (const w of warnings.splice(0)) logger.warn(w);
 
@@ -55,6 +56,7 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
         return c;
       },
       logger,
+      retryBaseMs,
     });
   } catch (e) {
     if (e instanceof StateLockedError) throw new CliError(e.message, ExitCode.FAILURE);
@@ -85,4 +87,17 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
       void daemon.reload();
     });
   });
+}
+
+/**
+ * DSSYNC_RETRY_DELAY_MS: the first retry delay of a failing mapping (default 5000 ms; it
+ * doubles on each failure up to 5 min). Lower it to recover faster from short outages.
+ */
+function parseRetryDelay(text: string | undefined): number | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  const ms = Number(text);
+  if (!Number.isInteger(ms) || ms < 100 || ms > 300_000) {
+    throw usageError(`DSSYNC_RETRY_DELAY_MS must be a whole number of milliseconds from 100 to 300000, got "${text}"`);
+  }
+  return ms;
 }

@@ -24,6 +24,8 @@ export interface DaemonOptions {
   timers?: Timers;
   /** Extra listeners (the demo prints each mirrored file). */
   events?: RunnerEvents;
+  /** First retry delay of a failing mapping (ms, default 5 s; doubles up to 5 min). */
+  retryBaseMs?: number | undefined;
 }
 
 export class Daemon {
@@ -172,6 +174,7 @@ export class Daemon {
       state: this.store,
       logger: this.o.logger,
       timers: this.timers,
+      retryBaseMs: this.o.retryBaseMs,
       events: {
         onOp: (id, e, lag) => {
           this.metrics.onOp(id, e, lag);

@@ -69,6 +69,10 @@ export interface MappingRunnerDeps {
   /** Starts the watcher (tests may swap it). */
   watch?: ((opts: WatcherOptions) => Promise<Watcher>) | undefined;
   random?: (() => number) | undefined;
+  /** First retry delay after a failure (ms, default 5 s); doubles up to 5 min. */
+  retryBaseMs?: number | undefined;
+  /** Builds the mapping's Mirror (tests may swap it). */
+  buildMirror?: typeof buildMirror | undefined;
 }
 
 const MAX_RECENT_ERRORS = 50;
@@ -199,7 +203,7 @@ export class MappingRunner {
       this.watchFailures++;
       const msg = e instanceof Error ? e.message : String(e);
       this.setDegraded('watch', `not watching ${this.d.mapping.path}: ${msg}`);
-      this.d.timers.setTimeout(() => void this.startWatching(), retryDelayMs(this.watchFailures, this.d.random));
+      this.d.timers.setTimeout(() => void this.startWatching(), this.retryDelay(this.watchFailures));
     }
   }
 
@@ -212,7 +216,7 @@ export class MappingRunner {
       void w?.close().catch(() => undefined);
       this.setDegraded('watch', `the mapped folder ${this.d.mapping.path} is gone; waiting for it to come back`);
       this.watchFailures++;
-      this.d.timers.setTimeout(() => void this.startWatching().then(() => this.requestFullPass()), retryDelayMs(this.watchFailures, this.d.random));
+      this.d.timers.setTimeout(() => void this.startWatching().then(() => this.requestFullPass()), this.retryDelay(this.watchFailures));
     }
     this.scheduleDrain();
   }
@@ -271,7 +275,7 @@ export class MappingRunner {
     try {
       if (!this.mirror) {
         this.phase = 'starting';
-        this.mirror = await buildMirror(this.d.config, this.d.mapping, this.d.index, {
+        this.mirror = await (this.d.buildMirror ?? buildMirror)(this.d.config, this.d.mapping, this.d.index, {
           api: this.d.api,
           state: this.d.state,
           logger: this.d.logger,
@@ -313,9 +317,18 @@ export class MappingRunner {
       this.onFailure(new Error(report.blocked.message), report.blocked.kind);
       return;
     }
-    if (report.needsFullPass || report.failures.some((f) => f.code !== 'E_PAYLOAD_TOO_LARGE' && f.code !== 'E_UNSUPPORTED_TYPE')) {
+    const failed = report.failures.filter((f) => f.code !== 'E_PAYLOAD_TOO_LARGE' && f.code !== 'E_UNSUPPORTED_TYPE' && f.code !== 'E_AMBIGUOUS');
+    if (report.needsFullPass || failed.length > 0) {
       // Transient failures: a full pass (with a listing) settles them, after a back-off.
+      // Operations that failed leave the data source behind the folder: say so (a lost
+      // answer alone is not an outage; the next full pass settles it).
       this.failures++;
+      if (failed.length > 0) {
+        const first = failed[0]!;
+        this.setDegraded('pass', `${failed.length} operation(s) failed and will be retried (first: ${first.op} ${first.path}: ${first.message})`);
+      } else {
+        this.phase = this.degraded.size > 0 ? 'degraded' : 'watching';
+      }
       this.scheduleRetry();
       return;
     }
@@ -343,11 +356,15 @@ export class MappingRunner {
   private scheduleRetry(): void {
     if (this.stopped) return;
     if (this.retryTimer !== undefined) this.d.timers.clearTimeout(this.retryTimer);
-    const delay = retryDelayMs(this.failures, this.d.random);
+    const delay = this.retryDelay(this.failures);
     this.retryTimer = this.d.timers.setTimeout(() => {
       this.retryTimer = undefined;
       this.requestFullPass();
     }, delay);
+  }
+
+  private retryDelay(failures: number): number {
+    return retryDelayMs(failures, this.d.random, this.d.retryBaseMs);
   }
 
   private scheduleRescan(): void {

@@ -77,7 +77,8 @@ export class DaemonMetrics {
   }
 
   onPacer(e: PacerEvent): void {
-    if (e.type === 'response') this.requestSeconds.observe({ method: e.method, status: String(e.status ?? e.code ?? 'error') }, e.ms / 1000);
+    // A success carries no status from the pacer (any 2xx is a success): label it '2xx'.
+    if (e.type === 'response') this.requestSeconds.observe({ method: e.method, status: String(e.status ?? e.code ?? (e.ok ? '2xx' : 'error')) }, e.ms / 1000);
     else if (e.type === 'retry') this.retries.inc({ code: e.code });
     else if (e.type === 'throttle') this.throttled.inc({ status: String(e.status) });
   }

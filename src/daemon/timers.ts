@@ -16,9 +16,13 @@ export const realTimers: Timers = {
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 
+/** The first retry delay of a failing mapping (ms), unless configured otherwise. */
+export const DEFAULT_RETRY_BASE_MS = 5_000;
+export const MAX_RETRY_DELAY_MS = 300_000;
+
 /** Exponential back-off for a failing mapping: 5 s, 10 s, ... up to 5 min, with jitter. */
-export function retryDelayMs(failures: number, random: () => number = Math.random): number {
-  const base = Math.min(5_000 * 2 ** Math.max(0, failures - 1), 300_000);
+export function retryDelayMs(failures: number, random: () => number = Math.random, firstMs = DEFAULT_RETRY_BASE_MS): number {
+  const base = Math.min(firstMs * 2 ** Math.max(0, failures - 1), MAX_RETRY_DELAY_MS);
   return Math.round(base * (0.8 + 0.4 * random()));
 }
 
