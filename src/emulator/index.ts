@@ -26,7 +26,7 @@ export type { EmulatorStats } from './stats.js';
 export type { EmulatorStore, StoreCounts } from './store.js';
 export type { DataSourceRecord, DocumentRecord, ChunkRecord, DocumentStatus } from './records.js';
 export type { ErrorBody, ErrorCode } from './errors.js';
-export { DEFAULTS as EMULATOR_DEFAULTS } from './options.js';
+export { DEFAULTS as EMULATOR_DEFAULTS, checkFaultOptions } from './options.js';
 
 export interface RunningEmulator {
   /** http://HOST:PORT, without a trailing slash. */

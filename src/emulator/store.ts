@@ -354,6 +354,8 @@ export class MemoryStore implements EmulatorStore {
   }
 }
 
-function cloneRecord<T>(record: T): T {
-  return structuredClone(record);
+/** Records are fresh objects already; only the caller-supplied metadata needs a deep copy. */
+function cloneRecord(record: DocumentRecord): DocumentRecord {
+  for (const _ in record.metadata) return { ...record, metadata: structuredClone(record.metadata) };
+  return { ...record, metadata: {} };
 }
