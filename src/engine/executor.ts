@@ -172,16 +172,24 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
 }
 
 async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: ExecutionResult): Promise<void> {
-  const intentId = await o.state.beginIntent(o.mappingId, {
-    kind: 'upload',
-    files: batch.map((op) => ({
-      path: op.path,
-      size: op.file.size,
-      mtimeMs: op.file.mtimeMs,
-      sha256: op.file.sha256,
-      ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
-    })),
-  });
+  let intentId: string;
+  try {
+    intentId = await o.state.beginIntent(o.mappingId, {
+      kind: 'upload',
+      files: batch.map((op) => ({
+        path: op.path,
+        size: op.file.size,
+        mtimeMs: op.file.mtimeMs,
+        sha256: op.file.sha256,
+        ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
+      })),
+    });
+  } catch (e) {
+    // The intent could not be made durable (disk full...): an upload whose answer got lost
+    // could then not be recognised after a crash, so nothing is sent; a later pass retries.
+    for (const op of batch) fail(o, r, op.kind, op.path, e);
+    return;
+  }
   let records: DocumentRecord[];
   try {
     records = await o.api.uploadDocuments(
@@ -277,7 +285,9 @@ function entryFor(file: HashedFile, documentId: string, now: () => number): File
 
 function failure(kind: Op['kind'], path: string, e: unknown): FileFailure {
   if (isApiError(e)) return { path, op: kind, code: e.code, status: e.status, message: e.message };
-  return { path, op: kind, code: 'E_UNEXPECTED', message: e instanceof Error ? e.message : String(e) };
+  // Typed errors of other layers (the state store's E_STATE_WRITE) keep their code.
+  const code = (e as { code?: unknown } | undefined)?.code;
+  return { path, op: kind, code: typeof code === 'string' && code.startsWith('E_') ? code : 'E_UNEXPECTED', message: e instanceof Error ? e.message : String(e) };
 }
 
 function fail(o: ExecutorOptions, r: ExecutionResult, kind: Op['kind'], path: string, e: unknown): void {
