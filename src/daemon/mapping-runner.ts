@@ -197,8 +197,12 @@ export class MappingRunner {
         await this.watcher.close();
         return;
       }
+      const recovered = this.watchFailures > 0;
       this.watchFailures = 0;
       this.degraded.delete('watch');
+      // What changed while nothing was watched only a full pass finds: run it now, not
+      // after the pass back-off (the folder coming back is why passes were failing).
+      if (recovered) this.retryNow();
     } catch (e) {
       this.watchFailures++;
       const msg = e instanceof Error ? e.message : String(e);
@@ -216,7 +220,7 @@ export class MappingRunner {
       void w?.close().catch(() => undefined);
       this.setDegraded('watch', `the mapped folder ${this.d.mapping.path} is gone; waiting for it to come back`);
       this.watchFailures++;
-      this.d.timers.setTimeout(() => void this.startWatching().then(() => this.requestFullPass()), this.retryDelay(this.watchFailures));
+      this.d.timers.setTimeout(() => void this.startWatching(), this.retryDelay(this.watchFailures));
     }
     this.scheduleDrain();
   }
@@ -263,7 +267,9 @@ export class MappingRunner {
   // ---- passes ---------------------------------------------------------------------
 
   private kick(): void {
-    if (this.stopped || this.running) return;
+    // While a retry is pending the mapping backs off: what changes meanwhile waits for the
+    // retry's full pass (a failing build or pass must not be retried in a loop).
+    if (this.stopped || this.running || this.retryTimer !== undefined) return;
     if (!this.fullWanted && this.pendingFiles.size === 0 && this.pendingDirs.size === 0) return;
     this.running = this.work().finally(() => {
       this.running = undefined;
@@ -313,6 +319,7 @@ export class MappingRunner {
     this.lastPass = { ...report.counts, ok: report.ok, finishedAt: report.finishedAt, kind };
     this.skipped = report.skipped;
     for (const f of report.failures) this.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}` });
+    if (this.stopped) return;
     if (report.blocked) {
       this.onFailure(new Error(report.blocked.message), report.blocked.kind);
       return;
@@ -361,6 +368,15 @@ export class MappingRunner {
       this.retryTimer = undefined;
       this.requestFullPass();
     }, delay);
+  }
+
+  /** A full pass right away, cancelling the back-off (the cause of the failures is gone). */
+  private retryNow(): void {
+    if (this.retryTimer !== undefined) {
+      this.d.timers.clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+    }
+    this.requestFullPass();
   }
 
   private retryDelay(failures: number): number {

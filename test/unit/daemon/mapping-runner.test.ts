@@ -1,0 +1,445 @@
+/**
+ * MappingRunner's scheduling on a fake clock, with a fake Mirror and a fake watcher: retries
+ * with back-off after a failing pass, says why it is degraded, recovers to 'watching'; runs
+ * one pass at a time and plans what changed meanwhile afterwards; turns watcher batches into
+ * pass scopes; stops cleanly.
+ */
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../../src/api/errors.js';
+import type { Config, MappingConfig } from '../../../src/config/types.js';
+import type { ChangeScope, Mirror, PassOptions, PassReport } from '../../../src/engine/mirror.js';
+import type { FileFailure } from '../../../src/engine/executor.js';
+import type { RawEvent } from '../../../src/local/aggregator.js';
+import { WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watcher.js';
+import { silentLogger } from '../../../src/log.js';
+import type { StateStore } from '../../../src/state/store.js';
+import { MappingRunner, type MappingRunnerDeps } from '../../../src/daemon/mapping-runner.js';
+import { retryDelayMs, type Timers } from '../../../src/daemon/timers.js';
+
+/** Lets promise chains settle (no time passes on the fake clock). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
+}
+
+class FakeTimers implements Timers {
+  private t = 1_000_000;
+  private seq = 0;
+  private readonly tasks = new Map<number, { at: number; fn: () => void }>();
+
+  now(): number {
+    return this.t;
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = ++this.seq;
+    this.tasks.set(id, { at: this.t + Math.max(0, ms), fn });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.tasks.delete(handle as number);
+  }
+  /** Delays (from now) of the timers still scheduled, sorted. */
+  scheduled(): number[] {
+    return [...this.tasks.values()].map((x) => x.at - this.t).sort((a, b) => a - b);
+  }
+  /** Moves the clock forward, firing due timers in order and letting their work settle. */
+  async advance(ms: number): Promise<void> {
+    const end = this.t + ms;
+    for (;;) {
+      await settle();
+      let next: [number, { at: number; fn: () => void }] | undefined;
+      for (const e of this.tasks) if (e[1].at <= end && (!next || e[1].at < next[1].at)) next = e;
+      if (!next) break;
+      this.tasks.delete(next[0]);
+      this.t = next[1].at;
+      next[1].fn();
+    }
+    this.t = end;
+    await settle();
+  }
+}
+
+interface Call {
+  kind: 'full' | 'changes';
+  scope?: ChangeScope;
+  signal: AbortSignal | undefined;
+  resolve(r: PassReport): void;
+  reject(e: unknown): void;
+}
+
+/** A Mirror whose passes end when the test says so; counts passes running at once. */
+class FakeMirror {
+  readonly calls: Call[] = [];
+  running = 0;
+  maxRunning = 0;
+  readonly mappingId = 'm1';
+  readonly dataSourceId = 'ds-1';
+
+  fullPass(opts: PassOptions = {}): Promise<PassReport> {
+    return this.call('full', undefined, opts.signal);
+  }
+  changedPass(scope: ChangeScope, opts: PassOptions = {}): Promise<PassReport> {
+    return this.call('changes', scope, opts.signal);
+  }
+  last(): Call {
+    const c = this.calls.at(-1);
+    if (!c) throw new Error('no pass was started');
+    return c;
+  }
+  private call(kind: 'full' | 'changes', scope: ChangeScope | undefined, signal: AbortSignal | undefined): Promise<PassReport> {
+    this.running++;
+    this.maxRunning = Math.max(this.maxRunning, this.running);
+    return new Promise<PassReport>((resolve, reject) => {
+      const done = (): void => {
+        this.running--;
+      };
+      this.calls.push({
+        kind,
+        ...(scope ? { scope } : {}),
+        signal,
+        resolve: (r) => {
+          done();
+          resolve(r);
+        },
+        reject: (e) => {
+          done();
+          reject(e);
+        },
+      });
+    });
+  }
+}
+
+function report(failures: FileFailure[] = [], extra: Partial<PassReport> = {}): PassReport {
+  const at = new Date(0).toISOString();
+  return {
+    mappingId: 'm1',
+    ok: failures.length === 0,
+    dryRun: false,
+    ops: [],
+    counts: { uploaded: 0, replaced: 0, renamed: 0, updated: 0, deleted: 0, adopted: 0, forgotten: 0, unchanged: 0, skipped: 0, failed: failures.length },
+    failures,
+    skipped: [],
+    startedAt: at,
+    finishedAt: at,
+    ...extra,
+  };
+}
+
+const serviceDown = (): ApiError =>
+  new ApiError({ code: 'E_SERVER', status: 503, method: 'GET', path: '/datastore/v1/data-sources/ds-1/documents', message: 'GET /datastore/v1/data-sources/ds-1/documents: 503 Service Unavailable', retryable: true });
+
+function setup(o: { buildFails?: number; watchFails?: number } = {}) {
+  const timers = new FakeTimers();
+  const mirror = new FakeMirror();
+  let builds = 0;
+  let watcherOpts: WatcherOptions | undefined;
+  let watcherClosed = false;
+  let watchStarts = 0;
+  const config = { debounceMs: 300, rescanIntervalSeconds: 3600, ingestionCheck: { enabled: false, delaySeconds: 0 } } as unknown as Config;
+  const mapping = { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '' } as unknown as MappingConfig;
+  const state = { mapping: () => ({ files: { 'a.txt': {}, 'b.txt': {} } }) } as unknown as StateStore;
+  const deps: MappingRunnerDeps = {
+    config,
+    mapping,
+    index: 0,
+    api: {} as MappingRunnerDeps['api'],
+    state,
+    logger: silentLogger,
+    timers,
+    random: () => 0.5, // no jitter: delays are exactly 5 s, 10 s, ...
+    buildMirror: () => {
+      builds++;
+      if (builds <= (o.buildFails ?? 0)) return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:443'));
+      return Promise.resolve(mirror as unknown as Mirror);
+    },
+    watch: (opts) => {
+      watchStarts++;
+      if (watchStarts <= (o.watchFails ?? 0)) return Promise.reject(new WatchError('root-unusable', opts.root, `cannot watch ${opts.root}: ENOENT`, true));
+      watcherClosed = false;
+      watcherOpts = opts;
+      const w: Watcher = {
+        mode: 'folders',
+        root: opts.root,
+        close: () => {
+          watcherClosed = true;
+          return Promise.resolve();
+        },
+        watchedDirs: () => 1,
+      };
+      return Promise.resolve(w);
+    },
+  };
+  const runner = new MappingRunner(deps);
+  const emit = (e: Omit<RawEvent, 'at'>): void => {
+    if (!watcherOpts) throw new Error('the watcher was not started');
+    watcherOpts.onEvent({ ...e, at: timers.now() });
+  };
+  const watchError = (e: WatchError): void => {
+    if (!watcherOpts) throw new Error('the watcher was not started');
+    watcherOpts.onError(e);
+  };
+  return { timers, mirror, runner, emit, watchError, builds: () => builds, watchStarts: () => watchStarts, watcherClosed: () => watcherClosed };
+}
+
+describe('MappingRunner', () => {
+  it('retries a failing full pass with exponential back-off, degraded with the reason, then recovers to watching', async () => {
+    const { timers, mirror, runner } = setup();
+    runner.start();
+    await settle();
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full']);
+    expect(runner.status().phase).toBe('syncing');
+
+    mirror.last().reject(serviceDown());
+    await settle();
+    let s = runner.status();
+    expect(s.phase).toBe('degraded');
+    expect(s.degraded).toEqual([expect.stringContaining('503 Service Unavailable')]);
+    expect(s.recentErrors.at(-1)?.message).toContain('503');
+    expect(timers.scheduled()).toContain(retryDelayMs(1, () => 0.5));
+
+    // No retry before the back-off is over; one right after it.
+    await timers.advance(4_999);
+    expect(mirror.calls).toHaveLength(1);
+    await timers.advance(1);
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
+
+    // A second failure doubles the delay.
+    mirror.last().reject(serviceDown());
+    await timers.advance(9_999);
+    expect(mirror.calls).toHaveLength(2);
+    await timers.advance(1);
+    expect(mirror.calls).toHaveLength(3);
+
+    mirror.last().resolve(report());
+    await settle();
+    s = runner.status();
+    expect(s.phase).toBe('watching');
+    expect(s.degraded).toEqual([]);
+    expect(s.lastFullPassOkAt).toBeDefined();
+    expect(s.filesTracked).toBe(2);
+    // The periodic rescan (3600 s ± 10 %) is what is scheduled now.
+    expect(timers.scheduled().some((d) => d >= 3_240_000 && d <= 3_960_000)).toBe(true);
+    await runner.stop();
+  });
+
+  it('says the service is unreachable when the data source cannot even be resolved, and retries after the back-off (not in a loop)', async () => {
+    const { timers, mirror, runner, builds } = setup({ buildFails: 2 });
+    runner.start();
+    await settle();
+    expect(builds()).toBe(1);
+    expect(runner.status()).toMatchObject({ phase: 'degraded', degraded: [expect.stringContaining('ECONNREFUSED')] });
+    await timers.advance(4_999);
+    expect(builds()).toBe(1);
+    await timers.advance(1);
+    expect(builds()).toBe(2);
+    await timers.advance(9_999);
+    expect(builds()).toBe(2);
+    await timers.advance(1);
+    expect(builds()).toBe(3);
+    mirror.last().resolve(report());
+    await settle();
+    expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+    await runner.stop();
+  });
+
+  it('marks the mapping degraded when operations of a pass fail, and settles them with a full pass after the back-off', async () => {
+    const { timers, mirror, runner, emit } = setup();
+    runner.start();
+    await settle();
+    mirror.last().resolve(report());
+    await settle();
+
+    emit({ kind: 'change', path: 'a.txt', size: 3 });
+    await timers.advance(2_000);
+    expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['a.txt'], dirs: [] } });
+    mirror.last().resolve(report([{ path: 'a.txt', op: 'replace', code: 'E_SERVER', status: 503, message: 'POST upload: 503 Service Unavailable' }]));
+    await settle();
+    expect(runner.status()).toMatchObject({ phase: 'degraded', degraded: [expect.stringMatching(/1 operation\(s\) failed.*replace a\.txt.*503/)] });
+
+    await timers.advance(5_000);
+    expect(mirror.last().kind).toBe('full');
+    mirror.last().resolve(report());
+    await settle();
+    expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+    await runner.stop();
+  });
+
+  it('does not count refused files as an outage: no retry, not degraded', async () => {
+    const { timers, mirror, runner } = setup();
+    runner.start();
+    await settle();
+    mirror.last().resolve(report([{ path: 'huge.pdf', op: 'upload', code: 'E_PAYLOAD_TOO_LARGE', status: 413, message: 'too large' }]));
+    await settle();
+    expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+    await timers.advance(60_000);
+    expect(mirror.calls).toHaveLength(1);
+    await runner.stop();
+  });
+
+  it('runs one pass at a time; changes seen during a pass are planned together afterwards', async () => {
+    const { timers, mirror, runner, emit } = setup();
+    runner.start();
+    await settle();
+    expect(mirror.calls).toHaveLength(1); // the startup full pass, still running
+
+    emit({ kind: 'change', path: 'a.txt', size: 1 });
+    emit({ kind: 'add', path: 'b.txt', size: 1 });
+    await timers.advance(2_000);
+    emit({ kind: 'change', path: 'c.txt', size: 1 });
+    await timers.advance(2_000);
+    // Both batches are ready, but the full pass has not ended: nothing else started.
+    expect(mirror.calls).toHaveLength(1);
+    expect(runner.status().pending).toBe(3);
+
+    mirror.last().resolve(report());
+    await settle();
+    expect(mirror.calls).toHaveLength(2);
+    expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['a.txt', 'b.txt', 'c.txt'], dirs: [] } });
+    emit({ kind: 'change', path: 'a.txt', size: 2 });
+    await timers.advance(2_000);
+    expect(mirror.calls).toHaveLength(2);
+    mirror.last().resolve(report());
+    await settle();
+    expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['a.txt'], dirs: [] } });
+    mirror.last().resolve(report());
+    await settle();
+    expect(mirror.maxRunning).toBe(1);
+    expect(runner.status()).toMatchObject({ phase: 'watching', pending: 0 });
+    await runner.stop();
+  });
+
+  it('looks at a folder event\'s own path too (a file replaced by a folder of the same name)', async () => {
+    const { timers, mirror, runner, emit } = setup();
+    runner.start();
+    await settle();
+    mirror.last().resolve(report());
+    await settle();
+    emit({ kind: 'addDir', path: 'shape.txt' });
+    await timers.advance(3_000);
+    expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['shape.txt'], dirs: ['shape.txt'] } });
+    mirror.last().resolve(report());
+    await runner.stop();
+  });
+
+  it('asks for a full pass when the watcher lost events', async () => {
+    const { timers, mirror, runner, emit } = setup();
+    runner.start();
+    await settle();
+    mirror.last().resolve(report());
+    await settle();
+    emit({ kind: 'raw', path: '' }); // the mapped folder itself: only a full look can tell
+    await timers.advance(1_000);
+    expect(mirror.last().kind).toBe('full');
+    mirror.last().resolve(report());
+    await runner.stop();
+  });
+
+  it('stops: closes the watcher, lets the running pass end, and starts nothing afterwards', async () => {
+    const { timers, mirror, runner, emit, watcherClosed } = setup();
+    runner.start();
+    await settle();
+    emit({ kind: 'change', path: 'a.txt', size: 1 });
+    await timers.advance(2_000);
+    let stopped = false;
+    const stopping = runner.stop(7_000).then(() => (stopped = true));
+    await settle();
+    expect(watcherClosed()).toBe(true);
+    expect(stopped).toBe(false); // the pass is still running
+    mirror.last().resolve(report());
+    await stopping;
+    await timers.advance(3_600_000 * 2);
+    expect(mirror.calls).toHaveLength(1);
+    expect(runner.status().phase).toBe('stopped');
+  });
+
+  it('aborts a pass that outlives the stop grace period', async () => {
+    const { timers, mirror, runner } = setup();
+    runner.start();
+    await settle();
+    let stopped = false;
+    const stopping = runner.stop(7_000).then(() => (stopped = true));
+    await timers.advance(6_999);
+    expect(stopped).toBe(false);
+    expect(mirror.last().signal?.aborted).toBe(false);
+    await timers.advance(1);
+    // The mirror sees the abort through its signal and ends the pass with an error.
+    expect(mirror.last().signal?.aborted).toBe(true);
+    mirror.last().reject(new Error('aborted'));
+    await stopping;
+    expect(stopped).toBe(true);
+    expect(runner.status().phase).toBe('stopped');
+  });
+});
+
+describe('MappingRunner: back-off and the watcher', () => {
+  it('holds watcher changes during the back-off; the retry\'s full pass covers them', async () => {
+    const { timers, mirror, runner, emit } = setup();
+    runner.start();
+    await settle();
+    mirror.last().reject(serviceDown());
+    await settle();
+    emit({ kind: 'change', path: 'a.txt', size: 1 });
+    await timers.advance(4_000);
+    expect(mirror.calls).toHaveLength(1);
+    expect(runner.status().pending).toBe(1);
+    await timers.advance(1_000);
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
+    expect(runner.status().pending).toBe(0);
+    mirror.last().resolve(report());
+    await settle();
+    expect(mirror.calls).toHaveLength(2);
+    expect(runner.status().phase).toBe('watching');
+    await runner.stop();
+  });
+
+  it('a vanished folder: degraded naming it; when it is watched again, a full pass runs at once despite the pass back-off', async () => {
+    const { timers, mirror, runner, watchError, watchStarts } = setup();
+    runner.start();
+    await settle();
+    mirror.last().resolve(report());
+    await settle();
+
+    watchError(new WatchError('root-gone', '/srv/share', 'the watched folder /srv/share is gone', true));
+    await timers.advance(200);
+    expect(runner.status().degraded).toEqual([expect.stringContaining('/srv/share')]);
+    // The rescan the lost events ask for finds the folder missing: blocked, retried later.
+    expect(mirror.last().kind).toBe('full');
+    const outage = { ok: false as const, kind: 'outage' as const, deletes: 0, message: 'the mapped folder /srv/share is missing: treated as an outage' };
+    mirror.last().resolve(report([], { blocked: outage }));
+    await settle();
+    expect(runner.status().degraded).toHaveLength(2);
+
+    // The watcher is started again after its own back-off (5 s from the error, before the
+    // pass's retry, due 5 s after the blocked pass); the folder is back: a full pass now.
+    const calls = mirror.calls.length;
+    await timers.advance(4_800);
+    expect(watchStarts()).toBe(2);
+    expect(mirror.calls).toHaveLength(calls + 1);
+    await timers.advance(10_000); // the pass's own retry was cancelled: no second pass
+    expect(mirror.calls).toHaveLength(calls + 1);
+    mirror.last().resolve(report());
+    await settle();
+    expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+    await runner.stop();
+  });
+
+  it('a folder that cannot be watched at start: degraded, watched again with back-off, then a full pass', async () => {
+    const { timers, mirror, runner, watchStarts } = setup({ watchFails: 2 });
+    runner.start();
+    await settle();
+    mirror.last().resolve(report());
+    await settle();
+    expect(runner.status()).toMatchObject({ phase: 'degraded', degraded: [expect.stringContaining('not watching /srv/share')] });
+    await timers.advance(5_000);
+    expect(watchStarts()).toBe(2);
+    await timers.advance(9_999);
+    expect(watchStarts()).toBe(2);
+    await timers.advance(1);
+    expect(watchStarts()).toBe(3);
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
+    mirror.last().resolve(report());
+    await settle();
+    expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+    await runner.stop();
+  });
+});
