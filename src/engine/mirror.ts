@@ -256,6 +256,7 @@ export class Mirror {
     const skipped = [...scan.skipped];
     const blocked = new Set(scan.skipped.map((s) => s.path));
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
+    for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
     const toHash = pathsToHash(local, mapping.files);
     let next = 0;
     const worker = async (): Promise<void> => {

@@ -124,7 +124,11 @@ export function toScanResult(walk: WalkResult, maxFileBytes: number): ScanResult
     const reason = skipReasonText(s, maxFileBytes);
     if (reason) skipped.push({ path: s.path, reason });
   }
-  for (const e of walk.errors) if (e.kind === 'file') skipped.push({ path: e.path, reason: e.message });
+  // An unreadable folder is reported too (as "path/"): otherwise nothing tells the operator
+  // that the files below it are not mirrored. Its documents stay (see unreadableDirs).
+  for (const e of walk.errors) {
+    skipped.push(e.kind === 'file' ? { path: e.path, reason: e.message } : { path: `${e.path}/`, reason: `${e.message}; the documents of its files are kept as they are` });
+  }
   return {
     rootStatus: walk.rootStatus,
     files: walk.files,
