@@ -25,6 +25,17 @@ export const runCommand: CommandModule<GlobalArgs, RunArgs> = {
 };
 
 export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  // Signals are caught from the start: without a handler, a SIGHUP (systemd's reload)
+  // arriving while the daemon starts would kill it. What arrives before the daemon is up
+  // is acted on once it is.
+  const early: { stop?: string; reload: boolean } = { reload: false };
+  let onSignal = (signal: NodeJS.Signals): void => {
+    if (signal === 'SIGHUP') early.reload = true;
+    else early.stop ??= signal;
+  };
+  const handler = (signal: NodeJS.Signals): void => onSignal(signal);
+  for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(s, handler);
+
   // Heavy modules load only for this command: `dssync --help` stays fast.
   const [{ Daemon }, { createLogger }, { StateLockedError }] = await Promise.all([
     import('../daemon/daemon.js'),
@@ -80,12 +91,13 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
         },
       );
     };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
-    process.on('SIGHUP', () => {
+    const reload = (): void => {
       logger.info('SIGHUP: reloading the configuration');
       void daemon.reload();
-    });
+    };
+    onSignal = (signal) => (signal === 'SIGHUP' ? reload() : stop(signal));
+    if (early.stop) stop(early.stop);
+    else if (early.reload) reload();
   });
 }
 
