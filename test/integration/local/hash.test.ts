@@ -84,6 +84,28 @@ describe('hashFile on real files', () => {
     expect((err as Error).message).toContain(`${p} changed while it was being read`);
   });
 
+  it('hashes files of every size around the read buffer exactly', async () => {
+    for (const size of [1, 100, 4095, 4096, 4097, 10_000]) {
+      const p = join(dir, `size-${size}.bin`);
+      const content = Buffer.alloc(size);
+      for (let i = 0; i < size; i++) content[i] = (i * 7 + size) & 0xff;
+      await writeFile(p, content);
+      const h = await hashFile(p, { chunkBytes: 4096 });
+      expect(h.size).toBe(size);
+      expect(h.sha256).toBe(await oracle(p));
+    }
+  });
+
+  it('throws FileChangedError when the file grows right after its last byte was read', async () => {
+    const p = join(dir, 'grows-at-end.txt');
+    await writeFile(p, 'x'.repeat(100));
+    // The one read returns all 100 bytes; the file grows before the end is confirmed.
+    const fs = fsWithHook(async (chunk) => {
+      if (chunk === 0) await appendFile(p, 'late');
+    });
+    await expect(hashFile(p, { fs })).rejects.toBeInstanceOf(FileChangedError);
+  });
+
   it('throws FileChangedError when the file is truncated while read', async () => {
     const p = join(dir, 'shrinking.txt');
     await writeFile(p, Buffer.alloc(64 * 1024, 'a'));
