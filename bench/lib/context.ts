@@ -1,0 +1,80 @@
+/** Sizes of a benchmark run: the sizes (full), a smaller set (quick), a tiny one (smoke test). */
+
+export type BenchMode = 'full' | 'quick' | 'smoke';
+
+export interface Sizes {
+  /** initialMirror (and rateCap, latency, burst: the same tree). */
+  initialFiles: number;
+  initialFolders: number;
+  /** Files the naive client mirrors; its time is scaled to initialFiles when fewer. */
+  baselineFiles: number;
+  /** dssync runs of initialMirror (the median is reported). */
+  repeat: number;
+  rateCapRps: number;
+  restartFiles: number;
+  restartFolders: number;
+  latencySamples: number;
+  /** Pause between two latency samples (ms). */
+  latencySpacingMs: number;
+  burstFiles: number;
+  /** Idle time before footprint figures are read, and the CPU sampling window (s). */
+  settleSeconds: number;
+  cpuWindowSeconds: number;
+  /** Service latency added to every request of the measured runs (setups run without). */
+  latencyMs: number;
+}
+
+export const SIZES: Record<BenchMode, Sizes> = {
+  full: {
+    initialFiles: 10_000,
+    initialFolders: 100,
+    baselineFiles: 10_000,
+    repeat: 3,
+    rateCapRps: 50,
+    restartFiles: 100_000,
+    restartFolders: 5_000,
+    latencySamples: 50,
+    latencySpacingMs: 300,
+    burstFiles: 2_000,
+    settleSeconds: 15,
+    cpuWindowSeconds: 10,
+    latencyMs: 20,
+  },
+  quick: {
+    initialFiles: 1_000,
+    initialFolders: 20,
+    baselineFiles: 1_000,
+    repeat: 1,
+    rateCapRps: 50,
+    restartFiles: 10_000,
+    restartFolders: 500,
+    latencySamples: 20,
+    latencySpacingMs: 300,
+    burstFiles: 500,
+    settleSeconds: 5,
+    cpuWindowSeconds: 5,
+    latencyMs: 20,
+  },
+  smoke: {
+    initialFiles: 60,
+    initialFolders: 4,
+    baselineFiles: 60,
+    repeat: 1,
+    rateCapRps: 50,
+    restartFiles: 200,
+    restartFolders: 10,
+    latencySamples: 3,
+    latencySpacingMs: 100,
+    burstFiles: 20,
+    settleSeconds: 1,
+    cpuWindowSeconds: 1,
+    latencyMs: 5,
+  },
+};
+
+export interface BenchContext {
+  mode: BenchMode;
+  sizes: Sizes;
+  /** A temp folder of this run (removed at the end). */
+  tmp: string;
+}

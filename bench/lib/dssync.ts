@@ -1,0 +1,208 @@
+/**
+ * dssync as real processes: the built binary (dist/src/cli/main.js) run as `dssync sync`
+ * or `dssync run`, with its memory and CPU read from /proc (the child's, not the bench's).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from './util.js';
+
+/** The built CLI, whether this module runs compiled (dist/bench/lib) or from source (bench/lib, in vitest). */
+const REPO_ROOT = fileURLToPath(new URL(import.meta.url.includes('/dist/bench/') ? '../../../' : '../../', import.meta.url));
+export const BIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
+export const TOKEN = 'bench-token';
+export const ORG = 'bench-org';
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+export interface ConfigSpec {
+  dir: string;
+  baseUrl: string;
+  share: string;
+  /** Extra top-level keys (setups use generous queue settings; measured runs use none). */
+  extra?: Record<string, unknown>;
+  name?: string;
+}
+
+/**
+ * Settings for the measured runs from BENCH_CONFIG (a JSON object of config keys), to try
+ * other settings than the defaults; the report says when it was set.
+ */
+export function benchConfigOverride(): Record<string, unknown> | undefined {
+  const raw = process.env.BENCH_CONFIG;
+  if (!raw) return undefined;
+  const v: unknown = JSON.parse(raw);
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('BENCH_CONFIG must be a JSON object of config keys');
+  return v as Record<string, unknown>;
+}
+
+/** Writes a config with dssync's defaults except what `extra` (or BENCH_CONFIG) says; returns its path. */
+export async function writeConfig(spec: ConfigSpec): Promise<string> {
+  const path = join(spec.dir, `${spec.name ?? 'config'}.json`);
+  const config = {
+    baseUrl: spec.baseUrl,
+    organizationId: ORG,
+    statePath: join(spec.dir, 'state', 'state.json'),
+    status: { listen: '127.0.0.1:0' },
+    ...(spec.extra ?? benchConfigOverride()),
+    mappings: [{ id: 'bench', path: spec.share, dataSource: { name: 'Bench', llmConnectorIds: ['conn-1'] } }],
+  };
+  await writeFile(path, JSON.stringify(config, null, 2), { mode: 0o600 });
+  return path;
+}
+
+/** Only what dssync needs. */
+function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', DSSYNC_TOKEN: TOKEN, DSSYNC_LOG_LEVEL: 'warn', ...extra };
+}
+
+/** Node options of the dssync processes from BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"). */
+function nodeArgs(): string[] {
+  return (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+}
+
+export interface ProcMemory {
+  rssMB: number;
+  peakRssMB: number;
+}
+
+/** VmRSS and VmHWM (peak) of a live process, in MB; undefined once it is gone. */
+export function procMemory(pid: number): ProcMemory | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+    const rss = kb('VmRSS');
+    // A zombie (exited, not yet reaped) has no memory lines.
+    if (Number.isNaN(rss)) return undefined;
+    return { rssMB: rss / 1024, peakRssMB: kb('VmHWM') / 1024 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds (user + system) used by a live process so far. */
+export function procCpuSeconds(pid: number): number | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the command name.
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface SyncRun {
+  code: number | null;
+  seconds: number;
+  peakRssMB: number;
+  cpuSeconds: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `dssync sync --json` to its end; wall time from spawn to exit. */
+export async function runSync(configPath: string, env: Record<string, string> = {}, args: string[] = []): Promise<SyncRun> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs(), BIN, 'sync', '--config', configPath, '--json', ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  let peak = 0;
+  let cpu = 0;
+  const pid = child.pid!;
+  const sample = (): void => {
+    const m = procMemory(pid);
+    if (m) peak = Math.max(peak, m.peakRssMB);
+    const c = procCpuSeconds(pid);
+    if (c !== undefined) cpu = c;
+  };
+  const timer = setInterval(sample, 100);
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (c) => resolve(c));
+  });
+  clearInterval(timer);
+  return { code, seconds: (performance.now() - t0) / 1000, peakRssMB: peak, cpuSeconds: cpu, stdout, stderr };
+}
+
+export interface DaemonHandle {
+  child: ChildProcess;
+  pid: number;
+  url: string;
+  startedAt: number;
+  status(): Promise<DaemonStatusView>;
+  metric(name: string): Promise<number | undefined>;
+  memory(): ProcMemory | undefined;
+  cpuSeconds(): number | undefined;
+  stop(): Promise<void>;
+  output(): string;
+}
+
+/** The parts of /status the benchmarks read. */
+export interface DaemonStatusView {
+  requests: { total: number };
+  state?: { writes: number; lastWriteMs: number; lastBytes: number; lastMaxBlockMs: number; loadMs?: number } | undefined;
+  mappings: Array<{
+    phase: string;
+    pending: number;
+    filesTracked: number;
+    lastPass?: { ok: boolean; kind: string; finishedAt: string; uploaded: number; replaced: number; unchanged: number } | undefined;
+    watchedDirs: number;
+  }>;
+}
+
+/** Starts `dssync run` and resolves once its status endpoint answers. */
+export async function startDaemon(configPath: string, env: Record<string, string> = {}): Promise<DaemonHandle> {
+  const startedAt = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs(), BIN, 'run', '--config', configPath], {
+    env: childEnv({ DSSYNC_LOG_LEVEL: 'info', ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let url: string | undefined;
+  // Keep only the start of the log and the tail: a run over 100,000 files logs little, but
+  // an initial mirror logs a line per document.
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    if (url === undefined) {
+      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*status endpoint listening/.exec(out + d);
+      if (m) url = m[1];
+    }
+    out = (out + d).slice(-200_000);
+  });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out = (out + d).slice(-200_000)));
+  let exited = false;
+  child.on('exit', () => (exited = true));
+  await waitFor('the daemon status endpoint', () => {
+    if (exited) throw new Error(`dssync run exited early:\n${out.slice(-4000)}`);
+    return url;
+  }, 30_000);
+  const base = url!;
+  const pid = child.pid!;
+  return {
+    child,
+    pid,
+    url: base,
+    startedAt,
+    status: async () => (await (await fetch(`${base}/status`)).json()) as DaemonStatusView,
+    metric: async (name) => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
+      return m ? Number(m[1]) : undefined;
+    },
+    memory: () => procMemory(pid),
+    cpuSeconds: () => procCpuSeconds(pid),
+    output: () => out,
+    stop: async () => {
+      if (exited) return;
+      const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await done;
+      clearTimeout(timer);
+    },
+  };
+}

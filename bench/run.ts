@@ -1,0 +1,133 @@
+/**
+ * `npm run bench`: dssync's performance scenarios against the emulator on loopback
+ * (DESIGN §5). Writes bench/results/latest.json and latest.md (and <mode>.json/.md).
+ *
+ *   BENCH_QUICK=1   smaller sizes (under 3 minutes)
+ *   BENCH_ONLY=a,b  only these scenarios (initialMirror, rateCap, restart, latency, burst,
+ *                   footprint); results then go to <mode>-partial.json/.md only
+ *   BENCH_OUT=DIR   where to write the results (default bench/results)
+ *   BENCH_KEEP=1    keep the temp folder (trees, state files, configs)
+ *   BENCH_SIZES=J   sizes to change (a JSON object of lib/context.ts Sizes), e.g.
+ *                   {"baselineFiles":1000}: the naive client's time is then scaled
+ *   BENCH_CONFIG=J  config keys (a JSON object) for the measured dssync runs, to try
+ *                   other settings than the defaults (the report says so)
+ *   BENCH_NODE_ARGS=...  node options of the dssync processes, e.g.
+ *                   "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile them
+ *
+ * dssync runs as real processes (the built binary); the service emulator runs in this
+ * process. Build first: npm run build.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os, { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SIZES, type BenchContext, type BenchMode, type Sizes } from './lib/context.js';
+import { BIN } from './lib/dssync.js';
+import { evaluate, machine, runInfo, toMarkdown, type Figures, type Report } from './lib/report.js';
+import { log } from './lib/util.js';
+import { runDaemonChanges } from './scenarios/daemon-changes.js';
+import { buildInitialTree, runInitialMirror, runRateCap } from './scenarios/initial-mirror.js';
+import { runRestart } from './scenarios/restart.js';
+
+const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint'] as const;
+type Scenario = (typeof ALL)[number];
+
+export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL, tmpRoot = tmpdir()): Promise<Report> {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first`);
+  const started = performance.now();
+  const repo = fileURLToPath(new URL(import.meta.url.includes('/dist/bench/') ? '../../' : '../', import.meta.url));
+  const report: Report = { run: runInfo(mode, repo), machine: machine(), scenarios: {}, targets: [], notes: [] };
+  const tmp = await mkdtemp(join(tmpRoot, 'dssync-bench-'));
+  const sizes = { ...SIZES[mode], ...(process.env.BENCH_SIZES ? (JSON.parse(process.env.BENCH_SIZES) as Partial<Sizes>) : {}) };
+  const ctx: BenchContext = { mode, sizes, tmp };
+  const want = (s: Scenario): boolean => only.includes(s);
+  const scenarios: Record<string, Figures> = {};
+  try {
+    if (want('initialMirror') || want('rateCap') || want('latency') || want('burst')) {
+      const { share, files } = await buildInitialTree(ctx);
+      if (want('initialMirror') || want('latency') || want('burst')) {
+        const { figures, tree } = await runInitialMirror(ctx, share, files);
+        if (want('initialMirror')) scenarios.initialMirror = { ...figures };
+        try {
+          if (want('latency') || want('burst')) {
+            const { latency, burst } = await runDaemonChanges(ctx, tree);
+            if (want('latency')) scenarios.latency = { ...latency };
+            if (want('burst')) scenarios.burst = { ...burst };
+          }
+        } finally {
+          await tree.emu.close();
+        }
+      }
+      if (want('rateCap')) scenarios.rateCap = { ...(await runRateCap(ctx, share, files)) };
+      await rm(join(tmp, 'initial'), { recursive: true, force: true });
+    }
+    if (want('restart') || want('footprint')) {
+      const { restart, footprint } = await runRestart(ctx);
+      if (want('restart')) scenarios.restart = { ...restart };
+      if (want('footprint')) scenarios.footprint = { ...footprint };
+    }
+  } finally {
+    if (process.env.BENCH_KEEP === '1') log(`kept ${tmp}`);
+    else await rm(tmp, { recursive: true, force: true });
+  }
+  report.scenarios = scenarios;
+  report.targets = evaluate(scenarios);
+  report.machine.loadAverageEnd = os.loadavg().map((l) => Math.round(l * 100) / 100);
+  report.run.totalSeconds = (performance.now() - started) / 1000;
+  report.notes = notes(ctx, scenarios);
+  return report;
+}
+
+function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
+  const n: string[] = [];
+  const z = ctx.sizes;
+  n.push(`Every measured request pays ${z.latencyMs} ms of service latency (emulator fault latencyMs); setups run without it.`);
+  if (process.env.BENCH_SIZES) n.push(`Sizes changed with BENCH_SIZES=${process.env.BENCH_SIZES}.`);
+  const override = process.env.BENCH_CONFIG;
+  if (override) n.push(`NOT the default settings: the measured runs used BENCH_CONFIG=${override}.`);
+  else n.push('dssync runs with its default settings (the config names only the service, the state file, the status endpoint on a free port and the mapping).');
+  if (s.initialMirror) {
+    const im = s.initialMirror;
+    n.push(
+      `initialMirror: seconds is the median of ${z.repeat} dssync run(s), wall time of the \`dssync sync\` process (start-up, walk, hashing and requests). requests counts every request that reached the service (data source lookup and creation, listing, uploads, updates); minimumRequests = ⌈files / ${20}⌉ uploads + one update per document.`,
+    );
+    if (im.baselineFilesMeasured !== im.files) n.push(`initialMirror: the naive client mirrored ${String(im.baselineFilesMeasured)} files; baselineSeconds is scaled linearly to ${String(im.files)}.`);
+  }
+  if (s.rateCap) n.push('rateCap: achievedRps = requests accepted by the service (not answered 429) per second, between the first upload and the last request of the pass.');
+  if (s.latency) n.push('latency: from just before the file is written to the moment the service applies the new version\'s metadata (upload, then metadata update, are both done then).');
+  if (s.burst) n.push('burst: from the first write to the moment the data source holds exactly the new versions (old ones deleted); requests exclude the ingestion check\'s chunk listings, shown apart.');
+  if (s.restart) n.push('restart: from the spawn of `dssync run` to the end of its first full pass (seen on /status); writes = POST/PUT/DELETE requests the service received; rssMB = peak (VmHWM) of the dssync process.');
+  if (s.footprint) n.push(`footprint: the same daemon, idle after its first pass and ${z.settleSeconds} s of settling; rssMB = VmRSS; cpuPercent over ${z.cpuWindowSeconds} s; stateWriteMs = wall time of the state file's last write (the first after loading: a full re-encode, fsync included).`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  const mode: BenchMode = process.env.BENCH_QUICK === '1' ? 'quick' : 'full';
+  const onlyEnv = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const s of onlyEnv ?? []) if (!(ALL as readonly string[]).includes(s)) throw new Error(`BENCH_ONLY: unknown scenario "${s}" (known: ${ALL.join(', ')})`);
+  const only = (onlyEnv ?? ALL) as Scenario[];
+  const partial = only.length < ALL.length;
+  const repo = fileURLToPath(new URL(import.meta.url.includes('/dist/bench/') ? '../../' : '../', import.meta.url));
+  const out = process.env.BENCH_OUT ?? join(repo, 'bench', 'results');
+  log(`mode ${mode}${partial ? `, only ${only.join(', ')}` : ''}; results to ${out}`);
+  const report = await runBench(mode, only);
+  await mkdir(out, { recursive: true });
+  const md = toMarkdown(report);
+  const json = `${JSON.stringify(report, null, 2)}\n`;
+  const base = partial ? `${mode}-partial` : mode;
+  await writeFile(join(out, `${base}.json`), json);
+  await writeFile(join(out, `${base}.md`), md);
+  if (!partial) {
+    await writeFile(join(out, 'latest.json'), json);
+    await writeFile(join(out, 'latest.md'), md);
+  }
+  process.stdout.write(md);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  });
+}

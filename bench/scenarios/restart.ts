@@ -1,0 +1,126 @@
+/**
+ * restart and footprint: a large tree already mirrored (the setup mirrors it with generous
+ * settings, not measured); then `dssync run` (default settings) starts over it.
+ * restart: seconds from the start of the process until its first full pass has ended, the
+ * remote writes it made, the file content it read, its peak memory.
+ * footprint: the same daemon, idle, watching the tree: memory after settling, CPU over a
+ * quiet window, the state file's size and the time of its last write (a full re-encode).
+ */
+import { mkdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BenchContext } from '../lib/context.js';
+import { runSync, startDaemon, writeConfig } from '../lib/dssync.js';
+import { checkMirror, startService, writeRequests } from '../lib/service.js';
+import { writeTree } from '../lib/tree.js';
+import { log, round, waitFor } from '../lib/util.js';
+import { waitForWatching } from './daemon-changes.js';
+
+export interface RestartFigures {
+  files: number;
+  seconds: number;
+  writes: number;
+  requests: number;
+  contentBytesRead: number;
+  rssMB: number;
+  setupSeconds: number;
+}
+
+export interface FootprintFigures {
+  files: number;
+  folders: number;
+  watchedFolders: number;
+  rssMB: number;
+  cpuPercent: number;
+  stateFileMB: number;
+  stateWriteMs: number;
+  stateLoadMs: number | undefined;
+}
+
+/** Generous settings for the unmeasured setup mirror. */
+const SETUP_QUEUE = { queue: { concurrency: 32, requestsPerSecond: 100_000 }, ingestionCheck: { enabled: false } };
+
+export async function runRestart(ctx: BenchContext): Promise<{ restart: RestartFigures; footprint: FootprintFigures }> {
+  const { sizes } = ctx;
+  const dir = join(ctx.tmp, 'restart');
+  const share = join(dir, 'share');
+  await mkdir(dir, { recursive: true });
+  let t0 = performance.now();
+  const files = await writeTree(share, { files: sizes.restartFiles, folders: sizes.restartFolders, minBytes: 512, maxBytes: 2048, seed: 2 });
+  log(`restart: tree of ${files.length} files in ${sizes.restartFolders} folders written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+  const emu = await startService();
+  try {
+    t0 = performance.now();
+    const setupConfig = await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup', extra: SETUP_QUEUE });
+    const setup = await runSync(setupConfig);
+    if (setup.code !== 0) throw new Error(`restart setup: dssync sync exited ${setup.code}:\n${setup.stderr.slice(-3000)}`);
+    const setupSeconds = (performance.now() - t0) / 1000;
+    log(`restart: setup mirror of ${files.length} files in ${setupSeconds.toFixed(1)} s`);
+
+    emu.setFaults({ latencyMs: sizes.latencyMs });
+    emu.resetStats();
+    const configPath = await writeConfig({ dir, baseUrl: emu.url, share });
+    const daemon = await startDaemon(configPath);
+    try {
+      let peak = 0;
+      const sampler = setInterval(() => {
+        const m = daemon.memory();
+        if (m) peak = Math.max(peak, m.peakRssMB);
+      }, 100);
+      const passEnd = await waitFor(
+        'the first full pass',
+        async () => {
+          const m = (await daemon.status()).mappings[0];
+          return m?.lastPass?.kind === 'full' ? performance.now() : undefined;
+        },
+        600_000,
+        50,
+      );
+      clearInterval(sampler);
+      const seconds = (passEnd - daemon.startedAt) / 1000;
+      const status = await daemon.status();
+      const last = status.mappings[0]!.lastPass!;
+      if (!last.ok || last.uploaded !== 0 || last.replaced !== 0) throw new Error(`restart: the first pass was not a clean no-op: ${JSON.stringify(last)}`);
+      const restart: RestartFigures = {
+        files: files.length,
+        seconds: round(seconds),
+        writes: writeRequests(emu),
+        requests: emu.stats().requests,
+        contentBytesRead: (await daemon.metric('dssync_content_bytes_read_total')) ?? NaN,
+        rssMB: round(Math.max(peak, daemon.memory()?.peakRssMB ?? 0), 0),
+        setupSeconds: round(setupSeconds, 1),
+      };
+      log(`restart: ${restart.seconds} s, ${restart.writes} writes, ${restart.contentBytesRead} content bytes read, peak RSS ${restart.rssMB} MB`);
+
+      // footprint
+      await waitForWatching(daemon, sizes.restartFolders, 300_000);
+      await sleep(sizes.settleSeconds * 1000);
+      const after = await daemon.status();
+      const rssMB = daemon.memory()?.rssMB ?? NaN;
+      const cpu0 = daemon.cpuSeconds() ?? NaN;
+      const w0 = performance.now();
+      await sleep(sizes.cpuWindowSeconds * 1000);
+      const cpuPercent = (100 * ((daemon.cpuSeconds() ?? NaN) - cpu0)) / ((performance.now() - w0) / 1000);
+      const stateFile = await stat(join(dir, 'state', 'state.json'));
+      const footprint: FootprintFigures = {
+        files: files.length,
+        folders: sizes.restartFolders,
+        watchedFolders: after.mappings[0]?.watchedDirs ?? 0,
+        rssMB: round(rssMB, 0),
+        cpuPercent: round(cpuPercent, 2),
+        stateFileMB: round(stateFile.size / 1024 / 1024, 1),
+        stateWriteMs: round(after.state?.lastWriteMs ?? NaN, 0),
+        stateLoadMs: after.state?.loadMs === undefined ? undefined : round(after.state.loadMs, 0),
+      };
+      log(`footprint: RSS ${footprint.rssMB} MB, CPU ${footprint.cpuPercent} %, state ${footprint.stateFileMB} MB written in ${footprint.stateWriteMs} ms`);
+      return { restart, footprint };
+    } finally {
+      await daemon.stop();
+      const check = await checkMirror(emu, share, files.map((f) => f.rel));
+      if (!check.ok) log(`restart: WARNING: the data source is not in sync: ${check.problems.slice(0, 5).join('; ')}`);
+    }
+  } finally {
+    await emu.close();
+  }
+}
