@@ -8,6 +8,7 @@ import { basename } from 'node:path';
 import { FormData } from 'undici';
 import { ApiError } from './errors.js';
 import { contentTypeFor } from './content-type.js';
+import { formNameForms } from './form-name.js';
 import { badResponse, type DecodeContext } from './decode.js';
 import type { DocumentRecord, UploadFile } from './records.js';
 
@@ -145,6 +146,25 @@ export function matchUploadResults(files: UploadFile[], records: DocumentRecord[
       else left.push(rec);
     }
     pending = left;
+  }
+  // Names changed by the multipart encoding (escaped, or decoded by the service).
+  if (pending.length > 0) {
+    const left: DocumentRecord[] = [];
+    for (const rec of pending) {
+      const name = nfc(rec.name as string);
+      const i = files.findIndex(
+        (f, idx) => result[idx] === undefined && (formNameForms(nfc(f.name)).includes(name) || formNameForms(nfc(basename(f.name))).includes(name)),
+      );
+      if (i >= 0) result[i] = rec;
+      else left.push(rec);
+    }
+    pending = left;
+  }
+  // One file sent, one document created: it is that file's, whatever the service named it
+  // (otherwise the document would be an orphan and the file sent again, pass after pass).
+  if (files.length === 1 && records.length === 1 && pending.length === 1) {
+    result[0] = pending[0];
+    pending = [];
   }
   if (pending.length > 0) {
     throw badResponse(actx, `the service returned document(s) named ${pending.map((r) => JSON.stringify(r.name)).join(', ')} that match none of the uploaded files`);

@@ -24,7 +24,7 @@ export interface FileFacts {
 
 export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): DocumentUpdate {
   return {
-    name: file.path,
+    name: documentName(file.path),
     url: renderUrl(spec, file.path),
     metadata: buildMetadata(spec.metadata, { ...file, mappingId: spec.mappingId }),
   };
@@ -33,4 +33,14 @@ export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): Docum
 export function renderUrl(spec: DocumentFieldsSpec, relPath: string): string {
   const absPath = posix.join(spec.root.split('\\').join('/'), relPath);
   return renderUrlTemplate(spec.urlTemplate ?? DEFAULT_URL_TEMPLATE, { absPath, relPath, mappingId: spec.mappingId });
+}
+
+/**
+ * The document's name for a relative path: the path itself, except that control characters
+ * (legal in Linux file names, refused in names by careful services) are percent-escaped,
+ * as the multipart encoding already does for CR and LF. The exact path stays in the metadata.
+ */
+export function documentName(path: string): string {
+  // eslint-disable-next-line no-control-regex
+  return path.replace(/[\u0000-\u001f\u007f]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }

@@ -194,7 +194,7 @@ async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: Executio
   try {
     records = await o.api.uploadDocuments(
       o.dataSourceId,
-      batch.map((op) => ({ path: op.file.diskPath, name: op.path, expectedSize: op.file.size, expectedMtimeMs: op.file.mtimeMs })),
+      batch.map((op) => ({ path: op.file.diskPath, name: o.desired(op.file).name, expectedSize: op.file.size, expectedMtimeMs: op.file.mtimeMs })),
       { signal: o.signal },
     );
   } catch (e) {
@@ -247,7 +247,10 @@ async function uploadFailed(batch: UploadOp[], intentId: string, e: unknown, o: 
     return;
   }
   o.state.endIntent(o.mappingId, intentId);
-  const refused = isApiError(e) && (e.code === 'E_PAYLOAD_TOO_LARGE' || e.code === 'E_UNSUPPORTED_TYPE');
+  // 400/422 to an upload: the service refused something in the files (a name, a content);
+  // like 413/415 it is isolated to the file at fault, which waits until it changes, so one
+  // file can never hold back the others of its batch forever.
+  const refused = isApiError(e) && (e.code === 'E_PAYLOAD_TOO_LARGE' || e.code === 'E_UNSUPPORTED_TYPE' || e.code === 'E_BAD_REQUEST');
   const changed = isApiError(e) && e.code === 'E_FILE_CHANGED';
   if ((refused || changed) && batch.length > 1) {
     // The service (or the disk) names no file: send the halves apart until the culprit is alone.

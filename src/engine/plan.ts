@@ -12,8 +12,10 @@
  *   the upload's intent is resolved, an unmarked document named like one of its files is ours.
  */
 import { posix } from 'node:path';
+import { formNameForms } from '../api/form-name.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { FileEntry, IntentFile, MappingState } from '../state/schema.js';
+import { documentName } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
 
 /** A local file as the walk saw it; `sha256` is set when it was hashed for this pass. */
@@ -269,7 +271,10 @@ function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string
   for (const intent of Object.values(input.state.intents)) {
     if (intent.kind !== 'upload') continue;
     for (const f of intent.files) {
-      for (const key of [f.path, posix.basename(f.path)]) {
+      // The service may report the name as the multipart encoding left it (form-name.ts).
+      const sent = documentName(f.path);
+      const keys = new Set([f.path, posix.basename(f.path), sent, posix.basename(sent)].flatMap((k) => formNameForms(k)));
+      for (const key of keys) {
         const list = intentFiles.get(key) ?? [];
         list.push(f);
         intentFiles.set(key, list);
