@@ -112,6 +112,8 @@ export class DatastoreClient implements DatastoreApi {
       organizationId: opts.organizationId,
       userAgent: opts.userAgent ?? DEFAULT_USER_AGENT,
       maxResponseBytes: opts.maxResponseBytes,
+      // The body timeout also bounds a whole answer (a slow-loris answer never idles).
+      bodyDeadlineMs: opts.timeouts?.bodyMs ?? 120_000,
     });
   }
 
@@ -146,7 +148,7 @@ export class DatastoreClient implements DatastoreApi {
   async updateDataSource(dataSourceId: string, input: { name: string }, opts?: RequestOptions): Promise<DataSourceRecord> {
     const res = await this.send('PUT', `/datastore/v1/data-sources/${enc(dataSourceId)}`, { json: { name: input.name }, signal: opts?.signal });
     const ctx = this.ctx('PUT', res);
-    const body = this.json(res, ctx);
+    const body = this.updateAnswer(res, ctx);
     const rec: DataSourceRecord = isRecordLike(body) ? decodeDataSource(body, ctx, dataSourceId) : { id: dataSourceId, raw: {} };
     rec.name ??= input.name;
     return rec;
@@ -205,7 +207,7 @@ export class DatastoreClient implements DatastoreApi {
     if (update.metadata != null) json.metadata = update.metadata;
     const res = await this.send('PUT', `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}`, { json, signal: opts?.signal });
     const ctx = this.ctx('PUT', res);
-    const body = this.json(res, ctx);
+    const body = this.updateAnswer(res, ctx);
     const rec: DocumentRecord = isRecordLike(body) ? decodeDocument(body, ctx, documentId) : { id: documentId, raw: {} };
     if (rec.name === undefined && update.name != null) rec.name = update.name;
     if (rec.url === undefined && update.url != null) rec.url = update.url;
@@ -353,6 +355,23 @@ export class DatastoreClient implements DatastoreApi {
     }
     const summary = errorMessageFromBody(text, res.contentType);
     throw badResponse(ctx, `expected JSON, received ${res.contentType ?? 'a body without content-type'}${summary ? `: ${summary}` : ''}`);
+  }
+
+  /**
+   * The answer to an update: success is any 2xx (DESIGN §3), so a plain-text "OK" is a
+   * success without a record (the request's fields describe the result). An HTML page is
+   * still refused: a 200 page from a login portal is not the service having done anything.
+   */
+  private updateAnswer(res: HttpResponse, ctx: DecodeContext): unknown {
+    try {
+      return this.json(res, ctx);
+    } catch (e) {
+      if (isApiError(e) && e.code === 'E_BAD_RESPONSE' && !/html/i.test(res.contentType ?? '') && !/^\s*</.test(res.body.toString('utf8', 0, 64))) {
+        this.logger.debug({ method: ctx.method, path: ctx.path, contentType: res.contentType }, 'update answered without JSON; taken as done');
+        return undefined;
+      }
+      throw e;
+    }
   }
 
   private requiredJson(res: HttpResponse, ctx: DecodeContext): unknown {

@@ -57,6 +57,12 @@ export interface HttpTransportOptions {
   maxResponseBytes?: number | undefined;
   /** Same-origin redirects followed for GET. Default 3. */
   maxRedirects?: number | undefined;
+  /**
+   * The whole body of an answer must arrive within this (undici's bodyTimeout only bounds
+   * the gap between two chunks: a "slow-loris" answer trickling a byte at a time would hold
+   * the request forever). Default: no deadline.
+   */
+  bodyDeadlineMs?: number | undefined;
 }
 
 export interface HttpRequest {
@@ -93,7 +99,8 @@ export class HttpTransport {
           url = target;
           continue;
         }
-        throw redirectError(req.method, url, res.statusCode, target, hop >= maxRedirects && target?.origin === url.origin);
+        // A write is never followed: say so, rather than "too many redirects" after none.
+        throw redirectError(req.method, url, res.statusCode, target, req.method === 'GET' && hop >= maxRedirects && target?.origin === url.origin);
       }
       if (res.statusCode >= 200 && res.statusCode < 300) {
         const body = await this.readBody(res, req, url, this.opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
@@ -139,6 +146,15 @@ export class HttpTransport {
     }
     const chunks: Buffer[] = [];
     let size = 0;
+    const deadlineMs = this.opts.bodyDeadlineMs;
+    let late = false;
+    const timer =
+      deadlineMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            late = true;
+            abandon(res.body);
+          }, deadlineMs);
     try {
       for await (const chunk of res.body) {
         const buf = chunk as Buffer;
@@ -149,9 +165,21 @@ export class HttpTransport {
         }
         chunks.push(buf);
       }
+      if (late) throw new Error('aborted');
     } catch (e) {
       if (e instanceof ApiError) throw e;
+      if (late) {
+        throw new ApiError({
+          code: 'E_TIMEOUT',
+          retryable: true,
+          method: req.method,
+          path: url.pathname,
+          message: `${req.method} ${url.pathname}: timed out reading the answer (its body took longer than ${deadlineMs} ms in all)`,
+        });
+      }
       throw transportError(e, req.method, url.pathname, req.signal);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
     }
     return Buffer.concat(chunks);
   }

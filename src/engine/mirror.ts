@@ -4,6 +4,8 @@
  * LocalSide interface and the service through DatastoreApi, so both can be faked.
  */
 import type { DatastoreApi } from '../api/api.js';
+import { isApiError } from '../api/errors.js';
+import type { DocumentRecord } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
@@ -26,6 +28,10 @@ export class LocalFileChangedError extends Error {
 }
 export class LocalFileVanishedError extends Error {
   override readonly name = 'LocalFileVanishedError';
+}
+/** The service's listing lacks documents that exist: planning from it would duplicate them. */
+export class ListingIncompleteError extends Error {
+  override readonly name = 'ListingIncompleteError';
 }
 
 /** The local filesystem as the mirror sees it (local/side.ts implements it on disk). */
@@ -137,6 +143,7 @@ export class Mirror {
     for (let round = 1; round <= maxRounds; round++) {
       const scan = scope ? await this.d.local.scanScope(scope) : await this.d.local.scan();
       const remote = scope ? undefined : await this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal });
+      if (remote) await this.checkListing(remote, mapping, opts.signal);
       const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
       const plan = planMirror({
@@ -217,6 +224,31 @@ export class Mirror {
       await state.flush();
     }
     return report;
+  }
+
+  /**
+   * A listing that lacks documents the state knows, and that still exist, is incomplete
+   * (paging dssync does not understand, a proxy cutting answers short): planning from it
+   * would upload those files again, as duplicates. Documents deleted on the service are
+   * missing too, legitimately; so a few of the missing ones (spread over the list) are
+   * looked up, and any that exists stops the pass before anything is changed.
+   */
+  private async checkListing(remote: readonly DocumentRecord[], mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
+    const ids = new Set(remote.map((d) => d.id));
+    const missing = Object.entries(mapping.files).filter(([, e]) => !ids.has(e.documentId));
+    if (missing.length === 0) return;
+    const probes = [...new Set([0, Math.floor(missing.length / 2), missing.length - 1])].map((i) => missing[i]!);
+    for (const [path, entry] of probes) {
+      try {
+        await this.d.api.getDocument(this.d.spec.dataSourceId, entry.documentId, { signal });
+      } catch (e) {
+        if (isApiError(e) && e.code === 'E_NOT_FOUND') continue;
+        throw e;
+      }
+      throw new ListingIncompleteError(
+        `the listing of data source ${this.d.spec.dataSourceId} lacks document ${entry.documentId} (${path}), which exists; ${missing.length} known document(s) are missing from it: the service's list is incomplete (paged in a way dssync does not understand?); nothing was changed`,
+      );
+    }
   }
 
   /**
