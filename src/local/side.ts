@@ -141,6 +141,8 @@ function skipReasonText(s: SkippedEntry, maxFileBytes: number): string | undefin
   switch (s.reason) {
     case 'too-large':
       return `larger than maxFileBytes (${s.size ?? '?'} > ${maxFileBytes} bytes)`;
+    case 'name-not-utf8':
+      return 'the file name is not valid UTF-8, so it cannot be mirrored; rename it';
     case 'name-collision':
       return `another file has the same name in a different Unicode form (${s.diskPath ?? '?'}); rename one of them`;
     default:

@@ -37,7 +37,9 @@ export type SkipReason =
   /** A FIFO, socket or device: reading it could block or never end. */
   | 'not-a-regular-file'
   /** Another entry has the same name once both are NFC-normalised; the other one is kept. */
-  | 'name-collision';
+  | 'name-collision'
+  /** The name is not valid UTF-8: Node decodes it lossily, so the file cannot be opened by it. */
+  | 'name-not-utf8';
 
 export interface SkippedEntry {
   /** Relative path (for a name collision: the path both entries normalise to). */
@@ -141,7 +143,7 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     } catch (e) {
       const code = errorCode(e);
       // Gone or replaced by a file since its parent was listed: nothing is there now.
-      if (code === 'ENOENT' || code === 'ENOTDIR') return;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return notUtf8(dir.rel);
       if (dir.rel === '') {
         rootReadError = { code, message: errorMessage(e) };
         return;
@@ -179,13 +181,19 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     return { rel, disk, real, chain: { real, up: parent.chain } };
   };
 
+  // A name that is not valid UTF-8 reaches us with U+FFFD in it, and the path built from it
+  // does not exist: say so, or the file would silently never be mirrored.
+  const notUtf8 = (rel: string): void => {
+    if (rel.includes('\uFFFD')) result.skipped.push({ path: rel, reason: 'name-not-utf8' });
+  };
+
   const statFile = async (rel: string, disk: string): Promise<void> => {
     let st: FsStats;
     try {
       st = await fs.lstat(disk);
     } catch (e) {
       const code = errorCode(e);
-      if (code === 'ENOENT' || code === 'ENOTDIR') return; // deleted since listed
+      if (code === 'ENOENT' || code === 'ENOTDIR') return notUtf8(rel); // deleted since listed
       result.errors.push({ path: rel, kind: 'file', code, message: `cannot read its size and time: ${errorMessage(e)}` });
       return;
     }
