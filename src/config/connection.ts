@@ -66,10 +66,10 @@ export function resolveConnection(input: ResolveConnectionInput): Connection {
   try {
     parsed = new URL(baseUrl);
   } catch {
-    throw new ConfigError(`baseUrl "${baseUrl}" is not a URL (expected e.g. https://service.example.com)`, 'baseUrl');
+    throw new ConfigError(`baseUrl "${maskCredentials(baseUrl)}" is not a URL (expected e.g. https://service.example.com)`, 'baseUrl');
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new ConfigError(`baseUrl "${baseUrl}" must start with http:// or https://`, 'baseUrl');
+    throw new ConfigError(`baseUrl "${maskCredentials(baseUrl)}" must start with http:// or https://`, 'baseUrl');
   }
   if (parsed.username || parsed.password) {
     throw new ConfigError('baseUrl must not carry credentials; use DSSYNC_TOKEN or a token file', 'baseUrl');
@@ -141,6 +141,11 @@ function readTokenFrom(source: TokenSource, env: NodeJS.ProcessEnv, warn?: (m: s
   if (!token) throw new ConfigError(`the token file ${source.path} is empty`, 'tokenFile');
   if (/\s/.test(token)) throw new ConfigError(`the token file ${source.path} holds more than one word; it must hold the token alone`, 'tokenFile');
   return token;
+}
+
+/** A URL's user and password replaced by "***", so that an error message never repeats them. */
+export function maskCredentials(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@\s]*@/i, '$1***@');
 }
 
 function pick(...values: (string | undefined)[]): string | undefined {

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { z } from 'zod';
-import { ConfigError, resolveConnection, type ConnectionFlags } from './connection.js';
+import { ConfigError, maskCredentials, resolveConnection, type ConnectionFlags } from './connection.js';
 import { formatFieldPath, parseJsonText, type TextPosition } from './json-text.js';
 import { formatListenAddress, isLoopbackHost, parseListenAddress, type ListenAddress } from './listen.js';
 import { ConfigFileSchema, DEFAULTS, KNOWN_KEYS, LOG_LEVELS, type ConfigFile, type MappingFile } from './schema.js';
@@ -285,7 +285,10 @@ function sortIssues(issues: ConfigIssue[]): ConfigIssue[] {
 
 function describeInput(input: unknown): string | undefined {
   if (input === null) return 'null';
-  if (typeof input === 'string') return input.length <= 60 ? JSON.stringify(input) : 'a long string';
+  if (typeof input === 'string') {
+    const shown = maskCredentials(input);
+    return shown.length <= 60 ? JSON.stringify(shown) : 'a long string';
+  }
   if (typeof input === 'number' || typeof input === 'boolean') return String(input);
   if (Array.isArray(input)) return 'a list';
   if (typeof input === 'object') return 'an object';
