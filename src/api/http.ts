@@ -39,6 +39,9 @@ export function createAgent(opts: AgentOptions = {}): Agent {
     bodyTimeout: t.bodyMs ?? 120_000,
     connect: {
       timeout: t.connectMs ?? 10_000,
+      // Explicit: otherwise NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment would turn
+      // certificate verification off without anyone noticing.
+      rejectUnauthorized: true,
       // `ca` replaces the default roots in Node: keep them, add the operator's.
       ...(opts.ca === undefined ? {} : { ca: [...rootCertificates, opts.ca.toString()] }),
     },
