@@ -50,4 +50,10 @@ export interface UploadFile {
    */
   expectedSize?: number;
   expectedMtimeMs?: number;
+  /**
+   * A folder the file must really lie in (symbolic links resolved), checked right before
+   * sending: a file replaced by a link leading elsewhere since it was planned is not sent
+   * (E_FILE_CHANGED). The mirror passes the mapped folder.
+   */
+  within?: string;
 }

@@ -3,8 +3,8 @@
  * streamed multipart body, and matching the service's answer back to the files.
  */
 import { openAsBlob } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { realpath, stat } from 'node:fs/promises';
+import { basename, sep } from 'node:path';
 import { FormData } from 'undici';
 import { ApiError } from './errors.js';
 import { contentTypeFor } from './content-type.js';
@@ -37,7 +37,23 @@ function fileChanged(file: UploadFile, what: string, ctx: DecodeContext, extra: 
  */
 export async function snapshotFiles(files: UploadFile[], ctx: DecodeContext): Promise<FileSnapshot[]> {
   const out: FileSnapshot[] = [];
+  const realRoots = new Map<string, Promise<string>>();
   for (const file of files) {
+    if (file.within !== undefined) {
+      let root = realRoots.get(file.within);
+      if (!root) realRoots.set(file.within, (root = realpath(file.within)));
+      let real: string;
+      try {
+        real = await realpath(file.path);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code ?? 'error';
+        throw fileChanged(file, code === 'ENOENT' ? 'the file is gone (ENOENT)' : `the file cannot be resolved (${code})`, ctx, { cause: e });
+      }
+      const top = await root.catch(() => undefined);
+      if (top === undefined || (real !== top && !real.startsWith(top.endsWith(sep) ? top : top + sep))) {
+        throw fileChanged(file, `now leads outside ${file.within} (replaced by a symbolic link?); not sent`, ctx);
+      }
+    }
     let st;
     try {
       st = await stat(file.path);

@@ -50,6 +50,8 @@ export interface ExecutorOptions {
   signal?: AbortSignal | undefined;
   /** Called once per finished operation (progress, metrics, the demo's output). */
   onOp?: ((event: OpEvent) => void) | undefined;
+  /** The mapped folder: an upload never sends a file that now leads outside it. */
+  root?: string | undefined;
 }
 
 export type OpOutcome = 'done' | 'failed' | 'rejected' | 'changed' | 'ambiguous';
@@ -194,7 +196,13 @@ async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: Executio
   try {
     records = await o.api.uploadDocuments(
       o.dataSourceId,
-      batch.map((op) => ({ path: op.file.diskPath, name: o.desired(op.file).name, expectedSize: op.file.size, expectedMtimeMs: op.file.mtimeMs })),
+      batch.map((op) => ({
+        path: op.file.diskPath,
+        name: o.desired(op.file).name,
+        expectedSize: op.file.size,
+        expectedMtimeMs: op.file.mtimeMs,
+        ...(o.root === undefined ? {} : { within: o.root }),
+      })),
       { signal: o.signal },
     );
   } catch (e) {

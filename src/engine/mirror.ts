@@ -190,6 +190,7 @@ export class Mirror {
         logger,
         signal: opts.signal,
         onOp: this.d.onOp,
+        root: spec.root,
       });
       addCounts(report, result);
       report.failures = [...result.failures, ...result.rejected];
