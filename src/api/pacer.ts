@@ -6,6 +6,10 @@
  *    real time; p-queue's own interval runs on Date.now and setTimeout),
  *  - one shared back-off: a 429/503 from any request pauses every request until its
  *    Retry-After (or a computed back-off) has passed,
+ *  - a learned rate (adaptive-rate.ts): a 429 with a short Retry-After (a per-second
+ *    limiter's) from a service that accepted a measurable rate just before makes every
+ *    request go at that rate; only the refused request waits its Retry-After, and the pipe
+ *    stays full instead of everyone pausing each time the limit is crossed,
  *  - the retry loop (bounded attempts, exponential back-off with full jitter), following
  *    the one policy of retry-policy.ts.
  */
@@ -14,6 +18,7 @@ import { ApiError, isApiError, type ApiErrorCode } from './errors.js';
 import { backoffDelay, MAX_RETRY_AFTER_MS } from './backoff.js';
 import { realClock, type Clock } from './clock.js';
 import { decideRetry } from './retry-policy.js';
+import { AdaptiveRate, type StartRecord } from './adaptive-rate.js';
 
 export interface PacerOptions {
   /** Requests started per second, at most. 0 or Infinity: no cap. Default 10. */
@@ -35,6 +40,13 @@ export interface PacerOptions {
   signal?: AbortSignal;
   /** Observations for metrics and logs. Must not throw. */
   onEvent?: (event: PacerEvent) => void;
+  /** Learn the service's rate from its 429s (adaptive-rate.ts). Default true. */
+  adaptiveRate?: boolean;
+  /**
+   * A 429 whose Retry-After is at most this long (a per-second limiter's answer) is met by
+   * the learned rate alone; a longer one (or a 503) pauses every request. Default 2000 ms.
+   */
+  adaptiveMaxRetryAfterMs?: number;
 }
 
 export interface CallInfo {
@@ -55,6 +67,8 @@ export type PacerEvent =
     } & CallInfo)
   | ({ type: 'retry'; attempt: number; delayMs: number; code: ApiErrorCode; status?: number } & CallInfo)
   | { type: 'throttle'; status: number; pauseMs: number; retryAfterMs?: number }
+  /** The learned rate changed: lowered after a 429, or raised while probing. */
+  | { type: 'rate'; rps: number; reason: 'throttled' | 'probe' }
   | { type: 'wait'; reason: 'pause' | 'rate' | 'backoff'; ms: number };
 
 export interface PacerStats {
@@ -71,6 +85,8 @@ export interface PacerStats {
   queued: number;
   /** Clock time until which every request is held; 0 when not paused. */
   pausedUntil: number;
+  /** The rate learned from the service's 429s (requests per second), when one was. */
+  learnedRps?: number | undefined;
 }
 
 export interface RunOptions extends CallInfo {
@@ -93,6 +109,10 @@ export class Pacer {
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly window: SlidingWindow | undefined;
+  private readonly adaptive: AdaptiveRate | undefined;
+  private readonly adaptiveMaxRetryAfterMs: number;
+  /** 429s met by the learned rate: only the refused request waits. */
+  private readonly paced = new WeakSet<ApiError>();
   private readonly backoffBaseMs: number;
   private readonly backoffMaxMs: number;
   private readonly maxRetryAfterMs: number;
@@ -118,6 +138,8 @@ export class Pacer {
     this.maxRetryAfterMs = opts.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS;
     this.signal = opts.signal;
     this.onEvent = opts.onEvent;
+    this.adaptive = opts.adaptiveRate === false ? undefined : new AdaptiveRate({}, (rps, reason) => this.emit({ type: 'rate', rps, reason }));
+    this.adaptiveMaxRetryAfterMs = opts.adaptiveMaxRetryAfterMs ?? 2000;
   }
 
   stats(): PacerStats {
@@ -126,6 +148,7 @@ export class Pacer {
       ...this.counters,
       queued: this.queue.size,
       pausedUntil: this.pausedUntil > now ? this.pausedUntil : 0,
+      learnedRps: this.adaptive?.rps,
     };
   }
 
@@ -159,7 +182,11 @@ export class Pacer {
         }
         if (n >= maxAttempts) throw err;
         let delayMs: number;
-        if (decision.throttle) {
+        if (decision.throttle && this.paced.has(err)) {
+          // The learned rate holds the others back; this request waits what it was told.
+          this.counters.throttled++;
+          delayMs = err.retryAfterMs ?? Math.max(this.backoffBaseMs, backoffDelay(n, this.backoffOpts()));
+        } else if (decision.throttle) {
           delayMs = 0; // the shared pause holds this request like every other one
           this.throttle(err);
         } else {
@@ -178,18 +205,26 @@ export class Pacer {
     signal: AbortSignal,
     attempt: (ctx: AttemptContext) => Promise<T>,
   ): Promise<T> {
-    await this.gate(signal, opts, n);
+    const start = await this.gate(signal, opts, n);
     this.counters.requests++;
     this.counters.inFlight++;
     this.emit({ type: 'attempt', method: opts.method, path: opts.path, attempt: n });
     const started = this.clock.now();
     try {
       const value = await attempt({ attempt: n, signal });
+      if (start) this.adaptive?.accepted(start, this.clock.now());
       this.throttleStreak = 0;
       this.emit({ type: 'response', method: opts.method, path: opts.path, attempt: n, ms: this.clock.now() - started, ok: true });
       return value;
     } catch (e) {
       const status = isApiError(e) ? e.status : undefined;
+      if (status === 429 && start) {
+        const err = e as ApiError;
+        const perSecond = (err.retryAfterMs ?? 0) <= this.adaptiveMaxRetryAfterMs;
+        if (this.adaptive?.throttled(start, this.clock.now(), perSecond)) this.paced.add(err);
+      } else if (start) {
+        this.adaptive?.accepted(start, this.clock.now());
+      }
       this.emit({
         type: 'response',
         method: opts.method,
@@ -206,8 +241,8 @@ export class Pacer {
     }
   }
 
-  /** Waits until the shared pause is over and the rate cap lets one more request start. */
-  private async gate(signal: AbortSignal, opts: RunOptions, n: number): Promise<void> {
+  /** Waits until the shared pause is over and the rate caps let one more request start. */
+  private async gate(signal: AbortSignal, opts: RunOptions, n: number): Promise<StartRecord | undefined> {
     for (;;) {
       this.throwIfAborted(signal, opts, n - 1);
       const now = this.clock.now();
@@ -215,10 +250,10 @@ export class Pacer {
         await this.wait('pause', this.pausedUntil - now, signal, opts, n - 1);
         continue;
       }
-      const delay = this.window ? this.window.delay(now) : 0;
+      const delay = Math.max(this.window ? this.window.delay(now) : 0, this.adaptive ? this.adaptive.delay(now) : 0);
       if (delay <= 0) {
         this.window?.record(now);
-        return;
+        return this.adaptive?.record(now);
       }
       await this.wait('rate', delay, signal, opts, n - 1);
     }
