@@ -17,6 +17,14 @@ import type { DaemonStatus } from './status.js';
 import { startStatusServer, type RunningStatusServer } from './status-server.js';
 import { realTimers, type Timers } from './timers.js';
 
+/**
+ * How long a pass in progress may go on after SIGTERM before its requests are aborted. Short:
+ * a small pass ends well within it, a large one would not end anyway, and an abandoned upload
+ * is settled by its intent at the next start. It leaves room for the state flush within the
+ * 10 s operators expect (measured: ~8.4 s with a 7 s grace on a loaded 2-core machine).
+ */
+const STOP_GRACE_MS = 4_000;
+
 export interface DaemonOptions {
   /** Loads (or reloads) the configuration; throws ConfigError on a bad file. */
   loadConfig: () => Config;
@@ -153,7 +161,7 @@ export class Daemon {
     this.stopping = true;
     this.o.logger.info('stopping');
     await this.reloading.catch(() => undefined);
-    await Promise.all([...this.runners.values()].map((r) => r.runner.stop(7_000)));
+    await Promise.all([...this.runners.values()].map((r) => r.runner.stop(STOP_GRACE_MS)));
     this.controller.abort();
     await this.server?.close();
     await this.client.close().catch(() => undefined);
