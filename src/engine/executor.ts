@@ -254,6 +254,12 @@ async function uploadFailed(batch: UploadOp[], intentId: string, e: unknown, o: 
     o.logger.warn({ files: batch.length, code: e.code }, 'upload answer lost; will list the data source and adopt what landed');
     return;
   }
+  if (isApiError(e) && e.code === 'E_ABORTED') {
+    // Stopped mid-request (shutdown): the body may have reached the service. The intent
+    // stays open so that the next full pass adopts what landed instead of uploading again.
+    for (const op of batch) fail(o, r, op.kind, op.path, e);
+    return;
+  }
   o.state.endIntent(o.mappingId, intentId);
   // 400/422 to an upload: the service refused something in the files (a name, a content);
   // like 413/415 it is isolated to the file at fault, which waits until it changes, so one

@@ -185,3 +185,20 @@ describe('executePlan', () => {
     expectConverged(api, moved);
   });
 });
+
+describe('executePlan on shutdown', () => {
+  it('keeps the intent of an upload aborted mid-request, so the next pass adopts what landed', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const local = files(2);
+    // The service received the upload, then the daemon aborted while waiting for the answer.
+    api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_ABORTED', undefined) : undefined);
+    const first = await pass(api, state, local);
+    expect(first.result.failures.map((f) => f.code)).toEqual(['E_ABORTED', 'E_ABORTED']);
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    api.failAfter = () => undefined;
+    await pass(api, state, local);
+    expect(api.count('uploadDocuments')).toBe(1);
+    expectConverged(api, local);
+  });
+});
