@@ -129,6 +129,14 @@ describe('dssync run: process life', () => {
     expect((await d.stop()).code).toBe(0);
   });
 
+  it('refuses a bad DSSYNC_RETRY_DELAY_MS before starting (exit 2, naming the variable)', { timeout: 30_000 }, async () => {
+    ws = await daemonWorkspace();
+    const r = await runCli(['run', '--config', ws.configPath], { ...ws.env, DSSYNC_RETRY_DELAY_MS: '5s' });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('DSSYNC_RETRY_DELAY_MS');
+    expect(r.stderr).toContain('"5s"');
+  });
+
   it('serves /healthz, /status and /metrics, and never shows the token', { timeout: 60_000 }, async () => {
     ws = await daemonWorkspace();
     const w = ws;
