@@ -266,7 +266,9 @@ export class Mirror {
   ): Promise<Set<string>> {
     const out = new Set<string>(scope.files);
     for (const p of local.keys()) out.add(p);
+    // A folder event covers what is below it and the path itself (a file replaced by a folder).
     const dirs = scope.dirs.map((d) => (d === '' ? '' : `${d}/`));
+    for (const d of scope.dirs) if (d !== '') out.add(d);
     if (dirs.length > 0) for (const p of Object.keys(mapping.files)) if (dirs.some((d) => p.startsWith(d))) out.add(p);
 
     const newHashes = new Set<string>();
