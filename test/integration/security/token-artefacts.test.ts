@@ -87,7 +87,7 @@ describe('security: the token stays secret', () => {
     const base = `http://127.0.0.1:${(echo.address() as AddressInfo).port}`;
     try {
       for (const args of [['datasources', 'list'], ['datasources', 'get', 'forbidden'], ['datasources', 'get', 'gone', '--json']]) {
-        for (const debug of [{}, { DSSYNC_DEBUG: '1' }]) {
+        for (const debug of [{}, { DSSYNC_DEBUG: '1' }] as Record<string, string>[]) {
           const r = await runCli(args, { DSSYNC_TOKEN: TOKEN, DSSYNC_BASE_URL: base, DSSYNC_ORG: 'o', DSSYNC_LOG_LEVEL: 'debug', ...debug });
           artefacts.push({ name: `${args.join(' ')} ${JSON.stringify(debug)}`, text: r.stdout + r.stderr });
           expect(r.code, r.stderr).not.toBe(0);
