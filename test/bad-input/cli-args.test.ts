@@ -25,6 +25,7 @@ function dssync(...args: string[]): Promise<CliResult> {
 
 async function expectUsage(r: CliResult, message: RegExp, code = 2): Promise<void> {
   expect(r.code, r.stderr).toBe(code);
+  expect(r.stdout + r.stderr).not.toContain(TOKEN);
   expect(r.stderr).toMatch(message);
   expect(r.stdout).toBe('');
   await world.expectNothingLost();

@@ -40,8 +40,10 @@ async function sync(configPath: string, env: Record<string, string> = world.ws.e
   const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
   try {
     const code = await runSync({ config: configPath, dryRun: false, allowMassDelete: false, json: true } as Parameters<typeof runSync>[0], env);
+    expect(stdout).not.toContain(TOKEN);
     return { code, stdout, requests: world.ws.emu.stats().requests - before };
   } catch (e) {
+    expect(String(e instanceof Error ? e.message : e)).not.toContain(TOKEN);
     return { error: e instanceof Error ? e.message : String(e), errorName: (e as Error).name, stdout, requests: world.ws.emu.stats().requests - before };
   } finally {
     spy.mockRestore();

@@ -37,9 +37,13 @@ async function passThrough(rule: Handler): Promise<{ error?: string; report?: Pa
   const t0 = Date.now();
   try {
     const report = await world.pass({ baseUrl: meddler.url });
+    // Every message a bad answer produced is an artefact: none may carry the token.
+    expect(JSON.stringify(report)).not.toContain(TOKEN);
     return { report, ms: Date.now() - t0 };
   } catch (e) {
-    return { error: e instanceof Error ? e.message : String(e), ms: Date.now() - t0 };
+    const error = e instanceof Error ? e.message : String(e);
+    expect(error).not.toContain(TOKEN);
+    return { error, ms: Date.now() - t0 };
   } finally {
     meddler.setRule(undefined);
   }
