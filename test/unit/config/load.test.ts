@@ -46,8 +46,8 @@ describe('loadSettings: valid files', () => {
     expect(s.statePath).toBe('/home/op/.local/state/dssync/state.json');
     expect(s.logLevel).toBe('info');
     expect(s.queue).toEqual({
-      concurrency: 4,
-      requestsPerSecond: 10,
+      concurrency: 16,
+      requestsPerSecond: 0,
       maxAttempts: 6,
       uploadBatchFiles: 20,
       uploadBatchBytes: 32 * 1024 * 1024,
@@ -55,7 +55,7 @@ describe('loadSettings: valid files', () => {
     });
     expect(s.status.listen).toEqual({ host: '127.0.0.1', port: 8787 });
     expect(s.rescanIntervalSeconds).toBe(3600);
-    expect(s.debounceMs).toBe(1000);
+    expect(s.debounceMs).toBe(300);
     expect(s.ingestionCheck).toEqual({ enabled: true, delaySeconds: 120 });
     expect(s.mappings).toEqual([
       {
@@ -231,10 +231,10 @@ describe('bad config files: every error names the file, the field and the fix', 
     ['an empty connector list', { mappings: [{ path: '/a', dataSource: { name: 'n', llmConnectorIds: [] } }] }, 'mappings[0].dataSource.llmConnectorIds', 'mappings[0].dataSource.llmConnectorIds (line 7, column 28): must name at least one connector id, e.g. ["conn-1"], got a list'],
     ['duplicate explicit ids', { mappings: [{ ...mapping, id: 'x' }, { path: '/b', dataSourceId: 'ds-2', id: 'x' }] }, 'mappings[1].id', 'mappings[1].id (line 11, column 13): mapping id "x" is also the id of mappings[0] (/srv/share/handbook); give each mapping a distinct "id"'],
     ['duplicate derived ids', { mappings: [mapping, { path: '/b', dataSourceId: 'ds-1' }] }, 'mappings[1]', 'mappings[1] (line 7, column 5): mapping id "ds:ds-1" (derived from its data source) is also the id of mappings[0] (/srv/share/handbook); give each mapping a distinct "id"'],
-    ['a negative number', { queue: { concurrency: -1 } }, 'queue.concurrency', 'queue.concurrency (line 3, column 20): must be a whole number >= 1 (e.g. 4), got -1'],
+    ['a negative number', { queue: { concurrency: -1 } }, 'queue.concurrency', 'queue.concurrency (line 3, column 20): must be a whole number >= 1 (e.g. 16), got -1'],
     ['a fractional count', { queue: { uploadBatchFiles: 2.5 } }, 'queue.uploadBatchFiles', 'must be a whole number >= 1 (e.g. 20), got 2.5'],
-    ['zero requests per second', { queue: { requestsPerSecond: 0 } }, 'queue.requestsPerSecond', 'must be a number > 0 (e.g. 10), got 0'],
-    ['a number too large to be finite', '{ "debounceMs": 1e999 }', 'debounceMs', 'debounceMs (line 1, column 17): must be a whole number >= 0 (e.g. 1000)'],
+    ['negative requests per second', { queue: { requestsPerSecond: -1 } }, 'queue.requestsPerSecond', 'must be a number >= 0 (0: no cap; e.g. 50), got -1'],
+    ['a number too large to be finite', '{ "debounceMs": 1e999 }', 'debounceMs', 'debounceMs (line 1, column 17): must be a whole number >= 0 (e.g. 300)'],
     ['a number given as a string', { rescanIntervalSeconds: '3600' }, 'rescanIntervalSeconds', 'must be a whole number >= 0 (e.g. 3600), got "3600"'],
     ['maxDeletePercent above 100', { mappings: [{ ...mapping, maxDeletePercent: 150 }] }, 'mappings[0].maxDeletePercent', 'mappings[0].maxDeletePercent (line 6, column 27): must be a number from 0 to 100, got 150'],
     ['maxDeletePercent below 0', { mappings: [{ ...mapping, maxDeletePercent: -5 }] }, 'mappings[0].maxDeletePercent', 'must be a number from 0 to 100, got -5'],
