@@ -96,7 +96,11 @@ export class Daemon {
       baseUrl: this.config.connection.baseUrl,
       organizationId: this.config.connection.organizationId,
       stopping: this.stopping,
-      requests: { total: p.requests, retries: p.retries, throttled: p.throttled, inFlight: p.inFlight, queued: p.queued },
+      requests: { total: p.requests, retries: p.retries, throttled: p.throttled, inFlight: p.inFlight, queued: p.queued, learnedRps: p.learnedRps },
+      state: (() => {
+        const w = this.store.writeStats;
+        return { writes: w.writes, lastWriteMs: w.lastWriteMs, lastBytes: w.lastBytes, lastMaxBlockMs: w.lastMaxBlockMs, loadMs: this.store.readStats?.loadMs };
+      })(),
       mappings: [...this.runners.values()].map((r) => r.runner.status()),
     };
   }

@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PacerEvent } from '../api/pacer.js';
+import { contentBytesRead } from '../local/hash.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { MappingStatus } from './mapping-runner.js';
 
@@ -60,6 +61,15 @@ export class DaemonMetrics {
         },
       });
     };
+    new Counter({
+      name: 'dssync_content_bytes_read_total',
+      help: 'Bytes of file content read to hash files (a restart over an unchanged tree reads none)',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(contentBytesRead());
+      },
+    });
     perMapping('dssync_queue_depth', 'Paths waiting to be looked at', (s) => s.pending);
     perMapping('dssync_files_tracked', 'Files mirrored (entries in the state)', (s) => s.filesTracked);
     perMapping('dssync_mapping_degraded', '1 when the mapping is degraded', (s) => (s.degraded.length > 0 ? 1 : 0));

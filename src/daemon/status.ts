@@ -11,6 +11,16 @@ export interface DaemonStatus {
   baseUrl: string;
   organizationId: string;
   stopping: boolean;
-  requests: { total: number; retries: number; throttled: number; inFlight: number; queued: number };
+  requests: {
+    total: number;
+    retries: number;
+    throttled: number;
+    inFlight: number;
+    queued: number;
+    /** The rate learned from the service's 429s (requests per second), when one was. */
+    learnedRps?: number | undefined;
+  };
+  /** The state file: its last write (wall time incl. fsync, bytes, longest event-loop block) and load. */
+  state?: { writes: number; lastWriteMs: number; lastBytes: number; lastMaxBlockMs: number; loadMs?: number | undefined } | undefined;
   mappings: MappingStatus[];
 }
