@@ -57,6 +57,7 @@ export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL,
           }
         } finally {
           await tree.emu.close();
+          log('service closed');
         }
       }
       if (want('rateCap')) scenarios.rateCap = { ...(await runRateCap(ctx, share, files)) };

@@ -89,7 +89,7 @@ export async function runDaemonChanges(ctx: BenchContext, tree: MirroredTree): P
       const rel = rels[Math.floor(rnd() * rels.length)]!;
       const t0 = performance.now();
       const { seen } = await change(rel);
-      const t1 = await Promise.race([seen, sleep(30_000).then(() => -1)]);
+      const t1 = await Promise.race([seen, sleep(30_000, undefined, { ref: false }).then(() => -1)]);
       if (t1 < 0) throw new Error(`latency: ${rel} did not reach the service within 30 s`);
       samples.push(t1 - t0);
       await sleep(sizes.latencySpacingMs);
@@ -117,7 +117,7 @@ export async function runDaemonChanges(ctx: BenchContext, tree: MirroredTree): P
     await mapLimit([...picked], 64, async (rel) => {
       seen.push((await change(rel)).seen);
     });
-    await Promise.race([Promise.all(seen), sleep(300_000).then(() => Promise.reject(new Error('burst: not converged within 300 s')))]);
+    await Promise.race([Promise.all(seen), sleep(300_000, undefined, { ref: false }).then(() => Promise.reject(new Error('burst: not converged within 300 s')))]);
     // Converged once the old versions are gone too.
     await waitFor('the old versions to be deleted', () => (tree.emu.stats().store.documents === rels.length ? true : undefined), 120_000, 10);
     const seconds = (performance.now() - t0) / 1000;
@@ -138,6 +138,8 @@ export async function runDaemonChanges(ctx: BenchContext, tree: MirroredTree): P
     return { latency, burst };
   } finally {
     undo();
+    log('stopping the daemon...');
     await daemon.stop();
+    log('daemon stopped');
   }
 }
