@@ -126,8 +126,11 @@ export class MappingRunner {
   }
 
   start(): void {
-    void this.startWatching();
-    this.kick();
+    // Watch first, then the first full pass: a change made while that pass scans is then an
+    // event. Started together, a change after the scan passed its folder and before the
+    // watcher was ready was seen by neither (until the next rescan). A watcher that fails
+    // to start does not hold the pass back (it is retried; its recovery runs a full pass).
+    void this.startWatching().finally(() => this.kick());
   }
 
   /**

@@ -1,0 +1,104 @@
+/**
+ * Found by the chaos kill loop: a file renamed during the daemon's start, after the first
+ * full pass had listed its folder and before the watcher was ready, was seen by neither,
+ * and stayed missing from the data source until the hourly rescan. The watcher now comes
+ * first, then the first full pass.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Config, MappingConfig } from '../../../src/config/types.js';
+import { MappingRunner, type MappingRunnerDeps } from '../../../src/daemon/mapping-runner.js';
+import type { Timers } from '../../../src/daemon/timers.js';
+import type { Mirror, PassReport } from '../../../src/engine/mirror.js';
+import type { Watcher } from '../../../src/local/watcher.js';
+import { silentLogger } from '../../../src/log.js';
+import type { StateStore } from '../../../src/state/store.js';
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+const timers: Timers = { now: () => 0, setTimeout: () => 0, clearTimeout: () => undefined };
+
+const report = (): PassReport => ({
+  mappingId: 'm1',
+  ok: true,
+  dryRun: false,
+  ops: [],
+  counts: { uploaded: 0, replaced: 0, renamed: 0, updated: 0, deleted: 0, adopted: 0, forgotten: 0, unchanged: 0, skipped: 0, failed: 0 },
+  failures: [],
+  skipped: [],
+  startedAt: '',
+  finishedAt: '',
+});
+
+function setup() {
+  const passes: { resolve: (r: PassReport) => void }[] = [];
+  const mirror = {
+    mappingId: 'm1',
+    dataSourceId: 'ds-1',
+    fullPass: () => new Promise<PassReport>((resolve) => passes.push({ resolve })),
+    changedPass: () => Promise.resolve(report()),
+  } as unknown as Mirror;
+  const ready = deferred<Watcher>();
+  const built = deferred<Mirror>();
+  const deps: MappingRunnerDeps = {
+    config: { debounceMs: 300, rescanIntervalSeconds: 3600, ingestionCheck: { enabled: false, delaySeconds: 0 } } as unknown as Config,
+    mapping: { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '' } as unknown as MappingConfig,
+    index: 0,
+    api: {} as MappingRunnerDeps['api'],
+    state: { mapping: () => ({ files: {} }) } as unknown as StateStore,
+    logger: silentLogger,
+    timers,
+    random: () => 0.5,
+    buildMirror: () => built.promise,
+    watch: () => ready.promise,
+  };
+  const watcher: Watcher = { mode: 'folders', root: '/srv/share', close: () => Promise.resolve(), watchedDirs: () => 1 };
+  return {
+    runner: new MappingRunner(deps),
+    passes,
+    ready: () => ready.resolve(watcher),
+    fail: () => ready.reject(new Error('ENOSPC: inotify watch limit reached')),
+    build: () => built.resolve(mirror),
+  };
+}
+
+describe('MappingRunner at start: the watcher before the first scan', () => {
+  it('the first full pass starts once the watcher is ready, so no change falls between them', async () => {
+    const { runner, passes, ready, build } = setup();
+    runner.start();
+    build();
+    await settle();
+    expect(passes).toHaveLength(0); // the watcher is not ready: no scan yet
+    ready();
+    await settle();
+    expect(passes).toHaveLength(1);
+    passes[0]!.resolve(report());
+    await settle();
+    expect(passes).toHaveLength(1);
+    await runner.stop();
+  });
+
+  it('a watcher that cannot start does not hold the first pass back', async () => {
+    const { runner, passes, fail, build } = setup();
+    runner.start();
+    build();
+    fail();
+    await settle();
+    expect(passes).toHaveLength(1);
+    expect(runner.status().degraded.join()).toMatch(/not watching/);
+    passes[0]!.resolve(report());
+    await settle();
+    await runner.stop();
+  });
+});
