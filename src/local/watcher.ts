@@ -4,12 +4,12 @@
  * extra event costs a look at a path, never a wrong operation (the planner checks the disk).
  *
  * Two modes (LIBRARIES.md, chokidar 5, and an experiment on this machine):
- * - 'folders' (default): chokidar watches folders only, one inotify watch per folder
- *   instead of one per file. File events come from the folders' `raw` events, which name
- *   every file created, written, renamed or deleted in them; each named file is then
- *   lstat-ed (at most one stat per path at a time) to tell "exists, with this size" from
- *   "gone". Files created in a brand-new folder before its watch exists have no raw event,
- *   but the folder's `addDir` makes the engine walk it whole.
+ * - 'folders' (default): one plain fs.watch per folder (folder-watch.ts), no watch and no
+ *   stat per file (chokidar stats every file at start, even ignored ones). A folder's
+ *   watch names every file created, written, renamed or deleted in it; each named file is
+ *   then lstat-ed (at most one stat per path at a time) to tell "exists, with this size"
+ *   from "gone". Files created in a brand-new folder before its watch exists have no
+ *   event, but the folder's `addDir` makes the engine walk it whole.
  * - 'files': chokidar watches every file and its add/change/unlink events are passed on.
  *   Forced by polling (polling a folder cannot see a file's content change).
  *
@@ -23,6 +23,7 @@ import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { basename, join, resolve } from 'node:path';
 import type { RawEvent } from './aggregator.js';
+import { watchFolders } from './folder-watch.js';
 import { isInside, toRelPath } from './paths.js';
 
 export type WatchMode = 'folders' | 'files';
@@ -149,10 +150,41 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   const rel = (abs: string): string | undefined => toRelPath(root, abs);
   const filter = opts.filter;
 
+  if (mode === 'folders') {
+    // Plain fs.watch per folder (folder-watch.ts): chokidar would stat every file at start.
+    const queue = new StatQueue(
+      STAT_CONCURRENCY,
+      (r, abs, at) =>
+        statEvent(r, abs, at).then((e) => {
+          if (e) emit(e);
+        }),
+      () => closed,
+    );
+    const folders = await watchFolders({
+      root,
+      filter,
+      emit,
+      requestStat: (r, abs, at) => queue.request(r, abs, at),
+      checkRoot: () => void checkRoot(),
+      onWatchError: (err) => fail(classifyWatchError(root, err)),
+      now,
+    });
+    opts.onReady?.();
+    return {
+      mode,
+      root,
+      async close() {
+        closed = true;
+        folders.close();
+      },
+      watchedDirs: () => folders.watchedDirs(),
+    };
+  }
+
   const watcher: FSWatcher = watch(root, {
     ignoreInitial: true, // the daemon does a full pass at start
     followSymlinks: false, // as the walk: a link is not followed into another tree
-    alwaysStat: mode === 'files', // sizes, to tell a file still growing
+    alwaysStat: true, // sizes, to tell a file still growing
     usePolling: !!opts.usePolling,
     interval: opts.pollIntervalMs ?? 1000,
     binaryInterval: opts.pollIntervalMs ?? 1000,
@@ -163,18 +195,9 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
       if (r === undefined) return false; // the root (or above it)
       if (!stats) return !filter(r, true) && !filter(r, false);
       if (stats.isDirectory()) return !filter(r, true);
-      return mode === 'folders' || !filter(r, false);
+      return !filter(r, false);
     },
   });
-
-  const stats = new StatQueue(
-    STAT_CONCURRENCY,
-    (r, abs, at) =>
-      statEvent(r, abs, at).then((e) => {
-        if (e) emit(e);
-      }),
-    () => closed,
-  );
 
   watcher.on('error', (err: unknown) => fail(classifyWatchError(root, err)));
 
@@ -184,19 +207,6 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     const watched = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
     if (typeof watched !== 'string') return;
     if (watched === root && filename === rootName) void checkRoot();
-    if (mode !== 'folders') return;
-    const at = now();
-    if (typeof filename !== 'string' || filename === '') {
-      // Linux always names the entry; if not, only a walk of the folder can tell what changed.
-      const dir = rel(watched);
-      if (dir === undefined) emit({ kind: 'raw', path: '', at });
-      else if (filter(dir, true)) emit({ kind: 'addDir', path: dir, at });
-      return;
-    }
-    const abs = join(watched, filename);
-    const r = rel(abs);
-    if (r === undefined || !filter(r, false)) return;
-    stats.request(r, abs, at);
   });
 
   const onFile = (kind: 'add' | 'change' | 'unlink') => (abs: string, st?: Stats) => {
