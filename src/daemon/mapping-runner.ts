@@ -319,6 +319,12 @@ export class MappingRunner {
 
   private afterPass(kind: 'full' | 'changes', report: PassReport): void {
     this.d.events?.onPass?.(this.id, kind, report);
+    // One line per full pass (start, periodic rescan, recovery): when the mirror was last
+    // known in sync, and what it took. Incremental passes only at debug level.
+    this.log[kind === 'full' ? 'info' : 'debug'](
+      { kind, ok: report.ok, ...report.counts, ms: Date.parse(report.finishedAt) - Date.parse(report.startedAt) },
+      `${kind === 'full' ? 'full' : 'incremental'} pass done`,
+    );
     this.lastPass = { ...report.counts, ok: report.ok, finishedAt: report.finishedAt, kind };
     this.skipped = report.skipped;
     for (const f of report.failures) this.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}` });
