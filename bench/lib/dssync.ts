@@ -129,11 +129,25 @@ export async function runSync(configPath: string, env: Record<string, string> = 
   return { code, seconds: (performance.now() - t0) / 1000, peakRssMB: peak, cpuSeconds: cpu, stdout, stderr };
 }
 
+/** A pino log line of the daemon. */
+export interface LogLine {
+  level: number;
+  /** Wall clock (ms since the epoch) when it was logged. */
+  time: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
 export interface DaemonHandle {
   child: ChildProcess;
   pid: number;
   url: string;
+  /** performance.now() just before the spawn. */
   startedAt: number;
+  /** Date.now() just before the spawn (to compare with log lines' `time`). */
+  spawnedAtMs: number;
+  /** The first log line (so far or to come) that `match` accepts. */
+  waitForLog(what: string, match: (l: LogLine) => boolean, timeoutMs: number): Promise<LogLine>;
   status(): Promise<DaemonStatusView>;
   metric(name: string): Promise<number | undefined>;
   memory(): ProcMemory | undefined;
@@ -162,16 +176,31 @@ export async function startDaemon(configPath: string, env: Record<string, string
     env: childEnv({ DSSYNC_LOG_LEVEL: 'info', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const spawnedAtMs = Date.now();
   let out = '';
+  let partial = '';
   let url: string | undefined;
-  // Keep only the start of the log and the tail: a run over 100,000 files logs little, but
-  // an initial mirror logs a line per document.
+  const lines: LogLine[] = [];
+  // JSON log lines (pino): kept for lookups by message; the raw text only as a tail, for
+  // error reports (an initial mirror logs a line per document).
   child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-    if (url === undefined) {
-      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*status endpoint listening/.exec(out + d);
-      if (m) url = m[1];
-    }
     out = (out + d).slice(-200_000);
+    partial += d;
+    const parts = partial.split('\n');
+    partial = parts.pop() ?? '';
+    for (const text of parts) {
+      if (!text.startsWith('{')) continue;
+      try {
+        const line = JSON.parse(text) as LogLine;
+        // pino's time is epoch ms, or an ISO string with an ISO timestamp option.
+        if (typeof line.time === 'string') line.time = Date.parse(line.time);
+        if (line.msg === 'status endpoint listening' && typeof line.url === 'string') url = line.url;
+        lines.push(line);
+        if (lines.length > 20_000) lines.splice(0, 10_000);
+      } catch {
+        // not a log line
+      }
+    }
   });
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (out = (out + d).slice(-200_000)));
   let exited = false;
@@ -187,6 +216,8 @@ export async function startDaemon(configPath: string, env: Record<string, string
     pid,
     url: base,
     startedAt,
+    spawnedAtMs,
+    waitForLog: (what, match, timeoutMs) => waitFor(what, () => lines.find((l) => match(l)), timeoutMs, 20),
     status: async () => (await (await fetch(`${base}/status`)).json()) as DaemonStatusView,
     metric: async (name) => {
       const text = await (await fetch(`${base}/metrics`)).text();

@@ -13,7 +13,7 @@ import type { BenchContext } from '../lib/context.js';
 import { runSync, startDaemon, writeConfig } from '../lib/dssync.js';
 import { checkMirror, startService, writeRequests } from '../lib/service.js';
 import { writeTree } from '../lib/tree.js';
-import { log, round, waitFor } from '../lib/util.js';
+import { log, round } from '../lib/util.js';
 import { waitForWatching } from './daemon-changes.js';
 
 export interface RestartFigures {
@@ -68,17 +68,10 @@ export async function runRestart(ctx: BenchContext): Promise<{ restart: RestartF
         const m = daemon.memory();
         if (m) peak = Math.max(peak, m.peakRssMB);
       }, 100);
-      const passEnd = await waitFor(
-        'the first full pass',
-        async () => {
-          const m = (await daemon.status()).mappings[0];
-          return m?.lastPass?.kind === 'full' ? performance.now() : undefined;
-        },
-        600_000,
-        50,
-      );
+      // The daemon's own log line, so that the measurement does not poll (and slow) it.
+      const passDone = await daemon.waitForLog('the first full pass', (l) => l.msg === 'full pass done', 600_000);
       clearInterval(sampler);
-      const seconds = (passEnd - daemon.startedAt) / 1000;
+      const seconds = (passDone.time - daemon.spawnedAtMs) / 1000;
       const status = await daemon.status();
       const last = status.mappings[0]!.lastPass!;
       if (!last.ok || last.uploaded !== 0 || last.replaced !== 0) throw new Error(`restart: the first pass was not a clean no-op: ${JSON.stringify(last)}`);
