@@ -1,8 +1,9 @@
 /**
  * Security: the token never appears in logs, errors, state, status or metrics. A real
- * daemon at debug level mirrors a folder through injected faults, `dssync sync` runs with
- * its JSON summary, a service that echoes the Authorization header in its errors is asked
- * (also with DSSYNC_DEBUG=1, which prints stacks); then every artefact is searched.
+ * daemon at debug level mirrors a folder through injected faults, `dssync status` reads
+ * what it left, `dssync sync` runs with its JSON summary, a service that echoes the
+ * Authorization header in its errors is asked (also with DSSYNC_DEBUG=1, which prints
+ * stacks); then every artefact is searched.
  */
 import { spawn } from 'node:child_process';
 import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
@@ -56,6 +57,12 @@ describe('security: the token stays secret', () => {
       await new Promise((r) => setTimeout(r, 1500));
       for (const p of ['/status', '/healthz', '/metrics']) artefacts.push({ name: `endpoint ${p}`, text: await (await fetch(url + p)).text() });
       artefacts.push({ name: 'state file', text: await readFile(ws.statePath, 'utf8') });
+      // `dssync status`, human and JSON, with the token in its environment.
+      for (const json of [[], ['--json']]) {
+        const st = await runCli(['status', '--config', ws.configPath, ...json], { DSSYNC_TOKEN: TOKEN, DSSYNC_LOG_LEVEL: 'debug' });
+        expect(st.stdout.length, st.stderr).toBeGreaterThan(0);
+        artefacts.push({ name: `dssync status ${json.join('')}`, text: st.stdout + st.stderr });
+      }
       artefacts.push({ name: 'lock file', text: await readFile(`${ws.statePath}.lock`, 'utf8') });
     } finally {
       child.kill('SIGTERM');
@@ -103,7 +110,7 @@ describe('security: the token stays secret', () => {
   });
 
   it('every artefact of this file was searched', () => {
-    expect(artefacts.length).toBeGreaterThanOrEqual(15);
+    expect(artefacts.length).toBeGreaterThanOrEqual(17);
     for (const a of artefacts) expect(a.text, a.name).not.toContain(TOKEN);
   });
 });
