@@ -58,6 +58,11 @@ export class StateFileAdapter implements Adapter<StateFile> {
     return decoded.state;
   }
 
+  /** Encodes the loaded state's entries ahead of the first write, in slices (StateCodec.warm). */
+  warm(data: StateFile): Promise<void> {
+    return this.codec.warm(data, { sliceMs: SLICE_MS, yieldNow, now: () => performance.now() });
+  }
+
   /**
    * Not `async` on purpose: the snapshot is taken synchronously in the call, so mutations
    * made while the write goes on belong to the next write.

@@ -142,7 +142,11 @@ export class StateStore {
         logger.info({ file: abs, from: adapter.migratedFrom }, `state file migrated from version ${adapter.migratedFrom}`);
         store.scheduler.markDirty();
       }
-      if (adapter.readStats) logger.debug({ file: abs, ...adapter.readStats }, 'state loaded');
+      if (adapter.readStats) {
+        logger.debug({ file: abs, ...adapter.readStats }, 'state loaded');
+        // In the background: the first write then finds the entries encoded (fast write).
+        adapter.warm(db.data).catch((err: unknown) => logger.debug({ err }, 'state encoding ahead of the first write failed'));
+      }
       return store;
     } catch (err) {
       await lock?.release().catch(() => undefined);
