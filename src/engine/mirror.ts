@@ -141,8 +141,12 @@ export class Mirror {
     const maxRounds = opts.maxRounds ?? 3;
 
     for (let round = 1; round <= maxRounds; round++) {
-      const scan = scope ? await this.d.local.scanScope(scope) : await this.d.local.scan();
-      const remote = scope ? undefined : await this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal });
+      // The walk (disk) and the listing (network) are independent: done side by side, a
+      // restart over 100,000 files waits for the longer of the two, not for both.
+      const [scan, remote] = await Promise.all([
+        scope ? this.d.local.scanScope(scope) : this.d.local.scan(),
+        scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal }),
+      ]);
       if (remote) await this.checkListing(remote, mapping, opts.signal);
       const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
