@@ -101,6 +101,8 @@ export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: Re
   return out;
 }
 
+const NO_DOCS: readonly KnownDoc[] = Object.freeze([]);
+
 /** A remote document as the planner understands it. */
 interface KnownDoc {
   doc: DocumentRecord | undefined;
@@ -117,7 +119,8 @@ export function planMirror(input: PlanInput): PlanResult {
   const inScope = (p: string): boolean => scope === undefined || scope.has(p);
   const untouchable = input.untouchable ?? ((): boolean => false);
   const stateByDoc = new Map<string, { path: string; entry: FileEntry }>();
-  for (const [path, entry] of Object.entries(state.files)) stateByDoc.set(entry.documentId, { path, entry });
+  // for-in, not Object.entries: no array of 100,000 pairs (the state's records have no prototype).
+  for (const path in state.files) stateByDoc.set(state.files[path]!.documentId, { path, entry: state.files[path]! });
 
   const { byPath, foreign, ourDocumentCount } = classifyRemote(input, stateByDoc);
 
@@ -134,7 +137,8 @@ export function planMirror(input: PlanInput): PlanResult {
     if (!file) continue;
     const sha = file.sha256 ?? (quickCheck(state.files[path], file) ? state.files[path]?.sha256 : undefined);
     if (sha === undefined) throw new Error(`planMirror: ${path} needs a content hash (see pathsToHash)`);
-    hashed.set(path, { ...file, sha256: sha });
+    // A copy only when the hash comes from the state (quick check): the caller's object stays as it was.
+    hashed.set(path, file.sha256 === sha ? (file as HashedFile) : { path: file.path, diskPath: file.diskPath, size: file.size, mtimeMs: file.mtimeMs, sha256: sha });
   }
 
   // Documents of ours whose path no longer exists locally can be renamed, by content hash.
@@ -170,7 +174,8 @@ export function planMirror(input: PlanInput): PlanResult {
 
   for (const path of sorted) {
     const file = hashed.get(path);
-    const docs = (byPath.get(path) ?? []).filter((d) => !consumed.has(d.id));
+    const known = byPath.get(path);
+    const docs = known === undefined ? NO_DOCS : consumed.size === 0 ? known : known.filter((d) => !consumed.has(d.id));
     const entry = state.files[path];
 
     if (!file) {
@@ -230,7 +235,7 @@ export function planMirror(input: PlanInput): PlanResult {
 }
 
 /** The document to keep for a file: same content; the state's choice first, then the lowest id. */
-function pickGood(docs: KnownDoc[], sha256: string, preferredId: string | undefined): KnownDoc | undefined {
+function pickGood(docs: readonly KnownDoc[], sha256: string, preferredId: string | undefined): KnownDoc | undefined {
   const same = docs.filter((d) => d.sha256 === sha256);
   if (same.length === 0) return undefined;
   return (
