@@ -119,11 +119,64 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
         break;
     }
   }
-  for (const batch of makeBatches(uploads, o.batchFiles, o.batchBytes)) {
-    void queue.add(() => runUploadBatch(batch, o, result));
-  }
+  const batches = makeBatches(uploads, o.batchFiles, o.batchBytes);
+  const intents = new IntentPrefetch(o, batches, Math.max(1, o.concurrency));
+  batches.forEach((batch, i) => {
+    void queue.add(() => runUploadBatch(batch, o, result, intents.take(i)));
+  });
   await queue.onIdle();
   return result;
+}
+
+/**
+ * Every upload needs a durable intent first, and a durable write rewrites the whole state
+ * file (2 MB at 10,000 files, 19 MB at 100,000). Batches starting one after another would
+ * each pay one; so the first batch that needs its intent also begins those of the next
+ * `ahead` batches, in the same turn (the store writes them together, group commit). An
+ * intent begun before its upload is sent is harmless: it says the files may have been
+ * uploaded, and the next full listing settles it, as for any other open intent.
+ */
+class IntentPrefetch {
+  private readonly begun = new Map<number, Promise<string>>();
+
+  constructor(
+    private readonly o: ExecutorOptions,
+    private readonly batches: readonly UploadOp[][],
+    private readonly ahead: number,
+  ) {}
+
+  /** The intent of batch `i` (begun now with the next ones, unless already begun). */
+  take(i: number): () => Promise<string> {
+    return () => {
+      const mine = this.begun.get(i) ?? this.begin(i);
+      this.begun.delete(i);
+      return mine;
+    };
+  }
+
+  private begin(i: number): Promise<string> {
+    for (let k = i; k < Math.min(this.batches.length, i + this.ahead); k++) {
+      if (this.begun.has(k)) continue;
+      const p = this.o.state.beginIntent(this.o.mappingId, uploadIntent(this.batches[k]!));
+      // Awaited when its batch runs; until then a failure must not be an unhandled rejection.
+      p.catch(() => undefined);
+      this.begun.set(k, p);
+    }
+    return this.begun.get(i)!;
+  }
+}
+
+function uploadIntent(batch: UploadOp[]): DistributiveOmit<Intent, 'id' | 'startedAt'> {
+  return {
+    kind: 'upload',
+    files: batch.map((op) => ({
+      path: op.path,
+      size: op.file.size,
+      mtimeMs: op.file.mtimeMs,
+      sha256: op.file.sha256,
+      ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
+    })),
+  };
 }
 
 /** Groups uploads into batches bounded by count and bytes (a single large file goes alone). */
@@ -173,19 +226,10 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
   }
 }
 
-async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: ExecutionResult): Promise<void> {
+async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: ExecutionResult, intent?: () => Promise<string>): Promise<void> {
   let intentId: string;
   try {
-    intentId = await o.state.beginIntent(o.mappingId, {
-      kind: 'upload',
-      files: batch.map((op) => ({
-        path: op.path,
-        size: op.file.size,
-        mtimeMs: op.file.mtimeMs,
-        sha256: op.file.sha256,
-        ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
-      })),
-    });
+    intentId = await (intent ? intent() : o.state.beginIntent(o.mappingId, uploadIntent(batch)));
   } catch (e) {
     // The intent could not be made durable (disk full...): an upload whose answer got lost
     // could then not be recognised after a crash, so nothing is sent; a later pass retries.
