@@ -46,7 +46,7 @@ describe('loadSettings: valid files', () => {
     expect(s.statePath).toBe('/home/op/.local/state/dssync/state.json');
     expect(s.logLevel).toBe('info');
     expect(s.queue).toEqual({
-      concurrency: 16,
+      concurrency: 32,
       requestsPerSecond: 0,
       maxAttempts: 6,
       uploadBatchFiles: 20,
@@ -231,7 +231,7 @@ describe('bad config files: every error names the file, the field and the fix', 
     ['an empty connector list', { mappings: [{ path: '/a', dataSource: { name: 'n', llmConnectorIds: [] } }] }, 'mappings[0].dataSource.llmConnectorIds', 'mappings[0].dataSource.llmConnectorIds (line 7, column 28): must name at least one connector id, e.g. ["conn-1"], got a list'],
     ['duplicate explicit ids', { mappings: [{ ...mapping, id: 'x' }, { path: '/b', dataSourceId: 'ds-2', id: 'x' }] }, 'mappings[1].id', 'mappings[1].id (line 11, column 13): mapping id "x" is also the id of mappings[0] (/srv/share/handbook); give each mapping a distinct "id"'],
     ['duplicate derived ids', { mappings: [mapping, { path: '/b', dataSourceId: 'ds-1' }] }, 'mappings[1]', 'mappings[1] (line 7, column 5): mapping id "ds:ds-1" (derived from its data source) is also the id of mappings[0] (/srv/share/handbook); give each mapping a distinct "id"'],
-    ['a negative number', { queue: { concurrency: -1 } }, 'queue.concurrency', 'queue.concurrency (line 3, column 20): must be a whole number >= 1 (e.g. 16), got -1'],
+    ['a negative number', { queue: { concurrency: -1 } }, 'queue.concurrency', 'queue.concurrency (line 3, column 20): must be a whole number >= 1 (e.g. 32), got -1'],
     ['a fractional count', { queue: { uploadBatchFiles: 2.5 } }, 'queue.uploadBatchFiles', 'must be a whole number >= 1 (e.g. 20), got 2.5'],
     ['negative requests per second', { queue: { requestsPerSecond: -1 } }, 'queue.requestsPerSecond', 'must be a number >= 0 (0: no cap; e.g. 50), got -1'],
     ['a number too large to be finite', '{ "debounceMs": 1e999 }', 'debounceMs', 'debounceMs (line 1, column 17): must be a whole number >= 0 (e.g. 300)'],
