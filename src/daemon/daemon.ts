@@ -185,20 +185,24 @@ export class Daemon {
   }
 
   /**
-   * Shortly after a full pass (several mappings' passes share one), one garbage collection
-   * returns the pass's memory (reclaim.ts) instead of holding it while idle.
+   * Shortly after a full pass (several mappings' passes share one), garbage collections
+   * return the pass's memory (reclaim.ts) instead of holding it while idle: one, then a
+   * second once the first one's pages are swept (V8 releases them only then).
    */
   private scheduleReclaim(): void {
     if (this.reclaimTimer !== undefined || this.stopping) return;
-    this.reclaimTimer = this.timers.setTimeout(() => {
+    const before = process.memoryUsage().rss;
+    const collect = (again: boolean): void => {
       this.reclaimTimer = undefined;
-      if (this.stopping) return;
-      const before = process.memoryUsage().rss;
-      if (collectGarbage()) {
-        const mb = (n: number): number => Math.round(n / 1024 / 1024);
-        this.o.logger.debug({ rssMB: mb(process.memoryUsage().rss), beforeMB: mb(before) }, 'memory of the full pass released');
+      if (this.stopping || !collectGarbage()) return;
+      if (again) {
+        this.reclaimTimer = this.timers.setTimeout(() => collect(false), RECLAIM_DELAY_MS * 2);
+        return;
       }
-    }, RECLAIM_DELAY_MS);
+      const mb = (n: number): number => Math.round(n / 1024 / 1024);
+      this.o.logger.debug({ rssMB: mb(process.memoryUsage().rss), beforeMB: mb(before) }, 'memory of the full pass released');
+    };
+    this.reclaimTimer = this.timers.setTimeout(() => collect(true), RECLAIM_DELAY_MS);
   }
 
   private newClient(config: Config): DatastoreClient {
