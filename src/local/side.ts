@@ -38,17 +38,21 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       throw e;
     }
   };
+  /** The whole tree, or only `subtrees` (an incremental look). */
+  const walkWith = (filter: PathFilter, subtrees?: readonly string[]): Promise<WalkResult> =>
+    walkTree(mapping.path, filter, {
+      fs,
+      maxFileBytes: mapping.maxFileBytes,
+      followSymlinks: mapping.followSymlinks,
+      concurrency: opts.concurrency,
+      signal: opts.signal,
+      subtrees,
+    });
   return {
     async scan(): Promise<ScanResult> {
       const filter = await filterOrOutage();
       if (!filter) return outage();
-      const walk = await walkTree(mapping.path, filter, {
-        fs,
-        maxFileBytes: mapping.maxFileBytes,
-        followSymlinks: mapping.followSymlinks,
-        concurrency: opts.concurrency,
-        signal: opts.signal,
-      });
+      const walk = await walkWith(filter);
       opts.onScan?.(walk);
       return toScanResult(walk, mapping.maxFileBytes);
     },
@@ -57,14 +61,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       const filter = await filterOrOutage();
       if (!filter) return outage();
       const dirs = outermost(scope.dirs);
-      const walk = await walkTree(mapping.path, filter, {
-        fs,
-        maxFileBytes: mapping.maxFileBytes,
-        followSymlinks: mapping.followSymlinks,
-        concurrency: opts.concurrency,
-        signal: opts.signal,
-        subtrees: dirs,
-      });
+      const walk = await walkWith(filter, dirs);
       if (walk.rootStatus !== 'ok') return toScanResult(walk, mapping.maxFileBytes);
       // Single files outside those folders: looked at one by one.
       const under = (p: string): boolean => dirs.some((d) => d === '' || p.startsWith(`${d}/`));
