@@ -154,7 +154,8 @@ export class MappingRunner {
   }
 
   status(): MappingStatus {
-    const tracked = Object.keys(this.d.state.mapping(this.d.mapping.id)?.files ?? {}).length;
+    // Counted by the store: status and metrics are read often, the state may hold 100,000 files.
+    const tracked = this.d.state.fileCount(this.d.mapping.id);
     return {
       id: this.d.mapping.id,
       path: this.d.mapping.path,

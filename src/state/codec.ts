@@ -511,6 +511,14 @@ export class StateCodec {
     }
   }
 
+  /** Files of mapping `id`, counted from the bucket index (no walk over 100,000 keys). */
+  fileCount(id: string, m: MappingState): number {
+    const cache = this.cacheOf(id, m);
+    let n = 0;
+    for (const keys of cache.keys) if (keys) n += keys.size;
+    return n;
+  }
+
   /** Encodes the whole state at once (tests, tools, small states). */
   encode(state: StateFile): Buffer[] {
     return this.snapshot(state).runSync();

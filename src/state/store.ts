@@ -160,6 +160,12 @@ export class StateStore {
     return this.db.data.mappings[id];
   }
 
+  /** Files tracked in a mapping (cheap: for status and metrics, however large the state). */
+  fileCount(id: string): number {
+    const m = this.db.data.mappings[id];
+    return m ? this.codec.fileCount(id, m) : 0;
+  }
+
   mappingIds(): string[] {
     return Object.keys(this.db.data.mappings);
   }

@@ -56,7 +56,7 @@ function setup() {
     mapping: { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '' } as unknown as MappingConfig,
     index: 0,
     api: {} as MappingRunnerDeps['api'],
-    state: { mapping: () => ({ files: {} }) } as unknown as StateStore,
+    state: { mapping: () => ({ files: {} }), fileCount: () => 0 } as unknown as StateStore,
     logger: silentLogger,
     timers,
     random: () => 0.5,

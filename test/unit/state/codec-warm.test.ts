@@ -68,3 +68,16 @@ describe('StateCodec.warm (encoding ahead of the first write after a load)', () 
     expect(Buffer.concat(codec.encode(s)).toString()).toBe(encodeStateToString(s));
   });
 });
+
+describe('StateCodec.fileCount', () => {
+  it('counts the files of a mapping through every addition, replacement and deletion', () => {
+    const { codec, m } = loaded(1000);
+    expect(codec.fileCount('m', m)).toBe(1000);
+    codec.setFile('m', m, 'dir/f1.txt', entry(5)); // replaced: same count
+    codec.setFile('m', m, 'new/a.txt', entry(6));
+    codec.setFile('m', m, 'dir/f2.txt', undefined);
+    codec.setFile('m', m, 'not/there.txt', undefined);
+    expect(codec.fileCount('m', m)).toBe(Object.keys(m.files).length);
+    expect(codec.fileCount('m', m)).toBe(1000);
+  });
+});
