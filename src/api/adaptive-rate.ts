@@ -17,8 +17,9 @@
  *   everything) learns nothing: the caller falls back to the shared pause.
  * - Later 429s, of requests started at the learned rate: -`decreaseStep`, at most once per
  *   second (a burst of 429s, after the service stalled, is one signal, not ten).
- * - Up: while the learned rate holds requests back and no 429 came for `probeAfterMs`,
- *   +`probeStep` per second, so a raised limit (or a pessimistic estimate) is found again.
+ * - Up: while the learned rate holds requests back and no 429 came for `probeAfterMs` (3 s),
+ *   +`probeStep` per second, so a raised limit (or a pessimistic estimate) is found again;
+ *   the few 429s this costs are flow control for the pacer, not failures.
  *
  * Pure apart from the times passed in.
  */
@@ -28,7 +29,7 @@ export interface AdaptiveRateOptions {
   margin?: number;
   /** Cut of the rate on later 429s, at most once per second. Default 0.03 (3 %). */
   decreaseStep?: number;
-  /** Quiet time after the last 429 before the rate is raised again (ms). Default 1000. */
+  /** Quiet time after the last 429 before the rate is raised again (ms). Default 3000. */
   probeAfterMs?: number;
   /** Growth per second while probing. Default 0.03 (3 %). */
   probeStep?: number;
@@ -73,7 +74,7 @@ export class AdaptiveRate {
   ) {
     this.margin = opts.margin ?? 0.98;
     this.decreaseStep = opts.decreaseStep ?? 0.03;
-    this.probeAfterMs = opts.probeAfterMs ?? 1000;
+    this.probeAfterMs = opts.probeAfterMs ?? 3000;
     this.probeStep = opts.probeStep ?? 0.03;
     this.minEvidence = opts.minEvidence ?? 2;
     this.minRps = opts.minRps ?? 0.5;

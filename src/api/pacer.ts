@@ -20,6 +20,9 @@ import { realClock, type Clock } from './clock.js';
 import { decideRetry } from './retry-policy.js';
 import { AdaptiveRate, type StartRecord } from './adaptive-rate.js';
 
+/** 429s met by the learned rate that one request may meet before it fails (~20 s of waits). */
+const MAX_PACED_RETRIES = 20;
+
 export interface PacerOptions {
   /** Requests started per second, at most. 0 or Infinity: no cap. Default 10. */
   requestsPerSecond?: number;
@@ -164,6 +167,10 @@ export class Pacer {
   async run<T>(opts: RunOptions, attempt: (ctx: AttemptContext) => Promise<T>): Promise<T> {
     const signal = combineSignals(this.signal, opts.signal);
     const maxAttempts = Math.max(1, Math.floor(opts.maxAttempts ?? this.maxAttempts));
+    // 429s met by the learned rate are flow control, not failures: they do not use up the
+    // attempts (a request may come back just as the rate probes above the limit), within
+    // a bound of their own.
+    let paced = 0;
     for (let n = 1; ; n++) {
       this.throwIfAborted(signal, opts, n - 1);
       try {
@@ -180,9 +187,11 @@ export class Pacer {
           decision.error.attempts = n;
           throw decision.error;
         }
-        if (n >= maxAttempts) throw err;
+        const isPaced = decision.throttle && this.paced.has(err);
+        if (isPaced) paced++;
+        if (isPaced ? paced > MAX_PACED_RETRIES : n - paced >= maxAttempts) throw err;
         let delayMs: number;
-        if (decision.throttle && this.paced.has(err)) {
+        if (isPaced) {
           // The learned rate holds the others back; this request waits what it was told.
           this.counters.throttled++;
           delayMs = err.retryAfterMs ?? Math.max(this.backoffBaseMs, backoffDelay(n, this.backoffOpts()));

@@ -170,3 +170,39 @@ describe('Pacer: a learned rate under a per-second limit', () => {
     expect(pacer.stats().learnedRps).toBeUndefined();
   });
 });
+
+describe('Pacer: 429s under a learned rate are flow control, not failures', () => {
+  const tooMany = (): ApiError => new ApiError({ code: 'E_RATE_LIMITED', message: 'GET /x: 429', status: 429, retryable: true, retryAfterMs: 1000 });
+
+  async function withLearnedRate(refusals: number): Promise<{ outcome: unknown; attempts: number }> {
+    const clock = new FakeClock(0);
+    const pacer = new Pacer({ clock, random: () => 0.5, requestsPerSecond: 0, concurrency: 4, maxAttempts: 3 });
+    // Answers in the last second: the evidence a 429 needs to teach a rate.
+    await Promise.all(Array.from({ length: 5 }, () => pacer.run(GET, async () => 'ok')));
+    let attempts = 0;
+    let outcome: unknown;
+    pacer
+      .run(GET, async () => {
+        if (++attempts <= refusals) throw tooMany();
+        return 'ok';
+      })
+      .then(
+        (v) => (outcome = v),
+        (e: unknown) => (outcome = e),
+      );
+    for (let i = 0; i < 60 && outcome === undefined; i++) await clock.advance(1000);
+    return { outcome, attempts };
+  }
+
+  it('a request refused more often than maxAttempts still goes through once the service takes it', async () => {
+    const { outcome, attempts } = await withLearnedRate(8);
+    expect(outcome).toBe('ok');
+    expect(attempts).toBe(9);
+  });
+
+  it('but not forever: after 20 such refusals it fails with the 429', async () => {
+    const { outcome, attempts } = await withLearnedRate(1000);
+    expect(outcome).toMatchObject({ code: 'E_RATE_LIMITED', status: 429 });
+    expect(attempts).toBe(21);
+  });
+});
