@@ -29,6 +29,7 @@ import { log } from './lib/util.js';
 import { runDaemonChanges } from './scenarios/daemon-changes.js';
 import { buildInitialTree, runInitialMirror, runRateCap } from './scenarios/initial-mirror.js';
 import { runRestart } from './scenarios/restart.js';
+import { DEFAULTS } from '../src/config/schema.js';
 
 const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint'] as const;
 type Scenario = (typeof ALL)[number];
@@ -91,7 +92,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (s.initialMirror) {
     const im = s.initialMirror;
     n.push(
-      `initialMirror: seconds is the median of ${z.repeat} dssync run(s), wall time of the \`dssync sync\` process (start-up, walk, hashing and requests). requests counts every request that reached the service (data source lookup and creation, listing, uploads, updates); minimumRequests = ⌈files / ${20}⌉ uploads + one update per document.`,
+      `initialMirror: seconds is the median of ${z.repeat} dssync run(s), wall time of the \`dssync sync\` process (start-up, walk, hashing and requests). requests counts every request that reached the service (data source lookup and creation, listing, uploads, updates); minimumRequests = ⌈files / ${DEFAULTS.queue.uploadBatchFiles}⌉ uploads + one update per document.`,
     );
     if (im.baselineFilesMeasured !== im.files) n.push(`initialMirror: the naive client mirrored ${String(im.baselineFilesMeasured)} files; baselineSeconds is scaled linearly to ${String(im.files)}.`);
   }
@@ -99,7 +100,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (s.latency) n.push('latency: from just before the file is written to the moment the service applies the new version\'s metadata (upload, then metadata update, are both done then).');
   if (s.burst) n.push('burst: from the first write to the moment the data source holds exactly the new versions (old ones deleted); requests exclude the ingestion check\'s chunk listings, shown apart.');
   if (s.restart) n.push('restart: from the spawn of `dssync run` to the end of its first full pass (seen on /status); writes = POST/PUT/DELETE requests the service received; rssMB = peak (VmHWM) of the dssync process.');
-  if (s.footprint) n.push(`footprint: the same daemon, idle after its first pass and ${z.settleSeconds} s of settling; rssMB = VmRSS; cpuPercent over ${z.cpuWindowSeconds} s; stateWriteMs = wall time of the state file's last write (the first after loading: a full re-encode, fsync included).`);
+  if (s.footprint) n.push(`footprint: the same daemon, idle after its first pass and ${z.settleSeconds} s of settling; rssMB = VmRSS; cpuPercent over ${z.cpuWindowSeconds} s; stateWriteMs = wall time of the state file's last write (at the end of the restart's pass: the whole file, fsync included), from /status.`);
   return n;
 }
 
