@@ -99,7 +99,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (s.rateCap) n.push('rateCap: achievedRps = requests accepted by the service (not answered 429) per second, between the first upload and the last request of the pass.');
   if (s.latency) n.push('latency: from just before the file is written to the moment the service applies the new version\'s metadata (upload, then metadata update, are both done then).');
   if (s.burst) n.push('burst: from the first write to the moment the data source holds exactly the new versions (old ones deleted); requests exclude the ingestion check\'s chunk listings, shown apart.');
-  if (s.restart) n.push('restart: from the spawn of `dssync run` to the end of its first full pass (the time of the daemon's "full pass done" log line); writes = POST/PUT/DELETE requests the service received; rssMB = peak (VmHWM) of the dssync process.');
+  if (s.restart) n.push('restart: from the spawn of `dssync run` to the end of its first full pass (the time of the daemon\'s "full pass done" log line); writes = POST/PUT/DELETE requests the service received; rssMB = peak (VmHWM) of the dssync process.');
   if (s.footprint) n.push(`footprint: the same daemon, idle after its first pass and ${z.settleSeconds} s of settling; rssMB = VmRSS; cpuPercent over ${z.cpuWindowSeconds} s; stateWriteMs = wall time of the state file's last write (at the end of the restart's pass: the whole file, fsync included), from /status.`);
   return n;
 }
