@@ -13,6 +13,7 @@ import { ApiError } from '../../../src/api/errors.js';
 import { Pacer, type PacerEvent } from '../../../src/api/pacer.js';
 import { createLogger } from '../../../src/log.js';
 import { json, multipartParts, startVariantServer, text, type VariantServer } from './variant-server.js';
+import { rejectionOf } from '../../helpers/rejection.js';
 
 const TOKEN = 'sk-live-SECRET-abc123xyz';
 const ORG = 'org-7';
@@ -45,14 +46,8 @@ function client(opts: Partial<DatastoreClientOptions> = {}): DatastoreClient {
   return c;
 }
 
-async function failure(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    return e as ApiError;
-  }
-  throw new Error('expected the call to fail');
+function failure(p: Promise<unknown> | (() => unknown)): Promise<ApiError> {
+  return rejectionOf(p, ApiError);
 }
 
 async function file(name: string, content: string | Buffer): Promise<string> {

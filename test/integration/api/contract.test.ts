@@ -12,6 +12,7 @@ import { DatastoreClient, type DatastoreClientOptions } from '../../../src/api/c
 import { ApiError } from '../../../src/api/errors.js';
 import { Pacer } from '../../../src/api/pacer.js';
 import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
+import { rejectionOf } from '../../helpers/rejection.js';
 
 let emu: RunningEmulator;
 let dir: string;
@@ -45,14 +46,8 @@ function client(opts: Partial<DatastoreClientOptions> = {}): DatastoreClient {
   return c;
 }
 
-async function failure(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    return e as ApiError;
-  }
-  throw new Error('expected the call to fail');
+function failure(p: Promise<unknown> | (() => unknown)): Promise<ApiError> {
+  return rejectionOf(p, ApiError);
 }
 
 async function file(name: string, content: string | Buffer): Promise<string> {

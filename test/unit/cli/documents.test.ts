@@ -16,15 +16,10 @@ import {
 } from '../../../src/cli/documents.js';
 import { CliError, ExitCode } from '../../../src/cli/exit.js';
 import { FakeApi, fakeContext } from './fake-api.js';
+import { rejectionOf } from '../../helpers/rejection.js';
 
-async function failure(p: Promise<unknown> | (() => unknown)): Promise<CliError> {
-  try {
-    await (typeof p === 'function' ? p() : p);
-  } catch (e) {
-    expect(e).toBeInstanceOf(CliError);
-    return e as CliError;
-  }
-  throw new Error('expected a failure');
+function failure(p: Promise<unknown> | (() => unknown)): Promise<CliError> {
+  return rejectionOf(p, CliError);
 }
 
 describe('--metadata', () => {
