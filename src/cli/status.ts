@@ -19,8 +19,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
-import type { DaemonStatus } from '../daemon/status.js';
-import type { MappingStatus } from '../daemon/mapping-runner.js';
+import { parseDaemonStatus, type DaemonStatus, type MappingStatus } from '../daemon/status-schema.js';
 import type { Intent, PassRecord, StateFile } from '../state/schema.js';
 import { ExitCode, CliError } from './exit.js';
 import type { GlobalArgs } from './options.js';
@@ -134,8 +133,9 @@ export function probeDaemon(listen: ListenAddress, timeoutMs = DAEMON_TIMEOUT_MS
           done({ kind: 'not-dssync', url, reason: 'GET /status did not answer JSON' });
           return;
         }
-        if (!isDaemonStatus(body)) done({ kind: 'not-dssync', url, reason: 'GET /status answered something other than a dssync status' });
-        else done({ kind: 'answered', url, status: body });
+        const parsed = parseDaemonStatus(body);
+        if (!parsed.ok) done({ kind: 'not-dssync', url, reason: `GET /status answered something other than a dssync status (${parsed.reason})` });
+        else done({ kind: 'answered', url, status: parsed.status });
       });
     });
     const timer = setTimeout(() => done({ kind: 'no-answer', url, reason: `no answer within ${timeoutMs} ms` }), timeoutMs);
@@ -145,20 +145,6 @@ export function probeDaemon(listen: ListenAddress, timeoutMs = DAEMON_TIMEOUT_MS
     });
     req.end();
   });
-}
-
-/** Enough of the shape to print it without tripping over a foreign service's JSON. */
-function isDaemonStatus(v: unknown): v is DaemonStatus {
-  if (typeof v !== 'object' || v === null) return false;
-  const s = v as Record<string, unknown>;
-  return (
-    typeof s.pid === 'number' &&
-    typeof s.startedAt === 'string' &&
-    typeof s.requests === 'object' &&
-    s.requests !== null &&
-    Array.isArray(s.mappings) &&
-    s.mappings.every((m) => typeof m === 'object' && m !== null && typeof (m as { id?: unknown }).id === 'string' && Array.isArray((m as { degraded?: unknown }).degraded))
-  );
 }
 
 function describeProbe(p: DaemonProbe): StateFileReport['daemon'] {

@@ -20,36 +20,13 @@ import { loadFilter } from '../local/filters.js';
 import { startWatcher, WatchError, type Watcher, type WatcherOptions } from '../local/watcher.js';
 import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
-import { IngestionChecker, type NotIngested } from './ingestion.js';
+import { IngestionChecker } from './ingestion.js';
+import type { MappingStatus, RecentError, RunnerPhase } from './status-schema.js';
 import { jittered, retryDelayMs, type Timers } from './timers.js';
 
-export type RunnerPhase = 'starting' | 'syncing' | 'watching' | 'degraded' | 'stopped';
-
-export interface RecentError {
-  at: string;
-  path?: string | undefined;
-  message: string;
-}
-
-export interface MappingStatus {
-  id: string;
-  path: string;
-  dataSourceId?: string | undefined;
-  phase: RunnerPhase;
-  /** Why the mapping is degraded (empty when it is not). */
-  degraded: string[];
-  filesTracked: number;
-  /** Paths waiting in the aggregator or planned for the next pass. */
-  pending: number;
-  lastPass?: PassReport['counts'] & { ok: boolean; finishedAt: string; kind: 'full' | 'changes' } | undefined;
-  lastFullPassOkAt?: string | undefined;
-  nextRescanAt?: string | undefined;
-  recentErrors: RecentError[];
-  skipped: { path: string; reason: string }[];
-  /** Uploaded documents that had no chunks after the ingestion delay. */
-  notIngested: NotIngested[];
-  watchedDirs: number;
-}
+// The status shape lives in status-schema.ts (one zod schema shared with `dssync status`
+// and the page); re-exported here for the runner's existing importers.
+export type { MappingStatus, RecentError, RunnerPhase } from './status-schema.js';
 
 /** What the daemon learns from a runner (metrics, the demo's output). */
 export interface RunnerEvents {

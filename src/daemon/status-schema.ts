@@ -1,0 +1,130 @@
+/**
+ * The shape of the daemon's `GET /status` answer: one zod schema, the single source of its
+ * type. The daemon builds its answer as this type (Daemon.status(), MappingRunner.status());
+ * `dssync status` and the status page read it back through the same schema.
+ *
+ * Extending it: add the field here, optional (`.optional()`) unless every daemon since the
+ * field's introduction sends it, with a comment saying what it means for an operator; the
+ * compiler then asks the producer (runner, daemon) for it. Readers parse with
+ * `parseDaemonStatus`, which checks the known fields and keeps those it does not know (a
+ * newer daemon, an older CLI: `status --json` passes them on), so adding a field never
+ * breaks a reader.
+ *
+ * The status never holds a secret: the service's address and organization id, paths and
+ * counters only (never the token, a password, or a client secret).
+ */
+import { z } from 'zod';
+
+const count = z.number().int().nonnegative();
+const isoTime = z.string();
+
+export const RunnerPhaseSchema = z.enum(['starting', 'syncing', 'watching', 'degraded', 'stopped']);
+export type RunnerPhase = z.infer<typeof RunnerPhaseSchema>;
+
+export const RecentErrorSchema = z.object({
+  at: isoTime,
+  path: z.string().optional(),
+  message: z.string(),
+});
+export type RecentError = z.infer<typeof RecentErrorSchema>;
+
+export const PassCountsSchema = z.object({
+  uploaded: count,
+  replaced: count,
+  renamed: count,
+  updated: count,
+  deleted: count,
+  adopted: count,
+  forgotten: count,
+  unchanged: count,
+  skipped: count,
+  failed: count,
+});
+
+export const LastPassSchema = PassCountsSchema.extend({
+  /** False when some operation failed or a file was refused/skipped (see lastFullPassOkAt). */
+  ok: z.boolean(),
+  finishedAt: isoTime,
+  kind: z.enum(['full', 'changes']),
+});
+
+export const SkippedFileSchema = z.object({ path: z.string(), reason: z.string() });
+
+export const NotIngestedSchema = z.object({
+  path: z.string(),
+  documentId: z.string(),
+  uploadedAt: isoTime,
+});
+
+export const MappingStatusSchema = z.object({
+  id: z.string(),
+  /** The mapped folder. */
+  path: z.string(),
+  /** The data source's id once resolved (a mapping by name has none before its first pass). */
+  dataSourceId: z.string().optional(),
+  phase: RunnerPhaseSchema,
+  /** Why the mapping is degraded (empty when it is not). */
+  degraded: z.array(z.string()),
+  filesTracked: count,
+  /** Paths waiting in the aggregator or planned for the next pass. */
+  pending: count,
+  lastPass: LastPassSchema.optional(),
+  /**
+   * End of the last full pass after which nothing was left to retry: files the service
+   * refused (413/415) or that were skipped do not prevent it, so it may equal
+   * lastPass.finishedAt while lastPass.ok is false.
+   */
+  lastFullPassOkAt: isoTime.optional(),
+  nextRescanAt: isoTime.optional(),
+  /** Newest last; bounded by the runner. */
+  recentErrors: z.array(RecentErrorSchema),
+  skipped: z.array(SkippedFileSchema),
+  /** Uploaded documents that had no chunks after the ingestion delay. */
+  notIngested: z.array(NotIngestedSchema),
+  watchedDirs: count,
+});
+export type MappingStatus = z.infer<typeof MappingStatusSchema>;
+
+export const RequestStatsSchema = z.object({
+  total: count,
+  retries: count,
+  throttled: count,
+  inFlight: count,
+  queued: count,
+  /** The rate learned from the service's 429s (requests per second), when one was. */
+  learnedRps: z.number().optional(),
+});
+
+export const DaemonStatusSchema = z.object({
+  version: z.string(),
+  pid: z.number().int(),
+  startedAt: isoTime,
+  configFile: z.string().optional(),
+  statePath: z.string(),
+  /** The service's address (never the token). */
+  baseUrl: z.string(),
+  organizationId: z.string(),
+  stopping: z.boolean(),
+  requests: RequestStatsSchema,
+  /** This process's memory (MB): resident set, JS heap used and reserved, outside the heap. */
+  memory: z.object({ rssMB: z.number(), heapUsedMB: z.number(), heapTotalMB: z.number(), externalMB: z.number() }).optional(),
+  /** The state file: its last write (wall time incl. fsync, bytes, longest event-loop block) and load. */
+  state: z
+    .looseObject({ writes: count, lastWriteMs: z.number(), lastBytes: count, lastMaxBlockMs: z.number(), loadMs: z.number().optional() })
+    .optional(),
+  mappings: z.array(MappingStatusSchema),
+});
+export type DaemonStatus = z.infer<typeof DaemonStatusSchema>;
+
+/**
+ * Reads a `/status` answer (already JSON-parsed). Returns the status, or a one-line reason
+ * naming the first field that does not fit (for "something else answers on that port").
+ */
+export function parseDaemonStatus(body: unknown): { ok: true; status: DaemonStatus } | { ok: false; reason: string } {
+  const r = DaemonStatusSchema.safeParse(body);
+  // The body itself, not r.data: zod drops keys it does not know, a reader should not.
+  if (r.success) return { ok: true, status: body as DaemonStatus };
+  const issue = r.error.issues[0];
+  const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'the answer';
+  return { ok: false, reason: `${where}: ${issue?.message ?? 'not a dssync status'}` };
+}
