@@ -21,7 +21,7 @@ import {
 import { nextPage, nextPageUrl } from './paging.js';
 import { Pacer, type PacerEvent } from './pacer.js';
 import { createAgent, header, HttpTransport, type HttpMethod, type HttpResponse, type TimeoutOptions } from './http.js';
-import { buildUploadForm, fileChangedDuringSend, matchUploadResults, snapshotFiles } from './upload.js';
+import { matchUploadResults, openUpload } from './upload.js';
 import { DEFAULT_USER_AGENT } from './version.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Connection } from '../config/connection.js';
@@ -182,16 +182,17 @@ export class DatastoreClient implements DatastoreApi {
     const url = this.url(path);
     const reqCtx: DecodeContext = { method: 'POST', path: url.pathname };
     const res = await this.exchange('POST', url.pathname, false, opts?.signal, async (token, signal) => {
-      // Checked and opened right before each attempt: the blob snapshots the file as it is now.
-      const snapshots = await snapshotFiles(files, reqCtx);
-      const form = await buildUploadForm(files, reqCtx);
+      // Opened and checked right before each attempt, and streamed from those descriptors
+      // only (api/upload.ts): what is sent is the file that was checked.
+      const upload = await openUpload(files, reqCtx);
       try {
-        return await this.http.send({ method: 'POST', url, token, form, signal });
+        return await this.http.send({ method: 'POST', url, token, stream: upload.body, signal });
       } catch (e) {
-        if (isApiError(e) && e.code === 'E_FILE_CHANGED') throw await fileChangedDuringSend(files, snapshots, reqCtx, e.cause);
         const only = files.length === 1 ? files[0] : undefined;
         if (only && isApiError(e) && (e.code === 'E_PAYLOAD_TOO_LARGE' || e.code === 'E_UNSUPPORTED_TYPE')) throw withFile(e, only.path);
         throw e;
+      } finally {
+        await upload.close();
       }
     });
     const ctx = this.ctx('POST', res, true);

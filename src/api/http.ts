@@ -5,6 +5,7 @@
  * here: those are the pacer's.
  */
 import { STATUS_CODES } from 'node:http';
+import type { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
 import { Agent, request, type Dispatcher, type FormData } from 'undici';
 import { ApiError, classifyStatus } from './errors.js';
@@ -74,6 +75,8 @@ export interface HttpRequest {
   token: string;
   json?: unknown;
   form?: FormData;
+  /** A body streamed as it is produced (uploads: api/upload.ts), with its exact length. */
+  stream?: { body: Readable; contentType: string; contentLength: number } | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -120,12 +123,16 @@ export class HttpTransport {
       accept: 'application/json',
       'user-agent': this.opts.userAgent,
     };
-    let body: string | FormData | undefined;
+    let body: string | FormData | Readable | undefined;
     if (req.json !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(req.json);
     } else if (req.form !== undefined) {
       body = req.form; // undici sets the multipart content-type with its boundary
+    } else if (req.stream !== undefined) {
+      headers['content-type'] = req.stream.contentType;
+      headers['content-length'] = String(req.stream.contentLength);
+      body = req.stream.body;
     }
     try {
       return await request(url, {

@@ -56,4 +56,16 @@ export interface UploadFile {
    * (E_FILE_CHANGED). The mirror passes the mapped folder.
    */
   within?: string;
+  /**
+   * Device and inode of the file the walk saw and the hash read: another file at the path
+   * now is not sent (E_FILE_CHANGED). See api/upload.ts.
+   */
+  identity?: { dev: number; ino: number } | undefined;
+  /**
+   * SHA-256 recorded for the file: the bytes streamed must hash to it, or the part is
+   * abandoned before it ends (E_FILE_CHANGED, ambiguous).
+   */
+  expectedSha256?: string | undefined;
+  /** Refuse a symbolic link as the file itself (O_NOFOLLOW). */
+  noFollow?: boolean | undefined;
 }

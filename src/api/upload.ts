@@ -1,22 +1,28 @@
 /**
- * The local side of an upload: checking the files right before sending, building the
- * streamed multipart body, and matching the service's answer back to the files.
+ * The local side of an upload: opening the files right before sending, streaming the
+ * multipart body from those very descriptors, and matching the service's answer back to
+ * the files.
+ *
+ * Each file is opened once (local/fs.ts: non-blocking, a regular file only, lying beneath
+ * the mapped folder, the very file the walk and the hash saw) and its part is read from that
+ * descriptor only — never by path again, so a file or folder swapped for a symbolic link
+ * after the check cannot redirect what is sent. While streaming, the bytes are hashed; the
+ * last chunk of a file is held back until the hash matches the one recorded at planning and
+ * the descriptor's size, mtime and ctime are unchanged. Otherwise the body is abandoned
+ * before the part ends (E_FILE_CHANGED): the service never receives a complete part.
  */
-import { openAsBlob } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
-import { basename, sep } from 'node:path';
-import { FormData } from 'undici';
+import { createHash, randomBytes } from 'node:crypto';
+import { realpath } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { Readable } from 'node:stream';
+import { errorCode, openRegularFile, type Confinement, type FsStats, type OpenedFile } from '../local/fs.js';
+import { addContentBytesRead } from '../local/hash.js';
+import { testPause } from '../test-hooks.js';
 import { ApiError } from './errors.js';
-import { contentTypeFor } from './content-type.js';
-import { formNameForms } from './form-name.js';
+import { contentTypeFor, DEFAULT_CONTENT_TYPE } from './content-type.js';
+import { escapeFormName, formNameForms } from './form-name.js';
 import { badResponse, type DecodeContext } from './decode.js';
 import type { DocumentRecord, UploadFile } from './records.js';
-
-export interface FileSnapshot {
-  path: string;
-  size: number;
-  mtimeMs: number;
-}
 
 function fileChanged(file: UploadFile, what: string, ctx: DecodeContext, extra: { ambiguous?: boolean; cause?: unknown } = {}): ApiError {
   return new ApiError({
@@ -31,95 +37,174 @@ function fileChanged(file: UploadFile, what: string, ctx: DecodeContext, extra: 
   });
 }
 
+/** A streamed multipart body, ready for HttpTransport (its length is exact). */
+export interface UploadBody {
+  body: Readable;
+  contentType: string;
+  contentLength: number;
+}
+
+/** The files of one upload attempt, opened and checked; close() when the request is over. */
+export interface PreparedUpload {
+  body: UploadBody;
+  close(): Promise<void>;
+}
+
+interface OpenPart {
+  file: UploadFile;
+  opened: OpenedFile;
+  header: Buffer;
+}
+
+const CRLF = Buffer.from('\r\n');
+/** Read size while streaming: two of these per file in flight at most (one held back). */
+const CHUNK_BYTES = 256 * 1024;
+
 /**
- * Stats every file; a missing one, a directory, or a size/mtime that differs from what the
- * caller saw when it decided to upload is E_FILE_CHANGED naming the path.
+ * Opens every file and checks it (a missing one, anything but a regular file, one that now
+ * leads outside its folder, another file than the one hashed, or a size/mtime that differs
+ * from what the caller saw is E_FILE_CHANGED naming the path, and nothing is sent); then
+ * builds the body that streams them.
  */
-export async function snapshotFiles(files: UploadFile[], ctx: DecodeContext): Promise<FileSnapshot[]> {
-  const out: FileSnapshot[] = [];
-  const realRoots = new Map<string, Promise<string>>();
-  for (const file of files) {
-    if (file.within !== undefined) {
-      let root = realRoots.get(file.within);
-      if (!root) realRoots.set(file.within, (root = realpath(file.within)));
-      let real: string;
-      try {
-        real = await realpath(file.path);
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code ?? 'error';
-        throw fileChanged(file, code === 'ENOENT' ? 'the file is gone (ENOENT)' : `the file cannot be resolved (${code})`, ctx, { cause: e });
+export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promise<PreparedUpload> {
+  await testPause('upload-open', files.map((f) => f.path));
+  const parts: OpenPart[] = [];
+  const close = async (): Promise<void> => {
+    await Promise.all(parts.map((p) => p.opened.handle.close().catch(() => undefined)));
+  };
+  try {
+    const roots = new Map<string, Promise<Confinement>>();
+    const boundary = `----dssync-${randomBytes(16).toString('hex')}`;
+    for (const file of files) {
+      let within: Confinement | undefined;
+      if (file.within !== undefined) {
+        const root = file.within;
+        let c = roots.get(root);
+        if (!c) roots.set(root, (c = realpath(root).then((rootReal) => ({ root, rootReal, exact: false }))));
+        within = await c.catch((e: unknown) => {
+          throw fileChanged(file, `its folder ${root} cannot be resolved (${errorCode(e)})`, ctx, { cause: e });
+        });
       }
-      const top = await root.catch(() => undefined);
-      if (top === undefined || (real !== top && !real.startsWith(top.endsWith(sep) ? top : top + sep))) {
-        throw fileChanged(file, `now leads outside ${file.within} (replaced by a symbolic link?); not sent`, ctx);
-      }
+      const opened = await openChecked(file, within, ctx);
+      parts.push({ file, opened, header: partHeader(boundary, file) });
     }
-    let st;
-    try {
-      st = await stat(file.path);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code ?? 'error';
-      throw fileChanged(file, code === 'ENOENT' ? 'the file is gone (ENOENT)' : `the file cannot be read (${code})`, ctx, { cause: e });
-    }
-    if (!st.isFile()) throw fileChanged(file, 'not a regular file', ctx);
-    if (file.expectedSize !== undefined && st.size !== file.expectedSize) {
-      throw fileChanged(file, `size is now ${st.size} bytes, expected ${file.expectedSize}`, ctx);
-    }
-    if (file.expectedMtimeMs !== undefined && Math.trunc(st.mtimeMs) !== Math.trunc(file.expectedMtimeMs)) {
-      throw fileChanged(file, `modified since it was planned (mtime ${Math.trunc(st.mtimeMs)}, expected ${Math.trunc(file.expectedMtimeMs)})`, ctx);
-    }
-    out.push({ path: file.path, size: st.size, mtimeMs: st.mtimeMs });
+    await testPause('upload-send', files.map((f) => f.path));
+    const closing = Buffer.from(`--${boundary}--\r\n`);
+    const contentLength = parts.reduce((n, p) => n + p.header.length + p.opened.stat.size + CRLF.length, 0) + closing.length;
+    return {
+      body: { body: Readable.from(streamParts(parts, closing, ctx), { objectMode: false }), contentType: `multipart/form-data; boundary=${boundary}`, contentLength },
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
   }
-  return out;
+}
+
+async function openChecked(file: UploadFile, within: Confinement | undefined, ctx: DecodeContext): Promise<OpenedFile> {
+  let opened: OpenedFile;
+  try {
+    opened = await openRegularFile(file.path, { within, expect: file.identity, noFollow: file.noFollow });
+  } catch (e) {
+    const code = errorCode(e);
+    const what =
+      code === 'ENOENT'
+        ? 'the file is gone (ENOENT)'
+        : code === 'ELOOP'
+          ? 'it was replaced by a symbolic link; not sent'
+          : code === 'EOUTSIDE'
+            ? `now leads outside ${file.within ?? 'its folder'} (replaced by a symbolic link?); not sent`
+            : code === 'ENOTREG'
+              ? `not a regular file (${(e as Error).message}); not sent`
+              : code === 'ECHANGED'
+                ? 'it was replaced by another file since it was hashed; not sent'
+                : `the file cannot be opened (${code})`;
+    throw fileChanged(file, what, ctx, { cause: e });
+  }
+  const st = opened.stat;
+  const mismatch =
+    file.expectedSize !== undefined && st.size !== file.expectedSize
+      ? `size is now ${st.size} bytes, expected ${file.expectedSize}`
+      : file.expectedMtimeMs !== undefined && Math.trunc(st.mtimeMs) !== Math.trunc(file.expectedMtimeMs)
+        ? `modified since it was planned (mtime ${Math.trunc(st.mtimeMs)}, expected ${Math.trunc(file.expectedMtimeMs)})`
+        : undefined;
+  if (mismatch) {
+    await opened.handle.close().catch(() => undefined);
+    throw fileChanged(file, mismatch, ctx);
+  }
+  return opened;
 }
 
 /**
- * One `documents` part per file, each a Blob that undici streams from disk. Built right
- * before sending: the blob snapshots the file, and a later change fails the send.
+ * The part's head as undici's FormData writes it (same escaping of the file name, see
+ * form-name.ts, so the service sees the same name whichever sends it).
  */
-export async function buildUploadForm(files: UploadFile[], ctx: DecodeContext): Promise<FormData> {
-  const form = new FormData();
-  for (const file of files) {
-    let blob: Blob;
-    try {
-      blob = await openAsBlob(file.path, { type: file.contentType ?? contentTypeFor(file.name) });
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code ?? 'error';
-      throw fileChanged(file, code === 'ENOENT' ? 'the file is gone (ENOENT)' : `the file cannot be opened (${code})`, ctx, { cause: e });
-    }
-    form.append('documents', blob, file.name);
+function partHeader(boundary: string, file: UploadFile): Buffer {
+  const name = escapeFormName(wellFormed(file.name));
+  const type = blobType(file.contentType ?? contentTypeFor(file.name)) || DEFAULT_CONTENT_TYPE;
+  return Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="documents"; filename="${name}"\r\nContent-Type: ${type}\r\n\r\n`);
+}
+
+/** A Blob's type rule: lower-cased when printable ASCII, dropped otherwise. */
+function blobType(type: string): string {
+  return /^[\x20-\x7e]*$/.test(type) ? type.toLowerCase() : '';
+}
+
+/** Lone surrogates become U+FFFD, as FormData's USVString conversion does. */
+function wellFormed(s: string): string {
+  return s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+}
+
+async function* streamParts(parts: OpenPart[], closing: Buffer, ctx: DecodeContext): AsyncGenerator<Uint8Array> {
+  for (const part of parts) {
+    yield part.header;
+    yield* streamFile(part, ctx);
+    yield CRLF;
   }
-  return form;
+  yield closing;
 }
 
 /**
- * After undici failed reading a file mid-send (NotReadableError): find which file differs
- * from its snapshot, for a message naming it. Part of the body may have reached the
- * service, so the failure is ambiguous: the caller lists before uploading again.
+ * One file's bytes, from its descriptor, at explicit offsets. The last chunk is yielded
+ * only once the whole file has been read and found to be the version planned.
  */
-export async function fileChangedDuringSend(files: UploadFile[], before: FileSnapshot[], ctx: DecodeContext, cause: unknown): Promise<ApiError> {
-  for (const [i, file] of files.entries()) {
-    const snap = before[i];
+async function* streamFile(part: OpenPart, ctx: DecodeContext): AsyncGenerator<Uint8Array> {
+  const { file, opened } = part;
+  const before = opened.stat;
+  const hash = createHash('sha256');
+  const changed = (what: string): ApiError => fileChanged(file, what, ctx, { ambiguous: true });
+  let held: Buffer | undefined;
+  let pos = 0;
+  for (;;) {
+    // One byte more than the size left: a file that grew is noticed without a further read.
+    const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(CHUNK_BYTES, before.size - pos + 1)));
+    let n: number;
     try {
-      const st = await stat(file.path);
-      if (snap && st.size === snap.size && st.mtimeMs === snap.mtimeMs) continue;
-      return fileChanged(file, 'changed while it was being sent', ctx, { ambiguous: true, cause });
-    } catch {
-      return fileChanged(file, 'vanished while it was being sent', ctx, { ambiguous: true, cause });
+      ({ bytesRead: n } = await opened.handle.read(buffer, 0, buffer.length, pos));
+    } catch (e) {
+      throw fileChanged(file, `could not be read while being sent (${errorCode(e)})`, ctx, { ambiguous: true, cause: e });
     }
+    if (n === 0) break;
+    pos += n;
+    addContentBytesRead(n);
+    if (pos > before.size) throw changed(`it grew beyond ${before.size} bytes while being sent`);
+    const chunk = buffer.subarray(0, n);
+    hash.update(chunk);
+    if (held) yield held;
+    held = chunk;
   }
-  const first = files[0];
-  if (first === undefined) throw cause;
-  const names = files.map((f) => f.path).join(', ');
-  return new ApiError({
-    code: 'E_FILE_CHANGED',
-    message: `one of ${names} changed while being sent; not uploaded, plan again`,
-    method: ctx.method,
-    path: ctx.path,
-    retryable: true,
-    ambiguous: true,
-    cause,
-  });
+  let after: FsStats;
+  try {
+    after = await opened.handle.stat();
+  } catch (e) {
+    throw fileChanged(file, `could not be checked after it was read (${errorCode(e)})`, ctx, { ambiguous: true, cause: e });
+  }
+  if (pos !== before.size) throw changed(`it shrank while being sent (read ${pos} of ${before.size} bytes)`);
+  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed('it was modified while being sent');
+  if (file.expectedSha256 !== undefined && hash.digest('hex') !== file.expectedSha256) {
+    throw changed('its content is not the version that was hashed (modified in place since)');
+  }
+  if (held) yield held;
 }
 
 function nfc(s: string): string {

@@ -245,6 +245,9 @@ async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: Executio
         name: o.desired(op.file).name,
         expectedSize: op.file.size,
         expectedMtimeMs: op.file.mtimeMs,
+        // The bytes sent must be the file walked and hashed (api/upload.ts).
+        expectedSha256: op.file.sha256,
+        ...(op.file.dev !== undefined && op.file.ino !== undefined ? { identity: { dev: op.file.dev, ino: op.file.ino } } : {}),
         ...(o.root === undefined ? {} : { within: o.root }),
       })),
       { signal: o.signal },

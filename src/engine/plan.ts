@@ -25,6 +25,10 @@ export interface LocalFileInfo {
   size: number;
   mtimeMs: number;
   sha256?: string | undefined;
+  /** Identity of the file the walk saw (device, inode, ctime): an upload sends only that file. */
+  dev?: number | undefined;
+  ino?: number | undefined;
+  ctimeMs?: number | undefined;
 }
 
 /** A local file whose content hash is known. */

@@ -43,3 +43,40 @@ export class FileAccessError extends LocalFileError {
 export class FileReadError extends LocalFileError {
   override name = 'FileReadError';
 }
+
+/** What a path holds when it is not a regular file, in words for a message. */
+export type SpecialFileKind = 'a folder' | 'a FIFO (named pipe)' | 'a socket' | 'a character device' | 'a block device' | 'not a regular file';
+
+/**
+ * The path holds a FIFO, socket, device or folder where a regular file was expected. It was
+ * opened without blocking and not read: reading a FIFO waits for a writer forever, a device
+ * never ends.
+ */
+export class NotRegularFileError extends LocalFileError {
+  override name = 'NotRegularFileError';
+  constructor(
+    path: string,
+    readonly kind: SpecialFileKind,
+  ) {
+    super(path, 'ENOTREG', `${path} is ${kind}, not a regular file; it is not read`);
+  }
+}
+
+/**
+ * The opened file does not lie beneath the mapped folder (a folder or the file itself was
+ * swapped for a symbolic link after the walk), or is not the file the walk saw. Not read.
+ */
+export class OutsideFolderError extends LocalFileError {
+  override name = 'OutsideFolderError';
+  constructor(path: string, root: string, detail: string) {
+    super(path, 'EOUTSIDE', `${path} now leads outside the mapped folder ${root} (${detail}); it is not read`);
+  }
+}
+
+/** A small file (ignore file, token) larger than what is accepted for it. */
+export class FileTooLargeError extends LocalFileError {
+  override name = 'FileTooLargeError';
+  constructor(path: string, size: number, maxBytes: number, what: string) {
+    super(path, 'EFBIG', `${what} ${path} is ${size} bytes, more than the ${maxBytes} bytes accepted; shorten it`);
+  }
+}

@@ -1,17 +1,40 @@
 /**
- * The few filesystem calls the local side makes, behind an interface so tests can inject
- * failures (EACCES as root, EIO, a file vanishing between two calls) that a real disk
- * cannot produce on demand. `nodeFs` is the real thing.
+ * The only place that opens files of a mapped folder (and the small files dssync reads:
+ * ignore files, tokens). Everything else goes through `openRegularFile`, `readSmallFile`
+ * or `LocalFs.listDir`, which hold the rules of docs/security.md:
+ *
+ * - every open is non-blocking (`O_NONBLOCK`): a FIFO opens at once instead of waiting
+ *   for a writer, so neither a libuv thread nor the main thread can be held by one;
+ * - the descriptor is `fstat`ed and anything but a regular file (FIFO, socket, device,
+ *   folder) is refused (NotRegularFileError) before a byte is read;
+ * - a symbolic link as the last component is refused (`O_NOFOLLOW`) unless the mapping
+ *   follows links, and the file actually opened must lie beneath the mapped folder: the
+ *   kernel's own path of the descriptor (/proc/self/fd/N) is compared with the folder's
+ *   real path, so a parent folder swapped for a link is caught whatever the timing;
+ * - the file opened must be the one the walk saw (device and inode), when it is known;
+ * - small files are read with a size cap (FileTooLargeError names the file).
+ *
+ * Behind the LocalFs interface so that tests can inject failures (EACCES as root, EIO, a
+ * file vanishing between two calls) that a real disk cannot produce on demand.
  */
-import { lstat, promises as fsp, readdir, realpath, stat } from 'node:fs';
+import { closeSync, constants, fstatSync, lstat, openSync, promises as fsp, readdir, readlink, readSync, realpath, stat, type Stats } from 'node:fs';
+import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
+import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
+import { isInside } from './paths.js';
 
 export interface FsStats {
   isFile(): boolean;
   isDirectory(): boolean;
   isSymbolicLink(): boolean;
+  isFIFO?(): boolean;
+  isSocket?(): boolean;
+  isCharacterDevice?(): boolean;
+  isBlockDevice?(): boolean;
   size: number;
   mtimeMs: number;
+  /** Inode change time: moves on every content or metadata change, and cannot be set back. */
+  ctimeMs?: number;
   dev: number;
   ino: number;
 }
@@ -27,6 +50,18 @@ export interface FsFileHandle {
   read(buffer: Buffer, offset: number, length: number, position: number | null): Promise<{ bytesRead: number }>;
   stat(): Promise<FsStats>;
   close(): Promise<void>;
+  /**
+   * Where the opened file really is: the kernel's path for the descriptor. Undefined when
+   * the system does not tell (no /proc), or for a fake.
+   */
+  realPath?(): Promise<string | undefined>;
+}
+
+/** A folder's entries, read through a descriptor of the folder. */
+export interface FsDirListing {
+  entries: FsDirent[];
+  /** The kernel's path of the folder listed; undefined when the system does not tell. */
+  realPath: string | undefined;
 }
 
 export interface LocalFs {
@@ -36,9 +71,20 @@ export interface LocalFs {
   lstat(path: string): Promise<FsStats>;
   /** Entries with their types (one call per folder; no per-entry stat for folders). */
   readdir(path: string): Promise<FsDirent[]>;
+  /**
+   * Opens the folder (`O_DIRECTORY`, and `O_NOFOLLOW` with `noFollow`: a folder swapped
+   * for a link fails with ELOOP or ENOTDIR) and lists that very folder, whatever happens
+   * to its path meanwhile. Optional: without it the walk lists by path (fakes).
+   */
+  listDir?(path: string, opts?: { noFollow?: boolean }): Promise<FsDirListing>;
   realpath(path: string): Promise<string>;
-  readFile(path: string): Promise<string>;
-  /** Opens for reading; `noFollow` refuses a symbolic link (ELOOP). */
+  /** A small text file (the ignore file), with the checks of readSmallFile. */
+  readFile(path: string, opts?: SmallFileOptions): Promise<string>;
+  /**
+   * Opens for reading without blocking (a FIFO opens at once); `noFollow` refuses a
+   * symbolic link as the last component (ELOOP). Use openRegularFile, which checks what
+   * was opened.
+   */
   open(path: string, opts?: { noFollow?: boolean }): Promise<FsFileHandle>;
 }
 
@@ -48,15 +94,199 @@ const lstatP = promisify(lstat);
 const statP = promisify(stat);
 const readdirP = promisify(readdir);
 const realpathP = promisify(realpath);
+const readlinkP = promisify(readlink);
+
+const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY, O_NOCTTY } = constants;
+
+/** The kernel's path of an open descriptor, or undefined when /proc does not say. */
+async function procPath(fd: number): Promise<string | undefined> {
+  try {
+    return await readlinkP(`/proc/self/fd/${fd}`);
+  } catch {
+    return undefined;
+  }
+}
 
 export const nodeFs: LocalFs = {
   stat: (path) => statP(path),
   lstat: (path) => lstatP(path),
   readdir: (path) => readdirP(path, { withFileTypes: true }),
+  async listDir(path, opts) {
+    const fh = await fsp.open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | (opts?.noFollow ? O_NOFOLLOW : 0));
+    try {
+      const real = await procPath(fh.fd);
+      // /proc/self/fd/N names the opened folder itself: its path can no longer be swapped.
+      const entries = await readdirP(real === undefined ? path : `/proc/self/fd/${fh.fd}`, { withFileTypes: true });
+      return { entries, realPath: real };
+    } finally {
+      await fh.close().catch(() => undefined);
+    }
+  },
   realpath: (path) => realpathP(path),
-  readFile: (path) => fsp.readFile(path, 'utf8'),
-  open: (path, opts) => fsp.open(path, opts?.noFollow ? fsp.constants.O_RDONLY | fsp.constants.O_NOFOLLOW : 'r'),
+  readFile: (path, opts) => readSmallFile(path, { ...opts, fs: nodeFs }),
+  async open(path, opts) {
+    const fh = await fsp.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (opts?.noFollow ? O_NOFOLLOW : 0));
+    return {
+      read: (buffer, offset, length, position) => fh.read(buffer, offset, length, position),
+      stat: () => fh.stat(),
+      close: () => fh.close(),
+      realPath: () => procPath(fh.fd),
+    };
+  },
 };
+
+/** Where a file must lie: beneath a mapped folder. */
+export interface Confinement {
+  /** The mapped folder as configured. */
+  root: string;
+  /** Its real path (links resolved), taken when the pass began. */
+  rootReal: string;
+  /**
+   * Links are not followed: the file must be exactly at rootReal + its path below root (no
+   * link anywhere on the way). Otherwise it must only lie somewhere beneath rootReal.
+   */
+  exact: boolean;
+}
+
+/** The confinement of a mapped folder now (its real path resolved once). */
+export async function confinementOf(root: string, opts: { followSymlinks: boolean; fs?: LocalFs | undefined }): Promise<Confinement> {
+  const fs = opts.fs ?? nodeFs;
+  return { root, rootReal: await fs.realpath(root), exact: !opts.followSymlinks };
+}
+
+export interface OpenFileOptions {
+  fs?: LocalFs | undefined;
+  /** Refuse a symbolic link as the last component. */
+  noFollow?: boolean | undefined;
+  /** Device and inode the walk saw: another file at the path now is a change. */
+  expect?: { dev: number; ino: number } | undefined;
+  /** The file must lie beneath this folder. */
+  within?: Confinement | undefined;
+}
+
+export interface OpenedFile {
+  path: string;
+  handle: FsFileHandle;
+  /** fstat of the descriptor right after it was opened. */
+  stat: FsStats;
+}
+
+/**
+ * Opens a regular file for reading, with every check of the module comment. Throws the
+ * errno error of the open itself (ENOENT, EACCES, ELOOP...), NotRegularFileError,
+ * OutsideFolderError, or FileChangedError (another file than the one expected).
+ */
+export async function openRegularFile(path: string, o: OpenFileOptions = {}): Promise<OpenedFile> {
+  const fs = o.fs ?? nodeFs;
+  const handle = await fs.open(path, { noFollow: o.noFollow === true });
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new NotRegularFileError(path, specialKind(st));
+    if (o.expect && (st.dev !== o.expect.dev || st.ino !== o.expect.ino)) {
+      throw new FileChangedError(path, 'it was replaced by another file');
+    }
+    if (o.within) await checkConfined(fs, path, handle, st, o.within);
+    return { path, handle, stat: st };
+  } catch (e) {
+    await handle.close().catch(() => undefined);
+    throw e;
+  }
+}
+
+async function checkConfined(fs: LocalFs, path: string, handle: FsFileHandle, st: FsStats, c: Confinement): Promise<void> {
+  let where = await handle.realPath?.();
+  if (where === undefined) {
+    // No /proc: resolve the path, and make sure it still names the opened file.
+    const resolved = await fs.realpath(path).catch(() => undefined);
+    const now = resolved === undefined ? undefined : await fs.stat(resolved).catch(() => undefined);
+    if (resolved === undefined || now === undefined || now.dev !== st.dev || now.ino !== st.ino) throw new FileChangedError(path, 'it was replaced by another file');
+    where = resolved;
+  }
+  const expected = c.exact ? expectedRealPath(c, path) : undefined;
+  const ok = c.exact ? where === expected : isInside(c.rootReal, where);
+  if (!ok) {
+    throw new OutsideFolderError(path, c.root, c.exact ? 'a folder on its way is not where the walk saw it' : 'it resolves to a place outside the folder');
+  }
+}
+
+/** rootReal + the path of `path` below root; undefined when `path` is not below root. */
+function expectedRealPath(c: Confinement, path: string): string | undefined {
+  const rel = relative(c.root, path);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return undefined;
+  return join(c.rootReal, rel);
+}
+
+function specialKind(st: FsStats | Stats): SpecialFileKind {
+  if (st.isDirectory()) return 'a folder';
+  if (st.isFIFO?.()) return 'a FIFO (named pipe)';
+  if (st.isSocket?.()) return 'a socket';
+  if (st.isCharacterDevice?.()) return 'a character device';
+  if (st.isBlockDevice?.()) return 'a block device';
+  return 'not a regular file';
+}
+
+export interface SmallFileOptions {
+  /** Default 1 MiB. */
+  maxBytes?: number | undefined;
+  /** What the file is, for the message ("the ignore file"). Default "the file". */
+  what?: string | undefined;
+  noFollow?: boolean | undefined;
+  within?: Confinement | undefined;
+  fs?: LocalFs | undefined;
+}
+
+export const DEFAULT_SMALL_FILE_BYTES = 1024 * 1024;
+
+/**
+ * Reads a small UTF-8 file (ignore file, token, password) without blocking and within a
+ * size cap: a FIFO, device or folder is NotRegularFileError, a file over the cap (or one
+ * that grows past it while read) FileTooLargeError naming it.
+ */
+export async function readSmallFile(path: string, o: SmallFileOptions = {}): Promise<string> {
+  const max = o.maxBytes ?? DEFAULT_SMALL_FILE_BYTES;
+  const what = o.what ?? 'the file';
+  const file = await openRegularFile(path, { fs: o.fs, noFollow: o.noFollow, within: o.within });
+  try {
+    if (file.stat.size > max) throw new FileTooLargeError(path, file.stat.size, max, what);
+    const buffer = Buffer.allocUnsafe(max + 1);
+    let total = 0;
+    for (;;) {
+      const { bytesRead } = await file.handle.read(buffer, total, buffer.length - total, null);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > max) throw new FileTooLargeError(path, total, max, what);
+    }
+    return buffer.toString('utf8', 0, total);
+  } finally {
+    await file.handle.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The synchronous twin of readSmallFile, for start-up files read before anything runs
+ * (a token file named in the configuration, a systemd credential). Never blocks on a FIFO.
+ */
+export function readSmallFileSync(path: string, o: { maxBytes?: number; what?: string; noFollow?: boolean } = {}): string {
+  const max = o.maxBytes ?? DEFAULT_SMALL_FILE_BYTES;
+  const what = o.what ?? 'the file';
+  const fd = openSync(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (o.noFollow ? O_NOFOLLOW : 0));
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new NotRegularFileError(path, specialKind(st));
+    if (st.size > max) throw new FileTooLargeError(path, st.size, max, what);
+    const buffer = Buffer.allocUnsafe(max + 1);
+    let total = 0;
+    for (;;) {
+      const n = readSync(fd, buffer, total, buffer.length - total, null);
+      if (n === 0) break;
+      total += n;
+      if (total > max) throw new FileTooLargeError(path, total, max, what);
+    }
+    return buffer.toString('utf8', 0, total);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /** The errno code of a filesystem error ('EIO', 'ENOENT'...), or 'EUNKNOWN'. */
 export function errorCode(e: unknown): string {
@@ -66,6 +296,8 @@ export function errorCode(e: unknown): string {
 
 /** A short message for an fs error without the stack: "permission denied (EACCES)". */
 export function errorMessage(e: unknown): string {
+  // Our own typed errors carry a complete sentence.
+  if (e instanceof Error && (e.name === 'NotRegularFileError' || e.name === 'FileTooLargeError' || e.name === 'OutsideFolderError')) return e.message;
   const code = errorCode(e);
   const known: Record<string, string> = {
     EACCES: 'permission denied',

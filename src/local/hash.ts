@@ -1,26 +1,43 @@
 /**
  * Content hashing: SHA-256 of a file, read in fixed-size chunks (memory stays flat whatever
- * the file's size), with proof that the bytes hashed are one version of the file — the file
- * is stat'ed through the open handle before, and through the handle and the path after;
- * any difference in size, mtime or identity means it changed while read.
+ * the file's size) from one descriptor opened by fs.ts (non-blocking, regular files only,
+ * confined to the mapped folder, the very file the walk saw), with proof that the bytes
+ * hashed are one version of the file — the descriptor is stat'ed before and after, and the
+ * path after; any difference in size, mtime, ctime or identity means it changed while read.
  */
 import { createHash } from 'node:crypto';
-import { errorCode, errorMessage, nodeFs, type FsFileHandle, type FsStats, type LocalFs } from './fs.js';
-import { FileAccessError, FileChangedError, FileReadError, FileVanishedError } from './errors.js';
+import { errorCode, errorMessage, nodeFs, openRegularFile, type Confinement, type FsFileHandle, type FsStats, type LocalFs } from './fs.js';
+import { FileAccessError, FileChangedError, FileReadError, FileVanishedError, LocalFileError } from './errors.js';
 
-export { FileAccessError, FileChangedError, FileReadError, FileVanishedError, LocalFileError } from './errors.js';
+export {
+  FileAccessError,
+  FileChangedError,
+  FileReadError,
+  FileVanishedError,
+  LocalFileError,
+  NotRegularFileError,
+  OutsideFolderError,
+} from './errors.js';
 
 export interface FileHash {
   /** Lowercase hex. */
   sha256: string;
   size: number;
   mtimeMs: number;
+  /** Identity of the file hashed (from its descriptor): an upload must send this very file. */
+  dev?: number | undefined;
+  ino?: number | undefined;
+  ctimeMs?: number | undefined;
 }
 
 export interface HashOptions {
   signal?: AbortSignal | undefined;
   /** Refuse to read through a symbolic link (the file was a regular file when walked). */
   noFollow?: boolean | undefined;
+  /** The file must lie beneath this folder (fs.ts). */
+  within?: Confinement | undefined;
+  /** Device and inode the walk saw: another file there now is a change. */
+  expect?: { dev: number; ino: number } | undefined;
   fs?: LocalFs | undefined;
   /** Read size; default 1 MiB. */
   chunkBytes?: number | undefined;
@@ -51,16 +68,13 @@ export async function hashFile(diskPath: string, opts: HashOptions = {}): Promis
   const signal = opts.signal;
   signal?.throwIfAborted();
   let handle: FsFileHandle;
+  let before: FsStats;
   try {
-    handle = await fs.open(diskPath, { noFollow: opts.noFollow });
+    ({ handle, stat: before } = await openRegularFile(diskPath, { fs, noFollow: opts.noFollow, within: opts.within, expect: opts.expect }));
   } catch (e) {
     throw openError(diskPath, e);
   }
   try {
-    const before = await handle.stat().catch((e: unknown) => {
-      throw readError(diskPath, e);
-    });
-    if (!before.isFile()) throw new FileChangedError(diskPath, 'it is no longer a regular file');
 
     const hash = createHash('sha256');
     // Sized to the file: most files are small, and a fresh 1 MiB buffer per file made an
@@ -96,12 +110,11 @@ export async function hashFile(diskPath: string, opts: HashOptions = {}): Promis
       throw openError(diskPath, e);
     }
     const change =
+      (afterPath.ino !== before.ino || afterPath.dev !== before.dev ? 'it was replaced by another file' : undefined) ??
       describeChange(before, afterHandle, total) ??
-      (afterPath.ino !== before.ino || afterPath.dev !== before.dev
-        ? 'it was replaced by another file'
-        : describeChange(before, afterPath, total));
+      describeChange(before, afterPath, total);
     if (change) throw new FileChangedError(diskPath, change);
-    return { sha256: hash.digest('hex'), size: before.size, mtimeMs: before.mtimeMs };
+    return { sha256: hash.digest('hex'), size: before.size, mtimeMs: before.mtimeMs, dev: before.dev, ino: before.ino, ctimeMs: before.ctimeMs };
   } finally {
     await handle.close().catch(() => undefined);
   }
@@ -111,10 +124,13 @@ function describeChange(before: FsStats, after: FsStats, bytesRead: number): str
   if (after.size !== before.size) return `size ${before.size} -> ${after.size} bytes`;
   if (bytesRead !== before.size) return `read ${bytesRead} of ${before.size} bytes`;
   if (after.mtimeMs !== before.mtimeMs) return 'modified while read';
+  if (after.ctimeMs !== before.ctimeMs) return 'its inode changed while read';
   return undefined;
 }
 
 function openError(path: string, e: unknown): Error {
+  // fs.ts's own verdicts (not a regular file, outside the folder, another file) stand as they are.
+  if (e instanceof LocalFileError) return e;
   const code = errorCode(e);
   if (code === 'ENOENT' || code === 'ENOTDIR') return new FileVanishedError(path, code);
   if (code === 'EACCES' || code === 'EPERM') return new FileAccessError(path, code);

@@ -5,12 +5,13 @@
  * root's condition (an outage, never a mass deletion).
  */
 import { LocalFileChangedError, LocalFileVanishedError, type LocalSide, type ScanResult } from '../engine/mirror.js';
-import { FileChangedError, FileVanishedError } from './errors.js';
+import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from './errors.js';
 import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';
-import { errorCode, errorMessage, nodeFs, type LocalFs } from './fs.js';
+import { confinementOf, errorCode, errorMessage, nodeFs, type Confinement, type LocalFs } from './fs.js';
 import { hashFile } from './hash.js';
 import { resolveDiskPath, walkTree, type SkippedEntry, type WalkResult } from './walk.js';
 import type { LocalFileInfo } from '../engine/plan.js';
+import { testPause } from '../test-hooks.js';
 
 export interface LocalSideMapping extends FilterSpec {
   path: string;
@@ -29,6 +30,15 @@ export interface LocalSideOptions {
 
 export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOptions = {}): LocalSide {
   const fs = opts.fs ?? nodeFs;
+  /**
+   * Where the files read must lie: the mapped folder's real path, taken at each scan (a
+   * remount may move it) and used by the hashes of that pass.
+   */
+  let confinement: Promise<Confinement> | undefined;
+  const refreshConfinement = (): void => {
+    confinement = confinementOf(mapping.path, { followSymlinks: mapping.followSymlinks, fs });
+    confinement.catch(() => undefined);
+  };
   /** Without its ignore file the folder cannot be mirrored safely: an outage (undefined). */
   const filterOrOutage = async (): Promise<PathFilter | undefined> => {
     try {
@@ -50,6 +60,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     });
   return {
     async scan(): Promise<ScanResult> {
+      refreshConfinement();
       const filter = await filterOrOutage();
       if (!filter) return outage();
       const walk = await walkWith(filter);
@@ -58,6 +69,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     },
 
     async scanScope(scope: { files: readonly string[]; dirs: readonly string[] }): Promise<ScanResult> {
+      refreshConfinement();
       const filter = await filterOrOutage();
       if (!filter) return outage();
       const dirs = outermost(scope.dirs);
@@ -79,17 +91,25 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
         }
         if (!st.isFile()) continue;
         if (st.size > mapping.maxFileBytes) walk.skipped.push({ path, reason: 'too-large', size: st.size });
-        else walk.files.set(path, { path, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs });
+        else walk.files.set(path, { path, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, ctimeMs: st.ctimeMs });
       }
       return toScanResult(walk, mapping.maxFileBytes);
     },
 
-    async hash(file: LocalFileInfo) {
+    async hash(file: LocalFileInfo & { dev?: number | undefined; ino?: number | undefined }) {
       try {
-        return await hashFile(file.diskPath, { fs, signal: opts.signal, noFollow: !mapping.followSymlinks });
+        if (!confinement) refreshConfinement();
+        const within = await (confinement as Promise<Confinement>).catch(() => {
+          throw new FileVanishedError(file.diskPath, 'ENOENT');
+        });
+        const expect = file.dev !== undefined && file.ino !== undefined ? { dev: file.dev, ino: file.ino } : undefined;
+        await testPause('before-hash', file.path);
+        return await hashFile(file.diskPath, { fs, signal: opts.signal, noFollow: !mapping.followSymlinks, within, expect });
       } catch (e) {
         if (e instanceof FileVanishedError) throw new LocalFileVanishedError(e.message);
-        if (e instanceof FileChangedError) throw new LocalFileChangedError(e.message);
+        // Swapped for a link, a FIFO or another file since the walk: look again next pass
+        // (the walk then sees what is there now, and skips it if it is not a file).
+        if (e instanceof FileChangedError || e instanceof NotRegularFileError || e instanceof OutsideFolderError) throw new LocalFileChangedError(e.message);
         throw e;
       }
     },

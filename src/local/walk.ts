@@ -6,9 +6,14 @@
  *
  * The root's own condition is reported separately (`rootStatus`): a missing, unmounted or
  * unreadable mapped folder is an outage for the engine, never "everything was deleted".
+ *
+ * Folders are listed through a descriptor (fs.ts listDir): opened without following a link
+ * when links are not followed, and the kernel's path of the folder opened must be the one
+ * expected below the root's real path. A folder swapped for a link to somewhere else while
+ * the walk runs is therefore never listed (docs/security.md).
  */
-import { join } from 'node:path';
-import { errorCode, errorMessage, nodeFs, type FsStats, type LocalFs } from './fs.js';
+import { isAbsolute, join, relative } from 'node:path';
+import { errorCode, errorMessage, nodeFs, type FsDirent, type FsStats, type LocalFs } from './fs.js';
 import type { PathFilter } from './filters.js';
 import { isInside, joinRel, nfc } from './paths.js';
 
@@ -21,6 +26,10 @@ export interface LocalFile {
   diskPath: string;
   size: number;
   mtimeMs: number;
+  /** Identity of the file the walk saw: the hash and the upload must read this very file. */
+  dev?: number | undefined;
+  ino?: number | undefined;
+  ctimeMs?: number | undefined;
 }
 
 export type SkipReason =
@@ -91,7 +100,7 @@ export interface WalkOptions {
 interface DirTask {
   rel: string;
   disk: string;
-  /** Real path of this folder (only tracked when following links). */
+  /** Real path this folder must have (below the root's real path). */
   real?: string;
   /** Real paths of the folders on the way here, for loop detection. */
   chain?: Chain;
@@ -110,12 +119,10 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
   const rootCheck = await checkRoot(fs, root);
   if (rootCheck.status !== 'ok') return { ...result, rootStatus: rootCheck.status, rootError: rootCheck.error };
   let rootReal: string | undefined;
-  if (follow) {
-    try {
-      rootReal = await fs.realpath(root);
-    } catch (e) {
-      return { ...result, rootStatus: 'unreadable', rootError: { code: errorCode(e), message: errorMessage(e) } };
-    }
+  try {
+    rootReal = await fs.realpath(root);
+  } catch (e) {
+    return { ...result, rootStatus: 'unreadable', rootError: { code: errorCode(e), message: errorMessage(e) } };
   }
 
   const pool = new Pool(Math.max(1, opts.concurrency ?? 32), opts.signal);
@@ -133,17 +140,22 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
 
   const considerFile = (rel: string, disk: string, st: FsStats): void => {
     if (st.size > maxFileBytes) result.skipped.push({ path: rel, reason: 'too-large', size: st.size });
-    else addFile({ path: rel, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs });
+    else addFile({ path: rel, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, ctimeMs: st.ctimeMs });
   };
 
   const listDir = async (dir: DirTask): Promise<void> => {
     let entries;
     try {
-      entries = await fs.readdir(dir.disk);
+      entries = await listFolder(dir);
     } catch (e) {
       const code = errorCode(e);
-      // Gone or replaced by a file since its parent was listed: nothing is there now.
-      if (code === 'ENOENT' || code === 'ENOTDIR') return notUtf8(dir.rel);
+      // Gone, or replaced by a file or (ELOOP) a link since its parent was listed: nothing
+      // is there now.
+      if (code === 'ENOENT' || code === 'ENOTDIR' || (code === 'ELOOP' && !follow)) return notUtf8(dir.rel);
+      if (code === 'EMOVED') {
+        result.errors.push({ path: dir.rel, kind: 'dir', code, message: 'the folder was moved or replaced while it was listed; it is looked at again at the next pass' });
+        return;
+      }
       if (dir.rel === '') {
         rootReadError = { code, message: errorMessage(e) };
         return;
@@ -176,9 +188,24 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
   };
 
   const subdir = (parent: DirTask, rel: string, disk: string, name: string): DirTask => {
-    if (!follow || parent.real === undefined) return { rel, disk };
+    if (parent.real === undefined) return { rel, disk };
     const real = join(parent.real, name);
-    return { rel, disk, real, chain: { real, up: parent.chain } };
+    return follow ? { rel, disk, real, chain: { real, up: parent.chain } } : { rel, disk, real };
+  };
+
+  /**
+   * The entries of the folder the task names, listed through its descriptor; the folder
+   * opened must really be where the task expects it (EMOVED otherwise: a folder on the way
+   * was swapped or moved while the walk ran).
+   */
+  const listFolder = async (dir: DirTask): Promise<FsDirent[]> => {
+    if (!fs.listDir) return fs.readdir(dir.disk);
+    // The root may be a link the operator configured; below it, links are not folders.
+    const listing = await fs.listDir(dir.disk, { noFollow: !follow && dir.rel !== '' });
+    if (listing.realPath !== undefined && dir.real !== undefined && listing.realPath !== dir.real) {
+      throw Object.assign(new Error(`${dir.disk} is no longer where it was`), { code: 'EMOVED' });
+    }
+    return listing.entries;
   };
 
   // A name that is not valid UTF-8 reaches us with U+FFFD in it, and the path built from it
@@ -243,14 +270,15 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     }
   };
 
+  const rootTask = (): DirTask => ({ rel: '', disk: root, real: rootReal, chain: follow && rootReal ? { real: rootReal } : undefined });
   let rootReadError: { code: string; message: string } | undefined;
   if (opts.subtrees === undefined) {
-    pool.add(() => listDir({ rel: '', disk: root, real: rootReal, chain: rootReal ? { real: rootReal } : undefined }));
+    pool.add(() => listDir(rootTask()));
   } else {
     for (const rel of opts.subtrees) {
       pool.add(async () => {
         if (rel === '') {
-          await listDir({ rel: '', disk: root, real: rootReal, chain: rootReal ? { real: rootReal } : undefined });
+          await listDir(rootTask());
           return;
         }
         if (!filter.includes(rel, true)) return;
@@ -264,15 +292,18 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
             return;
           }
           if (rootReal === undefined || !isInside(rootReal, real)) return;
+          await listDir({ rel, disk, real, chain: { real } });
         } else {
-          // Without links followed, a subtree reached through a link is not ours to walk.
+          // Without links followed, a subtree reached through a link is not ours to walk
+          // (listFolder checks it again on the descriptor).
           try {
             if (!(await fs.lstat(disk)).isDirectory()) return;
           } catch {
             return;
           }
+          const below = relative(root, disk);
+          await listDir({ rel, disk, real: below.startsWith('..') || isAbsolute(below) ? undefined : join(rootReal as string, below) });
         }
-        await listDir({ rel, disk, real, chain: real ? { real } : undefined });
       });
     }
   }

@@ -1,0 +1,72 @@
+/**
+ * Hooks for tests that need a real `dssync run`/`sync` process to stop at an exact point
+ * (the window between hashing a file and uploading it, where an attacker would swap it),
+ * or to misbehave on purpose (a blocked main thread, for the watchdog). TEST-ONLY: they
+ * are read from DSSYNC_TEST_HOOKS and nothing else; without that variable every function
+ * here returns at once and does nothing. docs/security.md lists them.
+ *
+ * DSSYNC_TEST_HOOKS is a comma-separated list of entries:
+ * - `pause:POINT=DIR` — at POINT (before-hash, upload-open, upload-send) the process writes
+ *   DIR/POINT.N.paused (N counts from 0; its content is what is about to be read or sent,
+ *   as JSON) and waits, without blocking anything else, until DIR/POINT.N.resume exists;
+ * - `block-main-thread-after-ms=MS` — MS milliseconds after the daemon started, the main
+ *   thread blocks for good (a hung event loop that only the watchdog can end).
+ */
+import { access, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export type PausePoint = 'before-hash' | 'upload-open' | 'upload-send';
+
+interface Hooks {
+  pauses: Map<string, string>;
+  blockMainThreadAfterMs: number | undefined;
+}
+
+let parsed: Hooks | undefined;
+const counters = new Map<string, number>();
+
+function hooks(): Hooks {
+  if (parsed) return parsed;
+  const h: Hooks = { pauses: new Map(), blockMainThreadAfterMs: undefined };
+  for (const entry of (process.env.DSSYNC_TEST_HOOKS ?? '').split(',')) {
+    const eq = entry.indexOf('=');
+    if (eq < 0) continue;
+    const key = entry.slice(0, eq).trim();
+    const value = entry.slice(eq + 1).trim();
+    if (key.startsWith('pause:')) h.pauses.set(key.slice('pause:'.length), value);
+    else if (key === 'block-main-thread-after-ms' && Number.isFinite(Number(value))) h.blockMainThreadAfterMs = Number(value);
+  }
+  parsed = h;
+  return h;
+}
+
+/** Test-only: waits at `point` when a test asked for it; otherwise returns at once. */
+export async function testPause(point: PausePoint, detail: unknown): Promise<void> {
+  if (process.env.DSSYNC_TEST_HOOKS === undefined) return;
+  const dir = hooks().pauses.get(point);
+  if (dir === undefined) return;
+  const n = counters.get(point) ?? 0;
+  counters.set(point, n + 1);
+  await writeFile(join(dir, `${point}.${n}.paused`), JSON.stringify(detail));
+  const resume = join(dir, `${point}.${n}.resume`);
+  for (;;) {
+    try {
+      await access(resume);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
+/** Test-only: blocks the main thread for good after the delay a test asked for. */
+export function testBlockMainThread(): void {
+  if (process.env.DSSYNC_TEST_HOOKS === undefined) return;
+  const ms = hooks().blockMainThreadAfterMs;
+  if (ms === undefined) return;
+  setTimeout(() => {
+    // Atomics.wait on a value nobody changes: the event loop stops for good, as a hung
+    // synchronous call would stop it.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+  }, ms);
+}
