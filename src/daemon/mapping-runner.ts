@@ -167,6 +167,12 @@ export class MappingRunner {
       this.watcher = await watch({
         root: this.d.mapping.path,
         filter: (p, isDir) => filter.includes(p, isDir),
+        // An edited ignore file applies at once (watches, then a full pass), not at restart.
+        ignoreFile: this.d.mapping.ignoreFile,
+        reloadFilter: async () => {
+          const f = await loadFilter(this.d.mapping);
+          return (p, isDir) => f.includes(p, isDir);
+        },
         now: () => this.d.timers.now(),
         onEvent: (e) => {
           this.aggregator.push(e);

@@ -13,8 +13,15 @@
  *
  * Rules:
  * - per path: a path is ready after `quietMs` without events, or `maxWaitMs` after its first
- *   event; a file whose size changed between its last two events is still being written
- *   and waits for quiet, up to `writeFinishMaxMs`;
+ *   event;
+ * - a file that may be half-written is "unsettled" and waits for a longer stability window
+ *   after its last size change: `settleMs` plus a quarter of how long it has been changing
+ *   size, at most `maxStabilityMs`. Unsettled: its size changed between two events (also
+ *   across a release: sizes are remembered for `maxStabilityMs`), it was just created
+ *   (`add`), or it is empty (a truncate before a rewrite). A writer that pauses between
+ *   writes (200 KB every 0.5 s) is thus never caught between two writes;
+ * - a file whose size keeps changing is still released `writeFinishMaxMs` after its first
+ *   event (its latest state, at a bounded rate: never once per write);
  * - a removal (unlink, unlinkDir as the last event) is ready only `renameWindowMs` after it;
  * - the removal group: every pending removal plus every path with events within
  *   `renameWindowMs` of one is released in the same batch, when all of them are ready (or,
@@ -41,6 +48,8 @@ export interface RawEvent {
   mtimeMs?: number | undefined;
   /** When the event happened (ms, the same clock as `drain(now)`). */
   at: number;
+  /** For an event on the mapped folder itself: why it must be looked at as a whole. */
+  reason?: string | undefined;
 }
 
 export interface AggregatorOptions {
@@ -50,7 +59,14 @@ export interface AggregatorOptions {
   maxWaitMs: number;
   /** A removal is held this long so that an addition can pair with it as a rename (ms). */
   renameWindowMs: number;
-  /** A file still growing is looked at after this long at the latest (ms). */
+  /**
+   * An unsettled file (created, growing, emptied) waits this long after its last size
+   * change, plus a quarter of how long it has been changing size (ms).
+   */
+  settleMs: number;
+  /** The bound of that stability window (ms); also how long released sizes are remembered. */
+  maxStabilityMs: number;
+  /** A file whose size keeps changing is looked at after this long at the latest (ms). */
   writeFinishMaxMs: number;
   /** More pending paths than this: drop them all and ask for a rescan (bounded memory). */
   maxPending: number;
@@ -64,6 +80,8 @@ export const DEFAULT_AGGREGATOR_OPTIONS: Readonly<AggregatorOptions> = Object.fr
   quietMs: 1000,
   maxWaitMs: 10_000,
   renameWindowMs: 1500,
+  settleMs: 2000,
+  maxStabilityMs: 30_000,
   writeFinishMaxMs: 60_000,
   maxPending: 100_000,
   batchTickMs: 200,
@@ -111,8 +129,10 @@ interface Entry {
   /** The last event removed the path. */
   gone: boolean;
   size: number | undefined;
-  /** The size changed between the last two events that carried one. */
-  growing: boolean;
+  /** Unsettled (created, size changed or empty) since this time; undefined: settled. */
+  unsettledSince: number | undefined;
+  /** The last event that made or kept the file unsettled. */
+  lastChangeAt: number | undefined;
   /**
    * A folder created and deleted again: reported never, but kept for `renameWindowMs` so
    * that late events for files under it (chokidar reports them ~100 ms after) fold into it.
@@ -120,9 +140,18 @@ interface Entry {
   dropped: boolean;
 }
 
+/** What is remembered of a released file, so that a writer pausing between writes is seen. */
+interface Recent {
+  size: number | undefined;
+  unsettledSince: number | undefined;
+  lastChangeAt: number | undefined;
+  lastAt: number;
+}
+
 export class EventAggregator {
   private readonly o: AggregatorOptions;
   private readonly files = new Map<string, Entry>();
+  private readonly recent = new Map<string, Recent>();
   private readonly dirs = new Map<string, Entry>();
   private rescanReasons: string[] = [];
   private rescanAt: number | undefined;
@@ -131,7 +160,7 @@ export class EventAggregator {
 
   constructor(opts: Partial<AggregatorOptions> = {}) {
     this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...stripUndefined(opts) };
-    for (const k of ['quietMs', 'maxWaitMs', 'renameWindowMs', 'writeFinishMaxMs', 'maxPending', 'batchTickMs'] as const) {
+    for (const k of ['quietMs', 'maxWaitMs', 'renameWindowMs', 'settleMs', 'maxStabilityMs', 'writeFinishMaxMs', 'maxPending', 'batchTickMs'] as const) {
       const v = this.o[k];
       if (!Number.isFinite(v) || v < 0) throw new RangeError(`EventAggregator: ${k} must be a number >= 0, got ${String(v)}`);
     }
@@ -142,7 +171,7 @@ export class EventAggregator {
     const isDir = e.kind === 'addDir' || e.kind === 'unlinkDir';
     if (path === '') {
       // The mapped folder itself appeared or vanished: only a full look can say what changed.
-      this.overflow(`${e.kind} of the mapped folder itself`, e.at);
+      this.overflow(e.reason ?? `${e.kind} of the mapped folder itself`, e.at);
       return;
     }
     const created = e.kind === 'add' || e.kind === 'addDir';
@@ -160,14 +189,23 @@ export class EventAggregator {
       entry = undefined;
     }
     if (!entry) {
-      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created, gone: false, size: undefined, growing: false, dropped: false };
+      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created, gone: false, size: undefined, unsettledSince: undefined, lastChangeAt: undefined, dropped: false };
+      const mem = isDir ? undefined : this.recent.get(path);
+      if (mem && e.at - mem.lastAt <= this.o.maxStabilityMs) {
+        // Released a moment ago and written again: the same write may still be going on.
+        entry.size = mem.size;
+        entry.unsettledSince = mem.unsettledSince;
+        entry.lastChangeAt = mem.lastChangeAt;
+      }
       map.set(path, entry);
     }
     fold(entry, e.at);
     entry.gone = removed;
     if (removed) {
+      this.recent.delete(path);
       entry.size = undefined;
-      entry.growing = false;
+      entry.unsettledSince = undefined;
+      entry.lastChangeAt = undefined;
       if (entry.bornHere) {
         // Created and deleted while pending: nothing to tell the service.
         if (isDir) {
@@ -177,9 +215,13 @@ export class EventAggregator {
           return;
         }
       }
-    } else if (e.size !== undefined) {
-      entry.growing = entry.size !== undefined && entry.size !== e.size;
-      entry.size = e.size;
+    } else if (!isDir) {
+      const resized = e.size !== undefined && entry.size !== undefined && entry.size !== e.size;
+      if (e.kind === 'add' || resized || e.size === 0) {
+        entry.unsettledSince ??= resized ? Math.min(entry.firstAt, entry.lastChangeAt ?? Infinity) : e.at;
+        entry.lastChangeAt = e.at;
+      }
+      if (e.size !== undefined) entry.size = e.size;
     }
     this.lower(entry);
     if (this.files.size + this.dirs.size > this.o.maxPending) {
@@ -204,6 +246,7 @@ export class EventAggregator {
     if (this.rescanAt !== undefined && now >= this.rescanAt) return this.drainAll();
     this.collapseUnderDirs();
 
+    for (const [path, r] of this.recent) if (now - r.lastAt > this.o.maxStabilityMs) this.recent.delete(path);
     const live: Entry[] = [];
     for (const map of [this.files, this.dirs]) {
       for (const [path, e] of map) {
@@ -239,6 +282,7 @@ export class EventAggregator {
       if (goes) {
         released.push(e);
         (e.isDir ? this.dirs : this.files).delete(e.path);
+        if (!e.isDir && !e.gone) this.remember(e);
       } else {
         next = Math.min(next, grouped && !groupForced ? Math.min(groupReadyAt, forceAt) : ready);
       }
@@ -265,8 +309,20 @@ export class EventAggregator {
   /** A path's own ready time, ignoring the removal group. */
   private readyAt(e: Entry): number {
     if (e.gone) return e.lastAt + Math.max(this.o.quietMs, this.o.renameWindowMs);
-    const cap = e.firstAt + (e.growing ? this.o.writeFinishMaxMs : this.o.maxWaitMs);
-    return Math.min(e.lastAt + this.o.quietMs, cap);
+    const quietAt = e.lastAt + this.o.quietMs;
+    const capAt = e.firstAt + this.o.maxWaitMs;
+    if (e.unsettledSince === undefined || e.lastChangeAt === undefined) return Math.min(quietAt, capAt);
+    // Stable for a window that grows with how long the size has been changing (bounded);
+    // a file that never settles goes at writeFinishMaxMs: its latest state, once per bound.
+    const window = Math.min(this.o.maxStabilityMs, Math.max(this.o.quietMs, this.o.settleMs + Math.floor((e.lastChangeAt - e.unsettledSince) / 4)));
+    const settleAt = e.lastChangeAt + window;
+    return Math.min(Math.max(quietAt, settleAt), Math.max(capAt, settleAt), e.firstAt + this.o.writeFinishMaxMs);
+  }
+
+  /** Keeps a released file's size and unsettled time for maxStabilityMs (bounded memory). */
+  private remember(e: Entry): void {
+    if (this.recent.size >= this.o.maxPending) this.recent.clear();
+    this.recent.set(e.path, { size: e.size, unsettledSince: e.unsettledSince, lastChangeAt: e.lastChangeAt, lastAt: e.lastAt });
   }
 
   /** A push can only make its entry ready later, or add a new ready time: keep the minimum. */
@@ -313,6 +369,7 @@ export class EventAggregator {
     for (const map of [this.files, this.dirs]) for (const e of map.values()) if (!e.dropped) released.push(e);
     this.files.clear();
     this.dirs.clear();
+    for (const e of released) if (!e.isDir && !e.gone) this.remember(e);
     const reasons = this.rescanReasons;
     this.rescanReasons = [];
     this.rescanAt = undefined;

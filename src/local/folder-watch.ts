@@ -12,6 +12,14 @@
  * `unlink`, `raw` (unknown), or — for folders — `addDir` / `unlinkDir`. A new folder is
  * watched before it is listed, so a subfolder created meanwhile is found either way; files
  * written into it before its watch exists are found by the engine's walk of the `addDir`.
+ *
+ * Watches are tied to a folder's identity (device, inode), not only its path: an inotify
+ * watch follows its inode, so after `mv docs old; mkdir docs` (or the deploy pattern
+ * `rm -rf docs; mv staging docs`) the watch kept under "docs" would describe another folder
+ * and the new "docs" would go unwatched. Whenever an event names a watched folder (the
+ * parent's event, or the folder's own watch reporting itself moved, deleted or failing),
+ * its identity is checked; a folder replaced under its own name is watched again (and
+ * reported as `addDir`, so the engine walks it and pairs moved files as renames).
  */
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
@@ -22,14 +30,21 @@ import { joinRel } from './paths.js';
 export interface FolderWatchOptions {
   /** The mapped folder, resolved (no symbolic link). */
   root: string;
+  /** Read at every use: the watcher may swap the filter (an edited ignore file). */
   filter: (relPath: string, isDir: boolean) => boolean;
   emit: (e: RawEvent) => void;
-  /** A file's or folder's state, stat-ed now (at most one stat per path at a time). */
-  requestStat: (rel: string, abs: string, at: number) => void;
+  /**
+   * A file's or folder's state, stat-ed now (at most one stat per path at a time).
+   * `named`: the event was a 'rename' (the entry appeared or vanished under this name), so a
+   * file found there is new under this name (reported as `add`: it may still be written).
+   */
+  requestStat: (rel: string, abs: string, at: number, named: boolean) => void;
   /** The root's own watch named the root (deleted, moved away?): look whether it is still there. */
   checkRoot: () => void;
   /** A watch could not be set up or failed (events may be missed there). */
   onWatchError: (err: unknown) => void;
+  /** The ignore file's path relative to the root, and what to do when an event names it. */
+  ignoreFile?: { rel: string; onChange: () => void } | undefined;
   now: () => number;
 }
 
@@ -37,14 +52,26 @@ export interface FolderWatch {
   close(): void;
   /** Folders watched (the root included). */
   watchedDirs(): number;
+  /**
+   * The filter changed: stops watching folders it now excludes, watches (and reports as
+   * `addDir`) folders it now includes. Resolves once done.
+   */
+  refilter(): Promise<void>;
 }
 
 /** Folders listed at once while setting up watches. */
 const LIST_CONCURRENCY = 16;
 
+interface Watched {
+  rel: string;
+  watcher: FSWatcher;
+  dev: number;
+  ino: number;
+}
+
 export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> {
-  /** Absolute path -> its relative path ('' = root) and watch. */
-  const watches = new Map<string, { rel: string; watcher: FSWatcher }>();
+  /** Absolute path -> its relative path ('' = root), watch and the identity it watches. */
+  const watches = new Map<string, Watched>();
   let closed = false;
 
   /** Stops watching `abs` and every folder below it; true when `abs` was watched. */
@@ -60,7 +87,7 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
     return was;
   };
 
-  const onRaw = (dirAbs: string, dirRel: string, filename: string | Buffer | null): void => {
+  const onRaw = (dirAbs: string, dirRel: string, type: string, filename: string | Buffer | null): void => {
     if (closed) return;
     const at = o.now();
     const name = typeof filename === 'string' ? filename : filename?.toString('utf8');
@@ -71,27 +98,39 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
       else o.emit({ kind: 'addDir', path: dirRel, at });
       return;
     }
+    // A folder's own watch names the folder itself when it is moved or deleted (or this is
+    // a child of the same name): is the path still the folder this watch follows?
+    if (dirAbs !== o.root && name === basename(dirAbs)) void reconcile(dirRel, dirAbs, at, false);
     const abs = join(dirAbs, name);
     const rel = joinRel(dirRel, name);
+    if (o.ignoreFile && rel === o.ignoreFile.rel) o.ignoreFile.onChange();
     if (watches.has(abs) || o.filter(rel, true)) {
-      // Possibly a folder (created, moved in or out, deleted): look at what is there now.
-      void classify(rel, abs, at);
+      // Possibly a folder (created, moved in or out, deleted, replaced): look at what is there now.
+      void reconcile(rel, abs, at, type === 'rename');
       return;
     }
-    if (o.filter(rel, false)) o.requestStat(rel, abs, at);
+    if (o.filter(rel, false)) o.requestStat(rel, abs, at, type === 'rename');
   };
 
-  /** A path named by an event that may be a folder: a new one is watched, a vanished one dropped. */
-  const classify = async (rel: string, abs: string, at: number): Promise<void> => {
-    let isDir = false;
+  /**
+   * A path named by an event that may be a folder: a new one is watched, a vanished one
+   * dropped, one replaced under its own name (another device/inode) watched again.
+   */
+  const reconcile = async (rel: string, abs: string, at: number, named: boolean): Promise<void> => {
+    let st: { dev: number; ino: number; isDir: boolean } | undefined;
     try {
-      isDir = (await lstat(abs)).isDirectory();
+      const s = await lstat(abs);
+      st = { dev: s.dev, ino: s.ino, isDir: s.isDirectory() };
     } catch {
       // gone (or unreadable): the stat below tells a file's fate
     }
     if (closed) return;
-    if (isDir) {
-      if (watches.has(abs) || !o.filter(rel, true)) return;
+    if (st?.isDir) {
+      const w = watches.get(abs);
+      if (w && w.dev === st.dev && w.ino === st.ino) return;
+      // New, or replaced under its own name: the old watch (if any) follows another folder.
+      unwatchTree(abs);
+      if (!o.filter(rel, true)) return;
       o.emit({ kind: 'addDir', path: rel, at });
       await addTree(rel, abs, true);
       return;
@@ -100,11 +139,14 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
       o.emit({ kind: 'unlinkDir', path: rel, at });
       return;
     }
-    if (o.filter(rel, false)) o.requestStat(rel, abs, at);
+    if (o.filter(rel, false)) o.requestStat(rel, abs, at, named);
   };
 
-  /** Watches `abs`, then lists it and does the same for each subfolder (bounded concurrency). */
-  const addTree = async (rel: string, abs: string, report: boolean): Promise<void> => {
+  /**
+   * Watches `abs`, then lists it and does the same for each subfolder (bounded concurrency).
+   * `descend`: also list folders already watched (a filter change may include folders below).
+   */
+  const addTree = async (rel: string, abs: string, report: boolean, descend = false): Promise<void> => {
     const queue: { rel: string; abs: string }[] = [{ rel, abs }];
     let running = 0;
     await new Promise<void>((resolve) => {
@@ -129,20 +171,10 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
     });
 
     async function visit(dRel: string, dAbs: string): Promise<{ rel: string; abs: string }[]> {
-      if (closed || watches.has(dAbs)) return [];
-      try {
-        const w = fsWatch(dAbs, { persistent: true }, (_type, filename) => onRaw(dAbs, dRel, filename));
-        w.on('error', (err) => {
-          if (closed) return;
-          // The folder itself went away (its watch ends with it): the parent's watch says so.
-          if (dAbs === o.root) o.checkRoot();
-          else o.onWatchError(err);
-        });
-        watches.set(dAbs, { rel: dRel, watcher: w });
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        // Gone again before its watch was set up: its parent's watch reports that.
-        if (code !== 'ENOENT' && code !== 'ENOTDIR') o.onWatchError(err);
+      if (closed) return [];
+      if (watches.has(dAbs)) {
+        if (!descend) return [];
+      } else if (!(await watchOne(dRel, dAbs))) {
         return [];
       }
       let entries;
@@ -157,12 +189,62 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
         const r = joinRel(dRel, d.name);
         if (!o.filter(r, true)) continue;
         const a = join(dAbs, d.name);
-        if (watches.has(a)) continue;
+        if (watches.has(a)) {
+          if (descend) subs.push({ rel: r, abs: a });
+          continue;
+        }
         // Found while setting up a new folder: reported, so its contents are walked too.
         if (report) o.emit({ kind: 'addDir', path: r, at: o.now() });
         subs.push({ rel: r, abs: a });
       }
       return subs;
+    }
+  };
+
+  /**
+   * One folder's watch. Its identity is read BEFORE the watch is set up: if the folder is
+   * replaced in between, the identity kept is the new folder's while the watch follows the
+   * old one, and the next event on the path finds the mismatch and watches again (the other
+   * order would hide the mismatch for good).
+   */
+  const watchOne = async (dRel: string, dAbs: string): Promise<boolean> => {
+    let id: { dev: number; ino: number };
+    try {
+      const s = await lstat(dAbs);
+      if (!s.isDirectory()) return false;
+      id = { dev: s.dev, ino: s.ino };
+    } catch {
+      return false; // gone again: its parent's watch reports that
+    }
+    if (closed || watches.has(dAbs)) return false;
+    try {
+      const w = fsWatch(dAbs, { persistent: true }, (type, filename) => onRaw(dAbs, dRel, type, filename));
+      w.on('error', (err) => {
+        if (closed) return;
+        if (dAbs === o.root) {
+          o.checkRoot();
+          return;
+        }
+        // The folder itself went away or was replaced (its watch ends with it): look again;
+        // a folder still there under the same identity means the watch really failed.
+        void lstat(dAbs).then(
+          (s) => {
+            const cur = watches.get(dAbs);
+            if (cur?.watcher === w && s.isDirectory() && s.dev === id.dev && s.ino === id.ino) o.onWatchError(err);
+            else if (cur?.watcher === w) void reconcile(dRel, dAbs, o.now(), false);
+          },
+          () => {
+            if (watches.get(dAbs)?.watcher === w) void reconcile(dRel, dAbs, o.now(), false);
+          },
+        );
+      });
+      watches.set(dAbs, { rel: dRel, watcher: w, ...id });
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // Gone again before its watch was set up: its parent's watch reports that.
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') o.onWatchError(err);
+      return false;
     }
   };
 
@@ -176,6 +258,12 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
     },
     watchedDirs() {
       return watches.size;
+    },
+    async refilter() {
+      for (const [abs, w] of [...watches]) {
+        if (w.rel !== '' && watches.has(abs) && !o.filter(w.rel, true)) unwatchTree(abs);
+      }
+      await addTree('', o.root, true, true);
     },
   };
 }

@@ -59,6 +59,16 @@ export interface WatcherOptions {
   root: string;
   /** The mapping's filter on relative paths (true: mirrored). */
   filter: (relPath: string, isDir: boolean) => boolean;
+  /**
+   * The mapping's ignore file (relative path) and how to read the filter again: when the
+   * file is edited, the new filter applies to the watches at once (folders it now excludes
+   * are dropped, folders it now includes are watched) and the mapped folder is reported as
+   * a whole (a full pass: newly excluded documents follow the deletion rules, newly
+   * included files are uploaded). A reload that fails keeps the old filter (the pass then
+   * finds the ignore file unreadable and treats the folder as an outage).
+   */
+  ignoreFile?: string | undefined;
+  reloadFilter?: (() => Promise<(relPath: string, isDir: boolean) => boolean>) | undefined;
   onEvent: (e: RawEvent) => void;
   onError: (err: WatchError) => void;
   /** Called once the initial watch is set up (startWatcher resolves then too). */
@@ -148,25 +158,52 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   };
 
   const rel = (abs: string): string | undefined => toRelPath(root, abs);
-  const filter = opts.filter;
+  let filter = opts.filter;
 
   if (mode === 'folders') {
     // Plain fs.watch per folder (folder-watch.ts): chokidar would stat every file at start.
     const queue = new StatQueue(
       STAT_CONCURRENCY,
-      (r, abs, at) =>
-        statEvent(r, abs, at).then((e) => {
+      (r, abs, at, named) =>
+        statEvent(r, abs, at, named).then((e) => {
           if (e) emit(e);
         }),
       () => closed,
     );
+    /** One reload at a time; an edit during a reload triggers one more afterwards. */
+    let reloading: Promise<void> | undefined;
+    let reloadAgain = false;
+    const onIgnoreFileChange = (): void => {
+      if (reloading) {
+        reloadAgain = true;
+        return;
+      }
+      reloading = (async () => {
+        do {
+          reloadAgain = false;
+          const at = now();
+          try {
+            if (opts.reloadFilter) filter = await opts.reloadFilter();
+          } catch {
+            // Kept the old filter: the full pass below reports the unreadable ignore file.
+          }
+          if (closed) return;
+          await folders.refilter();
+          emit({ kind: 'raw', path: '', at, reason: `the ignore file ${opts.ignoreFile ?? ''} changed` });
+        } while (reloadAgain && !closed);
+      })().finally(() => {
+        reloading = undefined;
+      });
+    };
+    const ignoreRel = opts.ignoreFile ? toRelPath(root, resolve(root, opts.ignoreFile)) : undefined;
     const folders = await watchFolders({
       root,
-      filter,
+      filter: (p, isDir) => filter(p, isDir),
       emit,
-      requestStat: (r, abs, at) => queue.request(r, abs, at),
+      requestStat: (r, abs, at, named) => queue.request(r, abs, at, named),
       checkRoot: () => void checkRoot(),
       onWatchError: (err) => fail(classifyWatchError(root, err)),
+      ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
       now,
     });
     opts.onReady?.();
@@ -293,12 +330,16 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   };
 }
 
-/** What a raw event on `abs` turned out to be, by looking at it now. */
-async function statEvent(path: string, abs: string, at: number): Promise<RawEvent | undefined> {
+/**
+ * What a raw event on `abs` turned out to be, by looking at it now. A file named by a
+ * 'rename' event is new under this name: `add` (the aggregator lets it settle: it may be
+ * the first chunk of a file still being written).
+ */
+async function statEvent(path: string, abs: string, at: number, named: boolean): Promise<RawEvent | undefined> {
   try {
     const st = await lstat(abs);
-    if (st.isDirectory()) return undefined; // chokidar reports folders itself (addDir/unlinkDir)
-    if (st.isFile()) return { kind: 'change', path, size: st.size, mtimeMs: st.mtimeMs, at };
+    if (st.isDirectory()) return undefined; // folders are reported by the folder watch (addDir/unlinkDir)
+    if (st.isFile()) return { kind: named ? 'add' : 'change', path, size: st.size, mtimeMs: st.mtimeMs, at };
     // A symbolic link or a special file: let the engine decide what it is.
     return { kind: 'change', path, at };
   } catch (e) {
@@ -314,25 +355,27 @@ async function statEvent(path: string, abs: string, at: number): Promise<RawEven
  * counts), keeping the time of the earliest event not yet covered.
  */
 class StatQueue {
-  private readonly state = new Map<string, { abs: string; at: number; running: boolean; again?: number | undefined }>();
+  private readonly state = new Map<string, { abs: string; at: number; named: boolean; running: boolean; again?: number | undefined }>();
   private readonly queue: string[] = [];
   private head = 0;
   private running = 0;
 
   constructor(
     private readonly limit: number,
-    private readonly run: (path: string, abs: string, at: number) => Promise<void>,
+    private readonly run: (path: string, abs: string, at: number, named: boolean) => Promise<void>,
     private readonly closed: () => boolean,
   ) {}
 
-  request(path: string, abs: string, at: number): void {
+  request(path: string, abs: string, at: number, named = false): void {
     const s = this.state.get(path);
     if (!s) {
-      this.state.set(path, { abs, at, running: false });
+      this.state.set(path, { abs, at, named, running: false });
       this.queue.push(path);
       this.pump();
-    } else if (s.running && s.again === undefined) {
-      s.again = at;
+    } else {
+      if (s.running && s.again === undefined) s.again = at;
+      // A 'rename' among the events coalesced here: the next stat reports the file as new.
+      if (named) s.named = true;
     }
   }
 
@@ -347,7 +390,9 @@ class StatQueue {
       if (!s) continue;
       s.running = true;
       this.running++;
-      void this.run(path, s.abs, s.at).finally(() => {
+      const named = s.named;
+      s.named = false;
+      void this.run(path, s.abs, s.at, named).finally(() => {
         this.running--;
         if (s.again !== undefined && !this.closed()) {
           s.at = s.again;

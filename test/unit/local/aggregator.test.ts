@@ -51,7 +51,7 @@ describe('EventAggregator: per-path debounce', () => {
 
   it('does not report a path before it has been quiet for quietMs', () => {
     const agg = make();
-    agg.push(ev(0, 'add', 'a.txt', 1));
+    agg.push(ev(0, 'change', 'a.txt', 1));
     agg.push(ev(600, 'change', 'a.txt', 1));
     expect(agg.drain(1000).paths).toEqual([]);
     expect(agg.drain(1599).paths).toEqual([]);
@@ -87,11 +87,12 @@ describe('EventAggregator: per-path debounce', () => {
 describe('EventAggregator: files still being written', () => {
   it('waits for a growing file to stop growing, past maxWaitMs', () => {
     const agg = make();
-    // A slow copy: the size grows every 500 ms for 30 s, then stops.
+    // A slow copy: the size grows every 500 ms for 30 s, then stops: stable for settleMs
+    // plus a quarter of the 30 s it grew.
     const events = Array.from({ length: 61 }, (_, k) => ev(k * 500, 'change', 'big.iso', (k + 1) * 1_000_000));
     const { batches } = simulate(agg, events);
     expect(batches).toHaveLength(1);
-    expect(batches[0]!.at).toBe(30_000 + 1000);
+    expect(batches[0]!.at).toBe(30_000 + 2000 + 7500);
     expect(batches[0]!.batch.paths).toEqual(['big.iso']);
   });
 
@@ -146,7 +147,9 @@ describe('EventAggregator: editors and office programs', () => {
     expect(batches).toHaveLength(1);
     expect(batches[0]!.batch.paths).toEqual(['plan.txt']);
     expect(batches[0]!.batch.items[0]).toMatchObject({ gone: false });
-    expect(batches[0]!.at).toBe(1004); // nothing left to pair: no removal to wait for
+    // Nothing left to pair, but the new plan.txt was just created: it waits settleMs after
+    // its last write (a quarter of its 1 ms of writing rounds to 0).
+    expect(batches[0]!.at).toBe(4 + 2000);
   });
 
   it("reports Word's save (temp files and renames around the document) as one change of the document", () => {
@@ -211,7 +214,7 @@ describe('EventAggregator: removals and renames', () => {
     const copy = Array.from({ length: 9 }, (_, k) => ev(k * 500, 'change', 'dst/video.mp4', (k + 1) * 1000));
     const { batches } = simulate(agg, [ev(0, 'unlink', 'src/video.mp4'), ...copy]);
     expect(batches).toHaveLength(1);
-    expect(batches[0]!.at).toBe(4000 + 1000);
+    expect(batches[0]!.at).toBe(4000 + 2000 + 1000);
     expect(batches[0]!.batch.paths).toEqual(['dst/video.mp4', 'src/video.mp4']);
   });
 
@@ -366,5 +369,99 @@ describe('EventAggregator: overflow and bounds', () => {
 
   it('rejects nonsensical options, naming them', () => {
     expect(() => new EventAggregator({ quietMs: -1 })).toThrow(/quietMs/);
+  });
+});
+
+/**
+ * Issue 9, defect 7: files written with pauses were uploaded as truncated copies. Each case
+ * is a writer's history on the daemon's defaults (debounceMs 300, batch tick 200 ms); an
+ * "upload" is a release of the path, and what it uploads is the file as it is on disk at
+ * that moment (the size of the last write before it).
+ */
+describe('EventAggregator: files written with pauses (issue 9, defect 7)', () => {
+  const daemonDefaults = (): EventAggregator => new EventAggregator({ quietMs: 300 });
+  function uploads(events: RawEvent[], path: string, until?: number): { at: number; size: number | undefined }[] {
+    const { batches } = simulate(daemonDefaults(), events, until === undefined ? {} : { until });
+    const sizeAt = (t: number): number | undefined => {
+      let size: number | undefined;
+      for (const e of events) if (e.path === path && e.at <= t && e.size !== undefined) size = e.size;
+      return size;
+    };
+    return batches.filter((b) => b.batch.paths.includes(path)).map((b) => ({ at: b.at, size: sizeAt(b.at) }));
+  }
+  const KB = 1024;
+
+  const cases: { name: string; events: RawEvent[]; path: string; until?: number; expectUploads: (u: { at: number; size: number | undefined }[]) => void }[] = [
+    {
+      name: 'a new 2 MB file written 200 KB every 0.5 s: one upload, of the whole file',
+      path: 'export.csv',
+      events: [ev(0, 'add', 'export.csv', 200 * KB), ...Array.from({ length: 9 }, (_, k) => ev((k + 1) * 500, 'change', 'export.csv', (k + 2) * 200 * KB))],
+      expectUploads: (u) => expect(u).toEqual([{ at: expect.any(Number), size: 2000 * KB }]),
+    },
+    {
+      name: 'an existing file rewritten 200 KB every 0.5 s (folder events carry no "add"): never a prefix after the first write is seen',
+      path: 'export.csv',
+      events: Array.from({ length: 10 }, (_, k) => ev(k * 500, 'change', 'export.csv', (k + 1) * 200 * KB)),
+      // The first event alone cannot tell a finished save from a first chunk; from the second
+      // write on the file is known to be growing and is never released between two writes.
+      expectUploads: (u) => {
+        expect(u.map((x) => x.size)).toEqual([200 * KB, 2000 * KB]);
+      },
+    },
+    {
+      name: 'a file truncated to 0 and rewritten a second later: no empty upload',
+      path: 'report.docx',
+      events: [ev(0, 'change', 'report.docx', 0), ev(1000, 'change', 'report.docx', 48 * KB), ev(1010, 'change', 'report.docx', 96 * KB)],
+      expectUploads: (u) => expect(u).toEqual([{ at: expect.any(Number), size: 96 * KB }]),
+    },
+    {
+      name: 'a file truncated to 0 and rewritten 1.9 s later: still no empty upload',
+      path: 'report.docx',
+      events: [ev(0, 'change', 'report.docx', 0), ev(1900, 'change', 'report.docx', 10 * KB)],
+      expectUploads: (u) => expect(u.map((x) => x.size)).toEqual([10 * KB]),
+    },
+    {
+      name: 'a log appended every second for a minute: a bounded number of uploads, the last one complete',
+      path: 'app.log',
+      events: Array.from({ length: 60 }, (_, k) => ev(k * 1000, 'change', 'app.log', (k + 1) * 100)),
+      expectUploads: (u) => {
+        expect(u.length).toBeLessThanOrEqual(3);
+        expect(u.at(-1)!.size).toBe(6000);
+      },
+    },
+    {
+      name: 'a log appended every second for ten minutes: released at most once a minute',
+      path: 'app.log',
+      events: Array.from({ length: 600 }, (_, k) => ev(k * 1000, 'change', 'app.log', (k + 1) * 100)),
+      expectUploads: (u) => {
+        expect(u.length).toBeLessThanOrEqual(12);
+        for (let k = 2; k < u.length; k++) expect(u[k]!.at - u[k - 1]!.at).toBeGreaterThanOrEqual(60_000);
+        expect(u.at(-1)!.size).toBe(60_000);
+      },
+    },
+    {
+      name: 'a save in one go (same size in every event) still goes after the debounce',
+      path: 'notes.txt',
+      events: [ev(0, 'change', 'notes.txt', 700), ev(3, 'change', 'notes.txt', 700)],
+      expectUploads: (u) => expect(u).toEqual([{ at: 400, size: 700 }]),
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      c.expectUploads(uploads(c.events, c.path, c.until));
+    });
+  }
+
+  it('the stability window is bounded by maxStabilityMs however long the file grew', () => {
+    const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0, writeFinishMaxMs: 1_000_000 });
+    const events = Array.from({ length: 400 }, (_, k) => ev(k * 1000, 'change', 'slow.bin', k + 1));
+    const { batches } = simulate(agg, events);
+    expect(batches.map((b) => b.at)).toEqual([0 + 300, 399_000 + 30_000]);
+  });
+
+  it('forgets a released size after maxStabilityMs (a later edit is an ordinary edit)', () => {
+    const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0 });
+    const { batches } = simulate(agg, [ev(0, 'change', 'a.txt', 10), ev(60_000, 'change', 'a.txt', 20)]);
+    expect(batches.map((b) => b.at)).toEqual([300, 60_300]);
   });
 });
