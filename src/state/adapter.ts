@@ -1,7 +1,8 @@
 /**
- * The lowdb adapter of the state file: lowdb's JSONFile pretty-prints the whole object on
- * every write and renames without fsync; this one encodes compactly with cached buckets
- * (codec.ts) and replaces the file durably (atomic-file.ts).
+ * The lowdb adapter of the snapshot: lowdb's JSONFile pretty-prints the whole object on
+ * every write and renames without fsync; this one encodes compactly, in slices and
+ * copy-on-write (codec.ts), and replaces the file durably (atomic-file.ts). Writes happen
+ * only when the journal is folded (store.ts), in the background.
  */
 import type { Adapter } from 'lowdb';
 import { performance } from 'node:perf_hooks';
@@ -14,7 +15,8 @@ const SLICE_MS = 8;
 
 const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-export interface WriteStats {
+/** Figures of the snapshot writes (the file that lowdb reads). */
+export interface SnapshotStats {
   /** Successful writes since open. */
   writes: number;
   /** Failed writes since open. */
@@ -39,7 +41,7 @@ export class StateFileAdapter implements Adapter<StateFile> {
   /** Set by read() when the file had an older version. */
   migratedFrom: number | undefined;
   readStats: ReadStats | undefined;
-  readonly stats: WriteStats = { writes: 0, failures: 0, lastBytes: 0, lastEncodeMs: 0, lastMaxBlockMs: 0, lastWriteMs: 0 };
+  readonly stats: SnapshotStats = { writes: 0, failures: 0, lastBytes: 0, lastEncodeMs: 0, lastMaxBlockMs: 0, lastWriteMs: 0 };
 
   constructor(
     readonly path: string,
@@ -56,11 +58,6 @@ export class StateFileAdapter implements Adapter<StateFile> {
     this.migratedFrom = decoded.migratedFrom;
     this.readStats = { bytes: Buffer.byteLength(text), loadMs: performance.now() - t0 };
     return decoded.state;
-  }
-
-  /** Encodes the loaded state's entries ahead of the first write, in slices (StateCodec.warm). */
-  warm(data: StateFile): Promise<void> {
-    return this.codec.warm(data, { sliceMs: SLICE_MS, yieldNow, now: () => performance.now() });
   }
 
   /**

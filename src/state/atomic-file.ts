@@ -18,10 +18,17 @@ export const DIR_MODE = 0o700;
 export interface StateFileHandle {
   writev(buffers: Buffer[]): Promise<{ bytesWritten: number }>;
   sync(): Promise<void>;
+  /** Cuts the file to `len` bytes (the journal drops a partly written record). */
+  truncate(len: number): Promise<void>;
   close(): Promise<void>;
 }
 
-/** The few file-system calls the state store makes (node:fs/promises fits). */
+/**
+ * The few file-system calls the state store makes (node:fs/promises fits). This is the one
+ * seam through which the state reaches the disk — the snapshot (writeFileAtomic) and the
+ * journal (journal.ts) alike: a test or the simulation swaps it to decide what reached the
+ * disk before a crash.
+ */
 export interface StateFs {
   readFile(path: string, encoding: 'utf8'): Promise<string>;
   open(path: string, flags: string, mode?: number): Promise<StateFileHandle>;
@@ -78,7 +85,7 @@ export async function writeFileAtomic(fs: StateFs, path: string, chunks: readonl
 }
 
 /** writev in groups (IOV_MAX is 1024 on Linux), completing short writes. */
-async function writeAll(fh: StateFileHandle, chunks: readonly Buffer[]): Promise<void> {
+export async function writeAll(fh: StateFileHandle, chunks: readonly Buffer[]): Promise<void> {
   const GROUP = 512;
   for (let i = 0; i < chunks.length; i += GROUP) {
     let group = chunks.slice(i, i + GROUP).filter((c) => c.length > 0);
@@ -110,7 +117,7 @@ function dropBytes(chunks: Buffer[], n: number): Buffer[] {
  * fsync of the directory makes the rename itself durable (ext4/xfs). Best effort: some
  * file systems refuse to open or sync a directory, and the data is already safe by then.
  */
-async function syncDir(fs: StateFs, dir: string): Promise<void> {
+export async function syncDir(fs: StateFs, dir: string): Promise<void> {
   let fh: StateFileHandle | undefined;
   try {
     fh = await fs.open(dir, 'r');

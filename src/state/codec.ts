@@ -56,12 +56,24 @@ export function emptyRecord<T>(): Record<string, T> {
   return Object.create(null) as Record<string, T>;
 }
 
+/** A FileEntry's fields in order, without the path: how the snapshot and the journal store it. */
+export type FileTuple = [documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string];
+
+export function entryToTuple(e: FileEntry): FileTuple {
+  return [e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt];
+}
+
+/** Frozen: entries are shared with snapshots being encoded (see EncodePlan). */
+export function entryFromTuple(t: FileTuple): FileEntry {
+  return Object.freeze({ documentId: t[0], size: t[1], mtimeMs: t[2], sha256: t[3], syncedAt: t[4] });
+}
+
 export function newMappingState(dataSourceId: string, root: string): MappingState {
   return { dataSourceId, root, files: emptyRecord(), intents: emptyRecord(), rejected: emptyRecord() };
 }
 
 export function newState(): StateFile {
-  return { version: STATE_VERSION, mappings: emptyRecord() };
+  return { version: STATE_VERSION, journalSeq: 0, mappings: emptyRecord() };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -169,7 +181,10 @@ export interface DecodedState {
  * schema.ts and add `MIGRATIONS[old] = (raw) => …` returning the next version's shape.
  */
 type Migration = (raw: Record<string, unknown>) => Record<string, unknown>;
-const MIGRATIONS: Partial<Record<number, Migration>> = {};
+const MIGRATIONS: Partial<Record<number, Migration>> = {
+  // Version 2 added the journal (journal.ts): the snapshot says which of its ops it holds.
+  1: (raw) => ({ ...raw, version: 2, journalSeq: 0 }),
+};
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -201,7 +216,12 @@ export function decodeState(file: string, text: string): DecodedState {
   }
   const mappingsRaw = current['mappings'];
   if (!isObject(mappingsRaw)) throw new StateCorruptError(file, '"mappings" is missing or not an object');
+  const journalSeq = current['journalSeq'];
+  if (typeof journalSeq !== 'number' || !Number.isSafeInteger(journalSeq) || journalSeq < 0) {
+    throw new StateCorruptError(file, `"journalSeq" is missing or invalid (${JSON.stringify(journalSeq) ?? 'undefined'})`);
+  }
   const state = newState();
+  state.journalSeq = journalSeq;
   for (const id of Object.keys(mappingsRaw)) {
     state.mappings[id] = decodeMapping(file, id, mappingsRaw[id]);
   }
@@ -237,8 +257,7 @@ function decodeMapping(file: string, id: string, v: unknown): MappingState {
     ) {
       return bad(`.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt] tuple`);
     }
-    // Frozen: entries are shared with snapshots being encoded (see EncodePlan).
-    m.files[t[0]] = Object.freeze({ documentId: t[1], size: t[2], mtimeMs: t[3], sha256: t[4], syncedAt: t[5] });
+    m.files[t[0]] = entryFromTuple([t[1], t[2], t[3], t[4], t[5]]);
   }
   for (const key of Object.keys(intents)) {
     const r = IntentSchema.safeParse(intents[key]);
@@ -260,26 +279,19 @@ function decodeMapping(file: string, id: string, v: unknown): MappingState {
 }
 
 // ---------------------------------------------------------------------------------------
-// Encoding with per-bucket caches, in slices.
+// Encoding of snapshots, in slices, copy-on-write.
 
-interface MappingCache {
-  /** `{"dataSourceId":…,…,"files":[` — everything before the file tuples. */
-  head: Buffer | undefined;
-  /** Paths per bucket (created on first use). */
+interface MappingIndex {
+  /** Paths per bucket (created on first use): what a pinned bucket has to copy. */
   keys: (Set<string> | undefined)[];
-  /** Encoded tuples of each bucket, comma-separated, without brackets; undefined = stale. */
-  bufs: (Buffer | undefined)[];
-  /** Bumped on every change of a bucket: an encoding finished later is cached only if current. */
-  gen: Uint32Array;
   /** Stale buckets a snapshot still has to encode (copy-on-write, see setFile). */
   pins: (PendingBucket | undefined)[];
 }
 
-/** A stale bucket of a snapshot, not yet encoded. */
+/** A bucket of a snapshot, not yet encoded. */
 interface PendingBucket {
-  cache: MappingCache;
+  index: MappingIndex;
   bucket: number;
-  gen: number;
   /** The mapping's files object at the snapshot (the store mutates it in place). */
   files: Record<string, FileEntry>;
   /**
@@ -289,14 +301,14 @@ interface PendingBucket {
   items: (string | FileEntry)[] | undefined;
 }
 
-function isPending(b: Buffer | PendingBucket): b is PendingBucket {
-  return !Buffer.isBuffer(b);
-}
-
 interface MappingPlan {
   /** `"<id>":{…,"files":[` */
   prefix: Buffer;
   buckets: (Buffer | PendingBucket)[];
+}
+
+function isPending(b: Buffer | PendingBucket): b is PendingBucket {
+  return !Buffer.isBuffer(b);
 }
 
 export interface EncodeResult {
@@ -315,20 +327,19 @@ export interface SliceOptions {
   now: () => number;
 }
 
-const B_OPEN = Buffer.from(`{"version":${STATE_VERSION},"mappings":{`);
 const B_CLOSE = Buffer.from('}}');
 const B_COMMA = Buffer.from(',');
 const B_MAPPING_END = Buffer.from(']}');
 
 /**
- * A snapshot of the state to write. Taking it is cheap and synchronous: cached buffers and
- * heads are captured, stale buckets are pinned. The encoding of pinned buckets then runs in
- * slices between other work; a mutation of a pinned bucket first copies the bucket's
- * snapshot content (StateCodec.setFile), so the result is exactly the state at the snapshot.
+ * A snapshot of the state to write. Taking it is cheap and synchronous: heads are encoded,
+ * buckets are pinned. The buckets are then encoded in slices between other work; a
+ * mutation of a pinned bucket first copies the bucket's snapshot content
+ * (StateCodec.setFile), so the result is exactly the state at the snapshot.
  */
 export class EncodePlan {
   constructor(
-    private readonly codec: StateCodec,
+    private readonly open: Buffer,
     private readonly mappings: MappingPlan[],
   ) {}
 
@@ -338,7 +349,7 @@ export class EncodePlan {
       for (const m of this.mappings) {
         for (let i = 0; i < m.buckets.length; i++) {
           const b = m.buckets[i];
-          if (b && isPending(b)) m.buckets[i] = this.codec.finishBucket(b);
+          if (b && isPending(b)) m.buckets[i] = encodeBucket(b);
         }
       }
       return this.assemble();
@@ -357,7 +368,7 @@ export class EncodePlan {
         for (let i = 0; i < m.buckets.length; i++) {
           const b = m.buckets[i];
           if (!b || !isPending(b)) continue;
-          m.buckets[i] = this.codec.finishBucket(b);
+          m.buckets[i] = encodeBucket(b);
           const elapsed = opts.now() - sliceStart;
           if (elapsed >= opts.sliceMs) {
             totalMs += elapsed;
@@ -380,12 +391,12 @@ export class EncodePlan {
   /** Unpins what was not encoded (only after a failure). */
   private release(): void {
     for (const m of this.mappings) {
-      for (const b of m.buckets) if (isPending(b) && b.cache.pins[b.bucket] === b) b.cache.pins[b.bucket] = undefined;
+      for (const b of m.buckets) if (isPending(b) && b.index.pins[b.bucket] === b) b.index.pins[b.bucket] = undefined;
     }
   }
 
   private assemble(): Buffer[] {
-    const out: Buffer[] = [B_OPEN];
+    const out: Buffer[] = [this.open];
     this.mappings.forEach((m, i) => {
       if (i > 0) out.push(B_COMMA);
       out.push(m.prefix);
@@ -404,56 +415,58 @@ export class EncodePlan {
 }
 
 /**
- * Owns the encoding caches. Every change of a mapping's files goes through setFile (which
- * also performs it, so that a pinned bucket is copied before it changes); other changes of
- * a mapping are reported with headChanged, replacements with indexMapping/mappingRemoved.
+ * Keeps the snapshot encoder right while the state changes under it. Nothing but applyOp
+ * (ops.ts) calls its mutation methods: setFile performs the change of a file (so that a
+ * pinned bucket is copied before it changes); indexMapping, headChanged and mappingRemoved
+ * report the other changes. No encoded bytes are cached: with the journal, a snapshot is
+ * written only when the journal is folded, and a cache of every entry's encoding would cost
+ * ~150 bytes per file of memory for that rare write.
  */
 export class StateCodec {
-  private readonly caches = new Map<string, MappingCache>();
+  private readonly indexes = new Map<string, MappingIndex>();
 
   /** (Re)builds the bucket index of a mapping: after a load, a creation or a reset. */
   indexMapping(id: string, m: MappingState): void {
-    const cache: MappingCache = {
-      head: undefined,
+    const index: MappingIndex = {
       keys: new Array<Set<string> | undefined>(BUCKET_COUNT),
-      bufs: new Array<Buffer | undefined>(BUCKET_COUNT),
-      gen: new Uint32Array(BUCKET_COUNT),
       pins: new Array<PendingBucket | undefined>(BUCKET_COUNT),
     };
-    for (const path of Object.keys(m.files)) addKey(cache, path);
-    this.caches.set(id, cache);
+    for (const path of Object.keys(m.files)) addKey(index, path);
+    this.indexes.set(id, index);
   }
 
   /** Sets (entry) or deletes (undefined) a file of mapping `id`, whose state is `m`. */
   setFile(id: string, m: MappingState, path: string, entry: FileEntry | undefined): void {
-    const cache = this.caches.get(id);
-    if (cache) {
+    const index = this.indexes.get(id);
+    if (index) {
       const b = bucketOf(path);
-      const pin = cache.pins[b];
-      if (pin && !pin.items) pin.items = collect(cache.keys[b], pin.files);
-      if (entry) addKey(cache, path, b);
-      else cache.keys[b]?.delete(path);
-      cache.bufs[b] = undefined;
-      cache.gen[b] = ((cache.gen[b] ?? 0) + 1) >>> 0;
+      const pin = index.pins[b];
+      if (pin && !pin.items) pin.items = collect(index.keys[b], pin.files);
+      if (entry) addKey(index, path, b);
+      else index.keys[b]?.delete(path);
     }
-    // Without a cache (not indexed yet) the next snapshot indexes the mapping from its data.
+    // Without an index (not indexed yet) the next snapshot indexes the mapping from its data.
     if (entry) m.files[path] = entry;
     else delete m.files[path];
   }
 
-  /** dataSourceId, root, intents, rejected or lastPass of the mapping changed. */
-  headChanged(id: string): void {
-    const cache = this.caches.get(id);
-    if (cache) cache.head = undefined;
+  /** dataSourceId, root, intents, rejected or lastPass of the mapping changed (heads are encoded at each snapshot). */
+  headChanged(_id: string): void {
+    // Nothing cached: kept so that every change is reported, should a cache come back.
   }
 
   mappingRemoved(id: string): void {
-    this.caches.delete(id);
+    this.indexes.delete(id);
+  }
+
+  /** Forgets every index (the state was replaced by an empty one). */
+  reset(): void {
+    this.indexes.clear();
   }
 
   /**
    * Takes the snapshot of the state to write: synchronous, and cheap whatever the number of
-   * stale entries (they are encoded by the plan). Only one plan may be running at a time.
+   * entries (they are encoded by the plan). Only one plan may be running at a time.
    */
   snapshot(state: StateFile): EncodePlan {
     const plans: MappingPlan[] = [];
@@ -461,61 +474,30 @@ export class StateCodec {
     for (const id of ids) {
       const m = state.mappings[id];
       if (!m) continue;
-      const cache = this.cacheOf(id, m);
-      cache.head ??= encodeHead(m);
+      const index = this.indexOf(id, m);
       const buckets: (Buffer | PendingBucket)[] = [];
       for (let b = 0; b < BUCKET_COUNT; b++) {
-        const keys = cache.keys[b];
+        const keys = index.keys[b];
         if (!keys || keys.size === 0) continue;
-        const buf = cache.bufs[b];
-        if (buf) {
-          buckets.push(buf);
-          continue;
-        }
-        const pending: PendingBucket = { cache, bucket: b, gen: cache.gen[b] ?? 0, files: m.files, items: undefined };
-        cache.pins[b] = pending;
+        const pending: PendingBucket = { index, bucket: b, files: m.files, items: undefined };
+        index.pins[b] = pending;
         buckets.push(pending);
       }
-      plans.push({ prefix: Buffer.concat([Buffer.from(`${JSON.stringify(id)}:`), cache.head]), buckets });
+      plans.push({ prefix: Buffer.from(`${JSON.stringify(id)}:${encodeHead(m)}`), buckets });
     }
-    // Caches of mappings no longer in the state are dropped (defensive: removeMapping does it).
-    if (this.caches.size > ids.length) {
-      for (const id of this.caches.keys()) if (!(id in state.mappings)) this.caches.delete(id);
+    // Indexes of mappings no longer in the state are dropped (defensive: removeMapping does it).
+    if (this.indexes.size > ids.length) {
+      for (const id of this.indexes.keys()) if (!(id in state.mappings)) this.indexes.delete(id);
     }
-    return new EncodePlan(this, plans);
-  }
-
-  /**
-   * Encodes the stale buckets of every mapping ahead of any write, in slices (after a
-   * load, every bucket is stale: the first write of 100,000 entries would otherwise encode
-   * them all, ~120 ms more). Caches only what nothing changed meanwhile; pins nothing, so a
-   * write may run at the same time.
-   */
-  async warm(state: StateFile, opts: SliceOptions): Promise<void> {
-    let sliceStart = opts.now();
-    for (const id of Object.keys(state.mappings)) {
-      const m = state.mappings[id];
-      if (!m) continue;
-      const cache = this.cacheOf(id, m);
-      for (let b = 0; b < BUCKET_COUNT; b++) {
-        // The mapping was removed or replaced (reset) meanwhile: its new cache is not ours.
-        if (this.caches.get(id) !== cache || state.mappings[id] !== m) break;
-        const keys = cache.keys[b];
-        if (cache.bufs[b] || !keys || keys.size === 0) continue;
-        this.finishBucket({ cache, bucket: b, gen: cache.gen[b] ?? 0, files: m.files, items: collect(keys, m.files) });
-        if (opts.now() - sliceStart >= opts.sliceMs) {
-          await opts.yieldNow();
-          sliceStart = opts.now();
-        }
-      }
-    }
+    const open = Buffer.from(`{"version":${STATE_VERSION},"journalSeq":${state.journalSeq},"mappings":{`);
+    return new EncodePlan(open, plans);
   }
 
   /** Files of mapping `id`, counted from the bucket index (no walk over 100,000 keys). */
   fileCount(id: string, m: MappingState): number {
-    const cache = this.cacheOf(id, m);
+    const index = this.indexOf(id, m);
     let n = 0;
-    for (const keys of cache.keys) if (keys) n += keys.size;
+    for (const keys of index.keys) if (keys) n += keys.size;
     return n;
   }
 
@@ -524,29 +506,27 @@ export class StateCodec {
     return this.snapshot(state).runSync();
   }
 
-  /** Encodes a pinned bucket, caches it if nothing changed it since the snapshot, unpins it. */
-  finishBucket(p: PendingBucket): Buffer {
-    const items = p.items ?? collect(p.cache.keys[p.bucket], p.files);
-    const tuples: [string, string, number, number, string, string][] = [];
-    for (let i = 0; i < items.length; i += 2) {
-      const path = items[i] as string;
-      const e = items[i + 1] as FileEntry;
-      tuples.push([path, e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt]);
-    }
-    const buf = tuples.length ? Buffer.from(JSON.stringify(tuples).slice(1, -1)) : Buffer.alloc(0);
-    if (p.cache.gen[p.bucket] === p.gen) p.cache.bufs[p.bucket] = buf;
-    if (p.cache.pins[p.bucket] === p) p.cache.pins[p.bucket] = undefined;
-    return buf;
-  }
-
-  private cacheOf(id: string, m: MappingState): MappingCache {
-    let cache = this.caches.get(id);
-    if (!cache) {
+  private indexOf(id: string, m: MappingState): MappingIndex {
+    let index = this.indexes.get(id);
+    if (!index) {
       this.indexMapping(id, m);
-      cache = this.caches.get(id) as MappingCache;
+      index = this.indexes.get(id) as MappingIndex;
     }
-    return cache;
+    return index;
   }
+}
+
+/** Encodes a pinned bucket and unpins it. */
+function encodeBucket(p: PendingBucket): Buffer {
+  const items = p.items ?? collect(p.index.keys[p.bucket], p.files);
+  const tuples: unknown[] = [];
+  for (let i = 0; i < items.length; i += 2) {
+    const e = items[i + 1] as FileEntry;
+    tuples.push([items[i] as string, ...entryToTuple(e)]);
+  }
+  const buf = tuples.length ? Buffer.from(JSON.stringify(tuples).slice(1, -1)) : Buffer.alloc(0);
+  if (p.index.pins[p.bucket] === p) p.index.pins[p.bucket] = undefined;
+  return buf;
 }
 
 function collect(keys: Set<string> | undefined, files: Record<string, FileEntry>): (string | FileEntry)[] {
@@ -560,13 +540,13 @@ function collect(keys: Set<string> | undefined, files: Record<string, FileEntry>
   return items;
 }
 
-function addKey(cache: MappingCache, path: string, b = bucketOf(path)): void {
-  let set = cache.keys[b];
-  if (!set) cache.keys[b] = set = new Set();
+function addKey(index: MappingIndex, path: string, b = bucketOf(path)): void {
+  let set = index.keys[b];
+  if (!set) index.keys[b] = set = new Set();
   set.add(path);
 }
 
-function encodeHead(m: MappingState): Buffer {
+function encodeHead(m: MappingState): string {
   const head: Omit<MappingState, 'files'> = {
     dataSourceId: m.dataSourceId,
     root: m.root,
@@ -575,10 +555,10 @@ function encodeHead(m: MappingState): Buffer {
   };
   if (m.lastPass !== undefined) head.lastPass = m.lastPass;
   const json = JSON.stringify(head);
-  return Buffer.from(`${json.slice(0, -1)},"files":[`);
+  return `${json.slice(0, -1)},"files":[`;
 }
 
-/** The whole encoding as one string, without caches (tests, tools). */
+/** The whole encoding as one string (tests, tools). */
 export function encodeStateToString(state: StateFile): string {
   return Buffer.concat(new StateCodec().encode(state)).toString('utf8');
 }

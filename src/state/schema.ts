@@ -6,10 +6,15 @@
  * sha256, syncedAt] tuples (see codec.ts); use StateStore / readStateFile (store.ts) to read it.
  */
 
-export const STATE_VERSION = 1;
+export const STATE_VERSION = 2;
 
 export interface StateFile {
   version: typeof STATE_VERSION;
+  /**
+   * The last journal op this snapshot holds (journal.ts): at load, the journal's ops after
+   * it are replayed.
+   */
+  journalSeq: number;
   /** Keyed by mapping id (config `mappings[].id`, see config/). */
   mappings: Record<string, MappingState>;
 }
@@ -78,11 +83,3 @@ export type Intent =
     }
   | { kind: 'update'; id: string; startedAt: string; documentId: string; path: string; fromPath?: string }
   | { kind: 'delete'; id: string; startedAt: string; documentId: string; path: string };
-
-export function emptyMappingState(dataSourceId: string, root: string): MappingState {
-  return { dataSourceId, root, files: {}, intents: {}, rejected: {} };
-}
-
-export function emptyState(): StateFile {
-  return { version: STATE_VERSION, mappings: {} };
-}

@@ -1,9 +1,10 @@
 /** An in-memory StateWriter for the engine's unit tests. */
 import type { StateWriter } from '../../src/engine/executor.js';
-import { emptyMappingState, type Intent, type MappingState } from '../../src/state/schema.js';
+import { newMappingState } from '../../src/state/codec.js';
+import type { Intent, MappingState } from '../../src/state/schema.js';
 
 export class MemoryState implements StateWriter {
-  readonly m: MappingState = emptyMappingState('ds1', '/srv/share');
+  readonly m: MappingState = newMappingState('ds1', '/srv/share');
   private n = 0;
   setFile(_id: string, path: string, entry: MappingState['files'][string]): void {
     this.m.files[path] = entry;

@@ -33,10 +33,11 @@ describe('StateStore on a real file system', () => {
     store.setFile('m', 'a.txt', entry(1));
     await store.flush();
     expect(await mode(join(dir, 'nested', 'deeper'))).toBe(0o700);
-    expect(await mode(statePath)).toBe(0o600);
-    expect((await readdir(join(dir, 'nested', 'deeper'))).sort()).toEqual(['state.json', 'state.json.lock']);
+    // A durable write appends to the journal; the snapshot is written when the journal is folded.
+    expect(await mode(`${statePath}.journal`)).toBe(0o600);
+    expect((await readdir(join(dir, 'nested', 'deeper'))).sort()).toEqual(['state.json.journal', 'state.json.lock']);
     await store.close();
-    expect(await readdir(join(dir, 'nested', 'deeper'))).toEqual(['state.json']);
+    expect(await readdir(join(dir, 'nested', 'deeper'))).toEqual(['state.json.journal']);
   });
 
   it('restricts an existing state file that others can read', async () => {
@@ -51,6 +52,7 @@ describe('StateStore on a real file system', () => {
   it('removes temp files of an interrupted write when it opens', async () => {
     const statePath = join(dir, 'state.json');
     await writeFile(join(dir, 'state.json.tmp-999-abcd'), '{"version":1,"mapp');
+    await writeFile(join(dir, 'state.json.journal.tmp-999-abcd'), '0000');
     await writeFile(join(dir, 'unrelated.tmp-1'), 'keep');
     const store = await StateStore.open(statePath);
     expect((await readdir(dir)).sort()).toEqual(['state.json.lock', 'unrelated.tmp-1']);

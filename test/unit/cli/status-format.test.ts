@@ -139,7 +139,8 @@ describe('the daemon view', () => {
 
 function stateWith(): StateFile {
   return {
-    version: 1,
+    version: 2,
+    journalSeq: 0,
     mappings: {
       handbook: {
         dataSourceId: 'ds-1',

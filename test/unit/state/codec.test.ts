@@ -61,7 +61,7 @@ describe('state codec', () => {
   it('writes compact JSON with files as tuples', () => {
     const text = encodeStateToString(sample());
     expect(text).not.toContain('\n');
-    expect(text.startsWith('{"version":1,"mappings":{')).toBe(true);
+    expect(text.startsWith('{"version":2,"journalSeq":0,"mappings":{')).toBe(true);
     expect(text).toContain('["a.txt","doc-1",101,1700000000001.25,');
     expect(text).not.toContain('"documentId":"doc-2"'); // files carry no key names
   });
@@ -191,9 +191,9 @@ describe('state codec', () => {
   });
 
   it('refuses a file of a newer version with a clear error', () => {
-    expect(() => decodeState(FILE, '{"version":2,"mappings":{}}')).toThrow(StateVersionError);
-    expect(() => decodeState(FILE, '{"version":2,"mappings":{}}')).toThrow(
-      `state file ${FILE} was written by a newer dssync (version 2)`,
+    expect(() => decodeState(FILE, '{"version":3,"mappings":{}}')).toThrow(StateVersionError);
+    expect(() => decodeState(FILE, '{"version":3,"mappings":{}}')).toThrow(
+      `state file ${FILE} was written by a newer dssync (version 3)`,
     );
   });
 });

@@ -7,7 +7,7 @@ import { createLogger, type Logger } from '../../../src/log.js';
 import type { StateFileHandle, StateFs } from '../../../src/state/atomic-file.js';
 import type { Timers } from '../../../src/state/write-scheduler.js';
 
-type Op = 'open' | 'writev' | 'sync' | 'rename' | 'readFile';
+type Op = 'open' | 'writev' | 'sync' | 'rename' | 'readFile' | 'truncate';
 
 function fsError(code: string, op: string, path: string): NodeJS.ErrnoException {
   const messages: Record<string, string> = {
@@ -31,6 +31,8 @@ export class MemFs implements StateFs {
   readonly dirs = new Set<string>(['/']);
   /** Completed renames onto a path that does not look like a temp file: one per state write. */
   renames: string[] = [];
+  /** Paths of completed writev calls, in order (a journal append is one). */
+  writes: string[] = [];
   private faults: { op: Op; code: string; times: number }[] = [];
   private gates: { op: Op; wait: Promise<void> }[] = [];
 
@@ -56,7 +58,19 @@ export class MemFs implements StateFs {
     this.files.set(path, { data: Buffer.from(text), mode });
   }
 
+  /** Called before every step (the crash tests copy the disk there). */
+  onStep: ((op: Op, path: string) => void) | undefined;
+
+  /** A copy of the disk as it is now: what a crash at this moment would leave. */
+  image(): MemFs {
+    const copy = new MemFs();
+    for (const d of this.dirs) copy.dirs.add(d);
+    for (const [p, f] of this.files) copy.files.set(p, { data: Buffer.from(f.data), mode: f.mode });
+    return copy;
+  }
+
   private async step(op: Op, path: string): Promise<void> {
+    this.onStep?.(op, path);
     const gi = this.gates.findIndex((g) => g.op === op);
     if (gi >= 0) {
       const [g] = this.gates.splice(gi, 1);
@@ -80,17 +94,25 @@ export class MemFs implements StateFs {
     await this.step('open', path);
     if (flags === 'r') {
       if (!this.dirs.has(path) && !this.files.has(path)) throw fsError('ENOENT', 'open', path);
-      return { writev: async () => ({ bytesWritten: 0 }), sync: async () => undefined, close: async () => undefined };
+      return { writev: async () => ({ bytesWritten: 0 }), sync: async () => undefined, truncate: async () => undefined, close: async () => undefined };
     }
     if (!this.dirs.has(dirname(path))) throw fsError('ENOENT', 'open', path);
     if (flags.includes('x') && this.files.has(path)) throw fsError('EEXIST', 'open', path);
-    const file: MemFile = { data: Buffer.alloc(0), mode };
+    const existing = this.files.get(path);
+    if (flags === 'r+' && !existing) throw fsError('ENOENT', 'open', path);
+    // 'a' and 'r+' keep the file's content ('r+' is only used to truncate); 'w'/'wx' start empty.
+    const file: MemFile = (flags === 'a' || flags === 'r+') && existing ? existing : { data: Buffer.alloc(0), mode };
     this.files.set(path, file);
     return {
+      truncate: async (len: number) => {
+        await this.step('truncate', path);
+        file.data = file.data.subarray(0, len);
+      },
       writev: async (buffers: Buffer[]) => {
         await this.step('writev', path);
         const n = buffers.reduce((a, b) => a + b.length, 0);
         file.data = Buffer.concat([file.data, ...buffers]);
+        this.writes.push(path);
         return { bytesWritten: n };
       },
       sync: () => this.step('sync', path),

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { decodeState, encodeStateToString, newMappingState, newState } from '../../../src/state/codec.js';
+import { encodeStateToString, newMappingState, newState } from '../../../src/state/codec.js';
 import { StateCorruptError, StateVersionError, StateWriteError } from '../../../src/state/errors.js';
 import type { FileEntry } from '../../../src/state/schema.js';
 import { readStateFile, StateStore, type StateStoreOptions } from '../../../src/state/store.js';
 import { captureLogger, FakeTimers, MemFs, settle } from './fakes.js';
 
 const PATH = '/var/lib/dssync/state.json';
+const JOURNAL = `${PATH}.journal`;
 const T0 = Date.UTC(2026, 10, 22, 2, 14, 28, 123);
 
 function entry(i: number): FileEntry {
@@ -28,69 +29,71 @@ async function setup(opts: Partial<StateStoreOptions> & { fs?: MemFs } = {}) {
   });
   store.ensureMapping('docs', 'ds-1', '/srv/docs');
   await store.flush();
-  fs.renames = [];
+  fs.writes = [];
   /** What a restart would load. */
-  const onDisk = () => decodeState(PATH, fs.text(PATH) ?? '').state;
-  return { fs, timers, log, store, writeErrors, onDisk };
+  const onDisk = async () => (await readStateFile(PATH, fs)) ?? newState();
+  /** Durable writes that reached the disk: journal appends. */
+  const appends = () => fs.writes.filter((p) => p === JOURNAL);
+  return { fs, timers, log, store, writeErrors, onDisk, appends };
 }
 
 describe('StateStore coalescing', () => {
   it('several mutations make one write, after writeDelayMs', async () => {
-    const { fs, timers, store, onDisk } = await setup();
+    const { timers, store, onDisk, appends } = await setup();
     store.setFile('docs', 'a', entry(1));
     store.setFile('docs', 'b', entry(2));
     await timers.advance(100);
     store.deleteFile('docs', 'a');
     store.renameFile('docs', 'b', 'c', entry(3));
     await timers.advance(149);
-    expect(fs.renames).toHaveLength(0);
+    expect(appends()).toHaveLength(0);
     await timers.advance(1);
-    expect(fs.renames).toEqual([PATH]);
-    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['c']);
+    expect(appends()).toHaveLength(1);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['c']);
     await timers.advance(10_000);
-    expect(fs.renames).toHaveLength(1);
+    expect(appends()).toHaveLength(1);
   });
 
   it('a mutation made during a write is written by a second write', async () => {
-    const { fs, timers, store, onDisk } = await setup();
+    const { fs, timers, store, onDisk, appends } = await setup();
     store.setFile('docs', 'a', entry(1));
-    const release = fs.gate('rename');
+    const release = fs.gate('sync');
     await timers.advance(250); // write 1 started, waiting on its rename
     store.setFile('docs', 'b', entry(2));
     release();
     await settle();
-    expect(fs.renames).toHaveLength(1);
-    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['a']);
+    expect(appends()).toHaveLength(1);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['a']);
     await timers.advance(250);
-    expect(fs.renames).toHaveLength(2);
-    expect(Object.keys(onDisk().mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+    expect(appends()).toHaveLength(2);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
   });
 
   it('flush() covers every mutation made before it, even those made during a write in flight', async () => {
     const { fs, timers, store, onDisk } = await setup();
     store.setFile('docs', 'a', entry(1));
-    const release = fs.gate('rename');
+    const release = fs.gate('sync');
     await timers.advance(250);
     store.setFile('docs', 'b', entry(2));
     const flushed = store.flush();
     release();
     await flushed;
-    expect(Object.keys(onDisk().mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
   });
 
   it('endIntent, setRejected, clearRejected and setLastPass are coalesced like the rest', async () => {
-    const { fs, timers, store, onDisk } = await setup();
+    const { fs, timers, store, onDisk, appends } = await setup();
     const id = await store.beginIntent('docs', { kind: 'delete', documentId: 'd', path: 'p' });
-    fs.renames = [];
+    fs.writes = [];
     store.endIntent('docs', id);
     store.setRejected('docs', 'big.bin', { size: 1, mtimeMs: 2, status: 413, reason: 'too large', at: 't' });
     store.setRejected('docs', 'bad.exe', { size: 1, mtimeMs: 2, reason: 'type', at: 't' });
     store.clearRejected('docs', 'bad.exe');
     store.setLastPass('docs', { startedAt: 'a', finishedAt: 'b', ok: true, summary: { uploaded: 1 } });
-    expect(fs.renames).toHaveLength(0);
+    expect(appends()).toHaveLength(0);
     await timers.advance(250);
-    expect(fs.renames).toHaveLength(1);
-    const m = onDisk().mappings['docs'];
+    expect(appends()).toHaveLength(1);
+    const m = (await onDisk()).mappings['docs'];
     expect(Object.keys(m?.intents ?? {})).toEqual([]);
     expect(Object.keys(m?.rejected ?? {})).toEqual(['big.bin']);
     expect(m?.lastPass?.summary).toEqual({ uploaded: 1 });
@@ -100,24 +103,23 @@ describe('StateStore coalescing', () => {
 describe('StateStore intents', () => {
   it('beginIntent resolves only once the intent is on disk', async () => {
     const { fs, store, onDisk } = await setup();
-    const release = fs.gate('rename');
+    const release = fs.gate('sync');
     let id: string | undefined;
     const p = store.beginIntent('docs', { kind: 'upload', files: [{ path: 'a', size: 1, mtimeMs: 2, sha256: 'h' }] }).then((x) => (id = x));
     await settle();
-    expect(id).toBeUndefined();
-    expect(Object.keys(onDisk().mappings['docs']?.intents ?? {})).toEqual([]);
+    expect(id).toBeUndefined(); // written, not yet fsync'd
     release();
     await p;
     expect(id).toBeDefined();
-    const intent = onDisk().mappings['docs']?.intents[id as string];
+    const intent = (await onDisk()).mappings['docs']?.intents[id as string];
     expect(intent).toMatchObject({ kind: 'upload', id, startedAt: new Date(T0).toISOString() });
     expect(store.openIntents('docs').map((i) => i.id)).toEqual([id]);
   });
 
   it('many concurrent beginIntent calls share writes (group commit)', async () => {
-    const { fs, store, onDisk } = await setup();
+    const { fs, store, onDisk, appends } = await setup();
     store.setFile('docs', 'x', entry(1));
-    const release = fs.gate('rename');
+    const release = fs.gate('sync');
     const first = store.flush(); // a write in flight
     await settle();
     const ids = Promise.all(
@@ -127,8 +129,8 @@ describe('StateStore intents', () => {
     release();
     await first;
     const all = await ids;
-    expect(fs.renames).toHaveLength(2); // the one in flight, and one for all fifty
-    expect(Object.keys(onDisk().mappings['docs']?.intents ?? {}).sort()).toEqual([...all].sort());
+    expect(appends()).toHaveLength(2); // the one in flight, and one for all fifty
+    expect(Object.keys((await onDisk()).mappings['docs']?.intents ?? {}).sort()).toEqual([...all].sort());
   });
 
   it('when the intent cannot be written, beginIntent rejects and forgets it', async () => {
@@ -139,7 +141,7 @@ describe('StateStore intents', () => {
     expect(store.openIntents('docs')).toEqual([]);
     expect(writeErrors).toHaveLength(1);
     await store.flush();
-    expect(Object.keys(onDisk().mappings['docs']?.intents ?? {})).toEqual([]);
+    expect(Object.keys((await onDisk()).mappings['docs']?.intents ?? {})).toEqual([]);
   });
 
   it('validates intents and keeps only their known fields', async () => {
@@ -149,7 +151,7 @@ describe('StateStore intents', () => {
     ).rejects.toThrow(/intent for mapping docs: files\.0\.size/);
     const withExtra = { kind: 'delete', documentId: 'd', path: 'p', token: 'secret-token' } as const;
     const id = await store.beginIntent('docs', withExtra);
-    expect(JSON.stringify(onDisk())).not.toContain('secret-token');
+    expect(JSON.stringify((await onDisk()))).not.toContain('secret-token');
     expect(store.openIntents('docs')[0]?.id).toBe(id);
   });
 });
@@ -172,33 +174,41 @@ describe('StateStore write failures', () => {
     expect(writeErrors).toEqual([e]);
     expect(log.lines().some((l) => l['level'] === 50 && String(l['msg']).includes(PATH))).toBe(true);
     expect(fs.text(PATH)).toBe(before);
-    expect([...fs.files.keys()]).toEqual([PATH]); // no temp file left behind
+    expect([...fs.files.keys()]).toEqual([JOURNAL]); // no temp file left behind
     await store.flush();
     expect(store.lastWriteError).toBeUndefined();
-    expect(Object.keys(onDisk().mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
   });
 
   it('retries by itself with back-off after a failed timed write', async () => {
-    const { fs, timers, store, onDisk } = await setup();
+    const { fs, timers, store, onDisk, appends } = await setup();
     fs.fail('open', 'EACCES');
     store.setFile('docs', 'a', entry(1));
     await timers.advance(250);
     expect(store.lastWriteError?.errno).toBe('EACCES');
-    expect(fs.renames).toHaveLength(0);
+    expect(appends()).toHaveLength(0);
     await timers.advance(500);
-    expect(fs.renames).toHaveLength(1);
+    expect(appends()).toHaveLength(1);
     expect(store.lastWriteError).toBeUndefined();
-    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['a']);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['a']);
   });
 
-  it('a failure of the rename itself keeps the old file', async () => {
-    const { fs, store } = await setup();
-    const before = fs.text(PATH);
+  it('a failed fsync of the journal: the partial record is cut off, and the retry writes it once', async () => {
+    const { fs, store, onDisk } = await setup();
     store.setFile('docs', 'a', entry(1));
-    fs.fail('rename', 'EACCES');
-    await expect(store.flush()).rejects.toThrow(/EACCES/);
-    expect(fs.text(PATH)).toBe(before);
-    expect([...fs.files.keys()]).toEqual([PATH]);
+    await store.flush();
+    const good = fs.text(JOURNAL);
+    store.setFile('docs', 'b', entry(2));
+    fs.fail('sync', 'EIO');
+    await expect(store.flush()).rejects.toThrow(/EIO/);
+    expect(fs.text(JOURNAL)?.startsWith(good ?? '')).toBe(true);
+    store.setFile('docs', 'c', entry(3));
+    await store.flush();
+    // The records before, then one holding b (the failed one, cut off and written again) and c.
+    const records = (fs.text(JOURNAL) ?? '').split('\n').filter(Boolean);
+    expect(records).toHaveLength((good ?? '').split('\n').filter(Boolean).length + 1);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b', 'c']);
+    expect([...fs.files.keys()]).toEqual([JOURNAL]);
   });
 });
 
@@ -219,7 +229,7 @@ describe('StateStore open', () => {
     const again = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false });
     expect(again.mapping('docs')?.files['__proto__']).toEqual(entry(1));
     expect(again.mapping('docs')?.files['dir/ü.txt']).toEqual(entry(2));
-    expect(again.readStats?.bytes).toBe(Buffer.byteLength(fs.text(PATH) ?? ''));
+    expect(again.readStats?.journalBytes).toBe(Buffer.byteLength(fs.text(JOURNAL) ?? ''));
   });
 
   it('writes the file and its temp file with mode 0600, and restricts a more open file', async () => {
@@ -264,7 +274,7 @@ describe('StateStore open', () => {
     const err = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, onCorrupt: 'reset' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateVersionError);
     expect((err as Error).message).toBe(
-      `state file ${PATH} was written by a newer dssync (version 7); this dssync reads versions up to 1: upgrade dssync`,
+      `state file ${PATH} was written by a newer dssync (version 7); this dssync reads versions up to 2: upgrade dssync`,
     );
     expect(fs.text(PATH)).toBe('{"version":7,"mappings":{}}');
   });
@@ -299,7 +309,7 @@ describe('StateStore mappings', () => {
     const m = store.ensureMapping('docs', 'ds-1', '/mnt/docs');
     expect(m.files['a']).toEqual(entry(1));
     await store.flush();
-    expect(onDisk().mappings['docs']?.root).toBe('/mnt/docs');
+    expect((await onDisk()).mappings['docs']?.root).toBe('/mnt/docs');
   });
 
   it('ensureMapping resets a mapping that now points to another data source', async () => {
@@ -314,7 +324,7 @@ describe('StateStore mappings', () => {
     expect(Object.keys(m.rejected)).toEqual([]);
     expect(log.lines().some((l) => l['level'] === 40 && String(l['msg']).includes('ds-2'))).toBe(true);
     await store.flush();
-    expect(onDisk().mappings['docs']).toMatchObject({ dataSourceId: 'ds-2', files: {}, intents: {} });
+    expect((await onDisk()).mappings['docs']).toMatchObject({ dataSourceId: 'ds-2', files: {}, intents: {} });
   });
 
   it('removeMapping drops it from the file', async () => {
@@ -322,7 +332,7 @@ describe('StateStore mappings', () => {
     store.ensureMapping('other', 'ds-9', '/o');
     store.removeMapping('docs');
     await store.flush();
-    expect(Object.keys(onDisk().mappings)).toEqual(['other']);
+    expect(Object.keys((await onDisk()).mappings)).toEqual(['other']);
   });
 
   it('refuses values the file could not carry, naming them', async () => {
@@ -336,7 +346,7 @@ describe('StateStore mappings', () => {
     const { store, onDisk } = await setup();
     store.setFile('docs', 'a', { ...entry(1), token: 'secret-token' } as FileEntry);
     await store.flush();
-    expect(JSON.stringify(onDisk())).not.toContain('secret-token');
+    expect(JSON.stringify((await onDisk()))).not.toContain('secret-token');
   });
 
   it('random mutations: the file always decodes to exactly the state in memory', async () => {
@@ -355,31 +365,31 @@ describe('StateStore mappings', () => {
         else store.setFile('docs', p, entry(round * 1000 + i));
       }
       await store.flush();
-      expect(JSON.parse(JSON.stringify(onDisk()))).toEqual(JSON.parse(JSON.stringify({ version: 1, mappings: { docs: store.mapping('docs') } })));
+      expect(JSON.parse(JSON.stringify((await onDisk()).mappings))).toEqual(JSON.parse(JSON.stringify({ docs: store.mapping('docs') })));
     }
   });
 });
 
 describe('StateStore close', () => {
   it('flushes pending mutations and refuses later ones', async () => {
-    const { fs, store, onDisk } = await setup();
+    const { store, onDisk, appends } = await setup();
     store.setFile('docs', 'a', entry(1));
     await store.close();
-    expect(fs.renames).toHaveLength(1);
-    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['a']);
+    expect(appends()).toHaveLength(1);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['a']);
     expect(() => store.setFile('docs', 'b', entry(2))).toThrow(/closed/);
   });
 
   it('also writes what was changed while the final flush ran', async () => {
     const { fs, store, onDisk } = await setup();
     store.setFile('docs', 'a', entry(1));
-    const release = fs.gate('rename');
+    const release = fs.gate('sync');
     const closed = store.close();
     await settle();
     store.setFile('docs', 'b', entry(2));
     release();
     await closed;
-    expect(Object.keys(onDisk().mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
   });
 });
 
@@ -391,6 +401,6 @@ describe('StateStore directory', () => {
     fs.dirs.add('/');
     store.setFile('docs', 'a', entry(1));
     await store.flush();
-    expect(Object.keys(onDisk().mappings['docs']?.files ?? {})).toEqual(['a']);
+    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['a']);
   });
 });

@@ -1,0 +1,126 @@
+/**
+ * Every change of the state, as a value (DESIGN §4). The store turns each mutation into an
+ * op and hands it to applyOp, which is the only code that changes the in-memory state: it
+ * also tells the snapshot encoder (StateCodec) what changed, so a change can no longer
+ * forget to keep the encoder's copy-on-write right. The same op is then appended to the
+ * journal (journal.ts), and replayed through applyOp again at the next start.
+ *
+ * Ops are JSON arrays (compact in the journal). Each one assigns or removes a value, so the
+ * result of a replay is the result of the original calls.
+ */
+import { z } from 'zod';
+import {
+  IntentSchema,
+  PassRecordSchema,
+  RejectedSchema,
+  entryFromTuple,
+  entryToTuple,
+  newMappingState,
+  type FileTuple,
+  type StateCodec,
+} from './codec.js';
+import type { FileEntry, Intent, PassRecord, RejectedFile, StateFile } from './schema.js';
+
+export type StateOp =
+  /** ensureMapping: the same data source keeps the mapping (root updated); another resets it. */
+  | ['map', mappingId: string, dataSourceId: string, root: string]
+  | ['unmap', mappingId: string]
+  | ['set', mappingId: string, path: string, entry: FileTuple]
+  | ['del', mappingId: string, path: string]
+  | ['intent', mappingId: string, intent: Intent]
+  | ['endIntent', mappingId: string, intentId: string]
+  | ['reject', mappingId: string, path: string, rejected: RejectedFile]
+  | ['unreject', mappingId: string, path: string]
+  | ['pass', mappingId: string, pass: PassRecord];
+
+export function setFileOp(mappingId: string, path: string, entry: FileEntry): StateOp {
+  return ['set', mappingId, path, entryToTuple(entry)];
+}
+
+/**
+ * Applies one op to `state` (and to the encoder's caches, when given). Ops on a mapping
+ * that does not exist are ignored (the store never makes them; a replay may meet one only
+ * after the mapping was removed later in the same journal).
+ */
+export function applyOp(state: StateFile, codec: StateCodec | undefined, op: StateOp): void {
+  const id = op[1];
+  const mappings = state.mappings;
+  if (op[0] === 'map') {
+    const m = mappings[id];
+    if (m && m.dataSourceId === op[2]) {
+      if (m.root !== op[3]) {
+        m.root = op[3];
+        codec?.headChanged(id);
+      }
+      return;
+    }
+    const fresh = newMappingState(op[2], op[3]);
+    mappings[id] = fresh;
+    codec?.indexMapping(id, fresh);
+    return;
+  }
+  if (op[0] === 'unmap') {
+    if (!(id in mappings)) return;
+    delete mappings[id];
+    codec?.mappingRemoved(id);
+    return;
+  }
+  const m = mappings[id];
+  if (!m) return;
+  switch (op[0]) {
+    case 'set':
+    case 'del': {
+      const entry = op[0] === 'set' ? entryFromTuple(op[3]) : undefined;
+      if (codec) codec.setFile(id, m, op[2], entry);
+      else if (entry) m.files[op[2]] = entry;
+      else delete m.files[op[2]];
+      return;
+    }
+    case 'intent':
+      m.intents[op[2].id] = op[2];
+      break;
+    case 'endIntent':
+      if (!(op[2] in m.intents)) return;
+      delete m.intents[op[2]];
+      break;
+    case 'reject':
+      m.rejected[op[2]] = op[3];
+      break;
+    case 'unreject':
+      if (!(op[2] in m.rejected)) return;
+      delete m.rejected[op[2]];
+      break;
+    case 'pass':
+      m.lastPass = op[2];
+      break;
+  }
+  codec?.headChanged(id);
+}
+
+const str = z.string();
+const FileTupleSchema = z.tuple([z.string(), z.number(), z.number(), z.string(), z.string()]);
+const OpSchema = z.union([
+  z.tuple([z.literal('map'), str, str, str]),
+  z.tuple([z.literal('unmap'), str]),
+  z.tuple([z.literal('set'), str, str, FileTupleSchema]),
+  z.tuple([z.literal('del'), str, str]),
+  z.tuple([z.literal('intent'), str, IntentSchema]),
+  z.tuple([z.literal('endIntent'), str, str]),
+  z.tuple([z.literal('reject'), str, str, RejectedSchema]),
+  z.tuple([z.literal('unreject'), str, str]),
+  z.tuple([z.literal('pass'), str, PassRecordSchema]),
+]);
+
+/** Checks an op read back from the journal; undefined when it is not one. */
+export function parseOp(v: unknown): StateOp | undefined {
+  // The hot case of a replay (file changes) without zod.
+  if (Array.isArray(v) && v[0] === 'set' && v.length === 4 && typeof v[1] === 'string' && typeof v[2] === 'string') {
+    const t: unknown = v[3];
+    if (Array.isArray(t) && t.length === 5 && typeof t[0] === 'string' && typeof t[1] === 'number' && typeof t[2] === 'number' && typeof t[3] === 'string' && typeof t[4] === 'string') {
+      return v as StateOp;
+    }
+    return undefined;
+  }
+  const r = OpSchema.safeParse(v);
+  return r.success ? (r.data as StateOp) : undefined;
+}
