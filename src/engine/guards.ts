@@ -26,7 +26,7 @@ export type GuardVerdict =
   | { ok: false; kind: 'outage' | 'mass-delete'; deletes: number; message: string };
 
 export function checkGuards(g: GuardInput): GuardVerdict {
-  const deletes = g.ops.filter((o) => o.kind === 'delete' && (o.reason === 'deleted-locally' || o.reason === 'not-in-folder')).length;
+  const deletes = countDeletes(g.ops);
   if (g.rootStatus !== 'ok') {
     const what = { missing: 'is missing', 'not-a-directory': 'is not a folder', unreadable: 'cannot be read' }[g.rootStatus];
     return {
@@ -54,4 +54,19 @@ export function checkGuards(g: GuardInput): GuardVerdict {
     };
   }
   return { ok: true, deletes };
+}
+
+/**
+ * Deletions that take something away: documents of files deleted locally, foreign ones
+ * pruned, and every document without dssync metadata (ours only by an upload intent or the
+ * state's word), whatever the reason, in a replace too. A duplicate or stale version that
+ * carries our metadata is not counted: its file is still in the data source.
+ */
+export function countDeletes(ops: readonly Op[]): number {
+  let n = 0;
+  for (const o of ops) {
+    if (o.kind === 'delete' && (o.reason === 'deleted-locally' || o.reason === 'not-in-folder' || o.unmarked)) n++;
+    else if (o.kind === 'replace') n += o.unmarkedOld ?? 0;
+  }
+  return n;
 }

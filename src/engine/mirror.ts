@@ -7,7 +7,7 @@ import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import type { DocumentRecord } from '../api/records.js';
 import type { Logger } from '../log.js';
-import type { MappingState, PassRecord } from '../state/schema.js';
+import type { Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
 import { executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
 import { checkGuards, type GuardVerdict, type RootStatus } from './guards.js';
@@ -114,8 +114,38 @@ export interface PassReport {
  */
 const HASH_CONCURRENCY = 16;
 
+/**
+ * How long after an upload request ended its intent stays open (docs/reliability.md, "Upload
+ * intents"). A service may commit an upload after the client gave up on its answer; while
+ * the intent is open, such a late document (no metadata, our full name and size) is
+ * recognised as ours and adopted or deleted as a duplicate. Closed only by a full listing
+ * begun at least this long after the request ended.
+ */
+export const INTENT_SETTLE_MS = 60_000;
+
 export class Mirror {
-  constructor(private readonly d: MirrorDeps) {}
+  /** When this process began: every request of an earlier process had ended by then. */
+  private readonly createdAt: number;
+  /** When the last execution of this process returned: its requests had all ended. */
+  private lastExecutionEnd: number | undefined;
+
+  constructor(private readonly d: MirrorDeps) {
+    this.createdAt = d.now();
+  }
+
+  /**
+   * True when a listing begun at `listedAt` is late enough to show everything the intent's
+   * request did. An intent of an earlier process (a crash, a kill) ended at the latest when
+   * that process did, which was before its own start time plus what it ran; its start is
+   * the best bound kept, so the window runs from it.
+   */
+  private settledAt(listedAt: number): (intent: Intent) => boolean {
+    return (intent) => {
+      const started = Date.parse(intent.startedAt);
+      const ended = started < this.createdAt || this.lastExecutionEnd === undefined ? started : Math.max(started, this.lastExecutionEnd);
+      return listedAt >= ended + INTENT_SETTLE_MS;
+    };
+  }
 
   get mappingId(): string {
     return this.d.spec.mappingId;
@@ -148,6 +178,7 @@ export class Mirror {
     for (let round = 1; round <= maxRounds; round++) {
       // The walk (disk) and the listing (network) are independent: done side by side, a
       // restart over 100,000 files waits for the longer of the two, not for both.
+      const listedAt = this.d.now();
       const [scan, remote] = await Promise.all([
         scope ? this.d.local.scanScope(scope) : this.d.local.scan(),
         scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal }),
@@ -164,6 +195,7 @@ export class Mirror {
         desired: (f) => documentFields(spec, f),
         prune: spec.prune,
         untouchable,
+        settled: this.settledAt(listedAt),
       });
       const verdict = checkGuards({
         root: spec.root,
@@ -201,6 +233,7 @@ export class Mirror {
         onOp: this.d.onOp,
         root: spec.root,
       });
+      this.lastExecutionEnd = this.d.now();
       addCounts(report, result);
       report.failures = [...result.failures, ...result.rejected];
       if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);

@@ -11,10 +11,9 @@
  * - An upload lands without metadata (the update that adds it is a second request); until
  *   the upload's intent is resolved, an unmarked document named like one of its files is ours.
  */
-import { posix } from 'node:path';
 import { formNameForms } from '../api/form-name.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
-import type { FileEntry, IntentFile, MappingState } from '../state/schema.js';
+import type { FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
 
@@ -60,6 +59,13 @@ export interface PlanInput {
    * written, under an unreadable folder): their documents and state are left as they are.
    */
   untouchable?: ((path: string) => boolean) | undefined;
+  /**
+   * True when an open intent's settle window has passed at the time of this listing (the
+   * mirror decides, from its clock): a request whose answer was lost may still be committed
+   * by the service after the client gave up, so a listing taken too soon does not show its
+   * outcome. Undefined: every intent is settled (tests of the content rules).
+   */
+  settled?: ((intent: Intent) => boolean) | undefined;
 }
 
 export type DeleteReason = 'deleted-locally' | 'duplicate' | 'stale-version' | 'not-in-folder';
@@ -68,12 +74,13 @@ export type Op =
   /** A new file: upload it, then set its metadata. */
   | { kind: 'upload'; path: string; file: HashedFile }
   /** Changed content: upload the new version, set its metadata, then delete the old documents. */
-  | { kind: 'replace'; path: string; file: HashedFile; oldDocumentIds: string[] }
+  | { kind: 'replace'; path: string; file: HashedFile; oldDocumentIds: string[]; unmarkedOld?: number }
   /** Same content at a new path: update name, url and metadata of the existing document. */
   | { kind: 'rename'; from: string; path: string; documentId: string; file: HashedFile }
   /** The document is right but its name, url or metadata are not. */
   | { kind: 'update-meta'; path: string; documentId: string; file: HashedFile }
-  | { kind: 'delete'; path: string; documentId: string; reason: DeleteReason }
+  /** `unmarked`: the document carries no dssync metadata (ours by an intent or the state). */
+  | { kind: 'delete'; path: string; documentId: string; reason: DeleteReason; unmarked?: boolean }
   /** State only: record that `documentId` holds this file (no remote write). */
   | { kind: 'adopt'; path: string; documentId: string; file: HashedFile }
   /** State only: drop the entry of a path that has neither a file nor a document. */
@@ -183,7 +190,7 @@ export function planMirror(input: PlanInput): PlanResult {
     const entry = state.files[path];
 
     if (!file) {
-      for (const d of docs) ops.push({ kind: 'delete', path, documentId: d.id, reason: 'deleted-locally' });
+      for (const d of docs) ops.push(deleteOp(path, d, 'deleted-locally'));
       // When a rename took the document, the rename moves the state entry.
       const renamedAway = entry !== undefined && consumed.has(entry.documentId);
       if (docs.length === 0 && entry && !renamedAway) ops.push({ kind: 'forget', path });
@@ -194,7 +201,7 @@ export function planMirror(input: PlanInput): PlanResult {
     if (good) {
       for (const d of docs) {
         if (d.id === good.id) continue;
-        ops.push({ kind: 'delete', path, documentId: d.id, reason: d.sha256 === file.sha256 ? 'duplicate' : 'stale-version' });
+        ops.push(deleteOp(path, d, d.sha256 === file.sha256 ? 'duplicate' : 'stale-version'));
       }
       const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file)));
       if (needsMeta) {
@@ -210,7 +217,7 @@ export function planMirror(input: PlanInput): PlanResult {
     const source = renames.get(path);
     if (source) {
       ops.push({ kind: 'rename', from: source.path, path, documentId: source.id, file });
-      for (const d of docs) ops.push({ kind: 'delete', path, documentId: d.id, reason: 'stale-version' });
+      for (const d of docs) ops.push(deleteOp(path, d, 'stale-version'));
       continue;
     }
 
@@ -222,7 +229,8 @@ export function planMirror(input: PlanInput): PlanResult {
       continue;
     }
 
-    if (docs.length > 0) ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id) });
+    const unmarkedOld = docs.filter((d) => d.fromIntent).length;
+    if (docs.length > 0) ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
     else ops.push({ kind: 'upload', path, file });
   }
 
@@ -231,11 +239,22 @@ export function planMirror(input: PlanInput): PlanResult {
     for (const d of foreign) ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'not-in-folder' });
   }
 
-  // A full listing accounts for everything an interrupted write may have done: once this
-  // plan's operations are carried out, every open intent is settled.
-  const resolvedIntentIds = full ? Object.keys(state.intents) : [];
+  // A full listing taken after an intent's settle window accounts for everything its write
+  // may have done: once this plan's operations are carried out, the intent is closed. An
+  // upload intent with a file set aside in this pass (too large, unreadable, being written)
+  // stays open: what its earlier upload left must still be recognised when the file returns.
+  const settled = input.settled ?? ((): boolean => true);
+  const resolvedIntentIds = full
+    ? Object.values(state.intents)
+        .filter((i) => settled(i) && (i.kind !== 'upload' || !i.files.some((f) => untouchable(f.path))))
+        .map((i) => i.id)
+    : [];
 
   return { ops, unchanged, skippedRejected, resolvedIntentIds, ourDocumentCount };
+}
+
+function deleteOp(path: string, d: KnownDoc, reason: DeleteReason): Op {
+  return { kind: 'delete', path, documentId: d.id, reason, ...(d.fromIntent ? { unmarked: true } : {}) };
 }
 
 /** The document to keep for a file: same content; the state's choice first, then the lowest id. */
@@ -275,14 +294,15 @@ function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string
     return { byPath, foreign, ourDocumentCount: Object.keys(input.state.files).length };
   }
 
-  // Unmarked documents that an open upload intent may have created, by the name sent.
+  // Unmarked documents that an open upload intent may have created, by the full name sent
+  // (in every form the multipart encoding may leave it, form-name.ts). A base name alone is
+  // never evidence: a person's `report.txt` is not our `sub/report.txt`.
   const intentFiles = new Map<string, IntentFile[]>();
-  for (const intent of Object.values(input.state.intents)) {
+  const byAge = Object.values(input.state.intents).sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
+  for (const intent of byAge) {
     if (intent.kind !== 'upload') continue;
     for (const f of intent.files) {
-      // The service may report the name as the multipart encoding left it (form-name.ts).
-      const sent = documentName(f.path);
-      const keys = new Set([f.path, posix.basename(f.path), sent, posix.basename(sent)].flatMap((k) => formNameForms(k)));
+      const keys = new Set([f.path, documentName(f.path)].flatMap((k) => formNameForms(k)));
       for (const key of keys) {
         const list = intentFiles.get(key) ?? [];
         list.push(f);
@@ -309,19 +329,9 @@ function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string
       continue;
     }
     if (!meta && doc.name !== undefined) {
-      const name = doc.name.normalize('NFC');
-      const candidates = intentFiles.get(name);
-      const match = candidates?.length === 1 ? candidates[0] : candidates?.find((f) => f.path === name);
+      const match = intentMatch(doc, intentFiles.get(doc.name.normalize('NFC')));
       if (match) {
         add({ doc, id: doc.id, path: match.path, sha256: match.sha256, fromIntent: true });
-        ourDocumentCount++;
-        continue;
-      }
-      if (candidates && candidates.length > 1) {
-        // Several files of open uploads share this base name: the document is ours but we
-        // cannot tell which content it holds, so it is planned as a stale version.
-        const first = candidates[0]!;
-        add({ doc, id: doc.id, path: first.path, sha256: undefined, fromIntent: true });
         ourDocumentCount++;
         continue;
       }
@@ -329,4 +339,29 @@ function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string
     foreign.push(doc);
   }
   return { byPath, foreign, ourDocumentCount };
+}
+
+/**
+ * The file of an open upload intent that an unmarked document provably is: same full name
+ * (the caller looked it up by name) and the same size as the file sent. A service that
+ * reports no size gives no evidence: the document is left alone (at worst a duplicate of
+ * ours stays, never a person's document renamed or deleted). Several files of open intents
+ * with this name and size (the same path sent twice): the newest intent's file.
+ */
+function intentMatch(doc: DocumentRecord, candidates: readonly IntentFile[] | undefined): IntentFile | undefined {
+  if (!candidates || candidates.length === 0) return undefined;
+  const size = documentSize(doc);
+  if (size === undefined) return undefined;
+  const same = candidates.filter((f) => f.size === size);
+  return same[same.length - 1];
+}
+
+/** The document's size in bytes as the service reports it, if it does. */
+export function documentSize(doc: DocumentRecord): number | undefined {
+  for (const k of ['size', 'file_size', 'fileSize', 'size_bytes', 'bytes']) {
+    const v = doc.raw[k];
+    if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
+    if (typeof v === 'string' && /^\d+$/.test(v)) return Number(v);
+  }
+  return undefined;
 }

@@ -12,6 +12,8 @@ export interface FakeDoc {
   name: string;
   url?: string;
   metadata: JsonObject;
+  /** Bytes, as the service reports it (the emulator does); absent: the service says nothing. */
+  size?: number;
   /** The disk path it was uploaded from (tests assert on it). */
   uploadedFrom?: string;
 }
@@ -81,7 +83,7 @@ export class FakeApi implements DatastoreApi {
   }
   uploadDocuments(_ds: string, files: UploadFile[]): Promise<DocumentRecord[]> {
     return this.call('uploadDocuments', files, () =>
-      files.map((f) => this.record(this.add({ name: this.baseNamesOnly ? basename(f.name) : f.name, metadata: {}, uploadedFrom: f.path }))),
+      files.map((f) => this.record(this.add({ name: this.baseNamesOnly ? basename(f.name) : f.name, metadata: {}, uploadedFrom: f.path, ...(f.expectedSize === undefined ? {} : { size: f.expectedSize }) }))),
     );
   }
   updateDocument(_ds: string, id: string, update: DocumentUpdate): Promise<DocumentRecord> {

@@ -53,7 +53,7 @@ describe('planMirror after a lost upload answer', () => {
         intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path, size: 3, mtimeMs: 1, sha256: 'h1' }] } },
         rejected: {},
       },
-      remote: [rec('d-1', 'new%0Aline.txt')],
+      remote: [{ ...rec('d-1', 'new%0Aline.txt'), raw: { size: 3 } }],
       desired: (f) => documentFields({ mappingId: 'm1', root: '/s' }, f),
       prune: 'ours',
     });

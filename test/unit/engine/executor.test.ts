@@ -104,17 +104,19 @@ describe('executePlan', () => {
     expectConverged(api, local);
   });
 
-  it('a lost upload answer on a service that keeps only base names is settled too', async () => {
+  it('a lost upload answer on a service that keeps only base names: the unmarked document is never claimed on a base name (defect 1)', async () => {
     const api = new FakeApi();
     api.baseNamesOnly = true;
     const state = new MemoryState();
     const local = files(2, 'dir/sub/');
     api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
     await pass(api, state, local);
+    const landed = api.list().map((d) => ({ ...d }));
     api.failAfter = () => undefined;
     await pass(api, state, local);
-    expect(api.count('uploadDocuments')).toBe(1);
-    expectConverged(api, local);
+    // Uploaded again rather than renaming a document that a person may have made.
+    expect(api.count('uploadDocuments')).toBe(2);
+    for (const d of landed) expect(api.docs.get(d.id)).toEqual(d);
   });
 
   it('a crash between upload and metadata (intent open) converges on the next pass', async () => {

@@ -47,4 +47,12 @@ describe('checkGuards', () => {
     const ops: Op[] = deletes(60).map((o) => ({ ...(o as Extract<Op, { kind: 'delete' }>), reason: 'duplicate' }));
     expect(checkGuards({ ...base, ops })).toMatchObject({ ok: true, deletes: 0 });
   });
+
+  it('deletions of unmarked documents count, whatever the reason, in a replace too (issue 9, defect 1)', () => {
+    const ops: Op[] = [
+      ...deletes(6).map((o) => ({ ...(o as Extract<Op, { kind: 'delete' }>), reason: 'duplicate' as const, unmarked: true })),
+      { kind: 'replace', path: 'r.txt', file: { path: 'r.txt', diskPath: '/r', size: 1, mtimeMs: 1, sha256: 'h' }, oldDocumentIds: ['a', 'b', 'c', 'd', 'e'], unmarkedOld: 5 },
+    ];
+    expect(checkGuards({ ...base, knownDocuments: 20, ops })).toMatchObject({ ok: false, kind: 'mass-delete', deletes: 11 });
+  });
 });

@@ -18,8 +18,9 @@ function ours(id: string, path: string, sha256: string, size = 10, mtimeMs = 100
   const f = documentFields(spec, { path, sha256, size, mtimeMs });
   return { id, name: f.name, url: f.url, metadata: f.metadata, raw: {} };
 }
-function unmarked(id: string, name: string): DocumentRecord {
-  return { id, name, metadata: {}, raw: {} };
+/** A document without dssync metadata; `size` as the service reports it (absent: it says nothing). */
+function unmarked(id: string, name: string, size?: number): DocumentRecord {
+  return { id, name, metadata: {}, raw: size === undefined ? {} : { size } };
 }
 
 interface Case {
@@ -207,25 +208,52 @@ describe('planMirror', () => {
       {
         local: [local('dir/a.txt', 'h1')],
         intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'dir/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
-        remote: [unmarked('d7', 'dir/a.txt')],
+        remote: [unmarked('d7', 'dir/a.txt', 10)],
       },
       ['update-meta d7 dir/a.txt'],
     ],
     [
-      'an upload whose answer was lost, on a service that keeps only the base name',
+      'defect 1: an unmarked document with only the base name of an open intent is not ours (left alone)',
       {
         local: [local('dir/a.txt', 'h1')],
         intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'dir/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
-        remote: [unmarked('d7', 'a.txt')],
+        remote: [unmarked('d7', 'a.txt', 10)],
       },
-      ['update-meta d7 dir/a.txt'],
+      ['upload dir/a.txt'],
+    ],
+    [
+      'defect 1: same full name as an open intent but another size: a person\'s document, left alone even when the file changed',
+      {
+        local: [local('sub/report.txt', 'h2', 12, 2000)],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/report.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        remote: [unmarked('x1', 'sub/report.txt', 11)],
+      },
+      ['upload sub/report.txt'],
+    ],
+    [
+      'defect 1: a service that reports no size gives no evidence: the unmarked document is left alone',
+      {
+        local: [local('a.txt', 'h1')],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        remote: [unmarked('x1', 'a.txt')],
+      },
+      ['upload a.txt'],
+    ],
+    [
+      'defect 1: a file deleted while its intent is open: only the document of our name and size is deleted',
+      {
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/report.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        remote: [unmarked('x1', 'report.txt', 10), unmarked('x2', 'sub/report.txt', 99), unmarked('d7', 'sub/report.txt', 10)],
+        prune: 'ours',
+      },
+      ['delete d7 sub/report.txt (deleted-locally)'],
     ],
     [
       'an upload sent twice after a lost answer: one kept, the other deleted',
       {
         local: [local('a.txt', 'h1')],
         intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
-        remote: [unmarked('d7', 'a.txt'), unmarked('d8', 'a.txt')],
+        remote: [unmarked('d7', 'a.txt', 10), unmarked('d8', 'a.txt', 10)],
       },
       ['delete d8 a.txt (duplicate)', 'update-meta d7 a.txt'],
     ],
@@ -234,7 +262,7 @@ describe('planMirror', () => {
       {
         local: [local('a.txt', 'h2')],
         intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
-        remote: [unmarked('d7', 'a.txt')],
+        remote: [unmarked('d7', 'a.txt', 10)],
       },
       ['replace a.txt (old d7)'],
     ],
@@ -242,7 +270,7 @@ describe('planMirror', () => {
       'an interrupted upload of a file deleted since: the document is deleted',
       {
         intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
-        remote: [unmarked('d7', 'a.txt')],
+        remote: [unmarked('d7', 'a.txt', 10)],
       },
       ['delete d7 a.txt (deleted-locally)'],
     ],

@@ -1,0 +1,131 @@
+/**
+ * Issue 9, defects 1 and 2 at the mirror's level: the settle window of upload intents (fake
+ * clock), a late-landing upload recognised as ours, and a skipped file keeping its intent.
+ */
+import { describe, expect, it } from 'vitest';
+import { Mirror, INTENT_SETTLE_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import type { LocalFileInfo } from '../../../src/engine/plan.js';
+import type { Intent, MappingState, PassRecord } from '../../../src/state/schema.js';
+import { FakeApi, apiError } from '../../helpers/fake-api.js';
+import { MemoryState } from '../../helpers/memory-state.js';
+
+class Clock {
+  t = Date.parse('2026-11-23T00:00:00Z');
+  now = (): number => this.t;
+}
+
+class State extends MemoryState implements MirrorState {
+  constructor(private readonly clock: Clock) {
+    super();
+  }
+  override async beginIntent(id: string, intent: Omit<Intent, 'id' | 'startedAt'>): Promise<string> {
+    const key = await super.beginIntent(id, intent);
+    this.m.intents[key]!.startedAt = new Date(this.clock.now()).toISOString();
+    return key;
+  }
+  ensureMapping(): MappingState {
+    return this.m;
+  }
+  setLastPass(_id: string, _p: PassRecord): void {}
+  async flush(): Promise<void> {}
+}
+
+class Local implements LocalSide {
+  files = new Map<string, LocalFileInfo>();
+  unreadable = new Set<string>();
+  put(path: string, sha256: string, size = 10): void {
+    this.files.set(path, { path, diskPath: `/srv/share/${path}`, size, mtimeMs: 1000, sha256 });
+  }
+  async scan(): Promise<ScanResult> {
+    const files = new Map([...this.files].filter(([p]) => !this.unreadable.has(p)).map(([p, f]) => [p, { ...f, sha256: undefined }]));
+    return { rootStatus: 'ok', files, skipped: [...this.unreadable].map((path) => ({ path, reason: 'unreadable' })), unreadableDirs: [] };
+  }
+  scanScope(): Promise<ScanResult> {
+    return this.scan();
+  }
+  async hash(f: LocalFileInfo): Promise<{ sha256: string; size: number; mtimeMs: number }> {
+    const g = this.files.get(f.path)!;
+    return { sha256: g.sha256!, size: g.size, mtimeMs: g.mtimeMs };
+  }
+}
+
+const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
+
+function setup() {
+  const clock = new Clock();
+  const api = new FakeApi();
+  const state = new State(clock);
+  const local = new Local();
+  const mirror = new Mirror({
+    spec: { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune: 'ours', maxDeletePercent: 50, massDeleteMinimum: 10, batchFiles: 10, batchBytes: 1e9, concurrency: 2 },
+    api,
+    state,
+    local,
+    logger: silent,
+    now: clock.now,
+  });
+  return { clock, api, state, local, mirror };
+}
+
+describe('upload intents (issue 9, defect 2)', () => {
+  it('a clean pass inside the settle window keeps the intent; a late-landing upload is then deleted as our duplicate', async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('sub/report.txt', 'h1');
+    // The answer is lost and nothing is visible yet: the service commits it later.
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    const first = await mirror.fullPass({ maxRounds: 1 });
+    expect(first.needsFullPass).toBe(true);
+    api.failBefore = () => undefined;
+    clock.t += 1000;
+    const second = await mirror.fullPass();
+    expect(second.ok).toBe(true);
+    expect(api.count('uploadDocuments')).toBe(2);
+    // The first upload's intent is still open: its window has not passed.
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    // The service commits the first upload now, after the client gave up.
+    const late = api.add({ name: 'sub/report.txt', metadata: {}, size: 10 });
+    clock.t += 1000;
+    await mirror.fullPass();
+    expect(api.docs.has(late.id)).toBe(false);
+    expect(api.list()).toHaveLength(1);
+    // Past the window, a clean full pass closes it.
+    clock.t += INTENT_SETTLE_MS;
+    await mirror.fullPass();
+    expect(state.m.intents).toEqual({});
+  });
+
+  it('a person\'s document with the base name of an open intent is never renamed or deleted (defect 1)', async () => {
+    const { clock, api, local, mirror } = setup();
+    local.put('sub/report.txt', 'h1');
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_CONNECTION', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failBefore = () => undefined;
+    const theirs = api.add({ name: 'report.txt', metadata: {}, size: 10 });
+    const theirsToo = api.add({ name: 'sub/report.txt', metadata: {}, size: 99 });
+    for (let i = 0; i < 3; i++) {
+      clock.t += 1000;
+      local.put('sub/report.txt', `h${i + 2}`, 20 + i);
+      await mirror.fullPass();
+    }
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    expect(api.docs.get(theirsToo.id)).toEqual(theirsToo);
+  });
+
+  it('a file skipped in the pass keeps its intent, so its earlier upload is still recognised', async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('a.txt', 'h1');
+    api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failAfter = () => undefined;
+    local.unreadable.add('a.txt');
+    clock.t += 2 * INTENT_SETTLE_MS;
+    await mirror.fullPass();
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    local.unreadable.clear();
+    clock.t += 1000;
+    await mirror.fullPass();
+    expect(api.count('uploadDocuments')).toBe(1);
+    expect(api.list()).toHaveLength(1);
+    expect(api.list()[0]!.metadata['dssync_path']).toBe('a.txt');
+  });
+});
