@@ -12,7 +12,7 @@
  * - `block-main-thread-after-ms=MS` — MS milliseconds after the daemon started, the main
  *   thread blocks for good (a hung event loop that only the watchdog can end).
  */
-import { access, writeFile } from 'node:fs/promises';
+import { access, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export type PausePoint = 'before-hash' | 'upload-open' | 'upload-send';
@@ -47,7 +47,10 @@ export async function testPause(point: PausePoint, detail: unknown): Promise<voi
   if (dir === undefined) return;
   const n = counters.get(point) ?? 0;
   counters.set(point, n + 1);
-  await writeFile(join(dir, `${point}.${n}.paused`), JSON.stringify(detail));
+  // Written aside then renamed: a test never reads half a file.
+  const paused = join(dir, `${point}.${n}.paused`);
+  await writeFile(`${paused}.tmp`, JSON.stringify(detail));
+  await rename(`${paused}.tmp`, paused);
   const resume = join(dir, `${point}.${n}.resume`);
   for (;;) {
     try {

@@ -17,6 +17,8 @@ import { collectGarbage } from './reclaim.js';
 import type { DaemonStatus } from './status.js';
 import { startStatusServer, type RunningStatusServer } from './status-server.js';
 import { realTimers, type Timers } from './timers.js';
+import { startWatchdog, watchdogSecondsFromEnv, type RunningWatchdog } from './watchdog.js';
+import { testBlockMainThread } from '../test-hooks.js';
 
 /**
  * How long a pass in progress may go on after SIGTERM before its requests are aborted. Short:
@@ -53,6 +55,7 @@ export class Daemon {
   private readonly timers: Timers;
   private readonly controller = new AbortController();
   private reclaimTimer: unknown;
+  private watchdog: RunningWatchdog | undefined;
 
   private constructor(private readonly o: DaemonOptions) {
     this.timers = o.timers ?? realTimers;
@@ -66,6 +69,7 @@ export class Daemon {
     d.config = requireMappings(o.loadConfig());
     d.store = await StateStore.open(d.config.statePath, { logger: o.logger, onCorrupt: 'reset' });
     try {
+      d.startWatchdog();
       d.client = d.newClient(d.config);
       if (d.config.status.listen) {
         d.server = await startStatusServer({
@@ -82,8 +86,19 @@ export class Daemon {
     } catch (e) {
       await d.server?.close();
       await d.store.close();
+      await d.watchdog?.stop();
       throw e;
     }
+  }
+
+  /** A hung event loop ends the process so that systemd restarts it (watchdog.ts). */
+  private startWatchdog(): void {
+    const { seconds, problem } = watchdogSecondsFromEnv();
+    if (problem) this.o.logger.warn(problem);
+    this.watchdog = startWatchdog({ timeoutSeconds: seconds });
+    if (this.watchdog) this.o.logger.info({ timeoutSeconds: seconds }, 'watchdog started');
+    else this.o.logger.warn('watchdog off (DSSYNC_WATCHDOG_SECONDS=0): a hung event loop will not be restarted');
+    testBlockMainThread();
   }
 
   get statusUrl(): string | undefined {
@@ -181,6 +196,7 @@ export class Daemon {
     await this.server?.close();
     await this.client.close().catch(() => undefined);
     await this.store.close();
+    await this.watchdog?.stop();
     this.o.logger.info('stopped');
   }
 

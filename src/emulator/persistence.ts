@@ -4,15 +4,24 @@
  * changes. Writes never overlap, and a big store is written less often: the next write
  * waits at least four times as long as the last one took, so serialising a large store
  * never occupies more than about a fifth of the time.
+ *
+ * The store holds every uploaded document: the folder is created 0700 and the file 0600
+ * (whatever the umask), and the temp file is created exclusively without following links
+ * (O_EXCL|O_NOFOLLOW), so a link planted at its name cannot redirect the write.
  */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { MemoryStore, StoreSnapshot } from './store.js';
 
 export const STORE_FILE = 'emulator-store.json';
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
+const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
 
 export async function loadStore(dataDir: string, store: MemoryStore): Promise<void> {
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: DIR_MODE });
   const file = join(dataDir, STORE_FILE);
   let text: string;
   try {
@@ -80,10 +89,12 @@ export class StoreWriter {
       // Serialised synchronously, so the file is one consistent state of the store.
       const text = JSON.stringify(this.store.snapshot());
       const file = join(this.dataDir, STORE_FILE);
-      const temp = `${file}.${process.pid}.tmp`;
+      const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
       try {
-        const handle = await open(temp, 'w');
+        const handle = await open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, FILE_MODE);
         try {
+          // The mode given to open() is reduced by the umask; this is not.
+          await handle.chmod(FILE_MODE);
           await handle.writeFile(text, 'utf8');
           await handle.sync();
         } finally {

@@ -39,12 +39,15 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     confinement = confinementOf(mapping.path, { followSymlinks: mapping.followSymlinks, fs });
     confinement.catch(() => undefined);
   };
-  /** Without its ignore file the folder cannot be mirrored safely: an outage (undefined). */
-  const filterOrOutage = async (): Promise<PathFilter | undefined> => {
+  /**
+   * Without its ignore file the folder cannot be mirrored safely: an outage, reported with
+   * the reason (a FIFO, a folder, an oversized or unreadable ignore file).
+   */
+  const filterOrOutage = async (): Promise<PathFilter | ScanResult> => {
     try {
       return await loadFilter(mapping, fs);
     } catch (e) {
-      if (e instanceof IgnoreFileError) return undefined;
+      if (e instanceof IgnoreFileError) return outage({ path: mapping.ignoreFile ?? e.path, reason: `${e.message}; nothing is mirrored until it can be read` });
       throw e;
     }
   };
@@ -62,7 +65,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     async scan(): Promise<ScanResult> {
       refreshConfinement();
       const filter = await filterOrOutage();
-      if (!filter) return outage();
+      if (isScanResult(filter)) return filter;
       const walk = await walkWith(filter);
       opts.onScan?.(walk);
       return toScanResult(walk, mapping.maxFileBytes);
@@ -71,7 +74,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     async scanScope(scope: { files: readonly string[]; dirs: readonly string[] }): Promise<ScanResult> {
       refreshConfinement();
       const filter = await filterOrOutage();
-      if (!filter) return outage();
+      if (isScanResult(filter)) return filter;
       const dirs = outermost(scope.dirs);
       const walk = await walkWith(filter, dirs);
       if (walk.rootStatus !== 'ok') return toScanResult(walk, mapping.maxFileBytes);
@@ -116,8 +119,12 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
   };
 }
 
-function outage(): ScanResult {
-  return { rootStatus: 'unreadable', files: new Map(), skipped: [], unreadableDirs: [] };
+function outage(why: { path: string; reason: string }): ScanResult {
+  return { rootStatus: 'unreadable', files: new Map(), skipped: [why], unreadableDirs: [] };
+}
+
+function isScanResult(v: PathFilter | ScanResult): v is ScanResult {
+  return 'rootStatus' in v;
 }
 
 /** The folders of a list that are not inside another one of the list ('' is the root). */

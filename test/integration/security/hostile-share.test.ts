@@ -1,0 +1,258 @@
+/**
+ * Security, against real `dssync sync` / `dssync run` processes: what someone who can write
+ * to a mapped folder can try, with the attack's window made deterministic by the test-only
+ * pauses of src/test-hooks.ts (DSSYNC_TEST_HOOKS), never by timing luck.
+ *
+ * - A file, or the folder above it, swapped for a symbolic link to a 0600 secret of the same
+ *   size and mtime between the hash and the upload, or while the upload is about to stream,
+ *   then swapped back (issue 10, defect 1): the secret's bytes never reach the service.
+ * - A FIFO as the ignore file, and a mapped file swapped for a FIFO after the walk (defect 2):
+ *   the daemon keeps answering, names the file, and stops on SIGTERM within 10 s.
+ * - A hung main thread (defect 3): the watchdog ends the process.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmod, mkdir, readdir, readFile, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCli, type CliResult } from '../cli/run-cli.js';
+import { daemonWorkspace, startDaemon, waitFor, type DaemonProcess } from '../daemon/daemon-process.js';
+import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+
+const SECRET = 'SERVICE-ACCOUNT-SECRET-0600-do-not-publish';
+
+let ws: Workspace | undefined;
+let daemon: DaemonProcess | undefined;
+let driver: HookDriver | undefined;
+afterEach(async () => {
+  driver?.stop();
+  driver = undefined;
+  await daemon?.kill();
+  daemon = undefined;
+  await ws?.close();
+  ws = undefined;
+});
+
+/** Everything the service holds for the workspace: names, metadata and chunk text. */
+function serviceContent(w: Workspace): string {
+  return w.emu.store
+    .listDataSources()
+    .flatMap((ds) => w.emu.store.listDocuments(ds.data_source_id))
+    .map((d) => JSON.stringify(d) + w.emu.store.listChunks(d.document_id).map((c) => c.text).join('\n'))
+    .join('\n');
+}
+
+function docText(w: Workspace, path: string): string | undefined {
+  for (const ds of w.emu.store.listDataSources()) {
+    const d = w.emu.store.listDocuments(ds.data_source_id).find((x) => x.metadata?.dssync_path === path);
+    if (d) return w.emu.store.listChunks(d.document_id).map((c) => c.text).join('');
+  }
+  return undefined;
+}
+
+/**
+ * Answers the pauses of a process run with DSSYNC_TEST_HOOKS: for each `POINT.N.paused`
+ * file, runs the test's action (if any) for it, then writes `POINT.N.resume`.
+ */
+interface HookDriver {
+  dir: string;
+  env: string;
+  stop(): void;
+  /** Pauses seen so far, as "POINT.N: detail". */
+  seen: string[];
+}
+
+async function hookDriver(dir: string, points: string[], act: (point: string, n: number, detail: unknown) => Promise<void>): Promise<HookDriver> {
+  await mkdir(dir, { recursive: true });
+  let stopped = false;
+  const seen: string[] = [];
+  const handled = new Set<string>();
+  const loop = async (): Promise<void> => {
+    while (!stopped) {
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        const m = /^(.+)\.(\d+)\.paused$/.exec(name);
+        if (!m || handled.has(name)) continue;
+        handled.add(name);
+        const detail = JSON.parse(await readFile(join(dir, name), 'utf8')) as unknown;
+        seen.push(`${m[1]}.${m[2]}: ${JSON.stringify(detail)}`);
+        await act(m[1]!, Number(m[2]), detail);
+        await writeFile(join(dir, `${m[1]}.${m[2]}.resume`), '');
+      }
+      await new Promise((r) => setTimeout(r, 30));
+    }
+  };
+  void loop();
+  return { dir, env: points.map((p) => `pause:${p}=${dir}`).join(','), stop: () => (stopped = true), seen };
+}
+
+/** A 0600 secret outside the share, and a bait of the same size and mtime inside it. */
+async function plantBait(w: Workspace, rel: string): Promise<{ secret: string; bait: string }> {
+  const secret = join(w.dir, 'secret.txt');
+  await writeFile(secret, SECRET, { mode: 0o600 });
+  await chmod(secret, 0o600);
+  const bait = join(w.share, rel);
+  await mkdir(join(bait, '..'), { recursive: true });
+  await writeFile(bait, 'b'.repeat(SECRET.length));
+  const st = await stat(secret);
+  await utimes(bait, st.atime, st.mtime); // touch -r secret bait
+  return { secret, bait };
+}
+
+function sync(w: Workspace, hooks: string): Promise<CliResult> {
+  return runCli(['sync', '--config', w.configPath, '--json'], { ...w.env, DSSYNC_TEST_HOOKS: hooks });
+}
+
+/** Resolves with the exit, or rejects if the process is still running after `ms`. */
+async function exitWithin(d: DaemonProcess, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`dssync run (pid ${d.pid}) still running ${ms} ms after the signal\n${d.stdout().slice(-3000)}`)), ms);
+  });
+  try {
+    return await Promise.race([d.exited, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('security: a file swapped for a link to a secret (real dssync sync)', () => {
+  for (const point of ['before-hash', 'upload-open', 'upload-send'] as const) {
+    it(`swapped at ${point}, swapped back after the pass: the secret is never sent`, { timeout: 90_000 }, async () => {
+      ws = await createWorkspace();
+      const w = ws;
+      await w.write('other.txt', 'an ordinary document');
+      const { secret, bait } = await plantBait(w, 'b.txt');
+      const aside = join(w.dir, 'b.aside');
+      let swapped = false;
+      driver = await hookDriver(join(w.dir, 'hooks'), [point], async (_p, _n, detail) => {
+        if (swapped || !JSON.stringify(detail).includes('b.txt')) return;
+        swapped = true;
+        await rename(bait, aside);
+        await symlink(secret, bait);
+      });
+      const first = await sync(w, driver.env);
+      expect(swapped, `pauses seen: ${driver.seen.join('; ')}`).toBe(true);
+      // The attacker puts the bait back, so that a quick check would find nothing to redo.
+      await rm(bait);
+      await rename(aside, bait);
+      expect(serviceContent(w)).not.toContain(SECRET);
+      expect(first.stdout + first.stderr).not.toContain(SECRET);
+      // Whatever the first pass did, the next one ends with the bait's own content.
+      const second = await sync(w, '');
+      expect(second.code, second.stdout + second.stderr).toBe(0);
+      expect(docText(w, 'b.txt')).toBe('b'.repeat(SECRET.length));
+      expect(docText(w, 'other.txt')).toBe('an ordinary document');
+      expect(serviceContent(w)).not.toContain(SECRET);
+    });
+  }
+
+  for (const point of ['before-hash', 'upload-open', 'upload-send'] as const) {
+    it(`the folder above a file swapped for a link to an outside folder at ${point}: nothing outside is sent`, { timeout: 90_000 }, async () => {
+      ws = await createWorkspace();
+      const w = ws;
+      const outside = join(w.dir, 'outside');
+      await mkdir(outside);
+      const { secret } = await plantBait(w, 'team/notes.txt');
+      await rename(secret, join(outside, 'notes.txt'));
+      const team = join(w.share, 'team');
+      let swapped = false;
+      driver = await hookDriver(join(w.dir, 'hooks'), [point], async (_p, _n, detail) => {
+        if (swapped || !JSON.stringify(detail).includes('notes.txt')) return;
+        swapped = true;
+        await rename(team, join(w.dir, 'team.aside'));
+        await symlink(outside, team);
+      });
+      await sync(w, driver.env);
+      expect(swapped, `pauses seen: ${driver.seen.join('; ')}`).toBe(true);
+      expect(serviceContent(w)).not.toContain(SECRET);
+      await rm(team);
+      await rename(join(w.dir, 'team.aside'), team);
+      const second = await sync(w, '');
+      expect(second.code, second.stdout + second.stderr).toBe(0);
+      expect(docText(w, 'team/notes.txt')).toBe('b'.repeat(SECRET.length));
+      expect(serviceContent(w)).not.toContain(SECRET);
+    });
+  }
+});
+
+describe('security: FIFOs never freeze the daemon (real dssync run)', () => {
+  it('a FIFO as the ignore file: the mapping is an outage naming it, the daemon answers and stops on SIGTERM within 10 s', { timeout: 90_000 }, async () => {
+    ws = await daemonWorkspace();
+    await ws.write('a.txt', 'alpha');
+    execFileSync('mkfifo', [join(ws.share, '.dssyncignore')]);
+    daemon = await startDaemon(ws);
+    const d = daemon;
+    // The mapping is an outage, and its status says why, naming the file.
+    let reason = '';
+    await waitFor(
+      async () => {
+        const m = (await d.status()).mappings[0];
+        reason = m?.skipped.find((s) => s.path === '.dssyncignore')?.reason ?? '';
+        return reason !== '';
+      },
+      { timeout: 30_000, what: 'the ignore file named in the status', describe: () => d.stdout().slice(-2000) },
+    );
+    expect(reason).toContain('.dssyncignore is a FIFO (named pipe), not a regular file');
+    expect(d.stdout()).toContain('cannot be read: treated as an outage');
+    // It still answers health checks (503 degraded is an answer).
+    expect([200, 503]).toContain((await d.healthz()).httpStatus);
+    // Nothing was mirrored without the ignore file's rules.
+    expect(ws.emu.stats().filesUploaded).toBe(0);
+    d.child.kill('SIGTERM');
+    const exit = await exitWithin(d, 10_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+  });
+
+  for (const point of ['before-hash', 'upload-open'] as const) {
+    it(`a mapped file swapped for a FIFO at ${point}: skipped, the rest mirrored, the daemon answers and stops on SIGTERM within 10 s`, { timeout: 90_000 }, async () => {
+      ws = await daemonWorkspace();
+      const w = ws;
+      await w.write('keep.txt', 'kept');
+      await w.write('pipe.txt', 'soon a pipe');
+      let swapped = false;
+      driver = await hookDriver(join(w.dir, 'hooks'), [point], async (_p, _n, detail) => {
+        if (swapped || !JSON.stringify(detail).includes('pipe.txt')) return;
+        swapped = true;
+        await rm(join(w.share, 'pipe.txt'));
+        execFileSync('mkfifo', [join(w.share, 'pipe.txt')]);
+      });
+      daemon = await startDaemon(w, { env: { DSSYNC_TEST_HOOKS: driver.env } });
+      const d = daemon;
+      await waitFor(() => docText(w, 'keep.txt') === 'kept' && swapped, { timeout: 60_000, what: 'keep.txt mirrored after the swap', describe: () => d.stdout().slice(-2000) });
+      await waitFor(async () => (await d.healthz()).httpStatus === 200, { timeout: 30_000, what: '/healthz' });
+      expect(docText(w, 'pipe.txt')).toBeUndefined();
+      d.child.kill('SIGTERM');
+      const exit = await exitWithin(d, 10_000);
+      expect(exit).toEqual({ code: 0, signal: null });
+    });
+  }
+});
+
+describe('security: the watchdog (real dssync run)', () => {
+  it('a main thread blocked for good ends the process (SIGKILL from the watchdog thread)', { timeout: 90_000 }, async () => {
+    ws = await daemonWorkspace();
+    await ws.write('a.txt', 'alpha');
+    daemon = await startDaemon(ws, {
+      waitReady: false,
+      env: { DSSYNC_WATCHDOG_SECONDS: '2', DSSYNC_TEST_HOOKS: 'block-main-thread-after-ms=500' },
+    });
+    const d = daemon;
+    const exit = await exitWithin(d, 60_000);
+    expect(exit.signal).toBe('SIGKILL');
+    const fatal = d.logs().find((l) => l.level === 60);
+    expect(fatal?.msg).toMatch(/^watchdog: the event loop has not answered for \d+ s \(limit 2 s\)/);
+    expect(d.logs().some((l) => l.msg === 'watchdog started' && l.timeoutSeconds === 2)).toBe(true);
+  });
+
+  it('an idle daemon is left alone by the watchdog, and stops cleanly', { timeout: 90_000 }, async () => {
+    ws = await daemonWorkspace();
+    await ws.write('a.txt', 'alpha');
+    daemon = await startDaemon(ws, { env: { DSSYNC_WATCHDOG_SECONDS: '2' } });
+    const d = daemon;
+    await waitFor(() => docText(ws!, 'a.txt') === 'alpha', { timeout: 60_000, what: 'a.txt mirrored' });
+    // Several watchdog periods of normal life: the process is still there and answers.
+    await waitFor(async () => (await d.metrics()).length > 0 && d.logs().length > 0, { timeout: 10_000 });
+    expect((await d.healthz()).httpStatus).toBe(200);
+    d.child.kill('SIGTERM');
+    expect(await exitWithin(d, 10_000)).toEqual({ code: 0, signal: null });
+  });
+});
