@@ -22,6 +22,7 @@ import { describeConfig } from '../config/describe.js';
 import { formatListenAddress, isLoopbackHost, type ListenAddress } from '../config/listen.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
+import { sharedDataSourceProblems } from '../engine/installation.js';
 import { loadFilter } from '../local/filters.js';
 import { walkTree } from '../local/walk.js';
 import { configFromArgs } from './context.js';
@@ -105,6 +106,8 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   });
   // The status address is check 7's subject; the other load warnings belong here.
   for (const w of loadWarnings.filter((m) => !m.startsWith('status.listen'))) report({ check: 'config', level: 'warn', message: w });
+  // Mappings sharing a data source take each other's documents for another owner's (engine/installation.ts).
+  for (const message of sharedDataSourceProblems(config.mappings)) report({ check: 'config', level: 'fail', message });
 
   // 2. Each mapped folder.
   let folders = 0;

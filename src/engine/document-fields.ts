@@ -8,6 +8,8 @@ import { DEFAULT_URL_TEMPLATE, renderUrlTemplate } from '../config/url-template.
 
 export interface DocumentFieldsSpec {
   mappingId: string;
+  /** Written with the mapping id into every document (engine/installation.ts). */
+  installationId?: string | undefined;
   /** Absolute path of the mapped folder. */
   root: string;
   /** Placeholders: {absPath} {relPath} {name} {mappingId}. Default: file://{absPath}. */
@@ -26,7 +28,7 @@ export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): Docum
   return {
     name: documentName(file.path),
     url: renderUrl(spec, file.path),
-    metadata: buildMetadata(spec.metadata, { ...file, mappingId: spec.mappingId }),
+    metadata: buildMetadata(spec.metadata, { ...file, mappingId: spec.mappingId, installationId: spec.installationId }),
   };
 }
 

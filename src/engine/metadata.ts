@@ -14,6 +14,8 @@ export const META = {
   size: 'dssync_size',
   mtime: 'dssync_mtime',
   mapping: 'dssync_mapping',
+  /** The installation (one state file's owner, see installation.ts) that wrote it. */
+  installation: 'dssync_installation',
   version: 'dssync_version',
 } as const;
 
@@ -27,12 +29,14 @@ export interface DssyncMeta {
   size: number | undefined;
   mtimeMs: number | undefined;
   mappingId: string;
+  /** Absent on documents written before installation ids existed. */
+  installationId: string | undefined;
 }
 
 /** Metadata for one file: the mapping's static metadata, then dssync's keys (which win). */
 export function buildMetadata(
   user: Readonly<Record<string, string | number | boolean>> | undefined,
-  own: { path: string; sha256: string; size: number; mtimeMs: number; mappingId: string },
+  own: { path: string; sha256: string; size: number; mtimeMs: number; mappingId: string; installationId?: string | undefined },
 ): JsonObject {
   const out: JsonObject = {};
   for (const [k, v] of Object.entries(user ?? {})) if (!OWN_KEYS.has(k)) out[k] = v;
@@ -41,6 +45,7 @@ export function buildMetadata(
   out[META.size] = String(own.size);
   out[META.mtime] = String(Math.round(own.mtimeMs));
   out[META.mapping] = own.mappingId;
+  if (own.installationId !== undefined) out[META.installation] = own.installationId;
   out[META.version] = META_VERSION;
   return out;
 }
@@ -59,6 +64,7 @@ export function readMeta(doc: DocumentRecord): DssyncMeta | undefined {
     size: asNumber(m[META.size]),
     mtimeMs: asNumber(m[META.mtime]),
     mappingId,
+    installationId: asString(m[META.installation]),
   };
 }
 

@@ -11,7 +11,7 @@ import type { Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
 import { executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
 import { checkGuards, type GuardVerdict, type RootStatus } from './guards.js';
-import { pathsToHash, planMirror, type LocalFileInfo, type Op } from './plan.js';
+import { pathsToHash, planMirror, type LocalFileInfo, type Op, type OtherOwner } from './plan.js';
 
 /** What a scan of the mapped folder found. */
 export interface ScanResult {
@@ -101,6 +101,11 @@ export interface PassReport {
   counts: { uploaded: number; replaced: number; renamed: number; updated: number; deleted: number; adopted: number; forgotten: number; unchanged: number; skipped: number; failed: number };
   failures: FileFailure[];
   skipped: { path: string; reason: string }[];
+  /**
+   * Documents in the data source that carry dssync metadata of another mapping or another
+   * installation: never touched; the operator must give each its own data source.
+   */
+  conflicts?: { path: string; documentId: string; reason: string }[] | undefined;
   /** An answer was lost in a pass without a listing: run a full pass to settle it. */
   needsFullPass?: boolean | undefined;
   startedAt: string;
@@ -188,6 +193,7 @@ export class Mirror {
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
       const plan = planMirror({
         mappingId: spec.mappingId,
+        installationId: spec.installationId,
         local,
         state: mapping,
         remote,
@@ -209,8 +215,15 @@ export class Mirror {
         allowMassDelete: !!opts.allowMassDelete,
       });
       report.ops = plan.ops;
-      report.skipped = [...skipped, ...plan.skippedRejected.map((path) => ({ path, reason: rejectedReason(mapping, path) }))];
+      report.conflicts = plan.otherOwners.map((o) => ({ path: o.path, documentId: o.documentId, reason: ownerReason(o, spec.mappingId) }));
+      report.skipped = [...skipped, ...plan.skippedRejected.map((path) => ({ path, reason: rejectedReason(mapping, path) })), ...conflictsAsSkipped(report.conflicts)];
       report.counts.unchanged = plan.unchanged;
+      if (round === 1 && plan.otherOwners.length > 0) {
+        logger.warn(
+          { dataSourceId: spec.dataSourceId, documents: plan.otherOwners.length, example: report.conflicts[0] },
+          `the data source holds ${plan.otherOwners.length} document(s) written by dssync for another mapping or installation: left untouched; give each mapping its own data source`,
+        );
+      }
       if (!verdict.ok) {
         report.blocked = verdict;
         logger.error({ kind: verdict.kind, deletes: verdict.deletes }, verdict.message);
@@ -360,6 +373,22 @@ export class Mirror {
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
     return { local, skipped, untouchable };
   }
+}
+
+/** Conflicts show in the skipped list (sync's output, status): the first few, then a count. */
+const CONFLICTS_LISTED = 50;
+function conflictsAsSkipped(conflicts: PassReport['conflicts']): { path: string; reason: string }[] {
+  if (!conflicts || conflicts.length === 0) return [];
+  const out = conflicts.slice(0, CONFLICTS_LISTED).map((c) => ({ path: c.path, reason: `conflict: document ${c.documentId} ${c.reason}` }));
+  if (conflicts.length > CONFLICTS_LISTED) out.push({ path: '', reason: `conflict: ${conflicts.length - CONFLICTS_LISTED} more document(s) of another owner` });
+  return out;
+}
+
+function ownerReason(o: OtherOwner, mappingId: string): string {
+  if (o.mappingId !== mappingId) return `written by dssync for mapping ${JSON.stringify(o.mappingId)}: another owner, left untouched`;
+  return o.installationId === undefined
+    ? 'written by an older dssync for this mapping id, and this state file does not track it: another owner, left untouched'
+    : `written by another dssync installation (${o.installationId}) for this mapping id: another owner, left untouched`;
 }
 
 function rejectedReason(mapping: MappingState, path: string): string {

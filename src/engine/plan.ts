@@ -37,6 +37,11 @@ export interface HashedFile extends LocalFileInfo {
 
 export interface PlanInput {
   mappingId: string;
+  /**
+   * This installation (installation.ts): a document is ours only when its metadata names
+   * both the mapping and the installation. Undefined: the mapping id alone decides (tests).
+   */
+  installationId?: string | undefined;
   /** Local files in scope, by relative path. */
   local: ReadonlyMap<string, LocalFileInfo>;
   state: Pick<MappingState, 'files' | 'intents' | 'rejected'>;
@@ -96,6 +101,18 @@ export interface PlanResult {
   resolvedIntentIds: string[];
   /** Documents of ours in the data source (for the mass-delete guard). */
   ourDocumentCount: number;
+  /**
+   * Documents carrying dssync metadata of another mapping or another installation: another
+   * owner's, never deleted or renamed (not even with prune "all"); reported as conflicts.
+   */
+  otherOwners: OtherOwner[];
+}
+
+export interface OtherOwner {
+  documentId: string;
+  path: string;
+  mappingId: string;
+  installationId: string | undefined;
 }
 
 /** True when the state's entry lets the file skip hashing (DESIGN §4 quick check). */
@@ -133,7 +150,7 @@ export function planMirror(input: PlanInput): PlanResult {
   // for-in, not Object.entries: no array of 100,000 pairs (the state's records have no prototype).
   for (const path in state.files) stateByDoc.set(state.files[path]!.documentId, { path, entry: state.files[path]! });
 
-  const { byPath, foreign, ourDocumentCount } = classifyRemote(input, stateByDoc);
+  const { byPath, foreign, otherOwners, ourDocumentCount } = classifyRemote(input, stateByDoc);
 
   // Every path the plan must consider, sorted so that the plan is deterministic.
   const paths = new Set<string>();
@@ -250,7 +267,7 @@ export function planMirror(input: PlanInput): PlanResult {
         .map((i) => i.id)
     : [];
 
-  return { ops, unchanged, skippedRejected, resolvedIntentIds, ourDocumentCount };
+  return { ops, unchanged, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners };
 }
 
 function deleteOp(path: string, d: KnownDoc, reason: DeleteReason): Op {
@@ -271,6 +288,7 @@ function pickGood(docs: readonly KnownDoc[], sha256: string, preferredId: string
 interface RemoteView {
   byPath: Map<string, KnownDoc[]>;
   foreign: DocumentRecord[];
+  otherOwners: OtherOwner[];
   ourDocumentCount: number;
 }
 
@@ -291,7 +309,7 @@ function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string
     for (const [path, entry] of Object.entries(input.state.files)) {
       add({ doc: undefined, id: entry.documentId, path, sha256: entry.sha256, fromIntent: false });
     }
-    return { byPath, foreign, ourDocumentCount: Object.keys(input.state.files).length };
+    return { byPath, foreign, otherOwners: [], ourDocumentCount: Object.keys(input.state.files).length };
   }
 
   // Unmarked documents that an open upload intent may have created, by the full name sent
@@ -312,20 +330,29 @@ function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string
   }
 
   let ourDocumentCount = 0;
+  const otherOwners: OtherOwner[] = [];
   for (const doc of input.remote) {
     const meta = readMeta(doc);
     const known = stateByDoc.get(doc.id);
-    if (meta && meta.mappingId === input.mappingId) {
+    const mine = meta !== undefined && meta.mappingId === input.mappingId && (input.installationId === undefined || meta.installationId === input.installationId);
+    if (mine) {
       // Metadata is written last by every update, so its path is the newest; the content
       // of an id never changes, so the state's hash (when it knows the id) is as good.
       add({ doc, id: doc.id, path: meta.path, sha256: meta.sha256, fromIntent: false });
       ourDocumentCount++;
       continue;
     }
-    if (known && !meta) {
-      // Ours by the state's word even though its metadata was lost or changed by someone.
+    if (known && (!meta || (meta.mappingId === input.mappingId && meta.installationId === undefined))) {
+      // Ours by the state's word: its metadata was lost or changed by someone, or it was
+      // written before installation ids existed (claimed once: its metadata is rewritten).
       add({ doc, id: doc.id, path: known.path, sha256: known.entry.sha256, fromIntent: true });
       ourDocumentCount++;
+      continue;
+    }
+    if (meta) {
+      // Another mapping's or another installation's (or an old-format document this state
+      // never tracked): another owner, left alone whatever prune says.
+      otherOwners.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId });
       continue;
     }
     if (!meta && doc.name !== undefined) {
@@ -338,7 +365,7 @@ function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string
     }
     foreign.push(doc);
   }
-  return { byPath, foreign, ourDocumentCount };
+  return { byPath, foreign, otherOwners, ourDocumentCount };
 }
 
 /**

@@ -7,6 +7,7 @@ import type { Config, MappingConfig } from '../config/types.js';
 import { createLocalSide } from '../local/side.js';
 import type { Logger } from '../log.js';
 import { resolveDataSource } from './data-source.js';
+import { installationIdFor, sharedDataSourceProblems } from './installation.js';
 import type { OpEvent } from './executor.js';
 import { Mirror, type MirrorState } from './mirror.js';
 
@@ -24,12 +25,20 @@ export interface BuildMirrorDeps {
   create?: boolean;
 }
 
+/** Two mappings of one config writing into one data source: refused (issue 9, defect 6). */
+export class SharedDataSourceError extends Error {
+  override readonly name = 'SharedDataSourceError';
+}
+
 export async function buildMirror(config: Config, mapping: MappingConfig, index: number, deps: BuildMirrorDeps): Promise<Mirror> {
+  const shared = sharedDataSourceProblems(config.mappings).find((p) => p.includes(JSON.stringify(mapping.id)));
+  if (shared !== undefined) throw new SharedDataSourceError(`${shared} (config mappings[${index}])`);
   const ds = await resolveDataSource(deps.api, mapping, `mappings[${index}]`, { create: deps.create ?? true, signal: deps.signal });
   if (ds.created) deps.logger.info({ mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name }, 'created the data source');
   return new Mirror({
     spec: {
       mappingId: mapping.id,
+      installationId: installationIdFor(config.statePath),
       root: mapping.path,
       dataSourceId: ds.id,
       urlTemplate: mapping.urlTemplate,

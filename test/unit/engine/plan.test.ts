@@ -372,3 +372,69 @@ describe('pathsToHash (quick check)', () => {
     expect(pathsToHash(localFiles, files).sort()).toEqual(['new.txt', 'touched.txt']);
   });
 });
+
+describe('planMirror: what is ours (issue 9, defect 6)', () => {
+  const specI = { mappingId: MAPPING, root: '/srv/share', installationId: 'inst-A' };
+  /** `installationId` null: written before installation ids existed. */
+  function mine(id: string, path: string, sha256: string, installationId: string | null = 'inst-A', mappingId = MAPPING): DocumentRecord {
+    const f = documentFields({ ...specI, mappingId, installationId: installationId ?? undefined }, { path, sha256, size: 10, mtimeMs: 1000 });
+    return { id, name: f.name, url: f.url, metadata: f.metadata, raw: {} };
+  }
+  function planI(c: Case) {
+    return planMirror({
+      mappingId: MAPPING,
+      installationId: 'inst-A',
+      local: new Map((c.local ?? []).map((f) => [f.path, f])),
+      state: { files: c.files ?? {}, intents: c.intents ?? {}, rejected: c.rejected ?? {} },
+      remote: c.remote ?? [],
+      desired: (f) => documentFields(specI, f),
+      prune: c.prune ?? 'ours',
+    });
+  }
+  const cases: [string, Case, string[], string[]][] = [
+    ['a document of this mapping and installation is ours', { files: { 'a.txt': entry('d1', 'h1') }, remote: [mine('d1', 'a.txt', 'h1')] }, ['delete d1 a.txt (deleted-locally)'], []],
+    [
+      'another installation with the same mapping id: never deleted, even with prune all; reported',
+      { remote: [mine('x1', 'a.txt', 'h1', 'inst-B')], prune: 'all' },
+      [],
+      ['x1'],
+    ],
+    [
+      'another mapping on the same data source: never deleted, even with prune all; reported',
+      { remote: [mine('x1', 'a.txt', 'h1', 'inst-A', 'other')], prune: 'all' },
+      [],
+      ['x1'],
+    ],
+    [
+      'another installation\'s document at the path of our file: ours is uploaded beside it',
+      { local: [local('a.txt', 'h1')], remote: [mine('x1', 'a.txt', 'h1', 'inst-B')] },
+      ['upload a.txt'],
+      ['x1'],
+    ],
+    [
+      'an old-format document (no installation id) the state tracks is claimed: its metadata is rewritten',
+      { local: [local('a.txt', 'h1')], files: { 'a.txt': entry('d1', 'h1') }, remote: [mine('d1', 'a.txt', 'h1', null)] },
+      ['update-meta d1 a.txt'],
+      [],
+    ],
+    [
+      'an old-format document the state does not track is another owner\'s',
+      { remote: [mine('x1', 'a.txt', 'h1', null)], prune: 'all' },
+      [],
+      ['x1'],
+    ],
+    [
+      'a document of another installation that this state tracks is still not ours (a copied state file)',
+      { files: { 'a.txt': entry('x1', 'h1') }, remote: [mine('x1', 'a.txt', 'h1', 'inst-B')] },
+      ['forget a.txt'],
+      ['x1'],
+    ],
+  ];
+  for (const [name, c, expected, others] of cases) {
+    it(name, () => {
+      const p = planI(c);
+      expect(summary(p.ops)).toEqual([...expected].sort());
+      expect(p.otherOwners.map((o) => o.documentId)).toEqual(others);
+    });
+  }
+});
