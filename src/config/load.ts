@@ -71,7 +71,7 @@ export function loadSettings(opts: LoadConfigOptions): Settings {
     fromCwd(flags.statePath) ?? fromCwd(env.DSSYNC_STATE_PATH) ?? fromFile(parsed.statePath) ?? defaultStatePath(env);
 
   const listen = resolveListen(parsed.status?.listen, warn);
-  const mappings = resolveMappings(parsed.mappings ?? [], file, warn);
+  const mappings = resolveMappings(parsed.mappings ?? [], file, warn, parsed.watch);
   const q = parsed.queue ?? {};
   const t = q.timeouts ?? {};
 
@@ -340,6 +340,7 @@ function resolveMappings(
   raw: readonly MappingFile[],
   file: string | undefined,
   warn: (m: string) => void,
+  watchTop?: ConfigFile['watch'],
 ): MappingConfig[] {
   const mappings = raw.map((m): MappingConfig => {
     const common = {
@@ -354,6 +355,11 @@ function resolveMappings(
       prune: m.prune ?? DEFAULTS.mapping.prune,
       maxDeletePercent: m.maxDeletePercent ?? DEFAULTS.mapping.maxDeletePercent,
       followSymlinks: m.followSymlinks ?? DEFAULTS.mapping.followSymlinks,
+      watch: {
+        mode: m.watch?.mode ?? watchTop?.mode ?? DEFAULTS.watch.mode,
+        pollIntervalSeconds: m.watch?.pollIntervalSeconds ?? watchTop?.pollIntervalSeconds ?? DEFAULTS.watch.pollIntervalSeconds,
+        pollBudgetPercent: m.watch?.pollBudgetPercent ?? watchTop?.pollBudgetPercent ?? DEFAULTS.watch.pollBudgetPercent,
+      },
     };
     if (m.dataSourceId !== undefined) return { ...common, dataSourceId: m.dataSourceId.trim() };
     const ds = m.dataSource as DataSourceSpec; // semanticIssues guarantees exactly one is set

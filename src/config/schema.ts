@@ -34,6 +34,8 @@ export const DEFAULTS = {
   // Saves are complete in milliseconds; files still growing wait on their own (aggregator).
   debounceMs: 300,
   ingestionCheck: { enabled: true, delaySeconds: 120 },
+  // How changes are learned of (docs/watch.md): events on local disks, polling on network/FUSE.
+  watch: { mode: 'auto', pollIntervalSeconds: 10, pollBudgetPercent: 5 },
   mapping: {
     include: DEFAULT_INCLUDE,
     exclude: [] as readonly string[],
@@ -92,6 +94,25 @@ const metadataValue = z.union([z.string(), z.number(), z.boolean()], {
   error: 'metadata values must be strings, numbers or booleans',
 });
 
+export const WATCH_MODES = ['auto', 'events', 'poll'] as const;
+
+/** `watch`, at the top level (every mapping) and per mapping (wins, key by key). */
+export const WatchSchema = z.strictObject(
+  {
+    mode: z.enum(WATCH_MODES, { error: 'must be "auto" (events on local disks, polling on network and FUSE mounts), "events" or "poll"' }).optional(),
+    pollIntervalSeconds: z
+      .number({ error: 'must be a number of seconds >= 1 (e.g. 10)' })
+      .min(1, { error: 'must be a number of seconds >= 1 (e.g. 10)' })
+      .optional(),
+    pollBudgetPercent: z
+      .number({ error: 'must be a percentage of one CPU core, above 0 and at most 100 (e.g. 5)' })
+      .gt(0, { error: 'must be a percentage of one CPU core, above 0 and at most 100 (e.g. 5)' })
+      .max(100, { error: 'must be a percentage of one CPU core, above 0 and at most 100 (e.g. 5)' })
+      .optional(),
+  },
+  { error: 'must be an object like { "mode": "auto", "pollIntervalSeconds": 10, "pollBudgetPercent": 5 }' },
+);
+
 export const DataSourceSpecSchema = z.strictObject(
   {
     name: text('the data source name, a non-empty string'),
@@ -131,6 +152,7 @@ export const MappingSchema = z.strictObject(
       .max(100, { error: 'must be a number from 0 to 100' })
       .optional(),
     followSymlinks: z.boolean({ error: 'must be true or false' }).optional(),
+    watch: WatchSchema.optional(),
   },
   { error: 'each mapping must be an object like { "path": "/srv/share/handbook", "dataSourceId": "ds-123" }' },
 );
@@ -194,6 +216,7 @@ export const ConfigFileSchema = z.strictObject(
       .optional(),
     rescanIntervalSeconds: intAtLeast(0, DEFAULTS.rescanIntervalSeconds).optional(),
     debounceMs: intAtLeast(0, DEFAULTS.debounceMs).optional(),
+    watch: WatchSchema.optional(),
     ingestionCheck: z
       .strictObject(
         {
@@ -221,4 +244,6 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   ingestionCheck: ['enabled', 'delaySeconds'],
   'mappings[]': Object.keys(MappingSchema.shape),
   'mappings[].dataSource': Object.keys(DataSourceSpecSchema.shape),
+  watch: Object.keys(WatchSchema.shape),
+  'mappings[].watch': Object.keys(WatchSchema.shape),
 };

@@ -35,6 +35,16 @@ export interface DataSourceSpec {
 
 export type MetadataValue = string | number | boolean;
 
+/** How a mapping learns of changes (docs/watch.md). */
+export interface WatchConfig {
+  /** auto: events on local filesystems, polling on network and FUSE mounts. */
+  readonly mode: 'auto' | 'events' | 'poll';
+  /** Target time between two polls of a file (s). */
+  readonly pollIntervalSeconds: number;
+  /** CPU the poller may use, in percent of one core. */
+  readonly pollBudgetPercent: number;
+}
+
 interface MappingCommon {
   /** Stable id: the key of this mapping in the state file and in documents' metadata. */
   readonly id: string;
@@ -58,6 +68,8 @@ interface MappingCommon {
   readonly maxDeletePercent: number;
   /** Follow symbolic links whose target lies inside the mapped folder. */
   readonly followSymlinks: boolean;
+  /** The top-level `watch`, overridden key by key by the mapping's. */
+  readonly watch: WatchConfig;
 }
 
 /** Exactly one of dataSourceId / dataSource is set. */

@@ -71,6 +71,7 @@ describe('loadSettings: valid files', () => {
         prune: 'ours',
         maxDeletePercent: 50,
         followSymlinks: false,
+        watch: { mode: 'auto', pollIntervalSeconds: 10, pollBudgetPercent: 5 },
       },
     ]);
   });
@@ -338,5 +339,29 @@ describe('the shipped example', () => {
       maxDeletePercent: DEFAULTS.mapping.maxDeletePercent,
       followSymlinks: DEFAULTS.mapping.followSymlinks,
     });
+  });
+});
+
+describe('config: watch (issue 12)', () => {
+  it('takes the top-level watch for every mapping, overridden key by key per mapping', () => {
+    const s = loadSettings({
+      file: writeConfig({
+        ...base,
+        watch: { mode: 'poll', pollIntervalSeconds: 30 },
+        mappings: [
+          { path: '/srv/a', dataSourceId: 'ds-a' },
+          { path: '/srv/b', dataSourceId: 'ds-b', watch: { mode: 'events', pollBudgetPercent: 2 } },
+        ],
+      }),
+      env: {},
+    });
+    expect(s.mappings[0]!.watch).toEqual({ mode: 'poll', pollIntervalSeconds: 30, pollBudgetPercent: 5 });
+    expect(s.mappings[1]!.watch).toEqual({ mode: 'events', pollIntervalSeconds: 30, pollBudgetPercent: 2 });
+  });
+
+  it('rejects a wrong mode, budget or key, naming the field and what to write', () => {
+    expect(settingsError({ ...base, watch: { mode: 'inotify' }, mappings: [mapping] }).message).toMatch(/watch\.mode[^\n]*"auto"/);
+    expect(settingsError({ ...base, mappings: [{ ...mapping, watch: { pollBudgetPercent: 0 } }] }).message).toMatch(/pollBudgetPercent[^\n]*above 0/);
+    expect(settingsError({ ...base, watch: { pollEvery: 3 }, mappings: [mapping] }).message).toMatch(/pollEvery/);
   });
 });
