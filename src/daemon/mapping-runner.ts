@@ -17,7 +17,7 @@ import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
 import { buildMirror } from '../engine/setup.js';
 import { EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
 import { loadFilter } from '../local/filters.js';
-import { startWatcher, WatchError, type Watcher, type WatcherOptions } from '../local/watcher.js';
+import { startWatcher, WatchError, type Watcher, type WatcherOptions, type WatchStatus } from '../local/watcher.js';
 import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import { IngestionChecker } from './ingestion.js';
@@ -133,12 +133,14 @@ export class MappingRunner {
   status(): MappingStatus {
     // Counted by the store: status and metrics are read often, the state may hold 100,000 files.
     const tracked = this.d.state.fileCount(this.d.mapping.id);
+    // A hung or unmounted share, a denied folder, the watch limit: the mapping is degraded.
+    const watchProblems = this.watcher?.status?.().problems ?? [];
     return {
       id: this.d.mapping.id,
       path: this.d.mapping.path,
       dataSourceId: this.mirror?.dataSourceId ?? this.d.mapping.dataSourceId,
-      phase: this.phase,
-      degraded: [...this.degraded.values()],
+      phase: this.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : this.phase,
+      degraded: [...this.degraded.values(), ...watchProblems],
       filesTracked: tracked,
       pending: this.aggregator.pendingCount() + new Set([...this.pendingFiles.keys(), ...this.pendingDirs.keys()]).size,
       lastPass: this.lastPass,
@@ -148,7 +150,14 @@ export class MappingRunner {
       skipped: [...this.skipped],
       notIngested: this.ingestion?.notIngested() ?? [],
       watchedDirs: this.watcher?.watchedDirs() ?? 0,
+      ...this.watchStatus(),
     };
+  }
+
+  /** The watcher's modes per mount and polling figures (issue 12), when it reports them. */
+  private watchStatus(): { watch?: WatchStatus } {
+    const w = this.watcher?.status?.();
+    return w ? { watch: w } : {};
   }
 
   /** Asks for a full pass as soon as the current work allows (SIGHUP, tests). */
@@ -169,6 +178,9 @@ export class MappingRunner {
         filter: (p, isDir) => filter.includes(p, isDir),
         // An edited ignore file applies at once (watches, then a full pass), not at restart.
         ignoreFile: this.d.mapping.ignoreFile,
+        watchMode: this.d.mapping.watch?.mode,
+        pollTargetMs: this.d.mapping.watch ? this.d.mapping.watch.pollIntervalSeconds * 1000 : undefined,
+        pollBudgetPercent: this.d.mapping.watch?.pollBudgetPercent,
         reloadFilter: async () => {
           const f = await loadFilter(this.d.mapping);
           return (p, isDir) => f.includes(p, isDir);

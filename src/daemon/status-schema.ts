@@ -56,6 +56,33 @@ export const NotIngestedSchema = z.object({
   uploadedAt: isoTime,
 });
 
+/** How a mapping learns of changes (issue 12, docs/watch.md). */
+export const WatchStatusSchema = z.object({
+  /** Each mount the folder spans: events or polling, and why ("cifs is a network filesystem"). */
+  mounts: z.array(
+    z.object({ mountPoint: z.string(), rel: z.string(), fsType: z.string(), source: z.string(), kind: z.enum(['events', 'poll']), why: z.string() }),
+  ),
+  /** Folders polled because the inotify watch limit was reached, and the command that raises it. */
+  overLimit: z.array(z.string()),
+  limitFix: z.string().optional(),
+  /** The poller, when something is polled: the interval achieved, the last cycle's cost. */
+  poll: z
+    .object({
+      subtrees: z.array(z.string()),
+      cycles: count,
+      lastEntries: count,
+      lastFiles: count,
+      lastCycleMs: z.number().optional(),
+      achievedIntervalMs: z.number().optional(),
+      lastCycleEndedAt: z.number().optional(),
+      lastCycleCpuMs: z.number().optional(),
+      problems: z.array(z.object({ kind: z.string(), path: z.string(), message: z.string() })),
+    })
+    .optional(),
+  /** A hung or unmounted share, a folder the poller may not read, the watch limit. */
+  problems: z.array(z.string()),
+});
+
 export const MappingStatusSchema = z.object({
   id: z.string(),
   /** The mapped folder. */
@@ -82,6 +109,8 @@ export const MappingStatusSchema = z.object({
   /** Uploaded documents that had no chunks after the ingestion delay. */
   notIngested: z.array(NotIngestedSchema),
   watchedDirs: count,
+  /** Watch modes per mount and polling figures (added by the watch helper, issue 12). */
+  watch: WatchStatusSchema.optional(),
 });
 export type MappingStatus = z.infer<typeof MappingStatusSchema>;
 

@@ -43,6 +43,11 @@ export interface FolderWatchOptions {
   checkRoot: () => void;
   /** A watch could not be set up or failed (events may be missed there). */
   onWatchError: (err: unknown) => void;
+  /**
+   * A folder could not get a watch because the inotify limit is reached (ENOSPC): it and
+   * everything below it are left to the caller (polled). Without it, that is a watch error.
+   */
+  onWatchLimit?: ((rel: string) => void) | undefined;
   /** The ignore file's path relative to the root, and what to do when an event names it. */
   ignoreFile?: { rel: string; onChange: () => void } | undefined;
   now: () => number;
@@ -242,6 +247,10 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
       return true;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOSPC' && o.onWatchLimit) {
+        o.onWatchLimit(dRel);
+        return false;
+      }
       // Gone again before its watch was set up: its parent's watch reports that.
       if (code !== 'ENOENT' && code !== 'ENOTDIR') o.onWatchError(err);
       return false;

@@ -1,32 +1,36 @@
 /**
- * The chokidar adapter: watches one mapped folder and reports RawEvents (relative POSIX NFC
- * paths, with the time they happened) for the aggregator. It decides nothing: a missed or
- * extra event costs a look at a path, never a wrong operation (the planner checks the disk).
+ * Watches one mapped folder and reports RawEvents (relative POSIX NFC paths, with the time
+ * they happened) for the aggregator. It decides nothing: a missed or extra event costs a
+ * look at a path, never a wrong operation (the planner checks the disk).
  *
- * Two modes (LIBRARIES.md, chokidar 5, and an experiment on this machine):
- * - 'folders' (default): one plain fs.watch per folder (folder-watch.ts), no watch and no
- *   stat per file (chokidar stats every file at start, even ignored ones). A folder's
- *   watch names every file created, written, renamed or deleted in it; each named file is
- *   then lstat-ed (at most one stat per path at a time) to tell "exists, with this size"
- *   from "gone". Files created in a brand-new folder before its watch exists have no
- *   event, but the folder's `addDir` makes the engine walk it whole.
- * - 'files': chokidar watches every file and its add/change/unlink events are passed on.
- *   Forced by polling (polling a folder cannot see a file's content change).
+ * Two sources, both feeding the same aggregator (docs/watch.md):
+ * - events: one plain fs.watch per folder (folder-watch.ts), no watch and no stat per file.
+ *   A folder's watch names every file created, written, renamed or deleted in it; each named
+ *   file is then lstat-ed (at most one stat per path at a time) to tell "exists, with this
+ *   size" from "gone". Files created in a brand-new folder before its watch exists have no
+ *   event, but the folder's `addDir` makes the engine walk it whole;
+ * - polling (watch/poller.ts): a stat-only walk of the mounts where inotify cannot see other
+ *   hosts' changes (network, FUSE, unknown: watch/mounts.ts), and of folders past the
+ *   inotify watch limit.
+ * chokidar's polling mode was measured against the stat walk on a FUSE mount and dropped
+ * (docs/performance.md): one stat timer per file, over the CPU budget at 100,000 files.
  *
  * The mapping's filter applies here too: excluded folders are not watched at all, events
  * for excluded files are not reported (temp, lock and swap files are excluded by the
  * filter; the planner pairs renames by content, so it never needs to see them).
  */
-import { watch, type FSWatcher } from 'chokidar';
-import type { Dirent, Stats } from 'node:fs';
-import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import * as fsp from 'node:fs/promises';
+import { lstat, realpath, stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { basename, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { RawEvent } from './aggregator.js';
-import { watchFolders } from './folder-watch.js';
-import { isInside, toRelPath } from './paths.js';
+import { watchFolders, type FolderWatch } from './folder-watch.js';
+import { parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './watch/mounts.js';
+import { Poller, type PollStats } from './watch/poller.js';
+import { toRelPath } from './paths.js';
 
-export type WatchMode = 'folders' | 'files';
+/** Kept for callers that print it: there is one event mode (plain fs.watch per folder). */
+export type WatchMode = 'folders';
 
 /**
  * What went wrong, for the daemon:
@@ -35,9 +39,11 @@ export type WatchMode = 'folders' | 'files';
  * - 'root-unusable': the mapped folder could not be watched at start (missing, not a folder);
  * - 'watch-limit': the system's watch limit is reached (ENOSPC/EMFILE): events are being
  *   missed in some folders from now on; rescan periodically and raise the limit;
- * - 'watch-failed': any other watcher failure; events may have been missed: rescan.
+ * - 'watch-failed': any other watcher failure; events may have been missed: rescan;
+ * - 'watch-degraded': the poller cannot see part of the folder (a hung or unmounted share,
+ *   a folder it may not read); nothing is reported deleted there; status() lists it.
  */
-export type WatchErrorCode = 'root-gone' | 'root-unusable' | 'watch-limit' | 'watch-failed';
+export type WatchErrorCode = 'root-gone' | 'root-unusable' | 'watch-limit' | 'watch-failed' | 'watch-degraded';
 
 export class WatchError extends Error {
   override readonly name = 'WatchError';
@@ -73,13 +79,33 @@ export interface WatcherOptions {
   onError: (err: WatchError) => void;
   /** Called once the initial watch is set up (startWatcher resolves then too). */
   onReady?: (() => void) | undefined;
-  /** Poll instead of inotify (network mounts where inotify sees nothing); implies 'files'. */
-  usePolling?: boolean | undefined;
-  /** Polling interval (ms, default 1000). */
-  pollIntervalMs?: number | undefined;
-  /** Watch every file too (one inotify watch each). Default false: folders only. */
-  watchFiles?: boolean | undefined;
+  /**
+   * How changes are learned of (issue 12, docs/watch.md): 'auto' (default) watches events
+   * everywhere and also polls the mounts where events miss what other hosts change
+   * (network, FUSE, unknown); 'events' never polls (but folders past the inotify limit);
+   * 'poll' polls everything and watches no event.
+   */
+  watchMode?: 'auto' | 'events' | 'poll' | undefined;
+  /** The poller's target interval (ms, default 10 s) and CPU budget (% of one core, default 5). */
+  pollTargetMs?: number | undefined;
+  pollBudgetPercent?: number | undefined;
+  /** The mount table's text (tests); default /proc/self/mountinfo. */
+  readMountInfo?: (() => Promise<string>) | undefined;
   now?: (() => number) | undefined;
+}
+
+/** What the watcher does, for status, metrics and `config check`. */
+export interface WatchStatus {
+  /** The mounts the folder spans, each with how it is watched and why. */
+  mounts: MountPlanEntry[];
+  /** Folders (relative) polled because no inotify watch could be added (ENOSPC). */
+  overLimit: string[];
+  /** The fix for overLimit, when there is some. */
+  limitFix?: string | undefined;
+  /** Present when something is polled. */
+  poll?: PollStats | undefined;
+  /** Current problems of the watch (hung or unmounted share, denied folder, watch limit). */
+  problems: string[];
 }
 
 export interface Watcher {
@@ -93,11 +119,12 @@ export interface Watcher {
    * 'folders' mode. A new folder counts once events in it are seen.
    */
   watchedDirs(): number;
+  /** What is watched and polled, and current problems (absent in test doubles). */
+  status?(): WatchStatus;
 }
 
-/** How often a new folder is checked for its watch being up, and for how long at most. */
-const VERIFY_POLL_MS = 25;
-const VERIFY_GIVE_UP_MS = 10_000;
+/** The command that raises the inotify watch limit (said wherever the limit is reported). */
+export const RAISE_WATCH_LIMIT = 'sysctl fs.inotify.max_user_watches=524288 (and in /etc/sysctl.d/ to keep it)';
 
 /** At most this many stats at once in 'folders' mode (a burst of 10,000 files queues). */
 const STAT_CONCURRENCY = 16;
@@ -119,7 +146,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   } catch (e) {
     throw new WatchError('root-unusable', given, `cannot watch ${given}: ${describe(e)}`, true, { cause: e });
   }
-  const mode: WatchMode = opts.usePolling || opts.watchFiles ? 'files' : 'folders';
+  const mode: WatchMode = 'folders';
   let closed = false;
 
   let rootGone = false;
@@ -142,8 +169,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     fail(new WatchError('root-gone', root, `the watched folder ${root} is gone (deleted, renamed or unmounted); nothing under it is watched any more`, true));
   };
   /**
-   * chokidar does not always report the root's own removal (an empty root: never), but the
-   * root's watch names the root itself when it is deleted or moved away. The inode check
+   * The root's watch names the root itself when it is deleted or moved away. The inode check
    * also catches a folder renamed away and another created in its place: the watches
    * follow the old inode, so events would describe the wrong folder.
    */
@@ -157,10 +183,9 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     if (!closed) reportRootGone();
   };
 
-  const rel = (abs: string): string | undefined => toRelPath(root, abs);
   let filter = opts.filter;
 
-  if (mode === 'folders') {
+  {
     // Plain fs.watch per folder (folder-watch.ts): chokidar would stat every file at start.
     const queue = new StatQueue(
       STAT_CONCURRENCY,
@@ -170,6 +195,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
         }),
       () => closed,
     );
+    let refilterHook: () => Promise<void> = async () => undefined;
     /** One reload at a time; an edit during a reload triggers one more afterwards. */
     let reloading: Promise<void> | undefined;
     let reloadAgain = false;
@@ -188,7 +214,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
             // Kept the old filter: the full pass below reports the unreadable ignore file.
           }
           if (closed) return;
-          await folders.refilter();
+          await refilterHook();
           emit({ kind: 'raw', path: '', at, reason: `the ignore file ${opts.ignoreFile ?? ''} changed` });
         } while (reloadAgain && !closed);
       })().finally(() => {
@@ -196,138 +222,92 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
       });
     };
     const ignoreRel = opts.ignoreFile ? toRelPath(root, resolve(root, opts.ignoreFile)) : undefined;
-    const folders = await watchFolders({
-      root,
-      filter: (p, isDir) => filter(p, isDir),
-      emit,
-      requestStat: (r, abs, at, named) => queue.request(r, abs, at, named),
-      checkRoot: () => void checkRoot(),
-      onWatchError: (err) => fail(classifyWatchError(root, err)),
-      ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
-      now,
-    });
+
+    // Which mounts get events and which are polled (auto: by filesystem type).
+    const watchMode = opts.watchMode ?? 'auto';
+    const mounts = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), root, watchMode);
+    const overLimit: string[] = [];
+    let limitProblem: string | undefined;
+    let pollProblems: string[] = [];
+    let poller: Poller | undefined;
+    const ensurePoller = (subtrees: string[]): Poller => {
+      if (poller) {
+        for (const s of subtrees) poller.addSubtree(s);
+        return poller;
+      }
+      poller = new Poller({
+        root,
+        subtrees,
+        filter: (p, isDir) => filter(p, isDir),
+        emit,
+        intervalMs: opts.pollTargetMs ?? 10_000,
+        budgetPercent: opts.pollBudgetPercent ?? 5,
+        fs: { lstat: (p) => fsp.lstat(p), readdir: (p) => fsp.readdir(p) },
+        clock: {
+          now,
+          cpuMs: () => {
+            const u = process.cpuUsage();
+            return (u.user + u.system) / 1000;
+          },
+          sleep: (ms) => delay(ms).then(() => undefined),
+        },
+        onProblems: (problems) => {
+          pollProblems = problems.map((p) => p.message);
+          // Logged (and the mapping shows degraded through status()); events are not lost.
+          for (const p of problems) fail(new WatchError('watch-degraded', root, p.message, false));
+        },
+      });
+      if (!closed) poller.start();
+      return poller;
+    };
+
+    let folders: FolderWatch | undefined;
+    if (watchMode !== 'poll') {
+      folders = await watchFolders({
+        root,
+        filter: (p, isDir) => filter(p, isDir),
+        emit,
+        requestStat: (r, abs, at, named) => queue.request(r, abs, at, named),
+        checkRoot: () => void checkRoot(),
+        onWatchError: (err) => fail(classifyWatchError(root, err)),
+        // Past the inotify limit, folders are polled instead of going unwatched.
+        onWatchLimit: (rel) => {
+          overLimit.push(rel);
+          const first = limitProblem === undefined;
+          limitProblem = `the inotify watch limit is reached: ${overLimit.length} folder(s) under ${root} are polled instead of watched; raise it: ${RAISE_WATCH_LIMIT}`;
+          if (first) fail(new WatchError('watch-limit', root, limitProblem, false));
+          ensurePoller([rel]);
+        },
+        ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
+        now,
+      });
+    }
+    const polled = mounts.filter((m) => m.kind === 'poll').map((m) => m.rel);
+    if (polled.length > 0) ensurePoller(polled);
+    const refilter = async (): Promise<void> => {
+      await folders?.refilter();
+    };
+    refilterHook = refilter;
     opts.onReady?.();
     return {
       mode,
       root,
       async close() {
         closed = true;
-        folders.close();
+        folders?.close();
+        await poller?.stop();
       },
-      watchedDirs: () => folders.watchedDirs(),
+      watchedDirs: () => folders?.watchedDirs() ?? 0,
+      status: () => ({
+        mounts,
+        overLimit: [...overLimit],
+        limitFix: overLimit.length > 0 ? RAISE_WATCH_LIMIT : undefined,
+        poll: poller?.status(),
+        problems: [...(limitProblem ? [limitProblem] : []), ...pollProblems],
+      }),
     };
   }
 
-  const watcher: FSWatcher = watch(root, {
-    ignoreInitial: true, // the daemon does a full pass at start
-    followSymlinks: false, // as the walk: a link is not followed into another tree
-    alwaysStat: true, // sizes, to tell a file still growing
-    usePolling: !!opts.usePolling,
-    interval: opts.pollIntervalMs ?? 1000,
-    binaryInterval: opts.pollIntervalMs ?? 1000,
-    ignorePermissionErrors: false,
-    // Absolute paths here, even with cwd; called without stats first, then with them.
-    ignored: (abs: string, stats?: Stats) => {
-      const r = rel(abs);
-      if (r === undefined) return false; // the root (or above it)
-      if (!stats) return !filter(r, true) && !filter(r, false);
-      if (stats.isDirectory()) return !filter(r, true);
-      return !filter(r, false);
-    },
-  });
-
-  watcher.on('error', (err: unknown) => fail(classifyWatchError(root, err)));
-
-  const rootName = basename(root);
-  watcher.on('raw', (eventType: string, filename: unknown, details: unknown) => {
-    if (closed) return;
-    const watched = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
-    if (typeof watched !== 'string') return;
-    if (watched === root && filename === rootName) void checkRoot();
-  });
-
-  const onFile = (kind: 'add' | 'change' | 'unlink') => (abs: string, st?: Stats) => {
-    const r = rel(abs);
-    if (r === undefined || !filter(r, false)) return;
-    emit({ kind, path: r, at: now(), ...(st && kind !== 'unlink' ? { size: st.size, mtimeMs: st.mtimeMs } : {}) });
-  };
-  watcher.on('add', onFile('add'));
-  watcher.on('change', onFile('change'));
-  watcher.on('unlink', onFile('unlink'));
-  /**
-   * chokidar reads a new folder, THEN watches it: a subfolder created in between is never
-   * watched (nor a file, in 'files' mode), so changes in it would go unseen until a rescan.
-   * (Files in 'folders' mode need nothing: the folder's walk, due after quietMs, sees them.)
-   * Once the folder's watch is up, compare its listing with what chokidar tracks and add
-   * what it missed; for folders added that way, their subfolders are checked too.
-   * Adding a path chokidar already watches is harmless (no duplicate events).
-   */
-  const verifyDir = async (abs: string, recursive: boolean): Promise<void> => {
-    for (let waited = 0; !watcher._closers.has(abs); waited += VERIFY_POLL_MS) {
-      if (closed || waited > VERIFY_GIVE_UP_MS) return;
-      await delay(VERIFY_POLL_MS);
-    }
-    let entries: Dirent[];
-    try {
-      entries = await readdir(abs, { withFileTypes: true });
-    } catch {
-      return; // gone again: its removal is reported by the parent's watch
-    }
-    if (closed) return;
-    const known = watcher._watched.get(abs);
-    for (const d of entries) {
-      const child = join(abs, d.name);
-      const r = rel(child);
-      if (r === undefined) continue;
-      if (d.isDirectory()) {
-        if (!filter(r, true)) continue;
-        if (!known?.has(d.name)) {
-          emit({ kind: 'addDir', path: r, at: now() });
-          watcher.add(child);
-          void verifyDir(child, true);
-        } else if (recursive) {
-          void verifyDir(child, true);
-        }
-      } else if (mode === 'files' && d.isFile() && !known?.has(d.name) && filter(r, false)) {
-        emit({ kind: 'change', path: r, at: now() });
-        watcher.add(child);
-      }
-    }
-  };
-
-  watcher.on('addDir', (abs: string) => {
-    const r = rel(abs);
-    if (r === undefined || !filter(r, true)) return;
-    emit({ kind: 'addDir', path: r, at: now() });
-    void verifyDir(abs, false);
-  });
-  watcher.on('unlinkDir', (abs: string) => {
-    if (resolve(abs) === root) {
-      reportRootGone();
-      return;
-    }
-    const r = rel(abs);
-    if (r !== undefined && filter(r, true)) emit({ kind: 'unlinkDir', path: r, at: now() });
-  });
-
-  await new Promise<void>((ready) => watcher.once('ready', ready));
-  opts.onReady?.();
-
-  return {
-    mode,
-    root,
-    async close() {
-      closed = true;
-      await watcher.close();
-    },
-    watchedDirs() {
-      // chokidar registers a path's closer once its watch is set up (after the folder's
-      // first read), and keeps a listing for every folder: both means a watched folder.
-      let n = 0;
-      for (const path of watcher._closers.keys()) if (isInside(root, path) && watcher._watched.has(path)) n++;
-      return n;
-    },
-  };
 }
 
 /**
@@ -408,7 +388,7 @@ class StatQueue {
   }
 }
 
-/** A chokidar error as a WatchError: a watch limit is told apart (it needs the operator). */
+/** A watch error as a WatchError: a watch limit is told apart (it needs the operator). */
 export function classifyWatchError(root: string, err: unknown): WatchError {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') {

@@ -66,7 +66,6 @@ const exists = (e: RawEvent): boolean => e.kind === 'add' || e.kind === 'change'
 
 describe.each([
   { name: 'folders only (raw events)', opts: {}, mode: 'folders' },
-  { name: 'files watched', opts: { watchFiles: true }, mode: 'files' },
 ])('startWatcher, $name', ({ opts, mode }) => {
   it('reports a file added, changed and deleted, with sizes', { timeout: TIMEOUT }, async () => {
     const h = await watchRoot(opts);
@@ -229,9 +228,11 @@ describe('startWatcher, other cases', () => {
     expect(classifyWatchError('/srv/share', new Error('EIO'))).toMatchObject({ code: 'watch-failed', lostEvents: true });
   });
 
-  it('watches by polling when asked (files mode), reporting add, change and unlink', { timeout: TIMEOUT }, async () => {
-    const h = await watchRoot({ usePolling: true, pollIntervalMs: 50 });
-    expect(h.watcher.mode).toBe('files');
+  it('watches by polling when asked (watch.mode "poll"), reporting add, change and unlink', { timeout: TIMEOUT }, async () => {
+    const h = await watchRoot({ watchMode: 'poll', pollTargetMs: 50 });
+    expect(h.watcher.status!()).toMatchObject({ mounts: [{ kind: 'poll', why: 'watch.mode is "poll"' }] });
+    await waitFor('a first poll cycle', () => (h.watcher.status!().poll?.cycles ?? 0) >= 1, () => h.watcher.status!());
+    expect(h.watcher.watchedDirs()).toBe(0); // no inotify watch at all
     await writeFile(join(root, 'p.txt'), 'one');
     await h.waitEvent('p.txt added', (e) => e.path === 'p.txt' && e.kind === 'add');
     await writeFile(join(root, 'p.txt'), 'two, longer');

@@ -1,0 +1,388 @@
+/**
+ * Polling for the parts of a mapped folder where inotify is blind (network and FUSE mounts,
+ * folders past the inotify watch limit): a stat-only walk compared with the previous one
+ * (the quick check: device, inode, size, mtime, ctime; no content is read), whose changes
+ * are reported as the same RawEvents the event watcher sends, so that they go through the
+ * same aggregator and planner (renames paired by content, deletions guarded).
+ *
+ * Cost control (issue 12): the walk runs at most `concurrency` filesystem calls at once
+ * (I/O), and after each slice of work it sleeps long enough that the CPU it used stays under
+ * `budgetPercent` of one core. A tree too large for one cycle per interval is therefore not
+ * skipped: its cycle takes longer (spread over time), and the interval achieved is reported.
+ *
+ * Failure is never read as deletion:
+ * - a call that does not answer within `callTimeoutMs` (a hung mount) ends the cycle with
+ *   nothing reported, and no new cycle starts while it is still pending (a hung stat holds
+ *   a libuv thread); the problem is reported (the mapping shows degraded);
+ * - a polled subtree whose device changed or vanished (a share unmounted: the mount point is
+ *   an empty folder of the parent filesystem) is an outage: nothing is reported under it;
+ * - a folder that cannot be read (EACCES) is reported, its last known content kept, the
+ *   rest polled.
+ */
+import type { RawEvent } from '../aggregator.js';
+import { joinRel } from '../paths.js';
+
+/** The filesystem calls the poller makes (node:fs/promises, or a fake in tests). */
+export interface PollFs {
+  lstat(path: string): Promise<{ dev: number; ino: number; size: number; mtimeMs: number; ctimeMs: number; isDirectory(): boolean; isFile(): boolean }>;
+  readdir(path: string): Promise<string[]>;
+}
+
+export interface PollClock {
+  now(): number;
+  /** CPU time used by this process so far (ms). */
+  cpuMs(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export interface PollerOptions {
+  root: string;
+  /** The polled subtrees, relative to the root ('' = all of it). */
+  subtrees: readonly string[];
+  /** Read at every use (an edited ignore file swaps it). */
+  filter: (relPath: string, isDir: boolean) => boolean;
+  emit: (e: RawEvent) => void;
+  /** Target time between the starts of two cycles (ms). */
+  intervalMs: number;
+  /** CPU the poller may use, in percent of one core. */
+  budgetPercent: number;
+  /** A filesystem call taking longer than this counts as hung (ms, default 10 s). */
+  callTimeoutMs?: number | undefined;
+  /** Filesystem calls in flight at once (default 8). */
+  concurrency?: number | undefined;
+  fs: PollFs;
+  clock: PollClock;
+  /** Called when the set of current problems changes. */
+  onProblems?: ((problems: readonly PollProblem[]) => void) | undefined;
+}
+
+export interface PollProblem {
+  kind: 'hung' | 'unmounted' | 'denied' | 'failed';
+  /** Relative path concerned ('' = the mapped folder). */
+  path: string;
+  message: string;
+}
+
+export interface PollStats {
+  subtrees: string[];
+  cycles: number;
+  /** Files and folders looked at in the last complete cycle. */
+  lastEntries: number;
+  lastFiles: number;
+  /** Wall time of the last complete cycle (ms). */
+  lastCycleMs: number | undefined;
+  /** Time between the starts of the last two complete cycles (ms): the interval achieved. */
+  achievedIntervalMs: number | undefined;
+  lastCycleEndedAt: number | undefined;
+  /** CPU used by the last cycle (ms). */
+  lastCycleCpuMs: number | undefined;
+  problems: PollProblem[];
+}
+
+interface Seen {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  isDir: boolean;
+}
+
+class Hung extends Error {}
+
+/** Work between two budget checks (filesystem calls). */
+const SLICE = 256;
+
+export class Poller {
+  private readonly o: PollerOptions;
+  private readonly subtrees = new Set<string>();
+  /** Per subtree: the device it lives on, learned at its first cycle. */
+  private readonly devOf = new Map<string, number>();
+  /** Everything seen under the polled subtrees at the last cycle. */
+  private snapshot = new Map<string, Seen>();
+  private baselined = new Set<string>();
+  private stopped = false;
+  private pendingCalls = 0;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private problems: PollProblem[] = [];
+  private readonly stats: PollStats;
+
+  constructor(opts: PollerOptions) {
+    this.o = opts;
+    for (const s of opts.subtrees) this.subtrees.add(s);
+    this.stats = { subtrees: [...this.subtrees], cycles: 0, lastEntries: 0, lastFiles: 0, lastCycleMs: undefined, achievedIntervalMs: undefined, lastCycleEndedAt: undefined, lastCycleCpuMs: undefined, problems: [] };
+  }
+
+  /** Starts cycling; the first cycle only learns what is there (the daemon's full pass reports it). */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Adds a subtree (a folder that could not get an inotify watch); learned at the next cycle. */
+  addSubtree(rel: string): void {
+    for (const s of this.subtrees) if (s === '' || rel === s || rel.startsWith(`${s}/`)) return;
+    for (const s of [...this.subtrees]) if (rel === '' || s.startsWith(`${rel}/`)) this.subtrees.delete(s);
+    this.subtrees.add(rel);
+    this.stats.subtrees = [...this.subtrees];
+    this.wake?.();
+  }
+
+  status(): PollStats {
+    return { ...this.stats, subtrees: [...this.subtrees], problems: [...this.problems] };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+  }
+
+  /** One cycle now (tests); resolves when it is done. */
+  async cycleOnce(): Promise<void> {
+    await this.cycle();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const started = this.o.clock.now();
+      await this.cycle();
+      if (this.stopped) return;
+      const wait = Math.max(0, started + this.o.intervalMs - this.o.clock.now());
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        void this.o.clock.sleep(Math.max(wait, 10)).then(resolve);
+      });
+      this.wake = undefined;
+    }
+  }
+
+  private setProblems(p: PollProblem[]): void {
+    const same = p.length === this.problems.length && p.every((x, i) => x.kind === this.problems[i]!.kind && x.path === this.problems[i]!.path && x.message === this.problems[i]!.message);
+    this.problems = p;
+    if (!same) this.o.onProblems?.(p);
+  }
+
+  private async cycle(): Promise<void> {
+    const clock = this.o.clock;
+    const problems: PollProblem[] = [];
+    if (this.pendingCalls > 0) {
+      // A call of an earlier cycle still hangs: starting more would pile up on it.
+      problems.push({ kind: 'hung', path: '', message: `a filesystem call under ${this.o.root} has not answered for over ${this.timeout() / 1000} s: the mount looks hung; polling waits for it (nothing is deleted meanwhile)` });
+      this.setProblems(problems);
+      return;
+    }
+    const startedAt = clock.now();
+    const cpu0 = clock.cpuMs();
+    let sliceCpu0 = cpu0;
+    let sliceCalls = 0;
+    /** While set, every worker waits: the pause after a slice holds the whole walk. */
+    let gate: Promise<void> | undefined;
+    /** Sleeps after each slice so that CPU stays under the budget. */
+    const pace = async (): Promise<void> => {
+      while (gate) await gate;
+      if (++sliceCalls < SLICE) return;
+      sliceCalls = 0;
+      const used = clock.cpuMs() - sliceCpu0;
+      const rest = (used * 100) / this.o.budgetPercent - used;
+      if (rest > 1) {
+        gate = clock.sleep(rest).then(() => {
+          gate = undefined;
+          sliceCpu0 = clock.cpuMs();
+        });
+        await gate;
+      } else {
+        sliceCpu0 = clock.cpuMs();
+      }
+    };
+
+    const next = new Map<string, Seen>();
+    let files = 0;
+    const events: RawEvent[] = [];
+    for (const sub of [...this.subtrees].sort()) {
+      if (this.stopped) return;
+      const first = !this.baselined.has(sub);
+      let subOk = true;
+      try {
+        const top = await this.call(() => this.o.fs.lstat(this.abs(sub)));
+        const known = this.devOf.get(sub);
+        if (!top.isDirectory() || (known !== undefined && known !== top.dev)) {
+          problems.push({ kind: 'unmounted', path: sub, message: `${this.abs(sub)} is no longer the polled filesystem (unmounted or replaced): treated as an outage, nothing under it is reported deleted` });
+          subOk = false;
+        } else {
+          this.devOf.set(sub, top.dev);
+        }
+      } catch (e) {
+        if (e instanceof Hung) {
+          problems.push({ kind: 'hung', path: sub, message: `stat of ${this.abs(sub)} did not answer within ${this.timeout() / 1000} s: the mount looks hung; nothing is reported until it answers` });
+          this.setProblems(problems);
+          return;
+        }
+        problems.push({ kind: 'unmounted', path: sub, message: `${this.abs(sub)} cannot be read (${codeOf(e)}): treated as an outage, nothing under it is reported deleted` });
+        subOk = false;
+      }
+      if (!subOk) {
+        // Keep what was known under it: nothing is reported gone while the share is away.
+        for (const [p, s] of this.snapshot) if (under(p, sub)) next.set(p, s);
+        continue;
+      }
+
+      // Breadth-first over folders, `concurrency` calls at once.
+      const queue: string[] = [sub];
+      const limit = this.o.concurrency ?? 8;
+      let hung = false;
+      const visit = async (dir: string): Promise<void> => {
+        let names: string[];
+        try {
+          names = await this.call(() => this.o.fs.readdir(this.abs(dir)));
+        } catch (e) {
+          if (e instanceof Hung) {
+            hung = true;
+            return;
+          }
+          const code = codeOf(e);
+          if (code === 'ENOENT' || code === 'ENOTDIR') return; // gone since its parent was read
+          problems.push({ kind: code === 'EACCES' || code === 'EPERM' ? 'denied' : 'failed', path: dir, message: `cannot list ${this.abs(dir)} (${code}): its content is not polled; the rest is` });
+          for (const [p, s] of this.snapshot) if (p !== dir && under(p, dir)) next.set(p, s);
+          return;
+        }
+        for (const name of names) {
+          if (hung || this.stopped) return;
+          const rel = joinRel(dir, name);
+          const filter = this.o.filter;
+          if (!filter(rel, true) && !filter(rel, false)) continue;
+          let st;
+          try {
+            st = await this.call(() => this.o.fs.lstat(this.abs(rel)));
+          } catch (e) {
+            if (e instanceof Hung) {
+              hung = true;
+              return;
+            }
+            const old = this.snapshot.get(rel);
+            if (old && codeOf(e) !== 'ENOENT') next.set(rel, old); // unreadable is not gone
+            continue;
+          }
+          await pace();
+          const isDir = st.isDirectory();
+          if (isDir) {
+            if (!filter(rel, true)) continue;
+            queue.push(rel);
+          } else if (!st.isFile() || !filter(rel, false)) {
+            continue;
+          } else {
+            files++;
+          }
+          next.set(rel, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, isDir });
+        }
+      };
+      await new Promise<void>((resolve) => {
+        let running = 0;
+        const pump = (): void => {
+          while (!hung && !this.stopped && running < limit && queue.length > 0) {
+            const dir = queue.shift()!;
+            running++;
+            void visit(dir).finally(() => {
+              running--;
+              pump();
+            });
+          }
+          if (running === 0 && (queue.length === 0 || hung || this.stopped)) resolve();
+        };
+        pump();
+      });
+      if (hung) {
+        problems.push({ kind: 'hung', path: sub, message: `a filesystem call under ${this.abs(sub)} did not answer within ${this.timeout() / 1000} s: the mount looks hung; nothing is reported until it answers` });
+        this.setProblems(problems);
+        return; // the snapshot is kept as it was: nothing reported, nothing deleted
+      }
+      if (first) {
+        this.baselined.add(sub);
+        continue;
+      }
+      this.diff(sub, next, events, startedAt);
+    }
+    if (this.stopped) return;
+    this.snapshot = next;
+    for (const e of events) this.o.emit(e);
+    const end = clock.now();
+    this.stats.cycles++;
+    this.stats.lastEntries = next.size;
+    this.stats.lastFiles = files;
+    this.stats.achievedIntervalMs = this.lastStart === undefined ? undefined : startedAt - this.lastStart;
+    this.lastStart = startedAt;
+    this.stats.lastCycleMs = end - startedAt;
+    this.stats.lastCycleEndedAt = end;
+    this.stats.lastCycleCpuMs = clock.cpuMs() - cpu0;
+    this.setProblems(problems);
+  }
+
+  private lastStart: number | undefined;
+
+  /** What changed under `sub` between the snapshot and `next`, as RawEvents. */
+  private diff(sub: string, next: Map<string, Seen>, out: RawEvent[], at: number): void {
+    for (const [p, s] of next) {
+      if (!under(p, sub)) continue;
+      const old = this.snapshot.get(p);
+      if (!old || old.isDir !== s.isDir) {
+        out.push(s.isDir ? { kind: 'addDir', path: p, at } : { kind: 'add', path: p, size: s.size, mtimeMs: s.mtimeMs, at });
+      } else if (!s.isDir && (old.ino !== s.ino || old.size !== s.size || old.mtimeMs !== s.mtimeMs || old.ctimeMs !== s.ctimeMs || old.dev !== s.dev)) {
+        out.push({ kind: 'change', path: p, size: s.size, mtimeMs: s.mtimeMs, at });
+      }
+    }
+    for (const [p, old] of this.snapshot) {
+      if (!under(p, sub) || next.has(p)) continue;
+      out.push({ kind: old.isDir ? 'unlinkDir' : 'unlink', path: p, at });
+    }
+  }
+
+  private abs(rel: string): string {
+    return rel === '' ? this.o.root : `${this.o.root}/${rel}`;
+  }
+
+  private timeout(): number {
+    return this.o.callTimeoutMs ?? 10_000;
+  }
+
+  /**
+   * A filesystem call with a bounded wait. A call that times out keeps running (a syscall
+   * cannot be cancelled); it is counted until it settles, and no cycle starts meanwhile.
+   */
+  private call<T>(f: () => Promise<T>): Promise<T> {
+    this.pendingCalls++;
+    const p = f().finally(() => {
+      this.pendingCalls--;
+    });
+    return new Promise<T>((resolve, reject) => {
+      let done = false;
+      const t = setTimeout(() => {
+        if (done) return;
+        done = true;
+        reject(new Hung());
+      }, this.timeout());
+      t.unref?.();
+      p.then(
+        (v) => {
+          if (done) return;
+          done = true;
+          clearTimeout(t);
+          resolve(v);
+        },
+        (e: unknown) => {
+          if (done) return;
+          done = true;
+          clearTimeout(t);
+          reject(e);
+        },
+      );
+    });
+  }
+}
+
+function under(p: string, sub: string): boolean {
+  return sub === '' || p === sub || p.startsWith(`${sub}/`);
+}
+
+function codeOf(e: unknown): string {
+  return (e as NodeJS.ErrnoException | undefined)?.code ?? (e instanceof Error ? e.message : String(e));
+}

@@ -1,0 +1,242 @@
+/**
+ * The poller on a fake filesystem and a fake clock (issue 12): what a stat-only walk reports,
+ * its CPU budget, and bad input (a hung mount, an unmounted share, a denied folder) never
+ * read as deletions.
+ */
+import { describe, expect, it } from 'vitest';
+import type { RawEvent } from '../../../../src/local/aggregator.js';
+import { Poller, type PollClock, type PollFs, type PollProblem } from '../../../../src/local/watch/poller.js';
+
+interface Node {
+  dir: boolean;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+/** A filesystem of absolute paths; errors and hangs can be injected per path. */
+class FakeFs implements PollFs {
+  readonly nodes = new Map<string, Node>();
+  dev = 7;
+  private ino = 1;
+  readonly fail = new Map<string, string>();
+  readonly hang = new Set<string>();
+  calls = 0;
+  constructor(readonly root: string) {
+    this.nodes.set(root, { dir: true, size: 0, mtimeMs: 0, ino: this.ino++ });
+  }
+  mkdir(rel: string): void {
+    this.nodes.set(`${this.root}/${rel}`, { dir: true, size: 0, mtimeMs: 0, ino: this.ino++ });
+  }
+  write(rel: string, size: number, mtimeMs = 1000): void {
+    const old = this.nodes.get(`${this.root}/${rel}`);
+    this.nodes.set(`${this.root}/${rel}`, { dir: false, size, mtimeMs, ino: old?.ino ?? this.ino++ });
+  }
+  rm(rel: string): void {
+    const abs = `${this.root}/${rel}`;
+    for (const k of [...this.nodes.keys()]) if (k === abs || k.startsWith(`${abs}/`)) this.nodes.delete(k);
+  }
+  rename(from: string, to: string): void {
+    const a = `${this.root}/${from}`;
+    for (const [k, v] of [...this.nodes]) {
+      if (k === a || k.startsWith(`${a}/`)) {
+        this.nodes.delete(k);
+        this.nodes.set(`${this.root}/${to}${k.slice(a.length)}`, v);
+      }
+    }
+  }
+  private check(path: string): void {
+    this.calls++;
+    const code = this.fail.get(path);
+    if (code) throw Object.assign(new Error(`${code}: ${path}`), { code });
+  }
+  async lstat(path: string) {
+    if (this.hang.has(path)) return new Promise<never>(() => undefined);
+    this.check(path);
+    const n = this.nodes.get(path);
+    if (!n) throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
+    return { dev: this.dev, ino: n.ino, size: n.size, mtimeMs: n.mtimeMs, ctimeMs: n.mtimeMs, isDirectory: () => n.dir, isFile: () => !n.dir };
+  }
+  async readdir(path: string) {
+    if (this.hang.has(path)) return new Promise<never>(() => undefined);
+    this.check(`${path}/`);
+    if (!this.nodes.get(path)?.dir) throw Object.assign(new Error(`ENOTDIR: ${path}`), { code: 'ENOTDIR' });
+    const names = new Set<string>();
+    for (const k of this.nodes.keys()) if (k.startsWith(`${path}/`)) names.add(k.slice(path.length + 1).split('/')[0]!);
+    return [...names];
+  }
+}
+
+/** Time advances only through sleep(); each filesystem call costs `cpuPerCall` ms of CPU. */
+class FakeClock implements PollClock {
+  t = 0;
+  slept = 0;
+  constructor(private readonly fs: FakeFs, private readonly cpuPerCall = 0) {}
+  now(): number {
+    return this.t;
+  }
+  cpuMs(): number {
+    return this.fs.calls * this.cpuPerCall;
+  }
+  async sleep(ms: number): Promise<void> {
+    this.t += ms;
+    this.slept += ms;
+  }
+}
+
+const ROOT = '/srv/share';
+function setup(o: { cpuPerCall?: number; budgetPercent?: number; callTimeoutMs?: number; subtrees?: string[] } = {}) {
+  const fs = new FakeFs(ROOT);
+  const clock = new FakeClock(fs, o.cpuPerCall);
+  const events: RawEvent[] = [];
+  let problems: readonly PollProblem[] = [];
+  const poller = new Poller({
+    root: ROOT,
+    subtrees: o.subtrees ?? [''],
+    filter: (rel) => !rel.split('/').some((s) => s.startsWith('.')),
+    emit: (e) => events.push(e),
+    intervalMs: 10_000,
+    budgetPercent: o.budgetPercent ?? 5,
+    callTimeoutMs: o.callTimeoutMs ?? 50,
+    fs,
+    clock,
+    onProblems: (p) => (problems = p),
+  });
+  const kinds = (): string[] => events.splice(0).map((e) => `${e.kind} ${e.path}`).sort();
+  return { fs, clock, poller, events, kinds, problems: () => problems };
+}
+
+describe('Poller: what a stat-only walk reports', () => {
+  it('learns the tree at its first cycle (reports nothing), then reports adds, edits, deletes, renames and folders', async () => {
+    const { fs, poller, kinds } = setup();
+    fs.mkdir('a');
+    fs.write('a/one.txt', 10);
+    fs.write('two.txt', 20);
+    fs.write('.hidden', 1);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual([]);
+
+    fs.write('a/one.txt', 11, 2000); // edit
+    fs.write('three.txt', 5); // new
+    fs.rm('two.txt'); // deleted
+    fs.mkdir('b');
+    fs.write('b/four.txt', 4);
+    fs.write('.hidden', 2); // filtered
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['add b/four.txt', 'add three.txt', 'addDir b', 'change a/one.txt', 'unlink two.txt']);
+
+    fs.rename('b', 'c');
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['add c/four.txt', 'addDir c', 'unlink b/four.txt', 'unlinkDir b']);
+
+    await poller.cycleOnce();
+    expect(kinds()).toEqual([]);
+    expect(poller.status()).toMatchObject({ cycles: 4, lastFiles: 3 });
+  });
+
+  it('sees a same-size rewrite with its mtime put back through the ctime, and a swap through the inode', async () => {
+    const { fs, poller, kinds } = setup();
+    fs.write('x.txt', 10, 1000);
+    fs.write('y.txt', 10, 1000);
+    await poller.cycleOnce();
+    fs.rename('x.txt', 't');
+    fs.rename('y.txt', 'x.txt');
+    fs.rename('t', 'y.txt');
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change x.txt', 'change y.txt']);
+  });
+
+  it('polls only its subtrees', async () => {
+    const { fs, poller, kinds } = setup({ subtrees: ['nas'] });
+    fs.mkdir('nas');
+    fs.write('local.txt', 1);
+    await poller.cycleOnce();
+    fs.write('nas/new.txt', 1);
+    fs.write('local2.txt', 1);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['add nas/new.txt']);
+  });
+});
+
+describe('Poller: cost', () => {
+  it('keeps CPU under the budget by sleeping between slices: a big tree takes longer, not skipped', async () => {
+    const { fs, clock, poller, kinds } = setup({ cpuPerCall: 0.05, budgetPercent: 5 });
+    for (let d = 0; d < 20; d++) {
+      fs.mkdir(`d${d}`);
+      for (let f = 0; f < 500; f++) fs.write(`d${d}/f${f}.txt`, 1);
+    }
+    await poller.cycleOnce();
+    fs.write('d19/f499.txt', 2, 5000);
+    const t0 = clock.now();
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change d19/f499.txt']);
+    const s = poller.status();
+    expect(s.lastFiles).toBe(10_000);
+    // CPU over wall time of the cycle stays at the budget (5 %, within a slice's rounding).
+    expect(s.lastCycleCpuMs! / (clock.now() - t0)).toBeLessThanOrEqual(0.055);
+    expect(s.lastCycleMs).toBeGreaterThan(s.lastCycleCpuMs! * 18); // spread over time at the budget
+    expect(s.lastCycleMs).toBeGreaterThan(5_000);
+  });
+});
+
+describe('Poller: bad input is never read as deletion', () => {
+  it('a stat that hangs: bounded wait, reported, nothing reported deleted, no new cycle while it hangs', async () => {
+    const { fs, poller, kinds, problems } = setup({ callTimeoutMs: 20 });
+    fs.mkdir('a');
+    fs.write('a/one.txt', 1);
+    fs.write('two.txt', 1);
+    await poller.cycleOnce();
+    fs.hang.add(`${ROOT}/a`);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual([]);
+    expect(problems()).toEqual([expect.objectContaining({ kind: 'hung' })]);
+    const calls = fs.calls;
+    await poller.cycleOnce(); // still hanging: no new calls pile up behind it
+    expect(fs.calls).toBe(calls);
+    expect(problems()[0]!.message).toMatch(/hung.*nothing is deleted/);
+  });
+
+  it('a share unmounted under the poller (the mount point is an empty folder of another device): an outage', async () => {
+    const { fs, poller, kinds, problems } = setup();
+    fs.mkdir('a');
+    fs.write('a/one.txt', 1);
+    fs.write('two.txt', 1);
+    await poller.cycleOnce();
+    const mounted = new Map(fs.nodes);
+    fs.rm('a');
+    fs.rm('two.txt');
+    fs.dev = 8; // what is left at the mount point is the parent filesystem's empty folder
+    await poller.cycleOnce();
+    expect(kinds()).toEqual([]);
+    expect(problems()).toEqual([expect.objectContaining({ kind: 'unmounted', path: '' })]);
+    // Mounted again with everything back: no event, the outage clears.
+    fs.dev = 7;
+    for (const [k, v] of mounted) fs.nodes.set(k, v);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual([]);
+    expect(problems()).toEqual([]);
+  });
+
+  it('a mount point that vanished altogether is an outage too', async () => {
+    const { fs, poller, kinds, problems } = setup();
+    fs.write('two.txt', 1);
+    await poller.cycleOnce();
+    fs.fail.set(ROOT, 'ENOENT');
+    await poller.cycleOnce();
+    expect(kinds()).toEqual([]);
+    expect(problems()[0]).toMatchObject({ kind: 'unmounted' });
+  });
+
+  it('a denied subfolder is reported, its content kept, the rest polled', async () => {
+    const { fs, poller, kinds, problems } = setup();
+    fs.mkdir('private');
+    fs.write('private/p.txt', 1);
+    fs.write('pub.txt', 1);
+    await poller.cycleOnce();
+    fs.fail.set(`${ROOT}/private/`, 'EACCES');
+    fs.write('pub.txt', 2, 3000);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change pub.txt']);
+    expect(problems()).toEqual([expect.objectContaining({ kind: 'denied', path: 'private', message: expect.stringContaining('EACCES') })]);
+  });
+});
