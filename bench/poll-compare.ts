@@ -118,7 +118,7 @@ async function main(): Promise<void> {
       const chok = await measureChokidar(mnt, back, intervalMs, 300);
       console.log(JSON.stringify({ files, tool: 'chokidar usePolling', intervalS: intervalMs / 1000, ...chok }));
     } finally {
-      execFileSync('fusermount', ['-u', mnt]);
+      execFileSync('fusermount', ['-uz', mnt]); // lazy: chokidar's last stat may still hold it
       await rm(dir, { recursive: true, force: true });
     }
   }
