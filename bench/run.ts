@@ -4,7 +4,10 @@
  *
  *   BENCH_QUICK=1   smaller sizes (under 3 minutes)
  *   BENCH_ONLY=a,b  only these scenarios (initialMirror, rateCap, restart, latency, burst,
- *                   footprint); results then go to <mode>-partial.json/.md only
+ *                   footprint); results then go to <mode>-partial.json/.md only.
+ *                   `scale` (a million files, issue 16) runs ONLY when named here:
+ *                   BENCH_ONLY=scale (curve + daemon), scaleCurve or scaleDaemon; its
+ *                   results go to scale-<mode>.json/.md
  *   BENCH_OUT=DIR   where to write the results (default bench/results)
  *   BENCH_KEEP=1    keep the temp folder (trees, state files, configs)
  *   BENCH_SIZES=J   sizes to change (a JSON object of lib/context.ts Sizes), e.g.
@@ -29,10 +32,13 @@ import { log } from './lib/util.js';
 import { runDaemonChanges } from './scenarios/daemon-changes.js';
 import { buildInitialTree, runInitialMirror, runRateCap } from './scenarios/initial-mirror.js';
 import { runRestart } from './scenarios/restart.js';
+import { runScale } from './scenarios/scale.js';
 import { DEFAULTS } from '../src/config/schema.js';
 
 const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint'] as const;
-type Scenario = (typeof ALL)[number];
+/** Run only when named in BENCH_ONLY (the full size takes about an hour and 2 GB of disk). */
+const ON_DEMAND = ['scale', 'scaleCurve', 'scaleDaemon'] as const;
+type Scenario = (typeof ALL)[number] | (typeof ON_DEMAND)[number];
 
 export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL, tmpRoot = tmpdir()): Promise<Report> {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first`);
@@ -68,6 +74,12 @@ export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL,
       const { restart, footprint } = await runRestart(ctx);
       if (want('restart')) scenarios.restart = { ...restart };
       if (want('footprint')) scenarios.footprint = { ...footprint };
+    }
+    if (want('scale') || want('scaleCurve') || want('scaleDaemon')) {
+      const s = await runScale(ctx, { curve: want('scale') || want('scaleCurve'), daemon: want('scale') || want('scaleDaemon') });
+      if (s.curve.length) scenarios.scaleCurve = { points: s.curve } as unknown as Figures;
+      if (s.restart) scenarios.scaleRestart = { ...s.restart };
+      if (s.footprint) scenarios.scaleFootprint = { ...s.footprint };
     }
   } finally {
     if (process.env.BENCH_KEEP === '1') log(`kept ${tmp}`);
@@ -107,8 +119,10 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
 async function main(): Promise<void> {
   const mode: BenchMode = process.env.BENCH_QUICK === '1' ? 'quick' : 'full';
   const onlyEnv = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const s of onlyEnv ?? []) if (!(ALL as readonly string[]).includes(s)) throw new Error(`BENCH_ONLY: unknown scenario "${s}" (known: ${ALL.join(', ')})`);
+  const known: readonly string[] = [...ALL, ...ON_DEMAND];
+  for (const s of onlyEnv ?? []) if (!known.includes(s)) throw new Error(`BENCH_ONLY: unknown scenario "${s}" (known: ${known.join(', ')})`);
   const only = (onlyEnv ?? ALL) as Scenario[];
+  const scaleRun = only.some((s) => (ON_DEMAND as readonly string[]).includes(s));
   const partial = only.length < ALL.length;
   const repo = fileURLToPath(new URL(import.meta.url.includes('/dist/bench/') ? '../../' : '../', import.meta.url));
   const out = process.env.BENCH_OUT ?? join(repo, 'bench', 'results');
@@ -117,10 +131,10 @@ async function main(): Promise<void> {
   await mkdir(out, { recursive: true });
   const md = toMarkdown(report);
   const json = `${JSON.stringify(report, null, 2)}\n`;
-  const base = partial ? `${mode}-partial` : mode;
+  const base = scaleRun ? `scale-${mode}` : partial ? `${mode}-partial` : mode;
   await writeFile(join(out, `${base}.json`), json);
   await writeFile(join(out, `${base}.md`), md);
-  if (!partial) {
+  if (!partial && !scaleRun) {
     await writeFile(join(out, 'latest.json'), json);
     await writeFile(join(out, 'latest.md'), md);
   }

@@ -22,6 +22,10 @@ export interface Sizes {
   cpuWindowSeconds: number;
   /** Service latency added to every request of the measured runs (setups run without). */
   latencyMs: number;
+  /** scale (only with BENCH_ONLY=scale…, never in CI): the daemon's tree, and the state sizes of the cost curve. */
+  scaleFiles: number;
+  scaleFolders: number;
+  scaleCurve: number[];
 }
 
 export const SIZES: Record<BenchMode, Sizes> = {
@@ -39,6 +43,9 @@ export const SIZES: Record<BenchMode, Sizes> = {
     settleSeconds: 15,
     cpuWindowSeconds: 10,
     latencyMs: 20,
+    scaleFiles: 1_000_000,
+    scaleFolders: 50_000,
+    scaleCurve: [10_000, 100_000, 300_000, 1_000_000],
   },
   quick: {
     initialFiles: 1_000,
@@ -54,6 +61,9 @@ export const SIZES: Record<BenchMode, Sizes> = {
     settleSeconds: 5,
     cpuWindowSeconds: 5,
     latencyMs: 20,
+    scaleFiles: 5_000,
+    scaleFolders: 250,
+    scaleCurve: [1_000, 10_000],
   },
   smoke: {
     initialFiles: 60,
@@ -69,6 +79,9 @@ export const SIZES: Record<BenchMode, Sizes> = {
     settleSeconds: 1,
     cpuWindowSeconds: 1,
     latencyMs: 5,
+    scaleFiles: 200,
+    scaleFolders: 10,
+    scaleCurve: [1_000],
   },
 };
 

@@ -24,6 +24,8 @@ export interface RestartFigures {
   contentBytesRead: number;
   rssMB: number;
   setupSeconds: number;
+  /** Peak RSS of the setup's `dssync sync` (the first mirror). */
+  setupRssMB: number;
 }
 
 export interface FootprintFigures {
@@ -40,23 +42,36 @@ export interface FootprintFigures {
 /** Generous settings for the unmeasured setup mirror. */
 const SETUP_QUEUE = { queue: { concurrency: 32, requestsPerSecond: 100_000 }, ingestionCheck: { enabled: false } };
 
-export async function runRestart(ctx: BenchContext): Promise<{ restart: RestartFigures; footprint: FootprintFigures }> {
+/** The tree of a restart run: restart uses sizes.restartFiles/Folders, scale its own. */
+export interface RestartSpec {
+  name: string;
+  files: number;
+  folders: number;
+  /** File sizes (bytes): small files keep a tree of a million files quick to write. */
+  minBytes: number;
+  maxBytes: number;
+}
+
+export async function runRestart(
+  ctx: BenchContext,
+  spec: RestartSpec = { name: 'restart', files: ctx.sizes.restartFiles, folders: ctx.sizes.restartFolders, minBytes: 512, maxBytes: 2048 },
+): Promise<{ restart: RestartFigures; footprint: FootprintFigures }> {
   const { sizes } = ctx;
-  const dir = join(ctx.tmp, 'restart');
+  const dir = join(ctx.tmp, spec.name);
   const share = join(dir, 'share');
   await mkdir(dir, { recursive: true });
   let t0 = performance.now();
-  const files = await writeTree(share, { files: sizes.restartFiles, folders: sizes.restartFolders, minBytes: 512, maxBytes: 2048, seed: 2 });
-  log(`restart: tree of ${files.length} files in ${sizes.restartFolders} folders written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const files = await writeTree(share, { files: spec.files, folders: spec.folders, minBytes: spec.minBytes, maxBytes: spec.maxBytes, seed: 2 });
+  log(`${spec.name}: tree of ${files.length} files in ${spec.folders} folders written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
   const emu = await startService();
   try {
     t0 = performance.now();
     const setupConfig = await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup', extra: SETUP_QUEUE });
     const setup = await runSync(setupConfig);
-    if (setup.code !== 0) throw new Error(`restart setup: dssync sync exited ${setup.code}:\n${setup.stderr.slice(-3000)}`);
+    if (setup.code !== 0) throw new Error(`${spec.name} setup: dssync sync exited ${setup.code}:\n${setup.stderr.slice(-3000)}`);
     const setupSeconds = (performance.now() - t0) / 1000;
-    log(`restart: setup mirror of ${files.length} files in ${setupSeconds.toFixed(1)} s`);
+    log(`${spec.name}: setup mirror of ${files.length} files in ${setupSeconds.toFixed(1)} s, peak RSS ${Math.round(setup.peakRssMB)} MB`);
 
     emu.setFaults({ latencyMs: sizes.latencyMs });
     emu.resetStats();
@@ -69,7 +84,7 @@ export async function runRestart(ctx: BenchContext): Promise<{ restart: RestartF
         if (m) peak = Math.max(peak, m.peakRssMB);
       }, 100);
       // The daemon's own log line, so that the measurement does not poll (and slow) it.
-      const passDone = await daemon.waitForLog('the first full pass', (l) => l.msg === 'full pass done', 600_000);
+      const passDone = await daemon.waitForLog('the first full pass', (l) => l.msg === 'full pass done', 1_800_000);
       clearInterval(sampler);
       const seconds = (passDone.time - daemon.spawnedAtMs) / 1000;
       const status = await daemon.status();
@@ -83,11 +98,12 @@ export async function runRestart(ctx: BenchContext): Promise<{ restart: RestartF
         contentBytesRead: (await daemon.metric('dssync_content_bytes_read_total')) ?? NaN,
         rssMB: round(Math.max(peak, daemon.memory()?.peakRssMB ?? 0), 0),
         setupSeconds: round(setupSeconds, 1),
+        setupRssMB: round(setup.peakRssMB, 0),
       };
-      log(`restart: ${restart.seconds} s, ${restart.writes} writes, ${restart.contentBytesRead} content bytes read, peak RSS ${restart.rssMB} MB`);
+      log(`${spec.name}: ${restart.seconds} s, ${restart.writes} writes, ${restart.contentBytesRead} content bytes read, peak RSS ${restart.rssMB} MB`);
 
       // footprint
-      await waitForWatching(daemon, sizes.restartFolders, 300_000);
+      await waitForWatching(daemon, spec.folders, 900_000);
       await sleep(sizes.settleSeconds * 1000);
       const after = await daemon.status();
       const rssMB = daemon.memory()?.rssMB ?? NaN;
@@ -95,14 +111,16 @@ export async function runRestart(ctx: BenchContext): Promise<{ restart: RestartF
       const w0 = performance.now();
       await sleep(sizes.cpuWindowSeconds * 1000);
       const cpuPercent = (100 * ((daemon.cpuSeconds() ?? NaN) - cpu0)) / ((performance.now() - w0) / 1000);
-      const stateFile = await stat(join(dir, 'state', 'state.json'));
+      // The snapshot and its journal (either may be absent: a small state may not be folded yet).
+      const sizeOf = (p: string): Promise<number> => stat(p).then((st) => st.size, () => 0);
+      const stateBytes = (await sizeOf(join(dir, 'state', 'state.json'))) + (await sizeOf(join(dir, 'state', 'state.json.journal')));
       const footprint: FootprintFigures = {
         files: files.length,
-        folders: sizes.restartFolders,
+        folders: spec.folders,
         watchedFolders: after.mappings[0]?.watchedDirs ?? 0,
         rssMB: round(rssMB, 0),
         cpuPercent: round(cpuPercent, 2),
-        stateFileMB: round(stateFile.size / 1024 / 1024, 1),
+        stateFileMB: round(stateBytes / 1024 / 1024, 1),
         stateWriteMs: round(after.state?.lastWriteMs ?? NaN, 0),
         stateLoadMs: after.state?.loadMs === undefined ? undefined : round(after.state.loadMs, 0),
       };
@@ -111,7 +129,7 @@ export async function runRestart(ctx: BenchContext): Promise<{ restart: RestartF
     } finally {
       await daemon.stop();
       const check = await checkMirror(emu, share, files.map((f) => f.rel));
-      if (!check.ok) log(`restart: WARNING: the data source is not in sync: ${check.problems.slice(0, 5).join('; ')}`);
+      if (!check.ok) log(`${spec.name}: WARNING: the data source is not in sync: ${check.problems.slice(0, 5).join('; ')}`);
     }
   } finally {
     await emu.close();

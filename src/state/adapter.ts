@@ -7,7 +7,8 @@
 import type { Adapter } from 'lowdb';
 import { performance } from 'node:perf_hooks';
 import { readIfExists, writeFileAtomic, type StateFs } from './atomic-file.js';
-import { decodeState, type EncodePlan, type StateCodec } from './codec.js';
+import { decodeState } from './decode.js';
+import type { EncodePlan, StateCodec } from './encoder.js';
 import type { StateFile } from './schema.js';
 
 /** Longest stretch of encoding between two turns of the event loop. */

@@ -9,16 +9,8 @@
  * result of a replay is the result of the original calls.
  */
 import { z } from 'zod';
-import {
-  IntentSchema,
-  PassRecordSchema,
-  RejectedSchema,
-  entryFromTuple,
-  entryToTuple,
-  newMappingState,
-  type FileTuple,
-  type StateCodec,
-} from './codec.js';
+import type { StateCodec } from './encoder.js';
+import { IntentSchema, PassRecordSchema, RejectedSchema, entryFromTuple, entryToTuple, newMappingState, type FileTuple } from './validate.js';
 import type { FileEntry, Intent, PassRecord, RejectedFile, StateFile } from './schema.js';
 
 export type StateOp =

@@ -27,7 +27,8 @@ import { Low } from 'lowdb';
 import { silentLogger, type Logger } from '../log.js';
 import { StateFileAdapter, type ReadStats, type SnapshotStats } from './adapter.js';
 import { ensureDir, nodeStateFs, readIfExists, removeStaleTemps, restrictMode, writeFileAtomic, type StateFs } from './atomic-file.js';
-import { IntentSchema, PassRecordSchema, RejectedSchema, StateCodec, checked, fileEntryProblem, newState } from './codec.js';
+import { StateCodec } from './encoder.js';
+import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState } from './validate.js';
 import { errnoOf, isStateError, StateCorruptError, StateWriteError } from './errors.js';
 import { Journal, journalPathOf, parseJournal } from './journal.js';
 import { acquireLock, type Lock } from './lock.js';
@@ -406,6 +407,16 @@ export class StateStore {
       }
     })();
     return this.closing;
+  }
+
+  /**
+   * Folds the journal into a new snapshot now (it happens by itself past the bound) and
+   * resolves when done; a failure is logged and the journal keeps every change.
+   */
+  async fold(): Promise<void> {
+    this.assertOpen();
+    this.startFold();
+    await this.folding;
   }
 
   // ---- internals ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /** An in-memory StateWriter for the engine's unit tests. */
 import type { StateWriter } from '../../src/engine/executor.js';
-import { newMappingState } from '../../src/state/codec.js';
+import { newMappingState } from '../../src/state/validate.js';
 import type { Intent, MappingState } from '../../src/state/schema.js';
 
 export class MemoryState implements StateWriter {

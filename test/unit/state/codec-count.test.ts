@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { StateCodec, newMappingState, newState } from '../../../src/state/codec.js';
+import { StateCodec } from '../../../src/state/encoder.js';
+import { newMappingState, newState } from '../../../src/state/validate.js';
 import type { FileEntry, StateFile } from '../../../src/state/schema.js';
 
 function entry(i: number): FileEntry {

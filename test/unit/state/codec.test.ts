@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  BUCKET_COUNT,
-  StateCodec,
-  decodeState,
-  encodeStateToString,
-  newMappingState,
-  newState,
-} from '../../../src/state/codec.js';
+import { decodeState } from '../../../src/state/decode.js';
+import { BUCKET_COUNT, StateCodec, encodeStateToString } from '../../../src/state/encoder.js';
+import { newMappingState, newState } from '../../../src/state/validate.js';
 import { StateCorruptError, StateVersionError } from '../../../src/state/errors.js';
 import type { FileEntry, StateFile } from '../../../src/state/schema.js';
 

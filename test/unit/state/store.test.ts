@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { encodeStateToString, newMappingState, newState } from '../../../src/state/codec.js';
+import { encodeStateToString } from '../../../src/state/encoder.js';
+import { newMappingState, newState } from '../../../src/state/validate.js';
 import { StateCorruptError, StateVersionError, StateWriteError } from '../../../src/state/errors.js';
 import type { FileEntry } from '../../../src/state/schema.js';
 import { readStateFile, StateStore, type StateStoreOptions } from '../../../src/state/store.js';

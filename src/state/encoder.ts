@@ -1,5 +1,5 @@
 /**
- * The on-disk encoding of the state file, and its decoding with validation and migration.
+ * The encoding of the snapshot file (decoding: decode.ts).
  *
  * Format (version 1): compact JSON, no pretty-printing:
  *
@@ -23,19 +23,10 @@
  * (headChanged, mappingRemoved, indexMapping); property tests check that the cached
  * encoding always equals a fresh one, and that a sliced snapshot is exact.
  */
-import { z } from 'zod';
-import { StateCorruptError, StateVersionError } from './errors.js';
-import {
-  STATE_VERSION,
-  type FileEntry,
-  type Intent,
-  type MappingState,
-  type PassRecord,
-  type RejectedFile,
-  type StateFile,
-} from './schema.js';
+import { STATE_VERSION, type FileEntry, type MappingState, type StateFile } from './schema.js';
+import { entryToTuple } from './validate.js';
 
-/** Buckets per mapping: with 100,000 files, ~100 entries (~20 KB) are re-encoded per changed file. */
+/** Buckets per mapping: the unit of copy-on-write while a snapshot is encoded. */
 export const BUCKET_COUNT = 1024;
 
 /** FNV-1a of the path, reduced to a bucket number. Stable across runs (nothing depends on it on disk). */
@@ -48,238 +39,6 @@ export function bucketOf(path: string): number {
   return (h >>> 0) & (BUCKET_COUNT - 1);
 }
 
-/**
- * A record without prototype: file paths, intent ids and mapping ids are data, and a file
- * named `__proto__` or `constructor` must be an ordinary key.
- */
-export function emptyRecord<T>(): Record<string, T> {
-  return Object.create(null) as Record<string, T>;
-}
-
-/** A FileEntry's fields in order, without the path: how the snapshot and the journal store it. */
-export type FileTuple = [documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string];
-
-export function entryToTuple(e: FileEntry): FileTuple {
-  return [e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt];
-}
-
-/** Frozen: entries are shared with snapshots being encoded (see EncodePlan). */
-export function entryFromTuple(t: FileTuple): FileEntry {
-  return Object.freeze({ documentId: t[0], size: t[1], mtimeMs: t[2], sha256: t[3], syncedAt: t[4] });
-}
-
-export function newMappingState(dataSourceId: string, root: string): MappingState {
-  return { dataSourceId, root, files: emptyRecord(), intents: emptyRecord(), rejected: emptyRecord() };
-}
-
-export function newState(): StateFile {
-  return { version: STATE_VERSION, journalSeq: 0, mappings: emptyRecord() };
-}
-
-// ---------------------------------------------------------------------------------------
-// Validation of the parts other than files (small; zod gives precise messages).
-
-const IntentFileSchema = z.object({
-  path: z.string(),
-  size: z.number(),
-  mtimeMs: z.number(),
-  sha256: z.string(),
-  replacesDocumentId: z.string().optional(),
-});
-
-export const IntentSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('upload'), id: z.string(), startedAt: z.string(), files: z.array(IntentFileSchema) }),
-  z.object({
-    kind: z.literal('update'),
-    id: z.string(),
-    startedAt: z.string(),
-    documentId: z.string(),
-    path: z.string(),
-    fromPath: z.string().optional(),
-  }),
-  z.object({ kind: z.literal('delete'), id: z.string(), startedAt: z.string(), documentId: z.string(), path: z.string() }),
-]);
-
-export const RejectedSchema = z.object({
-  size: z.number(),
-  mtimeMs: z.number(),
-  status: z.number().int().optional(),
-  reason: z.string(),
-  at: z.string(),
-});
-
-export const PassRecordSchema = z.object({
-  startedAt: z.string(),
-  finishedAt: z.string(),
-  ok: z.boolean(),
-  summary: z.record(z.string(), z.number()),
-  error: z.string().optional(),
-});
-
-// The zod schemas must describe exactly the schema.ts types (checked at compile time).
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const _intentMatches: Same<z.infer<typeof IntentSchema>, Intent> = true;
-const _rejectedMatches: Same<z.infer<typeof RejectedSchema>, RejectedFile> = true;
-const _passMatches: Same<z.infer<typeof PassRecordSchema>, PassRecord> = true;
-void _intentMatches;
-void _rejectedMatches;
-void _passMatches;
-
-function firstIssue(err: z.ZodError): string {
-  const issue = err.issues[0];
-  if (!issue) return 'invalid';
-  const where = issue.path.length ? `${issue.path.join('.')}: ` : '';
-  return `${where}${issue.message}`;
-}
-
-/**
- * Describes what makes a file entry unwritable (a value JSON cannot carry, such as NaN,
- * would make the next load fail), or undefined when it is fine.
- */
-export function fileEntryProblem(e: FileEntry): string | undefined {
-  if (typeof e !== 'object' || e === null) return 'entry is not an object';
-  if (typeof e.documentId !== 'string' || e.documentId === '') return 'documentId must be a non-empty string';
-  if (!Number.isFinite(e.size)) return `size must be a finite number (got ${String(e.size)})`;
-  if (!Number.isFinite(e.mtimeMs)) return `mtimeMs must be a finite number (got ${String(e.mtimeMs)})`;
-  if (typeof e.sha256 !== 'string') return 'sha256 must be a string';
-  if (typeof e.syncedAt !== 'string') return 'syncedAt must be a string';
-  return undefined;
-}
-
-/**
- * Validates a zod-described part as it is set, returning a copy holding only the known
- * fields (so nothing else, such as a secret passed by mistake, reaches the file), or the
- * problem.
- */
-export function checked<T>(schema: z.ZodType<T>, value: unknown): { ok: true; value: T } | { ok: false; problem: string } {
-  const r = schema.safeParse(value);
-  if (!r.success) return { ok: false, problem: firstIssue(r.error) };
-  // JSON turns non-finite numbers into null: refuse them here rather than at the next load.
-  if (hasNonFinite(r.data)) return { ok: false, problem: 'contains a non-finite number' };
-  return { ok: true, value: r.data };
-}
-
-function hasNonFinite(v: unknown): boolean {
-  if (typeof v === 'number') return !Number.isFinite(v);
-  if (Array.isArray(v)) return v.some(hasNonFinite);
-  if (typeof v === 'object' && v !== null) return Object.values(v).some(hasNonFinite);
-  return false;
-}
-
-// ---------------------------------------------------------------------------------------
-// Decoding.
-
-export interface DecodedState {
-  state: StateFile;
-  /** Set when the file had an older version and was migrated (the store rewrites it). */
-  migratedFrom?: number;
-}
-
-/**
- * Migrations from version n to n+1, applied in order on the parsed JSON before decoding.
- * None yet: version 1 is the first. When the format changes, bump STATE_VERSION in
- * schema.ts and add `MIGRATIONS[old] = (raw) => …` returning the next version's shape.
- */
-type Migration = (raw: Record<string, unknown>) => Record<string, unknown>;
-const MIGRATIONS: Partial<Record<number, Migration>> = {
-  // Version 2 added the journal (journal.ts): the snapshot says which of its ops it holds.
-  1: (raw) => ({ ...raw, version: 2, journalSeq: 0 }),
-};
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Parses and validates the text of a state file. Throws StateCorruptError / StateVersionError. */
-export function decodeState(file: string, text: string): DecodedState {
-  if (text.trim() === '') throw new StateCorruptError(file, 'the file is empty');
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
-    throw new StateCorruptError(file, `not valid JSON, possibly truncated: ${why}`, { cause: err });
-  }
-  if (!isObject(raw)) throw new StateCorruptError(file, 'the top level is not an object');
-  const version = raw['version'];
-  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
-    throw new StateCorruptError(file, `"version" is missing or invalid (${JSON.stringify(version) ?? 'undefined'})`);
-  }
-  if (version > STATE_VERSION) throw new StateVersionError(file, version, STATE_VERSION);
-  let migratedFrom: number | undefined;
-  let current = raw;
-  for (let v = version; v < STATE_VERSION; v++) {
-    const migrate = MIGRATIONS[v];
-    if (!migrate) throw new StateCorruptError(file, `version ${version} is not one this dssync can migrate`);
-    current = migrate(current);
-    migratedFrom = version;
-  }
-  const mappingsRaw = current['mappings'];
-  if (!isObject(mappingsRaw)) throw new StateCorruptError(file, '"mappings" is missing or not an object');
-  const journalSeq = current['journalSeq'];
-  if (typeof journalSeq !== 'number' || !Number.isSafeInteger(journalSeq) || journalSeq < 0) {
-    throw new StateCorruptError(file, `"journalSeq" is missing or invalid (${JSON.stringify(journalSeq) ?? 'undefined'})`);
-  }
-  const state = newState();
-  state.journalSeq = journalSeq;
-  for (const id of Object.keys(mappingsRaw)) {
-    state.mappings[id] = decodeMapping(file, id, mappingsRaw[id]);
-  }
-  return migratedFrom === undefined ? { state } : { state, migratedFrom };
-}
-
-function decodeMapping(file: string, id: string, v: unknown): MappingState {
-  const at = `mappings.${id}`;
-  const bad = (detail: string): never => {
-    throw new StateCorruptError(file, `${at}${detail}`);
-  };
-  if (!isObject(v)) return bad(': not an object');
-  const { dataSourceId, root, files, intents, rejected, lastPass } = v;
-  if (typeof dataSourceId !== 'string') return bad('.dataSourceId: not a string');
-  if (typeof root !== 'string') return bad('.root: not a string');
-  if (!Array.isArray(files)) return bad('.files: not an array');
-  if (!isObject(intents)) return bad('.intents: not an object');
-  if (!isObject(rejected)) return bad('.rejected: not an object');
-
-  const m = newMappingState(dataSourceId, root);
-  // The hot loop of a load: plain checks, no allocation beyond the entry itself.
-  for (let i = 0; i < files.length; i++) {
-    const t: unknown = files[i];
-    if (
-      !Array.isArray(t) ||
-      t.length !== 6 ||
-      typeof t[0] !== 'string' ||
-      typeof t[1] !== 'string' ||
-      typeof t[2] !== 'number' ||
-      typeof t[3] !== 'number' ||
-      typeof t[4] !== 'string' ||
-      typeof t[5] !== 'string'
-    ) {
-      return bad(`.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt] tuple`);
-    }
-    m.files[t[0]] = entryFromTuple([t[1], t[2], t[3], t[4], t[5]]);
-  }
-  for (const key of Object.keys(intents)) {
-    const r = IntentSchema.safeParse(intents[key]);
-    if (!r.success) return bad(`.intents.${key}: ${firstIssue(r.error)}`);
-    if (r.data.id !== key) return bad(`.intents.${key}: id ${JSON.stringify(r.data.id)} differs from its key`);
-    m.intents[key] = r.data;
-  }
-  for (const key of Object.keys(rejected)) {
-    const r = RejectedSchema.safeParse(rejected[key]);
-    if (!r.success) return bad(`.rejected.${JSON.stringify(key)}: ${firstIssue(r.error)}`);
-    m.rejected[key] = r.data;
-  }
-  if (lastPass !== undefined) {
-    const r = PassRecordSchema.safeParse(lastPass);
-    if (!r.success) return bad(`.lastPass: ${firstIssue(r.error)}`);
-    m.lastPass = r.data;
-  }
-  return m;
-}
-
-// ---------------------------------------------------------------------------------------
-// Encoding of snapshots, in slices, copy-on-write.
 
 interface MappingIndex {
   /** Paths per bucket (created on first use): what a pinned bucket has to copy. */
@@ -562,3 +321,4 @@ function encodeHead(m: MappingState): string {
 export function encodeStateToString(state: StateFile): string {
   return Buffer.concat(new StateCodec().encode(state)).toString('utf8');
 }
+

@@ -1,0 +1,159 @@
+/**
+ * scale (issue 16): a drive of a million files.
+ *
+ * 1. The cost curve of the state (in this process, on the real file system): for each size
+ *    of sizes.scaleCurve, a state of that many files is written as a snapshot and loaded
+ *    (loadMs), then durable writes are made as the engine makes them (an upload's changes and
+ *    its intent, then beginIntent waits for the fsync): p50/p99/max of a durable write, and
+ *    the longest event-loop block seen meanwhile; then one fold (a new snapshot, in the
+ *    background) with durable writes going on during it.
+ * 2. The daemon over a tree of sizes.scaleFiles in sizes.scaleFolders (the restart
+ *    scenario's machinery): the first mirror completes (setup, no latency: its time and peak
+ *    RSS), then `dssync run` restarts over the unchanged tree: seconds, writes, content read,
+ *    peak RSS; then idle RSS and the state's load time.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { encodeStateToString } from '../../src/state/encoder.js';
+import { newMappingState, newState } from '../../src/state/validate.js';
+import { StateStore } from '../../src/state/store.js';
+import type { BenchContext } from '../lib/context.js';
+import { log, quantile, round } from '../lib/util.js';
+import { runRestart, type FootprintFigures, type RestartFigures } from './restart.js';
+
+export interface CurvePoint {
+  files: number;
+  snapshotMB: number;
+  loadMs: number;
+  /** CPU time (user + system) of that load: what it costs on an idle machine. */
+  loadCpuMs: number;
+  /** Durable writes measured (each: 3 file changes + an intent, fsync'd). */
+  writes: number;
+  writeP50Ms: number;
+  writeP99Ms: number;
+  writeMaxMs: number;
+  /** Longest event-loop delay seen during those writes (ms). */
+  loopMaxBlockMs: number;
+  /** The fold: a new snapshot written in the background. */
+  foldMs: number;
+  foldMaxBlockMs: number;
+  /** Durable writes made while the fold ran. */
+  writesDuringFold: number;
+  writeDuringFoldP99Ms: number;
+  /** Heap used by the loaded state, per file (bytes). */
+  heapBytesPerFile: number;
+}
+
+export interface ScaleFigures {
+  curve: CurvePoint[];
+  restart?: RestartFigures;
+  footprint?: FootprintFigures;
+}
+
+const WRITES = 200;
+
+function entry(i: number, v = 0): { documentId: string; size: number; mtimeMs: number; sha256: string; syncedAt: string } {
+  return {
+    documentId: `0f8e4c1a-7b2d-4e5f-9a6b-${String(i).padStart(12, '0')}`,
+    size: 512 + (i % 1536),
+    mtimeMs: 1_700_000_000_000.123 + i * 1000 + v,
+    sha256: (i + v).toString(16).padStart(64, 'c'),
+    syncedAt: new Date(1_700_000_000_000 + i).toISOString(),
+  };
+}
+
+/** The same layout as the bench trees: `folder-<k>/…/file-<i>.txt`. */
+function pathOf(i: number, folders: number): string {
+  const f = i % folders;
+  return `dept-${f % 50}/folder-${f}/document-${i}.txt`;
+}
+
+async function curvePoint(tmp: string, files: number): Promise<CurvePoint> {
+  const dir = await mkdtemp(join(tmp, `curve-${files}-`));
+  const statePath = join(dir, 'state.json');
+  const folders = Math.max(1, Math.round(files / 20));
+  {
+    // Written directly as a snapshot: the curve is about the store at that size, not how it got there.
+    const s = newState();
+    const m = newMappingState('ds-bench', '/srv/share');
+    for (let i = 0; i < files; i++) m.files[pathOf(i, folders)] = entry(i);
+    s.mappings['m'] = m;
+    await writeFile(statePath, encodeStateToString(s), { mode: 0o600 });
+  }
+  global.gc?.();
+  const heap0 = process.memoryUsage().heapUsed;
+  const cpu0 = process.cpuUsage();
+  const store = await StateStore.open(statePath, { writeDelayMs: 5 });
+  const cpu = process.cpuUsage(cpu0);
+  const loadCpuMs = (cpu.user + cpu.system) / 1000;
+  global.gc?.();
+  const heapBytesPerFile = (process.memoryUsage().heapUsed - heap0) / files;
+  const loadMs = store.readStats?.loadMs ?? NaN;
+  const snapshotMB = (store.readStats?.bytes ?? 0) / 1024 / 1024;
+
+  let v = 1;
+  const oneWrite = async (): Promise<number> => {
+    const i = (v * 7919) % files;
+    for (let k = 0; k < 3; k++) store.setFile('m', pathOf((i + k) % files, folders), entry((i + k) % files, v));
+    const t0 = performance.now();
+    const id = await store.beginIntent('m', { kind: 'upload', files: [{ path: pathOf(i, folders), size: 1, mtimeMs: v, sha256: 'ab'.repeat(32) }] });
+    const ms = performance.now() - t0;
+    store.endIntent('m', id);
+    v++;
+    return ms;
+  };
+
+  for (let k = 0; k < 20; k++) await oneWrite(); // warm-up: compiled code, settled heap
+  global.gc?.();
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
+  const times: number[] = [];
+  for (let k = 0; k < WRITES; k++) times.push(await oneWrite());
+  loop.disable();
+  const loopMaxBlockMs = loop.max / 1e6;
+
+  // A fold, with durable writes going on meanwhile (forced: the journal is small here).
+  const foldLoop = monitorEventLoopDelay({ resolution: 5 });
+  foldLoop.enable();
+  const f0 = performance.now();
+  let folded = false;
+  const fold = store.fold().then(() => (folded = true));
+  const during: number[] = [];
+  while (!folded) during.push(await oneWrite());
+  await fold;
+  const foldMs = performance.now() - f0;
+  foldLoop.disable();
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+  const p: CurvePoint = {
+    files,
+    snapshotMB: round(snapshotMB, 1),
+    loadMs: round(loadMs, 0),
+    loadCpuMs: round(loadCpuMs, 0),
+    writes: times.length,
+    writeP50Ms: round(quantile(times, 0.5), 1),
+    writeP99Ms: round(quantile(times, 0.99), 1),
+    writeMaxMs: round(Math.max(...times), 1),
+    loopMaxBlockMs: round(loopMaxBlockMs, 1),
+    foldMs: round(foldMs, 0),
+    foldMaxBlockMs: round(foldLoop.max / 1e6, 1),
+    writesDuringFold: during.length,
+    writeDuringFoldP99Ms: during.length ? round(quantile(during, 0.99), 1) : 0,
+    heapBytesPerFile: round(heapBytesPerFile, 0),
+  };
+  log(`scale: state of ${files} files: load ${p.loadMs} ms (CPU ${p.loadCpuMs} ms), durable write p50/p99/max ${p.writeP50Ms}/${p.writeP99Ms}/${p.writeMaxMs} ms, loop block ${p.loopMaxBlockMs} ms, fold ${p.foldMs} ms (block ${p.foldMaxBlockMs} ms, ${p.writesDuringFold} writes meanwhile, p99 ${p.writeDuringFoldP99Ms} ms), heap ${p.heapBytesPerFile} B/file`);
+  return p;
+}
+
+export async function runScale(ctx: BenchContext, parts: { curve: boolean; daemon: boolean }): Promise<ScaleFigures> {
+  const { sizes } = ctx;
+  const out: ScaleFigures = { curve: [] };
+  if (parts.curve) for (const n of sizes.scaleCurve) out.curve.push(await curvePoint(ctx.tmp, n));
+  if (parts.daemon) {
+    const { restart, footprint } = await runRestart(ctx, { name: 'scale', files: sizes.scaleFiles, folders: sizes.scaleFolders, minBytes: 64, maxBytes: 256 });
+    out.restart = restart;
+    out.footprint = footprint;
+  }
+  return out;
+}

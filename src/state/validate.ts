@@ -1,0 +1,126 @@
+/**
+ * The state's values: constructors, the compact form of a file entry (FileTuple, shared by
+ * the snapshot and the journal), and the validation of what is set or read (zod for the
+ * small parts, plain checks for file entries).
+ */
+import { z } from 'zod';
+import { STATE_VERSION, type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile } from './schema.js';
+
+/**
+ * A record without prototype: file paths, intent ids and mapping ids are data, and a file
+ * named `__proto__` or `constructor` must be an ordinary key.
+ */
+export function emptyRecord<T>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
+/** A FileEntry's fields in order, without the path: how the snapshot and the journal store it. */
+export type FileTuple = [documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string];
+
+export function entryToTuple(e: FileEntry): FileTuple {
+  return [e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt];
+}
+
+/** Frozen: entries are shared with snapshots being encoded (see EncodePlan). */
+export function entryFromTuple(t: FileTuple): FileEntry {
+  return Object.freeze({ documentId: t[0], size: t[1], mtimeMs: t[2], sha256: t[3], syncedAt: t[4] });
+}
+
+export function newMappingState(dataSourceId: string, root: string): MappingState {
+  return { dataSourceId, root, files: emptyRecord(), intents: emptyRecord(), rejected: emptyRecord() };
+}
+
+export function newState(): StateFile {
+  return { version: STATE_VERSION, journalSeq: 0, mappings: emptyRecord() };
+}
+
+// ---------------------------------------------------------------------------------------
+// Validation of the parts other than files (small; zod gives precise messages).
+
+const IntentFileSchema = z.object({
+  path: z.string(),
+  size: z.number(),
+  mtimeMs: z.number(),
+  sha256: z.string(),
+  replacesDocumentId: z.string().optional(),
+});
+
+export const IntentSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('upload'), id: z.string(), startedAt: z.string(), files: z.array(IntentFileSchema) }),
+  z.object({
+    kind: z.literal('update'),
+    id: z.string(),
+    startedAt: z.string(),
+    documentId: z.string(),
+    path: z.string(),
+    fromPath: z.string().optional(),
+  }),
+  z.object({ kind: z.literal('delete'), id: z.string(), startedAt: z.string(), documentId: z.string(), path: z.string() }),
+]);
+
+export const RejectedSchema = z.object({
+  size: z.number(),
+  mtimeMs: z.number(),
+  status: z.number().int().optional(),
+  reason: z.string(),
+  at: z.string(),
+});
+
+export const PassRecordSchema = z.object({
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  ok: z.boolean(),
+  summary: z.record(z.string(), z.number()),
+  error: z.string().optional(),
+});
+
+// The zod schemas must describe exactly the schema.ts types (checked at compile time).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _intentMatches: Same<z.infer<typeof IntentSchema>, Intent> = true;
+const _rejectedMatches: Same<z.infer<typeof RejectedSchema>, RejectedFile> = true;
+const _passMatches: Same<z.infer<typeof PassRecordSchema>, PassRecord> = true;
+void _intentMatches;
+void _rejectedMatches;
+void _passMatches;
+
+export function firstIssue(err: z.ZodError): string {
+  const issue = err.issues[0];
+  if (!issue) return 'invalid';
+  const where = issue.path.length ? `${issue.path.join('.')}: ` : '';
+  return `${where}${issue.message}`;
+}
+
+/**
+ * Describes what makes a file entry unwritable (a value JSON cannot carry, such as NaN,
+ * would make the next load fail), or undefined when it is fine.
+ */
+export function fileEntryProblem(e: FileEntry): string | undefined {
+  if (typeof e !== 'object' || e === null) return 'entry is not an object';
+  if (typeof e.documentId !== 'string' || e.documentId === '') return 'documentId must be a non-empty string';
+  if (!Number.isFinite(e.size)) return `size must be a finite number (got ${String(e.size)})`;
+  if (!Number.isFinite(e.mtimeMs)) return `mtimeMs must be a finite number (got ${String(e.mtimeMs)})`;
+  if (typeof e.sha256 !== 'string') return 'sha256 must be a string';
+  if (typeof e.syncedAt !== 'string') return 'syncedAt must be a string';
+  return undefined;
+}
+
+/**
+ * Validates a zod-described part as it is set, returning a copy holding only the known
+ * fields (so nothing else, such as a secret passed by mistake, reaches the file), or the
+ * problem.
+ */
+export function checked<T>(schema: z.ZodType<T>, value: unknown): { ok: true; value: T } | { ok: false; problem: string } {
+  const r = schema.safeParse(value);
+  if (!r.success) return { ok: false, problem: firstIssue(r.error) };
+  // JSON turns non-finite numbers into null: refuse them here rather than at the next load.
+  if (hasNonFinite(r.data)) return { ok: false, problem: 'contains a non-finite number' };
+  return { ok: true, value: r.data };
+}
+
+function hasNonFinite(v: unknown): boolean {
+  if (typeof v === 'number') return !Number.isFinite(v);
+  if (Array.isArray(v)) return v.some(hasNonFinite);
+  if (typeof v === 'object' && v !== null) return Object.values(v).some(hasNonFinite);
+  return false;
+}
+
