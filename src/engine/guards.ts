@@ -19,6 +19,11 @@ export interface GuardInput {
   /** Fewer deletions than this never trip the share check (a 3-file folder may lose 2). */
   massDeleteMinimum: number;
   allowMassDelete: boolean;
+  /**
+   * Deletions already carried out within the sliding window (DeleteWindow): a tree deleted
+   * folder by folder, each pass below the share, is judged as one deletion. Default 0.
+   */
+  recentDeletes?: number | undefined;
 }
 
 export type GuardVerdict =
@@ -44,13 +49,22 @@ export function checkGuards(g: GuardInput): GuardVerdict {
       message: `the mapped folder ${g.root} is empty while the data source holds ${g.knownDocuments} of its documents: treated as an outage (an unmounted drive?); nothing was deleted. If the folder really was emptied, run dssync sync --allow-mass-delete`,
     };
   }
-  if (!g.allowMassDelete && deletes >= g.massDeleteMinimum && g.knownDocuments > 0 && (deletes / g.knownDocuments) * 100 > g.maxDeletePercent) {
-    const pct = Math.round((deletes / g.knownDocuments) * 100);
+  // Judged over the window: what this pass deletes plus what passes of the window deleted,
+  // out of what the data source held at the window's start (now + already deleted).
+  const recent = deletes > 0 ? (g.recentDeletes ?? 0) : 0;
+  const total = deletes + recent;
+  const base = g.knownDocuments + recent;
+  if (!g.allowMassDelete && total >= g.massDeleteMinimum && base > 0 && (total / base) * 100 > g.maxDeletePercent) {
+    const pct = Math.round((total / base) * 100);
+    const what =
+      recent > 0
+        ? `this pass would delete ${deletes} documents, after ${recent} deleted in the last ${Math.round(DELETE_WINDOW_MS / 60_000)} minutes: ${total} of ${base}`
+        : `this pass would delete ${deletes} of ${g.knownDocuments} documents`;
     return {
       ok: false,
       kind: 'mass-delete',
       deletes,
-      message: `this pass would delete ${deletes} of ${g.knownDocuments} documents (${pct}%, more than maxDeletePercent ${g.maxDeletePercent}%); nothing was changed. If that is intended, run dssync sync --allow-mass-delete`,
+      message: `${what} (${pct}%, more than maxDeletePercent ${g.maxDeletePercent}%); nothing was changed. If that is intended, run dssync sync --allow-mass-delete`,
     };
   }
   return { ok: true, deletes };
@@ -69,4 +83,35 @@ export function countDeletes(ops: readonly Op[]): number {
     else if (o.kind === 'replace') n += o.unmarkedOld ?? 0;
   }
   return n;
+}
+
+/** How far back the mass-delete guard counts deletions (docs/reliability.md, "Mass-delete guard"). */
+export const DELETE_WINDOW_MS = 10 * 60_000;
+
+/**
+ * Deletions over a sliding window of time, across passes: a pure accumulator (time passed
+ * in), kept in memory by a mapping's Mirror for the daemon's life. A restart starts an empty
+ * window; the share check of the first pass still applies.
+ */
+export class DeleteWindow {
+  private readonly events: { at: number; count: number }[] = [];
+
+  constructor(private readonly windowMs: number = DELETE_WINDOW_MS) {}
+
+  record(now: number, count: number): void {
+    if (count > 0) this.events.push({ at: now, count });
+    this.prune(now);
+  }
+
+  /** Deletions recorded within the window ending at `now`. */
+  count(now: number): number {
+    this.prune(now);
+    let n = 0;
+    for (const e of this.events) n += e.count;
+    return n;
+  }
+
+  private prune(now: number): void {
+    while (this.events.length > 0 && this.events[0]!.at <= now - this.windowMs) this.events.shift();
+  }
 }

@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import type { Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
 import { executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
-import { checkGuards, type GuardVerdict, type RootStatus } from './guards.js';
+import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
 import { pathsToHash, planMirror, type LocalFileInfo, type Op, type OtherOwner } from './plan.js';
 
 /** What a scan of the mapped folder found. */
@@ -133,6 +133,8 @@ export class Mirror {
   private readonly createdAt: number;
   /** When the last execution of this process returned: its requests had all ended. */
   private lastExecutionEnd: number | undefined;
+  /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
+  private readonly deletions = new DeleteWindow();
 
   constructor(private readonly d: MirrorDeps) {
     this.createdAt = d.now();
@@ -213,6 +215,7 @@ export class Mirror {
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,
         allowMassDelete: !!opts.allowMassDelete,
+        recentDeletes: this.deletions.count(this.d.now()),
       });
       report.ops = plan.ops;
       report.conflicts = plan.otherOwners.map((o) => ({ path: o.path, documentId: o.documentId, reason: ownerReason(o, spec.mappingId) }));
@@ -247,6 +250,9 @@ export class Mirror {
         root: spec.root,
       });
       this.lastExecutionEnd = this.d.now();
+      // Planned deletions count once carried out, whether or not each request succeeded:
+      // conservative, and a failed one is planned (and counted) again only by a later pass.
+      this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete ? 0 : countDeletes(plan.ops));
       addCounts(report, result);
       report.failures = [...result.failures, ...result.rejected];
       if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);

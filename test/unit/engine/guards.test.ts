@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkGuards, type GuardInput } from '../../../src/engine/guards.js';
+import { checkGuards, DeleteWindow, DELETE_WINDOW_MS, type GuardInput } from '../../../src/engine/guards.js';
 import type { Op } from '../../../src/engine/plan.js';
 
 function deletes(n: number): Op[] {
@@ -54,5 +54,49 @@ describe('checkGuards', () => {
       { kind: 'replace', path: 'r.txt', file: { path: 'r.txt', diskPath: '/r', size: 1, mtimeMs: 1, sha256: 'h' }, oldDocumentIds: ['a', 'b', 'c', 'd', 'e'], unmarkedOld: 5 },
     ];
     expect(checkGuards({ ...base, knownDocuments: 20, ops })).toMatchObject({ ok: false, kind: 'mass-delete', deletes: 11 });
+  });
+});
+
+describe('the mass-delete guard over a sliding window (issue 9)', () => {
+  it('DeleteWindow counts what was recorded within the window, with time passed in', () => {
+    const w = new DeleteWindow(10_000);
+    w.record(0, 3);
+    w.record(4_000, 2);
+    w.record(5_000, 0);
+    expect(w.count(9_999)).toBe(5);
+    expect(w.count(10_000)).toBe(2);
+    expect(w.count(14_000)).toBe(0);
+  });
+
+  it('a tree deleted folder by folder is stopped like one deleted at once', () => {
+    const w = new DeleteWindow();
+    let known = 100;
+    let now = 0;
+    const verdicts: boolean[] = [];
+    // Ten folders of 10 files, one pass per folder a minute apart: each pass alone deletes 10%.
+    for (let folder = 0; folder < 10; folder++) {
+      const v = checkGuards({ ...base, knownDocuments: known, ops: deletes(10), recentDeletes: w.count(now) });
+      verdicts.push(v.ok);
+      if (!v.ok) break;
+      w.record(now, 10);
+      known -= 10;
+      now += 60_000;
+    }
+    // Stopped once more than half of what the data source held went within the window.
+    expect(verdicts.filter((ok) => ok)).toHaveLength(5);
+    expect(verdicts.at(-1)).toBe(false);
+  });
+
+  it('deletions older than the window no longer count', () => {
+    const w = new DeleteWindow();
+    w.record(0, 45);
+    const later = DELETE_WINDOW_MS + 1;
+    expect(checkGuards({ ...base, knownDocuments: 55, ops: deletes(10), recentDeletes: w.count(60_000) })).toMatchObject({ ok: false, kind: 'mass-delete' });
+    expect(checkGuards({ ...base, knownDocuments: 55, ops: deletes(10), recentDeletes: w.count(later) })).toMatchObject({ ok: true });
+  });
+
+  it('the message names the window', () => {
+    const v = checkGuards({ ...base, knownDocuments: 50, ops: deletes(10), recentDeletes: 45 });
+    expect(!v.ok && v.message).toMatch(/would delete 10 documents, after 45 deleted in the last 10 minutes: 55 of 95/);
   });
 });

@@ -129,3 +129,26 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(api.list()[0]!.metadata['dssync_path']).toBe('a.txt');
   });
 });
+
+describe('the mass-delete window across passes of one Mirror (issue 9)', () => {
+  it('stops a folder-by-folder deletion, and lets it go on once the window has passed', async () => {
+    const { clock, api, local, mirror } = setup();
+    for (let d = 0; d < 10; d++) for (let f = 0; f < 10; f++) local.put(`d${d}/f${f}.txt`, `h${d}-${f}`);
+    await mirror.fullPass();
+    expect(api.list()).toHaveLength(100);
+    const blocked: number[] = [];
+    for (let d = 0; d < 10; d++) {
+      for (let f = 0; f < 10; f++) local.files.delete(`d${d}/f${f}.txt`);
+      clock.t += 30_000;
+      const r = await mirror.fullPass();
+      if (r.blocked) {
+        blocked.push(d);
+        break;
+      }
+    }
+    expect(blocked).toEqual([5]);
+    expect(api.list()).toHaveLength(50);
+    clock.t += 11 * 60_000;
+    expect((await mirror.fullPass()).blocked).toBeUndefined();
+  });
+});
