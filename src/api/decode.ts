@@ -52,6 +52,16 @@ function firstString(obj: JsonObject, keys: string[]): string | undefined {
   return undefined;
 }
 
+/** An integer, or a string holding one (some services send numbers as strings). */
+function firstInteger(obj: JsonObject, keys: string[]): number | undefined {
+  for (const k of keys) {
+    const v = obj[k];
+    if (typeof v === 'number' && Number.isInteger(v)) return v;
+    if (typeof v === 'string' && /^-?\d{1,15}$/.test(v.trim())) return Number(v.trim());
+  }
+  return undefined;
+}
+
 function findId(obj: JsonObject, kind: RecordKind): string | undefined {
   for (const k of ID_KEYS[kind]) {
     const id = asId(obj[k]);
@@ -164,6 +174,12 @@ export function decodeDocument(value: unknown, ctx: DecodeContext = {}, fallback
   if (url !== undefined) rec.url = url;
   const metadata = decodeMetadata(obj.metadata ?? obj.meta ?? obj.metadata_json);
   if (metadata !== undefined) rec.metadata = metadata;
+  const title = firstString(obj, ['title']);
+  if (title !== undefined) rec.title = title;
+  const storageName = firstString(obj, ['storage_name', 'storageName']);
+  if (storageName !== undefined) rec.storageName = storageName;
+  const publicLink = firstString(obj, ['public_link', 'publicLink']);
+  if (publicLink !== undefined) rec.publicLink = publicLink;
   return rec;
 }
 
@@ -172,15 +188,18 @@ export function decodeChunk(value: unknown, ctx: DecodeContext = {}, fallbackId?
   const rec: ChunkRecord = { id, raw: obj };
   const documentId = asId(obj.document_id ?? obj.documentId);
   if (documentId !== undefined) rec.documentId = documentId;
-  const text = firstString(obj, ['text', 'content', 'chunk', 'body']);
+  // Wikit Semantics holds the text (Markdown) under `data`; a record with an id is never
+  // unwrapped (unwrapRecord), so its `data` string is its own text.
+  const text = firstString(obj, ['text', 'content', 'data', 'chunk', 'body']);
   if (text !== undefined) rec.text = text;
-  for (const k of ['index', 'chunk_index', 'chunkIndex', 'position', 'seq', 'order']) {
-    const v = obj[k];
-    if (typeof v === 'number' && Number.isInteger(v)) {
-      rec.index = v;
-      break;
-    }
-  }
+  const index = firstInteger(obj, ['index', 'chunk_index', 'chunkIndex', 'position', 'seq', 'order']);
+  if (index !== undefined) rec.index = index;
+  const position = firstInteger(obj, ['position']);
+  if (position !== undefined) rec.position = position;
+  const pageStart = firstInteger(obj, ['page_start', 'pageStart']);
+  if (pageStart !== undefined) rec.pageStart = pageStart;
+  const pageEnd = firstInteger(obj, ['page_end', 'pageEnd']);
+  if (pageEnd !== undefined) rec.pageEnd = pageEnd;
   return rec;
 }
 

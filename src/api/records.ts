@@ -18,6 +18,12 @@ export interface DocumentRecord {
   url?: string;
   /** Free-form metadata; dssync's own keys live under the `dssync` prefix (see engine/metadata.ts). */
   metadata?: JsonObject;
+  /** A display title distinct from the name (Wikit Semantics: `title`). */
+  title?: string;
+  /** Where the service stored the file (`storage_name`). */
+  storageName?: string;
+  /** A link the service publishes for the document (`public_link`). */
+  publicLink?: string;
   raw: JsonObject;
 }
 
@@ -26,6 +32,11 @@ export interface ChunkRecord {
   documentId?: string;
   text?: string;
   index?: number;
+  /** The chunk's place in its document as the service numbers it (`position`). */
+  position?: number;
+  /** Pages of the source the chunk comes from (`page_start`, `page_end`), when paged. */
+  pageStart?: number;
+  pageEnd?: number;
   raw: JsonObject;
 }
 

@@ -279,3 +279,40 @@ describe('upload answers: one record, an array, or a wrapped list, matched to th
     expect(findListArray(json('upload/single-record.json'))).toBeUndefined();
   });
 });
+
+describe('Wikit Semantics shapes (docs.wikit.ai): 24-hex ids under id, chunk text under data, bare arrays', () => {
+  it('a document keeps title, storage_name and public_link', () => {
+    const d = decodeDocument(json('wikit/document.json'));
+    expect(d).toMatchObject({
+      id: '65f1c2a9e4b0a1b2c3d4e5f6',
+      name: 'handbook/leave.md',
+      title: 'Leave policy',
+      url: 'file:///srv/share/handbook/leave.md',
+      publicLink: 'https://files.example.com/p/65f1c2a9e4b0a1b2c3d4e5f6',
+      storageName: 'b7e1f0c2-leave.md',
+    });
+  });
+
+  it("a chunk's text is read from data (Markdown), with position and pages", () => {
+    const c = decodeChunk(json('wikit/chunk.json'));
+    expect(c).toMatchObject({ id: '65f1c2a9e4b0a1b2c3d4e5a1', documentId: '65f1c2a9e4b0a1b2c3d4e5f6', position: 3, index: 3, pageStart: 2, pageEnd: 3 });
+    expect(c.text).toContain('**25 days**');
+  });
+
+  it('bare arrays of chunks, documents and data sources; null pages and urls stay absent', () => {
+    const chunks = listItems(json('wikit/chunks-bare-array.json')).map((i) => decodeChunk(i));
+    expect(chunks.map((c) => c.text)).toEqual(['First part.', 'Second part.']);
+    expect(chunks[0]?.pageStart).toBeUndefined();
+    expect(chunks[1]).toMatchObject({ pageStart: 1, pageEnd: 1, position: 1 });
+    const docs = listItems(json('wikit/documents-bare-array.json')).map((i) => decodeDocument(i));
+    expect(docs.map((d) => d.id)).toEqual(['65f1c2a9e4b0a1b2c3d4e5f6', '65f1c2a9e4b0a1b2c3d4e5f7']);
+    expect(docs[0]?.url).toBeUndefined();
+    expect(docs[1]?.url).toBe('https://intranet.example/b');
+    const ds = listItems(json('wikit/datasources-bare-array.json')).map((i) => decodeDataSource(i));
+    expect(ds[0]).toMatchObject({ id: '65f1c2a9e4b0a1b2c3d4e500', name: 'Handbook', llmConnectorIds: ['65f1c2a9e4b0a1b2c3d4e533'] });
+  });
+
+  it('a chunk whose data is an object is not text', () => {
+    expect(decodeChunk({ id: 'c', data: { x: 1 } }).text).toBeUndefined();
+  });
+});
