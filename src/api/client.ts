@@ -25,14 +25,22 @@ import { matchUploadResults, openUpload } from './upload.js';
 import { DEFAULT_USER_AGENT } from './version.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Connection } from '../config/connection.js';
+import { createTokenProvider } from '../auth/index.js';
+import type { TokenProvider } from '../auth/provider.js';
+import { CredentialsRefusedError } from '../auth/renewing.js';
 
 export interface DatastoreClientOptions {
   baseUrl: string;
   organizationId: string;
-  /** Called per request. */
-  getToken: () => string;
-  /** Called once after a 401; if it returns a different token, the request is retried once with it. */
-  reloadToken?: (() => string) | undefined;
+  /** The header carrying the organization id. Default X-Service-Organization-Id. */
+  organizationHeader?: string | undefined;
+  /**
+   * Asked for a token before each attempt, and for a renewed one once after a 401 (the
+   * request is then retried once). The client knows nothing else about credentials.
+   */
+  tokens: TokenProvider;
+  /** Close the provider with the client (it was made for this client alone). */
+  ownsTokens?: boolean | undefined;
   /** Shared by every client of the same service; default: a new one from the options below. */
   pacer?: Pacer | undefined;
   /** Used only when no pacer is given. */
@@ -67,14 +75,12 @@ export class DatastoreClient implements DatastoreApi {
   private readonly ownAgent: Agent | undefined;
   private readonly origin: string;
   private readonly basePath: string;
-  private readonly getToken: () => string;
-  private readonly reloadToken: (() => string) | undefined;
+  private readonly tokens: TokenProvider;
+  private readonly ownsTokens: boolean;
   private readonly logger: Logger;
   private readonly maxAttempts: number | undefined;
   private readonly pageSize: number;
   private readonly maxPages: number;
-  /** The token from the last successful reload after a 401; it wins over getToken(). */
-  private reloadedToken: string | undefined;
   /** The service answered 400 to `?limit=`: lists are requested without it from then on. */
   private limitRejected = false;
 
@@ -87,8 +93,8 @@ export class DatastoreClient implements DatastoreApi {
     }
     this.origin = base.origin;
     this.basePath = base.pathname.replace(/\/+$/, '');
-    this.getToken = opts.getToken;
-    this.reloadToken = opts.reloadToken;
+    this.tokens = opts.tokens;
+    this.ownsTokens = opts.ownsTokens ?? false;
     this.logger = opts.logger ?? silentLogger;
     this.maxAttempts = opts.maxAttempts;
     this.pageSize = opts.pageSize ?? 1000;
@@ -112,6 +118,7 @@ export class DatastoreClient implements DatastoreApi {
     this.http = new HttpTransport({
       dispatcher,
       organizationId: opts.organizationId,
+      ...(opts.organizationHeader === undefined ? {} : { organizationHeader: opts.organizationHeader }),
       userAgent: opts.userAgent ?? DEFAULT_USER_AGENT,
       maxResponseBytes: opts.maxResponseBytes,
       // The body timeout also bounds a whole answer (a slow-loris answer never idles).
@@ -121,7 +128,13 @@ export class DatastoreClient implements DatastoreApi {
 
   /** Closes the connections this client opened (not a dispatcher it was given). */
   async close(): Promise<void> {
+    if (this.ownsTokens) await this.tokens.close();
     await this.ownAgent?.close();
+  }
+
+  /** Which provider, whether it holds a token and until when (never the token). */
+  tokenStatus(): ReturnType<TokenProvider['status']> {
+    return this.tokens.status();
   }
 
   // ---- data sources ----
@@ -264,8 +277,10 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   /**
-   * One request through the pacer, with the one token reload a 401 allows. Every error
-   * leaving here is an ApiError whose message holds no token.
+   * One request through the pacer, with the one forced token renewal a 401 allows. An
+   * upload is retried too: a 401 is the service refusing before acting, and the form is
+   * rebuilt from the files for the new attempt (no half-sent body is ever replayed).
+   * Every error leaving here is an ApiError whose message holds no token.
    */
   private async exchange(
     method: HttpMethod,
@@ -274,12 +289,12 @@ export class DatastoreClient implements DatastoreApi {
     signal: AbortSignal | undefined,
     sendOnce: (token: string, signal: AbortSignal) => Promise<HttpResponse>,
   ): Promise<HttpResponse> {
-    let reloaded = false;
+    let renewed = false;
     for (;;) {
       let usedToken = '';
       try {
         return await this.pacer.run({ method, path, idempotent, signal, maxAttempts: this.maxAttempts }, async ({ attempt, signal: s }) => {
-          usedToken = this.token();
+          usedToken = await this.accessToken(s, method, path);
           const started = performance.now();
           try {
             const res = await sendOnce(usedToken, s);
@@ -295,12 +310,11 @@ export class DatastoreClient implements DatastoreApi {
           }
         });
       } catch (e) {
-        if (isApiError(e) && e.code === 'E_UNAUTHORIZED' && !reloaded && this.reloadToken) {
-          reloaded = true;
-          const fresh = this.tryReload();
-          if (fresh !== undefined && fresh !== usedToken) {
-            this.reloadedToken = fresh;
-            this.logger.info({ method, path }, 'the service refused the token; retrying once with the token read again');
+        if (isApiError(e) && e.status === 401 && !renewed && usedToken !== '') {
+          renewed = true;
+          const fresh = await this.renewAfter401(usedToken, signal, method, path);
+          if (fresh !== undefined) {
+            this.logger.info({ method, path, provider: this.tokens.kind }, 'the service refused the token; retrying once with a renewed one');
             continue;
           }
         }
@@ -309,17 +323,34 @@ export class DatastoreClient implements DatastoreApi {
     }
   }
 
-  private token(): string {
-    return this.reloadedToken ?? this.getToken();
+  /**
+   * The provider's token. Its failures are final for this request (the provider has retried
+   * and backs off on its own) and certain: nothing was sent, so never ambiguous.
+   */
+  private async accessToken(signal: AbortSignal, method: string, path: string): Promise<string> {
+    try {
+      return await this.tokens.token(signal);
+    } catch (e) {
+      if (e instanceof CredentialsRefusedError) throw e;
+      const inner = isApiError(e) ? e : undefined;
+      throw new ApiError({
+        code: inner?.code ?? 'E_CONNECTION',
+        message: `${method} ${path}: no access token: ${e instanceof Error ? e.message : String(e)}`,
+        method,
+        path,
+        retryable: false,
+        cause: e,
+      });
+    }
   }
 
-  private tryReload(): string | undefined {
+  private async renewAfter401(rejected: string, signal: AbortSignal | undefined, method: string, path: string): Promise<string | undefined> {
     try {
-      const t = this.reloadToken?.();
-      return typeof t === 'string' && t !== '' ? t : undefined;
+      return await this.tokens.renewAfterRejection(rejected, signal);
     } catch (e) {
-      // The reload's own error (e.g. an unreadable token file) is reported; the 401 stands.
-      this.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'could not read the token again after a 401');
+      // Refused credentials say more than the 401 did.
+      if (e instanceof CredentialsRefusedError) throw e;
+      this.logger.warn({ method, path, err: e instanceof Error ? e.message : String(e) }, 'could not renew the token after a 401');
       return undefined;
     }
   }
@@ -327,9 +358,7 @@ export class DatastoreClient implements DatastoreApi {
   /** The token never appears in a message, even if the service echoed it in an error body. */
   private scrub(e: unknown, usedToken: string): unknown {
     if (!(e instanceof Error)) return e;
-    for (const t of [usedToken, this.reloadedToken]) {
-      if (t && t.length >= 4 && e.message.includes(t)) e.message = e.message.split(t).join('[redacted]');
-    }
+    if (usedToken.length >= 4 && e.message.includes(usedToken)) e.message = e.message.split(usedToken).join('[redacted]');
     return e;
   }
 
@@ -482,19 +511,36 @@ function unexpected(e: unknown, method: string, path: string): ApiError {
   });
 }
 
-export type ClientFromConnectionOptions = Omit<DatastoreClientOptions, 'baseUrl' | 'organizationId' | 'getToken' | 'reloadToken'>;
+export type ClientFromConnectionOptions = Omit<DatastoreClientOptions, 'baseUrl' | 'organizationId' | 'organizationHeader' | 'tokens' | 'ownsTokens'> & {
+  /** A provider shared with other clients; default: one made for this client from the connection. */
+  tokens?: TokenProvider | undefined;
+};
 
-/** A client for a resolved Connection; a 401 re-reads the token from where it came from. */
+/** A client for a resolved Connection, with the token provider its "auth" asks for. */
 export function createClientFromConnection(conn: Connection, opts: ClientFromConnectionOptions = {}): DatastoreClient {
-  let current = conn.token;
+  const { tokens, ...rest } = opts;
+  let ownTokenAgent: Agent | undefined;
+  let provider = tokens;
+  if (provider === undefined) {
+    // The token endpoint's connections: same TLS settings (CA, verification on) as the service's.
+    ownTokenAgent = createAgent({ timeouts: opts.timeouts, ca: opts.ca, connections: 2 });
+    provider = withAgentClosed(createTokenProvider(conn, { dispatcher: ownTokenAgent, logger: opts.logger }), ownTokenAgent);
+  }
   return new DatastoreClient({
-    ...opts,
+    ...rest,
     baseUrl: conn.baseUrl,
     organizationId: conn.organizationId,
-    getToken: () => current,
-    reloadToken: () => {
-      current = conn.readToken();
-      return current;
-    },
+    organizationHeader: conn.organizationHeader,
+    tokens: provider,
+    ownsTokens: tokens === undefined,
   });
+}
+
+function withAgentClosed(p: TokenProvider, agent: Agent): TokenProvider {
+  const close = p.close.bind(p);
+  p.close = async () => {
+    await close();
+    await agent.close();
+  };
+  return p;
 }

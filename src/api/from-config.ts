@@ -1,6 +1,6 @@
 /**
  * The one place a DatastoreClient is built from a Config: rate cap, retries, timeouts and
- * CA come from the configuration, the token from its connection (re-read after a 401).
+ * CA come from the configuration, the tokens from the provider its connection's "auth" names.
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/connection.js';

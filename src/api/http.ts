@@ -57,6 +57,8 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 export interface HttpTransportOptions {
   dispatcher: Dispatcher;
   organizationId: string;
+  /** Default X-Service-Organization-Id; Wikit Semantics reads X-Wikit-Organization-Id. */
+  organizationHeader?: string | undefined;
   userAgent: string;
   maxResponseBytes?: number | undefined;
   /** Same-origin redirects followed for GET. Default 3. */
@@ -119,7 +121,7 @@ export class HttpTransport {
   private async exchange(req: HttpRequest, url: URL): Promise<Dispatcher.ResponseData> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${req.token}`,
-      'x-service-organization-id': this.opts.organizationId,
+      [(this.opts.organizationHeader ?? 'X-Service-Organization-Id').toLowerCase()]: this.opts.organizationId,
       accept: 'application/json',
       'user-agent': this.opts.userAgent,
     };

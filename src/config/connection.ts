@@ -1,22 +1,15 @@
 /**
  * Connection settings for every command that talks to the service (DESIGN §6), in this
- * precedence: flag, then environment, then the config file. The token itself is accepted
- * only from the environment (DSSYNC_TOKEN), a token file, or a systemd credential — never
- * from a flag, where it would show in `ps`.
+ * precedence: flag, then environment, then the config file. Secrets (token, password,
+ * client secret) are accepted only from the environment, a file, or a systemd credential —
+ * never from a flag, where they would show in `ps`, nor inline in the config file.
  */
-import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { resolveAuth, type AuthFileSettings, type ResolvedAuth } from '../auth/settings.js';
+import { ConfigError } from './error.js';
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  constructor(
-    message: string,
-    /** The setting at fault, e.g. `mappings[0].path` or `baseUrl`. */
-    readonly field?: string,
-  ) {
-    super(message);
-  }
-}
+export { ConfigError };
+export { CREDENTIAL_NAMES } from '../auth/settings.js';
 
 export interface ConnectionFlags {
   baseUrl?: string | undefined;
@@ -28,27 +21,35 @@ export interface ConnectionFlags {
 export interface ConnectionFileSettings {
   baseUrl?: string | undefined;
   organizationId?: string | undefined;
+  organizationHeader?: string | undefined;
   tokenFile?: string | undefined;
+  auth?: AuthFileSettings | undefined;
 }
+
+export const DEFAULT_ORGANIZATION_HEADER = 'X-Service-Organization-Id';
 
 export interface Connection {
   baseUrl: string;
   organizationId: string;
-  /** Where the token came from, for messages: never the token itself. */
+  /** The header that carries the organization id (Wikit Semantics: X-Wikit-Organization-Id). */
+  organizationHeader: string;
+  /** How tokens are obtained; secrets only behind SecretSource.read(). */
+  auth: ResolvedAuth;
+  /** Where the token comes from, for messages: never a secret. */
   tokenSource: string;
-  /** Reads the token again (a rotated token file is picked up after a 401). */
-  readToken: () => string;
-  /** The token as first resolved (a non-enumerable property: absent from JSON and inspect). */
-  token: string;
+  /**
+   * A digest of the credentials as resolved now (non-enumerable): a reload compares it to
+   * notice a rotated secret without keeping the secret itself around.
+   */
+  credentialsDigest: string;
 }
-
-/** systemd's LoadCredential= puts credentials in $CREDENTIALS_DIRECTORY under these names. */
-export const CREDENTIAL_NAMES = ['dssync-token', 'token'];
 
 export interface ResolveConnectionInput {
   flags: ConnectionFlags;
   env: NodeJS.ProcessEnv;
   file?: ConnectionFileSettings | undefined;
+  /** Beside it `dssync auth login` keeps a refresh token. */
+  statePath?: string | undefined;
   /** Receives warnings (e.g. a world-readable token file). */
   warn?: (message: string) => void;
 }
@@ -81,66 +82,70 @@ export function resolveConnection(input: ResolveConnectionInput): Connection {
       'organizationId',
     );
   }
-  const tokenSource = resolveTokenSource(flags, env, file);
-  const readToken = (): string => readTokenFrom(tokenSource, env, input.warn);
-  const token = readToken();
+  const organizationHeader = resolveOrganizationHeader(env.DSSYNC_ORG_HEADER, file?.organizationHeader);
+  const auth = resolveAuth({
+    auth: file?.auth,
+    tokenFile: file?.tokenFile,
+    flags,
+    env,
+    statePath: input.statePath ?? '/nonexistent/state.json',
+    warn: input.warn,
+  });
   const connection = {
     baseUrl: baseUrl.replace(/\/+$/, ''),
     organizationId,
-    tokenSource: tokenSource.kind === 'env' ? 'the DSSYNC_TOKEN environment variable' : `the file ${tokenSource.path}`,
-    readToken,
+    organizationHeader,
+    auth,
+    tokenSource: describeAuth(auth),
   } as Connection;
   // Not enumerable: a Connection (or a Config holding one) that gets logged, printed,
-  // JSON-serialised or spread never carries the token along.
-  Object.defineProperty(connection, 'token', { value: token, enumerable: false, writable: false });
+  // JSON-serialised or spread never carries it along.
+  Object.defineProperty(connection, 'credentialsDigest', { value: credentialsDigest(auth), enumerable: false, writable: false });
   return connection;
 }
 
-type TokenSource = { kind: 'env' } | { kind: 'file'; path: string; setting: string };
+/** RFC 9110 §5.1: a header name is a token (tchar+). */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const RESERVED_HEADERS = new Set(['authorization', 'content-type', 'content-length', 'host', 'accept', 'user-agent', 'transfer-encoding', 'connection', 'cookie']);
 
-function resolveTokenSource(flags: ConnectionFlags, env: NodeJS.ProcessEnv, file?: ConnectionFileSettings): TokenSource {
-  if (flags.tokenFile) return { kind: 'file', path: flags.tokenFile, setting: '--token-file' };
-  if (env.DSSYNC_TOKEN_FILE) return { kind: 'file', path: env.DSSYNC_TOKEN_FILE, setting: 'DSSYNC_TOKEN_FILE' };
-  if (env.DSSYNC_TOKEN) return { kind: 'env' };
-  if (file?.tokenFile) return { kind: 'file', path: file.tokenFile, setting: 'tokenFile' };
-  const credDir = env.CREDENTIALS_DIRECTORY;
-  if (credDir) {
-    for (const name of CREDENTIAL_NAMES) {
-      const path = join(credDir, name);
-      if (isFile(path)) return { kind: 'file', path, setting: 'the systemd credential' };
-    }
+export function resolveOrganizationHeader(envValue: string | undefined, fileValue: string | undefined): string {
+  const fromEnv = envValue !== undefined && envValue.trim() !== '';
+  const value = fromEnv ? (envValue as string).trim() : (fileValue ?? DEFAULT_ORGANIZATION_HEADER);
+  const problem = organizationHeaderProblem(value);
+  if (problem) {
+    const where = fromEnv ? 'DSSYNC_ORG_HEADER' : '"organizationHeader"';
+    throw new ConfigError(`${where} ${problem}`, 'organizationHeader');
   }
-  throw new ConfigError(
-    'no access token: set the DSSYNC_TOKEN environment variable, --token-file, DSSYNC_TOKEN_FILE, "tokenFile" in the config file, or a systemd credential named dssync-token',
-    'tokenFile',
-  );
+  return value;
 }
 
-function readTokenFrom(source: TokenSource, env: NodeJS.ProcessEnv, warn?: (m: string) => void): string {
-  if (source.kind === 'env') {
-    const token = (env.DSSYNC_TOKEN ?? '').trim();
-    if (!token) throw new ConfigError('DSSYNC_TOKEN is empty', 'token');
-    return token;
+/** Why a name cannot be the organization header; undefined when it can. */
+export function organizationHeaderProblem(value: string): string | undefined {
+  if (!HEADER_NAME.test(value)) {
+    return `"${value.slice(0, 80)}" is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_\`|~ only, no spaces or colons; e.g. "X-Wikit-Organization-Id")`;
   }
-  let text: string;
-  try {
-    text = readFileSync(source.path, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? 'error';
-    throw new ConfigError(`cannot read the token file ${source.path} (from ${source.setting}): ${code}`, 'tokenFile');
+  if (RESERVED_HEADERS.has(value.toLowerCase())) return `"${value}" is a header dssync sets itself; name the organization header (e.g. "X-Service-Organization-Id")`;
+  return undefined;
+}
+
+function describeAuth(auth: ResolvedAuth): string {
+  switch (auth.type) {
+    case 'static':
+      return auth.token.describe;
+    case 'oauth2':
+      return `the OAuth2 token endpoint ${auth.tokenUrl} (${auth.grantType} grant, client ${auth.clientId}${auth.username ? `, account ${auth.username}` : ''})`;
+    case 'command':
+      return `the command ${auth.command[0] ?? ''}`;
   }
-  try {
-    const mode = statSync(source.path).mode;
-    if (warn && (mode & 0o004) !== 0) {
-      warn(`the token file ${source.path} is readable by every user; restrict it with: chmod 600 ${source.path}`);
-    }
-  } catch {
-    // The read above succeeded; a failed stat only costs the warning.
+}
+
+function credentialsDigest(auth: ResolvedAuth): string {
+  const h = createHash('sha256').update(JSON.stringify(auth));
+  if (auth.type === 'static') h.update(auth.token.read());
+  if (auth.type === 'oauth2') {
+    h.update(`\0${auth.password?.read() ?? ''}\0${auth.clientSecret?.read() ?? ''}`);
   }
-  const token = text.trim();
-  if (!token) throw new ConfigError(`the token file ${source.path} is empty`, 'tokenFile');
-  if (/\s/.test(token)) throw new ConfigError(`the token file ${source.path} holds more than one word; it must hold the token alone`, 'tokenFile');
-  return token;
+  return h.digest('hex');
 }
 
 /** A URL's user and password replaced by "***", so that an error message never repeats them. */
@@ -151,12 +156,4 @@ export function maskCredentials(text: string): string {
 function pick(...values: (string | undefined)[]): string | undefined {
   for (const v of values) if (v !== undefined && v.trim() !== '') return v.trim();
   return undefined;
-}
-
-function isFile(path: string): boolean {
-  try {
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
 }

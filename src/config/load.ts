@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { z } from 'zod';
-import { ConfigError, maskCredentials, resolveConnection, type ConnectionFlags } from './connection.js';
+import type { AuthFileSettings } from '../auth/settings.js';
+import { ConfigError, maskCredentials, resolveConnection, resolveOrganizationHeader, type ConnectionFlags } from './connection.js';
 import { formatFieldPath, parseJsonText, type TextPosition } from './json-text.js';
 import { formatListenAddress, isLoopbackHost, parseListenAddress, type ListenAddress } from './listen.js';
 import { ConfigFileSchema, DEFAULTS, KNOWN_KEYS, LOG_LEVELS, type ConfigFile, type MappingFile } from './schema.js';
@@ -80,10 +81,13 @@ export function loadSettings(opts: LoadConfigOptions): Settings {
     fileConnection: {
       baseUrl: parsed.baseUrl,
       organizationId: parsed.organizationId,
+      organizationHeader: parsed.organizationHeader,
       tokenFile: fromFile(parsed.tokenFile),
+      auth: resolveAuthPaths(parsed.auth, fromFile),
     },
     baseUrl: firstSet(flags.baseUrl, env.DSSYNC_BASE_URL, parsed.baseUrl),
     organizationId: firstSet(flags.org, env.DSSYNC_ORG, parsed.organizationId),
+    organizationHeader: resolveOrganizationHeader(env.DSSYNC_ORG_HEADER, parsed.organizationHeader),
     statePath,
     appId: parsed.appId,
     logLevel,
@@ -122,6 +126,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     flags: opts.flags ?? {},
     env: opts.env,
     file: settings.fileConnection,
+    statePath: settings.statePath,
     warn: opts.warn,
   });
   return deepFreeze({ ...settings, connection });
@@ -194,6 +199,16 @@ function semanticIssues(raw: unknown, positions: Map<string, TextPosition>): Con
   const add = (field: string, message: string): void => {
     issues.push({ field, message, ...positions.get(field) });
   };
+  if (isRecord(raw) && isRecord(raw.auth)) {
+    for (const key of ['password', 'clientSecret', 'client_secret', 'token', 'accessToken', 'refreshToken']) {
+      if (raw.auth[key] !== undefined) {
+        add(
+          `auth.${key}`,
+          'a secret is never written in the config file: use "passwordFile" / "clientSecretFile", the DSSYNC_PASSWORD / DSSYNC_CLIENT_SECRET environment variables, or a systemd credential (docs/auth.md)',
+        );
+      }
+    }
+  }
   const mappings = isRecord(raw) && Array.isArray(raw.mappings) ? (raw.mappings as unknown[]) : [];
   const idOwner = new Map<string, number>();
   mappings.forEach((m, i) => {
@@ -379,6 +394,12 @@ function resolveMappings(
     });
   });
   return mappings;
+}
+
+/** The auth object with its file paths resolved against the config file's folder. */
+function resolveAuthPaths(auth: ConfigFile['auth'], fromFile: (p: string | undefined) => string | undefined): AuthFileSettings | undefined {
+  if (auth === undefined || auth.type !== 'oauth2') return auth;
+  return { ...auth, passwordFile: fromFile(auth.passwordFile), clientSecretFile: fromFile(auth.clientSecretFile) };
 }
 
 function resolveListen(value: string | false | undefined, warn: (m: string) => void): ListenAddress | false {

@@ -6,6 +6,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
+import { organizationHeaderProblem } from './connection.js';
 import { parseListenAddress } from './listen.js';
 import { checkUrlTemplate, DEFAULT_URL_TEMPLATE } from './url-template.js';
 
@@ -157,6 +158,43 @@ export const MappingSchema = z.strictObject(
   { error: 'each mapping must be an object like { "path": "/srv/share/handbook", "dataSourceId": "ds-123" }' },
 );
 
+const AUTH_EXAMPLE = '{ "type": "oauth2", "tokenUrl": "https://auth.example.com/realms/r/protocol/openid-connect/token", "grantType": "password", "clientId": "semantics-console", "username": "api@example.com" }';
+
+export const AuthSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({ type: z.literal('static') }, { error: 'must be { "type": "static" } (the token from DSSYNC_TOKEN, tokenFile or a systemd credential)' }),
+    z.strictObject(
+      {
+        type: z.literal('oauth2'),
+        tokenUrl: text('the token endpoint URL (e.g. "https://auth.example.com/realms/r/protocol/openid-connect/token")').refine(isHttpUrl, {
+          error: 'must be an http:// or https:// URL without credentials (the token endpoint, e.g. "https://auth.example.com/realms/r/protocol/openid-connect/token")',
+        }),
+        grantType: z.enum(['password', 'client_credentials', 'refresh_token'], {
+          error: 'must be "password", "client_credentials" or "refresh_token" (after dssync auth login)',
+        }),
+        clientId: text('the OAuth2 client id (e.g. "semantics-console")'),
+        username: text('the account name (e.g. "api@example.com")').optional(),
+        scope: text('a space-separated list of scopes (e.g. "openid")').optional(),
+        passwordFile: filePath('/etc/dssync/password').optional(),
+        clientSecretFile: filePath('/etc/dssync/client-secret').optional(),
+      },
+      { error: `must be an object like ${AUTH_EXAMPLE}` },
+    ),
+    z.strictObject(
+      {
+        type: z.literal('command'),
+        command: z
+          .array(text('a program or argument'), { error: 'must be a list: the program and its arguments, e.g. ["/usr/local/bin/get-token", "--json"]' })
+          .min(1, { error: 'must name the program, e.g. ["/usr/local/bin/get-token", "--json"]' }),
+        timeoutSeconds: z.number({ error: 'must be a number of seconds from 1 to 600' }).min(1).max(600).optional(),
+      },
+      { error: 'must be an object like { "type": "command", "command": ["/usr/local/bin/get-token", "--json"] }' },
+    ),
+  ],
+  { error: 'must be an object with "type": "static", "oauth2" or "command"' },
+);
+
 export const ConfigFileSchema = z.strictObject(
   {
     /** Lets editors find a JSON schema; ignored by dssync. */
@@ -165,7 +203,15 @@ export const ConfigFileSchema = z.strictObject(
       .refine(isHttpUrl, { error: 'must be an http:// or https:// URL without credentials (e.g. "https://service.example.com")' })
       .optional(),
     organizationId: text('the organization id, a non-empty string').optional(),
+    organizationHeader: z
+      .string({ error: 'must be an HTTP header name (e.g. "X-Wikit-Organization-Id")' })
+      .check((ctx) => {
+        const problem = organizationHeaderProblem(ctx.value);
+        if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
+      })
+      .optional(),
     tokenFile: filePath('/etc/dssync/token').optional(),
+    auth: AuthSchema.optional(),
     statePath: filePath('/var/lib/dssync/state.json').optional(),
     appId: text('an llm app id').optional(),
     logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.map((l) => `"${l}"`).join(', ')}` }).optional(),
@@ -241,6 +287,7 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   'queue.timeouts': ['connectMs', 'headersMs', 'bodyMs'],
   status: ['listen'],
   tls: ['caFile'],
+  auth: ['type', 'tokenUrl', 'grantType', 'clientId', 'username', 'scope', 'passwordFile', 'clientSecretFile', 'command', 'timeoutSeconds'],
   ingestionCheck: ['enabled', 'delaySeconds'],
   'mappings[]': Object.keys(MappingSchema.shape),
   'mappings[].dataSource': Object.keys(DataSourceSpecSchema.shape),

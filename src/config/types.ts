@@ -3,6 +3,7 @@
  * applied, relative paths resolved and every default filled in. Objects of these types
  * returned by load.ts are deeply frozen.
  */
+import type { AuthFileSettings } from '../auth/settings.js';
 import type { Connection } from './connection.js';
 import type { ListenAddress } from './listen.js';
 import type { LOG_LEVELS } from './schema.js';
@@ -83,7 +84,9 @@ export type MappingConfig = MappingCommon &
 export interface FileConnectionSettings {
   readonly baseUrl?: string | undefined;
   readonly organizationId?: string | undefined;
+  readonly organizationHeader?: string | undefined;
   readonly tokenFile?: string | undefined;
+  readonly auth?: AuthFileSettings | undefined;
 }
 
 /** Everything but the resolved connection: enough for commands that need no token. */
@@ -95,6 +98,8 @@ export interface Settings {
   /** Effective service address and organization (flag > env > file), when known. */
   readonly baseUrl?: string | undefined;
   readonly organizationId?: string | undefined;
+  /** The header that carries the organization id (env DSSYNC_ORG_HEADER > file > default). */
+  readonly organizationHeader: string;
   readonly statePath: string;
   readonly appId?: string | undefined;
   readonly logLevel: LogLevel;

@@ -155,9 +155,10 @@ export class Daemon {
     const connectionChanged =
       next.connection.baseUrl !== this.config.connection.baseUrl ||
       next.connection.organizationId !== this.config.connection.organizationId ||
-      // A token file named differently, or rotated in place: the operator reloads to use it.
+      // Credentials from elsewhere, or a secret rotated in place: the operator reloads to use it.
       next.connection.tokenSource !== this.config.connection.tokenSource ||
-      next.connection.token !== this.config.connection.token ||
+      next.connection.organizationHeader !== this.config.connection.organizationHeader ||
+      next.connection.credentialsDigest !== this.config.connection.credentialsDigest ||
       JSON.stringify(next.queue) !== JSON.stringify(this.config.queue) ||
       next.tls.caFile !== this.config.tls.caFile;
     const globalChanged = connectionChanged || next.debounceMs !== this.config.debounceMs || next.rescanIntervalSeconds !== this.config.rescanIntervalSeconds || JSON.stringify(next.ingestionCheck) !== JSON.stringify(this.config.ingestionCheck);

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DatastoreClient } from '../../../src/api/client.js';
 import { ApiError } from '../../../src/api/errors.js';
+import { fixedToken } from '../../../src/auth/provider.js';
 
 const TLS = new URL('../../fixtures/api-variants/tls/', import.meta.url);
 const cert = readFileSync(new URL('cert.pem', TLS));
@@ -30,7 +31,7 @@ afterAll(async () => {
 
 describe('TLS', () => {
   it('trusts a private CA given as `ca`', async () => {
-    const c = new DatastoreClient({ baseUrl: url, organizationId: 'o', getToken: () => 't', ca: cert });
+    const c = new DatastoreClient({ baseUrl: url, organizationId: 'o', tokens: fixedToken('t'), ca: cert });
     try {
       expect((await c.listDataSources()).map((d) => d.id)).toEqual(['ds-tls']);
     } finally {
@@ -39,7 +40,7 @@ describe('TLS', () => {
   });
 
   it('refuses an unknown certificate with a clear, non-retryable error', async () => {
-    const c = new DatastoreClient({ baseUrl: url, organizationId: 'o', getToken: () => 't' });
+    const c = new DatastoreClient({ baseUrl: url, organizationId: 'o', tokens: fixedToken('t') });
     try {
       await c.listDataSources();
       expect.unreachable('the certificate must not be accepted');

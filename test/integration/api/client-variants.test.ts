@@ -14,6 +14,7 @@ import { Pacer, type PacerEvent } from '../../../src/api/pacer.js';
 import { createLogger } from '../../../src/log.js';
 import { json, multipartParts, startVariantServer, text, type VariantServer } from './variant-server.js';
 import { rejectionOf } from '../../helpers/rejection.js';
+import { fixedToken } from '../../../src/auth/provider.js';
 
 const TOKEN = 'sk-live-SECRET-abc123xyz';
 const ORG = 'org-7';
@@ -38,7 +39,7 @@ function client(opts: Partial<DatastoreClientOptions> = {}): DatastoreClient {
   const c = new DatastoreClient({
     baseUrl: server.url,
     organizationId: ORG,
-    getToken: () => TOKEN,
+    tokens: fixedToken(TOKEN),
     pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, backoffBaseMs: 5, backoffMaxMs: 20 }),
     ...opts,
   });
@@ -440,11 +441,16 @@ describe('the token', () => {
   it('after a 401, a reloaded (rotated) token is used once, and from then on', async () => {
     server.handle((req, res) => (req.headers.authorization === 'Bearer new-token' ? json(res, 200, []) : json(res, 401, { message: 'invalid token' })));
     let reloads = 0;
+    let current = 'old-token';
     const c = client({
-      getToken: () => 'old-token',
-      reloadToken: () => {
-        reloads++;
-        return 'new-token';
+      tokens: {
+        ...fixedToken('unused'),
+        token: () => Promise.resolve(current),
+        renewAfterRejection: () => {
+          reloads++;
+          current = 'new-token';
+          return Promise.resolve(current);
+        },
       },
     });
     await c.listDataSources();
@@ -455,7 +461,7 @@ describe('the token', () => {
 
   it('a 401 with an unchanged token is E_UNAUTHORIZED at once', async () => {
     server.handle((_req, res) => json(res, 401, { message: 'invalid token' }));
-    const err = await failure(client({ reloadToken: () => TOKEN }).listDataSources());
+    const err = await failure(client().listDataSources());
     expect(err).toMatchObject({ code: 'E_UNAUTHORIZED', status: 401, retryable: false, attempts: 1 });
     expect(server.requests).toHaveLength(1);
   });
@@ -469,7 +475,7 @@ describe('the token', () => {
       if (req.url.includes('/slow')) return undefined;
       json(res, 401, { error: { message: `token ${req.headers.authorization} refused` } });
     });
-    const c = client({ logger, timeouts: { headersMs: 300 }, maxAttempts: 1, reloadToken: () => TOKEN });
+    const c = client({ logger, timeouts: { headersMs: 300 }, maxAttempts: 1 });
     const errors = [
       await failure(c.getDataSource('ds')),
       await failure(c.getDataSource('echo')),

@@ -13,6 +13,7 @@ import { ApiError } from '../../../src/api/errors.js';
 import { Pacer } from '../../../src/api/pacer.js';
 import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
 import { rejectionOf } from '../../helpers/rejection.js';
+import { fixedToken } from '../../../src/auth/provider.js';
 
 let emu: RunningEmulator;
 let dir: string;
@@ -38,7 +39,7 @@ function client(opts: Partial<DatastoreClientOptions> = {}): DatastoreClient {
   const c = new DatastoreClient({
     baseUrl: emu.url,
     organizationId: 'dev-org',
-    getToken: () => 'dev-token',
+    tokens: fixedToken('dev-token'),
     pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, backoffBaseMs: 10, backoffMaxMs: 100 }),
     ...opts,
   });
@@ -93,7 +94,7 @@ describe('data sources', () => {
   });
 
   it('the wrong token is E_UNAUTHORIZED, the wrong organization E_FORBIDDEN; neither is retried', async () => {
-    const bad = await failure(client({ getToken: () => 'not-the-token' }).listDataSources());
+    const bad = await failure(client({ tokens: fixedToken('not-the-token') }).listDataSources());
     expect(bad).toMatchObject({ code: 'E_UNAUTHORIZED', status: 401, attempts: 1 });
     expect(bad.message).not.toContain('not-the-token');
     expect(await failure(client({ organizationId: 'someone-else' }).listDataSources())).toMatchObject({ code: 'E_FORBIDDEN', status: 403, attempts: 1 });
@@ -177,7 +178,7 @@ describe('documents and chunks', () => {
 
   it('a file larger than the service accepts is E_PAYLOAD_TOO_LARGE naming the file', async () => {
     const small = await startEmulator({ maxFileBytes: 1024 });
-    const c = new DatastoreClient({ baseUrl: small.url, organizationId: 'dev-org', getToken: () => 'dev-token' });
+    const c = new DatastoreClient({ baseUrl: small.url, organizationId: 'dev-org', tokens: fixedToken('dev-token') });
     try {
       const ds = await c.createDataSource({ name: 'Small', llmConnectorIds: ['conn-1'] });
       const path = await file('too-big.txt', 'x'.repeat(5000));

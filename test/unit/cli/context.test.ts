@@ -6,6 +6,7 @@ import { ConfigError } from '../../../src/config/connection.js';
 import { configFromArgs, withContext, type CliContext } from '../../../src/cli/context.js';
 import { describeFailure, ExitCode } from '../../../src/cli/exit.js';
 import { FakeApi } from './fake-api.js';
+import { staticToken } from '../../../src/auth/settings.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -25,11 +26,13 @@ describe('connection settings', () => {
   it('takes flag over environment over config file', () => {
     const config = join(dir, 'config.json');
     const fromFile = configFromArgs({ json: false, config }, {}).connection;
-    expect(fromFile).toMatchObject({ baseUrl: 'http://file.example', organizationId: 'file-org', token: 'file-token' });
+    expect(fromFile).toMatchObject({ baseUrl: 'http://file.example', organizationId: 'file-org' })
+    expect(staticToken(fromFile)).toBe('file-token');;
 
     const env = { DSSYNC_BASE_URL: 'http://env.example', DSSYNC_ORG: 'env-org', DSSYNC_TOKEN: 'env-token' };
     const fromEnv = configFromArgs({ json: false, config }, env).connection;
-    expect(fromEnv).toMatchObject({ baseUrl: 'http://env.example', organizationId: 'env-org', token: 'env-token' });
+    expect(fromEnv).toMatchObject({ baseUrl: 'http://env.example', organizationId: 'env-org' });
+    expect(staticToken(fromEnv)).toBe('env-token');
 
     const fromFlags = configFromArgs({ json: false, config, baseUrl: 'http://flag.example', org: 'flag-org' }, env).connection;
     expect(fromFlags).toMatchObject({ baseUrl: 'http://flag.example', organizationId: 'flag-org' });
@@ -37,7 +40,7 @@ describe('connection settings', () => {
 
   it('finds the config file through DSSYNC_CONFIG, with a tokenFile relative to it', () => {
     const c = configFromArgs({ json: false }, { DSSYNC_CONFIG: join(dir, 'config.json') }).connection;
-    expect(c.token).toBe('file-token');
+    expect(staticToken(c)).toBe('file-token');
     expect(c.tokenSource).toBe(`the file ${join(dir, 'token')}`);
   });
 

@@ -12,6 +12,7 @@ import {
   loadSettings,
   requireMappings,
 } from '../../../src/config/index.js';
+import { staticToken } from '../../../src/auth/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dssync-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -182,8 +183,8 @@ describe('loadConfig: connection and secrets', () => {
     const tokenFile = join(dir, 'token-a');
     writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
     const c = loadConfig({ file: writeConfig({ ...base, tokenFile: 'token-a', mappings: [mapping] }), env: {} });
-    expect(c.connection.token).toBe(token);
-    expect(c.connection.readToken()).toBe(token);
+    expect(staticToken(c.connection)).toBe(token);
+    expect(staticToken(c.connection)).toBe(token);
     expect(c.connection.tokenSource).toBe(`the file ${tokenFile}`);
     expect(JSON.stringify(c)).not.toContain(token);
     expect(inspect(c, { depth: 10 })).not.toContain(token);
@@ -193,12 +194,12 @@ describe('loadConfig: connection and secrets', () => {
 
   it('takes the token from DSSYNC_TOKEN and DSSYNC_TOKEN_FILE', () => {
     const c = loadConfig({ env: { DSSYNC_TOKEN: token, DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o' } });
-    expect(c.connection.token).toBe(token);
+    expect(staticToken(c.connection)).toBe(token);
     expect(JSON.stringify(describeConfig(c))).not.toContain(token);
     const f = join(dir, 'token-b');
     writeFileSync(f, 'other', { mode: 0o600 });
     const d = loadConfig({ env: { DSSYNC_TOKEN: token, DSSYNC_TOKEN_FILE: f, DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o' } });
-    expect(d.connection.token).toBe('other');
+    expect(staticToken(d.connection)).toBe('other');
   });
 
   it('warns when the token file is world-readable', () => {

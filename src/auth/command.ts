@@ -1,0 +1,116 @@
+/**
+ * `auth.type: "command"`: an executable prints `{"access_token": "...", "expires_in": N}`
+ * on stdout (the convention of kubectl exec credentials and git credential helpers), for
+ * single sign-on setups dssync cannot know. Run without a shell, with a timeout, its output
+ * bounded; a non-zero exit, garbage or a hang is a clear error that never repeats the output.
+ */
+import { spawn } from 'node:child_process';
+import { ApiError } from '../api/errors.js';
+import { CredentialsRefusedError, RenewingProvider, type ObtainedToken, type RenewingOptions } from './renewing.js';
+
+const MAX_OUTPUT_BYTES = 64 * 1024;
+/** Exit status by which a helper says "the credentials were refused" (as `dssync` itself does). */
+const EXIT_REFUSED = 3;
+
+export interface CommandOptions extends RenewingOptions {
+  command: readonly string[];
+  timeoutMs: number;
+}
+
+export class CommandTokenProvider extends RenewingProvider {
+  readonly kind = 'command' as const;
+  readonly description: string;
+  private lastToken: string | undefined;
+
+  constructor(private readonly c: CommandOptions) {
+    // A failing program is asked again only after the back-off: one try per renewal.
+    super({ ...c, attempts: 1 });
+    this.description = `the command ${c.command[0] ?? ''}`;
+  }
+
+  protected async obtain(signal?: AbortSignal): Promise<ObtainedToken> {
+    const out = await this.run(signal);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(out);
+    } catch {
+      throw this.fail(`printed something that is not JSON (${out.length} bytes; expected {"access_token": "...", "expires_in": N})`);
+    }
+    const obj = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+    // kubectl's ExecCredential puts it under status.token; accepted too.
+    const status = (typeof obj.status === 'object' && obj.status !== null ? obj.status : {}) as Record<string, unknown>;
+    const token = obj.access_token ?? status.token;
+    if (typeof token !== 'string' || token.trim() === '' || /\s/.test(token.trim())) {
+      throw this.fail('printed JSON without a usable "access_token" (a non-empty string without spaces)');
+    }
+    const expiresIn = typeof obj.expires_in === 'number' ? obj.expires_in : typeof obj.expires_in === 'string' ? Number(obj.expires_in) : undefined;
+    this.lastToken = token.trim();
+    return { accessToken: token.trim(), expiresIn: Number.isFinite(expiresIn) ? expiresIn : undefined };
+  }
+
+  protected scrub(message: string): string {
+    const t = this.lastToken;
+    return t && t.length >= 4 ? message.split(t).join('[redacted]') : message;
+  }
+
+  private fail(what: string, refused = false): ApiError {
+    const message = `the token command ${this.c.command[0] ?? ''} ${what}`;
+    return refused ? new CredentialsRefusedError(message) : new ApiError({ code: 'E_BAD_RESPONSE', retryable: true, message });
+  }
+
+  private run(signal?: AbortSignal): Promise<string> {
+    const [program, ...args] = this.c.command;
+    return new Promise((resolve, reject) => {
+      const child = spawn(program ?? '', args, { stdio: ['ignore', 'pipe', 'pipe'], shell: false });
+      const out: Buffer[] = [];
+      let outSize = 0;
+      let errTail = '';
+      let settled = false;
+      const finish = (e: Error | undefined, value?: string): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (e) reject(e);
+        else resolve(value ?? '');
+      };
+      const kill = (): void => {
+        // The whole helper, even if it ignores SIGTERM.
+        child.kill('SIGKILL');
+      };
+      const timer = setTimeout(() => {
+        kill();
+        finish(this.fail(`did not finish within ${this.c.timeoutMs / 1000} s (killed); check that it runs without asking anything`));
+      }, this.c.timeoutMs);
+      const onAbort = (): void => {
+        kill();
+        finish(new ApiError({ code: 'E_ABORTED', message: 'token command aborted' }));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      child.stdout.on('data', (chunk: Buffer) => {
+        outSize += chunk.length;
+        if (outSize > MAX_OUTPUT_BYTES) {
+          kill();
+          finish(this.fail(`printed more than ${MAX_OUTPUT_BYTES} bytes`));
+          return;
+        }
+        out.push(chunk);
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        errTail = (errTail + chunk.toString('utf8')).slice(-300);
+      });
+      child.on('error', (e: NodeJS.ErrnoException) => {
+        finish(this.fail(`cannot be started (${e.code ?? e.message}); check "auth.command"`));
+      });
+      child.on('close', (code, sig) => {
+        if (code === 0) {
+          finish(undefined, Buffer.concat(out).toString('utf8').trim());
+          return;
+        }
+        const how = sig ? `was killed by ${sig}` : `exited with status ${code ?? '?'}`;
+        const said = errTail.trim().replace(/\s+/g, ' ');
+        finish(this.fail(`${how}${said ? `: ${this.scrub(said).slice(-200)}` : ''}`, code === EXIT_REFUSED));
+      });
+    });
+  }
+}

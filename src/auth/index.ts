@@ -1,0 +1,33 @@
+/**
+ * Builds the token provider a connection asks for (DESIGN §6 "auth"): the one place that
+ * knows the three kinds.
+ */
+import type { Dispatcher } from 'undici';
+import type { Connection } from '../config/connection.js';
+import type { Logger } from '../log.js';
+import { CommandTokenProvider } from './command.js';
+import { OAuth2TokenProvider } from './oauth2.js';
+import type { TokenProvider } from './provider.js';
+import { StaticTokenProvider } from './static.js';
+
+export type { TokenProvider, TokenStatus } from './provider.js';
+export { fixedToken } from './provider.js';
+export { CredentialsRefusedError } from './renewing.js';
+
+export interface ProviderOptions {
+  /** Carries the TLS settings for a token endpoint (oauth2). */
+  dispatcher: Dispatcher;
+  logger?: Logger | undefined;
+}
+
+export function createTokenProvider(conn: Pick<Connection, 'auth'>, opts: ProviderOptions): TokenProvider {
+  const auth = conn.auth;
+  switch (auth.type) {
+    case 'static':
+      return new StaticTokenProvider(auth.token, auth.token.path);
+    case 'oauth2':
+      return new OAuth2TokenProvider(auth, { dispatcher: opts.dispatcher, logger: opts.logger });
+    case 'command':
+      return new CommandTokenProvider({ command: auth.command, timeoutMs: auth.timeoutMs, logger: opts.logger });
+  }
+}

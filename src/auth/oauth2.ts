@@ -1,0 +1,261 @@
+/**
+ * `auth.type: "oauth2"`: access tokens from an OAuth2 / OpenID Connect token endpoint
+ * (Keycloak for Wikit Semantics), through openid-client (LIBRARIES.md: a well-kept client
+ * rather than hand-made requests). Its HTTP goes through undici with our TLS settings
+ * (tls.caFile), client authentication is HTTP Basic (RFC 6749 §2.3.1) unless the server's
+ * discovery document offers only client_secret_post, and a refresh token, when one was
+ * given, is used before the grant itself.
+ */
+import { chmodSync, closeSync, constants, openSync, renameSync, writeSync } from 'node:fs';
+import * as oidc from 'openid-client';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import { ApiError } from '../api/errors.js';
+import { preview } from '../api/decode.js';
+import { ConfigError } from '../config/error.js';
+import { CredentialsRefusedError, RenewingProvider, type ObtainedToken, type RenewingOptions } from './renewing.js';
+import { readSecretFile } from './secret-file.js';
+import type { ResolvedAuth } from './settings.js';
+
+type OAuth2Settings = Extract<ResolvedAuth, { type: 'oauth2' }>;
+
+export interface OAuth2Options extends RenewingOptions {
+  /** Carries our TLS settings (CA, verification on); the provider does not close it. */
+  dispatcher: Dispatcher;
+  /** Per token request. Default 30 s. */
+  timeoutMs?: number | undefined;
+}
+
+/** Grant errors that mean the credentials themselves were refused. */
+const REFUSED = new Set(['invalid_grant', 'invalid_client', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope']);
+
+export class OAuth2TokenProvider extends RenewingProvider {
+  readonly kind = 'oauth2' as const;
+  readonly description: string;
+  private config: Promise<oidc.Configuration> | undefined;
+  /** The client authentication chosen (for `auth status`). */
+  clientAuthMethod: 'none' | 'client_secret_basic' | 'client_secret_post' | undefined;
+  private readonly account: string;
+
+  constructor(
+    private readonly s: OAuth2Settings,
+    private readonly o: OAuth2Options,
+  ) {
+    super(o);
+    this.account = s.username ? `account ${s.username}` : `client ${s.clientId}`;
+    this.description = `the token endpoint ${s.tokenUrl} (${s.grantType} grant, ${this.account})`;
+    if (s.grantType === 'refresh_token') this.refreshToken = this.storedRefreshToken();
+  }
+
+  protected async obtain(signal?: AbortSignal): Promise<ObtainedToken> {
+    const config = await this.configuration(signal);
+    if (this.refreshToken !== undefined) {
+      try {
+        return this.keep(await this.request(() => oidc.refreshTokenGrant(config, this.refreshToken as string, this.scopeParams())));
+      } catch (e) {
+        if (!(e instanceof CredentialsRefusedError)) throw e;
+        if (this.s.grantType === 'refresh_token') {
+          throw new CredentialsRefusedError(
+            `${e.message}; the refresh token stored by "dssync auth login" has expired or was revoked: run "dssync auth login" again`,
+            { path: e.path },
+          );
+        }
+        this.log.info({ endpoint: this.s.tokenUrl }, 'the refresh token was refused; using the grant again');
+        this.refreshToken = undefined;
+      }
+    }
+    switch (this.s.grantType) {
+      case 'password': {
+        const password = this.s.password?.read() ?? '';
+        const params = { username: this.s.username ?? '', password, ...this.scopeParams() };
+        return this.keep(await this.request(() => oidc.genericGrantRequest(config, 'password', params)));
+      }
+      case 'client_credentials':
+        return this.keep(await this.request(() => oidc.clientCredentialsGrant(config, this.scopeParams())));
+      case 'refresh_token':
+        throw new CredentialsRefusedError(
+          `no refresh token for ${this.account} at ${this.s.tokenUrl}: run "dssync auth login" (it stores one in ${this.s.refreshTokenFile})`,
+        );
+    }
+  }
+
+  /** Grants with a password or one-time code typed by a person (`dssync auth login`). */
+  async login(username: string, password: string, otp: string | undefined, signal?: AbortSignal): Promise<ObtainedToken> {
+    const config = await this.configuration(signal);
+    const scope = ['offline_access', ...(this.s.scope ?? '').split(/\s+/).filter((x) => x !== '' && x !== 'offline_access')].join(' ');
+    const params: Record<string, string> = { username, password, scope, ...(otp ? { totp: otp, otp } : {}) };
+    const got = await this.request(() => oidc.genericGrantRequest(config, 'password', params), [password, otp ?? '']);
+    return got;
+  }
+
+  protected scrub(message: string): string {
+    let out = message;
+    for (const secret of [this.safeRead(() => this.s.password?.read()), this.safeRead(() => this.s.clientSecret?.read()), this.refreshToken]) {
+      if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
+    }
+    return out;
+  }
+
+  /** A rotated refresh token is stored again (Keycloak may rotate them). */
+  private keep(got: ObtainedToken): ObtainedToken {
+    if (this.s.grantType === 'refresh_token' && got.refreshToken !== undefined && got.refreshToken !== this.refreshToken) {
+      try {
+        storeRefreshToken(this.s.refreshTokenFile, got.refreshToken);
+      } catch (e) {
+        this.log.warn({ file: this.s.refreshTokenFile, err: (e as Error).message }, 'could not store the renewed refresh token');
+      }
+    }
+    return got;
+  }
+
+  private storedRefreshToken(): string | undefined {
+    try {
+      return readSecretFile(this.s.refreshTokenFile, 'the refresh token file', 'dssync auth login').value;
+    } catch (e) {
+      if (e instanceof ConfigError && /ENOENT/.test(e.message)) return undefined;
+      throw e;
+    }
+  }
+
+  private scopeParams(): Record<string, string> {
+    return this.s.scope ? { scope: this.s.scope } : {};
+  }
+
+  private safeRead(read: () => string | undefined): string | undefined {
+    try {
+      return read();
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** One token request; every failure becomes an ApiError naming the endpoint and the account, never a secret. */
+  private async request(call: () => Promise<oidc.TokenEndpointResponse>, extraSecrets: string[] = []): Promise<ObtainedToken> {
+    const path = new URL(this.s.tokenUrl).pathname;
+    let res: oidc.TokenEndpointResponse;
+    try {
+      res = await call();
+    } catch (e) {
+      const err = this.translate(e, path);
+      for (const secret of extraSecrets) if (secret.length >= 4) err.message = err.message.split(secret).join('[redacted]');
+      err.message = this.scrub(err.message);
+      throw err;
+    }
+    const expiresIn = typeof res.expires_in === 'number' ? res.expires_in : undefined;
+    return { accessToken: res.access_token, expiresIn, ...(typeof res.refresh_token === 'string' ? { refreshToken: res.refresh_token } : {}) };
+  }
+
+  private translate(e: unknown, path: string): ApiError {
+    const where = `the token endpoint ${this.s.tokenUrl}`;
+    if (e instanceof ApiError) return e;
+    if (e instanceof oidc.ResponseBodyError) {
+      const what = `${e.error}${e.error_description ? `: ${preview(e.error_description, 200)}` : ''}`;
+      if (REFUSED.has(e.error) || e.status === 401) {
+        return new CredentialsRefusedError(`credentials refused by ${where} for ${this.account}: ${what} (HTTP ${e.status})`, { path, cause: e });
+      }
+      return new ApiError({ code: e.status >= 500 ? 'E_SERVER' : 'E_HTTP', status: e.status, path, retryable: e.status >= 500 || e.status === 429, message: `${where} answered ${e.status}: ${what}` });
+    }
+    const err = e as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } };
+    const code = err.code ?? err.cause?.code;
+    if (err.name === 'AbortError' || err.name === 'TimeoutError' || code === 'E_ABORTED') {
+      return new ApiError({ code: 'E_TIMEOUT', path, retryable: true, message: `${where}: no answer within ${this.timeoutMs() / 1000} s` });
+    }
+    if (code === 'OAUTH_RESPONSE_IS_NOT_JSON' || code === 'OAUTH_PARSE_ERROR' || code === 'OAUTH_INVALID_RESPONSE' || code === 'OAUTH_RESPONSE_IS_NOT_CONFORM') {
+      return new ApiError({ code: 'E_BAD_RESPONSE', path, retryable: true, message: `${where} did not answer with a token: ${preview(err.message ?? '', 200)}` });
+    }
+    if (typeof err.message === 'string' && /fetch failed/i.test(err.message)) {
+      const why = err.cause?.code ?? err.cause?.message ?? 'connection failed';
+      return new ApiError({ code: 'E_CONNECTION', path, retryable: true, message: `${where} cannot be reached (${why}); check "auth.tokenUrl" and the network` });
+    }
+    return new ApiError({ code: 'E_BAD_RESPONSE', path, retryable: true, message: `${where}: ${preview(err.message ?? String(e), 200)}${code ? ` (${code})` : ''}` });
+  }
+
+  private timeoutMs(): number {
+    return this.o.timeoutMs ?? 30_000;
+  }
+
+  /** Built once: discovery (when the server has it) decides the client authentication. */
+  private configuration(signal?: AbortSignal): Promise<oidc.Configuration> {
+    this.config ??= this.buildConfiguration(signal).catch((e: unknown) => {
+      this.config = undefined;
+      throw e;
+    });
+    return this.config;
+  }
+
+  private async buildConfiguration(signal?: AbortSignal): Promise<oidc.Configuration> {
+    const tokenUrl = new URL(this.s.tokenUrl);
+    const issuerGuess = tokenUrl.href.replace(/\/protocol\/openid-connect\/token\/?$/, '').replace(/\/(oauth2?\/)?token\/?$/, '');
+    const discovered = await this.discover(issuerGuess === tokenUrl.href ? tokenUrl.origin : issuerGuess, signal);
+    const issuer = typeof discovered?.issuer === 'string' ? discovered.issuer : issuerGuess;
+    const methods = Array.isArray(discovered?.token_endpoint_auth_methods_supported)
+      ? (discovered.token_endpoint_auth_methods_supported as unknown[]).filter((m): m is string => typeof m === 'string')
+      : undefined;
+    let secret: string | undefined;
+    try {
+      secret = this.s.clientSecret?.read();
+    } catch (e) {
+      throw new CredentialsRefusedError(`cannot read the client secret: ${(e as Error).message}`);
+    }
+    let auth: oidc.ClientAuth;
+    if (secret === undefined) {
+      auth = oidc.None();
+      this.clientAuthMethod = 'none';
+    } else if (methods && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')) {
+      auth = oidc.ClientSecretPost(secret);
+      this.clientAuthMethod = 'client_secret_post';
+    } else {
+      auth = oidc.ClientSecretBasic(secret);
+      this.clientAuthMethod = 'client_secret_basic';
+    }
+    const config = new oidc.Configuration({ issuer, token_endpoint: this.s.tokenUrl }, this.s.clientId, undefined, auth);
+    if (tokenUrl.protocol === 'http:') oidc.allowInsecureRequests(config);
+    config[oidc.customFetch] = this.fetcher();
+    return config;
+  }
+
+  /** The discovery document, when the server publishes one; its absence is no error. */
+  private async discover(issuer: string, signal?: AbortSignal): Promise<Record<string, unknown> | undefined> {
+    const url = `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
+    try {
+      const res = await this.fetcher()(url, { method: 'GET', headers: { accept: 'application/json' }, body: undefined, redirect: 'manual', ...(signal ? { signal } : {}) });
+      if (!res.ok) return undefined;
+      const body = (await res.json()) as unknown;
+      if (typeof body !== 'object' || body === null) return undefined;
+      const doc = body as Record<string, unknown>;
+      // Only a document describing this very token endpoint says how to authenticate to it.
+      return doc.token_endpoint === this.s.tokenUrl ? doc : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private fetcher(): oidc.CustomFetch {
+    const dispatcher = this.o.dispatcher;
+    const timeout = this.timeoutMs();
+    return async (url, options) => {
+      const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout);
+      const res = await undiciFetch(url, {
+        method: options.method,
+        headers: options.headers as Record<string, string>,
+        ...(options.body === undefined || options.body === null ? {} : { body: options.body as string | URLSearchParams }),
+        redirect: 'manual',
+        signal,
+        dispatcher,
+      });
+      return res as unknown as Response;
+    };
+  }
+}
+
+/** Writes the refresh token 0600, created exclusively under a temporary name then renamed. */
+export function storeRefreshToken(path: string, token: string): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    writeSync(fd, `${token}\n`);
+  } finally {
+    closeSync(fd);
+  }
+  chmodSync(tmp, 0o600);
+  renameSync(tmp, path);
+}

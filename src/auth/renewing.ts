@@ -1,0 +1,196 @@
+/**
+ * The renewal discipline shared by the providers whose tokens expire (oauth2, command):
+ * renew ahead of expiry, one renewal at a time for all requests in flight (single-flight),
+ * a forced renewal after a 401 unless someone already renewed, and back-off when the
+ * source of tokens itself fails. What a renewal does is the subclass's `obtain()`.
+ */
+import { ApiError, isApiError } from '../api/errors.js';
+import { backoffDelay } from '../api/backoff.js';
+import { realClock, type Clock } from '../api/clock.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { ProviderKind, TokenProvider, TokenStatus } from './provider.js';
+
+export interface ObtainedToken {
+  accessToken: string;
+  /** Seconds, as the source said; undefined when it did not say. */
+  expiresIn?: number | undefined;
+  refreshToken?: string | undefined;
+}
+
+/** The source refused the credentials (invalid_grant, invalid_client...): no retry helps. */
+export class CredentialsRefusedError extends ApiError {
+  constructor(message: string, opts: { path?: string | undefined; cause?: unknown } = {}) {
+    super({ code: 'E_UNAUTHORIZED', message, retryable: false, ...(opts.path === undefined ? {} : { path: opts.path }), cause: opts.cause });
+  }
+}
+
+export interface RenewingOptions {
+  logger?: Logger | undefined;
+  clock?: Clock | undefined;
+  random?: (() => number) | undefined;
+  /** Tries of one renewal on a transient failure. Default 3. */
+  attempts?: number | undefined;
+}
+
+/** Renew when this share of the lifetime is left (at most 60 s before expiry). */
+const RENEW_SHARE = 0.2;
+const MAX_RENEW_AHEAD_MS = 60_000;
+/** After a failed renewal, the source is not asked again before this back-off (doubling). */
+const FAILURE_BACKOFF = { baseMs: 1_000, maxMs: 60_000 };
+
+export abstract class RenewingProvider implements TokenProvider {
+  abstract readonly kind: ProviderKind;
+  abstract readonly description: string;
+
+  protected readonly log: Logger;
+  protected readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly attempts: number;
+  /** expiresAt/renewAt on the injected clock; wallExpiresAt/obtainedAt for status (epoch ms). */
+  private current:
+    | { token: string; obtainedAt: number; wallExpiresAt?: number | undefined; expiresAt?: number | undefined; renewAt?: number | undefined }
+    | undefined;
+  /** Held in memory only (an `auth login` refresh token is stored by the oauth2 provider). */
+  protected refreshToken: string | undefined;
+  private inflight: Promise<string> | undefined;
+  private failures = 0;
+  private retryAt = 0;
+  private lastError: Error | undefined;
+  private warnedNoExpiry = false;
+
+  constructor(opts: RenewingOptions = {}) {
+    this.log = opts.logger ?? silentLogger;
+    this.clock = opts.clock ?? realClock;
+    this.random = opts.random ?? Math.random;
+    this.attempts = opts.attempts ?? 3;
+  }
+
+  /** Asks the source for a new token (using this.refreshToken when it suits). */
+  protected abstract obtain(signal?: AbortSignal): Promise<ObtainedToken>;
+
+  /** Removes every secret this provider knows from a message. */
+  protected abstract scrub(message: string): string;
+
+  async token(signal?: AbortSignal): Promise<string> {
+    const cur = this.current;
+    const now = this.clock.now();
+    if (cur && (cur.renewAt === undefined || now < cur.renewAt)) return cur.token;
+    if (cur && cur.expiresAt !== undefined && now < cur.expiresAt) {
+      // Still valid: renew ahead of expiry, but keep serving this one if renewal fails.
+      try {
+        return await this.renew(signal);
+      } catch (e) {
+        if (e instanceof CredentialsRefusedError) throw e;
+        return cur.token;
+      }
+    }
+    return this.renew(signal);
+  }
+
+  async renewAfterRejection(rejected: string, signal?: AbortSignal): Promise<string | undefined> {
+    if (this.inflight) return this.inflight;
+    const cur = this.current;
+    if (cur && cur.token !== rejected) return cur.token; // another request renewed already
+    this.current = undefined;
+    // Fresh credentials are worth a try even inside the back-off of an earlier failure.
+    this.retryAt = 0;
+    const fresh = await this.renew(signal);
+    return fresh === rejected ? undefined : fresh;
+  }
+
+  status(): TokenStatus {
+    return {
+      kind: this.kind,
+      description: this.description,
+      expiresAt: this.current?.wallExpiresAt,
+      obtainedAt: this.current?.obtainedAt,
+      hasRefreshToken: this.refreshToken !== undefined,
+      ...(this.lastError && !this.current ? { lastError: this.lastError.message } : {}),
+    };
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Single-flight: every caller during a renewal waits for the same one. */
+  private renew(signal?: AbortSignal): Promise<string> {
+    if (this.inflight) return this.inflight;
+    const now = this.clock.now();
+    if (now < this.retryAt && this.lastError) {
+      return Promise.reject(withRetryAfter(this.lastError, this.retryAt - now));
+    }
+    const p = this.renewWithRetries(signal).finally(() => {
+      if (this.inflight === p) this.inflight = undefined;
+    });
+    this.inflight = p;
+    return p;
+  }
+
+  private async renewWithRetries(signal?: AbortSignal): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const got = await this.obtain(signal);
+        this.accept(got);
+        return got.accessToken;
+      } catch (e) {
+        const err = this.asError(e);
+        const transient = !(err instanceof CredentialsRefusedError) && !(isApiError(err) && err.code === 'E_ABORTED');
+        if (transient && attempt < this.attempts && !signal?.aborted) {
+          await this.clock.sleep(backoffDelay(attempt, { ...FAILURE_BACKOFF, random: this.random }) + 100, signal).catch(() => undefined);
+          continue;
+        }
+        this.failures++;
+        this.lastError = err;
+        this.retryAt = this.clock.now() + backoffDelay(this.failures, { ...FAILURE_BACKOFF, random: () => 0.5 + this.random() / 2 });
+        this.log.warn({ err: err.message, failures: this.failures }, 'could not obtain an access token');
+        throw err;
+      }
+    }
+  }
+
+  private accept(got: ObtainedToken): void {
+    const now = this.clock.now();
+    if (got.refreshToken !== undefined) this.refreshToken = got.refreshToken;
+    let expiresAt: number | undefined;
+    let renewAt: number | undefined;
+    if (got.expiresIn !== undefined && Number.isFinite(got.expiresIn) && got.expiresIn > 0) {
+      const lifeMs = got.expiresIn * 1000;
+      expiresAt = now + lifeMs;
+      renewAt = expiresAt - Math.min(MAX_RENEW_AHEAD_MS, lifeMs * RENEW_SHARE);
+    } else if (!this.warnedNoExpiry) {
+      this.warnedNoExpiry = true;
+      this.log.warn({ source: this.description }, 'the token came without expires_in: it is used until the service refuses it (401), then renewed');
+    }
+    const wallNow = Date.now();
+    this.current = {
+      token: got.accessToken,
+      obtainedAt: wallNow,
+      wallExpiresAt: expiresAt === undefined ? undefined : wallNow + (expiresAt - now),
+      expiresAt,
+      renewAt,
+    };
+    this.failures = 0;
+    this.retryAt = 0;
+    this.lastError = undefined;
+  }
+
+  private asError(e: unknown): Error {
+    const err = e instanceof Error ? e : new Error(String(e));
+    err.message = this.scrub(err.message);
+    return err;
+  }
+}
+
+function withRetryAfter(err: Error, ms: number): Error {
+  if (!isApiError(err) || err instanceof CredentialsRefusedError) return err;
+  return new ApiError({
+    code: err.code,
+    message: `${err.message} (not asked again for ${Math.ceil(ms / 1000)} s)`,
+    status: err.status,
+    method: err.method,
+    path: err.path,
+    retryable: false,
+    retryAfterMs: ms,
+  });
+}

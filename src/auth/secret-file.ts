@@ -1,0 +1,83 @@
+/**
+ * Reads one small secret file (token, password, client secret, refresh token) without ever
+ * blocking: opened with O_NONBLOCK (a FIFO named as a token file would otherwise hang
+ * open() in a libuv thread until someone writes to it), checked with fstat on the opened
+ * descriptor to be a regular file (systemd credentials are regular files too), and read
+ * with a size bound. Synchronous on purpose: it runs at start and on a rotation, on a file
+ * of a few bytes.
+ */
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { ConfigError } from '../config/error.js';
+
+/** Far above any token or password; a bigger file is a wrong path, not a secret. */
+export const MAX_SECRET_BYTES = 64 * 1024;
+
+export interface SecretFileRead {
+  /** The trimmed content. */
+  value: string;
+  /** Readable by every user (mode o+r): the caller warns. */
+  worldReadable: boolean;
+}
+
+/**
+ * `what` names the secret for messages ("the password file"), `setting` where its path came
+ * from ("auth.passwordFile"). Every failure is a ConfigError (exit 2) naming the file.
+ */
+export function readSecretFile(path: string, what: string, setting: string): SecretFileRead {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (e) {
+    throw new ConfigError(`cannot read ${what} ${path} (from ${setting}): ${describeOpenError(e)}`, setting);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      throw new ConfigError(`${what} ${path} (from ${setting}) is ${kindOf(st)}, not a regular file; name the file that holds the secret`, setting);
+    }
+    if (st.size > MAX_SECRET_BYTES) {
+      throw new ConfigError(`${what} ${path} (from ${setting}) is ${st.size} bytes, more than the ${MAX_SECRET_BYTES} a secret may take; check the path`, setting);
+    }
+    const buf = Buffer.alloc(MAX_SECRET_BYTES + 1);
+    let size = 0;
+    for (;;) {
+      const n = readSync(fd, buf, size, buf.length - size, null);
+      if (n === 0) break;
+      size += n;
+      if (size > MAX_SECRET_BYTES) {
+        throw new ConfigError(`${what} ${path} (from ${setting}) grew beyond ${MAX_SECRET_BYTES} bytes while being read; check the path`, setting);
+      }
+    }
+    const value = buf.toString('utf8', 0, size).trim();
+    buf.fill(0);
+    if (value === '') throw new ConfigError(`${what} ${path} (from ${setting}) is empty`, setting);
+    return { value, worldReadable: (st.mode & 0o004) !== 0 };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function describeOpenError(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code ?? 'error';
+  switch (code) {
+    case 'ENOENT':
+      return 'it does not exist (ENOENT); check the path';
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied (${code}); make it readable by the user dssync runs as`;
+    case 'EISDIR':
+      return 'it is a folder (EISDIR); name the file';
+    case 'ENXIO':
+      return 'it is a socket or a device without a reader (ENXIO), not a regular file';
+    default:
+      return code;
+  }
+}
+
+function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean }): string {
+  if (st.isDirectory()) return 'a folder';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}

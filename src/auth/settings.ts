@@ -1,0 +1,205 @@
+/**
+ * Resolves the "auth" settings of a config into what a provider needs: where each secret
+ * comes from (environment, file, systemd credential), checked now so that a missing one is
+ * a configuration error at start (exit 2) naming it. A secret is never held as a value of
+ * the config: each SecretSource reads it when asked (a rotated file is picked up).
+ */
+import { statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { ConfigError } from '../config/error.js';
+import { readSecretFile } from './secret-file.js';
+
+export type GrantType = 'password' | 'client_credentials' | 'refresh_token';
+
+/** The "auth" object of the config file, as written (paths resolved against the file's folder). */
+export type AuthFileSettings =
+  | { type: 'static' }
+  | {
+      type: 'oauth2';
+      tokenUrl: string;
+      grantType: GrantType;
+      clientId: string;
+      username?: string | undefined;
+      scope?: string | undefined;
+      passwordFile?: string | undefined;
+      clientSecretFile?: string | undefined;
+    }
+  | { type: 'command'; command: readonly string[]; timeoutSeconds?: number | undefined };
+
+export interface SecretSource {
+  /** Where it comes from, for messages: "the file /etc/dssync/password", never the value. */
+  readonly describe: string;
+  /** The file behind it, when it is one. */
+  readonly path?: string | undefined;
+  /** The secret now (a file is read again each time: rotation is picked up). */
+  read(): string;
+}
+
+export type ResolvedAuth =
+  | { readonly type: 'static'; readonly token: SecretSource }
+  | {
+      readonly type: 'oauth2';
+      readonly tokenUrl: string;
+      readonly grantType: GrantType;
+      readonly clientId: string;
+      readonly username?: string | undefined;
+      readonly scope?: string | undefined;
+      readonly password?: SecretSource | undefined;
+      readonly clientSecret?: SecretSource | undefined;
+      /** Where `dssync auth login` stores the refresh token (0600, beside the state file). */
+      readonly refreshTokenFile: string;
+    }
+  | { readonly type: 'command'; readonly command: readonly string[]; readonly timeoutMs: number };
+
+/** systemd's LoadCredential= puts credentials in $CREDENTIALS_DIRECTORY under these names. */
+export const CREDENTIAL_NAMES = { token: ['dssync-token', 'token'], password: ['dssync-password'], clientSecret: ['dssync-client-secret'] };
+
+export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 30;
+
+export interface TokenFlags {
+  tokenFile?: string | undefined;
+}
+
+export interface ResolveAuthInput {
+  auth?: AuthFileSettings | undefined;
+  /** The top-level "tokenFile" of the config (static). */
+  tokenFile?: string | undefined;
+  flags: TokenFlags;
+  env: NodeJS.ProcessEnv;
+  statePath: string;
+  warn?: ((message: string) => void) | undefined;
+}
+
+/** Where `dssync auth login` keeps the refresh token: beside the state file. */
+export function refreshTokenPath(statePath: string): string {
+  return join(dirname(statePath), 'dssync-refresh-token');
+}
+
+export function resolveAuth(input: ResolveAuthInput): ResolvedAuth {
+  const auth = input.auth ?? { type: 'static' };
+  const warn = input.warn ?? (() => undefined);
+  switch (auth.type) {
+    case 'static': {
+      const token = staticTokenSource(input, warn);
+      checkToken(token.read(), token.describe);
+      return { type: 'static', token };
+    }
+    case 'oauth2': {
+      const env = input.env;
+      const password =
+        auth.grantType === 'password'
+          ? secretSource('DSSYNC_PASSWORD', auth.passwordFile, 'auth.passwordFile', CREDENTIAL_NAMES.password, 'the password', env, warn)
+          : undefined;
+      if (auth.grantType === 'password' && password === undefined) {
+        throw new ConfigError(
+          `no password for the account ${auth.username ?? '(no username)'}: set DSSYNC_PASSWORD, "auth.passwordFile", or a systemd credential named dssync-password (never in the config file itself)`,
+          'auth.passwordFile',
+        );
+      }
+      if (auth.grantType === 'password' && !auth.username) {
+        throw new ConfigError('"auth.username" is required with "grantType": "password" (the account with API access)', 'auth.username');
+      }
+      const clientSecret = secretSource('DSSYNC_CLIENT_SECRET', auth.clientSecretFile, 'auth.clientSecretFile', CREDENTIAL_NAMES.clientSecret, 'the client secret', env, warn);
+      if (auth.grantType === 'client_credentials' && clientSecret === undefined) {
+        throw new ConfigError(
+          'no client secret for the client_credentials grant: set DSSYNC_CLIENT_SECRET, "auth.clientSecretFile", or a systemd credential named dssync-client-secret',
+          'auth.clientSecretFile',
+        );
+      }
+      const refreshTokenFile = refreshTokenPath(input.statePath);
+      return {
+        type: 'oauth2',
+        tokenUrl: auth.tokenUrl,
+        grantType: auth.grantType,
+        clientId: auth.clientId,
+        username: auth.username,
+        scope: auth.scope,
+        password,
+        clientSecret,
+        refreshTokenFile,
+      };
+    }
+    case 'command':
+      return { type: 'command', command: [...auth.command], timeoutMs: (auth.timeoutSeconds ?? DEFAULT_COMMAND_TIMEOUT_SECONDS) * 1000 };
+  }
+}
+
+function staticTokenSource(input: ResolveAuthInput, warn: (m: string) => void): SecretSource {
+  const { flags, env } = input;
+  if (flags.tokenFile) return fileSecret(flags.tokenFile, 'the token file', '--token-file', warn);
+  if (env.DSSYNC_TOKEN_FILE) return fileSecret(env.DSSYNC_TOKEN_FILE, 'the token file', 'DSSYNC_TOKEN_FILE', warn);
+  if (env.DSSYNC_TOKEN !== undefined) return envSecret('DSSYNC_TOKEN', env);
+  if (input.tokenFile) return fileSecret(input.tokenFile, 'the token file', 'tokenFile', warn);
+  const cred = credentialPath(env, CREDENTIAL_NAMES.token);
+  if (cred) return fileSecret(cred, 'the token file', 'the systemd credential', warn);
+  throw new ConfigError(
+    'no access token: set the DSSYNC_TOKEN environment variable, --token-file, DSSYNC_TOKEN_FILE, "tokenFile" in the config file, or a systemd credential named dssync-token (or use "auth": { "type": "oauth2", ... })',
+    'tokenFile',
+  );
+}
+
+function checkToken(token: string, describe: string): void {
+  if (/\s/.test(token)) throw new ConfigError(`${describe} holds more than one word; it must hold the token alone`, 'tokenFile');
+}
+
+/** The environment variable, else the configured file, else the systemd credential; undefined when none is set. */
+function secretSource(
+  envName: string,
+  file: string | undefined,
+  setting: string,
+  credentialNames: string[],
+  what: string,
+  env: NodeJS.ProcessEnv,
+  warn: (m: string) => void,
+): SecretSource | undefined {
+  if (env[envName] !== undefined && env[envName] !== '') return envSecret(envName, env);
+  if (file) return fileSecret(file, `${what} file`, setting, warn);
+  const cred = credentialPath(env, credentialNames);
+  if (cred) return fileSecret(cred, `${what} file`, `the systemd credential ${credentialNames[0]}`, warn);
+  return undefined;
+}
+
+function envSecret(name: string, env: NodeJS.ProcessEnv): SecretSource {
+  const value = (env[name] ?? '').trim();
+  if (!value) throw new ConfigError(`${name} is empty`, name);
+  return { describe: `the ${name} environment variable`, read: () => value };
+}
+
+function fileSecret(path: string, what: string, setting: string, warn: (m: string) => void): SecretSource {
+  let warned = false;
+  const source: SecretSource = {
+    describe: `the file ${path}`,
+    path,
+    read: () => {
+      const r = readSecretFile(path, what, setting);
+      if (r.worldReadable && !warned) {
+        warned = true;
+        warn(`${what} ${path} is readable by every user; restrict it with: chmod 600 ${path}`);
+      }
+      return r.value;
+    },
+  };
+  // Read now: a missing or unreadable file is a configuration error at start.
+  source.read();
+  return source;
+}
+
+function credentialPath(env: NodeJS.ProcessEnv, names: string[]): string | undefined {
+  const dir = env.CREDENTIALS_DIRECTORY;
+  if (!dir) return undefined;
+  for (const name of names) {
+    const path = join(dir, name);
+    try {
+      // lstat-free: systemd credentials are plain files; a FIFO here is refused when read.
+      if (!statSync(path).isDirectory()) return path;
+    } catch {
+      // absent: try the next name
+    }
+  }
+  return undefined;
+}
+
+/** The token of a static connection, read now (tests and `config check`); undefined for the other kinds. */
+export function staticToken(conn: { readonly auth: ResolvedAuth }): string | undefined {
+  return conn.auth.type === 'static' ? conn.auth.token.read() : undefined;
+}
