@@ -23,6 +23,8 @@ export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
   dropRate?: unknown;
   ambiguousRate?: unknown;
   seed?: unknown;
+  tokenTtl?: unknown;
+  orgHeader?: string;
 }
 
 /**
@@ -70,6 +72,13 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, env: NodeJS.ProcessE
   const maxFiles = numberOption(args.maxFiles, 'max-files', { min: 1, max: 10_000, integer: true });
   if (maxFiles !== undefined) opts.maxFilesPerUpload = maxFiles;
 
+  const tokenTtl = numberOption(args.tokenTtl, 'token-ttl', { min: 1, max: 86_400 });
+  if (tokenTtl !== undefined) opts.oidc = { tokenTtlSeconds: tokenTtl };
+  if (args.orgHeader !== undefined) {
+    if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(args.orgHeader)) throw usageError(`--org-header "${args.orgHeader}" is not a valid HTTP header name (e.g. X-Wikit-Organization-Id)`);
+    opts.orgHeader = args.orgHeader;
+  }
+
   const faults: FaultOptions = {};
   const latencyMs = numberOption(args.latencyMs, 'latency-ms', { min: 0, max: 600_000 });
   if (latencyMs !== undefined) faults.latencyMs = latencyMs;
@@ -113,6 +122,8 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
       .option('page-size', { type: 'string', requiresArg: true, describe: 'Default list page size (clients may ask ?limit= up to 1000) [default: 20]' })
       .option('max-file-size', { type: 'string', requiresArg: true, describe: 'Largest accepted file, in bytes (413 above) [default: 20 MiB]' })
       .option('max-files', { type: 'string', requiresArg: true, describe: 'Most files in one upload (413 above) [default: 100]' })
+      .option('token-ttl', { type: 'string', requiresArg: true, describe: 'Lifetime in seconds of the access tokens its OpenID Connect token endpoint (/realms/dssync/protocol/openid-connect/token) issues; 401 after [default: 300]' })
+      .option('org-header', { type: 'string', requiresArg: true, describe: 'Header that carries the organization id [default: X-Service-Organization-Id]' })
       .option('latency-ms', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Delay added to every request' })
       .option('rate-limit-rps', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Requests per second per organization; excess gets 429 + Retry-After' })
       .option('error-rate', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests answered 500/502/503' })

@@ -10,6 +10,7 @@ import type { FaultInjector } from './faults.js';
 import type { ResolvedOptions } from './options.js';
 import type { StatsCollector } from './stats.js';
 import type { MemoryStore } from './store.js';
+import type { OidcIssuer } from './routes/oidc.js';
 
 export interface EmulatorContext {
   readonly options: ResolvedOptions;
@@ -20,6 +21,8 @@ export interface EmulatorContext {
   readonly extraction: PQueue;
   /** A private temporary directory for large uploads, created on first use. */
   readonly tempDir: () => Promise<string>;
+  /** The token endpoint's issued tokens (checked by the authentication hook). */
+  readonly oidc: OidcIssuer;
 }
 
 export interface RequestState {

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import PQueue from 'p-queue';
 import type { EmulatorContext } from './context.js';
 import { FaultInjector } from './faults.js';
+import { OidcIssuer } from './routes/oidc.js';
 import { checkFaultOptions, resolveOptions, type EmulatorOptions, type FaultOptions } from './options.js';
 import { loadStore, StoreWriter } from './persistence.js';
 import { buildServer } from './server.js';
@@ -36,6 +37,8 @@ export interface RunningEmulator {
   /** Counters since start or the last resetStats(), plus the store's sizes. */
   stats(): EmulatorStats & { store: StoreCounts };
   resetStats(): void;
+  /** The OpenID Connect token endpoint (its URL is url + TOKEN_PATH) and its counters. */
+  oidc: OidcIssuer;
   /** Direct read access to the data, for assertions. */
   store: EmulatorStore;
   /** Stops accepting requests, lets in-flight ones finish, flushes dataDir. Idempotent. */
@@ -60,6 +63,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     stats: new StatsCollector(),
     extraction: new PQueue({ concurrency: 2 }),
     tempDir: () => (tempDir ??= mkdtemp(join(tmpdir(), 'dssync-emulator-'))),
+    oidc: new OidcIssuer(options.oidc),
   };
   const app = await buildServer(ctx);
   await app.listen({ host: options.host, port: options.port });
@@ -72,6 +76,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     setFaults: (faults) => ctx.faults.set(checkFaultOptions(faults)),
     stats: () => ({ ...ctx.stats.snapshot(), store: store.counts() }),
     resetStats: () => ctx.stats.reset(),
+    oidc: ctx.oidc,
     store,
     close: () =>
       (closing ??= (async () => {

@@ -3,6 +3,7 @@
  * that turn a bad value into an error naming the option.
  */
 import type { Logger } from 'pino';
+import type { OidcOptions } from './routes/oidc.js';
 
 export interface FaultOptions {
   /** Milliseconds added to every request (before anything else happens). */
@@ -34,6 +35,10 @@ export interface EmulatorOptions {
   maxFilesPerUpload?: number;
   faults?: FaultOptions;
   logger?: boolean | Logger;
+  /** The OpenID Connect token endpoint's accounts and token lifetimes (routes/oidc.ts). */
+  oidc?: OidcOptions;
+  /** The header that carries the organization id. Default X-Service-Organization-Id. */
+  orgHeader?: string;
 }
 
 export const DEFAULTS = {
@@ -57,6 +62,9 @@ export interface ResolvedOptions {
   maxFilesPerUpload: number;
   faults: FaultOptions;
   logger: boolean | Logger;
+  oidc: OidcOptions;
+  /** As given (for messages); requests are read by its lower-case form. */
+  orgHeader: string;
 }
 
 const FAULT_KEYS = new Set(['latencyMs', 'rateLimitRps', 'retryAfter', 'errorRate', 'dropRate', 'ambiguousRate', 'down', 'seed']);
@@ -133,5 +141,22 @@ export function resolveOptions(opts: EmulatorOptions = {}): ResolvedOptions {
     maxFilesPerUpload: positiveInt('maxFilesPerUpload', opts.maxFilesPerUpload, DEFAULTS.maxFilesPerUpload, 10_000),
     faults: checkFaultOptions(opts.faults ?? {}),
     logger: opts.logger ?? false,
+    oidc: checkOidc(opts.oidc ?? {}),
+    orgHeader: checkOrgHeader(opts.orgHeader ?? 'X-Service-Organization-Id'),
   };
+}
+
+function checkOidc(o: OidcOptions): OidcOptions {
+  for (const key of ['tokenTtlSeconds', 'refreshTtlSeconds'] as const) {
+    const v = o[key];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 86_400 * 365)) {
+      throw new RangeError(`oidc.${key} must be a number of seconds above 0, got ${JSON.stringify(v)}`);
+    }
+  }
+  return o;
+}
+
+function checkOrgHeader(name: string): string {
+  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)) throw new RangeError(`orgHeader "${name}" is not a valid HTTP header name`);
+  return name;
 }

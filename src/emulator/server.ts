@@ -12,6 +12,7 @@ import { EmulatorError } from './errors.js';
 import { adminRoutes } from './routes/admin.js';
 import { dataSourceRoutes } from './routes/datasources.js';
 import { documentRoutes } from './routes/documents.js';
+import { isOidcPath, registerOidcRoutes } from './routes/oidc.js';
 import { methodNotAllowed, type RouteDef } from './routes/route.js';
 
 export const ORG_HEADER = 'x-service-organization-id';
@@ -34,16 +35,19 @@ export async function buildServer(ctx: EmulatorContext): Promise<FastifyInstance
 
   const tokenDigest = digest(ctx.options.token);
   const orgs = new Set(ctx.options.orgs);
+  registerOidcRoutes(app, ctx.oidc);
 
   app.addHook('onRequest', async (req, reply) => {
     const path = req.url.split('?')[0] ?? '';
     const state: RequestState = { admin: path.startsWith(ADMIN_PREFIX), ambiguous: false };
     setRequestState(req, state);
+    // The identity provider's routes: no bearer token, no organization.
+    if (isOidcPath(path)) return undefined;
     if (!state.admin) {
       ctx.stats.request(`${req.method} ${req.routeOptions.url ?? '(unmatched)'}`);
       if (await injectFault(ctx, req, reply, state)) return reply;
     }
-    authenticate(req, state, tokenDigest, orgs);
+    authenticate(ctx, req, state, tokenDigest, orgs);
     return undefined;
   });
 
@@ -83,7 +87,7 @@ export async function buildServer(ctx: EmulatorContext): Promise<FastifyInstance
 /** Returns true when the request was answered (or dropped) by a fault. */
 async function injectFault(ctx: EmulatorContext, req: FastifyRequest, reply: FastifyReply, state: RequestState): Promise<boolean> {
   if (ctx.faults.latencyMs > 0) await sleep(ctx.faults.latencyMs);
-  const org = req.headers[ORG_HEADER];
+  const org = req.headers[ctx.options.orgHeader.toLowerCase()];
   const decision = ctx.faults.decide(typeof org === 'string' ? org : '', WRITE_METHODS.has(req.method));
   switch (decision.kind) {
     case 'none':
@@ -118,7 +122,7 @@ function retryAfter(ctx: EmulatorContext, seconds: number): Record<string, strin
   return value === undefined ? {} : { 'retry-after': value };
 }
 
-function authenticate(req: FastifyRequest, state: RequestState, tokenDigest: Buffer, orgs: Set<string>): void {
+function authenticate(ctx: EmulatorContext, req: FastifyRequest, state: RequestState, tokenDigest: Buffer, orgs: Set<string>): void {
   const header = req.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
   if (!match) {
@@ -127,19 +131,25 @@ function authenticate(req: FastifyRequest, state: RequestState, tokenDigest: Buf
     });
   }
   // Compare digests in constant time; the token itself never appears in an answer or a log.
-  if (!timingSafeEqual(digest(match[1] as string), tokenDigest)) {
-    throw new EmulatorError(401, 'unauthorized', 'the access token was refused', {}, {
-      'www-authenticate': 'Bearer realm="dssync-emulator", error="invalid_token"',
-    });
+  // The static token (--token), or one the token endpoint issued and that has not expired.
+  const presented = match[1] as string;
+  if (!timingSafeEqual(digest(presented), tokenDigest)) {
+    const issued = ctx.oidc.check(presented);
+    if (issued !== 'valid') {
+      throw new EmulatorError(401, 'unauthorized', issued === 'expired' ? 'the access token has expired' : 'the access token was refused', {}, {
+        'www-authenticate': `Bearer realm="dssync-emulator", error="invalid_token"${issued === 'expired' ? ', error_description="The access token expired"' : ''}`,
+      });
+    }
   }
   if (state.admin) return;
-  const org = req.headers[ORG_HEADER];
+  const headerName = ctx.options.orgHeader;
+  const org = req.headers[headerName.toLowerCase()];
   if (typeof org !== 'string' || org.trim() === '') {
-    throw new EmulatorError(400, 'missing_organization', 'missing X-Service-Organization-Id header', { field: 'X-Service-Organization-Id' });
+    throw new EmulatorError(400, 'missing_organization', `missing ${headerName} header`, { field: headerName });
   }
   if (!orgs.has(org)) {
     throw new EmulatorError(403, 'forbidden', `organization ${JSON.stringify(org.slice(0, 100))} is not accessible with this token`, {
-      field: 'X-Service-Organization-Id',
+      field: headerName,
     });
   }
   state.orgId = org;

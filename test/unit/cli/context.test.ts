@@ -26,8 +26,8 @@ describe('connection settings', () => {
   it('takes flag over environment over config file', () => {
     const config = join(dir, 'config.json');
     const fromFile = configFromArgs({ json: false, config }, {}).connection;
-    expect(fromFile).toMatchObject({ baseUrl: 'http://file.example', organizationId: 'file-org' })
-    expect(staticToken(fromFile)).toBe('file-token');;
+    expect(fromFile).toMatchObject({ baseUrl: 'http://file.example', organizationId: 'file-org' });
+    expect(staticToken(fromFile)).toBe('file-token');
 
     const env = { DSSYNC_BASE_URL: 'http://env.example', DSSYNC_ORG: 'env-org', DSSYNC_TOKEN: 'env-token' };
     const fromEnv = configFromArgs({ json: false, config }, env).connection;
