@@ -50,7 +50,7 @@ export function readSecretFile(path: string, what: string, setting: string): Sec
     }
     const value = buf.toString('utf8', 0, size).trim();
     buf.fill(0);
-    if (value === '') throw new ConfigError(`${what} ${path} (from ${setting}) is empty`, setting);
+    if (value === '') throw new ConfigError(`${what} ${path} is empty (from ${setting})`, setting);
     return { value, worldReadable: (st.mode & 0o004) !== 0 };
   } finally {
     closeSync(fd);
@@ -61,14 +61,14 @@ function describeOpenError(e: unknown): string {
   const code = (e as NodeJS.ErrnoException).code ?? 'error';
   switch (code) {
     case 'ENOENT':
-      return 'it does not exist (ENOENT); check the path';
+      return 'ENOENT: it does not exist; check the path';
     case 'EACCES':
     case 'EPERM':
-      return `permission denied (${code}); make it readable by the user dssync runs as`;
+      return `${code}: permission denied; make it readable by the user dssync runs as`;
     case 'EISDIR':
-      return 'it is a folder (EISDIR); name the file';
+      return 'EISDIR: it is a folder; name the file';
     case 'ENXIO':
-      return 'it is a socket or a device without a reader (ENXIO), not a regular file';
+      return 'ENXIO: a socket or a device without a reader, not a regular file';
     default:
       return code;
   }

@@ -52,7 +52,7 @@ export type ResolvedAuth =
   | { readonly type: 'command'; readonly command: readonly string[]; readonly timeoutMs: number };
 
 /** systemd's LoadCredential= puts credentials in $CREDENTIALS_DIRECTORY under these names. */
-export const CREDENTIAL_NAMES = { token: ['dssync-token', 'token'], password: ['dssync-password'], clientSecret: ['dssync-client-secret'] };
+export const CREDENTIALS = { token: ['dssync-token', 'token'], password: ['dssync-password'], clientSecret: ['dssync-client-secret'] };
 
 export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 30;
 
@@ -88,7 +88,7 @@ export function resolveAuth(input: ResolveAuthInput): ResolvedAuth {
       const env = input.env;
       const password =
         auth.grantType === 'password'
-          ? secretSource('DSSYNC_PASSWORD', auth.passwordFile, 'auth.passwordFile', CREDENTIAL_NAMES.password, 'the password', env, warn)
+          ? secretSource('DSSYNC_PASSWORD', auth.passwordFile, 'auth.passwordFile', CREDENTIALS.password, 'the password', env, warn)
           : undefined;
       if (auth.grantType === 'password' && password === undefined) {
         throw new ConfigError(
@@ -99,7 +99,7 @@ export function resolveAuth(input: ResolveAuthInput): ResolvedAuth {
       if (auth.grantType === 'password' && !auth.username) {
         throw new ConfigError('"auth.username" is required with "grantType": "password" (the account with API access)', 'auth.username');
       }
-      const clientSecret = secretSource('DSSYNC_CLIENT_SECRET', auth.clientSecretFile, 'auth.clientSecretFile', CREDENTIAL_NAMES.clientSecret, 'the client secret', env, warn);
+      const clientSecret = secretSource('DSSYNC_CLIENT_SECRET', auth.clientSecretFile, 'auth.clientSecretFile', CREDENTIALS.clientSecret, 'the client secret', env, warn);
       if (auth.grantType === 'client_credentials' && clientSecret === undefined) {
         throw new ConfigError(
           'no client secret for the client_credentials grant: set DSSYNC_CLIENT_SECRET, "auth.clientSecretFile", or a systemd credential named dssync-client-secret',
@@ -130,7 +130,7 @@ function staticTokenSource(input: ResolveAuthInput, warn: (m: string) => void): 
   if (env.DSSYNC_TOKEN_FILE) return fileSecret(env.DSSYNC_TOKEN_FILE, 'the token file', 'DSSYNC_TOKEN_FILE', warn);
   if (env.DSSYNC_TOKEN !== undefined) return envSecret('DSSYNC_TOKEN', env);
   if (input.tokenFile) return fileSecret(input.tokenFile, 'the token file', 'tokenFile', warn);
-  const cred = credentialPath(env, CREDENTIAL_NAMES.token);
+  const cred = credentialPath(env, CREDENTIALS.token);
   if (cred) return fileSecret(cred, 'the token file', 'the systemd credential', warn);
   throw new ConfigError(
     'no access token: set the DSSYNC_TOKEN environment variable, --token-file, DSSYNC_TOKEN_FILE, "tokenFile" in the config file, or a systemd credential named dssync-token (or use "auth": { "type": "oauth2", ... })',

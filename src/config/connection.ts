@@ -9,7 +9,9 @@ import { resolveAuth, type AuthFileSettings, type ResolvedAuth } from '../auth/s
 import { ConfigError } from './error.js';
 
 export { ConfigError };
-export { CREDENTIAL_NAMES } from '../auth/settings.js';
+import { CREDENTIALS } from '../auth/settings.js';
+/** The names of the token's systemd credential (LoadCredential=), in the order looked for. */
+export const CREDENTIAL_NAMES: readonly string[] = CREDENTIALS.token;
 
 export interface ConnectionFlags {
   baseUrl?: string | undefined;
