@@ -8,12 +8,16 @@
  * DSSYNC_TEST_HOOKS is a comma-separated list of entries:
  * - `pause:POINT=DIR` — at POINT (before-hash, upload-open, upload-send) the process writes
  *   DIR/POINT.N.paused (N counts from 0; its content is what is about to be read or sent,
- *   as JSON) and waits, without blocking anything else, until DIR/POINT.N.resume exists;
+ *   as JSON) and waits, without blocking anything else, until DIR/POINT.N.resume exists
+ *   (or 2 minutes have passed);
  * - `block-main-thread-after-ms=MS` — MS milliseconds after the daemon started, the main
  *   thread blocks for good (a hung event loop that only the watchdog can end).
  */
 import { access, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+
+/** A pause ends by itself after this long. */
+const PAUSE_LIMIT_MS = 120_000;
 
 export type PausePoint = 'before-hash' | 'upload-open' | 'upload-send';
 
@@ -52,7 +56,9 @@ export async function testPause(point: PausePoint, detail: unknown): Promise<voi
   await writeFile(`${paused}.tmp`, JSON.stringify(detail));
   await rename(`${paused}.tmp`, paused);
   const resume = join(dir, `${point}.${n}.resume`);
-  for (;;) {
+  // A test that died without resuming must not leave the process paused for ever.
+  const giveUpAt = Date.now() + PAUSE_LIMIT_MS;
+  while (Date.now() < giveUpAt) {
     try {
       await access(resume);
       return;
