@@ -10,6 +10,8 @@
  *    limiter's) from a service that accepted a measurable rate just before makes every
  *    request go at that rate; only the refused request waits its Retry-After, and the pipe
  *    stays full instead of everyone pausing each time the limit is crossed,
+ *  - a circuit breaker (breaker.ts): after consecutive "unreachable" failures, one probe
+ *    request per back-off step, every other request waits until one succeeds,
  *  - the retry loop (bounded attempts, exponential back-off with full jitter), following
  *    the one policy of retry-policy.ts.
  */
@@ -19,6 +21,7 @@ import { backoffDelay, MAX_RETRY_AFTER_MS } from './backoff.js';
 import { realClock, type Clock } from './clock.js';
 import { decideRetry } from './retry-policy.js';
 import { AdaptiveRate, type StartRecord } from './adaptive-rate.js';
+import { CircuitBreaker, outcomeOf, type BreakerOptions } from './breaker.js';
 
 /** 429s met by the learned rate that one request may meet before it fails (~20 s of waits). */
 const MAX_PACED_RETRIES = 20;
@@ -50,6 +53,8 @@ export interface PacerOptions {
    * the learned rate alone; a longer one (or a 503) pauses every request. Default 2000 ms.
    */
   adaptiveMaxRetryAfterMs?: number;
+  /** The circuit breaker (breaker.ts); false: none. Default: 5 failures, steps from backoffBaseMs to backoffMaxMs. */
+  breaker?: BreakerOptions | false;
 }
 
 export interface CallInfo {
@@ -72,7 +77,9 @@ export type PacerEvent =
   | { type: 'throttle'; status: number; pauseMs: number; retryAfterMs?: number }
   /** The learned rate changed: lowered after a 429, or raised while probing. */
   | { type: 'rate'; rps: number; reason: 'throttled' | 'probe' }
-  | { type: 'wait'; reason: 'pause' | 'rate' | 'backoff'; ms: number };
+  | { type: 'wait'; reason: 'pause' | 'rate' | 'backoff' | 'breaker'; ms: number }
+  /** The circuit breaker opened (after consecutive failures) or closed (the service answered). */
+  | { type: 'breaker'; open: boolean };
 
 export interface PacerStats {
   /** Attempts started (every retry counts). */
@@ -124,6 +131,7 @@ export class Pacer {
   private pausedUntil = 0;
   /** Consecutive 429/503 answers without a success in between: grows the shared pause. */
   private throttleStreak = 0;
+  private readonly breaker: CircuitBreaker | undefined;
   private readonly counters = { requests: 0, retries: 0, throttled: 0, waits: 0, waitMs: 0, inFlight: 0 };
 
   constructor(opts: PacerOptions = {}) {
@@ -143,6 +151,10 @@ export class Pacer {
     this.onEvent = opts.onEvent;
     this.adaptive = opts.adaptiveRate === false ? undefined : new AdaptiveRate({}, (rps, reason) => this.emit({ type: 'rate', rps, reason }));
     this.adaptiveMaxRetryAfterMs = opts.adaptiveMaxRetryAfterMs ?? 2000;
+    // Its steps follow the retries' back-off bounds: a request never waits longer for the
+    // breaker than its own back-off would have made it wait.
+    this.breaker =
+      opts.breaker === false ? undefined : new CircuitBreaker({ random: this.random, baseMs: Math.max(this.backoffBaseMs, 1), maxMs: this.backoffMaxMs, ...opts.breaker });
   }
 
   stats(): PacerStats {
@@ -214,7 +226,7 @@ export class Pacer {
     signal: AbortSignal,
     attempt: (ctx: AttemptContext) => Promise<T>,
   ): Promise<T> {
-    const start = await this.gate(signal, opts, n);
+    const { start, probe } = await this.gate(signal, opts, n);
     this.counters.requests++;
     this.counters.inFlight++;
     this.emit({ type: 'attempt', method: opts.method, path: opts.path, attempt: n });
@@ -222,10 +234,12 @@ export class Pacer {
     try {
       const value = await attempt({ attempt: n, signal });
       if (start) this.adaptive?.accepted(start, this.clock.now());
+      this.breakerOutcome(probe, undefined);
       this.throttleStreak = 0;
       this.emit({ type: 'response', method: opts.method, path: opts.path, attempt: n, ms: this.clock.now() - started, ok: true });
       return value;
     } catch (e) {
+      this.breakerOutcome(probe, e);
       const status = isApiError(e) ? e.status : undefined;
       if (status === 429 && start) {
         const err = e as ApiError;
@@ -251,7 +265,7 @@ export class Pacer {
   }
 
   /** Waits until the shared pause is over and the rate caps let one more request start. */
-  private async gate(signal: AbortSignal, opts: RunOptions, n: number): Promise<StartRecord | undefined> {
+  private async gate(signal: AbortSignal, opts: RunOptions, n: number): Promise<{ start: StartRecord | undefined; probe: boolean }> {
     for (;;) {
       this.throwIfAborted(signal, opts, n - 1);
       const now = this.clock.now();
@@ -261,11 +275,24 @@ export class Pacer {
       }
       const delay = Math.max(this.window ? this.window.delay(now) : 0, this.adaptive ? this.adaptive.delay(now) : 0);
       if (delay <= 0) {
+        // Last, so that a probe is admitted only when it really starts now.
+        const admission = this.breaker?.admit(now) ?? { go: true, probe: false };
+        if (!admission.go) {
+          await this.wait('breaker', admission.waitMs, signal, opts, n - 1);
+          continue;
+        }
         this.window?.record(now);
-        return this.adaptive?.record(now);
+        return { start: this.adaptive?.record(now), probe: admission.probe };
       }
       await this.wait('rate', delay, signal, opts, n - 1);
     }
+  }
+
+  private breakerOutcome(probe: boolean, e: unknown): void {
+    if (!this.breaker) return;
+    const was = this.breaker.open;
+    this.breaker.outcome(this.clock.now(), probe, outcomeOf(e));
+    if (was !== this.breaker.open) this.emit({ type: 'breaker', open: this.breaker.open });
   }
 
   private throttle(err: ApiError): void {
@@ -278,7 +305,7 @@ export class Pacer {
     this.emit({ type: 'throttle', status: err.status ?? 0, pauseMs, ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }) });
   }
 
-  private async wait(reason: 'pause' | 'rate' | 'backoff', ms: number, signal: AbortSignal, opts: RunOptions, attempts: number): Promise<void> {
+  private async wait(reason: 'pause' | 'rate' | 'backoff' | 'breaker', ms: number, signal: AbortSignal, opts: RunOptions, attempts: number): Promise<void> {
     this.counters.waits++;
     this.counters.waitMs += ms;
     this.emit({ type: 'wait', reason, ms });
