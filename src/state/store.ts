@@ -515,16 +515,26 @@ export class StateStore {
  */
 export async function readStateFile(path: string, fs: StateFs = nodeStateFs): Promise<StateFile | undefined> {
   const abs = resolve(path);
-  const adapter = new StateFileAdapter(abs, fs, new StateCodec());
   try {
-    const state = (await adapter.read()) ?? newState();
-    const loaded = await loadJournal(fs, journalPathOf(abs), state, undefined);
-    return adapter.readStats || loaded.exists ? state : undefined;
+    // A daemon may fold between our reads of the snapshot and of the journal (the journal
+    // then starts after the snapshot we read): read both again.
+    for (let attempt = 1; ; attempt++) {
+      const adapter = new StateFileAdapter(abs, fs, new StateCodec());
+      const state = (await adapter.read()) ?? newState();
+      try {
+        const loaded = await loadJournal(fs, journalPathOf(abs), state, undefined);
+        return adapter.readStats || loaded.exists ? state : undefined;
+      } catch (err) {
+        if (!(err instanceof StateCorruptError && err.detail.startsWith(JOURNAL_GAP)) || attempt >= 3) throw err;
+      }
+    }
   } catch (err) {
     if (isStateError(err) || errnoOf(err) === undefined) throw err;
     throw new Error(`cannot read state file ${abs}: ${(err as Error).message}`, { cause: err });
   }
 }
+
+const JOURNAL_GAP = 'the journal resumes at op';
 
 interface Loaded {
   /** The last op's sequence number (the snapshot's or the journal's). */
@@ -550,7 +560,7 @@ async function loadJournal(fs: StateFs, journalPath: string, state: StateFile, c
   let replayed = 0;
   for (const rec of parsed.records) {
     if (rec.first > applied + 1) {
-      throw new StateCorruptError(journalPath, `the journal resumes at op ${rec.first} while its snapshot ends at op ${applied}`);
+      throw new StateCorruptError(journalPath, `${JOURNAL_GAP} ${rec.first} while its snapshot ends at op ${applied}`);
     }
     for (let i = 0; i < rec.ops.length; i++) {
       if (rec.first + i <= applied) continue; // already in the snapshot (or written twice after a failed append)

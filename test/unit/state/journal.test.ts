@@ -163,4 +163,32 @@ describe('StateStore journal', () => {
       await s.close();
     }
   });
+
+  it('readStateFile reads again when a fold lands between its reads of the snapshot and the journal', async () => {
+    const fs = new MemFs();
+    const store = await open(fs);
+    store.ensureMapping('m', 'ds', '/r');
+    store.setFile('m', 'a', entry(1));
+    await store.flush();
+    const before = fs.image(); // journal only, ops 1..2
+    store.setFile('m', 'b', entry(2));
+    await store.fold(); // snapshot at op 3, journal emptied
+    store.setFile('m', 'c', entry(3));
+    await store.close(); // journal: op 4
+    const after = fs.image();
+    // The reader sees the old snapshot (none) and then the new journal (starting at op 4).
+    let swapped = false;
+    const racy = before.image();
+    const read = racy.readFile.bind(racy);
+    racy.readFile = async (path: string) => {
+      if (path === JOURNAL && !swapped) {
+        swapped = true;
+        for (const [p, f] of after.files) racy.files.set(p, f);
+      }
+      return read(path);
+    };
+    const s = await readStateFile(PATH, racy);
+    expect(swapped).toBe(true);
+    expect(Object.keys(s?.mappings['m']?.files ?? {}).sort()).toEqual(['a', 'b', 'c']);
+  });
 });
