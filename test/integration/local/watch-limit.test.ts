@@ -1,0 +1,74 @@
+/**
+ * Issue 12, inotify exhaustion: when adding a folder's watch fails with ENOSPC, that folder
+ * and its subtree are polled instead of going silent, and the watcher says so with the
+ * command that raises the limit. Real folders and real inotify; only `fs.watch` is wrapped
+ * to fail with ENOSPC for the folders under "deep" (lowering the system-wide limit would
+ * disturb every other process on the machine).
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { RawEvent } from '../../../src/local/aggregator.js';
+import { startWatcher, type Watcher, type WatchError } from '../../../src/local/watcher.js';
+
+vi.mock('node:fs', async (importOriginal) => {
+  const real = await importOriginal<typeof import('node:fs')>();
+  const watch = ((path: string, ...rest: unknown[]) => {
+    if (String(path).includes('/deep')) throw Object.assign(new Error(`ENOSPC: System limit for number of file watchers reached, watch '${path}'`), { code: 'ENOSPC' });
+    return (real.watch as (...a: unknown[]) => unknown)(path, ...rest);
+  }) as typeof real.watch;
+  return { ...real, default: { ...real, watch }, watch };
+});
+
+let root: string;
+let watcher: Watcher | undefined;
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'dssync-limit-'));
+});
+afterEach(async () => {
+  await watcher?.close();
+  watcher = undefined;
+  await rm(root, { recursive: true, force: true });
+});
+
+async function waitFor(what: string, cond: () => boolean, seen: () => unknown): Promise<void> {
+  const until = Date.now() + 15_000;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}; seen: ${JSON.stringify(seen())}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('startWatcher past the inotify watch limit', () => {
+  it('polls the folders it could not watch, reports the limit with the fix, and still watches the rest', { timeout: 30_000 }, async () => {
+    await mkdir(join(root, 'deep', 'sub'), { recursive: true });
+    await writeFile(join(root, 'top.txt'), 'top');
+    await writeFile(join(root, 'deep', 'sub', 'y.txt'), 'y');
+    const events: RawEvent[] = [];
+    const errors: WatchError[] = [];
+    watcher = await startWatcher({
+      root,
+      filter: () => true,
+      onEvent: (e) => events.push(e),
+      onError: (e) => errors.push(e),
+      watchMode: 'events',
+      pollTargetMs: 50,
+      readMountInfo: async () => `1 0 8:1 / / rw - ext4 /dev/sda1 rw`,
+    });
+    const w = watcher;
+    const st = w.status!();
+    expect(st.mounts).toEqual([expect.objectContaining({ fsType: 'ext4', kind: 'events' })]);
+    expect(st.overLimit).toEqual(['deep']);
+    expect(st.limitFix).toMatch(/sysctl fs\.inotify\.max_user_watches=/);
+    expect(st.problems[0]).toMatch(/watch limit is reached: 1 folder.*max_user_watches/);
+    expect(errors.map((e) => e.code)).toEqual(['watch-limit']);
+
+    await waitFor('a first poll cycle', () => (w.status!().poll?.cycles ?? 0) >= 1, () => w.status!());
+    expect(w.status!().poll!.subtrees).toEqual(['deep']);
+    await writeFile(join(root, 'deep', 'sub', 'y.txt'), 'y, changed: seen by polling');
+    await waitFor('the change under deep (polled)', () => events.some((e) => e.path === 'deep/sub/y.txt' && e.kind === 'change'), () => events);
+    await writeFile(join(root, 'top.txt'), 'top, changed: seen by events');
+    await waitFor('the change at the top (events)', () => events.some((e) => e.path === 'top.txt'), () => events);
+  });
+});
