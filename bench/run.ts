@@ -4,7 +4,7 @@
  *
  *   BENCH_QUICK=1   smaller sizes (under 3 minutes)
  *   BENCH_ONLY=a,b  only these scenarios (initialMirror, rateCap, restart, latency, burst,
- *                   footprint); results then go to <mode>-partial.json/.md only.
+ *                   footprint, pollLatency); results then go to <mode>-partial.json/.md only.
  *                   `scale` (a million files, issue 16) runs ONLY when named here:
  *                   BENCH_ONLY=scale (curve + daemon), scaleCurve or scaleDaemon; its
  *                   results go to scale-<mode>.json/.md
@@ -33,9 +33,10 @@ import { runDaemonChanges } from './scenarios/daemon-changes.js';
 import { buildInitialTree, runInitialMirror, runRateCap } from './scenarios/initial-mirror.js';
 import { runRestart } from './scenarios/restart.js';
 import { runScale } from './scenarios/scale.js';
+import { runPollLatency } from './scenarios/watch-fuse.js';
 import { DEFAULTS } from '../src/config/schema.js';
 
-const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint'] as const;
+const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint', 'pollLatency'] as const;
 /** Run only when named in BENCH_ONLY (the full size takes about an hour and 2 GB of disk). */
 const ON_DEMAND = ['scale', 'scaleCurve', 'scaleDaemon'] as const;
 type Scenario = (typeof ALL)[number] | (typeof ON_DEMAND)[number];
@@ -81,6 +82,7 @@ export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL,
       if (s.restart) scenarios.scaleRestart = { ...s.restart };
       if (s.footprint) scenarios.scaleFootprint = { ...s.footprint };
     }
+    if (want('pollLatency')) scenarios.pollLatency = { ...(await runPollLatency(ctx)) };
   } finally {
     if (process.env.BENCH_KEEP === '1') log(`kept ${tmp}`);
     else await rm(tmp, { recursive: true, force: true });
@@ -113,6 +115,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (s.burst) n.push('burst: from the first write to the moment the data source holds exactly the new versions (old ones deleted); requests exclude the ingestion check\'s chunk listings, shown apart.');
   if (s.restart) n.push('restart: from the spawn of `dssync run` to the end of its first full pass (the time of the daemon\'s "full pass done" log line); writes = POST/PUT/DELETE requests the service received; rssMB = peak (VmHWM) of the dssync process.');
   if (s.footprint) n.push(`footprint: the same daemon, idle after its first pass and ${z.settleSeconds} s of settling; rssMB = VmRSS; cpuPercent over ${z.cpuWindowSeconds} s; stateWriteMs = wall time of the state file's last write (at the end of the restart's pass: the whole file, fsync included), from /status.`);
+  if (s.pollLatency) n.push('pollLatency: a file changed in the backing folder of a bindfs (FUSE) mount, as a file server would; from just before the write to the service applying the new version\'s metadata (seen by polling: no event reaches the mount). daemonCpuPercent: the daemon over the sampling window, one core = 100.');
   return n;
 }
 
