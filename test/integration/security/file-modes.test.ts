@@ -46,6 +46,9 @@ describe('security: file modes', () => {
       store.ensureMapping('m', 'ds', '/srv/share');
       store.setFile('m', 'a.txt', { documentId: 'd1', size: 1, mtimeMs: 1, sha256: 'h', syncedAt: '2026-01-01T00:00:00.000Z' });
       await store.flush();
+      // A durable write lands in the journal; the snapshot is written when the journal folds.
+      expect(await modeOf(`${statePath}.journal`)).toBe('600');
+      await store.fold();
       expect(await modeOf(statePath)).toBe('600');
       expect(await modeOf(`${statePath}.lock`)).toBe('600');
       expect(await modeOf(join(dir, 'var', 'lib', 'dssync'))).toBe('700');
@@ -127,7 +130,10 @@ describe('security: file modes', () => {
       const work = (await readdir(tmp)).filter((n) => n.startsWith('dssync-demo-'));
       expect(work).toHaveLength(1);
       expect(await modeOf(join(tmp, work[0]!, 'config.json'))).toBe('600');
-      expect(await modeOf(join(tmp, work[0]!, 'state.json'))).toBe('600');
+      // The state is the snapshot and its journal: whichever exists is owner-only.
+      const stateFiles = (await readdir(join(tmp, work[0]!))).filter((n) => n.startsWith('state.json'));
+      expect(stateFiles.length).toBeGreaterThan(0);
+      for (const f of stateFiles) expect(await modeOf(join(tmp, work[0]!, f)), f).toBe('600');
     } finally {
       child.kill('SIGTERM');
       await exited;

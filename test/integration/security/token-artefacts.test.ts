@@ -56,7 +56,11 @@ describe('security: the token stays secret', () => {
       });
       await new Promise((r) => setTimeout(r, 1500));
       for (const p of ['/status', '/healthz', '/metrics']) artefacts.push({ name: `endpoint ${p}`, text: await (await fetch(url + p)).text() });
-      artefacts.push({ name: 'state file', text: await readFile(ws.statePath, 'utf8') });
+      // The state is a snapshot and its journal (whichever exist): both are searched.
+      for (const f of [ws.statePath, `${ws.statePath}.journal`]) {
+        const text = await readFile(f, 'utf8').catch(() => undefined);
+        if (text !== undefined) artefacts.push({ name: `state file ${f}`, text });
+      }
       // `dssync status`, human and JSON, with the token in its environment.
       for (const json of [[], ['--json']]) {
         const st = await runCli(['status', '--config', ws.configPath, ...json], { DSSYNC_TOKEN: TOKEN, DSSYNC_LOG_LEVEL: 'debug' });
