@@ -3,11 +3,13 @@
  */
 import type { CommandModule } from 'yargs';
 import { appsCommand } from './apps.js';
+import { authCommand } from './auth.js';
 import { chunksCommand } from './chunks.js';
 import { configCommand } from './config-check.js';
 import { datasourcesCommand } from './datasources.js';
 import { documentsCommand } from './documents.js';
 import { emulatorCommand } from './emulator.js';
+import { probeCommand } from './probe.js';
 import { demoCommand } from './demo.js';
 import { runCommand } from './run.js';
 import { statusCommand } from './status.js';
@@ -24,5 +26,7 @@ export const commandModules: CommandModule<any, any>[] = [
   runCommand,
   statusCommand,
   configCommand,
+  authCommand,
+  probeCommand,
   demoCommand,
 ];

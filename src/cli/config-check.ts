@@ -102,7 +102,7 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
     message:
       `${config.file ?? '(no config file: environment only)'} is valid` +
       (n === 0 ? ': no mappings, so "sync" and "run" have nothing to mirror' : ` (${n} mapping${n === 1 ? '' : 's'})`) +
-      `; token from ${config.connection.tokenSource}`,
+      `; token from ${config.connection.tokenSource}; organization sent in the ${config.connection.organizationHeader} header`,
   });
   // The status address is check 7's subject; the other load warnings belong here.
   for (const w of loadWarnings.filter((m) => !m.startsWith('status.listen'))) report({ check: 'config', level: 'warn', message: w });

@@ -1,0 +1,76 @@
+/**
+ * `dssync probe` against the emulator (built binary, real loopback HTTP), in both header
+ * modes: read-only by default, the --write round trip leaves nothing behind, --save writes
+ * redacted fixtures; and `dssync auth status` says which provider works, never the token.
+ */
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
+import { TOKEN_PATH } from '../../../src/emulator/routes/oidc.js';
+import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'dssync-probe-'));
+
+describe.each([
+  ['X-Service-Organization-Id', undefined],
+  ['X-Wikit-Organization-Id', 'X-Wikit-Organization-Id'],
+])('dssync probe with the %s header', (header, orgHeader) => {
+  let emu: RunningEmulator;
+  beforeAll(async () => {
+    requireBuiltBinary();
+    emu = await startEmulator({ ...(orgHeader ? { orgHeader } : {}), oidc: { tokenTtlSeconds: 60 } });
+  });
+  afterAll(() => emu.close());
+  const env = (): Record<string, string> => ({ DSSYNC_BASE_URL: emu.url, DSSYNC_ORG: 'dev-org', DSSYNC_TOKEN: 'dev-token', ...(orgHeader ? { DSSYNC_ORG_HEADER: orgHeader } : {}) });
+
+  it('read-only by default: lists, an error body, nothing written', { timeout: 60_000 }, async () => {
+    const before = emu.stats().store;
+    const r = await runCli(['probe', '--json'], env());
+    expect(r.code, r.stderr).toBe(0);
+    const report = jsonOf<{ organizationHeader: string; steps: { step: string; status: number }[]; errorBodyShape: string }>(r);
+    expect(report.organizationHeader).toBe(header);
+    expect(report.steps.map((s) => s.step)).toContain('list-data-sources');
+    expect(report.errorBodyShape).toContain('error');
+    expect(emu.stats().store).toEqual(before);
+  });
+
+  it('--write: a round trip in a scratch data source deleted at the end; --save writes redacted fixtures', { timeout: 60_000 }, async () => {
+    const save = join(dir, `save-${header}`);
+    const r = await runCli(['probe', '--write', '--connector', 'conn-1', '--save', save, '--json'], env());
+    expect(r.code, r.stderr).toBe(0);
+    const report = jsonOf<{ steps: { step: string; status: number }[]; updateClearsAbsentFields: boolean | null }>(r);
+    const steps = report.steps.map((s) => s.step);
+    expect(steps).toEqual(expect.arrayContaining(['create-data-source', 'upload-two-files', 'update-name-only', 'get-after-partial-update', 'delete-data-source']));
+    expect(report.updateClearsAbsentFields).not.toBeNull();
+    expect(emu.stats().store.dataSources).toBe(0);
+    const files = readdirSync(save);
+    expect(files).toContain('report.json');
+    for (const f of files) {
+      const text = readFileSync(join(save, f), 'utf8');
+      expect(text).not.toContain('dev-token');
+      expect(text).not.toContain('dev-org');
+    }
+  });
+
+  it('--write without --connector is a usage error (exit 2)', async () => {
+    const r = await runCli(['probe', '--write'], env());
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--connector');
+  });
+
+  it('auth status with oauth2: provider, works, expiry; never the token or the password', { timeout: 60_000 }, async () => {
+    const config = join(dir, `auth-${header}.json`);
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(config, JSON.stringify({ baseUrl: emu.url, organizationId: 'dev-org', ...(orgHeader ? { organizationHeader: orgHeader } : {}), auth: { type: 'oauth2', tokenUrl: `${emu.url}${TOKEN_PATH}`, grantType: 'password', clientId: 'dssync', username: 'dev-user' } }));
+    const r = await runCli(['auth', 'status', '--config', config, '--json'], { DSSYNC_PASSWORD: 'dev-password' });
+    expect(r.code, r.stderr).toBe(0);
+    expect(jsonOf(r)).toMatchObject({ provider: 'oauth2', works: true, organizationHeader: header });
+    expect(r.stdout + r.stderr).not.toContain('dev-password');
+    const bad = await runCli(['auth', 'status', '--config', config], { DSSYNC_PASSWORD: 'wrong-pass-123' });
+    expect(bad.code).toBe(3);
+    expect(bad.stdout + bad.stderr).toContain('credentials refused');
+    expect(bad.stdout + bad.stderr).not.toContain('wrong-pass-123');
+  });
+});
