@@ -14,7 +14,7 @@ import { configFromArgs } from './context.js';
 import { CliError, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 
-interface StatusArgs extends GlobalArgs {}
+type StatusArgs = GlobalArgs;
 
 async function authStatus(args: StatusArgs): Promise<void> {
   const warn = (m: string): void => void process.stderr.write(`dssync: warning: ${m}\n`);
