@@ -16,4 +16,14 @@ export default tseslint.config(
       eqeqeq: ['error', 'always', { null: 'ignore' }],
     },
   },
+  {
+    // The status page's script: plain browser JavaScript served as is (no build step).
+    files: ['src/daemon/web/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        ['window', 'document', 'fetch', 'EventSource', 'location', 'Node', 'getComputedStyle', 'ResizeObserver', 'setInterval', 'uPlot', 'console', 'setTimeout'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
 );

@@ -20,6 +20,7 @@ import { isApiError } from '../api/errors.js';
 import { createClientFromConfig } from '../api/from-config.js';
 import { describeConfig } from '../config/describe.js';
 import { formatListenAddress, isLoopbackHost, type ListenAddress } from '../config/listen.js';
+import { readStatusToken } from '../daemon/web/access.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { sharedDataSourceProblems } from '../engine/installation.js';
@@ -146,7 +147,7 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
 
   // 6-8. This machine.
   report(inotifyCheck(folders, uncounted, await readInotifyLimits(deps.readProc)));
-  report(listenCheck(config.status.listen));
+  report(listenCheck(config.status.listen, config.status));
   for (const r of await checkStatePath(config.statePath)) report(r);
 
   const exitCode = authRefused ? ExitCode.AUTH : results.some((r) => r.level === 'fail') ? ExitCode.FAILURE : ExitCode.OK;
@@ -440,16 +441,25 @@ export function inotifyCheck(folders: number, uncounted: number, limits: Inotify
 
 // ---- 7. status endpoint ---------------------------------------------------------------
 
-export function listenCheck(listen: ListenAddress | false): CheckResult {
+export function listenCheck(listen: ListenAddress | false, status: { tokenFile?: string | undefined } = {}): CheckResult {
   const base = { check: 'status-listen' };
   if (listen === false) return { ...base, level: 'ok', message: 'status endpoint off (status.listen is false); "dssync status" reads the state file' };
   const addr = formatListenAddress(listen);
   if (isLoopbackHost(listen.host)) return { ...base, level: 'ok', message: `status endpoint ${addr} (this machine only)` };
+  if (status.tokenFile !== undefined) {
+    // The daemon reads it at start and refuses to start without it: say so now.
+    try {
+      readStatusToken(status.tokenFile);
+    } catch (e) {
+      return { ...base, level: 'fail', message: e instanceof Error ? e.message : String(e), fix: 'the daemon needs this file to start with a status address other machines can reach' };
+    }
+    return { ...base, level: 'ok', message: `status endpoint ${addr} is reachable from other machines; the page and /status need the token of status.tokenFile` };
+  }
   return {
     ...base,
     level: 'warn',
-    message: `status endpoint ${addr} is reachable from other machines, without authentication (it shows paths and errors)`,
-    fix: `set "status": { "listen": "127.0.0.1:${listen.port}" } unless that is intended`,
+    message: `status endpoint ${addr} is reachable from other machines and no status.tokenFile is set: other machines get /healthz and /metrics only (the page and /status answer 403)`,
+    fix: `set "status": { "listen": "127.0.0.1:${listen.port}" }, or add "tokenFile" to "status" to read the page from other machines`,
   };
 }
 

@@ -71,7 +71,7 @@ export function loadSettings(opts: LoadConfigOptions): Settings {
   const statePath =
     fromCwd(flags.statePath) ?? fromCwd(env.DSSYNC_STATE_PATH) ?? fromFile(parsed.statePath) ?? defaultStatePath(env);
 
-  const listen = resolveListen(parsed.status?.listen, warn);
+  const listen = resolveListen(parsed.status?.listen, parsed.status?.tokenFile !== undefined, warn);
   const mappings = resolveMappings(parsed.mappings ?? [], file, warn, parsed.watch);
   const q = parsed.queue ?? {};
   const t = q.timeouts ?? {};
@@ -103,7 +103,12 @@ export function loadSettings(opts: LoadConfigOptions): Settings {
         bodyMs: t.bodyMs ?? DEFAULTS.queue.timeouts.bodyMs,
       },
     },
-    status: { listen },
+    status: {
+      listen,
+      actions: parsed.status?.actions ?? (listen !== false && isLoopbackHost(listen.host)),
+      tokenFile: fromFile(parsed.status?.tokenFile),
+      allowedHosts: parsed.status?.allowedHosts ?? [],
+    },
     tls: { caFile: fromFile(parsed.tls?.caFile) },
     rescanIntervalSeconds: parsed.rescanIntervalSeconds ?? DEFAULTS.rescanIntervalSeconds,
     debounceMs: parsed.debounceMs ?? DEFAULTS.debounceMs,
@@ -402,13 +407,13 @@ function resolveAuthPaths(auth: ConfigFile['auth'], fromFile: (p: string | undef
   return { ...auth, passwordFile: fromFile(auth.passwordFile), clientSecretFile: fromFile(auth.clientSecretFile) };
 }
 
-function resolveListen(value: string | false | undefined, warn: (m: string) => void): ListenAddress | false {
+function resolveListen(value: string | false | undefined, hasToken: boolean, warn: (m: string) => void): ListenAddress | false {
   if (value === false) return false;
   const parsed = parseListenAddress(value ?? DEFAULTS.statusListen);
   if ('error' in parsed) throw new ConfigError(`status.listen: ${parsed.error}`, 'status.listen'); // schema checked it
-  if (!isLoopbackHost(parsed.host)) {
+  if (!isLoopbackHost(parsed.host) && !hasToken) {
     warn(
-      `status.listen is ${formatListenAddress(parsed)}: the status endpoint (no authentication) is reachable from other machines; use "127.0.0.1:${parsed.port}" unless that is intended`,
+      `status.listen is ${formatListenAddress(parsed)}: the status endpoint is reachable from other machines and no status.tokenFile is set (they get /healthz and /metrics only); use "127.0.0.1:${parsed.port}" unless that is intended`,
     );
   }
   return parsed;

@@ -250,6 +250,13 @@ export const ConfigFileSchema = z.strictObject(
               if ('error' in parsed) ctx.issues.push({ code: 'custom', message: parsed.error, input: ctx.value });
             })
             .optional(),
+          actions: z.boolean({ error: 'must be true or false' }).optional(),
+          tokenFile: filePath('/etc/dssync/status-token').optional(),
+          allowedHosts: z
+            .array(z.string().trim().min(1, { error: 'must not be empty' }).regex(/^[^\s/:@]+$|^\[[0-9a-fA-F:.]+\]$/, { error: 'must be a host name or address, without port or scheme' }), {
+              error: 'must be a list of host names, e.g. ["dssync.example.lan"]',
+            })
+            .optional(),
         },
         { error: 'must be an object like { "listen": "127.0.0.1:8787" }' },
       )
@@ -285,7 +292,7 @@ export const KNOWN_KEYS: Record<string, readonly string[]> = {
   '': Object.keys(ConfigFileSchema.shape),
   queue: ['concurrency', 'requestsPerSecond', 'maxAttempts', 'uploadBatchFiles', 'uploadBatchBytes', 'timeouts'],
   'queue.timeouts': ['connectMs', 'headersMs', 'bodyMs'],
-  status: ['listen'],
+  status: ['listen', 'actions', 'tokenFile', 'allowedHosts'],
   tls: ['caFile'],
   auth: ['type', 'tokenUrl', 'grantType', 'clientId', 'username', 'scope', 'passwordFile', 'clientSecretFile', 'command', 'timeoutSeconds'],
   ingestionCheck: ['enabled', 'delaySeconds'],

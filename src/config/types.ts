@@ -104,13 +104,24 @@ export interface Settings {
   readonly appId?: string | undefined;
   readonly logLevel: LogLevel;
   readonly queue: QueueConfig;
-  readonly status: { readonly listen: ListenAddress | false };
+  readonly status: StatusSettings;
   readonly tls: { readonly caFile?: string | undefined };
   readonly rescanIntervalSeconds: number;
   readonly debounceMs: number;
   readonly ingestionCheck: { readonly enabled: boolean; readonly delaySeconds: number };
   /** Possibly empty: admin commands need none; see requireMappings. */
   readonly mappings: readonly MappingConfig[];
+}
+
+/** The status endpoint and page (docs/status.md). */
+export interface StatusSettings {
+  readonly listen: ListenAddress | false;
+  /** Rescan / retry buttons on the page. Default: on for a loopback address, off otherwise. */
+  readonly actions: boolean;
+  /** The bearer token's file, needed to read the page off loopback (the token is read by the daemon). */
+  readonly tokenFile?: string | undefined;
+  /** Host names the page may be reached by, besides the listen address and localhost. */
+  readonly allowedHosts: readonly string[];
 }
 
 export interface Config extends Settings {

@@ -7,6 +7,8 @@ import { setMaxListeners } from 'node:events';
 import { createClientFromConfig } from '../api/from-config.js';
 import type { DatastoreClient } from '../api/client.js';
 import { DSSYNC_VERSION } from '../api/version.js';
+import { ConfigError } from '../config/connection.js';
+import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import { requireMappings } from '../config/load.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
@@ -16,6 +18,8 @@ import { DaemonMetrics } from './metrics.js';
 import { collectGarbage } from './reclaim.js';
 import type { DaemonStatus } from './status.js';
 import { startStatusServer, type RunningStatusServer } from './status-server.js';
+import { readStatusToken } from './web/access.js';
+import { DaemonHistory } from './web/history.js';
 import { realTimers, type Timers } from './timers.js';
 import { startWatchdog, watchdogSecondsFromEnv, type RunningWatchdog } from './watchdog.js';
 import { testBlockMainThread } from '../test-hooks.js';
@@ -27,6 +31,9 @@ import { testBlockMainThread } from '../test-hooks.js';
  * 10 s operators expect (measured: ~8.4 s with a 7 s grace on a loaded 2-core machine).
  */
 const STOP_GRACE_MS = 4_000;
+
+/** How often an unavailable status address is tried again. */
+const ENDPOINT_RETRY_MS = 30_000;
 
 /** Delay between the end of a full pass and the garbage collection that follows it. */
 const RECLAIM_DELAY_MS = 2_000;
@@ -49,6 +56,9 @@ export class Daemon {
   private readonly runners = new Map<string, { runner: MappingRunner; mapping: MappingConfig }>();
   private server: RunningStatusServer | undefined;
   private readonly metrics: DaemonMetrics;
+  /** Recent activity, problems and chart points for the status page (bounded). */
+  private readonly history: DaemonHistory;
+  private serverRetry: unknown;
   private readonly startedAt = new Date().toISOString();
   private stopping = false;
   private reloading: Promise<void> = Promise.resolve();
@@ -61,6 +71,7 @@ export class Daemon {
     this.timers = o.timers ?? realTimers;
     setMaxListeners(0, this.controller.signal);
     this.metrics = new DaemonMetrics(() => [...this.runners.values()].map((r) => r.runner.status()));
+    this.history = new DaemonHistory(() => this.timers.now());
   }
 
   /** Loads the config, takes the state lock, starts every mapping and the status endpoint. */
@@ -71,15 +82,7 @@ export class Daemon {
     try {
       d.startWatchdog();
       d.client = d.newClient(d.config);
-      if (d.config.status.listen) {
-        d.server = await startStatusServer({
-          host: d.config.status.listen.host,
-          port: d.config.status.listen.port,
-          status: () => d.status(),
-          metrics: () => d.metrics.text(),
-        });
-        o.logger.info({ url: d.server.url }, 'status endpoint listening');
-      }
+      if (d.config.status.listen) await d.startEndpoint(d.config.status.listen);
       for (const [i, m] of d.config.mappings.entries()) d.startRunner(m, i);
       o.logger.info({ mappings: d.config.mappings.map((m) => m.id), statePath: d.config.statePath, version: DSSYNC_VERSION }, 'dssync running');
       return d;
@@ -99,6 +102,50 @@ export class Daemon {
     if (this.watchdog) this.o.logger.info({ timeoutSeconds: seconds }, 'watchdog started');
     else this.o.logger.warn('watchdog off (DSSYNC_WATCHDOG_SECONDS=0): a hung event loop will not be restarted');
     testBlockMainThread();
+  }
+
+  /**
+   * The status endpoint. An address taken by another program (a second daemon with another
+   * config, or a local user squatting the port) does not stop the daemon: syncing matters
+   * more than its page. It logs an error naming status.listen and tries again every 30 s.
+   * A bad token file does stop it (a configuration error, exit 2).
+   */
+  private async startEndpoint(listen: ListenAddress): Promise<void> {
+    const token = this.config.status.tokenFile === undefined ? undefined : readTokenOrConfigError(this.config.status.tokenFile);
+    const attempt = async (): Promise<void> => {
+      this.serverRetry = undefined;
+      if (this.stopping) return;
+      try {
+        this.server = await startStatusServer({
+          host: listen.host,
+          port: listen.port,
+          status: () => this.status(),
+          metrics: () => this.metrics.text(),
+          history: this.history,
+          actions: {
+            rescan: (id) => {
+              const r = this.runners.get(id);
+              r?.runner.requestRescan();
+              return r !== undefined;
+            },
+            retry: (id) => this.runners.get(id)?.runner.retryFailed(),
+          },
+          access: { actions: this.config.status.actions, token, allowedHosts: this.config.status.allowedHosts },
+        });
+        this.o.logger.info({ url: this.server.url }, 'status endpoint listening');
+      } catch (e) {
+        const err = e as NodeJS.ErrnoException;
+        if (err.code !== 'EADDRINUSE' && err.code !== 'EACCES' && err.code !== 'EADDRNOTAVAIL') throw e;
+        const addr = formatListenAddress(listen);
+        const why = err.code === 'EADDRINUSE' ? 'is in use by another program (another dssync with another config?)' : err.code === 'EACCES' ? 'may not be used by this user' : 'is not an address of this machine';
+        this.o.logger.error(
+          { code: err.code, listen: addr },
+          `status.listen ${addr} ${why}: running without the status endpoint (no /healthz, /status, page); trying again every ${ENDPOINT_RETRY_MS / 1000} s. Fix: free the port or set another "status": { "listen": ... }`,
+        );
+        this.serverRetry = this.timers.setTimeout(() => void attempt().catch(() => undefined), ENDPOINT_RETRY_MS);
+      }
+    };
+    await attempt();
   }
 
   get statusUrl(): string | undefined {
@@ -126,7 +173,11 @@ export class Daemon {
         const w = this.store.writeStats;
         return { writes: w.writes, lastWriteMs: w.lastWriteMs, lastBytes: w.lastBytes, lastMaxBlockMs: w.lastMaxBlockMs, loadMs: this.store.readStats?.loadMs };
       })(),
-      mappings: [...this.runners.values()].map((r) => r.runner.status()),
+      mappings: [...this.runners.values()].map((r) => ({
+        ...r.runner.status(),
+        dataSourceName: r.mapping.dataSource?.name,
+        currentPass: this.history.currentPass(r.mapping.id),
+      })),
     };
   }
 
@@ -194,6 +245,7 @@ export class Daemon {
     if (this.reclaimTimer !== undefined) this.timers.clearTimeout(this.reclaimTimer);
     await Promise.all([...this.runners.values()].map((r) => r.runner.stop(STOP_GRACE_MS)));
     this.controller.abort();
+    if (this.serverRetry !== undefined) this.timers.clearTimeout(this.serverRetry);
     await this.server?.close();
     await this.client.close().catch(() => undefined);
     await this.store.close();
@@ -225,7 +277,10 @@ export class Daemon {
   private newClient(config: Config): DatastoreClient {
     return createClientFromConfig(config, {
       logger: this.o.logger,
-      onEvent: (e) => this.metrics.onPacer(e),
+      onEvent: (e) => {
+        this.metrics.onPacer(e);
+        this.history.onPacer(e);
+      },
     });
   }
 
@@ -242,9 +297,12 @@ export class Daemon {
       events: {
         onOp: (id, e, lag) => {
           this.metrics.onOp(id, e, lag);
+          this.history.onOp(id, e, lag);
           this.o.events?.onOp?.(id, e, lag);
         },
+        onPassStart: (id, kind) => this.history.onPassStart(id, kind),
         onPass: (id, kind, report) => {
+          this.history.onPassEnd(id, report.blocked?.message);
           if (kind === 'full') this.scheduleReclaim();
           this.o.events?.onPass?.(id, kind, report);
         },
@@ -252,5 +310,13 @@ export class Daemon {
     });
     this.runners.set(mapping.id, { runner, mapping });
     runner.start();
+  }
+}
+
+function readTokenOrConfigError(file: string): string {
+  try {
+    return readStatusToken(file);
+  } catch (e) {
+    throw new ConfigError(e instanceof Error ? e.message : String(e), 'status.tokenFile');
   }
 }

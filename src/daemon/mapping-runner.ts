@@ -32,6 +32,8 @@ export type { MappingStatus, RecentError, RunnerPhase } from './status-schema.js
 export interface RunnerEvents {
   onOp?(mappingId: string, e: OpEvent, lagMs: number | undefined): void;
   onPass?(mappingId: string, kind: 'full' | 'changes', report: PassReport): void;
+  /** A pass begins (the status page shows its progress). */
+  onPassStart?(mappingId: string, kind: 'full' | 'changes'): void;
 }
 
 export interface MappingRunnerDeps {
@@ -166,6 +168,26 @@ export class MappingRunner {
     this.kick();
   }
 
+  /**
+   * "Rescan now" (status page): a full pass as soon as the current work allows, also during
+   * a back-off. Idempotent: asked twice before it starts, it is one pass.
+   */
+  requestRescan(): void {
+    this.retryNow();
+  }
+
+  /**
+   * "Retry skipped and failed files" (status page): forgets the service's refusals (413/415,
+   * normally kept until the file changes) and the back-off, then runs a full pass, which
+   * also retries every failed operation. Returns how many refusals were forgotten.
+   */
+  retryFailed(): number {
+    const rejected = Object.keys(this.d.state.mapping(this.d.mapping.id)?.rejected ?? {});
+    for (const path of rejected) this.d.state.clearRejected(this.d.mapping.id, path);
+    this.retryNow();
+    return rejected.length;
+  }
+
   // ---- watching -------------------------------------------------------------------
 
   private async startWatching(): Promise<void> {
@@ -291,6 +313,7 @@ export class MappingRunner {
         this.degraded.delete('service');
       }
       this.phase = 'syncing';
+      this.d.events?.onPassStart?.(this.id, this.fullWanted ? 'full' : 'changes');
       if (this.fullWanted) {
         this.fullWanted = false;
         // A full pass looks at everything the pending events named.

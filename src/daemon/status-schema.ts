@@ -89,6 +89,8 @@ export const MappingStatusSchema = z.object({
   path: z.string(),
   /** The data source's id once resolved (a mapping by name has none before its first pass). */
   dataSourceId: z.string().optional(),
+  /** Its name, when the config names it (`dataSource.name`). */
+  dataSourceName: z.string().optional(),
   phase: RunnerPhaseSchema,
   /** Why the mapping is degraded (empty when it is not). */
   degraded: z.array(z.string()),
@@ -103,6 +105,8 @@ export const MappingStatusSchema = z.object({
    */
   lastFullPassOkAt: isoTime.optional(),
   nextRescanAt: isoTime.optional(),
+  /** The pass running now (absent between passes): operations finished so far. */
+  currentPass: z.object({ kind: z.enum(['full', 'changes']), startedAt: isoTime, done: count }).optional(),
   /** Newest last; bounded by the runner. */
   recentErrors: z.array(RecentErrorSchema),
   skipped: z.array(SkippedFileSchema),

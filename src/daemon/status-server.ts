@@ -1,17 +1,42 @@
 /**
- * The daemon's local HTTP endpoint: /healthz (ok or degraded with reasons), /metrics
- * (Prometheus text) and /status (JSON). Bound to 127.0.0.1 by default; read-only; it
- * carries no secret (the token is never part of the status).
+ * The daemon's local HTTP endpoint (docs/status.md):
+ *   GET /healthz   ok or degraded with reasons (probes; no Host check, no token)
+ *   GET /metrics   Prometheus text (no Host check, no token; mapping ids and counters only)
+ *   GET /          the status page (static files: /app.js, /style.css, /vendor/*)
+ *   GET /status    the JSON status (status-schema.ts)
+ *   GET /history   recent activity, problems, chart points (web/history.ts)
+ *   GET /session   the CSRF token and whether actions are on (for the page)
+ *   GET /events    Server-Sent Events: activity, problems, status, chart points
+ *   POST /login    token -> session cookie (only where a token is needed)
+ *   POST /actions/rescan, /actions/retry   {"mapping": id}
+ * Everything but /healthz and /metrics checks Host and, off loopback, the token
+ * (web/access.ts). It never sends a CORS header, and carries no secret.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { DaemonStatus } from './status.js';
+import type { DaemonStatus } from './status-schema.js';
+import { AccessPolicy, type AccessOptions } from './web/access.js';
+import { loadAssets, type Asset } from './web/assets.js';
+import type { DaemonHistory } from './web/history.js';
+import { formatSse, parseLastEventId, SseHub } from './web/sse.js';
+
+export interface StatusActions {
+  /** Asks for a full pass now; false when no such mapping. Idempotent. */
+  rescan(mappingId: string): boolean;
+  /** Forgets refusals and back-off, then a full pass; the number of refusals forgotten, or undefined when no such mapping. */
+  retry(mappingId: string): number | undefined;
+}
 
 export interface StatusServerOptions {
   host: string;
   port: number;
   status: () => DaemonStatus;
   metrics: () => Promise<string>;
+  history?: DaemonHistory | undefined;
+  actions?: StatusActions | undefined;
+  access?: Partial<Omit<AccessOptions, 'listenHost'>> | undefined;
+  /** How often the page's feed checks the status for changes (ms, default 1000). */
+  pushIntervalMs?: number | undefined;
 }
 
 export interface RunningStatusServer {
@@ -19,34 +44,156 @@ export interface RunningStatusServer {
   close(): Promise<void>;
 }
 
+/** Headers on every answer: no sniffing, no framing, nothing loaded from elsewhere. */
+const BASE_HEADERS = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-resource-policy': 'same-origin',
+  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+};
+const MAX_BODY_BYTES = 8 * 1024;
+const SSE_LIMITS = { max: 32, heartbeatMs: 15_000, retryMs: 2_000 };
+
 export async function startStatusServer(o: StatusServerOptions): Promise<RunningStatusServer> {
+  const access = new AccessPolicy({
+    listenHost: o.host,
+    actions: o.actions !== undefined && (o.access?.actions ?? true),
+    allowedHosts: o.access?.allowedHosts,
+    token: o.access?.token,
+    now: o.access?.now,
+  });
+  const assets = loadAssets();
+  const hub = new SseHub(SSE_LIMITS);
+  const feed = o.history ? startFeed(o, hub) : undefined;
+
   const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/json' }).end('{"error":"method not allowed"}\n');
+    handle(req, res).catch((e: unknown) => {
+      if (!res.headersSent) json(res, 500, { error: e instanceof Error ? e.message : String(e) });
+      else res.end();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const method = req.method ?? 'GET';
+    const head = method === 'HEAD';
+    const post = path === '/login' || path.startsWith('/actions/');
+    if (post ? method !== 'POST' : method !== 'GET' && !head) {
+      const allow = post ? 'POST' : 'GET, HEAD';
+      res.writeHead(405, { ...BASE_HEADERS, allow, 'content-type': 'application/json' }).end(`{"error":"method not allowed; use ${allow}"}\n`);
       return;
     }
-    const send = (status: number, type: string, body: string): void => {
-      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' }).end(req.method === 'HEAD' ? undefined : body);
+    const send = (status: number, type: string, body: string | Buffer): void => {
+      res.writeHead(status, { ...BASE_HEADERS, 'content-type': type }).end(head ? undefined : body);
     };
+    const trusted = access.hostAllowed(req) && access.authorize(req).ok;
+
     if (path === '/healthz') {
       const s = o.status();
-      const reasons = s.mappings.flatMap((m) => m.degraded.map((r) => `${m.id}: ${r}`));
+      // Reasons can name files: only for a caller who may read /status.
+      const reasons = s.mappings.flatMap((m) => m.degraded.map((r) => (trusted ? `${m.id}: ${r}` : `${m.id}: degraded`)));
       const body = JSON.stringify({ status: reasons.length ? 'degraded' : 'ok', reasons });
       // Degraded still answers 200: the process is alive and serving the other mappings;
       // monitors read `status`. 503 only while shutting down.
       send(s.stopping ? 503 : 200, 'application/json', `${body}\n`);
-    } else if (path === '/status') {
-      send(200, 'application/json', `${JSON.stringify(o.status(), null, 2)}\n`);
-    } else if (path === '/metrics') {
-      o.metrics().then(
-        (text) => send(200, 'text/plain; version=0.0.4; charset=utf-8', text),
-        (e: unknown) => send(500, 'text/plain', `metrics failed: ${e instanceof Error ? e.message : String(e)}\n`),
-      );
-    } else {
-      send(404, 'application/json', '{"error":"not found; try /healthz, /status or /metrics"}\n');
+      return;
     }
-  });
+    if (path === '/metrics') {
+      const text = await o.metrics().catch((e: unknown) => e as Error);
+      if (text instanceof Error) send(500, 'text/plain', `metrics failed: ${text.message}\n`);
+      else send(200, 'text/plain; version=0.0.4; charset=utf-8', text);
+      return;
+    }
+    if (!access.hostAllowed(req)) {
+      // 421: this server is not the one the name was meant for (DNS rebinding, a stray proxy).
+      json(res, 421, { error: `Host "${req.headers.host ?? ''}" is not this endpoint's address; add it to status.allowedHosts if it is a name of this machine` });
+      return;
+    }
+    // The page's files hold no data: served before the token check, so the page can ask for it.
+    const asset = assets.get(path);
+    if (asset) return sendAsset(res, asset, head);
+    if (path === '/login') return login(req, res);
+    const auth = access.authorize(req);
+    if (!auth.ok) {
+      json(res, auth.status, { error: auth.message, login: auth.status === 401 });
+      return;
+    }
+    switch (path) {
+      case '/status':
+        send(200, 'application/json', `${JSON.stringify(o.status(), null, 2)}\n`);
+        return;
+      case '/history':
+        send(200, 'application/json', `${JSON.stringify(o.history?.snapshot() ?? null)}\n`);
+        return;
+      case '/session':
+        json(res, 200, { csrf: access.csrf, actions: access.actionsEnabled, login: access.needsToken && !isLoopbackPeer(req) });
+        return;
+      case '/events':
+        openEvents(req, res);
+        return;
+      case '/actions/rescan':
+      case '/actions/retry':
+        return act(req, res, path === '/actions/rescan' ? 'rescan' : 'retry');
+    }
+    json(res, 404, { error: 'not found; try /, /healthz, /status or /metrics' });
+  }
+
+  function sendAsset(res: ServerResponse, a: Asset, head: boolean): void {
+    res.writeHead(200, { ...BASE_HEADERS, 'content-type': a.type, 'content-length': a.body.length }).end(head ? undefined : a.body);
+  }
+
+  function openEvents(req: IncomingMessage, res: ServerResponse): void {
+    // A new stream starts with the status and the chart as they are now.
+    const first: string[] = [formatSse({ event: 'status', data: JSON.stringify(o.status()) })];
+    if (o.history) first.push(formatSse({ event: 'chart', data: JSON.stringify(o.history.chart()) }));
+    const last = parseLastEventId(req.headers['last-event-id']);
+    if (last !== undefined && o.history) {
+      const missed = o.history.activity.since(last);
+      if (!missed.complete) first.push(formatSse({ event: 'reset', data: '{}' }));
+      else for (const e of missed.entries) first.push(formatSse({ event: 'activity', id: e.seq, data: JSON.stringify(e.item) }));
+    }
+    hub.open(res, first);
+  }
+
+  async function login(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!access.needsToken) {
+      json(res, 200, { ok: true, note: 'no token is needed on a loopback address' });
+      return;
+    }
+    const body = await readJson(req);
+    const token = typeof body === 'object' && body !== null && typeof (body as { token?: unknown }).token === 'string' ? (body as { token: string }).token.trim() : '';
+    if (!token || !access.tokenMatches(token)) {
+      json(res, 401, { error: 'wrong token (the content of status.tokenFile)' });
+      return;
+    }
+    res.setHeader('set-cookie', access.sessionCookie(access.newSession()));
+    json(res, 200, { ok: true });
+  }
+
+  async function act(req: IncomingMessage, res: ServerResponse, kind: 'rescan' | 'retry'): Promise<void> {
+    const check = access.checkAction(req);
+    if (!check.ok || !o.actions) {
+      json(res, 403, { error: check.ok ? 'actions are not available' : check.message });
+      return;
+    }
+    const body = await readJson(req);
+    const mapping = typeof body === 'object' && body !== null ? (body as { mapping?: unknown }).mapping : undefined;
+    if (typeof mapping !== 'string') {
+      json(res, 400, { error: 'the body must be {"mapping": "<mapping id>"}' });
+      return;
+    }
+    if (kind === 'rescan') {
+      if (!o.actions.rescan(mapping)) json(res, 404, { error: `no mapping "${mapping}"` });
+      else json(res, 202, { ok: true, mapping, action: 'rescan', note: 'a full pass starts as soon as the current work allows' });
+      return;
+    }
+    const forgotten = o.actions.retry(mapping);
+    if (forgotten === undefined) json(res, 404, { error: `no mapping "${mapping}"` });
+    else json(res, 202, { ok: true, mapping, action: 'retry', refusalsForgotten: forgotten, note: 'a full pass retries every skipped and failed file' });
+  }
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => {
@@ -60,8 +207,73 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     url: `http://${host}:${addr.port}`,
     close: () =>
       new Promise<void>((resolve) => {
+        feed?.stop();
+        hub.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * Pushes to the open streams: each operation and problem as it happens, the status when it
+ * changed (checked every second), and the newest chart points every 10 s.
+ */
+function startFeed(o: StatusServerOptions, hub: SseHub): { stop(): void } {
+  const history = o.history!;
+  const unsubscribe = history.subscribe((e) => {
+    if (hub.size === 0) return;
+    if (e.type === 'activity') hub.broadcast(formatSse({ event: 'activity', id: e.entry.seq, data: JSON.stringify(e.entry.item) }));
+    else hub.broadcast(formatSse({ event: 'problem', data: JSON.stringify(e.entry) }));
+  });
+  let lastStatus = '';
+  let ticks = 0;
+  const timer = setInterval(() => {
+    if (hub.size === 0) {
+      lastStatus = '';
+      return;
+    }
+    const s = JSON.stringify(o.status());
+    if (s !== lastStatus) {
+      lastStatus = s;
+      hub.broadcast(formatSse({ event: 'status', data: s }));
+    }
+    if (ticks++ % 10 === 0) hub.broadcast(formatSse({ event: 'chart', data: JSON.stringify(history.chart().slice(-2)) }));
+  }, o.pushIntervalMs ?? 1000);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      unsubscribe();
+    },
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { ...BASE_HEADERS, 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
+}
+
+function isLoopbackPeer(req: IncomingMessage): boolean {
+  const a = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+  return a === '::1' || a.startsWith('127.');
+}
+
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    req.on('data', (c: Buffer) => {
+      n += c.length;
+      if (n > MAX_BODY_BYTES) req.destroy();
+      else chunks.push(c);
+    });
+    req.on('end', () => {
+      try {
+        resolve(chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {});
+      } catch {
+        resolve(undefined);
+      }
+    });
+    req.on('error', () => resolve(undefined));
+  });
 }

@@ -172,7 +172,7 @@ describe('dssync config check', () => {
     const r = await check(ws, undefined, '--json');
     expect(r.code).toBe(0);
     const listen = jsonOf<CheckJson>(r).checks.filter((c) => c.check === 'status-listen');
-    expect(listen).toEqual([expect.objectContaining({ level: 'warn', fix: 'set "status": { "listen": "127.0.0.1:8799" } unless that is intended' })]);
+    expect(listen).toEqual([expect.objectContaining({ level: 'warn', fix: 'set "status": { "listen": "127.0.0.1:8799" }, or add "tokenFile" to "status" to read the page from other machines' })]);
     // Said once, by its check, not again as a load warning.
     expect(jsonOf<CheckJson>(r).checks.filter((c) => c.message.includes('0.0.0.0:8799'))).toHaveLength(1);
   });

@@ -56,7 +56,7 @@ describe('security: the status endpoint', () => {
     for (const listen of ['0.0.0.0:8787', '[::]:8787', '192.168.1.10:9000']) {
       const warnings: string[] = [];
       loadSettings({ env: {}, readFile: () => JSON.stringify({ status: { listen } }), file: '/etc/dssync/config.json', warn: (m) => warnings.push(m) });
-      expect(warnings.join('\n'), listen).toMatch(/reachable from other machines; use "127\.0\.0\.1:\d+" unless that is intended/);
+      expect(warnings.join('\n'), listen).toMatch(/reachable from other machines and no status\.tokenFile is set .*; use "127\.0\.0\.1:\d+" unless that is intended/);
     }
   });
 });

@@ -2,6 +2,9 @@
  * The pure checks of `dssync config check`: the inotify budget (limits read through a fake
  * /proc), the status address, and how check lines and the verdict are printed.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   formatCheck,
@@ -70,7 +73,22 @@ describe('status address', () => {
     expect(listenCheck(false)).toMatchObject({ level: 'ok', message: expect.stringContaining('reads the state file') });
     const open = listenCheck({ host: '0.0.0.0', port: 8787 });
     expect(open.level).toBe('warn');
-    expect(open.fix).toBe('set "status": { "listen": "127.0.0.1:8787" } unless that is intended');
+    expect(open.message).toContain('no status.tokenFile is set');
+    expect(open.fix).toBe('set "status": { "listen": "127.0.0.1:8787" }, or add "tokenFile" to "status" to read the page from other machines');
+  });
+
+  it('with status.tokenFile: ok when the file holds a token, a failure naming the file otherwise', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dssync-listen-'));
+    try {
+      writeFileSync(join(dir, 'token'), 's3cret\n');
+      const ok = listenCheck({ host: '0.0.0.0', port: 8787 }, { tokenFile: join(dir, 'token') });
+      expect(ok).toMatchObject({ level: 'ok', message: expect.stringContaining('need the token of status.tokenFile') });
+      expect(JSON.stringify(ok)).not.toContain('s3cret');
+      const missing = listenCheck({ host: '0.0.0.0', port: 8787 }, { tokenFile: join(dir, 'nope') });
+      expect(missing).toMatchObject({ level: 'fail', message: expect.stringContaining(`status.tokenFile ${join(dir, 'nope')} does not exist`) });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

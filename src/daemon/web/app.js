@@ -1,0 +1,380 @@
+// The dssync status page: plain browser JavaScript, no build step, no framework. It reads
+// /status and /history once, then follows /events (Server-Sent Events). Every text from the
+// daemon (file names included) goes through textContent, never innerHTML.
+'use strict';
+
+const MAX_ROWS = 300;
+const state = { status: undefined, activity: [], problems: [], points: [], csrf: '', actions: false, lastSeen: 0, charts: {}, es: undefined };
+const $ = (id) => document.getElementById(id);
+
+/** A DOM element: h('td', { class: 'path' }, 'a.txt'). */
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) if (c !== undefined && c !== null && c !== false) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+
+// ---- formatting ----------------------------------------------------------------------
+
+const pad = (n) => String(n).padStart(2, '0');
+function clock(iso) {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? '-' : `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+function duration(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${pad(s % 60)}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${pad(Math.floor((s % 3600) / 60))}m`;
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+function when(iso) {
+  if (!iso) return '-';
+  const diff = Date.parse(iso) - Date.now();
+  const rel = Math.abs(diff) < 1000 ? 'now' : diff < 0 ? `${duration(-diff)} ago` : `in ${duration(diff)}`;
+  return `${clock(iso)} (${rel})`;
+}
+function ms(n) {
+  if (n === undefined || n === null) return '';
+  return n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(1)} s`;
+}
+const num = (n) => (n === undefined || n === null ? '-' : Number(n).toLocaleString('en-US'));
+
+// ---- data ----------------------------------------------------------------------------
+
+async function getJson(path) {
+  const r = await fetch(path, { headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' });
+  if (r.status === 401) {
+    showLogin(true);
+    throw new Error('sign in needed');
+  }
+  if (!r.ok) throw new Error(`${path}: HTTP ${r.status}`);
+  return r.json();
+}
+
+async function load() {
+  const [session, status, history] = await Promise.all([getJson('session'), getJson('status'), getJson('history')]);
+  showLogin(false);
+  state.csrf = session.csrf;
+  state.actions = session.actions;
+  state.status = status;
+  if (history) {
+    state.activity = history.activity.map((e) => ({ seq: e.seq, ...e.item }));
+    state.problems = history.problems;
+    state.points = history.points;
+    state.lastSeen = state.activity[0] ? state.activity[0].seq : 0;
+  }
+  renderAll();
+  follow();
+}
+
+/** Follows /events; reconnects by itself (EventSource) and by hand when the stream was closed. */
+function follow() {
+  if (state.es) state.es.close();
+  const es = new EventSource('events');
+  state.es = es;
+  es.addEventListener('hello', () => {
+    setConn('live');
+    // Back after an interruption: the lists may have missed problems, reload them.
+    if (document.body.classList.contains('stale')) getJson('history').then((hist) => {
+      if (!hist) return;
+      state.activity = hist.activity.map((e) => ({ seq: e.seq, ...e.item }));
+      state.problems = hist.problems;
+      state.points = hist.points;
+      renderAll();
+    }, () => undefined);
+    document.body.classList.remove('stale');
+  });
+  es.addEventListener('status', (e) => {
+    state.status = JSON.parse(e.data);
+    renderMappings();
+    renderProblems();
+    renderHeader();
+  });
+  es.addEventListener('activity', (e) => {
+    const item = JSON.parse(e.data);
+    const seq = Number(e.lastEventId);
+    if (seq && seq <= state.lastSeen) return;
+    state.lastSeen = seq || state.lastSeen;
+    state.activity.unshift({ seq, ...item });
+    if (state.activity.length > 1000) state.activity.length = 1000;
+    renderActivity(seq);
+  });
+  es.addEventListener('problem', (e) => {
+    state.problems.unshift(JSON.parse(e.data));
+    if (state.problems.length > 300) state.problems.length = 300;
+    renderProblems();
+  });
+  es.addEventListener('chart', (e) => {
+    for (const p of JSON.parse(e.data)) {
+      const i = state.points.findIndex((q) => q.t === p.t);
+      if (i >= 0) state.points[i] = p;
+      else state.points.push(p);
+    }
+    const cutoff = Date.now() / 1000 - 3600;
+    state.points = state.points.filter((p) => p.t >= cutoff);
+    renderCharts();
+  });
+  es.addEventListener('reset', () => load().catch(() => undefined));
+  es.onerror = () => {
+    setConn(es.readyState === EventSource.CLOSED ? 'gone' : 'reconnecting');
+    document.body.classList.add('stale');
+    if (es.readyState === EventSource.CLOSED) setTimeout(() => follow(), 3000);
+  };
+}
+
+let lostSince;
+function setConn(s) {
+  const el = $('conn');
+  const banner = $('gone');
+  if (s === 'live') {
+    lostSince = undefined;
+    el.dataset.state = 'live';
+    $('conn-text').textContent = 'live';
+    banner.hidden = true;
+    return;
+  }
+  lostSince = lostSince || new Date();
+  el.dataset.state = 'gone';
+  $('conn-text').textContent = 'daemon not answering';
+  banner.hidden = false;
+  banner.textContent = `The daemon is not answering since ${clock(lostSince.toISOString())}: it stopped, or this machine cannot reach it. What is shown is as of then; trying again every 2 s.`;
+}
+
+// ---- actions -------------------------------------------------------------------------
+
+async function act(kind, mapping, button) {
+  button.disabled = true;
+  const note = button.parentElement.querySelector('.act-note');
+  try {
+    const r = await fetch(`actions/${kind}`, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/json', 'x-dssync-csrf': state.csrf },
+      body: JSON.stringify({ mapping }),
+    });
+    const body = await r.json().catch(() => ({}));
+    note.textContent = r.ok ? (kind === 'rescan' ? 'full pass requested' : `retry requested${body.refusalsForgotten ? ` (${body.refusalsForgotten} refused file(s) retried)` : ''}`) : body.error || `HTTP ${r.status}`;
+    note.className = `act-note ${r.ok ? 'muted' : 'bad-text'}`;
+  } catch (e) {
+    note.textContent = String(e.message || e);
+    note.className = 'act-note bad-text';
+  } finally {
+    setTimeout(() => (button.disabled = false), 1500);
+  }
+}
+
+// ---- rendering -----------------------------------------------------------------------
+
+function tone(m) {
+  if (m.phase === 'degraded' || m.degraded.length) return ['bad', 'degraded'];
+  if (m.phase === 'starting') return ['busy', 'starting'];
+  if (m.currentPass) return ['busy', m.currentPass.kind === 'full' && !m.lastFullPassOkAt ? 'first pass' : m.currentPass.kind === 'full' ? 'full pass' : 'syncing changes'];
+  if (m.phase === 'syncing') return ['busy', 'syncing'];
+  if (m.phase === 'stopped') return ['warn', 'stopped'];
+  if (m.lastPass && !m.lastPass.ok) return ['warn', m.watchMode === 'poll' ? 'polling · attention' : 'watching · attention'];
+  return ['ok', m.watchMode === 'poll' || m.watchMode === 'polling' ? 'polling' : 'watching'];
+}
+
+function passLine(p) {
+  const counts = ['uploaded', 'replaced', 'renamed', 'updated', 'deleted', 'adopted', 'forgotten', 'skipped', 'failed'].filter((k) => p[k]).map((k) => `${p[k]} ${k}`);
+  return `${p.kind}, ${p.ok ? 'ok' : 'not ok'}, ${when(p.finishedAt)}${counts.length ? ` · ${counts.join(', ')}` : ''}${p.unchanged ? ` · ${num(p.unchanged)} unchanged` : ''}`;
+}
+
+function currentPass(m) {
+  const p = m.currentPass;
+  if (!p) return 'none';
+  const elapsed = Date.now() - Date.parse(p.startedAt);
+  const rate = elapsed > 1000 ? p.done / (elapsed / 1000) : 0;
+  const total = p.done + (m.pending || 0);
+  const parts = [`${p.kind === 'full' ? 'full pass' : 'changes'} since ${clock(p.startedAt)}`, `${num(p.done)} done`];
+  if (rate > 0) parts.push(`${rate.toFixed(1)}/s`);
+  if (rate > 0 && m.pending) parts.push(`ETA ${duration((m.pending / rate) * 1000)}`);
+  const frag = [parts.join(' · ')];
+  if (m.pending && total > 0) frag.push(h('div', { class: 'progress', title: `${p.done} of ~${total}` }, h('span', {})));
+  return frag;
+}
+
+function mappingCard(m) {
+  const [t, label] = tone(m);
+  const ds = m.dataSourceName ? [m.dataSourceName, ' ', h('span', { class: 'muted mono' }, m.dataSourceId || '(created on first pass)')] : [h('span', { class: 'mono' }, m.dataSourceId || '-')];
+  const rows = [
+    ['folder', h('span', { class: 'mono' }, m.path)],
+    ['data source', ds],
+    ['watch mode', m.watchMode ? String(m.watchMode) : `inotify · ${num(m.watchedDirs)} folders`],
+    ['files tracked', num(m.filesTracked)],
+    ['pending', num(m.pending)],
+    ['current pass', currentPass(m)],
+    ['last pass', m.lastPass ? passLine(m.lastPass) : 'none yet'],
+    ['last full ok', when(m.lastFullPassOkAt)],
+    ['next rescan', when(m.nextRescanAt)],
+  ];
+  const card = h('article', { class: 'card', 'data-tone': t, 'data-mapping': m.id },
+    h('div', { class: 'card-head' }, h('h3', {}, m.id), h('span', { class: `badge ${t === 'ok' ? '' : t}` }, label)),
+    h('dl', { class: 'kv' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+    m.degraded.length ? h('ul', { class: 'reasons' }, m.degraded.map((r) => h('li', {}, r))) : undefined,
+  );
+  const bar = card.querySelector('.progress > span');
+  if (bar) bar.style.width = `${Math.min(100, (100 * m.currentPass.done) / (m.currentPass.done + m.pending))}%`;
+  if (state.actions) {
+    const rescan = h('button', { type: 'button', 'data-action': 'rescan' }, 'Rescan now');
+    const retry = h('button', { type: 'button', 'data-action': 'retry' }, 'Retry skipped and failed files');
+    rescan.addEventListener('click', () => act('rescan', m.id, rescan));
+    retry.addEventListener('click', () => act('retry', m.id, retry));
+    card.append(h('div', { class: 'actions' }, rescan, retry, h('span', { class: 'act-note muted' })));
+  }
+  return card;
+}
+
+function renderMappings() {
+  const s = state.status;
+  if (!s) return;
+  const box = $('mappings');
+  // Keep an action's note while the card is redrawn.
+  const notes = new Map([...box.querySelectorAll('.card')].map((c) => [c.dataset.mapping, c.querySelector('.act-note')]));
+  box.replaceChildren(...s.mappings.map((m) => {
+    const card = mappingCard(m);
+    const old = notes.get(m.id);
+    const now = card.querySelector('.act-note');
+    if (old && now) now.replaceWith(old);
+    return card;
+  }));
+  if (!s.mappings.length) box.append(h('p', { class: 'muted' }, 'No mappings configured.'));
+  const sel = $('f-mapping');
+  const have = new Set([...sel.options].map((o) => o.value));
+  for (const m of s.mappings) if (!have.has(m.id)) sel.append(h('option', { value: m.id }, m.id));
+}
+
+function renderHeader() {
+  const s = state.status;
+  if (!s) return;
+  const bad = s.mappings.filter((m) => m.phase === 'degraded' || m.degraded.length);
+  const attention = s.mappings.filter((m) => !bad.includes(m) && m.lastPass && !m.lastPass.ok);
+  const busy = s.mappings.filter((m) => m.currentPass || m.phase === 'syncing' || m.phase === 'starting');
+  const el = $('summary');
+  if (bad.length) [el.className, el.textContent] = ['summary bad', `${bad.length} of ${s.mappings.length} mapping(s) degraded: ${bad.map((m) => m.id).join(', ')}`];
+  else if (attention.length) [el.className, el.textContent] = ['summary warn', `${attention.length} mapping(s) need attention (see problems): ${attention.map((m) => m.id).join(', ')}`];
+  else if (busy.length) [el.className, el.textContent] = ['summary', `syncing ${busy.map((m) => m.id).join(', ')}`];
+  else [el.className, el.textContent] = ['summary ok', `all ${s.mappings.length} mapping(s) in sync`];
+  $('daemon-line').textContent = `${s.version} · pid ${s.pid} · up ${duration(Date.now() - Date.parse(s.startedAt))}`;
+  const r = s.requests;
+  $('footer').textContent = `service ${s.baseUrl} (organization ${s.organizationId}) · requests ${num(r.total)} total, ${num(r.retries)} retried, ${num(r.throttled)} throttled, ${r.inFlight} in flight, ${r.queued} queued${r.learnedRps ? `, learned rate ${r.learnedRps}/s` : ''}${s.memory ? ` · memory ${s.memory.rssMB} MB` : ''} · config ${s.configFile || '(environment)'} · state ${s.statePath}`;
+  document.title = `${bad.length ? '⚠ ' : ''}dssync status`;
+}
+
+function renderActivity(freshSeq) {
+  const fm = $('f-mapping').value;
+  const fk = $('f-kind').value;
+  const rows = state.activity.filter((a) => (!fm || a.mapping === fm) && (!fk || a.kind === fk)).slice(0, MAX_ROWS);
+  $('activity').tBodies[0].replaceChildren(...rows.map((a) => h('tr', { class: a.seq === freshSeq ? 'fresh' : undefined, 'data-kind': a.kind },
+    h('td', { class: 'time', title: a.at }, clock(a.at)),
+    h('td', {}, a.mapping),
+    h('td', {}, a.kind),
+    h('td', { class: 'path', title: a.message || undefined }, a.path),
+    h('td', { class: `r-${a.outcome}`, title: a.message || undefined }, a.outcome === 'done' ? 'done' : `${a.outcome}${a.message ? `: ${a.message}` : ''}`),
+    h('td', { class: 'num' }, ms(a.lagMs)),
+  )));
+  $('activity-empty').hidden = rows.length > 0;
+}
+
+function renderProblems() {
+  const s = state.status;
+  const box = $('problems');
+  const parts = [];
+  for (const m of s ? s.mappings : []) for (const r of m.degraded) parts.push(h('div', { class: 'problem' }, h('span', { class: 'what bad-text' }, `${m.id}: degraded`), ' ', r, h('div', { class: 'next' }, 'retried with back-off (5 s, doubling up to 5 min)')));
+  const recent = state.problems.slice(0, 50);
+  if (recent.length) parts.push(h('h3', { class: 'sub' }, 'Recent errors'));
+  for (const p of recent) {
+    parts.push(h('div', { class: 'problem' },
+      h('span', { class: 'time muted' }, clock(p.at)), ' ', h('span', { class: 'what' }, `${p.mapping} · ${p.what}`), ' ',
+      p.path ? h('span', { class: 'path' }, p.path) : undefined,
+      p.message ? h('div', {}, p.message) : undefined,
+      h('div', { class: 'next' }, `next: ${p.next}`)));
+  }
+  const skipped = s ? s.mappings.flatMap((m) => m.skipped.map((x) => ({ m: m.id, ...x }))) : [];
+  if (skipped.length) parts.push(h('h3', { class: 'sub' }, `Skipped files (${skipped.length})`));
+  for (const x of skipped.slice(0, 50)) parts.push(h('div', { class: 'problem' }, h('span', { class: 'what' }, x.m), ' ', h('span', { class: 'path' }, x.path), h('div', { class: 'next' }, x.reason)));
+  const ni = s ? s.mappings.flatMap((m) => m.notIngested.map((x) => ({ m: m.id, ...x }))) : [];
+  if (ni.length) parts.push(h('h3', { class: 'sub' }, `Not ingested by the service (${ni.length})`));
+  for (const x of ni.slice(0, 50)) parts.push(h('div', { class: 'problem' }, h('span', { class: 'what' }, x.m), ' ', h('span', { class: 'path' }, x.path), h('div', { class: 'next' }, `document ${x.documentId}, uploaded ${when(x.uploadedAt)}: no chunks after the ingestion delay`)));
+  if (!parts.length) parts.push(h('p', { class: 'muted empty' }, 'No problems.'));
+  box.replaceChildren(...parts);
+}
+
+// ---- charts (uPlot, vendored) ---------------------------------------------------------
+
+const CHARTS = {
+  'chart-ops': { series: [['ops/min', '#2d6aa3', (p) => p.ops * 6], ['failed/min', '#b83232', (p) => p.failed * 6]] },
+  'chart-lag': { series: [['p50', '#2f7d54', (p) => (p.lagP50 === undefined ? null : p.lagP50 / 1000)], ['p95', '#a8690f', (p) => (p.lagP95 === undefined ? null : p.lagP95 / 1000)]] },
+  'chart-req': { series: [['req/s', '#2d6aa3', (p) => p.requests / 10], ['429/s', '#b83232', (p) => p.throttled / 10], ['retries/s', '#a8690f', (p) => p.retries / 10]] },
+};
+
+function renderCharts() {
+  if (typeof uPlot === 'undefined') return;
+  const xs = state.points.map((p) => p.t);
+  for (const [id, def] of Object.entries(CHARTS)) {
+    const data = [xs, ...def.series.map(([, , f]) => state.points.map(f))];
+    const el = $(id);
+    const existing = state.charts[id];
+    if (existing) {
+      existing.setData(data);
+      continue;
+    }
+    const axis = { stroke: getComputedStyle(document.body).color, grid: { stroke: 'rgba(128,128,128,.15)' }, ticks: { stroke: 'rgba(128,128,128,.25)' } };
+    state.charts[id] = new uPlot({
+      width: Math.max(200, el.clientWidth),
+      height: 150,
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+      axes: [axis, { ...axis, size: 42 }],
+      series: [{}, ...def.series.map(([label, stroke]) => ({ label, stroke, width: 1.5, spanGaps: false, points: { show: false } }))],
+    }, data, el);
+    new ResizeObserver(() => state.charts[id].setSize({ width: Math.max(200, el.clientWidth), height: 150 })).observe(el);
+  }
+}
+
+function renderAll() {
+  renderHeader();
+  renderMappings();
+  renderActivity();
+  renderProblems();
+  renderCharts();
+}
+
+// ---- sign in (only where status.listen is not loopback) --------------------------------
+
+function showLogin(show) {
+  $('login').hidden = !show;
+}
+
+$('login-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const token = $('login-token').value;
+  const r = await fetch('login', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+  $('login-token').value = '';
+  if (!r.ok) {
+    $('login-error').textContent = 'wrong token';
+    return;
+  }
+  $('login-error').textContent = '';
+  load().catch(() => undefined);
+});
+
+$('f-mapping').addEventListener('change', () => renderActivity());
+$('f-kind').addEventListener('change', () => renderActivity());
+// Relative times ("5s ago") move on even when nothing happens.
+setInterval(() => {
+  renderHeader();
+  if (state.status && state.status.mappings.some((m) => m.currentPass)) renderMappings();
+}, 5000);
+
+load().catch((e) => {
+  if (String(e.message).includes('sign in')) return;
+  setConn('gone');
+  setTimeout(() => location.reload(), 5000);
+});

@@ -1,0 +1,99 @@
+/**
+ * Server-Sent Events for the status page (GET /events): the framing (pure) and the set of
+ * open streams. A browser's EventSource reconnects by itself and sends the last id it saw
+ * (Last-Event-ID); activity entries carry their ring-buffer sequence as id, so a short
+ * disconnection replays what was missed instead of reloading.
+ */
+import type { ServerResponse } from 'node:http';
+
+export interface SseMessage {
+  /** Event name (`activity`, `status`...); absent: the default `message`. */
+  event?: string | undefined;
+  /** Sequence number the client echoes back in Last-Event-ID after a reconnection. */
+  id?: number | string | undefined;
+  /** Text; each line becomes one `data:` field (EventSource joins them with "\n"). */
+  data: string;
+  /** Reconnection delay (ms) the browser should use. */
+  retryMs?: number | undefined;
+}
+
+/** One event in the text/event-stream format. CR, LF and CRLF all end a line there. */
+export function formatSse(m: SseMessage): string {
+  let out = '';
+  if (m.retryMs !== undefined) out += `retry: ${Math.max(0, Math.floor(m.retryMs))}\n`;
+  if (m.id !== undefined) out += `id: ${oneLine(String(m.id))}\n`;
+  if (m.event !== undefined) out += `event: ${oneLine(m.event)}\n`;
+  for (const line of m.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+  return `${out}\n`;
+}
+
+/** A comment line: ignored by EventSource, keeps proxies and idle timers from closing the stream. */
+export function formatSseComment(text: string): string {
+  return `: ${oneLine(text)}\n\n`;
+}
+
+/** Last-Event-ID as a sequence number (undefined when absent or not one of ours). */
+export function parseLastEventId(header: string | string[] | undefined): number | undefined {
+  const v = Array.isArray(header) ? header[0] : header;
+  if (v === undefined || !/^\d{1,15}$/.test(v.trim())) return undefined;
+  return Number(v.trim());
+}
+
+function oneLine(s: string): string {
+  // A field value cannot hold a line break: it would end the field and start another.
+  return s.replace(/[\r\n]+/g, ' ');
+}
+
+/** The open event streams: at most `max`, each sent every broadcast, heartbeat on a timer. */
+export class SseHub {
+  private readonly clients = new Set<ServerResponse>();
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(private readonly o: { max: number; heartbeatMs: number; retryMs: number }) {}
+
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** Opens a stream on `res`; false (and a 503 sent) when the limit is reached. */
+  open(res: ServerResponse, first: string[]): boolean {
+    if (this.clients.size >= this.o.max) {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '10' }).end(`{"error":"too many open event streams (limit ${this.o.max})"}\n`);
+      return false;
+    }
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      connection: 'keep-alive',
+    });
+    res.write(formatSse({ retryMs: this.o.retryMs, event: 'hello', data: '{}' }));
+    for (const chunk of first) res.write(chunk);
+    this.clients.add(res);
+    res.on('close', () => {
+      this.clients.delete(res);
+      if (this.clients.size === 0) this.stopHeartbeat();
+    });
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(() => this.broadcast(formatSseComment('ping')), this.o.heartbeatMs);
+      this.heartbeat.unref();
+    }
+    return true;
+  }
+
+  broadcast(chunk: string): void {
+    for (const res of this.clients) res.write(chunk);
+  }
+
+  /** Ends every stream (the daemon stops: the page then shows it is gone). */
+  close(): void {
+    this.stopHeartbeat();
+    for (const res of this.clients) res.end();
+    this.clients.clear();
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+  }
+}

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { DaemonHistory, HISTORY_LIMITS, percentiles } from '../../../../src/daemon/web/history.js';
+
+function fakeClock(start = Date.parse('2026-03-01T10:00:00Z')) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => (t += ms) };
+}
+
+describe('DaemonHistory', () => {
+  it('records operations newest first, and problems with what happens next', () => {
+    const c = fakeClock();
+    const h = new DaemonHistory(c.now);
+    const seen: string[] = [];
+    h.subscribe((e) => seen.push(e.type));
+    h.onOp('docs', { kind: 'upload', path: 'a.txt', outcome: 'done', documentId: 'd1' }, 450);
+    c.advance(1000);
+    h.onOp('docs', { kind: 'upload', path: 'b.bin', outcome: 'rejected', error: new Error('HTTP 415 unsupported type') }, undefined);
+    const s = h.snapshot();
+    expect(s.activity.map((e) => e.item.path)).toEqual(['b.bin', 'a.txt']);
+    expect(s.activity[1]!.item).toMatchObject({ mapping: 'docs', kind: 'upload', outcome: 'done', lagMs: 450 });
+    expect(s.problems).toEqual([expect.objectContaining({ path: 'b.bin', what: 'upload rejected', message: 'HTTP 415 unsupported type', next: expect.stringContaining('until the file changes') })]);
+    expect(seen).toEqual(['activity', 'activity', 'problem']);
+  });
+
+  it('counts per 10-second point, fills quiet intervals, and keeps one hour', () => {
+    const c = fakeClock();
+    const h = new DaemonHistory(c.now);
+    h.onOp('m', { kind: 'upload', path: 'a', outcome: 'done' }, 100);
+    h.onPacer({ type: 'response', attempt: 1, ms: 5, ok: false, status: 429, method: 'POST', route: 'x' } as never);
+    h.onPacer({ type: 'retry', attempt: 1, delayMs: 10, code: 'E_THROTTLED', method: 'POST', route: 'x' } as never);
+    c.advance(35_000);
+    h.onOp('m', { kind: 'delete', path: 'a', outcome: 'failed', error: new Error('boom') }, undefined);
+    const pts = h.chart();
+    expect(pts.map((p) => p.t - pts[0]!.t)).toEqual([0, 10, 20, 30]);
+    expect(pts[0]).toMatchObject({ ops: 1, requests: 1, throttled: 1, retries: 1, lagP50: 100, lagP95: 100 });
+    expect(pts[1]).toMatchObject({ ops: 0, requests: 0 });
+    expect(pts[3]).toMatchObject({ ops: 1, failed: 1 });
+    c.advance(5 * 3600_000);
+    h.onOp('m', { kind: 'upload', path: 'b', outcome: 'done' }, 1);
+    expect(h.chart()).toHaveLength(HISTORY_LIMITS.points);
+  });
+
+  it('stays bounded over a long run', () => {
+    const c = fakeClock();
+    const h = new DaemonHistory(c.now);
+    for (let i = 0; i < 20_000; i++) {
+      c.advance(50);
+      h.onOp('m', { kind: 'upload', path: `f${i}`, outcome: i % 10 === 0 ? 'failed' : 'done', error: new Error('x') }, i);
+    }
+    const s = h.snapshot();
+    expect(s.activity).toHaveLength(HISTORY_LIMITS.activity);
+    expect(s.problems).toHaveLength(HISTORY_LIMITS.problems);
+    expect(s.points.length).toBeLessThanOrEqual(HISTORY_LIMITS.points);
+  });
+
+  it('tracks the pass in progress per mapping', () => {
+    const h = new DaemonHistory(fakeClock().now);
+    h.onPassStart('m', 'full');
+    h.onOp('m', { kind: 'upload', path: 'a', outcome: 'done' }, undefined);
+    expect(h.currentPass('m')).toMatchObject({ kind: 'full', done: 1 });
+    h.onPassEnd('m', 'mass delete guard: 90% of the files would be deleted');
+    expect(h.currentPass('m')).toBeUndefined();
+    expect(h.snapshot().problems[0]).toMatchObject({ what: 'pass stopped' });
+  });
+
+  it('percentiles by nearest rank', () => {
+    expect(percentiles([])).toEqual({});
+    expect(percentiles([5, 1, 4, 2, 3])).toEqual({ lagP50: 3, lagP95: 5 });
+    expect(percentiles(Array.from({ length: 100 }, (_, i) => i + 1))).toEqual({ lagP50: 50, lagP95: 95 });
+  });
+});
