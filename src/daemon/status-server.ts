@@ -217,7 +217,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
 
 /**
  * Pushes to the open streams: each operation and problem as it happens, the status when it
- * changed (checked every second), and the newest chart points every 10 s.
+ * changed (checked every second), and the newest chart points every 2 s.
  */
 function startFeed(o: StatusServerOptions, hub: SseHub): { stop(): void } {
   const history = o.history!;
@@ -238,7 +238,7 @@ function startFeed(o: StatusServerOptions, hub: SseHub): { stop(): void } {
       lastStatus = s;
       hub.broadcast(formatSse({ event: 'status', data: s }));
     }
-    if (ticks++ % 10 === 0) hub.broadcast(formatSse({ event: 'chart', data: JSON.stringify(history.chart().slice(-2)) }));
+    if (ticks++ % 2 === 0) hub.broadcast(formatSse({ event: 'chart', data: JSON.stringify(history.chart().slice(-2)) }));
   }, o.pushIntervalMs ?? 1000);
   timer.unref();
   return {

@@ -15,7 +15,7 @@ function h(tag, attrs, ...children) {
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) if (c !== undefined && c !== null && c !== false) el.append(c instanceof Node ? c : String(c));
+  for (const c of children.flat(Infinity)) if (c !== undefined && c !== null && c !== false) el.append(c instanceof Node ? c : String(c));
   return el;
 }
 
@@ -273,13 +273,20 @@ function renderActivity(freshSeq) {
   const rows = state.activity.filter((a) => (!fm || a.mapping === fm) && (!fk || a.kind === fk)).slice(0, MAX_ROWS);
   $('activity').tBodies[0].replaceChildren(...rows.map((a) => h('tr', { class: a.seq === freshSeq ? 'fresh' : undefined, 'data-kind': a.kind },
     h('td', { class: 'time', title: a.at }, clock(a.at)),
-    h('td', {}, a.mapping),
+    h('td', { class: 'opt' }, a.mapping),
     h('td', {}, a.kind),
     h('td', { class: 'path', title: a.message || undefined }, a.path),
-    h('td', { class: `r-${a.outcome}`, title: a.message || undefined }, a.outcome === 'done' ? 'done' : `${a.outcome}${a.message ? `: ${a.message}` : ''}`),
-    h('td', { class: 'num' }, ms(a.lagMs)),
+    h('td', { class: `r-${a.outcome} result`, title: a.message || undefined }, resultLabel(a)),
+    h('td', { class: 'num opt' }, ms(a.lagMs)),
   )));
   $('activity-empty').hidden = rows.length > 0;
+}
+
+/** "done", or the outcome with the HTTP status when the message has one (details: tooltip, problems). */
+function resultLabel(a) {
+  if (a.outcome === 'done') return 'done';
+  const code = /\b([45]\d\d)\b/.exec(a.message || '');
+  return code ? `${a.outcome} (${code[1]})` : a.outcome;
 }
 
 function renderProblems() {
@@ -331,10 +338,10 @@ function renderCharts() {
       height: 150,
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
-      axes: [axis, { ...axis, size: 42 }],
+      axes: [{ ...axis, values: (u, ticks) => ticks.map((t) => clock(new Date(t * 1000).toISOString()).slice(0, 5)) }, { ...axis, size: 42 }],
       series: [{}, ...def.series.map(([label, stroke]) => ({ label, stroke, width: 1.5, spanGaps: false, points: { show: false } }))],
     }, data, el);
-    new ResizeObserver(() => state.charts[id].setSize({ width: Math.max(200, el.clientWidth), height: 150 })).observe(el);
+    new ResizeObserver(() => state.charts[id].setSize({ width: Math.max(200, el.clientWidth), height: 150 })).observe(el.parentElement);
   }
 }
 

@@ -1,0 +1,163 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+/**
+ * The status page in a real browser: Debian's chromium (headless) driven by playwright-core,
+ * against a real `dssync run` (the built binary) and the emulator, on real folders. No
+ * browser is downloaded; where /usr/bin/chromium is missing this test FAILS (CI installs it).
+ *
+ * It checks what an operator relies on: each mapping and data source is named; a dropped
+ * file shows in the feed within 2 s of the daemon's event, without a reload; a refused
+ * (415) file shows under problems; "rescan now" runs a pass; no request leaves the daemon's
+ * address; no console error; the page says clearly when the daemon is gone. It saves the
+ * screenshot the README shows (docs/img/status-page.png).
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Workspace } from '../../helpers/mirror-check.js';
+import { daemonWorkspace, startDaemon, waitFor, type DaemonProcess } from '../daemon/daemon-process.js';
+
+const CHROMIUM = process.env.DSSYNC_CHROMIUM ?? '/usr/bin/chromium';
+const SCREENSHOT = join(dirname(fileURLToPath(import.meta.url)), '../../../docs/img/status-page.png');
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+let ws: Workspace;
+let daemon: DaemonProcess;
+let context: BrowserContext;
+let page: Page;
+let profile: string;
+let policies: string;
+const requests: string[] = [];
+const consoleErrors: string[] = [];
+
+describe('the status page in a real browser', () => {
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(`chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium; .ci/run does) or set DSSYNC_CHROMIUM. This test does not skip.`);
+    }
+    ws = await daemonWorkspace({ mapping: { id: 'handbook', dataSource: { name: 'Staff handbook', llmConnectorIds: ['conn-1'] } } });
+    policies = join(ws.dir, 'policies');
+    await mkdir(join(policies, 'hr'), { recursive: true });
+    await writeFile(join(policies, 'hr', 'leave.md'), '# Leave\nTwenty-five days.\n');
+    await writeFile(join(policies, 'security.txt'), 'Lock your screen.\n');
+    const config = JSON.parse(await readFile(ws.configPath, 'utf8')) as { mappings: unknown[] };
+    // Drawings included on purpose: the service refuses them (415), which the page must show.
+    config.mappings.push({ id: 'policies', path: policies, include: ['**/*.md', '**/*.txt', '**/*.dwg'], dataSource: { name: 'Policies', llmConnectorIds: ['conn-1'] } });
+    await writeFile(ws.configPath, JSON.stringify(config, null, 2));
+    await ws.write('welcome.md', '# Welcome\nStart here.\n');
+    await ws.write('onboarding/first-week.txt', 'Day one: badge, laptop, accounts.\n');
+    await ws.write('onboarding/tools.html', '<h1>Tools</h1><p>Chat, mail, wiki.</p>');
+    daemon = await startDaemon(ws);
+    await waitFor(async () => (await daemon.status()).mappings.every((m) => m.lastFullPassOkAt !== undefined), { timeout: 30_000, what: 'the first passes' });
+
+    profile = await mkdtemp(join(tmpdir(), 'dssync-chromium-'));
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1360, height: 1000 } });
+    page = context.pages()[0] ?? (await context.newPage());
+    context.on('request', (r) => requests.push(r.url()));
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text());
+    });
+    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    await page.goto(`${daemon.url}/`);
+    await page.waitForSelector('#conn[data-state="live"]', { timeout: 10_000 });
+  }, 90_000);
+
+  afterAll(async () => {
+    await context?.close().catch(() => undefined);
+    await daemon?.kill().catch(() => undefined);
+    await ws?.close().catch(() => undefined);
+    if (profile) await rm(profile, { recursive: true, force: true });
+  });
+
+  it('names each mapping, its folder and its data source (name and id)', async () => {
+    const status = await daemon.status();
+    for (const m of status.mappings) {
+      const card = page.locator(`.card[data-mapping="${m.id}"]`);
+      await expect.poll(() => card.innerText()).toContain(m.path);
+      const text = await card.innerText();
+      expect(text).toContain(m.id);
+      expect(text).toContain(m.dataSourceId!);
+    }
+    expect(await page.locator('.card[data-mapping="handbook"]').innerText()).toContain('Staff handbook');
+    expect(await page.locator('.card[data-mapping="policies"]').innerText()).toContain('Policies');
+  });
+
+  it('shows a dropped file in the feed within 2 s of the daemon doing it, without a reload', async () => {
+    await page.evaluate(() => {
+      (window as unknown as { marker: number }).marker = 42;
+      const seen: Record<string, number> = {};
+      (window as unknown as { seenAt: Record<string, number> }).seenAt = seen;
+      new MutationObserver(() => {
+        for (const td of document.querySelectorAll('#activity td.path')) if (!(td.textContent! in seen)) seen[td.textContent!] = Date.now();
+      }).observe(document.getElementById('activity')!, { childList: true, subtree: true });
+    });
+    await ws.write('announcements/new-parking-rules.md', '# Parking\nLevel -2 is for visitors.\n');
+    await page.waitForSelector('#activity td.path:text-is("announcements/new-parking-rules.md")', { timeout: 15_000 });
+    const history = (await (await fetch(`${daemon.url}/history`)).json()) as { activity: { item: { path: string; at: string } }[] };
+    const entry = history.activity.find((e) => e.item.path === 'announcements/new-parking-rules.md')!;
+    const shownAt = await page.evaluate(() => (window as unknown as { seenAt: Record<string, number> }).seenAt['announcements/new-parking-rules.md']!);
+    expect(shownAt - Date.parse(entry.item.at)).toBeLessThanOrEqual(2000);
+    expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(42); // no reload
+  });
+
+  it('shows a refused (415) file under problems, with what happens next', async () => {
+    await writeFile(join(policies, 'floor-plan.dwg'), Buffer.from('AC1032 binary drawing'));
+    const problems = page.locator('#problems');
+    await expect.poll(() => problems.innerText(), { timeout: 15_000 }).toContain('floor-plan.dwg');
+    expect(await problems.innerText()).toMatch(/until the file changes/);
+  });
+
+  it('"rescan now" runs a full pass', async () => {
+    const before = (await daemon.status()).mappings.find((m) => m.id === 'handbook')!.lastPass!.finishedAt;
+    await page.locator('.card[data-mapping="handbook"] button[data-action="rescan"]').click();
+    await page.waitForSelector('.card[data-mapping="handbook"] .act-note:text("full pass requested")', { timeout: 15_000 });
+    await waitFor(
+      async () => {
+        const m = (await daemon.status()).mappings.find((x) => x.id === 'handbook')!;
+        return m.lastPass!.kind === 'full' && m.lastPass!.finishedAt > before;
+      },
+      { timeout: 30_000, what: 'a full pass after "rescan now"' },
+    );
+  });
+
+  it('loads nothing from elsewhere, logs no console error, fits in 200 KB and on a phone', async () => {
+    await ws.write('welcome.md', '# Welcome\nStart here. Updated.\n');
+    await page.waitForSelector('#activity td.path:text-is("welcome.md")', { timeout: 15_000 });
+    await page.waitForTimeout(2500); // the charts get their newest points every 2 s: let the picture have them
+    await mkdir(dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+    const origin = new URL(daemon.url).origin;
+    expect(requests.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith('data:'))).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+
+    const bytes = await page.evaluate(() => performance.getEntriesByType('resource').reduce((n, e) => n + (e as PerformanceResourceTiming).encodedBodySize, 0));
+    const html = (await (await fetch(`${daemon.url}/`)).arrayBuffer()).byteLength;
+    expect(bytes + html).toBeLessThanOrEqual(200 * 1024);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    // The charts follow their box on the next frame (ResizeObserver).
+    await page.waitForFunction(() => document.documentElement.scrollWidth <= 390, undefined, { timeout: 5_000 }).catch(async (e: unknown) => {
+      const wide = await page.evaluate(() =>
+        [...document.querySelectorAll('body *')]
+          .filter((el) => el.getBoundingClientRect().right > 391 && !el.closest('.scroll'))
+          .slice(0, 6)
+          .map((el) => `${el.tagName}.${el.className} ${Math.round(el.getBoundingClientRect().right)}`),
+      );
+      const dims = await page.evaluate(() => `${document.documentElement.scrollWidth}/${window.innerWidth}/${document.body.scrollWidth}`);
+      throw new Error(`wider than a phone (${dims}): ${wide.join(' | ')}`, { cause: e });
+    });
+    await page.setViewportSize({ width: 1360, height: 1000 });
+  });
+
+  it('says clearly when the daemon is gone', async () => {
+    await daemon.stop();
+    await page.waitForSelector('#conn[data-state="gone"]', { timeout: 10_000 });
+    expect(await page.locator('#gone').isVisible()).toBe(true);
+    expect(await page.locator('#gone').innerText()).toContain('not answering');
+  });
+});
