@@ -24,6 +24,7 @@ import { readStatusToken } from '../daemon/web/access.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { sharedDataSourceProblems } from '../engine/installation.js';
+import { disposition } from '../errors.js';
 import { loadFilter } from '../local/filters.js';
 import { walkTree } from '../local/walk.js';
 import { configFromArgs } from './context.js';
@@ -251,7 +252,7 @@ async function checkFolder(m: MappingConfig): Promise<{ result: CheckResult; fol
 // ---- 3-5. the service -----------------------------------------------------------------
 
 function isAuthError(e: unknown): boolean {
-  return isApiError(e) && (e.code === 'E_UNAUTHORIZED' || e.code === 'E_FORBIDDEN');
+  return isApiError(e) && disposition(e).exitCode === 3;
 }
 
 function authResult(e: unknown, config: Config): CheckResult {

@@ -5,6 +5,7 @@
  */
 import { isApiError } from '../api/errors.js';
 import { ConfigError } from '../config/connection.js';
+import { disposition } from '../errors.js';
 
 export const ExitCode = {
   /** Success. */
@@ -39,7 +40,7 @@ export function describeFailure(err: unknown): { exitCode: ExitCode; message: st
   // A missing or bad setting (no base URL, org or token; unreadable config): fix and rerun.
   if (err instanceof ConfigError) return { exitCode: ExitCode.USAGE, message: err.message };
   if (isApiError(err)) {
-    if (err.code === 'E_UNAUTHORIZED' || err.code === 'E_FORBIDDEN') {
+    if (disposition(err).exitCode === ExitCode.AUTH) {
       return {
         exitCode: ExitCode.AUTH,
         message: `the service refused the credentials (HTTP ${err.status ?? '?'}): ${err.message}. Check the token (DSSYNC_TOKEN or --token-file) and the organization id (--org).`,

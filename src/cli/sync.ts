@@ -3,6 +3,7 @@
  * exactly its folder's files (with --dry-run: when the plan could be made), 1 when some
  * work could not be done, 2 for configuration errors, 3 when the credentials are refused.
  */
+import { disposition } from '../errors.js';
 import type { Argv, CommandModule } from 'yargs';
 import { setMaxListeners } from 'node:events';
 import { isApiError } from '../api/errors.js';
@@ -112,7 +113,8 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     const report = await mirror.fullPass({ dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal });
     return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report };
   } catch (e) {
-    if (isApiError(e) && (e.code === 'E_UNAUTHORIZED' || e.code === 'E_FORBIDDEN')) throw e;
+    // Fatal for the process (credentials refused...): no other mapping can do better (src/errors.ts).
+    if (isApiError(e) && disposition(e).kind === 'fatalForProcess' && e.code !== 'E_ABORTED') throw e;
     if (e instanceof DataSourceMissingError) {
       if (e.wouldCreate && d.args.dryRun) return { mappingId: mapping.id, note: e.message };
       return { mappingId: mapping.id, error: e.message, configProblem: true };

@@ -17,6 +17,7 @@ import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError, type ApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
+import { disposition } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
 import type { HashedFile, Op } from './plan.js';
@@ -311,7 +312,7 @@ async function uploadFailed(batch: UploadOp[], intentId: string, e: unknown, o: 
   // 400/422 to an upload: the service refused something in the files (a name, a content);
   // like 413/415 it is isolated to the file at fault, which waits until it changes, so one
   // file can never hold back the others of its batch forever.
-  const refused = isApiError(e) && (e.code === 'E_PAYLOAD_TOO_LARGE' || e.code === 'E_UNSUPPORTED_TYPE' || e.code === 'E_BAD_REQUEST');
+  const refused = isApiError(e) && disposition(e, 'file').kind === 'refusedForFile';
   const changed = isApiError(e) && e.code === 'E_FILE_CHANGED';
   if ((refused || changed) && batch.length > 1) {
     // The service (or the disk) names no file: send the halves apart until the culprit is alone.

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError, type ApiErrorCode } from '../../src/api/errors.js';
+import { ConfigError } from '../../src/config/connection.js';
+import { LocalFileChangedError, ListingIncompleteError } from '../../src/engine/mirror.js';
+import { SharedDataSourceError } from '../../src/engine/setup.js';
+import { disposition, isRefusedForFile, type ErrorScope } from '../../src/errors.js';
+import { StateWriteError } from '../../src/state/errors.js';
+
+const api = (code: ApiErrorCode, status?: number, extra: { ambiguous?: boolean } = {}) => new ApiError({ code, status, message: code, ...extra });
+const sys = (code: string) => Object.assign(new Error(code), { code });
+
+describe('disposition (one decision for every error, issue 9)', () => {
+  const cases: [string, unknown, ErrorScope, string, number][] = [
+    ['401 anywhere stops the process, exit 3', api('E_UNAUTHORIZED', 401), 'file', 'fatalForProcess', 3],
+    ['403 likewise', api('E_FORBIDDEN', 403), 'mapping', 'fatalForProcess', 3],
+    ['400 to a file is refused for that file', api('E_BAD_REQUEST', 400), 'file', 'refusedForFile', 1],
+    ['422 to a file likewise', api('E_BAD_REQUEST', 422), 'file', 'refusedForFile', 1],
+    ['413 to a file', api('E_PAYLOAD_TOO_LARGE', 413), 'file', 'refusedForFile', 1],
+    ['415 to a file', api('E_UNSUPPORTED_TYPE', 415), 'file', 'refusedForFile', 1],
+    ['400 to the mapping (a listing) stops the mapping', api('E_BAD_REQUEST', 400), 'mapping', 'fatalForMapping', 1],
+    ['404 of a document: looked at again', api('E_NOT_FOUND', 404), 'file', 'retry', 1],
+    ['404 of the data source: the mapping stops, exit 2', api('E_NOT_FOUND', 404), 'mapping', 'fatalForMapping', 2],
+    ['429', api('E_RATE_LIMITED', 429), 'file', 'retry', 1],
+    ['5xx', api('E_SERVER', 502), 'mapping', 'retry', 1],
+    ['409', api('E_CONFLICT', 409), 'file', 'retry', 1],
+    ['a lost answer', api('E_CONNECTION', undefined, { ambiguous: true }), 'file', 'retry', 1],
+    ['a timeout', api('E_TIMEOUT'), 'mapping', 'retry', 1],
+    ['shutdown', api('E_ABORTED'), 'file', 'fatalForProcess', 1],
+    ['a file changed while sent', api('E_FILE_CHANGED'), 'file', 'retry', 1],
+    ['a bad config', new ConfigError('no base URL'), 'mapping', 'fatalForProcess', 2],
+    ['two mappings on one data source', new SharedDataSourceError('x'), 'mapping', 'fatalForMapping', 2],
+    ['an incomplete listing', new ListingIncompleteError('x'), 'mapping', 'fatalForMapping', 1],
+    ['a file changed while hashed', new LocalFileChangedError('x'), 'file', 'retry', 1],
+    ['a state write failing (disk full)', new StateWriteError('/s', sys('ENOSPC')), 'file', 'retry', 1],
+    ['an unreadable file', sys('EACCES'), 'file', 'refusedForFile', 1],
+    ['a file gone', sys('ENOENT'), 'file', 'retry', 1],
+    ['something unexpected in a file op', new Error('boom'), 'file', 'retry', 1],
+    ['something unexpected in the mapping', new Error('boom'), 'mapping', 'fatalForMapping', 1],
+  ];
+  for (const [name, e, scope, kind, exitCode] of cases) {
+    it(name, () => {
+      expect(disposition(e, scope)).toMatchObject({ kind, exitCode });
+    });
+  }
+
+  it('a recorded failure code: refused files are not retried as failures (the runner used to retry 400/422)', () => {
+    expect(isRefusedForFile('E_BAD_REQUEST')).toBe(true);
+    expect(isRefusedForFile('E_PAYLOAD_TOO_LARGE')).toBe(true);
+    expect(isRefusedForFile('E_UNSUPPORTED_TYPE')).toBe(true);
+    expect(isRefusedForFile('E_SERVER')).toBe(false);
+    expect(isRefusedForFile('E_AMBIGUOUS')).toBe(false);
+  });
+});
