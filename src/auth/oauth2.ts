@@ -154,6 +154,12 @@ export class OAuth2TokenProvider extends RenewingProvider {
       }
       return new ApiError({ code: e.status >= 500 ? 'E_SERVER' : 'E_HTTP', status: e.status, path, retryable: e.status >= 500 || e.status === 429, message: `${where} answered ${e.status}: ${what}` });
     }
+    if (e instanceof oidc.WWWAuthenticateChallengeError) {
+      // A 401 with WWW-Authenticate (oidc-provider's answer to a wrong client secret).
+      const ch = e.cause[0];
+      const what = ch ? `${ch.parameters.error ?? ch.scheme}${ch.parameters.error_description ? `: ${preview(ch.parameters.error_description, 200)}` : ''}` : 'refused';
+      return new CredentialsRefusedError(`credentials refused by ${where} for ${this.account}: ${what} (HTTP ${e.status})`, { path, cause: e });
+    }
     const err = e as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } };
     const code = err.code ?? err.cause?.code;
     if (err.name === 'AbortError' || err.name === 'TimeoutError' || code === 'E_ABORTED') {
