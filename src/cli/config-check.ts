@@ -11,7 +11,7 @@
  * the service refused the credentials. The token is never printed: only where it comes from.
  */
 import { constants } from 'node:fs';
-import { access, readFile, stat } from 'node:fs/promises';
+import { access, readFile, realpath, stat } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { dirname } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
@@ -26,6 +26,7 @@ import { DataSourceMissingError, resolveDataSource } from '../engine/data-source
 import { sharedDataSourceProblems } from '../engine/installation.js';
 import { disposition } from '../errors.js';
 import { loadFilter } from '../local/filters.js';
+import { describeMountPlan, parseMountInfo, planMounts, readMountInfo } from '../local/watch/mounts.js';
 import { walkTree } from '../local/walk.js';
 import { configFromArgs } from './context.js';
 import { describeFailure, ExitCode } from './exit.js';
@@ -148,6 +149,13 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
 
   // 6-8. This machine.
   report(inotifyCheck(folders, uncounted, await readInotifyLimits(deps.readProc)));
+  // How each folder is watched: events, or polling on network/FUSE mounts (issue 12; hook by watch).
+  const mountText = await readMountInfo();
+  for (const m of config.mappings) {
+    const root = await realpath(m.path).catch(() => m.path);
+    const lines = describeMountPlan(planMounts(parseMountInfo(mountText), root, m.watch.mode), root, m.watch);
+    report({ check: 'watch', level: 'ok', mapping: m.id, message: lines.join('\n') });
+  }
   report(listenCheck(config.status.listen, config.status));
   for (const r of await checkStatePath(config.statePath)) report(r);
 

@@ -136,3 +136,17 @@ export async function readMountInfo(path = '/proc/self/mountinfo'): Promise<stri
     return '';
   }
 }
+
+/**
+ * One line per mount for operators (`config check`, logs): "/srv/share is cifs
+ * (//fileserver/Public): polled every 10 s (at most 5 % of a core), events for this host's writes".
+ */
+export function describeMountPlan(plan: readonly MountPlanEntry[], root: string, watch: { mode: string; pollIntervalSeconds: number; pollBudgetPercent: number }): string[] {
+  return plan.map((e) => {
+    const where = e.rel === '' ? root : `${root}/${e.rel}`;
+    const fs = `${e.fsType}${e.source && e.source !== e.fsType ? ` (${e.source})` : ''}`;
+    if (e.kind === 'events') return `${where} is ${fs}: watched by events`;
+    const events = watch.mode === 'poll' ? 'no events (watch.mode "poll")' : "events for this host's writes";
+    return `${where} is ${fs}: polled every ${watch.pollIntervalSeconds} s (at most ${watch.pollBudgetPercent} % of a core; longer on a large tree), ${events}`;
+  });
+}

@@ -3,7 +3,7 @@
  * mapped folder get events and which are polled.
  */
 import { describe, expect, it } from 'vitest';
-import { classifyFsType, mountFor, parseMountInfo, planMounts, unescapeMountField } from '../../../../src/local/watch/mounts.js';
+import { classifyFsType, describeMountPlan, mountFor, parseMountInfo, planMounts, unescapeMountField } from '../../../../src/local/watch/mounts.js';
 
 /** Recorded on a Debian host (the first lines), plus shares and FUSE mounts seen in the field. */
 const MOUNTINFO = [
@@ -93,5 +93,14 @@ describe('planMounts', () => {
   it('watch.mode "events" / "poll" forces one kind on every mount', () => {
     expect(planMounts(mounts, '/srv/local', 'poll').every((e) => e.kind === 'poll')).toBe(true);
     expect(planMounts(mounts, '/srv/share', 'events').every((e) => e.kind === 'events')).toBe(true);
+  });
+});
+
+describe('describeMountPlan', () => {
+  it('says per mount how it is watched, as config check prints it', () => {
+    const plan = planMounts(parseMountInfo(MOUNTINFO), '/srv/local', 'auto');
+    const lines = describeMountPlan(plan, '/srv/local', { mode: 'auto', pollIntervalSeconds: 10, pollBudgetPercent: 5 });
+    expect(lines[0]).toBe('/srv/local is xfs (/dev/sdb1): watched by events');
+    expect(lines[1]).toBe("/srv/local/projects/nas is nfs4 (nas.example.com:/export/projects): polled every 10 s (at most 5 % of a core; longer on a large tree), events for this host's writes");
   });
 });
