@@ -11,7 +11,7 @@ import type { DatastoreClient } from '../api/client.js';
 import { requireMappings } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { DataSourceMissingError } from '../engine/data-source.js';
-import type { buildMirror as BuildMirror } from '../engine/setup.js';
+import type { buildMirror as BuildMirror } from '../daemon/build-mirror.js';
 import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import { configFromArgs } from './context.js';
@@ -53,7 +53,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
     import('../log.js'),
     import('../state/store.js'),
     import('../api/from-config.js'),
-    import('../engine/setup.js'),
+    import('../daemon/build-mirror.js'),
   ]);
   // stdout carries the summary; logs go to stderr. On a terminal the progress line
   // replaces the per-document log lines.

@@ -12,7 +12,7 @@ import { createClientFromConfig } from '../../src/api/from-config.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/types.js';
 import type { PassReport } from '../../src/engine/mirror.js';
-import { buildMirror } from '../../src/engine/setup.js';
+import { buildMirror } from '../../src/daemon/build-mirror.js';
 import { silentLogger } from '../../src/log.js';
 import { readStateFile, StateStore } from '../../src/state/store.js';
 import { createWorkspace, localFiles, TOKEN, type Workspace } from '../helpers/mirror-check.js';

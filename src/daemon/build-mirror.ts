@@ -6,10 +6,10 @@ import type { DatastoreApi } from '../api/api.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { createLocalSide } from '../local/side.js';
 import type { Logger } from '../log.js';
-import { resolveDataSource } from './data-source.js';
-import { installationIdFor, sharedDataSourceProblems } from './installation.js';
-import type { OpEvent } from './executor.js';
-import { Mirror, type MirrorState } from './mirror.js';
+import { resolveDataSource } from '../engine/data-source.js';
+import { installationIdFor, sharedDataSourceProblems } from '../engine/installation.js';
+import type { OpEvent } from '../engine/executor.js';
+import { Mirror, type MirrorState } from '../engine/mirror.js';
 
 /** Deleting fewer documents than this never trips the mass-delete share check. */
 export const MASS_DELETE_MINIMUM = 10;
