@@ -100,6 +100,23 @@ describe('state lock', () => {
     await expect(stat(lockPath)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('a lock whose pid was reused by another process is stale: the holder start time differs', async () => {
+    const statePath = join(await freshDir(), 'state.json');
+    const lockPath = lockPathOf(statePath);
+    // The parent (vitest) is alive and not us; its real start time from /proc/<pid>/stat.
+    const stat = await readFile(`/proc/${process.ppid}/stat`, 'utf8');
+    const realStart = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
+    const bootId = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim();
+    // Same boot, live pid, but the recorded start time is another process's: taken over.
+    await writeFile(lockPath, JSON.stringify({ pid: process.ppid, hostname: hostname(), startedAt: 'x', bootId, procStart: String(Number(realStart) + 1) }));
+    const lock = await acquireLock(statePath);
+    expect(lock.info.pid).toBe(process.pid);
+    await lock.release();
+    // The same pid with its true start time is the live holder: refused, naming it.
+    await writeFile(lockPath, JSON.stringify({ pid: process.ppid, hostname: hostname(), startedAt: 'x', bootId, procStart: realStart }));
+    await expect(acquireLock(statePath)).rejects.toThrow(new RegExp(`process ${process.ppid}`));
+  });
+
   it('refuses a lock taken on another host, saying so', async () => {
     const statePath = join(await freshDir(), 'state.json');
     await writeFile(lockPathOf(statePath), JSON.stringify({ pid: 4242, hostname: 'elsewhere', startedAt: 'x' }));
