@@ -22,7 +22,8 @@ import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import { IngestionChecker } from './ingestion.js';
 import type { MappingStatus, RecentError, RunnerPhase } from './status-schema.js';
-import { jittered, retryDelayMs, type Timers } from './timers.js';
+import { initialSchedule, step, type PassKind, type ScheduleAction, type ScheduleEvent, type ScheduleState } from './schedule.js';
+import { retryDelayMs, type Timers } from './timers.js';
 
 // The status shape lives in status-schema.ts (one zod schema shared with `dssync status`
 // and the page); re-exported here for the runner's existing importers.
@@ -63,16 +64,15 @@ export class MappingRunner {
   private watcher: Watcher | undefined;
   private readonly aggregator: EventAggregator;
   private readonly controller = new AbortController();
-  private fullWanted = true;
+  private sched: ScheduleState;
   private readonly pendingFiles = new Map<string, number>();
   private readonly pendingDirs = new Map<string, number>();
   private running: Promise<void> | undefined;
   private drainTimer: unknown;
   private drainAt: number | undefined;
-  private retryTimer: unknown;
-  private rescanTimer: unknown;
+  private deadlineTimer: unknown;
+  private deadlineAt: number | undefined;
   private nextRescanAt: number | undefined;
-  private failures = 0;
   private watchFailures = 0;
   private stopped = false;
   private lastPass: MappingStatus['lastPass'];
@@ -88,6 +88,7 @@ export class MappingRunner {
     this.log = d.logger.child({ mapping: d.mapping.id });
     setMaxListeners(0, this.controller.signal);
     this.aggregator = new EventAggregator({ quietMs: d.config.debounceMs });
+    this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs });
     if (d.config.ingestionCheck.enabled) {
       this.ingestion = new IngestionChecker({
         api: d.api,
@@ -109,7 +110,7 @@ export class MappingRunner {
     // event. Started together, a change after the scan passed its folder and before the
     // watcher was ready was seen by neither (until the next rescan). A watcher that fails
     // to start does not hold the pass back (it is retried; its recovery runs a full pass).
-    void this.startWatching().finally(() => this.kick());
+    void this.startWatching().finally(() => this.dispatch({ type: 'started' }));
   }
 
   /**
@@ -121,7 +122,8 @@ export class MappingRunner {
     this.stopped = true;
     this.phase = 'stopped';
     this.ingestion?.stop();
-    for (const t of [this.drainTimer, this.retryTimer, this.rescanTimer]) if (t !== undefined) this.d.timers.clearTimeout(t);
+    this.dispatch({ type: 'stop' });
+    for (const t of [this.drainTimer, this.deadlineTimer]) if (t !== undefined) this.d.timers.clearTimeout(t);
     await this.watcher?.close().catch(() => undefined);
     this.watcher = undefined;
     if (this.running) {
@@ -164,8 +166,7 @@ export class MappingRunner {
 
   /** Asks for a full pass as soon as the current work allows (SIGHUP, tests). */
   requestFullPass(): void {
-    this.fullWanted = true;
-    this.kick();
+    this.dispatch({ type: 'fullPassRequested' });
   }
 
   /**
@@ -263,10 +264,7 @@ export class MappingRunner {
 
   private takeBatch(batch: Batch): void {
     if (isEmptyBatch(batch)) return;
-    if (batch.rescan) {
-      this.log.info({ reasons: batch.reasons }, 'watcher lost events: full rescan');
-      this.fullWanted = true;
-    }
+    if (batch.rescan) this.log.info({ reasons: batch.reasons }, 'watcher lost events: full rescan');
     const note = (map: Map<string, number>, path: string, at: number): void => {
       const prev = map.get(path);
       map.set(path, prev === undefined ? at : Math.min(prev, at));
@@ -282,23 +280,61 @@ export class MappingRunner {
       // and a ChangeScope folder covers only what is below it.
       note(this.pendingFiles, item.path, item.firstEventAt);
     }
-    this.kick();
+    this.dispatch({ type: 'batchReady', rescan: batch.rescan });
   }
 
-  // ---- passes ---------------------------------------------------------------------
+  // ---- passes: the schedule decides, the runner carries its actions out ----------
 
-  private kick(): void {
-    // While a retry is pending the mapping backs off: what changes meanwhile waits for the
-    // retry's full pass (a failing build or pass must not be retried in a loop).
-    if (this.stopped || this.running || this.retryTimer !== undefined) return;
-    if (!this.fullWanted && this.pendingFiles.size === 0 && this.pendingDirs.size === 0) return;
-    this.running = this.work().finally(() => {
-      this.running = undefined;
-      this.kick();
-    });
+  private dispatch(e: ScheduleEvent): void {
+    const r = step(this.sched, e, this.d.timers.now(), this.d.random ?? Math.random);
+    this.sched = r.state;
+    this.nextRescanAt = r.state.rescanAt;
+    for (const a of r.actions) this.carryOut(a);
+    this.armDeadline(r.nextDeadline);
   }
 
-  private async work(): Promise<void> {
+  private carryOut(a: ScheduleAction): void {
+    switch (a.type) {
+      case 'runFullPass':
+      case 'runChangesPass': {
+        const kind = a.type === 'runFullPass' ? 'full' : 'changes';
+        const pass = this.work(kind);
+        this.running = pass;
+        void pass.finally(() => {
+          if (this.running === pass) this.running = undefined;
+        });
+        break;
+      }
+      case 'enterDegraded':
+        this.setDegraded(this.mirror ? 'pass' : 'service', a.reason);
+        break;
+      case 'leaveDegraded':
+        this.degraded.delete('pass');
+        this.degraded.delete('service');
+        break;
+      case 'retryAt':
+      case 'scheduleRescan':
+        break; // timed through nextDeadline
+    }
+  }
+
+  /** One timer: the schedule's next deadline (a retry or the periodic rescan). */
+  private armDeadline(at: number | undefined): void {
+    if (at === this.deadlineAt) return;
+    if (this.deadlineTimer !== undefined) this.d.timers.clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    this.deadlineAt = at;
+    if (at === undefined || this.stopped) return;
+    this.deadlineTimer = this.d.timers.setTimeout(() => {
+      this.deadlineTimer = undefined;
+      this.deadlineAt = undefined;
+      if (this.sched.rescanAt !== undefined && this.sched.rescanAt <= this.d.timers.now()) this.log.info('periodic rescan');
+      this.dispatch({ type: 'tick' });
+    }, Math.max(0, at - this.d.timers.now()));
+  }
+
+  private async work(kind: PassKind): Promise<void> {
+    let finished: ScheduleEvent;
     try {
       if (!this.mirror) {
         this.phase = 'starting';
@@ -313,30 +349,27 @@ export class MappingRunner {
         this.degraded.delete('service');
       }
       this.phase = 'syncing';
-      this.d.events?.onPassStart?.(this.id, this.fullWanted ? 'full' : 'changes');
-      if (this.fullWanted) {
-        this.fullWanted = false;
-        // A full pass looks at everything the pending events named.
-        this.lagStart = new Map([...this.pendingFiles]);
-        this.pendingFiles.clear();
-        this.pendingDirs.clear();
-        const report = await this.mirror.fullPass({ signal: this.controller.signal });
-        this.afterPass('full', report);
-      } else {
-        const scope: ChangeScope = { files: [...this.pendingFiles.keys()], dirs: [...this.pendingDirs.keys()] };
-        this.lagStart = new Map([...this.pendingFiles, ...this.pendingDirs]);
-        this.pendingFiles.clear();
-        this.pendingDirs.clear();
-        const report = await this.mirror.changedPass(scope, { signal: this.controller.signal });
-        this.afterPass('changes', report);
-      }
+      this.d.events?.onPassStart?.(this.id, kind);
+      // A full pass looks at everything the pending events named.
+      const scope: ChangeScope = { files: [...this.pendingFiles.keys()], dirs: [...this.pendingDirs.keys()] };
+      this.lagStart = kind === 'full' ? new Map([...this.pendingFiles]) : new Map([...this.pendingFiles, ...this.pendingDirs]);
+      this.pendingFiles.clear();
+      this.pendingDirs.clear();
+      const report =
+        kind === 'full'
+          ? await this.mirror.fullPass({ signal: this.controller.signal })
+          : await this.mirror.changedPass(scope, { signal: this.controller.signal });
+      finished = this.afterPass(kind, report);
     } catch (e) {
       if (this.stopped) return;
-      this.onFailure(e);
+      finished = this.onFailure(kind, e);
     }
+    if (this.stopped) return;
+    this.dispatch(finished);
   }
 
-  private afterPass(kind: 'full' | 'changes', report: PassReport): void {
+  /** What a finished pass means for the schedule; records the report for status. */
+  private afterPass(kind: PassKind, report: PassReport): ScheduleEvent {
     this.d.events?.onPass?.(this.id, kind, report);
     // One line per full pass (start, periodic rescan, recovery): when the mirror was last
     // known in sync, and what it took. Incremental passes only at debug level.
@@ -347,80 +380,45 @@ export class MappingRunner {
     this.lastPass = { ...report.counts, ok: report.ok, finishedAt: report.finishedAt, kind };
     this.skipped = report.skipped;
     for (const f of report.failures) this.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}` });
-    if (this.stopped) return;
-    if (report.blocked) {
-      this.onFailure(new Error(report.blocked.message), report.blocked.kind);
-      return;
-    }
+    if (this.stopped) return { type: 'passFinished', kind, ok: report.ok };
+    if (report.blocked) return this.onFailure(kind, new Error(report.blocked.message), report.blocked.kind);
     const failed = report.failures.filter((f) => f.code !== 'E_PAYLOAD_TOO_LARGE' && f.code !== 'E_UNSUPPORTED_TYPE' && f.code !== 'E_AMBIGUOUS');
     if (report.needsFullPass || failed.length > 0) {
       // Transient failures: a full pass (with a listing) settles them, after a back-off.
       // Operations that failed leave the data source behind the folder: say so (a lost
       // answer alone is not an outage; the next full pass settles it).
-      this.failures++;
-      if (failed.length > 0) {
-        const first = failed[0]!;
-        this.setDegraded('pass', `${failed.length} operation(s) failed and will be retried (first: ${first.op} ${first.path}: ${first.message})`);
-      } else {
-        this.phase = this.degraded.size > 0 ? 'degraded' : 'watching';
-      }
-      this.scheduleRetry();
-      return;
+      const first = failed[0];
+      if (!first) this.phase = this.degraded.size > 0 ? 'degraded' : 'watching';
+      return {
+        type: 'passFinished',
+        kind,
+        ok: false,
+        reason: first ? `${failed.length} operation(s) failed and will be retried (first: ${first.op} ${first.path}: ${first.message})` : undefined,
+      };
     }
-    this.failures = 0;
     this.degraded.delete('pass');
     this.degraded.delete('service');
     this.phase = this.degraded.size > 0 ? 'degraded' : 'watching';
-    if (kind === 'full') {
-      this.lastFullPassOkAt = report.finishedAt;
-      this.scheduleRescan();
-    }
+    if (kind === 'full') this.lastFullPassOkAt = report.finishedAt;
+    return { type: 'passFinished', kind, ok: true };
   }
 
-  private onFailure(e: unknown, kind?: string): void {
-    this.failures++;
+  private onFailure(kind: PassKind, e: unknown, blockedKind?: string): ScheduleEvent {
     const message = e instanceof Error ? e.message : String(e);
     const auth = isApiError(e) && (e.code === 'E_UNAUTHORIZED' || e.code === 'E_FORBIDDEN');
     const reason = auth ? `the service refused the credentials: ${message}` : message;
-    this.setDegraded(this.mirror ? 'pass' : 'service', reason);
     this.remember({ message: reason });
-    this.log.error({ err: message, kind, failures: this.failures }, 'mapping degraded; will retry');
-    this.scheduleRetry();
-  }
-
-  private scheduleRetry(): void {
-    if (this.stopped) return;
-    if (this.retryTimer !== undefined) this.d.timers.clearTimeout(this.retryTimer);
-    const delay = this.retryDelay(this.failures);
-    this.retryTimer = this.d.timers.setTimeout(() => {
-      this.retryTimer = undefined;
-      this.requestFullPass();
-    }, delay);
+    this.log.error({ err: message, kind: blockedKind, failures: this.sched.failures + 1 }, 'mapping degraded; will retry');
+    return { type: 'passFinished', kind, ok: false, reason };
   }
 
   /** A full pass right away, cancelling the back-off (the cause of the failures is gone). */
   private retryNow(): void {
-    if (this.retryTimer !== undefined) {
-      this.d.timers.clearTimeout(this.retryTimer);
-      this.retryTimer = undefined;
-    }
-    this.requestFullPass();
+    this.dispatch({ type: 'fullPassRequested', now: true });
   }
 
   private retryDelay(failures: number): number {
     return retryDelayMs(failures, this.d.random, this.d.retryBaseMs);
-  }
-
-  private scheduleRescan(): void {
-    if (this.stopped) return;
-    if (this.rescanTimer !== undefined) this.d.timers.clearTimeout(this.rescanTimer);
-    const delay = jittered(this.d.config.rescanIntervalSeconds * 1000, this.d.random);
-    this.nextRescanAt = this.d.timers.now() + delay;
-    this.rescanTimer = this.d.timers.setTimeout(() => {
-      this.rescanTimer = undefined;
-      this.log.info('periodic rescan');
-      this.requestFullPass();
-    }, delay);
   }
 
   private onOp(e: OpEvent): void {

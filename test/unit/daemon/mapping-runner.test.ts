@@ -128,14 +128,14 @@ function report(failures: FileFailure[] = [], extra: Partial<PassReport> = {}): 
 const serviceDown = (): ApiError =>
   new ApiError({ code: 'E_SERVER', status: 503, method: 'GET', path: '/datastore/v1/data-sources/ds-1/documents', message: 'GET /datastore/v1/data-sources/ds-1/documents: 503 Service Unavailable', retryable: true });
 
-function setup(o: { buildFails?: number; watchFails?: number } = {}) {
+function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeconds?: number } = {}) {
   const timers = new FakeTimers();
   const mirror = new FakeMirror();
   let builds = 0;
   let watcherOpts: WatcherOptions | undefined;
   let watcherClosed = false;
   let watchStarts = 0;
-  const config = { debounceMs: 300, rescanIntervalSeconds: 3600, ingestionCheck: { enabled: false, delaySeconds: 0 } } as unknown as Config;
+  const config = { debounceMs: 300, rescanIntervalSeconds: o.rescanIntervalSeconds ?? 3600, ingestionCheck: { enabled: false, delaySeconds: 0 } } as unknown as Config;
   const mapping = { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '' } as unknown as MappingConfig;
   const state = { mapping: () => ({ files: { 'a.txt': {}, 'b.txt': {} } }), fileCount: () => 2 } as unknown as StateStore;
   const deps: MappingRunnerDeps = {
@@ -261,6 +261,22 @@ describe('MappingRunner', () => {
     mirror.last().resolve(report());
     await settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+    await runner.stop();
+  });
+
+  it('rescanIntervalSeconds 0: one full pass at start, no periodic rescan (not passes back to back)', async () => {
+    const { timers, mirror, runner, emit } = setup({ rescanIntervalSeconds: 0 });
+    runner.start();
+    await settle();
+    mirror.last().resolve(report());
+    await timers.advance(10_000);
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full']);
+    expect(runner.status().nextRescanAt).toBeUndefined();
+    emit({ kind: 'change', path: 'a.txt', size: 1 });
+    await timers.advance(2_000);
+    mirror.last().resolve(report());
+    await timers.advance(7 * 24 * 3_600_000);
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'changes']);
     await runner.stop();
   });
 

@@ -1,0 +1,106 @@
+/**
+ * The runner's schedule as a table: each row is a history of (time, event) and what the
+ * schedule must do. A fake clock is just the `now` of each step.
+ */
+import { describe, expect, it } from 'vitest';
+import { initialSchedule, step, type ScheduleAction, type ScheduleConfig, type ScheduleEvent, type ScheduleState } from '../../../src/daemon/schedule.js';
+
+type Row = [at: number, event: ScheduleEvent, actions: ScheduleAction['type'][], deadline?: number | undefined];
+
+function run(config: ScheduleConfig, rows: Row[]): ScheduleState {
+  let s = initialSchedule(config);
+  for (const [at, event, want, deadline] of rows) {
+    const r = step(s, event, at, () => 0.5);
+    expect({ at, event: event.type, actions: r.actions.map((a) => a.type) }).toEqual({ at, event: event.type, actions: want });
+    if (deadline !== undefined) expect(r.nextDeadline).toBe(deadline === -1 ? undefined : deadline);
+    s = r.state;
+  }
+  return s;
+}
+
+const hourly: ScheduleConfig = { rescanIntervalMs: 3_600_000, retryBaseMs: 5_000 };
+const ok = (kind: 'full' | 'changes'): ScheduleEvent => ({ type: 'passFinished', kind, ok: true });
+const failed: ScheduleEvent = { type: 'passFinished', kind: 'full', ok: false, reason: '503' };
+
+describe('schedule', () => {
+  it('a full pass at start, then the periodic rescan one interval later', () => {
+    run(hourly, [
+      [0, { type: 'started' }, ['runFullPass'], -1],
+      [100, ok('full'), ['leaveDegraded', 'scheduleRescan'], 3_600_100],
+      [3_600_100, { type: 'tick' }, ['runFullPass'], -1],
+    ]);
+  });
+
+  it('rescanIntervalSeconds 0: a full pass at start only, never passes back to back', () => {
+    const s = run({ rescanIntervalMs: 0 }, [
+      [0, { type: 'started' }, ['runFullPass'], -1],
+      [100, ok('full'), ['leaveDegraded'], -1],
+      [200, { type: 'tick' }, [], -1],
+      [300, { type: 'batchReady' }, ['runChangesPass'], -1],
+      [400, ok('changes'), ['leaveDegraded'], -1],
+    ]);
+    expect(s.running).toBeUndefined();
+    expect(s.rescanAt).toBeUndefined();
+  });
+
+  it('nothing runs before started; events before it are kept', () => {
+    run(hourly, [
+      [0, { type: 'batchReady' }, []],
+      [1, { type: 'started' }, ['runFullPass']], // the full pass covers the waiting changes
+      [2, ok('full'), ['leaveDegraded', 'scheduleRescan']],
+    ]);
+  });
+
+  it('one pass at a time: changes seen during a pass run after it, together', () => {
+    run(hourly, [
+      [0, { type: 'started' }, ['runFullPass']],
+      [10, { type: 'batchReady' }, []],
+      [20, { type: 'batchReady' }, []],
+      [30, ok('full'), ['leaveDegraded', 'scheduleRescan', 'runChangesPass']],
+      [40, ok('changes'), ['leaveDegraded']],
+    ]);
+  });
+
+  it('a failed pass backs off exponentially, holds changes meanwhile, and the retry is a full pass', () => {
+    run(hourly, [
+      [0, { type: 'started' }, ['runFullPass']],
+      [0, failed, ['retryAt', 'enterDegraded'], 5_000],
+      [1_000, { type: 'batchReady' }, [], 5_000],
+      [4_999, { type: 'tick' }, [], 5_000],
+      [5_000, { type: 'tick' }, ['runFullPass'], -1],
+      [5_000, failed, ['retryAt', 'enterDegraded'], 15_000],
+      [15_000, { type: 'tick' }, ['runFullPass']],
+      [15_000, ok('full'), ['leaveDegraded', 'scheduleRescan'], 15_000 + 3_600_000],
+    ]);
+  });
+
+  it('lost events ask for a full pass; a request "now" cancels the back-off', () => {
+    run(hourly, [
+      [0, { type: 'started' }, ['runFullPass']],
+      [0, ok('full'), ['leaveDegraded', 'scheduleRescan']],
+      [10, { type: 'batchReady', rescan: true }, ['runFullPass']],
+      [20, failed, ['retryAt', 'enterDegraded'], 5_020],
+      [30, { type: 'fullPassRequested' }, [], 5_020],
+      [40, { type: 'fullPassRequested', now: true }, ['runFullPass']],
+    ]);
+  });
+
+  it('config changes: a new interval re-arms the rescan; 0 drops it', () => {
+    run(hourly, [
+      [0, { type: 'started' }, ['runFullPass']],
+      [0, ok('full'), ['leaveDegraded', 'scheduleRescan'], 3_600_000],
+      [10, { type: 'configChanged', config: { rescanIntervalMs: 60_000 } }, ['scheduleRescan'], 60_010],
+      [20, { type: 'configChanged', config: { rescanIntervalMs: 0 } }, [], -1],
+    ]);
+  });
+
+  it('stop: nothing runs or is timed afterwards', () => {
+    const s = run(hourly, [
+      [0, { type: 'started' }, ['runFullPass']],
+      [1, { type: 'stop' }, [], -1],
+      [2, ok('full'), [], -1],
+      [3, { type: 'batchReady', rescan: true }, [], -1],
+    ]);
+    expect(s.stopped).toBe(true);
+  });
+});
