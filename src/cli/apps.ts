@@ -4,12 +4,12 @@
  */
 import type { CommandModule } from 'yargs';
 import { explainNotFound, requireValue, withContext, type CliContext } from './context.js';
-import type { GlobalArgs } from './options.js';
+import { wideOption, type GlobalArgs } from './options.js';
 import { formatDataSources, formatJsonRecords } from './output.js';
 
 export async function listAppDataSources(ctx: CliContext, appId: string): Promise<void> {
   const records = await explainNotFound(() => ctx.api.listAppDataSources(appId), () => `app ${appId} not found`);
-  ctx.out(ctx.json ? formatJsonRecords(records) : formatDataSources(records));
+  ctx.out(ctx.json ? formatJsonRecords(records) : formatDataSources(records, { wide: ctx.wide }));
 }
 
 interface AppArgs extends GlobalArgs {
@@ -22,6 +22,7 @@ const dataSourcesCommand: CommandModule<GlobalArgs, AppArgs> = {
   builder: (y) =>
     y
       .positional('llmAppId', { type: 'string', describe: 'App id', demandOption: true })
+      .option('wide', wideOption)
       .example('$0 apps data-sources app_42', 'Table of the data sources app_42 uses')
       .example('$0 apps data-sources app_42 --json', 'Normalised records as JSON'),
   handler: async (args) => {

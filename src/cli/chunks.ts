@@ -4,7 +4,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { explainNotFound, missingDocumentMessage, requireValue, withContext, type CliContext } from './context.js';
-import type { GlobalArgs } from './options.js';
+import { wideOption, type GlobalArgs } from './options.js';
 import { formatChunk, formatChunks, formatJsonRecord, formatJsonRecords } from './output.js';
 
 // ---- operations --------------------------------------------------------------------
@@ -14,7 +14,7 @@ export async function listChunks(ctx: CliContext, ds: string, doc: string): Prom
     () => ctx.api.listChunks(ds, doc),
     () => missingDocumentMessage(ctx.api, ds, doc),
   );
-  ctx.out(ctx.json ? formatJsonRecords(records) : formatChunks(records));
+  ctx.out(ctx.json ? formatJsonRecords(records) : formatChunks(records, { wide: ctx.wide }));
 }
 
 export async function getChunk(ctx: CliContext, doc: string, chunk: string): Promise<void> {
@@ -43,6 +43,7 @@ const listCommand: CommandModule<GlobalArgs, ListArgs> = {
   describe: 'List the chunks the service cut a document into',
   builder: (y) =>
     withDoc(y.positional('ds', { type: 'string', describe: 'Data source id', demandOption: true }))
+      .option('wide', wideOption)
       .example('$0 chunks list ds_123 doc_456', 'Table of id, index and the start of each text')
       .example('$0 chunks list ds_123 doc_456 --json', 'Normalised records with the whole text'),
   handler: async (args) => {

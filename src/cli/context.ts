@@ -14,6 +14,8 @@ import type { GlobalArgs } from './options.js';
 export interface CliContext {
   api: DatastoreApi;
   json: boolean;
+  /** --wide: tables show values in full. */
+  wide?: boolean | undefined;
   /** Writes to stdout: the only place command output goes. */
   out: (text: string) => void;
 }
@@ -34,11 +36,11 @@ export interface ContextDeps {
  * named by --config or DSSYNC_CONFIG; none is fine when the environment has the rest) and
  * resolves the connection. Throws ConfigError (exit 2) naming the missing setting.
  */
-export function configFromArgs(args: GlobalArgs, env: NodeJS.ProcessEnv, warn?: (m: string) => void): Config {
+export function configFromArgs(args: GlobalArgs & { logLevel?: string | undefined }, env: NodeJS.ProcessEnv, warn?: (m: string) => void): Config {
   return loadConfig({
     file: args.config,
     env,
-    flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile },
+    flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile, logLevel: args.logLevel },
     warn,
   });
 }
@@ -66,6 +68,7 @@ export async function withContext(
   const ctx: CliContext = {
     api,
     json: args.json === true,
+    wide: (args as { wide?: unknown }).wide === true,
     out: deps.out ?? ((text: string) => void process.stdout.write(text)),
   };
   try {

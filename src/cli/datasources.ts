@@ -11,8 +11,9 @@ import {
   withContext,
   type CliContext,
 } from './context.js';
-import { usageError } from './exit.js';
-import type { GlobalArgs } from './options.js';
+import { askOnTerminal } from './confirm.js';
+import { CliError, ExitCode, usageError } from './exit.js';
+import { wideOption, type GlobalArgs } from './options.js';
 import {
   formatDataSource,
   formatDataSources,
@@ -25,7 +26,7 @@ import {
 
 export async function listDataSources(ctx: CliContext): Promise<void> {
   const records = await ctx.api.listDataSources();
-  ctx.out(ctx.json ? formatJsonRecords(records) : formatDataSources(records));
+  ctx.out(ctx.json ? formatJsonRecords(records) : formatDataSources(records, { wide: ctx.wide }));
 }
 
 export async function getDataSource(ctx: CliContext, id: string): Promise<void> {
@@ -43,12 +44,30 @@ export async function updateDataSource(ctx: CliContext, id: string, name: string
   ctx.out(ctx.json ? formatJsonRecord(record) : `Updated data source ${record.id}.\n${formatDataSource(record)}`);
 }
 
+export interface DeleteConfirmation {
+  /** --yes: the operator (or script) already said yes. */
+  yes: boolean;
+  /** Asks the operator; undefined when nobody can be asked (no terminal). */
+  ask?: ((question: string) => Promise<boolean | undefined>) | undefined;
+}
+
 /**
  * Looks the data source up first: the service's DELETE treats an unknown id as already
  * gone, and an operator who mistyped an id must hear so rather than read "Deleted".
+ * A data source holding documents is deleted only after a yes (--yes, or typed at the
+ * prompt): it cannot be undone, and the count says what would go.
  */
-export async function deleteDataSource(ctx: CliContext, id: string): Promise<void> {
-  await explainNotFound(() => ctx.api.getDataSource(id), () => missingDataSourceMessage(id));
+export async function deleteDataSource(ctx: CliContext, id: string, confirm: DeleteConfirmation = { yes: false }): Promise<void> {
+  const record = await explainNotFound(() => ctx.api.getDataSource(id), () => missingDataSourceMessage(id));
+  if (!confirm.yes) {
+    const count = (await ctx.api.listDocuments(id)).length;
+    if (count > 0) {
+      const what = `data source ${id}${record.name ? ` ("${record.name}")` : ''} holds ${count} document${count === 1 ? '' : 's'}`;
+      const answer = await confirm.ask?.(`Delete ${what}? This cannot be undone.`);
+      if (answer === undefined) throw usageError(`${what}; add --yes to delete it and them (nothing was deleted)`);
+      if (!answer) throw new CliError(`not deleted: ${what}`, ExitCode.FAILURE);
+    }
+  }
   await ctx.api.deleteDataSource(id);
   ctx.out(ctx.json ? formatJsonDeleted(id) : `Deleted data source ${id}.\n`);
 }
@@ -89,7 +108,7 @@ const listCommand: CommandModule<GlobalArgs, GlobalArgs> = {
   command: 'list',
   describe: 'List all data sources of the organization',
   builder: (y) =>
-    y.example('$0 datasources list', 'Table of id, name and connectors').example('$0 datasources list --json', 'Normalised records as JSON'),
+    y.option('wide', wideOption).example('$0 datasources list', 'Table of id, name and connectors').example('$0 datasources list --json', 'Normalised records as JSON'),
   handler: (args) => withContext(args, (ctx) => listDataSources(ctx)),
 };
 
@@ -139,13 +158,17 @@ const updateCommand: CommandModule<GlobalArgs, UpdateArgs> = {
   },
 };
 
-const deleteCommand: CommandModule<GlobalArgs, DsArgs> = {
+const deleteCommand: CommandModule<GlobalArgs, DsArgs & { yes: boolean }> = {
   command: 'delete <ds>',
-  describe: 'Delete a data source and its documents',
-  builder: (y) => dsPositional(y).example('$0 datasources delete ds_123', 'Delete ds_123'),
+  describe: 'Delete a data source and its documents (asks first when it holds documents)',
+  builder: (y) =>
+    dsPositional(y)
+      .option('yes', { type: 'boolean', default: false, describe: 'Delete without asking, even when it holds documents (for scripts)' })
+      .example('$0 datasources delete ds_123', 'Delete ds_123; asks when it holds documents')
+      .example('$0 datasources delete ds_123 --yes', 'Delete without asking') as unknown as Argv<DsArgs & { yes: boolean }>,
   handler: async (args) => {
     const id = requireValue(args.ds, DS);
-    await withContext(args, (ctx) => deleteDataSource(ctx, id));
+    await withContext(args, (ctx) => deleteDataSource(ctx, id, { yes: args.yes, ask: askOnTerminal }));
   },
 };
 

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argv, CommandModule } from 'yargs';
-import type { GlobalArgs } from './options.js';
+import { hideOptions, type GlobalArgs } from './options.js';
+import { untilStopSignal } from './signals.js';
 
 interface DemoArgs extends GlobalArgs {
   folder?: string | undefined;
@@ -19,7 +20,7 @@ export const demoCommand: CommandModule<GlobalArgs, DemoArgs> = {
   command: 'demo [folder]',
   describe: 'Try dssync: an emulated service and the daemon on a folder (default ./dssync-demo with samples)',
   builder: (y) =>
-    y
+    hideOptions(y, ['config', 'base-url', 'org', 'token-file', 'json'])
       .positional('folder', { type: 'string', describe: 'Folder to mirror (created with sample files when missing or empty)' })
       .example('$0 demo', 'mirror ./dssync-demo into an emulated service')
       .example('$0 demo ~/Documents/handbook', 'mirror a folder of yours (read only)') as unknown as Argv<DemoArgs>,
@@ -96,16 +97,10 @@ async function runDemo(folderArg: string | undefined): Promise<number> {
     },
   });
 
-  return await new Promise<number>((resolveExit) => {
-    const stop = (): void => {
-      say('\nStopping…');
-      void daemon
-        .stop()
-        .then(() => emulator.close())
-        .then(() => rm(work, { recursive: true, force: true }))
-        .then(() => resolveExit(0));
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  await untilStopSignal();
+  say('\nStopping…');
+  await daemon.stop();
+  await emulator.close();
+  await rm(work, { recursive: true, force: true });
+  return 0;
 }

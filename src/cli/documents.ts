@@ -16,8 +16,9 @@ import {
   withContext,
   type CliContext,
 } from './context.js';
-import { usageError } from './exit.js';
-import type { GlobalArgs } from './options.js';
+import { ingestionStatus } from '../api/ingestion-status.js';
+import { CliError, usageError } from './exit.js';
+import { wideOption, type GlobalArgs } from './options.js';
 import {
   formatDocument,
   formatDocuments,
@@ -142,7 +143,7 @@ export function documentUpdateBody(current: DocumentRecord, changes: DocumentCha
 
 export async function listDocuments(ctx: CliContext, ds: string): Promise<void> {
   const records = await explainNotFound(() => ctx.api.listDocuments(ds), () => missingDataSourceMessage(ds));
-  ctx.out(ctx.json ? formatJsonRecords(records) : formatDocuments(records));
+  ctx.out(ctx.json ? formatJsonRecords(records) : formatDocuments(records, { wide: ctx.wide }));
 }
 
 async function fetchDocument(ctx: CliContext, ds: string, doc: string): Promise<DocumentRecord> {
@@ -162,7 +163,12 @@ export async function uploadDocuments(ctx: CliContext, ds: string, files: Upload
     return;
   }
   const noun = records.length === 1 ? 'document' : 'documents';
-  ctx.out(`Uploaded ${records.length} ${noun} to data source ${ds}.\n${formatDocuments(records)}`);
+  ctx.out(`Uploaded ${records.length} ${noun} to data source ${ds}.\n${formatDocuments(records, { wide: ctx.wide })}`);
+  // Sent, but the service says it could not read them: not a success for the operator.
+  const failed = records.filter((r) => ingestionStatus(r)?.failed);
+  if (failed.length > 0) {
+    throw new CliError(`the service could not ingest ${failed.length} of the uploaded ${noun} (see STATUS): ${failed.map((r) => `${r.name ?? r.id}: ${ingestionStatus(r)?.reason ?? ingestionStatus(r)?.status ?? ''}`).join('; ')}`);
+  }
 }
 
 /** Reads the document, then sends all its fields with the given ones changed. */
@@ -214,7 +220,8 @@ const listCommand: CommandModule<GlobalArgs, DsArgs> = {
   describe: 'List the documents of a data source',
   builder: (y) =>
     withDs(y)
-      .example('$0 documents list ds_123', 'Table of id, name and url')
+      .option('wide', wideOption)
+      .example('$0 documents list ds_123', 'Table of id, name and url (and the service\'s STATUS when it gives one)')
       .example('$0 documents list ds_123 --json', 'Normalised records as JSON'),
   handler: async (args) => {
     const ds = requireValue(args.ds, DS);

@@ -6,7 +6,8 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { EmulatorOptions, FaultOptions, RunningEmulator } from '../emulator/index.js';
 import { CliError, usageError } from './exit.js';
-import type { GlobalArgs } from './options.js';
+import { hideOptions, type GlobalArgs } from './options.js';
+import { untilStopSignal } from './signals.js';
 
 export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
   host: string;
@@ -28,8 +29,8 @@ export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
 }
 
 /**
- * Numeric options are declared as strings: yargs does not validate numbers ('abc' -> NaN)
- * and the error should quote what the operator typed.
+ * Numeric options are declared without a type: yargs does not validate numbers ('abc' ->
+ * NaN) and the error should quote what the operator typed; their help says "a number".
  */
 function numberOption(
   value: unknown,
@@ -96,40 +97,27 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, env: NodeJS.ProcessE
   return opts;
 }
 
-/** Resolves when SIGTERM or SIGINT arrives. */
-function nextStopSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals): void => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
-      resolve(signal);
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  });
-}
-
 export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
   command: 'emulator',
   describe: 'Run the emulator of the document service (for tests, benchmarks and a first try)',
   builder: (y: Argv<GlobalArgs>) =>
-    y
+    hideOptions(y, ['config', 'base-url', 'token-file', 'json'])
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on' })
-      .option('port', { type: 'string', requiresArg: true, describe: 'Port (0: a free port) [default: 0]' })
+      .option('port', { requiresArg: true, describe: 'Port (0: a free port) [default: 0] (a number)' })
       .option('token', { type: 'string', describe: 'Accepted bearer token. Default: $DSSYNC_EMULATOR_TOKEN, then dev-token' })
       .option('org', { type: 'string', array: true, describe: 'Accepted organization id (repeatable) [default: dev-org]' })
       .option('data-dir', { type: 'string', describe: 'Keep the data in this folder across restarts' })
-      .option('page-size', { type: 'string', requiresArg: true, describe: 'Default list page size (clients may ask ?limit= up to 1000) [default: 20]' })
-      .option('max-file-size', { type: 'string', requiresArg: true, describe: 'Largest accepted file, in bytes (413 above) [default: 20 MiB]' })
-      .option('max-files', { type: 'string', requiresArg: true, describe: 'Most files in one upload (413 above) [default: 100]' })
-      .option('token-ttl', { type: 'string', requiresArg: true, describe: 'Lifetime in seconds of the access tokens its OpenID Connect token endpoint (/realms/dssync/protocol/openid-connect/token) issues; 401 after [default: 300]' })
+      .option('page-size', { requiresArg: true, describe: 'Default list page size (clients may ask ?limit= up to 1000) [default: 20] (a number)' })
+      .option('max-file-size', { requiresArg: true, describe: 'Largest accepted file, in bytes (413 above) [default: 20 MiB] (a number)' })
+      .option('max-files', { requiresArg: true, describe: 'Most files in one upload (413 above) [default: 100] (a number)' })
+      .option('token-ttl', { requiresArg: true, describe: 'Lifetime in seconds of the access tokens its OpenID Connect token endpoint (/realms/dssync/protocol/openid-connect/token) issues; 401 after [default: 300] (a number)' })
       .option('org-header', { type: 'string', requiresArg: true, describe: 'Header that carries the organization id [default: X-Service-Organization-Id]' })
-      .option('latency-ms', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Delay added to every request' })
-      .option('rate-limit-rps', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Requests per second per organization; excess gets 429 + Retry-After' })
-      .option('error-rate', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests answered 500/502/503' })
-      .option('drop-rate', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests whose connection is dropped unanswered' })
-      .option('ambiguous-rate', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of writes committed, then dropped unanswered' })
-      .option('seed', { type: 'string', requiresArg: true, group: 'Faults:', describe: 'Seed for reproducible faults' })
+      .option('latency-ms', { requiresArg: true, group: 'Faults:', describe: 'Delay added to every request (a number)' })
+      .option('rate-limit-rps', { requiresArg: true, group: 'Faults:', describe: 'Requests per second per organization; excess gets 429 + Retry-After (a number)' })
+      .option('error-rate', { requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests answered 500/502/503 (a number)' })
+      .option('drop-rate', { requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests whose connection is dropped unanswered (a number)' })
+      .option('ambiguous-rate', { requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of writes committed, then dropped unanswered (a number)' })
+      .option('seed', { requiresArg: true, group: 'Faults:', describe: 'Seed for reproducible faults (a number)' })
       .example('$0 emulator --port 8080', 'Serve on http://127.0.0.1:8080 (token dev-token, organization dev-org)')
       .example('$0 emulator --rate-limit-rps 20 --error-rate 0.05 --seed 1', 'A rate-limited, slightly flaky service') as unknown as Argv<EmulatorArgs>,
   handler: async (args) => {
@@ -139,7 +127,7 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
     const [{ startEmulator }, { createLogger }, { pino }] = await Promise.all([import('../emulator/index.js'), import('../log.js'), import('pino')]);
     // Logs (internal errors only) go to stderr: stdout carries the one "listening on" line.
     options.logger = createLogger({ level: 'warn', name: 'dssync-emulator', destination: pino.destination({ fd: 2, sync: true }) });
-    const stopped = nextStopSignal();
+    const stopped = untilStopSignal();
     let emulator: RunningEmulator;
     try {
       emulator = await startEmulator(options);

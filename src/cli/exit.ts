@@ -1,11 +1,13 @@
 /**
  * Exit codes of the public interface (DESIGN §6) and the error type commands throw to
- * choose one. main.ts turns any thrown error into a one-line message and an exit code;
- * no command calls process.exit itself.
+ * choose one. app.ts turns any thrown error into a one-line message and an exit code;
+ * commands return or throw rather than call process.exit (the one exception: a second
+ * stop signal to `run`, which must end a stop that hangs).
  */
 import { isApiError } from '../api/errors.js';
 import { ConfigError } from '../config/connection.js';
 import { disposition } from '../errors.js';
+import { fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 
 export const ExitCode = {
   /** Success. */
@@ -51,6 +53,8 @@ export function describeFailure(err: unknown): { exitCode: ExitCode; message: st
     const tries = err.attempts > 1 ? `, after ${err.attempts} attempts` : '';
     return { exitCode: ExitCode.FAILURE, message: `${err.message} (${where}${tries})` };
   }
+  // Out of file descriptors: the limit is the cause, not the file that happened to fail.
+  if (isFdExhaustion(err)) return { exitCode: ExitCode.USAGE, message: `${err instanceof Error ? err.message : String(err)}: ${fdLimitAdvice(openFileLimit())}` };
   if (err instanceof Error) return { exitCode: ExitCode.FAILURE, message: err.message };
   return { exitCode: ExitCode.FAILURE, message: String(err) };
 }

@@ -1,55 +1,31 @@
 #!/usr/bin/env node
 /**
- * The `dssync` command. Thin: it parses arguments and hands each command to its module;
- * every error ends here as one line on stderr and an exit code (DESIGN §6).
+ * The `dssync` entry file. Deliberately tiny: before loading the rest (app.ts and its
+ * hundreds of modules), it installs the signal handlers — a SIGHUP in the first moments of
+ * `dssync run` must not kill the daemon — and checks the open-file limit, under which the
+ * loading itself fails (EMFILE) and the operator must be told which limit and what to set.
  */
-import yargs, { type CommandModule } from 'yargs';
-import { hideBin } from 'yargs/helpers';
-import { describeFailure, ExitCode, usageError } from './exit.js';
-import { globalOptions } from './options.js';
-import { commandModules } from './commands.js';
+import { FDS_TO_LOAD, FDS_WARN_DAEMON, fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
+import { installSignalHandlers } from './signals.js';
 
-export async function main(argv: string[]): Promise<number> {
-  let exitCode: number = ExitCode.OK;
-  const parser = yargs(argv)
-    .scriptName('dssync')
-    .usage('$0 <command> [options]\n\nMirror local folders into data sources of a document service, and administer the service.')
-    .options(globalOptions)
-    .command(commandModules as unknown as CommandModule[])
-    .demandCommand(1, 'Name a command; see dssync --help.')
-    .strict()
-    .recommendCommands()
-    .completion('completion', 'Print a shell completion script (bash/zsh): dssync completion >> ~/.bashrc')
-    .help()
-    .alias('help', 'h')
-    .version()
-    .wrap(Math.min(110, process.stdout.columns || 100))
-    .fail((msg, err) => {
-      // Usage errors from yargs come with a message; errors thrown by handlers with err.
-      if (err) throw err;
-      // Throw rather than return: yargs would otherwise go on and run the handler with
-      // the missing or bad argument (e.g. create without --connector).
-      throw usageError(`${msg}\nRun with --help for usage.`);
-    });
-  try {
-    await parser.parseAsync();
-  } catch (err) {
-    const { exitCode: code, message } = describeFailure(err);
-    process.stderr.write(`dssync: ${message}\n`);
-    if (process.env.DSSYNC_DEBUG && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
-    return code;
-  }
-  // Handlers may set process.exitCode (e.g. sync with failures) instead of throwing.
-  if (exitCode === ExitCode.OK && typeof process.exitCode === 'number') exitCode = process.exitCode;
-  return exitCode;
+const args = process.argv.slice(2);
+const command = args.find((a) => !a.startsWith('-'));
+// The daemon keeps what arrives while it starts; other commands end as by default until
+// they take the signals themselves.
+installSignalHandlers({ hold: command === 'run' });
+
+const CONFIG_ERROR = 2;
+const limit = openFileLimit();
+// The daemon would starve later (each upload, watched folder and connection holds one):
+// say which limit at once. A limit too low to load anything is told below, once.
+if (command === 'run' && limit !== undefined && limit >= FDS_TO_LOAD && limit < FDS_WARN_DAEMON) {
+  process.stderr.write(`dssync: warning: ${fdLimitAdvice(limit)}\n`);
 }
-
-main(hideBin(process.argv)).then(
-  (code) => {
-    process.exitCode = code;
-  },
+import('./app.js').then(
+  (app) => app.start(args),
   (err: unknown) => {
-    process.stderr.write(`dssync: ${describeFailure(err).message}\n`);
-    process.exitCode = ExitCode.FAILURE;
+    const fds = isFdExhaustion(err);
+    process.stderr.write(`dssync: ${fds ? `cannot start: ${fdLimitAdvice(limit)}` : `cannot load: ${err instanceof Error ? err.message : String(err)}`}\n`);
+    process.exitCode = fds ? CONFIG_ERROR : 1;
   },
 );

@@ -2,7 +2,7 @@
  * Options shared by every command. Connection settings follow DESIGN §6: flag, then
  * environment, then the config file. There is deliberately no --token flag.
  */
-import type { Options } from 'yargs';
+import type { Argv, Options } from 'yargs';
 
 export const globalOptions = {
   config: {
@@ -41,3 +41,11 @@ export interface GlobalArgs {
   tokenFile?: string | undefined;
   json: boolean;
 }
+
+/** Leaves global options that do not apply to a command out of its --help (they still parse). */
+export function hideOptions<T>(y: Argv<T>, names: ReadonlyArray<keyof typeof globalOptions>): Argv<T> {
+  return names.reduce((acc, n) => acc.hide(n), y);
+}
+
+/** --wide for the commands that print tables. */
+export const wideOption = { type: 'boolean', default: false, describe: 'Show values in full (tables cut long ones to fit)' } as const satisfies Options;

@@ -4,6 +4,8 @@
  * Pure formatting: functions return strings; the caller writes them to stdout.
  */
 import type { ChunkRecord, DataSourceRecord, DocumentRecord, JsonObject } from '../api/records.js';
+import { ingestionStatus } from '../api/ingestion-status.js';
+import { printable } from './printable.js';
 
 /** The ellipsis that marks a value cut short in a table. */
 export const ELLIPSIS = '…';
@@ -23,25 +25,30 @@ export function truncate(text: string, max: number): string {
   return chars.slice(0, max - 1).join('') + ELLIPSIS;
 }
 
-/** One line of a table cell: newlines and tabs would break the alignment. */
+/** One line of a table cell: newlines and tabs would break the alignment; control characters are escaped. */
 function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
+  return printable(text.replace(/\s+/g, ' ').trim());
 }
 
 function width(text: string): number {
   return Array.from(text).length;
 }
 
+export interface TableOptions {
+  /** --wide: values in full, never cut. */
+  wide?: boolean | undefined;
+}
+
 /**
  * An aligned table with a header row; `empty` is printed instead when there are no rows.
  * The last column is not padded, so lines carry no trailing spaces.
  */
-export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[], empty: string): string {
+export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[], empty: string, opts: TableOptions = {}): string {
   if (rows.length === 0) return `${empty}\n`;
   const cells = rows.map((row) =>
     columns.map((c) => {
       const v = oneLine(c.value(row));
-      return c.max === undefined ? v : truncate(v, c.max);
+      return c.max === undefined || opts.wide ? v : truncate(v, c.max);
     }),
   );
   const widths = columns.map((c, i) => Math.max(width(c.header), ...cells.map((r) => width(r[i] ?? ''))));
@@ -60,7 +67,8 @@ export function formatSummary(pairs: ReadonlyArray<readonly [string, string]>): 
     pairs
       .map(([k, v]) => {
         const label = `${k}:`.padEnd(keyWidth + 1);
-        const [first = '', ...rest] = v.split('\n');
+        // Each line made printable; the breaks of a multi-line value (JSON metadata) kept.
+        const [first = '', ...rest] = v.split('\n').map((l) => printable(l));
         return [label + first, ...rest.map((l) => ' '.repeat(keyWidth + 1) + l)].join('\n').trimEnd();
       })
       .join('\n') + '\n'
@@ -98,14 +106,14 @@ export const dataSourceColumns: Column<DataSourceRecord>[] = [
   { header: 'CONNECTORS', value: (r) => (r.llmConnectorIds?.length ? r.llmConnectorIds.join(', ') : '-'), max: 50 },
 ];
 
-export function formatDataSources(records: readonly DataSourceRecord[]): string {
-  return formatTable(records, dataSourceColumns, 'No data sources.');
+export function formatDataSources(records: readonly DataSourceRecord[], opts: TableOptions = {}): string {
+  return formatTable(records, dataSourceColumns, 'No data sources.', opts);
 }
 
 export function formatDataSource(r: DataSourceRecord): string {
   return formatSummary([
     ['id', r.id],
-    ['name', r.name ?? '-'],
+    ['name', oneLine(r.name ?? '-')],
     ['connectors', r.llmConnectorIds?.length ? r.llmConnectorIds.join(', ') : '-'],
     ...otherRawFields(r.raw, DATA_SOURCE_KEYS),
   ]);
@@ -119,16 +127,27 @@ export const documentColumns: Column<DocumentRecord>[] = [
   { header: 'URL', value: (r) => r.url ?? '-', max: 60 },
 ];
 
-export function formatDocuments(records: readonly DocumentRecord[]): string {
-  return formatTable(records, documentColumns, 'No documents.');
+/** The STATUS column: the service's ingestion status and why it failed, shown when the service gives one. */
+const statusColumn: Column<DocumentRecord> = {
+  header: 'STATUS',
+  value: (r) => {
+    const s = ingestionStatus(r);
+    return s ? `${s.status}${s.reason ? `: ${s.reason}` : ''}` : '-';
+  },
+  max: 60,
+};
+
+export function formatDocuments(records: readonly DocumentRecord[], opts: TableOptions = {}): string {
+  const columns = records.some((r) => ingestionStatus(r) !== undefined) ? [...documentColumns, statusColumn] : documentColumns;
+  return formatTable(records, columns, 'No documents.', opts);
 }
 
 export function formatDocument(r: DocumentRecord): string {
   const metadata = r.metadata === undefined ? '-' : JSON.stringify(r.metadata, null, 2);
   return formatSummary([
     ['id', r.id],
-    ['name', r.name ?? '-'],
-    ['url', r.url ?? '-'],
+    ['name', oneLine(r.name ?? '-')],
+    ['url', oneLine(r.url ?? '-')],
     ['metadata', metadata],
     ...otherRawFields(r.raw, DOCUMENT_KEYS),
   ]);
@@ -142,8 +161,8 @@ export const chunkColumns: Column<ChunkRecord>[] = [
   { header: 'TEXT', value: (r) => r.text ?? '-', max: 70 },
 ];
 
-export function formatChunks(records: readonly ChunkRecord[]): string {
-  return formatTable(records, chunkColumns, 'No chunks.');
+export function formatChunks(records: readonly ChunkRecord[], opts: TableOptions = {}): string {
+  return formatTable(records, chunkColumns, 'No chunks.', opts);
 }
 
 /** One chunk: its fields, then its whole text after a blank line (that is what one reads it for). */

@@ -7,6 +7,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { loadConfig } from '../config/load.js';
 import { CliError, ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
+import { claimSignals } from './signals.js';
 
 interface RunArgs extends GlobalArgs {
   logLevel?: string | undefined;
@@ -25,17 +26,6 @@ export const runCommand: CommandModule<GlobalArgs, RunArgs> = {
 };
 
 export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  // Signals are caught from the start: without a handler, a SIGHUP (systemd's reload)
-  // arriving while the daemon starts would kill it. What arrives before the daemon is up
-  // is acted on once it is.
-  const early: { stop?: string; reload: boolean } = { reload: false };
-  let onSignal = (signal: NodeJS.Signals): void => {
-    if (signal === 'SIGHUP') early.reload = true;
-    else early.stop ??= signal;
-  };
-  const handler = (signal: NodeJS.Signals): void => onSignal(signal);
-  for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(s, handler);
-
   // Heavy modules load only for this command: `dssync --help` stays fast.
   const [{ Daemon }, { createLogger }, { StateLockedError }] = await Promise.all([
     import('../daemon/daemon.js'),
@@ -95,9 +85,18 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
       logger.info('SIGHUP: reloading the configuration');
       void daemon.reload();
     };
-    onSignal = (signal) => (signal === 'SIGHUP' ? reload() : stop(signal));
-    if (early.stop) stop(early.stop);
-    else if (early.reload) reload();
+    // Signals held since the entry file started (a reload or stop asked for while the
+    // daemon started) come first; one reload stands for several.
+    let reloadQueued = false;
+    claimSignals((signal) => {
+      if (signal !== 'SIGHUP') return stop(signal);
+      if (reloadQueued) return;
+      reloadQueued = true;
+      queueMicrotask(() => {
+        reloadQueued = false;
+        if (!stopping) reload();
+      });
+    });
   });
 }
 

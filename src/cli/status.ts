@@ -22,8 +22,9 @@ import type { Settings } from '../config/types.js';
 import { parseDaemonStatus, type DaemonStatus, type MappingStatus } from '../daemon/status-schema.js';
 import type { Intent, PassRecord, StateFile } from '../state/schema.js';
 import { ExitCode, CliError } from './exit.js';
-import type { GlobalArgs } from './options.js';
+import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson, formatSummary, truncate } from './output.js';
+import { printable } from './printable.js';
 
 /** How long the daemon gets to answer: it answers from memory, so this is generous. */
 export const DAEMON_TIMEOUT_MS = 1_500;
@@ -35,8 +36,9 @@ const MAX_STATUS_BYTES = 64 * 1024 * 1024;
 export const statusCommand: CommandModule<GlobalArgs, GlobalArgs> = {
   command: 'status',
   describe: 'Show what dssync is doing: per mapping its phase, files, pending work, errors, last pass (exit 1 when one needs attention)',
+  // It never talks to the service: the connection options do not apply.
   builder: (y) =>
-    y
+    hideOptions(y, ['base-url', 'org', 'token-file'])
       .example('$0 status --config /etc/dssync/config.json', 'asks the running daemon, or reads the state file')
       .example('$0 status --config config.json --json', 'the same for scripts') as unknown as Argv<GlobalArgs>,
   handler: async (args) => {
@@ -321,7 +323,7 @@ export function formatDuration(ms: number): string {
 
 /** Lines of a list, at most `limit`, then "… and N more". */
 export function limitedLines<T>(items: readonly T[], line: (item: T) => string, limit = LIST_LIMIT): string[] {
-  const shown = items.slice(0, limit).map((i) => truncate(line(i).replace(/\s+/g, ' '), 300));
+  const shown = items.slice(0, limit).map((i) => truncate(printable(line(i).replace(/\s+/g, ' ')), 300));
   if (items.length > limit) shown.push(`… and ${items.length - limit} more`);
   return shown;
 }

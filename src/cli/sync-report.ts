@@ -4,6 +4,7 @@
  */
 import type { Op } from '../engine/plan.js';
 import type { PassReport } from '../engine/mirror.js';
+import { printable } from './printable.js';
 
 export interface MappingOutcome {
   mappingId: string;
@@ -11,18 +12,31 @@ export interface MappingOutcome {
   report?: PassReport | undefined;
   /** A mapping that could not run at all (data source missing, folder gone...). */
   error?: string | undefined;
+  /** Uploaded, but the service says it could not ingest them. */
+  notIngested?: NotIngestedFile[] | undefined;
   /** The error is a configuration problem (exit 2). */
   configProblem?: boolean | undefined;
-  /** A dry run that needs no plan to be told (the data source does not exist yet). */
-  note?: string | undefined;
+}
+
+export interface NotIngestedFile {
+  path: string;
+  documentId?: string | undefined;
+  /** The service's status, as it spells it. */
+  status: string;
+  reason?: string | undefined;
 }
 
 export function outcomeOk(o: MappingOutcome): boolean {
-  if (o.error) return false;
-  return o.report ? o.report.ok : o.note !== undefined;
+  if (o.error || o.notIngested?.length) return false;
+  return o.report?.ok === true;
 }
 
+/** One planned or done operation, its names made safe for a terminal. */
 export function describeOp(op: Op): string {
+  return printable(describeOpRaw(op));
+}
+
+function describeOpRaw(op: Op): string {
   switch (op.kind) {
     case 'upload':
       return `upload   ${op.path}`;
@@ -45,17 +59,13 @@ export function formatSyncHuman(outcomes: readonly MappingOutcome[]): string {
   const lines: string[] = [];
   for (const o of outcomes) {
     const head = `${o.mappingId}${o.dataSourceId ? ` -> ${o.dataSourceId}` : ''}`;
-    if (o.note) {
-      lines.push(`${head}: ${o.note}`);
-      continue;
-    }
     if (o.error || !o.report) {
       lines.push(`${head}: FAILED: ${o.error ?? 'no report'}`);
       continue;
     }
     const r = o.report;
     if (r.dryRun) {
-      const writes = r.ops.filter((op) => op.kind !== 'adopt' && op.kind !== 'forget');
+      const writes = plannedWrites(r);
       lines.push(`${head}: dry run, ${writes.length} change(s) planned, ${r.counts.unchanged} unchanged`);
       for (const op of writes) lines.push(`  would ${describeOp(op)}`);
     } else {
@@ -65,12 +75,28 @@ export function formatSyncHuman(outcomes: readonly MappingOutcome[]): string {
       );
     }
     if (r.blocked) lines.push(`  STOPPED: ${r.blocked.message}`);
-    for (const s of r.skipped) lines.push(`  skipped ${s.path}: ${s.reason}`);
-    for (const f of r.failures) lines.push(`  failed  ${f.path || '(batch)'}: ${f.message}${f.status ? ` (HTTP ${f.status})` : ''}`);
+    for (const s of r.skipped) lines.push(printable(`  skipped ${s.path}: ${s.reason}`));
+    for (const f of r.failures) lines.push(printable(`  failed  ${f.path || '(batch)'}: ${f.message}${f.status ? ` (HTTP ${f.status})` : ''}`));
+    for (const n of o.notIngested ?? []) lines.push(printable(`  not ingested  ${n.path}: the service says "${n.status}"${n.reason ? `: ${n.reason}` : ''}`));
   }
-  const ok = outcomes.every(outcomeOk);
-  lines.push(ok ? 'In sync.' : 'Not in sync: see above.');
+  lines.push(closingLine(outcomes));
   return `${lines.join('\n')}\n`;
+}
+
+/** Changes a dry run planned (adopt and forget only touch the state, which a dry run never writes). */
+function plannedWrites(r: PassReport): Op[] {
+  return r.ops.filter((op) => op.kind !== 'adopt' && op.kind !== 'forget');
+}
+
+/** The last line: what is true after this run, never "In sync." after a dry run planned changes. */
+export function closingLine(outcomes: readonly MappingOutcome[]): string {
+  const ok = outcomes.every(outcomeOk);
+  if (outcomes.some((o) => o.report?.dryRun)) {
+    const n = outcomes.reduce((sum, o) => sum + (o.report ? plannedWrites(o.report).length : 0), 0);
+    const what = n === 0 ? 'nothing to change' : `${n} change${n === 1 ? '' : 's'} planned`;
+    return ok ? `Dry run: ${what}; nothing was written.` : `Dry run: ${what}, and a sync would not complete: see above. Nothing was written.`;
+  }
+  return ok ? 'In sync.' : 'Not in sync: see above.';
 }
 
 export function formatSyncJson(outcomes: readonly MappingOutcome[]): string {
@@ -79,7 +105,6 @@ export function formatSyncJson(outcomes: readonly MappingOutcome[]): string {
     dataSourceId: o.dataSourceId,
     ok: outcomeOk(o),
     ...(o.error ? { error: o.error } : {}),
-    ...(o.note ? { note: o.note } : {}),
     ...(o.report
       ? {
           dryRun: o.report.dryRun,
@@ -87,6 +112,7 @@ export function formatSyncJson(outcomes: readonly MappingOutcome[]): string {
           blocked: o.report.blocked ? { kind: o.report.blocked.kind, message: o.report.blocked.message } : undefined,
           skipped: o.report.skipped,
           failures: o.report.failures,
+          notIngested: o.notIngested ?? [],
           ...(o.report.dryRun ? { plan: o.report.ops.map(planEntry) } : {}),
           startedAt: o.report.startedAt,
           finishedAt: o.report.finishedAt,

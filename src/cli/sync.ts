@@ -13,15 +13,20 @@ import type { Config } from '../config/types.js';
 import { DataSourceMissingError } from '../engine/data-source.js';
 import type { buildMirror as BuildMirror } from '../daemon/build-mirror.js';
 import type { Logger } from '../log.js';
+import type { ReadOnlyState } from '../state/read-only-state.js';
 import type { StateStore } from '../state/store.js';
 import { configFromArgs } from './context.js';
 import { CliError, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { ProgressLine } from './progress.js';
-import { formatSyncHuman, formatSyncJson, outcomeOk, type MappingOutcome } from './sync-report.js';
+import { claimSignals } from './signals.js';
+import { formatSyncHuman, formatSyncJson, outcomeOk, type MappingOutcome, type NotIngestedFile } from './sync-report.js';
+import { ingestionStatus } from '../api/ingestion-status.js';
+import type { OpEvent } from '../engine/executor.js';
 
 interface SyncArgs extends GlobalArgs {
   dryRun: boolean;
+  logLevel?: string | undefined;
   allowMassDelete: boolean;
 }
 
@@ -31,6 +36,7 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
   builder: (y) =>
     y
       .option('dry-run', { type: 'boolean', default: false, describe: 'Print the plan (uploads, replacements, renames, deletions); change nothing' })
+      .option('log-level', { type: 'string', describe: 'fatal, error, warn, info, debug or trace (logs go to stderr). Default: $DSSYNC_LOG_LEVEL, then "logLevel"' })
       .option('allow-mass-delete', {
         type: 'boolean',
         default: false,
@@ -48,10 +54,11 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
 export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const config = requireMappings(configFromArgs(args, env, (m) => void process.stderr.write(`dssync: warning: ${m}\n`)));
   // The engine loads only for this command: `dssync --help` and the admin commands stay fast.
-  const [{ pino }, { createLogger }, { StateStore }, { createClientFromConfig }, { buildMirror }] = await Promise.all([
+  const [{ pino }, { createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { buildMirror }] = await Promise.all([
     import('pino'),
     import('../log.js'),
     import('../state/store.js'),
+    import('../state/read-only-state.js'),
     import('../api/from-config.js'),
     import('../daemon/build-mirror.js'),
   ]);
@@ -59,16 +66,19 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   // replaces the per-document log lines.
   const progress = new ProgressLine();
   const logger = createLogger({
-    level: progress.enabled && !env.DSSYNC_LOG_LEVEL ? 'warn' : config.logLevel,
+    level: progress.enabled && !env.DSSYNC_LOG_LEVEL && !args.logLevel ? 'warn' : config.logLevel,
     destination: pino.destination({ fd: 2, sync: true }),
   });
   const controller = new AbortController();
   // Every request of the pass listens on this one signal.
   setMaxListeners(0, controller.signal);
-  const onSignal = (): void => controller.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  const store = await StateStore.open(config.statePath, { logger, onCorrupt: 'reset' }).catch((e: unknown) => {
+  // Interrupted (Ctrl-C, SIGTERM, a closed terminal): stop sending, report what was done.
+  const releaseSignals = claimSignals(() => controller.abort());
+  // A dry run reads the state without its lock (beside a running daemon) and writes nothing.
+  const store: SyncState = await (args.dryRun
+    ? readStateFile(config.statePath).then((file) => new ReadOnlyState(file))
+    : StateStore.open(config.statePath, { logger, onCorrupt: 'reset' })
+  ).catch((e: unknown) => {
     throw new CliError(e instanceof Error ? e.message : String(e), ExitCode.FAILURE);
   });
   const api = createClientFromConfig(config, { logger });
@@ -79,9 +89,8 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
     }
   } finally {
     progress.clear();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    await store.close();
+    releaseSignals();
+    if ('close' in store) await store.close();
     await api.close();
   }
   process.stdout.write(args.json ? formatSyncJson(outcomes) : formatSyncHuman(outcomes));
@@ -89,11 +98,14 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   return outcomes.some((o) => o.configProblem) ? ExitCode.USAGE : ExitCode.FAILURE;
 }
 
+/** The state a pass works on: the locked store, or a dry run's read-only copy. */
+type SyncState = StateStore | ReadOnlyState;
+
 interface SyncDeps {
   args: SyncArgs;
   buildMirror: typeof BuildMirror;
   api: DatastoreClient;
-  store: StateStore;
+  store: SyncState;
   logger: Logger;
   progress: ProgressLine;
   signal: AbortSignal;
@@ -101,22 +113,29 @@ interface SyncDeps {
 
 async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<MappingOutcome> {
   const mapping = config.mappings[index]!;
+  // Documents the service says it could not ingest (its status and reason, when it gives them).
+  const notIngested: NotIngestedFile[] = [];
+  const onOp = (e: OpEvent): void => {
+    d.progress.onOp(e);
+    const ingestion = e.outcome === 'done' && e.record ? ingestionStatus(e.record) : undefined;
+    if (ingestion?.failed) notIngested.push({ path: e.path, documentId: e.documentId, status: ingestion.status, reason: ingestion.reason });
+  };
   try {
     const mirror = await d.buildMirror(config, mapping, index, {
       api: d.api,
       state: d.store,
       logger: d.logger,
-      onOp: d.progress.onOp,
+      onOp,
+      onPlan: d.progress.onPlan,
       signal: d.signal,
-      create: !d.args.dryRun,
+      dryRun: d.args.dryRun,
     });
     const report = await mirror.fullPass({ dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal });
-    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report };
+    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested };
   } catch (e) {
     // Fatal for the process (credentials refused...): no other mapping can do better (src/errors.ts).
     if (isApiError(e) && disposition(e).kind === 'fatalForProcess' && e.code !== 'E_ABORTED') throw e;
     if (e instanceof DataSourceMissingError) {
-      if (e.wouldCreate && d.args.dryRun) return { mappingId: mapping.id, note: e.message };
       return { mappingId: mapping.id, error: e.message, configProblem: true };
     }
     if (isApiError(e) && e.code === 'E_NOT_FOUND') {

@@ -6,9 +6,10 @@ import type { DatastoreApi } from '../api/api.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { createLocalSide } from '../local/side.js';
 import type { Logger } from '../log.js';
-import { resolveDataSource } from '../engine/data-source.js';
+import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { installationIdFor, sharedDataSourceProblems } from '../engine/installation.js';
 import type { OpEvent } from '../engine/executor.js';
+import type { Op } from '../engine/plan.js';
 import { Mirror, type MirrorState } from '../engine/mirror.js';
 
 /** Deleting fewer documents than this never trips the mass-delete share check. */
@@ -20,9 +21,21 @@ export interface BuildMirrorDeps {
   logger: Logger;
   now?: () => number;
   onOp?: ((e: OpEvent) => void) | undefined;
+  /** Each round's plan, before it is carried out (a progress display's total). */
+  onPlan?: ((ops: readonly Op[]) => void) | undefined;
   signal?: AbortSignal | undefined;
   /** Create a data source named by `dataSource` when absent (sync and run: yes; dry run: no). */
   create?: boolean;
+  /**
+   * A dry run: a data source that a sync would create is planned as an empty one (every
+   * file an upload), so that the plan — and the filters — can be previewed before it exists.
+   */
+  dryRun?: boolean;
+}
+
+/** The id a dry run shows for a data source a sync would create. */
+export function wouldCreateId(name: string | undefined): string {
+  return `(new data source "${name ?? ''}")`;
 }
 
 /** Two mappings of one config writing into one data source: refused (issue 9, defect 6). */
@@ -33,7 +46,14 @@ export class SharedDataSourceError extends Error {
 export async function buildMirror(config: Config, mapping: MappingConfig, index: number, deps: BuildMirrorDeps): Promise<Mirror> {
   const shared = sharedDataSourceProblems(config.mappings).find((p) => p.includes(JSON.stringify(mapping.id)));
   if (shared !== undefined) throw new SharedDataSourceError(`${shared} (config mappings[${index}])`);
-  const ds = await resolveDataSource(deps.api, mapping, `mappings[${index}]`, { create: deps.create ?? true, signal: deps.signal });
+  let api = deps.api;
+  const ds = await resolveDataSource(deps.api, mapping, `mappings[${index}]`, { create: deps.dryRun ? false : (deps.create ?? true), signal: deps.signal }).catch(
+    (e: unknown) => {
+      if (!(deps.dryRun && e instanceof DataSourceMissingError && e.wouldCreate)) throw e;
+      api = emptyListing(deps.api);
+      return { id: wouldCreateId(mapping.dataSource?.name), created: false };
+    },
+  );
   if (ds.created) deps.logger.info({ mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name }, 'created the data source');
   return new Mirror({
     spec: {
@@ -50,11 +70,23 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
       batchBytes: config.queue.uploadBatchBytes,
       concurrency: config.queue.concurrency,
     },
-    api: deps.api,
+    api,
     state: deps.state,
     local: createLocalSide(mapping, { signal: deps.signal }),
     logger: deps.logger.child({ mapping: mapping.id }),
     now: deps.now ?? Date.now,
     onOp: deps.onOp,
+    onPlan: deps.onPlan,
+  });
+}
+
+/** The client, except that listings answer empty: a data source that does not exist yet. */
+function emptyListing(api: DatastoreApi): DatastoreApi {
+  return new Proxy(api, {
+    get(target, key, receiver) {
+      if (key === 'listDocuments') return () => Promise.resolve([]);
+      const value: unknown = Reflect.get(target, key, receiver);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
   });
 }

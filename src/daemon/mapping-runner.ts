@@ -79,6 +79,7 @@ export class MappingRunner {
   private lastFullPassOkAt: string | undefined;
   private recentErrors: RecentError[] = [];
   private skipped: { path: string; reason: string }[] = [];
+  private announced = new Set<string>();
   /** First event time of each path in the pass running now, for the lag metric. */
   private lagStart = new Map<string, number>();
   private readonly log: Logger;
@@ -368,6 +369,22 @@ export class MappingRunner {
     this.dispatch(finished);
   }
 
+  /**
+   * Each skipped or excluded file is named in the log once (the status lists them all the
+   * time): a link leading outside the folder or a FIFO is heard of, without a line per pass.
+   */
+  private announceSkipped(kind: PassKind, skipped: PassReport['skipped']): void {
+    if (skipped.length === 0 && this.announced.size === 0) return;
+    // A full pass sees everything: what it no longer skips may be named again later.
+    const now = kind === 'full' ? new Set<string>() : this.announced;
+    for (const s of skipped) {
+      const key = `${s.path}\u0000${s.reason}`;
+      now.add(key);
+      if (!this.announced.has(key)) this.log.info({ path: s.path, reason: s.reason }, s.excluded ? 'file excluded' : 'file skipped');
+    }
+    this.announced = now;
+  }
+
   /** What a finished pass means for the schedule; records the report for status. */
   private afterPass(kind: PassKind, report: PassReport): ScheduleEvent {
     this.d.events?.onPass?.(this.id, kind, report);
@@ -379,6 +396,7 @@ export class MappingRunner {
     );
     this.lastPass = { ...report.counts, ok: report.ok, finishedAt: report.finishedAt, kind };
     this.skipped = report.skipped;
+    this.announceSkipped(kind, report.skipped);
     for (const f of report.failures) this.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}` });
     if (this.stopped) return { type: 'passFinished', kind, ok: report.ok };
     if (report.blocked) return this.onFailure(kind, new Error(report.blocked.message), report.blocked.kind);

@@ -63,6 +63,8 @@ export interface OpEvent {
   outcome: OpOutcome;
   documentId?: string | undefined;
   error?: ApiError | Error | undefined;
+  /** An upload's document as the service reported it (its ingestion status, when it gives one). */
+  record?: DocumentRecord | undefined;
 }
 
 export interface FileFailure {
@@ -287,7 +289,7 @@ async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: Executio
         }
       }
       o.logger.info({ path: op.path, documentId: record.id }, op.kind === 'replace' ? 'replaced' : 'uploaded');
-      done(o, r, op, record.id);
+      done(o, r, op, record.id, record);
     }),
   );
   if (allMarked) o.state.endIntent(o.mappingId, intentId);
@@ -362,9 +364,9 @@ function fail(o: ExecutorOptions, r: ExecutionResult, kind: Op['kind'], path: st
   emit(o, { kind, path, outcome: 'failed', error: e instanceof Error ? e : undefined });
 }
 
-function done(o: ExecutorOptions, r: ExecutionResult, op: Op, documentId?: string): void {
+function done(o: ExecutorOptions, r: ExecutionResult, op: Op, documentId?: string, record?: DocumentRecord): void {
   r.counts[op.kind]++;
-  emit(o, { kind: op.kind, path: op.path, outcome: 'done', documentId });
+  emit(o, { kind: op.kind, path: op.path, outcome: 'done', documentId, ...(record ? { record } : {}) });
 }
 
 function emit(o: ExecutorOptions, e: OpEvent): void {

@@ -18,9 +18,20 @@ export interface ScanResult {
   rootStatus: RootStatus;
   files: Map<string, LocalFileInfo>;
   /** Files present but not to be looked at now (too large, unreadable): their documents stay. */
-  skipped: { path: string; reason: string }[];
+  skipped: SkippedFile[];
   /** Folders that could not be read: everything under them stays as it is. */
   unreadableDirs: string[];
+}
+
+/**
+ * A file not mirrored. `excluded`: left out by a setting, as a filter would (larger than
+ * maxFileBytes, a link leading outside the folder, a FIFO or socket) — reported, yet the
+ * folder counts as in sync; otherwise the pass is incomplete until the cause is fixed.
+ */
+export interface SkippedFile {
+  path: string;
+  reason: string;
+  excluded?: true | undefined;
 }
 
 export class LocalFileChangedError extends Error {
@@ -80,6 +91,8 @@ export interface MirrorDeps {
   logger: Logger;
   now: () => number;
   onOp?: ((e: OpEvent) => void) | undefined;
+  /** The operations about to be carried out (each round's plan): a progress display's total. */
+  onPlan?: ((ops: readonly Op[]) => void) | undefined;
 }
 
 export interface PassOptions {
@@ -100,7 +113,7 @@ export interface PassReport {
   ops: Op[];
   counts: { uploaded: number; replaced: number; renamed: number; updated: number; deleted: number; adopted: number; forgotten: number; unchanged: number; skipped: number; failed: number };
   failures: FileFailure[];
-  skipped: { path: string; reason: string }[];
+  skipped: SkippedFile[];
   /**
    * Documents in the data source that carry dssync metadata of another mapping or another
    * installation: never touched; the operator must give each its own data source.
@@ -234,6 +247,7 @@ export class Mirror {
       }
       if (opts.dryRun) break;
 
+      this.d.onPlan?.(plan.ops);
       const result = await executePlan(plan.ops, {
         api: this.d.api,
         state,
@@ -271,7 +285,7 @@ export class Mirror {
 
     report.counts.skipped = report.skipped.length;
     report.counts.failed = report.failures.length;
-    report.ok = !report.blocked && report.failures.length === 0 && report.skipped.length === 0;
+    report.ok = !report.blocked && report.failures.length === 0 && report.skipped.every((s) => s.excluded);
     report.finishedAt = new Date(this.d.now()).toISOString();
     if (!opts.dryRun) {
       if (!scope) {

@@ -139,14 +139,16 @@ function outermost(dirs: readonly string[]): string[] {
 }
 
 /**
- * What the engine must know. Symbolic links left alone by configuration and special files
- * are not reported as skipped: they are not documents, and a pass is not incomplete for them.
+ * What the engine must know. Files left out by a setting (over maxFileBytes, links leading
+ * outside the folder, FIFOs and sockets) are reported as excluded: named, so that the
+ * operator hears of them, yet the pass is complete. Links left alone by configuration
+ * (followSymlinks off) are not reported: that is what the setting asks for.
  */
 export function toScanResult(walk: WalkResult, maxFileBytes: number): ScanResult {
   const skipped: ScanResult['skipped'] = [];
   for (const s of walk.skipped) {
     const reason = skipReasonText(s, maxFileBytes);
-    if (reason) skipped.push({ path: s.path, reason });
+    if (reason) skipped.push({ path: s.path, reason, ...(EXCLUDED.has(s.reason) ? { excluded: true as const } : {}) });
   }
   // An unreadable folder is reported too (as "path/"): otherwise nothing tells the operator
   // that the files below it are not mirrored. Its documents stay (see unreadableDirs).
@@ -161,10 +163,17 @@ export function toScanResult(walk: WalkResult, maxFileBytes: number): ScanResult
   };
 }
 
+/** Skip reasons that are exclusions by setting, not problems to fix. */
+const EXCLUDED = new Set<SkippedEntry['reason']>(['too-large', 'symlink-outside-root', 'not-a-regular-file']);
+
 function skipReasonText(s: SkippedEntry, maxFileBytes: number): string | undefined {
   switch (s.reason) {
     case 'too-large':
-      return `larger than maxFileBytes (${s.size ?? '?'} > ${maxFileBytes} bytes)`;
+      return `excluded: larger than maxFileBytes (${s.size ?? '?'} > ${maxFileBytes} bytes); raise maxFileBytes to mirror it`;
+    case 'symlink-outside-root':
+      return 'excluded: a symbolic link leading outside the mapped folder (never followed)';
+    case 'not-a-regular-file':
+      return 'excluded: not a regular file (a FIFO, socket or device is never read)';
     case 'name-not-utf8':
       return 'the file name is not valid UTF-8, so it cannot be mirrored; rename it';
     case 'name-collision':

@@ -33,17 +33,17 @@ async function expectUsage(r: CliResult, message: RegExp, code = 2): Promise<voi
 
 describe('bad-input catalogue: command-line arguments', () => {
   it('A01 an unknown command', async () => {
-    await expectUsage(await dssync('frobnicate'), /^dssync: Unknown argument: frobnicate/m);
+    await expectUsage(await dssync('frobnicate'), /^dssync: Unknown command: frobnicate/m);
   });
 
   it('A02 the token given as a flag: there is no such flag (it would show in ps), and the value is not echoed', async () => {
     const r = await dssync('datasources', 'list', '--token', 'tok-on-the-command-line');
-    await expectUsage(r, /Unknown argument/);
+    await expectUsage(r, /Unknown argument: --token/);
     expect(r.stderr).not.toContain('tok-on-the-command-line');
   });
 
   it('A03 a missing positional id', async () => {
-    await expectUsage(await dssync('documents', 'delete', world.dataSourceId), /Not enough non-option arguments/);
+    await expectUsage(await dssync('documents', 'delete', world.dataSourceId), /^dssync: missing <doc>; usage: dssync documents delete <ds> <doc>$/m);
   });
 
   it('A04 --metadata that is not JSON', async () => {
@@ -64,7 +64,7 @@ describe('bad-input catalogue: command-line arguments', () => {
   });
 
   it('A08 an upload without files', async () => {
-    await expectUsage(await dssync('documents', 'upload', world.dataSourceId), /Not enough non-option arguments/);
+    await expectUsage(await dssync('documents', 'upload', world.dataSourceId), /^dssync: missing <file\.\.>; usage: dssync documents upload <ds> <file\.\.>$/m);
   });
 
   it('A09 an upload of a file that does not exist: a usage error naming it, nothing sent', async () => {

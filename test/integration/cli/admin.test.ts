@@ -93,9 +93,9 @@ describe('dssync datasources', () => {
     expect(renamed).toMatchObject({ id: third.id, name: 'Renamed' });
     expect(await okJson('datasources', 'get', third.id)).toMatchObject({ name: 'Renamed' });
 
-    const deleted = await ok('datasources', 'delete', otherId!);
+    const deleted = await ok('datasources', 'delete', otherId!, '--yes');
     expect(deleted.stdout).toBe(`Deleted data source ${otherId}.\n`);
-    expect(await okJson('datasources', 'delete', third.id)).toEqual({ id: third.id, deleted: true });
+    expect(await okJson('datasources', 'delete', third.id, '--yes')).toEqual({ id: third.id, deleted: true });
     const after = await okJson<Rec[]>('datasources', 'list');
     expect(after.map((r) => r.id)).toEqual([created.id]);
     const gone = await cli('datasources', 'get', otherId!);
@@ -118,7 +118,7 @@ describe('dssync documents and chunks', () => {
     uploaded.forEach(expectRecord);
 
     const one = await ok('documents', 'upload', ds.id, join(dir, 'delta.txt'));
-    expect(one.stdout).toMatch(new RegExp(`^Uploaded 1 document to data source ${ds.id}\\.\\nID +NAME +URL\\n\\S+ +delta\\.txt`));
+    expect(one.stdout).toMatch(new RegExp(`^Uploaded 1 document to data source ${ds.id}\\.\\nID +NAME +URL +STATUS\\n\\S+ +delta\\.txt`));
 
     const [list, listHuman, [alpha]] = await Promise.all([
       okJson<Rec[]>('documents', 'list', ds.id),
@@ -127,7 +127,7 @@ describe('dssync documents and chunks', () => {
     ]);
     expect(list.map((d) => d.name).sort()).toEqual(['alpha.txt', 'beta.md', 'delta.txt', 'gamma.txt']);
     list.forEach(expectRecord);
-    expect(listHuman.stdout.split('\n')[0]).toMatch(/^ID +NAME +URL$/);
+    expect(listHuman.stdout.split('\n')[0]).toMatch(/^ID +NAME +URL +STATUS$/);
     expect(listHuman.stdout.trimEnd().split('\n')).toHaveLength(5);
 
     // update: the fields not given keep their values.

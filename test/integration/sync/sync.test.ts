@@ -209,7 +209,7 @@ describe('dssync sync', () => {
     expect((await ws.sync()).code).toBe(0);
     const id = ws.dataSourceId();
     await writeFile(ws.configPath, JSON.stringify({ baseUrl: ws.emu.url, organizationId: 'org-test', statePath: ws.statePath, mappings: [{ path: ws.share, dataSourceId: id }] }));
-    expect((await ws.cli(['datasources', 'delete', id, '--config', ws.configPath])).code).toBe(0);
+    expect((await ws.cli(['datasources', 'delete', id, '--yes', '--config', ws.configPath])).code).toBe(0);
     const r = await ws.sync();
     expect(r.code).toBe(2);
     expect(`${r.stdout}${r.stderr}`).toMatch(new RegExp(`data source ${id}.*does not exist`));
