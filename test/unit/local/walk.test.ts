@@ -81,7 +81,8 @@ describe('LocalSide: what the engine is told', () => {
     expect([...scan.files.keys()]).toEqual(['a.txt']);
     expect(scan.unreadableDirs).toEqual(['locked']);
     expect(scan.skipped).toEqual([
-      { path: 'big.txt', reason: 'larger than maxFileBytes (10 > 5 bytes)' },
+      // Excluded by a setting: named, yet it does not make the pass incomplete.
+      { path: 'big.txt', reason: 'excluded: larger than maxFileBytes (10 > 5 bytes); raise maxFileBytes to mirror it', excluded: true },
       // Reported, so that status says why the files below it are not mirrored.
       { path: 'locked/', reason: 'cannot list the folder: permission denied (EACCES); the documents of its files are kept as they are' },
       { path: 'ok/b.md', reason: 'cannot read its size and time: input/output error (EIO)' },
