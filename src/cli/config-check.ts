@@ -10,40 +10,27 @@
  * itself is invalid (the ConfigError propagates to main.ts as for every command), 3 when
  * the service refused the credentials. The token is never printed: only where it comes from.
  */
-import { constants } from 'node:fs';
-import { access, readFile, realpath, stat } from 'node:fs/promises';
-import { userInfo } from 'node:os';
-import { dirname } from 'node:path';
+import { realpath } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import { createClientFromConfig } from '../api/from-config.js';
 import { describeConfig } from '../config/describe.js';
-import { formatListenAddress, isLoopbackHost, type ListenAddress } from '../config/listen.js';
-import { readStatusToken } from '../daemon/web/access.js';
+import type { CheckLevel, CheckResult } from '../check-result.js';
 import type { Config, MappingConfig } from '../config/types.js';
+import { checkListen } from '../daemon/listen-check.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { sharedDataSourceProblems } from '../engine/installation.js';
 import { disposition } from '../errors.js';
-import { loadFilter } from '../local/filters.js';
 import { describeMountPlan, parseMountInfo, planMounts, readMountInfo } from '../local/watch/mounts.js';
-import { walkTree } from '../local/walk.js';
+import { checkFolder } from '../local/folder-check.js';
+import { inotifyCheck, readInotifyLimits } from '../local/inotify-budget.js';
+import { checkStatePath } from '../state/state-check.js';
 import { configFromArgs } from './context.js';
 import { describeFailure, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { formatJson, formatSummary } from './output.js';
 
-export type CheckLevel = 'ok' | 'warn' | 'fail';
-
-export interface CheckResult {
-  /** Which check: config, folder, service, data-source, app, inotify, status-listen, state. */
-  check: string;
-  level: CheckLevel;
-  message: string;
-  /** What to do about it (commands, file lines), when there is something to do. */
-  fix?: string | undefined;
-  mapping?: string | undefined;
-}
 
 const SYMBOL: Record<CheckLevel, string> = { ok: '✓', warn: '!', fail: '✗' };
 
@@ -156,7 +143,7 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
     const lines = describeMountPlan(planMounts(parseMountInfo(mountText), root, m.watch.mode), root, m.watch);
     report({ check: 'watch', level: 'ok', mapping: m.id, message: lines.join('\n') });
   }
-  report(listenCheck(config.status.listen, config.status));
+  report(await checkListen(config.status.listen, config.status));
   for (const r of await checkStatePath(config.statePath)) report(r);
 
   const exitCode = authRefused ? ExitCode.AUTH : results.some((r) => r.level === 'fail') ? ExitCode.FAILURE : ExitCode.OK;
@@ -199,62 +186,6 @@ export function formatVerdict(results: readonly CheckResult[]): string {
   if (fails) return `\n${plural(fails, 'check')} failed${warns ? `, ${plural(warns, 'warning')}` : ''}.\n`;
   if (warns) return `\nNo check failed; ${plural(warns, 'warning')}.\n`;
   return '\nAll checks passed.\n';
-}
-
-// ---- 2. folders -----------------------------------------------------------------------
-
-async function checkFolder(m: MappingConfig): Promise<{ result: CheckResult; folders?: number | undefined }> {
-  const base = { check: 'folder', mapping: m.id };
-  let filter;
-  try {
-    filter = await loadFilter(m);
-  } catch (e) {
-    return { result: { ...base, level: 'fail', message: e instanceof Error ? e.message : String(e), fix: 'make the ignore file readable by the user dssync runs as' } };
-  }
-  const walk = await walkTree(m.path, filter, { maxFileBytes: m.maxFileBytes, followSymlinks: m.followSymlinks });
-  switch (walk.rootStatus) {
-    case 'missing':
-      return { result: { ...base, level: 'fail', message: `the folder ${m.path} does not exist (not mounted?); nothing would be mirrored (and nothing deleted)` } };
-    case 'not-a-directory':
-      return { result: { ...base, level: 'fail', message: `${m.path} is not a folder; "path" must name the folder to mirror` } };
-    case 'unreadable':
-      return {
-        result: {
-          ...base,
-          level: 'fail',
-          message: `the folder ${m.path} cannot be read by this user (${walk.rootError?.code ?? 'error'})`,
-          fix: 'give the user dssync runs as read access to it (systemd: ReadOnlyPaths= and the folder permissions)',
-        },
-      };
-    case 'ok':
-      break;
-  }
-  const files = walk.files.size;
-  const tooLarge = walk.skipped.filter((s) => s.reason === 'too-large').length;
-  const otherSkipped = walk.skipped.length - tooLarge;
-  const notes = [
-    tooLarge ? `${tooLarge} larger than maxFileBytes (${m.maxFileBytes} bytes) skipped` : '',
-    otherSkipped ? `${otherSkipped} other entr${otherSkipped === 1 ? 'y' : 'ies'} skipped (links, special files, name collisions)` : '',
-  ].filter(Boolean);
-  // The mapped folder itself counts: it is watched like the ones below it.
-  const dirs = walk.dirCount + 1;
-  const counts = `${m.path}: ${dirs} folder${dirs === 1 ? '' : 's'}, ${files} file${files === 1 ? '' : 's'} included${notes.length ? `; ${notes.join('; ')}` : ''}`;
-  if (walk.errors.length) {
-    const first = walk.errors[0];
-    return {
-      folders: dirs,
-      result: {
-        ...base,
-        level: 'warn',
-        message: `${counts}; ${walk.errors.length} unreadable entr${walk.errors.length === 1 ? 'y' : 'ies'}, e.g. ${first?.path ?? ''} (${first?.code ?? ''})`,
-        fix: 'dssync leaves what it cannot read alone; give the user dssync runs as read access to mirror it',
-      },
-    };
-  }
-  if (files === 0) {
-    return { folders: dirs, result: { ...base, level: 'warn', message: `${counts}: no file would be mirrored; check "include", "exclude" and the ignore file` } };
-  }
-  return { folders: dirs, result: { ...base, level: 'ok', message: counts } };
 }
 
 // ---- 3-5. the service -----------------------------------------------------------------
@@ -374,193 +305,6 @@ async function checkApp(
         message: `data source ${id} is not enabled for App ${appId}: the App does not see these documents`,
         fix: `enable data source ${id} for the App in the service (check with: dssync apps data-sources ${appId})`,
       });
-    }
-  }
-  return results;
-}
-
-// ---- 6. inotify -----------------------------------------------------------------------
-
-export interface InotifyLimits {
-  maxUserWatches?: number | undefined;
-  maxUserInstances?: number | undefined;
-  /** Why the limits could not be read. */
-  error?: string | undefined;
-}
-
-export const INOTIFY_DIR = '/proc/sys/fs/inotify';
-/** Share of max_user_watches above which the budget is tight (other programs watch too). */
-export const INOTIFY_WARN_SHARE = 0.8;
-
-export async function readInotifyLimits(read: (path: string) => Promise<string> = (p) => readFile(p, 'utf8')): Promise<InotifyLimits> {
-  const one = async (name: string): Promise<number> => {
-    const n = Number((await read(`${INOTIFY_DIR}/${name}`)).trim());
-    if (!Number.isSafeInteger(n)) throw new Error(`${INOTIFY_DIR}/${name} does not hold a number`);
-    return n;
-  };
-  try {
-    return { maxUserWatches: await one('max_user_watches'), maxUserInstances: await one('max_user_instances') };
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const platform = process.platform === 'linux' ? '' : ` (this is ${process.platform}, not Linux)`;
-    return { error: `cannot read ${INOTIFY_DIR}${platform}: ${code ?? (e instanceof Error ? e.message : String(e))}` };
-  }
-}
-
-/** Watches to plan for: the folders, plus room for growth and for the other mapped trees. */
-export function watchesNeeded(folders: number): number {
-  return Math.ceil(folders * 1.1) + 100;
-}
-
-/** A limit with room to grow: twice what is needed, rounded up, never below the usual 524288. */
-export function suggestedWatchLimit(folders: number): number {
-  const step = 65_536;
-  return Math.max(524_288, Math.ceil((watchesNeeded(folders) * 2) / step) * step);
-}
-
-/**
- * dssync watches folders only (one inotify watch per folder: files are reported by their
- * folder's events), so the budget is the folder count of every mapping. Pure.
- */
-export function inotifyCheck(folders: number, uncounted: number, limits: InotifyLimits): CheckResult {
-  const base = { check: 'inotify' };
-  const partial = uncounted ? ` (${uncounted} mapping${uncounted === 1 ? '' : 's'} not counted: folder unavailable)` : '';
-  if (limits.error !== undefined || limits.maxUserWatches === undefined) {
-    return { ...base, level: 'warn', message: `${limits.error ?? 'inotify limits unknown'}: cannot check the watch budget for ${folders} folders${partial}` };
-  }
-  const limit = limits.maxUserWatches;
-  const needed = watchesNeeded(folders);
-  const share = limit > 0 ? Math.round((needed / limit) * 100) : Infinity;
-  const instances = limits.maxUserInstances === undefined ? '' : `, max_user_instances ${limits.maxUserInstances}`;
-  const summary = `${folders} folder${folders === 1 ? '' : 's'} to watch${partial}, ${needed} with a margin: ${share}% of max_user_watches ${limit}${instances}`;
-  if (needed > limit * INOTIFY_WARN_SHARE) {
-    const n = suggestedWatchLimit(folders);
-    return {
-      ...base,
-      level: 'warn',
-      message: `${summary}: too tight, changes in unwatched folders would be seen only at the periodic rescan`,
-      fix: `raise it now: sudo sysctl -w fs.inotify.max_user_watches=${n}\nand at boot: echo 'fs.inotify.max_user_watches=${n}' | sudo tee /etc/sysctl.d/90-dssync.conf`,
-    };
-  }
-  if (limits.maxUserInstances !== undefined && limits.maxUserInstances < 1) {
-    return { ...base, level: 'warn', message: `${summary}: max_user_instances is 0, so no folder can be watched`, fix: 'sudo sysctl -w fs.inotify.max_user_instances=128' };
-  }
-  return { ...base, level: 'ok', message: summary };
-}
-
-// ---- 7. status endpoint ---------------------------------------------------------------
-
-export function listenCheck(listen: ListenAddress | false, status: { tokenFile?: string | undefined } = {}): CheckResult {
-  const base = { check: 'status-listen' };
-  if (listen === false) return { ...base, level: 'ok', message: 'status endpoint off (status.listen is false); "dssync status" reads the state file' };
-  const addr = formatListenAddress(listen);
-  if (isLoopbackHost(listen.host)) return { ...base, level: 'ok', message: `status endpoint ${addr} (this machine only)` };
-  if (status.tokenFile !== undefined) {
-    // The daemon reads it at start and refuses to start without it: say so now.
-    try {
-      readStatusToken(status.tokenFile);
-    } catch (e) {
-      return { ...base, level: 'fail', message: e instanceof Error ? e.message : String(e), fix: 'the daemon needs this file to start with a status address other machines can reach' };
-    }
-    return { ...base, level: 'ok', message: `status endpoint ${addr} is reachable from other machines; the page and /status need the token of status.tokenFile` };
-  }
-  return {
-    ...base,
-    level: 'warn',
-    message: `status endpoint ${addr} is reachable from other machines and no status.tokenFile is set: other machines get /healthz and /metrics only (the page and /status answer 403)`,
-    fix: `set "status": { "listen": "127.0.0.1:${listen.port}" }, or add "tokenFile" to "status" to read the page from other machines`,
-  };
-}
-
-// ---- 8. state file --------------------------------------------------------------------
-
-function currentUser(): string {
-  try {
-    const u = userInfo();
-    return `${u.username} (uid ${u.uid})`;
-  } catch {
-    return typeof process.getuid === 'function' ? `uid ${process.getuid()}` : 'this user';
-  }
-}
-
-async function isWritableDir(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.W_OK | constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The nearest folder at or above `path` that exists. */
-async function nearestExisting(path: string): Promise<{ path: string; isDir: boolean }> {
-  let p = path;
-  for (;;) {
-    try {
-      const s = await stat(p);
-      return { path: p, isDir: s.isDirectory() };
-    } catch {
-      const up = dirname(p);
-      if (up === p) return { path: p, isDir: false };
-      p = up;
-    }
-  }
-}
-
-export async function checkStatePath(statePath: string): Promise<CheckResult[]> {
-  const base = { check: 'state' };
-  const dir = dirname(statePath);
-  const results: CheckResult[] = [];
-  const existing = await nearestExisting(dir);
-  if (existing.path === dir) {
-    if (!existing.isDir) results.push({ ...base, level: 'fail', message: `${dir} (the state file's folder) is not a folder` });
-    else if (await isWritableDir(dir)) results.push({ ...base, level: 'ok', message: `state file ${statePath}: its folder is writable` });
-    else {
-      results.push({
-        ...base,
-        level: 'fail',
-        message: `state file ${statePath}: its folder ${dir} is not writable by ${currentUser()}`,
-        fix: 'run dssync as a user that can write it (systemd: StateDirectory=dssync), or set "statePath"',
-      });
-    }
-  } else if (existing.isDir && (await isWritableDir(existing.path))) {
-    results.push({ ...base, level: 'ok', message: `state file ${statePath}: its folder ${dir} will be created (under ${existing.path}, writable)` });
-  } else {
-    results.push({
-      ...base,
-      level: 'fail',
-      message: `state file ${statePath}: its folder ${dir} does not exist and ${existing.path} is not writable by ${currentUser()}`,
-      fix: `create it for the user dssync runs as (systemd: StateDirectory=dssync), or set "statePath"`,
-    });
-  }
-
-  let st;
-  try {
-    st = await stat(statePath);
-  } catch {
-    return results; // No state file yet: the first sync writes it.
-  }
-  if (!st.isFile()) {
-    results.push({ ...base, level: 'fail', message: `${statePath} exists and is not a file` });
-    return results;
-  }
-  if ((st.mode & 0o004) !== 0) {
-    results.push({
-      ...base,
-      level: 'warn',
-      message: `the state file ${statePath} is readable by every user (it lists file names and document ids)`,
-      fix: `chmod 600 ${statePath}`,
-    });
-  }
-  try {
-    const { readStateFile } = await import('../state/store.js');
-    await readStateFile(statePath);
-  } catch (e) {
-    const { StateCorruptError } = await import('../state/errors.js');
-    if (e instanceof StateCorruptError) {
-      results.push({ ...base, level: 'warn', message: `the state file ${statePath} is corrupt (${e.detail}): the next sync moves it aside and rebuilds the state from the service` });
-    } else {
-      results.push({ ...base, level: 'warn', message: `cannot read the state file: ${e instanceof Error ? e.message : String(e)}` });
     }
   }
   return results;

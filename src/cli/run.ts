@@ -27,10 +27,11 @@ export const runCommand: CommandModule<GlobalArgs, RunArgs> = {
 
 export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   // Heavy modules load only for this command: `dssync --help` stays fast.
-  const [{ Daemon }, { createLogger }, { StateLockedError }] = await Promise.all([
+  const [{ Daemon }, { createLogger }, { StateLockedError }, { listenFailureMessage }] = await Promise.all([
     import('../daemon/daemon.js'),
     import('../log.js'),
     import('../state/errors.js'),
+    import('../daemon/listen-check.js'),
   ]);
   const warnings: string[] = [];
   const load = () =>
@@ -61,6 +62,11 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
     });
   } catch (e) {
     if (e instanceof StateLockedError) throw new CliError(e.message, ExitCode.FAILURE);
+    // The status port is taken: a configuration problem (exit 2, which the units do not
+    // restart on), named with the setting and the fix, not a bare "listen EADDRINUSE".
+    const listen = first.status.listen;
+    const busy = listen ? listenFailureMessage(e, listen) : undefined;
+    if (busy) throw usageError(busy);
     throw e;
   }
 

@@ -135,6 +135,8 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
   } catch (e) {
     // Fatal for the process (credentials refused...): no other mapping can do better (src/errors.ts).
     if (isApiError(e) && disposition(e).kind === 'fatalForProcess' && e.code !== 'E_ABORTED') throw e;
+    // daemon/build-mirror.js's FolderUnavailableError, by name: the engine loads only when sync runs.
+    if (e instanceof Error && e.name === 'FolderUnavailableError') return { mappingId: mapping.id, error: e.message, configProblem: true };
     if (e instanceof DataSourceMissingError) {
       return { mappingId: mapping.id, error: e.message, configProblem: true };
     }

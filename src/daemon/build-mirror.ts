@@ -4,6 +4,7 @@
  */
 import type { DatastoreApi } from '../api/api.js';
 import type { Config, MappingConfig } from '../config/types.js';
+import { folderProblem } from '../local/folder-check.js';
 import { createLocalSide } from '../local/side.js';
 import type { Logger } from '../log.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
@@ -33,6 +34,11 @@ export interface BuildMirrorDeps {
   dryRun?: boolean;
 }
 
+/** The mapped folder cannot be listed, so its data source was not created. */
+export class FolderUnavailableError extends Error {
+  override readonly name = 'FolderUnavailableError';
+}
+
 /** The id a dry run shows for a data source a sync would create. */
 export function wouldCreateId(name: string | undefined): string {
   return `(new data source "${name ?? ''}")`;
@@ -47,13 +53,19 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
   const shared = sharedDataSourceProblems(config.mappings).find((p) => p.includes(JSON.stringify(mapping.id)));
   if (shared !== undefined) throw new SharedDataSourceError(`${shared} (config mappings[${index}])`);
   let api = deps.api;
-  const ds = await resolveDataSource(deps.api, mapping, `mappings[${index}]`, { create: deps.dryRun ? false : (deps.create ?? true), signal: deps.signal }).catch(
-    (e: unknown) => {
-      if (!(deps.dryRun && e instanceof DataSourceMissingError && e.wouldCreate)) throw e;
-      api = emptyListing(deps.api);
-      return { id: wouldCreateId(mapping.dataSource?.name), created: false };
-    },
-  );
+  const where = `mappings[${index}]`;
+  const create = !deps.dryRun && (deps.create ?? true);
+  const ds = await resolveDataSource(deps.api, mapping, where, { create: false, signal: deps.signal }).catch(async (e: unknown) => {
+    if (!(e instanceof DataSourceMissingError && e.wouldCreate)) throw e;
+    // Nothing is created for a folder that cannot be mirrored: an empty data source
+    // would be left behind, and the folder's problem is what the operator must hear.
+    const problem = await folderProblem(mapping.path);
+    if (problem) throw new FolderUnavailableError(`${where}.path: ${problem} (no data source was created)`);
+    if (create) return resolveDataSource(deps.api, mapping, where, { create: true, signal: deps.signal });
+    if (!deps.dryRun) throw e;
+    api = emptyListing(deps.api);
+    return { id: wouldCreateId(mapping.dataSource?.name), created: false };
+  });
   if (ds.created) deps.logger.info({ mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name }, 'created the data source');
   return new Mirror({
     spec: {

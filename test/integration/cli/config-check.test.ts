@@ -8,7 +8,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { checkStatePath } from '../../../src/cli/config-check.js';
+import { checkStatePath } from '../../../src/state/state-check.js';
 import { createWorkspace, ORG, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary, runCli, type CliResult } from './run-cli.js';
 
