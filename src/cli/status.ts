@@ -69,14 +69,17 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
 
   const listen = settings.status.listen;
   const probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen);
-  if (probe.kind === 'answered') {
-    const note = configMismatch(settings, probe.status);
-    out(args.json ? formatJson({ source: 'daemon', url: probe.url, ...probe.status }) : formatDaemonStatus(probe.status, probe.url, now, note));
+  // The daemon that answered must run this config: another's mappings, exit 0, would keep a
+  // monitor green for a daemon that is not running. Then the state file answers.
+  const other = probe.kind === 'answered' ? configMismatch(settings, probe.status) : undefined;
+  if (probe.kind === 'answered' && other === undefined) {
+    out(args.json ? formatJson({ source: 'daemon', url: probe.url, ...probe.status }) : formatDaemonStatus(probe.status, probe.url, now));
     return daemonExitCode(probe.status);
   }
 
   const state = await readState(settings.statePath, deps.readState);
-  const report = stateFileReport(settings, state, describeProbe(probe));
+  const daemon = other !== undefined && probe.kind !== 'off' ? { url: probe.url, reason: `no daemon for this config at ${probe.url}: ${other}` } : describeProbe(probe);
+  const report = stateFileReport(settings, state, daemon);
   if (args.json) {
     out(formatJson(report));
   } else {
@@ -164,19 +167,39 @@ function describeProbe(p: DaemonProbe): StateFileReport['daemon'] {
 
 /**
  * The daemon that answered may run another config file (two configs, one port). Its
- * state path may differ legitimately (systemd's STATE_DIRECTORY), so only the file is compared.
+ * state path may differ legitimately (systemd's STATE_DIRECTORY), so the file is compared,
+ * and without a file, the mappings.
  */
-function configMismatch(settings: Settings, status: DaemonStatus): string | undefined {
-  if (settings.file === undefined || status.configFile === undefined || status.configFile === settings.file) return undefined;
-  return `the daemon at this address runs the config ${status.configFile}, not ${settings.file}`;
+export function configMismatch(settings: Pick<Settings, 'file' | 'mappings'>, status: DaemonStatus): string | undefined {
+  if (settings.file !== undefined && status.configFile !== undefined) {
+    return status.configFile === settings.file ? undefined : `it runs the config ${status.configFile}, not ${settings.file}`;
+  }
+  const mine = settings.mappings.map((m) => m.id).sort().join(', ');
+  const theirs = status.mappings.map((m) => m.id).sort().join(', ');
+  if (settings.mappings.length === 0 || mine === theirs) return undefined;
+  return `it runs the mappings ${theirs || '(none)'}, not ${mine}`;
 }
 
 export function daemonExitCode(status: DaemonStatus): number {
   return status.mappings.some(mappingNeedsAttention) ? ExitCode.FAILURE : ExitCode.OK;
 }
 
+/**
+ * The one "needs attention" rule, for the daemon's view and the state file's: the mapping
+ * is degraded (only a running daemon can tell), or its last pass did not complete cleanly
+ * (failed or skipped files, a stopped pass; files excluded by a setting do not count) —
+ * the condition under which `dssync sync` exits 1.
+ */
+export function needsAttention(m: { degraded?: boolean; lastPassOk?: boolean | undefined }): boolean {
+  return m.degraded === true || m.lastPassOk === false;
+}
+
 function mappingNeedsAttention(m: MappingStatus): boolean {
-  return m.phase === 'degraded' || m.degraded.length > 0 || m.lastPass?.ok === false;
+  return needsAttention({ degraded: m.phase === 'degraded' || m.degraded.length > 0, lastPassOk: m.lastPass?.ok });
+}
+
+function stateNeedsAttention(m: StateMappingView): boolean {
+  return m.inConfig && needsAttention({ lastPassOk: m.lastPass?.ok });
 }
 
 // ---- the state file -------------------------------------------------------------------
@@ -217,8 +240,11 @@ export interface StateMappingView {
   /** False when the state file holds nothing for this mapping yet. */
   synced: boolean;
   filesTracked: number;
-  /** Open intents: remote writes begun and not recorded as finished (resolved at the next start). */
-  pending: number;
+  /**
+   * Open intents: remote writes begun and not recorded as finished (settled at the next
+   * start). Not "pending": in the daemon's view that is the paths waiting for a pass.
+   */
+  unfinishedWrites: number;
   intents: IntentView[];
   rejected: { path: string; reason: string; status?: number | undefined; at: string }[];
   lastPass: PassRecord | null;
@@ -268,7 +294,7 @@ function mappingView(id: string, path: string | null, configuredId: string | nul
     inConfig,
     synced: s !== undefined,
     filesTracked: Object.keys(s?.files ?? {}).length,
-    pending: intents.length,
+    unfinishedWrites: intents.length,
     intents,
     rejected,
     lastPass: s?.lastPass ?? null,
@@ -287,7 +313,7 @@ function intentView(i: Intent): IntentView {
 }
 
 export function stateExitCode(report: StateFileReport): number {
-  return report.mappings.some((m) => m.inConfig && m.lastPass?.ok === false) ? ExitCode.FAILURE : ExitCode.OK;
+  return report.mappings.some(stateNeedsAttention) ? ExitCode.FAILURE : ExitCode.OK;
 }
 
 // ---- human output (pure) --------------------------------------------------------------
@@ -356,7 +382,7 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
     ['data source', m.dataSourceId ?? '(not resolved yet)'],
   ];
   if (m.degraded.length) pairs.push(['degraded', m.degraded.join('\n')]);
-  pairs.push(['files tracked', String(m.filesTracked)], ['pending', String(m.pending)]);
+  pairs.push(['files tracked', String(m.filesTracked)], ['pending', `${m.pending} path(s) waiting for the next pass`]);
   const lp = m.lastPass;
   if (lp) {
     const { ok, finishedAt, kind, ...counts } = lp;
@@ -364,7 +390,8 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
   } else {
     pairs.push(['last pass', 'none yet']);
   }
-  if (m.lastFullPassOkAt && (!lp || !lp.ok || lp.kind !== 'full')) pairs.push(['last full ok', formatWhen(m.lastFullPassOkAt, now)]);
+  // The last full pass that completed, when it is not the one just shown.
+  if (m.lastFullPassOkAt && m.lastFullPassOkAt !== lp?.finishedAt) pairs.push(['last full ok', formatWhen(m.lastFullPassOkAt, now)]);
   if (m.nextRescanAt) pairs.push(['next rescan', formatWhen(m.nextRescanAt, now)]);
   pairs.push(['watched dirs', String(m.watchedDirs)]);
   const lists = [
@@ -376,7 +403,7 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
   return [`mapping ${m.id}: ${m.phase}`, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
 }
 
-export function formatDaemonStatus(s: DaemonStatus, url: string, now: number, note?: string): string {
+export function formatDaemonStatus(s: DaemonStatus, url: string, now: number): string {
   const r = s.requests;
   const head = [
     `daemon: ${s.stopping ? 'stopping' : 'running'}, pid ${s.pid}, dssync ${s.version}, up ${formatDuration(now - Date.parse(s.startedAt))} (since ${formatWhen(s.startedAt, now).replace(/ \(.*\)$/, '')})`,
@@ -390,7 +417,6 @@ export function formatDaemonStatus(s: DaemonStatus, url: string, now: number, no
       ]).trimEnd(),
     ),
   ];
-  if (note) head.push(`  note: ${note}`);
   const blocks = [head.join('\n'), ...s.mappings.map((m) => daemonMappingLines(m, now))];
   if (s.mappings.length === 0) blocks.push('No mappings.');
   const attention = s.mappings.filter(mappingNeedsAttention).map((m) => m.id);
@@ -410,7 +436,7 @@ function stateMappingLines(m: StateMappingView, now: number): string {
     ['data source', m.dataSourceId ?? '(not resolved yet)'],
   ];
   if (!m.synced) return [title, indent(formatSummary(pairs).trimEnd()), '  not synced yet'].join('\n');
-  pairs.push(['files tracked', String(m.filesTracked)], ['pending work', m.pending === 0 ? 'none' : `${m.pending} unfinished remote write(s), settled at the next start`]);
+  pairs.push(['files tracked', String(m.filesTracked)], ['unfinished writes', m.unfinishedWrites === 0 ? 'none' : `${m.unfinishedWrites} remote write(s) begun and not recorded as done, settled at the next start`]);
   const lp = m.lastPass;
   if (lp) {
     pairs.push(['last pass', `${lp.ok ? 'ok' : 'NOT OK'}, ${formatWhen(lp.finishedAt, now)}: ${formatCounts(lp.summary)}`]);
@@ -419,7 +445,7 @@ function stateMappingLines(m: StateMappingView, now: number): string {
     pairs.push(['last pass', 'none recorded']);
   }
   const lists = [
-    ...section('pending', m.intents, (i) => `${describeIntent(i)} (since ${formatWhen(i.startedAt, now)})`),
+    ...section('unfinished writes', m.intents, (i) => `${describeIntent(i)} (since ${formatWhen(i.startedAt, now)})`),
     ...section('rejected by the service (retried when the file changes)', m.rejected, (r) => `${r.path}: ${r.reason}${r.status ? ` (HTTP ${r.status})` : ''}`),
   ];
   return [title, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
@@ -434,7 +460,7 @@ export function formatStateReport(report: StateFileReport, now: number, modified
   blocks[0] += `\nFrom the state file ${report.statePath}${modifiedAt ? `, written ${formatWhen(modifiedAt, now)}` : ''}:`;
   blocks.push(...report.mappings.map((m) => stateMappingLines(m, now)));
   if (report.mappings.length === 0) blocks.push('No mappings.');
-  const attention = report.mappings.filter((m) => m.inConfig && m.lastPass?.ok === false).map((m) => m.id);
+  const attention = report.mappings.filter(stateNeedsAttention).map((m) => m.id);
   if (attention.length) blocks.push(`Needs attention (last pass not ok): ${attention.join(', ')}.`);
   return `${blocks.join('\n\n')}\n`;
 }

@@ -71,7 +71,7 @@ export function formatSyncHuman(outcomes: readonly MappingOutcome[]): string {
     } else {
       const c = r.counts;
       lines.push(
-        `${head}: ${c.uploaded} uploaded, ${c.replaced} replaced, ${c.renamed} renamed, ${c.updated} updated, ${c.deleted} deleted, ${c.unchanged} unchanged, ${c.skipped} skipped, ${c.failed} failed`,
+        `${head}: ${c.uploaded} uploaded, ${c.replaced} replaced, ${c.renamed} renamed, ${c.updated} updated, ${c.deleted} deleted, ${c.adopted ? `${c.adopted} adopted, ` : ''}${c.unchanged} unchanged, ${c.skipped} skipped, ${c.failed} failed`,
       );
     }
     if (r.blocked) lines.push(`  STOPPED: ${r.blocked.message}`);

@@ -16,7 +16,7 @@ interface StateJson {
   source: string;
   stateFile: string;
   daemon: { url: string | null; reason: string };
-  mappings: { id: string; inConfig: boolean; synced: boolean; filesTracked: number; pending: number; lastPass: { ok: boolean } | null }[];
+  mappings: { id: string; inConfig: boolean; synced: boolean; filesTracked: number; unfinishedWrites: number; lastPass: { ok: boolean } | null }[];
 }
 interface DaemonJson {
   source: string;
@@ -156,13 +156,13 @@ describe('dssync status without a daemon', () => {
     expect(human.stdout).toContain(`From the state file ${ws.statePath}`);
     expect(human.stdout).toMatch(/^mapping share$/m);
     expect(human.stdout).toMatch(/^ {2}files tracked: 3$/m);
-    expect(human.stdout).toMatch(/^ {2}pending work: +none$/m);
+    expect(human.stdout).toMatch(/^ {2}unfinished writes: +none$/m);
     expect(human.stdout).toMatch(/^ {2}last pass: +ok, .*3 uploaded$/m);
     expectNoToken(human);
 
     const json = jsonOf<StateJson>(await status(ws, '--json'));
     expect(json.source).toBe('state-file');
-    expect(json.mappings).toEqual([expect.objectContaining({ id: 'share', inConfig: true, synced: true, filesTracked: 3, pending: 0, lastPass: expect.objectContaining({ ok: true }) })]);
+    expect(json.mappings).toEqual([expect.objectContaining({ id: 'share', inConfig: true, synced: true, filesTracked: 3, unfinishedWrites: 0, lastPass: expect.objectContaining({ ok: true }) })]);
   });
 
   it('names a corrupt state file and exits 1', { timeout: 30_000 }, async () => {

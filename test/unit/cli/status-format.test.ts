@@ -175,7 +175,7 @@ describe('the state file view', () => {
 
   it('shows files tracked, open intents, rejected files and the last pass of each mapping', () => {
     const report = stateFileReport(settings, stateWith(), daemonDown);
-    expect(report.mappings.map((m) => [m.id, m.inConfig, m.synced, m.filesTracked, m.pending])).toEqual([
+    expect(report.mappings.map((m) => [m.id, m.inConfig, m.synced, m.filesTracked, m.unfinishedWrites])).toEqual([
       ['handbook', true, true, 2, 2],
       ['policies', true, false, 0, 0],
       ['retired', false, true, 0, 0],
@@ -183,8 +183,8 @@ describe('the state file view', () => {
     const text = formatStateReport(report, NOW, ago(10_000));
     expect(text.startsWith('daemon not running (no answer at http://127.0.0.1:8787: connection refused).\n')).toBe(true);
     expect(text).toContain('From the state file /var/lib/dssync/state.json, written 2026-03-01T11:59:50Z (10s ago):');
-    expect(text).toMatch(/^ {2}files tracked: 2$/m);
-    expect(text).toMatch(/^ {2}pending work: +2 unfinished remote write\(s\), settled at the next start$/m);
+    expect(text).toMatch(/^ {2}files tracked: +2$/m);
+    expect(text).toMatch(/^ {2}unfinished writes: +2 remote write\(s\) begun and not recorded as done, settled at the next start$/m);
     expect(text).toContain('    upload new.txt (since 2026-03-01T11:59:00Z (1m ago))');
     expect(text).toContain('    update old-b.txt -> b.txt');
     expect(text).toContain('    huge.pdf: payload too large (HTTP 413)');
