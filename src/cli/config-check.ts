@@ -14,11 +14,9 @@ import { realpath } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
-import { createClientFromConfig } from '../api/from-config.js';
 import { describeConfig } from '../config/describe.js';
 import type { CheckLevel, CheckResult } from '../check-result.js';
 import type { Config, MappingConfig } from '../config/types.js';
-import { checkListen } from '../daemon/listen-check.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { sharedDataSourceProblems } from '../engine/installation.js';
 import { disposition } from '../errors.js';
@@ -76,6 +74,14 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   const loadWarnings: string[] = [];
   // Throws ConfigError (exit 2) for an invalid file or a missing setting, as every command does.
   const config = configFromArgs(args, env, (m) => loadWarnings.push(m));
+  // Each check lives in the layer that owns it; loaded here, so that other commands and
+  // --help do not pay for them.
+  const [{ checkFolder }, { inotifyCheck, readInotifyLimits }, { checkListen }, { checkStatePath }] = await Promise.all([
+    import('../local/folder-check.js'),
+    import('../local/inotify-budget.js'),
+    import('../daemon/listen-check.js'),
+    import('../state/state-check.js'),
+  ]);
 
   const results: CheckResult[] = [];
   const report = (r: CheckResult): void => {
@@ -110,7 +116,7 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   }
 
   // 3-5. The service.
-  const api = (deps.createApi ?? defaultCreateApi)(config);
+  const api = await (deps.createApi ?? defaultCreateApi)(config);
   let authRefused: boolean;
   try {
     const service = await checkService(api, config);
@@ -152,7 +158,8 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   return exitCode;
 }
 
-function defaultCreateApi(config: Config): DatastoreApi & { close: () => Promise<void> } {
+async function defaultCreateApi(config: Config): Promise<DatastoreApi & { close: () => Promise<void> }> {
+  const { createClientFromConfig } = await import('../api/from-config.js');
   return createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: Math.min(CHECK_MAX_ATTEMPTS, config.queue.maxAttempts) } });
 }
 
