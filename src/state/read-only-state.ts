@@ -4,7 +4,8 @@
  * while it plans (hashes, the mapping's entry) lives and dies with the process.
  */
 import type { StateWriter } from '../engine/executor.js';
-import { emptyMappingState, type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile } from './schema.js';
+import { newMappingState } from './codec.js';
+import { type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile } from './schema.js';
 
 type NewIntent = Intent extends unknown ? Omit<Intent, 'id' | 'startedAt'> : never;
 
@@ -20,7 +21,7 @@ export class ReadOnlyState implements StateWriter {
     if (known && known.dataSourceId === dataSourceId) return known;
     const saved = this.file?.mappings[mappingId];
     // Another data source than the state knows: the engine would start afresh, so does the plan.
-    const m = saved && saved.dataSourceId === dataSourceId ? structuredClone(saved) : emptyMappingState(dataSourceId, root);
+    const m = saved && saved.dataSourceId === dataSourceId ? structuredClone(saved) : newMappingState(dataSourceId, root);
     this.mappings.set(mappingId, m);
     return m;
   }
