@@ -21,9 +21,6 @@ import { DataSourceMissingError, resolveDataSource } from '../engine/data-source
 import { sharedDataSourceProblems } from '../engine/installation.js';
 import { disposition } from '../errors.js';
 import { describeMountPlan, parseMountInfo, planMounts, readMountInfo } from '../local/watch/mounts.js';
-import { checkFolder } from '../local/folder-check.js';
-import { inotifyCheck, readInotifyLimits } from '../local/inotify-budget.js';
-import { checkStatePath } from '../state/state-check.js';
 import { configFromArgs } from './context.js';
 import { describeFailure, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';

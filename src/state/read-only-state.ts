@@ -3,13 +3,13 @@
  * daemon may hold it), changed in memory only, never written. What the engine records
  * while it plans (hashes, the mapping's entry) lives and dies with the process.
  */
-import type { StateWriter } from '../engine/executor.js';
-import { newMappingState } from './codec.js';
+import { newMappingState } from './validate.js';
 import { type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile } from './schema.js';
 
 type NewIntent = Intent extends unknown ? Omit<Intent, 'id' | 'startedAt'> : never;
 
-export class ReadOnlyState implements StateWriter {
+/** Has the shape of the engine's StateWriter (checked where the dry run hands it over). */
+export class ReadOnlyState {
   private readonly mappings = new Map<string, MappingState>();
   private n = 0;
 
