@@ -14,12 +14,12 @@
  * state file yet is exit 0.
  */
 import { request } from 'node:http';
-import { stat } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
 import { parseDaemonStatus, type DaemonStatus, type MappingStatus } from '../daemon/status-schema.js';
+import { stateWrittenAt } from '../state/state-check.js';
 import type { Intent, PassRecord, StateFile } from '../state/schema.js';
 import { ExitCode, CliError } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
@@ -83,7 +83,7 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
   if (args.json) {
     out(formatJson(report));
   } else {
-    const modified = state === undefined ? undefined : await stat(settings.statePath).then((s) => s.mtime.toISOString(), () => undefined);
+    const modified = state === undefined ? undefined : (await stateWrittenAt(settings.statePath))?.toISOString();
     out(formatStateReport(report, now, modified));
   }
   return stateExitCode(report);

@@ -8,6 +8,7 @@ import { userInfo } from 'node:os';
 import { dirname } from 'node:path';
 import type { CheckResult } from '../check-result.js';
 import { StateCorruptError } from './errors.js';
+import { journalPathOf } from './journal.js';
 import { readStateFile } from './store.js';
 
 function currentUser(): string {
@@ -98,4 +99,14 @@ export async function checkStatePath(statePath: string): Promise<CheckResult[]> 
     }
   }
   return results;
+}
+
+/**
+ * When the state was last written: the newer of the snapshot and its journal. Since the
+ * journal (issue 16) the snapshot changes only at a fold, so its mtime alone looks stale.
+ */
+export async function stateWrittenAt(statePath: string): Promise<Date | undefined> {
+  const times = await Promise.all([statePath, journalPathOf(statePath)].map((p) => stat(p).then((s) => s.mtimeMs, () => undefined)));
+  const known = times.filter((t): t is number => t !== undefined);
+  return known.length === 0 ? undefined : new Date(Math.max(...known));
 }
