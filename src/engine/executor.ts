@@ -28,6 +28,8 @@ export interface StateWriter {
   deleteFile(mappingId: string, path: string): void;
   renameFile(mappingId: string, from: string, to: string, entry: FileEntry): void;
   beginIntent(mappingId: string, intent: DistributiveOmit<Intent, 'id' | 'startedAt'>): Promise<string>;
+  /** The documents an upload created, by file of its intent (undefined: not known). */
+  setIntentDocuments(mappingId: string, intentId: string, documentIds: readonly (string | undefined)[]): void;
   endIntent(mappingId: string, intentId: string): void;
   setRejected(mappingId: string, path: string, rejected: RejectedFile): void;
   clearRejected(mappingId: string, path: string): void;
@@ -53,6 +55,12 @@ export interface ExecutorOptions {
   onOp?: ((event: OpEvent) => void) | undefined;
   /** The mapped folder: an upload never sends a file that now leads outside it. */
   root?: string | undefined;
+  /**
+   * Unmarked documents that the last full listing showed under the name a file is uploaded
+   * as (people's, never this upload's); undefined when no listing is known. Recorded in the
+   * upload's intent.
+   */
+  preexisting?: ((path: string) => readonly string[]) | undefined;
 }
 
 export type OpOutcome = 'done' | 'failed' | 'rejected' | 'changed' | 'ambiguous';
@@ -160,7 +168,7 @@ class IntentPrefetch {
   private begin(i: number): Promise<string> {
     for (let k = i; k < Math.min(this.batches.length, i + this.ahead); k++) {
       if (this.begun.has(k)) continue;
-      const p = this.o.state.beginIntent(this.o.mappingId, uploadIntent(this.batches[k]!));
+      const p = this.o.state.beginIntent(this.o.mappingId, uploadIntent(this.batches[k]!, this.o));
       // Awaited when its batch runs; until then a failure must not be an unhandled rejection.
       p.catch(() => undefined);
       this.begun.set(k, p);
@@ -169,17 +177,17 @@ class IntentPrefetch {
   }
 }
 
-function uploadIntent(batch: UploadOp[]): DistributiveOmit<Intent, 'id' | 'startedAt'> {
-  return {
-    kind: 'upload',
-    files: batch.map((op) => ({
-      path: op.path,
-      size: op.file.size,
-      mtimeMs: op.file.mtimeMs,
-      sha256: op.file.sha256,
-      ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
-    })),
-  };
+function uploadIntent(batch: UploadOp[], o: ExecutorOptions): DistributiveOmit<Intent, 'id' | 'startedAt'> {
+  const files = batch.map((op) => ({
+    path: op.path,
+    size: op.file.size,
+    mtimeMs: op.file.mtimeMs,
+    sha256: op.file.sha256,
+    ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
+  }));
+  if (!o.preexisting) return { kind: 'upload', files };
+  const preexisting = [...new Set(batch.flatMap((op) => o.preexisting!(op.path)))];
+  return { kind: 'upload', files, preexisting };
 }
 
 /** Groups uploads into batches bounded by count and bytes (a single large file goes alone). */
@@ -232,7 +240,7 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
 async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: ExecutionResult, intent?: () => Promise<string>): Promise<void> {
   let intentId: string;
   try {
-    intentId = await (intent ? intent() : o.state.beginIntent(o.mappingId, uploadIntent(batch)));
+    intentId = await (intent ? intent() : o.state.beginIntent(o.mappingId, uploadIntent(batch, o)));
   } catch (e) {
     // The intent could not be made durable (disk full...): an upload whose answer got lost
     // could then not be recognised after a crash, so nothing is sent; a later pass retries.
@@ -260,6 +268,9 @@ async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: Executio
     return;
   }
 
+  // The answer names our documents: recorded before anything else, so that a later pass
+  // tells them by id from a person's document of the same name and size.
+  o.state.setIntentDocuments(o.mappingId, intentId, batch.map((_, i) => records[i]?.id));
   // Each uploaded document gets its metadata; the intent stays open until all have it.
   let allMarked = true;
   await Promise.all(

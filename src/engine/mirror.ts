@@ -11,7 +11,8 @@ import type { Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
 import { executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
-import { pathsToHash, planMirror, type LocalFileInfo, type Op, type OtherOwner } from './plan.js';
+import { readMeta } from './metadata.js';
+import { intentNameKeys, lostUploadPins, pathsToHash, planMirror, type IntentPin, type LocalFileInfo, type Op, type OtherOwner } from './plan.js';
 
 /** What a scan of the mapped folder found. */
 export interface ScanResult {
@@ -148,6 +149,11 @@ export class Mirror {
   private lastExecutionEnd: number | undefined;
   /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
   private readonly deletions = new DeleteWindow();
+  /**
+   * Unmarked documents of the last full listing, by name: an upload intent records those
+   * named like its files, which its upload cannot have made. Undefined until a full listing.
+   */
+  private unmarkedByName: Map<string, string[]> | undefined;
 
   constructor(private readonly d: MirrorDeps) {
     this.createdAt = d.now();
@@ -203,7 +209,10 @@ export class Mirror {
         scope ? this.d.local.scanScope(scope) : this.d.local.scan(),
         scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal }),
       ]);
-      if (remote) await this.checkListing(remote, mapping, opts.signal);
+      if (remote) {
+        await this.checkListing(remote, mapping, opts.signal);
+        this.unmarkedByName = unmarkedByName(remote);
+      }
       const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
       const plan = planMirror({
@@ -245,8 +254,15 @@ export class Mirror {
         logger.error({ kind: verdict.kind, deletes: verdict.deletes }, verdict.message);
         break;
       }
+      if (plan.doubtful.length > 0) {
+        logger.warn(
+          { documents: plan.doubtful.map((d) => ({ id: d.id, name: d.name })) },
+          'documents named like a file whose upload answer was lost, more than the upload can have made: someone else uploaded one of them, so none is taken for ours (left untouched)',
+        );
+      }
       if (opts.dryRun) break;
 
+      pinIntents(state, spec.mappingId, plan.intentPins);
       this.d.onPlan?.(plan.ops);
       const result = await executePlan(plan.ops, {
         api: this.d.api,
@@ -262,8 +278,10 @@ export class Mirror {
         signal: opts.signal,
         onOp: this.d.onOp,
         root: spec.root,
+        preexisting: this.preexisting(),
       });
       this.lastExecutionEnd = this.d.now();
+      if (result.ambiguous && round === maxRounds) await this.pinLostUploads(mapping, opts.signal);
       // Planned deletions count once carried out, whether or not each request succeeded:
       // conservative, and a failed one is planned (and counted) again only by a later pass.
       this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete ? 0 : countDeletes(plan.ops));
@@ -300,6 +318,30 @@ export class Mirror {
       await state.flush();
     }
     return report;
+  }
+
+  /**
+   * Right after a lost upload answer with no round left to look again: a listing now shows
+   * what the upload made before anyone else can upload a document of the same name and
+   * size, and the documents it ties to files are recorded in their intents as if the
+   * answer had named them. A failure leaves the intents as they are (the next full pass
+   * settles them by name and size).
+   */
+  private async pinLostUploads(mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
+    const { spec, logger } = this.d;
+    try {
+      const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal });
+      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, state: mapping, remote }));
+    } catch (e) {
+      logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');
+    }
+  }
+
+  /** The unmarked documents an upload of a path cannot have made (undefined: no listing yet). */
+  private preexisting(): ((path: string) => string[]) | undefined {
+    const byName = this.unmarkedByName;
+    if (!byName) return undefined;
+    return (path) => intentNameKeys(path).flatMap((k) => byName.get(k) ?? []);
   }
 
   /**
@@ -393,6 +435,29 @@ export class Mirror {
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
     return { local, skipped, untouchable };
   }
+}
+
+function unmarkedByName(remote: readonly DocumentRecord[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const doc of remote) {
+    if (doc.name === undefined || readMeta(doc) !== undefined) continue;
+    const key = doc.name.normalize('NFC');
+    const list = out.get(key);
+    if (list) list.push(doc.id);
+    else out.set(key, [doc.id]);
+  }
+  return out;
+}
+
+/** Records in the intents the documents a listing tied to their files (plan.ts intentPins). */
+function pinIntents(state: MirrorState, mappingId: string, pins: readonly IntentPin[]): void {
+  const byIntent = new Map<string, (string | undefined)[]>();
+  for (const p of pins) {
+    const ids = byIntent.get(p.intentId) ?? [];
+    ids[p.index] = p.documentId;
+    byIntent.set(p.intentId, ids);
+  }
+  for (const [intentId, ids] of byIntent) state.setIntentDocuments(mappingId, intentId, ids);
 }
 
 /** Conflicts show in the skipped list (sync's output, status): the first few, then a count. */

@@ -9,7 +9,9 @@
  * - dssync's metadata on a document (metadata.ts) names its path, hash and mapping, so a
  *   remote listing alone is enough to rebuild the state.
  * - An upload lands without metadata (the update that adds it is a second request); until
- *   the upload's intent is resolved, an unmarked document named like one of its files is ours.
+ *   the upload's intent is resolved, the documents its answer named are ours, and when the
+ *   answer was lost, an unmarked document of a file's full name and size that did not exist
+ *   before the upload (openUploads below).
  */
 import { formNameForms } from '../api/form-name.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
@@ -106,6 +108,17 @@ export interface PlanResult {
    * owner's, never deleted or renamed (not even with prune "all"); reported as conflicts.
    */
   otherOwners: OtherOwner[];
+  /**
+   * Documents that the first listing after a lost upload answer ties to one file of its
+   * intent, and to nothing else: to be recorded in the intent (the state's
+   * setIntentDocuments), as if the answer had named them.
+   */
+  intentPins: IntentPin[];
+  /**
+   * Unmarked documents named like a file whose upload answer was lost, more of them than
+   * the upload can have made: one is someone else's, so none is taken for ours.
+   */
+  doubtful: DocumentRecord[];
 }
 
 export interface OtherOwner {
@@ -150,7 +163,7 @@ export function planMirror(input: PlanInput): PlanResult {
   // for-in, not Object.entries: no array of 100,000 pairs (the state's records have no prototype).
   for (const path in state.files) stateByDoc.set(state.files[path]!.documentId, { path, entry: state.files[path]! });
 
-  const { byPath, foreign, otherOwners, ourDocumentCount } = classifyRemote(input, stateByDoc);
+  const { byPath, foreign, otherOwners, ourDocumentCount, intentPins, doubtful } = classifyRemote(input, stateByDoc);
 
   // Every path the plan must consider, sorted so that the plan is deterministic.
   const paths = new Set<string>();
@@ -267,7 +280,18 @@ export function planMirror(input: PlanInput): PlanResult {
         .map((i) => i.id)
     : [];
 
-  return { ops, unchanged, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners };
+  return { ops, unchanged, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners, intentPins, doubtful };
+}
+
+/**
+ * The documents a listing ties to files of open upload intents whose answer was lost (as
+ * planMirror's intentPins), without planning: what the mirror records right after a lost
+ * answer, before anyone else can upload a document of the same name and size.
+ */
+export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote'> & { remote: readonly DocumentRecord[] }): IntentPin[] {
+  const stateByDoc = new Map<string, { path: string; entry: FileEntry }>();
+  for (const path in input.state.files) stateByDoc.set(input.state.files[path]!.documentId, { path, entry: input.state.files[path]! });
+  return classifyRemote(input, stateByDoc).intentPins;
 }
 
 function deleteOp(path: string, d: KnownDoc, reason: DeleteReason): Op {
@@ -290,13 +314,15 @@ interface RemoteView {
   foreign: DocumentRecord[];
   otherOwners: OtherOwner[];
   ourDocumentCount: number;
+  intentPins: IntentPin[];
+  doubtful: DocumentRecord[];
 }
 
 /**
  * Sorts the remote documents into ours (by path) and foreign ones. Without a remote
  * listing, the state stands in for it.
  */
-function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string; entry: FileEntry }>): RemoteView {
+function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote'>, stateByDoc: Map<string, { path: string; entry: FileEntry }>): RemoteView {
   const byPath = new Map<string, KnownDoc[]>();
   const add = (d: KnownDoc): void => {
     const list = byPath.get(d.path);
@@ -309,26 +335,10 @@ function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string
     for (const [path, entry] of Object.entries(input.state.files)) {
       add({ doc: undefined, id: entry.documentId, path, sha256: entry.sha256, fromIntent: false });
     }
-    return { byPath, foreign, otherOwners: [], ourDocumentCount: Object.keys(input.state.files).length };
+    return { byPath, foreign, otherOwners: [], ourDocumentCount: Object.keys(input.state.files).length, intentPins: [], doubtful: [] };
   }
 
-  // Unmarked documents that an open upload intent may have created, by the full name sent
-  // (in every form the multipart encoding may leave it, form-name.ts). A base name alone is
-  // never evidence: a person's `report.txt` is not our `sub/report.txt`.
-  const intentFiles = new Map<string, IntentFile[]>();
-  const byAge = Object.values(input.state.intents).sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
-  for (const intent of byAge) {
-    if (intent.kind !== 'upload') continue;
-    for (const f of intent.files) {
-      const keys = new Set([f.path, documentName(f.path)].flatMap((k) => formNameForms(k)));
-      for (const key of keys) {
-        const list = intentFiles.get(key) ?? [];
-        list.push(f);
-        intentFiles.set(key, list);
-      }
-    }
-  }
-
+  const uploads = openUploads(input.state.intents);
   let ourDocumentCount = 0;
   const otherOwners: OtherOwner[] = [];
   for (const doc of input.remote) {
@@ -355,32 +365,112 @@ function classifyRemote(input: PlanInput, stateByDoc: Map<string, { path: string
       otherOwners.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId });
       continue;
     }
-    if (!meta && doc.name !== undefined) {
-      const match = intentMatch(doc, intentFiles.get(doc.name.normalize('NFC')));
-      if (match) {
-        add({ doc, id: doc.id, path: match.path, sha256: match.sha256, fromIntent: true });
-        ourDocumentCount++;
-        continue;
-      }
+    const pinned = uploads.byId.get(doc.id);
+    if (pinned) {
+      // The upload's answer named it: ours, whatever its name now.
+      add({ doc, id: doc.id, path: pinned.file.path, sha256: pinned.file.sha256, fromIntent: true });
+      ourDocumentCount++;
+      continue;
     }
-    foreign.push(doc);
+    if (!uploads.claimByName(doc)) foreign.push(doc);
   }
-  return { byPath, foreign, otherOwners, ourDocumentCount };
+  // Documents that only a name and size tie to an upload whose answer was lost.
+  const { claimed, doubtful, pins } = uploads.settleByName();
+  for (const { doc, file } of claimed) {
+    add({ doc, id: doc.id, path: file.path, sha256: file.sha256, fromIntent: true });
+    ourDocumentCount++;
+  }
+  foreign.push(...doubtful);
+  return { byPath, foreign, otherOwners, ourDocumentCount, intentPins: pins, doubtful };
+}
+
+/** One file of an open upload intent, with where it sits in the intent. */
+interface OpenFile {
+  intentId: string;
+  index: number;
+  file: IntentFile;
+  /** Unmarked documents that existed before the upload was sent (undefined: not known). */
+  before: ReadonlySet<string> | undefined;
+}
+
+/** A document the upload of a file may have created (recorded in the intent once sure). */
+export interface IntentPin {
+  intentId: string;
+  /** The file's index in the intent. */
+  index: number;
+  documentId: string;
 }
 
 /**
- * The file of an open upload intent that an unmarked document provably is: same full name
- * (the caller looked it up by name) and the same size as the file sent. A service that
- * reports no size gives no evidence: the document is left alone (at worst a duplicate of
- * ours stays, never a person's document renamed or deleted). Several files of open intents
- * with this name and size (the same path sent twice): the newest intent's file.
+ * What open upload intents say about unmarked documents. A file whose upload answer named
+ * its document owns exactly that id. A file whose answer was lost may own one document of
+ * its full name (in every form the multipart encoding may leave it, form-name.ts) and its
+ * size, that did not exist before the upload was sent; and since one request creates at
+ * most one document per file, more such documents than files that could have made them
+ * means one of them is someone else's, unknowable which: none is claimed (at worst a
+ * duplicate of ours stays, never a person's document renamed or deleted).
  */
-function intentMatch(doc: DocumentRecord, candidates: readonly IntentFile[] | undefined): IntentFile | undefined {
-  if (!candidates || candidates.length === 0) return undefined;
-  const size = documentSize(doc);
-  if (size === undefined) return undefined;
-  const same = candidates.filter((f) => f.size === size);
-  return same[same.length - 1];
+function openUploads(intents: Readonly<Record<string, Intent>>) {
+  const byId = new Map<string, OpenFile>();
+  const byName = new Map<string, OpenFile[]>();
+  // Oldest first: the newest intent's file wins a name (the last of the list).
+  const byAge = Object.values(intents).sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
+  for (const intent of byAge) {
+    if (intent.kind !== 'upload') continue;
+    const before = intent.preexisting === undefined ? undefined : new Set(intent.preexisting);
+    intent.files.forEach((file, index) => {
+      const open: OpenFile = { intentId: intent.id, index, file, before };
+      if (file.documentId !== undefined) {
+        byId.set(file.documentId, open);
+        return;
+      }
+      for (const key of intentNameKeys(file.path)) {
+        const list = byName.get(key) ?? [];
+        list.push(open);
+        byName.set(key, list);
+      }
+    });
+  }
+  /** Candidates by the newest file they could be: path and size. */
+  const groups = new Map<OpenFile, { docs: DocumentRecord[]; files: Set<OpenFile> }>();
+  return {
+    byId,
+    /** Notes an unmarked document as a candidate; false when no lost upload can have made it. */
+    claimByName(doc: DocumentRecord): boolean {
+      if (doc.name === undefined) return false;
+      const size = documentSize(doc);
+      // A service that reports no size gives no evidence: left alone.
+      if (size === undefined) return false;
+      const could = (byName.get(doc.name.normalize('NFC')) ?? []).filter((f) => f.file.size === size && !f.before?.has(doc.id));
+      const newest = could[could.length - 1];
+      if (!newest) return false;
+      const group = groups.get(newest) ?? { docs: [], files: new Set<OpenFile>() };
+      group.docs.push(doc);
+      for (const f of could) group.files.add(f);
+      groups.set(newest, group);
+      return true;
+    },
+    settleByName() {
+      const claimed: { doc: DocumentRecord; file: IntentFile }[] = [];
+      const doubtful: DocumentRecord[] = [];
+      const pins: IntentPin[] = [];
+      for (const [newest, { docs, files }] of groups) {
+        if (docs.length > files.size) {
+          doubtful.push(...docs);
+          continue;
+        }
+        for (const doc of docs) claimed.push({ doc, file: newest.file });
+        // One document, one file that can have made it: that is the upload's answer.
+        if (docs.length === 1 && files.size === 1) pins.push({ intentId: newest.intentId, index: newest.index, documentId: docs[0]!.id });
+      }
+      return { claimed, doubtful, pins };
+    },
+  };
+}
+
+/** Every name under which the service may list the upload of `path`. */
+export function intentNameKeys(path: string): string[] {
+  return [...new Set([path, documentName(path)].flatMap((k) => formNameForms(k)).map((k) => k.normalize('NFC')))];
 }
 
 /** The document's size in bytes as the service reports it, if it does. */

@@ -3,7 +3,7 @@
  * daemon may hold it), changed in memory only, never written. What the engine records
  * while it plans (hashes, the mapping's entry) lives and dies with the process.
  */
-import { newMappingState } from './validate.js';
+import { newMappingState, withIntentDocuments } from './validate.js';
 import { type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile } from './schema.js';
 
 type NewIntent = Intent extends unknown ? Omit<Intent, 'id' | 'startedAt'> : never;
@@ -47,6 +47,11 @@ export class ReadOnlyState {
     const id = `dry-${++this.n}`;
     this.m(mappingId).intents[id] = { ...intent, id, startedAt: new Date().toISOString() } as Intent;
     return Promise.resolve(id);
+  }
+  setIntentDocuments(mappingId: string, intentId: string, documentIds: readonly (string | undefined)[]): void {
+    const intents = this.m(mappingId).intents;
+    const intent = intents[intentId];
+    if (intent?.kind === 'upload') intents[intentId] = withIntentDocuments(intent, documentIds);
   }
   endIntent(mappingId: string, intentId: string): void {
     delete this.m(mappingId).intents[intentId];

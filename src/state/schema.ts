@@ -67,6 +67,13 @@ export interface IntentFile {
   sha256: string;
   /** For a replace: the document the new upload supersedes (deleted once the new one is in). */
   replacesDocumentId?: string;
+  /**
+   * The document the upload created for this file, recorded as soon as the upload's answer
+   * named it (before its metadata is written), or when the first listing after a lost
+   * answer showed exactly one document it can be. Known: only that document is this
+   * file's upload; an unmarked document of the same name and size is someone else's.
+   */
+  documentId?: string;
 }
 
 export type Intent =
@@ -80,6 +87,12 @@ export type Intent =
        * is not idempotent, so a retry must adopt what the lost answer created).
        */
       files: IntentFile[];
+      /**
+       * Unmarked documents carrying the name of one of the files that the data source held
+       * before the upload was sent (from the last full listing): never the upload's, whatever
+       * their size. Absent when no listing was known (older state files, a first incremental pass).
+       */
+      preexisting?: string[];
     }
   | { kind: 'update'; id: string; startedAt: string; documentId: string; path: string; fromPath?: string }
   | { kind: 'delete'; id: string; startedAt: string; documentId: string; path: string };

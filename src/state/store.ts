@@ -28,7 +28,7 @@ import { silentLogger, type Logger } from '../log.js';
 import { StateFileAdapter, type ReadStats, type SnapshotStats } from './adapter.js';
 import { ensureDir, nodeStateFs, readIfExists, removeStaleTemps, restrictMode, writeFileAtomic, type StateFs } from './atomic-file.js';
 import { StateCodec } from './encoder.js';
-import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState } from './validate.js';
+import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState, withIntentDocuments } from './validate.js';
 import { errnoOf, isStateError, StateCorruptError, StateWriteError } from './errors.js';
 import { Journal, journalPathOf, parseJournal } from './journal.js';
 import { acquireLock, type Lock } from './lock.js';
@@ -350,6 +350,20 @@ export class StateStore {
       throw err instanceof StateWriteError ? err : new StateWriteError(this.path, err);
     }
     return id;
+  }
+
+  /**
+   * Records the documents an upload created, by file of its intent (undefined: not known),
+   * as soon as the answer names them, before their metadata is written: a later pass then
+   * knows exactly which documents are the upload's (docs/reliability.md, "Upload intents").
+   * Not awaited: lost in a crash, the intent is as if the answer had been lost.
+   */
+  setIntentDocuments(mappingId: string, intentId: string, documentIds: readonly (string | undefined)[]): void {
+    this.assertOpen();
+    const intent = this.db.data.mappings[mappingId]?.intents[intentId];
+    if (!intent || intent.kind !== 'upload') return;
+    const next = withIntentDocuments(intent, documentIds);
+    if (next !== intent) this.commit(['intent', mappingId, next]);
   }
 
   /** The remote write is done (or known not to have happened). Coalesced. */

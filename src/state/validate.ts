@@ -26,6 +26,23 @@ export function entryFromTuple(t: FileTuple): FileEntry {
   return Object.freeze({ documentId: t[0], size: t[1], mtimeMs: t[2], sha256: t[3], syncedAt: t[4] });
 }
 
+type UploadIntent = Extract<Intent, { kind: 'upload' }>;
+
+/**
+ * The intent with the documents its upload created, by file (undefined: not known; a file
+ * keeps what it had). Returns the same object when nothing changes.
+ */
+export function withIntentDocuments(intent: UploadIntent, documentIds: readonly (string | undefined)[]): UploadIntent {
+  let changed = false;
+  const files = intent.files.map((f, i) => {
+    const id = documentIds[i];
+    if (id === undefined || f.documentId === id) return f;
+    changed = true;
+    return { ...f, documentId: id };
+  });
+  return changed ? { ...intent, files } : intent;
+}
+
 export function newMappingState(dataSourceId: string, root: string): MappingState {
   return { dataSourceId, root, files: emptyRecord(), intents: emptyRecord(), rejected: emptyRecord() };
 }
@@ -43,10 +60,17 @@ const IntentFileSchema = z.object({
   mtimeMs: z.number(),
   sha256: z.string(),
   replacesDocumentId: z.string().optional(),
+  documentId: z.string().optional(),
 });
 
 export const IntentSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('upload'), id: z.string(), startedAt: z.string(), files: z.array(IntentFileSchema) }),
+  z.object({
+    kind: z.literal('upload'),
+    id: z.string(),
+    startedAt: z.string(),
+    files: z.array(IntentFileSchema),
+    preexisting: z.array(z.string()).optional(),
+  }),
   z.object({
     kind: z.literal('update'),
     id: z.string(),

@@ -1,6 +1,6 @@
 /** An in-memory StateWriter for the engine's unit tests. */
 import type { StateWriter } from '../../src/engine/executor.js';
-import { newMappingState } from '../../src/state/validate.js';
+import { newMappingState, withIntentDocuments } from '../../src/state/validate.js';
 import type { Intent, MappingState } from '../../src/state/schema.js';
 
 export class MemoryState implements StateWriter {
@@ -20,6 +20,10 @@ export class MemoryState implements StateWriter {
     const id = `i${++this.n}`;
     this.m.intents[id] = { ...intent, id, startedAt: 't' } as Intent;
     return id;
+  }
+  setIntentDocuments(_id: string, intentId: string, documentIds: readonly (string | undefined)[]): void {
+    const intent = this.m.intents[intentId];
+    if (intent?.kind === 'upload') this.m.intents[intentId] = withIntentDocuments(intent, documentIds);
   }
   endIntent(_id: string, intentId: string): void {
     delete this.m.intents[intentId];

@@ -9,7 +9,7 @@ import { documentFields } from '../../../src/engine/document-fields.js';
 import type { HashedFile, Op } from '../../../src/engine/plan.js';
 import { silentLogger } from '../../../src/log.js';
 import type { Intent } from '../../../src/state/schema.js';
-import { FakeApi } from '../../helpers/fake-api.js';
+import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
 
 /** Intents become durable together, one "write" per turn of the event loop (group commit). */
@@ -82,5 +82,51 @@ describe('executePlan: upload intents', () => {
     expect(state.writes).toBeLessThanOrEqual(40 / 4 + 2);
     // Every intent was ended once its documents had their metadata.
     expect(Object.keys(state.m.intents)).toEqual([]);
+  });
+});
+
+describe('executePlan: an upload answer names our documents (issue 9, found by the simulation)', () => {
+  const opts = (api: FakeApi, state: MemoryState, preexisting?: (path: string) => string[]) => ({
+    api,
+    state,
+    mappingId: 'm1',
+    dataSourceId: 'ds1',
+    desired: (f: HashedFile) => documentFields({ mappingId: 'm1', root: '/srv/share' }, f),
+    batchFiles: 10,
+    batchBytes: 1 << 20,
+    concurrency: 2,
+    now: () => 0,
+    logger: silentLogger,
+    preexisting,
+  });
+
+  it('records the ids the upload returned in its intent before the metadata update, which then fails', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const seen: (string | undefined)[][] = [];
+    api.failBefore = (op) => {
+      if (op !== 'updateDocument') return undefined;
+      // When the metadata update is sent, the intent already names the documents.
+      seen.push(Object.values(state.m.intents).flatMap((i) => (i.kind === 'upload' ? i.files.map((f) => f.documentId) : [])));
+      return apiError('E_SERVER', 503, { retryable: true });
+    };
+    const ops: Op[] = [0, 1].map((i) => ({ kind: 'upload', path: `f${i}.txt`, file: file(i) }));
+    const result = await executePlan(ops, opts(api, state));
+    expect(result.failures.map((f) => f.path).sort()).toEqual(['f0.txt', 'f1.txt']);
+    const ids = api.list().map((d) => d.id).sort();
+    expect(seen[0]?.slice().sort()).toEqual(ids);
+    const [intent] = Object.values(state.m.intents);
+    expect(intent?.kind === 'upload' && intent.files.map((f) => f.documentId)).toEqual(ids);
+  });
+
+  it('an intent records the unmarked documents already named like its files (never its upload)', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    const ops: Op[] = [0, 1].map((i) => ({ kind: 'upload', path: `f${i}.txt`, file: file(i) }));
+    await executePlan(ops, opts(api, state, (p) => (p === 'f1.txt' ? ['p1', 'p2'] : [])));
+    const [intent] = Object.values(state.m.intents);
+    expect(intent?.kind === 'upload' && intent.preexisting).toEqual(['p1', 'p2']);
+    expect(intent?.kind === 'upload' && intent.files.map((f) => f.documentId)).toEqual([undefined, undefined]);
   });
 });

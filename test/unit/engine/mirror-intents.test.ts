@@ -67,6 +67,12 @@ function setup() {
   return { clock, api, state, local, mirror };
 }
 
+function openUpload(state: State): Extract<Intent, { kind: 'upload' }> {
+  const [intent] = Object.values(state.m.intents);
+  if (intent?.kind !== 'upload') throw new Error('no open upload intent');
+  return intent;
+}
+
 describe('upload intents (issue 9, defect 2)', () => {
   it('a clean pass inside the settle window keeps the intent; a late-landing upload is then deleted as our duplicate', async () => {
     const { clock, api, state, local, mirror } = setup();
@@ -109,6 +115,48 @@ describe('upload intents (issue 9, defect 2)', () => {
     }
     expect(api.docs.get(theirs.id)).toEqual(theirs);
     expect(api.docs.get(theirsToo.id)).toEqual(theirsToo);
+  });
+
+  it('a person\'s document of the same full name and size as a committed upload whose metadata update failed is left alone (the simulation, seed 42)', async () => {
+    const { clock, api, local, mirror } = setup();
+    const theirs = api.add({ name: 'sub/c.txt', metadata: {}, size: 5 });
+    local.put('sub/c.txt', 'h-other', 5);
+    // The upload commits and answers; the metadata update gets a 503.
+    api.failBefore = (op) => (op === 'updateDocument' ? apiError('E_SERVER', 503, { retryable: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failBefore = () => undefined;
+    for (let i = 0; i < 3; i++) {
+      clock.t += INTENT_SETTLE_MS;
+      await mirror.fullPass();
+    }
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    const ours = api.list().filter((d) => d.id !== theirs.id);
+    expect(ours.map((d) => d.metadata['dssync_path'])).toEqual(['sub/c.txt']);
+  });
+
+  it('a lost answer: a person\'s document of the same name and size listed before the upload is left alone; ours is adopted', async () => {
+    const { clock, api, state, local, mirror } = setup();
+    const theirs = api.add({ name: 'a.txt', metadata: {}, size: 10 });
+    local.put('a.txt', 'h1');
+    api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failAfter = () => undefined;
+    expect(openUpload(state).preexisting).toEqual([theirs.id]);
+    clock.t += 1000;
+    await mirror.fullPass();
+    // The first listing after the lost answer pinned our document in the intent.
+    expect(openUpload(state).files[0]!.documentId).toMatch(/^doc/);
+    // A person's upload of the same name and size while the intent is open is not ours either.
+    const later = api.add({ name: 'a.txt', metadata: {}, size: 10 });
+    clock.t += 1000;
+    await mirror.fullPass();
+    clock.t += INTENT_SETTLE_MS;
+    await mirror.fullPass();
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    expect(api.docs.get(later.id)).toEqual(later);
+    expect(api.count('uploadDocuments')).toBe(1);
+    expect(api.list().filter((d) => d.metadata['dssync_path'] === 'a.txt')).toHaveLength(1);
+    expect(state.m.intents).toEqual({});
   });
 
   it('a file skipped in the pass keeps its intent, so its earlier upload is still recognised', async () => {

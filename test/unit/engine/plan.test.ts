@@ -249,13 +249,60 @@ describe('planMirror', () => {
       ['delete d7 sub/report.txt (deleted-locally)'],
     ],
     [
-      'an upload sent twice after a lost answer: one kept, the other deleted',
+      'an upload sent twice, both answers lost: one kept, the other deleted',
       {
         local: [local('a.txt', 'h1')],
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        intents: {
+          i1: { kind: 'upload', id: 'i1', startedAt: 't1', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] },
+          i2: { kind: 'upload', id: 'i2', startedAt: 't2', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] },
+        },
         remote: [unmarked('d7', 'a.txt', 10), unmarked('d8', 'a.txt', 10)],
       },
       ['delete d8 a.txt (duplicate)', 'update-meta d7 a.txt'],
+    ],
+    [
+      'a lost answer and two documents of its name and size: one request makes one, so one is someone else\'s; neither is taken',
+      {
+        local: [local('a.txt', 'h1')],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        remote: [unmarked('d7', 'a.txt', 10), unmarked('p1', 'a.txt', 10)],
+      },
+      ['upload a.txt'],
+    ],
+    [
+      'the upload answer named its document: a person\'s document of the same full name and size is not ours (sim, seed 42)',
+      {
+        local: [local('sub/c.txt', 'h1')],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/c.txt', size: 10, mtimeMs: 1000, sha256: 'h1', documentId: 'd7' }] } },
+        remote: [unmarked('p1', 'sub/c.txt', 10), unmarked('d7', 'sub/c.txt', 10)],
+        prune: 'ours',
+      },
+      ['update-meta d7 sub/c.txt'],
+    ],
+    [
+      'the upload answer named its document: ours by id even when someone renamed it; the file deleted since: deleted',
+      {
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1', documentId: 'd7' }] } },
+        remote: [unmarked('d7', 'renamed by someone.txt', 10), unmarked('p1', 'a.txt', 10)],
+      },
+      ['delete d7 a.txt (deleted-locally)'],
+    ],
+    [
+      'a lost answer: a document of its name and size that existed before the upload was sent is not its',
+      {
+        local: [local('a.txt', 'h1')],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: ['p1'] } },
+        remote: [unmarked('p1', 'a.txt', 10)],
+      },
+      ['upload a.txt'],
+    ],
+    [
+      'a lost answer: the document that appeared since is its, the one that existed before is not',
+      {
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: ['p1'] } },
+        remote: [unmarked('p1', 'a.txt', 10), unmarked('d7', 'a.txt', 10)],
+      },
+      ['delete d7 a.txt (deleted-locally)'],
     ],
     [
       'an interrupted upload of a file that changed since: the stale upload is replaced',
@@ -348,6 +395,28 @@ describe('planMirror', () => {
     expect(r.unchanged).toBe(1);
     expect(r.skippedRejected).toEqual(['big.pdf']);
     expect(r.ourDocumentCount).toBe(1);
+  });
+
+  it('a lost answer: the one document a listing ties to a file is recorded in its intent (pinned); none when in doubt', () => {
+    const intents: Record<string, Intent> = {
+      i1: {
+        kind: 'upload',
+        id: 'i1',
+        startedAt: 't',
+        files: [
+          { path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' },
+          { path: 'b.txt', size: 10, mtimeMs: 1000, sha256: 'h2' },
+          { path: 'c.txt', size: 10, mtimeMs: 1000, sha256: 'h3', documentId: 'd9' },
+        ],
+      },
+    };
+    const r = plan({
+      local: [local('a.txt', 'h1'), local('b.txt', 'h2'), local('c.txt', 'h3')],
+      intents,
+      remote: [unmarked('d7', 'b.txt', 10), unmarked('d8', 'a.txt', 10), unmarked('p1', 'a.txt', 10), unmarked('d9', 'c.txt', 10)],
+    });
+    expect(r.intentPins).toEqual([{ intentId: 'i1', index: 1, documentId: 'd7' }]);
+    expect(r.doubtful.map((d) => d.id).sort()).toEqual(['d8', 'p1']);
   });
 
   it('a full pass settles open intents; an incremental one does not', () => {

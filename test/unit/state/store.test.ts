@@ -233,6 +233,35 @@ describe('StateStore open', () => {
     expect(again.readStats?.journalBytes).toBe(Buffer.byteLength(fs.text(JOURNAL) ?? ''));
   });
 
+  it('an upload intent keeps the documents its answer named and the ones that existed before, across a restart', async () => {
+    const { fs, store, onDisk } = await setup();
+    const files = [
+      { path: 'a', size: 1, mtimeMs: 2, sha256: 'h1' },
+      { path: 'b', size: 1, mtimeMs: 2, sha256: 'h2' },
+    ];
+    const id = await store.beginIntent('docs', { kind: 'upload', files, preexisting: ['p1'] });
+    store.setIntentDocuments('docs', id, ['d1', undefined]);
+    await store.flush();
+    // From the journal...
+    expect((await onDisk()).mappings['docs']?.intents[id]).toEqual({ kind: 'upload', id, startedAt: new Date(T0).toISOString(), files: [{ ...files[0], documentId: 'd1' }, files[1]], preexisting: ['p1'] });
+    await store.close();
+    // ...and from the snapshot it is folded into.
+    const again = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false });
+    const intent = again.mapping('docs')?.intents[id];
+    expect(intent?.kind === 'upload' && intent.files.map((f) => f.documentId)).toEqual(['d1', undefined]);
+  });
+
+  it('loads an upload intent written before intents named their documents', async () => {
+    const fs = new MemFs();
+    const old = newState();
+    const m = newMappingState('ds-1', '/srv/docs');
+    m.intents['i1'] = { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a', size: 1, mtimeMs: 2, sha256: 'h' }] };
+    old.mappings['docs'] = m;
+    fs.put(PATH, encodeStateToString(old));
+    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false });
+    expect(store.mapping('docs')?.intents['i1']).toEqual(m.intents['i1']);
+  });
+
   it('writes the file and its temp file with mode 0600, and restricts a more open file', async () => {
     const fs = new MemFs();
     const s = newState();
