@@ -17,6 +17,7 @@ import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
 import { buildMirror } from './build-mirror.js';
 import { EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
 import { loadFilter } from '../local/filters.js';
+import type { LocalFs } from '../local/fs.js';
 import { startWatcher, WatchError, type Watcher, type WatcherOptions, type WatchStatus } from '../local/watcher.js';
 import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
@@ -53,6 +54,8 @@ export interface MappingRunnerDeps {
   retryBaseMs?: number | undefined;
   /** Builds the mapping's Mirror (tests may swap it). */
   buildMirror?: typeof buildMirror | undefined;
+  /** Reads the ignore file for the watcher's filter (the simulation's in-memory folder). */
+  localFs?: LocalFs | undefined;
 }
 
 const MAX_RECENT_ERRORS = 50;
@@ -195,7 +198,7 @@ export class MappingRunner {
   private async startWatching(): Promise<void> {
     if (this.stopped || this.watcher) return;
     try {
-      const filter = await loadFilter(this.d.mapping);
+      const filter = await loadFilter(this.d.mapping, this.d.localFs);
       const watch = this.d.watch ?? startWatcher;
       this.watcher = await watch({
         root: this.d.mapping.path,
@@ -206,7 +209,7 @@ export class MappingRunner {
         pollTargetMs: this.d.mapping.watch ? this.d.mapping.watch.pollIntervalSeconds * 1000 : undefined,
         pollBudgetPercent: this.d.mapping.watch?.pollBudgetPercent,
         reloadFilter: async () => {
-          const f = await loadFilter(this.d.mapping);
+          const f = await loadFilter(this.d.mapping, this.d.localFs);
           return (p, isDir) => f.includes(p, isDir);
         },
         now: () => this.d.timers.now(),

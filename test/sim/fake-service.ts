@@ -1,52 +1,278 @@
 /**
- * The simulation's service: the unit tests' FakeApi plus the uploaded content's SHA-256 per
- * document (so the invariants can compare content) and faults drawn from the history.
+ * The simulation's service: an in-process model of the document interface
+ * (../shared/datastore-api.md) with its unknowns set both ways — an update that clears the
+ * fields it does not name or keeps them; listings in one answer, or paged by offset or by
+ * cursor (with writes landing between two pages) — the content's SHA-256 per document, and
+ * faults drawn by the history, one consumed per call: 503, 429 with and without Retry-After,
+ * an answer lost after the write committed, an upload committed only later (after the
+ * client gave up: it appears in a later listing), and a crash of the process at that call.
+ *
+ * What the engine sees of a fault is what the real client hands it once its own retries
+ * are spent (the pacer's handling of 429/503 is unit-tested in test/unit/api/).
  */
-import { FakeApi, apiError } from '../helpers/fake-api.js';
-import type { DocumentRecord, UploadFile } from '../../src/api/records.js';
+import { ApiError } from '../../src/api/errors.js';
+import type { DatastoreApi } from '../../src/api/api.js';
+import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
+import { FakeApi } from '../helpers/fake-api.js';
+import { sha256, type FakeLocal } from './fake-local.js';
 
-export type Fault = 'none' | 'server-error' | 'ambiguous-upload';
+export type Fault =
+  | 'none'
+  | 'server-error'
+  | 'rate-limited'
+  | 'rate-limited-retry-after'
+  | 'ambiguous'
+  | 'late-commit'
+  | 'crash-before'
+  | 'crash-after'
+  | 'write-between-pages';
+
+export interface Doc {
+  id: string;
+  name: string;
+  url: string | undefined;
+  metadata: JsonObject;
+  size: number;
+  /** SHA-256 of the content the service holds. */
+  content: string;
+  /** Uploaded by dssync (the process's uploads), as opposed to a person or another installation. */
+  byUs: boolean;
+}
+
+export interface ServiceVariant {
+  /** An update clears the fields it does not name (url), and replaces metadata whole; else keeps / merges. */
+  updateClears: boolean;
+  paging: 'none' | 'offset' | 'cursor';
+  pageSize: number;
+}
+
+export interface ServiceCounters {
+  calls: number;
+  faults: number;
+  lateCommits: number;
+}
+
+interface LateUpload {
+  dueAt: number;
+  files: { name: string; content: string; size: number }[];
+}
+
+const DS = 'ds1';
 
 export class FakeService extends FakeApi {
-  /** document id -> SHA-256 of the content the service holds. */
-  readonly content = new Map<string, string>();
-  /** Faults still to inject, one consumed per call; empty: no fault. */
+  readonly store = new Map<string, Doc>();
+  private nextDocId = 1;
   faults: Fault[] = [];
-  faultsInjected = 0;
+  readonly counters: ServiceCounters = { calls: 0, faults: 0, lateCommits: 0 };
+  private late: LateUpload[] = [];
+  /** Contents every document ever created held (for the "never a partial file" check). */
+  readonly created: { content: string; name: string; during: string }[] = [];
+  /** What the process is doing, for `created` (set by the world: 'full' / 'changes' pass). */
+  activity = 'idle';
+  /** Something done by someone else between two pages of a listing. */
+  betweenPages: (() => void) | undefined;
+  /** The process crashes at this call (the world's crash). */
+  onCrash: () => void = () => undefined;
+  private generation = 0;
 
-  constructor(private readonly read: (diskPath: string) => string | undefined) {
+  constructor(
+    private readonly local: FakeLocal,
+    private readonly now: () => number,
+    readonly variant: ServiceVariant,
+  ) {
     super();
-    this.failBefore = () => {
-      if (this.faults[0] !== 'server-error') return undefined;
-      this.faults.shift();
-      this.faultsInjected++;
-      return apiError('E_SERVER', 503, { retryable: true });
-    };
-    this.failAfter = (op) => {
-      const f = this.faults.shift();
-      if (f === 'ambiguous-upload' && op === 'uploadDocuments') {
-        this.faultsInjected++;
-        // The upload committed; the answer was lost.
-        return apiError('E_TIMEOUT', undefined, { ambiguous: true });
-      }
-      return undefined;
-    };
   }
 
-  override async uploadDocuments(ds: string, files: UploadFile[]): Promise<DocumentRecord[]> {
-    // Read the content before the call acts: a file that vanished cannot be sent.
-    const hashes = files.map((f) => this.read(f.path));
-    const before = new Set(this.docs.keys());
-    try {
-      return await super.uploadDocuments(ds, files);
-    } finally {
-      const created = [...this.docs.keys()].filter((id) => !before.has(id));
-      created.forEach((id, i) => this.content.set(id, hashes[i] ?? 'vanished'));
+  // ---- the world's view ---------------------------------------------------------------
+
+  docs_(): Doc[] {
+    return [...this.store.values()];
+  }
+
+  create(d: Omit<Doc, 'id'>): Doc {
+    const doc = { ...d, id: `d${String(this.nextDocId++).padStart(4, '0')}` };
+    this.store.set(doc.id, doc);
+    this.created.push({ content: doc.content, name: doc.name, during: d.byUs ? this.activity : 'other' });
+    return doc;
+  }
+
+  /** Late uploads land when their time comes (before any call and as the clock moves). */
+  landLate(upTo = this.now()): void {
+    const due = this.late.filter((l) => l.dueAt <= upTo);
+    if (due.length === 0) return;
+    this.late = this.late.filter((l) => l.dueAt > upTo);
+    for (const l of due) {
+      for (const f of l.files) this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true });
+      this.counters.lateCommits++;
     }
   }
 
-  override async deleteDocument(ds: string, id: string): Promise<void> {
-    await super.deleteDocument(ds, id);
-    this.content.delete(id);
+  /** When the last late upload lands, if any is pending. */
+  lateDue(): number | undefined {
+    return this.late.length === 0 ? undefined : Math.max(...this.late.map((l) => l.dueAt));
+  }
+
+  /** The API as one process sees it: after its crash, nothing it sends arrives. */
+  forProcess(): DatastoreApi {
+    const gen = ++this.generation;
+    return new Proxy(this as DatastoreApi, {
+      get: (target, key, receiver) => {
+        const v: unknown = Reflect.get(target, key, receiver);
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => {
+          if (gen !== this.generation) return Promise.reject(new ApiError({ code: 'E_ABORTED', message: 'the process crashed' }));
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  }
+
+  /** The process is gone (crash or stop): its calls in flight and later ones do nothing. */
+  endProcess(): void {
+    this.generation++;
+  }
+
+  // ---- faults -------------------------------------------------------------------------
+
+  private takeFault(): Fault {
+    const f = this.faults.shift() ?? 'none';
+    if (f !== 'none') this.counters.faults++;
+    return f;
+  }
+
+  /** Runs a call: a fault before it acts, the action, a fault after it. */
+  private async act<T>(write: boolean, fn: () => T, late?: () => void): Promise<T> {
+    this.counters.calls++;
+    this.landLate();
+    const gen = this.generation;
+    const f = this.takeFault();
+    switch (f) {
+      case 'server-error':
+        throw new ApiError({ code: 'E_SERVER', status: 503, message: '503 Service Unavailable (sim)', retryable: true });
+      case 'rate-limited':
+        throw new ApiError({ code: 'E_RATE_LIMITED', status: 429, message: '429 Too Many Requests (sim)', retryable: true });
+      case 'rate-limited-retry-after':
+        throw new ApiError({ code: 'E_RATE_LIMITED', status: 429, message: '429 Too Many Requests (sim)', retryable: true, retryAfterMs: 30_000 });
+      case 'crash-before':
+        this.onCrash();
+        throw new ApiError({ code: 'E_ABORTED', message: 'the process crashed' });
+      case 'late-commit':
+        if (late) {
+          late();
+          throw new ApiError({ code: 'E_TIMEOUT', message: 'timed out waiting for the answer (sim)', retryable: true, ambiguous: true });
+        }
+        break;
+      default:
+        break;
+    }
+    const out = fn();
+    if (gen !== this.generation) throw new ApiError({ code: 'E_ABORTED', message: 'the process crashed' });
+    if (f === 'crash-after') {
+      this.onCrash();
+      throw new ApiError({ code: 'E_ABORTED', message: 'the process crashed' });
+    }
+    if (f === 'ambiguous' && write) throw new ApiError({ code: 'E_TIMEOUT', message: 'the answer was lost (sim)', retryable: true, ambiguous: true });
+    return out;
+  }
+
+  private recordOf(d: Doc): DocumentRecord {
+    return { id: d.id, name: d.name, url: d.url, metadata: structuredClone(d.metadata), raw: { id: d.id, name: d.name, size: d.size } };
+  }
+
+  private must(id: string): Doc {
+    const d = this.store.get(id);
+    if (!d) throw new ApiError({ code: 'E_NOT_FOUND', status: 404, message: `document ${id} not found` });
+    return d;
+  }
+
+  // ---- the interface the engine uses ---------------------------------------------------
+
+  override async listDocuments(): Promise<DocumentRecord[]> {
+    if (this.variant.paging === 'none') return this.act(false, () => this.docs_().map((d) => this.recordOf(d)));
+    // Paged: each page is its own request; writes may land between two of them.
+    const seen = new Map<string, DocumentRecord>();
+    let offset = 0;
+    let cursor = '';
+    for (let page = 0; page < 10_000; page++) {
+      const items = await this.act(false, () => {
+        const all = this.docs_().sort((a, b) => (a.id < b.id ? -1 : 1));
+        const slice = this.variant.paging === 'offset' ? all.slice(offset, offset + this.variant.pageSize) : all.filter((d) => d.id > cursor).slice(0, this.variant.pageSize);
+        return slice.map((d) => this.recordOf(d));
+      });
+      // The client keeps the first sight of each id (test/bad-input S19).
+      for (const r of items) if (!seen.has(r.id)) seen.set(r.id, r);
+      if (items.length < this.variant.pageSize) break;
+      offset += items.length;
+      cursor = items[items.length - 1]!.id;
+      if (this.faults[0] === 'write-between-pages') {
+        this.takeFault();
+        this.betweenPages?.();
+      }
+    }
+    return [...seen.values()];
+  }
+
+  override getDocument(_ds: string, id: string): Promise<DocumentRecord> {
+    return this.act(false, () => this.recordOf(this.must(id)));
+  }
+
+  override uploadDocuments(_ds: string, files: UploadFile[]): Promise<DocumentRecord[]> {
+    // What the real client checks right before sending (api/upload.ts): the very file the
+    // walk saw and the hash read, else E_FILE_CHANGED and nothing is sent.
+    const read = (): { name: string; content: string; size: number }[] =>
+      files.map((f) => {
+        const n = this.local.file(f.path.slice(this.local.abs('').length + 1));
+        const changed =
+          !n ||
+          n.unreadable ||
+          (f.identity !== undefined && f.identity.ino !== n.ino) ||
+          (f.expectedSize !== undefined && f.expectedSize !== n.data.length) ||
+          (f.expectedMtimeMs !== undefined && Math.trunc(f.expectedMtimeMs) !== Math.trunc(n.mtimeMs)) ||
+          (f.expectedSha256 !== undefined && f.expectedSha256 !== sha256(n.data));
+        if (changed) throw new ApiError({ code: 'E_FILE_CHANGED', message: `${f.path}: changed since it was hashed; not uploaded (sim)`, file: f.path });
+        return { name: f.name, content: sha256(n.data), size: n.data.length };
+      });
+    let sent: { name: string; content: string; size: number }[] | undefined;
+    return this.act(
+      true,
+      () => {
+        sent ??= read();
+        return sent.map((f) => this.recordOf(this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true })));
+      },
+      () => {
+        sent = read();
+        this.late.push({ dueAt: this.now() + 1_000 + (this.counters.calls % 50) * 1_000, files: sent });
+      },
+    );
+  }
+
+  override updateDocument(_ds: string, id: string, update: DocumentUpdate): Promise<DocumentRecord> {
+    return this.act(true, () => {
+      const d = this.must(id);
+      d.name = update.name;
+      if (this.variant.updateClears) {
+        d.url = update.url;
+        d.metadata = structuredClone(update.metadata ?? {});
+      } else {
+        if (update.url !== undefined) d.url = update.url;
+        d.metadata = { ...d.metadata, ...structuredClone(update.metadata ?? {}) };
+      }
+      return this.recordOf(d);
+    });
+  }
+
+  override deleteDocument(_ds: string, id: string): Promise<void> {
+    return this.act(true, () => {
+      this.must(id);
+      this.store.delete(id);
+    });
+  }
+
+  override getDataSource(id: string): Promise<{ id: string; raw: JsonObject }> {
+    return this.act(false, () => ({ id, raw: {} }));
+  }
+
+  get dataSourceId(): string {
+    return DS;
   }
 }

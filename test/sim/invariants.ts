@@ -1,0 +1,110 @@
+/**
+ * What must hold after every history, once quiet (docs/reliability.md, "The simulation").
+ *
+ * 1. The daemon alone, with no restart and no periodic rescan, converges within a bounded
+ *    time and number of passes: its data source holds exactly one document of ours per
+ *    included file, with the file's content (not checked when someone deleted or renamed
+ *    one of our documents, which only a full pass can see, or when the guard stopped a pass).
+ * 2. The App never read a partial file: no upload of an incremental pass holds a state a
+ *    slow writer's file went through before its last write.
+ * 3. The mass-delete guard kept its promise over its sliding window (world.ts onPlan).
+ * 4. After a restart (and the operator's --allow-mass-delete if the guard stopped a pass):
+ *    the documents of ours equal the folder's included files (name and content hash), one
+ *    per path; a file too large or unreadable keeps at most its old document; every
+ *    person's document is untouched unless prune is "all"; another installation's always;
+ *    no other document exists (no duplicate, no orphan of a lost or late upload).
+ */
+import { expect } from 'vitest';
+import { INTENT_SETTLE_MS } from '../../src/engine/mirror.js';
+import { INSTALLATION, type World } from './world.js';
+
+/** Quiet time the daemon gets to converge on its own (fake clock). */
+export const QUIET_MS = 10 * 60_000;
+/** Passes it may take meanwhile. */
+export const QUIET_PASSES = 12;
+
+function oursByPath(w: World): Map<string, { id: string; name: string; content: string }[]> {
+  const out = new Map<string, { id: string; name: string; content: string }[]>();
+  for (const d of w.service.docs_()) {
+    if (d.metadata['dssync_installation'] !== INSTALLATION) continue;
+    const path = String(d.metadata['dssync_path']);
+    const list = out.get(path) ?? [];
+    list.push({ id: d.id, name: d.name, content: d.content });
+    out.set(path, list);
+  }
+  return out;
+}
+
+function mirrorProblems(w: World, names: boolean): string[] {
+  const { files, kept } = w.expected();
+  const ours = oursByPath(w);
+  const problems: string[] = [];
+  for (const [path, content] of files) {
+    const docs = ours.get(path) ?? [];
+    if (docs.length === 0) problems.push(`lost: ${path} has no document`);
+    else if (docs.length > 1) problems.push(`duplicates: ${path} has ${docs.length} documents`);
+    else if (docs[0]!.content !== content) problems.push(`stale: ${path}'s document ${docs[0]!.id} holds other content`);
+    else if (names && docs[0]!.name !== path) problems.push(`misnamed: ${path}'s document ${docs[0]!.id} is named ${docs[0]!.name}`);
+  }
+  for (const [path, docs] of ours) {
+    if (files.has(path)) continue;
+    if (kept.has(path) && docs.length <= 1) continue;
+    problems.push(`orphan: ${docs.length} document(s) of ours for ${path}, which is not an included file${kept.has(path) ? ' (kept: at most one)' : ''}`);
+  }
+  return problems;
+}
+
+export async function checkInvariants(w: World): Promise<void> {
+  w.service.faults = [];
+  await w.restartIfCrashed();
+
+  // 1. The live daemon on its own.
+  const passesBefore = w.passes;
+  for (let t = 0; t < QUIET_MS; t += 30_000) await w.advance(30_000);
+  const quietPasses = w.passes - passesBefore;
+  if (!w.remoteTampered && !w.blocked) {
+    expect(mirrorProblems(w, false), `the running daemon did not converge within ${QUIET_MS / 60_000} min of quiet`).toEqual([]);
+  }
+  expect(quietPasses, 'passes while quiet').toBeLessThanOrEqual(QUIET_PASSES);
+
+  // 2. Never a partial file, in an incremental pass.
+  const partial = w.service.created.filter((c) => c.during === 'changes' && w.partials.has(c.content));
+  expect(partial.map((c) => `${c.name} uploaded half-written by an incremental pass`)).toEqual([]);
+
+  // 3. The delete window.
+  expect(w.guardViolations).toEqual([]);
+
+  // 4. After a restart, everything.
+  if (w.blocked) await w.operatorAllowsMassDelete();
+  w.clock.t += INTENT_SETTLE_MS + 1;
+  await w.restart();
+  for (let t = 0; t < QUIET_MS; t += 60_000) await w.advance(60_000);
+  if (w.blocked) {
+    await w.operatorAllowsMassDelete();
+    await w.advance(60_000);
+  }
+  expect(mirrorProblems(w, true), 'after a restart').toEqual([]);
+  const all = new Map(w.service.docs_().map((d) => [d.id, d]));
+  for (const p of w.people) {
+    const d = all.get(p.id);
+    if (!d) {
+      expect(p.prunable, `${p.foreign ? "another installation's" : "a person's"} document ${p.name} (${p.id}) was deleted, and no prune "all" ran while it existed`).toBe(true);
+      continue;
+    }
+    expect({ name: d.name, content: d.content }, `${p.foreign ? "another installation's" : "a person's"} document ${p.id} was changed`).toEqual({ name: p.name, content: p.content });
+    if (!p.foreign) expect(d.metadata, `a person's document ${p.id} got metadata`).toEqual({});
+  }
+  const people = new Set(w.people.map((p) => p.id));
+  // A file set aside (unreadable, too large) keeps what its path had, an upload of an open
+  // intent included: at most one document for the path in all.
+  const { kept } = w.expected();
+  const keptDocs = (name: string): number => [...all.values()].filter((d) => d.name === name || d.metadata['dssync_path'] === name).length;
+  const foreignLeft = [...all.values()].filter(
+    (d) => !people.has(d.id) && d.metadata['dssync_installation'] !== INSTALLATION && !(kept.has(d.name) && keptDocs(d.name) <= 1),
+  );
+  expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
+  if (w.config.prune === 'all') {
+    const left = w.people.filter((p) => !p.foreign && all.has(p.id));
+    expect(left.map((p) => `${p.name} (${p.id}) not pruned with prune "all"`)).toEqual([]);
+  }
+}

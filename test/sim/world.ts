@@ -1,0 +1,511 @@
+/**
+ * One simulated machine and service: the REAL daemon parts of one mapping — MappingRunner
+ * (its pure schedule, schedule.ts, and the event aggregator), the Mirror (planner,
+ * executor, guards, intents), the local side (walk, filters, ignore file, hashing) and the
+ * StateStore (snapshot + journal) — over fakes of their edges: a fake clock and timers, a
+ * watcher that reports what the history does, an in-memory folder (fake-local.ts), a disk
+ * that loses what was not fsync'd at a crash (fake-disk.ts) and the service (fake-service.ts).
+ */
+import type { Config, MappingConfig } from '../../src/config/types.js';
+import type { BatchItem } from '../../src/local/aggregator.js';
+import { createFilter } from '../../src/local/filters.js';
+import { createLocalSide } from '../../src/local/side.js';
+import type { Watcher, WatcherOptions } from '../../src/local/watcher.js';
+import { Mirror, type ChangeScope, type MirrorDeps, type PassOptions, type PassReport } from '../../src/engine/mirror.js';
+import { buildMetadata } from '../../src/engine/metadata.js';
+import type { Op } from '../../src/engine/plan.js';
+import { countDeletes, DELETE_WINDOW_MS } from '../../src/engine/guards.js';
+import { MappingRunner } from '../../src/daemon/mapping-runner.js';
+import { StateStore } from '../../src/state/store.js';
+import { FakeDisk } from './fake-disk.js';
+import { FakeLocal, ROOT, sha256 } from './fake-local.js';
+import { FakeService, type ServiceVariant } from './fake-service.js';
+
+export const STATE_PATH = '/sim/state/state.json';
+export const MAPPING_ID = 'm1';
+export const INSTALLATION = 'sim-installation-1';
+export const IGNORE_FILE = '.dssyncignore';
+const DEBOUNCE_MS = 300;
+/** The periodic rescan: long, so that the quiet check shows what the daemon does without it. */
+export const RESCAN_INTERVAL_S = 3600;
+
+export interface SimConfig {
+  prune: 'ours' | 'all';
+  exclude: string[];
+  include: string[];
+  maxFileBytes: number;
+  /** The mass-delete guard: share and minimum. */
+  maxDeletePercent: number;
+  massDeleteMinimum: number;
+}
+
+export const silent = { info() {}, warn() {}, error() {}, debug() {}, fatal() {}, trace() {}, child() { return silent; } } as never;
+
+interface Timer {
+  at: number;
+  seq: number;
+  fn: () => void;
+}
+
+/** Timers on the fake clock, for one process: a crash drops them with it. */
+export class FakeTimers {
+  private readonly timers = new Map<number, Timer>();
+  private seq = 0;
+  dead = false;
+  constructor(private readonly clock: { t: number }) {}
+  now = (): number => this.clock.t;
+  setTimeout = (fn: () => void, ms: number): unknown => {
+    if (this.dead) return 0;
+    const id = ++this.seq;
+    this.timers.set(id, { at: this.clock.t + Math.max(0, ms), seq: id, fn });
+    return id;
+  };
+  clearTimeout = (h: unknown): void => {
+    this.timers.delete(h as number);
+  };
+  next(): number | undefined {
+    let best: number | undefined;
+    for (const t of this.timers.values()) if (best === undefined || t.at < best) best = t.at;
+    return best;
+  }
+  /** Fires the earliest timer due by the clock; false when none is due. */
+  fireDue(): boolean {
+    let pick: Timer | undefined;
+    for (const t of this.timers.values()) if (t.at <= this.clock.t && (!pick || t.at < pick.at || (t.at === pick.at && t.seq < pick.seq))) pick = t;
+    if (!pick) return false;
+    this.timers.delete(pick.seq);
+    pick.fn();
+    return true;
+  }
+  kill(): void {
+    this.dead = true;
+    this.timers.clear();
+  }
+}
+
+/** One run of the daemon (start to crash or stop). */
+interface Process {
+  timers: FakeTimers;
+  store: StateStore;
+  runner: MappingRunner;
+  watcher: WatcherOptions | undefined;
+  inflight: number;
+  /** Deletions counted by the guard, per executed round (the delete-window oracle). */
+  deletions: { at: number; count: number; base: number }[];
+  crashed: boolean;
+}
+
+export interface PersonDoc {
+  id: string;
+  name: string;
+  content: string;
+  /** Another dssync installation's document (carries metadata): untouched whatever prune says. */
+  foreign: boolean;
+  /** A daemon with prune "all" ran while it existed: it may be gone. */
+  prunable: boolean;
+}
+
+export interface Totals {
+  histories: number;
+  commands: number;
+  passes: number;
+  crashes: number;
+  restarts: number;
+  faults: number;
+  lateCommits: number;
+}
+
+export class World {
+  readonly clock = { t: Date.parse('2026-11-23T00:00:00Z') };
+  readonly local = new FakeLocal(() => this.clock.t);
+  readonly disk = new FakeDisk();
+  readonly service: FakeService;
+  people: PersonDoc[] = [];
+  /** Someone deleted or renamed one of our documents: the daemon learns of it at a full pass. */
+  remoteTampered = false;
+  /** A pass was stopped by the mass-delete guard (the operator must say "allow"). */
+  blocked = false;
+  /** Violations of the delete window seen during the history. */
+  guardViolations: string[] = [];
+  passes = 0;
+  commandsRun = 0;
+  crashes = 0;
+  restarts = 0;
+  proc: Process | undefined;
+  tornNext = 0;
+  /** SHA-256 of the states a slow writer's file went through before its last write. */
+  readonly partials = new Set<string>();
+
+  constructor(
+    public config: SimConfig,
+    variant: ServiceVariant,
+  ) {
+    this.service = new FakeService(this.local, () => this.clock.t, variant);
+    this.service.onCrash = () => this.crashNow(this.tornNext);
+  }
+
+  get now(): number {
+    return this.clock.t;
+  }
+
+  // ---- the process -------------------------------------------------------------------
+
+  async start(): Promise<void> {
+    if (this.config.prune === 'all') for (const p of this.people) p.prunable = true;
+    const timers = new FakeTimers(this.clock);
+    const store = await StateStore.open(STATE_PATH, {
+      fs: this.disk.fs(),
+      clock: () => this.clock.t,
+      timers,
+      lock: false,
+      onCorrupt: 'reset',
+      // Small, so that folds (snapshot rewrites) happen within a history too.
+      foldMinBytes: 2048,
+      logger: silent,
+    });
+    const api = this.service.forProcess();
+    const proc: Process = { timers, store, runner: undefined as never, watcher: undefined, inflight: 0, deletions: [], crashed: false };
+    const config = {
+      debounceMs: DEBOUNCE_MS,
+      rescanIntervalSeconds: RESCAN_INTERVAL_S,
+      ingestionCheck: { enabled: false, delaySeconds: 60 },
+      statePath: STATE_PATH,
+      mappings: [],
+    } as unknown as Config;
+    const mapping = {
+      id: MAPPING_ID,
+      path: ROOT,
+      dataSourceId: this.service.dataSourceId,
+      ignoreFile: IGNORE_FILE,
+      include: this.config.include,
+      exclude: this.config.exclude,
+      maxFileBytes: this.config.maxFileBytes,
+      followSymlinks: false,
+      prune: this.config.prune,
+      maxDeletePercent: this.config.maxDeletePercent,
+    } as unknown as MappingConfig;
+    proc.runner = new MappingRunner({
+      config,
+      mapping,
+      index: 0,
+      api,
+      state: store,
+      logger: silent,
+      timers,
+      random: () => 0.5,
+      localFs: this.local,
+      watch: async (opts) => {
+        proc.watcher = opts;
+        const w: Watcher = { mode: 'folders', root: ROOT, close: async () => void (proc.watcher = undefined), watchedDirs: () => 1 };
+        return w;
+      },
+      buildMirror: async (_c, _m, _i, deps) => this.mirror(proc, deps.api, deps.onOp),
+    });
+    this.proc = proc;
+    proc.runner.start();
+    await this.settle();
+  }
+
+  /** The mapping's Mirror for a process, as buildMirror makes it (the sim's spec and folder). */
+  mirror(proc: Process, api: MirrorDeps['api'], onOp?: MirrorDeps['onOp']): Mirror {
+    const cfg = this.config;
+    const track = (kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> => this.track(proc, kind, run);
+    class SimMirror extends Mirror {
+      override async fullPass(opts: PassOptions = {}): Promise<PassReport> {
+        return track('full', () => super.fullPass(opts));
+      }
+      override async changedPass(scope: ChangeScope, opts: PassOptions = {}): Promise<PassReport> {
+        return track('changes', () => super.changedPass(scope, opts));
+      }
+    }
+    return new SimMirror({
+      spec: {
+        mappingId: MAPPING_ID,
+        installationId: INSTALLATION,
+        root: ROOT,
+        dataSourceId: this.service.dataSourceId,
+        prune: cfg.prune,
+        maxDeletePercent: cfg.maxDeletePercent,
+        massDeleteMinimum: cfg.massDeleteMinimum,
+        batchFiles: 3,
+        batchBytes: 1e9,
+        concurrency: 2,
+      },
+      api,
+      state: proc.store,
+      local: createLocalSide({ path: ROOT, include: cfg.include, exclude: cfg.exclude, ignoreFile: IGNORE_FILE, maxFileBytes: cfg.maxFileBytes, followSymlinks: false }, { fs: this.local }),
+      logger: silent,
+      now: () => this.clock.t,
+      onOp,
+      onPlan: (ops) => this.onPlan(proc, ops),
+    });
+  }
+
+  /**
+   * The operator, told by the guard, runs `dssync sync --allow-mass-delete` (the daemon
+   * stopped meanwhile), then starts the daemon again.
+   */
+  async operatorAllowsMassDelete(): Promise<void> {
+    await this.restartIfCrashed();
+    const p = this.proc!;
+    await p.runner.stop();
+    await this.settle();
+    const api = this.service.forProcess();
+    const run = this.mirror(p, api).fullPass({ allowMassDelete: true });
+    await this.settle();
+    await run.catch(() => undefined);
+    await p.store.close().catch(() => undefined);
+    p.timers.kill();
+    this.disk.stopProcess();
+    this.service.endProcess();
+    this.blocked = false;
+    this.restarts++;
+    await this.start();
+  }
+
+  private async track(proc: Process, kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> {
+    proc.inflight++;
+    this.passes++;
+    if (!proc.crashed) this.service.activity = kind;
+    try {
+      const r = await run();
+      if (r.blocked?.kind === 'mass-delete' && !proc.crashed) this.blocked = true;
+      if (kind === 'full' && r.ok && !proc.crashed) this.remoteTampered = false;
+      return r;
+    } finally {
+      proc.inflight--;
+      if (!proc.crashed) this.service.activity = 'idle';
+    }
+  }
+
+  /**
+   * The delete window's promise (guards.ts, docs/reliability.md): within any 10 minutes of
+   * one process, deletions counted by the guard stay below the minimum or within the share
+   * of what the data source held. `base` over-counts what the guard knows (every document
+   * of the data source), so the check never blames a sound guard.
+   */
+  private onPlan(proc: Process, ops: readonly Op[]): void {
+    if (proc.crashed) return;
+    const count = countDeletes(ops);
+    const now = this.clock.t;
+    const mapping = proc.store.mapping(MAPPING_ID);
+    const known = Math.max(this.service.docs_().length, Object.keys(mapping?.files ?? {}).length);
+    proc.deletions = proc.deletions.filter((d) => d.at > now - DELETE_WINDOW_MS);
+    if (count === 0) return;
+    const recent = proc.deletions.reduce((n, d) => n + d.count, 0);
+    const total = recent + count;
+    const base = Math.max(known + recent, ...proc.deletions.map((d) => d.base));
+    proc.deletions.push({ at: now, count, base });
+    const { maxDeletePercent: pct, massDeleteMinimum: min } = this.config;
+    if (total >= min && (total / base) * 100 > pct) {
+      this.guardViolations.push(`at ${now}: ${total} deletions within ${DELETE_WINDOW_MS / 60_000} min out of at most ${base} documents (max ${pct}%, minimum ${min})`);
+    }
+  }
+
+  /** The machine stops at this instant: memory gone, unsynced state writes lost. */
+  crashNow(torn: number): void {
+    const p = this.proc;
+    if (!p || p.crashed) return;
+    p.crashed = true;
+    p.timers.kill();
+    p.watcher = undefined;
+    this.disk.crash(torn);
+    this.service.endProcess();
+    this.service.activity = 'idle';
+    this.crashes++;
+  }
+
+  /** Restarts after a crash (the process's leftovers run to their end, touching nothing). */
+  async restartIfCrashed(): Promise<void> {
+    while (this.proc?.crashed) {
+      await this.settle();
+      this.restarts++;
+      await this.start();
+    }
+  }
+
+  /** A clean restart with a (possibly) new config: stop, flush, start again. */
+  async restart(config: SimConfig = this.config): Promise<void> {
+    await this.restartIfCrashed();
+    const p = this.proc!;
+    await p.runner.stop();
+    await this.settle();
+    await p.store.close().catch(() => undefined);
+    p.timers.kill();
+    this.disk.stopProcess();
+    this.service.endProcess();
+    this.config = config;
+    this.restarts++;
+    await this.start();
+  }
+
+  // ---- time ----------------------------------------------------------------------------
+
+  /** Lets every pass, write and due timer of the process run to its end. */
+  async settle(): Promise<void> {
+    for (let quiet = 0, i = 0; quiet < 3 && i < 100_000; i++) {
+      await new Promise<void>((r) => setImmediate(r));
+      const p = this.proc;
+      const fired = p !== undefined && !p.crashed && p.timers.fireDue();
+      const folding = p !== undefined && (p.store as unknown as { folding?: Promise<void> }).folding !== undefined;
+      if (fired || folding || (p?.inflight ?? 0) > 0) quiet = 0;
+      else quiet++;
+    }
+    this.service.landLate();
+  }
+
+  /** Moves the clock forward, firing the process's timers on the way. */
+  async advance(ms: number): Promise<void> {
+    const end = this.clock.t + ms;
+    for (;;) {
+      await this.restartIfCrashed();
+      const p = this.proc!;
+      const next = p.timers.next();
+      const late = this.service.lateDue();
+      const at = Math.min(next ?? Infinity, late ?? Infinity);
+      if (at > end) break;
+      this.clock.t = Math.max(this.clock.t, at);
+      this.service.landLate();
+      p.timers.fireDue();
+      await this.settle();
+    }
+    this.clock.t = end;
+    this.service.landLate();
+    await this.settle();
+    await this.restartIfCrashed();
+  }
+
+  // ---- the watcher: what the real one reports for each change ------------------------------
+
+  private emit(kind: 'add' | 'change' | 'unlink' | 'addDir' | 'unlinkDir', rel: string): void {
+    const w = this.proc?.watcher;
+    if (!w) return;
+    const isDir = kind === 'addDir' || kind === 'unlinkDir';
+    if (!w.filter(rel, isDir)) return;
+    const f = this.local.file(rel);
+    w.onEvent({ kind, path: rel, at: this.clock.t, ...(f && !isDir ? { size: f.data.length, mtimeMs: f.mtimeMs } : {}) });
+  }
+
+  /** An edit of the ignore file: the watcher reloads its filter and reports the folder as a whole. */
+  private ignoreFileChanged(): void {
+    const w = this.proc?.watcher;
+    if (!w?.ignoreFile) return;
+    const at = this.clock.t;
+    void (async () => {
+      await w.reloadFilter?.().catch(() => undefined);
+      w.onEvent({ kind: 'raw', path: '', at, reason: `the ignore file ${w.ignoreFile} changed` });
+    })();
+  }
+
+  /** The outermost folder of `rel` that does not exist yet (a new folder is one addDir). */
+  private newDirOf(rel: string): string | undefined {
+    const parts = rel.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const d = parts.slice(0, i).join('/');
+      if (!this.local.isDir(d)) return d;
+    }
+    return undefined;
+  }
+
+  write(rel: string, content: string | Buffer, mtimeMs?: number): void {
+    if (rel === IGNORE_FILE) {
+      this.local.write(rel, content, mtimeMs);
+      this.ignoreFileChanged();
+      return;
+    }
+    const existed = this.local.file(rel) !== undefined;
+    const newDir = this.newDirOf(rel);
+    if (!this.local.write(rel, content, mtimeMs)) return;
+    if (newDir !== undefined) this.emit('addDir', newDir);
+    this.emit(existed ? 'change' : 'add', rel);
+  }
+
+  setMtime(rel: string, mtimeMs: number): void {
+    this.local.setMtime(rel, mtimeMs);
+    this.emit('change', rel);
+  }
+
+  setUnreadable(rel: string, unreadable: boolean): void {
+    this.local.setUnreadable(rel, unreadable);
+    this.emit('change', rel);
+  }
+
+  rename(from: string, to: string): void {
+    const isDir = this.local.isDir(from);
+    const replaced = this.local.file(to) !== undefined;
+    const newDir = this.newDirOf(to);
+    if (!this.local.rename(from, to)) return;
+    if (from === IGNORE_FILE || to === IGNORE_FILE) this.ignoreFileChanged();
+    this.emit(isDir ? 'unlinkDir' : 'unlink', from);
+    if (newDir !== undefined) this.emit('addDir', newDir);
+    this.emit(isDir ? 'addDir' : replaced ? 'change' : 'add', to);
+  }
+
+  remove(rel: string): void {
+    const isDir = this.local.isDir(rel);
+    if (!isDir && !this.local.file(rel)) return;
+    this.local.remove(rel);
+    if (rel === IGNORE_FILE) this.ignoreFileChanged();
+    this.emit(isDir ? 'unlinkDir' : 'unlink', rel);
+  }
+
+  mkdir(rel: string): void {
+    if (this.local.isDir(rel)) return;
+    const newDir = this.newDirOf(`${rel}/x`);
+    if (!this.local.mkdir(rel)) return;
+    if (newDir !== undefined) this.emit('addDir', newDir);
+  }
+
+  // ---- people and other installations ---------------------------------------------------
+
+  personUpload(name: string, content: string): void {
+    const d = this.service.create({ name, url: undefined, metadata: {}, size: Buffer.byteLength(content), content: sha256(content), byUs: false });
+    this.people.push({ id: d.id, name, content: d.content, foreign: false, prunable: this.config.prune === 'all' });
+  }
+
+  /** Another installation (a copied config, another host) writes into the same data source. */
+  foreignUpload(path: string, content: string): void {
+    const metadata = buildMetadata(undefined, { path, sha256: sha256(content), size: Buffer.byteLength(content), mtimeMs: 1, mappingId: MAPPING_ID, installationId: 'another-installation' });
+    const d = this.service.create({ name: path, url: undefined, metadata, size: Buffer.byteLength(content), content: sha256(content), byUs: false });
+    this.people.push({ id: d.id, name: path, content: d.content, foreign: true, prunable: false });
+  }
+
+  private ourDocs(): string[] {
+    return this.service
+      .docs_()
+      .filter((d) => d.metadata['dssync_installation'] === INSTALLATION)
+      .map((d) => d.id);
+  }
+
+  personDeletesOurs(pick: number): void {
+    const ours = this.ourDocs();
+    if (ours.length === 0) return;
+    this.service.store.delete(ours[pick % ours.length]!);
+    this.remoteTampered = true;
+  }
+
+  personRenamesOurs(pick: number, name: string): void {
+    const ours = this.ourDocs();
+    if (ours.length === 0) return;
+    this.service.store.get(ours[pick % ours.length]!)!.name = name;
+    this.remoteTampered = true;
+  }
+
+  // ---- the oracle -------------------------------------------------------------------------
+
+  /** What the data source must hold: included, readable files within maxFileBytes, and the paths whose documents are kept as they are. */
+  expected(): { files: Map<string, string>; kept: Set<string> } {
+    const ignore = this.local.file(IGNORE_FILE);
+    const filter = createFilter({ include: this.config.include, exclude: this.config.exclude, ignoreFile: IGNORE_FILE }, ignore?.data.toString('utf8'));
+    const files = new Map<string, string>();
+    const kept = new Set<string>();
+    for (const [p, f] of this.local.files()) {
+      if (!filter.includes(p, false)) continue;
+      if (f.unreadable || f.data.length > this.config.maxFileBytes) kept.add(p);
+      else files.set(p, sha256(f.data));
+    }
+    return { files, kept };
+  }
+}
+
+export type { BatchItem };
