@@ -6,7 +6,7 @@
  * once quiet, the invariants must hold (invariants.ts).
  *
  *   npm run sim -- --runs 100000 --seed 7      (or SIM_RUNS / SIM_SEED)
- *   npm run sim -- --seed S --path P           replays a failure exactly
+ *   npm run sim -- --seed S --path P --replay R   replays a failure exactly (R: its replayPath)
  * A failure prints the seed, the path and the shrunk history.
  */
 import fc from 'fast-check';
@@ -18,6 +18,8 @@ import { World, type Totals } from './world.js';
 const RUNS = Number(process.env['SIM_RUNS'] ?? 1000);
 const SEED = Number(process.env['SIM_SEED'] ?? 42);
 const PATH = process.env['SIM_PATH'] || undefined;
+/** The commands' own replay path (the replayPath="…" printed after a counterexample). */
+const REPLAY = process.env['SIM_REPLAY'] || undefined;
 const MAX_COMMANDS = Number(process.env['SIM_MAX_COMMANDS'] ?? 40);
 
 const variantArb = fc.record({
@@ -30,7 +32,7 @@ describe('simulation (issue 9)', () => {
   it(`${RUNS} histories from seed ${SEED} converge and touch nobody else's documents`, async () => {
     const t0 = Date.now();
     const totals: Totals = { histories: 0, commands: 0, passes: 0, crashes: 0, restarts: 0, faults: 0, lateCommits: 0 };
-    const property = fc.asyncProperty(configArb, variantArb, fc.commands(commands(), { maxCommands: MAX_COMMANDS, size: '+1' }), async (config, variant, cmds) => {
+    const property = fc.asyncProperty(configArb, variantArb, fc.commands(commands(), { maxCommands: MAX_COMMANDS, size: '+1', ...(REPLAY ? { replayPath: REPLAY } : {}) }), async (config, variant, cmds) => {
       const w = new World(config, variant);
       // A file no command removes keeps the folder non-empty: an emptied folder is refused
       // as an outage on purpose (guards.ts), which would make the invariants false by design.
