@@ -23,8 +23,9 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   debounceMs after the last write, the walk of the new folder reads the partial file;
  *   and, released as part of the folder, the file's size is not remembered, so its next
  *   'change' does not count as growth either. Seed 42, shrunk: slowWrite(sub/a.txt, 2
- *   chunks, 900 ms apart) with "sub" new. While off, a slow writer's folder exists, and
- *   its events are settled, before the writer starts.
+ *   chunks, 900 ms apart) with "sub" new; also a folder just moved in (seed 20261124:
+ *   deployOver(sub) then slowWrite(sub/c.md)). While off, a slow writer's folder exists,
+ *   and its events are released, before the writer starts.
  * - SIM_SLOW_ACROSS_RESTART (found, not fixed): a daemon (re)started while a file is being
  *   written with pauses uploads a prefix in an incremental pass: the aggregator's memory of
  *   sizes dies with the process, so the first 'change' after the start has no earlier size
@@ -134,9 +135,10 @@ export function commands(): fc.Arbitrary<Cmd>[] {
         let text = '';
         const folder = p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '';
         if (!FLAGS.slowWriteNewFolder && folder !== '') {
-          // The folder exists and its own events are settled before the writer starts.
+          // The folder exists and its own events (a move, a replacement) are released before
+          // the writer starts: past the aggregator's maxWaitMs (10 s).
           w.mkdir(folder);
-          await w.advance(2_500);
+          await w.advance(11_000);
         }
         w.write(p, '');
         for (let i = 0; i < chunks; i++) {
