@@ -32,12 +32,21 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   to show growth and is released debounceMs later. Seed 42, shrunk: faults(crash-before),
  *   slowWrite(a.txt, 2 chunks, 500 ms apart). While off, the prefixes of a slow write
  *   during which the process restarted are not held against it.
+ * - SIM_PERSON_RACES_UPLOAD (found, not fixed; engine): a person uploads a document of the
+ *   full name and size of a file dssync is about to upload by an incremental pass (no
+ *   listing since); dssync's upload answer is lost and commits late; the first listing
+ *   after it shows only the person's document, which the intent pins as ours and marks
+ *   with our metadata (the intent's "existed before" set is only as fresh as the last
+ *   listing). Seed 20261126, shrunk: deleteAndRecreate(sub/c.md, x), personUploads(sub/c.md,
+ *   x), faults(late-commit), slowWrite(a.txt, 2 chunks, 200 ms apart), restart. While off,
+ *   people do not upload the name and size of an included file that has no document of ours.
  */
 export const FLAGS = {
   racy: flag('SIM_RACY', false),
   personSameSize: flag('SIM_PERSON_SAME_SIZE', true),
   slowWriteNewFolder: flag('SIM_SLOW_NEW_FOLDER', false),
   slowWriteAcrossRestart: flag('SIM_SLOW_ACROSS_RESTART', false),
+  personRacesUpload: flag('SIM_PERSON_RACES_UPLOAD', false),
 };
 
 function flag(name: string, byDefault: boolean): boolean {
@@ -152,7 +161,7 @@ export function commands(): fc.Arbitrary<Cmd>[] {
     ),
     // People, and another installation, on the data source.
     fc.tuple(fc.constantFrom(...FILES, 'c.md', 'd.txt', 'notes.txt'), content).map(([name, c]) =>
-      cmd(`personUploads(${name}, ${personContent(c)})`, (w) => w.personUpload(name, personContent(c))),
+      cmd(`personUploads(${name}, ${personContent(c)})`, (w) => w.personUpload(name, personContent(c), FLAGS.personRacesUpload)),
     ),
     fc.tuple(file, content).map(([p, c]) => cmd(`otherInstallationUploads(${p}, ${c})`, (w) => w.foreignUpload(p, c))),
     fc.nat(20).map((i) => cmd(`personDeletesOurDocument(#${i})`, (w) => w.personDeletesOurs(i))),

@@ -28,6 +28,16 @@ const variantArb = fc.record({
   pageSize: fc.constantFrom(2, 3),
 });
 
+/** A long run says how far it got every so many histories (a stopped run still has figures). */
+const PROGRESS_EVERY = 5_000;
+
+function summary(t: Totals, t0: number): string {
+  return (
+    `${t.histories} histories (seed ${SEED}), ${t.commands} commands, ${t.passes} passes, ${t.crashes} crashes, ${t.restarts} restarts, ` +
+    `${t.faults} faults injected, ${t.lateCommits} late commits, ${((Date.now() - t0) / 1000).toFixed(1)} s`
+  );
+}
+
 describe('simulation (issue 9)', () => {
   it(`${RUNS} histories from seed ${SEED} converge and touch nobody else's documents`, async () => {
     const t0 = Date.now();
@@ -42,7 +52,7 @@ describe('simulation (issue 9)', () => {
         await fc.asyncModelRun(() => ({ model: {}, real: w }), cmds);
         await checkInvariants(w);
       } finally {
-        totals.histories++;
+        if (++totals.histories % PROGRESS_EVERY === 0) console.log(`simulation: ${summary(totals, t0)} so far, no violation`);
         totals.commands += w.commandsRun;
         totals.passes += w.passes;
         totals.crashes += w.crashes;
@@ -55,11 +65,7 @@ describe('simulation (issue 9)', () => {
       await fc.assert(property, { numRuns: RUNS, seed: SEED, ...(PATH ? { path: PATH, endOnFailure: true } : {}), verbose: 1 });
     } finally {
       const flags = Object.entries(FLAGS).filter(([, on]) => !on).map(([k]) => k);
-      console.log(
-        `simulation: ${totals.histories} histories (seed ${SEED}), ${totals.commands} commands, ${totals.passes} passes, ${totals.crashes} crashes, ${totals.restarts} restarts, ` +
-          `${totals.faults} faults injected, ${totals.lateCommits} late commits, ${((Date.now() - t0) / 1000).toFixed(1)} s` +
-          (flags.length ? `; classes off: ${flags.join(', ')}` : ''),
-      );
+      console.log(`simulation: ${summary(totals, t0)}${flags.length ? `; classes off: ${flags.join(', ')}` : ''}`);
     }
   }, 3_600_000);
 });

@@ -468,8 +468,15 @@ export class World {
     return Object.values(m?.intents ?? {}).some((i) => i.kind === 'upload' && i.files.some((f) => f.documentId === undefined && f.path === name && f.size === size));
   }
 
-  personUpload(name: string, content: string): void {
+  /** A file of that name and size that dssync has not uploaded yet (SIM_PERSON_RACES_UPLOAD). */
+  racesUpload(name: string, size: number): boolean {
+    const f = this.expected().files.has(name) ? this.local.file(name) : undefined;
+    return f !== undefined && f.data.length === size && !this.service.docs_().some((d) => d.metadata['dssync_installation'] === INSTALLATION && d.metadata['dssync_path'] === name);
+  }
+
+  personUpload(name: string, content: string, allowRace = true): void {
     if (this.undecidable(name, Buffer.byteLength(content))) return;
+    if (!allowRace && this.racesUpload(name, Buffer.byteLength(content))) return;
     const d = this.service.create({ name, url: undefined, metadata: {}, size: Buffer.byteLength(content), content: sha256(content), byUs: false });
     this.people.push({ id: d.id, name, content: d.content, foreign: false, prunable: this.config.prune === 'all' });
   }
