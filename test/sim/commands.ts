@@ -38,8 +38,10 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   after it shows only the person's document, which the intent pins as ours and marks
  *   with our metadata (the intent's "existed before" set is only as fresh as the last
  *   listing). Seed 20261126, shrunk: deleteAndRecreate(sub/c.md, x), personUploads(sub/c.md,
- *   x), faults(late-commit), slowWrite(a.txt, 2 chunks, 200 ms apart), restart. While off,
- *   people do not upload the name and size of an included file that has no document of ours.
+ *   x), faults(late-commit), slowWrite(a.txt, 2 chunks, 200 ms apart), restart; also with a
+ *   crash at the upload (seed 20261127: write(a.txt, 12), personUploads(sub/a.txt, ab),
+ *   rename(a.txt, sub/a.txt), crashAtNextCall, ...). While off, people's documents under our
+ *   files' full names have sizes no file of ours has (base names and free names keep them).
  */
 export const FLAGS = {
   racy: flag('SIM_RACY', false),
@@ -91,9 +93,9 @@ export const configArb: fc.Arbitrary<SimConfig> = fc.record({
   massDeleteMinimum: fc.constantFrom(3, 1000),
 });
 
-function personContent(c: string): string {
-  // With the class off, people's contents have sizes no file of ours has.
-  return FLAGS.personSameSize ? c : `by a person: ${c}`;
+function personContent(c: string, name: string): string {
+  // With a class off, people's contents (under our files' full names) have sizes no file of ours has.
+  return FLAGS.personSameSize && (FLAGS.personRacesUpload || !FILES.includes(name)) ? c : `by a person: ${c}`;
 }
 
 export function commands(): fc.Arbitrary<Cmd>[] {
@@ -161,7 +163,7 @@ export function commands(): fc.Arbitrary<Cmd>[] {
     ),
     // People, and another installation, on the data source.
     fc.tuple(fc.constantFrom(...FILES, 'c.md', 'd.txt', 'notes.txt'), content).map(([name, c]) =>
-      cmd(`personUploads(${name}, ${personContent(c)})`, (w) => w.personUpload(name, personContent(c), FLAGS.personRacesUpload)),
+      cmd(`personUploads(${name}, ${personContent(c, name)})`, (w) => w.personUpload(name, personContent(c, name), FLAGS.personRacesUpload)),
     ),
     fc.tuple(file, content).map(([p, c]) => cmd(`otherInstallationUploads(${p}, ${c})`, (w) => w.foreignUpload(p, c))),
     fc.nat(20).map((i) => cmd(`personDeletesOurDocument(#${i})`, (w) => w.personDeletesOurs(i))),

@@ -95,13 +95,10 @@ export async function checkInvariants(w: World): Promise<void> {
     if (!p.foreign) expect(d.metadata, `a person's document ${p.id} got metadata`).toEqual({});
   }
   const people = new Set(w.people.map((p) => p.id));
-  // A file set aside (unreadable, too large) keeps what its path had, an upload of an open
-  // intent included: at most one document for the path in all.
+  // A file set aside (unreadable, too large) keeps what its path had, and the uploads of its
+  // open intents (lost or late answers) stay until the file can be looked at again.
   const { kept } = w.expected();
-  const keptDocs = (name: string): number => [...all.values()].filter((d) => d.name === name || d.metadata['dssync_path'] === name).length;
-  const foreignLeft = [...all.values()].filter(
-    (d) => !people.has(d.id) && d.metadata['dssync_installation'] !== INSTALLATION && !(kept.has(d.name) && keptDocs(d.name) <= 1),
-  );
+  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== INSTALLATION && !kept.has(d.name));
   expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
   if (w.config.prune === 'all') {
     const left = w.people.filter((p) => !p.foreign && all.has(p.id));
