@@ -357,8 +357,14 @@ async function uploadFailed(batch: UploadOp[], intentId: string, e: unknown, o: 
   }
 }
 
-function entryFor(file: HashedFile, documentId: string, now: () => number): FileEntry {
-  return { documentId, size: file.size, mtimeMs: file.mtimeMs, sha256: file.sha256, syncedAt: new Date(now()).toISOString() };
+/** The state's entry of a file now held by `documentId`, with what the racy check needs (racy.ts). */
+export function entryFor(file: HashedFile, documentId: string, now: () => number): FileEntry {
+  const entry: FileEntry = { documentId, size: file.size, mtimeMs: file.mtimeMs, sha256: file.sha256, syncedAt: new Date(now()).toISOString() };
+  if (file.hashedAt !== undefined) entry.hashedAt = file.hashedAt;
+  if (file.ctimeMs !== undefined) entry.ctimeMs = file.ctimeMs;
+  if (file.dev !== undefined) entry.dev = file.dev;
+  if (file.ino !== undefined) entry.ino = file.ino;
+  return entry;
 }
 
 function failure(kind: Op['kind'], path: string, e: unknown): FileFailure {

@@ -9,7 +9,7 @@ import type { DocumentRecord } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
-import { executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
+import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
 import { readMeta } from './metadata.js';
 import { intentNameKeys, lostUploadPins, pathsToHash, planMirror, type IntentPin, type LocalFileInfo, type Op, type OtherOwner } from './plan.js';
@@ -58,7 +58,17 @@ export interface LocalSide {
    * Streams the file's content through SHA-256. Throws LocalFileChangedError when the file
    * changed while read, LocalFileVanishedError when it is gone.
    */
-  hash(file: LocalFileInfo): Promise<{ sha256: string; size: number; mtimeMs: number }>;
+  hash(file: LocalFileInfo): Promise<HashedContent>;
+}
+
+/** A file's content hash, with the stat of the very file read (taken before the read). */
+export interface HashedContent {
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+  ctimeMs?: number | undefined;
+  dev?: number | undefined;
+  ino?: number | undefined;
 }
 
 /** What watcher events say to look at. */
@@ -263,6 +273,7 @@ export class Mirror {
       if (opts.dryRun) break;
 
       pinIntents(state, spec.mappingId, plan.intentPins);
+      for (const r of plan.refreshed) state.setFile(spec.mappingId, r.path, entryFor(r.file, r.documentId, this.d.now));
       this.d.onPlan?.(plan.ops);
       const result = await executePlan(plan.ops, {
         api: this.d.api,
@@ -409,15 +420,27 @@ export class Mirror {
     const blocked = new Set(scan.skipped.map((s) => s.path));
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
-    const toHash = pathsToHash(local, mapping.files);
+    const toHash = pathsToHash(local, mapping.files, this.d.now());
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < toHash.length) {
         const path = toHash[next++]!;
         const file = local.get(path)!;
         try {
+          // Before the read: a write during or after it, within the mtime's tick, is then
+          // still "racy" for the next look (racy.ts).
+          const hashedAt = this.d.now();
           const h = await this.d.local.hash(file);
-          local.set(path, { ...file, size: h.size, mtimeMs: h.mtimeMs, sha256: h.sha256 });
+          local.set(path, {
+            ...file,
+            size: h.size,
+            mtimeMs: h.mtimeMs,
+            sha256: h.sha256,
+            hashedAt,
+            ...(h.ctimeMs === undefined ? {} : { ctimeMs: h.ctimeMs }),
+            ...(h.dev === undefined ? {} : { dev: h.dev }),
+            ...(h.ino === undefined ? {} : { ino: h.ino }),
+          });
         } catch (e) {
           if (e instanceof LocalFileVanishedError) {
             local.delete(path);

@@ -18,6 +18,7 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
+import { needsHash } from './racy.js';
 
 /** A local file as the walk saw it; `sha256` is set when it was hashed for this pass. */
 export interface LocalFileInfo {
@@ -30,6 +31,8 @@ export interface LocalFileInfo {
   dev?: number | undefined;
   ino?: number | undefined;
   ctimeMs?: number | undefined;
+  /** When `sha256` was computed (the engine's clock, before the read): racy.ts. */
+  hashedAt?: number | undefined;
 }
 
 /** A local file whose content hash is known. */
@@ -97,6 +100,12 @@ export interface PlanResult {
   ops: Op[];
   /** Files in scope that need nothing. */
   unchanged: number;
+  /**
+   * Unchanged files (same document, same content) whose entry is out of date: hashed again
+   * after a touch or because it was racy (racy.ts). State only, never a remote write; the
+   * mirror records them (counted as unchanged).
+   */
+  refreshed: { path: string; documentId: string; file: HashedFile }[];
   /** Files skipped because the service refused them before and they have not changed. */
   skippedRejected: string[];
   /** Open upload intents fully accounted for by this plan (the executor may close them). */
@@ -128,18 +137,25 @@ export interface OtherOwner {
   installationId: string | undefined;
 }
 
-/** True when the state's entry lets the file skip hashing (DESIGN §4 quick check). */
-export function quickCheck(entry: FileEntry | undefined, file: { size: number; mtimeMs: number }): boolean {
-  return entry !== undefined && entry.size === file.size && entry.mtimeMs === file.mtimeMs;
-}
-
-/** Paths whose content must be hashed before planning. */
-export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: Readonly<Record<string, FileEntry>>): string[] {
+/** Paths whose content must be hashed before planning (racy.ts: the quick check), at `now`. */
+export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: Readonly<Record<string, FileEntry>>, now: number): string[] {
   const out: string[] = [];
   for (const [path, file] of local) {
-    if (file.sha256 === undefined && !quickCheck(files[path], file)) out.push(path);
+    if (file.sha256 === undefined && needsHash(files[path], file, now)) out.push(path);
   }
   return out;
+}
+
+/** Same stat as when hashed, and the same hash time: writing the entry again changes nothing. */
+function sameStat(entry: FileEntry, file: HashedFile): boolean {
+  return (
+    entry.size === file.size &&
+    entry.mtimeMs === file.mtimeMs &&
+    entry.ctimeMs === file.ctimeMs &&
+    entry.dev === file.dev &&
+    entry.ino === file.ino &&
+    entry.hashedAt === file.hashedAt
+  );
 }
 
 const NO_DOCS: readonly KnownDoc[] = Object.freeze([]);
@@ -176,10 +192,15 @@ export function planMirror(input: PlanInput): PlanResult {
   for (const path of sorted) {
     const file = input.local.get(path);
     if (!file) continue;
-    const sha = file.sha256 ?? (quickCheck(state.files[path], file) ? state.files[path]?.sha256 : undefined);
-    if (sha === undefined) throw new Error(`planMirror: ${path} needs a content hash (see pathsToHash)`);
-    // A copy only when the hash comes from the state (quick check): the caller's object stays as it was.
-    hashed.set(path, file.sha256 === sha ? (file as HashedFile) : { path: file.path, diskPath: file.diskPath, size: file.size, mtimeMs: file.mtimeMs, sha256: sha });
+    if (file.sha256 !== undefined) {
+      hashed.set(path, file as HashedFile);
+      continue;
+    }
+    // Not hashed: the caller's quick check (pathsToHash) vouched for the state's hash.
+    const entry = state.files[path];
+    if (!entry || entry.size !== file.size || entry.mtimeMs !== file.mtimeMs) throw new Error(`planMirror: ${path} needs a content hash (see pathsToHash)`);
+    // A copy: the caller's object stays as it was.
+    hashed.set(path, { ...file, sha256: entry.sha256, hashedAt: entry.hashedAt });
   }
 
   // Documents of ours whose path no longer exists locally can be renamed, by content hash.
@@ -196,6 +217,7 @@ export function planMirror(input: PlanInput): PlanResult {
 
   const ops: Op[] = [];
   const skippedRejected: string[] = [];
+  const refreshed: PlanResult['refreshed'] = [];
   let unchanged = 0;
 
   // Files without a document of the right content: rejected before, renamed, or sent.
@@ -236,9 +258,11 @@ export function planMirror(input: PlanInput): PlanResult {
       const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file)));
       if (needsMeta) {
         ops.push({ kind: 'update-meta', path, documentId: good.id, file });
-      } else if (!entry || entry.documentId !== good.id || entry.sha256 !== file.sha256 || entry.size !== file.size || entry.mtimeMs !== file.mtimeMs) {
+      } else if (!entry || entry.documentId !== good.id || entry.sha256 !== file.sha256) {
         ops.push({ kind: 'adopt', path, documentId: good.id, file });
       } else {
+        // Hashed again (touched, racy) and found the same: only the entry is brought up to date.
+        if (!sameStat(entry, file)) refreshed.push({ path, documentId: good.id, file });
         unchanged++;
       }
       continue;
@@ -280,7 +304,7 @@ export function planMirror(input: PlanInput): PlanResult {
         .map((i) => i.id)
     : [];
 
-  return { ops, unchanged, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners, intentPins, doubtful };
+  return { ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners, intentPins, doubtful };
 }
 
 /**

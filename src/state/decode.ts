@@ -3,7 +3,7 @@
  */
 import { StateCorruptError, StateVersionError } from './errors.js';
 import { STATE_VERSION, type MappingState, type StateFile } from './schema.js';
-import { IntentSchema, PassRecordSchema, RejectedSchema, entryFromTuple, firstIssue, newMappingState, newState } from './validate.js';
+import { IntentSchema, PassRecordSchema, RejectedSchema, entryFromTuple, firstIssue, isTupleTail, newMappingState, newState, type FileTuple } from './validate.js';
 
 export interface DecodedState {
   state: StateFile;
@@ -83,17 +83,18 @@ function decodeMapping(file: string, id: string, v: unknown): MappingState {
     const t: unknown = files[i];
     if (
       !Array.isArray(t) ||
-      t.length !== 6 ||
       typeof t[0] !== 'string' ||
       typeof t[1] !== 'string' ||
       typeof t[2] !== 'number' ||
       typeof t[3] !== 'number' ||
       typeof t[4] !== 'string' ||
-      typeof t[5] !== 'string'
+      typeof t[5] !== 'string' ||
+      // Files of older versions have no stat fields: read as they are, hashed again once.
+      !isTupleTail(t, 6)
     ) {
-      return bad(`.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt] tuple`);
+      return bad(`.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] tuple`);
     }
-    m.files[t[0]] = entryFromTuple([t[1], t[2], t[3], t[4], t[5]]);
+    m.files[t[0]] = entryFromTuple(t.slice(1) as FileTuple);
   }
   for (const key of Object.keys(intents)) {
     const r = IntentSchema.safeParse(intents[key]);

@@ -3,11 +3,13 @@
  *
  * Format (version 1): compact JSON, no pretty-printing:
  *
- *   {"version":1,"mappings":{"<id>":{"dataSourceId":"…","root":"…","intents":{…},
- *     "rejected":{…},"lastPass":{…},"files":[["<path>","<documentId>",<size>,<mtimeMs>,"<sha256>","<syncedAt>"],…]}}}
+ *   {"version":2,"journalSeq":N,"mappings":{"<id>":{"dataSourceId":"…","root":"…","intents":{…},
+ *     "rejected":{…},"lastPass":{…},"files":[["<path>","<documentId>",<size>,<mtimeMs>,"<sha256>","<syncedAt>",
+ *     <hashedAt>,<ctimeMs>,<dev>,<ino>],…]}}}
  *
- * Every mapping field is as in schema.ts except `files`, stored as an array of 6-tuples in
- * the order of FileEntry's fields: object keys repeated 100,000 times cost ~20% more bytes,
+ * Every mapping field is as in schema.ts except `files`, stored as an array of tuples in
+ * the order of FileEntry's fields (the last four, the racy check's, null when unknown;
+ * entries written before they existed are 6-tuples, still read: validate.ts FileTuple): object keys repeated 100,000 times cost ~20% more bytes,
  * and parsing arrays is markedly faster (see the report of the state store).
  *
  * Why a stateful encoder: JSON.stringify of 100,000 entries blocks the event loop for

@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import type { StateCodec } from './encoder.js';
-import { IntentSchema, PassRecordSchema, RejectedSchema, entryFromTuple, entryToTuple, newMappingState, type FileTuple } from './validate.js';
+import { IntentSchema, PassRecordSchema, RejectedSchema, entryFromTuple, entryToTuple, isTupleTail, newMappingState, type FileTuple } from './validate.js';
 import type { FileEntry, Intent, PassRecord, RejectedFile, StateFile } from './schema.js';
 
 export type StateOp =
@@ -90,7 +90,11 @@ export function applyOp(state: StateFile, codec: StateCodec | undefined, op: Sta
 }
 
 const str = z.string();
-const FileTupleSchema = z.tuple([z.string(), z.number(), z.number(), z.string(), z.string()]);
+const num = z.number().nullable();
+const FileTupleSchema = z.union([
+  z.tuple([z.string(), z.number(), z.number(), z.string(), z.string()]),
+  z.tuple([z.string(), z.number(), z.number(), z.string(), z.string(), num, num, num, num]),
+]);
 const OpSchema = z.union([
   z.tuple([z.literal('map'), str, str, str]),
   z.tuple([z.literal('unmap'), str]),
@@ -108,7 +112,7 @@ export function parseOp(v: unknown): StateOp | undefined {
   // The hot case of a replay (file changes) without zod.
   if (Array.isArray(v) && v[0] === 'set' && v.length === 4 && typeof v[1] === 'string' && typeof v[2] === 'string') {
     const t: unknown = v[3];
-    if (Array.isArray(t) && t.length === 5 && typeof t[0] === 'string' && typeof t[1] === 'number' && typeof t[2] === 'number' && typeof t[3] === 'string' && typeof t[4] === 'string') {
+    if (Array.isArray(t) && typeof t[0] === 'string' && typeof t[1] === 'number' && typeof t[2] === 'number' && typeof t[3] === 'string' && typeof t[4] === 'string' && isTupleTail(t, 5)) {
       return v as StateOp;
     }
     return undefined;

@@ -3,7 +3,9 @@
  * Paths are relative to the mapping's folder, POSIX separators, NFC-normalised.
  * The token and other secrets are never part of it.
  * On disk, each mapping's `files` is stored compactly as [path, documentId, size, mtimeMs,
- * sha256, syncedAt] tuples (see codec.ts); use StateStore / readStateFile (store.ts) to read it.
+ * sha256, syncedAt, hashedAt, ctimeMs, dev, ino] tuples, the last four null when unknown
+ * and absent in files of older versions (see encoder.ts); use StateStore / readStateFile
+ * (store.ts) to read it.
  */
 
 export const STATE_VERSION = 2;
@@ -36,10 +38,22 @@ export interface MappingState {
 export interface FileEntry {
   documentId: string;
   size: number;
+  /** As Node reports it: milliseconds with a fraction (sub-microsecond where the filesystem keeps nanoseconds). */
   mtimeMs: number;
   sha256: string;
   /** ISO time of the last successful remote write or verification. */
   syncedAt: string;
+  /**
+   * When the content was hashed (ms since the epoch, the engine's clock, taken before the
+   * read): a file whose mtime is not safely older is hashed again (engine/racy.ts).
+   * Absent in entries written by older versions (hashed again once).
+   */
+  hashedAt?: number | undefined;
+  /** Inode change time when hashed: moves on every write and cannot be set back (`touch -r` restores only mtime). */
+  ctimeMs?: number | undefined;
+  /** Device and inode when hashed: a file swapped in under the name is another inode. */
+  dev?: number | undefined;
+  ino?: number | undefined;
 }
 
 export interface RejectedFile {

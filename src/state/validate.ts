@@ -14,16 +14,38 @@ export function emptyRecord<T>(): Record<string, T> {
   return Object.create(null) as Record<string, T>;
 }
 
-/** A FileEntry's fields in order, without the path: how the snapshot and the journal store it. */
-export type FileTuple = [documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string];
+/**
+ * A FileEntry's fields in order, without the path: how the snapshot and the journal store
+ * it. The stat fields of the racy check (hashedAt, ctimeMs, dev, ino) follow, null when
+ * unknown; entries written before they existed have the first five only (still read).
+ */
+export type FileTuple =
+  | [documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string]
+  | [documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number | null, ctimeMs: number | null, dev: number | null, ino: number | null];
 
 export function entryToTuple(e: FileEntry): FileTuple {
-  return [e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt];
+  if (e.hashedAt === undefined && e.ctimeMs === undefined && e.dev === undefined && e.ino === undefined) return [e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt];
+  return [e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt, e.hashedAt ?? null, e.ctimeMs ?? null, e.dev ?? null, e.ino ?? null];
 }
 
 /** Frozen: entries are shared with snapshots being encoded (see EncodePlan). */
 export function entryFromTuple(t: FileTuple): FileEntry {
-  return Object.freeze({ documentId: t[0], size: t[1], mtimeMs: t[2], sha256: t[3], syncedAt: t[4] });
+  const e: FileEntry = { documentId: t[0], size: t[1], mtimeMs: t[2], sha256: t[3], syncedAt: t[4] };
+  if (t.length === 9) {
+    if (t[5] !== null) e.hashedAt = t[5];
+    if (t[6] !== null) e.ctimeMs = t[6];
+    if (t[7] !== null) e.dev = t[7];
+    if (t[8] !== null) e.ino = t[8];
+  }
+  return Object.freeze(e);
+}
+
+/** The stat fields of a tuple (from index `at`): absent, or four numbers or nulls. */
+export function isTupleTail(t: readonly unknown[], at: number): boolean {
+  if (t.length === at) return true;
+  if (t.length !== at + 4) return false;
+  for (let i = at; i < at + 4; i++) if (t[i] !== null && typeof t[i] !== 'number') return false;
+  return true;
 }
 
 type UploadIntent = Extract<Intent, { kind: 'upload' }>;
@@ -125,6 +147,9 @@ export function fileEntryProblem(e: FileEntry): string | undefined {
   if (!Number.isFinite(e.mtimeMs)) return `mtimeMs must be a finite number (got ${String(e.mtimeMs)})`;
   if (typeof e.sha256 !== 'string') return 'sha256 must be a string';
   if (typeof e.syncedAt !== 'string') return 'syncedAt must be a string';
+  for (const k of ['hashedAt', 'ctimeMs', 'dev', 'ino'] as const) {
+    if (e[k] !== undefined && !Number.isFinite(e[k])) return `${k} must be a finite number when set (got ${String(e[k])})`;
+  }
   return undefined;
 }
 

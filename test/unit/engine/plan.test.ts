@@ -86,9 +86,9 @@ describe('planMirror', () => {
       ['replace a.txt (old d1)'],
     ],
     [
-      'a touched file with the same content updates the state only',
+      'a touched file with the same content: no operation (the entry is refreshed, see below)',
       { local: [local('a.txt', 'h1', 10, 5000)], files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1')] },
-      ['adopt d1 a.txt'],
+      [],
     ],
     [
       'a deleted file has its document deleted',
@@ -431,14 +431,38 @@ describe('planMirror', () => {
 });
 
 describe('pathsToHash (quick check)', () => {
-  it('hashes only files whose size or mtime differ from the state', () => {
-    const files = { 'same.txt': entry('d1', 'h1', 10, 1000), 'touched.txt': entry('d2', 'h2', 10, 1000) };
+  it('hashes only files the state cannot vouch for (racy.ts)', () => {
+    const hashed = (id: string, sha: string, mtimeMs: number): FileEntry => ({ ...entry(id, sha, 10, mtimeMs), hashedAt: mtimeMs + 60_000 });
+    const files = { 'same.txt': hashed('d1', 'h1', 1000), 'touched.txt': hashed('d2', 'h2', 1000), 'racy.txt': { ...entry('d3', 'h3', 10, 1000), hashedAt: 1500 } };
     const localFiles = new Map([
       ['same.txt', local('same.txt', undefined, 10, 1000)],
       ['touched.txt', local('touched.txt', undefined, 10, 2000)],
+      ['racy.txt', local('racy.txt', undefined, 10, 1000)],
       ['new.txt', local('new.txt', undefined)],
     ]);
-    expect(pathsToHash(localFiles, files).sort()).toEqual(['new.txt', 'touched.txt']);
+    expect(pathsToHash(localFiles, files, 120_000).sort()).toEqual(['new.txt', 'racy.txt', 'touched.txt']);
+  });
+});
+
+describe('planMirror: a file hashed again and found the same (racy.ts)', () => {
+  it('is unchanged, no operation; its entry is refreshed with the new stat and hash time', () => {
+    const r = plan({
+      local: [{ ...local('a.txt', 'h1', 10, 1000), ctimeMs: 1001, dev: 1, ino: 7, hashedAt: 9000 }, local('b.txt', undefined)],
+      files: { 'a.txt': { ...entry('d1', 'h1'), hashedAt: 1200 }, 'b.txt': { ...entry('d2', 'h2'), hashedAt: 9000 } },
+      remote: [ours('d1', 'a.txt', 'h1'), ours('d2', 'b.txt', 'h2')],
+    });
+    expect(r.ops).toEqual([]);
+    expect(r.unchanged).toBe(2);
+    expect(r.refreshed.map((x) => [x.path, x.documentId, x.file.hashedAt, x.file.ino])).toEqual([['a.txt', 'd1', 9000, 7]]);
+  });
+
+  it('found different: replaced (a same-size rewrite whose mtime was put back)', () => {
+    const r = plan({
+      local: [{ ...local('a.txt', 'h2', 10, 1000), ctimeMs: 5000, hashedAt: 9000 }],
+      files: { 'a.txt': { ...entry('d1', 'h1'), ctimeMs: 1000, hashedAt: 60_000 } },
+      remote: [ours('d1', 'a.txt', 'h1')],
+    });
+    expect(summary(r.ops)).toEqual(['replace a.txt (old d1)']);
   });
 });
 

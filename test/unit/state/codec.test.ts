@@ -61,6 +61,31 @@ describe('state codec', () => {
     expect(text).not.toContain('"documentId":"doc-2"'); // files carry no key names
   });
 
+  it('keeps the racy check\'s stat fields (hash time, ctime, device, inode), null when unknown', () => {
+    const s = newState();
+    const m = newMappingState('ds-1', '/srv/share');
+    m.files['full.txt'] = { ...entry(1), hashedAt: 1_700_000_060_000.5, ctimeMs: 1_700_000_000_001.123456, dev: 2049, ino: 123456789 };
+    m.files['partial.txt'] = { ...entry(2), hashedAt: 1_700_000_060_000 };
+    s.mappings['m'] = m;
+    const text = encodeStateToString(s);
+    expect(text).toContain(',1700000060000.5,1700000000001.1235,2049,123456789]');
+    expect(text).toContain(',1700000060000,null,null,null]');
+    expect(plain(decodeState(FILE, text).state)).toEqual(plain(s));
+  });
+
+  it('loads files of older versions, whose entries have no stat fields (hashed again once)', () => {
+    const old = '{"version":2,"journalSeq":0,"mappings":{"m":{"dataSourceId":"ds-1","root":"/srv","intents":{},"rejected":{},"files":[["a.txt","doc-1",10,1000.5,"h1","2026-01-01T00:00:00.000Z"]]}}}';
+    const e = decodeState(FILE, old).state.mappings['m']?.files['a.txt'];
+    expect(e).toEqual({ documentId: 'doc-1', size: 10, mtimeMs: 1000.5, sha256: 'h1', syncedAt: '2026-01-01T00:00:00.000Z' });
+    // Version 1 (before the journal) as well.
+    expect(decodeState(FILE, old.replace('"version":2,"journalSeq":0', '"version":1')).state.mappings['m']?.files['a.txt']).toEqual(e);
+  });
+
+  it('refuses a file tuple with a stat field that is not a number or null, naming it', () => {
+    const bad = '{"version":2,"journalSeq":0,"mappings":{"m":{"dataSourceId":"ds-1","root":"/srv","intents":{},"rejected":{},"files":[["a.txt","doc-1",10,1000,"h1","t",1,"x",3,4]]}}}';
+    expect(() => decodeState(FILE, bad)).toThrow(/mappings\.m\.files\[0\]: not a \[path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino\] tuple/);
+  });
+
   it('cached encoding always equals a fresh one under random mutations', () => {
     // Deterministic pseudo-random sequence.
     let seed = 42;

@@ -14,7 +14,13 @@ function entry(i: number): FileEntry {
 
 const OPS: StateOp[][] = [
   [['map', 'm', 'ds', '/r']],
-  [['set', 'm', 'é/"a".txt', ['d1', 1, 2.5, 'h', 't']], ['del', 'm', 'x']],
+  [
+    ['set', 'm', 'é/"a".txt', ['d1', 1, 2.5, 'h', 't']],
+    ['del', 'm', 'x'],
+    // With the racy check's stat fields (an entry of an older version has none, as above).
+    ['set', 'm', 'b.txt', ['d2', 1, 2.5, 'h', 't', 9000, 2.25, 2049, 77]],
+    ['set', 'm', 'c.txt', ['d3', 1, 2.5, 'h', 't', 9000, null, null, null]],
+  ],
   [['pass', 'm', { startedAt: 'a', finishedAt: 'b', ok: true, summary: { n: 1 } }]],
 ];
 
