@@ -5,8 +5,10 @@
  * The rule itself is tabled in test/unit/engine/racy.test.ts.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
@@ -85,12 +87,13 @@ describe('the quick check sees same-size rewrites (issue 9, defect 4)', () => {
    * needs root), two same-size writes in the same second leave size, mtime, ctime and inode
    * equal: only the racy rule (the entry's mtime was not safely older than its hash) makes
    * the next pass look at the content. The first write is made at the `before-hash` pause
-   * (test-hooks.ts), so that the hash follows it at once; the second right after the sync.
-   * Whether the second write fell in the same second is checked, not assumed: when it did
-   * not (the clock crossed a second meanwhile), mtime alone tells and the attempt proves
-   * nothing, so it is repeated with a new file.
+   * (test-hooks.ts), at the start of a second, so that the hash follows it at once; the
+   * second as soon as the emulator has the first version's metadata (the entry dssync
+   * records holds the stat the hash saw). Whether both writes fell in the same second is
+   * checked, not assumed: when they did not (a busy machine), mtime alone tells, the
+   * attempt proves nothing and is repeated with a new file.
    */
-  it('two writes within the timestamp granularity are uploaded (a 1-second filesystem)', { timeout: 120_000 }, async (ctx) => {
+  it('two writes within the timestamp granularity are uploaded (a 1-second filesystem)', { timeout: 180_000 }, async (ctx) => {
     ws = await createWorkspace();
     const image = join(ws.dir, 'coarse.img');
     try {
@@ -103,35 +106,47 @@ describe('the quick check sees same-size rewrites (issue 9, defect 4)', () => {
       return;
     }
     const w = ws;
+    const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
+    /** The hash in the metadata of the document of `name` (none before the data source exists). */
+    const uploadedSha = (name: string): unknown =>
+      w.emu.store
+        .listDataSources()
+        .flatMap((ds) => w.emu.store.listDocuments(ds.data_source_id))
+        .find((x) => x.metadata?.dssync_path === name)?.metadata?.dssync_sha256;
 
     let proved = false;
-    for (let attempt = 0; attempt < 6 && !proved; attempt++) {
+    for (let attempt = 0; attempt < 8 && !proved; attempt++) {
       const name = `racy-${attempt}.txt`;
       const file = join(w.share, name);
+      const v1 = `v1 of attempt ${attempt}\n`;
       await writeFile(file, `v0 of attempt ${attempt}\n`);
       await utimes(file, HOUR_AGO, HOUR_AGO);
       // A folder per run: each process numbers its pauses from 0.
       const hooksDir = join(w.dir, `hooks-${attempt}`);
       await mkdir(hooksDir);
 
-      // The first write happens while dssync waits just before hashing this file.
+      // The first write happens while dssync waits just before hashing this file, early in a second.
       let first: { mtimeMs: number; ctimeMs: number } | undefined;
       const driver = answerPauses(hooksDir, async (detail) => {
-        if (detail === name && first === undefined) {
-          await writeFile(file, `v1 of attempt ${attempt}\n`);
-          first = await stat(file);
-        }
+        if (detail !== name || first !== undefined) return;
+        while (Date.now() % 1000 > 100) await delay(1000 - (Date.now() % 1000));
+        await writeFile(file, v1);
+        first = await stat(file);
       });
+      const syncing = runCli(['sync', '--config', w.configPath], { ...w.env, DSSYNC_TEST_HOOKS: `pause:before-hash=${hooksDir}` });
+      let second: { mtimeMs: number; ctimeMs: number } | undefined;
       try {
-        await syncOk(w, { DSSYNC_TEST_HOOKS: `pause:before-hash=${hooksDir}` });
+        // The second write, once the first version is in (its entry is the stat the hash saw).
+        for (let i = 0; i < 6000 && uploadedSha(name) !== sha(v1); i++) await delay(5);
+        await writeFile(file, `v2 of attempt ${attempt}\n`);
+        second = await stat(file);
       } finally {
+        const r = await syncing;
         driver.stop();
+        expect(r.code, r.stderr).toBe(0);
       }
       expect(first, 'the hash of the file was not paused').toBeDefined();
       expect(serviceText(w, name)).toContain('v1');
-
-      await writeFile(file, `v2 of attempt ${attempt}\n`);
-      const second = await stat(file);
       if (second.mtimeMs !== first!.mtimeMs || second.ctimeMs !== first!.ctimeMs) continue;
       proved = true;
       // Every stat field as recorded: only the racy rule can see it.
