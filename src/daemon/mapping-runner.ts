@@ -91,7 +91,7 @@ export class MappingRunner {
   constructor(private readonly d: MappingRunnerDeps) {
     this.log = d.logger.child({ mapping: d.mapping.id });
     setMaxListeners(0, this.controller.signal);
-    this.aggregator = new EventAggregator({ quietMs: d.config.debounceMs });
+    this.aggregator = new EventAggregator({ quietMs: d.config.debounceMs, startedAt: d.timers.now() });
     this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs });
     if (d.config.ingestionCheck.enabled) {
       this.ingestion = new IngestionChecker({

@@ -29,7 +29,12 @@
  * - a file or folder created and deleted again while pending (editor temp files, vim's
  *   "4913" probe, office lock files, build folders) is dropped: the service never knew it;
  * - events under a pending folder event fold into it: the folder is re-walked as a whole
- *   (a deleted folder is one entry, not one per file);
+ *   (a deleted folder is one entry, not one per file). A file written under it makes the
+ *   folder unsettled like the file itself (the walk would read it half-written), and its
+ *   size is remembered, so that its next write after the folder's release is seen as growth;
+ * - what happened before the aggregator started is unknown (events are lost at a restart):
+ *   for `maxStabilityMs` after `startedAt`, a file's first `change` counts as unsettled, so
+ *   a writer that was pausing when the daemon (re)started is not caught between two writes;
  * - the optional filter is applied when paths are released.
  */
 import { nfc } from './paths.js';
@@ -72,6 +77,11 @@ export interface AggregatorOptions {
   maxPending: number;
   /** nextDeadline() is rounded up to this grid, so that a burst drains in few batches (ms). */
   batchTickMs: number;
+  /**
+   * When the aggregator started (ms, the events' clock): its first `maxStabilityMs` are
+   * treated as after a loss of memory (see the rules). Default: never (no start window).
+   */
+  startedAt?: number | undefined;
   /** Paths for which this answers false are never reported (the mapping's filter). */
   filter?: ((relPath: string, isDir: boolean) => boolean) | undefined;
 }
@@ -179,6 +189,7 @@ export class EventAggregator {
     const holder = this.holderOf(path, !isDir && removed);
     if (holder) {
       fold(holder, e.at);
+      if (!isDir && !removed && !holder.dropped) this.writtenUnder(holder, path, e.size, e.at, e.at);
       this.lower(holder);
       return;
     }
@@ -217,7 +228,9 @@ export class EventAggregator {
       }
     } else if (!isDir) {
       const resized = e.size !== undefined && entry.size !== undefined && entry.size !== e.size;
-      if (e.kind === 'add' || resized || e.size === 0) {
+      // Its first change since a start whose past is unknown: it may be a write resuming.
+      const unknownPast = entry.events === 1 && entry.size === undefined && this.o.startedAt !== undefined && e.at < this.o.startedAt + this.o.maxStabilityMs;
+      if (e.kind === 'add' || resized || e.size === 0 || unknownPast) {
         entry.unsettledSince ??= resized ? Math.min(entry.firstAt, entry.lastChangeAt ?? Infinity) : e.at;
         entry.lastChangeAt = e.at;
       }
@@ -325,6 +338,18 @@ export class EventAggregator {
     this.recent.set(e.path, { size: e.size, unsettledSince: e.unsettledSince, lastChangeAt: e.lastChangeAt, lastAt: e.lastAt });
   }
 
+  /**
+   * A file written under a pending folder: the folder waits for the file's stability window
+   * (its walk reads the file), and the file's size is remembered beyond the folder's release.
+   */
+  private writtenUnder(holder: Entry, path: string, size: number | undefined, since: number, at: number): void {
+    holder.unsettledSince = Math.min(holder.unsettledSince ?? since, since);
+    holder.lastChangeAt = Math.max(holder.lastChangeAt ?? at, at);
+    if (this.recent.size >= this.o.maxPending) this.recent.clear();
+    const known = this.recent.get(path);
+    this.recent.set(path, { size: size ?? known?.size, unsettledSince: Math.min(known?.unsettledSince ?? since, since), lastChangeAt: at, lastAt: at });
+  }
+
   /** A push can only make its entry ready later, or add a new ready time: keep the minimum. */
   private lower(e: Entry): void {
     if (e.dropped) return;
@@ -359,6 +384,9 @@ export class EventAggregator {
         holder.firstAt = Math.min(holder.firstAt, e.firstAt);
         holder.lastAt = Math.max(holder.lastAt, e.lastAt);
         holder.events += e.events;
+        if (!e.isDir && !e.gone && !holder.dropped && e.unsettledSince !== undefined && e.lastChangeAt !== undefined) {
+          this.writtenUnder(holder, path, e.size, e.unsettledSince, e.lastChangeAt);
+        }
         map.delete(path);
       }
     }

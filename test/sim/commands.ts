@@ -17,7 +17,7 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   racy quick check): writes at the instant of a pass, mtime put back, swaps.
  * - SIM_PERSON_SAME_SIZE (on: fixed on main): people's uploads with the same full name and
  *   size as our files; once claimed by an upload intent and deleted as our duplicate.
- * - SIM_SLOW_NEW_FOLDER (found by this simulation, not fixed): a file written with pauses
+ * - SIM_SLOW_NEW_FOLDER (on: found by this simulation, fixed in aggregator.ts): a file written with pauses
  *   into a folder just created is uploaded half-written. Its events fold into the pending
  *   folder's entry (aggregator.ts holderOf), which has no stability window: released
  *   debounceMs after the last write, the walk of the new folder reads the partial file;
@@ -26,7 +26,7 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   chunks, 900 ms apart) with "sub" new; also a folder just moved in (seed 20261124:
  *   deployOver(sub) then slowWrite(sub/c.md)). While off, a slow writer's folder exists,
  *   and its events are released, before the writer starts.
- * - SIM_SLOW_ACROSS_RESTART (found, not fixed): a daemon (re)started while a file is being
+ * - SIM_SLOW_ACROSS_RESTART (on: found, fixed in aggregator.ts, the start window): a daemon (re)started while a file is being
  *   written with pauses uploads a prefix in an incremental pass: the aggregator's memory of
  *   sizes dies with the process, so the first 'change' after the start has no earlier size
  *   to show growth and is released debounceMs later. Seed 42, shrunk: faults(crash-before),
@@ -46,8 +46,8 @@ export type Cmd = fc.AsyncCommand<object, World>;
 export const FLAGS = {
   racy: flag('SIM_RACY', false),
   personSameSize: flag('SIM_PERSON_SAME_SIZE', true),
-  slowWriteNewFolder: flag('SIM_SLOW_NEW_FOLDER', false),
-  slowWriteAcrossRestart: flag('SIM_SLOW_ACROSS_RESTART', false),
+  slowWriteNewFolder: flag('SIM_SLOW_NEW_FOLDER', true),
+  slowWriteAcrossRestart: flag('SIM_SLOW_ACROSS_RESTART', true),
   personRacesUpload: flag('SIM_PERSON_RACES_UPLOAD', false),
 };
 

@@ -392,7 +392,10 @@ export class World {
     if (!w?.ignoreFile) return;
     const at = this.clock.t;
     void (async () => {
-      await w.reloadFilter?.().catch(() => undefined);
+      // As watcher.ts does: the reloaded filter applies to the events from now on (a reload
+      // that fails keeps the old one).
+      const filter = await w.reloadFilter?.().catch(() => undefined);
+      if (filter) w.filter = filter;
       w.onEvent({ kind: 'raw', path: '', at, reason: `the ignore file ${w.ignoreFile} changed` });
     })();
   }

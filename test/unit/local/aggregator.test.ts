@@ -465,3 +465,50 @@ describe('EventAggregator: files written with pauses (issue 9, defect 7)', () =>
     expect(batches.map((b) => b.at)).toEqual([300, 60_300]);
   });
 });
+
+describe('EventAggregator: pausing writers the simulation found (issue 9)', () => {
+  const at = (batches: Drained[], path: string): number[] => batches.filter((b) => b.batch.paths.includes(path) || b.batch.dirs.includes(path)).map((b) => b.at);
+
+  it('a file written with pauses into a folder just created: the folder waits until the file is stable', () => {
+    // mkdir sub; then a writer creates sub/a.txt and appends with 900 ms pauses: walking
+    // `sub` between two writes would upload a prefix.
+    const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0 });
+    const { batches } = simulate(agg, [ev(0, 'addDir', 'sub'), ev(10, 'add', 'sub/a.txt', 0), ev(900, 'change', 'sub/a.txt', 10), ev(1800, 'change', 'sub/a.txt', 20)]);
+    const released = at(batches, 'sub');
+    expect(released).toHaveLength(1);
+    expect(released[0]).toBeGreaterThanOrEqual(1800 + 2000);
+  });
+
+  it("a file under a released folder: its next write is growth, not an ordinary edit", () => {
+    const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0 });
+    const { batches } = simulate(agg, [ev(0, 'addDir', 'sub'), ev(10, 'add', 'sub/a.txt', 5), ev(4000, 'change', 'sub/a.txt', 10)]);
+    expect(at(batches, 'sub')).toHaveLength(1);
+    // Without the remembered size this change would go 300 ms later, between two writes.
+    expect(at(batches, 'sub/a.txt')[0]).toBeGreaterThanOrEqual(4000 + 2000);
+  });
+
+  it('a file moved in with its folder and then written with pauses (the deploy pattern) is not released between two writes', () => {
+    const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0 });
+    // rm -rf sub; mv staging sub; then a writer truncates sub/c.md and appends twice, 1.5 s apart.
+    const events = [ev(0, 'unlinkDir', 'sub'), ev(5, 'addDir', 'sub'), ev(100, 'change', 'sub/c.md', 0), ev(1600, 'change', 'sub/c.md', 10), ev(3100, 'change', 'sub/c.md', 20)];
+    const { batches } = simulate(agg, events);
+    const carrying = batches.filter((b) => b.batch.dirs.includes('sub') || b.batch.paths.includes('sub/c.md')).map((b) => b.at);
+    expect(carrying.length).toBeGreaterThan(0);
+    // Whatever carries sub/c.md (the folder or the file) goes after its last write settled.
+    for (const t of carrying) expect(t).toBeGreaterThanOrEqual(3100 + 2000);
+  });
+
+  it('right after a (re)start, a first change may be a write resuming: it waits for the stability window', () => {
+    const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0, startedAt: 0 });
+    const { batches } = simulate(agg, [ev(100, 'change', 'a.txt', 10), ev(1000, 'change', 'a.txt', 20)]);
+    const released = at(batches, 'a.txt');
+    expect(released).toHaveLength(1);
+    expect(released[0]).toBeGreaterThanOrEqual(1000 + 2000);
+  });
+
+  it('the start window ends after maxStabilityMs: later first changes go after the debounce as before', () => {
+    const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0, startedAt: 0 });
+    const { batches } = simulate(agg, [ev(40_000, 'change', 'a.txt', 10)]);
+    expect(at(batches, 'a.txt')).toEqual([40_300]);
+  });
+});
