@@ -91,7 +91,11 @@ export class MappingRunner {
   constructor(private readonly d: MappingRunnerDeps) {
     this.log = d.logger.child({ mapping: d.mapping.id });
     setMaxListeners(0, this.controller.signal);
-    this.aggregator = new EventAggregator({ quietMs: d.config.debounceMs, startedAt: d.timers.now() });
+    this.aggregator = new EventAggregator({
+      quietMs: d.config.debounceMs,
+      startedAt: d.timers.now(),
+      syncedSize: (p) => d.state.mapping(d.mapping.id)?.files[p]?.size,
+    });
     this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs });
     if (d.config.ingestionCheck.enabled) {
       this.ingestion = new IngestionChecker({

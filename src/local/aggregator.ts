@@ -33,8 +33,10 @@
  *   folder unsettled like the file itself (the walk would read it half-written), and its
  *   size is remembered, so that its next write after the folder's release is seen as growth;
  * - what happened before the aggregator started is unknown (events are lost at a restart):
- *   for `maxStabilityMs` after `startedAt`, a file's first `change` counts as unsettled, so
- *   a writer that was pausing when the daemon (re)started is not caught between two writes;
+ *   for `maxStabilityMs` after `startedAt`, a file's first `change` counts as unsettled
+ *   unless its size is the one last synced (`syncedSize`), so a writer that was pausing
+ *   when the daemon (re)started is not caught between two writes, while a same-size save
+ *   still goes after the debounce;
  * - the optional filter is applied when paths are released.
  */
 import { nfc } from './paths.js';
@@ -82,6 +84,8 @@ export interface AggregatorOptions {
    * treated as after a loss of memory (see the rules). Default: never (no start window).
    */
   startedAt?: number | undefined;
+  /** The size last synced for a path (the state's), for that start window; none: unknown. */
+  syncedSize?: ((relPath: string) => number | undefined) | undefined;
   /** Paths for which this answers false are never reported (the mapping's filter). */
   filter?: ((relPath: string, isDir: boolean) => boolean) | undefined;
 }
@@ -229,7 +233,12 @@ export class EventAggregator {
     } else if (!isDir) {
       const resized = e.size !== undefined && entry.size !== undefined && entry.size !== e.size;
       // Its first change since a start whose past is unknown: it may be a write resuming.
-      const unknownPast = entry.events === 1 && entry.size === undefined && this.o.startedAt !== undefined && e.at < this.o.startedAt + this.o.maxStabilityMs;
+      const unknownPast =
+        entry.events === 1 &&
+        entry.size === undefined &&
+        this.o.startedAt !== undefined &&
+        e.at < this.o.startedAt + this.o.maxStabilityMs &&
+        (e.size === undefined || this.o.syncedSize?.(path) !== e.size);
       if (e.kind === 'add' || resized || e.size === 0 || unknownPast) {
         entry.unsettledSince ??= resized ? Math.min(entry.firstAt, entry.lastChangeAt ?? Infinity) : e.at;
         entry.lastChangeAt = e.at;

@@ -311,8 +311,10 @@ describe('MappingRunner', () => {
     await settle();
     expect(mirror.calls).toHaveLength(2);
     expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['a.txt', 'b.txt', 'c.txt'], dirs: [] } });
+    // A size change a moment after a.txt's release is growth: it waits for the stability
+    // window (2 s plus a quarter of how long it has been changing), not just the debounce.
     emit({ kind: 'change', path: 'a.txt', size: 2 });
-    await timers.advance(2_000);
+    await timers.advance(4_000);
     expect(mirror.calls).toHaveLength(2);
     mirror.last().resolve(report());
     await settle();

@@ -506,6 +506,13 @@ describe('EventAggregator: pausing writers the simulation found (issue 9)', () =
     expect(released[0]).toBeGreaterThanOrEqual(1000 + 2000);
   });
 
+  it('in the start window, a first change to the size last synced (a same-size save) still goes after the debounce', () => {
+    const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0, startedAt: 0, syncedSize: (p) => (p === 'a.txt' ? 10 : undefined) });
+    const { batches } = simulate(agg, [ev(100, 'change', 'a.txt', 10), ev(100, 'change', 'b.txt', 10)]);
+    expect(at(batches, 'a.txt')).toEqual([400]);
+    expect(at(batches, 'b.txt')[0]).toBeGreaterThanOrEqual(2100);
+  });
+
   it('the start window ends after maxStabilityMs: later first changes go after the debounce as before', () => {
     const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0, startedAt: 0 });
     const { batches } = simulate(agg, [ev(40_000, 'change', 'a.txt', 10)]);
