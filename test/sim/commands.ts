@@ -13,8 +13,9 @@ export type Cmd = fc.AsyncCommand<object, World>;
 /**
  * Defect classes under repair elsewhere, off until main has the fix (then on by default;
  * SIM_<NAME>=0 turns one off, =1 on):
- * - SIM_RACY: same-size rewrites with an equal or restored mtime (issue 9 defect 4, the
- *   racy quick check): writes at the instant of a pass, mtime put back, swaps.
+ * - SIM_RACY (on: fixed on main, engine/racy.ts): same-size rewrites with an equal or
+ *   restored mtime (issue 9 defect 4, the racy quick check): writes at the instant of a
+ *   pass, mtime put back, swaps.
  * - SIM_PERSON_SAME_SIZE (on: fixed on main): people's uploads with the same full name and
  *   size as our files; once claimed by an upload intent and deleted as our duplicate.
  * - SIM_SLOW_NEW_FOLDER (on: found by this simulation, fixed in aggregator.ts): a file written with pauses
@@ -44,7 +45,7 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   files' full names have sizes no file of ours has (base names and free names keep them).
  */
 export const FLAGS = {
-  racy: flag('SIM_RACY', false),
+  racy: flag('SIM_RACY', true),
   personSameSize: flag('SIM_PERSON_SAME_SIZE', true),
   slowWriteNewFolder: flag('SIM_SLOW_NEW_FOLDER', true),
   slowWriteAcrossRestart: flag('SIM_SLOW_ACROSS_RESTART', true),
