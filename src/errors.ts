@@ -63,6 +63,9 @@ export function disposition(e: unknown, scope: ErrorScope = 'mapping'): Disposit
         return scope === 'file' ? d('retry', 1, 'document gone') : d('fatalForMapping', 2, 'data source not found');
       case 'E_FILE_CHANGED':
         return d('retry', 1, 'file changed while sent');
+      case 'E_WRONG_ADDRESS':
+        // baseUrl leads nowhere the service answers: the operator must correct it.
+        return d('fatalForMapping', 2, 'configuration: baseUrl');
       default:
         // 408/409/429/5xx, timeouts, connections, answers not understood, lost answers.
         return d('retry', 1, e.ambiguous ? 'answer lost' : `service: ${e.code}`);

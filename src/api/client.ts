@@ -5,7 +5,9 @@
  */
 import type { Agent, Dispatcher } from 'undici';
 import type { DatastoreApi, RequestOptions } from './api.js';
-import { ApiError, isApiError } from './errors.js';
+import { ApiError, connectProblem, isApiError } from './errors.js';
+import { DATA_SOURCES_PATH, wrongAddressError } from './address.js';
+import { disposition } from '../errors.js';
 import type { ChunkRecord, DataSourceRecord, DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from './records.js';
 import {
   badResponse,
@@ -65,6 +67,22 @@ export interface DatastoreClientOptions {
   maxPages?: number | undefined;
   /** Largest response body read. Default 64 MiB. */
   maxResponseBytes?: number | undefined;
+  /**
+   * Told once per outage, at the first request that cannot reach the service and will be
+   * retried (one-shot commands print it at once: the retries take seconds). Default: a
+   * warning in the log, so the daemon says it once rather than per attempt.
+   */
+  onUnreachable?: ((notice: UnreachableNotice) => void) | undefined;
+}
+
+/** The service cannot be reached and requests are being retried. */
+export interface UnreachableNotice {
+  /** The service's origin, e.g. http://127.0.0.1:9. */
+  origin: string;
+  /** Why, in the system's words: "connection refused", "host name not found"... */
+  problem: string;
+  /** The longest the back-off of one request waits in all. */
+  retryForMs: number;
 }
 
 const enc = encodeURIComponent;
@@ -83,6 +101,12 @@ export class DatastoreClient implements DatastoreApi {
   private readonly maxPages: number;
   /** The service answered 400 to `?limit=`: lists are requested without it from then on. */
   private limitRejected = false;
+  private readonly baseUrl: string;
+  /** An answer proved that baseUrl leads to the service's interface: a 404 is then a missing record. */
+  private addressConfirmed = false;
+  /** Requests cannot reach the service: told once, until one gets an answer. */
+  private unreachable = false;
+  private readonly onUnreachable: (notice: UnreachableNotice) => void;
 
   constructor(opts: DatastoreClientOptions) {
     let base: URL;
@@ -93,12 +117,16 @@ export class DatastoreClient implements DatastoreApi {
     }
     this.origin = base.origin;
     this.basePath = base.pathname.replace(/\/+$/, '');
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.tokens = opts.tokens;
     this.ownsTokens = opts.ownsTokens ?? false;
     this.logger = opts.logger ?? silentLogger;
     this.maxAttempts = opts.maxAttempts;
     this.pageSize = opts.pageSize ?? 1000;
     this.maxPages = opts.maxPages ?? 10_000;
+    this.onUnreachable =
+      opts.onUnreachable ??
+      ((n) => this.logger.warn({ service: n.origin, problem: n.problem }, 'cannot reach the service; retrying until it answers (said once, until it does)'));
     this.pacer =
       opts.pacer ??
       new Pacer({
@@ -202,7 +230,8 @@ export class DatastoreClient implements DatastoreApi {
         return await this.http.send({ method: 'POST', url, token, stream: upload.body, signal });
       } catch (e) {
         const only = files.length === 1 ? files[0] : undefined;
-        if (only && isApiError(e) && (e.code === 'E_PAYLOAD_TOO_LARGE' || e.code === 'E_UNSUPPORTED_TYPE')) throw withFile(e, only.path);
+        // The service refused something of this one file (400/413/415/422: src/errors.ts): name it.
+        if (only && isApiError(e) && disposition(e, 'file').kind === 'refusedForFile') throw withFile(e, only.path);
         throw e;
       } finally {
         await upload.close();
@@ -299,6 +328,8 @@ export class DatastoreClient implements DatastoreApi {
           try {
             const res = await sendOnce(usedToken, s);
             this.logger.debug({ method, path, status: res.status, ms: Math.round(performance.now() - started), attempt }, 'service request');
+            this.addressConfirmed = true;
+            this.answered();
             return res;
           } catch (e) {
             const err = isApiError(e) ? e : unexpected(e, method, path);
@@ -306,6 +337,8 @@ export class DatastoreClient implements DatastoreApi {
               { method, path, status: err.status, code: err.code, ms: Math.round(performance.now() - started), attempt },
               'service request failed',
             );
+            if (err.status !== undefined) this.answered();
+            else this.unreachableAt(err, attempt);
             throw err;
           }
         });
@@ -318,8 +351,55 @@ export class DatastoreClient implements DatastoreApi {
             continue;
           }
         }
-        throw this.scrub(e, usedToken);
+        throw this.scrub(await this.explain(e, signal), usedToken);
       }
+    }
+  }
+
+  /** The service answered (any status): it is reachable, and its next outage is told again. */
+  private answered(): void {
+    if (this.unreachable) {
+      this.unreachable = false;
+      this.logger.info({ service: this.origin }, 'the service answers again');
+    }
+  }
+
+  /** A request could not reach the service: told once, and only when it will be retried. */
+  private unreachableAt(err: ApiError, attempt: number): void {
+    const problem = connectProblem(err);
+    const maxAttempts = this.maxAttempts ?? this.pacer.maxAttempts;
+    if (problem === undefined || this.unreachable || !err.retryable || attempt >= maxAttempts) return;
+    this.unreachable = true;
+    this.onUnreachable({ origin: this.origin, problem, retryForMs: this.pacer.retryWindowMs(maxAttempts) });
+  }
+
+  /**
+   * What a failure means for the operator: a refused token names where it came from; a 404
+   * for a route the service does not have (not a missing record) names baseUrl and the fix.
+   */
+  private async explain(e: unknown, signal: AbortSignal | undefined): Promise<unknown> {
+    if (!isApiError(e)) return e;
+    if (e.status === 401 || e.status === 403) return withTokenSource(e, this.tokens.description);
+    if (e.code === 'E_NOT_FOUND' && (await this.routeMissing(e.path, signal))) return wrongAddressError(this.baseUrl, e);
+    return e;
+  }
+
+  /**
+   * Whether a 404 for `path` is the service not having the route: the list of data sources
+   * exists for every organization, so a 404 for it (asked here when not already the path
+   * that failed) means baseUrl leads elsewhere. One question per client, until an answer
+   * confirms the address.
+   */
+  private async routeMissing(path: string | undefined, signal: AbortSignal | undefined): Promise<boolean> {
+    if (this.addressConfirmed) return false;
+    if (path === this.url(DATA_SOURCES_PATH).pathname) return true;
+    const probe = this.url(DATA_SOURCES_PATH);
+    probe.searchParams.set('limit', '1');
+    try {
+      await this.send('GET', DATA_SOURCES_PATH, { signal, url: probe });
+      return false;
+    } catch (e) {
+      return isApiError(e) && e.code === 'E_WRONG_ADDRESS';
     }
   }
 
@@ -497,6 +577,22 @@ function withFile(e: ApiError, file: string): ApiError {
     ...(e.retryAfterMs === undefined ? {} : { retryAfterMs: e.retryAfterMs }),
     attempts: e.attempts,
     file,
+    cause: e,
+  });
+}
+
+/** A 401/403, naming where the refused token came from (never the token). */
+function withTokenSource(e: ApiError, tokenSource: string): ApiError {
+  if (e.tokenSource !== undefined) return e;
+  return new ApiError({
+    code: e.code,
+    message: e.message,
+    status: e.status,
+    method: e.method,
+    path: e.path,
+    retryable: e.retryable,
+    attempts: e.attempts,
+    tokenSource,
     cause: e,
   });
 }

@@ -35,7 +35,12 @@ export type ApiErrorCode =
   /** A local file changed or vanished while it was being sent. */
   | 'E_FILE_CHANGED'
   /** The request was aborted by the caller (shutdown). */
-  | 'E_ABORTED';
+  | 'E_ABORTED'
+  /**
+   * baseUrl does not lead to the service's interface: the service has no such route (a 404
+   * that even the list of data sources gets), or the server does not speak TLS to https://.
+   */
+  | 'E_WRONG_ADDRESS';
 
 export interface ApiErrorOptions {
   code: ApiErrorCode;
@@ -56,8 +61,10 @@ export interface ApiErrorOptions {
   retryAfterMs?: number;
   /** Number of attempts made before giving up. */
   attempts?: number;
-  /** The local file at fault (E_FILE_CHANGED, or a 413/415 answer to a one-file upload). */
+  /** The local file at fault (E_FILE_CHANGED, or a refusal of a one-file upload). */
   file?: string;
+  /** Where the refused token came from (401/403), for the message: never the token. */
+  tokenSource?: string | undefined;
   cause?: unknown;
 }
 
@@ -72,6 +79,7 @@ export class ApiError extends Error {
   readonly retryAfterMs: number | undefined;
   attempts: number;
   readonly file: string | undefined;
+  readonly tokenSource: string | undefined;
 
   constructor(opts: ApiErrorOptions) {
     super(opts.message, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -84,6 +92,7 @@ export class ApiError extends Error {
     this.retryAfterMs = opts.retryAfterMs;
     this.attempts = opts.attempts ?? 1;
     this.file = opts.file;
+    this.tokenSource = opts.tokenSource;
   }
 
   /** A plain object for logs and --json output (no stack, no cause chain, no secrets). */
@@ -119,4 +128,25 @@ export function classifyStatus(status: number): { code: ApiErrorCode; retryable:
   if (status === 429) return { code: 'E_RATE_LIMITED', retryable: true };
   if (status >= 500) return { code: 'E_SERVER', retryable: true };
   return { code: 'E_HTTP', retryable: false };
+}
+
+/** The system's words for why a connection could not be made, for an operator. */
+export const CONNECT_PROBLEMS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed',
+  UND_ERR_CONNECT_TIMEOUT: 'timed out connecting',
+};
+
+/**
+ * Why a request could not reach the service ("connection refused"...), from the error's
+ * cause; undefined when it reached it (an answer, a timeout waiting for one).
+ */
+export function connectProblem(e: ApiError): string | undefined {
+  if (e.code !== 'E_CONNECTION' && e.code !== 'E_TIMEOUT') return undefined;
+  if (e.ambiguous || e.status !== undefined) return undefined;
+  const code = (e.cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? CONNECT_PROBLEMS[code] : undefined;
 }

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/connection.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
-import { createClientFromConnection, type DatastoreClient } from './client.js';
+import { createClientFromConnection, type DatastoreClient, type UnreachableNotice } from './client.js';
 import type { Pacer, PacerEvent } from './pacer.js';
 
 export interface ClientFromConfigOptions {
@@ -14,6 +14,8 @@ export interface ClientFromConfigOptions {
   /** Shared by every client of the same service (one pacer per service: DESIGN §2). */
   pacer?: Pacer | undefined;
   onEvent?: ((event: PacerEvent) => void) | undefined;
+  /** Told once when the service cannot be reached and requests are retried (default: logged). */
+  onUnreachable?: ((notice: UnreachableNotice) => void) | undefined;
 }
 
 export function createClientFromConfig(config: Config, opts: ClientFromConfigOptions = {}): DatastoreClient {
@@ -26,6 +28,7 @@ export function createClientFromConfig(config: Config, opts: ClientFromConfigOpt
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.pacer ? { pacer: opts.pacer } : {}),
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    ...(opts.onUnreachable ? { onUnreachable: opts.onUnreachable } : {}),
   });
 }
 

@@ -8,7 +8,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
 import { Agent, request, type Dispatcher, type FormData } from 'undici';
-import { ApiError, classifyStatus } from './errors.js';
+import { ApiError, classifyStatus, CONNECT_PROBLEMS } from './errors.js';
 import { badResponse, errorMessageFromBody, preview } from './decode.js';
 import { parseRetryAfter } from './backoff.js';
 
@@ -145,7 +145,7 @@ export class HttpTransport {
         ...(req.signal ? { signal: req.signal } : {}),
       });
     } catch (e) {
-      throw transportError(e, req.method, url.pathname, req.signal);
+      throw transportError(e, req.method, url.pathname, req.signal, url.origin);
     }
   }
 
@@ -276,10 +276,11 @@ function redirectError(method: HttpMethod, url: URL, status: number, target: URL
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
 const TLS_CODE = /^(CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_TLS_|ERR_SSL_)/;
+/** What OpenSSL says when the other end answered a TLS hello with something that is not TLS (plain HTTP). */
+const NOT_TLS_CODE = /^ERR_SSL_(WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG|HTTP_REQUEST|UNKNOWN_PROTOCOL|RECORD_LAYER_FAILURE)$/;
 const PROGRAMMING_CODES = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'ERR_INVALID_URL', 'UND_ERR_INVALID_RETURN_VALUE']);
-
 /** Turns an error thrown by undici (or by a body stream) into an ApiError. */
-export function transportError(e: unknown, method: string, path: string, signal?: AbortSignal): ApiError {
+export function transportError(e: unknown, method: string, path: string, signal?: AbortSignal, origin?: string): ApiError {
   if (e instanceof ApiError) return e;
   const err = e as { name?: unknown; code?: unknown; message?: unknown };
   const code = typeof err.code === 'string' ? err.code : undefined;
@@ -291,9 +292,24 @@ export function transportError(e: unknown, method: string, path: string, signal?
   if (err.name === 'NotReadableError') {
     return new ApiError({ ...base, code: 'E_FILE_CHANGED', message: `${method} ${path}: a file changed or vanished while it was being sent` });
   }
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' && origin !== undefined) {
+    return new ApiError({ ...base, code: 'E_TIMEOUT', retryable: true, message: `${method} ${path}: cannot connect to ${origin} (timed out connecting)` });
+  }
   if (code !== undefined && TIMEOUT_CODES.has(code)) {
     const what = code === 'UND_ERR_CONNECT_TIMEOUT' ? 'connecting' : code === 'UND_ERR_HEADERS_TIMEOUT' ? 'waiting for the answer' : 'reading the answer';
     return new ApiError({ ...base, code: 'E_TIMEOUT', retryable: true, message: `${method} ${path}: timed out ${what} (${code})` });
+  }
+  if (code !== undefined && NOT_TLS_CODE.test(code)) {
+    // https:// to a port that speaks plain HTTP: the certificate is not the problem.
+    const plain = origin?.replace(/^https:/, 'http:');
+    return new ApiError({
+      ...base,
+      code: 'E_WRONG_ADDRESS',
+      retryable: false,
+      message:
+        `${method} ${path}: the server at ${origin ?? 'baseUrl'} does not speak TLS (it answered the https:// handshake with something else, ` +
+        `likely plain HTTP): check baseUrl${plain ? `: if the service is served without TLS there, use ${plain}` : ''}`,
+    });
   }
   if (code !== undefined && TLS_CODE.test(code)) {
     return new ApiError({
@@ -305,6 +321,10 @@ export function transportError(e: unknown, method: string, path: string, signal?
   }
   if (code !== undefined && PROGRAMMING_CODES.has(code)) {
     return new ApiError({ ...base, code: 'E_HTTP', retryable: false, message: `${method} ${path}: invalid request (${code}): ${text}` });
+  }
+  const problem = code === undefined ? undefined : CONNECT_PROBLEMS[code];
+  if (problem !== undefined && origin !== undefined) {
+    return new ApiError({ ...base, code: 'E_CONNECTION', retryable: true, message: `${method} ${path}: cannot connect to ${origin} (${problem})` });
   }
   return new ApiError({
     ...base,

@@ -17,7 +17,7 @@
  */
 import PQueue from 'p-queue';
 import { ApiError, isApiError, type ApiErrorCode } from './errors.js';
-import { backoffDelay, MAX_RETRY_AFTER_MS } from './backoff.js';
+import { backoffCeiling, backoffDelay, MAX_RETRY_AFTER_MS } from './backoff.js';
 import { realClock, type Clock } from './clock.js';
 import { decideRetry } from './retry-policy.js';
 import { AdaptiveRate, type StartRecord } from './adaptive-rate.js';
@@ -155,6 +155,17 @@ export class Pacer {
     // breaker than its own back-off would have made it wait.
     this.breaker =
       opts.breaker === false ? undefined : new CircuitBreaker({ random: this.random, baseMs: Math.max(this.backoffBaseMs, 1), maxMs: this.backoffMaxMs, ...opts.breaker });
+  }
+
+  /**
+   * The longest the back-off can make one request wait in all over `maxAttempts` attempts
+   * (the sum of its ceilings; a Retry-After may ask for more): what "retrying for up to N s"
+   * tells the operator.
+   */
+  retryWindowMs(maxAttempts: number = this.maxAttempts): number {
+    let total = 0;
+    for (let n = 1; n < maxAttempts; n++) total += backoffCeiling(n, { baseMs: this.backoffBaseMs, maxMs: this.backoffMaxMs });
+    return total;
   }
 
   stats(): PacerStats {

@@ -28,7 +28,7 @@ export function readSecretFile(path: string, what: string, setting: string): Sec
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (e) {
-    throw new ConfigError(`cannot read ${what} ${path} (from ${setting}): ${describeOpenError(e)}`, setting);
+    throw new ConfigError(openFailure(e, what, path, setting), setting);
   }
   try {
     const st = fstatSync(fd);
@@ -57,20 +57,27 @@ export function readSecretFile(path: string, what: string, setting: string): Sec
   }
 }
 
-function describeOpenError(e: unknown): string {
+/**
+ * Why the file cannot be opened, and the fix, in words (issue 14.9): the system's code
+ * (ENOENT...) says nothing to an operator.
+ */
+function openFailure(e: unknown, what: string, path: string, setting: string): string {
   const code = (e as NodeJS.ErrnoException).code ?? 'error';
+  const named = `${what} ${path} (from ${setting})`;
   switch (code) {
     case 'ENOENT':
-      return 'ENOENT: it does not exist; check the path';
+      return `${named} does not exist: create it holding the secret alone (chmod 600), or correct ${setting}`;
+    case 'ENOTDIR':
+      return `${named} does not exist (a part of its path is a file, not a folder): correct ${setting}`;
     case 'EACCES':
     case 'EPERM':
-      return `${code}: permission denied; make it readable by the user dssync runs as`;
+      return `${named} cannot be read by the user dssync runs as (permission denied): give that user read access (e.g. chown it to that user, chmod 600), or correct ${setting}`;
     case 'EISDIR':
-      return 'EISDIR: it is a folder; name the file';
+      return `${named} is a folder: name the file that holds the secret in ${setting}`;
     case 'ENXIO':
-      return 'ENXIO: a socket or a device without a reader, not a regular file';
+      return `${named} is a socket or a device without a reader, not a regular file: name the file that holds the secret in ${setting}`;
     default:
-      return code;
+      return `cannot read ${named} (${code}): check ${setting}`;
   }
 }
 

@@ -68,6 +68,33 @@ export interface ResolveAuthInput {
   env: NodeJS.ProcessEnv;
   statePath: string;
   warn?: ((message: string) => void) | undefined;
+  /**
+   * Receives a secret that cannot be read (missing, unreadable, empty file; no token at all)
+   * instead of the throw: `config check` marks it and goes on with the other checks. The
+   * source returned then throws the same error when read.
+   */
+  onSecretError?: ((e: ConfigError) => void) | undefined;
+}
+
+interface SecretContext {
+  warn: (message: string) => void;
+  onSecretError?: ((e: ConfigError) => void) | undefined;
+}
+
+/** `make()`, or, when the caller defers secret errors, a source that fails when read. */
+function deferred(ctx: SecretContext, describe: string, make: () => SecretSource): SecretSource {
+  try {
+    return make();
+  } catch (e) {
+    if (!(e instanceof ConfigError) || ctx.onSecretError === undefined) throw e;
+    ctx.onSecretError(e);
+    return {
+      describe,
+      read: () => {
+        throw e;
+      },
+    };
+  }
 }
 
 /** Where `dssync auth login` keeps the refresh token: beside the state file. */
@@ -78,17 +105,21 @@ export function refreshTokenPath(statePath: string): string {
 export function resolveAuth(input: ResolveAuthInput): ResolvedAuth {
   const auth = input.auth ?? { type: 'static' };
   const warn = input.warn ?? (() => undefined);
+  const ctx: SecretContext = { warn, onSecretError: input.onSecretError };
   switch (auth.type) {
     case 'static': {
-      const token = staticTokenSource(input, warn);
-      checkToken(token.read(), token.describe);
+      const token = deferred(ctx, 'a source that cannot be used (see the token check)', () => {
+        const t = staticTokenSource(input, ctx);
+        checkToken(t.read(), t.describe);
+        return t;
+      });
       return { type: 'static', token };
     }
     case 'oauth2': {
       const env = input.env;
       const password =
         auth.grantType === 'password'
-          ? secretSource('DSSYNC_PASSWORD', auth.passwordFile, 'auth.passwordFile', CREDENTIALS.password, 'the password', env, warn)
+          ? secretSource('DSSYNC_PASSWORD', auth.passwordFile, 'auth.passwordFile', CREDENTIALS.password, 'the password', env, ctx)
           : undefined;
       if (auth.grantType === 'password' && password === undefined) {
         throw new ConfigError(
@@ -99,7 +130,7 @@ export function resolveAuth(input: ResolveAuthInput): ResolvedAuth {
       if (auth.grantType === 'password' && !auth.username) {
         throw new ConfigError('"auth.username" is required with "grantType": "password" (the account with API access)', 'auth.username');
       }
-      const clientSecret = secretSource('DSSYNC_CLIENT_SECRET', auth.clientSecretFile, 'auth.clientSecretFile', CREDENTIALS.clientSecret, 'the client secret', env, warn);
+      const clientSecret = secretSource('DSSYNC_CLIENT_SECRET', auth.clientSecretFile, 'auth.clientSecretFile', CREDENTIALS.clientSecret, 'the client secret', env, ctx);
       if (auth.grantType === 'client_credentials' && clientSecret === undefined) {
         throw new ConfigError(
           'no client secret for the client_credentials grant: set DSSYNC_CLIENT_SECRET, "auth.clientSecretFile", or a systemd credential named dssync-client-secret',
@@ -124,14 +155,14 @@ export function resolveAuth(input: ResolveAuthInput): ResolvedAuth {
   }
 }
 
-function staticTokenSource(input: ResolveAuthInput, warn: (m: string) => void): SecretSource {
+function staticTokenSource(input: ResolveAuthInput, ctx: SecretContext): SecretSource {
   const { flags, env } = input;
-  if (flags.tokenFile) return fileSecret(flags.tokenFile, 'the token file', '--token-file', warn);
-  if (env.DSSYNC_TOKEN_FILE) return fileSecret(env.DSSYNC_TOKEN_FILE, 'the token file', 'DSSYNC_TOKEN_FILE', warn);
+  if (flags.tokenFile) return fileSecret(flags.tokenFile, 'the token file', '--token-file', ctx.warn);
+  if (env.DSSYNC_TOKEN_FILE) return fileSecret(env.DSSYNC_TOKEN_FILE, 'the token file', 'DSSYNC_TOKEN_FILE', ctx.warn);
   if (env.DSSYNC_TOKEN !== undefined) return envSecret('DSSYNC_TOKEN', env);
-  if (input.tokenFile) return fileSecret(input.tokenFile, 'the token file', 'tokenFile', warn);
+  if (input.tokenFile) return fileSecret(input.tokenFile, 'the token file', 'tokenFile', ctx.warn);
   const cred = credentialPath(env, CREDENTIALS.token);
-  if (cred) return fileSecret(cred, 'the token file', 'the systemd credential', warn);
+  if (cred) return fileSecret(cred, 'the token file', 'the systemd credential', ctx.warn);
   throw new ConfigError(
     'no access token: set the DSSYNC_TOKEN environment variable, --token-file, DSSYNC_TOKEN_FILE, "tokenFile" in the config file, or a systemd credential named dssync-token (or use "auth": { "type": "oauth2", ... })',
     'tokenFile',
@@ -150,12 +181,12 @@ function secretSource(
   credentialNames: string[],
   what: string,
   env: NodeJS.ProcessEnv,
-  warn: (m: string) => void,
+  ctx: SecretContext,
 ): SecretSource | undefined {
   if (env[envName] !== undefined && env[envName] !== '') return envSecret(envName, env);
-  if (file) return fileSecret(file, `${what} file`, setting, warn);
+  if (file) return deferred(ctx, `${setting} ${file} (cannot be used: see the check)`, () => fileSecret(file, `${what} file`, setting, ctx.warn));
   const cred = credentialPath(env, credentialNames);
-  if (cred) return fileSecret(cred, `${what} file`, `the systemd credential ${credentialNames[0]}`, warn);
+  if (cred) return deferred(ctx, `the systemd credential ${cred} (cannot be used: see the check)`, () => fileSecret(cred, `${what} file`, `the systemd credential ${credentialNames[0]}`, ctx.warn));
   return undefined;
 }
 
@@ -168,7 +199,8 @@ function envSecret(name: string, env: NodeJS.ProcessEnv): SecretSource {
 function fileSecret(path: string, what: string, setting: string, warn: (m: string) => void): SecretSource {
   let warned = false;
   const source: SecretSource = {
-    describe: `the file ${path}`,
+    // Names the setting too: a 401 then says which token to look at (issue 14.9).
+    describe: `${setting} ${path}`,
     path,
     read: () => {
       const r = readSecretFile(path, what, setting);

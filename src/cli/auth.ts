@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Argv, CommandModule } from 'yargs';
-import { configFromArgs } from './context.js';
+import { configFromArgs, tellUnreachable } from './context.js';
 import { CliError, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 
@@ -20,7 +20,7 @@ async function authStatus(args: StatusArgs): Promise<void> {
   const warn = (m: string): void => void process.stderr.write(`dssync: warning: ${m}\n`);
   const config = configFromArgs(args, process.env, warn);
   const { createClientFromConfig } = await import('../api/from-config.js');
-  const api = createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: 2 } });
+  const api = createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: 2 } }, { onUnreachable: tellUnreachable });
   let error: unknown;
   try {
     await api.listDataSources();

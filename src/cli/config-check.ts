@@ -16,12 +16,13 @@ import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import { describeConfig } from '../config/describe.js';
 import type { CheckLevel, CheckResult } from '../check-result.js';
+import type { ConfigError } from '../config/error.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { sharedDataSourceProblems } from '../engine/installation.js';
 import { disposition } from '../errors.js';
 import { describeMountPlan, parseMountInfo, planMounts, readMountInfo } from '../local/watch/mounts.js';
-import { configFromArgs } from './context.js';
+import { configFromArgs, tellUnreachable } from './context.js';
 import { describeFailure, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { formatJson, formatSummary } from './output.js';
@@ -69,8 +70,11 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   const env = deps.env ?? process.env;
   const out = deps.out ?? ((t: string) => void process.stdout.write(t));
   const loadWarnings: string[] = [];
+  // A token (or password) that cannot be read is marked below, and the checks that do not
+  // need it go on (issue 14.9).
+  const secretErrors: ConfigError[] = [];
   // Throws ConfigError (exit 2) for an invalid file or a missing setting, as every command does.
-  const config = configFromArgs(args, env, (m) => loadWarnings.push(m));
+  const config = configFromArgs(args, env, (m) => loadWarnings.push(m), (e) => secretErrors.push(e));
   // Each check lives in the layer that owns it; loaded here, so that other commands and
   // --help do not pay for them.
   const [{ checkFolder }, { inotifyCheck, readInotifyLimits }, { checkListen }, { checkStatePath }] = await Promise.all([
@@ -101,6 +105,7 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   for (const w of loadWarnings.filter((m) => !m.startsWith('status.listen'))) report({ check: 'config', level: 'warn', message: w });
   // Mappings sharing a data source take each other's documents for another owner's (engine/installation.ts).
   for (const message of sharedDataSourceProblems(config.mappings)) report({ check: 'config', level: 'fail', message });
+  for (const e of secretErrors) report({ check: 'token', level: 'fail', message: e.message });
 
   // 2. Each mapped folder.
   let folders = 0;
@@ -112,7 +117,41 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
     else folders += r.folders;
   }
 
-  // 3-5. The service.
+  // 3-5. The service: not without a token.
+  let authRefused = false;
+  if (secretErrors.length) {
+    report({ check: 'service', level: 'fail', message: 'service, data source and App checks skipped: no token to present (see above)' });
+  } else {
+    authRefused = await checkServiceSide(config, deps, report);
+  }
+
+  // 6-8. This machine.
+  report(inotifyCheck(folders, uncounted, await readInotifyLimits(deps.readProc)));
+  // How each folder is watched: events, or polling on network/FUSE mounts (issue 12; hook by watch).
+  const mountText = await readMountInfo();
+  for (const m of config.mappings) {
+    const root = await realpath(m.path).catch(() => m.path);
+    const lines = describeMountPlan(planMounts(parseMountInfo(mountText), root, m.watch.mode), root, m.watch);
+    report({ check: 'watch', level: 'ok', mapping: m.id, message: lines.join('\n') });
+  }
+  report(await checkListen(config.status.listen, config.status));
+  for (const r of await checkStatePath(config.statePath)) report(r);
+
+  // An unreadable token is a configuration error, as for every other command (exit 2).
+  const exitCode = authRefused
+    ? ExitCode.AUTH
+    : secretErrors.length
+      ? ExitCode.USAGE
+      : results.some((r) => r.level === 'fail')
+        ? ExitCode.FAILURE
+        : ExitCode.OK;
+  if (args.json) out(formatJson({ ok: exitCode === ExitCode.OK, exitCode, config: describeConfig(config), checks: results }));
+  else out(formatVerdict(results));
+  return exitCode;
+}
+
+/** Checks 3-5: the credentials, each data source, the App. True when the credentials were refused. */
+async function checkServiceSide(config: Config, deps: ConfigCheckDeps, report: (r: CheckResult) => void): Promise<boolean> {
   const api = await (deps.createApi ?? defaultCreateApi)(config);
   let authRefused: boolean;
   try {
@@ -136,28 +175,15 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   } finally {
     await api.close?.();
   }
-
-  // 6-8. This machine.
-  report(inotifyCheck(folders, uncounted, await readInotifyLimits(deps.readProc)));
-  // How each folder is watched: events, or polling on network/FUSE mounts (issue 12; hook by watch).
-  const mountText = await readMountInfo();
-  for (const m of config.mappings) {
-    const root = await realpath(m.path).catch(() => m.path);
-    const lines = describeMountPlan(planMounts(parseMountInfo(mountText), root, m.watch.mode), root, m.watch);
-    report({ check: 'watch', level: 'ok', mapping: m.id, message: lines.join('\n') });
-  }
-  report(await checkListen(config.status.listen, config.status));
-  for (const r of await checkStatePath(config.statePath)) report(r);
-
-  const exitCode = authRefused ? ExitCode.AUTH : results.some((r) => r.level === 'fail') ? ExitCode.FAILURE : ExitCode.OK;
-  if (args.json) out(formatJson({ ok: exitCode === ExitCode.OK, exitCode, config: describeConfig(config), checks: results }));
-  else out(formatVerdict(results));
-  return exitCode;
+  return authRefused;
 }
 
 async function defaultCreateApi(config: Config): Promise<DatastoreApi & { close: () => Promise<void> }> {
   const { createClientFromConfig } = await import('../api/from-config.js');
-  return createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: Math.min(CHECK_MAX_ATTEMPTS, config.queue.maxAttempts) } });
+  return createClientFromConfig(
+    { ...config, queue: { ...config.queue, maxAttempts: Math.min(CHECK_MAX_ATTEMPTS, config.queue.maxAttempts) } },
+    { onUnreachable: tellUnreachable },
+  );
 }
 
 // ---- output (pure) --------------------------------------------------------------------
@@ -235,7 +261,8 @@ async function checkService(api: DatastoreApi, config: Config): Promise<{ result
           check: 'service',
           level: 'fail',
           message: `${config.connection.baseUrl} could not be used: ${describeFailure(e).message}; data source checks skipped`,
-          fix: 'check baseUrl, the network and (for https) tls.caFile',
+          // A wrong address carries its own fix (api/address.ts).
+          ...(isApiError(e) && e.code === 'E_WRONG_ADDRESS' ? {} : { fix: 'check baseUrl, the network and (for https) tls.caFile' }),
         },
       ],
     };

@@ -5,7 +5,9 @@
  * arguments were checked.
  */
 import type { DatastoreApi } from '../api/api.js';
+import type { UnreachableNotice } from '../api/client.js';
 import { isApiError } from '../api/errors.js';
+import type { ConfigError } from '../config/error.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { CliError, ExitCode, usageError } from './exit.js';
@@ -36,12 +38,18 @@ export interface ContextDeps {
  * named by --config or DSSYNC_CONFIG; none is fine when the environment has the rest) and
  * resolves the connection. Throws ConfigError (exit 2) naming the missing setting.
  */
-export function configFromArgs(args: GlobalArgs & { logLevel?: string | undefined }, env: NodeJS.ProcessEnv, warn?: (m: string) => void): Config {
+export function configFromArgs(
+  args: GlobalArgs & { logLevel?: string | undefined },
+  env: NodeJS.ProcessEnv,
+  warn?: (m: string) => void,
+  onSecretError?: (e: ConfigError) => void,
+): Config {
   return loadConfig({
     file: args.config,
     env,
     flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile, logLevel: args.logLevel },
     warn,
+    onSecretError,
   });
 }
 
@@ -49,7 +57,15 @@ export function configFromArgs(args: GlobalArgs & { logLevel?: string | undefine
 async function defaultCreateApi(config: Config): Promise<ClosableApi> {
   // Loaded on demand so that `--help` and usage errors do not pay for undici.
   const { createClientFromConfig } = await import('../api/from-config.js');
-  return createClientFromConfig(config);
+  return createClientFromConfig(config, { onUnreachable: tellUnreachable });
+}
+
+/**
+ * A one-shot command cannot reach the service: say so at once, with what is retried and
+ * for how long, or the retries look like a hang (issue 14.10). Once per command.
+ */
+export function tellUnreachable(n: UnreachableNotice, write: (text: string) => void = (t) => void process.stderr.write(t)): void {
+  write(`dssync: cannot connect to ${n.origin} (${n.problem}): retrying for up to ${Math.ceil(n.retryForMs / 1000)} s; is the service running, and is baseUrl right?\n`);
 }
 
 /**

@@ -4,7 +4,7 @@
  * commands return or throw rather than call process.exit (the one exception: a second
  * stop signal to `run`, which must end a stop that hangs).
  */
-import { isApiError } from '../api/errors.js';
+import { connectProblem, isApiError } from '../api/errors.js';
 import { ConfigError } from '../config/connection.js';
 import { disposition } from '../errors.js';
 import { fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
@@ -45,13 +45,18 @@ export function describeFailure(err: unknown): { exitCode: ExitCode; message: st
     if (disposition(err).exitCode === ExitCode.AUTH) {
       return {
         exitCode: ExitCode.AUTH,
-        message: `the service refused the credentials (HTTP ${err.status ?? '?'}): ${err.message}. Check the token (DSSYNC_TOKEN or --token-file) and the organization id (--org).`,
+        message:
+          `the service refused the credentials (HTTP ${err.status ?? '?'}): ${err.message}. ` +
+          `Check the token (from ${err.tokenSource ?? 'DSSYNC_TOKEN, --token-file or tokenFile'}) and the organization id (--org, DSSYNC_ORG or "organizationId").`,
       };
     }
+    // baseUrl leads nowhere the service answers: a configuration error, fixed in the message.
+    if (err.code === 'E_WRONG_ADDRESS') return { exitCode: ExitCode.USAGE, message: err.message };
     const where = err.status !== undefined ? `HTTP ${err.status}` : err.code;
     // Retries can take seconds: say so, or the wait before the message looks like a hang.
     const tries = err.attempts > 1 ? `, after ${err.attempts} attempts` : '';
-    return { exitCode: ExitCode.FAILURE, message: `${err.message} (${where}${tries})` };
+    const hint = connectProblem(err) === undefined ? '' : '; is the service running, and is baseUrl right?';
+    return { exitCode: ExitCode.FAILURE, message: `${err.message} (${where}${tries})${hint}` };
   }
   // Out of file descriptors: the limit is the cause, not the file that happened to fail.
   if (isFdExhaustion(err)) return { exitCode: ExitCode.USAGE, message: `${err instanceof Error ? err.message : String(err)}: ${fdLimitAdvice(openFileLimit())}` };

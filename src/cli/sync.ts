@@ -15,7 +15,7 @@ import type { buildMirror as BuildMirror } from '../daemon/build-mirror.js';
 import type { Logger } from '../log.js';
 import type { ReadOnlyState } from '../state/read-only-state.js';
 import type { StateStore } from '../state/store.js';
-import { configFromArgs } from './context.js';
+import { configFromArgs, tellUnreachable } from './context.js';
 import { CliError, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { ProgressLine } from './progress.js';
@@ -54,8 +54,7 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
 export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const config = requireMappings(configFromArgs(args, env, (m) => void process.stderr.write(`dssync: warning: ${m}\n`)));
   // The engine loads only for this command: `dssync --help` and the admin commands stay fast.
-  const [{ pino }, { createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { buildMirror }] = await Promise.all([
-    import('pino'),
+  const [{ createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { buildMirror }] = await Promise.all([
     import('../log.js'),
     import('../state/store.js'),
     import('../state/read-only-state.js'),
@@ -65,9 +64,14 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   // stdout carries the summary; logs go to stderr. On a terminal the progress line
   // replaces the per-document log lines.
   const progress = new ProgressLine();
+  // On a terminal: one readable line per event, and none about a single file, which the
+  // summary names anyway (issue 14.14), unless a log level was asked for. JSON lines otherwise.
+  const quiet = progress.enabled && !env.DSSYNC_LOG_LEVEL && !args.logLevel;
   const logger = createLogger({
-    level: progress.enabled && !env.DSSYNC_LOG_LEVEL && !args.logLevel ? 'warn' : config.logLevel,
-    destination: pino.destination({ fd: 2, sync: true }),
+    level: quiet ? 'warn' : config.logLevel,
+    pretty: progress.enabled,
+    fd: 2,
+    omit: quiet ? (fields) => typeof fields.path === 'string' : undefined,
   });
   const controller = new AbortController();
   // Every request of the pass listens on this one signal.
@@ -81,7 +85,13 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   ).catch((e: unknown) => {
     throw new CliError(e instanceof Error ? e.message : String(e), ExitCode.FAILURE);
   });
-  const api = createClientFromConfig(config, { logger });
+  const api = createClientFromConfig(config, {
+    logger,
+    onUnreachable: (n) => {
+      progress.clear();
+      tellUnreachable(n);
+    },
+  });
   const outcomes: MappingOutcome[] = [];
   try {
     for (let i = 0; i < config.mappings.length && !controller.signal.aborted; i++) {
@@ -140,6 +150,8 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     if (e instanceof DataSourceMissingError) {
       return { mappingId: mapping.id, error: e.message, configProblem: true };
     }
+    // baseUrl leads nowhere the service answers (a route 404, no TLS): the message has the fix.
+    if (isApiError(e) && e.code === 'E_WRONG_ADDRESS') return { mappingId: mapping.id, error: e.message, configProblem: true };
     if (isApiError(e) && e.code === 'E_NOT_FOUND') {
       return { mappingId: mapping.id, error: `the data source of ${mapping.id} no longer exists (${e.message}); check the config`, configProblem: true };
     }

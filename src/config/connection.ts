@@ -54,6 +54,8 @@ export interface ResolveConnectionInput {
   statePath?: string | undefined;
   /** Receives warnings (e.g. a world-readable token file). */
   warn?: (message: string) => void;
+  /** Receives an unreadable secret instead of the throw (`config check`: auth/settings.ts). */
+  onSecretError?: ((e: ConfigError) => void) | undefined;
 }
 
 export function resolveConnection(input: ResolveConnectionInput): Connection {
@@ -92,6 +94,7 @@ export function resolveConnection(input: ResolveConnectionInput): Connection {
     env,
     statePath: input.statePath ?? '/nonexistent/state.json',
     warn: input.warn,
+    onSecretError: input.onSecretError,
   });
   const connection = {
     baseUrl: baseUrl.replace(/\/+$/, ''),
@@ -143,10 +146,16 @@ function describeAuth(auth: ResolvedAuth): string {
 
 function credentialsDigest(auth: ResolvedAuth): string {
   const h = createHash('sha256').update(JSON.stringify(auth));
-  if (auth.type === 'static') h.update(auth.token.read());
-  if (auth.type === 'oauth2') {
-    h.update(`\0${auth.password?.read() ?? ''}\0${auth.clientSecret?.read() ?? ''}`);
-  }
+  // A secret that cannot be read was reported already (or deferred by `config check`).
+  const read = (s: { read(): string } | undefined): string => {
+    try {
+      return s?.read() ?? '';
+    } catch {
+      return '';
+    }
+  };
+  if (auth.type === 'static') h.update(read(auth.token));
+  if (auth.type === 'oauth2') h.update(`\0${read(auth.password)}\0${read(auth.clientSecret)}`);
   return h.digest('hex');
 }
 

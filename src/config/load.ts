@@ -49,6 +49,8 @@ export interface LoadConfigOptions {
   cwd?: string | undefined;
   /** Reads the config file; tests inject failures a root user cannot provoke. */
   readFile?: ((path: string) => string) | undefined;
+  /** Receives an unreadable secret instead of the throw (`config check` goes on with the other checks). */
+  onSecretError?: ((e: ConfigError) => void) | undefined;
 }
 
 /** Loads everything except the token: for commands that do not talk to the service. */
@@ -133,6 +135,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     file: settings.fileConnection,
     statePath: settings.statePath,
     warn: opts.warn,
+    onSecretError: opts.onSecretError,
   });
   return deepFreeze({ ...settings, connection });
 }

@@ -171,7 +171,7 @@ describe('bad-input catalogue: configuration', () => {
   });
 
   it('C21 a token file that does not exist', async () => {
-    await expectConfigError(await edit('c21', (c) => (c.tokenFile = '/nonexistent/token')), /cannot read the token file \/nonexistent\/token \(from tokenFile\): ENOENT/, { DSSYNC_LOG_LEVEL: 'warn' });
+    await expectConfigError(await edit('c21', (c) => (c.tokenFile = '/nonexistent/token')), /the token file \/nonexistent\/token \(from tokenFile\) does not exist: create it holding the secret alone \(chmod 600\), or correct tokenFile/, { DSSYNC_LOG_LEVEL: 'warn' });
   });
 
   it('C22 the mapped path is a file, not a folder: an outage, nothing deleted', async () => {

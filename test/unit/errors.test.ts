@@ -27,6 +27,7 @@ describe('disposition (one decision for every error, issue 9)', () => {
     ['a timeout', api('E_TIMEOUT'), 'mapping', 'retry', 1],
     ['shutdown', api('E_ABORTED'), 'file', 'fatalForProcess', 1],
     ['a file changed while sent', api('E_FILE_CHANGED'), 'file', 'retry', 1],
+    ['baseUrl leads nowhere the service answers (route 404, no TLS): the mapping stops, exit 2', api('E_WRONG_ADDRESS', 404), 'file', 'fatalForMapping', 2],
     ['a bad config', new ConfigError('no base URL'), 'mapping', 'fatalForProcess', 2],
     ['two mappings on one data source', new SharedDataSourceError('x'), 'mapping', 'fatalForMapping', 2],
     ['an incomplete listing', new ListingIncompleteError('x'), 'mapping', 'fatalForMapping', 1],

@@ -139,7 +139,7 @@ describe('dssync config check', () => {
     await writeFile(tokenFile, `${wrong}\n`, { mode: 0o600 });
     const viaFile = await check(ws, { DSSYNC_TOKEN_FILE: tokenFile }, '--json');
     expect(viaFile.code).toBe(3);
-    expect(jsonOf<CheckJson>(viaFile).config.tokenSource).toBe(`the file ${tokenFile}`);
+    expect(jsonOf<CheckJson>(viaFile).config.tokenSource).toBe(`DSSYNC_TOKEN_FILE ${tokenFile}`);
     expectNoToken(viaFile, wrong);
   });
 

@@ -41,7 +41,7 @@ describe('connection settings', () => {
   it('finds the config file through DSSYNC_CONFIG, with a tokenFile relative to it', () => {
     const c = configFromArgs({ json: false }, { DSSYNC_CONFIG: join(dir, 'config.json') }).connection;
     expect(staticToken(c)).toBe('file-token');
-    expect(c.tokenSource).toBe(`the file ${join(dir, 'token')}`);
+    expect(c.tokenSource).toBe(`tokenFile ${join(dir, 'token')}`);
   });
 
   it('a missing setting is a configuration error (exit 2) naming the setting', () => {

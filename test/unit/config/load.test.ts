@@ -185,11 +185,11 @@ describe('loadConfig: connection and secrets', () => {
     const c = loadConfig({ file: writeConfig({ ...base, tokenFile: 'token-a', mappings: [mapping] }), env: {} });
     expect(staticToken(c.connection)).toBe(token);
     expect(staticToken(c.connection)).toBe(token);
-    expect(c.connection.tokenSource).toBe(`the file ${tokenFile}`);
+    expect(c.connection.tokenSource).toBe(`tokenFile ${tokenFile}`);
     expect(JSON.stringify(c)).not.toContain(token);
     expect(inspect(c, { depth: 10 })).not.toContain(token);
     expect(JSON.stringify(describeConfig(c))).not.toContain(token);
-    expect(describeConfig(c)).toMatchObject({ baseUrl: 'https://svc.example.com', tokenSource: `the file ${tokenFile}` });
+    expect(describeConfig(c)).toMatchObject({ baseUrl: 'https://svc.example.com', tokenSource: `tokenFile ${tokenFile}` });
   });
 
   it('takes the token from DSSYNC_TOKEN and DSSYNC_TOKEN_FILE', () => {
