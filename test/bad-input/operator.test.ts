@@ -2,7 +2,7 @@
  * Bad-input catalogue, the operator's view (U-cases, issue 14 and 10.5/10.8): the built
  * `dssync` binary run as an operator would, where things go wrong. Each case asserts the
  * exit code and the words that matter — the setting's name and the fix — and that nothing
- * of the mirrored baseline is lost. docs/bad-input.md holds the table.
+ * of the mirrored baseline is lost. docs/reliability.md ("Operator messages (issue 14)") holds the table.
  */
 import { spawn } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
