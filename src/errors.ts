@@ -28,6 +28,11 @@ export interface Disposition {
   exitCode: DispositionExit;
   /** Short and stable, for logs and tests. */
   reason: string;
+  /**
+   * A write whose answer was lost: not a failure of the service but an unknown outcome,
+   * which the next full pass (a listing) settles; no back-off, no "degraded".
+   */
+  settledByListing?: true;
 }
 
 /** Where the error happened: an operation on one file, or the mapping as a whole. */
@@ -46,40 +51,48 @@ export function disposition(e: unknown, scope: ErrorScope = 'mapping'): Disposit
     if (e.code === 'E_STATE_WRITE') return d('retry', 1, 'state write failed');
     return d('fatalForProcess', 2, `state file: ${e.code}`);
   }
-  if (isApiError(e)) {
-    switch (e.code) {
-      case 'E_UNAUTHORIZED':
-      case 'E_FORBIDDEN':
-        return d('fatalForProcess', 3, 'credentials refused');
-      case 'E_ABORTED':
-        return d('fatalForProcess', 1, 'interrupted');
-      case 'E_PAYLOAD_TOO_LARGE':
-      case 'E_UNSUPPORTED_TYPE':
-      case 'E_BAD_REQUEST':
-        // 400/413/415/422 to a file's request: the service refuses something of that file.
-        return scope === 'file' ? d('refusedForFile', 1, `refused by the service (HTTP ${e.status ?? '?'})`) : d('fatalForMapping', 1, `request refused (HTTP ${e.status ?? '?'})`);
-      case 'E_NOT_FOUND':
-        // A document gone under us: the next plan looks again. The data source gone: the mapping stops.
-        return scope === 'file' ? d('retry', 1, 'document gone') : d('fatalForMapping', 2, 'data source not found');
-      case 'E_FILE_CHANGED':
-        return d('retry', 1, 'file changed while sent');
-      case 'E_WRONG_ADDRESS':
-        // baseUrl leads nowhere the service answers: the operator must correct it.
-        return d('fatalForMapping', 2, 'configuration: baseUrl');
-      default:
-        // 408/409/429/5xx, timeouts, connections, answers not understood, lost answers.
-        return d('retry', 1, e.ambiguous ? 'answer lost' : `service: ${e.code}`);
-    }
-  }
+  if (isApiError(e)) return serviceDisposition(e.code, e.status, e.ambiguous, scope);
   const code = (e as { code?: unknown } | undefined)?.code;
   if (typeof code === 'string') {
-    if (code === 'E_AMBIGUOUS') return d('retry', 1, 'answer lost');
-    if (code === 'E_PAYLOAD_TOO_LARGE' || code === 'E_UNSUPPORTED_TYPE' || code === 'E_BAD_REQUEST') return d('refusedForFile', 1, 'refused by the service');
+    // A failure recorded in a pass report ({ code, status }: FileFailure) decides as its error did.
+    if (code.startsWith('E_') && code !== 'E_UNEXPECTED') {
+      const status = (e as { status?: unknown }).status;
+      return serviceDisposition(code, typeof status === 'number' ? status : undefined, code === 'E_AMBIGUOUS', scope);
+    }
     if (LOCAL_FILE_REFUSED.has(code)) return scope === 'file' ? d('refusedForFile', 1, `local file: ${code}`) : d('fatalForMapping', 1, `local: ${code}`);
     if (LOCAL_FILE_TRANSIENT.has(code)) return d('retry', 1, `local: ${code}`);
     if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EROFS') return d('retry', 1, `local: ${code}`);
   }
   return d(scope === 'file' ? 'retry' : 'fatalForMapping', 1, 'unexpected');
+}
+
+/** The service's errors (an ApiError, or its code recorded in a pass report). */
+function serviceDisposition(code: string, status: number | undefined, ambiguous: boolean, scope: ErrorScope): Disposition {
+  switch (code) {
+    case 'E_UNAUTHORIZED':
+    case 'E_FORBIDDEN':
+      return d('fatalForProcess', 3, 'credentials refused');
+    case 'E_ABORTED':
+      return d('fatalForProcess', 1, 'interrupted');
+    case 'E_PAYLOAD_TOO_LARGE':
+    case 'E_UNSUPPORTED_TYPE':
+    case 'E_BAD_REQUEST':
+      // 400/413/415/422 to a file's request: the service refuses something of that file.
+      return scope === 'file' ? d('refusedForFile', 1, `refused by the service (HTTP ${status ?? '?'})`) : d('fatalForMapping', 1, `request refused (HTTP ${status ?? '?'})`);
+    case 'E_NOT_FOUND':
+      // A document gone under us: the next plan looks again. The data source gone: the mapping stops.
+      return scope === 'file' ? d('retry', 1, 'document gone') : d('fatalForMapping', 2, 'data source not found');
+    case 'E_FILE_CHANGED':
+      return d('retry', 1, 'file changed while sent');
+    case 'E_WRONG_ADDRESS':
+      // baseUrl leads nowhere the service answers: the operator must correct it.
+      return d('fatalForMapping', 2, 'configuration: baseUrl');
+    case 'E_STATE_WRITE':
+      return d('retry', 1, 'state write failed');
+    default:
+      // 408/409/429/5xx, timeouts, connections, answers not understood, lost answers.
+      return ambiguous ? { ...d('retry', 1, 'answer lost'), settledByListing: true } : d('retry', 1, `service: ${code}`);
+  }
 }
 
 /**

@@ -10,7 +10,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { DatastoreApi } from '../api/api.js';
-import { isApiError } from '../api/errors.js';
+import { disposition } from '../errors.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
@@ -407,7 +407,13 @@ export class MappingRunner {
     for (const f of report.failures) this.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}` });
     if (this.stopped) return { type: 'passFinished', kind, ok: report.ok };
     if (report.blocked) return this.onFailure(kind, new Error(report.blocked.message), report.blocked.kind);
-    const failed = report.failures.filter((f) => f.code !== 'E_PAYLOAD_TOO_LARGE' && f.code !== 'E_UNSUPPORTED_TYPE' && f.code !== 'E_AMBIGUOUS');
+    // What the files' failures mean is decided in one place (errors.ts): a file the service
+    // refused waits until it changes, a lost answer waits for the listing that settles it;
+    // anything else is a failure to retry after a back-off.
+    const failed = report.failures.filter((f) => {
+      const disp = disposition(f, 'file');
+      return disp.kind !== 'refusedForFile' && !disp.settledByListing;
+    });
     if (report.needsFullPass || failed.length > 0) {
       // Transient failures: a full pass (with a listing) settles them, after a back-off.
       // Operations that failed leave the data source behind the folder: say so (a lost
@@ -430,10 +436,12 @@ export class MappingRunner {
 
   private onFailure(kind: PassKind, e: unknown, blockedKind?: string): ScheduleEvent {
     const message = e instanceof Error ? e.message : String(e);
-    const auth = isApiError(e) && (e.code === 'E_UNAUTHORIZED' || e.code === 'E_FORBIDDEN');
-    const reason = auth ? `the service refused the credentials: ${message}` : message;
+    const disp = disposition(e, 'mapping');
+    const reason = disp.exitCode === 3 ? `the service refused the credentials: ${message}` : message;
     this.remember({ message: reason });
-    this.log.error({ err: message, kind: blockedKind, failures: this.sched.failures + 1 }, 'mapping degraded; will retry');
+    // The daemon retries whatever the disposition (credentials are renewed, a data source may
+    // come back); the disposition names what the operator is looking at.
+    this.log.error({ err: message, kind: blockedKind, disposition: disp.kind, cause: disp.reason, failures: this.sched.failures + 1 }, 'mapping degraded; will retry');
     return { type: 'passFinished', kind, ok: false, reason };
   }
 

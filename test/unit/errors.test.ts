@@ -51,4 +51,18 @@ describe('disposition (one decision for every error, issue 9)', () => {
     expect(isRefusedForFile('E_SERVER')).toBe(false);
     expect(isRefusedForFile('E_AMBIGUOUS')).toBe(false);
   });
+
+  it('a failure recorded in a pass report ({ code, status }) decides as the error it records', () => {
+    expect(disposition({ code: 'E_UNAUTHORIZED', status: 401 }, 'file')).toMatchObject({ kind: 'fatalForProcess', exitCode: 3 });
+    expect(disposition({ code: 'E_BAD_REQUEST', status: 422 }, 'file')).toMatchObject({ kind: 'refusedForFile', reason: 'refused by the service (HTTP 422)' });
+    expect(disposition({ code: 'E_SERVER', status: 503 }, 'file')).toMatchObject({ kind: 'retry' });
+    expect(disposition({ code: 'E_STATE_WRITE' }, 'file')).toMatchObject({ kind: 'retry', reason: 'state write failed' });
+    expect(disposition({ code: 'E_UNEXPECTED' }, 'file')).toMatchObject({ kind: 'retry', reason: 'unexpected' });
+  });
+
+  it('a lost answer is settled by a listing (no back-off), recorded or not; other retries are not', () => {
+    expect(disposition({ code: 'E_AMBIGUOUS' }, 'file').settledByListing).toBe(true);
+    expect(disposition(api('E_CONNECTION', undefined, { ambiguous: true }), 'file').settledByListing).toBe(true);
+    expect(disposition(api('E_SERVER', 503), 'file').settledByListing).toBeUndefined();
+  });
 });

@@ -280,15 +280,59 @@ describe('MappingRunner', () => {
     await runner.stop();
   });
 
-  it('does not count refused files as an outage: no retry, not degraded', async () => {
+  // What a recorded failure means comes from errors.ts's disposition, as for the executor:
+  // the runner used to keep its own list (413 and 415), and retried 400/422 refusals as
+  // failures every back-off although the executor had set the file aside.
+  const notAnOutage: [string, FileFailure][] = [
+    ['413', { path: 'huge.pdf', op: 'upload', code: 'E_PAYLOAD_TOO_LARGE', status: 413, message: 'too large' }],
+    ['415', { path: 'a.bin', op: 'upload', code: 'E_UNSUPPORTED_TYPE', status: 415, message: 'unsupported' }],
+    ['400 (a name the service refuses)', { path: 'x'.repeat(1100), op: 'upload', code: 'E_BAD_REQUEST', status: 400, message: 'name too long' }],
+    ['422', { path: 'b.txt', op: 'upload', code: 'E_BAD_REQUEST', status: 422, message: 'unprocessable' }],
+  ];
+  for (const [name, failure] of notAnOutage) {
+    it(`does not count a file the service refused (${name}) as an outage: no retry, not degraded`, async () => {
+      const { timers, mirror, runner } = setup();
+      runner.start();
+      await settle();
+      mirror.last().resolve(report([failure]));
+      await settle();
+      expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+      await timers.advance(60_000);
+      expect(mirror.calls).toHaveLength(1);
+      await runner.stop();
+    });
+  }
+
+  it('a lost answer alone is not an outage: not degraded, a full pass settles it', async () => {
+    const { mirror, runner } = setup();
+    runner.start();
+    await settle();
+    mirror.last().resolve(report([{ path: '', op: 'upload', code: 'E_AMBIGUOUS', message: 'an upload answer was lost' }], { needsFullPass: true }));
+    await settle();
+    expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+    await runner.stop();
+  });
+
+  it('a recorded 401 on a file is a failure (retried after the back-off), like any failure of the service', async () => {
     const { timers, mirror, runner } = setup();
     runner.start();
     await settle();
-    mirror.last().resolve(report([{ path: 'huge.pdf', op: 'upload', code: 'E_PAYLOAD_TOO_LARGE', status: 413, message: 'too large' }]));
+    mirror.last().resolve(report([{ path: 'a.txt', op: 'upload', code: 'E_UNAUTHORIZED', status: 401, message: '401 Unauthorized' }]));
     await settle();
-    expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
-    await timers.advance(60_000);
-    expect(mirror.calls).toHaveLength(1);
+    expect(runner.status().phase).toBe('degraded');
+    await timers.advance(retryDelayMs(1, () => 0.5));
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
+    mirror.last().resolve(report());
+    await runner.stop();
+  });
+
+  it('a pass refused for the credentials says so (the disposition decides, not a list of codes)', async () => {
+    const { mirror, runner } = setup();
+    runner.start();
+    await settle();
+    mirror.last().reject(new ApiError({ code: 'E_FORBIDDEN', status: 403, message: '403 Forbidden: organization not accessible' }));
+    await settle();
+    expect(runner.status().degraded).toEqual([expect.stringContaining('the service refused the credentials: 403 Forbidden')]);
     await runner.stop();
   });
 
