@@ -17,15 +17,19 @@ import { isApiError } from '../api/errors.js';
 import { describeConfig } from '../config/describe.js';
 import type { CheckLevel, CheckResult } from '../check-result.js';
 import type { ConfigError } from '../config/error.js';
+import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { sharedDataSourceProblems } from '../engine/installation.js';
 import { disposition } from '../errors.js';
 import { describeMountPlan, parseMountInfo, planMounts, readMountInfo } from '../local/watch/mounts.js';
+import type { DaemonStatus } from '../daemon/status-schema.js';
 import { configFromArgs, tellUnreachable } from './context.js';
 import { describeFailure, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { formatJson, formatSummary } from './output.js';
+import { configMismatch, probeDaemon, type DaemonProbe } from './status.js';
+import { formatWatchLines } from './watch-report.js';
 
 
 const SYMBOL: Record<CheckLevel, string> = { ok: '✓', warn: '!', fail: '✗' };
@@ -64,6 +68,15 @@ export interface ConfigCheckDeps {
   createApi?: ((config: Config) => DatastoreApi & { close?: () => Promise<void> }) | undefined;
   /** Reads /proc files (tests pass other limits). */
   readProc?: ((path: string) => Promise<string>) | undefined;
+  /** Asks the running daemon for its status (default: GET /status on status.listen). */
+  probe?: ((listen: ListenAddress) => Promise<DaemonProbe>) | undefined;
+}
+
+/** The status of the daemon running this config, when one answers (its measured watch figures). */
+async function runningDaemon(config: Config, probe: ConfigCheckDeps['probe']): Promise<DaemonStatus | undefined> {
+  if (config.status.listen === false) return undefined;
+  const p = await (probe ?? probeDaemon)(config.status.listen);
+  return p.kind === 'answered' && configMismatch(config, p.status) === undefined ? p.status : undefined;
 }
 
 export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {}): Promise<number> {
@@ -110,9 +123,13 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   // 2. Each mapped folder.
   let folders = 0;
   let uncounted = 0;
+  const filesOf = new Map<string, readonly string[]>();
   for (const m of config.mappings) {
     const r = await checkFolder(m);
     report(r.result);
+    if (r.files) filesOf.set(m.id, r.files);
+    // watch.mode "poll" takes no inotify watch.
+    if (m.watch.mode === 'poll') continue;
     if (r.folders === undefined) uncounted++;
     else folders += r.folders;
   }
@@ -127,14 +144,30 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
 
   // 6-8. This machine.
   report(inotifyCheck(folders, uncounted, await readInotifyLimits(deps.readProc)));
-  // How each folder is watched: events, or polling on network/FUSE mounts (issue 12; hook by watch).
+  // How each folder is watched: events, or polling on network/FUSE mounts (issue 12), and
+  // what the running daemon for this config measures (interval achieved, last cycle).
   const mountText = await readMountInfo();
+  const running = await runningDaemon(config, deps.probe);
   for (const m of config.mappings) {
     const root = await realpath(m.path).catch(() => m.path);
-    const lines = describeMountPlan(planMounts(parseMountInfo(mountText), root, m.watch.mode), root, m.watch);
+    const lines = describeMountPlan(planMounts(parseMountInfo(mountText), root, m.watch.mode), root, m.watch, filesOf.get(m.id));
     report({ check: 'watch', level: 'ok', mapping: m.id, message: lines.join('\n') });
+    const live = running?.mappings.find((s) => s.id === m.id)?.watch;
+    if (live) {
+      report({
+        check: 'watch',
+        level: live.problems.length > 0 ? 'warn' : 'ok',
+        mapping: m.id,
+        message: ['the running daemon:', ...formatWatchLines(live, m.path).map((l) => `  ${l}`), ...live.problems.map((p) => `  ${p}`)].join('\n'),
+      });
+    }
   }
-  report(await checkListen(config.status.listen, config.status));
+  // The port is taken by the daemon running this very config: that is no conflict.
+  if (running !== undefined && config.status.listen !== false) {
+    report({ check: 'status-listen', level: 'ok', message: `status endpoint ${formatListenAddress(config.status.listen)}: the daemon running this config (pid ${running.pid}) answers there` });
+  } else {
+    report(await checkListen(config.status.listen, config.status));
+  }
   for (const r of await checkStatePath(config.statePath)) report(r);
 
   // An unreadable token is a configuration error, as for every other command (exit 2).

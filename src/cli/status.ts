@@ -25,6 +25,7 @@ import { ExitCode, CliError } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson, formatSummary, truncate } from './output.js';
 import { printable } from './printable.js';
+import { formatWatchLines } from './watch-report.js';
 
 /** How long the daemon gets to answer: it answers from memory, so this is generous. */
 export const DAEMON_TIMEOUT_MS = 1_500;
@@ -394,6 +395,8 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
   if (m.lastFullPassOkAt && m.lastFullPassOkAt !== lp?.finishedAt) pairs.push(['last full ok', formatWhen(m.lastFullPassOkAt, now)]);
   if (m.nextRescanAt) pairs.push(['next rescan', formatWhen(m.nextRescanAt, now)]);
   pairs.push(['watched dirs', String(m.watchedDirs)]);
+  // Events or polling per mount, the interval achieved, the last cycle (issue 12).
+  if (m.watch) pairs.push(['watch', formatWatchLines(m.watch, m.path).join('\n')]);
   const lists = [
     // Newest first: the list is kept oldest first.
     ...section('recent errors', [...m.recentErrors].reverse(), (e) => `${formatWhen(e.at, now)} ${e.path ? `${e.path}: ` : ''}${e.message}`),

@@ -252,6 +252,12 @@ export class MappingRunner {
       this.watchFailures++;
       this.d.timers.setTimeout(() => void this.startWatching(), this.retryDelay(this.watchFailures));
     }
+    if (err.code === 'mounts-changed') {
+      // A share mounted or unmounted on or below the folder: a new watcher plans events and polling again.
+      const w = this.watcher;
+      this.watcher = undefined;
+      void (w?.close().catch(() => undefined) ?? Promise.resolve()).then(() => this.startWatching());
+    }
     this.scheduleDrain();
   }
 

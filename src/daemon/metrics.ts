@@ -8,6 +8,16 @@ import type { PacerEvent } from '../api/pacer.js';
 import { contentBytesRead } from '../local/hash.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { MappingStatus } from './mapping-runner.js';
+import type { WatchStatusView } from './status-schema.js';
+
+type WatchedMountView = WatchStatusView['mounts'][number];
+
+/**
+ * Mounts of one mapping with series of their own; the others (a folder holding many mounts)
+ * share the series mount="other" (files and cycle times summed, flags and intervals the
+ * largest): the series count stays bounded.
+ */
+export const MOUNT_SERIES = 20;
 
 export class DaemonMetrics {
   readonly registry = new Registry();
@@ -79,6 +89,39 @@ export class DaemonMetrics {
     perMapping('dssync_files_skipped', 'Files not mirrored for now (too large, refused, unreadable)', (s) => s.skipped.length);
     perMapping('dssync_documents_not_ingested', 'Uploaded documents with no chunks after the ingestion delay', (s) => s.notIngested.length);
     perMapping('dssync_watched_folders', 'Folders under inotify watch', (s) => s.watchedDirs);
+    perMapping('dssync_watch_folders_over_limit', 'Folders polled because the inotify watch limit (fs.inotify.max_user_watches) was reached', (s) => s.watch?.overLimit.length);
+    perMapping('dssync_watch_problems', 'Current watch problems: a hung or unmounted share, a folder the poller may not read, the watch limit', (s) => s.watch?.problems.length);
+    perMapping('dssync_poll_cycles', 'Poll cycles completed since the mapping started watching', (s) => s.watch?.poll?.cycles);
+    // Per mount (labels mapping, mount): at most MOUNT_SERIES mounts per mapping, the rest as mount="other".
+    const perMount = (name: string, combine: 'sum' | 'max', help: string, value: (m: WatchedMountView, w: WatchStatusView) => number | undefined): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['mapping', 'mount'],
+        registers,
+        collect() {
+          this.reset();
+          for (const s of statuses()) {
+            if (!s.watch) continue;
+            const totals = new Map<string, number>();
+            for (const [i, m] of s.watch.mounts.entries()) {
+              const v = value(m, s.watch);
+              if (v === undefined) continue;
+              const mount = i < MOUNT_SERIES ? m.mountPoint : 'other';
+              const prev = totals.get(mount);
+              totals.set(mount, prev === undefined ? v : combine === 'sum' ? prev + v : Math.max(prev, v));
+            }
+            for (const [mount, v] of totals) this.set({ mapping: s.id, mount }, v);
+          }
+        },
+      });
+    };
+    perMount('dssync_watch_polled', 'max', '1 when the mount is polled (network, FUSE, unknown, or watch.mode "poll"), 0 when watched by events only', (m) => (m.kind === 'poll' ? 1 : 0));
+    perMount('dssync_poll_files', 'sum', 'Files looked at under the mount in the last complete poll cycle', (m) => m.files);
+    perMount('dssync_poll_last_cycle_seconds', 'sum', 'Time the last complete poll cycle spent on the mount', (m) => (m.lastCycleMs === undefined ? undefined : m.lastCycleMs / 1000));
+    perMount('dssync_poll_interval_seconds', 'max', "Time between the starts of the last two poll cycles (the interval achieved; the mapping's poller serves all its polled mounts)", (m, w) =>
+      m.kind === 'poll' && w.poll?.achievedIntervalMs !== undefined ? w.poll.achievedIntervalMs / 1000 : undefined,
+    );
   }
 
   onOp(mappingId: string, e: OpEvent, lagMs: number | undefined): void {

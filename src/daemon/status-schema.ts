@@ -58,17 +58,37 @@ export const NotIngestedSchema = z.object({
 
 /** How a mapping learns of changes (issue 12, docs/watch.md). */
 export const WatchStatusSchema = z.object({
-  /** Each mount the folder spans: events or polling, and why ("cifs is a network filesystem"). */
+  /** The mapping's watch.mode: auto, events or poll. */
+  mode: z.enum(['auto', 'events', 'poll']).optional(),
+  /**
+   * Each mount the folder spans (the one holding it first, then those below it): events or
+   * polling, and why ("cifs is a network filesystem"). A polled mount has its share of the
+   * last complete poll cycle: the files looked at under it and the time spent on it.
+   */
   mounts: z.array(
-    z.object({ mountPoint: z.string(), rel: z.string(), fsType: z.string(), source: z.string(), kind: z.enum(['events', 'poll']), why: z.string() }),
+    z.object({
+      mountPoint: z.string(),
+      rel: z.string(),
+      fsType: z.string(),
+      source: z.string(),
+      kind: z.enum(['events', 'poll']),
+      why: z.string(),
+      files: count.optional(),
+      lastCycleMs: z.number().optional(),
+    }),
   ),
   /** Folders polled because the inotify watch limit was reached, and the command that raises it. */
   overLimit: z.array(z.string()),
   limitFix: z.string().optional(),
-  /** The poller, when something is polled: the interval achieved, the last cycle's cost. */
+  /**
+   * The poller, when something is polled: its settings (target interval, CPU budget in % of
+   * one core), the interval achieved between the starts of the last two cycles, the last
+   * complete cycle (entries and files looked at, wall and CPU time, per polled subtree).
+   */
   poll: z
     .object({
       subtrees: z.array(z.string()),
+      bySubtree: z.record(z.string(), z.object({ files: count, ms: z.number() })).optional(),
       cycles: count,
       lastEntries: count,
       lastFiles: count,
@@ -76,12 +96,15 @@ export const WatchStatusSchema = z.object({
       achievedIntervalMs: z.number().optional(),
       lastCycleEndedAt: z.number().optional(),
       lastCycleCpuMs: z.number().optional(),
+      targetIntervalMs: z.number().optional(),
+      budgetPercent: z.number().optional(),
       problems: z.array(z.object({ kind: z.string(), path: z.string(), message: z.string() })),
     })
     .optional(),
   /** A hung or unmounted share, a folder the poller may not read, the watch limit. */
   problems: z.array(z.string()),
 });
+export type WatchStatusView = z.infer<typeof WatchStatusSchema>;
 
 export const MappingStatusSchema = z.object({
   id: z.string(),

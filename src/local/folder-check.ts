@@ -32,7 +32,11 @@ export async function folderProblem(path: string): Promise<string | undefined> {
   return undefined;
 }
 
-export async function checkFolder(m: MappingConfig): Promise<{ result: CheckResult; folders?: number | undefined }> {
+/**
+ * The check's verdict, the folder count (the inotify budget) and the included files'
+ * relative paths (how many each polled mount holds), when the folder could be walked.
+ */
+export async function checkFolder(m: MappingConfig): Promise<{ result: CheckResult; folders?: number | undefined; files?: readonly string[] | undefined }> {
   const base = { check: 'folder', mapping: m.id };
   // The folder first: an unreadable one would otherwise be reported as its ignore file.
   const problem = await folderProblem(m.path);
@@ -62,6 +66,7 @@ export async function checkFolder(m: MappingConfig): Promise<{ result: CheckResu
       break;
   }
   const files = walk.files.size;
+  const paths = [...walk.files.keys()];
   const tooLarge = walk.skipped.filter((s) => s.reason === 'too-large').length;
   const otherSkipped = walk.skipped.length - tooLarge;
   const notes = [
@@ -75,6 +80,7 @@ export async function checkFolder(m: MappingConfig): Promise<{ result: CheckResu
     const first = walk.errors[0];
     return {
       folders: dirs,
+      files: paths,
       result: {
         ...base,
         level: 'warn',
@@ -84,7 +90,7 @@ export async function checkFolder(m: MappingConfig): Promise<{ result: CheckResu
     };
   }
   if (files === 0) {
-    return { folders: dirs, result: { ...base, level: 'warn', message: `${counts}: no file would be mirrored; check "include", "exclude" and the ignore file` } };
+    return { folders: dirs, files: paths, result: { ...base, level: 'warn', message: `${counts}: no file would be mirrored; check "include", "exclude" and the ignore file` } };
   }
-  return { folders: dirs, result: { ...base, level: 'ok', message: counts } };
+  return { folders: dirs, files: paths, result: { ...base, level: 'ok', message: counts } };
 }

@@ -63,7 +63,7 @@ export function inotifyCheck(folders: number, uncounted: number, limits: Inotify
     return {
       ...base,
       level: 'warn',
-      message: `${summary}: too tight, changes in unwatched folders would be seen only at the periodic rescan`,
+      message: `${summary}: too tight; the folders past the limit would be polled instead of watched (changes seen within a poll cycle, at some CPU)`,
       fix: `raise it now: sudo sysctl -w fs.inotify.max_user_watches=${n}\nand at boot: echo 'fs.inotify.max_user_watches=${n}' | sudo tee /etc/sysctl.d/90-dssync.conf`,
     };
   }

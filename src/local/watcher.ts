@@ -25,7 +25,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import type { RawEvent } from './aggregator.js';
 import { watchFolders, type FolderWatch } from './folder-watch.js';
-import { parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './watch/mounts.js';
+import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './watch/mounts.js';
 import { Poller, type PollStats } from './watch/poller.js';
 import { toRelPath } from './paths.js';
 
@@ -41,9 +41,12 @@ export type WatchMode = 'folders';
  *   missed in some folders from now on; rescan periodically and raise the limit;
  * - 'watch-failed': any other watcher failure; events may have been missed: rescan;
  * - 'watch-degraded': the poller cannot see part of the folder (a hung or unmounted share,
- *   a folder it may not read); nothing is reported deleted there; status() lists it.
+ *   a folder it may not read); nothing is reported deleted there; status() lists it;
+ * - 'mounts-changed': a filesystem was mounted or unmounted on or below the folder since the
+ *   watcher started (a share mounted again over the bare mount point, a share mounted into
+ *   a subfolder): this watcher's events and polling plan no longer fit; start a new one.
  */
-export type WatchErrorCode = 'root-gone' | 'root-unusable' | 'watch-limit' | 'watch-failed' | 'watch-degraded';
+export type WatchErrorCode = 'root-gone' | 'root-unusable' | 'watch-limit' | 'watch-failed' | 'watch-degraded' | 'mounts-changed';
 
 export class WatchError extends Error {
   override readonly name = 'WatchError';
@@ -91,19 +94,31 @@ export interface WatcherOptions {
   pollBudgetPercent?: number | undefined;
   /** The mount table's text (tests); default /proc/self/mountinfo. */
   readMountInfo?: (() => Promise<string>) | undefined;
+  /** How often the folder's identity and the mounts below it are checked again (ms, default 5 s). */
+  mountCheckMs?: number | undefined;
   now?: (() => number) | undefined;
+}
+
+/** A mount of the folder, how it is watched, and for a polled one its share of the last cycle. */
+export interface WatchedMount extends MountPlanEntry {
+  /** Files looked at under this mount in the last complete poll cycle (polled mounts). */
+  files?: number | undefined;
+  /** Time the last complete cycle spent on this mount (ms). */
+  lastCycleMs?: number | undefined;
 }
 
 /** What the watcher does, for status, metrics and `config check`. */
 export interface WatchStatus {
+  /** The watch.mode it runs under. */
+  mode: 'auto' | 'events' | 'poll';
   /** The mounts the folder spans, each with how it is watched and why. */
-  mounts: MountPlanEntry[];
+  mounts: WatchedMount[];
   /** Folders (relative) polled because no inotify watch could be added (ENOSPC). */
   overLimit: string[];
   /** The fix for overLimit, when there is some. */
   limitFix?: string | undefined;
-  /** Present when something is polled. */
-  poll?: PollStats | undefined;
+  /** Present when something is polled; with the settings it runs under. */
+  poll?: (PollStats & { targetIntervalMs: number; budgetPercent: number }) | undefined;
   /** Current problems of the watch (hung or unmounted share, denied folder, watch limit). */
   problems: string[];
 }
@@ -230,6 +245,8 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     let limitProblem: string | undefined;
     let pollProblems: string[] = [];
     let poller: Poller | undefined;
+    const pollTargetMs = opts.pollTargetMs ?? 10_000;
+    const pollBudgetPercent = opts.pollBudgetPercent ?? 5;
     const ensurePoller = (subtrees: string[]): Poller => {
       if (poller) {
         for (const s of subtrees) poller.addSubtree(s);
@@ -240,8 +257,8 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
         subtrees,
         filter: (p, isDir) => filter(p, isDir),
         emit,
-        intervalMs: opts.pollTargetMs ?? 10_000,
-        budgetPercent: opts.pollBudgetPercent ?? 5,
+        intervalMs: pollTargetMs,
+        budgetPercent: pollBudgetPercent,
         fs: { lstat: (p) => fsp.lstat(p), readdir: (p) => fsp.readdir(p) },
         clock: {
           now,
@@ -288,6 +305,32 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
       await folders?.refilter();
     };
     refilterHook = refilter;
+
+    /**
+     * Mounts change without an event: a share unmounted leaves its watches silent, a share
+     * mounted again over the bare mount point hides the folder this watcher follows. The
+     * folder's identity and the mount table are looked at again every few seconds (one
+     * stat, one read of /proc/self/mountinfo; a check still waiting on a hung mount is not
+     * repeated).
+     */
+    const planKey = (plan: readonly MountPlanEntry[]): string => plan.map((m) => `${m.rel}\0${m.mountPoint}\0${m.fsType}\0${m.source}\0${m.kind}`).join('\n');
+    const startedPlan = planKey(mounts);
+    const watchMounts = async (): Promise<void> => {
+      while (!closed && !rootGone) {
+        await delay(opts.mountCheckMs ?? 5_000, undefined, { ref: false });
+        if (closed || rootGone) return;
+        await checkRoot();
+        if (closed || rootGone) return;
+        const now = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), root, watchMode);
+        if (closed || rootGone) return;
+        if (planKey(now) !== startedPlan) {
+          const what = now.map((m) => `${m.mountPoint} ${m.fsType}`).join(', ');
+          fail(new WatchError('mounts-changed', root, `the filesystems mounted on or below ${root} changed (now: ${what}): watching it again`, true));
+          return;
+        }
+      }
+    };
+    void watchMounts();
     opts.onReady?.();
     return {
       mode,
@@ -298,16 +341,39 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
         await poller?.stop();
       },
       watchedDirs: () => folders?.watchedDirs() ?? 0,
-      status: () => ({
-        mounts,
-        overLimit: [...overLimit],
-        limitFix: overLimit.length > 0 ? RAISE_WATCH_LIMIT : undefined,
-        poll: poller?.status(),
-        problems: [...(limitProblem ? [limitProblem] : []), ...pollProblems],
-      }),
+      status: () => {
+        const poll = poller?.status();
+        return {
+          mode: watchMode,
+          mounts: poll ? withPollFigures(mounts, poll) : mounts,
+          overLimit: [...overLimit],
+          limitFix: overLimit.length > 0 ? RAISE_WATCH_LIMIT : undefined,
+          poll: poll && { ...poll, targetIntervalMs: pollTargetMs, budgetPercent: pollBudgetPercent },
+          problems: [...(limitProblem ? [limitProblem] : []), ...pollProblems],
+        };
+      },
     };
   }
 
+}
+
+/**
+ * Each polled mount's share of the last cycle: the polled subtrees it holds (itself, and
+ * folders past the watch limit would belong to an event-watched mount). Subtrees not yet
+ * walked leave the figures absent.
+ */
+function withPollFigures(mounts: readonly MountPlanEntry[], poll: PollStats): WatchedMount[] {
+  return mounts.map((m) => {
+    if (m.kind !== 'poll') return m;
+    let files: number | undefined;
+    let ms: number | undefined;
+    for (const [sub, f] of Object.entries(poll.bySubtree)) {
+      if (mountFor(mounts, sub) !== m) continue;
+      files = (files ?? 0) + f.files;
+      ms = (ms ?? 0) + f.ms;
+    }
+    return { ...m, files, lastCycleMs: ms };
+  });
 }
 
 /**
@@ -395,7 +461,9 @@ export function classifyWatchError(root: string, err: unknown): WatchError {
     return new WatchError(
       'watch-limit',
       root,
-      `cannot watch more folders under ${root} (${code}): changes there are missed until the next rescan; raise fs.inotify.max_user_watches / the open-file limit`,
+      code === 'ENOSPC'
+        ? `cannot watch more folders under ${root} (ENOSPC: the inotify watch limit): changes there are missed until the next rescan; raise it: ${RAISE_WATCH_LIMIT}`
+        : `cannot watch more folders under ${root} (${code}: the open-file limit): changes there are missed until the next rescan; raise LimitNOFILE= (systemd) or ulimit -n`,
       true,
       { cause: err },
     );

@@ -138,15 +138,32 @@ export async function readMountInfo(path = '/proc/self/mountinfo'): Promise<stri
 }
 
 /**
- * One line per mount for operators (`config check`, logs): "/srv/share is cifs
- * (//fileserver/Public): polled every 10 s (at most 5 % of a core), events for this host's writes".
+ * One line per mount for operators (`config check`): "/srv/share is cifs
+ * (//fileserver/Public): polled every 10 s (at most 5 % of a core; longer on a large tree),
+ * 48,000 files, events for this host's writes". `files`: the included files' relative
+ * paths, when the folder was walked (each counted for the deepest mount holding it).
  */
-export function describeMountPlan(plan: readonly MountPlanEntry[], root: string, watch: { mode: string; pollIntervalSeconds: number; pollBudgetPercent: number }): string[] {
+export function describeMountPlan(
+  plan: readonly MountPlanEntry[],
+  root: string,
+  watch: { mode: string; pollIntervalSeconds: number; pollBudgetPercent: number },
+  files?: readonly string[],
+): string[] {
+  const counts = new Map<MountPlanEntry, number>();
+  if (files) {
+    for (const e of plan) counts.set(e, 0);
+    for (const f of files) {
+      const e = mountFor(plan, f);
+      counts.set(e, (counts.get(e) ?? 0) + 1);
+    }
+  }
   return plan.map((e) => {
     const where = e.rel === '' ? root : `${root}/${e.rel}`;
     const fs = `${e.fsType}${e.source && e.source !== e.fsType ? ` (${e.source})` : ''}`;
     if (e.kind === 'events') return `${where} is ${fs}: watched by events`;
+    const n = counts.get(e);
+    const many = n === undefined ? '' : ` ${n.toLocaleString('en-US')} file${n === 1 ? '' : 's'},`;
     const events = watch.mode === 'poll' ? 'no events (watch.mode "poll")' : "events for this host's writes";
-    return `${where} is ${fs}: polled every ${watch.pollIntervalSeconds} s (at most ${watch.pollBudgetPercent} % of a core; longer on a large tree), ${events}`;
+    return `${where} is ${fs}: polled every ${watch.pollIntervalSeconds} s (at most ${watch.pollBudgetPercent} % of a core; longer on a large tree),${many} ${events}`;
   });
 }

@@ -65,6 +65,8 @@ export interface PollProblem {
 
 export interface PollStats {
   subtrees: string[];
+  /** Per polled subtree, in the last complete cycle: files looked at and the time spent on it (ms). */
+  bySubtree: Record<string, { files: number; ms: number }>;
   cycles: number;
   /** Files and folders looked at in the last complete cycle. */
   lastEntries: number;
@@ -96,6 +98,13 @@ const SLICE = 256;
 export class Poller {
   private readonly o: PollerOptions;
   private readonly subtrees = new Set<string>();
+  /**
+   * The subtrees given at construction: mounts, each walked on its own (a mount nested in a
+   * polled mount is not walked twice) so that each has its own device check (an unmounted
+   * inner share is an outage too). Subtrees added later (folders past the inotify limit)
+   * are plain folders below an event-watched parent.
+   */
+  private readonly mountSubtrees = new Set<string>();
   /** Per subtree: the device it lives on, learned at its first cycle. */
   private readonly devOf = new Map<string, number>();
   /** Everything seen under the polled subtrees at the last cycle. */
@@ -110,8 +119,11 @@ export class Poller {
 
   constructor(opts: PollerOptions) {
     this.o = opts;
-    for (const s of opts.subtrees) this.subtrees.add(s);
-    this.stats = { subtrees: [...this.subtrees], cycles: 0, lastEntries: 0, lastFiles: 0, lastCycleMs: undefined, achievedIntervalMs: undefined, lastCycleEndedAt: undefined, lastCycleCpuMs: undefined, problems: [] };
+    for (const s of opts.subtrees) {
+      this.subtrees.add(s);
+      this.mountSubtrees.add(s);
+    }
+    this.stats = { subtrees: [...this.subtrees], bySubtree: {}, cycles: 0, lastEntries: 0, lastFiles: 0, lastCycleMs: undefined, achievedIntervalMs: undefined, lastCycleEndedAt: undefined, lastCycleCpuMs: undefined, problems: [] };
   }
 
   /** Starts cycling; the first cycle only learns what is there (the daemon's full pass reports it). */
@@ -119,17 +131,33 @@ export class Poller {
     this.loop ??= this.run();
   }
 
-  /** Adds a subtree (a folder that could not get an inotify watch); learned at the next cycle. */
+  /**
+   * Adds a subtree (a folder that could not get an inotify watch); learned at the next
+   * cycle. A folder already inside a polled subtree adds nothing; subtrees already below it
+   * stay (each walks on its own: see owner()).
+   */
   addSubtree(rel: string): void {
-    for (const s of this.subtrees) if (s === '' || rel === s || rel.startsWith(`${s}/`)) return;
-    for (const s of [...this.subtrees]) if (rel === '' || s.startsWith(`${rel}/`)) this.subtrees.delete(s);
+    if (this.subtrees.has(rel) || this.owner(rel) !== undefined) return;
     this.subtrees.add(rel);
     this.stats.subtrees = [...this.subtrees];
     this.wake?.();
   }
 
   status(): PollStats {
-    return { ...this.stats, subtrees: [...this.subtrees], problems: [...this.problems] };
+    return { ...this.stats, subtrees: [...this.subtrees], bySubtree: { ...this.stats.bySubtree }, problems: [...this.problems] };
+  }
+
+  /**
+   * The subtree whose walk lists a path: the deepest one holding it strictly (a nested
+   * subtree's own folder is an entry of the subtree around it).
+   */
+  private owner(p: string): string | undefined {
+    // Up the path's folders (many subtrees past the watch limit: a lookup per level, not a scan).
+    for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) {
+      const dir = p.slice(0, i);
+      if (this.subtrees.has(dir)) return dir;
+    }
+    return p !== '' && this.subtrees.has('') ? '' : undefined;
   }
 
   async stop(): Promise<void> {
@@ -175,33 +203,47 @@ export class Poller {
     const startedAt = clock.now();
     const cpu0 = clock.cpuMs();
     let sliceCpu0 = cpu0;
+    let sliceAt0 = startedAt;
     let sliceCalls = 0;
     /** While set, every worker waits: the pause after a slice holds the whole walk. */
     let gate: Promise<void> | undefined;
-    /** Sleeps after each slice so that CPU stays under the budget. */
+    /**
+     * Sleeps after each slice so that CPU stays under the budget: a slice that used C ms of
+     * CPU must last C × 100 / budget ms. The time it already took counts: waiting on a slow
+     * mount or for a busy CPU is not added to the pause (it would stretch the cycle twice).
+     */
     const pace = async (): Promise<void> => {
       while (gate) await gate;
       if (++sliceCalls < SLICE) return;
       sliceCalls = 0;
       const used = clock.cpuMs() - sliceCpu0;
-      const rest = (used * 100) / this.o.budgetPercent - used;
+      const rest = (used * 100) / this.o.budgetPercent - (clock.now() - sliceAt0);
       if (rest > 1) {
         gate = clock.sleep(rest).then(() => {
           gate = undefined;
           sliceCpu0 = clock.cpuMs();
+          sliceAt0 = clock.now();
         });
         await gate;
       } else {
         sliceCpu0 = clock.cpuMs();
+        sliceAt0 = clock.now();
       }
     };
 
     const next = new Map<string, Seen>();
     let files = 0;
+    const bySubtree: PollStats['bySubtree'] = {};
     const events: RawEvent[] = [];
+    /** The entries of `sub` (or of `dir` below it) as last seen, kept: not seen is not gone. */
+    const keep = (sub: string, dir: string): void => {
+      for (const [p, s] of this.snapshot) if (p !== dir && under(p, dir) && this.owner(p) === sub) next.set(p, s);
+    };
     for (const sub of [...this.subtrees].sort()) {
       if (this.stopped) return;
       const first = !this.baselined.has(sub);
+      const subStartedAt = clock.now();
+      let subFiles = 0;
       let subOk = true;
       try {
         const top = await this.call(() => this.o.fs.lstat(this.abs(sub)));
@@ -218,12 +260,17 @@ export class Poller {
           this.setProblems(problems);
           return;
         }
+        if (!this.mountSubtrees.has(sub) && codeOf(e) === 'ENOENT') {
+          // A folder polled for the watch limit, deleted: its event-watched parent reports it.
+          this.dropSubtree(sub);
+          continue;
+        }
         problems.push({ kind: 'unmounted', path: sub, message: `${this.abs(sub)} cannot be read (${codeOf(e)}): treated as an outage, nothing under it is reported deleted` });
         subOk = false;
       }
       if (!subOk) {
         // Keep what was known under it: nothing is reported gone while the share is away.
-        for (const [p, s] of this.snapshot) if (under(p, sub)) next.set(p, s);
+        keep(sub, sub);
         continue;
       }
 
@@ -243,7 +290,7 @@ export class Poller {
           const code = codeOf(e);
           if (code === 'ENOENT' || code === 'ENOTDIR') return; // gone since its parent was read
           problems.push({ kind: code === 'EACCES' || code === 'EPERM' ? 'denied' : 'failed', path: dir, message: `cannot list ${this.abs(dir)} (${code}): its content is not polled; the rest is` });
-          for (const [p, s] of this.snapshot) if (p !== dir && under(p, dir)) next.set(p, s);
+          keep(sub, dir);
           return;
         }
         for (const name of names) {
@@ -260,18 +307,23 @@ export class Poller {
               return;
             }
             const old = this.snapshot.get(rel);
-            if (old && codeOf(e) !== 'ENOENT') next.set(rel, old); // unreadable is not gone
+            if (old && codeOf(e) !== 'ENOENT') {
+              // Unreadable is not gone: it and what it held are kept as last seen.
+              next.set(rel, old);
+              if (old.isDir) keep(sub, rel);
+            }
             continue;
           }
           await pace();
           const isDir = st.isDirectory();
           if (isDir) {
             if (!filter(rel, true)) continue;
-            queue.push(rel);
+            // A subtree of its own (a mount inside this one) is walked on its own.
+            if (!this.subtrees.has(rel)) queue.push(rel);
           } else if (!st.isFile() || !filter(rel, false)) {
             continue;
           } else {
-            files++;
+            subFiles++;
           }
           next.set(rel, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, isDir });
         }
@@ -296,6 +348,8 @@ export class Poller {
         this.setProblems(problems);
         return; // the snapshot is kept as it was: nothing reported, nothing deleted
       }
+      files += subFiles;
+      bySubtree[sub] = { files: subFiles, ms: clock.now() - subStartedAt };
       if (first) {
         this.baselined.add(sub);
         continue;
@@ -309,6 +363,7 @@ export class Poller {
     this.stats.cycles++;
     this.stats.lastEntries = next.size;
     this.stats.lastFiles = files;
+    this.stats.bySubtree = bySubtree;
     this.stats.achievedIntervalMs = this.lastStart === undefined ? undefined : startedAt - this.lastStart;
     this.lastStart = startedAt;
     this.stats.lastCycleMs = end - startedAt;
@@ -319,10 +374,17 @@ export class Poller {
 
   private lastStart: number | undefined;
 
-  /** What changed under `sub` between the snapshot and `next`, as RawEvents. */
+  private dropSubtree(sub: string): void {
+    this.subtrees.delete(sub);
+    this.baselined.delete(sub);
+    this.devOf.delete(sub);
+    this.stats.subtrees = [...this.subtrees];
+  }
+
+  /** What changed in `sub` (not in subtrees nested in it) between the snapshot and `next`, as RawEvents. */
   private diff(sub: string, next: Map<string, Seen>, out: RawEvent[], at: number): void {
     for (const [p, s] of next) {
-      if (!under(p, sub)) continue;
+      if (this.owner(p) !== sub) continue;
       const old = this.snapshot.get(p);
       if (!old || old.isDir !== s.isDir) {
         out.push(s.isDir ? { kind: 'addDir', path: p, at } : { kind: 'add', path: p, size: s.size, mtimeMs: s.mtimeMs, at });
@@ -331,7 +393,7 @@ export class Poller {
       }
     }
     for (const [p, old] of this.snapshot) {
-      if (!under(p, sub) || next.has(p)) continue;
+      if (this.owner(p) !== sub || next.has(p)) continue;
       out.push({ kind: old.isDir ? 'unlinkDir' : 'unlink', path: p, at });
     }
   }

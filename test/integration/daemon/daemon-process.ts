@@ -62,11 +62,18 @@ export interface SpawnOptions {
   configPath?: string;
   /** Wait for /healthz to answer (default true). */
   waitReady?: boolean;
+  /**
+   * A command the daemon runs under, its arguments then node's follow (e.g. `unshare -Ur sh
+   * -c '…; exec "$0" "$@"'` for a lower inotify limit, `setpriv` for fewer privileges).
+   */
+  prefix?: string[];
 }
 
 /** Spawns `dssync run --config <cfg>` and waits for its status endpoint to answer. */
 export async function startDaemon(ws: Workspace, opts: SpawnOptions = {}): Promise<DaemonProcess> {
-  const child = spawn(process.execPath, [BIN, 'run', '--config', opts.configPath ?? ws.configPath], {
+  const argv = [process.execPath, BIN, 'run', '--config', opts.configPath ?? ws.configPath];
+  const [cmd, ...args] = [...(opts.prefix ?? []), ...argv] as [string, ...string[]];
+  const child = spawn(cmd, args, {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...ws.env, DSSYNC_LOG_LEVEL: 'info', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

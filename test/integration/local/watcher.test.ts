@@ -4,7 +4,7 @@
  * checked after a later event (a marker file, or a second watcher) proves the watcher saw
  * what came after.
  */
-import { appendFile, mkdir, mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -226,6 +226,18 @@ describe('startWatcher, other cases', () => {
     expect(limit).toMatchObject({ code: 'watch-limit', lostEvents: true, root: '/srv/share' });
     expect(limit.message).toMatch(/max_user_watches/);
     expect(classifyWatchError('/srv/share', new Error('EIO'))).toMatchObject({ code: 'watch-failed', lostEvents: true });
+  });
+
+  it('says when the mounts on or below the folder change (a share mounted into it): mounts-changed, to be watched again', { timeout: TIMEOUT }, async () => {
+    const real = await realpath(root);
+    let table = `1 0 8:1 / / rw - ext4 /dev/sda1 rw`;
+    const h = await watchRoot({ readMountInfo: async () => table, mountCheckMs: 20 });
+    expect(h.watcher.status!().mounts).toEqual([expect.objectContaining({ fsType: 'ext4', kind: 'events' })]);
+    table += `\n2 1 0:50 / ${real.replace(/ /g, '\\040')}/share rw - cifs //fileserver/Public rw`;
+    await waitFor('mounts-changed', () => h.errors.some((e) => e.code === 'mounts-changed'), () => h.errors);
+    const err = h.errors.find((e) => e.code === 'mounts-changed')!;
+    expect(err.message).toContain(`${real}/share cifs`);
+    expect(err.lostEvents).toBe(true);
   });
 
   it('watches by polling when asked (watch.mode "poll"), reporting add, change and unlink', { timeout: TIMEOUT }, async () => {

@@ -3,7 +3,7 @@
  * operator waiting for a retry rely on.
  */
 import { describe, expect, it } from 'vitest';
-import { DaemonMetrics } from '../../../src/daemon/metrics.js';
+import { DaemonMetrics, MOUNT_SERIES } from '../../../src/daemon/metrics.js';
 import type { MappingStatus } from '../../../src/daemon/mapping-runner.js';
 import { jittered, MAX_RETRY_DELAY_MS, retryDelayMs } from '../../../src/daemon/timers.js';
 
@@ -54,6 +54,37 @@ describe('DaemonMetrics', () => {
     // A mapping removed by a reload disappears from the gauges.
     statuses = [];
     expect(await m.text()).not.toMatch(/^dssync_files_tracked\{/m);
+  });
+});
+
+describe('DaemonMetrics: the watch per mount (issue 12)', () => {
+  const cifs = { mountPoint: '/srv/share', rel: '', fsType: 'cifs', source: '//fs/Public', kind: 'poll' as const, why: 'network', files: 48_000, lastCycleMs: 2_100 };
+  const ext4 = { mountPoint: '/srv/share/local', rel: 'local', fsType: 'ext4', source: '/dev/sda1', kind: 'events' as const, why: 'local' };
+  const poll = { subtrees: [''], cycles: 7, lastEntries: 48_100, lastFiles: 48_000, achievedIntervalMs: 10_250, targetIntervalMs: 10_000, budgetPercent: 5, problems: [] };
+
+  it('says per mount whether it is polled, its files, its last cycle and the interval achieved; the watch limit per mapping', async () => {
+    const m = new DaemonMetrics(() => [
+      status({ watch: { mode: 'auto', mounts: [cifs, ext4], overLimit: ['deep', 'deeper'], limitFix: 'sysctl …', poll, problems: ['the inotify watch limit is reached'] } }),
+    ]);
+    const text = await m.text();
+    expect(text).toMatch(/^dssync_watch_polled\{mapping="m1",mount="\/srv\/share"\} 1$/m);
+    expect(text).toMatch(/^dssync_watch_polled\{mapping="m1",mount="\/srv\/share\/local"\} 0$/m);
+    expect(text).toMatch(/^dssync_poll_files\{mapping="m1",mount="\/srv\/share"\} 48000$/m);
+    expect(text).toMatch(/^dssync_poll_last_cycle_seconds\{mapping="m1",mount="\/srv\/share"\} 2.1$/m);
+    expect(text).toMatch(/^dssync_poll_interval_seconds\{mapping="m1",mount="\/srv\/share"\} 10.25$/m);
+    expect(text).not.toMatch(/^dssync_poll_files\{mapping="m1",mount="\/srv\/share\/local"\}/m);
+    expect(text).toMatch(/^dssync_poll_cycles\{mapping="m1"\} 7$/m);
+    expect(text).toMatch(/^dssync_watch_folders_over_limit\{mapping="m1"\} 2$/m);
+    expect(text).toMatch(/^dssync_watch_problems\{mapping="m1"\} 1$/m);
+  });
+
+  it('keeps the series bounded: past MOUNT_SERIES mounts, the rest share mount="other"', async () => {
+    const mounts = Array.from({ length: MOUNT_SERIES + 5 }, (_, i) => ({ ...cifs, mountPoint: `/data/m${i}`, rel: `m${i}`, files: 10 }));
+    const m = new DaemonMetrics(() => [status({ watch: { mode: 'auto', mounts, overLimit: [], poll, problems: [] } })]);
+    const text = await m.text();
+    expect(text.match(/^dssync_poll_files\{/gm)).toHaveLength(MOUNT_SERIES + 1);
+    expect(text).toMatch(/^dssync_poll_files\{mapping="m1",mount="other"\} 50$/m);
+    expect(text).toMatch(/^dssync_watch_polled\{mapping="m1",mount="other"\} 1$/m);
   });
 });
 

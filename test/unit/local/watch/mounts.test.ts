@@ -103,4 +103,11 @@ describe('describeMountPlan', () => {
     expect(lines[0]).toBe('/srv/local is xfs (/dev/sdb1): watched by events');
     expect(lines[1]).toBe("/srv/local/projects/nas is nfs4 (nas.example.com:/export/projects): polled every 10 s (at most 5 % of a core; longer on a large tree), events for this host's writes");
   });
+
+  it('counts the files each polled mount holds, when the folder was walked', () => {
+    const plan = planMounts(parseMountInfo(MOUNTINFO), '/srv/local', 'auto');
+    const files = ['a.txt', 'projects/b.txt', 'projects/nas/c.txt', 'projects/nas/d/e.txt', 'projects/nasty.txt'];
+    const lines = describeMountPlan(plan, '/srv/local', { mode: 'poll', pollIntervalSeconds: 30, pollBudgetPercent: 20 }, files);
+    expect(lines[1]).toBe('/srv/local/projects/nas is nfs4 (nas.example.com:/export/projects): polled every 30 s (at most 20 % of a core; longer on a large tree), 2 files, no events (watch.mode "poll")');
+  });
 });

@@ -18,6 +18,8 @@ interface Node {
 class FakeFs implements PollFs {
   readonly nodes = new Map<string, Node>();
   dev = 7;
+  /** Mounts inside the root (absolute path -> device); the deepest holding a path decides. */
+  readonly mounts = new Map<string, number>();
   private ino = 1;
   readonly fail = new Map<string, string>();
   readonly hang = new Set<string>();
@@ -45,8 +47,11 @@ class FakeFs implements PollFs {
       }
     }
   }
+  /** Called at every filesystem call (a slow mount advances the clock). */
+  onCall: (() => void) | undefined;
   private check(path: string): void {
     this.calls++;
+    this.onCall?.();
     const code = this.fail.get(path);
     if (code) throw Object.assign(new Error(`${code}: ${path}`), { code });
   }
@@ -55,7 +60,10 @@ class FakeFs implements PollFs {
     this.check(path);
     const n = this.nodes.get(path);
     if (!n) throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
-    return { dev: this.dev, ino: n.ino, size: n.size, mtimeMs: n.mtimeMs, ctimeMs: n.mtimeMs, isDirectory: () => n.dir, isFile: () => !n.dir };
+    let dev = this.dev;
+    let depth = -1;
+    for (const [m, d] of this.mounts) if ((path === m || path.startsWith(`${m}/`)) && m.length > depth) [dev, depth] = [d, m.length];
+    return { dev, ino: n.ino, size: n.size, mtimeMs: n.mtimeMs, ctimeMs: n.mtimeMs, isDirectory: () => n.dir, isFile: () => !n.dir };
   }
   async readdir(path: string) {
     if (this.hang.has(path)) return new Promise<never>(() => undefined);
@@ -85,9 +93,10 @@ class FakeClock implements PollClock {
 }
 
 const ROOT = '/srv/share';
-function setup(o: { cpuPerCall?: number; budgetPercent?: number; callTimeoutMs?: number; subtrees?: string[] } = {}) {
+function setup(o: { cpuPerCall?: number; wallPerCall?: number; budgetPercent?: number; callTimeoutMs?: number; subtrees?: string[] } = {}) {
   const fs = new FakeFs(ROOT);
   const clock = new FakeClock(fs, o.cpuPerCall);
+  if (o.wallPerCall) fs.onCall = () => (clock.t += o.wallPerCall!);
   const events: RawEvent[] = [];
   let problems: readonly PollProblem[] = [];
   const poller = new Poller({
@@ -158,6 +167,55 @@ describe('Poller: what a stat-only walk reports', () => {
   });
 });
 
+describe('Poller: subtrees', () => {
+  it('walks a mount nested in a polled mount once, on its own: figures per subtree, no event twice', async () => {
+    const { fs, poller, kinds } = setup({ subtrees: ['', 'inner'] });
+    fs.mkdir('inner');
+    fs.mounts.set(`${ROOT}/inner`, 9);
+    fs.write('top.txt', 1);
+    fs.write('inner/a.txt', 1);
+    fs.write('inner/b.txt', 1);
+    await poller.cycleOnce();
+    expect(poller.status().bySubtree).toEqual({ '': { files: 1, ms: expect.any(Number) }, inner: { files: 2, ms: expect.any(Number) } });
+    fs.write('inner/a.txt', 2, 2000);
+    fs.write('top.txt', 2, 2000);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change inner/a.txt', 'change top.txt']);
+    expect(poller.status().lastFiles).toBe(3);
+  });
+
+  it('an inner share unmounted under a polled outer one is an outage of its own, nothing under it deleted', async () => {
+    const { fs, poller, kinds, problems } = setup({ subtrees: ['', 'inner'] });
+    fs.mkdir('inner');
+    fs.mounts.set(`${ROOT}/inner`, 9);
+    fs.write('inner/a.txt', 1);
+    fs.write('top.txt', 1);
+    await poller.cycleOnce();
+    fs.rm('inner');
+    fs.mkdir('inner'); // the mount point, now an empty folder of the outer filesystem
+    fs.mounts.delete(`${ROOT}/inner`);
+    fs.write('top.txt', 2, 2000);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change top.txt']);
+    expect(problems()).toEqual([expect.objectContaining({ kind: 'unmounted', path: 'inner' })]);
+  });
+
+  it('a folder polled for the watch limit and then deleted is dropped (its watched parent reports it), not an outage', async () => {
+    const { fs, poller, kinds, problems } = setup({ subtrees: [] });
+    fs.mkdir('deep');
+    fs.write('deep/x.txt', 1);
+    poller.addSubtree('deep');
+    poller.addSubtree('deep/below'); // inside a polled subtree: nothing added
+    await poller.cycleOnce();
+    expect(poller.status().subtrees).toEqual(['deep']);
+    fs.rm('deep');
+    await poller.cycleOnce();
+    expect(kinds()).toEqual([]);
+    expect(problems()).toEqual([]);
+    expect(poller.status().subtrees).toEqual([]);
+  });
+});
+
 describe('Poller: cost', () => {
   it('keeps CPU under the budget by sleeping between slices: a big tree takes longer, not skipped', async () => {
     const { fs, clock, poller, kinds } = setup({ cpuPerCall: 0.05, budgetPercent: 5 });
@@ -176,6 +234,23 @@ describe('Poller: cost', () => {
     expect(s.lastCycleCpuMs! / (clock.now() - t0)).toBeLessThanOrEqual(0.055);
     expect(s.lastCycleMs).toBeGreaterThan(s.lastCycleCpuMs! * 18); // spread over time at the budget
     expect(s.lastCycleMs).toBeGreaterThan(5_000);
+  });
+});
+
+describe('Poller: cost on a slow mount', () => {
+  it('counts the time spent waiting on the mount towards the pause: the cycle is the slower of the two, not their sum', async () => {
+    // 10,000 files: ~0.5 s of CPU (10 s at 5 %), and 2 ms of waiting per call (~20 s).
+    const { fs, poller } = setup({ cpuPerCall: 0.05, wallPerCall: 2, budgetPercent: 5 });
+    for (let d = 0; d < 20; d++) {
+      fs.mkdir(`d${d}`);
+      for (let f = 0; f < 500; f++) fs.write(`d${d}/f${f}.txt`, 1);
+    }
+    await poller.cycleOnce();
+    const s = poller.status();
+    expect(s.lastFiles).toBe(10_000);
+    expect(s.lastCycleCpuMs! / s.lastCycleMs!).toBeLessThanOrEqual(0.05);
+    expect(s.lastCycleMs).toBeGreaterThanOrEqual(fs.calls * 2);
+    expect(s.lastCycleMs).toBeLessThan(fs.calls * 2 + 1_000);
   });
 });
 

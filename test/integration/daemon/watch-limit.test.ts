@@ -1,0 +1,88 @@
+/**
+ * Issue 12, inotify exhaustion, with the built daemon: the issue's reproduction (a limit of
+ * 60 watches over 100 folders) mirrored 59 of 100 edits, said "ok" and never retried. Now
+ * the folders past the limit are polled: every edit is mirrored (by events or polling, no
+ * rescan), and `dssync status`, /healthz, /metrics, the log and `config check` all say so,
+ * with the command that raises fs.inotify.max_user_watches.
+ *
+ * The limit is this process's alone: a preload (test/fixtures/watch/inotify-limit.mjs) makes
+ * fs.watch fail with ENOSPC past 60 watches. Lowering the system's max_user_watches would
+ * starve every other process on the machine (and `unshare -Ur` does not isolate it here).
+ */
+import { appendFile, mkdir, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Workspace } from '../../helpers/mirror-check.js';
+import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
+import { daemonWorkspace, startDaemon, waitConverged, waitFor, type DaemonProcess } from './daemon-process.js';
+
+const PRELOAD = fileURLToPath(new URL('../../fixtures/watch/inotify-limit.mjs', import.meta.url));
+const FOLDERS = 100;
+const LIMIT = 60;
+
+let ws: Workspace | undefined;
+let daemon: DaemonProcess | undefined;
+beforeAll(() => requireBuiltBinary());
+afterEach(async () => {
+  await daemon?.kill();
+  daemon = undefined;
+  await ws?.close();
+  ws = undefined;
+});
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+describe('dssync run past the inotify watch limit', () => {
+  it('polls the folders it cannot watch: every edit mirrored, and status, /healthz, /metrics, the log and config check say so with the fix', { timeout: 240_000 }, async () => {
+    const port = await freePort();
+    ws = await daemonWorkspace({ config: { rescanIntervalSeconds: 3600, status: { listen: `127.0.0.1:${port}` }, watch: { pollIntervalSeconds: 1 } } });
+    const w = ws;
+    for (let i = 0; i < FOLDERS; i++) {
+      await mkdir(join(w.share, `d${i}`));
+      await writeFile(join(w.share, `d${i}`, 'f.txt'), `file ${i}`);
+    }
+    daemon = await startDaemon(w, { env: { NODE_OPTIONS: `--import=${PRELOAD}`, DSSYNC_TEST_INOTIFY_LIMIT: String(LIMIT) } });
+    const d = daemon;
+    await waitConverged(w, 'the startup full pass');
+
+    const m = (await d.status()).mappings[0]!;
+    // The mapped folder and 59 others are watched; the other 41 are polled.
+    expect(m.watchedDirs).toBe(LIMIT);
+    expect(m.watch!.overLimit).toHaveLength(FOLDERS + 1 - LIMIT);
+    expect(m.watch!.limitFix).toMatch(/^sysctl fs\.inotify\.max_user_watches=\d+/);
+    expect(m.degraded.join('\n')).toMatch(/inotify watch limit is reached: 41 folder\(s\) .* polled instead of watched; raise it: sysctl fs\.inotify\.max_user_watches=/);
+    expect((await d.healthz()).body.status).toBe('degraded');
+    await waitFor(async () => ((await d.status()).mappings[0]?.watch?.poll?.cycles ?? 0) >= 1, { timeout: 30_000, what: 'a first poll cycle' });
+
+    // Every folder's file edited: those watched by events, those polled.
+    for (let i = 0; i < FOLDERS; i++) await appendFile(join(w.share, `d${i}`, 'f.txt'), ', edited');
+    await waitConverged(w, `all ${FOLDERS} edits`, 120_000);
+    expect(d.logs().filter((l) => l.msg === 'full pass done')).toHaveLength(1); // no rescan needed
+
+    const id = m.id.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+    const metrics = await d.metrics();
+    expect(metrics).toMatch(new RegExp(`^dssync_mapping_degraded\\{mapping="${id}"\\} 1$`, 'm'));
+    expect(metrics).toMatch(new RegExp(`^dssync_watch_folders_over_limit\\{mapping="${id}"\\} ${FOLDERS + 1 - LIMIT}$`, 'm'));
+    expect(metrics).toMatch(new RegExp(`^dssync_watched_folders\\{mapping="${id}"\\} ${LIMIT}$`, 'm'));
+
+    expect(d.logs().filter((l) => l.level === 40 && l.code === 'watch-limit').map((l) => l.msg)).toEqual([
+      expect.stringMatching(/inotify watch limit is reached: .* raise it: sysctl fs\.inotify\.max_user_watches=/),
+    ]);
+
+    const status = await runCli(['status', '--config', w.configPath], w.env);
+    expect(status.code).toBe(1); // degraded: needs attention
+    expect(status.stdout).toMatch(/41 folders past the inotify watch limit, polled every \d+(\.\d)? s instead \(d\d+, d\d+, d\d+, … 38 more; 41 files\); raise the limit: sysctl fs\.inotify\.max_user_watches=524288/);
+
+    const check = await runCli(['config', 'check', '--config', w.configPath], w.env);
+    expect(check.stdout).toMatch(/^✓ status endpoint 127\.0\.0\.1:\d+: the daemon running this config \(pid \d+\) answers there$/m);
+    expect(check.stdout).toMatch(/^! mapping .+?: the running daemon:\n(.*\n)*? +41 folders past the inotify watch limit, .*raise the limit: sysctl fs\.inotify\.max_user_watches=/m);
+  });
+});
