@@ -184,7 +184,9 @@ export class Daemon {
   /**
    * SIGHUP: reads the config again. Added mappings start, removed ones stop, changed ones
    * restart (their first pass is a full one, so nothing waiting is lost); a changed
-   * connection restarts every mapping on a new client. A bad file changes nothing.
+   * connection restarts every mapping on a new client. Unchanged ones read their ignore
+   * file again and run a full pass (MappingRunner.reload): a SIGHUP always has an effect.
+   * A bad file changes nothing.
    */
   reload(): Promise<void> {
     this.reloading = this.reloading.then(() => this.doReload());
@@ -229,8 +231,10 @@ export class Daemon {
       this.client = this.newClient(this.config);
       await oldClient.close();
     }
+    const kept = [...this.runners.values()];
     for (const [id, { m, i }] of wanted) if (!this.runners.has(id)) this.startRunner(m, i);
-    this.o.logger.info({ mappings: [...wanted.keys()] }, 'configuration reloaded');
+    await Promise.all(kept.map((r) => r.runner.reload()));
+    this.o.logger.info({ mappings: [...wanted.keys()], unchanged: kept.map((r) => r.runner.id) }, 'configuration reloaded');
   }
 
   /**

@@ -172,6 +172,23 @@ export class MappingRunner {
     return w ? { watch: w } : {};
   }
 
+  /**
+   * SIGHUP with this mapping's settings unchanged: its ignore file is read again — the
+   * watcher restarts with the filter as it is now, so a folder the file no longer excludes
+   * is watched — and a full pass applies it at once (schedule.ts `configChanged`), back-off
+   * or not. What changes while the watcher restarts, that pass sees.
+   */
+  async reload(): Promise<void> {
+    if (this.stopped) return;
+    const old = this.watcher;
+    this.watcher = undefined;
+    await old?.close().catch(() => undefined);
+    await this.startWatching();
+    if (this.stopped) return;
+    this.log.info('reloaded: ignore file read again; full pass');
+    this.dispatch({ type: 'configChanged', config: this.sched.config });
+  }
+
   /** Asks for a full pass as soon as the current work allows (SIGHUP, tests). */
   requestFullPass(): void {
     this.dispatch({ type: 'fullPassRequested' });

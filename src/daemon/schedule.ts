@@ -6,7 +6,8 @@
  *
  * Rules:
  * - passes run one at a time; a full pass first, then on demand (watcher lost events,
- *   SIGHUP, a retry after failures, the periodic rescan);
+ *   a reload on SIGHUP — with the settings changed or not —, a retry after failures, the
+ *   periodic rescan);
  * - changes seen during a pass or during a back-off wait; after a back-off the retry's full
  *   pass covers them (a failing pass is not retried in a loop);
  * - a failed pass backs off exponentially (`retryDelayMs`); a refused file is not a failure;
@@ -49,6 +50,7 @@ export type ScheduleEvent =
   | { type: 'rescanDue' }
   /** A full pass right away, cancelling the back-off (SIGHUP, the folder is watched again). */
   | { type: 'fullPassRequested'; now?: boolean | undefined }
+  /** SIGHUP: the settings as read again (maybe unchanged); a full pass follows at once. */
   | { type: 'configChanged'; config: ScheduleConfig }
   | { type: 'stop' };
 
@@ -107,7 +109,9 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
       if (n.rescanAt !== undefined && n.rescanAt <= now) n = { ...n, rescanAt: undefined, fullWanted: true };
       break;
     case 'configChanged': {
-      n = { ...n, config: e.config };
+      // A reload (SIGHUP), the settings changed or not: the ignore files are read again and a
+      // full pass applies them at once, back-off or not (the operator acted).
+      n = { ...n, config: e.config, fullWanted: true, retryAt: undefined };
       // A new interval applies from now on; 0 drops the pending rescan.
       if (e.config.rescanIntervalMs !== s.config.rescanIntervalMs && n.rescanAt !== undefined) {
         n = { ...n, rescanAt: rescanTime(e.config, now, random) };

@@ -106,6 +106,30 @@ describe('dssync run: process life', () => {
     expect((await d.stop()).code).toBe(0);
   });
 
+  it('SIGHUP with the config unchanged still reloads: a full pass at once restores a document deleted on the service (no watcher event shows it)', { timeout: 120_000 }, async () => {
+    ws = await daemonWorkspace();
+    const w = ws;
+    await w.write('kept.txt', 'kept in the data source');
+    const d = await start(w);
+    await waitConverged(w, 'the first mirror');
+    await waitIdle(d);
+    const doc = w.emu.store.listDocuments(w.dataSourceId()).find((x) => x.metadata?.dssync_path === 'kept.txt');
+    expect(doc).toBeDefined();
+    // Someone deletes the document: only a full pass (a listing) can see it.
+    const del = await w.cli(['documents', 'delete', w.dataSourceId(), doc!.document_id, '--config', w.configPath]);
+    expect(del.code, del.stderr).toBe(0);
+    expect((await checkFolderConvergence(w.emu, w.dataSourceId(), w.share)).lost).toEqual(['kept.txt']);
+
+    const fullPasses = (): number => d.logs().filter((l) => l.msg === 'full pass done').length;
+    const before = fullPasses();
+    d.child.kill('SIGHUP');
+    await waitFor(() => d.logs().some((l) => l.msg === 'configuration reloaded'), { timeout: 30_000, what: 'the reload' });
+    await waitConverged(w, 'the document restored by the reload\'s full pass', 30_000);
+    expect(fullPasses()).toBeGreaterThan(before);
+    expect(d.logs().some((l) => /ignore file read again/.test(l.msg))).toBe(true);
+    expect((await d.stop()).code).toBe(0);
+  });
+
   it('refuses a second daemon on the same state file, naming the first one\'s pid', { timeout: 60_000 }, async () => {
     ws = await daemonWorkspace();
     const d = await start(ws);

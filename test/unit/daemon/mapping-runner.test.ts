@@ -336,6 +336,25 @@ describe('MappingRunner', () => {
     await runner.stop();
   });
 
+  it('reload (SIGHUP, settings unchanged): the watcher restarts with the ignore file read again, and a full pass runs at once, back-off or not', async () => {
+    const { timers, mirror, runner, watchStarts, watcherClosed } = setup();
+    runner.start();
+    await settle();
+    mirror.last().reject(serviceDown());
+    await settle();
+    expect(runner.status().phase).toBe('degraded');
+    expect(timers.scheduled()).toContain(retryDelayMs(1, () => 0.5));
+
+    await runner.reload();
+    expect(watchStarts()).toBe(2);
+    expect(watcherClosed()).toBe(false);
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
+    mirror.last().resolve(report());
+    await settle();
+    expect(runner.status().phase).toBe('watching');
+    await runner.stop();
+  });
+
   it('runs one pass at a time; changes seen during a pass are planned together afterwards', async () => {
     const { timers, mirror, runner, emit } = setup();
     runner.start();

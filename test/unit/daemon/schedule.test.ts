@@ -85,12 +85,24 @@ describe('schedule', () => {
     ]);
   });
 
-  it('config changes: a new interval re-arms the rescan; 0 drops it', () => {
+  it('config changes: a new interval re-arms the rescan; 0 drops it; each reload runs a full pass', () => {
     run(hourly, [
       [0, { type: 'started' }, ['runFullPass']],
       [0, ok('full'), ['leaveDegraded', 'scheduleRescan'], 3_600_000],
-      [10, { type: 'configChanged', config: { rescanIntervalMs: 60_000 } }, ['scheduleRescan'], 60_010],
+      [10, { type: 'configChanged', config: { rescanIntervalMs: 60_000 } }, ['scheduleRescan', 'runFullPass'], 60_010],
+      // During that pass: wanted again once it ends.
       [20, { type: 'configChanged', config: { rescanIntervalMs: 0 } }, [], -1],
+      [30, ok('full'), ['leaveDegraded', 'runFullPass'], -1],
+    ]);
+  });
+
+  it('a reload with unchanged settings (SIGHUP) runs a full pass at once, also during a back-off', () => {
+    run(hourly, [
+      [0, { type: 'started' }, ['runFullPass']],
+      [0, ok('full'), ['leaveDegraded', 'scheduleRescan'], 3_600_000],
+      [10, { type: 'configChanged', config: hourly }, ['runFullPass']],
+      [20, failed, ['retryAt', 'enterDegraded'], 5_020],
+      [30, { type: 'configChanged', config: hourly }, ['runFullPass']],
     ]);
   });
 
