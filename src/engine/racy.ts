@@ -11,8 +11,10 @@
  *
  * - any of them differing means the file was written, replaced or renamed over: hash it.
  *   ctime cannot be set back by a user, so `touch -r` and `utimes` are seen through it;
- * - a file whose mtime is not safely older than the hash is "racy": a write after the hash,
- *   in the same timestamp tick, would leave every stat field as recorded. Such an entry is
+ * - a file whose mtime OR ctime is not safely older than the hash is "racy": a write after
+ *   the hash, in the same timestamp tick, would leave every stat field as recorded. ctime
+ *   counts as much as mtime: a rename or a write whose mtime was put back moves only the
+ *   ctime, and a second such write in the ctime's tick is invisible. Such an entry is
  *   hashed again at every look until a hash happens a margin after its mtime, which then
  *   proves it (git compares with the index file's mtime; dssync records the clock's time
  *   before the read, and takes a margin of the coarsest granularity it expects).
@@ -45,8 +47,10 @@ export function needsHash(entry: FileEntry | undefined, stat: StatNow, now: numb
   if (entry.hashedAt === undefined) return true;
   // The clock has been set back since the hash: its order with mtimes no longer proves anything.
   if (entry.hashedAt > now + RACY_MARGIN_MS) return true;
-  // Racy: a write after the hash, within the mtime's tick, would look exactly like this.
-  return entry.mtimeMs >= entry.hashedAt - RACY_MARGIN_MS;
+  // Racy: a write after the hash, within the tick of the newest timestamp, would look
+  // exactly like this (the simulation found the ctime case: a rename, then a same-size
+  // rewrite with its mtime put back in the same tick as the hash).
+  return Math.max(entry.mtimeMs, entry.ctimeMs ?? -Infinity) >= entry.hashedAt - RACY_MARGIN_MS;
 }
 
 /** A field known on both sides and different (a fake or a filesystem may not give it). */
