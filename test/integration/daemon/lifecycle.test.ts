@@ -125,7 +125,7 @@ describe('dssync run: process life', () => {
     d.child.kill('SIGHUP');
     await waitFor(() => d.logs().some((l) => l.msg === 'configuration reloaded'), { timeout: 30_000, what: 'the reload' });
     await waitConverged(w, 'the document restored by the reload\'s full pass', 30_000);
-    expect(fullPasses()).toBeGreaterThan(before);
+    await waitFor(() => fullPasses() > before, { timeout: 30_000, what: 'the end of the full pass' });
     expect(d.logs().some((l) => /ignore file read again/.test(l.msg))).toBe(true);
     expect((await d.stop()).code).toBe(0);
   });

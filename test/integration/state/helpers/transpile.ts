@@ -1,11 +1,13 @@
 /**
  * Child processes run plain node (Node 20 cannot strip types): this transpiles the state
- * modules (and log.ts, which they import) into a temp folder whose node_modules links to
- * the repository's, so that a child can import the real code under test.
+ * modules, log.ts, and every module of the repository they import (followed through their
+ * relative imports, so that a new import elsewhere does not break the children) into a temp
+ * folder whose node_modules links to the repository's, so that a child can import the real
+ * code under test.
  */
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
@@ -23,8 +25,18 @@ export async function transpileState(): Promise<TranspiledState> {
   const dir = await mkdtemp(join(tmpdir(), 'dssync-state-js-'));
   const stateFiles = (await readdir(join(repoRoot, 'src/state'))).filter((f) => f.endsWith('.ts'));
   const sources = ['src/log.ts', ...stateFiles.map((f) => `src/state/${f}`)];
-  for (const rel of sources) {
+  const seen = new Set(sources);
+  for (let i = 0; i < sources.length; i++) {
+    const rel = sources[i]!;
     const text = await readFile(join(repoRoot, rel), 'utf8');
+    // Relative imports (type-only ones vanish in the output, so they are not needed).
+    for (const m of text.matchAll(/^import\s+(?!type\b)[^;]*?from\s+'(\.{1,2}\/[^']+)\.js';/gm)) {
+      const dep = posix.normalize(posix.join(posix.dirname(rel), `${m[1]!}.ts`));
+      if (!seen.has(dep)) {
+        seen.add(dep);
+        sources.push(dep);
+      }
+    }
     const out = ts.transpileModule(text, {
       fileName: rel,
       compilerOptions: {
