@@ -31,6 +31,8 @@ export interface StateWriter {
   /** The documents an upload created, by file of its intent (undefined: not known). */
   setIntentDocuments(mappingId: string, intentId: string, documentIds: readonly (string | undefined)[]): void;
   endIntent(mappingId: string, intentId: string): void;
+  /** Makes every change so far durable (StateStore.flush). */
+  flush?(): Promise<void>;
   setRejected(mappingId: string, path: string, rejected: RejectedFile): void;
   clearRejected(mappingId: string, path: string): void;
 }
@@ -61,6 +63,12 @@ export interface ExecutorOptions {
    * upload's intent.
    */
   preexisting?: ((path: string) => readonly string[]) | undefined;
+  /**
+   * True when `preexisting` comes from a listing of this pass, taken before these uploads
+   * (a full pass): recorded in the intent, it lets a lost answer's document be told by name
+   * and size. An incremental pass has none: a person may have uploaded since the last one.
+   */
+  preexistingFresh?: boolean | undefined;
 }
 
 export type OpOutcome = 'done' | 'failed' | 'rejected' | 'changed' | 'ambiguous';
@@ -187,7 +195,7 @@ function uploadIntent(batch: UploadOp[], o: ExecutorOptions): DistributiveOmit<I
   }));
   if (!o.preexisting) return { kind: 'upload', files };
   const preexisting = [...new Set(batch.flatMap((op) => o.preexisting!(op.path)))];
-  return { kind: 'upload', files, preexisting };
+  return { kind: 'upload', files, preexisting, ...(o.preexistingFresh ? { preexistingFresh: true } : {}) };
 }
 
 /** Groups uploads into batches bounded by count and bytes (a single large file goes alone). */
@@ -271,6 +279,12 @@ async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: Executio
   // The answer names our documents: recorded before anything else, so that a later pass
   // tells them by id from a person's document of the same name and size.
   o.state.setIntentDocuments(o.mappingId, intentId, batch.map((_, i) => records[i]?.id));
+  if (!o.preexistingFresh && o.state.flush) {
+    // Sent without a listing of its own pass: should the process die before the metadata
+    // is written, nothing else could tell these documents from a person's of the same name
+    // and size (plan.ts openUploads), so their ids reach the disk first (one journal fsync).
+    await o.state.flush().catch((e: unknown) => o.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'could not record the uploaded documents durably'));
+  }
   // Each uploaded document gets its metadata; the intent stays open until all have it.
   let allMarked = true;
   await Promise.all(

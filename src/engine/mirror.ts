@@ -250,7 +250,10 @@ export class Mirror {
         recentDeletes: this.deletions.count(this.d.now()),
       });
       report.ops = plan.ops;
-      report.conflicts = plan.otherOwners.map((o) => ({ path: o.path, documentId: o.documentId, reason: ownerReason(o, spec.mappingId) }));
+      report.conflicts = [
+        ...plan.otherOwners.map((o) => ({ path: o.path, documentId: o.documentId, reason: ownerReason(o, spec.mappingId) })),
+        ...plan.doubtful.map((d) => ({ path: d.name ?? d.id, documentId: d.id, reason: DOUBTFUL_REASON })),
+      ];
       report.skipped = [...skipped, ...plan.skippedRejected.map((path) => ({ path, reason: rejectedReason(mapping, path) })), ...conflictsAsSkipped(report.conflicts)];
       report.counts.unchanged = plan.unchanged;
       if (round === 1 && plan.otherOwners.length > 0) {
@@ -267,7 +270,7 @@ export class Mirror {
       if (plan.doubtful.length > 0) {
         logger.warn(
           { documents: plan.doubtful.map((d) => ({ id: d.id, name: d.name })) },
-          'documents named like a file whose upload answer was lost, more than the upload can have made: someone else uploaded one of them, so none is taken for ours (left untouched)',
+          `${plan.doubtful.length} document(s) without metadata named like a file whose upload answer was lost, of its size: each may be that upload or someone's, unknowable which, so none is taken for ours (left untouched; the file is uploaded again). If one is a duplicate of the file, delete it by hand`,
         );
       }
       if (opts.dryRun) break;
@@ -290,9 +293,13 @@ export class Mirror {
         onOp: this.d.onOp,
         root: spec.root,
         preexisting: this.preexisting(),
+        // Only a listing of this very pass says what existed right before its uploads.
+        preexistingFresh: remote !== undefined,
       });
       this.lastExecutionEnd = this.d.now();
-      if (result.ambiguous && round === maxRounds) await this.pinLostUploads(mapping, opts.signal);
+      // (An incremental pass has no listing of its own: nothing its lost answer left can be
+      // told from a person's document by a listing now, so it waits for the next full pass.)
+      if (result.ambiguous && round === maxRounds && !scope) await this.pinLostUploads(mapping, opts.signal);
       // Planned deletions count once carried out, whether or not each request succeeded:
       // conservative, and a failed one is planned (and counted) again only by a later pass.
       this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete ? 0 : countDeletes(plan.ops));
@@ -491,6 +498,9 @@ function conflictsAsSkipped(conflicts: PassReport['conflicts']): { path: string;
   if (conflicts.length > CONFLICTS_LISTED) out.push({ path: '', reason: `conflict: ${conflicts.length - CONFLICTS_LISTED} more document(s) of another owner` });
   return out;
 }
+
+const DOUBTFUL_REASON =
+  "has no metadata and the name and size of a file whose upload answer was lost: dssync's lost upload or someone's, unknowable which; left untouched (delete it by hand if it duplicates the file)";
 
 function ownerReason(o: OtherOwner, mappingId: string): string {
   if (o.mappingId !== mappingId) return `written by dssync for mapping ${JSON.stringify(o.mappingId)}: another owner, left untouched`;

@@ -11,7 +11,7 @@
  * - An upload lands without metadata (the update that adds it is a second request); until
  *   the upload's intent is resolved, the documents its answer named are ours, and when the
  *   answer was lost, an unmarked document of a file's full name and size that did not exist
- *   before the upload (openUploads below).
+ *   before the upload, when a listing of the upload's own pass says so (openUploads below).
  */
 import { formNameForms } from '../api/form-name.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
@@ -415,6 +415,13 @@ interface OpenFile {
   file: IntentFile;
   /** Unmarked documents that existed before the upload was sent (undefined: not known). */
   before: ReadonlySet<string> | undefined;
+  /**
+   * `before` comes from a listing of the pass that sent the upload (the intent's
+   * preexistingFresh): a document not in it appeared since, so it is the upload's (or was
+   * uploaded within the request itself). Otherwise it may be a person's of the same full
+   * name and size, uploaded since the last listing: undecidable, so never claimed.
+   */
+  fresh: boolean;
 }
 
 /** A document the upload of a file may have created (recorded in the intent once sure). */
@@ -429,8 +436,10 @@ export interface IntentPin {
  * What open upload intents say about unmarked documents. A file whose upload answer named
  * its document owns exactly that id. A file whose answer was lost may own one document of
  * its full name (in every form the multipart encoding may leave it, form-name.ts) and its
- * size, that did not exist before the upload was sent; and since one request creates at
- * most one document per file, more such documents than files that could have made them
+ * size, that did not exist before the upload was sent — which only a listing of the pass
+ * that sent it can say (a full pass; an incremental pass has none, and a person may have
+ * uploaded such a document since the last listing: it is then doubtful, never claimed);
+ * and since one request creates at most one document per file, more such documents than files that could have made them
  * means one of them is someone else's, unknowable which: none is claimed (at worst a
  * duplicate of ours stays, never a person's document renamed or deleted).
  */
@@ -442,8 +451,9 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
   for (const intent of byAge) {
     if (intent.kind !== 'upload') continue;
     const before = intent.preexisting === undefined ? undefined : new Set(intent.preexisting);
+    const fresh = before !== undefined && intent.preexistingFresh === true;
     intent.files.forEach((file, index) => {
-      const open: OpenFile = { intentId: intent.id, index, file, before };
+      const open: OpenFile = { intentId: intent.id, index, file, before, fresh };
       if (file.documentId !== undefined) {
         byId.set(file.documentId, open);
         return;
@@ -457,6 +467,8 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
   }
   /** Candidates by the newest file they could be: path and size. */
   const groups = new Map<OpenFile, { docs: DocumentRecord[]; files: Set<OpenFile> }>();
+  /** Candidates that only files without a fresh "before" could have made: undecidable. */
+  const unknowable: DocumentRecord[] = [];
   return {
     byId,
     /** Notes an unmarked document as a candidate; false when no lost upload can have made it. */
@@ -468,6 +480,12 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
       const could = (byName.get(doc.name.normalize('NFC')) ?? []).filter((f) => f.file.size === size && !f.before?.has(doc.id));
       const newest = could[could.length - 1];
       if (!newest) return false;
+      if (!could.some((f) => f.fresh)) {
+        // Not in the last listing, but that listing is older than the upload's pass: the
+        // upload's lost answer or a person's document uploaded since, unknowable which.
+        unknowable.push(doc);
+        return true;
+      }
       const group = groups.get(newest) ?? { docs: [], files: new Set<OpenFile>() };
       group.docs.push(doc);
       for (const f of could) group.files.add(f);
@@ -476,7 +494,7 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
     },
     settleByName() {
       const claimed: { doc: DocumentRecord; file: IntentFile }[] = [];
-      const doubtful: DocumentRecord[] = [];
+      const doubtful: DocumentRecord[] = [...unknowable];
       const pins: IntentPin[] = [];
       for (const [newest, { docs, files }] of groups) {
         if (docs.length > files.size) {

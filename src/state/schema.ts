@@ -107,6 +107,13 @@ export type Intent =
        * their size. Absent when no listing was known (older state files, a first incremental pass).
        */
       preexisting?: string[];
+      /**
+       * True when `preexisting` comes from a listing taken in the pass that sent the upload,
+       * before it (a full pass). Only then may an unmarked document of a file's full name and
+       * size that is not in `preexisting` be this upload's after a lost answer: otherwise a
+       * person may have uploaded it since the last listing, and it is doubtful (never claimed).
+       */
+      preexistingFresh?: boolean;
     }
   | { kind: 'update'; id: string; startedAt: string; documentId: string; path: string; fromPath?: string }
   | { kind: 'delete'; id: string; startedAt: string; documentId: string; path: string };

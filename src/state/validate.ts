@@ -92,6 +92,7 @@ export const IntentSchema = z.discriminatedUnion('kind', [
     startedAt: z.string(),
     files: z.array(IntentFileSchema),
     preexisting: z.array(z.string()).optional(),
+    preexistingFresh: z.boolean().optional(),
   }),
   z.object({
     kind: z.literal('update'),

@@ -33,23 +33,26 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   to show growth and is released debounceMs later. Seed 42, shrunk: faults(crash-before),
  *   slowWrite(a.txt, 2 chunks, 500 ms apart). While off, the prefixes of a slow write
  *   during which the process restarted are not held against it.
- * - SIM_PERSON_RACES_UPLOAD (found, not fixed; engine): a person uploads a document of the
- *   full name and size of a file dssync is about to upload by an incremental pass (no
- *   listing since); dssync's upload answer is lost and commits late; the first listing
- *   after it shows only the person's document, which the intent pins as ours and marks
- *   with our metadata (the intent's "existed before" set is only as fresh as the last
- *   listing). Seed 20261126, shrunk: deleteAndRecreate(sub/c.md, x), personUploads(sub/c.md,
- *   x), faults(late-commit), slowWrite(a.txt, 2 chunks, 200 ms apart), restart; also with a
- *   crash at the upload (seed 20261127: write(a.txt, 12), personUploads(sub/a.txt, ab),
- *   rename(a.txt, sub/a.txt), crashAtNextCall, ...). While off, people's documents under our
- *   files' full names have sizes no file of ours has (base names and free names keep them).
+ * - SIM_PERSON_RACES_UPLOAD (on: found, fixed in engine/plan.ts, mirror.ts, executor.ts): a
+ *   person uploads a document of the full name and size of a file dssync is about to upload
+ *   by an incremental pass (no listing since); dssync's upload answer is lost (late commit,
+ *   crash at the request); the first listing after it showed only the person's document,
+ *   which the intent pinned as ours and marked with our metadata (the intent's "existed
+ *   before" set was only as fresh as the last listing). Seed 20261126, shrunk:
+ *   deleteAndRecreate(sub/c.md, same), crashAtNextCall, personUploads(sub/c.md, same),
+ *   advance(10000); seed 20261127: write(a.txt, 12), personUploads(sub/a.txt, ab),
+ *   rename(a.txt, sub/a.txt), crashAtNextCall, ... Fix: only a listing of the upload's own
+ *   pass ties a lost answer's document to it by name and size; otherwise the document is
+ *   doubtful (left alone, reported, the file sent again; fake-service.ts marks what such an
+ *   upload made `unlisted`, which the oracle lets stay). While off, people's documents under
+ *   our files' full names have sizes no file of ours has (base names and free names keep them).
  */
 export const FLAGS = {
   racy: flag('SIM_RACY', true),
   personSameSize: flag('SIM_PERSON_SAME_SIZE', true),
   slowWriteNewFolder: flag('SIM_SLOW_NEW_FOLDER', true),
   slowWriteAcrossRestart: flag('SIM_SLOW_ACROSS_RESTART', true),
-  personRacesUpload: flag('SIM_PERSON_RACES_UPLOAD', false),
+  personRacesUpload: flag('SIM_PERSON_RACES_UPLOAD', true),
 };
 
 function flag(name: string, byDefault: boolean): boolean {

@@ -119,6 +119,25 @@ describe('executePlan: an upload answer names our documents (issue 9, found by t
     expect(intent?.kind === 'upload' && intent.files.map((f) => f.documentId)).toEqual(ids);
   });
 
+  it("an upload sent without a listing of its own pass makes its answer's ids durable before the metadata update; with one, it does not wait", async () => {
+    for (const fresh of [false, true]) {
+      const api = new FakeApi();
+      const state = new (class extends MemoryState {
+        durableIds: (string | undefined)[] = [];
+        async flush(): Promise<void> {
+          this.durableIds = Object.values(this.m.intents).flatMap((i) => (i.kind === 'upload' ? i.files.map((f) => f.documentId) : []));
+        }
+      })();
+      const atUpdate: (string | undefined)[][] = [];
+      api.failBefore = (op) => {
+        if (op === 'updateDocument') atUpdate.push([...state.durableIds]);
+        return undefined;
+      };
+      await executePlan([{ kind: 'upload', path: 'f0.txt', file: file(0) }], { ...opts(api, state), preexistingFresh: fresh });
+      expect(atUpdate).toEqual([fresh ? [] : [api.list()[0]!.id]]);
+    }
+  });
+
   it('an intent records the unmarked documents already named like its files (never its upload)', async () => {
     const api = new FakeApi();
     const state = new MemoryState();

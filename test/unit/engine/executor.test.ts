@@ -22,7 +22,9 @@ function opts(api: FakeApi, state: MemoryState, over: Partial<ExecutorOptions> =
 async function pass(api: FakeApi, state: MemoryState, local: LocalFileInfo[], over: Partial<ExecutorOptions> = {}) {
   const remote = await api.listDocuments();
   const plan = planMirror({ mappingId: 'm1', local: new Map(local.map((f) => [f.path, f])), state: state.m, remote, desired, prune: 'ours' });
-  const result = await executePlan(plan.ops, opts(api, state, over));
+  // As the mirror does: the unmarked documents of this listing existed before its uploads.
+  const preexisting = (path: string): string[] => remote.filter((d) => d.name === path && readMeta(d) === undefined).map((d) => d.id);
+  const result = await executePlan(plan.ops, opts(api, state, { preexisting, preexistingFresh: true, ...over }));
   if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent('m1', id);
   return { plan, result };
 }

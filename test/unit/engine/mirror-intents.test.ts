@@ -67,6 +67,8 @@ function setup() {
   return { clock, api, state, local, mirror };
 }
 
+// api.add returns the fake's own record, which an update changes in place: the tests keep
+// copies (`{ ...api.add(…) }`), so that `toEqual` proves a document untouched.
 function openUpload(state: State): Extract<Intent, { kind: 'upload' }> {
   const [intent] = Object.values(state.m.intents);
   if (intent?.kind !== 'upload') throw new Error('no open upload intent');
@@ -89,7 +91,7 @@ describe('upload intents (issue 9, defect 2)', () => {
     // The first upload's intent is still open: its window has not passed.
     expect(Object.keys(state.m.intents)).toHaveLength(1);
     // The service commits the first upload now, after the client gave up.
-    const late = api.add({ name: 'sub/report.txt', metadata: {}, size: 10 });
+    const late = { ...api.add({ name: 'sub/report.txt', metadata: {}, size: 10 }) };
     clock.t += 1000;
     await mirror.fullPass();
     expect(api.docs.has(late.id)).toBe(false);
@@ -106,8 +108,8 @@ describe('upload intents (issue 9, defect 2)', () => {
     api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_CONNECTION', undefined, { ambiguous: true }) : undefined);
     await mirror.fullPass({ maxRounds: 1 });
     api.failBefore = () => undefined;
-    const theirs = api.add({ name: 'report.txt', metadata: {}, size: 10 });
-    const theirsToo = api.add({ name: 'sub/report.txt', metadata: {}, size: 99 });
+    const theirs = { ...api.add({ name: 'report.txt', metadata: {}, size: 10 }) };
+    const theirsToo = { ...api.add({ name: 'sub/report.txt', metadata: {}, size: 99 }) };
     for (let i = 0; i < 3; i++) {
       clock.t += 1000;
       local.put('sub/report.txt', `h${i + 2}`, 20 + i);
@@ -119,7 +121,7 @@ describe('upload intents (issue 9, defect 2)', () => {
 
   it('a person\'s document of the same full name and size as a committed upload whose metadata update failed is left alone (the simulation, seed 42)', async () => {
     const { clock, api, local, mirror } = setup();
-    const theirs = api.add({ name: 'sub/c.txt', metadata: {}, size: 5 });
+    const theirs = { ...api.add({ name: 'sub/c.txt', metadata: {}, size: 5 }) };
     local.put('sub/c.txt', 'h-other', 5);
     // The upload commits and answers; the metadata update gets a 503.
     api.failBefore = (op) => (op === 'updateDocument' ? apiError('E_SERVER', 503, { retryable: true }) : undefined);
@@ -136,7 +138,7 @@ describe('upload intents (issue 9, defect 2)', () => {
 
   it('a lost answer: a person\'s document of the same name and size listed before the upload is left alone; ours is adopted', async () => {
     const { clock, api, state, local, mirror } = setup();
-    const theirs = api.add({ name: 'a.txt', metadata: {}, size: 10 });
+    const theirs = { ...api.add({ name: 'a.txt', metadata: {}, size: 10 }) };
     local.put('a.txt', 'h1');
     api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
     await mirror.fullPass({ maxRounds: 1 });
@@ -147,7 +149,7 @@ describe('upload intents (issue 9, defect 2)', () => {
     // The first listing after the lost answer pinned our document in the intent.
     expect(openUpload(state).files[0]!.documentId).toMatch(/^doc/);
     // A person's upload of the same name and size while the intent is open is not ours either.
-    const later = api.add({ name: 'a.txt', metadata: {}, size: 10 });
+    const later = { ...api.add({ name: 'a.txt', metadata: {}, size: 10 }) };
     clock.t += 1000;
     await mirror.fullPass();
     clock.t += INTENT_SETTLE_MS;
@@ -156,6 +158,61 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(api.docs.get(later.id)).toEqual(later);
     expect(api.count('uploadDocuments')).toBe(1);
     expect(api.list().filter((d) => d.metadata['dssync_path'] === 'a.txt')).toHaveLength(1);
+    expect(state.m.intents).toEqual({});
+  });
+
+  it("a person's upload of the same full name and size since the last listing is never taken for an incremental pass's lost upload (the simulation, SIM_PERSON_RACES_UPLOAD, seed 20261126)", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('keep.txt', 'hk');
+    await mirror.fullPass();
+    // After that listing, a person uploads a.txt; then the file a.txt (same size) appears
+    // and an incremental pass sends it: its answer is lost, nothing visible yet.
+    const theirs = { ...api.add({ name: 'a.txt', metadata: {}, size: 10 }) };
+    local.put('a.txt', 'h1', 10);
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    const lost = await mirror.changedPass({ files: ['a.txt'], dirs: [] });
+    expect(lost.needsFullPass).toBe(true);
+    api.failBefore = () => undefined;
+    expect(openUpload(state).preexistingFresh).toBeUndefined();
+    // The next full pass sees only the person's document: ours or theirs, unknowable which.
+    clock.t += 1000;
+    const next = await mirror.fullPass();
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    expect(next.conflicts?.map((c) => c.documentId)).toEqual([theirs.id]);
+    expect(next.skipped.some((s) => s.reason.startsWith(`conflict: document ${theirs.id}`))).toBe(true);
+    // keep.txt, the lost one, and a.txt sent again under our metadata.
+    expect(api.count('uploadDocuments')).toBe(3);
+    // The lost upload lands late: a duplicate of ours or not, it is left alone too.
+    const late = { ...api.add({ name: 'a.txt', metadata: {}, size: 10 }) };
+    clock.t += 1000;
+    await mirror.fullPass();
+    clock.t += INTENT_SETTLE_MS;
+    await mirror.fullPass();
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    expect(api.docs.get(late.id)).toEqual(late);
+    expect(api.list().filter((d) => d.metadata['dssync_path'] === 'a.txt')).toHaveLength(1);
+    expect(state.m.intents).toEqual({});
+  });
+
+  it("a crash at an incremental pass's upload: a person's document of its name and size is not claimed by the next full pass (seed 20261127)", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('keep.txt', 'hk');
+    await mirror.fullPass();
+    const theirs = { ...api.add({ name: 'sub/a.txt', metadata: {}, size: 2 }) };
+    local.put('sub/a.txt', 'h12', 2);
+    // The process dies as it sends the upload (nothing reaches the service): the intent stays.
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_ABORTED', undefined) : undefined);
+    await mirror.changedPass({ files: ['sub/a.txt'], dirs: [] });
+    api.failBefore = () => undefined;
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    // A new process (a new Mirror, same state) starts with a full pass.
+    const restarted = new Mirror({ ...(mirror as unknown as { d: ConstructorParameters<typeof Mirror>[0] }).d });
+    clock.t += 1000;
+    await restarted.fullPass();
+    clock.t += INTENT_SETTLE_MS;
+    await restarted.fullPass();
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    expect(api.list().filter((d) => d.metadata['dssync_path'] === 'sub/a.txt')).toHaveLength(1);
     expect(state.m.intents).toEqual({});
   });
 

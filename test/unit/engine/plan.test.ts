@@ -207,7 +207,7 @@ describe('planMirror', () => {
       'an upload whose answer was lost: the unmarked document is adopted through the intent',
       {
         local: [local('dir/a.txt', 'h1')],
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'dir/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'dir/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('d7', 'dir/a.txt', 10)],
       },
       ['update-meta d7 dir/a.txt'],
@@ -216,7 +216,7 @@ describe('planMirror', () => {
       'defect 1: an unmarked document with only the base name of an open intent is not ours (left alone)',
       {
         local: [local('dir/a.txt', 'h1')],
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'dir/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'dir/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('d7', 'a.txt', 10)],
       },
       ['upload dir/a.txt'],
@@ -225,7 +225,7 @@ describe('planMirror', () => {
       'defect 1: same full name as an open intent but another size: a person\'s document, left alone even when the file changed',
       {
         local: [local('sub/report.txt', 'h2', 12, 2000)],
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/report.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/report.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('x1', 'sub/report.txt', 11)],
       },
       ['upload sub/report.txt'],
@@ -234,7 +234,7 @@ describe('planMirror', () => {
       'defect 1: a service that reports no size gives no evidence: the unmarked document is left alone',
       {
         local: [local('a.txt', 'h1')],
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('x1', 'a.txt')],
       },
       ['upload a.txt'],
@@ -242,7 +242,7 @@ describe('planMirror', () => {
     [
       'defect 1: a file deleted while its intent is open: only the document of our name and size is deleted',
       {
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/report.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/report.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('x1', 'report.txt', 10), unmarked('x2', 'sub/report.txt', 99), unmarked('d7', 'sub/report.txt', 10)],
         prune: 'ours',
       },
@@ -253,8 +253,8 @@ describe('planMirror', () => {
       {
         local: [local('a.txt', 'h1')],
         intents: {
-          i1: { kind: 'upload', id: 'i1', startedAt: 't1', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] },
-          i2: { kind: 'upload', id: 'i2', startedAt: 't2', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] },
+          i1: { kind: 'upload', id: 'i1', startedAt: 't1', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true },
+          i2: { kind: 'upload', id: 'i2', startedAt: 't2', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true },
         },
         remote: [unmarked('d7', 'a.txt', 10), unmarked('d8', 'a.txt', 10)],
       },
@@ -264,7 +264,7 @@ describe('planMirror', () => {
       'a lost answer and two documents of its name and size: one request makes one, so one is someone else\'s; neither is taken',
       {
         local: [local('a.txt', 'h1')],
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('d7', 'a.txt', 10), unmarked('p1', 'a.txt', 10)],
       },
       ['upload a.txt'],
@@ -273,7 +273,7 @@ describe('planMirror', () => {
       'the upload answer named its document: a person\'s document of the same full name and size is not ours (sim, seed 42)',
       {
         local: [local('sub/c.txt', 'h1')],
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/c.txt', size: 10, mtimeMs: 1000, sha256: 'h1', documentId: 'd7' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/c.txt', size: 10, mtimeMs: 1000, sha256: 'h1', documentId: 'd7' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('p1', 'sub/c.txt', 10), unmarked('d7', 'sub/c.txt', 10)],
         prune: 'ours',
       },
@@ -282,7 +282,7 @@ describe('planMirror', () => {
     [
       'the upload answer named its document: ours by id even when someone renamed it; the file deleted since: deleted',
       {
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1', documentId: 'd7' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1', documentId: 'd7' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('d7', 'renamed by someone.txt', 10), unmarked('p1', 'a.txt', 10)],
       },
       ['delete d7 a.txt (deleted-locally)'],
@@ -291,7 +291,7 @@ describe('planMirror', () => {
       'a lost answer: a document of its name and size that existed before the upload was sent is not its',
       {
         local: [local('a.txt', 'h1')],
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: ['p1'] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: ['p1'], preexistingFresh: true } },
         remote: [unmarked('p1', 'a.txt', 10)],
       },
       ['upload a.txt'],
@@ -299,7 +299,7 @@ describe('planMirror', () => {
     [
       'a lost answer: the document that appeared since is its, the one that existed before is not',
       {
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: ['p1'] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: ['p1'], preexistingFresh: true } },
         remote: [unmarked('p1', 'a.txt', 10), unmarked('d7', 'a.txt', 10)],
       },
       ['delete d7 a.txt (deleted-locally)'],
@@ -308,7 +308,7 @@ describe('planMirror', () => {
       'an interrupted upload of a file that changed since: the stale upload is replaced',
       {
         local: [local('a.txt', 'h2')],
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('d7', 'a.txt', 10)],
       },
       ['replace a.txt (old d7)'],
@@ -316,7 +316,7 @@ describe('planMirror', () => {
     [
       'an interrupted upload of a file deleted since: the document is deleted',
       {
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }] } },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         remote: [unmarked('d7', 'a.txt', 10)],
       },
       ['delete d7 a.txt (deleted-locally)'],
@@ -408,6 +408,8 @@ describe('planMirror', () => {
           { path: 'b.txt', size: 10, mtimeMs: 1000, sha256: 'h2' },
           { path: 'c.txt', size: 10, mtimeMs: 1000, sha256: 'h3', documentId: 'd9' },
         ],
+        preexisting: [],
+        preexistingFresh: true,
       },
     };
     const r = plan({
@@ -417,6 +419,19 @@ describe('planMirror', () => {
     });
     expect(r.intentPins).toEqual([{ intentId: 'i1', index: 1, documentId: 'd7' }]);
     expect(r.doubtful.map((d) => d.id).sort()).toEqual(['d8', 'p1']);
+  });
+
+  it("a lost answer of an upload sent without a listing of its own pass: a document of the file's name and size is doubtful, never claimed (SIM_PERSON_RACES_UPLOAD)", () => {
+    // The intent's "before" is the last full listing's, older than the upload's pass (an
+    // incremental pass): a person may have uploaded p1 since, so it may not be ours.
+    const intents: Record<string, Intent> = { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [] } };
+    const r = plan({ local: [local('a.txt', 'h1')], intents, remote: [unmarked('p1', 'a.txt', 10)] });
+    expect(summary(r.ops)).toEqual(['upload a.txt']);
+    expect(r.intentPins).toEqual([]);
+    expect(r.doubtful.map((d) => d.id)).toEqual(['p1']);
+    // The same with a "before" of its own pass: p1 appeared since, so it is the upload's.
+    const fresh: Record<string, Intent> = { i1: { ...intents['i1']!, preexistingFresh: true } as Intent };
+    expect(summary(plan({ local: [local('a.txt', 'h1')], intents: fresh, remote: [unmarked('p1', 'a.txt', 10)] }).ops)).toEqual(['update-meta p1 a.txt']);
   });
 
   it('a full pass settles open intents; an incremental one does not', () => {
