@@ -92,7 +92,9 @@ export class DaemonMetrics {
     perMapping('dssync_watch_folders_over_limit', 'Folders polled because the inotify watch limit (fs.inotify.max_user_watches) was reached', (s) => s.watch?.overLimit.length);
     perMapping('dssync_watch_problems', 'Current watch problems: a hung or unmounted share, a folder the poller may not read, the watch limit', (s) => s.watch?.problems.length);
     perMapping('dssync_poll_cycles', 'Poll cycles completed since the mapping started watching', (s) => s.watch?.poll?.cycles);
-    // Per mount (labels mapping, mount): at most MOUNT_SERIES mounts per mapping, the rest as mount="other".
+    // Per mount (labels mapping, mount): mount="N:fstype", the N-th mount of the mapping's watch
+    // block in `dssync status` (0: the one holding the folder); at most MOUNT_SERIES per
+    // mapping, the rest as mount="other".
     const perMount = (name: string, combine: 'sum' | 'max', help: string, value: (m: WatchedMountView, w: WatchStatusView) => number | undefined): void => {
       new Gauge({
         name,
@@ -107,7 +109,8 @@ export class DaemonMetrics {
             for (const [i, m] of s.watch.mounts.entries()) {
               const v = value(m, s.watch);
               if (v === undefined) continue;
-              const mount = i < MOUNT_SERIES ? m.mountPoint : 'other';
+              // No path: /metrics answers other machines without a token (docs/status.md).
+              const mount = i < MOUNT_SERIES ? `${i}:${m.fsType}` : 'other';
               const prev = totals.get(mount);
               totals.set(mount, prev === undefined ? v : combine === 'sum' ? prev + v : Math.max(prev, v));
             }

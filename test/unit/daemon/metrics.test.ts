@@ -62,20 +62,21 @@ describe('DaemonMetrics: the watch per mount (issue 12)', () => {
   const ext4 = { mountPoint: '/srv/share/local', rel: 'local', fsType: 'ext4', source: '/dev/sda1', kind: 'events' as const, why: 'local' };
   const poll = { subtrees: [''], cycles: 7, lastEntries: 48_100, lastFiles: 48_000, achievedIntervalMs: 10_250, targetIntervalMs: 10_000, budgetPercent: 5, problems: [] };
 
-  it('says per mount whether it is polled, its files, its last cycle and the interval achieved; the watch limit per mapping', async () => {
+  it('says per mount (by its place and type, never its path) whether it is polled, its files, its last cycle and the interval achieved; the watch limit per mapping', async () => {
     const m = new DaemonMetrics(() => [
       status({ watch: { mode: 'auto', mounts: [cifs, ext4], overLimit: ['deep', 'deeper'], limitFix: 'sysctl …', poll, problems: ['the inotify watch limit is reached'] } }),
     ]);
     const text = await m.text();
-    expect(text).toMatch(/^dssync_watch_polled\{mapping="m1",mount="\/srv\/share"\} 1$/m);
-    expect(text).toMatch(/^dssync_watch_polled\{mapping="m1",mount="\/srv\/share\/local"\} 0$/m);
-    expect(text).toMatch(/^dssync_poll_files\{mapping="m1",mount="\/srv\/share"\} 48000$/m);
-    expect(text).toMatch(/^dssync_poll_last_cycle_seconds\{mapping="m1",mount="\/srv\/share"\} 2.1$/m);
-    expect(text).toMatch(/^dssync_poll_interval_seconds\{mapping="m1",mount="\/srv\/share"\} 10.25$/m);
-    expect(text).not.toMatch(/^dssync_poll_files\{mapping="m1",mount="\/srv\/share\/local"\}/m);
+    expect(text).toMatch(/^dssync_watch_polled\{mapping="m1",mount="0:cifs"\} 1$/m);
+    expect(text).toMatch(/^dssync_watch_polled\{mapping="m1",mount="1:ext4"\} 0$/m);
+    expect(text).toMatch(/^dssync_poll_files\{mapping="m1",mount="0:cifs"\} 48000$/m);
+    expect(text).toMatch(/^dssync_poll_last_cycle_seconds\{mapping="m1",mount="0:cifs"\} 2.1$/m);
+    expect(text).toMatch(/^dssync_poll_interval_seconds\{mapping="m1",mount="0:cifs"\} 10.25$/m);
+    expect(text).not.toMatch(/^dssync_poll_files\{mapping="m1",mount="1:ext4"\}/m);
     expect(text).toMatch(/^dssync_poll_cycles\{mapping="m1"\} 7$/m);
     expect(text).toMatch(/^dssync_watch_folders_over_limit\{mapping="m1"\} 2$/m);
     expect(text).toMatch(/^dssync_watch_problems\{mapping="m1"\} 1$/m);
+    expect(text).not.toContain('/srv/share'); // /metrics answers other machines without a token
   });
 
   it('keeps the series bounded: past MOUNT_SERIES mounts, the rest share mount="other"', async () => {
