@@ -115,7 +115,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (s.burst) n.push('burst: from the first write to the moment the data source holds exactly the new versions (old ones deleted); requests exclude the ingestion check\'s chunk listings, shown apart.');
   if (s.restart) n.push('restart: from the spawn of `dssync run` to the end of its first full pass (the time of the daemon\'s "full pass done" log line); writes = POST/PUT/DELETE requests the service received; rssMB = peak (VmHWM) of the dssync process.');
   if (s.footprint) n.push(`footprint: the same daemon, idle after its first pass and ${z.settleSeconds} s of settling; rssMB = VmRSS; cpuPercent over ${z.cpuWindowSeconds} s; stateWriteMs = wall time of the state file's last write (at the end of the restart's pass: the whole file, fsync included), from /status.`);
-  if (s.pollLatency) n.push('pollLatency: a file changed in the backing folder of a bindfs (FUSE) mount, as a file server would; from just before the write to the service applying the new version\'s metadata (seen by polling: no event reaches the mount). daemonCpuPercent: the daemon over the sampling window, one core = 100.');
+  if (s.pollLatency) n.push('pollLatency: a file changed in the backing folder of a bindfs (FUSE) mount, as a file server would; from just before the write to the service applying the new version\'s metadata (seen by polling: no event reaches the mount). daemonCpuPercent: the daemon over the sampling window, one core = 100. throughMount*: files written through the mount by this host afterwards (seen by events, as on a local disk).');
   return n;
 }
 

@@ -4,7 +4,8 @@
  * inotify event reaches the mount, only the poller can see them. Each sample is the time
  * from the write to the moment the service applies the new version's metadata; samples are
  * spaced at random so that they fall anywhere in the poll cycle. Also reported: the
- * daemon's CPU while polling (percent of one core), the poll cycle and interval achieved.
+ * daemon's CPU while polling (percent of one core), the poll cycle and interval achieved,
+ * then the same latency for files written THROUGH the mount by this host (seen by events).
  * Skipped (and the report says why) where bindfs or /dev/fuse is missing.
  */
 import { execFileSync } from 'node:child_process';
@@ -19,6 +20,9 @@ import { createHash } from 'node:crypto';
 
 /** Files and samples per mode (the issue's figure is at 10,000 files). */
 const SIZES = { full: { files: 10_000, samples: 20 }, quick: { files: 2_000, samples: 8 }, smoke: { files: 200, samples: 3 } } as const;
+
+/** Writes through the mount (seen by events), after the server-side samples. */
+const THROUGH_SAMPLES = 10;
 
 export type PollLatencyFigures = Record<string, number | string>;
 
@@ -86,6 +90,22 @@ export async function runPollLatency(ctx: BenchContext): Promise<PollLatencyFigu
       log(`pollLatency: sample ${i + 1}/${samples}: ${Math.round(end - start)} ms`);
     }
     const cpuPercent = (((daemon.cpuSeconds() ?? 0) - cpu0) / ((performance.now() - t0) / 1000)) * 100;
+    // Writes made through the mount by this host: inotify sees them (as on a local disk).
+    const through: number[] = [];
+    for (let i = 0; i < THROUGH_SAMPLES; i++) {
+      await sleep(1000 + Math.floor(random() * 1000));
+      const rel = rels[Math.floor(random() * rels.length)]!;
+      const content = `written through the mount by this host, sample ${i}\n`;
+      const sha = createHash('sha256').update(content).digest('hex');
+      const seen = new Promise<number>((resolve) => waiting.set(rel, { sha, done: resolve }));
+      const start = performance.now();
+      await writeFile(join(mnt, rel), content);
+      const end = await Promise.race([seen, sleep(60_000).then(() => NaN)]);
+      waiting.delete(rel);
+      through.push(end - start);
+      log(`pollLatency: through the mount ${i + 1}/${THROUGH_SAMPLES}: ${Math.round(end - start)} ms`);
+    }
+    const throughOk = through.filter((l) => Number.isFinite(l));
     const m = (await daemon.status()).mappings[0] as { watch?: { mounts: { fsType: string; kind: string }[]; poll?: { lastCycleMs?: number; achievedIntervalMs?: number; lastFiles: number } } };
     const ok = latencies.filter((l) => Number.isFinite(l));
     return {
@@ -100,6 +120,10 @@ export async function runPollLatency(ctx: BenchContext): Promise<PollLatencyFigu
       lastCycleMs: m.watch?.poll?.lastCycleMs ?? NaN,
       achievedIntervalMs: m.watch?.poll?.achievedIntervalMs ?? NaN,
       filesPolled: m.watch?.poll?.lastFiles ?? NaN,
+      throughMountSamples: THROUGH_SAMPLES,
+      throughMountMissed: THROUGH_SAMPLES - throughOk.length,
+      throughMountP50Ms: round(quantile(throughOk, 0.5), 0),
+      throughMountMaxMs: round(Math.max(...throughOk), 0),
     };
   } finally {
     undo();
