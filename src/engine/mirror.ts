@@ -224,6 +224,7 @@ export class Mirror {
         this.unmarkedByName = unmarkedByName(remote);
       }
       const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
+      const excludedPaths = new Set(scan.skipped.filter((s) => s.excluded).map((s) => s.path));
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
       const plan = planMirror({
         mappingId: spec.mappingId,
@@ -235,6 +236,7 @@ export class Mirror {
         desired: (f) => documentFields(spec, f),
         prune: spec.prune,
         untouchable,
+        excluded: (p) => excludedPaths.has(p),
         settled: this.settledAt(listedAt),
       });
       const verdict = checkGuards({

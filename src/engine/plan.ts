@@ -70,6 +70,15 @@ export interface PlanInput {
    */
   untouchable?: ((path: string) => boolean) | undefined;
   /**
+   * Of the untouchable paths, those left out by a setting (larger than maxFileBytes, a link
+   * leading outside the folder, a FIFO): excluded, not waiting to be read. Their state entry
+   * and documents of ours stay as they are (docs/config.md), but what an open upload intent
+   * made for them and nobody marked (the answer's ids, or a lost answer's document by name
+   * and size) is deleted like any document of an excluded file, and they no longer keep
+   * their intent open: nothing would ever adopt that upload.
+   */
+  excluded?: ((path: string) => boolean) | undefined;
+  /**
    * True when an open intent's settle window has passed at the time of this listing (the
    * mirror decides, from its clock): a request whose answer was lost may still be committed
    * by the service after the client gave up, so a listing taken too soon does not show its
@@ -78,7 +87,7 @@ export interface PlanInput {
   settled?: ((intent: Intent) => boolean) | undefined;
 }
 
-export type DeleteReason = 'deleted-locally' | 'duplicate' | 'stale-version' | 'not-in-folder';
+export type DeleteReason = 'deleted-locally' | 'duplicate' | 'stale-version' | 'not-in-folder' | 'excluded';
 
 export type Op =
   /** A new file: upload it, then set its metadata. */
@@ -169,6 +178,8 @@ interface KnownDoc {
   sha256: string | undefined;
   /** Known from an upload intent, not from metadata: its metadata must still be written. */
   fromIntent: boolean;
+  /** Made by an open intent's upload (not in the state, no metadata): nobody marked it yet. */
+  byIntent?: true;
 }
 
 export function planMirror(input: PlanInput): PlanResult {
@@ -186,6 +197,12 @@ export function planMirror(input: PlanInput): PlanResult {
   for (const p of input.local.keys()) if (inScope(p)) paths.add(p);
   for (const p of Object.keys(state.files)) if (inScope(p)) paths.add(p);
   for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
+  const excluded = input.excluded ?? ((): boolean => false);
+  const ops: Op[] = [];
+  // An excluded file's intent uploads: nothing will mark them, so they go (sorted: deterministic).
+  for (const path of [...paths].filter((p) => untouchable(p) && excluded(p)).sort()) {
+    for (const d of byPath.get(path) ?? []) if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
+  }
   const sorted = [...paths].filter((p) => !untouchable(p)).sort();
 
   const hashed = new Map<string, HashedFile>();
@@ -215,7 +232,6 @@ export function planMirror(input: PlanInput): PlanResult {
     }
   }
 
-  const ops: Op[] = [];
   const skippedRejected: string[] = [];
   const refreshed: PlanResult['refreshed'] = [];
   let unchanged = 0;
@@ -297,10 +313,11 @@ export function planMirror(input: PlanInput): PlanResult {
   // may have done: once this plan's operations are carried out, the intent is closed. An
   // upload intent with a file set aside in this pass (too large, unreadable, being written)
   // stays open: what its earlier upload left must still be recognised when the file returns.
+  // An excluded file (too large, ...) does not hold it: its intent's uploads were deleted above.
   const settled = input.settled ?? ((): boolean => true);
   const resolvedIntentIds = full
     ? Object.values(state.intents)
-        .filter((i) => settled(i) && (i.kind !== 'upload' || !i.files.some((f) => untouchable(f.path))))
+        .filter((i) => settled(i) && (i.kind !== 'upload' || !i.files.some((f) => untouchable(f.path) && !excluded(f.path))))
         .map((i) => i.id)
     : [];
 
@@ -392,7 +409,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     const pinned = uploads.byId.get(doc.id);
     if (pinned) {
       // The upload's answer named it: ours, whatever its name now.
-      add({ doc, id: doc.id, path: pinned.file.path, sha256: pinned.file.sha256, fromIntent: true });
+      add({ doc, id: doc.id, path: pinned.file.path, sha256: pinned.file.sha256, fromIntent: true, byIntent: true });
       ourDocumentCount++;
       continue;
     }
@@ -401,7 +418,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
   // Documents that only a name and size tie to an upload whose answer was lost.
   const { claimed, doubtful, pins } = uploads.settleByName();
   for (const { doc, file } of claimed) {
-    add({ doc, id: doc.id, path: file.path, sha256: file.sha256, fromIntent: true });
+    add({ doc, id: doc.id, path: file.path, sha256: file.sha256, fromIntent: true, byIntent: true });
     ourDocumentCount++;
   }
   foreign.push(...doubtful);

@@ -95,12 +95,13 @@ export async function checkInvariants(w: World): Promise<void> {
     if (!p.foreign) expect(d.metadata, `a person's document ${p.id} got metadata`).toEqual({});
   }
   const people = new Set(w.people.map((p) => p.id));
-  // A file set aside (unreadable, too large) keeps what its path had, and the uploads of its
-  // open intents (lost or late answers) stay until the file can be looked at again.
-  const { kept } = w.expected();
+  // An unreadable file keeps what its path had, and the uploads of its open intents (lost or
+  // late answers) stay until the file can be read again. A file too large is excluded: what
+  // its intents uploaded is deleted like any document of an excluded file (seed 7).
+  const { unreadable } = w.expected();
   // A lost answer of an incremental pass's upload leaves a document dssync cannot tell from a
   // person's (docs/reliability.md, "Upload intents"): it may stay, as a reported duplicate.
-  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== INSTALLATION && !kept.has(d.name) && !d.unlisted);
+  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== INSTALLATION && !unreadable.has(d.name) && !d.unlisted);
   expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
   if (w.config.prune === 'all') {
     const left = w.people.filter((p) => !p.foreign && all.has(p.id));

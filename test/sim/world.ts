@@ -515,17 +515,19 @@ export class World {
   // ---- the oracle -------------------------------------------------------------------------
 
   /** What the data source must hold: included, readable files within maxFileBytes, and the paths whose documents are kept as they are. */
-  expected(): { files: Map<string, string>; kept: Set<string> } {
+  expected(): { files: Map<string, string>; kept: Set<string>; unreadable: Set<string> } {
     const ignore = this.local.file(IGNORE_FILE);
     const filter = createFilter({ include: this.config.include, exclude: this.config.exclude, ignoreFile: IGNORE_FILE }, ignore?.data.toString('utf8'));
     const files = new Map<string, string>();
     const kept = new Set<string>();
+    const unreadable = new Set<string>();
     for (const [p, f] of this.local.files()) {
       if (!filter.includes(p, false)) continue;
       if (f.unreadable || f.data.length > this.config.maxFileBytes) kept.add(p);
       else files.set(p, sha256(f.data));
+      if (f.unreadable) unreadable.add(p);
     }
-    return { files, kept };
+    return { files, kept, unreadable };
   }
 }
 

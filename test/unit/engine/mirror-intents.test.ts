@@ -33,12 +33,18 @@ class State extends MemoryState implements MirrorState {
 class Local implements LocalSide {
   files = new Map<string, LocalFileInfo>();
   unreadable = new Set<string>();
+  /** Left out by a setting (larger than maxFileBytes): reported as excluded, as side.ts does. */
+  tooLarge = new Set<string>();
   put(path: string, sha256: string, size = 10): void {
     this.files.set(path, { path, diskPath: `/srv/share/${path}`, size, mtimeMs: 1000, sha256 });
   }
   async scan(): Promise<ScanResult> {
-    const files = new Map([...this.files].filter(([p]) => !this.unreadable.has(p)).map(([p, f]) => [p, { ...f, sha256: undefined }]));
-    return { rootStatus: 'ok', files, skipped: [...this.unreadable].map((path) => ({ path, reason: 'unreadable' })), unreadableDirs: [] };
+    const files = new Map([...this.files].filter(([p]) => !this.unreadable.has(p) && !this.tooLarge.has(p)).map(([p, f]) => [p, { ...f, sha256: undefined }]));
+    const skipped = [
+      ...[...this.unreadable].map((path) => ({ path, reason: 'unreadable' })),
+      ...[...this.tooLarge].map((path) => ({ path, reason: 'excluded: larger than maxFileBytes', excluded: true as const })),
+    ];
+    return { rootStatus: 'ok', files, skipped, unreadableDirs: [] };
   }
   scanScope(): Promise<ScanResult> {
     return this.scan();
@@ -232,6 +238,70 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(api.count('uploadDocuments')).toBe(1);
     expect(api.list()).toHaveLength(1);
     expect(api.list()[0]!.metadata['dssync_path']).toBe('a.txt');
+  });
+});
+
+describe('an open intent of a file that becomes excluded (the simulation, seed 7)', () => {
+  it('the late-landing upload of a file now larger than maxFileBytes is deleted, and the intent closes', async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('keep.txt', 'hk');
+    local.put('a.txt', 'h1', 1);
+    // The upload's answer is lost; the service commits it only later.
+    api.failBefore = (op, arg) => (op === 'uploadDocuments' && JSON.stringify(arg).includes('a.txt') ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failBefore = () => undefined;
+    // The file grows past maxFileBytes (excluded), then the lost upload lands.
+    local.put('a.txt', 'h2', 16);
+    local.tooLarge.add('a.txt');
+    clock.t += 1000;
+    await mirror.fullPass();
+    const late = api.add({ name: 'a.txt', metadata: {}, size: 1 });
+    clock.t += 1000;
+    const report = await mirror.fullPass();
+    expect(report.ops).toContainEqual({ kind: 'delete', path: 'a.txt', documentId: late.id, reason: 'excluded', unmarked: true });
+    expect(api.docs.has(late.id)).toBe(false);
+    clock.t += INTENT_SETTLE_MS;
+    await mirror.fullPass();
+    expect(state.m.intents).toEqual({});
+    expect(api.list().map((d) => d.name)).toEqual(['keep.txt']);
+  });
+
+  it("an excluded file's upload named by its answer but never marked is deleted; its marked old version stays (docs/config.md)", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    // (Another file keeps the folder non-empty: an empty one is refused as an outage.)
+    local.put('keep.txt', 'hk');
+    local.put('a.txt', 'h1', 1);
+    await mirror.fullPass();
+    const old = api.list().find((d) => d.name === 'a.txt')!;
+    // A new version is uploaded and answered, but its metadata update fails.
+    local.put('a.txt', 'h2', 2);
+    api.failBefore = (op) => (op === 'updateDocument' ? apiError('E_SERVER', 503, { retryable: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failBefore = () => undefined;
+    const named = api.list().find((d) => d.name === 'a.txt' && d.id !== old.id)!;
+    expect(openUpload(state).files[0]!.documentId).toBe(named.id);
+    // Then the file grows past maxFileBytes.
+    local.put('a.txt', 'h3', 16);
+    local.tooLarge.add('a.txt');
+    clock.t += INTENT_SETTLE_MS;
+    await mirror.fullPass();
+    expect(api.docs.has(named.id)).toBe(false);
+    expect(api.list().filter((d) => d.name === 'a.txt').map((d) => d.id)).toEqual([old.id]);
+    expect(state.m.intents).toEqual({});
+    expect(state.m.files['a.txt']?.documentId).toBe(old.id);
+  });
+
+  it('an unreadable file (not excluded) still keeps its intent and its upload', async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('a.txt', 'h1', 1);
+    api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failAfter = () => undefined;
+    local.unreadable.add('a.txt');
+    clock.t += 2 * INTENT_SETTLE_MS;
+    await mirror.fullPass();
+    expect(api.list()).toHaveLength(1);
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
   });
 });
 

@@ -32,6 +32,8 @@ interface Case {
   scope?: string[];
   prune?: 'ours' | 'all';
   untouchable?: string[];
+  /** Of the untouchable paths, those excluded by a setting (maxFileBytes). */
+  excluded?: string[];
 }
 
 function plan(c: Case) {
@@ -44,6 +46,7 @@ function plan(c: Case) {
     desired: (f) => documentFields(spec, f),
     prune: c.prune ?? 'ours',
     untouchable: c.untouchable ? (p) => c.untouchable!.includes(p) : undefined,
+    excluded: c.excluded ? (p) => c.excluded!.includes(p) : undefined,
   };
   return planMirror(input);
 }
@@ -432,6 +435,26 @@ describe('planMirror', () => {
     // The same with a "before" of its own pass: p1 appeared since, so it is the upload's.
     const fresh: Record<string, Intent> = { i1: { ...intents['i1']!, preexistingFresh: true } as Intent };
     expect(summary(plan({ local: [local('a.txt', 'h1')], intents: fresh, remote: [unmarked('p1', 'a.txt', 10)] }).ops)).toEqual(['update-meta p1 a.txt']);
+  });
+
+  it('a file excluded by a setting (maxFileBytes): what its open intent uploaded is deleted and the intent resolves; its marked document stays (the simulation, seed 7)', () => {
+    const intents: Record<string, Intent> = {
+      i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 1, mtimeMs: 1000, sha256: 'h2', documentId: 'd7' }, { path: 'b.txt', size: 1, mtimeMs: 1000, sha256: 'h3' }], preexisting: [], preexistingFresh: true },
+    };
+    const c = {
+      files: { 'a.txt': entry('d1', 'h1') },
+      intents,
+      remote: [ours('d1', 'a.txt', 'h1'), unmarked('d7', 'a.txt', 1), unmarked('d8', 'b.txt', 1)],
+      untouchable: ['a.txt', 'b.txt'],
+    };
+    const excluded = plan({ ...c, excluded: ['a.txt', 'b.txt'] });
+    expect(summary(excluded.ops)).toEqual(['delete d7 a.txt (excluded)', 'delete d8 b.txt (excluded)']);
+    expect(excluded.ops.every((o) => o.kind === 'delete' && o.unmarked)).toBe(true);
+    expect(excluded.resolvedIntentIds).toEqual(['i1']);
+    // Unreadable or being written (not excluded): everything waits for the file.
+    const waiting = plan(c);
+    expect(waiting.ops).toEqual([]);
+    expect(waiting.resolvedIntentIds).toEqual([]);
   });
 
   it('a full pass settles open intents; an incremental one does not', () => {

@@ -1,0 +1,45 @@
+/**
+ * Histories the simulation found, written out against the World (world.ts) so that they
+ * keep being lived through whatever the random generation draws: each ends with the
+ * invariants (invariants.ts).
+ */
+import { it } from 'vitest';
+import { checkInvariants } from './invariants.js';
+import { World, type SimConfig } from './world.js';
+
+const config: SimConfig = { prune: 'ours', exclude: [], include: ['**/*.{txt,md}'], maxFileBytes: 1_000_000, maxDeletePercent: 50, massDeleteMinimum: 3 };
+
+/** The service takes the next upload of `name` but commits it only later (its answer lost). */
+function lateCommitOfNextUpload(w: World, name: string): void {
+  const real = w.service.uploadDocuments.bind(w.service);
+  w.service.uploadDocuments = (ds, files) => {
+    if (files.some((f) => f.name === name)) {
+      w.service.faults.unshift('late-commit');
+      w.service.uploadDocuments = real;
+    }
+    return real(ds, files);
+  };
+}
+
+it('seed 7: the late-landing upload of a file that then grows past maxFileBytes is deleted, not left behind', async () => {
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  // faults(late-commit) at a.txt's upload, restart, write(a.txt, x), crash(torn 0)
+  w.local.write('a.txt', 'x');
+  lateCommitOfNextUpload(w, 'a.txt');
+  await w.restart(config);
+  w.crashNow(0);
+  await w.restartIfCrashed();
+  // slowWrite(a.txt, 2 chunks, 200 ms apart), restartWithConfig(maxFileBytes: 5), chmod644(a.txt)
+  w.write('a.txt', '');
+  await w.advance(200);
+  w.write('a.txt', 'slow1.0|');
+  await w.advance(200);
+  w.write('a.txt', 'slow1.0|slow1.1|');
+  await w.settle();
+  await w.restart({ ...config, maxFileBytes: 5 });
+  w.setUnreadable('a.txt', false);
+  await w.settle();
+  await checkInvariants(w);
+}, 60_000);
