@@ -199,9 +199,17 @@ export function planMirror(input: PlanInput): PlanResult {
   for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
   const excluded = input.excluded ?? ((): boolean => false);
   const ops: Op[] = [];
-  // An excluded file's intent uploads: nothing will mark them, so they go (sorted: deterministic).
+  // An excluded file keeps one document of ours, its last synced version (the state's, else
+  // the first listed); its intents' unmarked uploads and other versions go: nothing would
+  // ever settle them while it stays excluded (sorted: deterministic).
   for (const path of [...paths].filter((p) => untouchable(p) && excluded(p)).sort()) {
-    for (const d of byPath.get(path) ?? []) if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
+    const docs = byPath.get(path) ?? NO_DOCS;
+    const stateId = state.files[path]?.documentId;
+    const keep = docs.find((d) => d.id === stateId) ?? docs.find((d) => !d.byIntent);
+    for (const d of docs) {
+      if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
+      else if (d !== keep) ops.push(deleteOp(path, d, 'stale-version'));
+    }
   }
   const sorted = [...paths].filter((p) => !untouchable(p)).sort();
 

@@ -457,6 +457,12 @@ describe('planMirror', () => {
     expect(waiting.resolvedIntentIds).toEqual([]);
   });
 
+  it('a file excluded by a setting keeps one document of ours, its last synced version; another version left by a failed delete goes (the simulation, seed 20261127)', () => {
+    const c = { files: { 'b.txt': entry('d2', 'h2') }, remote: [ours('d1', 'b.txt', 'h1'), ours('d2', 'b.txt', 'h2')], untouchable: ['b.txt'] };
+    expect(summary(plan({ ...c, excluded: ['b.txt'] }).ops)).toEqual(['delete d1 b.txt (stale-version)']);
+    expect(plan(c).ops).toEqual([]);
+  });
+
   it('a full pass settles open intents; an incremental one does not', () => {
     const intents: Record<string, Intent> = { i1: { kind: 'delete', id: 'i1', startedAt: 't', documentId: 'd1', path: 'a.txt' } };
     expect(plan({ intents, remote: [] }).resolvedIntentIds).toEqual(['i1']);
