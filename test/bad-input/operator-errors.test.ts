@@ -6,7 +6,7 @@
  * mirrored baseline is lost. docs/reliability.md ("Operator messages (issue 14)") holds the table.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmod, mkdir, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -111,18 +111,18 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
   });
 
   it('U04 status text: the counts include adopted (as the JSON does), and a failed pass is never shown beside "last full ok" at the same time', { timeout: 120_000 }, async () => {
-    // A file touched, its content the same: the pass adopts its document (no upload).
-    const touched = join(world.ws.share, 'keep/doc-0.txt');
-    const later = new Date(Date.now() + 60_000);
-    await utimes(touched, later, later);
+    // The state file lost: the pass adopts every document of ours from the listing (no
+    // upload). (A touched file with the same content is only re-hashed: "unchanged".)
+    await rm(world.ws.statePath, { force: true });
+    await rm(`${world.ws.statePath}.journal`, { force: true });
     const s = await dssync(['sync', '--config', world.ws.configPath]);
     expect(s.code, s.stdout + s.stderr).toBe(0);
-    expect(s.stdout).toMatch(/: 0 uploaded, .* 1 adopted, 7 unchanged/);
+    expect(s.stdout).toMatch(/: 0 uploaded, .* 8 adopted/);
     const st = await dssync(['status', '--config', world.ws.configPath]);
     expect(st.code, st.stdout).toBe(0);
-    expect(st.stdout).toMatch(/last pass: +ok, .*: 1 adopted, 7 unchanged/);
+    expect(st.stdout).toMatch(/last pass: +ok, .*: 8 adopted/);
     const json = JSON.parse((await dssync(['status', '--config', world.ws.configPath, '--json'])).stdout) as { mappings: { lastPass: { summary: { adopted: number } } }[] };
-    expect(json.mappings[0]!.lastPass.summary.adopted).toBe(1);
+    expect(json.mappings[0]!.lastPass.summary.adopted).toBe(8);
 
     // A daemon whose pass is not ok (a path the service refuses): one verdict, not two.
     const longDir = Array.from({ length: 9 }, () => 'd'.repeat(120)).join('/');
