@@ -11,9 +11,8 @@ import * as oidc from 'openid-client';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { ApiError } from '../api/errors.js';
 import { preview } from '../api/decode.js';
-import { ConfigError } from '../config/error.js';
 import { CredentialsRefusedError, RenewingProvider, type ObtainedToken, type RenewingOptions } from './renewing.js';
-import { readSecretFile } from './secret-file.js';
+import { readSecretFile, SecretFileError } from './secret-file.js';
 import type { ResolvedAuth } from './settings.js';
 
 type OAuth2Settings = Extract<ResolvedAuth, { type: 'oauth2' }>;
@@ -111,7 +110,8 @@ export class OAuth2TokenProvider extends RenewingProvider {
     try {
       return readSecretFile(this.s.refreshTokenFile, 'the refresh token file', 'dssync auth login').value;
     } catch (e) {
-      if (e instanceof ConfigError && /ENOENT/.test(e.message)) return undefined;
+      // Not stored yet (before the first `dssync auth login`): the grant asks for one.
+      if (e instanceof SecretFileError && e.errno === 'ENOENT') return undefined;
       throw e;
     }
   }

@@ -9,6 +9,17 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { ConfigError } from '../config/error.js';
 
+/** A secret file that cannot be opened; `errno` (ENOENT...) lets a caller tell "not there yet". */
+export class SecretFileError extends ConfigError {
+  constructor(
+    message: string,
+    field: string,
+    readonly errno: string | undefined,
+  ) {
+    super(message, field);
+  }
+}
+
 /** Far above any token or password; a bigger file is a wrong path, not a secret. */
 export const MAX_SECRET_BYTES = 64 * 1024;
 
@@ -28,7 +39,7 @@ export function readSecretFile(path: string, what: string, setting: string): Sec
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (e) {
-    throw new ConfigError(openFailure(e, what, path, setting), setting);
+    throw new SecretFileError(openFailure(e, what, path, setting), setting, (e as NodeJS.ErrnoException).code);
   }
   try {
     const st = fstatSync(fd);
