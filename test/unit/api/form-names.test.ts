@@ -50,7 +50,8 @@ describe('planMirror after a lost upload answer', () => {
       local: new Map([[path, { path, diskPath: `/s/${path}`, size: 3, mtimeMs: 1, sha256: 'h1' }]]),
       state: {
         files: {},
-        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path, size: 3, mtimeMs: 1, sha256: 'h1' }] } },
+        // Sent by a full pass whose listing (before the upload) showed no such document.
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path, size: 3, mtimeMs: 1, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         rejected: {},
       },
       remote: [{ ...rec('d-1', 'new%0Aline.txt'), raw: { size: 3 } }],
