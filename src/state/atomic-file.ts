@@ -2,7 +2,8 @@
  * Durable, atomic replacement of a file: write a temp file in the same directory, fsync it,
  * rename it over the target, fsync the directory. A crash, a kill -9 or a full disk at any
  * point leaves either the old file or the new one, never a truncated mix (steno, lowdb's
- * writer, renames without fsync: after a power cut the rename can land before the data).
+ * writer, which an earlier version used, renames without fsync: after a power cut the
+ * rename can land before the data).
  *
  * The file system is injected (StateFs) so tests can make any step fail.
  */
@@ -16,6 +17,8 @@ export const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;
 
 export interface StateFileHandle {
+  /** Reads up to `length` bytes at `position` (the snapshot is read in chunks, snapshot.ts). */
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
   writev(buffers: Buffer[]): Promise<{ bytesWritten: number }>;
   sync(): Promise<void>;
   /** Cuts the file to `len` bytes (the journal drops a partly written record). */
@@ -56,8 +59,15 @@ export function tempPrefix(path: string): string {
   return `${basename(path)}.tmp-`;
 }
 
-/** Writes `chunks` to `path` atomically and durably, mode 0600. */
-export async function writeFileAtomic(fs: StateFs, path: string, chunks: readonly Buffer[]): Promise<void> {
+/** Hands a producer's chunks to the file as they come (the snapshot streams itself). */
+export type ChunkSink = (chunks: readonly Buffer[]) => Promise<void>;
+
+/**
+ * Writes `content` to `path` atomically and durably, mode 0600: a list of chunks, or a
+ * producer that writes its chunks through the sink as it encodes them (so a large file is
+ * never whole in memory).
+ */
+export async function writeFileAtomic(fs: StateFs, path: string, content: readonly Buffer[] | ((write: ChunkSink) => Promise<void>)): Promise<void> {
   const tmp = join(dirname(path), `${tempPrefix(path)}${process.pid}-${randomBytes(4).toString('hex')}`);
   // 'wx': never follow or reuse an existing name; the mode applies to the temp file too.
   let fh: StateFileHandle;
@@ -71,7 +81,8 @@ export async function writeFileAtomic(fs: StateFs, path: string, chunks: readonl
   }
   try {
     try {
-      await writeAll(fh, chunks);
+      if (typeof content === 'function') await content((chunks) => writeAll(fh, chunks));
+      else await writeAll(fh, content);
       await fh.sync();
     } finally {
       await fh.close();

@@ -1,117 +1,216 @@
 /**
- * Decoding of the snapshot file, with validation and migration (its format: encoder.ts).
+ * Decoding of the snapshot file (its format: encoder.ts), with validation and migration.
+ *
+ * A snapshot is read as a stream: chunks of CHUNK_BYTES, split on newlines, one JSON.parse
+ * per line, yielding to the event loop every few milliseconds. Its cost grows with the
+ * number of files and nothing else, and no more than a chunk of it is in memory at once.
+ * The trailer (line count and CRC-32) is checked at the end: a snapshot cut short or
+ * damaged is a StateCorruptError, as is any line that is not what its place says.
+ * A file of version 1 or 2 (one JSON object, first byte `{`) goes to decode-legacy.ts.
  */
-import { StateCorruptError, StateVersionError } from './errors.js';
-import { STATE_VERSION, type MappingState, type StateFile } from './schema.js';
-import { IntentSchema, PassRecordSchema, RejectedSchema, entryFromTuple, firstIssue, isTupleTail, newMappingState, newState, type FileTuple } from './validate.js';
+import { crc32 } from 'node:zlib';
+import { errnoOf, StateCorruptError, StateVersionError } from './errors.js';
+import type { StateFileHandle, StateFs } from './atomic-file.js';
+import { decodeLegacyState } from './decode-legacy.js';
+import { SNAPSHOT_MAGIC, type SliceOptions, type StateCodec } from './encoder.js';
+import { STATE_VERSION, type MappingState } from './schema.js';
+import { fileFromLine, mappingFromHead, newState, type DecodedState } from './validate.js';
 
-export interface DecodedState {
-  state: StateFile;
-  /** Set when the file had an older version and was migrated (the store rewrites it). */
-  migratedFrom?: number;
+export type { DecodedState } from './validate.js';
+
+const NEWLINE = 0x0a;
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+/** Bytes read at a time. */
+const CHUNK_BYTES = 1 << 20;
+/** Lines parsed between two looks at the clock. */
+const LINES_PER_CHECK = 256;
+
+/**
+ * The line parser, fed chunks in order (parse), then told the file ended (finish). With a
+ * codec, the mappings are indexed for it as their files are read (no walk over the keys
+ * afterwards).
+ */
+export class SnapshotParser {
+  private readonly state = newState();
+  private lines = 0;
+  private crc = 0;
+  private mapping: { id: string; m: MappingState } | undefined;
+  private ended = false;
+  private headerSeen = false;
+
+  constructor(
+    private readonly file: string,
+    private readonly codec: StateCodec | undefined,
+  ) {}
+
+  /**
+   * Parses the complete lines of `buf` from `from`, and returns the offset after the last
+   * one it parsed: the end of the last complete line, or earlier when `pause()` (asked
+   * every LINES_PER_CHECK lines) said to stop there for now.
+   */
+  parse(buf: Buffer, from: number, pause?: () => boolean): number {
+    let at = from;
+    let crcFrom = from;
+    for (let n = 1; ; n++) {
+      const nl = buf.indexOf(NEWLINE, at);
+      if (nl < 0) break;
+      if (this.ended) this.bad('bytes after the end line', 'the end');
+      if (this.headerSeen && buf[at] === 0x65 /* e */ && buf.toString('latin1', at, at + 4) === 'end ') {
+        // The checksum covers every byte above the end line.
+        this.crc = crc32(buf.subarray(crcFrom, at), this.crc);
+        crcFrom = nl + 1;
+        this.checkTrailer(buf.toString('latin1', at, nl));
+      } else {
+        this.line(buf, at, nl);
+      }
+      at = nl + 1;
+      if (n % LINES_PER_CHECK === 0 && pause?.()) break;
+    }
+    if (crcFrom < at) this.crc = crc32(buf.subarray(crcFrom, at), this.crc);
+    return at;
+  }
+
+  /** The file ended with `rest` after its last newline. */
+  finish(rest: number): DecodedState {
+    if (!this.headerSeen && rest === 0) this.bad('the file is empty', 'the file');
+    if (rest > 0 || !this.ended) this.bad(`no end line after line ${this.lines}: the file is cut short`, 'the file');
+    return { state: this.state };
+  }
+
+  private line(buf: Buffer, start: number, end: number): void {
+    this.lines++;
+    const first = buf[start];
+    if (first === OPEN_BRACKET && this.mapping) {
+      const f = fileFromLine(this.json(buf, start, end));
+      if (!f) this.bad('not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] file line');
+      const { id, m } = this.mapping;
+      if (this.codec) this.codec.setFile(id, m, f.path, f.entry);
+      else m.files[f.path] = f.entry;
+    } else if (!this.headerSeen) {
+      this.header(buf.toString('utf8', start, end));
+    } else if (first === OPEN_BRACE) {
+      const v = this.json(buf, start, end);
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) this.bad('not a mapping line');
+      const id = (v as Record<string, unknown>)['mapping'];
+      if (typeof id !== 'string') this.bad('a mapping line without "mapping" (its id)');
+      if (id in this.state.mappings) this.bad(`mapping ${JSON.stringify(id)} twice`);
+      const m = mappingFromHead(this.file, `line ${this.lines}: mappings.${id}`, v as Record<string, unknown>);
+      this.state.mappings[id] = m;
+      this.codec?.indexMapping(id, m);
+      this.mapping = { id, m };
+    } else {
+      this.bad(first === OPEN_BRACKET ? 'a file line before any mapping line' : 'not a header, mapping, file or end line');
+    }
+  }
+
+  /** `dssync-state <version> {"journalSeq":N}` */
+  private header(text: string): void {
+    const m = /^(\S+) (\d+) (.*)$/.exec(text);
+    if (!m || m[1] !== SNAPSHOT_MAGIC) this.bad(`the first line is not "${SNAPSHOT_MAGIC} <version> {…}"`);
+    const version = Number(m[2]);
+    if (version > STATE_VERSION) throw new StateVersionError(this.file, version, STATE_VERSION);
+    if (version !== STATE_VERSION) this.bad(`version ${version} is not one this dssync can read`);
+    let head: unknown;
+    try {
+      head = JSON.parse(m[3] ?? '');
+    } catch {
+      this.bad('the header is not JSON after its version');
+    }
+    const journalSeq = (head as { journalSeq?: unknown } | null)?.journalSeq;
+    if (typeof journalSeq !== 'number' || !Number.isSafeInteger(journalSeq) || journalSeq < 0) {
+      this.bad(`"journalSeq" is missing or invalid (${JSON.stringify(journalSeq) ?? 'undefined'})`);
+    }
+    this.state.journalSeq = journalSeq;
+    this.headerSeen = true;
+  }
+
+  /** `end <lines> <crc32>` */
+  private checkTrailer(text: string): void {
+    const where = `the end line (after line ${this.lines})`;
+    const m = /^end (\d+) ([0-9a-f]{8})$/.exec(text);
+    if (!m) this.bad('damaged', where);
+    if (Number(m[1]) !== this.lines) this.bad(`it counts ${m[1]} lines above it, the file has ${this.lines}: lines are missing`, where);
+    if (parseInt(m[2] ?? '', 16) !== this.crc >>> 0) this.bad('its checksum does not match the lines above it: the file is damaged', where);
+    this.ended = true;
+  }
+
+  private json(buf: Buffer, start: number, end: number): unknown {
+    try {
+      return JSON.parse(buf.toString('utf8', start, end));
+    } catch {
+      return this.bad('not JSON');
+    }
+  }
+
+  private bad(detail: string, where = `line ${this.lines}`): never {
+    throw new StateCorruptError(this.file, `${where}: ${detail}`);
+  }
+}
+
+/** A file of version 1 or 2 (one JSON object), or blank (decode-legacy.ts says it is empty). */
+function isLegacy(buf: Buffer): boolean {
+  for (const b of buf) {
+    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue;
+    return b === OPEN_BRACE;
+  }
+  return true;
+}
+
+/** Decodes a whole snapshot held in memory (tests, tools). Throws StateCorruptError / StateVersionError. */
+export function decodeState(file: string, content: string | Buffer): DecodedState {
+  const buf = typeof content === 'string' ? Buffer.from(content) : content;
+  if (isLegacy(buf)) return decodeLegacyState(file, buf.toString('utf8'));
+  const parser = new SnapshotParser(file, undefined);
+  const at = parser.parse(buf, 0);
+  return parser.finish(buf.length - at);
+}
+
+export interface ReadSnapshot extends DecodedState {
+  bytes: number;
 }
 
 /**
- * Migrations from version n to n+1, applied in order on the parsed JSON before decoding.
- * None yet: version 1 is the first. When the format changes, bump STATE_VERSION in
- * schema.ts and add `MIGRATIONS[old] = (raw) => …` returning the next version's shape.
+ * Reads the snapshot at `path` as a stream, or undefined when there is none; `codec`
+ * indexes the mappings as they are read. Yields every `slice.sliceMs` or so.
  */
-type Migration = (raw: Record<string, unknown>) => Record<string, unknown>;
-const MIGRATIONS: Partial<Record<number, Migration>> = {
-  // Version 2 added the journal (journal.ts): the snapshot says which of its ops it holds.
-  1: (raw) => ({ ...raw, version: 2, journalSeq: 0 }),
-};
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Parses and validates the text of a state file. Throws StateCorruptError / StateVersionError. */
-export function decodeState(file: string, text: string): DecodedState {
-  if (text.trim() === '') throw new StateCorruptError(file, 'the file is empty');
-  let raw: unknown;
+export async function readSnapshot(fs: StateFs, path: string, codec: StateCodec | undefined, slice: SliceOptions): Promise<ReadSnapshot | undefined> {
+  let fh: StateFileHandle;
   try {
-    raw = JSON.parse(text);
+    fh = await fs.open(path, 'r');
   } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
-    throw new StateCorruptError(file, `not valid JSON, possibly truncated: ${why}`, { cause: err });
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    throw err;
   }
-  if (!isObject(raw)) throw new StateCorruptError(file, 'the top level is not an object');
-  const version = raw['version'];
-  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
-    throw new StateCorruptError(file, `"version" is missing or invalid (${JSON.stringify(version) ?? 'undefined'})`);
-  }
-  if (version > STATE_VERSION) throw new StateVersionError(file, version, STATE_VERSION);
-  let migratedFrom: number | undefined;
-  let current = raw;
-  for (let v = version; v < STATE_VERSION; v++) {
-    const migrate = MIGRATIONS[v];
-    if (!migrate) throw new StateCorruptError(file, `version ${version} is not one this dssync can migrate`);
-    current = migrate(current);
-    migratedFrom = version;
-  }
-  const mappingsRaw = current['mappings'];
-  if (!isObject(mappingsRaw)) throw new StateCorruptError(file, '"mappings" is missing or not an object');
-  const journalSeq = current['journalSeq'];
-  if (typeof journalSeq !== 'number' || !Number.isSafeInteger(journalSeq) || journalSeq < 0) {
-    throw new StateCorruptError(file, `"journalSeq" is missing or invalid (${JSON.stringify(journalSeq) ?? 'undefined'})`);
-  }
-  const state = newState();
-  state.journalSeq = journalSeq;
-  for (const id of Object.keys(mappingsRaw)) {
-    state.mappings[id] = decodeMapping(file, id, mappingsRaw[id]);
-  }
-  return migratedFrom === undefined ? { state } : { state, migratedFrom };
-}
-
-function decodeMapping(file: string, id: string, v: unknown): MappingState {
-  const at = `mappings.${id}`;
-  const bad = (detail: string): never => {
-    throw new StateCorruptError(file, `${at}${detail}`);
-  };
-  if (!isObject(v)) return bad(': not an object');
-  const { dataSourceId, root, files, intents, rejected, lastPass } = v;
-  if (typeof dataSourceId !== 'string') return bad('.dataSourceId: not a string');
-  if (typeof root !== 'string') return bad('.root: not a string');
-  if (!Array.isArray(files)) return bad('.files: not an array');
-  if (!isObject(intents)) return bad('.intents: not an object');
-  if (!isObject(rejected)) return bad('.rejected: not an object');
-
-  const m = newMappingState(dataSourceId, root);
-  // The hot loop of a load: plain checks, no allocation beyond the entry itself.
-  for (let i = 0; i < files.length; i++) {
-    const t: unknown = files[i];
-    if (
-      !Array.isArray(t) ||
-      typeof t[0] !== 'string' ||
-      typeof t[1] !== 'string' ||
-      typeof t[2] !== 'number' ||
-      typeof t[3] !== 'number' ||
-      typeof t[4] !== 'string' ||
-      typeof t[5] !== 'string' ||
-      // Files of older versions have no stat fields: read as they are, hashed again once.
-      !isTupleTail(t, 6)
-    ) {
-      return bad(`.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] tuple`);
+  let bytes = 0;
+  try {
+    const parser = new SnapshotParser(path, codec);
+    const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+    let carry = Buffer.alloc(0);
+    let sliceStart = slice.now();
+    const pause = (): boolean => slice.now() - sliceStart >= slice.sliceMs;
+    for (;;) {
+      const { bytesRead } = await fh.read(chunk, 0, CHUNK_BYTES, bytes);
+      // An empty file goes to decode-legacy.ts as well, which says so.
+      if (bytes === 0 && isLegacy(chunk.subarray(0, bytesRead))) break;
+      if (bytesRead === 0) return { ...parser.finish(carry.length), bytes };
+      bytes += bytesRead;
+      sliceStart = slice.now(); // the read was a turn of the event loop
+      const buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, bytesRead)]) : chunk.subarray(0, bytesRead);
+      let at = 0;
+      for (;;) {
+        at = parser.parse(buf, at, pause);
+        if (buf.indexOf(NEWLINE, at) < 0) break;
+        await slice.yieldNow();
+        sliceStart = slice.now();
+      }
+      // The chunk buffer is reused: keep a copy of the incomplete last line.
+      carry = Buffer.from(buf.subarray(at));
     }
-    m.files[t[0]] = entryFromTuple(t.slice(1) as FileTuple);
+  } finally {
+    await fh.close();
   }
-  for (const key of Object.keys(intents)) {
-    const r = IntentSchema.safeParse(intents[key]);
-    if (!r.success) return bad(`.intents.${key}: ${firstIssue(r.error)}`);
-    if (r.data.id !== key) return bad(`.intents.${key}: id ${JSON.stringify(r.data.id)} differs from its key`);
-    m.intents[key] = r.data;
-  }
-  for (const key of Object.keys(rejected)) {
-    const r = RejectedSchema.safeParse(rejected[key]);
-    if (!r.success) return bad(`.rejected.${JSON.stringify(key)}: ${firstIssue(r.error)}`);
-    m.rejected[key] = r.data;
-  }
-  if (lastPass !== undefined) {
-    const r = PassRecordSchema.safeParse(lastPass);
-    if (!r.success) return bad(`.lastPass: ${firstIssue(r.error)}`);
-    m.lastPass = r.data;
-  }
-  return m;
+  // Version 1 or 2: one JSON object, read whole (migrated, then rewritten in lines).
+  const text = await fs.readFile(path, 'utf8');
+  return { ...decodeLegacyState(path, text), bytes: Buffer.byteLength(text) };
 }
-

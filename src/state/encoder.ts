@@ -1,30 +1,37 @@
 /**
  * The encoding of the snapshot file (decoding: decode.ts).
  *
- * Format (version 1): compact JSON, no pretty-printing:
+ * Format (version 3): lines, UTF-8, so that the file is written and read as a stream in
+ * pieces of a few milliseconds, whatever its size (one JSON document of a million files is
+ * a 191 MB string whose parse blocks for minutes: docs/performance.md, "A million files"):
  *
- *   {"version":2,"journalSeq":N,"mappings":{"<id>":{"dataSourceId":"…","root":"…","intents":{…},
- *     "rejected":{…},"lastPass":{…},"files":[["<path>","<documentId>",<size>,<mtimeMs>,"<sha256>","<syncedAt>",
- *     <hashedAt>,<ctimeMs>,<dev>,<ino>],…]}}}
+ *   dssync-state 3 {"journalSeq":N}                                     the header
+ *   {"mapping":"<id>","dataSourceId":"…","root":"…","intents":{…},"rejected":{…},"lastPass":{…}}
+ *   ["<path>","<documentId>",<size>,<mtimeMs>,"<sha256>","<syncedAt>",<hashedAt>,<ctimeMs>,<dev>,<ino>]
+ *   …                                                                  one line per file of that mapping
+ *   {"mapping":"<id2>",…}                                              the next mapping, its files
+ *   end <lines> <crc32>                                                the trailer
  *
- * Every mapping field is as in schema.ts except `files`, stored as an array of tuples in
- * the order of FileEntry's fields (the last four, the racy check's, null when unknown;
- * entries written before they existed are 6-tuples, still read: validate.ts FileTuple): object keys repeated 100,000 times cost ~20% more bytes,
- * and parsing arrays is markedly faster (see the report of the state store).
+ * A mapping line starts with `{`, a file line with `[`; a file belongs to the mapping line
+ * above it. A file is the tuple of FileEntry's fields after its path (the last four, the
+ * racy check's, null when unknown; entries written before they existed have the first five
+ * only: validate.ts FileTuple). JSON never holds a raw newline, so lines split on `\n`.
+ * The trailer counts the lines above it and holds the CRC-32 of every byte above it: a
+ * snapshot cut short, or damaged, is detected as corrupt (the store then rebuilds the state
+ * from the service). Files of versions 1 and 2 were one JSON object (`{"version":2,…}`):
+ * still read (decode-legacy.ts), and rewritten in this format at once.
  *
- * Why a stateful encoder: JSON.stringify of 100,000 entries blocks the event loop for
- * ~110–140 ms on this machine (more when the machine is busy), every write, several times a
- * second during an initial sync. So each mapping's files are split into BUCKET_COUNT hash
- * buckets whose encoded bytes are cached; a mutation invalidates one bucket, and a write
- * re-encodes only the invalidated buckets, then hands the list of buffers to writev.
- * And when many buckets are stale (after a load, or a burst of changes), the snapshot pins
- * them (copy-on-write) and they are encoded in slices of a few milliseconds, so no write
- * blocks the event loop for long, however large the state.
+ * Why a stateful encoder: each mapping's files are split into BUCKET_COUNT hash buckets.
+ * A snapshot pins them (copy-on-write: cheap and synchronous), then encodes them in slices
+ * of a few milliseconds and hands the bytes to the file as it goes, so no write blocks the
+ * event loop for long nor holds the whole file in memory, however large the state.
  *
  * The store changes files only through StateCodec.setFile and reports its other changes
- * (headChanged, mappingRemoved, indexMapping); property tests check that the cached
- * encoding always equals a fresh one, and that a sliced snapshot is exact.
+ * (headChanged, mappingRemoved, indexMapping); property tests check that a sliced snapshot
+ * is exactly the state at the snapshot.
  */
+import { crc32 } from 'node:zlib';
+import type { ChunkSink } from './atomic-file.js';
 import { STATE_VERSION, type FileEntry, type MappingState, type StateFile } from './schema.js';
 import { entryToTuple } from './validate.js';
 
@@ -63,18 +70,18 @@ interface PendingBucket {
 }
 
 interface MappingPlan {
-  /** `"<id>":{…,"files":[` */
-  prefix: Buffer;
-  buckets: (Buffer | PendingBucket)[];
+  /** The mapping's line (its head: everything but the files). */
+  head: Buffer;
+  buckets: PendingBucket[];
 }
 
-function isPending(b: Buffer | PendingBucket): b is PendingBucket {
-  return !Buffer.isBuffer(b);
-}
+/** The first word of a snapshot file of this format (a legacy one starts with `{`). */
+export const SNAPSHOT_MAGIC = 'dssync-state';
 
 export interface EncodeResult {
-  chunks: Buffer[];
   bytes: number;
+  /** Lines written, trailer excluded. */
+  lines: number;
   /** Time spent encoding in total, and the longest stretch without yielding (ms). */
   totalMs: number;
   maxBlockMs: number;
@@ -88,9 +95,41 @@ export interface SliceOptions {
   now: () => number;
 }
 
-const B_CLOSE = Buffer.from('}}');
-const B_COMMA = Buffer.from(',');
-const B_MAPPING_END = Buffer.from(']}');
+/** Encoded bytes are handed to the file once this many are pending. */
+const WRITE_BYTES = 1 << 20;
+
+/** The bytes of a snapshot as they are produced, with their line count and CRC-32. */
+class Output {
+  private chunks: Buffer[] = [];
+  pending = 0;
+  bytes = 0;
+  lines = 0;
+  private crc = 0;
+
+  add(buf: Buffer, lines: number): void {
+    if (buf.length === 0) return;
+    this.chunks.push(buf);
+    this.pending += buf.length;
+    this.bytes += buf.length;
+    this.lines += lines;
+    this.crc = crc32(buf, this.crc);
+  }
+
+  /** The trailer line, after everything added (not counted in the CRC nor the lines). */
+  addTrailer(): void {
+    const t = Buffer.from(`end ${this.lines} ${(this.crc >>> 0).toString(16).padStart(8, '0')}\n`);
+    this.chunks.push(t);
+    this.pending += t.length;
+    this.bytes += t.length;
+  }
+
+  take(): Buffer[] {
+    const out = this.chunks;
+    this.chunks = [];
+    this.pending = 0;
+    return out;
+  }
+}
 
 /**
  * A snapshot of the state to write. Taking it is cheap and synchronous: heads are encoded,
@@ -100,78 +139,75 @@ const B_MAPPING_END = Buffer.from(']}');
  */
 export class EncodePlan {
   constructor(
-    private readonly open: Buffer,
+    private readonly header: Buffer,
     private readonly mappings: MappingPlan[],
   ) {}
 
-  /** Encodes without yielding. */
+  /** Encodes without yielding (tests, tools, small states). */
   runSync(): Buffer[] {
     try {
+      const out = new Output();
+      out.add(this.header, 1);
       for (const m of this.mappings) {
-        for (let i = 0; i < m.buckets.length; i++) {
-          const b = m.buckets[i];
-          if (b && isPending(b)) m.buckets[i] = encodeBucket(b);
+        out.add(m.head, 1);
+        for (const b of m.buckets) {
+          const e = encodeBucket(b);
+          out.add(e.buf, e.lines);
         }
       }
-      return this.assemble();
+      out.addTrailer();
+      return out.take();
     } finally {
       this.release();
     }
   }
 
-  /** Encodes in slices of at most about `sliceMs`, yielding in between. */
-  async run(opts: SliceOptions): Promise<EncodeResult> {
+  /**
+   * Encodes in slices of at most about `sliceMs` (one bucket is the unit), yielding in
+   * between, and hands the bytes to `write` about every MiB (which also yields).
+   */
+  async run(opts: SliceOptions, write: ChunkSink): Promise<EncodeResult> {
     try {
+      const out = new Output();
       let totalMs = 0;
       let maxBlockMs = 0;
       let sliceStart = opts.now();
+      const endSlice = (): void => {
+        const elapsed = opts.now() - sliceStart;
+        totalMs += elapsed;
+        maxBlockMs = Math.max(maxBlockMs, elapsed);
+      };
+      out.add(this.header, 1);
       for (const m of this.mappings) {
-        for (let i = 0; i < m.buckets.length; i++) {
-          const b = m.buckets[i];
-          if (!b || !isPending(b)) continue;
-          m.buckets[i] = encodeBucket(b);
-          const elapsed = opts.now() - sliceStart;
-          if (elapsed >= opts.sliceMs) {
-            totalMs += elapsed;
-            maxBlockMs = Math.max(maxBlockMs, elapsed);
+        out.add(m.head, 1);
+        for (const b of m.buckets) {
+          const e = encodeBucket(b);
+          out.add(e.buf, e.lines);
+          if (out.pending >= WRITE_BYTES) {
+            endSlice();
+            await write(out.take());
+            sliceStart = opts.now();
+          } else if (opts.now() - sliceStart >= opts.sliceMs) {
+            endSlice();
             await opts.yieldNow();
             sliceStart = opts.now();
           }
         }
       }
-      const chunks = this.assemble();
-      const last = opts.now() - sliceStart;
-      totalMs += last;
-      maxBlockMs = Math.max(maxBlockMs, last);
-      return { chunks, bytes: chunks.reduce((n, c) => n + c.length, 0), totalMs, maxBlockMs };
+      out.addTrailer();
+      endSlice();
+      await write(out.take());
+      return { bytes: out.bytes, lines: out.lines, totalMs, maxBlockMs };
     } finally {
       this.release();
     }
   }
 
-  /** Unpins what was not encoded (only after a failure). */
-  private release(): void {
+  /** Unpins what was not encoded (after a failure, or a plan that never ran). Idempotent. */
+  release(): void {
     for (const m of this.mappings) {
-      for (const b of m.buckets) if (isPending(b) && b.index.pins[b.bucket] === b) b.index.pins[b.bucket] = undefined;
+      for (const b of m.buckets) if (b.index.pins[b.bucket] === b) b.index.pins[b.bucket] = undefined;
     }
-  }
-
-  private assemble(): Buffer[] {
-    const out: Buffer[] = [this.open];
-    this.mappings.forEach((m, i) => {
-      if (i > 0) out.push(B_COMMA);
-      out.push(m.prefix);
-      let first = true;
-      for (const b of m.buckets) {
-        if (isPending(b) || b.length === 0) continue;
-        if (!first) out.push(B_COMMA);
-        first = false;
-        out.push(b);
-      }
-      out.push(B_MAPPING_END);
-    });
-    out.push(B_CLOSE);
-    return out;
   }
 }
 
@@ -236,7 +272,7 @@ export class StateCodec {
       const m = state.mappings[id];
       if (!m) continue;
       const index = this.indexOf(id, m);
-      const buckets: (Buffer | PendingBucket)[] = [];
+      const buckets: PendingBucket[] = [];
       for (let b = 0; b < BUCKET_COUNT; b++) {
         const keys = index.keys[b];
         if (!keys || keys.size === 0) continue;
@@ -244,14 +280,14 @@ export class StateCodec {
         index.pins[b] = pending;
         buckets.push(pending);
       }
-      plans.push({ prefix: Buffer.from(`${JSON.stringify(id)}:${encodeHead(m)}`), buckets });
+      plans.push({ head: Buffer.from(`${encodeHead(id, m)}\n`), buckets });
     }
     // Indexes of mappings no longer in the state are dropped (defensive: removeMapping does it).
     if (this.indexes.size > ids.length) {
       for (const id of this.indexes.keys()) if (!(id in state.mappings)) this.indexes.delete(id);
     }
-    const open = Buffer.from(`{"version":${STATE_VERSION},"journalSeq":${state.journalSeq},"mappings":{`);
-    return new EncodePlan(open, plans);
+    const header = Buffer.from(`${SNAPSHOT_MAGIC} ${STATE_VERSION} ${JSON.stringify({ journalSeq: state.journalSeq })}\n`);
+    return new EncodePlan(header, plans);
   }
 
   /** Files of mapping `id`, counted from the bucket index (no walk over 100,000 keys). */
@@ -277,17 +313,15 @@ export class StateCodec {
   }
 }
 
-/** Encodes a pinned bucket and unpins it. */
-function encodeBucket(p: PendingBucket): Buffer {
+/** Encodes a pinned bucket (one line per file) and unpins it. */
+function encodeBucket(p: PendingBucket): { buf: Buffer; lines: number } {
   const items = p.items ?? collect(p.index.keys[p.bucket], p.files);
-  const tuples: unknown[] = [];
+  let text = '';
   for (let i = 0; i < items.length; i += 2) {
-    const e = items[i + 1] as FileEntry;
-    tuples.push([items[i] as string, ...entryToTuple(e)]);
+    text += `${JSON.stringify([items[i] as string, ...entryToTuple(items[i + 1] as FileEntry)])}\n`;
   }
-  const buf = tuples.length ? Buffer.from(JSON.stringify(tuples).slice(1, -1)) : Buffer.alloc(0);
   if (p.index.pins[p.bucket] === p) p.index.pins[p.bucket] = undefined;
-  return buf;
+  return { buf: Buffer.from(text), lines: items.length / 2 };
 }
 
 function collect(keys: Set<string> | undefined, files: Record<string, FileEntry>): (string | FileEntry)[] {
@@ -307,16 +341,17 @@ function addKey(index: MappingIndex, path: string, b = bucketOf(path)): void {
   set.add(path);
 }
 
-function encodeHead(m: MappingState): string {
-  const head: Omit<MappingState, 'files'> = {
+/** The mapping's line: its id and every field but the files. */
+export function encodeHead(id: string, m: MappingState): string {
+  const head: { mapping: string } & Omit<MappingState, 'files'> = {
+    mapping: id,
     dataSourceId: m.dataSourceId,
     root: m.root,
     intents: m.intents,
     rejected: m.rejected,
   };
   if (m.lastPass !== undefined) head.lastPass = m.lastPass;
-  const json = JSON.stringify(head);
-  return `${json.slice(0, -1)},"files":[`;
+  return JSON.stringify(head);
 }
 
 /** The whole encoding as one string (tests, tools). */

@@ -2,13 +2,13 @@
  * The state file's shape (DESIGN §1.4, §4). One file holds every mapping of a daemon.
  * Paths are relative to the mapping's folder, POSIX separators, NFC-normalised.
  * The token and other secrets are never part of it.
- * On disk, each mapping's `files` is stored compactly as [path, documentId, size, mtimeMs,
- * sha256, syncedAt, hashedAt, ctimeMs, dev, ino] tuples, the last four null when unknown
- * and absent in files of older versions (see encoder.ts); use StateStore / readStateFile
- * (store.ts) to read it.
+ * On disk, each file is one line, a [path, documentId, size, mtimeMs, sha256, syncedAt,
+ * hashedAt, ctimeMs, dev, ino] tuple, the last four null when unknown and absent in files
+ * of older versions (see encoder.ts); use StateStore / readStateFile (store.ts) to read it.
  */
 
-export const STATE_VERSION = 2;
+/** 3: the snapshot is lines (encoder.ts); 1 and 2 were one JSON object (decode-legacy.ts). */
+export const STATE_VERSION = 3;
 
 export interface StateFile {
   version: typeof STATE_VERSION;

@@ -1,7 +1,8 @@
 /**
- * StateStore: the daemon's memory of what it synced (DESIGN §1.4, §4): a snapshot on lowdb 7
- * (`<path>`, read at start, rewritten in the background) and an append-only journal
- * (`<path>.journal`, journal.ts) of the changes since.
+ * StateStore: the daemon's memory of what it synced (DESIGN §1.4, §4): a snapshot
+ * (`<path>`, one line per file, read as a stream at start and rewritten in the background:
+ * snapshot-file.ts, encoder.ts) and an append-only journal (`<path>.journal`, journal.ts)
+ * of the changes since.
  *
  * - Reads are plain property reads of the in-memory state (`mapping(id).files[path]`).
  *   Treat what they return as read-only: every change goes through a method here, which
@@ -23,9 +24,8 @@
 import { randomUUID } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Low } from 'lowdb';
 import { silentLogger, type Logger } from '../log.js';
-import { StateFileAdapter, type ReadStats, type SnapshotStats } from './adapter.js';
+import { SnapshotFile, type ReadStats, type SnapshotStats } from './snapshot-file.js';
 import { ensureDir, nodeStateFs, readIfExists, removeStaleTemps, restrictMode, writeFileAtomic, type StateFs } from './atomic-file.js';
 import { StateCodec } from './encoder.js';
 import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState, withIntentDocuments } from './validate.js';
@@ -115,8 +115,9 @@ export class StateStore {
   private constructor(
     /** Absolute path of the state file. */
     readonly path: string,
-    private readonly db: Low<StateFile>,
-    private readonly adapter: StateFileAdapter,
+    /** The state in memory: what the snapshot and the journal's ops make. */
+    private readonly state: StateFile,
+    private readonly snapshotFile: SnapshotFile,
     private readonly codec: StateCodec,
     private readonly journal: Journal,
     private readonly lock: Lock | undefined,
@@ -170,13 +171,13 @@ export class StateStore {
         if (removed.length) logger.info({ removed }, 'removed temp files of an interrupted state write');
       }
       const codec = new StateCodec();
-      const adapter = new StateFileAdapter(abs, fs, codec);
-      const db = new Low<StateFile>(adapter, newState());
+      const snapshotFile = new SnapshotFile(abs, fs, codec);
+      let state = newState();
       const t0 = performance.now();
       let loaded: Loaded;
       try {
-        await db.read();
-        loaded = await loadJournal(fs, journalPath, db.data, codec);
+        state = (await snapshotFile.read()) ?? state;
+        loaded = await loadJournal(fs, journalPath, state, codec);
       } catch (err) {
         if (err instanceof StateCorruptError && opts.onCorrupt === 'reset') {
           const stamp = fileStamp(clock());
@@ -195,7 +196,7 @@ export class StateStore {
             { file: abs, movedTo: aside, alsoMoved: moved.slice(1), detail: err.detail },
             `state file ${abs} was corrupt (${err.detail}); moved it to ${aside} and starting with an empty state`,
           );
-          db.data = newState();
+          state = newState();
           codec.reset();
           loaded = { lastSeq: 0, bytes: 0, exists: false, replayed: 0 };
         } else if (isStateError(err) || errnoOf(err) === undefined) {
@@ -210,15 +211,15 @@ export class StateStore {
         await writeFileAtomic(fs, journalPath, [loaded.torn.valid]);
       }
       const journal = new Journal(journalPath, fs, { lastSeq: loaded.lastSeq, bytes: loaded.bytes, exists: loaded.exists });
-      const store = new StateStore(abs, db, adapter, codec, journal, lock, clock, logger, timers, opts);
-      if (adapter.readStats) {
-        store.loadStats = { ...adapter.readStats, loadMs: performance.now() - t0, journalBytes: loaded.bytes, replayedOps: loaded.replayed };
+      const store = new StateStore(abs, state, snapshotFile, codec, journal, lock, clock, logger, timers, opts);
+      if (snapshotFile.readStats) {
+        store.loadStats = { ...snapshotFile.readStats, loadMs: performance.now() - t0, journalBytes: loaded.bytes, replayedOps: loaded.replayed };
         logger.debug({ file: abs, ...store.loadStats }, 'state loaded');
       } else if (loaded.exists) {
         store.loadStats = { bytes: 0, loadMs: performance.now() - t0, journalBytes: loaded.bytes, replayedOps: loaded.replayed };
       }
-      if (adapter.migratedFrom !== undefined) {
-        logger.info({ file: abs, from: adapter.migratedFrom }, `state file migrated from version ${adapter.migratedFrom}`);
+      if (snapshotFile.migratedFrom !== undefined) {
+        logger.info({ file: abs, from: snapshotFile.migratedFrom }, `state file migrated from version ${snapshotFile.migratedFrom}`);
         store.startFold();
       }
       return store;
@@ -231,21 +232,21 @@ export class StateStore {
   // ---- reads -------------------------------------------------------------------------
 
   mapping(id: string): MappingState | undefined {
-    return this.db.data.mappings[id];
+    return this.state.mappings[id];
   }
 
   /** Files tracked in a mapping (cheap: for status and metrics, however large the state). */
   fileCount(id: string): number {
-    const m = this.db.data.mappings[id];
+    const m = this.state.mappings[id];
     return m ? this.codec.fileCount(id, m) : 0;
   }
 
   mappingIds(): string[] {
-    return Object.keys(this.db.data.mappings);
+    return Object.keys(this.state.mappings);
   }
 
   openIntents(mappingId: string): Intent[] {
-    const m = this.db.data.mappings[mappingId];
+    const m = this.state.mappings[mappingId];
     if (!m) return [];
     return Object.values(m.intents).sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
   }
@@ -261,7 +262,7 @@ export class StateStore {
   }
 
   get writeStats(): Readonly<WriteStats> {
-    return { ...this.stats, journalBytes: this.journal.bytes, snapshot: this.adapter.stats };
+    return { ...this.stats, journalBytes: this.journal.bytes, snapshot: this.snapshotFile.stats };
   }
 
   /** Size and duration of the load (snapshot and journal replay), when a file was read. */
@@ -280,7 +281,7 @@ export class StateStore {
    */
   ensureMapping(id: string, dataSourceId: string, root: string): MappingState {
     this.assertOpen();
-    const m = this.db.data.mappings[id];
+    const m = this.state.mappings[id];
     if (m && m.dataSourceId === dataSourceId) {
       if (m.root !== root) this.commit(['map', id, dataSourceId, root]);
       return m;
@@ -298,12 +299,12 @@ export class StateStore {
       );
     }
     this.commit(['map', id, dataSourceId, root]);
-    return this.db.data.mappings[id] as MappingState;
+    return this.state.mappings[id] as MappingState;
   }
 
   removeMapping(id: string): void {
     this.assertOpen();
-    if (!(id in this.db.data.mappings)) return;
+    if (!(id in this.state.mappings)) return;
     this.commit(['unmap', id]);
   }
 
@@ -346,7 +347,7 @@ export class StateStore {
     try {
       await this.scheduler.flush();
     } catch (err) {
-      if (!this.closed && this.db.data.mappings[mappingId]?.intents[id]) this.commit(['endIntent', mappingId, id]);
+      if (!this.closed && this.state.mappings[mappingId]?.intents[id]) this.commit(['endIntent', mappingId, id]);
       throw err instanceof StateWriteError ? err : new StateWriteError(this.path, err);
     }
     return id;
@@ -360,7 +361,7 @@ export class StateStore {
    */
   setIntentDocuments(mappingId: string, intentId: string, documentIds: readonly (string | undefined)[]): void {
     this.assertOpen();
-    const intent = this.db.data.mappings[mappingId]?.intents[intentId];
+    const intent = this.state.mappings[mappingId]?.intents[intentId];
     if (!intent || intent.kind !== 'upload') return;
     const next = withIntentDocuments(intent, documentIds);
     if (next !== intent) this.commit(['intent', mappingId, next]);
@@ -369,7 +370,7 @@ export class StateStore {
   /** The remote write is done (or known not to have happened). Coalesced. */
   endIntent(mappingId: string, intentId: string): boolean {
     this.assertOpen();
-    const m = this.db.data.mappings[mappingId];
+    const m = this.state.mappings[mappingId];
     if (!m || !m.intents[intentId]) return false;
     this.commit(['endIntent', mappingId, intentId]);
     return true;
@@ -437,7 +438,7 @@ export class StateStore {
 
   /** The one way the state changes: apply the op (memory and encoder), journal it, schedule the write. */
   private commit(op: StateOp): void {
-    applyOp(this.db.data, this.codec, op);
+    applyOp(this.state, this.codec, op);
     this.journal.add(op);
     this.scheduler.markDirty();
   }
@@ -467,7 +468,7 @@ export class StateStore {
   }
 
   private foldBound(): number {
-    const snapshotBytes = this.adapter.stats.writes > 0 ? this.adapter.stats.lastBytes : (this.adapter.readStats?.bytes ?? 0);
+    const snapshotBytes = this.snapshotFile.stats.writes > 0 ? this.snapshotFile.stats.lastBytes : (this.snapshotFile.readStats?.bytes ?? 0);
     return Math.max(this.foldMinBytes, Math.floor(snapshotBytes / 4), this.foldBlockedBelow);
   }
 
@@ -477,17 +478,17 @@ export class StateStore {
 
   /**
    * Folds the journal into a new snapshot, in the background. Every op applied so far is in
-   * the snapshot (taken synchronously in adapter.write), and it says so (journalSeq); the
+   * the snapshot (taken synchronously in SnapshotFile.write), and it says so (journalSeq); the
    * journal keeps the records appended meanwhile, and is cut to them once the snapshot is
    * durable. A crash at any point leaves a snapshot and a journal whose later ops complete it.
    */
   private startFold(): void {
     if (this.folding) return;
     const run = async (): Promise<void> => {
-      this.db.data.journalSeq = this.journal.lastSeq;
+      this.state.journalSeq = this.journal.lastSeq;
       this.journal.keepTail();
       try {
-        await this.db.write();
+        await this.snapshotFile.write(this.state);
       } catch (err) {
         this.journal.dropTail();
         throw err;
@@ -498,7 +499,7 @@ export class StateStore {
       .then(
         () => {
           this.foldBlockedBelow = 0;
-          const st = this.adapter.stats;
+          const st = this.snapshotFile.stats;
           this.logger.debug({ file: this.path, bytes: st.lastBytes, ms: st.lastWriteMs, maxBlockMs: st.lastMaxBlockMs }, 'state journal folded into a new snapshot');
         },
         (err: unknown) => {
@@ -513,7 +514,7 @@ export class StateStore {
 
   private need(mappingId: string): MappingState {
     this.assertOpen();
-    const m = this.db.data.mappings[mappingId];
+    const m = this.state.mappings[mappingId];
     if (!m) throw new Error(`state: unknown mapping ${JSON.stringify(mappingId)} (call ensureMapping first)`);
     return m;
   }
@@ -533,11 +534,11 @@ export async function readStateFile(path: string, fs: StateFs = nodeStateFs): Pr
     // A daemon may fold between our reads of the snapshot and of the journal (the journal
     // then starts after the snapshot we read): read both again.
     for (let attempt = 1; ; attempt++) {
-      const adapter = new StateFileAdapter(abs, fs, new StateCodec());
-      const state = (await adapter.read()) ?? newState();
+      const snapshot = new SnapshotFile(abs, fs, new StateCodec());
+      const state = (await snapshot.read()) ?? newState();
       try {
         const loaded = await loadJournal(fs, journalPathOf(abs), state, undefined);
-        return adapter.readStats || loaded.exists ? state : undefined;
+        return snapshot.readStats || loaded.exists ? state : undefined;
       } catch (err) {
         if (!(err instanceof StateCorruptError && err.detail.startsWith(JOURNAL_GAP)) || attempt >= 3) throw err;
       }

@@ -4,6 +4,7 @@
  * small parts, plain checks for file entries).
  */
 import { z } from 'zod';
+import { StateCorruptError } from './errors.js';
 import { STATE_VERSION, type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile } from './schema.js';
 
 /**
@@ -174,3 +175,70 @@ function hasNonFinite(v: unknown): boolean {
   return false;
 }
 
+
+// ---------------------------------------------------------------------------------------
+// Reading a snapshot (decode.ts, decode-legacy.ts).
+
+export interface DecodedState {
+  state: StateFile;
+  /** Set when the file had an older version and was migrated (the store rewrites it). */
+  migratedFrom?: number;
+}
+
+/**
+ * A file as the snapshot stores it, `[path, …FileTuple]`, or undefined when `t` is not one.
+ * The hot loop of a load: plain checks, no allocation beyond the entry itself.
+ */
+export function fileFromLine(t: unknown): { path: string; entry: FileEntry } | undefined {
+  if (
+    !Array.isArray(t) ||
+    typeof t[0] !== 'string' ||
+    typeof t[1] !== 'string' ||
+    typeof t[2] !== 'number' ||
+    typeof t[3] !== 'number' ||
+    typeof t[4] !== 'string' ||
+    typeof t[5] !== 'string' ||
+    // Files of older versions have no stat fields: read as they are, hashed again once.
+    !isTupleTail(t, 6)
+  ) {
+    return undefined;
+  }
+  return { path: t[0], entry: entryFromTuple(t.slice(1) as FileTuple) };
+}
+
+/**
+ * A mapping without its files, from the fields of `v` (dataSourceId, root, intents,
+ * rejected, lastPass), validated. `at` names it in the error (StateCorruptError).
+ */
+export function mappingFromHead(file: string, at: string, v: Record<string, unknown>): MappingState {
+  const bad = (detail: string): never => {
+    throw new StateCorruptError(file, `${at}${detail}`);
+  };
+  const { dataSourceId, root, intents, rejected, lastPass } = v;
+  if (typeof dataSourceId !== 'string') return bad('.dataSourceId: not a string');
+  if (typeof root !== 'string') return bad('.root: not a string');
+  if (!isRecord(intents)) return bad('.intents: not an object');
+  if (!isRecord(rejected)) return bad('.rejected: not an object');
+  const m = newMappingState(dataSourceId, root);
+  for (const key of Object.keys(intents)) {
+    const r = IntentSchema.safeParse(intents[key]);
+    if (!r.success) return bad(`.intents.${key}: ${firstIssue(r.error)}`);
+    if (r.data.id !== key) return bad(`.intents.${key}: id ${JSON.stringify(r.data.id)} differs from its key`);
+    m.intents[key] = r.data;
+  }
+  for (const key of Object.keys(rejected)) {
+    const r = RejectedSchema.safeParse(rejected[key]);
+    if (!r.success) return bad(`.rejected.${JSON.stringify(key)}: ${firstIssue(r.error)}`);
+    m.rejected[key] = r.data;
+  }
+  if (lastPass !== undefined) {
+    const r = PassRecordSchema.safeParse(lastPass);
+    if (!r.success) return bad(`.lastPass: ${firstIssue(r.error)}`);
+    m.lastPass = r.data;
+  }
+  return m;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

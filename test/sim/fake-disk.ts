@@ -45,6 +45,11 @@ export class FakeDisk {
       return n;
     };
     const handle = (path: string, inode: Inode | undefined, append: boolean): StateFileHandle => ({
+      read: async (buffer, offset, length, position) => {
+        alive(path);
+        if (!inode) throw fsError('EISDIR', path);
+        return { bytesRead: inode.data.copy(buffer, offset, position, Math.min(inode.data.length, position + length)) };
+      },
       writev: async (buffers) => {
         alive(path);
         if (!inode) throw fsError('EBADF', path);

@@ -139,7 +139,7 @@ describe('the daemon view', () => {
 
 function stateWith(): StateFile {
   return {
-    version: 2,
+    version: 3,
     journalSeq: 0,
     mappings: {
       handbook: {

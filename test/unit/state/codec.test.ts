@@ -53,12 +53,19 @@ describe('state codec', () => {
     expect(Object.getPrototypeOf(back.mappings['handbook']?.files)).toBeNull();
   });
 
-  it('writes compact JSON with files as tuples', () => {
-    const text = encodeStateToString(sample());
-    expect(text).not.toContain('\n');
-    expect(text.startsWith('{"version":2,"journalSeq":0,"mappings":{')).toBe(true);
-    expect(text).toContain('["a.txt","doc-1",101,1700000000001.25,');
-    expect(text).not.toContain('"documentId":"doc-2"'); // files carry no key names
+  it('writes a header, a line per mapping followed by a line per file (a tuple), and an end line', () => {
+    const s = sample();
+    s.journalSeq = 17;
+    const lines = encodeStateToString(s).split('\n');
+    expect(lines[0]).toBe('dssync-state 3 {"journalSeq":17}');
+    expect(lines[1]).toMatch(/^\{"mapping":"handbook","dataSourceId":"ds-1","root":"\/srv\/share\/handbook","intents":\{"i1":/);
+    expect(lines).toContain('["a.txt","doc-1",101,1700000000001.25,"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1","2023-11-14T22:13:20.001Z"]');
+    expect(lines.filter((l) => l.startsWith('[')).length).toBe(4); // files carry no key names
+    expect(lines.join('\n')).not.toContain('"documentId":"doc-2"');
+    expect(lines[6]).toBe('{"mapping":"empty","dataSourceId":"ds-2","root":"/srv/empty","intents":{},"rejected":{}}');
+    // The end line counts the 7 lines above it; the file ends with its newline.
+    expect(lines[7]).toMatch(/^end 7 [0-9a-f]{8}$/);
+    expect(lines[8]).toBe('');
   });
 
   it('keeps the racy check\'s stat fields (hash time, ctime, device, inode), null when unknown', () => {
@@ -138,51 +145,77 @@ describe('state codec', () => {
     const plan = codec.snapshot(s);
     // Work done between slices, as the store's callers would: replace and delete entries.
     let n = 0;
-    const result = await plan.run({
-      sliceMs: 0,
-      now: () => 0,
-      yieldNow: async () => {
-        const path = `f${(n++ * 7) % 5000}`;
-        codec.setFile('m', m, path, n % 2 ? entry(99_999) : undefined);
-        if (n % 5 === 0) codec.setFile('m', m, `new-${n}`, entry(n)); // new paths too
-      },
+    const change = (): void => {
+      const path = `f${(n++ * 7) % 5000}`;
+      codec.setFile('m', m, path, n % 2 ? entry(99_999) : undefined);
+      if (n % 5 === 0) codec.setFile('m', m, `new-${n}`, entry(n)); // new paths too
+    };
+    const written: Buffer[] = [];
+    const result = await plan.run({ sliceMs: 0, now: () => 0, yieldNow: async () => change() }, async (chunks) => {
+      written.push(...chunks);
+      change(); // a write to the file is a turn of the event loop too
     });
     expect(n).toBeGreaterThan(10); // it did yield between buckets
-    expect(Buffer.concat(result.chunks).toString()).toBe(expected);
+    expect(Buffer.concat(written).toString()).toBe(expected);
+    expect(result.bytes).toBe(Buffer.byteLength(expected));
     // Buckets changed during the slices were not cached with their old content.
     expect(Buffer.concat(codec.encode(s)).toString()).toBe(encodeStateToString(s));
   });
 
   describe('refuses a damaged file with StateCorruptError naming it', () => {
     const good = encodeStateToString(sample());
+    const lines = good.split('\n');
+    /** `good` with line i replaced (and the end line kept: its count and checksum no longer match). */
+    const withLine = (i: number, text: string): string => lines.map((l, k) => (k === i ? text : l)).join('\n');
     const cases: [string, string, RegExp][] = [
       ['empty', '', /empty/],
       ['blank', '  \n', /empty/],
-      ['not JSON', 'hello', /not valid JSON/],
-      ['truncated', good.slice(0, Math.floor(good.length / 2)), /not valid JSON, possibly truncated/],
-      ['an array', '[]', /top level/],
-      ['no version', '{"mappings":{}}', /"version"/],
-      ['version 0', '{"version":0,"mappings":{}}', /"version"/],
-      ['version as a string', '{"version":"1","mappings":{}}', /"version"/],
-      ['no mappings', '{"version":1}', /"mappings"/],
-      ['mapping not an object', '{"version":1,"mappings":{"m":3}}', /mappings\.m: not an object/],
+      ['not JSON', 'hello', /cut short/],
+      ['truncated', good.slice(0, Math.floor(good.length / 2)), /no end line after line \d+: the file is cut short/],
+      ['no end line', lines.slice(0, -2).join('\n') + '\n', /no end line after line 7/],
+      ['a line lost', [...lines.slice(0, 3), ...lines.slice(4)].join('\n'), /the end line \(after line 6\): it counts 7 lines above it, the file has 6/],
+      ['a byte changed', good.replace('"doc-1"', '"doc-7"'), /its checksum does not match/],
+      ['bytes after the end line', `${good}["x"]\n`, /bytes after the end line/],
+      ['another header', withLine(0, 'something 3 {}'), /line 1: the first line is not "dssync-state <version> \{…\}"/],
+      ['a version it does not know', withLine(0, 'dssync-state 2 {"journalSeq":0}'), /line 1: version 2 is not one this dssync can read/],
+      ['no journalSeq', withLine(0, 'dssync-state 3 {}'), /"journalSeq" is missing/],
+      ['a file line before any mapping', `dssync-state 3 {"journalSeq":0}\n["a","d",1,1,"h","t"]\nend 2 00000000\n`, /line 2: a file line before any mapping line/],
+      ['a file line that is not a tuple', withLine(3, '["a","d",null,1,"h","t"]'), /line 4: not a \[path, documentId, size/],
+      ['a line that is not JSON', withLine(3, '["a","d",1'), /line 4: not JSON/],
+      ['an unknown line', withLine(3, 'hello'), /line 4: not a header, mapping, file or end line/],
+      ['a mapping twice', withLine(6, lines[1] ?? ''), /line 7: mapping "handbook" twice/],
+      ['a mapping line without its id', withLine(6, '{"dataSourceId":"d","root":"/","intents":{},"rejected":{}}'), /line 7: a mapping line without "mapping"/],
       [
-        'files not tuples',
+        'an intent whose id differs from its key (in a mapping line)',
+        withLine(6, '{"mapping":"x","dataSourceId":"d","root":"/","intents":{"x":{"kind":"delete","id":"y","startedAt":"t","documentId":"d","path":"p"}},"rejected":{}}'),
+        /line 7: mappings\.x\.intents\.x: id "y" differs from its key/,
+      ],
+      // Versions 1 and 2: one JSON object.
+      ['legacy: truncated', '{"version":2,"journalSeq":0,"mappings":{"m":{"dataSour', /not valid JSON, possibly truncated/],
+      ['legacy: not an object', '{"version":2,"journalSeq":0,"mappings":[]}', /"mappings"/],
+      ['legacy: no version', '{"mappings":{}}', /"version"/],
+      ['legacy: version 0', '{"version":0,"mappings":{}}', /"version"/],
+      ['legacy: version as a string', '{"version":"1","mappings":{}}', /"version"/],
+      ['legacy: version 3 as one JSON object', '{"version":3,"mappings":{}}', /a file of version 3 is not one JSON object/],
+      ['legacy: no mappings', '{"version":1}', /"mappings"/],
+      ['legacy: mapping not an object', '{"version":1,"mappings":{"m":3}}', /mappings\.m: not an object/],
+      [
+        'legacy: files not tuples',
         '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{},"rejected":{},"files":[{"a":1}]}}}',
         /mappings\.m\.files\[0\]/,
       ],
       [
-        'size null',
+        'legacy: size null',
         '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{},"rejected":{},"files":[["a","d",null,1,"h","t"]]}}}',
         /files\[0\]/,
       ],
       [
-        'unknown intent kind',
+        'legacy: unknown intent kind',
         '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{"x":{"kind":"zap","id":"x","startedAt":"t"}},"rejected":{},"files":[]}}}',
         /intents\.x/,
       ],
       [
-        'intent id differs from its key',
+        'legacy: intent id differs from its key',
         '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{"x":{"kind":"delete","id":"y","startedAt":"t","documentId":"d","path":"p"}},"rejected":{},"files":[]}}}',
         /differs from its key/,
       ],
@@ -204,16 +237,16 @@ describe('state codec', () => {
     }
 
     it('every truncation of a valid file', () => {
-      for (let cut = 0; cut < good.length; cut += 7) {
+      for (let cut = 0; cut < good.length; cut++) {
         expect(() => decodeState(FILE, good.slice(0, cut))).toThrow(StateCorruptError);
       }
     });
   });
 
   it('refuses a file of a newer version with a clear error', () => {
-    expect(() => decodeState(FILE, '{"version":3,"mappings":{}}')).toThrow(StateVersionError);
-    expect(() => decodeState(FILE, '{"version":3,"mappings":{}}')).toThrow(
-      `state file ${FILE} was written by a newer dssync (version 3)`,
-    );
+    for (const text of ['dssync-state 4 {"journalSeq":0,"more":1}\n', '{"version":4,"mappings":{}}']) {
+      expect(() => decodeState(FILE, text)).toThrow(StateVersionError);
+      expect(() => decodeState(FILE, text)).toThrow(`state file ${FILE} was written by a newer dssync (version 4); this dssync reads versions up to 3`);
+    }
   });
 });

@@ -93,8 +93,21 @@ export class MemFs implements StateFs {
   async open(path: string, flags: string, mode = 0o666): Promise<StateFileHandle> {
     await this.step('open', path);
     if (flags === 'r') {
-      if (!this.dirs.has(path) && !this.files.has(path)) throw fsError('ENOENT', 'open', path);
-      return { writev: async () => ({ bytesWritten: 0 }), sync: async () => undefined, truncate: async () => undefined, close: async () => undefined };
+      const f = this.files.get(path);
+      if (!this.dirs.has(path) && !f) throw fsError('ENOENT', 'open', path);
+      return {
+        // A read of the file from its start is a 'readFile' step (faults and gates apply).
+        read: async (buffer: Buffer, offset: number, length: number, position: number) => {
+          if (position === 0) await this.step('readFile', path);
+          if (!f) throw fsError('EISDIR', 'read', path);
+          const n = f.data.copy(buffer, offset, position, Math.min(f.data.length, position + length));
+          return { bytesRead: n };
+        },
+        writev: async () => ({ bytesWritten: 0 }),
+        sync: async () => undefined,
+        truncate: async () => undefined,
+        close: async () => undefined,
+      };
     }
     if (!this.dirs.has(dirname(path))) throw fsError('ENOENT', 'open', path);
     if (flags.includes('x') && this.files.has(path)) throw fsError('EEXIST', 'open', path);
@@ -104,6 +117,9 @@ export class MemFs implements StateFs {
     const file: MemFile = (flags === 'a' || flags === 'r+') && existing ? existing : { data: Buffer.alloc(0), mode };
     this.files.set(path, file);
     return {
+      read: async () => {
+        throw fsError('EBADF', 'read', path);
+      },
       truncate: async (len: number) => {
         await this.step('truncate', path);
         file.data = file.data.subarray(0, len);

@@ -304,7 +304,7 @@ describe('StateStore open', () => {
     const err = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, onCorrupt: 'reset' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateVersionError);
     expect((err as Error).message).toBe(
-      `state file ${PATH} was written by a newer dssync (version 7); this dssync reads versions up to 2: upgrade dssync`,
+      `state file ${PATH} was written by a newer dssync (version 7); this dssync reads versions up to 3: upgrade dssync`,
     );
     expect(fs.text(PATH)).toBe('{"version":7,"mappings":{}}');
   });

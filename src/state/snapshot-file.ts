@@ -1,22 +1,25 @@
 /**
- * The lowdb adapter of the snapshot: lowdb's JSONFile pretty-prints the whole object on
- * every write and renames without fsync; this one encodes compactly, in slices and
- * copy-on-write (codec.ts), and replaces the file durably (atomic-file.ts). Writes happen
- * only when the journal is folded (store.ts), in the background.
+ * The snapshot file (`<path>`): read as a stream at start, written in the background when
+ * the journal is folded (store.ts), encoded in slices and copy-on-write (encoder.ts) and
+ * streamed into a temp file that then replaces it durably (atomic-file.ts). Neither the
+ * read nor the write holds the whole file in memory or blocks the event loop for long.
+ *
+ * (lowdb held this role until the state of a million files measured 305 s to load and
+ * blocked the event loop 8.8 s per fold as one JSON document: docs/performance.md.)
  */
-import type { Adapter } from 'lowdb';
 import { performance } from 'node:perf_hooks';
-import { readIfExists, writeFileAtomic, type StateFs } from './atomic-file.js';
-import { decodeState } from './decode.js';
-import type { EncodePlan, StateCodec } from './encoder.js';
+import { writeFileAtomic, type StateFs } from './atomic-file.js';
+import { readSnapshot } from './decode.js';
+import type { EncodePlan, SliceOptions, StateCodec } from './encoder.js';
 import type { StateFile } from './schema.js';
 
-/** Longest stretch of encoding between two turns of the event loop. */
+/** Longest stretch of encoding or decoding between two turns of the event loop. */
 const SLICE_MS = 8;
 
 const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const realSlices: SliceOptions = { sliceMs: SLICE_MS, yieldNow, now: () => performance.now() };
 
-/** Figures of the snapshot writes (the file that lowdb reads). */
+/** Figures of the snapshot writes. */
 export interface SnapshotStats {
   /** Successful writes since open. */
   writes: number;
@@ -38,7 +41,7 @@ export interface ReadStats {
   loadMs: number;
 }
 
-export class StateFileAdapter implements Adapter<StateFile> {
+export class SnapshotFile {
   /** Set by read() when the file had an older version. */
   migratedFrom: number | undefined;
   readStats: ReadStats | undefined;
@@ -48,17 +51,19 @@ export class StateFileAdapter implements Adapter<StateFile> {
     readonly path: string,
     private readonly fs: StateFs,
     private readonly codec: StateCodec,
+    private readonly slices: SliceOptions = realSlices,
   ) {}
 
+  /** The state in the file (its mappings indexed in the codec), or null when there is none. */
   async read(): Promise<StateFile | null> {
     const t0 = performance.now();
-    const text = await readIfExists(this.fs, this.path);
-    if (text === undefined) return null;
-    const decoded = decodeState(this.path, text);
-    for (const [id, m] of Object.entries(decoded.state.mappings)) this.codec.indexMapping(id, m);
-    this.migratedFrom = decoded.migratedFrom;
-    this.readStats = { bytes: Buffer.byteLength(text), loadMs: performance.now() - t0 };
-    return decoded.state;
+    const r = await readSnapshot(this.fs, this.path, this.codec, this.slices);
+    if (r === undefined) return null;
+    // A legacy file is decoded whole, without the codec: index it now.
+    if (r.migratedFrom !== undefined) for (const [id, m] of Object.entries(r.state.mappings)) this.codec.indexMapping(id, m);
+    this.migratedFrom = r.migratedFrom;
+    this.readStats = { bytes: r.bytes, loadMs: performance.now() - t0 };
+    return r.state;
   }
 
   /**
@@ -74,15 +79,19 @@ export class StateFileAdapter implements Adapter<StateFile> {
 
   private async finish(plan: EncodePlan, t0: number, snapshotMs: number): Promise<void> {
     try {
-      await yieldNow(); // the snapshot and the first slice are two separate blocks
-      const enc = await plan.run({ sliceMs: SLICE_MS, yieldNow, now: () => performance.now() });
-      await writeFileAtomic(this.fs, this.path, enc.chunks);
+      await this.slices.yieldNow(); // the snapshot and the first slice are two separate blocks
+      let enc: Awaited<ReturnType<EncodePlan['run']>> | undefined;
+      await writeFileAtomic(this.fs, this.path, async (write) => {
+        enc = await plan.run(this.slices, write);
+      });
+      if (!enc) throw new Error('the snapshot was not encoded');
       this.stats.writes++;
       this.stats.lastBytes = enc.bytes;
       this.stats.lastEncodeMs = snapshotMs + enc.totalMs;
       this.stats.lastMaxBlockMs = Math.max(snapshotMs, enc.maxBlockMs);
       this.stats.lastWriteMs = performance.now() - t0;
     } catch (err) {
+      plan.release(); // the temp file could not even be opened: the plan never ran
       this.stats.failures++;
       throw err;
     }
