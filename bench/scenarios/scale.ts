@@ -15,7 +15,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { encodeStateToString } from '../../src/state/encoder.js';
+import { StateCodec } from '../../src/state/encoder.js';
 import { newMappingState, newState } from '../../src/state/validate.js';
 import { StateStore } from '../../src/state/store.js';
 import type { BenchContext } from '../lib/context.js';
@@ -28,6 +28,8 @@ export interface CurvePoint {
   loadMs: number;
   /** CPU time (user + system) of that load: what it costs on an idle machine. */
   loadCpuMs: number;
+  /** Longest event-loop delay during the load (ms). */
+  loadMaxBlockMs: number;
   /** Durable writes measured (each: 3 file changes + an intent, fsync'd). */
   writes: number;
   writeP50Ms: number;
@@ -38,6 +40,10 @@ export interface CurvePoint {
   /** The fold: a new snapshot written in the background. */
   foldMs: number;
   foldMaxBlockMs: number;
+  /** CPU time of the fold (and of the writes made meanwhile) (ms). */
+  foldCpuMs: number;
+  /** The longest stretch of the fold's own encoding between two yields, as the store measures it (ms). */
+  foldEncodeMaxBlockMs: number;
   /** Durable writes made while the fold ran. */
   writesDuringFold: number;
   writeDuringFoldP99Ms: number;
@@ -79,12 +85,15 @@ async function curvePoint(tmp: string, files: number): Promise<CurvePoint> {
     const m = newMappingState('ds-bench', '/srv/share');
     for (let i = 0; i < files; i++) m.files[pathOf(i, folders)] = entry(i);
     s.mappings['m'] = m;
-    await writeFile(statePath, encodeStateToString(s), { mode: 0o600 });
+    await writeFile(statePath, Buffer.concat(new StateCodec().encode(s)), { mode: 0o600 });
   }
   global.gc?.();
   const heap0 = process.memoryUsage().heapUsed;
   const cpu0 = process.cpuUsage();
+  const loadLoop = monitorEventLoopDelay({ resolution: 5 });
+  loadLoop.enable();
   const store = await StateStore.open(statePath, { writeDelayMs: 5 });
+  loadLoop.disable();
   const cpu = process.cpuUsage(cpu0);
   const loadCpuMs = (cpu.user + cpu.system) / 1000;
   global.gc?.();
@@ -116,6 +125,7 @@ async function curvePoint(tmp: string, files: number): Promise<CurvePoint> {
   // A fold, with durable writes going on meanwhile (forced: the journal is small here).
   const foldLoop = monitorEventLoopDelay({ resolution: 5 });
   foldLoop.enable();
+  const fcpu0 = process.cpuUsage();
   const f0 = performance.now();
   let folded = false;
   const fold = store.fold().then(() => (folded = true));
@@ -123,7 +133,9 @@ async function curvePoint(tmp: string, files: number): Promise<CurvePoint> {
   while (!folded) during.push(await oneWrite());
   await fold;
   const foldMs = performance.now() - f0;
+  const fcpu = process.cpuUsage(fcpu0);
   foldLoop.disable();
+  const foldEncodeMaxBlockMs = store.writeStats.snapshot.lastMaxBlockMs;
   await store.close();
   await rm(dir, { recursive: true, force: true });
   const p: CurvePoint = {
@@ -131,6 +143,7 @@ async function curvePoint(tmp: string, files: number): Promise<CurvePoint> {
     snapshotMB: round(snapshotMB, 1),
     loadMs: round(loadMs, 0),
     loadCpuMs: round(loadCpuMs, 0),
+    loadMaxBlockMs: round(loadLoop.max / 1e6, 1),
     writes: times.length,
     writeP50Ms: round(quantile(times, 0.5), 1),
     writeP99Ms: round(quantile(times, 0.99), 1),
@@ -138,11 +151,13 @@ async function curvePoint(tmp: string, files: number): Promise<CurvePoint> {
     loopMaxBlockMs: round(loopMaxBlockMs, 1),
     foldMs: round(foldMs, 0),
     foldMaxBlockMs: round(foldLoop.max / 1e6, 1),
+    foldCpuMs: round((fcpu.user + fcpu.system) / 1000, 0),
+    foldEncodeMaxBlockMs: round(foldEncodeMaxBlockMs, 1),
     writesDuringFold: during.length,
     writeDuringFoldP99Ms: during.length ? round(quantile(during, 0.99), 1) : 0,
     heapBytesPerFile: round(heapBytesPerFile, 0),
   };
-  log(`scale: state of ${files} files: load ${p.loadMs} ms (CPU ${p.loadCpuMs} ms), durable write p50/p99/max ${p.writeP50Ms}/${p.writeP99Ms}/${p.writeMaxMs} ms, loop block ${p.loopMaxBlockMs} ms, fold ${p.foldMs} ms (block ${p.foldMaxBlockMs} ms, ${p.writesDuringFold} writes meanwhile, p99 ${p.writeDuringFoldP99Ms} ms), heap ${p.heapBytesPerFile} B/file`);
+  log(`scale: state of ${files} files: load ${p.loadMs} ms (CPU ${p.loadCpuMs} ms, loop block ${p.loadMaxBlockMs} ms), durable write p50/p99/max ${p.writeP50Ms}/${p.writeP99Ms}/${p.writeMaxMs} ms, loop block ${p.loopMaxBlockMs} ms, fold ${p.foldMs} ms (CPU ${p.foldCpuMs} ms, loop block ${p.foldMaxBlockMs} ms, encoding slice max ${p.foldEncodeMaxBlockMs} ms, ${p.writesDuringFold} writes meanwhile, p99 ${p.writeDuringFoldP99Ms} ms), heap ${p.heapBytesPerFile} B/file`);
   return p;
 }
 

@@ -31,12 +31,17 @@ export function entryToTuple(e: FileEntry): FileTuple {
 
 /** Frozen: entries are shared with snapshots being encoded (see EncodePlan). */
 export function entryFromTuple(t: FileTuple): FileEntry {
-  const e: FileEntry = { documentId: t[0], size: t[1], mtimeMs: t[2], sha256: t[3], syncedAt: t[4] };
-  if (t.length === 9) {
-    if (t[5] !== null) e.hashedAt = t[5];
-    if (t[6] !== null) e.ctimeMs = t[6];
-    if (t[7] !== null) e.dev = t[7];
-    if (t[8] !== null) e.ino = t[8];
+  return entryAt(t, 0);
+}
+
+/** The entry of the FileTuple that starts at `t[at]` (checked by the caller). */
+function entryAt(t: readonly unknown[], at: number): FileEntry {
+  const e: FileEntry = { documentId: t[at] as string, size: t[at + 1] as number, mtimeMs: t[at + 2] as number, sha256: t[at + 3] as string, syncedAt: t[at + 4] as string };
+  if (t.length === at + 9) {
+    if (t[at + 5] !== null) e.hashedAt = t[at + 5] as number;
+    if (t[at + 6] !== null) e.ctimeMs = t[at + 6] as number;
+    if (t[at + 7] !== null) e.dev = t[at + 7] as number;
+    if (t[at + 8] !== null) e.ino = t[at + 8] as number;
   }
   return Object.freeze(e);
 }
@@ -203,7 +208,7 @@ export function fileFromLine(t: unknown): { path: string; entry: FileEntry } | u
   ) {
     return undefined;
   }
-  return { path: t[0], entry: entryFromTuple(t.slice(1) as FileTuple) };
+  return { path: t[0], entry: entryAt(t, 1) };
 }
 
 /**
