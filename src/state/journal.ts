@@ -2,7 +2,7 @@
  * The state's journal (DESIGN §4): an append-only file next to the snapshot,
  * `<state file>.journal`, mode 0600. A durable state write appends one record holding the
  * ops (ops.ts) made since the last write, and fsyncs: its cost depends on what changed, not
- * on how many files the state holds. The snapshot (the lowdb file) is rewritten only when
+ * on how many files the state holds. The snapshot (snapshot-file.ts) is rewritten only when
  * the journal is folded into it (store.ts).
  *
  * Record (text, so that it is readable with `less`):

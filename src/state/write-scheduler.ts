@@ -9,7 +9,7 @@
  *   next write, which starts as soon as the one in flight ends. Every flush() arriving
  *   meanwhile joins that same next write (group commit), so N concurrent intents cost one
  *   or two writes, not N.
- * - A write takes its snapshot synchronously when it starts (see StateFileAdapter.write), so
+ * - A write takes its snapshot synchronously when it starts (see SnapshotFile.write), so
  *   mutations during a write leave the state dirty and lead to another write.
  * - A failed write leaves the state dirty: the waiting flushes reject with the error, and the
  *   scheduler retries with a growing delay (and immediately on the next flush()).
