@@ -15,6 +15,7 @@ const layers = {
   state: ['api', 'auth', 'engine', 'local', 'daemon', 'cli', 'emulator'],
   daemon: ['cli', 'emulator'],
   emulator: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli'],
+  time: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli', 'emulator'],
 };
 /**
  * Allowed exceptions. The client's upload streams each file from the descriptor that

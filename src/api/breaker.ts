@@ -8,7 +8,7 @@
  * at least once a second (POLL_MS), so every one resumes within a second of that success.
  * Pure: time is passed in.
  */
-import { backoffCeiling } from './backoff.js';
+import { backoffCeiling } from '../time/backoff.js';
 import { isApiError } from './errors.js';
 
 /** Waiting requests look again at least this often. */

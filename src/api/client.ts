@@ -22,6 +22,7 @@ import {
 } from './decode.js';
 import { nextPage, nextPageUrl } from './paging.js';
 import { Pacer, type PacerEvent } from './pacer.js';
+import type { Clock } from '../time/clock.js';
 import { createAgent, header, HttpTransport, type HttpMethod, type HttpResponse, type TimeoutOptions } from './http.js';
 import { matchUploadResults, openUpload } from './upload.js';
 import { DEFAULT_USER_AGENT } from './version.js';
@@ -49,6 +50,8 @@ export interface DatastoreClientOptions {
   requestsPerSecond?: number | undefined;
   concurrency?: number | undefined;
   onEvent?: ((event: PacerEvent) => void) | undefined;
+  /** The pacer's time (waits, pauses, rate windows); the real clock unless given. */
+  clock?: Clock | undefined;
   /** Shutdown of the default pacer: queued and waiting work rejects with E_ABORTED. */
   signal?: AbortSignal | undefined;
   timeouts?: TimeoutOptions | undefined;
@@ -134,6 +137,7 @@ export class DatastoreClient implements DatastoreApi {
         ...(opts.concurrency === undefined ? {} : { concurrency: opts.concurrency }),
         ...(opts.maxAttempts === undefined ? {} : { maxAttempts: opts.maxAttempts }),
         ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
+        ...(opts.clock === undefined ? {} : { clock: opts.clock }),
         ...(opts.signal === undefined ? {} : { signal: opts.signal }),
       });
     let dispatcher = opts.dispatcher;

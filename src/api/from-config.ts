@@ -8,6 +8,7 @@ import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { createClientFromConnection, type DatastoreClient, type UnreachableNotice } from './client.js';
 import type { Pacer, PacerEvent } from './pacer.js';
+import type { Clock } from '../time/clock.js';
 
 export interface ClientFromConfigOptions {
   logger?: Logger | undefined;
@@ -16,6 +17,8 @@ export interface ClientFromConfigOptions {
   onEvent?: ((event: PacerEvent) => void) | undefined;
   /** Told once when the service cannot be reached and requests are retried (default: logged). */
   onUnreachable?: ((notice: UnreachableNotice) => void) | undefined;
+  /** The pacer's time (the daemon's clock). */
+  clock?: Clock | undefined;
 }
 
 export function createClientFromConfig(config: Config, opts: ClientFromConfigOptions = {}): DatastoreClient {
@@ -29,6 +32,7 @@ export function createClientFromConfig(config: Config, opts: ClientFromConfigOpt
     ...(opts.pacer ? { pacer: opts.pacer } : {}),
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     ...(opts.onUnreachable ? { onUnreachable: opts.onUnreachable } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
   });
 }
 

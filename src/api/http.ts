@@ -10,7 +10,7 @@ import { rootCertificates } from 'node:tls';
 import { Agent, request, type Dispatcher, type FormData } from 'undici';
 import { ApiError, classifyStatus, CONNECT_PROBLEMS } from './errors.js';
 import { badResponse, errorMessageFromBody, preview } from './decode.js';
-import { parseRetryAfter } from './backoff.js';
+import { parseRetryAfter } from './retry-after.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 

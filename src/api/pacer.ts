@@ -17,8 +17,9 @@
  */
 import PQueue from 'p-queue';
 import { ApiError, isApiError, type ApiErrorCode } from './errors.js';
-import { backoffCeiling, backoffDelay, MAX_RETRY_AFTER_MS } from './backoff.js';
-import { realClock, type Clock } from './clock.js';
+import { backoffCeiling, backoffDelay } from '../time/backoff.js';
+import { realClock, type Clock } from '../time/clock.js';
+import { MAX_RETRY_AFTER_MS } from './retry-after.js';
 import { decideRetry } from './retry-policy.js';
 import { AdaptiveRate, type StartRecord } from './adaptive-rate.js';
 import { CircuitBreaker, outcomeOf, type BreakerOptions } from './breaker.js';

@@ -5,8 +5,8 @@
  * source of tokens itself fails. What a renewal does is the subclass's `obtain()`.
  */
 import { ApiError, isApiError } from '../api/errors.js';
-import { backoffDelay } from '../api/backoff.js';
-import { realClock, type Clock } from '../api/clock.js';
+import { backoffDelay } from '../time/backoff.js';
+import { realClock, type Clock } from '../time/clock.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { ProviderKind, TokenProvider, TokenStatus } from './provider.js';
 

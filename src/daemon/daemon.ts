@@ -20,7 +20,7 @@ import type { DaemonStatus } from './status.js';
 import { startStatusServer, type RunningStatusServer } from './status-server.js';
 import { readStatusToken } from './web/access.js';
 import { DaemonHistory } from './web/history.js';
-import { realTimers, type Timers } from './timers.js';
+import { realClock, type Clock } from '../time/clock.js';
 import { startWatchdog, watchdogSecondsFromEnv, type RunningWatchdog } from './watchdog.js';
 import { testBlockMainThread } from '../test-hooks.js';
 
@@ -42,7 +42,8 @@ export interface DaemonOptions {
   /** Loads (or reloads) the configuration; throws ConfigError on a bad file. */
   loadConfig: () => Config;
   logger: Logger;
-  timers?: Timers;
+  /** Time for every timer, wait and timestamp of the daemon (a fake one in tests). */
+  clock?: Clock;
   /** Extra listeners (the demo prints each mirrored file). */
   events?: RunnerEvents;
   /** First retry delay of a failing mapping (ms, default 5 s; doubles up to 5 min). */
@@ -62,23 +63,23 @@ export class Daemon {
   private readonly startedAt = new Date().toISOString();
   private stopping = false;
   private reloading: Promise<void> = Promise.resolve();
-  private readonly timers: Timers;
+  private readonly clock: Clock;
   private readonly controller = new AbortController();
   private reclaimTimer: unknown;
   private watchdog: RunningWatchdog | undefined;
 
   private constructor(private readonly o: DaemonOptions) {
-    this.timers = o.timers ?? realTimers;
+    this.clock = o.clock ?? realClock;
     setMaxListeners(0, this.controller.signal);
     this.metrics = new DaemonMetrics(() => [...this.runners.values()].map((r) => r.runner.status()));
-    this.history = new DaemonHistory(() => this.timers.now());
+    this.history = new DaemonHistory(() => this.clock.now());
   }
 
   /** Loads the config, takes the state lock, starts every mapping and the status endpoint. */
   static async start(o: DaemonOptions): Promise<Daemon> {
     const d = new Daemon(o);
     d.config = requireMappings(o.loadConfig());
-    d.store = await StateStore.open(d.config.statePath, { logger: o.logger, onCorrupt: 'reset' });
+    d.store = await StateStore.open(d.config.statePath, { logger: o.logger, onCorrupt: 'reset', clock: d.clock });
     try {
       d.startWatchdog();
       d.client = d.newClient(d.config);
@@ -142,7 +143,7 @@ export class Daemon {
           { code: err.code, listen: addr },
           `status.listen ${addr} ${why}: running without the status endpoint (no /healthz, /status, page); trying again every ${ENDPOINT_RETRY_MS / 1000} s. Fix: free the port or set another "status": { "listen": ... }`,
         );
-        this.serverRetry = this.timers.setTimeout(() => void attempt().catch(() => undefined), ENDPOINT_RETRY_MS);
+        this.serverRetry = this.clock.setTimeout(() => void attempt().catch(() => undefined), ENDPOINT_RETRY_MS);
       }
     };
     await attempt();
@@ -246,10 +247,10 @@ export class Daemon {
     this.stopping = true;
     this.o.logger.info('stopping');
     await this.reloading.catch(() => undefined);
-    if (this.reclaimTimer !== undefined) this.timers.clearTimeout(this.reclaimTimer);
+    if (this.reclaimTimer !== undefined) this.clock.clearTimeout(this.reclaimTimer);
     await Promise.all([...this.runners.values()].map((r) => r.runner.stop(STOP_GRACE_MS)));
     this.controller.abort();
-    if (this.serverRetry !== undefined) this.timers.clearTimeout(this.serverRetry);
+    if (this.serverRetry !== undefined) this.clock.clearTimeout(this.serverRetry);
     await this.server?.close();
     await this.client.close().catch(() => undefined);
     await this.store.close();
@@ -269,18 +270,19 @@ export class Daemon {
       this.reclaimTimer = undefined;
       if (this.stopping || !collectGarbage()) return;
       if (again) {
-        this.reclaimTimer = this.timers.setTimeout(() => collect(false), RECLAIM_DELAY_MS * 2);
+        this.reclaimTimer = this.clock.setTimeout(() => collect(false), RECLAIM_DELAY_MS * 2);
         return;
       }
       const mb = (n: number): number => Math.round(n / 1024 / 1024);
       this.o.logger.debug({ rssMB: mb(process.memoryUsage().rss), beforeMB: mb(before) }, 'memory of the full pass released');
     };
-    this.reclaimTimer = this.timers.setTimeout(() => collect(true), RECLAIM_DELAY_MS);
+    this.reclaimTimer = this.clock.setTimeout(() => collect(true), RECLAIM_DELAY_MS);
   }
 
   private newClient(config: Config): DatastoreClient {
     return createClientFromConfig(config, {
       logger: this.o.logger,
+      clock: this.clock,
       onEvent: (e) => {
         this.metrics.onPacer(e);
         this.history.onPacer(e);
@@ -296,7 +298,7 @@ export class Daemon {
       api: this.client,
       state: this.store,
       logger: this.o.logger,
-      timers: this.timers,
+      clock: this.clock,
       retryBaseMs: this.o.retryBaseMs,
       events: {
         onOp: (id, e, lag) => {

@@ -13,7 +13,7 @@
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import type { Logger } from '../log.js';
-import type { Timers } from './timers.js';
+import type { Clock } from '../time/clock.js';
 
 export interface NotIngested {
   path: string;
@@ -54,7 +54,7 @@ export class IngestionChecker {
       api: DatastoreApi;
       dataSourceId: () => string | undefined;
       delayMs: number;
-      timers: Timers;
+      clock: Clock;
       logger: Logger;
       signal?: AbortSignal;
     },
@@ -63,7 +63,7 @@ export class IngestionChecker {
   /** A document was uploaded for `path`: check it after the delay. */
   track(path: string, documentId: string): void {
     if (this.stopped) return;
-    const now = this.o.timers.now();
+    const now = this.o.clock.now();
     this.failed.delete(path);
     // Delete, then set: a path uploaded again moves to the end (its new due time).
     this.queue.delete(path);
@@ -94,8 +94,8 @@ export class IngestionChecker {
 
   stop(): void {
     this.stopped = true;
-    if (this.timer !== undefined) this.o.timers.clearTimeout(this.timer);
-    if (this.summaryTimer !== undefined) this.o.timers.clearTimeout(this.summaryTimer);
+    if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer);
+    if (this.summaryTimer !== undefined) this.o.clock.clearTimeout(this.summaryTimer);
     this.timer = this.summaryTimer = undefined;
     // What was counted and not yet told is told now, not lost.
     this.report();
@@ -109,16 +109,16 @@ export class IngestionChecker {
     if (this.stopped || this.busy || this.timer !== undefined) return;
     const next = this.next();
     if (!next) return;
-    this.timer = this.o.timers.setTimeout(() => {
+    this.timer = this.o.clock.setTimeout(() => {
       this.timer = undefined;
       void this.checkDue();
-    }, Math.max(0, next.dueAt - this.o.timers.now()));
+    }, Math.max(0, next.dueAt - this.o.clock.now()));
   }
 
   private async checkDue(): Promise<void> {
     this.busy = true;
     try {
-      for (let due = this.next(); !this.stopped && due && due.dueAt <= this.o.timers.now(); due = this.next()) {
+      for (let due = this.next(); !this.stopped && due && due.dueAt <= this.o.clock.now(); due = this.next()) {
         this.queue.delete(due.path);
         const ds = this.o.dataSourceId();
         if (!ds) continue;
@@ -147,13 +147,13 @@ export class IngestionChecker {
   /** Tells now when nothing was told for an interval; otherwise at the end of the interval. */
   private summarise(): void {
     if (this.stopped || this.summaryTimer !== undefined) return;
-    const now = this.o.timers.now();
+    const now = this.o.clock.now();
     const wait = this.lastSummaryAt === undefined ? 0 : Math.max(0, this.lastSummaryAt + SUMMARY_INTERVAL_MS - now);
     if (wait === 0) {
       this.report();
       return;
     }
-    this.summaryTimer = this.o.timers.setTimeout(() => {
+    this.summaryTimer = this.o.clock.setTimeout(() => {
       this.summaryTimer = undefined;
       this.report();
     }, wait);
@@ -161,7 +161,7 @@ export class IngestionChecker {
 
   private report(): void {
     if (this.dropped === 0 && this.notIngestedCount === 0) return;
-    this.lastSummaryAt = this.o.timers.now();
+    this.lastSummaryAt = this.o.clock.now();
     if (this.notIngestedCount > 0) {
       const more = this.notIngestedCount - this.notIngestedSince.length;
       this.o.logger.warn(

@@ -23,8 +23,8 @@ import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import { IngestionChecker } from './ingestion.js';
 import type { MappingStatus, RecentError, RunnerPhase } from './status-schema.js';
-import { initialSchedule, step, type PassKind, type ScheduleAction, type ScheduleEvent, type ScheduleState } from './schedule.js';
-import { retryDelayMs, type Timers } from './timers.js';
+import { initialSchedule, retryDelayMs, step, type PassKind, type ScheduleAction, type ScheduleEvent, type ScheduleState } from './schedule.js';
+import type { Clock } from '../time/clock.js';
 
 // The status shape lives in status-schema.ts (one zod schema shared with `dssync status`
 // and the page); re-exported here for the runner's existing importers.
@@ -45,7 +45,7 @@ export interface MappingRunnerDeps {
   api: DatastoreApi;
   state: StateStore;
   logger: Logger;
-  timers: Timers;
+  clock: Clock;
   events?: RunnerEvents | undefined;
   /** Starts the watcher (tests may swap it). */
   watch?: ((opts: WatcherOptions) => Promise<Watcher>) | undefined;
@@ -93,7 +93,7 @@ export class MappingRunner {
     setMaxListeners(0, this.controller.signal);
     this.aggregator = new EventAggregator({
       quietMs: d.config.debounceMs,
-      startedAt: d.timers.now(),
+      startedAt: d.clock.now(),
       syncedSize: (p) => d.state.mapping(d.mapping.id)?.files[p]?.size,
     });
     this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs });
@@ -102,7 +102,7 @@ export class MappingRunner {
         api: d.api,
         dataSourceId: () => this.mirror?.dataSourceId,
         delayMs: d.config.ingestionCheck.delaySeconds * 1000,
-        timers: d.timers,
+        clock: d.clock,
         logger: this.log,
         signal: this.controller.signal,
       });
@@ -131,13 +131,13 @@ export class MappingRunner {
     this.phase = 'stopped';
     this.ingestion?.stop();
     this.dispatch({ type: 'stop' });
-    for (const t of [this.drainTimer, this.deadlineTimer]) if (t !== undefined) this.d.timers.clearTimeout(t);
+    for (const t of [this.drainTimer, this.deadlineTimer]) if (t !== undefined) this.d.clock.clearTimeout(t);
     await this.watcher?.close().catch(() => undefined);
     this.watcher = undefined;
     if (this.running) {
-      const abort = this.d.timers.setTimeout(() => this.controller.abort(), graceMs);
+      const abort = this.d.clock.setTimeout(() => this.controller.abort(), graceMs);
       await this.running.catch(() => undefined);
-      this.d.timers.clearTimeout(abort);
+      this.d.clock.clearTimeout(abort);
     }
     this.controller.abort();
   }
@@ -233,7 +233,7 @@ export class MappingRunner {
           const f = await loadFilter(this.d.mapping, this.d.localFs);
           return (p, isDir) => f.includes(p, isDir);
         },
-        now: () => this.d.timers.now(),
+        now: () => this.d.clock.now(),
         onEvent: (e) => {
           this.aggregator.push(e);
           this.scheduleDrain();
@@ -254,20 +254,20 @@ export class MappingRunner {
       this.watchFailures++;
       const msg = e instanceof Error ? e.message : String(e);
       this.setDegraded('watch', `not watching ${this.d.mapping.path}: ${msg}`);
-      this.d.timers.setTimeout(() => void this.startWatching(), this.retryDelay(this.watchFailures));
+      this.d.clock.setTimeout(() => void this.startWatching(), this.retryDelay(this.watchFailures));
     }
   }
 
   private onWatchError(err: WatchError): void {
     this.log.warn({ code: err.code }, err.message);
-    if (err.lostEvents) this.aggregator.overflow(err.code, this.d.timers.now());
+    if (err.lostEvents) this.aggregator.overflow(err.code, this.d.clock.now());
     if (err.code === 'root-gone') {
       const w = this.watcher;
       this.watcher = undefined;
       void w?.close().catch(() => undefined);
       this.setDegraded('watch', `the mapped folder ${this.d.mapping.path} is gone; waiting for it to come back`);
       this.watchFailures++;
-      this.d.timers.setTimeout(() => void this.startWatching(), this.retryDelay(this.watchFailures));
+      this.d.clock.setTimeout(() => void this.startWatching(), this.retryDelay(this.watchFailures));
     }
     if (err.code === 'mounts-changed') {
       // A share mounted or unmounted on or below the folder: a new watcher plans events and polling again.
@@ -283,14 +283,14 @@ export class MappingRunner {
     const at = this.aggregator.nextDeadline();
     if (at === undefined) return;
     if (this.drainTimer !== undefined && this.drainAt !== undefined && this.drainAt <= at) return;
-    if (this.drainTimer !== undefined) this.d.timers.clearTimeout(this.drainTimer);
+    if (this.drainTimer !== undefined) this.d.clock.clearTimeout(this.drainTimer);
     this.drainAt = at;
-    this.drainTimer = this.d.timers.setTimeout(() => {
+    this.drainTimer = this.d.clock.setTimeout(() => {
       this.drainTimer = undefined;
       this.drainAt = undefined;
-      this.takeBatch(this.aggregator.drain(this.d.timers.now()));
+      this.takeBatch(this.aggregator.drain(this.d.clock.now()));
       this.scheduleDrain();
-    }, Math.max(0, at - this.d.timers.now()));
+    }, Math.max(0, at - this.d.clock.now()));
   }
 
   private takeBatch(batch: Batch): void {
@@ -317,7 +317,7 @@ export class MappingRunner {
   // ---- passes: the schedule decides, the runner carries its actions out ----------
 
   private dispatch(e: ScheduleEvent): void {
-    const r = step(this.sched, e, this.d.timers.now(), this.d.random ?? Math.random);
+    const r = step(this.sched, e, this.d.clock.now(), this.d.random ?? Math.random);
     this.sched = r.state;
     this.nextRescanAt = r.state.rescanAt;
     for (const a of r.actions) this.carryOut(a);
@@ -352,16 +352,16 @@ export class MappingRunner {
   /** One timer: the schedule's next deadline (a retry or the periodic rescan). */
   private armDeadline(at: number | undefined): void {
     if (at === this.deadlineAt) return;
-    if (this.deadlineTimer !== undefined) this.d.timers.clearTimeout(this.deadlineTimer);
+    if (this.deadlineTimer !== undefined) this.d.clock.clearTimeout(this.deadlineTimer);
     this.deadlineTimer = undefined;
     this.deadlineAt = at;
     if (at === undefined || this.stopped) return;
-    this.deadlineTimer = this.d.timers.setTimeout(() => {
+    this.deadlineTimer = this.d.clock.setTimeout(() => {
       this.deadlineTimer = undefined;
       this.deadlineAt = undefined;
-      if (this.sched.rescanAt !== undefined && this.sched.rescanAt <= this.d.timers.now()) this.log.info('periodic rescan');
+      if (this.sched.rescanAt !== undefined && this.sched.rescanAt <= this.d.clock.now()) this.log.info('periodic rescan');
       this.dispatch({ type: 'tick' });
-    }, Math.max(0, at - this.d.timers.now()));
+    }, Math.max(0, at - this.d.clock.now()));
   }
 
   private async work(kind: PassKind): Promise<void> {
@@ -375,7 +375,7 @@ export class MappingRunner {
           logger: this.d.logger,
           onOp: (e) => this.onOp(e),
           signal: this.controller.signal,
-          now: () => this.d.timers.now(),
+          now: () => this.d.clock.now(),
         });
         this.degraded.delete('service');
       }
@@ -481,7 +481,7 @@ export class MappingRunner {
     if (e.outcome === 'done' && e.documentId && (e.kind === 'upload' || e.kind === 'replace')) this.ingestion?.track(e.path, e.documentId);
     if (e.outcome === 'done' && e.kind === 'delete') this.ingestion?.forget(e.path);
     const start = this.lagStart.get(e.path);
-    const lag = e.outcome === 'done' && start !== undefined ? this.d.timers.now() - start : undefined;
+    const lag = e.outcome === 'done' && start !== undefined ? this.d.clock.now() - start : undefined;
     if (e.outcome === 'failed' || e.outcome === 'rejected') {
       this.remember({ path: e.path, message: `${e.kind} ${e.outcome}: ${e.error?.message ?? ''}` });
     }
@@ -494,7 +494,7 @@ export class MappingRunner {
   }
 
   private remember(e: Omit<RecentError, 'at'>): void {
-    this.recentErrors.push({ at: new Date(this.d.timers.now()).toISOString(), ...e });
+    this.recentErrors.push({ at: new Date(this.d.clock.now()).toISOString(), ...e });
     if (this.recentErrors.length > MAX_RECENT_ERRORS) this.recentErrors.splice(0, this.recentErrors.length - MAX_RECENT_ERRORS);
   }
 }

@@ -13,7 +13,16 @@
  * - a failed pass backs off exponentially (`retryDelayMs`); a refused file is not a failure;
  * - `rescanIntervalMs: 0` means a full pass at start (and on demand) only: no periodic rescan.
  */
-import { jittered, retryDelayMs } from './timers.js';
+import { backoffCeiling, spread } from '../time/backoff.js';
+
+/** The first retry delay of a failing mapping (ms), unless configured otherwise. */
+export const DEFAULT_RETRY_BASE_MS = 5_000;
+export const MAX_RETRY_DELAY_MS = 300_000;
+
+/** Exponential back-off for a failing mapping: 5 s, 10 s, ... up to 5 min, ±20 %. */
+export function retryDelayMs(failures: number, random: () => number = Math.random, firstMs = DEFAULT_RETRY_BASE_MS): number {
+  return spread(backoffCeiling(failures, { baseMs: firstMs, maxMs: MAX_RETRY_DELAY_MS }), 0.2, random);
+}
 
 export type PassKind = 'full' | 'changes';
 
@@ -156,7 +165,7 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
 
 function rescanTime(c: ScheduleConfig, now: number, random: () => number): number | undefined {
   if (!(c.rescanIntervalMs > 0)) return undefined;
-  return now + jittered(c.rescanIntervalMs, random);
+  return now + spread(c.rescanIntervalMs, 0.1, random);
 }
 
 function deadline(s: ScheduleState): number | undefined {

@@ -34,22 +34,22 @@ import { Journal, journalPathOf, parseJournal } from './journal.js';
 import { acquireLock, type Lock } from './lock.js';
 import { applyOp, setFileOp, type StateOp } from './ops.js';
 import type { FileEntry, Intent, MappingState, PassRecord, RejectedFile, StateFile } from './schema.js';
-import { realTimers, WriteScheduler, type Timers } from './write-scheduler.js';
+import { realClock, type Clock } from '../time/clock.js';
+import { WriteScheduler } from './write-scheduler.js';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 /** An intent as the engine describes it; the store adds `id` and `startedAt`. */
 export type NewIntent = DistributiveOmit<Intent, 'id' | 'startedAt'>;
 
 export interface StateStoreOptions {
-  /** Wall clock (ms since the epoch) for intents' startedAt and the corrupt file's name. */
-  clock?: () => number;
+  /** Time for intents' startedAt, the corrupt file's name and the write timers. */
+  clock?: Clock;
   /** Coalescing delay of writes after a mutation. Default 250 ms. */
   writeDelayMs?: number;
   /** Longest delay between retries of a failing write. Default 30 s. */
   maxRetryDelayMs?: number;
   logger?: Logger;
   fs?: StateFs;
-  timers?: Timers;
   /**
    * A corrupt file: 'fail' (default) throws StateCorruptError; 'reset' moves it aside as
    * `<path>.corrupt-<timestamp>`, logs a warning and starts empty (the engine then rebuilds
@@ -123,7 +123,7 @@ export class StateStore {
     private readonly lock: Lock | undefined,
     private readonly clock: () => number,
     private readonly logger: Logger,
-    timers: Timers,
+    time: Clock,
     opts: StateStoreOptions,
   ) {
     this.foldMinBytes = opts.foldMinBytes ?? DEFAULT_FOLD_MIN_BYTES;
@@ -131,7 +131,7 @@ export class StateStore {
       write: () => this.writeNow(),
       delayMs: opts.writeDelayMs ?? 250,
       maxRetryDelayMs: opts.maxRetryDelayMs ?? 30_000,
-      timers,
+      clock: time,
       onError: (err, failures) => {
         const e = err instanceof StateWriteError ? err : new StateWriteError(this.path, err);
         this.writeError = e;
@@ -153,8 +153,8 @@ export class StateStore {
     const abs = resolve(path);
     const fs = opts.fs ?? nodeStateFs;
     const logger = opts.logger ?? silentLogger;
-    const clock = opts.clock ?? Date.now;
-    const timers = opts.timers ?? realTimers;
+    const time = opts.clock ?? realClock;
+    const clock = (): number => time.now();
     await ensureDir(fs, dirname(abs));
     const lock = opts.lock === false ? undefined : await acquireLock(abs, { clock, logger });
     try {
@@ -211,7 +211,7 @@ export class StateStore {
         await writeFileAtomic(fs, journalPath, [loaded.torn.valid]);
       }
       const journal = new Journal(journalPath, fs, { lastSeq: loaded.lastSeq, bytes: loaded.bytes, exists: loaded.exists });
-      const store = new StateStore(abs, state, snapshotFile, codec, journal, lock, clock, logger, timers, opts);
+      const store = new StateStore(abs, state, snapshotFile, codec, journal, lock, clock, logger, time, opts);
       if (snapshotFile.readStats) {
         store.loadStats = { ...snapshotFile.readStats, loadMs: performance.now() - t0, journalBytes: loaded.bytes, replayedOps: loaded.replayed };
         logger.debug({ file: abs, ...store.loadStats }, 'state loaded');

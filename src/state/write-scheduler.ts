@@ -15,15 +15,8 @@
  *   scheduler retries with a growing delay (and immediately on the next flush()).
  */
 
-export interface Timers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export const realTimers: Timers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
+import { backoffCeiling } from '../time/backoff.js';
+import type { Clock } from '../time/clock.js';
 
 export interface WriteSchedulerOptions {
   /** Performs one write; must take its snapshot synchronously before returning. */
@@ -31,7 +24,7 @@ export interface WriteSchedulerOptions {
   delayMs: number;
   /** Ceiling of the retry delay after consecutive failures. */
   maxRetryDelayMs: number;
-  timers: Timers;
+  clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   onError: (err: unknown, consecutiveFailures: number) => void;
   onSuccess: (afterFailures: number) => void;
 }
@@ -104,7 +97,7 @@ export class WriteScheduler {
   private arm(ms: number): void {
     if (this.stopped || this.timerArmed || this.inFlight || this.next) return;
     this.timerArmed = true;
-    this.timer = this.opts.timers.setTimeout(() => {
+    this.timer = this.opts.clock.setTimeout(() => {
       this.timerArmed = false;
       this.start();
     }, ms);
@@ -113,7 +106,7 @@ export class WriteScheduler {
   private cancelTimer(): void {
     if (!this.timerArmed) return;
     this.timerArmed = false;
-    this.opts.timers.clearTimeout(this.timer);
+    this.opts.clock.clearTimeout(this.timer);
   }
 
   private start(): void {
@@ -159,8 +152,9 @@ export class WriteScheduler {
       return;
     }
     if (!this.dirtyFlag) return;
+    // After n failures: delay * 2^n, up to the ceiling.
     const delay = failed
-      ? Math.min(this.opts.delayMs * 2 ** this.failures, this.opts.maxRetryDelayMs)
+      ? backoffCeiling(this.failures + 1, { baseMs: this.opts.delayMs, maxMs: this.opts.maxRetryDelayMs })
       : this.opts.delayMs;
     this.arm(delay);
   }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StateStore } from '../../../src/state/store.js';
 import type { FileEntry } from '../../../src/state/schema.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -62,7 +63,7 @@ describe('StateStore on a real file system', () => {
   it("moves a corrupt file aside with onCorrupt 'reset'", async () => {
     const statePath = join(dir, 'state.json');
     await writeFile(statePath, '{"version":1,"mappings":{"m":');
-    const store = await StateStore.open(statePath, { onCorrupt: 'reset', clock: () => Date.UTC(2026, 0, 2, 3, 4, 5, 6) });
+    const store = await StateStore.open(statePath, { onCorrupt: 'reset', clock: new FakeClock(Date.UTC(2026, 0, 2, 3, 4, 5, 6)) });
     expect(store.mappingIds()).toEqual([]);
     expect(await readFile(join(dir, 'state.json.corrupt-2026-01-02T03-04-05-006Z'), 'utf8')).toBe('{"version":1,"mappings":{"m":');
     await store.close();

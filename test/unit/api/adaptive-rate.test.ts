@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AdaptiveRate } from '../../../src/api/adaptive-rate.js';
 import { ApiError } from '../../../src/api/errors.js';
 import { Pacer, type PacerEvent, type RunOptions } from '../../../src/api/pacer.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 /** Starts one request every `everyMs` from `from` to `to` (exclusive); the first `answered` are answered 10 ms later. */
 function startEvery(rate: AdaptiveRate, from: number, to: number, everyMs: number, answered = Infinity) {

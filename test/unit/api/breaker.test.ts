@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BREAKER_POLL_MS, CircuitBreaker, outcomeOf } from '../../../src/api/breaker.js';
 import { ApiError } from '../../../src/api/errors.js';
 import { Pacer, type PacerEvent } from '../../../src/api/pacer.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 const down = () => new ApiError({ code: 'E_CONNECTION', message: 'connect ECONNREFUSED', retryable: true });
 const status = (s: number) => new ApiError({ code: s >= 500 ? 'E_SERVER' : 'E_HTTP', status: s, message: `${s}`, retryable: s >= 500 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/api/errors.js';
 import { Pacer, SlidingWindow, type PacerEvent, type PacerOptions, type RunOptions } from '../../../src/api/pacer.js';
 import { decideRetry } from '../../../src/api/retry-policy.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 function statusError(status: number, retryAfterMs?: number): ApiError {
   const retryable = status === 408 || status === 429 || status >= 500;

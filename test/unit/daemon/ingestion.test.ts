@@ -6,39 +6,9 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { IngestionChecker, MAX_TRACKED, SUMMARY_INTERVAL_MS } from '../../../src/daemon/ingestion.js';
-import type { Timers } from '../../../src/daemon/timers.js';
 import { createLogger } from '../../../src/log.js';
 import { FakeApi } from '../../helpers/fake-api.js';
-
-class FakeTimers implements Timers {
-  t = 0;
-  private seq = 0;
-  private pending = new Map<number, { at: number; fn: () => void }>();
-  now(): number {
-    return this.t;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.pending.set(id, { at: this.t + ms, fn });
-    return id;
-  }
-  clearTimeout(h: unknown): void {
-    this.pending.delete(h as number);
-  }
-  /** Moves the clock, running what falls due in order; lets the awaited checks settle. */
-  async advance(ms: number): Promise<void> {
-    const end = this.t + ms;
-    for (;;) {
-      const next = [...this.pending.entries()].filter(([, p]) => p.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
-      if (!next) break;
-      this.pending.delete(next[0]);
-      this.t = Math.max(this.t, next[1].at);
-      next[1].fn();
-      for (let i = 0; i < 50; i++) await Promise.resolve();
-    }
-    this.t = end;
-  }
-}
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 function setup() {
   const lines: { level: number; msg: string; [k: string]: unknown }[] = [];
@@ -48,16 +18,16 @@ function setup() {
       cb();
     },
   });
-  const timers = new FakeTimers();
+  const clock = new FakeClock();
   const api = new FakeApi();
-  const checker = new IngestionChecker({ api, dataSourceId: () => 'ds1', delayMs: 5_000, timers, logger: createLogger({ level: 'debug', destination: sink }) });
+  const checker = new IngestionChecker({ api, dataSourceId: () => 'ds1', delayMs: 5_000, clock, logger: createLogger({ level: 'debug', destination: sink }) });
   const warnings = () => lines.filter((l) => l.level === 40);
-  return { checker, timers, api, warnings };
+  return { checker, clock, api, warnings };
 }
 
 describe('IngestionChecker', () => {
   it('a burst beyond the bound keeps the newest, and says so in one line per interval, not one per upload', async () => {
-    const { checker, timers, warnings } = setup();
+    const { checker, clock, warnings } = setup();
     for (let i = 0; i < MAX_TRACKED + 5_000; i++) checker.track(`f${i}.txt`, `doc${i}`);
     expect(checker.pending).toBe(MAX_TRACKED);
     // The first drop is told at once; the rest are counted for the next line.
@@ -68,15 +38,15 @@ describe('IngestionChecker', () => {
     expect(warnings()).toHaveLength(2);
     expect(warnings()[1]!.dropped).toBe(5_000 - 1 + 3_000);
     expect(String(warnings()[1]!.msg)).toMatch(/not checked for ingestion: more than 10000 were waiting/);
-    expect(timers.now()).toBe(0);
+    expect(clock.now()).toBe(0);
   });
 
   it('documents without chunks are listed in the status and told in one summary line', async () => {
-    const { checker, timers, warnings } = setup();
+    const { checker, clock, warnings } = setup();
     for (let i = 0; i < 50; i++) checker.track(`doc${i}.pdf`, `d${i}`);
-    await timers.advance(5_000);
+    await clock.advance(5_000);
     expect(checker.notIngested()).toHaveLength(50);
-    await timers.advance(SUMMARY_INTERVAL_MS);
+    await clock.advance(SUMMARY_INTERVAL_MS);
     const told = warnings();
     expect(told.length).toBeLessThanOrEqual(2);
     expect(told.reduce((n, l) => n + Number(l.count ?? 0), 0)).toBe(50);
@@ -85,15 +55,15 @@ describe('IngestionChecker', () => {
   });
 
   it('a file uploaded again is checked once, after its new upload; a forgotten one not at all', async () => {
-    const { checker, timers, api } = setup();
+    const { checker, clock, api } = setup();
     checker.track('a.txt', 'd1');
-    await timers.advance(3_000);
+    await clock.advance(3_000);
     checker.track('a.txt', 'd2');
     checker.track('b.txt', 'd3');
     checker.forget('b.txt');
-    await timers.advance(2_500);
+    await clock.advance(2_500);
     expect(api.count('listChunks')).toBe(0);
-    await timers.advance(3_000);
+    await clock.advance(3_000);
     expect(api.count('listChunks')).toBe(1);
     expect(checker.notIngested().map((n) => n.documentId)).toEqual(['d2']);
   });

@@ -14,49 +14,8 @@ import { WatchError, type Watcher, type WatcherOptions } from '../../../src/loca
 import { silentLogger } from '../../../src/log.js';
 import type { StateStore } from '../../../src/state/store.js';
 import { MappingRunner, type MappingRunnerDeps } from '../../../src/daemon/mapping-runner.js';
-import { retryDelayMs, type Timers } from '../../../src/daemon/timers.js';
-
-/** Lets promise chains settle (no time passes on the fake clock). */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
-}
-
-class FakeTimers implements Timers {
-  private t = 1_000_000;
-  private seq = 0;
-  private readonly tasks = new Map<number, { at: number; fn: () => void }>();
-
-  now(): number {
-    return this.t;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.tasks.set(id, { at: this.t + Math.max(0, ms), fn });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.tasks.delete(handle as number);
-  }
-  /** Delays (from now) of the timers still scheduled, sorted. */
-  scheduled(): number[] {
-    return [...this.tasks.values()].map((x) => x.at - this.t).sort((a, b) => a - b);
-  }
-  /** Moves the clock forward, firing due timers in order and letting their work settle. */
-  async advance(ms: number): Promise<void> {
-    const end = this.t + ms;
-    for (;;) {
-      await settle();
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const e of this.tasks) if (e[1].at <= end && (!next || e[1].at < next[1].at)) next = e;
-      if (!next) break;
-      this.tasks.delete(next[0]);
-      this.t = next[1].at;
-      next[1].fn();
-    }
-    this.t = end;
-    await settle();
-  }
-}
+import { retryDelayMs } from '../../../src/daemon/schedule.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 interface Call {
   kind: 'full' | 'changes';
@@ -129,7 +88,7 @@ const serviceDown = (): ApiError =>
   new ApiError({ code: 'E_SERVER', status: 503, method: 'GET', path: '/datastore/v1/data-sources/ds-1/documents', message: 'GET /datastore/v1/data-sources/ds-1/documents: 503 Service Unavailable', retryable: true });
 
 function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeconds?: number } = {}) {
-  const timers = new FakeTimers();
+  const clock = new FakeClock(1_000_000);
   const mirror = new FakeMirror();
   let builds = 0;
   let watcherOpts: WatcherOptions | undefined;
@@ -145,7 +104,7 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
     api: {} as MappingRunnerDeps['api'],
     state,
     logger: silentLogger,
-    timers,
+    clock,
     random: () => 0.5, // no jitter: delays are exactly 5 s, 10 s, ...
     buildMirror: () => {
       builds++;
@@ -172,110 +131,110 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
   const runner = new MappingRunner(deps);
   const emit = (e: Omit<RawEvent, 'at'>): void => {
     if (!watcherOpts) throw new Error('the watcher was not started');
-    watcherOpts.onEvent({ ...e, at: timers.now() });
+    watcherOpts.onEvent({ ...e, at: clock.now() });
   };
   const watchError = (e: WatchError): void => {
     if (!watcherOpts) throw new Error('the watcher was not started');
     watcherOpts.onError(e);
   };
-  return { timers, mirror, runner, emit, watchError, builds: () => builds, watchStarts: () => watchStarts, watcherClosed: () => watcherClosed };
+  return { clock, mirror, runner, emit, watchError, builds: () => builds, watchStarts: () => watchStarts, watcherClosed: () => watcherClosed };
 }
 
 describe('MappingRunner', () => {
   it('retries a failing full pass with exponential back-off, degraded with the reason, then recovers to watching', async () => {
-    const { timers, mirror, runner } = setup();
+    const { clock, mirror, runner } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full']);
     expect(runner.status().phase).toBe('syncing');
 
     mirror.last().reject(serviceDown());
-    await settle();
+    await clock.settle();
     let s = runner.status();
     expect(s.phase).toBe('degraded');
     expect(s.degraded).toEqual([expect.stringContaining('503 Service Unavailable')]);
     expect(s.recentErrors.at(-1)?.message).toContain('503');
-    expect(timers.scheduled()).toContain(retryDelayMs(1, () => 0.5));
+    expect(clock.delays()).toContain(retryDelayMs(1, () => 0.5));
 
     // No retry before the back-off is over; one right after it.
-    await timers.advance(4_999);
+    await clock.advance(4_999);
     expect(mirror.calls).toHaveLength(1);
-    await timers.advance(1);
+    await clock.advance(1);
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
 
     // A second failure doubles the delay.
     mirror.last().reject(serviceDown());
-    await timers.advance(9_999);
+    await clock.advance(9_999);
     expect(mirror.calls).toHaveLength(2);
-    await timers.advance(1);
+    await clock.advance(1);
     expect(mirror.calls).toHaveLength(3);
 
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     s = runner.status();
     expect(s.phase).toBe('watching');
     expect(s.degraded).toEqual([]);
     expect(s.lastFullPassOkAt).toBeDefined();
     expect(s.filesTracked).toBe(2);
     // The periodic rescan (3600 s ± 10 %) is what is scheduled now.
-    expect(timers.scheduled().some((d) => d >= 3_240_000 && d <= 3_960_000)).toBe(true);
+    expect(clock.delays().some((d) => d >= 3_240_000 && d <= 3_960_000)).toBe(true);
     await runner.stop();
   });
 
   it('says the service is unreachable when the data source cannot even be resolved, and retries after the back-off (not in a loop)', async () => {
-    const { timers, mirror, runner, builds } = setup({ buildFails: 2 });
+    const { clock, mirror, runner, builds } = setup({ buildFails: 2 });
     runner.start();
-    await settle();
+    await clock.settle();
     expect(builds()).toBe(1);
     expect(runner.status()).toMatchObject({ phase: 'degraded', degraded: [expect.stringContaining('ECONNREFUSED')] });
-    await timers.advance(4_999);
+    await clock.advance(4_999);
     expect(builds()).toBe(1);
-    await timers.advance(1);
+    await clock.advance(1);
     expect(builds()).toBe(2);
-    await timers.advance(9_999);
+    await clock.advance(9_999);
     expect(builds()).toBe(2);
-    await timers.advance(1);
+    await clock.advance(1);
     expect(builds()).toBe(3);
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
     await runner.stop();
   });
 
   it('marks the mapping degraded when operations of a pass fail, and settles them with a full pass after the back-off', async () => {
-    const { timers, mirror, runner, emit } = setup();
+    const { clock, mirror, runner, emit } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
 
     emit({ kind: 'change', path: 'a.txt', size: 3 });
-    await timers.advance(2_000);
+    await clock.advance(2_000);
     expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['a.txt'], dirs: [] } });
     mirror.last().resolve(report([{ path: 'a.txt', op: 'replace', code: 'E_SERVER', status: 503, message: 'POST upload: 503 Service Unavailable' }]));
-    await settle();
+    await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'degraded', degraded: [expect.stringMatching(/1 operation\(s\) failed.*replace a\.txt.*503/)] });
 
-    await timers.advance(5_000);
+    await clock.advance(5_000);
     expect(mirror.last().kind).toBe('full');
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
     await runner.stop();
   });
 
   it('rescanIntervalSeconds 0: one full pass at start, no periodic rescan (not passes back to back)', async () => {
-    const { timers, mirror, runner, emit } = setup({ rescanIntervalSeconds: 0 });
+    const { clock, mirror, runner, emit } = setup({ rescanIntervalSeconds: 0 });
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().resolve(report());
-    await timers.advance(10_000);
+    await clock.advance(10_000);
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full']);
     expect(runner.status().nextRescanAt).toBeUndefined();
     emit({ kind: 'change', path: 'a.txt', size: 1 });
-    await timers.advance(2_000);
+    await clock.advance(2_000);
     mirror.last().resolve(report());
-    await timers.advance(7 * 24 * 3_600_000);
+    await clock.advance(7 * 24 * 3_600_000);
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'changes']);
     await runner.stop();
   });
@@ -291,47 +250,47 @@ describe('MappingRunner', () => {
   ];
   for (const [name, failure] of notAnOutage) {
     it(`does not count a file the service refused (${name}) as an outage: no retry, not degraded`, async () => {
-      const { timers, mirror, runner } = setup();
+      const { clock, mirror, runner } = setup();
       runner.start();
-      await settle();
+      await clock.settle();
       mirror.last().resolve(report([failure]));
-      await settle();
+      await clock.settle();
       expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
-      await timers.advance(60_000);
+      await clock.advance(60_000);
       expect(mirror.calls).toHaveLength(1);
       await runner.stop();
     });
   }
 
   it('a lost answer alone is not an outage: not degraded, a full pass settles it', async () => {
-    const { mirror, runner } = setup();
+    const { clock, mirror, runner } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().resolve(report([{ path: '', op: 'upload', code: 'E_AMBIGUOUS', message: 'an upload answer was lost' }], { needsFullPass: true }));
-    await settle();
+    await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
     await runner.stop();
   });
 
   it('a recorded 401 on a file is a failure (retried after the back-off), like any failure of the service', async () => {
-    const { timers, mirror, runner } = setup();
+    const { clock, mirror, runner } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().resolve(report([{ path: 'a.txt', op: 'upload', code: 'E_UNAUTHORIZED', status: 401, message: '401 Unauthorized' }]));
-    await settle();
+    await clock.settle();
     expect(runner.status().phase).toBe('degraded');
-    await timers.advance(retryDelayMs(1, () => 0.5));
+    await clock.advance(retryDelayMs(1, () => 0.5));
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
     mirror.last().resolve(report());
     await runner.stop();
   });
 
   it('a pass refused for the credentials says so (the disposition decides, not a list of codes)', async () => {
-    const { mirror, runner } = setup();
+    const { clock, mirror, runner } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().reject(new ApiError({ code: 'E_FORBIDDEN', status: 403, message: '403 Forbidden: organization not accessible' }));
-    await settle();
+    await clock.settle();
     expect(runner.status().degraded).toEqual([expect.stringContaining('the service refused the credentials: 403 Forbidden')]);
     await runner.stop();
   });
@@ -356,93 +315,93 @@ describe('MappingRunner', () => {
   });
 
   it('runs one pass at a time; changes seen during a pass are planned together afterwards', async () => {
-    const { timers, mirror, runner, emit } = setup();
+    const { clock, mirror, runner, emit } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     expect(mirror.calls).toHaveLength(1); // the startup full pass, still running
 
     emit({ kind: 'change', path: 'a.txt', size: 1 });
     emit({ kind: 'add', path: 'b.txt', size: 1 });
-    await timers.advance(2_000);
+    await clock.advance(2_000);
     emit({ kind: 'change', path: 'c.txt', size: 1 });
-    await timers.advance(2_000);
+    await clock.advance(2_000);
     // Both batches are ready, but the full pass has not ended: nothing else started.
     expect(mirror.calls).toHaveLength(1);
     expect(runner.status().pending).toBe(3);
 
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(mirror.calls).toHaveLength(2);
     expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['a.txt', 'b.txt', 'c.txt'], dirs: [] } });
     // A size change a moment after a.txt's release is growth: it waits for the stability
     // window (2 s plus a quarter of how long it has been changing), not just the debounce.
     emit({ kind: 'change', path: 'a.txt', size: 2 });
-    await timers.advance(4_000);
+    await clock.advance(4_000);
     expect(mirror.calls).toHaveLength(2);
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['a.txt'], dirs: [] } });
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(mirror.maxRunning).toBe(1);
     expect(runner.status()).toMatchObject({ phase: 'watching', pending: 0 });
     await runner.stop();
   });
 
   it('looks at a folder event\'s own path too (a file replaced by a folder of the same name)', async () => {
-    const { timers, mirror, runner, emit } = setup();
+    const { clock, mirror, runner, emit } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     emit({ kind: 'addDir', path: 'shape.txt' });
-    await timers.advance(3_000);
+    await clock.advance(3_000);
     expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['shape.txt'], dirs: ['shape.txt'] } });
     mirror.last().resolve(report());
     await runner.stop();
   });
 
   it('asks for a full pass when the watcher lost events', async () => {
-    const { timers, mirror, runner, emit } = setup();
+    const { clock, mirror, runner, emit } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     emit({ kind: 'raw', path: '' }); // the mapped folder itself: only a full look can tell
-    await timers.advance(1_000);
+    await clock.advance(1_000);
     expect(mirror.last().kind).toBe('full');
     mirror.last().resolve(report());
     await runner.stop();
   });
 
   it('stops: closes the watcher, lets the running pass end, and starts nothing afterwards', async () => {
-    const { timers, mirror, runner, emit, watcherClosed } = setup();
+    const { clock, mirror, runner, emit, watcherClosed } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     emit({ kind: 'change', path: 'a.txt', size: 1 });
-    await timers.advance(2_000);
+    await clock.advance(2_000);
     let stopped = false;
     const stopping = runner.stop(7_000).then(() => (stopped = true));
-    await settle();
+    await clock.settle();
     expect(watcherClosed()).toBe(true);
     expect(stopped).toBe(false); // the pass is still running
     mirror.last().resolve(report());
     await stopping;
-    await timers.advance(3_600_000 * 2);
+    await clock.advance(3_600_000 * 2);
     expect(mirror.calls).toHaveLength(1);
     expect(runner.status().phase).toBe('stopped');
   });
 
   it('aborts a pass that outlives the stop grace period', async () => {
-    const { timers, mirror, runner } = setup();
+    const { clock, mirror, runner } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     let stopped = false;
     const stopping = runner.stop(7_000).then(() => (stopped = true));
-    await timers.advance(6_999);
+    await clock.advance(6_999);
     expect(stopped).toBe(false);
     expect(mirror.last().signal?.aborted).toBe(false);
-    await timers.advance(1);
+    await clock.advance(1);
     // The mirror sees the abort through its signal and ends the pass with an error.
     expect(mirror.last().signal?.aborted).toBe(true);
     mirror.last().reject(new Error('aborted'));
@@ -454,72 +413,72 @@ describe('MappingRunner', () => {
 
 describe('MappingRunner: back-off and the watcher', () => {
   it('holds watcher changes during the back-off; the retry\'s full pass covers them', async () => {
-    const { timers, mirror, runner, emit } = setup();
+    const { clock, mirror, runner, emit } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().reject(serviceDown());
-    await settle();
+    await clock.settle();
     emit({ kind: 'change', path: 'a.txt', size: 1 });
-    await timers.advance(4_000);
+    await clock.advance(4_000);
     expect(mirror.calls).toHaveLength(1);
     expect(runner.status().pending).toBe(1);
-    await timers.advance(1_000);
+    await clock.advance(1_000);
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
     expect(runner.status().pending).toBe(0);
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(mirror.calls).toHaveLength(2);
     expect(runner.status().phase).toBe('watching');
     await runner.stop();
   });
 
   it('a vanished folder: degraded naming it; when it is watched again, a full pass runs at once despite the pass back-off', async () => {
-    const { timers, mirror, runner, watchError, watchStarts } = setup();
+    const { clock, mirror, runner, watchError, watchStarts } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
 
     watchError(new WatchError('root-gone', '/srv/share', 'the watched folder /srv/share is gone', true));
-    await timers.advance(200);
+    await clock.advance(200);
     expect(runner.status().degraded).toEqual([expect.stringContaining('/srv/share')]);
     // The rescan the lost events ask for finds the folder missing: blocked, retried later.
     expect(mirror.last().kind).toBe('full');
     const outage = { ok: false as const, kind: 'outage' as const, deletes: 0, message: 'the mapped folder /srv/share is missing: treated as an outage' };
     mirror.last().resolve(report([], { blocked: outage }));
-    await settle();
+    await clock.settle();
     expect(runner.status().degraded).toHaveLength(2);
 
     // The watcher is started again after its own back-off (5 s from the error, before the
     // pass's retry, due 5 s after the blocked pass); the folder is back: a full pass now.
     const calls = mirror.calls.length;
-    await timers.advance(4_800);
+    await clock.advance(4_800);
     expect(watchStarts()).toBe(2);
     expect(mirror.calls).toHaveLength(calls + 1);
-    await timers.advance(10_000); // the pass's own retry was cancelled: no second pass
+    await clock.advance(10_000); // the pass's own retry was cancelled: no second pass
     expect(mirror.calls).toHaveLength(calls + 1);
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
     await runner.stop();
   });
 
   it('a folder that cannot be watched at start: degraded, watched again with back-off, then a full pass', async () => {
-    const { timers, mirror, runner, watchStarts } = setup({ watchFails: 2 });
+    const { clock, mirror, runner, watchStarts } = setup({ watchFails: 2 });
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'degraded', degraded: [expect.stringContaining('not watching /srv/share')] });
-    await timers.advance(5_000);
+    await clock.advance(5_000);
     expect(watchStarts()).toBe(2);
-    await timers.advance(9_999);
+    await clock.advance(9_999);
     expect(watchStarts()).toBe(2);
-    await timers.advance(1);
+    await clock.advance(1);
     expect(watchStarts()).toBe(3);
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
     await runner.stop();
   });

@@ -1,11 +1,9 @@
 /**
- * The daemon's Prometheus text and its back-off arithmetic: what a monitoring setup and an
- * operator waiting for a retry rely on.
+ * The daemon's Prometheus text: what a monitoring setup relies on.
  */
 import { describe, expect, it } from 'vitest';
 import { DaemonMetrics, MOUNT_SERIES } from '../../../src/daemon/metrics.js';
 import type { MappingStatus } from '../../../src/daemon/mapping-runner.js';
-import { jittered, MAX_RETRY_DELAY_MS, retryDelayMs } from '../../../src/daemon/timers.js';
 
 const status = (over: Partial<MappingStatus> = {}): MappingStatus => ({
   id: 'm1',
@@ -86,22 +84,5 @@ describe('DaemonMetrics: the watch per mount (issue 12)', () => {
     expect(text.match(/^dssync_poll_files\{/gm)).toHaveLength(MOUNT_SERIES + 1);
     expect(text).toMatch(/^dssync_poll_files\{mapping="m1",mount="other"\} 50$/m);
     expect(text).toMatch(/^dssync_watch_polled\{mapping="m1",mount="other"\} 1$/m);
-  });
-});
-
-describe('retry delays', () => {
-  it('double from the first delay up to 5 minutes, with ±20 % jitter', () => {
-    const mid = (): number => 0.5;
-    expect([1, 2, 3, 4].map((n) => retryDelayMs(n, mid))).toEqual([5_000, 10_000, 20_000, 40_000]);
-    expect(retryDelayMs(30, mid)).toBe(MAX_RETRY_DELAY_MS);
-    expect(retryDelayMs(1, () => 0)).toBe(4_000);
-    expect(retryDelayMs(1, () => 1)).toBe(6_000);
-    // A configured first delay (DSSYNC_RETRY_DELAY_MS).
-    expect([1, 2, 3].map((n) => retryDelayMs(n, mid, 1_000))).toEqual([1_000, 2_000, 4_000]);
-  });
-
-  it('spread periodic rescans by ±10 %', () => {
-    expect(jittered(3_600_000, () => 0)).toBe(3_240_000);
-    expect(jittered(3_600_000, () => 1)).toBe(3_960_000);
   });
 });

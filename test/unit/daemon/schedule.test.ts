@@ -3,7 +3,7 @@
  * schedule must do. A fake clock is just the `now` of each step.
  */
 import { describe, expect, it } from 'vitest';
-import { initialSchedule, step, type ScheduleAction, type ScheduleConfig, type ScheduleEvent, type ScheduleState } from '../../../src/daemon/schedule.js';
+import { initialSchedule, MAX_RETRY_DELAY_MS, retryDelayMs, step, type ScheduleAction, type ScheduleConfig, type ScheduleEvent, type ScheduleState } from '../../../src/daemon/schedule.js';
 
 type Row = [at: number, event: ScheduleEvent, actions: ScheduleAction['type'][], deadline?: number | undefined];
 
@@ -114,5 +114,17 @@ describe('schedule', () => {
       [3, { type: 'batchReady', rescan: true }, [], -1],
     ]);
     expect(s.stopped).toBe(true);
+  });
+});
+
+describe('retry delays', () => {
+  it('double from the first delay up to 5 minutes, with ±20 % jitter', () => {
+    const mid = (): number => 0.5;
+    expect([1, 2, 3, 4].map((n) => retryDelayMs(n, mid))).toEqual([5_000, 10_000, 20_000, 40_000]);
+    expect(retryDelayMs(30, mid)).toBe(MAX_RETRY_DELAY_MS);
+    expect(retryDelayMs(1, () => 0)).toBe(4_000);
+    expect(retryDelayMs(1, () => 1)).toBe(6_000);
+    // A configured first delay (DSSYNC_RETRY_DELAY_MS).
+    expect([1, 2, 3].map((n) => retryDelayMs(n, mid, 1_000))).toEqual([1_000, 2_000, 4_000]);
   });
 });

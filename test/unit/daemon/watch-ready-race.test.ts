@@ -7,15 +7,15 @@
 import { describe, expect, it } from 'vitest';
 import type { Config, MappingConfig } from '../../../src/config/types.js';
 import { MappingRunner, type MappingRunnerDeps } from '../../../src/daemon/mapping-runner.js';
-import type { Timers } from '../../../src/daemon/timers.js';
 import type { Mirror, PassReport } from '../../../src/engine/mirror.js';
 import type { Watcher } from '../../../src/local/watcher.js';
 import { silentLogger } from '../../../src/log.js';
 import type { StateStore } from '../../../src/state/store.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
-}
+/** Time never moves here: only the order of the watcher's readiness and the first pass matters. */
+const clock = new FakeClock();
+const settle = (): Promise<void> => clock.settle();
 
 function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
   let resolve!: (v: T) => void;
@@ -26,8 +26,6 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: 
   });
   return { promise, resolve, reject };
 }
-
-const timers: Timers = { now: () => 0, setTimeout: () => 0, clearTimeout: () => undefined };
 
 const report = (): PassReport => ({
   mappingId: 'm1',
@@ -58,7 +56,7 @@ function setup() {
     api: {} as MappingRunnerDeps['api'],
     state: { mapping: () => ({ files: {} }), fileCount: () => 0 } as unknown as StateStore,
     logger: silentLogger,
-    timers,
+    clock,
     random: () => 0.5,
     buildMirror: () => built.promise,
     watch: () => ready.promise,

@@ -7,15 +7,12 @@ import { Mirror, INTENT_SETTLE_MS, type LocalSide, type MirrorState, type ScanRe
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import type { Intent, MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 import { MemoryState } from '../../helpers/memory-state.js';
 
-class Clock {
-  t = Date.parse('2026-11-23T00:00:00Z');
-  now = (): number => this.t;
-}
 
 class State extends MemoryState implements MirrorState {
-  constructor(private readonly clock: Clock) {
+  constructor(private readonly clock: FakeClock) {
     super();
   }
   override async beginIntent(id: string, intent: Omit<Intent, 'id' | 'startedAt'>): Promise<string> {
@@ -58,7 +55,7 @@ class Local implements LocalSide {
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
 
 function setup() {
-  const clock = new Clock();
+  const clock = new FakeClock(Date.parse('2026-11-23T00:00:00Z'));
   const api = new FakeApi();
   const state = new State(clock);
   const local = new Local();
@@ -68,7 +65,7 @@ function setup() {
     state,
     local,
     logger: silent,
-    now: clock.now,
+    now: () => clock.now(),
   });
   return { clock, api, state, local, mirror };
 }
@@ -90,7 +87,7 @@ describe('upload intents (issue 9, defect 2)', () => {
     const first = await mirror.fullPass({ maxRounds: 1 });
     expect(first.needsFullPass).toBe(true);
     api.failBefore = () => undefined;
-    clock.t += 1000;
+    await clock.advance(1000);
     const second = await mirror.fullPass();
     expect(second.ok).toBe(true);
     expect(api.count('uploadDocuments')).toBe(2);
@@ -98,12 +95,12 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(Object.keys(state.m.intents)).toHaveLength(1);
     // The service commits the first upload now, after the client gave up.
     const late = { ...api.add({ name: 'sub/report.txt', metadata: {}, size: 10 }) };
-    clock.t += 1000;
+    await clock.advance(1000);
     await mirror.fullPass();
     expect(api.docs.has(late.id)).toBe(false);
     expect(api.list()).toHaveLength(1);
     // Past the window, a clean full pass closes it.
-    clock.t += INTENT_SETTLE_MS;
+    await clock.advance(INTENT_SETTLE_MS);
     await mirror.fullPass();
     expect(state.m.intents).toEqual({});
   });
@@ -117,7 +114,7 @@ describe('upload intents (issue 9, defect 2)', () => {
     const theirs = { ...api.add({ name: 'report.txt', metadata: {}, size: 10 }) };
     const theirsToo = { ...api.add({ name: 'sub/report.txt', metadata: {}, size: 99 }) };
     for (let i = 0; i < 3; i++) {
-      clock.t += 1000;
+      await clock.advance(1000);
       local.put('sub/report.txt', `h${i + 2}`, 20 + i);
       await mirror.fullPass();
     }
@@ -134,7 +131,7 @@ describe('upload intents (issue 9, defect 2)', () => {
     await mirror.fullPass({ maxRounds: 1 });
     api.failBefore = () => undefined;
     for (let i = 0; i < 3; i++) {
-      clock.t += INTENT_SETTLE_MS;
+      await clock.advance(INTENT_SETTLE_MS);
       await mirror.fullPass();
     }
     expect(api.docs.get(theirs.id)).toEqual(theirs);
@@ -150,15 +147,15 @@ describe('upload intents (issue 9, defect 2)', () => {
     await mirror.fullPass({ maxRounds: 1 });
     api.failAfter = () => undefined;
     expect(openUpload(state).preexisting).toEqual([theirs.id]);
-    clock.t += 1000;
+    await clock.advance(1000);
     await mirror.fullPass();
     // The first listing after the lost answer pinned our document in the intent.
     expect(openUpload(state).files[0]!.documentId).toMatch(/^doc/);
     // A person's upload of the same name and size while the intent is open is not ours either.
     const later = { ...api.add({ name: 'a.txt', metadata: {}, size: 10 }) };
-    clock.t += 1000;
+    await clock.advance(1000);
     await mirror.fullPass();
-    clock.t += INTENT_SETTLE_MS;
+    await clock.advance(INTENT_SETTLE_MS);
     await mirror.fullPass();
     expect(api.docs.get(theirs.id)).toEqual(theirs);
     expect(api.docs.get(later.id)).toEqual(later);
@@ -181,7 +178,7 @@ describe('upload intents (issue 9, defect 2)', () => {
     api.failBefore = () => undefined;
     expect(openUpload(state).preexistingFresh).toBeUndefined();
     // The next full pass sees only the person's document: ours or theirs, unknowable which.
-    clock.t += 1000;
+    await clock.advance(1000);
     const next = await mirror.fullPass();
     expect(api.docs.get(theirs.id)).toEqual(theirs);
     expect(next.conflicts?.map((c) => c.documentId)).toEqual([theirs.id]);
@@ -190,9 +187,9 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(api.count('uploadDocuments')).toBe(3);
     // The lost upload lands late: a duplicate of ours or not, it is left alone too.
     const late = { ...api.add({ name: 'a.txt', metadata: {}, size: 10 }) };
-    clock.t += 1000;
+    await clock.advance(1000);
     await mirror.fullPass();
-    clock.t += INTENT_SETTLE_MS;
+    await clock.advance(INTENT_SETTLE_MS);
     await mirror.fullPass();
     expect(api.docs.get(theirs.id)).toEqual(theirs);
     expect(api.docs.get(late.id)).toEqual(late);
@@ -213,9 +210,9 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(Object.keys(state.m.intents)).toHaveLength(1);
     // A new process (a new Mirror, same state) starts with a full pass.
     const restarted = new Mirror({ ...(mirror as unknown as { d: ConstructorParameters<typeof Mirror>[0] }).d });
-    clock.t += 1000;
+    await clock.advance(1000);
     await restarted.fullPass();
-    clock.t += INTENT_SETTLE_MS;
+    await clock.advance(INTENT_SETTLE_MS);
     await restarted.fullPass();
     expect(api.docs.get(theirs.id)).toEqual(theirs);
     expect(api.list().filter((d) => d.metadata['dssync_path'] === 'sub/a.txt')).toHaveLength(1);
@@ -229,11 +226,11 @@ describe('upload intents (issue 9, defect 2)', () => {
     await mirror.fullPass({ maxRounds: 1 });
     api.failAfter = () => undefined;
     local.unreadable.add('a.txt');
-    clock.t += 2 * INTENT_SETTLE_MS;
+    await clock.advance(2 * INTENT_SETTLE_MS);
     await mirror.fullPass();
     expect(Object.keys(state.m.intents)).toHaveLength(1);
     local.unreadable.clear();
-    clock.t += 1000;
+    await clock.advance(1000);
     await mirror.fullPass();
     expect(api.count('uploadDocuments')).toBe(1);
     expect(api.list()).toHaveLength(1);
@@ -253,14 +250,14 @@ describe('an open intent of a file that becomes excluded (the simulation, seed 7
     // The file grows past maxFileBytes (excluded), then the lost upload lands.
     local.put('a.txt', 'h2', 16);
     local.tooLarge.add('a.txt');
-    clock.t += 1000;
+    await clock.advance(1000);
     await mirror.fullPass();
     const late = api.add({ name: 'a.txt', metadata: {}, size: 1 });
-    clock.t += 1000;
+    await clock.advance(1000);
     const report = await mirror.fullPass();
     expect(report.ops).toContainEqual({ kind: 'delete', path: 'a.txt', documentId: late.id, reason: 'excluded', unmarked: true });
     expect(api.docs.has(late.id)).toBe(false);
-    clock.t += INTENT_SETTLE_MS;
+    await clock.advance(INTENT_SETTLE_MS);
     await mirror.fullPass();
     expect(state.m.intents).toEqual({});
     expect(api.list().map((d) => d.name)).toEqual(['keep.txt']);
@@ -283,7 +280,7 @@ describe('an open intent of a file that becomes excluded (the simulation, seed 7
     // Then the file grows past maxFileBytes.
     local.put('a.txt', 'h3', 16);
     local.tooLarge.add('a.txt');
-    clock.t += INTENT_SETTLE_MS;
+    await clock.advance(INTENT_SETTLE_MS);
     await mirror.fullPass();
     expect(api.docs.has(named.id)).toBe(false);
     expect(api.list().filter((d) => d.name === 'a.txt').map((d) => d.id)).toEqual([old.id]);
@@ -298,7 +295,7 @@ describe('an open intent of a file that becomes excluded (the simulation, seed 7
     await mirror.fullPass({ maxRounds: 1 });
     api.failAfter = () => undefined;
     local.unreadable.add('a.txt');
-    clock.t += 2 * INTENT_SETTLE_MS;
+    await clock.advance(2 * INTENT_SETTLE_MS);
     await mirror.fullPass();
     expect(api.list()).toHaveLength(1);
     expect(Object.keys(state.m.intents)).toHaveLength(1);
@@ -314,7 +311,7 @@ describe('the mass-delete window across passes of one Mirror (issue 9)', () => {
     const blocked: number[] = [];
     for (let d = 0; d < 10; d++) {
       for (let f = 0; f < 10; f++) local.files.delete(`d${d}/f${f}.txt`);
-      clock.t += 30_000;
+      await clock.advance(30_000);
       const r = await mirror.fullPass();
       if (r.blocked) {
         blocked.push(d);
@@ -323,7 +320,7 @@ describe('the mass-delete window across passes of one Mirror (issue 9)', () => {
     }
     expect(blocked).toEqual([5]);
     expect(api.list()).toHaveLength(50);
-    clock.t += 11 * 60_000;
+    await clock.advance(11 * 60_000);
     expect((await mirror.fullPass()).blocked).toBeUndefined();
   });
 });

@@ -1,11 +1,10 @@
 /**
  * Fakes for the state store's unit tests: an in-memory file system with fault injection and
- * gates, manual timers, and a log capture.
+ * gates, and a log capture (the fake clock is test/helpers/fake-clock.ts).
  */
 import { dirname } from 'node:path';
 import { createLogger, type Logger } from '../../../src/log.js';
 import type { StateFileHandle, StateFs } from '../../../src/state/atomic-file.js';
-import type { Timers } from '../../../src/state/write-scheduler.js';
 
 type Op = 'open' | 'writev' | 'sync' | 'rename' | 'readFile' | 'truncate';
 
@@ -169,44 +168,6 @@ export class MemFs implements StateFs {
   async readdir(path: string): Promise<string[]> {
     const prefix = path.endsWith('/') ? path : `${path}/`;
     return [...this.files.keys()].filter((p) => dirname(p) === path).map((p) => p.slice(prefix.length));
-  }
-}
-
-/** Manual timers: nothing runs until advance(). */
-export class FakeTimers implements Timers {
-  now = 0;
-  private seq = 0;
-  private readonly pending = new Map<number, { at: number; fn: () => void }>();
-
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.pending.set(id, { at: this.now + ms, fn });
-    return id;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-
-  /** Delays of the timers waiting, relative to now. */
-  delays(): number[] {
-    return [...this.pending.values()].map((t) => t.at - this.now).sort((a, b) => a - b);
-  }
-
-  /** Moves time forward, running due timers in order (and settling promises in between). */
-  async advance(ms: number): Promise<void> {
-    const until = this.now + ms;
-    for (;;) {
-      await settle();
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const e of this.pending) if (e[1].at <= until && (!next || e[1].at < next[1].at)) next = e;
-      if (!next) break;
-      this.pending.delete(next[0]);
-      this.now = next[1].at;
-      next[1].fn();
-    }
-    this.now = until;
-    await settle();
   }
 }
 

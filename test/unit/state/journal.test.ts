@@ -4,7 +4,8 @@ import type { StateOp } from '../../../src/state/ops.js';
 import type { FileEntry } from '../../../src/state/schema.js';
 import { decodeState } from '../../../src/state/decode.js';
 import { readStateFile, StateStore } from '../../../src/state/store.js';
-import { captureLogger, FakeTimers, MemFs, settle } from './fakes.js';
+import { captureLogger, MemFs, settle } from './fakes.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 const PATH = '/var/lib/dssync/state.json';
 const JOURNAL = `${PATH}.journal`;
@@ -61,7 +62,7 @@ function canonical(m: unknown): string {
 }
 
 async function open(fs: MemFs, foldMinBytes = 8 * 1024 * 1024) {
-  return StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, foldMinBytes, clock: () => 0 });
+  return StateStore.open(PATH, { fs, clock: new FakeClock(0), lock: false, foldMinBytes });
 }
 
 describe('StateStore journal', () => {
@@ -112,7 +113,7 @@ describe('StateStore journal', () => {
     const torn = frameRecord(3, [['set', 'm', 'b', ['d', 1, 1, 'h', 't']]]).subarray(0, 30);
     fs.put(JOURNAL, good + torn.toString('latin1'));
     const { logger, lines } = captureLogger();
-    const again = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, logger });
+    const again = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, logger });
     expect(Object.keys(again.mapping('m')?.files ?? {})).toEqual(['a']);
     expect(lines().some((l) => l['level'] === 40 && String(l['msg']).includes('incomplete record'))).toBe(true);
     expect(fs.text(JOURNAL)).toBe(good);
@@ -126,7 +127,7 @@ describe('StateStore journal', () => {
     fs.put(PATH, '{"version":2,"journalSeq":5,"mappings":{}}');
     fs.put(JOURNAL, frameRecord(9, [['map', 'm', 'ds', '/r']]).toString('latin1'));
     await expect(open(fs)).rejects.toThrow(/resumes at op 9 while its snapshot ends at op 5/);
-    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, onCorrupt: 'reset', clock: () => 0 });
+    const store = await StateStore.open(PATH, { fs, clock: new FakeClock(0), lock: false, onCorrupt: 'reset' });
     expect(store.mappingIds()).toEqual([]);
     expect([...fs.files.keys()].sort()).toEqual([`${PATH}.corrupt-1970-01-01T00-00-00-000Z`, `${JOURNAL}.corrupt-1970-01-01T00-00-00-000Z`]);
   });
@@ -164,7 +165,7 @@ describe('StateStore journal', () => {
     expect(store.writeStats.snapshot.writes).toBeGreaterThan(2);
     expect(images.length).toBeGreaterThan(50);
     for (const { disk, acked: ackedThen } of images) {
-      const s = await StateStore.open(PATH, { fs: disk, timers: new FakeTimers(), lock: false });
+      const s = await StateStore.open(PATH, { fs: disk, clock: new FakeClock(), lock: false });
       const found = states.lastIndexOf(canonical(s.mapping('m')));
       expect(found).toBeGreaterThanOrEqual(ackedThen);
       await s.close();

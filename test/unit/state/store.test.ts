@@ -4,7 +4,8 @@ import { newMappingState, newState } from '../../../src/state/validate.js';
 import { StateCorruptError, StateVersionError, StateWriteError } from '../../../src/state/errors.js';
 import type { FileEntry } from '../../../src/state/schema.js';
 import { readStateFile, StateStore, type StateStoreOptions } from '../../../src/state/store.js';
-import { captureLogger, FakeTimers, MemFs, settle } from './fakes.js';
+import { captureLogger, MemFs, settle } from './fakes.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 const PATH = '/var/lib/dssync/state.json';
 const JOURNAL = `${PATH}.journal`;
@@ -16,13 +17,12 @@ function entry(i: number): FileEntry {
 
 async function setup(opts: Partial<StateStoreOptions> & { fs?: MemFs } = {}) {
   const fs = opts.fs ?? new MemFs();
-  const timers = new FakeTimers();
+  const timers = new FakeClock(T0);
   const log = captureLogger();
   const writeErrors: StateWriteError[] = [];
   const store = await StateStore.open(PATH, {
     fs,
-    timers,
-    clock: () => T0,
+    clock: timers,
     lock: false,
     logger: log.logger,
     onWriteError: (e) => void writeErrors.push(e),
@@ -216,7 +216,7 @@ describe('StateStore write failures', () => {
 describe('StateStore open', () => {
   it('creates nothing until the first mutation and starts empty', async () => {
     const fs = new MemFs();
-    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false });
+    const store = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false });
     expect(store.mappingIds()).toEqual([]);
     expect(fs.dirs.has('/var/lib/dssync')).toBe(true);
     expect(fs.files.size).toBe(0);
@@ -227,7 +227,7 @@ describe('StateStore open', () => {
     store.setFile('docs', '__proto__', entry(1));
     store.setFile('docs', 'dir/ü.txt', entry(2));
     await store.close();
-    const again = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false });
+    const again = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false });
     expect(again.mapping('docs')?.files['__proto__']).toEqual(entry(1));
     expect(again.mapping('docs')?.files['dir/ü.txt']).toEqual(entry(2));
     expect(again.readStats?.journalBytes).toBe(Buffer.byteLength(fs.text(JOURNAL) ?? ''));
@@ -268,7 +268,7 @@ describe('StateStore open', () => {
     s.mappings['m'] = newMappingState('d', '/r');
     fs.put(PATH, encodeStateToString(s), 0o644);
     const { logger, lines } = captureLogger();
-    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, logger });
+    const store = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, logger });
     expect(fs.files.get(PATH)?.mode).toBe(0o600);
     expect(lines().some((l) => l['level'] === 40 && String(l['msg']).includes('644'))).toBe(true);
     store.setFile('m', 'a', entry(1));
@@ -279,7 +279,7 @@ describe('StateStore open', () => {
   it('a corrupt file fails with StateCorruptError naming it', async () => {
     const fs = new MemFs();
     fs.put(PATH, '{"version":1,"mappings":{"m":{"dataSour');
-    const err = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false }).catch((e: unknown) => e);
+    const err = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateCorruptError);
     expect((err as Error).message).toContain(PATH);
   });
@@ -288,7 +288,7 @@ describe('StateStore open', () => {
     const fs = new MemFs();
     fs.put(PATH, 'garbage');
     const { logger, lines } = captureLogger();
-    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, logger, onCorrupt: 'reset', clock: () => T0 });
+    const store = await StateStore.open(PATH, { fs, clock: new FakeClock(T0), lock: false, logger, onCorrupt: 'reset' });
     const aside = `${PATH}.corrupt-2026-11-22T02-14-28-123Z`;
     expect(fs.text(aside)).toBe('garbage');
     expect(fs.files.has(PATH)).toBe(false);
@@ -301,7 +301,7 @@ describe('StateStore open', () => {
   it('a file of a newer version is refused, even with onCorrupt reset, and left alone', async () => {
     const fs = new MemFs();
     fs.put(PATH, '{"version":7,"mappings":{}}');
-    const err = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, onCorrupt: 'reset' }).catch((e: unknown) => e);
+    const err = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, onCorrupt: 'reset' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateVersionError);
     expect((err as Error).message).toBe(
       `state file ${PATH} was written by a newer dssync (version 7); this dssync reads versions up to 3: upgrade dssync`,
@@ -313,7 +313,7 @@ describe('StateStore open', () => {
     const fs = new MemFs();
     fs.put(PATH, '{}');
     fs.fail('readFile', 'EACCES');
-    await expect(StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false })).rejects.toThrow(
+    await expect(StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false })).rejects.toThrow(
       `cannot read state file ${PATH}`,
     );
   });

@@ -1,17 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { WriteScheduler } from '../../../src/state/write-scheduler.js';
-import { FakeTimers, settle } from './fakes.js';
+import { settle } from './fakes.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 /** A scheduler whose writes complete only when the test says so. */
 function setup(delayMs = 250) {
-  const timers = new FakeTimers();
+  const timers = new FakeClock();
   const writes: { done: () => void; fail: (e: unknown) => void }[] = [];
   const errors: unknown[] = [];
   const recoveries: number[] = [];
   const s = new WriteScheduler({
     delayMs,
     maxRetryDelayMs: 4000,
-    timers,
+    clock: timers,
     write: () =>
       new Promise<void>((resolve, reject) => {
         writes.push({ done: resolve, fail: reject });

@@ -1,19 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { DaemonHistory, HISTORY_LIMITS, percentiles } from '../../../../src/daemon/web/history.js';
+import { FakeClock } from '../../../helpers/fake-clock.js';
 
-function fakeClock(start = Date.parse('2026-03-01T10:00:00Z')) {
-  let t = start;
-  return { now: () => t, advance: (ms: number) => (t += ms) };
+function fakeClock(): FakeClock {
+  return new FakeClock(Date.parse('2026-03-01T10:00:00Z'));
 }
 
 describe('DaemonHistory', () => {
   it('records operations newest first, and problems with what happens next', () => {
     const c = fakeClock();
-    const h = new DaemonHistory(c.now);
+    const h = new DaemonHistory(() => c.now());
     const seen: string[] = [];
     h.subscribe((e) => seen.push(e.type));
     h.onOp('docs', { kind: 'upload', path: 'a.txt', outcome: 'done', documentId: 'd1' }, 450);
-    c.advance(1000);
+    c.tick(1000);
     h.onOp('docs', { kind: 'upload', path: 'b.bin', outcome: 'rejected', error: new Error('HTTP 415 unsupported type') }, undefined);
     const s = h.snapshot();
     expect(s.activity.map((e) => e.item.path)).toEqual(['b.bin', 'a.txt']);
@@ -24,27 +24,27 @@ describe('DaemonHistory', () => {
 
   it('counts per 10-second point, fills quiet intervals, and keeps one hour', () => {
     const c = fakeClock();
-    const h = new DaemonHistory(c.now);
+    const h = new DaemonHistory(() => c.now());
     h.onOp('m', { kind: 'upload', path: 'a', outcome: 'done' }, 100);
     h.onPacer({ type: 'response', attempt: 1, ms: 5, ok: false, status: 429, method: 'POST', route: 'x' } as never);
     h.onPacer({ type: 'retry', attempt: 1, delayMs: 10, code: 'E_THROTTLED', method: 'POST', route: 'x' } as never);
-    c.advance(35_000);
+    c.tick(35_000);
     h.onOp('m', { kind: 'delete', path: 'a', outcome: 'failed', error: new Error('boom') }, undefined);
     const pts = h.chart();
     expect(pts.map((p) => p.t - pts[0]!.t)).toEqual([0, 10, 20, 30]);
     expect(pts[0]).toMatchObject({ ops: 1, requests: 1, throttled: 1, retries: 1, lagP50: 100, lagP95: 100 });
     expect(pts[1]).toMatchObject({ ops: 0, requests: 0 });
     expect(pts[3]).toMatchObject({ ops: 1, failed: 1 });
-    c.advance(5 * 3600_000);
+    c.tick(5 * 3600_000);
     h.onOp('m', { kind: 'upload', path: 'b', outcome: 'done' }, 1);
     expect(h.chart()).toHaveLength(HISTORY_LIMITS.points);
   });
 
   it('stays bounded over a long run', () => {
     const c = fakeClock();
-    const h = new DaemonHistory(c.now);
+    const h = new DaemonHistory(() => c.now());
     for (let i = 0; i < 20_000; i++) {
-      c.advance(50);
+      c.tick(50);
       h.onOp('m', { kind: 'upload', path: `f${i}`, outcome: i % 10 === 0 ? 'failed' : 'done', error: new Error('x') }, i);
     }
     const s = h.snapshot();
@@ -54,7 +54,7 @@ describe('DaemonHistory', () => {
   });
 
   it('tracks the pass in progress per mapping', () => {
-    const h = new DaemonHistory(fakeClock().now);
+    const h = new DaemonHistory(() => 0);
     h.onPassStart('m', 'full');
     h.onOp('m', { kind: 'upload', path: 'a', outcome: 'done' }, undefined);
     expect(h.currentPass('m')).toMatchObject({ kind: 'full', done: 1 });

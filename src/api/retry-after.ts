@@ -1,32 +1,6 @@
 /**
- * Pure back-off arithmetic: how long to wait before trying again, and what a Retry-After
- * header asks for. No timers here; the pacer does the waiting.
+ * What a Retry-After header asks for. The back-off itself is in src/time/backoff.ts.
  */
-
-export interface BackoffOptions {
-  /** Delay ceiling of the first retry, in ms. */
-  baseMs: number;
-  /** No delay ever exceeds this, in ms. */
-  maxMs: number;
-  /** Uniform in [0, 1); injected so tests are deterministic. */
-  random: () => number;
-}
-
-/**
- * Exponential back-off with "full jitter": uniform in [0, min(max, base * 2^(n-1))], where
- * `retry` counts from 1. Full jitter spreads clients that failed together, so they do not
- * come back together.
- */
-export function backoffDelay(retry: number, opts: BackoffOptions): number {
-  return Math.floor(opts.random() * backoffCeiling(retry, opts));
-}
-
-/** The upper bound of backoffDelay for this retry. */
-export function backoffCeiling(retry: number, opts: Pick<BackoffOptions, 'baseMs' | 'maxMs'>): number {
-  const n = Math.max(1, Math.floor(retry));
-  // 2^n overflows to Infinity for large n; Math.min then gives maxMs, which is what we want.
-  return Math.max(0, Math.min(opts.maxMs, opts.baseMs * 2 ** (n - 1)));
-}
 
 /** The longest Retry-After honoured; a larger one (or a far-future date) is clamped to it. */
 export const MAX_RETRY_AFTER_MS = 10 * 60 * 1000;
