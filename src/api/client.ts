@@ -46,17 +46,19 @@ export interface DatastoreClientOptions {
   ownsTokens?: boolean | undefined;
   /** Shared by every client of the same service; default: a new one from the options below. */
   pacer?: Pacer | undefined;
-  /** Used only when no pacer is given. */
-  requestsPerSecond?: number | undefined;
-  concurrency?: number | undefined;
+  /** `queue.requestsPerSecond` (0: no cap); used only when no pacer is given. */
+  requestsPerSecond: number;
+  /** `queue.concurrency`: requests in flight at once (and the connections opened for them). */
+  concurrency: number;
   onEvent?: ((event: PacerEvent) => void) | undefined;
   /** The pacer's time (waits, pauses, rate windows); the real clock unless given. */
   clock?: Clock | undefined;
   /** Shutdown of the default pacer: queued and waiting work rejects with E_ABORTED. */
   signal?: AbortSignal | undefined;
-  timeouts?: TimeoutOptions | undefined;
-  /** Attempts per request (default: the pacer's, 6). */
-  maxAttempts?: number | undefined;
+  /** `queue.timeouts`. */
+  timeouts: Readonly<TimeoutOptions>;
+  /** `queue.maxAttempts`: attempts per request, the first included. */
+  maxAttempts: number;
   userAgent?: string | undefined;
   /** Debug line per request: method, path, status, ms, attempt. Never headers. */
   logger?: Logger | undefined;
@@ -99,7 +101,7 @@ export class DatastoreClient implements DatastoreApi {
   private readonly tokens: TokenProvider;
   private readonly ownsTokens: boolean;
   private readonly logger: Logger;
-  private readonly maxAttempts: number | undefined;
+  private readonly maxAttempts: number;
   private readonly pageSize: number;
   private readonly maxPages: number;
   /** The service answered 400 to `?limit=`: lists are requested without it from then on. */
@@ -133,9 +135,9 @@ export class DatastoreClient implements DatastoreApi {
     this.pacer =
       opts.pacer ??
       new Pacer({
-        ...(opts.requestsPerSecond === undefined ? {} : { requestsPerSecond: opts.requestsPerSecond }),
-        ...(opts.concurrency === undefined ? {} : { concurrency: opts.concurrency }),
-        ...(opts.maxAttempts === undefined ? {} : { maxAttempts: opts.maxAttempts }),
+        requestsPerSecond: opts.requestsPerSecond,
+        concurrency: opts.concurrency,
+        maxAttempts: opts.maxAttempts,
         ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
         ...(opts.clock === undefined ? {} : { clock: opts.clock }),
         ...(opts.signal === undefined ? {} : { signal: opts.signal }),
@@ -144,7 +146,7 @@ export class DatastoreClient implements DatastoreApi {
     if (dispatcher === undefined) {
       // As many connections as requests may be in flight: fewer would queue them in undici,
       // out of the pacer's sight (measured: 32 in flight over 16 connections ran no faster).
-      this.ownAgent = createAgent({ timeouts: opts.timeouts, ca: opts.ca, connections: Math.max(16, opts.concurrency ?? 16) });
+      this.ownAgent = createAgent({ timeouts: opts.timeouts, ca: opts.ca, connections: Math.max(16, opts.concurrency) });
       dispatcher = this.ownAgent;
     }
     this.http = new HttpTransport({
@@ -154,7 +156,7 @@ export class DatastoreClient implements DatastoreApi {
       userAgent: opts.userAgent ?? DEFAULT_USER_AGENT,
       maxResponseBytes: opts.maxResponseBytes,
       // The body timeout also bounds a whole answer (a slow-loris answer never idles).
-      bodyDeadlineMs: opts.timeouts?.bodyMs ?? 120_000,
+      bodyDeadlineMs: opts.timeouts.bodyMs,
     });
   }
 
@@ -617,7 +619,7 @@ export type ClientFromConnectionOptions = Omit<DatastoreClientOptions, 'baseUrl'
 };
 
 /** A client for a resolved Connection, with the token provider its "auth" asks for. */
-export function createClientFromConnection(conn: Connection, opts: ClientFromConnectionOptions = {}): DatastoreClient {
+export function createClientFromConnection(conn: Connection, opts: ClientFromConnectionOptions): DatastoreClient {
   const { tokens, ...rest } = opts;
   let ownTokenAgent: Agent | undefined;
   let provider = tokens;

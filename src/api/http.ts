@@ -14,32 +14,33 @@ import { parseRetryAfter } from './retry-after.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
+/** `queue.timeouts` of the config (its defaults are in src/config/schema.ts). */
 export interface TimeoutOptions {
-  /** TCP + TLS connect. Default 10 s. */
-  connectMs?: number;
-  /** From sending the request until the response headers arrive. Default 120 s (uploads are parsed before answering). */
-  headersMs?: number;
-  /** Between two chunks of the response body. Default 120 s. */
-  bodyMs?: number;
+  /** TCP + TLS connect (ms). */
+  connectMs: number;
+  /** From sending the request until the response headers arrive (ms). */
+  headersMs: number;
+  /** Between two chunks of the response body (ms). */
+  bodyMs: number;
 }
 
 export interface AgentOptions {
-  timeouts?: TimeoutOptions | undefined;
+  timeouts: Readonly<TimeoutOptions>;
   /** Connections per origin. Default 16 (the pacer's concurrency is the real cap). */
   connections?: number | undefined;
   /** Extra CA certificate(s), added to Node's bundled roots. Verification stays on. */
   ca?: string | Buffer | undefined;
 }
 
-export function createAgent(opts: AgentOptions = {}): Agent {
-  const t = opts.timeouts ?? {};
+export function createAgent(opts: AgentOptions): Agent {
+  const t = opts.timeouts;
   return new Agent({
     connections: opts.connections ?? 16,
     keepAliveTimeout: 4_000,
-    headersTimeout: t.headersMs ?? 120_000,
-    bodyTimeout: t.bodyMs ?? 120_000,
+    headersTimeout: t.headersMs,
+    bodyTimeout: t.bodyMs,
     connect: {
-      timeout: t.connectMs ?? 10_000,
+      timeout: t.connectMs,
       // Explicit: otherwise NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment would turn
       // certificate verification off without anyone noticing.
       rejectUnauthorized: true,

@@ -28,12 +28,12 @@ import { CircuitBreaker, outcomeOf, type BreakerOptions } from './breaker.js';
 const MAX_PACED_RETRIES = 20;
 
 export interface PacerOptions {
-  /** Requests started per second, at most. 0 or Infinity: no cap. Default 10. */
-  requestsPerSecond?: number;
-  /** Requests in flight at once, at most. Default 4. */
-  concurrency?: number;
-  /** Attempts per request, including the first. Default 6. */
-  maxAttempts?: number;
+  /** Requests started per second, at most. 0 or Infinity: no cap (`queue.requestsPerSecond`). */
+  requestsPerSecond: number;
+  /** Requests in flight at once, at most (`queue.concurrency`). */
+  concurrency: number;
+  /** Attempts per request, including the first (`queue.maxAttempts`). */
+  maxAttempts: number;
   /** Back-off ceiling of the first retry. Default 500 ms. */
   backoffBaseMs?: number;
   /** Back-off ceiling. Default 30 s. */
@@ -135,12 +135,12 @@ export class Pacer {
   private readonly breaker: CircuitBreaker | undefined;
   private readonly counters = { requests: 0, retries: 0, throttled: 0, waits: 0, waitMs: 0, inFlight: 0 };
 
-  constructor(opts: PacerOptions = {}) {
-    const concurrency = opts.concurrency ?? 4;
+  constructor(opts: PacerOptions) {
+    const concurrency = opts.concurrency;
     if (!(concurrency >= 1)) throw new RangeError(`pacer concurrency must be at least 1 (got ${concurrency})`);
-    const rps = opts.requestsPerSecond ?? 10;
+    const rps = opts.requestsPerSecond;
     if (!(rps >= 0)) throw new RangeError(`pacer requestsPerSecond must be 0 (no cap) or more (got ${rps})`);
-    this.maxAttempts = Math.max(1, Math.floor(opts.maxAttempts ?? 6));
+    this.maxAttempts = Math.max(1, Math.floor(opts.maxAttempts));
     this.queue = new PQueue({ concurrency });
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;

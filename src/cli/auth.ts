@@ -69,7 +69,7 @@ async function authLogin(args: LoginArgs): Promise<void> {
     const password = await ask.secret('Password: ');
     const otp = (await ask.question('One-time code (empty if none): ')).trim();
     const [{ OAuth2TokenProvider, storeRefreshToken }, { createAgent }] = await Promise.all([import('../auth/oauth2.js'), import('../api/http.js')]);
-    const agent = createAgent({ connections: 1 });
+    const agent = createAgent({ connections: 1, timeouts: config.queue.timeouts });
     try {
       const provider = new OAuth2TokenProvider(auth, { dispatcher: agent });
       const got = await provider.login(username, password, otp || undefined);

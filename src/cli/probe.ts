@@ -56,7 +56,7 @@ export async function runProbe(args: ProbeArgs, out: (s: string) => void = (s) =
     import('undici'),
   ]);
   const { readFileSync } = await import('node:fs');
-  const agent = createAgent({ connections: 2, ...(config.tls.caFile ? { ca: readFileSync(config.tls.caFile) } : {}) });
+  const agent = createAgent({ connections: 2, timeouts: config.queue.timeouts, ...(config.tls.caFile ? { ca: readFileSync(config.tls.caFile) } : {}) });
   const tokens = createTokenProvider(config.connection, { dispatcher: agent });
   const base = new URL(config.connection.baseUrl);
   const exchanges: Exchange[] = [];

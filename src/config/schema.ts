@@ -17,34 +17,87 @@ const MiB = 1024 * 1024;
 /** The default file types: what the service cuts into chunks. Matched case-insensitively. */
 export const DEFAULT_INCLUDE = ['**/*.{txt,md,pdf,doc,docx,odt,rtf,html,htm,csv}'] as const;
 
+/**
+ * The one default of every option (p-queue's options file is the model: each key says what
+ * it does and its `@default`). The layers below (api/, local/, daemon/) take these values
+ * as required options and keep no default of their own; docs/config.md documents each once.
+ */
 export const DEFAULTS = {
+  /** Log level of the daemon and commands (DSSYNC_LOG_LEVEL wins). @default 'info' */
   logLevel: 'info',
   queue: {
-    // 32 requests in flight hide the service's latency (32 / 20 ms = 1,600 requests/s at
-    // best); no fixed rate cap: the pacer learns the service's limit from its 429s and goes
-    // at that rate (docs/performance.md says why, with the figures).
+    /**
+     * Requests to the service in flight at once. 32 hide the service's latency (32 / 20 ms =
+     * 1,600 requests/s at best); docs/performance.md has the figures.
+     * @default 32
+     */
     concurrency: 32,
+    /**
+     * Requests started per second, at most; 0: no fixed cap, the pacer learns the service's
+     * limit from its 429s and goes at that rate.
+     * @default 0
+     */
     requestsPerSecond: 0,
+    /** Attempts per request, the first included, before a transient failure is given up. @default 6 */
     maxAttempts: 6,
+    /** Files per upload request. @default 20 */
     uploadBatchFiles: 20,
+    /** Bytes per upload request, at most (a single larger file goes alone). @default 32 MiB */
     uploadBatchBytes: 32 * MiB,
-    timeouts: { connectMs: 10_000, headersMs: 60_000, bodyMs: 300_000 },
+    timeouts: {
+      /** Opening a connection (TCP and TLS). @default 10_000 ms */
+      connectMs: 10_000,
+      /** From sending a request until the answer's headers arrive (the service parses uploads first). @default 60_000 ms */
+      headersMs: 60_000,
+      /** Between two pieces of an answer's body, and the whole body at most. @default 300_000 ms */
+      bodyMs: 300_000,
+    },
   },
+  /** Address of the status page and /metrics; false turns it off. @default '127.0.0.1:8787' */
   statusListen: '127.0.0.1:8787',
+  /**
+   * Periodic full rescan; 0: no periodic rescan (a full pass still runs at start, after a
+   * SIGHUP, when the watcher lost events and when retrying after a failed pass).
+   * @default 3600
+   */
   rescanIntervalSeconds: 3600,
-  // Saves are complete in milliseconds; files still growing wait on their own (aggregator).
+  /**
+   * Quiet time after a path's last event before it is looked at. Saves are complete in
+   * milliseconds; files still growing wait on their own (the aggregator's settle window).
+   * @default 300 ms
+   */
   debounceMs: 300,
-  ingestionCheck: { enabled: true, delaySeconds: 120 },
-  // How changes are learned of (docs/watch.md): events on local disks, polling on network/FUSE.
-  watch: { mode: 'auto', pollIntervalSeconds: 10, pollBudgetPercent: 5 },
+  ingestionCheck: {
+    /** Check, after an upload, that the service indexed the document. @default true */
+    enabled: true,
+    /** How long after the upload. @default 120 s */
+    delaySeconds: 120,
+  },
+  /** How changes are learned of (docs/watch.md): events on local disks, polling on network and FUSE mounts. */
+  watch: {
+    /** @default 'auto' */
+    mode: 'auto',
+    /** @default 10 s */
+    pollIntervalSeconds: 10,
+    /** CPU the poller may use, percent of one core. @default 5 */
+    pollBudgetPercent: 5,
+  },
   mapping: {
+    /** @default DEFAULT_INCLUDE (the types the service cuts into chunks) */
     include: DEFAULT_INCLUDE,
+    /** @default [] */
     exclude: [] as readonly string[],
+    /** @default '.dssyncignore' */
     ignoreFile: '.dssyncignore',
+    /** Larger files are skipped (and reported). @default 20 MiB */
     maxFileBytes: 20 * MiB,
+    /** @default DEFAULT_URL_TEMPLATE */
     urlTemplate: DEFAULT_URL_TEMPLATE,
+    /** Which documents a removed file's removal may delete. @default 'ours' */
     prune: 'ours',
+    /** A pass that would delete more than this share of the documents stops. @default 50 */
     maxDeletePercent: 50,
+    /** @default false */
     followSymlinks: false,
   },
 } as const;

@@ -32,6 +32,12 @@ import { testBlockMainThread } from '../test-hooks.js';
  */
 const STOP_GRACE_MS = 4_000;
 
+/**
+ * The same for a mapping that a reload (SIGHUP) replaces: no service manager is waiting to
+ * kill the process, so a pass in progress gets longer to finish.
+ */
+const RELOAD_GRACE_MS = 8_000;
+
 /** How often an unavailable status address is tried again. */
 const ENDPOINT_RETRY_MS = 30_000;
 
@@ -221,7 +227,7 @@ export class Daemon {
     for (const [id, r] of this.runners) {
       const w = wanted.get(id);
       if (!w || globalChanged || JSON.stringify(w.m) !== JSON.stringify(r.mapping)) {
-        stops.push(r.runner.stop());
+        stops.push(r.runner.stop(RELOAD_GRACE_MS));
         this.runners.delete(id);
       }
     }

@@ -125,7 +125,7 @@ export class MappingRunner {
    * Stops watching and scheduling; the pass in progress may finish within `graceMs`, after
    * which its requests are aborted. State mutations already made are kept by the caller's flush.
    */
-  async stop(graceMs = 8_000): Promise<void> {
+  async stop(graceMs: number): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     this.phase = 'stopped';

@@ -60,7 +60,7 @@ export interface RawEvent {
 }
 
 export interface AggregatorOptions {
-  /** A path is looked at after this much quiet (ms). */
+  /** A path is looked at after this much quiet (ms): the config's `debounceMs`, which holds its default. */
   quietMs: number;
   /** A path that keeps changing (without growing) is still looked at after this long (ms). */
   maxWaitMs: number;
@@ -90,8 +90,8 @@ export interface AggregatorOptions {
   filter?: ((relPath: string, isDir: boolean) => boolean) | undefined;
 }
 
-export const DEFAULT_AGGREGATOR_OPTIONS: Readonly<AggregatorOptions> = Object.freeze({
-  quietMs: 1000,
+/** The aggregator's own tuning; `quietMs` is the config's and has no default here. */
+export const DEFAULT_AGGREGATOR_OPTIONS: Readonly<Omit<AggregatorOptions, 'quietMs'>> = Object.freeze({
   maxWaitMs: 10_000,
   renameWindowMs: 1500,
   settleMs: 2000,
@@ -172,8 +172,8 @@ export class EventAggregator {
   /** Earliest time a drain can release something; exact after a drain, lowered by pushes. */
   private deadline: number | undefined;
 
-  constructor(opts: Partial<AggregatorOptions> = {}) {
-    this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...stripUndefined(opts) };
+  constructor(opts: Partial<AggregatorOptions> & Pick<AggregatorOptions, 'quietMs'>) {
+    this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...stripUndefined(opts), quietMs: opts.quietMs };
     for (const k of ['quietMs', 'maxWaitMs', 'renameWindowMs', 'settleMs', 'maxStabilityMs', 'writeFinishMaxMs', 'maxPending', 'batchTickMs'] as const) {
       const v = this.o[k];
       if (!Number.isFinite(v) || v < 0) throw new RangeError(`EventAggregator: ${k} must be a number >= 0, got ${String(v)}`);

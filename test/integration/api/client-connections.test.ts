@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DatastoreClient } from '../../../src/api/client.js';
 import { fixedToken } from '../../../src/auth/provider.js';
+import { QUEUE } from '../../helpers/queue-defaults.js';
 
 const servers: { close: () => Promise<void> }[] = [];
 afterEach(async () => {
@@ -45,7 +46,7 @@ async function gatheringServer(expected: number): Promise<{ url: string; peak: (
 describe('DatastoreClient connections', () => {
   it('has all 32 requests of a concurrency of 32 at the service at once', { timeout: 20_000 }, async () => {
     const srv = await gatheringServer(32);
-    const client = new DatastoreClient({ baseUrl: srv.url, organizationId: 'org', tokens: fixedToken('t'), concurrency: 32, requestsPerSecond: 0 });
+    const client = new DatastoreClient({ ...QUEUE, baseUrl: srv.url, organizationId: 'org', tokens: fixedToken('t'), concurrency: 32, requestsPerSecond: 0 });
     try {
       const all = await Promise.all(Array.from({ length: 32 }, () => client.getDataSource('ds-1')));
       expect(all).toHaveLength(32);

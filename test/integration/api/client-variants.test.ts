@@ -15,6 +15,7 @@ import { createLogger } from '../../../src/log.js';
 import { json, multipartParts, startVariantServer, text, type VariantServer } from './variant-server.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 import { fixedToken } from '../../../src/auth/provider.js';
+import { QUEUE } from '../../helpers/queue-defaults.js';
 
 const TOKEN = 'sk-live-SECRET-abc123xyz';
 const ORG = 'org-7';
@@ -40,7 +41,8 @@ function client(opts: Partial<DatastoreClientOptions> = {}): DatastoreClient {
     baseUrl: server.url,
     organizationId: ORG,
     tokens: fixedToken(TOKEN),
-    pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, backoffBaseMs: 5, backoffMaxMs: 20 }),
+    ...QUEUE,
+    pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, maxAttempts: 6, backoffBaseMs: 5, backoffMaxMs: 20 }),
     ...opts,
   });
   clients.push(c);
@@ -337,7 +339,7 @@ describe('failures', () => {
       json(res, 429, { message: 'slow down' }, { date: new Date(now).toUTCString(), 'retry-after': new Date(now + 2000).toUTCString() });
     });
     const started = Date.now();
-    await client({ pacer: new Pacer({ requestsPerSecond: 0, onEvent: (e) => events.push(e) }) }).listDataSources();
+    await client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, maxAttempts: 6, onEvent: (e) => events.push(e) }) }).listDataSources();
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
     expect(events.find((e) => e.type === 'throttle')).toMatchObject({ status: 429, pauseMs: 2_000, retryAfterMs: 2_000 });
     expect(server.requests).toHaveLength(2);
@@ -369,7 +371,7 @@ describe('failures', () => {
 
   it('a slow server hits the header timeout: E_TIMEOUT, retried within the attempt bound', { timeout: 10_000 }, async () => {
     server.handle(() => undefined); // never answers
-    const err = await failure(client({ timeouts: { headersMs: 300 }, maxAttempts: 2 }).listDataSources());
+    const err = await failure(client({ timeouts: { ...QUEUE.timeouts, headersMs: 300 }, maxAttempts: 2 }).listDataSources());
     expect(err).toMatchObject({ code: 'E_TIMEOUT', retryable: true, attempts: 2 });
     expect(server.requests).toHaveLength(2);
   });
@@ -407,7 +409,7 @@ describe('failures', () => {
   it('an abort (shutdown) stops a running request at once with E_ABORTED, and queued ones too', async () => {
     server.handle(() => undefined); // never answers
     const shutdown = new AbortController();
-    const c = client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 1, signal: shutdown.signal }) });
+    const c = client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 1, maxAttempts: 6, signal: shutdown.signal }) });
     const running = failure(c.listDataSources());
     const queued = failure(c.getDataSource('ds'));
     while (server.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
@@ -475,7 +477,7 @@ describe('the token', () => {
       if (req.url.includes('/slow')) return undefined;
       json(res, 401, { error: { message: `token ${req.headers.authorization} refused` } });
     });
-    const c = client({ logger, timeouts: { headersMs: 300 }, maxAttempts: 1 });
+    const c = client({ logger, timeouts: { ...QUEUE.timeouts, headersMs: 300 }, maxAttempts: 1 });
     const errors = [
       await failure(c.getDataSource('ds')),
       await failure(c.getDataSource('echo')),
@@ -498,7 +500,7 @@ describe('one pacer shared by several clients', () => {
   it('a 429 seen by one client holds the other until the Retry-After has passed', { timeout: 10_000 }, async () => {
     let throttled: () => void = () => undefined;
     const seen429 = new Promise<void>((r) => (throttled = r));
-    const pacer = new Pacer({ requestsPerSecond: 0, onEvent: (e) => e.type === 'throttle' && throttled() });
+    const pacer = new Pacer({ requestsPerSecond: 0, concurrency: 4, maxAttempts: 6, onEvent: (e) => e.type === 'throttle' && throttled() });
     const arrivals: Record<string, number[]> = {};
     let first = true;
     server.handle((req, res) => {

@@ -14,6 +14,7 @@ import { Pacer } from '../../../src/api/pacer.js';
 import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 import { fixedToken } from '../../../src/auth/provider.js';
+import { QUEUE } from '../../helpers/queue-defaults.js';
 
 let emu: RunningEmulator;
 let dir: string;
@@ -40,7 +41,8 @@ function client(opts: Partial<DatastoreClientOptions> = {}): DatastoreClient {
     baseUrl: emu.url,
     organizationId: 'dev-org',
     tokens: fixedToken('dev-token'),
-    pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, backoffBaseMs: 10, backoffMaxMs: 100 }),
+    ...QUEUE,
+    pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, maxAttempts: 6, backoffBaseMs: 10, backoffMaxMs: 100 }),
     ...opts,
   });
   clients.push(c);
@@ -178,7 +180,7 @@ describe('documents and chunks', () => {
 
   it('a file larger than the service accepts is E_PAYLOAD_TOO_LARGE naming the file', async () => {
     const small = await startEmulator({ maxFileBytes: 1024 });
-    const c = new DatastoreClient({ baseUrl: small.url, organizationId: 'dev-org', tokens: fixedToken('dev-token') });
+    const c = new DatastoreClient({ ...QUEUE, baseUrl: small.url, organizationId: 'dev-org', tokens: fixedToken('dev-token') });
     try {
       const ds = await c.createDataSource({ name: 'Small', llmConnectorIds: ['conn-1'] });
       const path = await file('too-big.txt', 'x'.repeat(5000));
@@ -193,7 +195,7 @@ describe('documents and chunks', () => {
 
 describe('faults', () => {
   it('429 with Retry-After is waited out and every request succeeds', { timeout: 30_000 }, async () => {
-    const c = client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 8 }) });
+    const c = client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 8, maxAttempts: 6 }) });
     const ds = await c.createDataSource({ name: 'Limited', llmConnectorIds: ['conn-1'] });
     emu.resetStats();
     emu.setFaults({ rateLimitRps: 4 });
@@ -207,7 +209,7 @@ describe('faults', () => {
   });
 
   it('a Retry-After given as an HTTP date is honoured too', { timeout: 30_000 }, async () => {
-    const c = client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4 }) });
+    const c = client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, maxAttempts: 6 }) });
     const ds = await c.createDataSource({ name: 'Dated', llmConnectorIds: ['conn-1'] });
     emu.resetStats();
     emu.setFaults({ rateLimitRps: 2, retryAfter: 'date' });

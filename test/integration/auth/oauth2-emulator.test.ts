@@ -17,6 +17,7 @@ import { startEmulator, type RunningEmulator } from '../../../src/emulator/index
 import { TOKEN_PATH } from '../../../src/emulator/routes/oidc.js';
 import { createLogger } from '../../../src/log.js';
 import { rejectionOf } from '../../helpers/rejection.js';
+import { QUEUE } from '../../helpers/queue-defaults.js';
 
 const PASSWORD = 'dev-password';
 const SECRET = 'dev-client-secret';
@@ -41,7 +42,7 @@ afterEach(async () => {
 
 function client(auth: ConnectionFileSettings['auth'], env: NodeJS.ProcessEnv, base = emu.url, statePath?: string): DatastoreClient {
   const conn = resolveConnection({ flags: {}, env, file: { baseUrl: base, organizationId: 'dev-org', auth }, statePath });
-  const c = createClientFromConnection(conn, { logger, maxAttempts: 2, timeouts: { connectMs: 2_000, headersMs: 5_000, bodyMs: 5_000 } });
+  const c = createClientFromConnection(conn, { ...QUEUE, logger, maxAttempts: 2, timeouts: { connectMs: 2_000, headersMs: 5_000, bodyMs: 5_000 } });
   clients.push(c);
   return c;
 }

@@ -264,7 +264,7 @@ describe('startWatcher, other cases', () => {
       () => new Set(h.events.map((e) => `${e.kind}:${e.path}`)).size >= 400,
       () => h.events.length,
     );
-    const agg = new EventAggregator({ batchTickMs: 0 });
+    const agg = new EventAggregator({ quietMs: 1000, batchTickMs: 0 });
     for (const e of h.events) agg.push(e);
     const batch = agg.drain(Math.max(...h.events.map((e) => e.at)) + 60_000);
     expect(batch.paths).toHaveLength(400);

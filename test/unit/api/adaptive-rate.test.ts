@@ -120,7 +120,7 @@ function limitedService(clock: FakeClock, limit: number, latencyMs: number) {
 async function mirrorThrough(adaptiveRate: boolean): Promise<{ ms: number; refused: number; events: PacerEvent[] }> {
   const clock = new FakeClock(1_000_000);
   const events: PacerEvent[] = [];
-  const pacer = new Pacer({ clock, random: () => 0.5, requestsPerSecond: 0, concurrency: 8, adaptiveRate, onEvent: (e) => events.push(e) });
+  const pacer = new Pacer({ clock, random: () => 0.5, requestsPerSecond: 0, concurrency: 8, maxAttempts: 6, adaptiveRate, onEvent: (e) => events.push(e) });
   const service = limitedService(clock, 20, 20);
   const t0 = clock.now();
   let done = 0;
@@ -153,7 +153,7 @@ describe('Pacer: a learned rate under a per-second limit', () => {
   it('still pauses every request for a long Retry-After (a quota, not a per-second limit)', async () => {
     const clock = new FakeClock(0);
     const events: PacerEvent[] = [];
-    const pacer = new Pacer({ clock, random: () => 0.5, requestsPerSecond: 0, concurrency: 4, onEvent: (e) => events.push(e) });
+    const pacer = new Pacer({ clock, random: () => 0.5, requestsPerSecond: 0, concurrency: 4, maxAttempts: 6, onEvent: (e) => events.push(e) });
     let calls = 0;
     const fn = async (): Promise<string> => {
       const n = ++calls;

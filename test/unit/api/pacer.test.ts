@@ -22,10 +22,10 @@ function connectionError(causeCode: string, code: 'E_CONNECTION' | 'E_TIMEOUT' =
 const GET: RunOptions = { method: 'GET', path: '/x', idempotent: true };
 const POST: RunOptions = { method: 'POST', path: '/upload', idempotent: false };
 
-function setup(opts: PacerOptions = {}): { clock: FakeClock; pacer: Pacer; events: PacerEvent[] } {
+function setup(opts: Partial<PacerOptions> = {}): { clock: FakeClock; pacer: Pacer; events: PacerEvent[] } {
   const clock = new FakeClock(1_000_000);
   const events: PacerEvent[] = [];
-  const pacer = new Pacer({ clock, random: () => 0.5, requestsPerSecond: 0, concurrency: 4, onEvent: (e) => events.push(e), ...opts });
+  const pacer = new Pacer({ clock, random: () => 0.5, requestsPerSecond: 0, concurrency: 4, maxAttempts: 6, onEvent: (e) => events.push(e), ...opts });
   return { clock, pacer, events };
 }
 

@@ -178,7 +178,7 @@ describe('MappingRunner', () => {
     expect(s.filesTracked).toBe(2);
     // The periodic rescan (3600 s ± 10 %) is what is scheduled now.
     expect(clock.delays().some((d) => d >= 3_240_000 && d <= 3_960_000)).toBe(true);
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('says the service is unreachable when the data source cannot even be resolved, and retries after the back-off (not in a loop)', async () => {
@@ -198,7 +198,7 @@ describe('MappingRunner', () => {
     mirror.last().resolve(report());
     await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('marks the mapping degraded when operations of a pass fail, and settles them with a full pass after the back-off', async () => {
@@ -220,7 +220,7 @@ describe('MappingRunner', () => {
     mirror.last().resolve(report());
     await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('rescanIntervalSeconds 0: one full pass at start, no periodic rescan (not passes back to back)', async () => {
@@ -236,7 +236,7 @@ describe('MappingRunner', () => {
     mirror.last().resolve(report());
     await clock.advance(7 * 24 * 3_600_000);
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'changes']);
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   // What a recorded failure means comes from errors.ts's disposition, as for the executor:
@@ -258,7 +258,7 @@ describe('MappingRunner', () => {
       expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
       await clock.advance(60_000);
       expect(mirror.calls).toHaveLength(1);
-      await runner.stop();
+      await runner.stop(8_000);
     });
   }
 
@@ -269,7 +269,7 @@ describe('MappingRunner', () => {
     mirror.last().resolve(report([{ path: '', op: 'upload', code: 'E_AMBIGUOUS', message: 'an upload answer was lost' }], { needsFullPass: true }));
     await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('a recorded 401 on a file is a failure (retried after the back-off), like any failure of the service', async () => {
@@ -282,7 +282,7 @@ describe('MappingRunner', () => {
     await clock.advance(retryDelayMs(1, () => 0.5));
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
     mirror.last().resolve(report());
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('a pass refused for the credentials says so (the disposition decides, not a list of codes)', async () => {
@@ -292,7 +292,7 @@ describe('MappingRunner', () => {
     mirror.last().reject(new ApiError({ code: 'E_FORBIDDEN', status: 403, message: '403 Forbidden: organization not accessible' }));
     await clock.settle();
     expect(runner.status().degraded).toEqual([expect.stringContaining('the service refused the credentials: 403 Forbidden')]);
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('reload (SIGHUP, settings unchanged): the watcher restarts with the ignore file read again, and a full pass runs at once, back-off or not', async () => {
@@ -345,7 +345,7 @@ describe('MappingRunner', () => {
     await clock.settle();
     expect(mirror.maxRunning).toBe(1);
     expect(runner.status()).toMatchObject({ phase: 'watching', pending: 0 });
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('looks at a folder event\'s own path too (a file replaced by a folder of the same name)', async () => {
@@ -358,7 +358,7 @@ describe('MappingRunner', () => {
     await clock.advance(3_000);
     expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['shape.txt'], dirs: ['shape.txt'] } });
     mirror.last().resolve(report());
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('asks for a full pass when the watcher lost events', async () => {
@@ -371,7 +371,7 @@ describe('MappingRunner', () => {
     await clock.advance(1_000);
     expect(mirror.last().kind).toBe('full');
     mirror.last().resolve(report());
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('stops: closes the watcher, lets the running pass end, and starts nothing afterwards', async () => {
@@ -429,7 +429,7 @@ describe('MappingRunner: back-off and the watcher', () => {
     await clock.settle();
     expect(mirror.calls).toHaveLength(2);
     expect(runner.status().phase).toBe('watching');
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('a vanished folder: degraded naming it; when it is watched again, a full pass runs at once despite the pass back-off', async () => {
@@ -460,7 +460,7 @@ describe('MappingRunner: back-off and the watcher', () => {
     mirror.last().resolve(report());
     await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('a folder that cannot be watched at start: degraded, watched again with back-off, then a full pass', async () => {
@@ -480,6 +480,6 @@ describe('MappingRunner: back-off and the watcher', () => {
     mirror.last().resolve(report());
     await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
-    await runner.stop();
+    await runner.stop(8_000);
   });
 });

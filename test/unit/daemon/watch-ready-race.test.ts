@@ -84,7 +84,7 @@ describe('MappingRunner at start: the watcher before the first scan', () => {
     passes[0]!.resolve(report());
     await settle();
     expect(passes).toHaveLength(1);
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('a watcher that cannot start does not hold the first pass back', async () => {
@@ -97,6 +97,6 @@ describe('MappingRunner at start: the watcher before the first scan', () => {
     expect(runner.status().degraded.join()).toMatch(/not watching/);
     passes[0]!.resolve(report());
     await settle();
-    await runner.stop();
+    await runner.stop(8_000);
   });
 });

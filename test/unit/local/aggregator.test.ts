@@ -35,7 +35,7 @@ function simulate(agg: EventAggregator, events: RawEvent[], opts: { until?: numb
   return { batches, drains };
 }
 
-const make = (o: Partial<AggregatorOptions> = {}): EventAggregator => new EventAggregator({ batchTickMs: 0, ...o });
+const make = (o: Partial<AggregatorOptions> = {}): EventAggregator => new EventAggregator({ quietMs: 1000, batchTickMs: 0, ...o });
 
 describe('EventAggregator: per-path debounce', () => {
   it('reports a file changed 100 times within a second once, after quietMs of quiet', () => {
@@ -356,7 +356,7 @@ describe('EventAggregator: overflow and bounds', () => {
   });
 
   it('nextDeadline is undefined when nothing is pending, rounds up to the batch tick, and never asks for a drain in the past', () => {
-    const agg = new EventAggregator({ batchTickMs: 200 });
+    const agg = new EventAggregator({ quietMs: 1000, batchTickMs: 200 });
     expect(agg.nextDeadline()).toBeUndefined();
     agg.push(ev(1050, 'change', 'a', 1));
     expect(agg.nextDeadline()).toBe(2200);
