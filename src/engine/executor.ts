@@ -10,8 +10,10 @@
  *   an intent; they only record their result.
  * - A replace uploads the new version, gives it its metadata, then deletes the old one:
  *   the App is never left without the file.
- * - The plan has at most one operation per path and a mirror runs one plan at a time, so
- *   two operations never touch one path at once.
+ * - A plan may hold several operations for one path (keep one document and delete its
+ *   duplicates, rename one and delete a stale version), but no two of them touch the same
+ *   document, and a mirror runs one plan at a time: two operations never touch one
+ *   document at once.
  */
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';

@@ -149,7 +149,7 @@ interface Entry {
   lastChangeAt: number | undefined;
   /**
    * A folder created and deleted again: reported never, but kept for `renameWindowMs` so
-   * that late events for files under it (chokidar reports them ~100 ms after) fold into it.
+   * that late events for files under it (a folder's watch can report them after the folder's own removal) fold into it.
    */
   dropped: boolean;
 }

@@ -6,7 +6,7 @@
  * own walk, and ~330 MB of memory the process keeps afterwards (performance.md). Here the
  * start lists folders only (bounded concurrency) and watches each one.
  *
- * Events are the same as the chokidar-based mode reported (watcher.ts): a folder's watch
+ * Events (the RawEvent kinds of aggregator.ts, which watcher.ts passes on): a folder's watch
  * names every entry created, written, renamed or deleted in it; each named path is stat-ed
  * (at most one stat per path at a time) and reported as `change` (with size and mtime),
  * `unlink`, `raw` (unknown), or — for folders — `addDir` / `unlinkDir`. A new folder is
