@@ -20,6 +20,7 @@ import { StateStore } from '../../src/state/store.js';
 import { FakeDisk } from './fake-disk.js';
 import { FakeLocal, ROOT, sha256 } from './fake-local.js';
 import { FakeService, type ServiceVariant } from './fake-service.js';
+import type { Clock } from '../../src/time/clock.js';
 
 export const STATE_PATH = '/sim/state/state.json';
 export const MAPPING_ID = 'm1';
@@ -47,8 +48,11 @@ interface Timer {
   fn: () => void;
 }
 
-/** Timers on the fake clock, for one process: a crash drops them with it. */
-export class FakeTimers {
+/**
+ * The Clock of one process, on the world's time: a crash drops its timers with it (which
+ * the one FakeClock of test/helpers, shared by everything, cannot do).
+ */
+export class FakeTimers implements Clock {
   private readonly timers = new Map<number, Timer>();
   private seq = 0;
   dead = false;
@@ -63,6 +67,19 @@ export class FakeTimers {
   clearTimeout = (h: unknown): void => {
     this.timers.delete(h as number);
   };
+  sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const id = this.setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      const onAbort = (): void => {
+        this.clearTimeout(id);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   next(): number | undefined {
     let best: number | undefined;
     for (const t of this.timers.values()) if (best === undefined || t.at < best) best = t.at;
@@ -155,8 +172,7 @@ export class World {
     const timers = new FakeTimers(this.clock);
     const store = await StateStore.open(STATE_PATH, {
       fs: this.disk.fs(),
-      clock: () => this.clock.t,
-      timers,
+      clock: timers,
       lock: false,
       onCorrupt: 'reset',
       // Small, so that folds (snapshot rewrites) happen within a history too.
@@ -191,7 +207,7 @@ export class World {
       api,
       state: store,
       logger: silent,
-      timers,
+      clock: timers,
       random: () => 0.5,
       localFs: this.local,
       watch: async (opts) => {
@@ -248,7 +264,7 @@ export class World {
   async operatorAllowsMassDelete(): Promise<void> {
     await this.restartIfCrashed();
     const p = this.proc!;
-    await p.runner.stop();
+    await p.runner.stop(8_000);
     await this.settle();
     const api = this.service.forProcess();
     const run = this.mirror(p, api).fullPass({ allowMassDelete: true });
@@ -328,7 +344,7 @@ export class World {
   async restart(config: SimConfig = this.config): Promise<void> {
     await this.restartIfCrashed();
     const p = this.proc!;
-    await p.runner.stop();
+    await p.runner.stop(8_000);
     await this.settle();
     await p.store.close().catch(() => undefined);
     p.timers.kill();

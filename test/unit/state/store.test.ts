@@ -246,7 +246,7 @@ describe('StateStore open', () => {
     expect((await onDisk()).mappings['docs']?.intents[id]).toEqual({ kind: 'upload', id, startedAt: new Date(T0).toISOString(), files: [{ ...files[0], documentId: 'd1' }, files[1]], preexisting: ['p1'] });
     await store.close();
     // ...and from the snapshot it is folded into.
-    const again = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false });
+    const again = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false });
     const intent = again.mapping('docs')?.intents[id];
     expect(intent?.kind === 'upload' && intent.files.map((f) => f.documentId)).toEqual(['d1', undefined]);
   });
@@ -258,7 +258,7 @@ describe('StateStore open', () => {
     m.intents['i1'] = { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a', size: 1, mtimeMs: 2, sha256: 'h' }] };
     old.mappings['docs'] = m;
     fs.put(PATH, encodeStateToString(old));
-    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false });
+    const store = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false });
     expect(store.mapping('docs')?.intents['i1']).toEqual(m.intents['i1']);
   });
 
