@@ -228,7 +228,6 @@ export interface IntentView {
   startedAt: string;
   /** The paths it concerns (an upload may carry several files). */
   paths: string[];
-  fromPath?: string | undefined;
 }
 
 export interface StateMappingView {
@@ -303,14 +302,7 @@ function mappingView(id: string, path: string | null, configuredId: string | nul
 }
 
 function intentView(i: Intent): IntentView {
-  switch (i.kind) {
-    case 'upload':
-      return { kind: i.kind, startedAt: i.startedAt, paths: i.files.map((f) => f.path) };
-    case 'update':
-      return { kind: i.kind, startedAt: i.startedAt, paths: [i.path], fromPath: i.fromPath };
-    case 'delete':
-      return { kind: i.kind, startedAt: i.startedAt, paths: [i.path] };
-  }
+  return { kind: i.kind, startedAt: i.startedAt, paths: i.files.map((f) => f.path) };
 }
 
 export function stateExitCode(report: StateFileReport): number {
@@ -428,7 +420,7 @@ export function formatDaemonStatus(s: DaemonStatus, url: string, now: number): s
 }
 
 function describeIntent(i: IntentView): string {
-  const what = i.kind === 'update' && i.fromPath ? `${i.fromPath} -> ${i.paths[0] ?? ''}` : i.paths.length > 3 ? `${i.paths.slice(0, 3).join(', ')} and ${i.paths.length - 3} more` : i.paths.join(', ');
+  const what = i.paths.length > 3 ? `${i.paths.slice(0, 3).join(', ')} and ${i.paths.length - 3} more` : i.paths.join(', ');
   return `${i.kind} ${what}`;
 }
 

@@ -36,8 +36,7 @@
  *   for `maxStabilityMs` after `startedAt`, a file's first `change` counts as unsettled
  *   unless its size is the one last synced (`syncedSize`), so a writer that was pausing
  *   when the daemon (re)started is not caught between two writes, while a same-size save
- *   still goes after the debounce;
- * - the optional filter is applied when paths are released.
+ *   still goes after the debounce.
  */
 import { nfc } from './paths.js';
 
@@ -86,8 +85,6 @@ export interface AggregatorOptions {
   startedAt?: number | undefined;
   /** The size last synced for a path (the state's), for that start window; none: unknown. */
   syncedSize?: ((relPath: string) => number | undefined) | undefined;
-  /** Paths for which this answers false are never reported (the mapping's filter). */
-  filter?: ((relPath: string, isDir: boolean) => boolean) | undefined;
 }
 
 /** The aggregator's own tuning; `quietMs` is the config's and has no default here. */
@@ -114,22 +111,19 @@ export interface BatchItem {
 }
 
 export interface Batch {
-  /** Files to look at, sorted. */
-  paths: string[];
-  /** Folders whose whole subtree must be walked again (added, moved or deleted), sorted. */
-  dirs: string[];
-  /** `paths` and `dirs` with their timing. */
+  /**
+   * The paths to look at, sorted, with their timing: files, and folders (`isDir`) whose
+   * whole subtree must be walked again (added, moved or deleted).
+   */
   items: BatchItem[];
   /** The watcher lost events (error, overflow, too many pending): look at everything. */
   rescan: boolean;
   /** Why a rescan is asked for. */
   reasons: string[];
-  /** Earliest event behind this batch (undefined for an empty batch). */
-  oldestEventAt: number | undefined;
 }
 
 export function isEmptyBatch(b: Batch): boolean {
-  return !b.rescan && b.paths.length === 0 && b.dirs.length === 0;
+  return !b.rescan && b.items.length === 0;
 }
 
 interface Entry {
@@ -415,23 +409,9 @@ export class EventAggregator {
   }
 
   private toBatch(released: Entry[], rescan: boolean, reasons: string[]): Batch {
-    const filter = this.o.filter;
-    const items: BatchItem[] = [];
-    let oldest: number | undefined;
-    for (const e of released) {
-      if (filter && !filter(e.path, e.isDir)) continue;
-      items.push({ path: e.path, isDir: e.isDir, gone: e.gone, firstEventAt: e.firstAt, lastEventAt: e.lastAt, events: e.events });
-      oldest = oldest === undefined ? e.firstAt : Math.min(oldest, e.firstAt);
-    }
+    const items: BatchItem[] = released.map((e) => ({ path: e.path, isDir: e.isDir, gone: e.gone, firstEventAt: e.firstAt, lastEventAt: e.lastAt, events: e.events }));
     items.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    return {
-      paths: items.filter((i) => !i.isDir).map((i) => i.path),
-      dirs: items.filter((i) => i.isDir).map((i) => i.path),
-      items,
-      rescan,
-      reasons,
-      oldestEventAt: oldest,
-    };
+    return { items, rescan, reasons };
   }
 }
 

@@ -24,8 +24,6 @@ export interface LocalSideOptions {
   /** Filesystem calls in flight during a scan (default 32). */
   concurrency?: number | undefined;
   signal?: AbortSignal | undefined;
-  /** Receives the whole walk result (for status and logs: errors, every skipped entry). */
-  onScan?: ((walk: WalkResult) => void) | undefined;
 }
 
 export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOptions = {}): LocalSide {
@@ -66,9 +64,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       refreshConfinement();
       const filter = await filterOrOutage();
       if (isScanResult(filter)) return filter;
-      const walk = await walkWith(filter);
-      opts.onScan?.(walk);
-      return toScanResult(walk, mapping.maxFileBytes);
+      return toScanResult(await walkWith(filter), mapping.maxFileBytes);
     },
 
     async scanScope(scope: { files: readonly string[]; dirs: readonly string[] }): Promise<ScanResult> {

@@ -27,7 +27,7 @@
  * event loop for long nor holds the whole file in memory, however large the state.
  *
  * The store changes files only through StateCodec.setFile and reports its other changes
- * (headChanged, mappingRemoved, indexMapping); property tests check that a sliced snapshot
+ * (headChanged, indexMapping); property tests check that a sliced snapshot
  * is exactly the state at the snapshot.
  */
 import { crc32 } from 'node:zlib';
@@ -214,8 +214,8 @@ export class EncodePlan {
 /**
  * Keeps the snapshot encoder right while the state changes under it. Nothing but applyOp
  * (ops.ts) calls its mutation methods: setFile performs the change of a file (so that a
- * pinned bucket is copied before it changes); indexMapping, headChanged and mappingRemoved
- * report the other changes. No encoded bytes are cached: with the journal, a snapshot is
+ * pinned bucket is copied before it changes); indexMapping and headChanged report the
+ * other changes. No encoded bytes are cached: with the journal, a snapshot is
  * written only when the journal is folded, and a cache of every entry's encoding would cost
  * ~150 bytes per file of memory for that rare write.
  */
@@ -250,10 +250,6 @@ export class StateCodec {
   /** dataSourceId, root, intents, rejected or lastPass of the mapping changed (heads are encoded at each snapshot). */
   headChanged(_id: string): void {
     // Nothing cached: kept so that every change is reported, should a cache come back.
-  }
-
-  mappingRemoved(id: string): void {
-    this.indexes.delete(id);
   }
 
   /** Forgets every index (the state was replaced by an empty one). */

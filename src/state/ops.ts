@@ -16,7 +16,6 @@ import type { FileEntry, Intent, PassRecord, RejectedFile, StateFile } from './s
 export type StateOp =
   /** ensureMapping: the same data source keeps the mapping (root updated); another resets it. */
   | ['map', mappingId: string, dataSourceId: string, root: string]
-  | ['unmap', mappingId: string]
   | ['set', mappingId: string, path: string, entry: FileTuple]
   | ['del', mappingId: string, path: string]
   | ['intent', mappingId: string, intent: Intent]
@@ -49,12 +48,6 @@ export function applyOp(state: StateFile, codec: StateCodec | undefined, op: Sta
     const fresh = newMappingState(op[2], op[3]);
     mappings[id] = fresh;
     codec?.indexMapping(id, fresh);
-    return;
-  }
-  if (op[0] === 'unmap') {
-    if (!(id in mappings)) return;
-    delete mappings[id];
-    codec?.mappingRemoved(id);
     return;
   }
   const m = mappings[id];
@@ -97,7 +90,6 @@ const FileTupleSchema = z.union([
 ]);
 const OpSchema = z.union([
   z.tuple([z.literal('map'), str, str, str]),
-  z.tuple([z.literal('unmap'), str]),
   z.tuple([z.literal('set'), str, str, FileTupleSchema]),
   z.tuple([z.literal('del'), str, str]),
   z.tuple([z.literal('intent'), str, IntentSchema]),

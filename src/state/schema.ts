@@ -114,6 +114,4 @@ export type Intent =
        * person may have uploaded it since the last listing, and it is doubtful (never claimed).
        */
       preexistingFresh?: boolean;
-    }
-  | { kind: 'update'; id: string; startedAt: string; documentId: string; path: string; fromPath?: string }
-  | { kind: 'delete'; id: string; startedAt: string; documentId: string; path: string };
+    };

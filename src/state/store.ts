@@ -94,7 +94,6 @@ const DEFAULT_FOLD_MIN_BYTES = 8 * 1024 * 1024;
 
 export class StateStore {
   private readonly scheduler: WriteScheduler;
-  private writeError: StateWriteError | undefined;
   private closing: Promise<void> | undefined;
   private closed = false;
   private readonly stats: Omit<WriteStats, 'journalBytes' | 'snapshot'> = {
@@ -134,7 +133,6 @@ export class StateStore {
       clock: time,
       onError: (err, failures) => {
         const e = err instanceof StateWriteError ? err : new StateWriteError(this.path, err);
-        this.writeError = e;
         this.logger.error({ file: this.path, errno: e.errno, consecutiveFailures: failures }, e.message);
         try {
           opts.onWriteError?.(e);
@@ -143,7 +141,6 @@ export class StateStore {
         }
       },
       onSuccess: (afterFailures) => {
-        this.writeError = undefined;
         this.logger.info({ file: this.path, afterFailures }, `state file ${this.path} written again after ${afterFailures} failed attempts`);
       },
     });
@@ -241,21 +238,6 @@ export class StateStore {
     return m ? this.codec.fileCount(id, m) : 0;
   }
 
-  mappingIds(): string[] {
-    return Object.keys(this.state.mappings);
-  }
-
-  openIntents(mappingId: string): Intent[] {
-    const m = this.state.mappings[mappingId];
-    if (!m) return [];
-    return Object.values(m.intents).sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
-  }
-
-  /** The last write failure, until a write succeeds again. */
-  get lastWriteError(): StateWriteError | undefined {
-    return this.writeError;
-  }
-
   /** True while some mutation is not yet on disk (or being written). */
   get pendingWrite(): boolean {
     return this.scheduler.dirty || this.scheduler.writing;
@@ -300,12 +282,6 @@ export class StateStore {
     }
     this.commit(['map', id, dataSourceId, root]);
     return this.state.mappings[id] as MappingState;
-  }
-
-  removeMapping(id: string): void {
-    this.assertOpen();
-    if (!(id in this.state.mappings)) return;
-    this.commit(['unmap', id]);
   }
 
   setFile(mappingId: string, path: string, entry: FileEntry): void {

@@ -91,25 +91,18 @@ const IntentFileSchema = z.object({
   documentId: z.string().optional(),
 });
 
-export const IntentSchema = z.discriminatedUnion('kind', [
-  z.object({
-    kind: z.literal('upload'),
-    id: z.string(),
-    startedAt: z.string(),
-    files: z.array(IntentFileSchema),
-    preexisting: z.array(z.string()).optional(),
-    preexistingFresh: z.boolean().optional(),
-  }),
-  z.object({
-    kind: z.literal('update'),
-    id: z.string(),
-    startedAt: z.string(),
-    documentId: z.string(),
-    path: z.string(),
-    fromPath: z.string().optional(),
-  }),
-  z.object({ kind: z.literal('delete'), id: z.string(), startedAt: z.string(), documentId: z.string(), path: z.string() }),
-]);
+/**
+ * The one kind of intent: an upload (renames, metadata updates and deletes are idempotent
+ * and settle without one, executor.ts). A `kind` still tells a future kind from it.
+ */
+export const IntentSchema = z.object({
+  kind: z.literal('upload'),
+  id: z.string(),
+  startedAt: z.string(),
+  files: z.array(IntentFileSchema),
+  preexisting: z.array(z.string()).optional(),
+  preexistingFresh: z.boolean().optional(),
+});
 
 export const RejectedSchema = z.object({
   size: z.number(),

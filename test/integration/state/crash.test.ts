@@ -40,7 +40,7 @@ for (;;) {
     if (j % 3 === 0) store.deleteFile('m', 'folder ' + (i % 100) + '/file-' + i + '.txt');
     else store.setFile('m', 'folder ' + (i % 100) + '/file-' + i + '.txt', entry(n));
   }
-  const id = await store.beginIntent('m', { kind: 'delete', documentId: 'doc-' + n, path: 'p' + n });
+  const id = await store.beginIntent('m', { kind: 'upload', files: [{ path: 'p' + n, size: n, mtimeMs: n, sha256: 'h' + n }] });
   store.endIntent('m', id);
   store.setLastPass('m', { startedAt: 'a', finishedAt: 'b', ok: true, summary: { counter: n } });
   await store.flush();

@@ -151,7 +151,7 @@ function stateWith(): StateFile {
         },
         intents: {
           i1: { kind: 'upload', id: 'i1', startedAt: ago(60_000), files: [{ path: 'new.txt', size: 3, mtimeMs: 1, sha256: 'z' }] },
-          i2: { kind: 'update', id: 'i2', startedAt: ago(30_000), documentId: 'd2', path: 'b.txt', fromPath: 'old-b.txt' },
+          i2: { kind: 'upload', id: 'i2', startedAt: ago(30_000), files: [{ path: 'b.txt', size: 1, mtimeMs: 2, sha256: 'y2' }, { path: 'c.txt', size: 1, mtimeMs: 2, sha256: 'c' }] },
         },
         rejected: { 'huge.pdf': { size: 9, mtimeMs: 1, status: 413, reason: 'payload too large', at: ago(100_000) } },
         lastPass: { startedAt: ago(200_000), finishedAt: ago(120_000), ok: false, summary: { uploaded: 2, skipped: 1 } },
@@ -186,7 +186,7 @@ describe('the state file view', () => {
     expect(text).toMatch(/^ {2}files tracked: +2$/m);
     expect(text).toMatch(/^ {2}unfinished writes: +2 remote write\(s\) begun and not recorded as done, settled at the next start$/m);
     expect(text).toContain('    upload new.txt (since 2026-03-01T11:59:00Z (1m ago))');
-    expect(text).toContain('    update old-b.txt -> b.txt');
+    expect(text).toContain('    upload b.txt, c.txt');
     expect(text).toContain('    huge.pdf: payload too large (HTTP 413)');
     expect(text).toMatch(/last pass: +NOT OK, .*: 2 uploaded, 1 skipped/);
     expect(text).toMatch(/^mapping policies\n.*\n.*\n {2}not synced yet$/m);

@@ -296,22 +296,22 @@ describe('MappingRunner', () => {
   });
 
   it('reload (SIGHUP, settings unchanged): the watcher restarts with the ignore file read again, and a full pass runs at once, back-off or not', async () => {
-    const { timers, mirror, runner, watchStarts, watcherClosed } = setup();
+    const { clock, mirror, runner, watchStarts, watcherClosed } = setup();
     runner.start();
-    await settle();
+    await clock.settle();
     mirror.last().reject(serviceDown());
-    await settle();
+    await clock.settle();
     expect(runner.status().phase).toBe('degraded');
-    expect(timers.scheduled()).toContain(retryDelayMs(1, () => 0.5));
+    expect(clock.delays()).toContain(retryDelayMs(1, () => 0.5));
 
     await runner.reload();
     expect(watchStarts()).toBe(2);
     expect(watcherClosed()).toBe(false);
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
     mirror.last().resolve(report());
-    await settle();
+    await clock.settle();
     expect(runner.status().phase).toBe('watching');
-    await runner.stop();
+    await runner.stop(8_000);
   });
 
   it('runs one pass at a time; changes seen during a pass are planned together afterwards', async () => {

@@ -464,7 +464,7 @@ describe('planMirror', () => {
   });
 
   it('a full pass settles open intents; an incremental one does not', () => {
-    const intents: Record<string, Intent> = { i1: { kind: 'delete', id: 'i1', startedAt: 't', documentId: 'd1', path: 'a.txt' } };
+    const intents: Record<string, Intent> = { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 1, mtimeMs: 1, sha256: 'h1' }] } };
     expect(plan({ intents, remote: [] }).resolvedIntentIds).toEqual(['i1']);
     expect(plan({ intents, remote: undefined }).resolvedIntentIds).toEqual([]);
   });

@@ -30,7 +30,7 @@ function sample(): StateFile {
     startedAt: '2026-01-01T00:00:00.000Z',
     files: [{ path: 'new.txt', size: 3, mtimeMs: 5, sha256: 'ff', replacesDocumentId: 'doc-9' }],
   };
-  m.intents['i2'] = { kind: 'delete', id: 'i2', startedAt: '2026-01-01T00:00:01.000Z', documentId: 'doc-1', path: 'x' };
+  m.intents['i2'] = { kind: 'upload', id: 'i2', startedAt: '2026-01-01T00:00:01.000Z', files: [{ path: 'x', size: 1, mtimeMs: 2, sha256: 'aa', documentId: 'doc-1' }] };
   m.rejected['huge.bin'] = { size: 1e9, mtimeMs: 7, status: 413, reason: 'too large', at: '2026-01-01T00:00:00.000Z' };
   m.lastPass = { startedAt: 'a', finishedAt: 'b', ok: true, summary: { uploaded: 2 } };
   s.mappings['handbook'] = m;
@@ -216,7 +216,7 @@ describe('state codec', () => {
       ],
       [
         'legacy: intent id differs from its key',
-        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{"x":{"kind":"delete","id":"y","startedAt":"t","documentId":"d","path":"p"}},"rejected":{},"files":[]}}}',
+        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{"x":{"kind":"upload","id":"y","startedAt":"t","files":[]}},"rejected":{},"files":[]}}}',
         /differs from its key/,
       ],
     ];

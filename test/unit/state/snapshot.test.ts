@@ -12,7 +12,8 @@ import type { FileEntry, StateFile } from '../../../src/state/schema.js';
 import { SnapshotFile } from '../../../src/state/snapshot-file.js';
 import { readStateFile, StateStore } from '../../../src/state/store.js';
 import { newMappingState, newState } from '../../../src/state/validate.js';
-import { captureLogger, FakeTimers, MemFs } from './fakes.js';
+import { captureLogger, MemFs } from './fakes.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 const PATH = '/var/lib/dssync/state.json';
 const JOURNAL = `${PATH}.journal`;
@@ -28,7 +29,7 @@ function big(files: number): StateFile {
   s.journalSeq = 42;
   const m = newMappingState('ds-1', '/srv/share');
   for (let i = 0; i < files; i++) m.files[`department-${i % 37}/folder-${i % 501}/a rather long document name ${i} é "q".txt`] = entry(i);
-  m.intents['i1'] = { kind: 'delete', id: 'i1', startedAt: 't', documentId: 'doc-1', path: 'x' };
+  m.intents['i1'] = { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'x', size: 1, mtimeMs: 1, sha256: 'h', documentId: 'doc-1' }] };
   s.mappings['docs'] = m;
   const other = newMappingState('ds-2', '/srv/other');
   other.files['a'] = entry(1);
@@ -109,10 +110,10 @@ describe('snapshot file', () => {
     const text = encodeStateToString(big(100));
     fs.put(PATH, text.slice(0, text.length - 30));
     fs.put(JOURNAL, frameRecord(43, [['del', 'docs', 'x']]).toString('latin1'));
-    await expect(StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false })).rejects.toThrow(/no end line after line \d+: the file is cut short/);
+    await expect(StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false })).rejects.toThrow(/no end line after line \d+: the file is cut short/);
     const { logger, lines } = captureLogger();
-    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, onCorrupt: 'reset', clock: () => 0, logger });
-    expect(store.mappingIds()).toEqual([]);
+    const store = await StateStore.open(PATH, { fs, clock: new FakeClock(0), lock: false, onCorrupt: 'reset', logger });
+    expect(store.mapping('m')).toBeUndefined();
     expect([...fs.files.keys()].sort()).toEqual([`${PATH}.corrupt-1970-01-01T00-00-00-000Z`, `${JOURNAL}.corrupt-1970-01-01T00-00-00-000Z`]);
     expect(String(lines().find((l) => l['level'] === 40)?.['msg'])).toMatch(/cut short/);
     await store.close();
@@ -128,7 +129,7 @@ describe('snapshot file', () => {
         docs: {
           dataSourceId: 'ds-1',
           root: '/srv/docs',
-          intents: { i1: { kind: 'delete', id: 'i1', startedAt: 't', documentId: 'doc-9', path: 'gone.txt' } },
+          intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'gone.txt', size: 1, mtimeMs: 1, sha256: 'h', documentId: 'doc-9' }] } },
           rejected: { 'big.bin': { size: 1e9, mtimeMs: 7, status: 413, reason: 'too large', at: 't' } },
           lastPass: { startedAt: 'a', finishedAt: 'b', ok: true, summary: { uploaded: 2 } },
           files: [
@@ -141,7 +142,7 @@ describe('snapshot file', () => {
     fs.put(PATH, JSON.stringify(v2));
     fs.put(JOURNAL, frameRecord(6, [['set', 'docs', 'c.txt', ['doc-3', 12, 1002.5, 'h3', 't']]]).toString('latin1'));
     const { logger, lines } = captureLogger();
-    const store = await StateStore.open(PATH, { fs, timers: new FakeTimers(), lock: false, logger });
+    const store = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, logger });
     expect(Object.keys(store.mapping('docs')?.files ?? {}).sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
     expect(store.mapping('docs')?.files['b.txt']).toEqual({ documentId: 'doc-2', size: 11, mtimeMs: 1001.5, sha256: 'h2', syncedAt: '2026-01-01T00:00:00.000Z', hashedAt: 3000, ctimeMs: 1001.25, dev: 2049, ino: 77 });
     expect(lines().some((l) => String(l['msg']).includes('migrated from version 2'))).toBe(true);

@@ -14,7 +14,7 @@ import ts from 'typescript';
 export const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
 
 export interface TranspiledState {
-  /** Folder holding src/state/*.js and src/log.js. */
+  /** Folder holding src/state/*.js, src/log.js and what they import. */
   dir: string;
   /** file:// URL of a transpiled module, e.g. module('state/store.js'). */
   module(rel: string): string;
