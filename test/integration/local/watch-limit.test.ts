@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RawEvent } from '../../../src/local/aggregator.js';
 import { startWatcher, type Watcher, type WatchError } from '../../../src/local/watcher.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 vi.mock('node:fs', async (importOriginal) => {
   const real = await importOriginal<typeof import('node:fs')>();
@@ -32,12 +33,9 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-async function waitFor(what: string, cond: () => boolean, seen: () => unknown): Promise<void> {
-  const until = Date.now() + 15_000;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}; seen: ${JSON.stringify(seen())}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** waitFor with what was seen in the timeout message. */
+function waitSeen(what: string, cond: () => boolean, seen: () => unknown, timeoutMs = 15_000): Promise<void> {
+  return waitFor(cond, { what, timeout: timeoutMs, interval: 20, describe: () => JSON.stringify(seen()) });
 }
 
 describe('startWatcher past the inotify watch limit', () => {
@@ -64,11 +62,11 @@ describe('startWatcher past the inotify watch limit', () => {
     expect(st.problems[0]).toMatch(/watch limit is reached: 1 folder.*max_user_watches/);
     expect(errors.map((e) => e.code)).toEqual(['watch-limit']);
 
-    await waitFor('a first poll cycle', () => (w.status!().poll?.cycles ?? 0) >= 1, () => w.status!());
+    await waitSeen('a first poll cycle', () => (w.status!().poll?.cycles ?? 0) >= 1, () => w.status!());
     expect(w.status!().poll!.subtrees).toEqual(['deep']);
     await writeFile(join(root, 'deep', 'sub', 'y.txt'), 'y, changed: seen by polling');
-    await waitFor('the change under deep (polled)', () => events.some((e) => e.path === 'deep/sub/y.txt' && e.kind === 'change'), () => events);
+    await waitSeen('the change under deep (polled)', () => events.some((e) => e.path === 'deep/sub/y.txt' && e.kind === 'change'), () => events);
     await writeFile(join(root, 'top.txt'), 'top, changed: seen by events');
-    await waitFor('the change at the top (events)', () => events.some((e) => e.path === 'top.txt'), () => events);
+    await waitSeen('the change at the top (events)', () => events.some((e) => e.path === 'top.txt'), () => events);
   });
 });

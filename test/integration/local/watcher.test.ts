@@ -11,18 +11,16 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventAggregator } from '../../../src/local/aggregator.js';
 import type { RawEvent } from '../../../src/local/aggregator.js';
 import { classifyWatchError, startWatcher, WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watcher.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 const TIMEOUT = 20_000;
 
 /** Visible paths only, as the built-in filter does for hidden entries. */
 const noHidden = (rel: string): boolean => !rel.split('/').some((s) => s.startsWith('.'));
 
-async function waitFor(what: string, cond: () => boolean, seen: () => unknown, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}; seen: ${JSON.stringify(seen())}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** waitFor with what was seen in the timeout message. */
+function waitSeen(what: string, cond: () => boolean, seen: () => unknown, timeoutMs = 10_000): Promise<void> {
+  return waitFor(cond, { what, timeout: timeoutMs, interval: 20, describe: () => JSON.stringify(seen()) });
 }
 
 interface Harness {
@@ -56,7 +54,7 @@ async function watchRoot(opts: Partial<WatcherOptions> = {}): Promise<Harness> {
   });
   open.push(watcher);
   const waitEvent = async (what: string, pred: (e: RawEvent) => boolean): Promise<RawEvent> => {
-    await waitFor(what, () => events.some(pred), () => events);
+    await waitSeen(what, () => events.some(pred), () => events);
     return events.find(pred)!;
   };
   return { root, events, errors, watcher, waitEvent };
@@ -78,7 +76,7 @@ describe.each([
     if (mode === 'folders') {
       // Each path is stat-ed again after its last raw event: the final size always arrives.
       // (chokidar's own change events may stop at an intermediate size: LIBRARIES.md.)
-      await waitFor('the final size', () => h.events.filter((e) => e.path === 'a.txt').at(-1)?.size === 11, () => h.events);
+      await waitSeen('the final size', () => h.events.filter((e) => e.path === 'a.txt').at(-1)?.size === 11, () => h.events);
     }
     await unlink(join(root, 'a.txt'));
     await h.waitEvent('a.txt unlinked', (e) => e.path === 'a.txt' && e.kind === 'unlink');
@@ -149,7 +147,7 @@ describe.each([
     // The top folder is reported (the engine walks its whole subtree)...
     await h.waitEvent('addDir new', (e) => e.path === 'new' && e.kind === 'addDir');
     // ...and every level ends up watched, so that later changes anywhere in it are seen.
-    await waitFor('all levels watched', () => h.watcher.watchedDirs() === 4, () => h.watcher.watchedDirs());
+    await waitSeen('all levels watched', () => h.watcher.watchedDirs() === 4, () => h.watcher.watchedDirs());
     await writeFile(join(root, 'new', 'deeper', 'deepest', 'later.txt'), 'later');
     await h.waitEvent('later.txt', (e) => e.path === 'new/deeper/deepest/later.txt' && exists(e));
   });
@@ -184,7 +182,7 @@ describe.each([
       if (how === 'renamed away') await rename(root, `${root}-moved`);
       else await rm(root, { recursive: true });
       try {
-        await waitFor('a root-gone error', () => h.errors.some((e) => e.code === 'root-gone'), () => h.errors);
+        await waitSeen('a root-gone error', () => h.errors.some((e) => e.code === 'root-gone'), () => h.errors);
         expect(h.errors[0]).toBeInstanceOf(WatchError);
         expect(h.errors[0]).toMatchObject({ code: 'root-gone', lostEvents: true });
         expect(h.errors[0]!.message).toContain(h.watcher.root);
@@ -214,7 +212,7 @@ describe('startWatcher, other cases', () => {
       },
     });
     await writeFile(join(root, 'bad.txt'), 'x');
-    await waitFor('the handler error', () => h.errors.length > 0, () => calls);
+    await waitSeen('the handler error', () => h.errors.length > 0, () => calls);
     expect(h.errors[0]).toMatchObject({ code: 'watch-failed' });
     expect(h.errors[0]!.message).toMatch(/handler broke/);
     await writeFile(join(root, 'good.txt'), 'y');
@@ -234,7 +232,7 @@ describe('startWatcher, other cases', () => {
     const h = await watchRoot({ readMountInfo: async () => table, mountCheckMs: 20 });
     expect(h.watcher.status!().mounts).toEqual([expect.objectContaining({ fsType: 'ext4', kind: 'events' })]);
     table += `\n2 1 0:50 / ${real.replace(/ /g, '\\040')}/share rw - cifs //fileserver/Public rw`;
-    await waitFor('mounts-changed', () => h.errors.some((e) => e.code === 'mounts-changed'), () => h.errors);
+    await waitSeen('mounts-changed', () => h.errors.some((e) => e.code === 'mounts-changed'), () => h.errors);
     const err = h.errors.find((e) => e.code === 'mounts-changed')!;
     expect(err.message).toContain(`${real}/share cifs`);
     expect(err.lostEvents).toBe(true);
@@ -243,7 +241,7 @@ describe('startWatcher, other cases', () => {
   it('watches by polling when asked (watch.mode "poll"), reporting add, change and unlink', { timeout: TIMEOUT }, async () => {
     const h = await watchRoot({ watchMode: 'poll', pollTargetMs: 50 });
     expect(h.watcher.status!()).toMatchObject({ mounts: [{ kind: 'poll', why: 'watch.mode is "poll"' }] });
-    await waitFor('a first poll cycle', () => (h.watcher.status!().poll?.cycles ?? 0) >= 1, () => h.watcher.status!());
+    await waitSeen('a first poll cycle', () => (h.watcher.status!().poll?.cycles ?? 0) >= 1, () => h.watcher.status!());
     expect(h.watcher.watchedDirs()).toBe(0); // no inotify watch at all
     await writeFile(join(root, 'p.txt'), 'one');
     await h.waitEvent('p.txt added', (e) => e.path === 'p.txt' && e.kind === 'add');
@@ -259,7 +257,7 @@ describe('startWatcher, other cases', () => {
     for (let k = 0; k < 200; k++) await writeFile(join(root, 'inbox', `scan-${k}.pdf`), `scan ${k}`);
     const h = await watchRoot();
     for (let k = 0; k < 200; k++) await rename(join(root, 'inbox', `scan-${k}.pdf`), join(root, 'filed', `scan-${k}.pdf`));
-    await waitFor(
+    await waitSeen(
       'all 400 events',
       () => new Set(h.events.map((e) => `${e.kind}:${e.path}`)).size >= 400,
       () => h.events.length,

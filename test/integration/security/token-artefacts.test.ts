@@ -54,7 +54,8 @@ describe('security: the token stays secret', () => {
         const s = (await (await fetch(`${url}/status`)).json()) as { mappings: { filesTracked: number; phase: string }[] };
         return s.mappings[0]?.filesTracked === 15 && s.mappings[0].phase === 'watching' ? true : undefined;
       });
-      await new Promise((r) => setTimeout(r, 1500));
+      // The ingestion checks (a second after each upload) have asked for chunks.
+      await until(() => (Object.entries(ws.emu.stats().byRoute).some(([route, n]) => route.startsWith('GET') && route.endsWith('/chunks') && n > 0) ? true : undefined));
       for (const p of ['/status', '/healthz', '/metrics']) artefacts.push({ name: `endpoint ${p}`, text: await (await fetch(url + p)).text() });
       // The state is a snapshot and its journal (whichever exist): both are searched.
       for (const f of [ws.statePath, `${ws.statePath}.journal`]) {

@@ -11,13 +11,9 @@ import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import type { MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 const T0 = Date.parse('2026-11-23T10:00:00.250Z');
-
-class Clock {
-  t = T0;
-  now = (): number => this.t;
-}
 
 interface FakeFile {
   content: string;
@@ -31,9 +27,9 @@ class CoarseFolder implements LocalSide {
   files = new Map<string, FakeFile>();
   hashes = 0;
   private nextIno = 100;
-  constructor(private readonly clock: Clock) {}
+  constructor(private readonly clock: FakeClock) {}
   private tick(): number {
-    return Math.floor(this.clock.t / 1000) * 1000;
+    return Math.floor(this.clock.now() / 1000) * 1000;
   }
   /** A write in place (same inode): mtime and ctime move to the current tick. */
   write(path: string, content: string): void {
@@ -78,7 +74,7 @@ class State extends MemoryState implements MirrorState {
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
 
 function setup() {
-  const clock = new Clock();
+  const clock = new FakeClock(T0);
   const api = new FakeApi();
   const state = new State();
   const local = new CoarseFolder(clock);
@@ -88,7 +84,7 @@ function setup() {
     state,
     local,
     logger: silent,
-    now: clock.now,
+    now: () => clock.now(),
   });
   /** The content hash the service's document for `path` was uploaded with (its metadata). */
   const remoteSha = (path: string): unknown => api.list().find((d) => d.metadata['dssync_path'] === path)?.metadata['dssync_sha256'];
@@ -103,12 +99,12 @@ describe('the quick check in passes (issue 9, defect 4)', () => {
     it(`${kind}: a second same-size write within the timestamp's second is uploaded (racy entry)`, async () => {
       const { clock, api, local, mirror, remoteSha, sha } = setup();
       local.write('a.txt', 'one');
-      clock.t += 300; // the debounce: hashed in the same second as the write
+      clock.tick(300); // the debounce: hashed in the same second as the write
       await mirror.fullPass();
       expect(remoteSha('a.txt')).toBe(sha('one'));
-      clock.t += 200;
+      clock.tick(200);
       local.write('a.txt', 'two'); // same size, same second: every stat field as recorded
-      clock.t += 300;
+      clock.tick(300);
       await pass(mirror, 'a.txt');
       expect(remoteSha('a.txt')).toBe(sha('two'));
       expect(api.list()).toHaveLength(1);
@@ -118,12 +114,12 @@ describe('the quick check in passes (issue 9, defect 4)', () => {
       const { clock, local, mirror, remoteSha, sha } = setup();
       local.write('a.txt', 'one');
       const mtime = local.files.get('a.txt')!.mtimeMs;
-      clock.t += 60_000;
+      clock.tick(60_000);
       await mirror.fullPass();
-      clock.t += 60_000;
+      clock.tick(60_000);
       local.write('a.txt', 'two');
       local.setMtime('a.txt', mtime);
-      clock.t += 60_000;
+      clock.tick(60_000);
       await pass(mirror, 'a.txt');
       expect(remoteSha('a.txt')).toBe(sha('two'));
     });
@@ -132,12 +128,12 @@ describe('the quick check in passes (issue 9, defect 4)', () => {
   it('a racy file hashed again and found the same: no upload; its entry refreshed, then trusted', async () => {
     const { clock, api, state, local, mirror } = setup();
     local.write('a.txt', 'one');
-    clock.t += 300;
+    clock.tick(300);
     await mirror.fullPass();
     const racyAt = state.m.files['a.txt']!.hashedAt;
     expect(racyAt).toBe(T0 + 300);
     expect(local.hashes).toBe(1);
-    clock.t += 60_000;
+    clock.tick(60_000);
     const again = await mirror.fullPass();
     expect(local.hashes).toBe(2);
     expect(again.counts).toMatchObject({ unchanged: 1, adopted: 0, uploaded: 0, replaced: 0 });
@@ -145,7 +141,7 @@ describe('the quick check in passes (issue 9, defect 4)', () => {
     expect(api.count('updateDocument')).toBe(1);
     expect(state.m.files['a.txt']!.hashedAt).toBe(T0 + 60_300);
     // Proven now: the next passes take the hash from the state.
-    clock.t += 60_000;
+    clock.tick(60_000);
     await mirror.fullPass();
     await mirror.changedPass({ files: ['a.txt'], dirs: [] });
     expect(local.hashes).toBe(2);

@@ -2,13 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { DaemonHistory, HISTORY_LIMITS, percentiles } from '../../../../src/daemon/web/history.js';
 import { FakeClock } from '../../../helpers/fake-clock.js';
 
-function fakeClock(): FakeClock {
-  return new FakeClock(Date.parse('2026-03-01T10:00:00Z'));
-}
+const T0 = Date.parse('2026-03-01T10:00:00Z');
 
 describe('DaemonHistory', () => {
   it('records operations newest first, and problems with what happens next', () => {
-    const c = fakeClock();
+    const c = new FakeClock(T0);
     const h = new DaemonHistory(() => c.now());
     const seen: string[] = [];
     h.subscribe((e) => seen.push(e.type));
@@ -23,7 +21,7 @@ describe('DaemonHistory', () => {
   });
 
   it('counts per 10-second point, fills quiet intervals, and keeps one hour', () => {
-    const c = fakeClock();
+    const c = new FakeClock(T0);
     const h = new DaemonHistory(() => c.now());
     h.onOp('m', { kind: 'upload', path: 'a', outcome: 'done' }, 100);
     h.onPacer({ type: 'response', attempt: 1, ms: 5, ok: false, status: 429, method: 'POST', route: 'x' } as never);
@@ -41,7 +39,7 @@ describe('DaemonHistory', () => {
   });
 
   it('stays bounded over a long run', () => {
-    const c = fakeClock();
+    const c = new FakeClock(T0);
     const h = new DaemonHistory(() => c.now());
     for (let i = 0; i < 20_000; i++) {
       c.tick(50);
