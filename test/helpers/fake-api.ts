@@ -30,6 +30,8 @@ export class FakeApi implements DatastoreApi {
   failAfter: Failure = () => undefined;
   /** Keep only base names on upload (a service that drops directories). */
   baseNamesOnly = false;
+  /** The chunks of a document, by document id (none: not ingested yet). */
+  chunks = new Map<string, ChunkRecord[]>();
 
   count(op: string): number {
     return this.calls.filter((c) => c.op === op).length;
@@ -100,8 +102,8 @@ export class FakeApi implements DatastoreApi {
       this.docs.delete(id);
     });
   }
-  listChunks(): Promise<ChunkRecord[]> {
-    return this.call('listChunks', undefined, () => []);
+  listChunks(_ds: string, documentId: string): Promise<ChunkRecord[]> {
+    return this.call('listChunks', documentId, () => this.chunks.get(documentId) ?? []);
   }
   getChunk(_doc: string, chunkId: string): Promise<ChunkRecord> {
     return this.call('getChunk', chunkId, () => ({ id: chunkId, raw: {} }));

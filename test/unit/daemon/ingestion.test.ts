@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { IngestionChecker, MAX_TRACKED, SUMMARY_INTERVAL_MS } from '../../../src/daemon/ingestion.js';
 import { createLogger } from '../../../src/log.js';
-import { FakeApi } from '../../helpers/fake-api.js';
+import { apiError, FakeApi } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 
 function setup() {
@@ -52,6 +52,30 @@ describe('IngestionChecker', () => {
     expect(told.reduce((n, l) => n + Number(l.count ?? 0), 0)).toBe(50);
     expect(String(told[0]!.msg)).toMatch(/^1 document\(s\) not ingested: no chunks after the ingestion delay \(doc0\.pdf\)/);
     expect(String(told[1]!.msg)).toMatch(/^49 document\(s\) not ingested: .*\(doc1\.pdf, doc2\.pdf, doc3\.pdf and 46 more\); dssync status lists them/);
+  });
+
+  it('a document with chunks is ingested; one without is listed until its file is uploaded again and ingested', async () => {
+    const { checker, clock, api } = setup();
+    api.chunks.set('d1', [{ id: 'c1', raw: {} }]);
+    checker.track('a.txt', 'd1');
+    checker.track('b.txt', 'd2');
+    await clock.advance(5_000);
+    expect(api.calls.filter((c) => c.op === 'listChunks').map((c) => c.arg)).toEqual(['d1', 'd2']);
+    expect(checker.notIngested().map((n) => n.path)).toEqual(['b.txt']);
+    checker.track('b.txt', 'd3');
+    api.chunks.set('d3', [{ id: 'c3', raw: {} }]);
+    await clock.advance(5_000);
+    expect(checker.notIngested()).toEqual([]);
+  });
+
+  it('a check the service fails is not a verdict: the document is not listed as not ingested', async () => {
+    const { checker, clock, api, warnings } = setup();
+    api.failBefore = (op) => (op === 'listChunks' ? apiError('E_SERVER', 503, { retryable: true }) : undefined);
+    checker.track('a.txt', 'd1');
+    await clock.advance(5_000 + SUMMARY_INTERVAL_MS);
+    expect(api.count('listChunks')).toBe(1);
+    expect(checker.notIngested()).toEqual([]);
+    expect(warnings()).toEqual([]);
   });
 
   it('a file uploaded again is checked once, after its new upload; a forgotten one not at all', async () => {
