@@ -187,7 +187,7 @@ describe('state codec', () => {
       ['a mapping line without its id', withLine(6, '{"dataSourceId":"d","root":"/","intents":{},"rejected":{}}'), /line 7: a mapping line without "mapping"/],
       [
         'an intent whose id differs from its key (in a mapping line)',
-        withLine(6, '{"mapping":"x","dataSourceId":"d","root":"/","intents":{"x":{"kind":"delete","id":"y","startedAt":"t","documentId":"d","path":"p"}},"rejected":{}}'),
+        withLine(6, '{"mapping":"x","dataSourceId":"d","root":"/","intents":{"x":{"kind":"upload","id":"y","startedAt":"t","files":[]}},"rejected":{}}'),
         /line 7: mappings\.x\.intents\.x: id "y" differs from its key/,
       ],
       // Versions 1 and 2: one JSON object.
