@@ -86,6 +86,8 @@ export class MappingRunner {
   /** First event time of each path in the pass running now, for the lag metric. */
   private lagStart = new Map<string, number>();
   private readonly log: Logger;
+  /** The last watcher start asked for (startWatching): starts run one after the other. */
+  private watchStarts: Promise<void> = Promise.resolve();
   private readonly ingestion: IngestionChecker | undefined;
 
   constructor(private readonly d: MappingRunnerDeps) {
@@ -132,6 +134,8 @@ export class MappingRunner {
     this.ingestion?.stop();
     this.dispatch({ type: 'stop' });
     for (const t of [this.drainTimer, this.deadlineTimer]) if (t !== undefined) this.d.clock.clearTimeout(t);
+    // A start in flight closes its own watcher when it sees `stopped`.
+    await this.watchStarts;
     await this.watcher?.close().catch(() => undefined);
     this.watcher = undefined;
     if (this.running) {
@@ -180,6 +184,9 @@ export class MappingRunner {
    */
   async reload(): Promise<void> {
     if (this.stopped) return;
+    // A start still in flight (a SIGHUP right after start) ends first: then it is replaced.
+    await this.watchStarts;
+    if (this.stopped) return;
     const old = this.watcher;
     this.watcher = undefined;
     await old?.close().catch(() => undefined);
@@ -216,7 +223,18 @@ export class MappingRunner {
 
   // ---- watching -------------------------------------------------------------------
 
-  private async startWatching(): Promise<void> {
+  /**
+   * Starts the watcher unless one runs. Starts are serialized (start, a SIGHUP's restart, a
+   * mount change, a retry may overlap): two watchers at once would leave one never closed,
+   * whose watches keep the process alive after a stop.
+   */
+  private startWatching(): Promise<void> {
+    const next = this.watchStarts.then(() => this.startWatchingNow());
+    this.watchStarts = next.catch(() => undefined);
+    return next;
+  }
+
+  private async startWatchingNow(): Promise<void> {
     if (this.stopped || this.watcher) return;
     try {
       const filter = await loadFilter(this.d.mapping, this.d.localFs);

@@ -61,7 +61,7 @@ afterAll(async () => {
 });
 
 describe('dssync datasources', () => {
-  it('creates, shows, lists, renames and deletes data sources', { timeout: 60_000 }, async () => {
+  it('creates, shows, lists, renames and deletes data sources', { timeout: 180_000 }, async () => {
     const created = await okJson('datasources', 'create', '--name', 'Handbook', '--connector', 'conn-1', '--connector', 'conn-2');
     expectRecord(created);
     expect(created).toMatchObject({ name: 'Handbook', llmConnectorIds: ['conn-1', 'conn-2'] });
@@ -105,7 +105,7 @@ describe('dssync datasources', () => {
 });
 
 describe('dssync documents and chunks', () => {
-  it('uploads several files in ONE request and lists, shows, updates and deletes them', { timeout: 60_000 }, async () => {
+  it('uploads several files in ONE request and lists, shows, updates and deletes them', { timeout: 180_000 }, async () => {
     const ds = await okJson('datasources', 'create', '--name', 'Docs', '--connector', 'conn-1');
     const before = emu.stats();
     const uploaded = await okJson<Rec[]>(
@@ -157,7 +157,7 @@ describe('dssync documents and chunks', () => {
     expect(gone.stderr).toBe(`dssync: document ${id} not found in data source ${ds.id}\n`);
   });
 
-  it('lists the chunks of a document and shows one with its text', { timeout: 60_000 }, async () => {
+  it('lists the chunks of a document and shows one with its text', { timeout: 180_000 }, async () => {
     const ds = await okJson('datasources', 'create', '--name', 'Chunks', '--connector', 'conn-1');
     const [doc] = await okJson<Rec[]>('documents', 'upload', ds.id, join(dir, 'alpha.txt'));
     const [chunks, table] = await Promise.all([
@@ -180,7 +180,7 @@ describe('dssync documents and chunks', () => {
 });
 
 describe('dssync apps', () => {
-  it('lists the data sources enabled for an App', { timeout: 30_000 }, async () => {
+  it('lists the data sources enabled for an App', { timeout: 120_000 }, async () => {
     const ds = await okJson('datasources', 'create', '--name', 'ForApp', '--connector', 'app-cli-1');
     const [json, human, none] = await Promise.all([
       okJson<Rec[]>('apps', 'data-sources', 'app-cli-1'),

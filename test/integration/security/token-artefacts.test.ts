@@ -89,7 +89,7 @@ describe('security: the token stays secret', () => {
     }
   });
 
-  it('a service that echoes the Authorization header in its errors: the message never repeats the token, stacks included', { timeout: 30_000 }, async () => {
+  it('a service that echoes the Authorization header in its errors: the message never repeats the token, stacks included', { timeout: 120_000 }, async () => {
     const echo = createServer((req, res) => {
       const auth = String(req.headers.authorization);
       const status = req.url?.includes('data-sources/forbidden') ? 403 : req.url?.includes('data-sources/gone') ? 404 : 401;
