@@ -9,6 +9,7 @@
 import { mkdir, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { RACY_MARGIN_MS } from '../../src/engine/racy.js';
 import type { BenchContext } from '../lib/context.js';
 import { runSync, startDaemon, writeConfig } from '../lib/dssync.js';
 import { checkMirror, startService, writeRequests } from '../lib/service.js';
@@ -63,11 +64,14 @@ export async function runRestart(
   let t0 = performance.now();
   const files = await writeTree(share, { files: spec.files, folders: spec.folders, minBytes: spec.minBytes, maxBytes: spec.maxBytes, seed: 2 });
   log(`${spec.name}: tree of ${files.length} files in ${spec.folders} folders written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  // A share's files were written long before dssync hashes them. Files hashed within 2 s of
-  // their last write are "racy" and read once more by the next pass (src/engine/racy.ts):
-  // what a restart right after the setup would measure instead of the restart itself.
+  // A share's files were written long before dssync hashes them. Files hashed within
+  // RACY_MARGIN_MS of their last mtime or ctime change are "racy" and read once more by the
+  // next pass (src/engine/racy.ts): what a restart right after the setup would measure
+  // instead of the restart itself. utimes puts the mtime back but moves the ctime (which
+  // cannot be set back), so the setup starts once the margin has passed.
   const lastWeek = new Date(Date.now() - 7 * 86_400_000);
   await mapLimit(files, 64, (f) => utimes(join(share, f.rel), lastWeek, lastWeek));
+  await sleep(RACY_MARGIN_MS + 500);
 
   const emu = await startService();
   try {
