@@ -66,7 +66,8 @@ export interface PlanInput {
   prune: 'ours' | 'all';
   /**
    * Paths that exist locally but cannot be looked at now (unreadable, too large, being
-   * written, under an unreadable folder): their documents and state are left as they are.
+   * written, under an unreadable folder): their state is left as it is, and so are their
+   * documents, except older versions of ours beside the state's document (see planMirror).
    */
   untouchable?: ((path: string) => boolean) | undefined;
   /**
@@ -180,6 +181,8 @@ interface KnownDoc {
   fromIntent: boolean;
   /** Made by an open intent's upload (not in the state, no metadata): nobody marked it yet. */
   byIntent?: true;
+  /** Of those, tied to the upload only by name and size (a lost answer), not by its id. */
+  byName?: true;
 }
 
 export function planMirror(input: PlanInput): PlanResult {
@@ -209,6 +212,21 @@ export function planMirror(input: PlanInput): PlanResult {
     for (const d of docs) {
       if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
       else if (d !== keep) ops.push(deleteOp(path, d, 'stale-version'));
+    }
+  }
+  // A file set aside in this pass (unreadable, being written) keeps its documents, but not
+  // two of them: a replace cut between its upload and its delete (a crash, a failure) left
+  // the older version beside the state's document, and nothing else would ever remove it
+  // while the file cannot be read. With a full listing showing the state's document, the
+  // other documents of ours that carry our metadata or that an upload's answer named are
+  // removed; a document tied to an upload by name and size only is left alone (it may be a
+  // person's, uploaded since), and so is everything when the state's document is not listed.
+  if (input.remote !== undefined && scope === undefined) {
+    for (const path of [...paths].filter((p) => untouchable(p) && !excluded(p)).sort()) {
+      const docs = byPath.get(path) ?? NO_DOCS;
+      const stateId = state.files[path]?.documentId;
+      if (docs.length < 2 || !docs.some((d) => d.id === stateId)) continue;
+      for (const d of docs) if (d.id !== stateId && !d.byName) ops.push(deleteOp(path, d, 'stale-version'));
     }
   }
   const sorted = [...paths].filter((p) => !untouchable(p)).sort();
@@ -426,7 +444,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
   // Documents that only a name and size tie to an upload whose answer was lost.
   const { claimed, doubtful, pins } = uploads.settleByName();
   for (const { doc, file } of claimed) {
-    add({ doc, id: doc.id, path: file.path, sha256: file.sha256, fromIntent: true, byIntent: true });
+    add({ doc, id: doc.id, path: file.path, sha256: file.sha256, fromIntent: true, byIntent: true, byName: true });
     ourDocumentCount++;
   }
   foreign.push(...doubtful);

@@ -43,3 +43,24 @@ it('seed 7: the late-landing upload of a file that then grows past maxFileBytes 
   await w.settle();
   await checkInvariants(w);
 }, 60_000);
+
+it('seed 20261201: an unreadable file whose replace a crash cut keeps one document of ours, not two', async () => {
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = async (run: () => void | Promise<void>): Promise<void> => {
+    await run();
+    await w.settle();
+    await w.restartIfCrashed();
+  };
+  await step(() => w.write('other/e.txt', 'x'));
+  await step(() => w.crashNow(0));
+  await step(() => void (w.service.faults = ['none', 'none', 'none', 'rate-limited', 'none']));
+  await step(() => {
+    const f = w.local.file('other/e.txt')!;
+    w.write('other/e.txt', 'y', f.mtimeMs);
+  });
+  await step(() => w.crashNow(0));
+  await step(() => w.setUnreadable('other/e.txt', true));
+  await checkInvariants(w);
+}, 60_000);

@@ -451,16 +451,25 @@ describe('planMirror', () => {
     expect(summary(excluded.ops)).toEqual(['delete d7 a.txt (excluded)', 'delete d8 b.txt (excluded)']);
     expect(excluded.ops.every((o) => o.kind === 'delete' && o.unmarked)).toBe(true);
     expect(excluded.resolvedIntentIds).toEqual(['i1']);
-    // Unreadable or being written (not excluded): everything waits for the file.
+    // Unreadable or being written (not excluded): the intent waits for the file; of a.txt's
+    // two documents the state's stays, the upload its answer named goes (sent again once
+    // the file can be read); b.txt's, tied by name and size only, may be a person's: left.
     const waiting = plan(c);
-    expect(waiting.ops).toEqual([]);
+    expect(summary(waiting.ops)).toEqual(['delete d7 a.txt (stale-version)']);
     expect(waiting.resolvedIntentIds).toEqual([]);
   });
 
   it('a file excluded by a setting keeps one document of ours, its last synced version; another version left by a failed delete goes (the simulation, seed 20261127)', () => {
     const c = { files: { 'b.txt': entry('d2', 'h2') }, remote: [ours('d1', 'b.txt', 'h1'), ours('d2', 'b.txt', 'h2')], untouchable: ['b.txt'] };
     expect(summary(plan({ ...c, excluded: ['b.txt'] }).ops)).toEqual(['delete d1 b.txt (stale-version)']);
-    expect(plan(c).ops).toEqual([]);
+  });
+
+  it('an unreadable file whose replace a crash cut keeps one document of ours: the older version beside the state\'s goes (the simulation, seed 20261201)', () => {
+    const c = { files: { 'b.txt': entry('d2', 'h2') }, remote: [ours('d1', 'b.txt', 'h1'), ours('d2', 'b.txt', 'h2')], untouchable: ['b.txt'] };
+    expect(summary(plan(c).ops)).toEqual(['delete d1 b.txt (stale-version)']);
+    // Not in an incremental plan (no listing), nor when the state's document is not listed.
+    expect(plan({ ...c, remote: undefined, scope: ['b.txt'] }).ops).toEqual([]);
+    expect(plan({ ...c, files: { 'b.txt': entry('d3', 'h3') } }).ops).toEqual([]);
   });
 
   it('a full pass settles open intents; an incremental one does not', () => {
