@@ -38,7 +38,7 @@ export interface World {
   /** The configuration as the daemon would load it (baseUrl may be overridden). */
   config(over?: { baseUrl?: string }): Config;
   /** One full pass, in process, exactly as `dssync sync` runs it. */
-  pass(over?: { baseUrl?: string; allowMassDelete?: boolean }): Promise<PassReport>;
+  pass(over?: PassOptions): Promise<PassReport>;
   snapshot(): Promise<Snapshot>;
   /** Every baseline document, file and state entry is still there; no path has two documents. */
   expectNothingLost(): Promise<void>;
@@ -47,13 +47,21 @@ export interface World {
 
 export const BASELINE_FILES = 8;
 
+export interface PassOptions {
+  baseUrl?: string;
+  allowMassDelete?: boolean;
+  /** A longer body deadline than QUEUE's 1 s, for a case whose point is not the deadline. */
+  bodyMs?: number;
+}
+
 export async function createWorld(): Promise<World> {
   const ws = await createWorkspace({ config: { queue: QUEUE, status: { listen: false } } });
   for (let i = 0; i < BASELINE_FILES; i++) await ws.write(`keep/doc-${i}.txt`, `baseline document ${i}\n`);
   const config = (over: { baseUrl?: string } = {}): Config =>
     loadConfig({ file: ws.configPath, env: ws.env, flags: { baseUrl: over.baseUrl } });
-  const pass = async (over: { baseUrl?: string; allowMassDelete?: boolean } = {}): Promise<PassReport> => {
-    const c = config(over);
+  const pass = async (over: PassOptions = {}): Promise<PassReport> => {
+    const loaded = config(over);
+    const c: Config = over.bodyMs === undefined ? loaded : { ...loaded, queue: { ...loaded.queue, timeouts: { ...loaded.queue.timeouts, bodyMs: over.bodyMs } } };
     const store = await StateStore.open(c.statePath, { onCorrupt: 'reset' });
     const api = createClientFromConfig(c);
     try {
