@@ -4,7 +4,7 @@
  */
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
 import pinoPretty from 'pino-pretty';
-import { printable } from './cli/printable.js';
+import { printable } from './printable.js';
 
 export type { Logger };
 

@@ -5,7 +5,7 @@
 import yargs, { type CommandModule } from 'yargs';
 import { describeFailure, ExitCode, usageError } from './exit.js';
 import { globalOptions } from './options.js';
-import { printableLines } from './printable.js';
+import { printableLines } from '../printable.js';
 import { commandModules } from './commands.js';
 import { explainUsageError, type UsageContext } from './arg-errors.js';
 

@@ -5,7 +5,7 @@
  */
 import type { ChunkRecord, DataSourceRecord, DocumentRecord, JsonObject } from '../api/records.js';
 import { ingestionStatus } from '../api/ingestion-status.js';
-import { printable } from './printable.js';
+import { printable } from '../printable.js';
 
 /** The ellipsis that marks a value cut short in a table. */
 export const ELLIPSIS = '…';

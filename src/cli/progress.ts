@@ -6,7 +6,7 @@
  */
 import type { OpEvent } from '../engine/executor.js';
 import type { Op } from '../engine/plan.js';
-import { printable } from './printable.js';
+import { printable } from '../printable.js';
 
 /** Operations that write to the service (adopt and forget only touch the state). */
 function isWrite(op: Op): boolean {

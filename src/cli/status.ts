@@ -24,7 +24,7 @@ import type { Intent, PassRecord, StateFile } from '../state/schema.js';
 import { ExitCode, CliError } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson, formatSummary, truncate } from './output.js';
-import { printable } from './printable.js';
+import { printable } from '../printable.js';
 import { formatWatchLines } from './watch-report.js';
 
 /** How long the daemon gets to answer: it answers from memory, so this is generous. */

@@ -4,7 +4,7 @@
  */
 import type { Op } from '../engine/plan.js';
 import type { PassReport } from '../engine/mirror.js';
-import { printable } from './printable.js';
+import { printable } from '../printable.js';
 
 export interface MappingOutcome {
   mappingId: string;
