@@ -3,6 +3,7 @@
  * and the daemon runs again and again (DESIGN §2). The filesystem comes through the
  * LocalSide interface and the service through DatastoreApi, so both can be faked.
  */
+import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import type { DocumentRecord } from '../api/records.js';
@@ -430,40 +431,38 @@ export class Mirror {
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
     const toHash = pathsToHash(local, mapping.files, this.d.now());
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < toHash.length) {
-        const path = toHash[next++]!;
-        const file = local.get(path)!;
-        try {
-          // Before the read: a write during or after it, within the mtime's tick, is then
-          // still "racy" for the next look (racy.ts).
-          const hashedAt = this.d.now();
-          const h = await this.d.local.hash(file);
-          local.set(path, {
-            ...file,
-            size: h.size,
-            mtimeMs: h.mtimeMs,
-            sha256: h.sha256,
-            hashedAt,
-            ...(h.ctimeMs === undefined ? {} : { ctimeMs: h.ctimeMs }),
-            ...(h.dev === undefined ? {} : { dev: h.dev }),
-            ...(h.ino === undefined ? {} : { ino: h.ino }),
-          });
-        } catch (e) {
-          if (e instanceof LocalFileVanishedError) {
-            local.delete(path);
-          } else {
-            // Being written, or unreadable: leave it (and its document) for a later pass.
-            local.delete(path);
-            blocked.add(path);
-            skipped.push({ path, reason: e instanceof LocalFileChangedError ? 'changed while being read' : errorText(e) });
-            this.d.logger.warn({ path, err: errorText(e) }, 'file skipped for now');
-          }
+    const queue = new PQueue({ concurrency: HASH_CONCURRENCY });
+    const hashOne = async (path: string): Promise<void> => {
+      const file = local.get(path)!;
+      try {
+        // Before the read: a write during or after it, within the mtime's tick, is then
+        // still "racy" for the next look (racy.ts).
+        const hashedAt = this.d.now();
+        const h = await this.d.local.hash(file);
+        local.set(path, {
+          ...file,
+          size: h.size,
+          mtimeMs: h.mtimeMs,
+          sha256: h.sha256,
+          hashedAt,
+          ...(h.ctimeMs === undefined ? {} : { ctimeMs: h.ctimeMs }),
+          ...(h.dev === undefined ? {} : { dev: h.dev }),
+          ...(h.ino === undefined ? {} : { ino: h.ino }),
+        });
+      } catch (e) {
+        if (e instanceof LocalFileVanishedError) {
+          local.delete(path);
+        } else {
+          // Being written, or unreadable: leave it (and its document) for a later pass.
+          local.delete(path);
+          blocked.add(path);
+          skipped.push({ path, reason: e instanceof LocalFileChangedError ? 'changed while being read' : errorText(e) });
+          this.d.logger.warn({ path, err: errorText(e) }, 'file skipped for now');
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(HASH_CONCURRENCY, toHash.length) }, worker));
+    // A file that cannot be hashed is set aside above (vanished, or skipped for now).
+    await Promise.all(toHash.map((path) => queue.add(() => hashOne(path))));
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
     return { local, skipped, untouchable };
   }

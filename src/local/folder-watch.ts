@@ -24,7 +24,9 @@
 import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import PQueue from 'p-queue';
 import type { RawEvent } from './aggregator.js';
+import { LifoQueue } from './lifo-queue.js';
 import { joinRel } from './paths.js';
 
 export interface FolderWatchOptions {
@@ -152,28 +154,19 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
    * `descend`: also list folders already watched (a filter change may include folders below).
    */
   const addTree = async (rel: string, abs: string, report: boolean, descend = false): Promise<void> => {
-    const queue: { rel: string; abs: string }[] = [{ rel, abs }];
-    let running = 0;
-    await new Promise<void>((resolve) => {
-      const pump = (): void => {
-        if (closed) {
-          if (running === 0) resolve();
-          return;
-        }
-        while (running < LIST_CONCURRENCY && queue.length > 0) {
-          const dir = queue.pop()!;
-          running++;
-          void visit(dir.rel, dir.abs).then((subs) => {
-            running--;
-            for (const s of subs) queue.push(s);
-            if (running === 0 && queue.length === 0) resolve();
-            else pump();
-          });
-        }
-        if (running === 0 && queue.length === 0) resolve();
-      };
-      pump();
-    });
+    // Last in, first out: deep before wide, so few folders wait to be listed.
+    const queue = new PQueue({ concurrency: LIST_CONCURRENCY, queueClass: LifoQueue });
+    const list = (dRel: string, dAbs: string): void => {
+      // A folder that cannot be listed is left to its parent's watch (an event names it
+      // again); anything else that fails is a watch error (events may be missed there).
+      queue
+        .add(async () => {
+          for (const sub of await visit(dRel, dAbs)) list(sub.rel, sub.abs);
+        })
+        .catch((err: unknown) => o.onWatchError(err));
+    };
+    list(rel, abs);
+    await queue.onIdle();
 
     async function visit(dRel: string, dAbs: string): Promise<{ rel: string; abs: string }[]> {
       if (closed) return [];

@@ -13,8 +13,10 @@
  * the walk runs is therefore never listed (docs/security.md).
  */
 import { isAbsolute, join, relative } from 'node:path';
+import PQueue from 'p-queue';
 import { errorCode, errorMessage, nodeFs, type FsDirent, type FsStats, type LocalFs } from './fs.js';
 import type { PathFilter } from './filters.js';
+import { LifoQueue } from './lifo-queue.js';
 import { isInside, joinRel, nfc } from './paths.js';
 
 export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
@@ -125,7 +127,24 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     return { ...result, rootStatus: 'unreadable', rootError: { code: errorCode(e), message: errorMessage(e) } };
   }
 
-  const pool = new Pool(Math.max(1, opts.concurrency ?? 32), opts.signal);
+  // Last in, first out: the walk goes deep before wide and the tasks waiting stay few.
+  const queue = new PQueue({ concurrency: Math.max(1, opts.concurrency ?? 32), queueClass: LifoQueue });
+  /** The first task that threw (or the abort): the walk stops and rejects with it. */
+  let failure: { error: unknown } | undefined;
+  const spawn = (task: () => Promise<void>): void => {
+    if (failure) return;
+    queue
+      .add(async () => {
+        if (failure) return;
+        opts.signal?.throwIfAborted();
+        await task();
+      })
+      .catch((error: unknown) => {
+        if (failure) return;
+        failure = { error };
+        queue.clear();
+      });
+  };
   // Name collisions are settled by disk path so the winner does not depend on timing.
   const addFile = (file: LocalFile): void => {
     const existing = result.files.get(file.path);
@@ -169,17 +188,17 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
       const disk = join(dir.disk, entry.name);
       if (entry.isDirectory()) {
         if (filter.includesEntry(rel, true)) {
-          pool.add(() => listDir(subdir(dir, rel, disk, entry.name)));
+          spawn(() => listDir(subdir(dir, rel, disk, entry.name)));
         }
       } else if (entry.isFile()) {
-        if (filter.includesEntry(rel, false)) pool.add(() => statFile(rel, disk));
+        if (filter.includesEntry(rel, false)) spawn(() => statFile(rel, disk));
       } else if (entry.isSymbolicLink()) {
         if (!follow) {
           if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) {
             result.skipped.push({ path: rel, reason: 'symlink' });
           }
         } else {
-          pool.add(() => followLink(dir, rel, disk));
+          spawn(() => followLink(dir, rel, disk));
         }
       } else if (filter.includesEntry(rel, false)) {
         result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
@@ -262,7 +281,7 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
         result.skipped.push({ path: rel, reason: 'symlink-loop' });
         return;
       }
-      pool.add(() => listDir({ rel, disk, real, chain: { real, up: dir.chain } }));
+      spawn(() => listDir({ rel, disk, real, chain: { real, up: dir.chain } }));
     } else if (st.isFile()) {
       considerFile(rel, disk, st);
     } else {
@@ -273,10 +292,10 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
   const rootTask = (): DirTask => ({ rel: '', disk: root, real: rootReal, chain: follow && rootReal ? { real: rootReal } : undefined });
   let rootReadError: { code: string; message: string } | undefined;
   if (opts.subtrees === undefined) {
-    pool.add(() => listDir(rootTask()));
+    spawn(() => listDir(rootTask()));
   } else {
     for (const rel of opts.subtrees) {
-      pool.add(async () => {
+      spawn(async () => {
         if (rel === '') {
           await listDir(rootTask());
           return;
@@ -307,7 +326,8 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
       });
     }
   }
-  await pool.done();
+  await queue.onIdle();
+  if (failure) throw failure.error;
 
   if (rootReadError) {
     const status: RootStatus = rootReadError.code === 'ENOENT' ? 'missing' : 'unreadable';
@@ -362,73 +382,5 @@ async function checkRoot(
     const error = { code, message: `${root}: ${errorMessage(e)}` };
     if (code === 'ENOENT' || code === 'ENOTDIR') return { status: 'missing', error };
     return { status: 'unreadable', error };
-  }
-}
-
-/**
- * Runs tasks with at most `limit` in flight; tasks may add more tasks. Last in, first out,
- * so a walk goes deep before wide and the pending list stays short.
- */
-class Pool {
-  private readonly pending: (() => Promise<void>)[] = [];
-  private running = 0;
-  private failure: unknown;
-  private resolveDone?: () => void;
-  private rejectDone?: (e: unknown) => void;
-  private readonly finished: Promise<void>;
-
-  constructor(
-    private readonly limit: number,
-    private readonly signal?: AbortSignal,
-  ) {
-    this.finished = new Promise<void>((resolve, reject) => {
-      this.resolveDone = resolve;
-      this.rejectDone = reject;
-    });
-    // Nobody may be waiting yet when a task fails; the rejection is delivered by done().
-    this.finished.catch(() => undefined);
-  }
-
-  add(task: () => Promise<void>): void {
-    this.pending.push(task);
-    this.pump();
-  }
-
-  done(): Promise<void> {
-    this.settleIfIdle();
-    return this.finished;
-  }
-
-  private pump(): void {
-    while (this.running < this.limit && this.pending.length > 0 && this.failure === undefined) {
-      if (this.signal?.aborted) {
-        this.fail(this.signal.reason ?? new Error('aborted'));
-        return;
-      }
-      const task = this.pending.pop() as () => Promise<void>;
-      this.running++;
-      task().then(
-        () => {
-          this.running--;
-          this.pump();
-          this.settleIfIdle();
-        },
-        (e: unknown) => {
-          this.running--;
-          this.fail(e);
-        },
-      );
-    }
-  }
-
-  private fail(e: unknown): void {
-    if (this.failure !== undefined) return;
-    this.failure = e;
-    this.pending.length = 0;
-    this.rejectDone?.(e);
-  }
-
-  private settleIfIdle(): void {
-    if (this.running === 0 && this.pending.length === 0 && this.failure === undefined) this.resolveDone?.();
   }
 }

@@ -23,6 +23,7 @@ import * as fsp from 'node:fs/promises';
 import { lstat, realpath, stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { resolve } from 'node:path';
+import PQueue from 'p-queue';
 import type { RawEvent } from './aggregator.js';
 import { watchFolders, type FolderWatch } from './folder-watch.js';
 import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './watch/mounts.js';
@@ -402,22 +403,23 @@ async function statEvent(path: string, abs: string, at: number, named: boolean):
  */
 class StatQueue {
   private readonly state = new Map<string, { abs: string; at: number; named: boolean; running: boolean; again?: number | undefined }>();
-  private readonly queue: string[] = [];
-  private head = 0;
-  private running = 0;
+  /** First in, first out: paths are looked at in the order their events came. */
+  private readonly queue: PQueue;
 
   constructor(
-    private readonly limit: number,
+    limit: number,
     private readonly run: (path: string, abs: string, at: number, named: boolean) => Promise<void>,
     private readonly closed: () => boolean,
-  ) {}
+  ) {
+    this.queue = new PQueue({ concurrency: limit });
+  }
 
   request(path: string, abs: string, at: number, named = false): void {
     const s = this.state.get(path);
     if (!s) {
-      this.state.set(path, { abs, at, named, running: false });
-      this.queue.push(path);
-      this.pump();
+      const fresh = { abs, at, named, running: false };
+      this.state.set(path, fresh);
+      this.enqueue(path, fresh);
     } else {
       if (s.running && s.again === undefined) s.again = at;
       // A 'rename' among the events coalesced here: the next stat reports the file as new.
@@ -425,32 +427,25 @@ class StatQueue {
     }
   }
 
-  private pump(): void {
-    while (this.running < this.limit && this.head < this.queue.length) {
-      const path = this.queue[this.head++]!;
-      if (this.head > 1024 && this.head * 2 > this.queue.length) {
-        this.queue.splice(0, this.head);
-        this.head = 0;
-      }
-      const s = this.state.get(path);
-      if (!s) continue;
+  private enqueue(path: string, s: { abs: string; at: number; named: boolean; running: boolean; again?: number | undefined }): void {
+    // `run` reports what it finds and never throws (statEvent turns every failure into an event).
+    void this.queue.add(async () => {
       s.running = true;
-      this.running++;
       const named = s.named;
       s.named = false;
-      void this.run(path, s.abs, s.at, named).finally(() => {
-        this.running--;
+      try {
+        await this.run(path, s.abs, s.at, named);
+      } finally {
         if (s.again !== undefined && !this.closed()) {
           s.at = s.again;
           s.again = undefined;
           s.running = false;
-          this.queue.push(path);
+          this.enqueue(path, s);
         } else {
           this.state.delete(path);
         }
-        this.pump();
-      });
-    }
+      }
+    });
   }
 }
 

@@ -72,6 +72,47 @@ describe('walkTree on a fake filesystem: failures', () => {
   });
 });
 
+describe('walkTree on a fake filesystem: its queue', () => {
+  /** 3 folders of 20 files, each folder with a subfolder of 20 more. */
+  function wide(): FakeFs {
+    const fs = new FakeFs().dir('/w');
+    for (const d of ['a', 'b', 'c']) {
+      fs.dir(`/w/${d}`).dir(`/w/${d}/deep`);
+      for (let i = 0; i < 20; i++) fs.file(`/w/${d}/f${i}.txt`, 'x').file(`/w/${d}/deep/g${i}.txt`, 'y');
+    }
+    return fs;
+  }
+
+  it('never has more filesystem calls in flight than its concurrency', async () => {
+    const fs = wide();
+    let inFlight = 0;
+    let most = 0;
+    const lstat = fs.lstat.bind(fs);
+    fs.lstat = async (p) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((r) => setImmediate(r));
+      inFlight--;
+      return lstat(p);
+    };
+    const w = await walkTree('/w', filter, { fs, concurrency: 3 });
+    expect(w.files.size).toBe(120);
+    expect(most).toBe(3);
+  });
+
+  it('goes deep before wide: a subfolder is listed before the folders after its parent', async () => {
+    const fs = wide();
+    const listed: string[] = [];
+    const readdir = fs.readdir.bind(fs);
+    fs.readdir = async (p) => {
+      listed.push(p);
+      return readdir(p);
+    };
+    await walkTree('/w', filter, { fs, concurrency: 1 });
+    // Last in, first out: the last folder listed at the root is walked first, down to its subfolder.
+    expect(listed.slice(0, 3)).toEqual(['/w', '/w/c', '/w/c/deep']);
+  });
+});
+
 describe('LocalSide: what the engine is told', () => {
   const mapping = { path: '/r', include: DEFAULT_INCLUDE, exclude: [], ignoreFile: '.dssyncignore', maxFileBytes: 5, followSymlinks: false };
 
