@@ -13,7 +13,7 @@ import type { DatastoreApi } from '../api/api.js';
 import { disposition } from '../errors.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import type { OpEvent } from '../engine/executor.js';
-import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
+import type { Mirror, PassReport } from '../engine/mirror.js';
 import { buildMirror } from './build-mirror.js';
 import { EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
 import { loadFilter } from '../local/filters.js';
@@ -22,6 +22,7 @@ import { startWatcher, WatchError, type Watcher, type WatcherOptions, type Watch
 import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import { IngestionChecker } from './ingestion.js';
+import { PendingScope } from './pending-scope.js';
 import type { MappingStatus, RecentError, RunnerPhase } from './status-schema.js';
 import { initialSchedule, retryDelayMs, step, type PassKind, type ScheduleAction, type ScheduleEvent, type ScheduleState } from './schedule.js';
 import type { Clock } from '../time/clock.js';
@@ -68,8 +69,7 @@ export class MappingRunner {
   private readonly aggregator: EventAggregator;
   private readonly controller = new AbortController();
   private sched: ScheduleState;
-  private readonly pendingFiles = new Map<string, number>();
-  private readonly pendingDirs = new Map<string, number>();
+  private readonly pending = new PendingScope();
   private running: Promise<void> | undefined;
   private drainTimer: unknown;
   private drainAt: number | undefined;
@@ -158,7 +158,7 @@ export class MappingRunner {
       phase: this.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : this.phase,
       degraded: [...this.degraded.values(), ...watchProblems],
       filesTracked: tracked,
-      pending: this.aggregator.pendingCount() + new Set([...this.pendingFiles.keys(), ...this.pendingDirs.keys()]).size,
+      pending: this.aggregator.pendingCount() + this.pending.size,
       lastPass: this.lastPass,
       lastFullPassOkAt: this.lastFullPassOkAt,
       nextRescanAt: this.nextRescanAt === undefined ? undefined : new Date(this.nextRescanAt).toISOString(),
@@ -314,21 +314,7 @@ export class MappingRunner {
   private takeBatch(batch: Batch): void {
     if (isEmptyBatch(batch)) return;
     if (batch.rescan) this.log.info({ reasons: batch.reasons }, 'watcher lost events: full rescan');
-    const note = (map: Map<string, number>, path: string, at: number): void => {
-      const prev = map.get(path);
-      map.set(path, prev === undefined ? at : Math.min(prev, at));
-    };
-    for (const item of batch.items) {
-      if (!item.isDir) {
-        note(this.pendingFiles, item.path, item.firstEventAt);
-        continue;
-      }
-      note(this.pendingDirs, item.path, item.firstEventAt);
-      // A folder item also stands for a file that was at its path (a file replaced by a
-      // folder of the same name: the aggregator folds the file's removal into the folder),
-      // and a ChangeScope folder covers only what is below it.
-      note(this.pendingFiles, item.path, item.firstEventAt);
-    }
+    this.pending.add(batch);
     this.dispatch({ type: 'batchReady', rescan: batch.rescan });
   }
 
@@ -400,10 +386,8 @@ export class MappingRunner {
       this.phase = 'syncing';
       this.d.events?.onPassStart?.(this.id, kind);
       // A full pass looks at everything the pending events named.
-      const scope: ChangeScope = { files: [...this.pendingFiles.keys()], dirs: [...this.pendingDirs.keys()] };
-      this.lagStart = kind === 'full' ? new Map([...this.pendingFiles]) : new Map([...this.pendingFiles, ...this.pendingDirs]);
-      this.pendingFiles.clear();
-      this.pendingDirs.clear();
+      const { scope, firstEventAt } = this.pending.take(kind);
+      this.lagStart = firstEventAt;
       const report =
         kind === 'full'
           ? await this.mirror.fullPass({ signal: this.controller.signal })

@@ -13,6 +13,7 @@ import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
 import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
 import { readMeta } from './metadata.js';
+import type { StatNow } from './racy.js';
 import { intentNameKeys, lostUploadPins, pathsToHash, planMirror, type IntentPin, type LocalFileInfo, type Op, type OtherOwner } from './plan.js';
 
 /** What a scan of the mapped folder found. */
@@ -76,6 +77,12 @@ export interface HashedContent {
 export interface ChangeScope {
   files: readonly string[];
   dirs: readonly string[];
+  /**
+   * The watcher's stat of files it saw after their last event: the local side takes it
+   * instead of statting the file again (one stat per path per change). A file without one
+   * is stat-ed by the side.
+   */
+  seen?: ReadonlyMap<string, StatNow> | undefined;
 }
 
 /** The state operations the mirror needs (StateStore implements them). */

@@ -38,6 +38,7 @@
  *   when the daemon (re)started is not caught between two writes, while a same-size save
  *   still goes after the debounce.
  */
+import type { StatNow } from '../engine/racy.js';
 import { nfc } from './paths.js';
 
 export type RawEventKind = 'add' | 'change' | 'unlink' | 'addDir' | 'unlinkDir' | 'raw';
@@ -52,6 +53,12 @@ export interface RawEvent {
   path: string;
   size?: number | undefined;
   mtimeMs?: number | undefined;
+  /**
+   * The lstat the watcher took of the file after this event (a regular file under its name
+   * as on disk). The batch hands it on, so the engine's look at the path does not stat it
+   * again (one stat per path per change); absent, the engine stats the path itself.
+   */
+  stat?: StatNow | undefined;
   /** When the event happened (ms, the same clock as `drain(now)`). */
   at: number;
   /** For an event on the mapped folder itself: why it must be looked at as a whole. */
@@ -108,6 +115,8 @@ export interface BatchItem {
   lastEventAt: number;
   /** Events folded into this item. */
   events: number;
+  /** The stat taken after the last event (a file still there), when the watcher passed one. */
+  stat?: StatNow | undefined;
 }
 
 export interface Batch {
@@ -137,6 +146,8 @@ interface Entry {
   /** The last event removed the path. */
   gone: boolean;
   size: number | undefined;
+  /** The last event's stat: taken after every earlier event's, so the file as it is now. */
+  stat: StatNow | undefined;
   /** Unsettled (created, size changed or empty) since this time; undefined: settled. */
   unsettledSince: number | undefined;
   /** The last event that made or kept the file unsettled. */
@@ -198,7 +209,7 @@ export class EventAggregator {
       entry = undefined;
     }
     if (!entry) {
-      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created, gone: false, size: undefined, unsettledSince: undefined, lastChangeAt: undefined, dropped: false };
+      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created, gone: false, size: undefined, stat: undefined, unsettledSince: undefined, lastChangeAt: undefined, dropped: false };
       const mem = isDir ? undefined : this.recent.get(path);
       if (mem && e.at - mem.lastAt <= this.o.maxStabilityMs) {
         // Released a moment ago and written again: the same write may still be going on.
@@ -210,6 +221,7 @@ export class EventAggregator {
     }
     fold(entry, e.at);
     entry.gone = removed;
+    entry.stat = isDir || removed ? undefined : e.stat;
     if (removed) {
       this.recent.delete(path);
       entry.size = undefined;
@@ -409,7 +421,15 @@ export class EventAggregator {
   }
 
   private toBatch(released: Entry[], rescan: boolean, reasons: string[]): Batch {
-    const items: BatchItem[] = released.map((e) => ({ path: e.path, isDir: e.isDir, gone: e.gone, firstEventAt: e.firstAt, lastEventAt: e.lastAt, events: e.events }));
+    const items: BatchItem[] = released.map((e) => ({
+      path: e.path,
+      isDir: e.isDir,
+      gone: e.gone,
+      firstEventAt: e.firstAt,
+      lastEventAt: e.lastAt,
+      events: e.events,
+      ...(e.stat === undefined ? {} : { stat: e.stat }),
+    }));
     items.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { items, rescan, reasons };
   }

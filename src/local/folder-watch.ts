@@ -21,13 +21,13 @@
  * its identity is checked; a folder replaced under its own name is watched again (and
  * reported as `addDir`, so the engine walks it and pairs moved files as renames).
  */
-import { watch as fsWatch, type FSWatcher } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { watch as fsWatch } from 'node:fs';
 import { basename, join } from 'node:path';
 import PQueue from 'p-queue';
 import type { RawEvent } from './aggregator.js';
+import { errorCode, nodeFs, type FsStats, type LocalFs } from './fs.js';
 import { LifoQueue } from './lifo-queue.js';
-import { joinRel } from './paths.js';
+import { joinRel, nfc } from './paths.js';
 
 export interface FolderWatchOptions {
   /** The mapped folder, resolved (no symbolic link). */
@@ -35,12 +35,6 @@ export interface FolderWatchOptions {
   /** Read at every use: the watcher may swap the filter (an edited ignore file). */
   filter: (relPath: string, isDir: boolean) => boolean;
   emit: (e: RawEvent) => void;
-  /**
-   * A file's or folder's state, stat-ed now (at most one stat per path at a time).
-   * `named`: the event was a 'rename' (the entry appeared or vanished under this name), so a
-   * file found there is new under this name (reported as `add`: it may still be written).
-   */
-  requestStat: (rel: string, abs: string, at: number, named: boolean) => void;
   /** The root's own watch named the root (deleted, moved away?): look whether it is still there. */
   checkRoot: () => void;
   /** A watch could not be set up or failed (events may be missed there). */
@@ -53,7 +47,28 @@ export interface FolderWatchOptions {
   /** The ignore file's path relative to the root, and what to do when an event names it. */
   ignoreFile?: { rel: string; onChange: () => void } | undefined;
   now: () => number;
+  /** The filesystem calls (tests count them); default the real ones. */
+  fs?: FolderWatchFs | undefined;
 }
+
+/** What the folder watch asks of the filesystem. */
+export interface FolderWatchFs {
+  lstat: LocalFs['lstat'];
+  readdir: LocalFs['readdir'];
+  /** A folder's watch (fs.watch): each event names the entry of the folder it is about. */
+  watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher;
+}
+
+export interface FolderWatcher {
+  close(): void;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
+
+const nodeFolderWatchFs: FolderWatchFs = {
+  lstat: nodeFs.lstat,
+  readdir: nodeFs.readdir,
+  watch: (path, listener) => fsWatch(path, { persistent: true }, listener),
+};
 
 export interface FolderWatch {
   close(): void;
@@ -69,14 +84,18 @@ export interface FolderWatch {
 /** Folders listed at once while setting up watches. */
 const LIST_CONCURRENCY = 16;
 
+/** Paths looked at (lstat) at once after their events (a burst of 10,000 files queues). */
+const LOOK_CONCURRENCY = 16;
+
 interface Watched {
   rel: string;
-  watcher: FSWatcher;
+  watcher: FolderWatcher;
   dev: number;
   ino: number;
 }
 
 export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> {
+  const fs = o.fs ?? nodeFolderWatchFs;
   /** Absolute path -> its relative path ('' = root), watch and the identity it watches. */
   const watches = new Map<string, Watched>();
   let closed = false;
@@ -107,47 +126,61 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
     }
     // A folder's own watch names the folder itself when it is moved or deleted (or this is
     // a child of the same name): is the path still the folder this watch follows?
-    if (dirAbs !== o.root && name === basename(dirAbs)) void reconcile(dirRel, dirAbs, at, false);
+    if (dirAbs !== o.root && name === basename(dirAbs)) looks.request(dirRel, dirAbs, at, false);
     const abs = join(dirAbs, name);
     const rel = joinRel(dirRel, name);
     if (o.ignoreFile && rel === o.ignoreFile.rel) o.ignoreFile.onChange();
-    if (watches.has(abs) || o.filter(rel, true)) {
-      // Possibly a folder (created, moved in or out, deleted, replaced): look at what is there now.
-      void reconcile(rel, abs, at, type === 'rename');
-      return;
-    }
-    if (o.filter(rel, false)) o.requestStat(rel, abs, at, type === 'rename');
+    if (watches.has(abs) || o.filter(rel, true) || o.filter(rel, false)) looks.request(rel, abs, at, type === 'rename');
   };
 
   /**
-   * A path named by an event that may be a folder: a new one is watched, a vanished one
-   * dropped, one replaced under its own name (another device/inode) watched again.
+   * What is at a path an event named, by one lstat: a folder new (watched and reported as
+   * `addDir`), replaced under its own name (another device/inode: watched again) or gone
+   * (`unlinkDir`); a file created or written (`add` or `change`, with its size and the stat
+   * itself, so that the engine need not stat it again); gone (`unlink`); or unknown (`raw`:
+   * the lstat failed otherwise). `named`: the event was a 'rename' (the entry appeared or
+   * vanished under this name), so a file found there is new under this name (`add`: it may
+   * still be written).
    */
-  const reconcile = async (rel: string, abs: string, at: number, named: boolean): Promise<void> => {
-    let st: { dev: number; ino: number; isDir: boolean } | undefined;
+  const look = async (rel: string, abs: string, at: number, named: boolean): Promise<void> => {
+    let st: FsStats | undefined;
+    let failure: unknown;
     try {
-      const s = await lstat(abs);
-      st = { dev: s.dev, ino: s.ino, isDir: s.isDirectory() };
-    } catch {
-      // gone (or unreadable): the stat below tells a file's fate
+      st = await fs.lstat(abs);
+    } catch (e) {
+      failure = e;
     }
     if (closed) return;
-    if (st?.isDir) {
+    if (st?.isDirectory()) {
       const w = watches.get(abs);
       if (w && w.dev === st.dev && w.ino === st.ino) return;
       // New, or replaced under its own name: the old watch (if any) follows another folder.
       unwatchTree(abs);
       if (!o.filter(rel, true)) return;
       o.emit({ kind: 'addDir', path: rel, at });
-      await addTree(rel, abs, true);
+      // Not awaited: listing a new tree must not hold a place meant for one path's lstat.
+      void addTree(rel, abs, true);
       return;
     }
     if (unwatchTree(abs)) {
       o.emit({ kind: 'unlinkDir', path: rel, at });
       return;
     }
-    if (o.filter(rel, false)) o.requestStat(rel, abs, at, named);
+    if (!o.filter(rel, false)) return;
+    if (st === undefined) {
+      const code = errorCode(failure);
+      o.emit({ kind: code === 'ENOENT' || code === 'ENOTDIR' ? 'unlink' : 'raw', path: rel, at });
+    } else if (st.isFile()) {
+      // The stat goes along only when the path is the file's name as on disk: the engine
+      // finds a name in another Unicode form by listing its folder, and stats it then.
+      const stat = rel === nfc(rel) ? { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino } : undefined;
+      o.emit({ kind: named ? 'add' : 'change', path: rel, size: st.size, mtimeMs: st.mtimeMs, at, stat });
+    } else {
+      // A symbolic link or a special file: let the engine decide what it is.
+      o.emit({ kind: 'change', path: rel, at });
+    }
   };
+  const looks = new PathLooks(LOOK_CONCURRENCY, look, () => closed, o.onWatchError);
 
   /**
    * Watches `abs`, then lists it and does the same for each subfolder (bounded concurrency).
@@ -177,7 +210,7 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
       }
       let entries;
       try {
-        entries = await readdir(dAbs, { withFileTypes: true });
+        entries = await fs.readdir(dAbs);
       } catch {
         return [];
       }
@@ -208,7 +241,7 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
   const watchOne = async (dRel: string, dAbs: string): Promise<boolean> => {
     let id: { dev: number; ino: number };
     try {
-      const s = await lstat(dAbs);
+      const s = await fs.lstat(dAbs);
       if (!s.isDirectory()) return false;
       id = { dev: s.dev, ino: s.ino };
     } catch {
@@ -216,7 +249,7 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
     }
     if (closed || watches.has(dAbs)) return false;
     try {
-      const w = fsWatch(dAbs, { persistent: true }, (type, filename) => onRaw(dAbs, dRel, type, filename));
+      const w = fs.watch(dAbs, (type, filename) => onRaw(dAbs, dRel, type, filename));
       w.on('error', (err) => {
         if (closed) return;
         if (dAbs === o.root) {
@@ -225,14 +258,14 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
         }
         // The folder itself went away or was replaced (its watch ends with it): look again;
         // a folder still there under the same identity means the watch really failed.
-        void lstat(dAbs).then(
+        void fs.lstat(dAbs).then(
           (s) => {
             const cur = watches.get(dAbs);
             if (cur?.watcher === w && s.isDirectory() && s.dev === id.dev && s.ino === id.ino) o.onWatchError(err);
-            else if (cur?.watcher === w) void reconcile(dRel, dAbs, o.now(), false);
+            else if (cur?.watcher === w) looks.request(dRel, dAbs, o.now(), false);
           },
           () => {
-            if (watches.get(dAbs)?.watcher === w) void reconcile(dRel, dAbs, o.now(), false);
+            if (watches.get(dAbs)?.watcher === w) looks.request(dRel, dAbs, o.now(), false);
           },
         );
       });
@@ -268,4 +301,68 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
       await addTree('', o.root, true, true);
     },
   };
+}
+
+/**
+ * The looks at paths named by events: at most `limit` at once, first in, first out, and at
+ * most one per path: a path that gets more events while its look runs is looked at once
+ * more afterwards (its final state is what counts), with the time of the earliest event
+ * not yet covered. Events on a path waiting for its look fold into it.
+ */
+class PathLooks {
+  private readonly state = new Map<string, PathLook>();
+  private readonly queue: PQueue;
+
+  constructor(
+    limit: number,
+    private readonly look: (rel: string, abs: string, at: number, named: boolean) => Promise<void>,
+    private readonly closed: () => boolean,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    this.queue = new PQueue({ concurrency: limit });
+  }
+
+  request(rel: string, abs: string, at: number, named: boolean): void {
+    const s = this.state.get(rel);
+    if (!s) {
+      const fresh: PathLook = { abs, at, named, running: false, again: undefined };
+      this.state.set(rel, fresh);
+      this.enqueue(rel, fresh);
+      return;
+    }
+    if (s.running && s.again === undefined) s.again = at;
+    // A 'rename' among the events folded here: the next look reports a file as new.
+    if (named) s.named = true;
+  }
+
+  private enqueue(rel: string, s: PathLook): void {
+    this.queue
+      .add(async () => {
+        s.running = true;
+        const named = s.named;
+        s.named = false;
+        try {
+          await this.look(rel, s.abs, s.at, named);
+        } finally {
+          if (s.again !== undefined && !this.closed()) {
+            s.at = s.again;
+            s.again = undefined;
+            s.running = false;
+            this.enqueue(rel, s);
+          } else {
+            this.state.delete(rel);
+          }
+        }
+      })
+      // A look reports what it finds; one that throws (an emit that failed) may have missed an event.
+      .catch(this.onError);
+  }
+}
+
+interface PathLook {
+  abs: string;
+  at: number;
+  named: boolean;
+  running: boolean;
+  again: number | undefined;
 }

@@ -4,7 +4,9 @@
  * mirror, paths whose documents must stay untouched for now (skipped, unreadable), and the
  * root's condition (an outage, never a mass deletion).
  */
-import { LocalFileChangedError, LocalFileVanishedError, type LocalSide, type ScanResult } from '../engine/mirror.js';
+import { join } from 'node:path';
+import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult } from '../engine/mirror.js';
+import type { StatNow } from '../engine/racy.js';
 import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from './errors.js';
 import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';
 import { confinementOf, errorCode, errorMessage, nodeFs, type Confinement, type LocalFs } from './fs.js';
@@ -59,6 +61,19 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       signal: opts.signal,
       subtrees,
     });
+  /** A regular file's disk path and stat now; undefined when it is not (any more) a file. */
+  const statNow = async (path: string, walk: WalkResult): Promise<{ disk: string; st: StatNow } | undefined> => {
+    const disk = await resolveDiskPath(fs, mapping.path, path);
+    if (disk === undefined) return undefined;
+    try {
+      const st = mapping.followSymlinks ? await fs.stat(disk) : await fs.lstat(disk);
+      return st.isFile() ? { disk, st } : undefined;
+    } catch (e) {
+      const code = errorCode(e);
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') walk.errors.push({ path, kind: 'file', code, message: errorMessage(e) });
+      return undefined;
+    }
+  };
   return {
     async scan(): Promise<ScanResult> {
       refreshConfinement();
@@ -67,28 +82,22 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       return toScanResult(await walkWith(filter), mapping.maxFileBytes);
     },
 
-    async scanScope(scope: { files: readonly string[]; dirs: readonly string[] }): Promise<ScanResult> {
+    async scanScope(scope: ChangeScope): Promise<ScanResult> {
       refreshConfinement();
       const filter = await filterOrOutage();
       if (isScanResult(filter)) return filter;
       const dirs = outermost(scope.dirs);
       const walk = await walkWith(filter, dirs);
       if (walk.rootStatus !== 'ok') return toScanResult(walk, mapping.maxFileBytes);
-      // Single files outside those folders: looked at one by one.
+      // Single files outside those folders: looked at one by one, by the watcher's stat
+      // when it passed one (taken after the file's last event), else by a stat now.
       const under = (p: string): boolean => dirs.some((d) => d === '' || p.startsWith(`${d}/`));
       for (const path of new Set(scope.files)) {
         if (under(path) || walk.files.has(path) || !filter.includes(path, false)) continue;
-        const disk = await resolveDiskPath(fs, mapping.path, path);
-        if (disk === undefined) continue;
-        let st;
-        try {
-          st = mapping.followSymlinks ? await fs.stat(disk) : await fs.lstat(disk);
-        } catch (e) {
-          const code = errorCode(e);
-          if (code !== 'ENOENT' && code !== 'ENOTDIR') walk.errors.push({ path, kind: 'file', code, message: errorMessage(e) });
-          continue;
-        }
-        if (!st.isFile()) continue;
+        const seen = scope.seen?.get(path);
+        const found = seen ? { disk: join(mapping.path, ...path.split('/')), st: seen } : await statNow(path, walk);
+        if (found === undefined) continue;
+        const { disk, st } = found;
         if (st.size > mapping.maxFileBytes) walk.skipped.push({ path, reason: 'too-large', size: st.size });
         else walk.files.set(path, { path, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, ctimeMs: st.ctimeMs });
       }

@@ -6,8 +6,8 @@
  * Two sources, both feeding the same aggregator (docs/watch.md):
  * - events: one plain fs.watch per folder (folder-watch.ts), no watch and no stat per file.
  *   A folder's watch names every file created, written, renamed or deleted in it; each named
- *   file is then lstat-ed (at most one stat per path at a time) to tell "exists, with this
- *   size" from "gone". Files created in a brand-new folder before its watch exists have no
+ *   file is then lstat-ed once (at most one stat per path at a time) to tell "exists, with
+ *   this size" from "gone", and that stat goes along to the engine. Files created in a brand-new folder before its watch exists have no
  *   event, but the folder's `addDir` makes the engine walk it whole;
  * - polling (watch/poller.ts): a stat-only walk of the mounts where inotify cannot see other
  *   hosts' changes (network, FUSE, unknown: watch/mounts.ts), and of folders past the
@@ -20,10 +20,9 @@
  * filter; the planner pairs renames by content, so it never needs to see them).
  */
 import * as fsp from 'node:fs/promises';
-import { lstat, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { resolve } from 'node:path';
-import PQueue from 'p-queue';
 import type { RawEvent } from './aggregator.js';
 import { watchFolders, type FolderWatch } from './folder-watch.js';
 import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './watch/mounts.js';
@@ -142,9 +141,6 @@ export interface Watcher {
 /** The command that raises the inotify watch limit (said wherever the limit is reported). */
 export const RAISE_WATCH_LIMIT = 'sysctl fs.inotify.max_user_watches=524288 (and in /etc/sysctl.d/ to keep it)';
 
-/** At most this many stats at once in 'folders' mode (a burst of 10,000 files queues). */
-const STAT_CONCURRENCY = 16;
-
 /**
  * Starts watching `opts.root`; resolves once the initial watch is ready. Rejects with a
  * WatchError('root-unusable') when the folder is missing or not a folder.
@@ -202,15 +198,6 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   let filter = opts.filter;
 
   {
-    // Plain fs.watch per folder (folder-watch.ts): chokidar would stat every file at start.
-    const queue = new StatQueue(
-      STAT_CONCURRENCY,
-      (r, abs, at, named) =>
-        statEvent(r, abs, at, named).then((e) => {
-          if (e) emit(e);
-        }),
-      () => closed,
-    );
     let refilterHook: () => Promise<void> = async () => undefined;
     /** One reload at a time; an edit during a reload triggers one more afterwards. */
     let reloading: Promise<void> | undefined;
@@ -285,7 +272,6 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
         root,
         filter: (p, isDir) => filter(p, isDir),
         emit,
-        requestStat: (r, abs, at, named) => queue.request(r, abs, at, named),
         checkRoot: () => void checkRoot(),
         onWatchError: (err) => fail(classifyWatchError(root, err)),
         // Past the inotify limit, folders are polled instead of going unwatched.
@@ -375,78 +361,6 @@ function withPollFigures(mounts: readonly MountPlanEntry[], poll: PollStats): Wa
     }
     return { ...m, files, lastCycleMs: ms };
   });
-}
-
-/**
- * What a raw event on `abs` turned out to be, by looking at it now. A file named by a
- * 'rename' event is new under this name: `add` (the aggregator lets it settle: it may be
- * the first chunk of a file still being written).
- */
-async function statEvent(path: string, abs: string, at: number, named: boolean): Promise<RawEvent | undefined> {
-  try {
-    const st = await lstat(abs);
-    if (st.isDirectory()) return undefined; // folders are reported by the folder watch (addDir/unlinkDir)
-    if (st.isFile()) return { kind: named ? 'add' : 'change', path, size: st.size, mtimeMs: st.mtimeMs, at };
-    // A symbolic link or a special file: let the engine decide what it is.
-    return { kind: 'change', path, at };
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'unlink', path, at };
-    return { kind: 'raw', path, at };
-  }
-}
-
-/**
- * Runs at most `limit` stats at once and at most one per path: a path that gets more raw
- * events while its stat runs is stat-ed once more afterwards (its final state is what
- * counts), keeping the time of the earliest event not yet covered.
- */
-class StatQueue {
-  private readonly state = new Map<string, { abs: string; at: number; named: boolean; running: boolean; again?: number | undefined }>();
-  /** First in, first out: paths are looked at in the order their events came. */
-  private readonly queue: PQueue;
-
-  constructor(
-    limit: number,
-    private readonly run: (path: string, abs: string, at: number, named: boolean) => Promise<void>,
-    private readonly closed: () => boolean,
-  ) {
-    this.queue = new PQueue({ concurrency: limit });
-  }
-
-  request(path: string, abs: string, at: number, named = false): void {
-    const s = this.state.get(path);
-    if (!s) {
-      const fresh = { abs, at, named, running: false };
-      this.state.set(path, fresh);
-      this.enqueue(path, fresh);
-    } else {
-      if (s.running && s.again === undefined) s.again = at;
-      // A 'rename' among the events coalesced here: the next stat reports the file as new.
-      if (named) s.named = true;
-    }
-  }
-
-  private enqueue(path: string, s: { abs: string; at: number; named: boolean; running: boolean; again?: number | undefined }): void {
-    // `run` reports what it finds and never throws (statEvent turns every failure into an event).
-    void this.queue.add(async () => {
-      s.running = true;
-      const named = s.named;
-      s.named = false;
-      try {
-        await this.run(path, s.abs, s.at, named);
-      } finally {
-        if (s.again !== undefined && !this.closed()) {
-          s.at = s.again;
-          s.again = undefined;
-          s.running = false;
-          this.enqueue(path, s);
-        } else {
-          this.state.delete(path);
-        }
-      }
-    });
-  }
 }
 
 /** A watch error as a WatchError: a watch limit is told apart (it needs the operator). */

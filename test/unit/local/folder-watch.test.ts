@@ -1,0 +1,129 @@
+/**
+ * The folder watch on a fake filesystem whose stats are counted: a changed file is stat-ed
+ * once, by the watch's look after its event, and that stat goes along — through the
+ * aggregator's batch and the daemon's pending scope — to the local side, which takes it
+ * instead of statting the file again (issue 13, "one stat per path per change").
+ */
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
+import { PendingScope } from '../../../src/daemon/pending-scope.js';
+import { EventAggregator, type RawEvent } from '../../../src/local/aggregator.js';
+import { watchFolders, type FolderWatchFs } from '../../../src/local/folder-watch.js';
+import type { LocalFs } from '../../../src/local/fs.js';
+import { createLocalSide } from '../../../src/local/side.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
+import { FakeFs } from './fake-fs.js';
+
+const mapping = { path: '/r', include: DEFAULT_INCLUDE, exclude: [], maxFileBytes: 1 << 20, followSymlinks: false };
+
+/** A FakeFs whose stat and lstat calls are counted per path, with fake folder watches. */
+function setup() {
+  const disk = new FakeFs().dir('/r').file('/r/a.txt', 'hello', 1000).dir('/r/sub').file('/r/sub/b.md', 'bee', 1000);
+  const stats = new Map<string, number>();
+  const count = (path: string): void => {
+    stats.set(path, (stats.get(path) ?? 0) + 1);
+  };
+  const counted: LocalFs = Object.assign(Object.create(disk) as FakeFs, {
+    stat: (p: string) => (count(p), disk.stat(p)),
+    lstat: (p: string) => (count(p), disk.lstat(p)),
+  });
+  const listeners = new Map<string, (type: string, name: string | null) => void>();
+  const watchFs: FolderWatchFs = {
+    lstat: (p) => counted.lstat(p),
+    readdir: (p) => disk.readdir(p),
+    watch: (p, listener) => {
+      listeners.set(p, listener);
+      return { close: () => listeners.delete(p), on: () => undefined };
+    },
+  };
+  return { disk, counted, stats, listeners, watchFs };
+}
+
+/** Watches /r, feeding an aggregator; `looked()` resolves once `n` more events were emitted. */
+async function watching(t: ReturnType<typeof setup>, clock: FakeClock) {
+  const aggregator = new EventAggregator({ quietMs: 300 });
+  const emitted: RawEvent[] = [];
+  let waiter: { n: number; resolve: () => void } | undefined;
+  const watch = await watchFolders({
+    root: '/r',
+    filter: () => true,
+    emit: (e) => {
+      emitted.push(e);
+      aggregator.push(e);
+      if (waiter && emitted.length >= waiter.n) waiter.resolve();
+    },
+    checkRoot: () => undefined,
+    onWatchError: (err) => {
+      throw err;
+    },
+    now: () => clock.now(),
+    fs: t.watchFs,
+  });
+  const looked = (n: number): Promise<void> => {
+    const target = emitted.length + n;
+    return new Promise((resolve) => {
+      waiter = { n: target, resolve };
+    });
+  };
+  return { aggregator, emitted, watch, looked };
+}
+
+describe('folder watch → aggregator → pending scope → local side: one stat per changed path', () => {
+  it('stats a written file once, and the local side reports it by that stat', async () => {
+    const t = setup();
+    const clock = new FakeClock(10_000);
+    const w = await watching(t, clock);
+    t.stats.clear(); // the folders' own stats when their watches were set up
+
+    t.disk.file('/r/a.txt', 'hello, world', 2000);
+    t.disk.file('/r/sub/b.md', 'bees', 2500);
+    const done = w.looked(2);
+    t.listeners.get('/r')?.('change', 'a.txt');
+    t.listeners.get('/r/sub')?.('change', 'b.md');
+    await done;
+
+    clock.tick(5_000);
+    const pending = new PendingScope();
+    pending.add(w.aggregator.drain(clock.now()));
+    const { scope } = pending.take('changes');
+    expect(scope.files).toEqual(['a.txt', 'sub/b.md']);
+    const scan = await createLocalSide(mapping, { fs: t.counted }).scanScope(scope);
+    w.watch.close();
+
+    expect(scan.files.get('a.txt')).toMatchObject({ diskPath: '/r/a.txt', size: 12, mtimeMs: 2000 });
+    expect(scan.files.get('sub/b.md')).toMatchObject({ diskPath: '/r/sub/b.md', size: 4, mtimeMs: 2500 });
+    expect(t.stats.get('/r/a.txt')).toBe(1);
+    expect(t.stats.get('/r/sub/b.md')).toBe(1);
+  });
+
+  it('a path named without a stat (a deletion, a poll) is stat-ed by the local side, and is gone', async () => {
+    const t = setup();
+    const clock = new FakeClock(10_000);
+    const w = await watching(t, clock);
+    t.disk.nodes.delete('/r/a.txt');
+    const done = w.looked(1);
+    t.listeners.get('/r')?.('rename', 'a.txt');
+    await done;
+    expect(w.emitted).toEqual([{ kind: 'unlink', path: 'a.txt', at: 10_000 }]);
+
+    clock.tick(5_000);
+    const pending = new PendingScope();
+    pending.add(w.aggregator.drain(clock.now()));
+    const { scope } = pending.take('changes');
+    expect(scope.seen?.size).toBe(0);
+    const scan = await createLocalSide(mapping, { fs: t.counted }).scanScope(scope);
+    w.watch.close();
+    expect(scan.files.has('a.txt')).toBe(false);
+  });
+
+  it('a later batch without a stat for the path drops the earlier one: the side looks again', () => {
+    const pending = new PendingScope();
+    const stat = { size: 1, mtimeMs: 1, dev: 1, ino: 2 };
+    const item = { path: 'a.txt', isDir: false, gone: false, firstEventAt: 1, lastEventAt: 1, events: 1 };
+    pending.add({ items: [{ ...item, stat }], rescan: false, reasons: [] });
+    pending.add({ items: [item], rescan: false, reasons: [] });
+    expect(pending.take('changes').scope.seen?.has('a.txt')).toBe(false);
+    pending.add({ items: [{ ...item, stat }], rescan: false, reasons: [] });
+    expect(pending.take('changes').scope.seen?.get('a.txt')).toEqual(stat);
+  });
+});
