@@ -68,6 +68,8 @@ export class MappingRunner {
   private watcher: Watcher | undefined;
   private readonly aggregator: EventAggregator;
   private readonly controller = new AbortController();
+  /** Aborted at the start of stop(): a watcher start waiting for its first poll cycle gives up. */
+  private readonly stopping = new AbortController();
   private sched: ScheduleState;
   private readonly pending = new PendingScope();
   private running: Promise<void> | undefined;
@@ -131,6 +133,7 @@ export class MappingRunner {
     if (this.stopped) return;
     this.stopped = true;
     this.phase = 'stopped';
+    this.stopping.abort();
     this.ingestion?.stop();
     this.dispatch({ type: 'stop' });
     for (const t of [this.drainTimer, this.deadlineTimer]) if (t !== undefined) this.d.clock.clearTimeout(t);
@@ -252,6 +255,7 @@ export class MappingRunner {
           return (p, isDir) => f.includes(p, isDir);
         },
         now: () => this.d.clock.now(),
+        signal: this.stopping.signal,
         onEvent: (e) => {
           this.aggregator.push(e);
           this.scheduleDrain();
@@ -278,7 +282,9 @@ export class MappingRunner {
 
   private onWatchError(err: WatchError): void {
     this.log.warn({ code: err.code }, err.message);
-    if (err.lostEvents) this.aggregator.overflow(err.code, this.d.clock.now());
+    // A mount change's full pass waits for the new watcher (below): run before its first poll
+    // cycle, a change made between the pass and that cycle would be seen by neither.
+    if (err.lostEvents && err.code !== 'mounts-changed') this.aggregator.overflow(err.code, this.d.clock.now());
     if (err.code === 'root-gone') {
       const w = this.watcher;
       this.watcher = undefined;
@@ -291,7 +297,13 @@ export class MappingRunner {
       // A share mounted or unmounted on or below the folder: a new watcher plans events and polling again.
       const w = this.watcher;
       this.watcher = undefined;
-      void (w?.close().catch(() => undefined) ?? Promise.resolve()).then(() => this.startWatching());
+      void (w?.close().catch(() => undefined) ?? Promise.resolve())
+        .then(() => this.startWatching())
+        .then(() => {
+          if (this.stopped) return;
+          this.aggregator.overflow(err.code, this.d.clock.now());
+          this.scheduleDrain();
+        });
     }
     this.scheduleDrain();
   }

@@ -96,6 +96,12 @@ export interface WatcherOptions {
   readMountInfo?: (() => Promise<string>) | undefined;
   /** How often the folder's identity and the mounts below it are checked again (ms, default 5 s). */
   mountCheckMs?: number | undefined;
+  /**
+   * Aborted when the caller stops: a start still waiting for the poller's first cycle (a
+   * large share walks for minutes at its CPU budget) ends at once; the caller closes what
+   * it gets.
+   */
+  signal?: AbortSignal | undefined;
   now?: (() => number) | undefined;
 }
 
@@ -142,7 +148,9 @@ export interface Watcher {
 export const RAISE_WATCH_LIMIT = 'sysctl fs.inotify.max_user_watches=524288 (and in /etc/sysctl.d/ to keep it)';
 
 /**
- * Starts watching `opts.root`; resolves once the initial watch is ready. Rejects with a
+ * Starts watching `opts.root`; resolves once the initial watch is ready and, when something
+ * is polled, the poller's first cycle has learned it (the caller's full pass comes after it,
+ * so a change made meanwhile is seen by one or the other). Rejects with a
  * WatchError('root-unusable') when the folder is missing or not a folder.
  */
 export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
@@ -233,16 +241,16 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     let limitProblem: string | undefined;
     let pollProblems: string[] = [];
     let poller: Poller | undefined;
+    /** Set once the start's first cycle ran: a poller created later starts at once. */
+    let pollerStarted = false;
     const pollTargetMs = opts.pollTargetMs ?? 10_000;
     const pollBudgetPercent = opts.pollBudgetPercent ?? 5;
-    const ensurePoller = (subtrees: string[]): Poller => {
-      if (poller) {
-        for (const s of subtrees) poller.addSubtree(s);
-        return poller;
-      }
+    const polledMounts = mounts.filter((m) => m.kind === 'poll').map((m) => m.rel);
+    const usePoller = (): Poller => {
+      if (poller) return poller;
       poller = new Poller({
         root,
-        subtrees,
+        subtrees: polledMounts,
         filter: (p, isDir) => filter(p, isDir),
         emit,
         intervalMs: pollTargetMs,
@@ -262,7 +270,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
           for (const p of problems) fail(new WatchError('watch-degraded', root, p.message, false));
         },
       });
-      if (!closed) poller.start();
+      if (pollerStarted && !closed) void poller.start();
       return poller;
     };
 
@@ -280,14 +288,23 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
           const first = limitProblem === undefined;
           limitProblem = `the inotify watch limit is reached: ${overLimit.length} folder(s) under ${root} are polled instead of watched; raise it: ${RAISE_WATCH_LIMIT}`;
           if (first) fail(new WatchError('watch-limit', root, limitProblem, false));
-          ensurePoller([rel]);
+          usePoller().addSubtree(rel);
         },
         ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
         now,
       });
     }
-    const polled = mounts.filter((m) => m.kind === 'poll').map((m) => m.rel);
-    if (polled.length > 0) ensurePoller(polled);
+    if (polledMounts.length > 0) usePoller();
+    pollerStarted = true;
+    if (poller && !closed) {
+      // Its first cycle learns the polled tree before the caller's full pass (see above).
+      const p = poller;
+      const giveUp = (): void => void p.stop();
+      if (opts.signal?.aborted) giveUp();
+      opts.signal?.addEventListener('abort', giveUp, { once: true });
+      await p.start();
+      opts.signal?.removeEventListener('abort', giveUp);
+    }
     const refilter = async (): Promise<void> => {
       await folders?.refilter();
     };

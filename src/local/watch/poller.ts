@@ -18,6 +18,16 @@
  *   an empty folder of the parent filesystem) is an outage: nothing is reported under it;
  * - a folder that cannot be read (EACCES) is reported, its last known content kept, the
  *   rest polled.
+ *
+ * A subtree's first walk only learns it (a snapshot to compare the next walk with). Whatever
+ * changed in it before that walk must be found otherwise: for the subtrees learned in the
+ * poller's first cycle, by the full pass the caller runs after it (the watcher resolves only
+ * once that cycle ended); for a subtree learned later (a folder past the inotify limit found
+ * after start, a first cycle cut short by a hung call), the poller itself reports the subtree
+ * as a whole once learned (`addDir`, or a `raw` event of the mapped folder: the engine walks
+ * it against what was synced). Without that, an edit made between the end of the start's
+ * full pass and the walk that learned its folder was absorbed into the snapshot and never
+ * reported (issue 12: the watch-limit test lost the edits of the folders polled last).
  */
 import type { RawEvent } from '../aggregator.js';
 import { joinRel } from '../paths.js';
@@ -110,6 +120,10 @@ export class Poller {
   /** Everything seen under the polled subtrees at the last cycle. */
   private snapshot = new Map<string, Seen>();
   private baselined = new Set<string>();
+  /** Cycles ended so far, complete or not: subtrees learned after the first are reported whole. */
+  private cyclesEnded = 0;
+  private readonly firstCycle: Promise<void>;
+  private firstCycleEnded: () => void = () => undefined;
   private stopped = false;
   private pendingCalls = 0;
   private loop: Promise<void> | undefined;
@@ -124,11 +138,17 @@ export class Poller {
       this.mountSubtrees.add(s);
     }
     this.stats = { subtrees: [...this.subtrees], bySubtree: {}, cycles: 0, lastEntries: 0, lastFiles: 0, lastCycleMs: undefined, achievedIntervalMs: undefined, lastCycleEndedAt: undefined, lastCycleCpuMs: undefined, problems: [] };
+    this.firstCycle = new Promise<void>((resolve) => (this.firstCycleEnded = resolve));
   }
 
-  /** Starts cycling; the first cycle only learns what is there (the daemon's full pass reports it). */
-  start(): void {
+  /**
+   * Starts cycling. Resolves once the first cycle has ended (complete, or cut short by a
+   * hung call) or the poller is stopped: that cycle only learns what is there, so the caller
+   * runs its full pass after it (see the file's comment).
+   */
+  start(): Promise<void> {
     this.loop ??= this.run();
+    return this.firstCycle;
   }
 
   /**
@@ -162,6 +182,7 @@ export class Poller {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.firstCycleEnded();
     this.wake?.();
     await this.loop;
   }
@@ -192,7 +213,19 @@ export class Poller {
   }
 
   private async cycle(): Promise<void> {
+    try {
+      await this.walkOnce();
+    } finally {
+      this.cyclesEnded++;
+      this.firstCycleEnded();
+    }
+  }
+
+  private async walkOnce(): Promise<void> {
     const clock = this.o.clock;
+    /** Subtrees learned in this cycle are reported whole unless it is the first cycle. */
+    const reportLearned = this.cyclesEnded > 0;
+    const learned: string[] = [];
     const problems: PollProblem[] = [];
     if (this.pendingCalls > 0) {
       // A call of an earlier cycle still hangs: starting more would pile up on it.
@@ -351,13 +384,19 @@ export class Poller {
       files += subFiles;
       bySubtree[sub] = { files: subFiles, ms: clock.now() - subStartedAt };
       if (first) {
-        this.baselined.add(sub);
+        // Baselined only when the cycle completes: a cycle cut short by a hang stores no snapshot.
+        learned.push(sub);
         continue;
       }
       this.diff(sub, next, events, startedAt);
     }
     if (this.stopped) return;
     this.snapshot = next;
+    for (const sub of learned) {
+      this.baselined.add(sub);
+      // What changed in it before this walk learned it: the engine walks it as a whole.
+      if (reportLearned) events.push(sub === '' ? { kind: 'raw', path: '', at: startedAt, reason: `the poller learned ${this.o.root} after the start's full pass: looking at it whole` } : { kind: 'addDir', path: sub, at: startedAt });
+    }
     for (const e of events) this.o.emit(e);
     const end = clock.now();
     this.stats.cycles++;

@@ -216,6 +216,67 @@ describe('Poller: subtrees', () => {
   });
 });
 
+describe('Poller: what its first walk of a subtree learns is not lost', () => {
+  it('a subtree learned after the first cycle (a folder past the watch limit found later) is reported whole once learned', async () => {
+    const { fs, poller, kinds } = setup({ subtrees: [] });
+    fs.mkdir('early');
+    fs.write('early/e.txt', 1);
+    fs.mkdir('late');
+    fs.write('late/l.txt', 1);
+    poller.addSubtree('early');
+    await poller.cycleOnce(); // the first cycle: the caller's full pass follows it
+    expect(kinds()).toEqual([]);
+    // Edited after the full pass, before the walk that learns its folder: only the
+    // look at the whole folder can find it (the walk's snapshot already holds the edit).
+    fs.write('late/l.txt', 2, 2000);
+    poller.addSubtree('late');
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['addDir late']);
+    fs.write('late/l.txt', 3, 3000);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change late/l.txt']);
+  });
+
+  it('a first cycle cut short by a hang learns nothing; the cycle that learns the mapped folder later asks for a look at everything', async () => {
+    const { fs, poller, events, kinds, problems } = setup({ callTimeoutMs: 20 });
+    fs.write('one.txt', 1);
+    // The stat of one.txt hangs past the timeout, then answers.
+    let answer: (() => void) | undefined;
+    const lstat = fs.lstat.bind(fs);
+    fs.lstat = async (path: string) => {
+      if (path !== `${ROOT}/one.txt` || answer) return lstat(path);
+      await new Promise<void>((r) => (answer = r));
+      return lstat(path);
+    };
+    await poller.cycleOnce();
+    expect(problems()).toEqual([expect.objectContaining({ kind: 'hung' })]);
+    expect(poller.status().cycles).toBe(0);
+    answer!();
+    await new Promise((r) => setTimeout(r, 0));
+    fs.write('one.txt', 2, 2000); // edited before any walk learned the folder
+    await poller.cycleOnce();
+    expect(events.map((e) => e.reason)).toEqual([expect.stringMatching(/learned \/srv\/share after the start's full pass/)]);
+    expect(kinds()).toEqual(['raw ']);
+    expect(problems()).toEqual([]);
+  });
+
+  it('start() resolves once the first cycle ended, having learned every subtree given or added before it', async () => {
+    const { fs, clock, poller, kinds } = setup({ subtrees: [] });
+    // Its loop sleeps for real between cycles here (a macrotask), as it does in the daemon.
+    clock.sleep = async (ms) => {
+      clock.t += ms;
+      await new Promise((r) => setImmediate(r));
+    };
+    fs.mkdir('a');
+    fs.write('a/x.txt', 1);
+    poller.addSubtree('a');
+    await poller.start();
+    expect(poller.status()).toMatchObject({ cycles: 1, subtrees: ['a'], bySubtree: { a: { files: 1 } } });
+    expect(kinds()).toEqual([]);
+    await poller.stop();
+  });
+});
+
 describe('Poller: cost', () => {
   it('keeps CPU under the budget by sleeping between slices: a big tree takes longer, not skipped', async () => {
     const { fs, clock, poller, kinds } = setup({ cpuPerCall: 0.05, budgetPercent: 5 });
