@@ -16,6 +16,14 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+export interface ListDocumentsOptions extends RequestOptions {
+  /**
+   * 'sync': the records a mirror needs, compact (id, name, url, metadata, size only:
+   * listing-form.ts); a million of them fit in ~half the memory. Default: as received.
+   */
+  form?: 'whole' | 'sync';
+}
+
 export interface DatastoreApi {
   // Data sources
   createDataSource(input: { name: string; llmConnectorIds: string[] }, opts?: RequestOptions): Promise<DataSourceRecord>;
@@ -29,7 +37,7 @@ export interface DatastoreApi {
 
   // Documents
   /** Follows paging until the end. */
-  listDocuments(dataSourceId: string, opts?: RequestOptions): Promise<DocumentRecord[]>;
+  listDocuments(dataSourceId: string, opts?: ListDocumentsOptions): Promise<DocumentRecord[]>;
   getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord>;
   /**
    * Uploads all files in ONE multipart request (one `documents` part per file), streamed

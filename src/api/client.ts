@@ -4,7 +4,8 @@
  * decoded by decode.ts; lists are followed to their end.
  */
 import type { Agent, Dispatcher } from 'undici';
-import type { DatastoreApi, RequestOptions } from './api.js';
+import type { DatastoreApi, ListDocumentsOptions, RequestOptions } from './api.js';
+import { SyncForm } from './listing-form.js';
 import { ApiError, connectProblem, isApiError } from './errors.js';
 import { DATA_SOURCES_PATH, wrongAddressError } from './address.js';
 import { disposition } from '../errors.js';
@@ -213,8 +214,13 @@ export class DatastoreClient implements DatastoreApi {
 
   // ---- documents ----
 
-  listDocuments(dataSourceId: string, opts?: RequestOptions): Promise<DocumentRecord[]> {
-    return this.listAll(`/datastore/v1/data-sources/${enc(dataSourceId)}/documents`, decodeDocument, opts?.signal);
+  listDocuments(dataSourceId: string, opts?: ListDocumentsOptions): Promise<DocumentRecord[]> {
+    const path = `/datastore/v1/data-sources/${enc(dataSourceId)}/documents`;
+    if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal);
+    // Each page's records turned into their compact form as they arrive: the whole records
+    // of a million documents are never all held at once.
+    const form = new SyncForm();
+    return this.listAll(path, (v, ctx) => form.compact(decodeDocument(v, ctx)), opts?.signal);
   }
 
   async getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord> {

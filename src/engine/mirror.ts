@@ -8,7 +8,7 @@ import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import type { DocumentRecord } from '../api/records.js';
 import type { Logger } from '../log.js';
-import type { Intent, MappingState, PassRecord } from '../state/schema.js';
+import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
 import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
@@ -50,6 +50,7 @@ export class ListingIncompleteError extends Error {
 
 /** The local filesystem as the mirror sees it (local/side.ts implements it on disk). */
 export interface LocalSide {
+  /** The whole folder. The result is the caller's: the mirror fills in hashes in its map. */
   scan(): Promise<ScanResult>;
   /**
    * A look at part of the tree after watcher events: these files, and these folders with
@@ -225,12 +226,13 @@ export class Mirror {
       const listedAt = this.d.now();
       const [scan, remote] = await Promise.all([
         scope ? this.d.local.scanScope(scope) : this.d.local.scan(),
-        scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal }),
+        scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal, form: 'sync' }),
       ]);
       if (remote) {
         await this.checkListing(remote, mapping, opts.signal);
         this.unmarkedByName = unmarkedByName(remote);
       }
+      const scanned = scan.files.size;
       const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
       const excludedPaths = new Set(scan.skipped.filter((s) => s.excluded).map((s) => s.path));
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
@@ -251,7 +253,7 @@ export class Mirror {
         root: spec.root,
         rootStatus: scan.rootStatus,
         // A partial look says nothing about the folder being empty.
-        localFiles: scope ? Math.max(1, scan.files.size) : scan.files.size,
+        localFiles: scope ? Math.max(1, scanned) : scanned,
         knownDocuments: Math.max(plan.ourDocumentCount, Object.keys(mapping.files).length),
         ops: plan.ops,
         maxDeletePercent: spec.maxDeletePercent,
@@ -358,7 +360,7 @@ export class Mirror {
   private async pinLostUploads(mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
     const { spec, logger } = this.d;
     try {
-      const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal });
+      const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync' });
       pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, state: mapping, remote }));
     } catch (e) {
       logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');
@@ -380,8 +382,14 @@ export class Mirror {
    * looked up, and any that exists stops the pass before anything is changed.
    */
   private async checkListing(remote: readonly DocumentRecord[], mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
-    const ids = new Set(remote.map((d) => d.id));
-    const missing = Object.entries(mapping.files).filter(([, e]) => !ids.has(e.documentId));
+    const ids = new Set<string>();
+    for (const d of remote) ids.add(d.id);
+    // for-in, not Object.entries: no array of a million pairs to find the few missing.
+    const missing: [string, FileEntry][] = [];
+    for (const path in mapping.files) {
+      const e = mapping.files[path]!;
+      if (!ids.has(e.documentId)) missing.push([path, e]);
+    }
     if (missing.length === 0) return;
     const probes = [...new Set([0, Math.floor(missing.length / 2), missing.length - 1])].map((i) => missing[i]!);
     for (const [path, entry] of probes) {
@@ -430,9 +438,13 @@ export class Mirror {
     return out;
   }
 
-  /** Hashes what the quick check cannot vouch for; sets aside what cannot be read now. */
+  /**
+   * Hashes what the quick check cannot vouch for; sets aside what cannot be read now. The
+   * scan's map is taken over (not copied: a million entries), so `scan.files` holds only
+   * the files to plan with afterwards.
+   */
   private async prepareLocal(scan: ScanResult, mapping: MappingState) {
-    const local = new Map(scan.files);
+    const local = scan.files;
     const skipped = [...scan.skipped];
     const blocked = new Set(scan.skipped.map((s) => s.path));
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));

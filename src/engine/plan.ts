@@ -14,6 +14,7 @@
  *   before the upload, when a listing of the upload's own pass says so (openUploads below).
  */
 import { formNameForms } from '../api/form-name.js';
+import { DOCUMENT_SIZE_KEYS } from '../api/listing-form.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName } from './document-fields.js';
@@ -560,7 +561,7 @@ export function intentNameKeys(path: string): string[] {
 
 /** The document's size in bytes as the service reports it, if it does. */
 export function documentSize(doc: DocumentRecord): number | undefined {
-  for (const k of ['size', 'file_size', 'fileSize', 'size_bytes', 'bytes']) {
+  for (const k of DOCUMENT_SIZE_KEYS) {
     const v = doc.raw[k];
     if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
     if (typeof v === 'string' && /^\d+$/.test(v)) return Number(v);

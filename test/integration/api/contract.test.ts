@@ -140,6 +140,26 @@ describe('documents and chunks', () => {
     await c.deleteDataSource(ds.id);
   });
 
+  it("the sync form of a listing: every page's documents, with the id, name, url, metadata and size a mirror reads, and nothing else", async () => {
+    const c = client();
+    const ds = await c.createDataSource({ name: 'SyncForm', llmConnectorIds: ['conn-1'] });
+    const files = await Promise.all(Array.from({ length: 12 }, async (_, i) => ({ path: await file(`form-${i}.txt`, `text ${i}`), name: `form/${i}.txt` })));
+    const uploaded = await c.uploadDocuments(ds.id, files);
+    for (const d of uploaded) {
+      await c.updateDocument(ds.id, d.id, { name: d.name!, url: `file:///srv/${d.name!}`, metadata: { dssync_path: d.name!, dssync_mapping: 'docs', team: 'legal' } });
+    }
+    const whole = await c.listDocuments(ds.id);
+    const sync = await c.listDocuments(ds.id, { form: 'sync' });
+    expect(sync.map((d) => d.id).sort()).toEqual(uploaded.map((d) => d.id).sort()); // pages of 5: 3 pages
+    for (const d of sync) {
+      const w = whole.find((x) => x.id === d.id)!;
+      expect(d).toEqual({ id: w.id, name: w.name, url: w.url, metadata: w.metadata, raw: { size: w.raw.size } });
+      expect(typeof d.raw.size).toBe('number');
+    }
+    expect(Object.keys(whole[0]!.raw).length).toBeGreaterThan(5); // what the sync form leaves out
+    await c.deleteDataSource(ds.id);
+  });
+
   it('lists documents past the page size, with and without our page size', async () => {
     const c = client();
     const ds = await c.createDataSource({ name: 'Many', llmConnectorIds: ['conn-1'] });
