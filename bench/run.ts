@@ -6,7 +6,7 @@
  *   BENCH_ONLY=a,b  only these scenarios (initialMirror, rateCap, restart, latency, burst,
  *                   footprint, pollLatency); results then go to <mode>-partial.json/.md only.
  *                   `scale` (a million files, issue 16) runs ONLY when named here:
- *                   BENCH_ONLY=scale (curve + daemon), scaleCurve or scaleDaemon; its
+ *                   BENCH_ONLY=scale (curve + memory + daemon), scaleCurve, scaleMemory or scaleDaemon; its
  *                   results go to scale-<mode>.json/.md
  *   BENCH_OUT=DIR   where to write the results (default bench/results)
  *   BENCH_KEEP=1    keep the temp folder (trees, state files, configs)
@@ -38,7 +38,7 @@ import { DEFAULTS } from '../src/config/schema.js';
 
 const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint', 'pollLatency'] as const;
 /** Run only when named in BENCH_ONLY (the full size takes about an hour and 2 GB of disk). */
-const ON_DEMAND = ['scale', 'scaleCurve', 'scaleDaemon'] as const;
+const ON_DEMAND = ['scale', 'scaleCurve', 'scaleMemory', 'scaleDaemon'] as const;
 type Scenario = (typeof ALL)[number] | (typeof ON_DEMAND)[number];
 
 export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL, tmpRoot = tmpdir()): Promise<Report> {
@@ -76,9 +76,14 @@ export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL,
       if (want('restart')) scenarios.restart = { ...restart };
       if (want('footprint')) scenarios.footprint = { ...footprint };
     }
-    if (want('scale') || want('scaleCurve') || want('scaleDaemon')) {
-      const s = await runScale(ctx, { curve: want('scale') || want('scaleCurve'), daemon: want('scale') || want('scaleDaemon') });
+    if (want('scale') || want('scaleCurve') || want('scaleMemory') || want('scaleDaemon')) {
+      const s = await runScale(ctx, {
+        curve: want('scale') || want('scaleCurve'),
+        memory: want('scale') || want('scaleMemory'),
+        daemon: want('scale') || want('scaleDaemon'),
+      });
       if (s.curve.length) scenarios.scaleCurve = { points: s.curve } as unknown as Figures;
+      if (s.memory.length) scenarios.scaleMemory = { points: s.memory } as unknown as Figures;
       if (s.restart) scenarios.scaleRestart = { ...s.restart };
       if (s.footprint) scenarios.scaleFootprint = { ...s.footprint };
     }

@@ -26,6 +26,8 @@ export interface Sizes {
   scaleFiles: number;
   scaleFolders: number;
   scaleCurve: number[];
+  /** scaleMemory: sizes at which the restart path's structures are weighed (in this process). */
+  scaleMemory: number[];
 }
 
 export const SIZES: Record<BenchMode, Sizes> = {
@@ -46,6 +48,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleFiles: 1_000_000,
     scaleFolders: 50_000,
     scaleCurve: [10_000, 100_000, 300_000, 1_000_000],
+    scaleMemory: [100_000, 1_000_000],
   },
   quick: {
     initialFiles: 1_000,
@@ -64,6 +67,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleFiles: 5_000,
     scaleFolders: 250,
     scaleCurve: [1_000, 10_000],
+    scaleMemory: [5_000],
   },
   smoke: {
     initialFiles: 60,
@@ -82,6 +86,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleFiles: 200,
     scaleFolders: 10,
     scaleCurve: [1_000],
+    scaleMemory: [200],
   },
 };
 

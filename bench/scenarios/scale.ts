@@ -20,6 +20,7 @@ import { newMappingState, newState } from '../../src/state/validate.js';
 import { StateStore } from '../../src/state/store.js';
 import type { BenchContext } from '../lib/context.js';
 import { log, quantile, round } from '../lib/util.js';
+import { runScaleMemory, type MemoryPoint } from './scale-memory.js';
 import { runRestart, type FootprintFigures, type RestartFigures } from './restart.js';
 
 export interface CurvePoint {
@@ -53,6 +54,7 @@ export interface CurvePoint {
 
 export interface ScaleFigures {
   curve: CurvePoint[];
+  memory: MemoryPoint[];
   restart?: RestartFigures;
   footprint?: FootprintFigures;
 }
@@ -161,10 +163,11 @@ async function curvePoint(tmp: string, files: number): Promise<CurvePoint> {
   return p;
 }
 
-export async function runScale(ctx: BenchContext, parts: { curve: boolean; daemon: boolean }): Promise<ScaleFigures> {
+export async function runScale(ctx: BenchContext, parts: { curve: boolean; memory: boolean; daemon: boolean }): Promise<ScaleFigures> {
   const { sizes } = ctx;
-  const out: ScaleFigures = { curve: [] };
+  const out: ScaleFigures = { curve: [], memory: [] };
   if (parts.curve) for (const n of sizes.scaleCurve) out.curve.push(await curvePoint(ctx.tmp, n));
+  if (parts.memory) for (const n of sizes.scaleMemory) out.memory.push(await runScaleMemory(ctx, n));
   if (parts.daemon) {
     const { restart, footprint } = await runRestart(ctx, { name: 'scale', files: sizes.scaleFiles, folders: sizes.scaleFolders, minBytes: 64, maxBytes: 256 });
     out.restart = restart;
