@@ -1,11 +1,13 @@
 /**
- * Decides, per request, which fault (if any) the emulator injects. Pure apart from the
- * injected clock and the seeded generator, so tests can replay a sequence exactly.
+ * Decides, per request, which fault (if any) the emulator injects, and waits out its
+ * latency. Pure apart from the injected clock, sleep and seeded generator, so tests can
+ * replay a sequence exactly and count the waits instead of timing them.
  *
  * Order for one request: `down` -> rate limit -> drop -> 5xx -> (writes) ambiguous.
  * The generator is drawn only for rates that are set, so enabling one kind of fault does
  * not shift the sequence of another.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { FaultOptions } from './options.js';
 import { randomSeed, seededRandom, type Random } from './random.js';
 import { SlidingWindowLimiter } from './rate-limiter.js';
@@ -27,6 +29,7 @@ export class FaultInjector {
   constructor(
     faults: FaultOptions,
     private readonly clock: () => number = Date.now,
+    private readonly sleep: (ms: number) => Promise<unknown> = (ms) => delay(ms),
   ) {
     this.set(faults);
   }
@@ -46,6 +49,11 @@ export class FaultInjector {
 
   get latencyMs(): number {
     return this.faults.latencyMs ?? 0;
+  }
+
+  /** The latency fault: each request waits `latencyMs` before anything else happens to it. */
+  async delay(): Promise<void> {
+    if (this.latencyMs > 0) await this.sleep(this.latencyMs);
   }
 
   /** `key` is the rate-limit bucket (the organization id); `isWrite` for POST/PUT/DELETE. */

@@ -4,7 +4,6 @@
  * error handler gives every error the same body, and unknown paths get 404 or 405.
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import fastifyMultipart from '@fastify/multipart';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { requestState, setRequestState, type EmulatorContext, type RequestState } from './context.js';
@@ -86,7 +85,7 @@ export async function buildServer(ctx: EmulatorContext): Promise<FastifyInstance
 
 /** Returns true when the request was answered (or dropped) by a fault. */
 async function injectFault(ctx: EmulatorContext, req: FastifyRequest, reply: FastifyReply, state: RequestState): Promise<boolean> {
-  if (ctx.faults.latencyMs > 0) await sleep(ctx.faults.latencyMs);
+  await ctx.faults.delay();
   const org = req.headers[ctx.options.orgHeader.toLowerCase()];
   const decision = ctx.faults.decide(typeof org === 'string' ? org : '', WRITE_METHODS.has(req.method));
   switch (decision.kind) {

@@ -23,6 +23,7 @@ import * as fsp from 'node:fs/promises';
 import { realpath, stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { resolve } from 'node:path';
+import { DEFAULTS } from '../config/schema.js';
 import type { RawEvent } from './aggregator.js';
 import { watchFolders, type FolderWatch } from './folder-watch.js';
 import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './watch/mounts.js';
@@ -83,13 +84,13 @@ export interface WatcherOptions {
   /** Called once the initial watch is set up (startWatcher resolves then too). */
   onReady?: (() => void) | undefined;
   /**
-   * How changes are learned of (issue 12, docs/watch.md): 'auto' (default) watches events
+   * How changes are learned of (issue 12, docs/watch.md): 'auto' (the config's default) watches events
    * everywhere and also polls the mounts where events miss what other hosts change
    * (network, FUSE, unknown); 'events' never polls (but folders past the inotify limit);
    * 'poll' polls everything and watches no event.
    */
   watchMode?: 'auto' | 'events' | 'poll' | undefined;
-  /** The poller's target interval (ms, default 10 s) and CPU budget (% of one core, default 5). */
+  /** The poller's target interval (ms) and CPU budget (% of one core); defaults: the config's (DEFAULTS.watch). */
   pollTargetMs?: number | undefined;
   pollBudgetPercent?: number | undefined;
   /** The mount table's text (tests); default /proc/self/mountinfo. */
@@ -235,7 +236,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     const ignoreRel = opts.ignoreFile ? toRelPath(root, resolve(root, opts.ignoreFile)) : undefined;
 
     // Which mounts get events and which are polled (auto: by filesystem type).
-    const watchMode = opts.watchMode ?? 'auto';
+    const watchMode = opts.watchMode ?? DEFAULTS.watch.mode;
     const mounts = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), root, watchMode);
     const overLimit: string[] = [];
     let limitProblem: string | undefined;
@@ -243,8 +244,8 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     let poller: Poller | undefined;
     /** Set once the start's first cycle ran: a poller created later starts at once. */
     let pollerStarted = false;
-    const pollTargetMs = opts.pollTargetMs ?? 10_000;
-    const pollBudgetPercent = opts.pollBudgetPercent ?? 5;
+    const pollTargetMs = opts.pollTargetMs ?? DEFAULTS.watch.pollIntervalSeconds * 1000;
+    const pollBudgetPercent = opts.pollBudgetPercent ?? DEFAULTS.watch.pollBudgetPercent;
     const polledMounts = mounts.filter((m) => m.kind === 'poll').map((m) => m.rel);
     const usePoller = (): Poller => {
       if (poller) return poller;

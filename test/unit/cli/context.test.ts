@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/connection.js';
 import { configFromArgs, withContext, type CliContext } from '../../../src/cli/context.js';
 import { describeFailure, ExitCode } from '../../../src/cli/exit.js';
-import { FakeApi } from './fake-api.js';
+import { FakeApi } from '../../helpers/fake-api.js';
 import { staticToken } from '../../../src/auth/settings.js';
 
 let dir: string;
@@ -80,7 +80,7 @@ describe('connection settings', () => {
   });
 
   it('runs the command with the resolved connection and closes the client, also on failure', async () => {
-    const api = Object.assign(new FakeApi(), { closed: 0, close: async () => void api.closed++ });
+    const api = Object.assign(new FakeApi({ dataSources: 'listed' }), { closed: 0, close: async () => void api.closed++ });
     let seen: unknown;
     let ctxSeen: CliContext | undefined;
     await withContext(

@@ -10,7 +10,7 @@ import {
   updateDataSource,
 } from '../../../src/cli/datasources.js';
 import { CliError, ExitCode } from '../../../src/cli/exit.js';
-import { FakeApi, fakeContext } from './fake-api.js';
+import { FakeApi, fakeContext } from '../../helpers/fake-api.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
 function failure(p: Promise<unknown> | (() => unknown)): Promise<CliError> {
@@ -29,15 +29,15 @@ describe('--connector', () => {
 
 describe('data source operations', () => {
   it('create sends name and connector ids, and prints the record', async () => {
-    const api = new FakeApi();
+    const api = new FakeApi({ dataSources: 'listed' });
     const ctx = fakeContext(api, true);
     await createDataSource(ctx, 'Handbook', ['conn-1', 'conn-2']);
-    expect(api.calls[0]).toEqual({ op: 'createDataSource', args: [{ name: 'Handbook', llmConnectorIds: ['conn-1', 'conn-2'] }] });
+    expect(api.calls[0]).toMatchObject({ op: 'createDataSource', args: [{ name: 'Handbook', llmConnectorIds: ['conn-1', 'conn-2'] }] });
     expect(JSON.parse(ctx.printed())).toMatchObject({ id: 'ds_1', name: 'Handbook', raw: { id: 'ds_1' } });
   });
 
   it('list prints a table, or an array with --json', async () => {
-    const api = new FakeApi();
+    const api = new FakeApi({ dataSources: 'listed' });
     api.addDataSource('ds_a', 'A');
     const human = fakeContext(api);
     await listDataSources(human);
@@ -50,7 +50,7 @@ describe('data source operations', () => {
   });
 
   it('an unknown id fails with exit 1 naming the id, for get, update and delete', async () => {
-    const api = new FakeApi();
+    const api = new FakeApi({ dataSources: 'listed' });
     for (const run of [
       () => getDataSource(fakeContext(api), 'ds_x'),
       () => updateDataSource(fakeContext(api), 'ds_x', 'n'),
@@ -64,7 +64,7 @@ describe('data source operations', () => {
   });
 
   it('delete prints what it deleted', async () => {
-    const api = new FakeApi();
+    const api = new FakeApi({ dataSources: 'listed' });
     api.addDataSource('ds_a', 'A');
     const ctx = fakeContext(api);
     await deleteDataSource(ctx, 'ds_a');
@@ -75,20 +75,20 @@ describe('data source operations', () => {
 
 describe('chunks and apps', () => {
   it('a missing chunk names the chunk and the document', async () => {
-    const api = new FakeApi();
+    const api = new FakeApi({ dataSources: 'listed' });
     const e = await failure(getChunk(fakeContext(api), 'doc_1', 'c_9'));
     expect(e.message).toBe('chunk c_9 of document doc_1 not found');
   });
 
   it('listing the chunks of a missing document names it', async () => {
-    const api = new FakeApi();
+    const api = new FakeApi({ dataSources: 'listed' });
     api.addDataSource('ds_1', 'A');
     const e = await failure(listChunks(fakeContext(api), 'ds_1', 'doc_9'));
     expect(e.message).toBe('document doc_9 not found in data source ds_1');
   });
 
   it('lists the data sources of an App; an unknown App is named', async () => {
-    const api = new FakeApi();
+    const api = new FakeApi({ dataSources: 'listed' });
     api.addDataSource('ds_1', 'A');
     api.apps.set('app_1', ['ds_1']);
     const ctx = fakeContext(api);

@@ -15,7 +15,7 @@ import {
   uploadDocuments,
 } from '../../../src/cli/documents.js';
 import { CliError, ExitCode } from '../../../src/cli/exit.js';
-import { FakeApi, fakeContext } from './fake-api.js';
+import { FakeApi, fakeContext } from '../../helpers/fake-api.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
 function failure(p: Promise<unknown> | (() => unknown)): Promise<CliError> {
@@ -115,7 +115,7 @@ describe('checking upload files', () => {
 
 describe('document operations', () => {
   function setup() {
-    const api = new FakeApi();
+    const api = new FakeApi({ dataSources: 'listed' });
     api.addDataSource('ds_1', 'Handbook');
     api.addDocument('ds_1', { id: 'doc_1', name: 'a.txt', url: 'file:///a.txt', metadata: { k: 1 }, raw: { document_id: 'doc_1' } });
     return api;

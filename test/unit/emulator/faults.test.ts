@@ -33,10 +33,25 @@ describe('SlidingWindowLimiter', () => {
 describe('FaultInjector', () => {
   const clockAt = (t: { now: number }) => () => t.now;
 
-  it('injects nothing without faults', () => {
-    const f = new FaultInjector({});
+  it('injects nothing without faults', async () => {
+    const slept: number[] = [];
+    const f = new FaultInjector({}, Date.now, async (ms) => slept.push(ms));
     expect(f.decide('org', true)).toEqual({ kind: 'none', ambiguous: false });
-    expect(f.latencyMs).toBe(0);
+    await f.delay();
+    expect(slept).toEqual([]);
+  });
+
+  it('delays each request by latencyMs, as set now', async () => {
+    const slept: number[] = [];
+    const f = new FaultInjector({ latencyMs: 150 }, Date.now, async (ms) => slept.push(ms));
+    await f.delay();
+    await f.delay();
+    expect(slept).toEqual([150, 150]);
+    f.set({ latencyMs: 20 });
+    await f.delay();
+    f.set({});
+    await f.delay();
+    expect(slept).toEqual([150, 150, 20]);
   });
 
   it('answers down first, then the rate limit with Retry-After rounded up to whole seconds (>= 1)', () => {

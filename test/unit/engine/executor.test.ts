@@ -20,7 +20,7 @@ function opts(api: FakeApi, state: MemoryState, over: Partial<ExecutorOptions> =
 
 /** One full pass of the engine: list, plan, execute. */
 async function pass(api: FakeApi, state: MemoryState, local: LocalFileInfo[], over: Partial<ExecutorOptions> = {}) {
-  const remote = await api.listDocuments();
+  const remote = await api.listDocuments('ds1');
   const plan = planMirror({ mappingId: 'm1', local: new Map(local.map((f) => [f.path, f])), state: state.m, remote, desired, prune: 'ours' });
   // As the mirror does: the unmarked documents of this listing existed before its uploads.
   const preexisting = (path: string): string[] => remote.filter((d) => d.name === path && readMeta(d) === undefined).map((d) => d.id);
