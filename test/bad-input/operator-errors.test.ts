@@ -385,16 +385,5 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
 
 /** The binary as the user nobody (setpriv, util-linux): what a service account without access meets. */
 function asNobody(args: string[], env: Record<string, string> = ENV): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, BIN, ...args], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCli(args, { HOME: '/tmp', ...env }, undefined, ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']);
 }

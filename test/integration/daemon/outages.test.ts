@@ -5,30 +5,16 @@
  */
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Workspace } from '../../helpers/mirror-check.js';
-import { requireBuiltBinary } from '../cli/run-cli.js';
-import { daemonWorkspace, startDaemon, waitConverged, waitFor, waitIdle, type DaemonProcess } from './daemon-process.js';
+import { describe, expect, it } from 'vitest';
+import { daemonTests } from '../../helpers/daemon-test.js';
+import { waitConverged, waitFor, waitIdle } from './daemon-process.js';
 
-let ws: Workspace | undefined;
-let daemon: DaemonProcess | undefined;
-beforeAll(() => requireBuiltBinary());
-afterEach(async () => {
-  await daemon?.kill();
-  daemon = undefined;
-  await ws?.close();
-  ws = undefined;
-});
+const daemons = daemonTests();
 
 describe('dssync run: outages', () => {
   it('treats a vanished mapped folder as an outage: nothing deleted, degraded naming the folder, resumes when it is back', { timeout: 120_000 }, async () => {
-    ws = await daemonWorkspace();
-    const w = ws;
-    for (let i = 0; i < 12; i++) await w.write(`dir${i % 3}/f${i}.txt`, `file ${i}`);
-    daemon = await startDaemon(w, { env: { DSSYNC_RETRY_DELAY_MS: '1000' } });
-    const d = daemon;
-    await waitConverged(w, 'the startup pass');
-    await waitIdle(d);
+    const files = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`dir${i % 3}/f${i}.txt`, `file ${i}`]));
+    const { w, d } = await daemons.start({ files, env: { DSSYNC_RETRY_DELAY_MS: '1000' } });
     const docs = (): number => w.emu.store.listDocuments(w.dataSourceId()).length;
     expect(docs()).toBe(12);
 
@@ -58,13 +44,8 @@ describe('dssync run: outages', () => {
 
   it('loses nothing while the service is down and converges by itself when it is back', { timeout: 120_000 }, async () => {
     // Few attempts per request and a short first retry delay keep the outage short.
-    ws = await daemonWorkspace({ config: { queue: { requestsPerSecond: 1000, concurrency: 4, maxAttempts: 2 } } });
-    const w = ws;
-    for (let i = 0; i < 6; i++) await w.write(`f${i}.txt`, `file ${i}`);
-    daemon = await startDaemon(w, { env: { DSSYNC_RETRY_DELAY_MS: '1000' } });
-    const d = daemon;
-    await waitConverged(w, 'the startup pass');
-    await waitIdle(d);
+    const files = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`f${i}.txt`, `file ${i}`]));
+    const { w, d } = await daemons.start({ config: { queue: { requestsPerSecond: 1000, concurrency: 4, maxAttempts: 2 } }, files, env: { DSSYNC_RETRY_DELAY_MS: '1000' } });
 
     w.emu.setFaults({ down: true });
     await w.write('new-while-down.txt', 'created while the service was down');

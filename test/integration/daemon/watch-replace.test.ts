@@ -9,20 +9,12 @@
 import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { daemonTests } from '../../helpers/daemon-test.js';
 import type { Workspace } from '../../helpers/mirror-check.js';
-import { requireBuiltBinary } from '../cli/run-cli.js';
-import { daemonWorkspace, docAt, startDaemon, waitConverged, waitFor, waitIdle, type DaemonProcess } from './daemon-process.js';
+import { docAt, waitConverged, waitFor, waitIdle, type DaemonProcess } from './daemon-process.js';
 
-let ws: Workspace | undefined;
-let daemon: DaemonProcess | undefined;
-beforeAll(() => requireBuiltBinary());
-afterEach(async () => {
-  await daemon?.kill();
-  daemon = undefined;
-  await ws?.close();
-  ws = undefined;
-});
+const daemons = daemonTests();
 
 const fullPasses = (d: DaemonProcess): number => d.logs().filter((l) => l.msg === 'full pass done').length;
 const idOf = (w: Workspace, path: string): string | undefined => {
@@ -33,12 +25,7 @@ const idOf = (w: Workspace, path: string): string | undefined => {
 
 describe('dssync run: a folder replaced under its own name is watched again (issue 9, defect 3)', () => {
   it('mv docs old; mkdir docs: files written in the new docs reach the service', { timeout: 120_000 }, async () => {
-    ws = await daemonWorkspace({ config: { rescanIntervalSeconds: 3600 } });
-    const w = ws;
-    await w.write('docs/a.txt', 'alpha');
-    daemon = await startDaemon(w);
-    await waitConverged(w, 'the startup full pass');
-    await waitIdle(daemon);
+    const { w, d: daemon } = await daemons.start({ config: { rescanIntervalSeconds: 3600 }, files: { 'docs/a.txt': 'alpha' } });
     const aId = idOf(w, 'docs/a.txt');
 
     execFileSync('sh', ['-c', 'mv docs old && mkdir docs && echo bravo > docs/b.txt'], { cwd: w.share });
@@ -57,15 +44,10 @@ describe('dssync run: a folder replaced under its own name is watched again (iss
   });
 
   it('rm -rf docs; mv staging docs: the staged file is renamed (same document), later writes are seen', { timeout: 120_000 }, async () => {
-    ws = await daemonWorkspace({ config: { rescanIntervalSeconds: 3600 } });
-    const w = ws;
-    await w.write('docs/index.txt', 'release 1');
-    await w.write('docs/only-in-1.txt', 'gone in release 2');
-    await w.write('staging/index.txt', 'release 2');
-    await w.write('staging/notes.txt', 'release 2 notes');
-    daemon = await startDaemon(w);
-    await waitConverged(w, 'the startup full pass');
-    await waitIdle(daemon);
+    const { w, d: daemon } = await daemons.start({
+      config: { rescanIntervalSeconds: 3600 },
+      files: { 'docs/index.txt': 'release 1', 'docs/only-in-1.txt': 'gone in release 2', 'staging/index.txt': 'release 2', 'staging/notes.txt': 'release 2 notes' },
+    });
     const notesId = idOf(w, 'staging/notes.txt');
     const uploads = w.emu.stats().filesUploaded;
 
@@ -85,17 +67,14 @@ describe('dssync run: a folder replaced under its own name is watched again (iss
 
 describe('dssync run: an edited .dssyncignore applies at once (issue 9, defect 5)', () => {
   it('newly excluded documents are deleted (prune "ours"), newly included files uploaded and their folders watched', { timeout: 120_000 }, async () => {
-    ws = await daemonWorkspace({ config: { rescanIntervalSeconds: 3600 } });
-    const w = ws;
-    await w.write('.dssyncignore', 'private/\n');
-    await w.write('pub.txt', 'public');
-    await w.write('drafts/d1.txt', 'draft one');
-    await w.write('private/secret.txt', 'secret');
-    daemon = await startDaemon(w);
-    const d = daemon;
-    const present = (p: string): boolean => docAt(w, p).length === 1;
-    await waitFor(() => present('pub.txt') && present('drafts/d1.txt'), { timeout: 60_000, what: 'the startup pass' });
-    await waitIdle(d);
+    const presentIn = (w: Workspace, p: string): boolean => docAt(w, p).length === 1;
+    const { w, d } = await daemons.start({
+      config: { rescanIntervalSeconds: 3600 },
+      files: { '.dssyncignore': 'private/\n', 'pub.txt': 'public', 'drafts/d1.txt': 'draft one', 'private/secret.txt': 'secret' },
+      // private/ is excluded: the folder and the data source differ on purpose.
+      startupDone: (x) => waitFor(() => presentIn(x, 'pub.txt') && presentIn(x, 'drafts/d1.txt'), { timeout: 60_000, what: 'the startup pass' }),
+    });
+    const present = (p: string): boolean => presentIn(w, p);
     expect(present('private/secret.txt')).toBe(false);
 
     // Exclude drafts/: its document follows the deletion rules (ours: deleted).

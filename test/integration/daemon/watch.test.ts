@@ -7,33 +7,18 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Workspace } from '../../helpers/mirror-check.js';
-import { requireBuiltBinary } from '../cli/run-cli.js';
-import { daemonWorkspace, docAt, startDaemon, waitConverged, waitIdle, type DaemonProcess } from './daemon-process.js';
+import { describe, expect, it } from 'vitest';
+import { daemonTests } from '../../helpers/daemon-test.js';
+import { docAt, waitConverged, waitIdle } from './daemon-process.js';
 
-let ws: Workspace | undefined;
-let daemon: DaemonProcess | undefined;
-beforeAll(() => requireBuiltBinary());
-afterEach(async () => {
-  await daemon?.kill();
-  daemon = undefined;
-  await ws?.close();
-  ws = undefined;
-});
+const daemons = daemonTests();
 
 const sha = (s: string | Buffer): string => createHash('sha256').update(s).digest('hex');
 const DEBOUNCE_MS = 300;
 
 describe('dssync run: full pass at start, then watching', () => {
   it('mirrors every kind of change while running, with renames kept as renames and writes uploaded once', { timeout: 150_000 }, async () => {
-    ws = await daemonWorkspace({ config: { debounceMs: DEBOUNCE_MS } });
-    const w = ws;
-    await w.write('start/a.txt', 'alpha');
-    await w.write('start/b.md', '# bravo');
-    await w.write('keep.txt', 'kept');
-    daemon = await startDaemon(w);
-    const d = daemon;
+    const { w, d } = await daemons.start({ config: { debounceMs: DEBOUNCE_MS }, files: { 'start/a.txt': 'alpha', 'start/b.md': '# bravo', 'keep.txt': 'kept' } });
     const uploads = (): number => w.emu.stats().filesUploaded;
     /** Converged, then idle: counters read afterwards are final for the step. */
     let stepStart = Date.now();
