@@ -8,7 +8,8 @@
  *
  * Events (the RawEvent kinds of aggregator.ts, which watcher.ts passes on): a folder's watch
  * names every entry created, written, renamed or deleted in it; each named path is stat-ed
- * (at most one stat per path at a time) and reported as `change` (with size and mtime),
+ * (at most one stat per path at a time) and reported as `change` (with size and mtime, and
+ * the stat itself, which the engine takes instead of statting the file again),
  * `unlink`, `raw` (unknown), or — for folders — `addDir` / `unlinkDir`. A new folder is
  * watched before it is listed, so a subfolder created meanwhile is found either way; files
  * written into it before its watch exists are found by the engine's walk of the `addDir`.
