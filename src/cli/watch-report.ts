@@ -1,12 +1,14 @@
 /**
  * How a mapping watches its folder, in words (issue 12): one line per mount it spans, then
- * the folders polled because the inotify watch limit was reached. Shared by `dssync status`
+ * the folders polled because the inotify watch limit was reached, then the inotify queue's
+ * possible overflows, if any. Shared by `dssync status`
  * (the daemon's figures) and `dssync config check`. PURE.
  *
  *   /srv/share is cifs (//fileserver/Public): polling every 10 s, 48,000 files, last cycle 2.1 s; events for this host's writes
  *   /srv/share/local is ext4 (/dev/sda1): events
  */
 import type { WatchStatusView } from '../daemon/status-schema.js';
+import { RAISE_QUEUE_LIMIT } from '../local/watch/queue-overflow.js';
 
 /** Mount lines shown before "… and N more mounts" (a folder with many mounts below it). */
 export const MOUNT_LINES = 10;
@@ -78,6 +80,13 @@ export function formatWatchLines(w: WatchStatusView, root: string, mode?: string
     const every = pollEvery(w.poll);
     const fix = w.limitFix ?? 'sysctl fs.inotify.max_user_watches=524288';
     lines.push(`${formatCount(n)} folder${n === 1 ? '' : 's'} past the inotify watch limit, polled${every ? ` ${every}` : ''} instead (${names.join(', ')}${more}${files}); raise the limit: ${fix}`);
+  }
+  const q = w.queue;
+  if (q && q.overflows > 0) {
+    const last = q.lastOverflowAt ? `, last at ${q.lastOverflowAt.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}${q.lastBurst !== undefined ? ` (${formatCount(q.lastBurst)} events at once)` : ''}` : '';
+    lines.push(
+      `the inotify queue (${formatCount(q.queueSize)} events) may have overflowed ${q.overflows === 1 ? 'once' : `${formatCount(q.overflows)} times`}${last}: everything was looked at again; if it repeats, raise it: ${RAISE_QUEUE_LIMIT}`,
+    );
   }
   return lines;
 }

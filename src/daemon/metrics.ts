@@ -6,6 +6,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PacerEvent } from '../api/pacer.js';
 import { contentBytesRead } from '../local/hash.js';
+import { inotifyQueue } from '../local/watch/queue-overflow.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { MappingStatus } from './mapping-runner.js';
 import type { WatchStatusView } from './status-schema.js';
@@ -78,6 +79,15 @@ export class DaemonMetrics {
       collect() {
         this.reset();
         this.inc(contentBytesRead());
+      },
+    });
+    new Counter({
+      name: 'dssync_inotify_queue_overflows_total',
+      help: "Possible overflows of the process's inotify queue (fs.inotify.max_queued_events): each one made every mapping look at everything again",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(inotifyQueue.view().overflows);
       },
     });
     perMapping('dssync_queue_depth', 'Paths waiting to be looked at', (s) => s.pending);

@@ -103,6 +103,20 @@ export const WatchStatusSchema = z.object({
     .optional(),
   /** A hung or unmounted share, a folder the poller may not read, the watch limit. */
   problems: z.array(z.string()),
+  /**
+   * The process's inotify queue, when events are watched: its size
+   * (fs.inotify.max_queued_events), the possible overflows since the daemon started (each
+   * one made every mapping look at everything again), and the last one: when, and how many
+   * events arrived at once.
+   */
+  queue: z
+    .object({
+      queueSize: count,
+      overflows: count,
+      lastOverflowAt: z.string().optional(),
+      lastBurst: count.optional(),
+    })
+    .optional(),
 });
 export type WatchStatusView = z.infer<typeof WatchStatusSchema>;
 

@@ -29,6 +29,7 @@ import type { RawEvent } from './aggregator.js';
 import { errorCode, nodeFs, type FsStats, type LocalFs } from './fs.js';
 import { LifoQueue } from './lifo-queue.js';
 import { joinRel, nfc } from './paths.js';
+import { inotifyQueue } from './watch/queue-overflow.js';
 
 export interface FolderWatchOptions {
   /** The mapped folder, resolved (no symbolic link). */
@@ -115,6 +116,8 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
   };
 
   const onRaw = (dirAbs: string, dirRel: string, type: string, filename: string | Buffer | null): void => {
+    // Counted even after close: the event took its room in the process's inotify queue.
+    inotifyQueue.note();
     if (closed) return;
     const at = o.now();
     const name = typeof filename === 'string' ? filename : filename?.toString('utf8');

@@ -28,6 +28,7 @@ import type { RawEvent } from './aggregator.js';
 import { watchFolders, type FolderWatch } from './folder-watch.js';
 import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './watch/mounts.js';
 import { Poller, type PollStats } from './watch/poller.js';
+import { inotifyQueue, RAISE_QUEUE_LIMIT, type QueueOverflow, type QueueView } from './watch/queue-overflow.js';
 import { toRelPath } from './paths.js';
 
 /** Kept for callers that print it: there is one event mode (plain fs.watch per folder). */
@@ -45,9 +46,11 @@ export type WatchMode = 'folders';
  *   a folder it may not read); nothing is reported deleted there; status() lists it;
  * - 'mounts-changed': a filesystem was mounted or unmounted on or below the folder since the
  *   watcher started (a share mounted again over the bare mount point, a share mounted into
- *   a subfolder): this watcher's events and polling plan no longer fit; start a new one.
+ *   a subfolder): this watcher's events and polling plan no longer fit; start a new one;
+ * - 'queue-overflow': so many events arrived at once that the kernel's inotify queue may
+ *   have overflowed and dropped some (watch/queue-overflow.ts): rescan.
  */
-export type WatchErrorCode = 'root-gone' | 'root-unusable' | 'watch-limit' | 'watch-failed' | 'watch-degraded' | 'mounts-changed';
+export type WatchErrorCode = 'root-gone' | 'root-unusable' | 'watch-limit' | 'watch-failed' | 'watch-degraded' | 'mounts-changed' | 'queue-overflow';
 
 export class WatchError extends Error {
   override readonly name = 'WatchError';
@@ -128,6 +131,11 @@ export interface WatchStatus {
   poll?: (PollStats & { targetIntervalMs: number; budgetPercent: number }) | undefined;
   /** Current problems of the watch (hung or unmounted share, denied folder, watch limit). */
   problems: string[];
+  /**
+   * The process's inotify queue, when events are watched: its size and the possible
+   * overflows seen since the daemon started (each one rescanned every mapping).
+   */
+  queue?: QueueView | undefined;
 }
 
 export interface Watcher {
@@ -276,7 +284,12 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     };
 
     let folders: FolderWatch | undefined;
+    let unsubscribeQueue: (() => void) | undefined;
     if (watchMode !== 'poll') {
+      // Before the process's first watch creates the inotify queue: its size is fixed then.
+      await inotifyQueue.prepare();
+      // The queue is the process's: an overflow may have dropped events of any folder.
+      unsubscribeQueue = inotifyQueue.subscribe((o) => fail(queueOverflowError(root, o)));
       folders = await watchFolders({
         root,
         filter: (p, isDir) => filter(p, isDir),
@@ -342,6 +355,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
       root,
       async close() {
         closed = true;
+        unsubscribeQueue?.();
         folders?.close();
         await poller?.stop();
       },
@@ -355,6 +369,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
           limitFix: overLimit.length > 0 ? RAISE_WATCH_LIMIT : undefined,
           poll: poll && { ...poll, targetIntervalMs: pollTargetMs, budgetPercent: pollBudgetPercent },
           problems: [...(limitProblem ? [limitProblem] : []), ...pollProblems],
+          queue: folders ? inotifyQueue.view() : undefined,
         };
       },
     };
@@ -379,6 +394,16 @@ function withPollFigures(mounts: readonly MountPlanEntry[], poll: PollStats): Wa
     }
     return { ...m, files, lastCycleMs: ms };
   });
+}
+
+/** A possible inotify queue overflow: what happened, what dssync does, and the fix if it repeats. */
+function queueOverflowError(root: string, o: QueueOverflow): WatchError {
+  return new WatchError(
+    'queue-overflow',
+    root,
+    `the inotify event queue may have overflowed: ${o.events} events arrived at once and it holds ${o.queueSize} (fs.inotify.max_queued_events); the kernel drops what does not fit, so everything under ${root} is looked at again (full pass); if this repeats, raise it: ${RAISE_QUEUE_LIMIT}`,
+    true,
+  );
 }
 
 /** A watch error as a WatchError: a watch limit is told apart (it needs the operator). */

@@ -7,6 +7,7 @@
  * Every wait here polls a condition with a generous deadline; nothing relies on a fixed sleep.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { BIN } from '../cli/run-cli.js';
 import { CONVERGED, checkConvergence, createWorkspace, type Convergence, type Workspace, type WorkspaceOptions } from '../../helpers/mirror-check.js';
@@ -164,6 +165,18 @@ export async function startDaemon(ws: Workspace, opts: SpawnOptions = {}): Promi
 }
 
 export { StopWaiting, waitFor, type WaitOptions };
+
+/**
+ * A loopback port nothing listens on, for a fixed status address (`dssync status` and
+ * `config check` read the address from the config; port 0 would not tell them).
+ */
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
 
 /** Waits until the data source holds exactly the folder's files (see checkConvergence). */
 export async function waitConverged(ws: Workspace, what: string, timeout = 60_000, check: () => Promise<Convergence> = () => checkConvergence(ws)): Promise<void> {

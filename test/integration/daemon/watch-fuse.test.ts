@@ -8,14 +8,12 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Workspace } from '../../helpers/mirror-check.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
-import { daemonWorkspace, docAt, startDaemon, waitConverged, waitFor, waitIdle, type DaemonProcess } from './daemon-process.js';
+import { daemonWorkspace, freePort, docAt, startDaemon, waitConverged, waitFor, waitIdle, type DaemonProcess } from './daemon-process.js';
 
 /** Why FUSE cannot be used here (undefined: it can). */
 function fuseUnavailable(): string | undefined {
@@ -83,14 +81,6 @@ async function fuseWorkspace(watch: Record<string, unknown>, config: Record<stri
   return { w: ws, back: backDir };
 }
 
-/** A port nothing listens on (for a status address `dssync status` can ask). */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
 
 const esc = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 

@@ -16,13 +16,12 @@
  * starve every other process on the machine (and `unshare -Ur` does not isolate it here).
  */
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Workspace } from '../../helpers/mirror-check.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
-import { daemonWorkspace, startDaemon, waitConverged, type DaemonProcess } from './daemon-process.js';
+import { daemonWorkspace, freePort, startDaemon, waitConverged, type DaemonProcess } from './daemon-process.js';
 
 const PRELOAD = fileURLToPath(new URL('../../fixtures/watch/inotify-limit.mjs', import.meta.url));
 const FOLDERS = 100;
@@ -38,13 +37,6 @@ afterEach(async () => {
   ws = undefined;
 });
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
 
 describe('dssync run past the inotify watch limit', () => {
   it('polls the folders it cannot watch: every edit mirrored, and status, /healthz, /metrics, the log and config check say so with the fix', { timeout: 180_000 }, async () => {

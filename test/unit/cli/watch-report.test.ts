@@ -91,6 +91,15 @@ describe('formatWatchLines', () => {
     ]);
   });
 
+  it('the inotify queue: nothing while it never overflowed; then how often, when, how many events at once, and the fix', () => {
+    const base: WatchStatusView = { mode: 'auto', mounts: [{ ...ext4, mountPoint: '/data', rel: '' }], overLimit: [], problems: [] };
+    expect(formatWatchLines({ ...base, queue: { queueSize: 16_384, overflows: 0 } }, '/data')).toEqual(['/data is ext4 (/dev/sda1): events']);
+    expect(formatWatchLines({ ...base, queue: { queueSize: 16_384, overflows: 1, lastOverflowAt: '2026-11-24T05:20:11.512Z', lastBurst: 16_384 } }, '/data')[1]).toBe(
+      'the inotify queue (16,384 events) may have overflowed once, last at 2026-11-24 05:20:11 UTC (16,384 events at once): everything was looked at again; if it repeats, raise it: sysctl fs.inotify.max_queued_events=65536 (and in /etc/sysctl.d/ to keep it), then restart dssync',
+    );
+    expect(formatWatchLines({ ...base, queue: { queueSize: 16_384, overflows: 3, lastOverflowAt: '2026-11-24T05:20:11.512Z', lastBurst: 15_002 } }, '/data')[1]).toMatch(/^the inotify queue \(16,384 events\) may have overflowed 3 times, last at .* \(15,002 events at once\)/);
+  });
+
   it('many mounts below a folder: ten lines, then how many more', () => {
     const mounts = Array.from({ length: 13 }, (_, i) => ({ ...ext4, mountPoint: `/data/m${i}`, rel: `m${i}` }));
     const lines = formatWatchLines({ mode: 'auto', mounts, overLimit: [], problems: [] }, '/data');
