@@ -241,7 +241,8 @@ describe('startWatcher, other cases', () => {
   it('watches by polling when asked (watch.mode "poll"), reporting add, change and unlink', { timeout: TIMEOUT }, async () => {
     const h = await watchRoot({ watchMode: 'poll', pollTargetMs: 50 });
     expect(h.watcher.status!()).toMatchObject({ mounts: [{ kind: 'poll', why: 'watch.mode is "poll"' }] });
-    await waitSeen('a first poll cycle', () => (h.watcher.status!().poll?.cycles ?? 0) >= 1, () => h.watcher.status!());
+    // Ready once the first cycle has learned the folder: a change from now on is reported.
+    expect(h.watcher.status!().poll!.cycles).toBeGreaterThanOrEqual(1);
     expect(h.watcher.watchedDirs()).toBe(0); // no inotify watch at all
     await writeFile(join(root, 'p.txt'), 'one');
     await h.waitEvent('p.txt added', (e) => e.path === 'p.txt' && e.kind === 'add');
@@ -249,6 +250,14 @@ describe('startWatcher, other cases', () => {
     await h.waitEvent('p.txt changed', (e) => e.path === 'p.txt' && e.kind === 'change' && e.size === 11);
     await unlink(join(root, 'p.txt'));
     await h.waitEvent('p.txt unlinked', (e) => e.path === 'p.txt' && e.kind === 'unlink');
+  });
+
+  it('a start stopped while its first poll cycle runs ends at once, having learned nothing (the caller closes it)', { timeout: TIMEOUT }, async () => {
+    await writeFile(join(root, 'p.txt'), 'one');
+    const stopping = new AbortController();
+    stopping.abort();
+    const h = await watchRoot({ watchMode: 'poll', pollTargetMs: 50, signal: stopping.signal });
+    expect(h.watcher.status!().poll).toMatchObject({ cycles: 0 });
   });
 
   it('feeds a burst of files moved between folders into one aggregator batch', { timeout: TIMEOUT }, async () => {

@@ -87,13 +87,15 @@ function report(failures: FileFailure[] = [], extra: Partial<PassReport> = {}): 
 const serviceDown = (): ApiError =>
   new ApiError({ code: 'E_SERVER', status: 503, method: 'GET', path: '/datastore/v1/data-sources/ds-1/documents', message: 'GET /datastore/v1/data-sources/ds-1/documents: 503 Service Unavailable', retryable: true });
 
-function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeconds?: number } = {}) {
+function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeconds?: number; holdStart?: number } = {}) {
   const clock = new FakeClock(1_000_000);
   const mirror = new FakeMirror();
   let builds = 0;
   let watcherOpts: WatcherOptions | undefined;
   let watcherClosed = false;
   let watchStarts = 0;
+  /** Start number `o.holdStart` is ready only when released (a first poll cycle that takes time) or its signal aborts. */
+  let releaseStart: (() => void) | undefined;
   const config = { debounceMs: 300, rescanIntervalSeconds: o.rescanIntervalSeconds ?? 3600, ingestionCheck: { enabled: false, delaySeconds: 0 } } as unknown as Config;
   const mapping = { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '' } as unknown as MappingConfig;
   const state = { mapping: () => ({ files: { 'a.txt': {}, 'b.txt': {} } }), fileCount: () => 2 } as unknown as StateStore;
@@ -125,7 +127,11 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
         },
         watchedDirs: () => 1,
       };
-      return Promise.resolve(w);
+      if (watchStarts !== o.holdStart) return Promise.resolve(w);
+      return new Promise<Watcher>((resolve) => {
+        releaseStart = () => resolve(w);
+        opts.signal?.addEventListener('abort', () => resolve(w), { once: true });
+      });
     },
   };
   const runner = new MappingRunner(deps);
@@ -137,7 +143,7 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
     if (!watcherOpts) throw new Error('the watcher was not started');
     watcherOpts.onError(e);
   };
-  return { clock, mirror, runner, emit, watchError, builds: () => builds, watchStarts: () => watchStarts, watcherClosed: () => watcherClosed };
+  return { clock, mirror, runner, emit, watchError, builds: () => builds, watchStarts: () => watchStarts, watcherClosed: () => watcherClosed, releaseStart: () => releaseStart?.() };
 }
 
 describe('MappingRunner', () => {
@@ -461,6 +467,36 @@ describe('MappingRunner: back-off and the watcher', () => {
     await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
     await runner.stop(8_000);
+  });
+
+  it('a mount change: the new watcher is started, and the full pass runs only once it is ready (its first poll cycle learned the tree)', async () => {
+    const { clock, mirror, runner, watchError, watchStarts, releaseStart } = setup({ holdStart: 2 });
+    runner.start();
+    await clock.settle();
+    mirror.last().resolve(report());
+    await clock.settle();
+    const calls = mirror.calls.length;
+
+    watchError(new WatchError('mounts-changed', '/srv/share', 'the filesystems mounted on or below /srv/share changed', true));
+    await clock.advance(1_000);
+    expect(watchStarts()).toBe(2);
+    // A pass now could miss what changes before the new poller has learned the tree.
+    expect(mirror.calls).toHaveLength(calls);
+    releaseStart();
+    await clock.advance(1_000);
+    expect(mirror.calls.map((c) => c.kind).slice(calls)).toEqual(['full']);
+    mirror.last().resolve(report());
+    await clock.settle();
+    await runner.stop(8_000);
+  });
+
+  it('a stop while the watcher start waits for its first poll cycle: the start is told to give up, and the stop ends', async () => {
+    const { clock, runner, watchStarts, watcherClosed } = setup({ holdStart: 1 });
+    runner.start();
+    await clock.settle();
+    expect(watchStarts()).toBe(1);
+    await runner.stop(8_000); // without the signal, it would wait for the cycle forever
+    expect(watcherClosed()).toBe(true);
   });
 
   it('a folder that cannot be watched at start: degraded, watched again with back-off, then a full pass', async () => {
