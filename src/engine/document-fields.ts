@@ -46,3 +46,24 @@ export function documentName(path: string): string {
   // eslint-disable-next-line no-control-regex
   return path.replace(/[\u0000-\u001f\u007f]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
+
+/** What marks an upload's name as dssync's, with the upload's nonce (see markUploadName). */
+const UPLOAD_MARK = '.dssync-upload-';
+
+/**
+ * The name a file is uploaded under: its document's name with a nonce the upload's intent
+ * records, before the extension (`sub/report.dssync-upload-3f9a0c1b2d4e.pdf`), as rsync
+ * writes to a temporary name and renames. The service names a document after the file
+ * part; the metadata update that follows at once gives it its real name. Should the
+ * upload's answer be lost, the listing shows a document only this upload can have made:
+ * told from a person's document of the same name and size without doubt, so it is never a
+ * duplicate left behind (docs/reliability.md, "What is ours"). The extension stays last
+ * for a service that guesses the type from it.
+ */
+export function markUploadName(name: string, nonce: string): string {
+  const slash = name.lastIndexOf('/');
+  const dot = name.lastIndexOf('.');
+  // A dot that starts the base name (".bashrc") is not an extension.
+  const ext = dot > slash + 1 ? dot : name.length;
+  return `${name.slice(0, ext)}${UPLOAD_MARK}${nonce}${name.slice(ext)}`;
+}

@@ -15,6 +15,7 @@
  *   document, and a mirror runs one plan at a time: two operations never touch one
  *   document at once.
  */
+import { randomBytes } from 'node:crypto';
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError, type ApiError } from '../api/errors.js';
@@ -22,6 +23,7 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import { disposition } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
+import { markUploadName } from './document-fields.js';
 import type { HashedFile, Op } from './plan.js';
 
 /** The state operations the executor needs (StateStore implements them). */
@@ -71,6 +73,8 @@ export interface ExecutorOptions {
    * and size. An incremental pass has none: a person may have uploaded since the last one.
    */
   preexistingFresh?: boolean | undefined;
+  /** The nonce of each upload's marked name (document-fields.ts). @default 12 random hex digits */
+  uploadNonce?: (() => string) | undefined;
 }
 
 export type OpOutcome = 'done' | 'failed' | 'rejected' | 'changed' | 'ambiguous';
@@ -105,6 +109,11 @@ export interface ExecutionResult {
 }
 
 type UploadOp = Extract<Op, { kind: 'upload' | 'replace' }>;
+/** An upload with the marked name it is sent under (document-fields.ts markUploadName). */
+interface NamedUpload {
+  op: UploadOp;
+  uploadName: string;
+}
 
 export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promise<ExecutionResult> {
   const result: ExecutionResult = {
@@ -140,7 +149,9 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
         break;
     }
   }
-  const batches = makeBatches(uploads, o.batchFiles, o.batchBytes);
+  const nonce = o.uploadNonce ?? ((): string => randomBytes(6).toString('hex'));
+  const named = uploads.map((op): NamedUpload & { file: { size: number } } => ({ op, uploadName: markUploadName(o.desired(op.file).name, nonce()), file: op.file }));
+  const batches = makeBatches(named, o.batchFiles, o.batchBytes);
   const intents = new IntentPrefetch(o, batches, Math.max(1, o.concurrency));
   batches.forEach((batch, i) => {
     void queue.add(() => runUploadBatch(batch, o, result, intents.take(i)));
@@ -162,7 +173,7 @@ class IntentPrefetch {
 
   constructor(
     private readonly o: ExecutorOptions,
-    private readonly batches: readonly UploadOp[][],
+    private readonly batches: readonly NamedUpload[][],
     private readonly ahead: number,
   ) {}
 
@@ -187,16 +198,17 @@ class IntentPrefetch {
   }
 }
 
-function uploadIntent(batch: UploadOp[], o: ExecutorOptions): DistributiveOmit<Intent, 'id' | 'startedAt'> {
-  const files = batch.map((op) => ({
+function uploadIntent(batch: readonly NamedUpload[], o: ExecutorOptions): DistributiveOmit<Intent, 'id' | 'startedAt'> {
+  const files = batch.map(({ op, uploadName }) => ({
     path: op.path,
     size: op.file.size,
     mtimeMs: op.file.mtimeMs,
     sha256: op.file.sha256,
+    uploadName,
     ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
   }));
   if (!o.preexisting) return { kind: 'upload', files };
-  const preexisting = [...new Set(batch.flatMap((op) => o.preexisting!(op.path)))];
+  const preexisting = [...new Set(batch.flatMap(({ op }) => o.preexisting!(op.path)))];
   return { kind: 'upload', files, preexisting, ...(o.preexistingFresh ? { preexistingFresh: true } : {}) };
 }
 
@@ -247,10 +259,11 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
   }
 }
 
-async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: ExecutionResult, intent?: () => Promise<string>): Promise<void> {
+async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions, r: ExecutionResult, intent?: () => Promise<string>): Promise<void> {
+  const batch = named.map((n) => n.op);
   let intentId: string;
   try {
-    intentId = await (intent ? intent() : o.state.beginIntent(o.mappingId, uploadIntent(batch, o)));
+    intentId = await (intent ? intent() : o.state.beginIntent(o.mappingId, uploadIntent(named, o)));
   } catch (e) {
     // The intent could not be made durable (disk full...): an upload whose answer got lost
     // could then not be recognised after a crash, so nothing is sent; a later pass retries.
@@ -261,9 +274,9 @@ async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: Executio
   try {
     records = await o.api.uploadDocuments(
       o.dataSourceId,
-      batch.map((op) => ({
+      named.map(({ op, uploadName }) => ({
         path: op.file.diskPath,
-        name: o.desired(op.file).name,
+        name: uploadName,
         expectedSize: op.file.size,
         expectedMtimeMs: op.file.mtimeMs,
         // The bytes sent must be the file walked and hashed (api/upload.ts).
@@ -274,7 +287,7 @@ async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: Executio
       { signal: o.signal },
     );
   } catch (e) {
-    await uploadFailed(batch, intentId, e, o, r);
+    await uploadFailed(named, intentId, e, o, r);
     return;
   }
 
@@ -322,7 +335,8 @@ async function runUploadBatch(batch: UploadOp[], o: ExecutorOptions, r: Executio
   if (allMarked) o.state.endIntent(o.mappingId, intentId);
 }
 
-async function uploadFailed(batch: UploadOp[], intentId: string, e: unknown, o: ExecutorOptions, r: ExecutionResult): Promise<void> {
+async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: unknown, o: ExecutorOptions, r: ExecutionResult): Promise<void> {
+  const batch = named.map((n) => n.op);
   if (isApiError(e) && e.ambiguous) {
     // The service may have created some documents: the intent stays open, and the caller
     // lists the data source and plans again, adopting what landed.
@@ -346,8 +360,8 @@ async function uploadFailed(batch: UploadOp[], intentId: string, e: unknown, o: 
   if ((refused || changed) && batch.length > 1) {
     // The service (or the disk) names no file: send the halves apart until the culprit is alone.
     const mid = Math.ceil(batch.length / 2);
-    await runUploadBatch(batch.slice(0, mid), o, r);
-    await runUploadBatch(batch.slice(mid), o, r);
+    await runUploadBatch(named.slice(0, mid), o, r);
+    await runUploadBatch(named.slice(mid), o, r);
     return;
   }
   for (const op of batch) {

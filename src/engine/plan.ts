@@ -433,9 +433,10 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
       otherOwners.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId });
       continue;
     }
-    const pinned = uploads.byId.get(doc.id);
+    const pinned = uploads.byId.get(doc.id) ?? uploads.byMark(doc);
     if (pinned) {
-      // The upload's answer named it: ours, whatever its name now.
+      // The upload's answer named it, or it bears the name only that upload used (its answer
+    // lost): ours, whatever its size.
       add({ doc, id: doc.id, path: pinned.file.path, sha256: pinned.file.sha256, fromIntent: true, byIntent: true });
       ourDocumentCount++;
       continue;
@@ -489,6 +490,9 @@ export interface IntentPin {
  */
 function openUploads(intents: Readonly<Record<string, Intent>>) {
   const byId = new Map<string, OpenFile>();
+  const marked = new Map<string, OpenFile>();
+  /** Documents found by their marked name, per file: pinned when one file made exactly one. */
+  const byMarkFound = new Map<OpenFile, string[]>();
   const byName = new Map<string, OpenFile[]>();
   // Oldest first: the newest intent's file wins a name (the last of the list).
   const byAge = Object.values(intents).sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
@@ -502,6 +506,11 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
         byId.set(file.documentId, open);
         return;
       }
+      if (file.uploadName !== undefined) {
+        for (const key of nameForms(file.uploadName)) marked.set(key, open);
+        return;
+      }
+      // Written before uploads were marked: told by name and size only.
       for (const key of intentNameKeys(file.path)) {
         const list = byName.get(key) ?? [];
         list.push(open);
@@ -515,6 +524,13 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
   const unknowable: DocumentRecord[] = [];
   return {
     byId,
+    /** The open file whose marked upload name the document bears (documentId not yet known). */
+    byMark(doc: DocumentRecord): OpenFile | undefined {
+      if (doc.name === undefined || marked.size === 0) return undefined;
+      const open = marked.get(doc.name.normalize('NFC'));
+      if (open) byMarkFound.set(open, [...(byMarkFound.get(open) ?? []), doc.id]);
+      return open;
+    },
     /** Notes an unmarked document as a candidate; false when no lost upload can have made it. */
     claimByName(doc: DocumentRecord): boolean {
       if (doc.name === undefined) return false;
@@ -540,6 +556,7 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
       const claimed: { doc: DocumentRecord; file: IntentFile }[] = [];
       const doubtful: DocumentRecord[] = [...unknowable];
       const pins: IntentPin[] = [];
+      for (const [open, ids] of byMarkFound) if (ids.length === 1) pins.push({ intentId: open.intentId, index: open.index, documentId: ids[0]! });
       for (const [newest, { docs, files }] of groups) {
         if (docs.length > files.size) {
           doubtful.push(...docs);
@@ -556,7 +573,12 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
 
 /** Every name under which the service may list the upload of `path`. */
 export function intentNameKeys(path: string): string[] {
-  return [...new Set([path, documentName(path)].flatMap((k) => formNameForms(k)).map((k) => k.normalize('NFC')))];
+  return nameForms(path, documentName(path));
+}
+
+/** The names, in NFC, under which the service may list a file part named so. */
+function nameForms(...names: string[]): string[] {
+  return [...new Set(names.flatMap((k) => formNameForms(k)).map((k) => k.normalize('NFC')))];
 }
 
 /** The document's size in bytes as the service reports it, if it does. */

@@ -82,6 +82,12 @@ export interface IntentFile {
   /** For a replace: the document the new upload supersedes (deleted once the new one is in). */
   replacesDocumentId?: string;
   /**
+   * The name the file was uploaded under, marked with a nonce (engine/document-fields.ts
+   * markUploadName): a document of that name is this upload's, whatever its size, even
+   * when the answer was lost. Absent in intents written before the mark existed.
+   */
+  uploadName?: string;
+  /**
    * The document the upload created for this file, recorded as soon as the upload's answer
    * named it (before its metadata is written), or when the first listing after a lost
    * answer showed exactly one document it can be. Known: only that document is this

@@ -88,6 +88,7 @@ const IntentFileSchema = z.object({
   mtimeMs: z.number(),
   sha256: z.string(),
   replacesDocumentId: z.string().optional(),
+  uploadName: z.string().optional(),
   documentId: z.string().optional(),
 });
 

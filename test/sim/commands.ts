@@ -43,8 +43,9 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   advance(10000); seed 20261127: write(a.txt, 12), personUploads(sub/a.txt, ab),
  *   rename(a.txt, sub/a.txt), crashAtNextCall, ... Fix: only a listing of the upload's own
  *   pass ties a lost answer's document to it by name and size; otherwise the document is
- *   doubtful (left alone, reported, the file sent again; fake-service.ts marks what such an
- *   upload made `unlisted`, which the oracle lets stay). While off, people's documents under
+ *   doubtful (left alone, reported, the file sent again). Since uploads are sent under a
+ *   marked name (engine/document-fields.ts markUploadName), such an upload's document is
+ *   told by that name, and the oracle lets no unmarked upload of ours stay. While off, people's documents under
  *   our files' full names have sizes no file of ours has (base names and free names keep them).
  */
 export const FLAGS = {

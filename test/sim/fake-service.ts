@@ -37,12 +37,6 @@ export interface Doc {
   content: string;
   /** Uploaded by dssync (the process's uploads), as opposed to a person or another installation. */
   byUs: boolean;
-  /**
-   * Made by an upload whose answer was lost, sent by a pass without a listing of its own (an
-   * incremental pass): dssync cannot tell it from a person's document of the same name and
-   * size uploaded since its last listing, so it may stay, reported (docs/reliability.md).
-   */
-  unlisted?: boolean;
 }
 
 export interface ServiceVariant {
@@ -61,7 +55,6 @@ export interface ServiceCounters {
 interface LateUpload {
   dueAt: number;
   files: { name: string; content: string; size: number }[];
-  unlisted: boolean;
 }
 
 const DS = 'ds1';
@@ -109,7 +102,7 @@ export class FakeService extends FakeApi {
     if (due.length === 0) return;
     this.late = this.late.filter((l) => l.dueAt > upTo);
     for (const l of due) {
-      for (const f of l.files) this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true, ...(l.unlisted ? { unlisted: true } : {}) });
+      for (const f of l.files) this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true });
       this.counters.lateCommits++;
     }
   }
@@ -240,24 +233,17 @@ export class FakeService extends FakeApi {
         return { name: f.name, content: sha256(n.data), size: n.data.length };
       });
     let sent: { name: string; content: string; size: number }[] | undefined;
-    const unlisted = this.activity === 'changes';
-    let made: Doc[] = [];
     return this.act(
       true,
       () => {
         sent ??= read();
-        made = sent.map((f) => this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true }));
-        return made.map((d) => this.recordOf(d));
+        return sent.map((f) => this.recordOf(this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true })));
       },
       () => {
         sent = read();
-        this.late.push({ dueAt: this.now() + 1_000 + (this.counters.calls % 50) * 1_000, files: sent, unlisted });
+        this.late.push({ dueAt: this.now() + 1_000 + (this.counters.calls % 50) * 1_000, files: sent });
       },
-    ).catch((e: unknown) => {
-      // The answer is lost (after the commit, or at a crash).
-      if (unlisted) for (const d of made) d.unlisted = true;
-      throw e;
-    });
+    );
   }
 
   override updateDocument(_ds: string, id: string, update: DocumentUpdate): Promise<DocumentRecord> {

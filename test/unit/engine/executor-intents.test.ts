@@ -19,7 +19,7 @@ class GroupCommitState extends MemoryState {
   private pending: { paths: string[]; resolve: () => void }[] = [];
   override async beginIntent(id: string, intent: Omit<Intent, 'id' | 'startedAt'>): Promise<string> {
     const intentId = await super.beginIntent(id, intent);
-    const paths = intent.kind === 'upload' ? (intent as Extract<Intent, { kind: 'upload' }>).files.map((f) => f.path) : [];
+    const paths = intent.kind === 'upload' ? (intent as Extract<Intent, { kind: 'upload' }>).files.map((f) => f.uploadName ?? f.path) : [];
     await new Promise<void>((resolve) => {
       if (this.pending.length === 0) setImmediate(() => this.commit());
       this.pending.push({ paths, resolve });

@@ -140,7 +140,7 @@ describe('executePlan', () => {
     const state = new MemoryState();
     const local = files(4);
     api.failBefore = (op, arg) =>
-      op === 'uploadDocuments' && (arg as { name: string }[]).some((f) => f.name === 'f2.txt') ? apiError('E_UNSUPPORTED_TYPE', 415) : undefined;
+      op === 'uploadDocuments' && (arg as { name: string }[]).some((f) => f.name.startsWith('f2.')) ? apiError('E_UNSUPPORTED_TYPE', 415) : undefined;
     const { result } = await pass(api, state, local);
     expect(result.rejected.map((f) => f.path)).toEqual(['f2.txt']);
     expect(state.m.rejected['f2.txt']).toMatchObject({ status: 415, size: 10, mtimeMs: 1000 });

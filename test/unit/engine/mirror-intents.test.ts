@@ -93,8 +93,11 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(api.count('uploadDocuments')).toBe(2);
     // The first upload's intent is still open: its window has not passed.
     expect(Object.keys(state.m.intents)).toHaveLength(1);
-    // The service commits the first upload now, after the client gave up.
-    const late = { ...api.add({ name: 'sub/report.txt', metadata: {}, size: 10 }) };
+    // The service commits the first upload now, after the client gave up, under the marked
+    // name it was sent with (document-fields.ts markUploadName).
+    const sentAs = openUpload(state).files[0]!.uploadName!;
+    expect(sentAs).toMatch(/^sub\/report\.dssync-upload-[0-9a-f]{12}\.txt$/);
+    const late = { ...api.add({ name: sentAs, metadata: {}, size: 10 }) };
     await clock.advance(1000);
     await mirror.fullPass();
     expect(api.docs.has(late.id)).toBe(false);
@@ -164,7 +167,7 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(state.m.intents).toEqual({});
   });
 
-  it("a person's upload of the same full name and size since the last listing is never taken for an incremental pass's lost upload (the simulation, SIM_PERSON_RACES_UPLOAD, seed 20261126)", async () => {
+  it("a person's upload of the same full name and size since the last listing is never taken for an incremental pass's lost upload, which is removed as our duplicate when it lands (the simulation, SIM_PERSON_RACES_UPLOAD, seed 20261126)", async () => {
     const { clock, api, state, local, mirror } = setup();
     local.put('keep.txt', 'hk');
     await mirror.fullPass();
@@ -177,23 +180,25 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(lost.needsFullPass).toBe(true);
     api.failBefore = () => undefined;
     expect(openUpload(state).preexistingFresh).toBeUndefined();
-    // The next full pass sees only the person's document: ours or theirs, unknowable which.
+    const sentAs = openUpload(state).files[0]!.uploadName!;
+    // The next full pass sees only the person's document: not of the name the upload was
+    // sent under, so it is theirs — left alone, and no conflict.
     await clock.advance(1000);
     const next = await mirror.fullPass();
     expect(api.docs.get(theirs.id)).toEqual(theirs);
-    expect(next.conflicts?.map((c) => c.documentId)).toEqual([theirs.id]);
-    expect(next.skipped.some((s) => s.reason.startsWith(`conflict: document ${theirs.id}`))).toBe(true);
+    expect(next.conflicts ?? []).toEqual([]);
     // keep.txt, the lost one, and a.txt sent again under our metadata.
     expect(api.count('uploadDocuments')).toBe(3);
-    // The lost upload lands late: a duplicate of ours or not, it is left alone too.
-    const late = { ...api.add({ name: 'a.txt', metadata: {}, size: 10 }) };
+    // The lost upload lands late under its marked name: ours without doubt, a duplicate, deleted.
+    const late = { ...api.add({ name: sentAs, metadata: {}, size: 10 }) };
     await clock.advance(1000);
     await mirror.fullPass();
     await clock.advance(INTENT_SETTLE_MS);
     await mirror.fullPass();
     expect(api.docs.get(theirs.id)).toEqual(theirs);
-    expect(api.docs.get(late.id)).toEqual(late);
+    expect(api.docs.has(late.id)).toBe(false);
     expect(api.list().filter((d) => d.metadata['dssync_path'] === 'a.txt')).toHaveLength(1);
+    expect(api.list()).toHaveLength(3);
     expect(state.m.intents).toEqual({});
   });
 
@@ -247,12 +252,13 @@ describe('an open intent of a file that becomes excluded (the simulation, seed 7
     api.failBefore = (op, arg) => (op === 'uploadDocuments' && JSON.stringify(arg).includes('a.txt') ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
     await mirror.fullPass({ maxRounds: 1 });
     api.failBefore = () => undefined;
+    const sentAs = openUpload(state).files.find((f) => f.path === 'a.txt')!.uploadName!;
     // The file grows past maxFileBytes (excluded), then the lost upload lands.
     local.put('a.txt', 'h2', 16);
     local.tooLarge.add('a.txt');
     await clock.advance(1000);
     await mirror.fullPass();
-    const late = api.add({ name: 'a.txt', metadata: {}, size: 1 });
+    const late = api.add({ name: sentAs, metadata: {}, size: 1 });
     await clock.advance(1000);
     const report = await mirror.fullPass();
     expect(report.ops).toContainEqual({ kind: 'delete', path: 'a.txt', documentId: late.id, reason: 'excluded', unmarked: true });
@@ -275,7 +281,7 @@ describe('an open intent of a file that becomes excluded (the simulation, seed 7
     api.failBefore = (op) => (op === 'updateDocument' ? apiError('E_SERVER', 503, { retryable: true }) : undefined);
     await mirror.fullPass({ maxRounds: 1 });
     api.failBefore = () => undefined;
-    const named = api.list().find((d) => d.name === 'a.txt' && d.id !== old.id)!;
+    const named = api.list().find((d) => d.id !== old.id && d.name?.startsWith('a.dssync-upload-'))!;
     expect(openUpload(state).files[0]!.documentId).toBe(named.id);
     // Then the file grows past maxFileBytes.
     local.put('a.txt', 'h3', 16);

@@ -424,6 +424,16 @@ describe('planMirror', () => {
     expect(r.doubtful.map((d) => d.id).sort()).toEqual(['d8', 'p1']);
   });
 
+  it('a lost answer of a marked upload: the document of the name it was sent under is ours, whatever its size and the listing; a person\'s of the plain name is foreign', () => {
+    const intents: Record<string, Intent> = {
+      i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1', uploadName: 'sub/a.dssync-upload-0123456789ab.txt' }], preexisting: [] },
+    };
+    const r = plan({ local: [local('sub/a.txt', 'h1')], intents, remote: [unmarked('p1', 'sub/a.txt', 10), unmarked('d7', 'sub/a.dssync-upload-0123456789ab.txt')] });
+    expect(summary(r.ops)).toEqual(['update-meta d7 sub/a.txt']);
+    expect(r.intentPins).toEqual([{ intentId: 'i1', index: 0, documentId: 'd7' }]);
+    expect(r.doubtful).toEqual([]);
+  });
+
   it("a lost answer of an upload sent without a listing of its own pass: a document of the file's name and size is doubtful, never claimed (SIM_PERSON_RACES_UPLOAD)", () => {
     // The intent's "before" is the last full listing's, older than the upload's pass (an
     // incremental pass): a person may have uploaded p1 since, so it may not be ours.
