@@ -190,9 +190,8 @@ export function planMirror(input: PlanInput): PlanResult {
   const { state, scope } = input;
   const inScope = (p: string): boolean => scope === undefined || scope.has(p);
   const untouchable = input.untouchable ?? ((): boolean => false);
-  const stateByDoc = new Map<string, { path: string; entry: FileEntry }>();
   // for-in, not Object.entries: no array of 100,000 pairs (the state's records have no prototype).
-  for (const path in state.files) stateByDoc.set(state.files[path]!.documentId, { path, entry: state.files[path]! });
+  const stateByDoc = pathsByDocument(state.files);
 
   const { byPath, foreign, otherOwners, ourDocumentCount, intentPins, doubtful } = classifyRemote(input, stateByDoc);
 
@@ -232,25 +231,22 @@ export function planMirror(input: PlanInput): PlanResult {
   }
   const sorted = [...paths].filter((p) => !untouchable(p)).sort();
 
-  const hashed = new Map<string, HashedFile>();
-  for (const path of sorted) {
+  // A file's content hash: this pass's, else the state's (the caller's quick check,
+  // pathsToHash, vouched for it), in a copy (the caller's object stays as it was). Made
+  // when asked, not kept for every file: a map of a million copies is ~150 MB (issue 16).
+  const hashedFile = (path: string): HashedFile | undefined => {
     const file = input.local.get(path);
-    if (!file) continue;
-    if (file.sha256 !== undefined) {
-      hashed.set(path, file as HashedFile);
-      continue;
-    }
-    // Not hashed: the caller's quick check (pathsToHash) vouched for the state's hash.
+    if (!file) return undefined;
+    if (file.sha256 !== undefined) return file as HashedFile;
     const entry = state.files[path];
     if (!entry || entry.size !== file.size || entry.mtimeMs !== file.mtimeMs) throw new Error(`planMirror: ${path} needs a content hash (see pathsToHash)`);
-    // A copy: the caller's object stays as it was.
-    hashed.set(path, { ...file, sha256: entry.sha256, hashedAt: entry.hashedAt });
-  }
+    return { ...file, sha256: entry.sha256, hashedAt: entry.hashedAt };
+  };
 
   // Documents of ours whose path no longer exists locally can be renamed, by content hash.
   const sources = new Map<string, KnownDoc[]>();
   for (const path of sorted) {
-    if (hashed.has(path)) continue;
+    if (input.local.has(path)) continue;
     for (const d of byPath.get(path) ?? []) {
       if (d.sha256 === undefined) continue;
       const list = sources.get(d.sha256) ?? [];
@@ -266,7 +262,9 @@ export function planMirror(input: PlanInput): PlanResult {
   // Files without a document of the right content: rejected before, renamed, or sent.
   const consumed = new Set<string>();
   const renames = new Map<string, KnownDoc>();
-  for (const [path, file] of hashed) {
+  for (const path of sorted) {
+    const file = hashedFile(path);
+    if (!file) continue;
     const docs = byPath.get(path) ?? [];
     if (pickGood(docs, file.sha256, state.files[path]?.documentId)) continue;
     const rejected = state.rejected[path];
@@ -279,7 +277,7 @@ export function planMirror(input: PlanInput): PlanResult {
   }
 
   for (const path of sorted) {
-    const file = hashed.get(path);
+    const file = hashedFile(path);
     const known = byPath.get(path);
     const docs = known === undefined ? NO_DOCS : consumed.size === 0 ? known : known.filter((d) => !consumed.has(d.id));
     const entry = state.files[path];
@@ -357,9 +355,14 @@ export function planMirror(input: PlanInput): PlanResult {
  * answer, before anyone else can upload a document of the same name and size.
  */
 export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote'> & { remote: readonly DocumentRecord[] }): IntentPin[] {
-  const stateByDoc = new Map<string, { path: string; entry: FileEntry }>();
-  for (const path in input.state.files) stateByDoc.set(input.state.files[path]!.documentId, { path, entry: input.state.files[path]! });
-  return classifyRemote(input, stateByDoc).intentPins;
+  return classifyRemote(input, pathsByDocument(input.state.files)).intentPins;
+}
+
+/** The state's path of each document id (the path alone: its entry is one lookup away). */
+function pathsByDocument(files: Readonly<Record<string, FileEntry>>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const path in files) out.set(files[path]!.documentId, path);
+  return out;
 }
 
 function deleteOp(path: string, d: KnownDoc, reason: DeleteReason): Op {
@@ -390,7 +393,7 @@ interface RemoteView {
  * Sorts the remote documents into ours (by path) and foreign ones. Without a remote
  * listing, the state stands in for it.
  */
-function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote'>, stateByDoc: Map<string, { path: string; entry: FileEntry }>): RemoteView {
+function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote'>, stateByDoc: ReadonlyMap<string, string>): RemoteView {
   const byPath = new Map<string, KnownDoc[]>();
   const add = (d: KnownDoc): void => {
     const list = byPath.get(d.path);
@@ -411,7 +414,8 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
   const otherOwners: OtherOwner[] = [];
   for (const doc of input.remote) {
     const meta = readMeta(doc);
-    const known = stateByDoc.get(doc.id);
+    const knownPath = stateByDoc.get(doc.id);
+    const known = knownPath === undefined ? undefined : { path: knownPath, entry: input.state.files[knownPath]! };
     const mine = meta !== undefined && meta.mappingId === input.mappingId && (input.installationId === undefined || meta.installationId === input.installationId);
     if (mine) {
       // Metadata is written last by every update, so its path is the newest; the content
