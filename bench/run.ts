@@ -105,6 +105,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   const z = ctx.sizes;
   n.push(`Every measured request pays ${z.latencyMs} ms of service latency (emulator fault latencyMs); setups run without it.`);
   if (process.env.BENCH_SIZES) n.push(`Sizes changed with BENCH_SIZES=${process.env.BENCH_SIZES}.`);
+  if (s.scaleRestart?.seeded) n.push('scaleRestart: the first mirror was seeded (its state file and documents written directly, bench/lib/seed.ts), not run: setupSeconds is the seeding, setupRssMB is not measured.');
   const override = process.env.BENCH_CONFIG;
   if (override) n.push(`NOT the default settings: the measured runs used BENCH_CONFIG=${override}.`);
   else n.push('dssync runs with its default settings (the config names only the service, the state file, the status endpoint on a free port and the mapping).');

@@ -26,6 +26,8 @@ export interface Sizes {
   scaleFiles: number;
   scaleFolders: number;
   scaleCurve: number[];
+  /** scaleDaemon: write the first mirror's result instead of running it (hours at a million files here). */
+  scaleSeeded: boolean;
   /** scaleMemory: sizes at which the restart path's structures are weighed (in this process). */
   scaleMemory: number[];
 }
@@ -49,6 +51,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleFolders: 50_000,
     scaleCurve: [10_000, 100_000, 300_000, 1_000_000],
     scaleMemory: [100_000, 1_000_000],
+    scaleSeeded: true,
   },
   quick: {
     initialFiles: 1_000,
@@ -68,6 +71,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleFolders: 250,
     scaleCurve: [1_000, 10_000],
     scaleMemory: [5_000],
+    scaleSeeded: false,
   },
   smoke: {
     initialFiles: 60,
@@ -87,6 +91,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleFolders: 10,
     scaleCurve: [1_000],
     scaleMemory: [200],
+    scaleSeeded: false,
   },
 };
 

@@ -13,6 +13,7 @@ import { RACY_MARGIN_MS } from '../../src/engine/racy.js';
 import type { BenchContext } from '../lib/context.js';
 import { runSync, startDaemon, writeConfig } from '../lib/dssync.js';
 import { checkMirror, startService, writeRequests } from '../lib/service.js';
+import { seedFirstMirror } from '../lib/seed.js';
 import { writeTree } from '../lib/tree.js';
 import { log, mapLimit, round } from '../lib/util.js';
 import { waitForWatching } from './daemon-changes.js';
@@ -25,8 +26,10 @@ export interface RestartFigures {
   contentBytesRead: number;
   rssMB: number;
   setupSeconds: number;
-  /** Peak RSS of the setup's `dssync sync` (the first mirror). */
+  /** Peak RSS of the setup's `dssync sync` (the first mirror); NaN when seeded. */
   setupRssMB: number;
+  /** The first mirror was written directly, not run (RestartSpec.seeded). */
+  seeded?: true;
 }
 
 export interface FootprintFigures {
@@ -55,6 +58,11 @@ export interface RestartSpec {
   /** File sizes (bytes): small files keep a tree of a million files quick to write. */
   minBytes: number;
   maxBytes: number;
+  /**
+   * Write the first mirror's result (state and documents: lib/seed.ts) instead of running
+   * `dssync sync`: at a million files the setup mirror alone takes hours on this machine.
+   */
+  seeded?: boolean | undefined;
 }
 
 export async function runRestart(
@@ -80,14 +88,21 @@ export async function runRestart(
   const emu = await startService();
   try {
     t0 = performance.now();
-    const setupConfig = await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup', extra: SETUP_QUEUE });
-    // Past 300,000 files the unmeasured setup may need more heap than Node.js's default
-    // limit (~4 GB on this machine); its peak RSS is still reported as measured.
-    const setupEnv: Record<string, string> = spec.files > SETUP_DEFAULT_HEAP_FILES ? { NODE_OPTIONS: `--max-old-space-size=${SETUP_HEAP_MB}` } : {};
-    const setup = await runSync(setupConfig, setupEnv);
-    if (setup.code !== 0) throw new Error(`${spec.name} setup: dssync sync exited ${setup.code}:\n${setup.stderr.slice(-3000)}`);
+    let setupRssMB = NaN;
+    if (spec.seeded) {
+      await seedFirstMirror({ emu, share, files, statePath: join(dir, 'state', 'state.json'), mappingId: 'bench', dataSourceName: 'Bench', hashedAt: Date.now() });
+      log(`${spec.name}: first mirror of ${files.length} files seeded (state and documents written directly) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    } else {
+      const setupConfig = await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup', extra: SETUP_QUEUE });
+      // Past 300,000 files the unmeasured setup may need more heap than Node.js's default
+      // limit (~4 GB on this machine); its peak RSS is still reported as measured.
+      const setupEnv: Record<string, string> = spec.files > SETUP_DEFAULT_HEAP_FILES ? { NODE_OPTIONS: `--max-old-space-size=${SETUP_HEAP_MB}` } : {};
+      const setup = await runSync(setupConfig, setupEnv);
+      if (setup.code !== 0) throw new Error(`${spec.name} setup: dssync sync exited ${setup.code}:\n${setup.stderr.slice(-3000)}`);
+      setupRssMB = setup.peakRssMB;
+      log(`${spec.name}: setup mirror of ${files.length} files in ${((performance.now() - t0) / 1000).toFixed(1)} s, peak RSS ${Math.round(setupRssMB)} MB`);
+    }
     const setupSeconds = (performance.now() - t0) / 1000;
-    log(`${spec.name}: setup mirror of ${files.length} files in ${setupSeconds.toFixed(1)} s, peak RSS ${Math.round(setup.peakRssMB)} MB`);
 
     emu.setFaults({ latencyMs: sizes.latencyMs });
     emu.resetStats();
@@ -114,7 +129,8 @@ export async function runRestart(
         contentBytesRead: (await daemon.metric('dssync_content_bytes_read_total')) ?? NaN,
         rssMB: round(Math.max(peak, daemon.memory()?.peakRssMB ?? 0), 0),
         setupSeconds: round(setupSeconds, 1),
-        setupRssMB: round(setup.peakRssMB, 0),
+        setupRssMB: round(setupRssMB, 0),
+        ...(spec.seeded ? { seeded: true } : {}),
       };
       log(`${spec.name}: ${restart.seconds} s, ${restart.writes} writes, ${restart.contentBytesRead} content bytes read, peak RSS ${restart.rssMB} MB`);
 
