@@ -96,6 +96,42 @@ describe('folder watch → aggregator → pending scope → local side: one stat
     expect(t.stats.get('/r/sub/b.md')).toBe(1);
   });
 
+  it('events during a look fold into one more look, whose stat is the one handed on', async () => {
+    const t = setup();
+    const clock = new FakeClock(10_000);
+    // The first look at a.txt reads the file as it was, then waits until the test lets it answer.
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const lstat = t.watchFs.lstat;
+    let held = false;
+    t.watchFs.lstat = async (p) => {
+      const st = await lstat(p);
+      if (p === '/r/a.txt' && !held) {
+        held = true;
+        await gate;
+      }
+      return st;
+    };
+    const w = await watching(t, clock);
+    t.stats.clear();
+
+    const done = w.looked(2);
+    t.listeners.get('/r')?.('change', 'a.txt');
+    await clock.settle(); // the first look is under way
+    t.disk.file('/r/a.txt', 'written again, longer', 3000);
+    for (let i = 0; i < 3; i++) t.listeners.get('/r')?.('change', 'a.txt');
+    release();
+    await done;
+    await clock.settle();
+
+    expect(t.stats.get('/r/a.txt')).toBe(2);
+    expect(w.emitted.map((e) => e.stat?.size)).toEqual([5, 21]);
+    clock.tick(5_000);
+    const [item] = w.aggregator.drain(clock.now()).items;
+    expect(item?.stat).toMatchObject({ size: 21, mtimeMs: 3000 });
+    w.watch.close();
+  });
+
   it('a path named without a stat (a deletion, a poll) is stat-ed by the local side, and is gone', async () => {
     const t = setup();
     const clock = new FakeClock(10_000);
