@@ -104,7 +104,7 @@ export interface ExecutionResult {
   rejected: FileFailure[];
   /** Files that changed or vanished while being sent: the next plan looks again. */
   changed: string[];
-  /** Some upload's answer was lost: list the data source and plan again before retrying. */
+  /** Some write's answer was lost: list the data source and plan again before retrying. */
   ambiguous: boolean;
 }
 
@@ -255,6 +255,11 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
       // The document vanished under us (deleted remotely): the next plan uploads again.
       o.state.deleteFile(o.mappingId, op.kind === 'rename' ? op.from : op.path);
     }
+    // A delete, rename or update whose answer was lost (a connection reset, a timeout) may
+    // or may not have happened: like a lost upload, a listing settles it, so the caller lists
+    // again now or asks for a full pass. Without this, the document of a file deleted or
+    // moved stayed until the hourly rescan (the chaos run's dropped-connection case).
+    if (isApiError(e) && e.ambiguous) r.ambiguous = true;
     fail(o, r, op.kind, op.path, e);
   }
 }

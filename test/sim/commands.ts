@@ -87,7 +87,7 @@ const cmd = (name: string, run: (w: World) => Promise<void> | void): Cmd => ({
   toString: () => name,
 });
 
-const FAULTS: Fault[] = ['none', 'server-error', 'rate-limited', 'rate-limited-retry-after', 'ambiguous', 'late-commit', 'crash-before', 'crash-after', 'write-between-pages'];
+const FAULTS: Fault[] = ['none', 'server-error', 'rate-limited', 'rate-limited-retry-after', 'ambiguous', 'dropped', 'late-commit', 'crash-before', 'crash-after', 'write-between-pages'];
 
 export const configArb: fc.Arbitrary<SimConfig> = fc.record({
   prune: fc.constantFrom<'ours' | 'all'>('ours', 'ours', 'all'),

@@ -22,6 +22,8 @@ export type Fault =
   | 'rate-limited'
   | 'rate-limited-retry-after'
   | 'ambiguous'
+  /** A write whose connection drops before the service sees it: lost answer, nothing done. */
+  | 'dropped'
   | 'late-commit'
   | 'crash-before'
   | 'crash-after'
@@ -156,6 +158,9 @@ export class FakeService extends FakeApi {
       case 'crash-before':
         this.onCrash();
         throw new ApiError({ code: 'E_ABORTED', message: 'the process crashed' });
+      case 'dropped':
+        if (write) throw new ApiError({ code: 'E_CONNECTION', message: 'the connection was reset (sim)', retryable: true, ambiguous: true });
+        break;
       case 'late-commit':
         if (late) {
           late();

@@ -243,6 +243,31 @@ describe('upload intents (issue 9, defect 2)', () => {
   });
 });
 
+describe('a lost answer of a delete or a rename (the chaos run, dropped connections)', () => {
+  it('an incremental pass whose delete lost its answer asks for a full pass, which settles it; a full pass lists again at once', async () => {
+    const { api, local, mirror } = setup();
+    local.put('keep.txt', 'hk');
+    local.put('a.txt', 'h1');
+    local.put('b.txt', 'h2');
+    await mirror.fullPass();
+    // a.txt is deleted; the connection drops before the service sees the DELETE.
+    local.files.delete('a.txt');
+    api.failBefore = (op) => (op === 'deleteDocument' ? apiError('E_CONNECTION', undefined, { ambiguous: true }) : undefined);
+    const changed = await mirror.changedPass({ files: ['a.txt'], dirs: [] });
+    expect(changed.needsFullPass).toBe(true);
+    api.failBefore = () => undefined;
+    await mirror.fullPass();
+    expect(api.list().map((d) => d.metadata['dssync_path']).sort()).toEqual(['b.txt', 'keep.txt']);
+    // In a full pass, the same loss is settled by its next round's listing, in the same pass.
+    local.files.delete('b.txt');
+    let drops = 1;
+    api.failBefore = (op) => (op === 'deleteDocument' && drops-- > 0 ? apiError('E_CONNECTION', undefined, { ambiguous: true }) : undefined);
+    const full = await mirror.fullPass();
+    expect(full.needsFullPass).toBeFalsy();
+    expect(api.list().map((d) => d.metadata['dssync_path'])).toEqual(['keep.txt']);
+  });
+});
+
 describe('an open intent of a file that becomes excluded (the simulation, seed 7)', () => {
   it('the late-landing upload of a file now larger than maxFileBytes is deleted, and the intent closes', async () => {
     const { clock, api, state, local, mirror } = setup();
