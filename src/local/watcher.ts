@@ -288,8 +288,6 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     if (watchMode !== 'poll') {
       // Before the process's first watch creates the inotify queue: its size is fixed then.
       await inotifyQueue.prepare();
-      // The queue is the process's: an overflow may have dropped events of any folder.
-      unsubscribeQueue = inotifyQueue.subscribe((o) => fail(queueOverflowError(root, o)));
       folders = await watchFolders({
         root,
         filter: (p, isDir) => filter(p, isDir),
@@ -307,6 +305,9 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
         ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
         now,
       });
+      // The queue is the process's: an overflow may have dropped events of any folder. (One
+      // during the setup above is covered by the caller's full pass, which comes after it.)
+      unsubscribeQueue = inotifyQueue.subscribe((o) => fail(queueOverflowError(root, o)));
     }
     if (polledMounts.length > 0) usePoller();
     pollerStarted = true;
