@@ -16,6 +16,7 @@ import { json, multipartParts, startVariantServer, text, type VariantServer } fr
 import { rejectionOf } from '../../helpers/rejection.js';
 import { fixedToken } from '../../../src/auth/provider.js';
 import { QUEUE } from '../../helpers/queue-defaults.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 const TOKEN = 'sk-live-SECRET-abc123xyz';
 const ORG = 'org-7';
@@ -412,7 +413,7 @@ describe('failures', () => {
     const c = client({ pacer: new Pacer({ requestsPerSecond: 0, concurrency: 1, maxAttempts: 6, signal: shutdown.signal }) });
     const running = failure(c.listDataSources());
     const queued = failure(c.getDataSource('ds'));
-    while (server.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => server.requests.length > 0, { interval: 5, timeout: 10_000, what: 'the request to reach the server' });
     shutdown.abort();
     expect(await running).toMatchObject({ code: 'E_ABORTED', retryable: false });
     expect(await queued).toMatchObject({ code: 'E_ABORTED' });
@@ -424,7 +425,7 @@ describe('failures', () => {
     const c = client();
     const mine = new AbortController();
     const slow = failure(c.getDataSource('slow', { signal: mine.signal }));
-    while (server.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => server.requests.length > 0, { interval: 5, timeout: 10_000, what: 'the request to reach the server' });
     mine.abort();
     expect(await slow).toMatchObject({ code: 'E_ABORTED' });
     expect((await c.getDataSource('fast')).id).toBe('ok');

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { createWorkspace, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
+import { waitFor } from '../../helpers/wait-for.js';
 
 let ws: Workspace;
 const artefacts: { name: string; text: string }[] = [];
@@ -120,12 +121,9 @@ describe('security: the token stays secret', () => {
   });
 });
 
+/** The value `probe` first gives (waitFor, the one way a test waits; a throw counts as not yet). */
 async function until<T>(probe: () => T | undefined | Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await Promise.resolve(probe()).catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let value: T | undefined;
+  await waitFor(async () => (value = await probe()) !== undefined, { timeout: ms, what: 'the awaited artefact' });
+  return value!;
 }
