@@ -399,6 +399,7 @@ export class MappingRunner {
       this.d.events?.onPassStart?.(this.id, kind);
       // A full pass looks at everything the pending events named.
       const { scope, firstEventAt } = this.pending.take(kind);
+      this.aggregator.passStarts(kind === 'full' ? undefined : scope);
       this.lagStart = firstEventAt;
       const report =
         kind === 'full'

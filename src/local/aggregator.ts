@@ -257,6 +257,22 @@ export class EventAggregator {
     }
   }
 
+  /**
+   * A pass starts: it may send what is still pending here (a file held by its stability
+   * window, say; all of it for a full pass, what is under its scope otherwise), so a pending
+   * path created since the last pass is no longer unknown to the service, and its removal
+   * must be told like any other. Without this, a slowly written file
+   * uploaded by a full pass (a back-off's retry) and then renamed away was dropped as "created
+   * and deleted while pending", its document left behind (the simulation, seed 20261132).
+   */
+  passStarts(scope?: { files: readonly string[]; dirs: readonly string[] }): void {
+    // An incremental pass reads its files and walks its folders: a pending path among them
+    // (a file created in a folder after the folder's own release) may be sent by it too.
+    const files = scope && new Set(scope.files);
+    const covered = (path: string): boolean => !scope || files!.has(path) || scope.dirs.some((d) => d === '' || path === d || path.startsWith(`${d}/`));
+    for (const map of [this.files, this.dirs]) for (const e of map.values()) if (e.bornHere && covered(e.path)) e.bornHere = false;
+  }
+
   /** The watcher lost events (error, overflow): the next batch asks for a rescan. */
   overflow(reason: string, at: number): void {
     this.rescanReasons.push(reason);

@@ -64,3 +64,32 @@ it('seed 20261201: an unreadable file whose replace a crash cut keeps one docume
   await step(() => w.setUnreadable('other/e.txt', true));
   await checkInvariants(w);
 }, 60_000);
+
+it('seed 20261132: a file renamed over another right after a slow write leaves no document of ours behind', async () => {
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = async (run: () => void | Promise<void>): Promise<void> => {
+    await run();
+    await w.settle();
+    await w.restartIfCrashed();
+  };
+  await step(() => w.write('a.txt', 'x'));
+  await step(() => void (w.service.faults = ['server-error']));
+  await step(async () => {
+    w.write('b.txt', '');
+    let text = '';
+    for (let i = 0; i < 3; i++) {
+      await w.advance(1500);
+      text += `slow1.${i}|`;
+      w.write('b.txt', text);
+    }
+  });
+  await step(() => w.advance(2500));
+  await step(() => w.rename('b.txt', 'a.txt'));
+  await step(() => {
+    w.write('.save-tmp', 'x');
+    w.rename('.save-tmp', 'a.txt');
+  });
+  await checkInvariants(w);
+}, 60_000);

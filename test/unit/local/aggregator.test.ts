@@ -283,6 +283,29 @@ describe('EventAggregator: folders', () => {
     expect(agg.pendingCount()).toBe(0);
   });
 
+  it('a file created while pending but sent by a pass meanwhile is reported when deleted, not dropped (the simulation, seed 20261132)', () => {
+    // Created (held, say, by a slow write) and deleted while pending: without a pass between,
+    // nothing to tell. A full pass that started meanwhile may have uploaded it: its removal is told.
+    const quiet = make();
+    quiet.push(ev(0, 'add', 'a.txt', 5));
+    quiet.push(ev(100, 'unlink', 'a.txt'));
+    expect(quiet.pendingCount()).toBe(0);
+    const full = make();
+    full.push(ev(0, 'add', 'a.txt', 5));
+    full.passStarts();
+    full.push(ev(100, 'unlink', 'a.txt'));
+    const batch = full.drain(60_000);
+    expect(batch.items).toMatchObject([{ path: 'a.txt', gone: true }]);
+    // An incremental pass sends what is under its scope only.
+    const scoped = make();
+    scoped.push(ev(0, 'add', 'sub/a.txt', 5));
+    scoped.push(ev(0, 'add', 'other/b.txt', 5));
+    scoped.passStarts({ files: [], dirs: ['sub'] });
+    scoped.push(ev(100, 'unlink', 'sub/a.txt'));
+    scoped.push(ev(100, 'unlink', 'other/b.txt'));
+    expect(scoped.drain(60_000).items.map((i) => i.path)).toEqual(['sub/a.txt']);
+  });
+
   it('reports a file that replaced a folder of the same name as a file', () => {
     const agg = make();
     const { batches } = simulate(agg, [ev(0, 'unlinkDir', 'thing'), ev(100, 'add', 'thing', 5)]);
