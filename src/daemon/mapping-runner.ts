@@ -13,7 +13,7 @@ import type { DatastoreApi } from '../api/api.js';
 import { disposition } from '../errors.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import type { OpEvent } from '../engine/executor.js';
-import type { Mirror, PassReport } from '../engine/mirror.js';
+import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
 import { buildMirror } from './build-mirror.js';
 import { EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
 import { loadFilter } from '../local/filters.js';
@@ -382,6 +382,8 @@ export class MappingRunner {
 
   private async work(kind: PassKind): Promise<void> {
     let finished: ScheduleEvent;
+    /** What the pass may send: everything (a full pass) or its scope; undefined until it starts. */
+    let sends: ChangeScope | 'everything' | undefined;
     try {
       if (!this.mirror) {
         this.phase = 'starting';
@@ -399,7 +401,8 @@ export class MappingRunner {
       this.d.events?.onPassStart?.(this.id, kind);
       // A full pass looks at everything the pending events named.
       const { scope, firstEventAt } = this.pending.take(kind);
-      this.aggregator.passStarts(kind === 'full' ? undefined : scope);
+      sends = kind === 'full' ? 'everything' : scope;
+      this.aggregator.passMaySend(sends === 'everything' ? undefined : sends);
       this.lagStart = firstEventAt;
       const report =
         kind === 'full'
@@ -409,6 +412,9 @@ export class MappingRunner {
     } catch (e) {
       if (this.stopped) return;
       finished = this.onFailure(kind, e);
+    } finally {
+      // Also what was created while it ran, succeeded or not: its walk may have sent it.
+      if (sends !== undefined) this.aggregator.passMaySend(sends === 'everything' ? undefined : sends);
     }
     if (this.stopped) return;
     this.dispatch(finished);

@@ -258,14 +258,15 @@ export class EventAggregator {
   }
 
   /**
-   * A pass starts: it may send what is still pending here (a file held by its stability
-   * window, say; all of it for a full pass, what is under its scope otherwise), so a pending
-   * path created since the last pass is no longer unknown to the service, and its removal
-   * must be told like any other. Without this, a slowly written file
-   * uploaded by a full pass (a back-off's retry) and then renamed away was dropped as "created
-   * and deleted while pending", its document left behind (the simulation, seed 20261132).
+   * A pass may have sent what is pending here (a file held by its stability window, say;
+   * all of it for a full pass, what is under its scope otherwise): called as a pass starts
+   * and as it ends (its walk may have seen a path created while it ran), so that such a
+   * path is no longer "created here" and its removal is told like any other. Without this,
+   * a file uploaded by a pass while its events were held, then deleted or renamed away, was
+   * dropped as created and deleted while pending, its document left behind (the simulation,
+   * seed 20261132; the chaos run's latency-spike case, a file added during the start's pass).
    */
-  passStarts(scope?: { files: readonly string[]; dirs: readonly string[] }): void {
+  passMaySend(scope?: { files: readonly string[]; dirs: readonly string[] }): void {
     // An incremental pass reads its files and walks its folders: a pending path among them
     // (a file created in a folder after the folder's own release) may be sent by it too.
     const files = scope && new Set(scope.files);

@@ -26,7 +26,7 @@ import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../log.js';
 import { SnapshotFile, type ReadStats, type SnapshotStats } from './snapshot-file.js';
-import { ensureDir, nodeStateFs, readIfExists, removeStaleTemps, restrictMode, writeFileAtomic, type StateFs } from './atomic-file.js';
+import { ensureDir, nodeStateFs, readIfExists, removeStaleTemps, restrictMode, type StateFs } from './atomic-file.js';
 import { StateCodec } from './encoder.js';
 import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState, withIntentDocuments } from './validate.js';
 import { errnoOf, isStateError, StateCorruptError, StateWriteError } from './errors.js';
@@ -203,9 +203,18 @@ export class StateStore {
         }
       }
       if (loaded.torn !== undefined) {
-        // Cut the torn record off before anything is appended after it.
+        // Cut the torn record off before anything is appended after it: in place, which needs
+        // no free space (a copy of the valid part did, and a disk filled up by the very write
+        // that was cut short kept the daemon from starting: the chaos run's state-disk-full).
+        // A crash during the cut leaves the same torn end, cut again at the next start.
         logger.warn({ file: journalPath, detail: loaded.torn.problem }, `state journal ${journalPath}: ignored ${loaded.torn.problem} (a write cut short by a crash)`);
-        await writeFileAtomic(fs, journalPath, [loaded.torn.valid]);
+        const fh = await fs.open(journalPath, 'r+');
+        try {
+          await fh.truncate(loaded.torn.valid.length);
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
       }
       const journal = new Journal(journalPath, fs, { lastSeq: loaded.lastSeq, bytes: loaded.bytes, exists: loaded.exists });
       const store = new StateStore(abs, state, snapshotFile, codec, journal, lock, clock, logger, time, opts);

@@ -292,7 +292,7 @@ describe('EventAggregator: folders', () => {
     expect(quiet.pendingCount()).toBe(0);
     const full = make();
     full.push(ev(0, 'add', 'a.txt', 5));
-    full.passStarts();
+    full.passMaySend();
     full.push(ev(100, 'unlink', 'a.txt'));
     const batch = full.drain(60_000);
     expect(batch.items).toMatchObject([{ path: 'a.txt', gone: true }]);
@@ -300,7 +300,7 @@ describe('EventAggregator: folders', () => {
     const scoped = make();
     scoped.push(ev(0, 'add', 'sub/a.txt', 5));
     scoped.push(ev(0, 'add', 'other/b.txt', 5));
-    scoped.passStarts({ files: [], dirs: ['sub'] });
+    scoped.passMaySend({ files: [], dirs: ['sub'] });
     scoped.push(ev(100, 'unlink', 'sub/a.txt'));
     scoped.push(ev(100, 'unlink', 'other/b.txt'));
     expect(scoped.drain(60_000).items.map((i) => i.path)).toEqual(['sub/a.txt']);

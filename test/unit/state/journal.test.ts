@@ -122,6 +122,22 @@ describe('StateStore journal', () => {
     expect(Object.keys((await readStateFile(PATH, fs))?.mappings['m']?.files ?? {}).sort()).toEqual(['a', 'c']);
   });
 
+  it('a torn final record is cut off in place: a full disk does not keep the state from opening (the chaos run, state-disk-full)', async () => {
+    const fs = new MemFs();
+    const store = await open(fs);
+    store.ensureMapping('m', 'ds', '/r');
+    store.setFile('m', 'a', entry(1));
+    await store.close();
+    const good = fs.text(JOURNAL) ?? '';
+    fs.put(JOURNAL, good + frameRecord(3, [['set', 'm', 'b', ['d', 1, 1, 'h', 't']]]).subarray(0, 30).toString('latin1'));
+    // The disk is full: every write fails (a copy of the valid part could not be made).
+    fs.fail('writev', 'ENOSPC', 100);
+    const again = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, logger: captureLogger().logger });
+    expect(Object.keys(again.mapping('m')?.files ?? {})).toEqual(['a']);
+    expect(fs.text(JOURNAL)).toBe(good);
+    await again.close().catch(() => undefined);
+  });
+
   it('a journal that does not follow its snapshot is corrupt (reset moves both aside)', async () => {
     const fs = new MemFs();
     fs.put(PATH, '{"version":2,"journalSeq":5,"mappings":{}}');
