@@ -7,11 +7,12 @@
  */
 import { lstat, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { documentFields } from '../../src/engine/document-fields.js';
+import { documentFields, type DocumentFieldsSpec } from '../../src/engine/document-fields.js';
 import { installationIdFor } from '../../src/engine/installation.js';
 import type { RunningEmulator } from '../../src/emulator/index.js';
 import type { StoreSnapshot } from '../../src/emulator/store.js';
 import { StateCodec } from '../../src/state/encoder.js';
+import type { FileEntry } from '../../src/state/schema.js';
 import { newMappingState, newState } from '../../src/state/validate.js';
 import { ORG } from './dssync.js';
 import { contentFor, sha256, type TreeFile } from './tree.js';
@@ -45,11 +46,31 @@ export async function seedFirstMirror(opts: {
     const st = await lstat(join(share, f.rel));
     const hash = sha256(contentFor(f.rel, f.size, 0));
     const id = `doc_${i.toString(16).padStart(32, '0')}`;
-    m.files[f.rel] = { documentId: id, size: st.size, mtimeMs: st.mtimeMs, sha256: hash, syncedAt: now, hashedAt: opts.hashedAt, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino };
-    const fields = documentFields(spec, { path: f.rel, size: st.size, mtimeMs: st.mtimeMs, sha256: hash });
-    snap.documents[i] = {
-      document_id: id,
-      data_source_id: dsId,
+    const synced = syncedFile(spec, { path: f.rel, sha256: hash, documentId: id, dataSourceId: dsId, now, seq: i + 2, hashedAt: opts.hashedAt }, st);
+    m.files[f.rel] = synced.entry;
+    snap.documents[i] = synced.document;
+  });
+  state.mappings[opts.mappingId] = m;
+  await mkdir(dirname(opts.statePath), { recursive: true, mode: 0o700 });
+  await writeFile(opts.statePath, Buffer.concat(new StateCodec().encode(state)), { mode: 0o600 });
+  (emu.store as unknown as { restore(s: StoreSnapshot): void }).restore(snap);
+}
+
+/**
+ * A file as a first mirror leaves it: its state entry and its document in the emulator's
+ * store (with dssync's name, url and metadata), for the benches that seed instead of syncing.
+ */
+export function syncedFile(
+  spec: DocumentFieldsSpec,
+  f: { path: string; sha256: string; documentId: string; dataSourceId: string; now: string; seq: number; hashedAt: number | undefined },
+  st: { size: number; mtimeMs: number; ctimeMs: number; dev: number; ino: number },
+): { entry: FileEntry; document: StoreSnapshot['documents'][number] } {
+  const fields = documentFields(spec, { path: f.path, size: st.size, mtimeMs: st.mtimeMs, sha256: f.sha256 });
+  return {
+    entry: { documentId: f.documentId, size: st.size, mtimeMs: st.mtimeMs, sha256: f.sha256, syncedAt: f.now, hashedAt: f.hashedAt, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino },
+    document: {
+      document_id: f.documentId,
+      data_source_id: f.dataSourceId,
       name: fields.name,
       url: fields.url,
       metadata: fields.metadata,
@@ -57,15 +78,11 @@ export async function seedFirstMirror(opts: {
       size: st.size,
       status: 'ready',
       failure_reason: null,
-      created_at: now,
-      updated_at: now,
+      created_at: f.now,
+      updated_at: f.now,
       org_id: ORG,
-      seq: i + 2,
+      seq: f.seq,
       chunks: [],
-    };
-  });
-  state.mappings[opts.mappingId] = m;
-  await mkdir(dirname(opts.statePath), { recursive: true, mode: 0o700 });
-  await writeFile(opts.statePath, Buffer.concat(new StateCodec().encode(state)), { mode: 0o600 });
-  (emu.store as unknown as { restore(s: StoreSnapshot): void }).restore(snap);
+    },
+  };
 }

@@ -13,7 +13,6 @@ import { DatastoreClient } from '../../src/api/client.js';
 import { Pacer } from '../../src/api/pacer.js';
 import { fixedToken } from '../../src/auth/provider.js';
 import { DEFAULT_INCLUDE, DEFAULTS } from '../../src/config/schema.js';
-import { documentFields } from '../../src/engine/document-fields.js';
 import { Mirror } from '../../src/engine/mirror.js';
 import { RACY_MARGIN_MS } from '../../src/engine/racy.js';
 import { loadFilter } from '../../src/local/filters.js';
@@ -21,12 +20,12 @@ import { createLocalSide } from '../../src/local/side.js';
 import { walkTree } from '../../src/local/walk.js';
 import type { Logger } from '../../src/log.js';
 import { StateCodec } from '../../src/state/encoder.js';
-import type { FileEntry } from '../../src/state/schema.js';
 import { StateStore } from '../../src/state/store.js';
 import { newMappingState, newState } from '../../src/state/validate.js';
 import { startEmulator } from '../../src/emulator/index.js';
 import type { StoreSnapshot } from '../../src/emulator/store.js';
 import type { BenchContext } from '../lib/context.js';
+import { syncedFile } from '../lib/seed.js';
 import { log, mapLimit, round } from '../lib/util.js';
 
 export interface MemoryPoint {
@@ -100,25 +99,9 @@ export async function runScaleMemory(ctx: BenchContext, files: number): Promise<
     const st = await lstat(join(share, rel));
     const sha256 = i.toString(16).padStart(64, '0');
     const id = `doc-${String(i).padStart(12, '0')}`;
-    const entry: FileEntry = { documentId: id, size: st.size, mtimeMs: st.mtimeMs, sha256, syncedAt: now, hashedAt, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino };
-    m.files[rel] = entry;
-    const f = documentFields(spec, { path: rel, size: st.size, mtimeMs: st.mtimeMs, sha256 });
-    snap.documents.push({
-      document_id: id,
-      data_source_id: 'ds-mem',
-      name: f.name,
-      url: f.url,
-      metadata: f.metadata,
-      content_type: 'text/plain',
-      size: st.size,
-      status: 'ready',
-      failure_reason: null,
-      created_at: now,
-      updated_at: now,
-      org_id: ORG,
-      seq: ++seq,
-      chunks: [],
-    });
+    const synced = syncedFile(spec, { path: rel, sha256, documentId: id, dataSourceId: 'ds-mem', now, seq: ++seq, hashedAt }, st);
+    m.files[rel] = synced.entry;
+    snap.documents.push(synced.document);
   });
   snap.dataSources.push({ data_source_id: 'ds-mem', name: 'Mem', llm_connector_ids: ['c'], created_at: now, updated_at: now, org_id: ORG, seq: 1 });
   m.dataSourceId = 'ds-mem';

@@ -9,6 +9,15 @@ import { World, type SimConfig } from './world.js';
 
 const config: SimConfig = { prune: 'ours', exclude: [], include: ['**/*.{txt,md}'], maxFileBytes: 1_000_000, maxDeletePercent: 50, massDeleteMinimum: 3 };
 
+/** One command of a history, as commands.ts runs it: the change, then the daemon settled (restarted if it crashed). */
+function stepper(w: World): (run: () => void | Promise<void>) => Promise<void> {
+  return async (run) => {
+    await run();
+    await w.settle();
+    await w.restartIfCrashed();
+  };
+}
+
 /** The service takes the next upload of `name` but commits it only later (its answer lost). */
 function lateCommitOfNextUpload(w: World, name: string): void {
   const real = w.service.uploadDocuments.bind(w.service);
@@ -48,11 +57,7 @@ it('seed 20261201: an unreadable file whose replace a crash cut keeps one docume
   const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
   w.local.write('keep.txt', 'keep');
   await w.start();
-  const step = async (run: () => void | Promise<void>): Promise<void> => {
-    await run();
-    await w.settle();
-    await w.restartIfCrashed();
-  };
+  const step = stepper(w);
   await step(() => w.write('other/e.txt', 'x'));
   await step(() => w.crashNow(0));
   await step(() => void (w.service.faults = ['none', 'none', 'none', 'rate-limited', 'none']));
@@ -69,11 +74,7 @@ it('seed 20261132: a file renamed over another right after a slow write leaves n
   const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
   w.local.write('keep.txt', 'keep');
   await w.start();
-  const step = async (run: () => void | Promise<void>): Promise<void> => {
-    await run();
-    await w.settle();
-    await w.restartIfCrashed();
-  };
+  const step = stepper(w);
   await step(() => w.write('a.txt', 'x'));
   await step(() => void (w.service.faults = ['server-error']));
   await step(async () => {

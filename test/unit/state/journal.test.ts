@@ -26,6 +26,18 @@ const OPS: StateOp[][] = [
   [['pass', 'm', { startedAt: 'a', finishedAt: 'b', ok: true, summary: { n: 1 } }]],
 ];
 
+/** A state whose journal holds one file ('a') and then a record cut short by a crash. */
+async function tornJournal(): Promise<{ fs: MemFs; good: string }> {
+  const fs = new MemFs();
+  const store = await open(fs);
+  store.ensureMapping('m', 'ds', '/r');
+  store.setFile('m', 'a', entry(1));
+  await store.close();
+  const good = fs.text(JOURNAL) ?? '';
+  fs.put(JOURNAL, good + frameRecord(3, [['set', 'm', 'b', ['d', 1, 1, 'h', 't']]]).subarray(0, 30).toString('latin1'));
+  return { fs, good };
+}
+
 describe('journal records', () => {
   it('round-trip, and every cut of the last record keeps the ones before it', () => {
     const recs = OPS.map((ops, i) => frameRecord(i + 1, ops));
@@ -104,14 +116,7 @@ describe('StateStore journal', () => {
   });
 
   it('a torn final record is ignored with a warning and cut off; later writes load again', async () => {
-    const fs = new MemFs();
-    const store = await open(fs);
-    store.ensureMapping('m', 'ds', '/r');
-    store.setFile('m', 'a', entry(1));
-    await store.close();
-    const good = fs.text(JOURNAL) ?? '';
-    const torn = frameRecord(3, [['set', 'm', 'b', ['d', 1, 1, 'h', 't']]]).subarray(0, 30);
-    fs.put(JOURNAL, good + torn.toString('latin1'));
+    const { fs, good } = await tornJournal();
     const { logger, lines } = captureLogger();
     const again = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, logger });
     expect(Object.keys(again.mapping('m')?.files ?? {})).toEqual(['a']);
@@ -123,13 +128,7 @@ describe('StateStore journal', () => {
   });
 
   it('a torn final record is cut off in place: a full disk does not keep the state from opening (the chaos run, state-disk-full)', async () => {
-    const fs = new MemFs();
-    const store = await open(fs);
-    store.ensureMapping('m', 'ds', '/r');
-    store.setFile('m', 'a', entry(1));
-    await store.close();
-    const good = fs.text(JOURNAL) ?? '';
-    fs.put(JOURNAL, good + frameRecord(3, [['set', 'm', 'b', ['d', 1, 1, 'h', 't']]]).subarray(0, 30).toString('latin1'));
+    const { fs, good } = await tornJournal();
     // The disk is full: every write fails (a copy of the valid part could not be made).
     fs.fail('writev', 'ENOSPC', 100);
     const again = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, logger: captureLogger().logger });
