@@ -16,6 +16,10 @@
  *                   other settings than the defaults (the report says so)
  *   BENCH_NODE_ARGS=...  node options of the dssync processes, e.g.
  *                   "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile them
+ *   BENCH_SCALE_DIR=DIR  scaleDaemon: build the tree, seeded state and documents once in DIR
+ *                   and reuse them in the next runs (lib/kept-set.ts)
+ *   BENCH_DAEMON_LOG=FILE  append the `dssync run` processes' log (JSON lines) to FILE
+ *   DSSYNC_WATCHDOG_SECONDS=N  passed to the dssync processes (0: watchdog off)
  *
  * dssync runs as real processes (the built binary); the service emulator runs in this
  * process. Build first: npm run build.
@@ -105,6 +109,8 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   const z = ctx.sizes;
   n.push(`Every measured request pays ${z.latencyMs} ms of service latency (emulator fault latencyMs); setups run without it.`);
   if (process.env.BENCH_SIZES) n.push(`Sizes changed with BENCH_SIZES=${process.env.BENCH_SIZES}.`);
+  if (process.env.DSSYNC_WATCHDOG_SECONDS !== undefined) n.push(`NOT the default watchdog: the dssync processes ran with DSSYNC_WATCHDOG_SECONDS=${process.env.DSSYNC_WATCHDOG_SECONDS}.`);
+  if (s.scaleRestart?.keptSet) n.push(`scaleRestart: the tree, seeded state and documents were reused from BENCH_SCALE_DIR=${process.env.BENCH_SCALE_DIR ?? ''} (bench/lib/kept-set.ts): setupSeconds is putting them back.`);
   if (s.scaleRestart?.seeded) n.push('scaleRestart: the first mirror was seeded (its state file and documents written directly, bench/lib/seed.ts), not run: setupSeconds is the seeding, setupRssMB is not measured.');
   const override = process.env.BENCH_CONFIG;
   if (override) n.push(`NOT the default settings: the measured runs used BENCH_CONFIG=${override}.`);

@@ -3,7 +3,7 @@
  * or `dssync run`, with its memory and CPU read from /proc (the child's, not the bench's).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,9 +53,20 @@ export async function writeConfig(spec: ConfigSpec): Promise<string> {
   return path;
 }
 
-/** Only what dssync needs. */
+/**
+ * Only what dssync needs; and DSSYNC_WATCHDOG_SECONDS when the benchmark is given one (0 lets
+ * a run whose event loop blocks for more than 60 s be measured to its end; the report says so).
+ */
 function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', DSSYNC_TOKEN: TOKEN, DSSYNC_LOG_LEVEL: 'warn', ...extra };
+  const watchdog = process.env.DSSYNC_WATCHDOG_SECONDS;
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    DSSYNC_TOKEN: TOKEN,
+    DSSYNC_LOG_LEVEL: 'warn',
+    ...(watchdog !== undefined ? { DSSYNC_WATCHDOG_SECONDS: watchdog } : {}),
+    ...extra,
+  };
 }
 
 /** Node options of the dssync processes from BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"). */
@@ -183,7 +194,11 @@ export async function startDaemon(configPath: string, env: Record<string, string
   const lines: LogLine[] = [];
   // JSON log lines (pino): kept for lookups by message; the raw text only as a tail, for
   // error reports (an initial mirror logs a line per document).
+  // BENCH_DAEMON_LOG: the daemon's whole log kept in a file, to read its phases afterwards.
+  const logFile = process.env.BENCH_DAEMON_LOG ? createWriteStream(process.env.BENCH_DAEMON_LOG, { flags: 'a', mode: 0o600 }) : undefined;
+  child.on('exit', () => logFile?.end());
   child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    logFile?.write(d);
     out = (out + d).slice(-200_000);
     partial += d;
     const parts = partial.split('\n');

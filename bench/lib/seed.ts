@@ -18,7 +18,11 @@ import { ORG } from './dssync.js';
 import { contentFor, sha256, type TreeFile } from './tree.js';
 import { mapLimit } from './util.js';
 
-/** Writes the state at `statePath` and fills the (empty) emulator; the tree's files must be hashed safely after their last change (racy.ts) by `hashedAt`. */
+/**
+ * Writes the state at `statePath` and fills the (empty) emulator; the tree's files must be
+ * hashed safely after their last change (racy.ts) by `hashedAt`. Returns the emulator's
+ * snapshot it restored (a kept set saves it: lib/kept-set.ts).
+ */
 export async function seedFirstMirror(opts: {
   emu: RunningEmulator;
   share: string;
@@ -27,7 +31,7 @@ export async function seedFirstMirror(opts: {
   mappingId: string;
   dataSourceName: string;
   hashedAt: number;
-}): Promise<void> {
+}): Promise<StoreSnapshot> {
   const { emu, share, files } = opts;
   const dsId = 'ds_5eeded00000000000000000000000000';
   const spec = { mappingId: opts.mappingId, installationId: installationIdFor(opts.statePath), root: share };
@@ -54,6 +58,7 @@ export async function seedFirstMirror(opts: {
   await mkdir(dirname(opts.statePath), { recursive: true, mode: 0o700 });
   await writeFile(opts.statePath, Buffer.concat(new StateCodec().encode(state)), { mode: 0o600 });
   (emu.store as unknown as { restore(s: StoreSnapshot): void }).restore(snap);
+  return snap;
 }
 
 /**

@@ -14,7 +14,8 @@ import type { BenchContext } from '../lib/context.js';
 import { runSync, startDaemon, writeConfig } from '../lib/dssync.js';
 import { checkMirror, startService, writeRequests } from '../lib/service.js';
 import { seedFirstMirror } from '../lib/seed.js';
-import { writeTree } from '../lib/tree.js';
+import { keepSet, openKeptSet, restoreKeptSet } from '../lib/kept-set.js';
+import { treeLayout, writeTree, type TreeFile, type TreeSpec } from '../lib/tree.js';
 import { log, mapLimit, round } from '../lib/util.js';
 import { waitForWatching } from './daemon-changes.js';
 
@@ -30,6 +31,8 @@ export interface RestartFigures {
   setupRssMB: number;
   /** The first mirror was written directly, not run (RestartSpec.seeded). */
   seeded?: true;
+  /** ...and put back from a kept set (BENCH_SCALE_DIR): setupSeconds is that, not the seeding. */
+  keptSet?: true;
 }
 
 export interface FootprintFigures {
@@ -63,6 +66,8 @@ export interface RestartSpec {
    * `dssync sync`: at a million files the setup mirror alone takes hours on this machine.
    */
   seeded?: boolean | undefined;
+  /** With `seeded`: build the tree, state and documents once in this folder and reuse them (BENCH_SCALE_DIR, lib/kept-set.ts). */
+  keptDir?: string | undefined;
 }
 
 export async function runRestart(
@@ -70,28 +75,48 @@ export async function runRestart(
   spec: RestartSpec = { name: 'restart', files: ctx.sizes.restartFiles, folders: ctx.sizes.restartFolders, minBytes: 512, maxBytes: 2048 },
 ): Promise<{ restart: RestartFigures; footprint: FootprintFigures }> {
   const { sizes } = ctx;
-  const dir = join(ctx.tmp, spec.name);
+  // A kept set (BENCH_SCALE_DIR, seeded runs only): the tree, state and documents are built
+  // once in that folder and put back as seeded before every run (lib/kept-set.ts).
+  const keptDir = spec.seeded ? spec.keptDir : undefined;
+  const dir = keptDir ?? join(ctx.tmp, spec.name);
   const share = join(dir, 'share');
+  const statePath = join(dir, 'state', 'state.json');
+  const treeSpec: TreeSpec = { files: spec.files, folders: spec.folders, minBytes: spec.minBytes, maxBytes: spec.maxBytes, seed: 2 };
+  const kept = keptDir ? await openKeptSet(keptDir, treeSpec) : undefined;
   await mkdir(dir, { recursive: true });
   let t0 = performance.now();
-  const files = await writeTree(share, { files: spec.files, folders: spec.folders, minBytes: spec.minBytes, maxBytes: spec.maxBytes, seed: 2 });
-  log(`${spec.name}: tree of ${files.length} files in ${spec.folders} folders written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  // A share's files were written long before dssync hashes them. Files hashed within
-  // RACY_MARGIN_MS of their last mtime or ctime change are "racy" and read once more by the
-  // next pass (src/engine/racy.ts): what a restart right after the setup would measure
-  // instead of the restart itself. utimes puts the mtime back but moves the ctime (which
-  // cannot be set back), so the setup starts once the margin has passed.
-  const lastWeek = new Date(Date.now() - 7 * 86_400_000);
-  await mapLimit(files, 64, (f) => utimes(join(share, f.rel), lastWeek, lastWeek));
-  await sleep(RACY_MARGIN_MS + 500);
+  let files: TreeFile[];
+  if (kept) {
+    files = treeLayout(treeSpec);
+    log(`${spec.name}: reusing the kept set in ${keptDir} (${files.length} files, built ${kept.builtAt})`);
+  } else {
+    files = await writeTree(share, treeSpec);
+    log(`${spec.name}: tree of ${files.length} files in ${spec.folders} folders written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    // A share's files were written long before dssync hashes them. Files hashed within
+    // RACY_MARGIN_MS of their last mtime or ctime change are "racy" and read once more by the
+    // next pass (src/engine/racy.ts): what a restart right after the setup would measure
+    // instead of the restart itself. utimes puts the mtime back but moves the ctime (which
+    // cannot be set back), so the setup starts once the margin has passed.
+    const lastWeek = new Date(Date.now() - 7 * 86_400_000);
+    await mapLimit(files, 64, (f) => utimes(join(share, f.rel), lastWeek, lastWeek));
+    await sleep(RACY_MARGIN_MS + 500);
+  }
 
   const emu = await startService();
   try {
     t0 = performance.now();
     let setupRssMB = NaN;
-    if (spec.seeded) {
-      await seedFirstMirror({ emu, share, files, statePath: join(dir, 'state', 'state.json'), mappingId: 'bench', dataSourceName: 'Bench', hashedAt: Date.now() });
+    if (kept && keptDir) {
+      await restoreKeptSet(keptDir, emu);
+      log(`${spec.name}: kept state and ${kept.documents} documents put back in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    } else if (spec.seeded) {
+      const hashedAt = Date.now();
+      const snap = await seedFirstMirror({ emu, share, files, statePath, mappingId: 'bench', dataSourceName: 'Bench', hashedAt });
       log(`${spec.name}: first mirror of ${files.length} files seeded (state and documents written directly) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      if (keptDir) {
+        await keepSet(keptDir, { tree: treeSpec, hashedAt }, snap);
+        log(`${spec.name}: set kept in ${keptDir} for the next runs`);
+      }
     } else {
       const setupConfig = await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup', extra: SETUP_QUEUE });
       // Past 300,000 files the unmeasured setup may need more heap than Node.js's default
@@ -131,7 +156,10 @@ export async function runRestart(
         setupSeconds: round(setupSeconds, 1),
         setupRssMB: round(setupRssMB, 0),
         ...(spec.seeded ? { seeded: true } : {}),
+        ...(kept ? { keptSet: true } : {}),
       };
+      // A kept tree touched since it was seeded is read again: not the restart measured.
+      if (kept && restart.contentBytesRead !== 0) log(`${spec.name}: WARNING: ${restart.contentBytesRead} bytes of content read: the kept tree in ${keptDir} changed since it was seeded; remove the folder to build it again`);
       log(`${spec.name}: ${restart.seconds} s, ${restart.writes} writes, ${restart.contentBytesRead} content bytes read, peak RSS ${restart.rssMB} MB`);
 
       // footprint
@@ -160,7 +188,9 @@ export async function runRestart(
       return { restart, footprint };
     } finally {
       await daemon.stop();
-      const check = await checkMirror(emu, share, files.map((f) => f.rel));
+      // A kept set's documents were checked against its tree when it was built; a run that
+      // wrote nothing left them as they were (reading a million files again costs minutes).
+      const check = kept && writeRequests(emu) === 0 ? { ok: true, problems: [] } : await checkMirror(emu, share, files.map((f) => f.rel));
       if (!check.ok) log(`${spec.name}: WARNING: the data source is not in sync: ${check.problems.slice(0, 5).join('; ')}`);
     }
   } finally {
