@@ -22,6 +22,19 @@ export interface ListDocumentsOptions extends RequestOptions {
    * listing-form.ts); a million of them fit in ~half the memory. Default: as received.
    */
   form?: 'whole' | 'sync';
+  /**
+   * Called once for each distinct document, as its page arrives. A record it answers false
+   * for is left out of the result: the caller took what it needed from it (a mirror's
+   * restart vouches for a million documents this way without holding them). Every
+   * implementation honours it (keptRecords below). Default: every record is kept.
+   */
+  keep?: ((doc: DocumentRecord) => boolean) | undefined;
+}
+
+/** The records `keep` keeps, in order: for implementations that list all at once. */
+export function keptRecords(records: DocumentRecord[], opts: ListDocumentsOptions | undefined): DocumentRecord[] {
+  const keep = opts?.keep;
+  return keep ? records.filter((d) => keep(d)) : records;
 }
 
 export interface DatastoreApi {

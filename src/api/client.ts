@@ -216,11 +216,11 @@ export class DatastoreClient implements DatastoreApi {
 
   listDocuments(dataSourceId: string, opts?: ListDocumentsOptions): Promise<DocumentRecord[]> {
     const path = `/datastore/v1/data-sources/${enc(dataSourceId)}/documents`;
-    if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal);
+    if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal, opts?.keep);
     // Each page's records turned into their compact form as they arrive: the whole records
     // of a million documents are never all held at once.
     const form = new SyncForm();
-    return this.listAll(path, (v, ctx) => form.compact(decodeDocument(v, ctx)), opts?.signal);
+    return this.listAll(path, (v, ctx) => form.compact(decodeDocument(v, ctx)), opts?.signal, opts?.keep);
   }
 
   async getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord> {
@@ -509,6 +509,8 @@ export class DatastoreClient implements DatastoreApi {
     path: string,
     decode: (value: unknown, ctx: DecodeContext) => R,
     signal: AbortSignal | undefined,
+    /** A record it answers false for is not collected (ListDocumentsOptions.keep). */
+    keep?: (rec: R) => boolean,
   ): Promise<R[]> {
     const firstUrl = (): URL => {
       const u = this.url(path);
@@ -543,7 +545,7 @@ export class DatastoreClient implements DatastoreApi {
         const rec = decode(item, ctx);
         if (ids.has(rec.id)) continue; // offset paging over a changing list can repeat items
         ids.add(rec.id);
-        out.push(rec);
+        if (keep === undefined || keep(rec)) out.push(rec);
       }
       if (items.length === 0) break;
       const next = nextPage(body, items.length, res.url);

@@ -6,7 +6,7 @@
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
-import type { DocumentRecord } from '../api/records.js';
+import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
@@ -14,7 +14,7 @@ import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpE
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
 import { readMeta } from './metadata.js';
 import type { StatNow } from './racy.js';
-import { intentNameKeys, lostUploadPins, pathsToHash, planMirror, type IntentPin, type LocalFileInfo, type Op, type OtherOwner } from './plan.js';
+import { confirmedPath, intentNameKeys, lostUploadPins, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type OtherOwner, type VouchedFiles } from './plan.js';
 
 /** What a scan of the mapped folder found. */
 export interface ScanResult {
@@ -24,6 +24,16 @@ export interface ScanResult {
   skipped: SkippedFile[];
   /** Folders that could not be read: everything under them stays as it is. */
   unreadableDirs: string[];
+  /** Files the scan's `vouch` answered true for: not in `files` (plan.ts PlanInput.vouched). */
+  vouched?: VouchedFiles | undefined;
+}
+
+export interface ScanOptions {
+  /**
+   * True when the caller already knows this very stat of the file (its state entry, the
+   * quick check passing): the scan then keeps the path only (ScanResult.vouched).
+   */
+  vouch?: ((path: string, stat: StatNow) => boolean) | undefined;
 }
 
 /**
@@ -51,7 +61,7 @@ export class ListingIncompleteError extends Error {
 /** The local filesystem as the mirror sees it (local/side.ts implements it on disk). */
 export interface LocalSide {
   /** The whole folder. The result is the caller's: the mirror fills in hashes in its map. */
-  scan(): Promise<ScanResult>;
+  scan(opts?: ScanOptions): Promise<ScanResult>;
   /**
    * A look at part of the tree after watcher events: these files, and these folders with
    * everything below them ('' = the whole tree). Paths relative to the mapped folder.
@@ -219,20 +229,29 @@ export class Mirror {
     const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
     const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
     const maxRounds = opts.maxRounds ?? 3;
+    const desired = (f: DesiredOf): DocumentUpdate => documentFields(spec, f);
 
     for (let round = 1; round <= maxRounds; round++) {
       // The walk (disk) and the listing (network) are independent: done side by side, a
       // restart over 100,000 files waits for the longer of the two, not for both.
       const listedAt = this.d.now();
+      // What the state already says exactly, on either side, is kept as paths only: a
+      // restart over a million unchanged files holds two sets, not a million records of each.
+      const confirmed = new Set<string>();
+      const confirm = (doc: DocumentRecord): boolean => {
+        const path = confirmedPath(doc, { mappingId: spec.mappingId, installationId: spec.installationId, desired, files: mapping.files });
+        if (path !== undefined) confirmed.add(path);
+        return path !== undefined;
+      };
       const [scan, remote] = await Promise.all([
-        scope ? this.d.local.scanScope(scope) : this.d.local.scan(),
-        scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal, form: 'sync' }),
+        scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files[path], st, listedAt) }),
+        scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal, form: 'sync', keep: (doc) => !confirm(doc) }),
       ]);
       if (remote) {
-        await this.checkListing(remote, mapping, opts.signal);
+        await this.checkListing(remote, confirmed, mapping, opts.signal);
         this.unmarkedByName = unmarkedByName(remote);
       }
-      const scanned = scan.files.size;
+      const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
       const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
       const excludedPaths = new Set(scan.skipped.filter((s) => s.excluded).map((s) => s.path));
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
@@ -240,10 +259,12 @@ export class Mirror {
         mappingId: spec.mappingId,
         installationId: spec.installationId,
         local,
+        vouched: scan.vouched,
         state: mapping,
         remote,
+        confirmed: remote ? confirmed : undefined,
         scope: planScope,
-        desired: (f) => documentFields(spec, f),
+        desired,
         prune: spec.prune,
         untouchable,
         excluded: (p) => excludedPaths.has(p),
@@ -295,7 +316,7 @@ export class Mirror {
         state,
         mappingId: spec.mappingId,
         dataSourceId: spec.dataSourceId,
-        desired: (f) => documentFields(spec, f),
+        desired,
         batchFiles: spec.batchFiles,
         batchBytes: spec.batchBytes,
         concurrency: spec.concurrency,
@@ -381,14 +402,14 @@ export class Mirror {
    * missing too, legitimately; so a few of the missing ones (spread over the list) are
    * looked up, and any that exists stops the pass before anything is changed.
    */
-  private async checkListing(remote: readonly DocumentRecord[], mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
+  private async checkListing(remote: readonly DocumentRecord[], confirmed: ReadonlySet<string>, mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
     const ids = new Set<string>();
     for (const d of remote) ids.add(d.id);
     // for-in, not Object.entries: no array of a million pairs to find the few missing.
     const missing: [string, FileEntry][] = [];
     for (const path in mapping.files) {
       const e = mapping.files[path]!;
-      if (!ids.has(e.documentId)) missing.push([path, e]);
+      if (!confirmed.has(path) && !ids.has(e.documentId)) missing.push([path, e]);
     }
     if (missing.length === 0) return;
     const probes = [...new Set([0, Math.floor(missing.length / 2), missing.length - 1])].map((i) => missing[i]!);

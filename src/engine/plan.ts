@@ -19,7 +19,7 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
-import { needsHash } from './racy.js';
+import { needsHash, type StatNow } from './racy.js';
 
 /** A local file as the walk saw it; `sha256` is set when it was hashed for this pass. */
 export interface LocalFileInfo {
@@ -36,6 +36,37 @@ export interface LocalFileInfo {
   hashedAt?: number | undefined;
 }
 
+/** Local files the walk found exactly as their state entries say (PlanInput.vouched). */
+export interface VouchedFiles {
+  paths: ReadonlySet<string>;
+  /** Where the file lies on disk. */
+  diskPath(path: string): string;
+}
+
+/** What a document's desired fields may depend on. */
+export type DesiredOf = Pick<HashedFile, 'path' | 'size' | 'mtimeMs' | 'sha256'>;
+
+/**
+ * PlanInput.vouched's rule: the walk found the file with its state entry's stat, field for
+ * field, and the quick check (racy.ts) vouches for the entry's content at `now`.
+ */
+export function vouchedByEntry(entry: FileEntry | undefined, st: StatNow, now: number): boolean {
+  return entry !== undefined && entry.size === st.size && entry.mtimeMs === st.mtimeMs && entry.ctimeMs === st.ctimeMs && entry.dev === st.dev && entry.ino === st.ino && !needsHash(entry, st, now);
+}
+
+/**
+ * PlanInput.confirmed's rule: the path whose state entry the listed `doc` is exactly (this
+ * mapping's and installation's metadata naming the path and the entry's content, the
+ * entry's document, every field as desired), else undefined.
+ */
+export function confirmedPath(doc: DocumentRecord, input: Pick<PlanInput, 'mappingId' | 'installationId' | 'desired'> & { files: Readonly<Record<string, FileEntry>> }): string | undefined {
+  const meta = readMeta(doc);
+  if (meta === undefined || meta.mappingId !== input.mappingId || (input.installationId !== undefined && meta.installationId !== input.installationId)) return undefined;
+  const entry = input.files[meta.path];
+  if (entry === undefined || entry.documentId !== doc.id || entry.sha256 !== meta.sha256) return undefined;
+  return fieldsMatch(doc, input.desired({ path: meta.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: entry.sha256 })) ? meta.path : undefined;
+}
+
 /** A local file whose content hash is known. */
 export interface HashedFile extends LocalFileInfo {
   sha256: string;
@@ -50,6 +81,13 @@ export interface PlanInput {
   installationId?: string | undefined;
   /** Local files in scope, by relative path. */
   local: ReadonlyMap<string, LocalFileInfo>;
+  /**
+   * Local files too, kept as paths only: each as if `local` held it with its state entry's
+   * stat (size, mtime, ctime, device, inode: the walk found exactly those) at
+   * `diskPath(path)`. A restart over a million unchanged files holds a set, not a million
+   * records (issue 16).
+   */
+  vouched?: VouchedFiles | undefined;
   state: Pick<MappingState, 'files' | 'intents' | 'rejected'>;
   /**
    * The data source's documents (a full listing). Undefined for an incremental plan: the
@@ -57,12 +95,19 @@ export interface PlanInput {
    */
   remote?: readonly DocumentRecord[] | undefined;
   /**
+   * Documents of the listing kept as paths only: for each path, the listing held the state
+   * entry's document, with this mapping's and installation's metadata naming that path and
+   * the entry's hash, and the name, url and metadata `desired` asks for (the mirror's
+   * confirms()). As if `remote` held each of them.
+   */
+  confirmed?: ReadonlySet<string> | undefined;
+  /**
    * Paths the plan covers. Undefined: everything (a full pass). Otherwise only these
    * paths are considered (an incremental plan after watcher events).
    */
   scope?: ReadonlySet<string> | undefined;
   /** What a file's document should carry. */
-  desired: (file: HashedFile) => DocumentUpdate;
+  desired: (file: DesiredOf) => DocumentUpdate;
   /** 'ours': documents without dssync metadata are left alone; 'all': they are deleted. */
   prune: 'ours' | 'all';
   /**
@@ -170,6 +215,7 @@ function sameStat(entry: FileEntry, file: HashedFile): boolean {
 }
 
 const NO_DOCS: readonly KnownDoc[] = Object.freeze([]);
+const NO_PATHS: ReadonlySet<string> = new Set();
 
 /** A remote document as the planner understands it. */
 interface KnownDoc {
@@ -190,15 +236,45 @@ export function planMirror(input: PlanInput): PlanResult {
   const { state, scope } = input;
   const inScope = (p: string): boolean => scope === undefined || scope.has(p);
   const untouchable = input.untouchable ?? ((): boolean => false);
-  // for-in, not Object.entries: no array of 100,000 pairs (the state's records have no prototype).
-  const stateByDoc = pathsByDocument(state.files);
+  const vouched = input.vouched?.paths ?? NO_PATHS;
+  const confirmed = input.remote === undefined ? NO_PATHS : (input.confirmed ?? NO_PATHS);
 
-  const { byPath, foreign, otherOwners, ourDocumentCount, intentPins, doubtful } = classifyRemote(input, stateByDoc);
+  const remoteView = classifyRemote(input, pathsByDocument(state.files));
+  const { byPath, foreign, otherOwners, intentPins, doubtful } = remoteView;
+  const ourDocumentCount = remoteView.ourDocumentCount + confirmed.size;
+
+  // A path found exactly as its entry says on both sides, with no other document and not
+  // set aside, needs nothing: counted, never looked at again (a restart's million files).
+  const needsNothing = (p: string): boolean => vouched.has(p) && confirmed.has(p) && !byPath.has(p) && !untouchable(p);
+  let unchanged = 0;
+  // The other confirmed documents take their place among the listing's (their record is
+  // what the entry says: ours, at that path, of the entry's content, fields as desired).
+  for (const p of confirmed) {
+    const entry = state.files[p];
+    if (entry === undefined) continue;
+    if (needsNothing(p)) {
+      if (inScope(p)) unchanged++;
+      continue;
+    }
+    const doc: KnownDoc = { doc: undefined, id: entry.documentId, path: p, sha256: entry.sha256, fromIntent: false };
+    const list = byPath.get(p);
+    if (list) list.unshift(doc);
+    else byPath.set(p, [doc]);
+  }
+  const fromEntry = (path: string): LocalFileInfo | undefined => {
+    const entry = state.files[path];
+    if (entry === undefined || input.vouched === undefined) return undefined;
+    return { path, diskPath: input.vouched.diskPath(path), size: entry.size, mtimeMs: entry.mtimeMs, ctimeMs: entry.ctimeMs, dev: entry.dev, ino: entry.ino };
+  };
+  const localFile = (path: string): LocalFileInfo | undefined => input.local.get(path) ?? (vouched.has(path) ? fromEntry(path) : undefined);
+  const isLocal = (path: string): boolean => input.local.has(path) || vouched.has(path);
 
   // Every path the plan must consider, sorted so that the plan is deterministic.
   const paths = new Set<string>();
   for (const p of input.local.keys()) if (inScope(p)) paths.add(p);
-  for (const p of Object.keys(state.files)) if (inScope(p)) paths.add(p);
+  for (const p of vouched) if (inScope(p) && !needsNothing(p)) paths.add(p);
+  // for-in, not Object.keys: no array of a million paths (the state's records have no prototype).
+  for (const p in state.files) if (inScope(p) && !needsNothing(p)) paths.add(p);
   for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
   const excluded = input.excluded ?? ((): boolean => false);
   const ops: Op[] = [];
@@ -235,7 +311,7 @@ export function planMirror(input: PlanInput): PlanResult {
   // pathsToHash, vouched for it), in a copy (the caller's object stays as it was). Made
   // when asked, not kept for every file: a map of a million copies is ~150 MB (issue 16).
   const hashedFile = (path: string): HashedFile | undefined => {
-    const file = input.local.get(path);
+    const file = localFile(path);
     if (!file) return undefined;
     if (file.sha256 !== undefined) return file as HashedFile;
     const entry = state.files[path];
@@ -246,8 +322,12 @@ export function planMirror(input: PlanInput): PlanResult {
   // Documents of ours whose path no longer exists locally can be renamed, by content hash.
   const sources = new Map<string, KnownDoc[]>();
   for (const path of sorted) {
-    if (input.local.has(path)) continue;
-    for (const d of byPath.get(path) ?? []) {
+    if (isLocal(path)) continue;
+    // The state's document first (the one it tracks moves; other copies go as stale), then
+    // the listing's order: the same choice whether a document came as a record or confirmed.
+    const stateId = state.files[path]?.documentId;
+    const docs = byPath.get(path) ?? NO_DOCS;
+    for (const d of [...docs.filter((x) => x.id === stateId), ...docs.filter((x) => x.id !== stateId)]) {
       if (d.sha256 === undefined) continue;
       const list = sources.get(d.sha256) ?? [];
       list.push(d);
@@ -257,7 +337,6 @@ export function planMirror(input: PlanInput): PlanResult {
 
   const skippedRejected: string[] = [];
   const refreshed: PlanResult['refreshed'] = [];
-  let unchanged = 0;
 
   // Files without a document of the right content: rejected before, renamed, or sent.
   const consumed = new Set<string>();
@@ -358,11 +437,20 @@ export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installatio
   return classifyRemote(input, pathsByDocument(input.state.files)).intentPins;
 }
 
-/** The state's path of each document id (the path alone: its entry is one lookup away). */
-function pathsByDocument(files: Readonly<Record<string, FileEntry>>): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const path in files) out.set(files[path]!.documentId, path);
-  return out;
+/**
+ * The state's path of a document id (the path alone: its entry is one lookup away). The
+ * index is built at the first question: a listing whose documents were all confirmed
+ * (PlanInput.confirmed) asks none, and a million-entry map is not made for nothing.
+ */
+function pathsByDocument(files: Readonly<Record<string, FileEntry>>): (documentId: string) => string | undefined {
+  let index: Map<string, string> | undefined;
+  return (documentId) => {
+    if (index === undefined) {
+      index = new Map();
+      for (const path in files) index.set(files[path]!.documentId, path);
+    }
+    return index.get(documentId);
+  };
 }
 
 function deleteOp(path: string, d: KnownDoc, reason: DeleteReason): Op {
@@ -393,7 +481,7 @@ interface RemoteView {
  * Sorts the remote documents into ours (by path) and foreign ones. Without a remote
  * listing, the state stands in for it.
  */
-function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote'>, stateByDoc: ReadonlyMap<string, string>): RemoteView {
+function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote'>, stateByDoc: (documentId: string) => string | undefined): RemoteView {
   const byPath = new Map<string, KnownDoc[]>();
   const add = (d: KnownDoc): void => {
     const list = byPath.get(d.path);
@@ -414,7 +502,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
   const otherOwners: OtherOwner[] = [];
   for (const doc of input.remote) {
     const meta = readMeta(doc);
-    const knownPath = stateByDoc.get(doc.id);
+    const knownPath = stateByDoc(doc.id);
     const known = knownPath === undefined ? undefined : { path: knownPath, entry: input.state.files[knownPath]! };
     const mine = meta !== undefined && meta.mappingId === input.mappingId && (input.installationId === undefined || meta.installationId === input.installationId);
     if (mine) {

@@ -5,7 +5,7 @@
  * root's condition (an outage, never a mass deletion).
  */
 import { join } from 'node:path';
-import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult } from '../engine/mirror.js';
+import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanOptions, type ScanResult } from '../engine/mirror.js';
 import type { StatNow } from '../engine/racy.js';
 import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from './errors.js';
 import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';
@@ -52,8 +52,9 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     }
   };
   /** The whole tree, or only `subtrees` (an incremental look). */
-  const walkWith = (filter: PathFilter, subtrees?: readonly string[]): Promise<WalkResult> =>
+  const walkWith = (filter: PathFilter, subtrees?: readonly string[], vouch?: ScanOptions['vouch']): Promise<WalkResult> =>
     walkTree(mapping.path, filter, {
+      vouch,
       fs,
       maxFileBytes: mapping.maxFileBytes,
       followSymlinks: mapping.followSymlinks,
@@ -75,11 +76,13 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     }
   };
   return {
-    async scan(): Promise<ScanResult> {
+    async scan(scanOpts: ScanOptions = {}): Promise<ScanResult> {
       refreshConfinement();
       const filter = await filterOrOutage();
       if (isScanResult(filter)) return filter;
-      return toScanResult(await walkWith(filter), mapping.maxFileBytes);
+      const walk = await walkWith(filter, undefined, scanOpts.vouch);
+      const result = toScanResult(walk, mapping.maxFileBytes);
+      return walk.vouched.size === 0 ? result : { ...result, vouched: { paths: walk.vouched, diskPath: (p) => join(mapping.path, p) } };
     },
 
     async scanScope(scope: ChangeScope): Promise<ScanResult> {

@@ -79,6 +79,11 @@ export interface WalkResult {
   skipped: SkippedEntry[];
   /** Folders listed below the root. */
   dirCount: number;
+  /**
+   * Files the caller's `vouch` answered true for: left out of `files` (their stat is the
+   * caller's already), each at the disk path `join(root, path)`.
+   */
+  vouched: Set<string>;
 }
 
 export interface WalkOptions {
@@ -96,6 +101,13 @@ export interface WalkOptions {
    * root; a folder that does not exist (any more) contributes nothing.
    */
   subtrees?: readonly string[] | undefined;
+  /**
+   * Asked of each file whose disk path is `join(root, path)` (its names already NFC): true
+   * when the caller already knows this very stat (the state's entry, the quick check passing),
+   * so that the walk keeps only its path. A restart over a million unchanged files then
+   * holds a set of paths instead of a million records. Not asked in a walk of `subtrees`.
+   */
+  vouch?: ((path: string, stat: FsStats) => boolean) | undefined;
 }
 
 /** A folder to list, with the real paths of the folders above it when links are followed. */
@@ -106,6 +118,8 @@ interface DirTask {
   real?: string;
   /** Real paths of the folders on the way here, for loop detection. */
   chain?: Chain;
+  /** `disk` is `join(root, rel)`: every name on the way is NFC already. */
+  exact?: boolean;
 }
 interface Chain {
   real: string;
@@ -116,7 +130,8 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
   const fs = opts.fs ?? nodeFs;
   const maxFileBytes = opts.maxFileBytes ?? Infinity;
   const follow = opts.followSymlinks === true;
-  const result: WalkResult = { rootStatus: 'ok', files: new Map(), errors: [], skipped: [], dirCount: 0 };
+  const result: WalkResult = { rootStatus: 'ok', files: new Map(), errors: [], skipped: [], dirCount: 0, vouched: new Set() };
+  const vouch = opts.subtrees === undefined ? opts.vouch : undefined;
 
   const rootCheck = await checkRoot(fs, root);
   if (rootCheck.status !== 'ok') return { ...result, rootStatus: rootCheck.status, rootError: rootCheck.error };
@@ -145,21 +160,28 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
         queue.clear();
       });
   };
-  // Name collisions are settled by disk path so the winner does not depend on timing.
-  const addFile = (file: LocalFile): void => {
-    const existing = result.files.get(file.path);
+  // Name collisions are settled by disk path so the winner does not depend on timing. A
+  // vouched file is the NFC-named one, at join(root, path); its size is not kept.
+  const addFile = (file: LocalFile, vouched: boolean): void => {
+    const existing: Pick<LocalFile, 'path' | 'diskPath'> & { size?: number } | undefined =
+      result.files.get(file.path) ?? (result.vouched.has(file.path) ? { path: file.path, diskPath: join(root, file.path) } : undefined);
     if (!existing) {
-      result.files.set(file.path, file);
+      if (vouched) result.vouched.add(file.path);
+      else result.files.set(file.path, file);
       return;
     }
-    const [keep, drop] = existing.diskPath <= file.diskPath ? [existing, file] : [file, existing];
-    result.files.set(keep.path, keep);
-    result.skipped.push({ path: drop.path, reason: 'name-collision', size: drop.size, diskPath: drop.diskPath });
+    if (existing.diskPath <= file.diskPath) {
+      result.skipped.push({ path: file.path, reason: 'name-collision', size: file.size, diskPath: file.diskPath });
+      return;
+    }
+    result.vouched.delete(file.path);
+    result.files.set(file.path, file);
+    result.skipped.push({ path: existing.path, reason: 'name-collision', size: existing.size, diskPath: existing.diskPath });
   };
 
-  const considerFile = (rel: string, disk: string, st: FsStats): void => {
+  const considerFile = (rel: string, disk: string, st: FsStats, exact: boolean): void => {
     if (st.size > maxFileBytes) result.skipped.push({ path: rel, reason: 'too-large', size: st.size });
-    else addFile({ path: rel, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, ctimeMs: st.ctimeMs });
+    else addFile({ path: rel, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, ctimeMs: st.ctimeMs }, exact && vouch !== undefined && vouch(rel, st));
   };
 
   const listDir = async (dir: DirTask): Promise<void> => {
@@ -186,19 +208,21 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     for (const entry of entries) {
       const rel = joinRel(dir.rel, entry.name);
       const disk = join(dir.disk, entry.name);
+      // The disk path is join(root, rel) while every name on the way is NFC already.
+      const exact = dir.exact === true && nfc(entry.name) === entry.name;
       if (entry.isDirectory()) {
         if (filter.includesEntry(rel, true)) {
-          spawn(() => listDir(subdir(dir, rel, disk, entry.name)));
+          spawn(() => listDir(subdir(dir, rel, disk, entry.name, exact)));
         }
       } else if (entry.isFile()) {
-        if (filter.includesEntry(rel, false)) spawn(() => statFile(rel, disk));
+        if (filter.includesEntry(rel, false)) spawn(() => statFile(rel, disk, exact));
       } else if (entry.isSymbolicLink()) {
         if (!follow) {
           if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) {
             result.skipped.push({ path: rel, reason: 'symlink' });
           }
         } else {
-          spawn(() => followLink(dir, rel, disk));
+          spawn(() => followLink(dir, rel, disk, exact));
         }
       } else if (filter.includesEntry(rel, false)) {
         result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
@@ -206,10 +230,10 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     }
   };
 
-  const subdir = (parent: DirTask, rel: string, disk: string, name: string): DirTask => {
-    if (parent.real === undefined) return { rel, disk };
+  const subdir = (parent: DirTask, rel: string, disk: string, name: string, exact: boolean): DirTask => {
+    if (parent.real === undefined) return { rel, disk, exact };
     const real = join(parent.real, name);
-    return follow ? { rel, disk, real, chain: { real, up: parent.chain } } : { rel, disk, real };
+    return follow ? { rel, disk, real, chain: { real, up: parent.chain }, exact } : { rel, disk, real, exact };
   };
 
   /**
@@ -233,7 +257,7 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     if (rel.includes('\uFFFD')) result.skipped.push({ path: rel, reason: 'name-not-utf8' });
   };
 
-  const statFile = async (rel: string, disk: string): Promise<void> => {
+  const statFile = async (rel: string, disk: string, exact: boolean): Promise<void> => {
     let st: FsStats;
     try {
       st = await fs.lstat(disk);
@@ -244,10 +268,10 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
       return;
     }
     // Replaced by something else between the listing and the stat: look again next pass.
-    if (st.isFile()) considerFile(rel, disk, st);
+    if (st.isFile()) considerFile(rel, disk, st, exact);
   };
 
-  const followLink = async (dir: DirTask, rel: string, disk: string): Promise<void> => {
+  const followLink = async (dir: DirTask, rel: string, disk: string, exact: boolean): Promise<void> => {
     let real: string;
     let st: FsStats;
     try {
@@ -281,15 +305,15 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
         result.skipped.push({ path: rel, reason: 'symlink-loop' });
         return;
       }
-      spawn(() => listDir({ rel, disk, real, chain: { real, up: dir.chain } }));
+      spawn(() => listDir({ rel, disk, real, chain: { real, up: dir.chain }, exact }));
     } else if (st.isFile()) {
-      considerFile(rel, disk, st);
+      considerFile(rel, disk, st, exact);
     } else {
       result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
     }
   };
 
-  const rootTask = (): DirTask => ({ rel: '', disk: root, real: rootReal, chain: follow && rootReal ? { real: rootReal } : undefined });
+  const rootTask = (): DirTask => ({ rel: '', disk: root, real: rootReal, chain: follow && rootReal ? { real: rootReal } : undefined, exact: true });
   let rootReadError: { code: string; message: string } | undefined;
   if (opts.subtrees === undefined) {
     spawn(() => listDir(rootTask()));
@@ -331,12 +355,12 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
 
   if (rootReadError) {
     const status: RootStatus = rootReadError.code === 'ENOENT' ? 'missing' : 'unreadable';
-    return { ...result, files: new Map(), rootStatus: status, rootError: rootReadError };
+    return { ...result, files: new Map(), vouched: new Set(), rootStatus: status, rootError: rootReadError };
   }
   // The drive may have gone while we walked (an unmount turns folders into ENOENT): then
   // the snapshot is incomplete and must not be taken for the truth.
   const after = await checkRoot(fs, root);
-  if (after.status !== 'ok') return { ...result, files: new Map(), rootStatus: after.status, rootError: after.error };
+  if (after.status !== 'ok') return { ...result, files: new Map(), vouched: new Set(), rootStatus: after.status, rootError: after.error };
   result.skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   result.errors.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return result;

@@ -10,7 +10,7 @@
  * tested.
  */
 import { basename } from 'node:path';
-import type { DatastoreApi } from '../../src/api/api.js';
+import { keptRecords, type DatastoreApi, type ListDocumentsOptions } from '../../src/api/api.js';
 import { ApiError } from '../../src/api/errors.js';
 import type { ChunkRecord, DataSourceRecord, DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
 import type { CliContext } from '../../src/cli/context.js';
@@ -158,8 +158,8 @@ export class FakeApi implements DatastoreApi {
       return ids.map((id) => this.dataSource(id));
     });
   }
-  listDocuments(dataSourceId: string): Promise<DocumentRecord[]> {
-    return this.call('listDocuments', [dataSourceId], undefined, () => this.docsIn(dataSourceId).map((d) => this.record(d)));
+  listDocuments(dataSourceId: string, opts?: ListDocumentsOptions): Promise<DocumentRecord[]> {
+    return this.call('listDocuments', [dataSourceId], undefined, () => keptRecords(this.docsIn(dataSourceId).map((d) => this.record(d)), opts));
   }
   getDocument(dataSourceId: string, id: string): Promise<DocumentRecord> {
     return this.call('getDocument', [dataSourceId, id], id, () => this.record(this.mustGet(dataSourceId, id)));

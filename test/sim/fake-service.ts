@@ -11,7 +11,7 @@
  * are spent (the pacer's handling of 429/503 is unit-tested in test/unit/api/).
  */
 import { ApiError } from '../../src/api/errors.js';
-import type { DatastoreApi } from '../../src/api/api.js';
+import { keptRecords, type DatastoreApi, type ListDocumentsOptions } from '../../src/api/api.js';
 import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
 import { FakeApi } from '../helpers/fake-api.js';
 import { sha256, type FakeLocal } from './fake-local.js';
@@ -192,10 +192,10 @@ export class FakeService extends FakeApi {
 
   // ---- the interface the engine uses ---------------------------------------------------
 
-  override async listDocuments(): Promise<DocumentRecord[]> {
-    if (this.variant.paging === 'none') return this.act(false, () => this.docs_().map((d) => this.recordOf(d)));
+  override async listDocuments(_ds: string, opts?: ListDocumentsOptions): Promise<DocumentRecord[]> {
+    if (this.variant.paging === 'none') return this.act(false, () => keptRecords(this.docs_().map((d) => this.recordOf(d)), opts));
     // Paged: each page is its own request; writes may land between two of them.
-    const seen = new Map<string, DocumentRecord>();
+    const seen = new Map<string, DocumentRecord | undefined>();
     let offset = 0;
     let cursor = '';
     for (let page = 0; page < 10_000; page++) {
@@ -205,7 +205,8 @@ export class FakeService extends FakeApi {
         return slice.map((d) => this.recordOf(d));
       });
       // The client keeps the first sight of each id (test/bad-input S19).
-      for (const r of items) if (!seen.has(r.id)) seen.set(r.id, r);
+      // keep is asked once per distinct document, as the page arrives (as the real client does).
+      for (const r of items) if (!seen.has(r.id)) seen.set(r.id, keptRecords([r], opts).length === 1 ? r : undefined);
       if (items.length < this.variant.pageSize) break;
       offset += items.length;
       cursor = items[items.length - 1]!.id;
@@ -214,7 +215,7 @@ export class FakeService extends FakeApi {
         this.betweenPages?.();
       }
     }
-    return [...seen.values()];
+    return [...seen.values()].filter((r) => r !== undefined);
   }
 
   override getDocument(_ds: string, id: string): Promise<DocumentRecord> {

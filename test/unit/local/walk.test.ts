@@ -113,6 +113,50 @@ describe('walkTree on a fake filesystem: its queue', () => {
   });
 });
 
+describe('walkTree: files the caller vouches for (a restart over unchanged files)', () => {
+  const NFC = 'caf\u00e9.txt';
+  const NFD = NFC.normalize('NFD');
+
+  it('keeps the paths of vouched files only, and is asked only where the disk path is join(root, path)', async () => {
+    const fs = tree().dir('/r/Cafe\u0301').file('/r/Cafe\u0301/x.txt', 'x').file(`/r/${NFD}`, 'd');
+    const asked: string[] = [];
+    const w = await walkTree('/r', filter, {
+      fs,
+      vouch: (path, st) => {
+        asked.push(path);
+        return path !== 'a.txt' && st.size > 0;
+      },
+    });
+    // Names stored in NFD (a macOS client) have another disk path: always looked at whole.
+    expect(asked.sort()).toEqual(['a.txt', 'locked/secret.txt', 'ok/b.md']);
+    expect([...w.vouched].sort()).toEqual(['locked/secret.txt', 'ok/b.md']);
+    expect([...w.files.keys()].sort()).toEqual(['Caf\u00e9/x.txt', 'a.txt', NFC].sort());
+  });
+
+  it('is not asked in a walk of subtrees', async () => {
+    const w = await walkTree('/r', filter, { fs: tree(), subtrees: ['ok'], vouch: () => true });
+    expect([...w.vouched]).toEqual([]);
+    expect([...w.files.keys()]).toEqual(['ok/b.md']);
+  });
+
+  it('settles a name collision with a vouched file by disk path, whichever is listed first', async () => {
+    for (const order of [[NFC, NFD], [NFD, NFC]]) {
+      const fs = new FakeFs().dir('/r');
+      for (const name of order) fs.file(`/r/${name}`, name === NFC ? 'nfc' : 'nfd!');
+      const w = await walkTree('/r', filter, { fs, vouch: () => true });
+      const [keep, drop] = [`/r/${NFC}`, `/r/${NFD}`].sort();
+      expect(w.skipped).toEqual([expect.objectContaining({ path: NFC, reason: 'name-collision', diskPath: drop })]);
+      if (keep === `/r/${NFC}`) {
+        expect([...w.vouched]).toEqual([NFC]);
+        expect(w.files.size).toBe(0);
+      } else {
+        expect([...w.vouched]).toEqual([]);
+        expect(w.files.get(NFC)?.diskPath).toBe(keep);
+      }
+    }
+  });
+});
+
 describe('LocalSide: what the engine is told', () => {
   const mapping = { path: '/r', include: DEFAULT_INCLUDE, exclude: [], ignoreFile: '.dssyncignore', maxFileBytes: 5, followSymlinks: false };
 
