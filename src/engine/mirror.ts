@@ -275,7 +275,7 @@ export class Mirror {
         rootStatus: scan.rootStatus,
         // A partial look says nothing about the folder being empty.
         localFiles: scope ? Math.max(1, scanned) : scanned,
-        knownDocuments: Math.max(plan.ourDocumentCount, Object.keys(mapping.files).length),
+        knownDocuments: Math.max(plan.ourDocumentCount, countOf(mapping.files)),
         ops: plan.ops,
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,
@@ -443,14 +443,14 @@ export class Mirror {
     // A folder event covers what is below it and the path itself (a file replaced by a folder).
     const dirs = scope.dirs.map((d) => (d === '' ? '' : `${d}/`));
     for (const d of scope.dirs) if (d !== '') out.add(d);
-    if (dirs.length > 0) for (const p of Object.keys(mapping.files)) if (dirs.some((d) => p.startsWith(d))) out.add(p);
+    // for-in, not Object.keys/entries: no array of a million paths or pairs at every change.
+    if (dirs.length > 0) for (const p in mapping.files) if (dirs.some((d) => p.startsWith(d))) out.add(p);
 
     const newHashes = new Set<string>();
     for (const [p, f] of local) if (!mapping.files[p] && f.sha256) newHashes.add(f.sha256);
     if (newHashes.size === 0) return out;
-    const candidates = Object.entries(mapping.files)
-      .filter(([p, e]) => !out.has(p) && newHashes.has(e.sha256) && !untouchable(p))
-      .map(([p]) => p);
+    const candidates: string[] = [];
+    for (const p in mapping.files) if (!out.has(p) && newHashes.has(mapping.files[p]!.sha256) && !untouchable(p)) candidates.push(p);
     if (candidates.length === 0) return out;
     const still = await this.d.local.scanScope({ files: candidates, dirs: [] });
     for (const p of candidates) {
@@ -506,6 +506,13 @@ export class Mirror {
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
     return { local, skipped, untouchable };
   }
+}
+
+/** The number of keys of a record, without an array of them (a million paths). */
+function countOf(record: Readonly<Record<string, unknown>>): number {
+  let n = 0;
+  for (const _ in record) n++;
+  return n;
 }
 
 function unmarkedByName(remote: readonly DocumentRecord[]): Map<string, string[]> {

@@ -481,7 +481,7 @@ interface RemoteView {
  * Sorts the remote documents into ours (by path) and foreign ones. Without a remote
  * listing, the state stands in for it.
  */
-function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote'>, stateByDoc: (documentId: string) => string | undefined): RemoteView {
+function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote' | 'scope'>, stateByDoc: (documentId: string) => string | undefined): RemoteView {
   const byPath = new Map<string, KnownDoc[]>();
   const add = (d: KnownDoc): void => {
     const list = byPath.get(d.path);
@@ -491,10 +491,20 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
   const foreign: DocumentRecord[] = [];
 
   if (input.remote === undefined) {
-    for (const [path, entry] of Object.entries(input.state.files)) {
-      add({ doc: undefined, id: entry.documentId, path, sha256: entry.sha256, fromIntent: false });
+    // Only paths in scope are ever looked at: an incremental pass over a million-file state
+    // makes a handful of these, not a million (issue 16).
+    const files = input.state.files;
+    const standIn = (path: string): void => {
+      const entry = files[path];
+      if (entry !== undefined) add({ doc: undefined, id: entry.documentId, path, sha256: entry.sha256, fromIntent: false });
+    };
+    let ourDocumentCount = 0;
+    for (const path in files) {
+      ourDocumentCount++;
+      if (input.scope === undefined) standIn(path);
     }
-    return { byPath, foreign, otherOwners: [], ourDocumentCount: Object.keys(input.state.files).length, intentPins: [], doubtful: [] };
+    if (input.scope !== undefined) for (const path of input.scope) standIn(path);
+    return { byPath, foreign, otherOwners: [], ourDocumentCount, intentPins: [], doubtful: [] };
   }
 
   const uploads = openUploads(input.state.intents);
