@@ -50,8 +50,13 @@ export function bucketOf(path: string): number {
 
 
 interface MappingIndex {
-  /** Paths per bucket (created on first use): what a pinned bucket has to copy. */
-  keys: (Set<string> | undefined)[];
+  /**
+   * Paths per bucket (created on first use): what a pinned bucket has to copy. Arrays, not
+   * Sets: a path is added only when the mapping does not hold it yet and removed by a scan
+   * of its bucket (a thousand paths at a million files), and an array costs ~10 bytes per
+   * path where a Set's hash table cost ~32.
+   */
+  keys: (string[] | undefined)[];
   /** Stale buckets a snapshot still has to encode (copy-on-write, see setFile). */
   pins: (PendingBucket | undefined)[];
 }
@@ -225,7 +230,7 @@ export class StateCodec {
   /** (Re)builds the bucket index of a mapping: after a load, a creation or a reset. */
   indexMapping(id: string, m: MappingState): void {
     const index: MappingIndex = {
-      keys: new Array<Set<string> | undefined>(BUCKET_COUNT),
+      keys: new Array<string[] | undefined>(BUCKET_COUNT),
       pins: new Array<PendingBucket | undefined>(BUCKET_COUNT),
     };
     for (const path of Object.keys(m.files)) addKey(index, path);
@@ -239,8 +244,9 @@ export class StateCodec {
       const b = bucketOf(path);
       const pin = index.pins[b];
       if (pin && !pin.items) pin.items = collect(index.keys[b], pin.files);
-      if (entry) addKey(index, path, b);
-      else index.keys[b]?.delete(path);
+      const known = path in m.files;
+      if (entry && !known) addKey(index, path, b);
+      else if (!entry && known) removeKey(index.keys[b], path);
     }
     // Without an index (not indexed yet) the next snapshot indexes the mapping from its data.
     if (entry) m.files[path] = entry;
@@ -271,7 +277,7 @@ export class StateCodec {
       const buckets: PendingBucket[] = [];
       for (let b = 0; b < BUCKET_COUNT; b++) {
         const keys = index.keys[b];
-        if (!keys || keys.size === 0) continue;
+        if (!keys || keys.length === 0) continue;
         const pending: PendingBucket = { index, bucket: b, files: m.files, items: undefined };
         index.pins[b] = pending;
         buckets.push(pending);
@@ -290,7 +296,7 @@ export class StateCodec {
   fileCount(id: string, m: MappingState): number {
     const index = this.indexOf(id, m);
     let n = 0;
-    for (const keys of index.keys) if (keys) n += keys.size;
+    for (const keys of index.keys) if (keys) n += keys.length;
     return n;
   }
 
@@ -320,7 +326,7 @@ function encodeBucket(p: PendingBucket): { buf: Buffer; lines: number } {
   return { buf: Buffer.from(text), lines: items.length / 2 };
 }
 
-function collect(keys: Set<string> | undefined, files: Record<string, FileEntry>): (string | FileEntry)[] {
+function collect(keys: string[] | undefined, files: Record<string, FileEntry>): (string | FileEntry)[] {
   const items: (string | FileEntry)[] = [];
   if (keys) {
     for (const path of keys) {
@@ -331,10 +337,20 @@ function collect(keys: Set<string> | undefined, files: Record<string, FileEntry>
   return items;
 }
 
+/** Adds a path the mapping did not hold (the caller checks: a bucket holds each path once). */
 function addKey(index: MappingIndex, path: string, b = bucketOf(path)): void {
-  let set = index.keys[b];
-  if (!set) index.keys[b] = set = new Set();
-  set.add(path);
+  const keys = index.keys[b];
+  if (keys) keys.push(path);
+  else index.keys[b] = [path];
+}
+
+/**
+ * Removes a path the mapping held. The others keep their order (the mapping's own, as a Set
+ * kept it), so that a snapshot's bytes depend on the state, not on the order of the changes.
+ */
+function removeKey(keys: string[] | undefined, path: string): void {
+  const i = keys ? keys.indexOf(path) : -1;
+  if (i >= 0) keys?.splice(i, 1);
 }
 
 /** The mapping's line: its id and every field but the files. */

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { StateCorruptError } from './errors.js';
+import { Interner } from './intern.js';
 import { STATE_VERSION, type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile } from './schema.js';
 
 /**
@@ -34,9 +35,32 @@ export function entryFromTuple(t: FileTuple): FileEntry {
   return entryAt(t, 0);
 }
 
-/** The entry of the FileTuple that starts at `t[at]` (checked by the caller). */
+/** The syncedAt strings of the entries made here (see intern.ts). */
+const syncedAtValues = new Interner();
+
+/**
+ * The entry of the FileTuple that starts at `t[at]` (checked by the caller). Every entry of
+ * the state is made here (load, journal replay, setFile), so its shape is decided here:
+ * an entry with all four stat fields (what a pass records) is one literal of nine fields,
+ * held in the object itself (96 bytes); adding them one by one after a literal of five put
+ * them in a separate property array (64 + 64 bytes).
+ */
 function entryAt(t: readonly unknown[], at: number): FileEntry {
-  const e: FileEntry = { documentId: t[at] as string, size: t[at + 1] as number, mtimeMs: t[at + 2] as number, sha256: t[at + 3] as string, syncedAt: t[at + 4] as string };
+  const syncedAt = syncedAtValues.intern(t[at + 4] as string);
+  if (t.length === at + 9 && t[at + 5] !== null && t[at + 6] !== null && t[at + 7] !== null && t[at + 8] !== null) {
+    return Object.freeze({
+      documentId: t[at] as string,
+      size: t[at + 1] as number,
+      mtimeMs: t[at + 2] as number,
+      sha256: t[at + 3] as string,
+      syncedAt,
+      hashedAt: t[at + 5] as number,
+      ctimeMs: t[at + 6] as number,
+      dev: t[at + 7] as number,
+      ino: t[at + 8] as number,
+    });
+  }
+  const e: FileEntry = { documentId: t[at] as string, size: t[at + 1] as number, mtimeMs: t[at + 2] as number, sha256: t[at + 3] as string, syncedAt };
   if (t.length === at + 9) {
     if (t[at + 5] !== null) e.hashedAt = t[at + 5] as number;
     if (t[at + 6] !== null) e.ctimeMs = t[at + 6] as number;
