@@ -75,9 +75,10 @@ function decodeMapping(file: string, id: string, v: unknown): MappingState {
   if (!Array.isArray(files)) throw new StateCorruptError(file, `${at}.files: not an array`);
   const m = mappingFromHead(file, at, v);
   for (let i = 0; i < files.length; i++) {
-    const f = fileFromLine(files[i]);
-    if (!f) throw new StateCorruptError(file, `${at}.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] tuple`);
-    m.files[f.path] = f.entry;
+    const t: unknown = files[i];
+    const entry = fileFromLine(t);
+    if (!entry) throw new StateCorruptError(file, `${at}.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] tuple`);
+    m.files[(t as string[])[0] as string] = entry;
   }
   return m;
 }

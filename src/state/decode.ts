@@ -23,8 +23,8 @@ const OPEN_BRACE = 0x7b;
 const OPEN_BRACKET = 0x5b;
 /** Bytes read at a time. */
 const CHUNK_BYTES = 1 << 20;
-/** Lines parsed between two looks at the clock. */
-const LINES_PER_CHECK = 256;
+/** Bytes of lines decoded to text at a time; the clock is looked at after each such window (~260 lines). */
+export const WINDOW_BYTES = 1 << 16;
 
 /**
  * The line parser, fed chunks in order (parse), then told the file ended (finish). With a
@@ -47,28 +47,46 @@ export class SnapshotParser {
   /**
    * Parses the complete lines of `buf` from `from`, and returns the offset after the last
    * one it parsed: the end of the last complete line, or earlier when `pause()` (asked
-   * every LINES_PER_CHECK lines) said to stop there for now.
+   * after each window of lines) said to stop there for now.
    */
   parse(buf: Buffer, from: number, pause?: () => boolean): number {
     let at = from;
-    let crcFrom = from;
-    for (let n = 1; ; n++) {
-      const nl = buf.indexOf(NEWLINE, at);
-      if (nl < 0) break;
+    while (at < buf.length) {
+      // A window of whole lines: to the last newline within WINDOW_BYTES, or to the first
+      // one after (a longer line). UTF-8 never has 0x0a inside a character, so a window
+      // decodes to whole characters.
+      let end = buf.lastIndexOf(NEWLINE, Math.min(at + WINDOW_BYTES, buf.length) - 1);
+      if (end < at) end = at + WINDOW_BYTES < buf.length ? buf.indexOf(NEWLINE, at + WINDOW_BYTES) : -1;
+      if (end < at) break;
+      this.window(buf, at, end + 1);
+      at = end + 1;
+      if (pause?.()) break;
+    }
+    return at;
+  }
+
+  /**
+   * The lines of `buf[start, end)`, which ends with a newline: decoded once, each line
+   * parsed from a slice of that text (a slice is not a copy; a string per line made by the
+   * Buffer was a call into the runtime and a copy of the line each time).
+   */
+  private window(buf: Buffer, start: number, end: number): void {
+    const text = buf.toString('utf8', start, end);
+    // The checksum covers every byte above the end line.
+    let crcEnd = end;
+    for (let at = 0; at < text.length; ) {
+      const nl = text.indexOf('\n', at);
       if (this.ended) this.bad('bytes after the end line', 'the end');
-      if (this.headerSeen && buf[at] === 0x65 /* e */ && buf.toString('latin1', at, at + 4) === 'end ') {
-        // The checksum covers every byte above the end line.
-        this.crc = crc32(buf.subarray(crcFrom, at), this.crc);
-        crcFrom = nl + 1;
-        this.checkTrailer(buf.toString('latin1', at, nl));
+      if (this.headerSeen && text.charCodeAt(at) === 0x65 /* e */ && text.startsWith('end ', at)) {
+        crcEnd = start + Buffer.byteLength(text.slice(0, at));
+        this.crc = crc32(buf.subarray(start, crcEnd), this.crc);
+        this.checkTrailer(text.slice(at, nl));
       } else {
-        this.line(buf, at, nl);
+        this.line(text, at, nl);
       }
       at = nl + 1;
-      if (n % LINES_PER_CHECK === 0 && pause?.()) break;
     }
-    if (crcFrom < at) this.crc = crc32(buf.subarray(crcFrom, at), this.crc);
-    return at;
+    if (crcEnd === end) this.crc = crc32(buf.subarray(start, end), this.crc);
   }
 
   /** The file ended with `rest` after its last newline. */
@@ -78,19 +96,21 @@ export class SnapshotParser {
     return { state: this.state };
   }
 
-  private line(buf: Buffer, start: number, end: number): void {
+  private line(text: string, start: number, end: number): void {
     this.lines++;
-    const first = buf[start];
-    if (first === OPEN_BRACKET && this.mapping) {
-      const f = fileFromLine(this.json(buf, start, end));
-      if (!f) this.bad('not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] file line');
-      const { id, m } = this.mapping;
-      if (this.codec) this.codec.setFile(id, m, f.path, f.entry);
-      else m.files[f.path] = f.entry;
+    const first = text.charCodeAt(start);
+    const mapping = this.mapping;
+    if (first === OPEN_BRACKET && mapping) {
+      const t = this.json(text, start, end);
+      const entry = fileFromLine(t);
+      if (!entry) this.bad('not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] file line');
+      const path = (t as string[])[0] as string;
+      if (this.codec) this.codec.setFile(mapping.id, mapping.m, path, entry);
+      else mapping.m.files[path] = entry;
     } else if (!this.headerSeen) {
-      this.header(buf.toString('utf8', start, end));
+      this.header(text.slice(start, end));
     } else if (first === OPEN_BRACE) {
-      const v = this.json(buf, start, end);
+      const v = this.json(text, start, end);
       if (typeof v !== 'object' || v === null || Array.isArray(v)) this.bad('not a mapping line');
       const id = (v as Record<string, unknown>)['mapping'];
       if (typeof id !== 'string') this.bad('a mapping line without "mapping" (its id)');
@@ -135,9 +155,9 @@ export class SnapshotParser {
     this.ended = true;
   }
 
-  private json(buf: Buffer, start: number, end: number): unknown {
+  private json(text: string, start: number, end: number): unknown {
     try {
-      return JSON.parse(buf.toString('utf8', start, end));
+      return JSON.parse(text.slice(start, end));
     } catch {
       return this.bad('not JSON');
     }

@@ -209,10 +209,11 @@ export interface DecodedState {
 }
 
 /**
- * A file as the snapshot stores it, `[path, …FileTuple]`, or undefined when `t` is not one.
- * The hot loop of a load: plain checks, no allocation beyond the entry itself.
+ * The entry of a file as the snapshot stores it, `[path, …FileTuple]` (its path is `t[0]`),
+ * or undefined when `t` is not one. The hot loop of a load: plain checks, no allocation
+ * beyond the entry itself.
  */
-export function fileFromLine(t: unknown): { path: string; entry: FileEntry } | undefined {
+export function fileFromLine(t: unknown): FileEntry | undefined {
   if (
     !Array.isArray(t) ||
     typeof t[0] !== 'string' ||
@@ -226,7 +227,7 @@ export function fileFromLine(t: unknown): { path: string; entry: FileEntry } | u
   ) {
     return undefined;
   }
-  return { path: t[0], entry: entryAt(t, 1) };
+  return entryAt(t, 1);
 }
 
 /**

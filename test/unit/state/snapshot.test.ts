@@ -4,7 +4,7 @@
  * read and rewritten.
  */
 import { describe, expect, it } from 'vitest';
-import { readSnapshot } from '../../../src/state/decode.js';
+import { WINDOW_BYTES, readSnapshot } from '../../../src/state/decode.js';
 import { StateCodec, encodeStateToString, type SliceOptions } from '../../../src/state/encoder.js';
 import { StateCorruptError } from '../../../src/state/errors.js';
 import { frameRecord } from '../../../src/state/journal.js';
@@ -172,7 +172,9 @@ describe('snapshot file', () => {
 
   it('reads in slices: no slice parses more than its bound of lines', async () => {
     const fs = new MemFs();
-    fs.put(PATH, encodeStateToString(big(20_000)));
+    const text = encodeStateToString(big(20_000));
+    fs.put(PATH, text);
+    const shortestLine = Math.min(...text.split('\n').filter((l) => l.startsWith('[')).map((l) => Buffer.byteLength(l) + 1));
     const clock = tickingClock();
     const codec = new StateCodec();
     const probe = newMappingState('x', '/'); // the mapping is indexed as it is read: count its files so far
@@ -197,8 +199,10 @@ describe('snapshot file', () => {
     const r = await readSnapshot(fs, PATH, codec, clock);
     expect(Object.keys(r?.state.mappings['docs']?.files ?? {})).toHaveLength(20_000);
     const slices = counts.map((n, i) => n - (counts[i - 1] ?? 0));
-    // The clock is read every 256 lines and a slice ends past 4 ms: at most 4 × 256 lines.
-    expect(Math.max(...slices)).toBeLessThanOrEqual(4 * 256);
-    expect(counts.length).toBeGreaterThanOrEqual(Math.floor(20_000 / (4 * 256)));
+    // The clock is read after each window of WINDOW_BYTES and a slice ends past 4 ms: at
+    // most 4 windows of lines.
+    const bound = 4 * Math.ceil(WINDOW_BYTES / shortestLine);
+    expect(Math.max(...slices)).toBeLessThanOrEqual(bound);
+    expect(counts.length).toBeGreaterThanOrEqual(Math.floor(20_000 / bound));
   });
 });
