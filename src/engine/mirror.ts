@@ -501,8 +501,17 @@ export class Mirror {
         }
       }
     };
-    // A file that cannot be hashed is set aside above (vanished, or skipped for now).
-    await Promise.all(toHash.map((path) => queue.add(() => hashOne(path))));
+    // A file that cannot be hashed is set aside above (vanished, or skipped for now). The
+    // queue is fed as it drains: a task waiting in p-queue costs ~1 KB, so a million queued
+    // at once held a gigabyte through the whole hash of a first mirror.
+    let failure: { error: unknown } | undefined;
+    for (const path of toHash) {
+      if (failure) break;
+      await queue.onSizeLessThan(HASH_CONCURRENCY);
+      queue.add(() => hashOne(path)).catch((error: unknown) => (failure ??= { error }));
+    }
+    await queue.onIdle();
+    if (failure) throw failure.error;
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
     return { local, skipped, untouchable };
   }
