@@ -125,6 +125,7 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
   };
   const queue = new PQueue({ concurrency: Math.max(1, o.concurrency) });
   const uploads: UploadOp[] = [];
+  const singles: Extract<Op, { kind: 'rename' | 'update-meta' | 'delete' }>[] = [];
 
   for (const op of ops) {
     switch (op.kind) {
@@ -145,51 +146,85 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
       case 'rename':
       case 'update-meta':
       case 'delete':
-        void queue.add(() => runSingle(op, o, result));
+        singles.push(op);
         break;
     }
   }
-  const nonce = o.uploadNonce ?? ((): string => randomBytes(6).toString('hex'));
-  const named = uploads.map((op): NamedUpload & { file: { size: number } } => ({ op, uploadName: markUploadName(o.desired(op.file).name, nonce()), file: op.file }));
-  const batches = makeBatches(named, o.batchFiles, o.batchBytes);
-  const intents = new IntentPrefetch(o, batches, Math.max(1, o.concurrency));
-  batches.forEach((batch, i) => {
-    void queue.add(() => runUploadBatch(batch, o, result, intents.take(i)));
-  });
+  // The queue is fed as it drains, not given every task at once: a task waiting in p-queue
+  // costs ~1 KB, and a first mirror of a million files has 50,000 batches.
+  const feed = async (task: () => Promise<void>): Promise<void> => {
+    await queue.onSizeLessThan(queue.concurrency);
+    void queue.add(task);
+  };
+  for (const op of singles) await feed(() => runSingle(op, o, result));
+  const batches = new UploadBatches(o, makeBatches(uploads, o.batchFiles, o.batchBytes), Math.max(1, o.concurrency));
+  for (let i = 0; i < batches.count; i++) {
+    await feed(() => {
+      const { named, intent } = batches.take(i);
+      return runUploadBatch(named, o, result, intent);
+    });
+  }
   await queue.onIdle();
   return result;
 }
 
 /**
- * Every upload needs a durable intent first, and a durable write rewrites the whole state
- * file (2 MB at 10,000 files, 19 MB at 100,000). Batches starting one after another would
- * each pay one; so the first batch that needs its intent also begins those of the next
- * `ahead` batches, in the same turn (the store writes them together, group commit). An
- * intent begun before its upload is sent is harmless: it says the files may have been
- * uploaded, and the next full listing settles it, as for any other open intent.
+ * The upload batches, each named (markUploadName: the names its intent records and its
+ * request sends) only shortly before it is sent: the names of a million files are not all
+ * held at once.
+ *
+ * Every upload needs a durable intent first, and each durable write waits for an fsync.
+ * Batches starting one after another would each wait for one; so the first batch that
+ * needs its intent also begins those of the next `ahead` batches, in the same turn (the
+ * store writes them together, group commit). An intent begun before its upload is sent is
+ * harmless: it says the files may have been uploaded, and the next full listing settles
+ * it, as for any other open intent.
  */
-class IntentPrefetch {
+class UploadBatches {
+  private readonly named = new Map<number, NamedUpload[]>();
   private readonly begun = new Map<number, Promise<string>>();
+  private readonly nonce: () => string;
 
   constructor(
     private readonly o: ExecutorOptions,
-    private readonly batches: readonly NamedUpload[][],
+    private readonly batches: readonly UploadOp[][],
     private readonly ahead: number,
-  ) {}
+  ) {
+    this.nonce = o.uploadNonce ?? ((): string => randomBytes(6).toString('hex'));
+  }
 
-  /** The intent of batch `i` (begun now with the next ones, unless already begun). */
-  take(i: number): () => Promise<string> {
-    return () => {
-      const mine = this.begun.get(i) ?? this.begin(i);
-      this.begun.delete(i);
-      return mine;
+  get count(): number {
+    return this.batches.length;
+  }
+
+  /** Batch `i` under its marked names, and its intent (begun now with the next ones, unless already begun). */
+  take(i: number): { named: NamedUpload[]; intent: () => Promise<string> } {
+    return {
+      named: this.name(i),
+      intent: () => {
+        const mine = this.begun.get(i) ?? this.begin(i);
+        this.begun.delete(i);
+        // Named and begun: its names are now in its intent and in `named` above.
+        this.named.delete(i);
+        return mine;
+      },
     };
+  }
+
+  /** The same names every time until the batch's intent is taken. */
+  private name(i: number): NamedUpload[] {
+    let named = this.named.get(i);
+    if (!named) {
+      named = this.batches[i]!.map((op) => ({ op, uploadName: markUploadName(this.o.desired(op.file).name, this.nonce()) }));
+      this.named.set(i, named);
+    }
+    return named;
   }
 
   private begin(i: number): Promise<string> {
     for (let k = i; k < Math.min(this.batches.length, i + this.ahead); k++) {
       if (this.begun.has(k)) continue;
-      const p = this.o.state.beginIntent(this.o.mappingId, uploadIntent(this.batches[k]!, this.o));
+      const p = this.o.state.beginIntent(this.o.mappingId, uploadIntent(this.name(k), this.o));
       // Awaited when its batch runs; until then a failure must not be an unhandled rejection.
       p.catch(() => undefined);
       this.begun.set(k, p);
