@@ -60,6 +60,31 @@ export function parseListQuery(query: unknown, defaultLimit: number): ListQuery 
   return { afterSeq, limit };
 }
 
+/**
+ * The same body as toListBody, as bytes written from each item's JSON. A page of 1,000
+ * documents (~0.65 MB) costs ~4.5 ms instead of ~15 ms: what it saves is JSON.stringify of
+ * the whole page as one string and that string's copies on its way to the socket (the
+ * emulator must answer a listing of a million documents without being what the client
+ * waits for; docs/performance.md). Keeping each document's JSON between listings would
+ * save ~2 ms more per page, but costs the emulator ~650 MB at a million documents, and the
+ * first listing, the one a benchmark measures, pays for it in garbage collection.
+ */
+export function listBodyBytes<T>(page: Page<T>, toJson: (item: T) => string): Buffer {
+  const head = '{"items":[';
+  const tail = `],"next_cursor":${JSON.stringify(page.nextAfter === null ? null : encodeCursor(page.nextAfter))}}`;
+  const items = page.items.map(toJson);
+  let bytes = head.length + tail.length + Math.max(0, items.length - 1);
+  for (const item of items) bytes += Buffer.byteLength(item);
+  const out = Buffer.allocUnsafe(bytes);
+  let at = out.write(head, 0);
+  items.forEach((item, i) => {
+    if (i > 0) at += out.write(',', at);
+    at += out.write(item, at);
+  });
+  out.write(tail, at);
+  return out;
+}
+
 export function toListBody<T, R>(page: Page<T>, toRecord: (item: T) => R): ListBody<R> {
   return {
     items: page.items.map(toRecord),

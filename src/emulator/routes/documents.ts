@@ -1,7 +1,7 @@
 /** Documents of a data source (list, view, update, delete) and their chunks. */
 import { orgOf } from '../context.js';
 import { notFound } from '../errors.js';
-import { encodeCursor, parseListQuery, toListBody } from '../paging.js';
+import { encodeCursor, listBodyBytes, parseListQuery } from '../paging.js';
 import { chunkRecord, documentRecord } from '../records.js';
 import { jsonObjectBody, parseUpdateDocument } from '../validate.js';
 import { pathParam, requireDataSource, requireDocument, type RouteDef } from './route.js';
@@ -13,10 +13,11 @@ export const documentRoutes: RouteDef[] = [
   {
     method: 'GET',
     url: DOCS,
-    handler: async (ctx, req) => {
+    handler: async (ctx, req, reply) => {
       const ds = requireDataSource(ctx, orgOf(req), pathParam(req, 'data_source_id'));
       const q = parseListQuery(req.query, ctx.options.pageSize);
-      return toListBody(ctx.store.pageDocuments(ds, q.afterSeq, q.limit), documentRecord);
+      void reply.type('application/json; charset=utf-8');
+      return listBodyBytes(ctx.store.pageDocuments(ds, q.afterSeq, q.limit), (doc) => JSON.stringify(documentRecord(doc)));
     },
   },
   { method: 'POST', url: `${DOCS}/upload`, handler: uploadDocuments },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, encodeCursor, parseListQuery } from '../../../src/emulator/paging.js';
+import { decodeCursor, encodeCursor, listBodyBytes, parseListQuery, toListBody } from '../../../src/emulator/paging.js';
 
 describe('list paging parameters', () => {
   it('round-trips cursors and rejects anything it did not hand out', () => {
@@ -20,5 +20,17 @@ describe('list paging parameters', () => {
     }
     expect(() => parseListQuery({ cursor: 'zzz' }, 20)).toThrow(expect.objectContaining({ code: 'invalid_cursor' }));
     expect(() => parseListQuery({ cursor: ['a', 'b'] }, 20)).toThrow(expect.objectContaining({ details: { field: 'cursor' } }));
+  });
+
+  it('writes a page from its items\' JSON as the very bytes of the serialised body, non-ASCII included', () => {
+    const items = [
+      { id: 'a', seq: 1, name: 'Réunion d\'équipe – procès-verbal.txt' },
+      { id: 'b', seq: 2, name: '日本語/メモ.md', meta: { k: ['v', null, 3] } },
+    ];
+    const json = (i: (typeof items)[number]): string => JSON.stringify({ ...i });
+    for (const page of [{ items, nextAfter: 2 }, { items, nextAfter: null }, { items: items.slice(0, 1), nextAfter: null }, { items: [], nextAfter: null }]) {
+      const bytes = listBodyBytes(page, json);
+      expect(bytes.toString('utf8')).toBe(JSON.stringify(toListBody(page, (i) => ({ ...i }))));
+    }
   });
 });
