@@ -23,7 +23,7 @@ export interface LocalSideMapping extends FilterSpec {
 
 export interface LocalSideOptions {
   fs?: LocalFs | undefined;
-  /** Filesystem calls in flight during a scan (default 32). */
+  /** Folders looked at at once during a scan (default 32; walk.ts WalkOptions.concurrency). */
   concurrency?: number | undefined;
   signal?: AbortSignal | undefined;
 }

@@ -91,7 +91,11 @@ export interface WalkOptions {
   maxFileBytes?: number | undefined;
   /** Follow symbolic links whose target lies inside the root. Default false. */
   followSymlinks?: boolean | undefined;
-  /** Filesystem calls in flight at once. Default 32. */
+  /**
+   * Folders (and links) looked at at once. Default 32. Each stats its files
+   * FILE_STATS_PER_FOLDER at a time: at most that many times this in filesystem calls in
+   * flight (libuv runs 4 at once; the rest wait in its queue).
+   */
   concurrency?: number | undefined;
   fs?: LocalFs | undefined;
   signal?: AbortSignal | undefined;
@@ -125,6 +129,9 @@ interface Chain {
   real: string;
   up?: Chain | undefined;
 }
+
+/** Files of one folder stat-ed at once by its task. */
+export const FILE_STATS_PER_FOLDER = 8;
 
 export async function walkTree(root: string, filter: PathFilter, opts: WalkOptions = {}): Promise<WalkResult> {
   const fs = opts.fs ?? nodeFs;
@@ -205,6 +212,7 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
       return;
     }
     if (dir.rel !== '') result.dirCount++;
+    const files: { rel: string; disk: string; exact: boolean }[] = [];
     for (const entry of entries) {
       const rel = joinRel(dir.rel, entry.name);
       const disk = join(dir.disk, entry.name);
@@ -215,7 +223,7 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
           spawn(() => listDir(subdir(dir, rel, disk, entry.name, exact)));
         }
       } else if (entry.isFile()) {
-        if (filter.includesEntry(rel, false)) spawn(() => statFile(rel, disk, exact));
+        if (filter.includesEntry(rel, false)) files.push({ rel, disk, exact });
       } else if (entry.isSymbolicLink()) {
         if (!follow) {
           if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) {
@@ -228,6 +236,17 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
         result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
       }
     }
+    // The folder's files are stat-ed by its own task, FILE_STATS_PER_FOLDER at a time: a
+    // queue task per file cost ~3x the lstat itself (a million files: ~25 s of CPU).
+    let next = 0;
+    const statNext = async (): Promise<void> => {
+      while (next < files.length) {
+        opts.signal?.throwIfAborted();
+        const f = files[next++]!;
+        await statFile(f.rel, f.disk, f.exact);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(FILE_STATS_PER_FOLDER, files.length) }, statNext));
   };
 
   const subdir = (parent: DirTask, rel: string, disk: string, name: string, exact: boolean): DirTask => {
