@@ -151,20 +151,32 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
     }
   }
   // The queue is fed as it drains, not given every task at once: a task waiting in p-queue
-  // costs ~1 KB, and a first mirror of a million files has 50,000 batches.
-  const feed = async (task: () => Promise<void>): Promise<void> => {
-    await queue.onSizeLessThan(queue.concurrency);
-    void queue.add(task);
+  // costs ~1 KB, and a first mirror of a million files has 50,000 batches. Once stopped
+  // (Ctrl-C, shutdown), what has not started is not started: no intent is begun for it
+  // (each would stay open in the state until a full pass settles it) and its files are
+  // counted, not each failed and logged.
+  const notStarted = new Map<Op['kind'], number>();
+  const skip = (ops: readonly Op[]): void => {
+    for (const op of ops) notStarted.set(op.kind, (notStarted.get(op.kind) ?? 0) + 1);
   };
-  for (const op of singles) await feed(() => runSingle(op, o, result));
+  const feed = async (ops: readonly Op[], task: () => Promise<void>): Promise<void> => {
+    if (o.signal?.aborted) return skip(ops);
+    await queue.onSizeLessThan(queue.concurrency);
+    void queue.add(() => (o.signal?.aborted ? skip(ops) : task()));
+  };
+  for (const op of singles) await feed([op], () => runSingle(op, o, result));
   const batches = new UploadBatches(o, makeBatches(uploads, o.batchFiles, o.batchBytes), Math.max(1, o.concurrency));
   for (let i = 0; i < batches.count; i++) {
-    await feed(() => {
+    await feed(batches.ops(i), () => {
       const { named, intent } = batches.take(i);
       return runUploadBatch(named, o, result, intent);
     });
   }
   await queue.onIdle();
+  for (const [kind, n] of notStarted) {
+    result.failures.push({ path: '', op: kind, code: 'E_ABORTED', message: `stopped before ${n} ${kind} operation(s) started; the next pass carries them out` });
+  }
+  if (notStarted.size > 0) o.logger.warn({ notStarted: Object.fromEntries(notStarted) }, 'stopped: operations not started are left to the next pass');
   return result;
 }
 
@@ -195,6 +207,10 @@ class UploadBatches {
 
   get count(): number {
     return this.batches.length;
+  }
+
+  ops(i: number): readonly UploadOp[] {
+    return this.batches[i]!;
   }
 
   /** Batch `i` under its marked names, and its intent (begun now with the next ones, unless already begun). */

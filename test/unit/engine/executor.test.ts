@@ -205,4 +205,29 @@ describe('executePlan on shutdown', () => {
     expect(api.count('uploadDocuments')).toBe(1);
     expectConverged(api, local);
   });
+
+  it('stops starting work once stopped: no intent, request or per-file failure for what had not started', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const local = files(100); // 5 batches of 20, one at a time
+    const stop = new AbortController();
+    // Stopped while the first batch is being sent (as the pacer answers every later request).
+    api.failBefore = (op) => {
+      if (op !== 'uploadDocuments') return undefined;
+      const wasStopped = stop.signal.aborted;
+      stop.abort();
+      return wasStopped ? apiError('E_ABORTED', undefined) : undefined;
+    };
+    const first = await pass(api, state, local, { concurrency: 1, signal: stop.signal });
+    // Only the first batch was sent: the other four began no intent, sent nothing, and are
+    // one line of the result instead of 80 failed files (a million at a first mirror's Ctrl-C).
+    expect(api.count('uploadDocuments')).toBe(1);
+    expect(Object.keys(state.m.intents)).toHaveLength(0);
+    expect(Object.keys(state.m.files)).toHaveLength(20);
+    expect(first.result.counts.upload).toBe(20);
+    expect(first.result.failures).toEqual([{ path: '', op: 'upload', code: 'E_ABORTED', message: expect.stringContaining('80 upload') as unknown }]);
+    api.failBefore = () => undefined;
+    await pass(api, state, local);
+    expectConverged(api, local);
+  });
 });
