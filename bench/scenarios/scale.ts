@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { StateCodec } from '../../src/state/encoder.js';
 import { newMappingState, newState } from '../../src/state/validate.js';
+import type { FileEntry } from '../../src/state/schema.js';
 import { StateStore } from '../../src/state/store.js';
 import type { BenchContext } from '../lib/context.js';
 import { log, quantile, round } from '../lib/util.js';
@@ -61,13 +62,23 @@ export interface ScaleFigures {
 
 const WRITES = 200;
 
-function entry(i: number, v = 0): { documentId: string; size: number; mtimeMs: number; sha256: string; syncedAt: string } {
+/**
+ * A file's entry as a pass records it (executor.ts entryFor): with the racy check's stat
+ * fields, and the syncedAt of its batch (the 20 files of an upload are recorded together).
+ */
+function entry(i: number, v = 0): FileEntry {
+  const syncedAtMs = 1_700_000_000_000 + Math.floor(i / 20) * 1000 + v;
+  const mtimeMs = 1_700_000_000_000.123 + i * 1000 + v;
   return {
     documentId: `0f8e4c1a-7b2d-4e5f-9a6b-${String(i).padStart(12, '0')}`,
     size: 512 + (i % 1536),
-    mtimeMs: 1_700_000_000_000.123 + i * 1000 + v,
+    mtimeMs,
     sha256: (i + v).toString(16).padStart(64, 'c'),
-    syncedAt: new Date(1_700_000_000_000 + i).toISOString(),
+    syncedAt: new Date(syncedAtMs).toISOString(),
+    hashedAt: syncedAtMs - 2_000,
+    ctimeMs: mtimeMs + 0.5,
+    dev: 2049,
+    ino: 100_000 + i,
   };
 }
 
