@@ -80,6 +80,20 @@ describe('snapshot file', () => {
     expect(Buffer.concat(codec.encode(back)).toString()).toBe(fs.text(PATH));
   });
 
+  it('reads lines longer than its window of text, and longer than a chunk, with non-ASCII paths around them', async () => {
+    const s = big(3000);
+    const m = s.mappings['docs'];
+    if (!m) throw new Error('no mapping');
+    // A mapping line of ~1.5 MB (its refused files are in it), its file lines after it.
+    for (let i = 0; i < 20_000; i++) m.rejected[`refusé/fichier ${i} « long ».bin`] = { size: i, mtimeMs: i, status: 413, reason: 'too large', at: '2026-01-01T00:00:00.000Z' };
+    const text = encodeStateToString(s);
+    expect(Math.max(...text.split('\n').map((l) => Buffer.byteLength(l)))).toBeGreaterThan((1 << 20) + WINDOW_BYTES);
+    const fs = new MemFs();
+    fs.put(PATH, text);
+    const r = await readSnapshot(fs, PATH, new StateCodec(), tickingClock());
+    expect(plain(r?.state)).toEqual(plain(s));
+  });
+
   it('detects a snapshot cut short anywhere, or damaged, as corrupt', async () => {
     const text = encodeStateToString(big(6000));
     const bytes = Buffer.byteLength(text);
