@@ -275,7 +275,8 @@ export class Mirror {
         rootStatus: scan.rootStatus,
         // A partial look says nothing about the folder being empty.
         localFiles: scope ? Math.max(1, scanned) : scanned,
-        knownDocuments: Math.max(plan.ourDocumentCount, countOf(mapping.files)),
+        // An incremental plan's count is the state's already: not counted twice at every change.
+        knownDocuments: remote ? Math.max(plan.ourDocumentCount, countOf(mapping.files)) : plan.ourDocumentCount,
         ops: plan.ops,
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,

@@ -97,8 +97,8 @@ export interface PlanInput {
   /**
    * Documents of the listing kept as paths only: for each path, the listing held the state
    * entry's document, with this mapping's and installation's metadata naming that path and
-   * the entry's hash, and the name, url and metadata `desired` asks for (the mirror's
-   * confirms()). As if `remote` held each of them.
+   * the entry's hash, and the name, url and metadata `desired` asks for (confirmedPath).
+   * As if `remote` held each of them.
    */
   confirmed?: ReadonlySet<string> | undefined;
   /**

@@ -18,6 +18,14 @@ function stepper(w: World): (run: () => void | Promise<void>) => Promise<void> {
   };
 }
 
+/** A started world whose folder holds one file the histories leave alone. */
+async function startedWorld(): Promise<World> {
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  return w;
+}
+
 /** The service takes the next upload of `name` but commits it only later (its answer lost). */
 function lateCommitOfNextUpload(w: World, name: string): void {
   const real = w.service.uploadDocuments.bind(w.service);
@@ -31,9 +39,7 @@ function lateCommitOfNextUpload(w: World, name: string): void {
 }
 
 it('seed 7: the late-landing upload of a file that then grows past maxFileBytes is deleted, not left behind', async () => {
-  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
-  w.local.write('keep.txt', 'keep');
-  await w.start();
+  const w = await startedWorld();
   // faults(late-commit) at a.txt's upload, restart, write(a.txt, x), crash(torn 0)
   w.local.write('a.txt', 'x');
   lateCommitOfNextUpload(w, 'a.txt');
@@ -54,9 +60,7 @@ it('seed 7: the late-landing upload of a file that then grows past maxFileBytes 
 }, 60_000);
 
 it('seed 20261201: an unreadable file whose replace a crash cut keeps one document of ours, not two', async () => {
-  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
-  w.local.write('keep.txt', 'keep');
-  await w.start();
+  const w = await startedWorld();
   const step = stepper(w);
   await step(() => w.write('other/e.txt', 'x'));
   await step(() => w.crashNow(0));
@@ -71,9 +75,7 @@ it('seed 20261201: an unreadable file whose replace a crash cut keeps one docume
 }, 60_000);
 
 it('seed 20261132: a file renamed over another right after a slow write leaves no document of ours behind', async () => {
-  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
-  w.local.write('keep.txt', 'keep');
-  await w.start();
+  const w = await startedWorld();
   const step = stepper(w);
   await step(() => w.write('a.txt', 'x'));
   await step(() => void (w.service.faults = ['server-error']));
