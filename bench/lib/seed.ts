@@ -51,7 +51,7 @@ export async function seedFirstMirror(opts: {
     const hash = sha256(contentFor(f.rel, f.size, 0));
     const id = `doc_${i.toString(16).padStart(32, '0')}`;
     const synced = syncedFile(spec, { path: f.rel, sha256: hash, documentId: id, dataSourceId: dsId, now, seq: i + 2, hashedAt: opts.hashedAt }, st);
-    m.files[f.rel] = synced.entry;
+    m.files.set(f.rel, synced.entry);
     snap.documents[i] = synced.document;
   });
   state.mappings[opts.mappingId] = m;

@@ -293,7 +293,7 @@ function mappingView(id: string, path: string | null, configuredId: string | nul
     dataSourceId: s?.dataSourceId ?? configuredId,
     inConfig,
     synced: s !== undefined,
-    filesTracked: Object.keys(s?.files ?? {}).length,
+    filesTracked: s?.files.size ?? 0,
     unfinishedWrites: intents.length,
     intents,
     rejected,

@@ -98,7 +98,7 @@ export class MappingRunner {
     this.aggregator = new EventAggregator({
       quietMs: d.config.debounceMs,
       startedAt: d.clock.now(),
-      syncedSize: (p) => d.state.mapping(d.mapping.id)?.files[p]?.size,
+      syncedSize: (p) => d.state.mapping(d.mapping.id)?.files.get(p)?.size,
     });
     this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs });
     if (d.config.ingestionCheck.enabled) {

@@ -244,7 +244,7 @@ export class Mirror {
         return path !== undefined;
       };
       const [scan, remote] = await Promise.all([
-        scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files[path], st, listedAt) }),
+        scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.get(path), st, listedAt) }),
         scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal, form: 'sync', keep: (doc) => !confirm(doc) }),
       ]);
       if (remote) {
@@ -276,7 +276,7 @@ export class Mirror {
         // A partial look says nothing about the folder being empty.
         localFiles: scope ? Math.max(1, scanned) : scanned,
         // An incremental plan's count is the state's already: not counted twice at every change.
-        knownDocuments: remote ? Math.max(plan.ourDocumentCount, countOf(mapping.files)) : plan.ourDocumentCount,
+        knownDocuments: remote ? Math.max(plan.ourDocumentCount, mapping.files.size) : plan.ourDocumentCount,
         ops: plan.ops,
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,
@@ -406,11 +406,10 @@ export class Mirror {
   private async checkListing(remote: readonly DocumentRecord[], confirmed: ReadonlySet<string>, mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
     const ids = new Set<string>();
     for (const d of remote) ids.add(d.id);
-    // for-in, not Object.entries: no array of a million pairs to find the few missing.
+    // No array of a million pairs, nor an entry per file, to find the few missing.
     const missing: [string, FileEntry][] = [];
-    for (const path in mapping.files) {
-      const e = mapping.files[path]!;
-      if (!confirmed.has(path) && !ids.has(e.documentId)) missing.push([path, e]);
+    for (const path of mapping.files.keys()) {
+      if (!confirmed.has(path) && !ids.has(mapping.files.documentIdOf(path)!)) missing.push([path, mapping.files.get(path)!]);
     }
     if (missing.length === 0) return;
     const probes = [...new Set([0, Math.floor(missing.length / 2), missing.length - 1])].map((i) => missing[i]!);
@@ -444,14 +443,14 @@ export class Mirror {
     // A folder event covers what is below it and the path itself (a file replaced by a folder).
     const dirs = scope.dirs.map((d) => (d === '' ? '' : `${d}/`));
     for (const d of scope.dirs) if (d !== '') out.add(d);
-    // for-in, not Object.keys/entries: no array of a million paths or pairs at every change.
-    if (dirs.length > 0) for (const p in mapping.files) if (dirs.some((d) => p.startsWith(d))) out.add(p);
+    // No array of a million paths or pairs at every change.
+    if (dirs.length > 0) for (const p of mapping.files.keys()) if (dirs.some((d) => p.startsWith(d))) out.add(p);
 
     const newHashes = new Set<string>();
-    for (const [p, f] of local) if (!mapping.files[p] && f.sha256) newHashes.add(f.sha256);
+    for (const [p, f] of local) if (!mapping.files.has(p) && f.sha256) newHashes.add(f.sha256);
     if (newHashes.size === 0) return out;
     const candidates: string[] = [];
-    for (const p in mapping.files) if (!out.has(p) && newHashes.has(mapping.files[p]!.sha256) && !untouchable(p)) candidates.push(p);
+    for (const p of mapping.files.keys()) if (!out.has(p) && newHashes.has(mapping.files.sha256Of(p)!) && !untouchable(p)) candidates.push(p);
     if (candidates.length === 0) return out;
     const still = await this.d.local.scanScope({ files: candidates, dirs: [] });
     for (const p of candidates) {
@@ -516,13 +515,6 @@ export class Mirror {
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
     return { local, skipped, untouchable };
   }
-}
-
-/** The number of keys of a record, without an array of them (a million paths). */
-function countOf(record: Readonly<Record<string, unknown>>): number {
-  let n = 0;
-  for (const _ in record) n++;
-  return n;
 }
 
 function unmarkedByName(remote: readonly DocumentRecord[]): Map<string, string[]> {

@@ -16,6 +16,7 @@
 import { formNameForms } from '../api/form-name.js';
 import { DOCUMENT_SIZE_KEYS } from '../api/listing-form.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
+import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
@@ -59,10 +60,10 @@ export function vouchedByEntry(entry: FileEntry | undefined, st: StatNow, now: n
  * mapping's and installation's metadata naming the path and the entry's content, the
  * entry's document, every field as desired), else undefined.
  */
-export function confirmedPath(doc: DocumentRecord, input: Pick<PlanInput, 'mappingId' | 'installationId' | 'desired'> & { files: Readonly<Record<string, FileEntry>> }): string | undefined {
+export function confirmedPath(doc: DocumentRecord, input: Pick<PlanInput, 'mappingId' | 'installationId' | 'desired'> & { files: ReadonlyFileTable }): string | undefined {
   const meta = readMeta(doc);
   if (meta === undefined || meta.mappingId !== input.mappingId || (input.installationId !== undefined && meta.installationId !== input.installationId)) return undefined;
-  const entry = input.files[meta.path];
+  const entry = input.files.get(meta.path);
   if (entry === undefined || entry.documentId !== doc.id || entry.sha256 !== meta.sha256) return undefined;
   return fieldsMatch(doc, input.desired({ path: meta.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: entry.sha256 })) ? meta.path : undefined;
 }
@@ -88,7 +89,7 @@ export interface PlanInput {
    * records (issue 16).
    */
   vouched?: VouchedFiles | undefined;
-  state: Pick<MappingState, 'files' | 'intents' | 'rejected'>;
+  state: { files: ReadonlyFileTable } & Pick<MappingState, 'intents' | 'rejected'>;
   /**
    * The data source's documents (a full listing). Undefined for an incremental plan: the
    * state then stands in for the service (a full pass corrects it periodically).
@@ -194,10 +195,10 @@ export interface OtherOwner {
 }
 
 /** Paths whose content must be hashed before planning (racy.ts: the quick check), at `now`. */
-export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: Readonly<Record<string, FileEntry>>, now: number): string[] {
+export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: ReadonlyFileTable, now: number): string[] {
   const out: string[] = [];
   for (const [path, file] of local) {
-    if (file.sha256 === undefined && needsHash(files[path], file, now)) out.push(path);
+    if (file.sha256 === undefined && needsHash(files.get(path), file, now)) out.push(path);
   }
   return out;
 }
@@ -250,7 +251,7 @@ export function planMirror(input: PlanInput): PlanResult {
   // The other confirmed documents take their place among the listing's (their record is
   // what the entry says: ours, at that path, of the entry's content, fields as desired).
   for (const p of confirmed) {
-    const entry = state.files[p];
+    const entry = state.files.get(p);
     if (entry === undefined) continue;
     if (needsNothing(p)) {
       if (inScope(p)) unchanged++;
@@ -262,7 +263,7 @@ export function planMirror(input: PlanInput): PlanResult {
     else byPath.set(p, [doc]);
   }
   const fromEntry = (path: string): LocalFileInfo | undefined => {
-    const entry = state.files[path];
+    const entry = state.files.get(path);
     if (entry === undefined || input.vouched === undefined) return undefined;
     return { path, diskPath: input.vouched.diskPath(path), size: entry.size, mtimeMs: entry.mtimeMs, ctimeMs: entry.ctimeMs, dev: entry.dev, ino: entry.ino };
   };
@@ -273,8 +274,7 @@ export function planMirror(input: PlanInput): PlanResult {
   const paths = new Set<string>();
   for (const p of input.local.keys()) if (inScope(p)) paths.add(p);
   for (const p of vouched) if (inScope(p) && !needsNothing(p)) paths.add(p);
-  // for-in, not Object.keys: no array of a million paths (the state's records have no prototype).
-  for (const p in state.files) if (inScope(p) && !needsNothing(p)) paths.add(p);
+  for (const p of state.files.keys()) if (inScope(p) && !needsNothing(p)) paths.add(p);
   for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
   const excluded = input.excluded ?? ((): boolean => false);
   const ops: Op[] = [];
@@ -283,7 +283,7 @@ export function planMirror(input: PlanInput): PlanResult {
   // ever settle them while it stays excluded (sorted: deterministic).
   for (const path of [...paths].filter((p) => untouchable(p) && excluded(p)).sort()) {
     const docs = byPath.get(path) ?? NO_DOCS;
-    const stateId = state.files[path]?.documentId;
+    const stateId = state.files.documentIdOf(path);
     const keep = docs.find((d) => d.id === stateId) ?? docs.find((d) => !d.byIntent);
     for (const d of docs) {
       if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
@@ -300,7 +300,7 @@ export function planMirror(input: PlanInput): PlanResult {
   if (input.remote !== undefined && scope === undefined) {
     for (const path of [...paths].filter((p) => untouchable(p) && !excluded(p)).sort()) {
       const docs = byPath.get(path) ?? NO_DOCS;
-      const stateId = state.files[path]?.documentId;
+      const stateId = state.files.documentIdOf(path);
       if (docs.length < 2 || !docs.some((d) => d.id === stateId)) continue;
       for (const d of docs) if (d.id !== stateId && !d.byName) ops.push(deleteOp(path, d, 'stale-version'));
     }
@@ -314,7 +314,7 @@ export function planMirror(input: PlanInput): PlanResult {
     const file = localFile(path);
     if (!file) return undefined;
     if (file.sha256 !== undefined) return file as HashedFile;
-    const entry = state.files[path];
+    const entry = state.files.get(path);
     if (!entry || entry.size !== file.size || entry.mtimeMs !== file.mtimeMs) throw new Error(`planMirror: ${path} needs a content hash (see pathsToHash)`);
     return { ...file, sha256: entry.sha256, hashedAt: entry.hashedAt };
   };
@@ -325,7 +325,7 @@ export function planMirror(input: PlanInput): PlanResult {
     if (isLocal(path)) continue;
     // The state's document first (the one it tracks moves; other copies go as stale), then
     // the listing's order: the same choice whether a document came as a record or confirmed.
-    const stateId = state.files[path]?.documentId;
+    const stateId = state.files.documentIdOf(path);
     const docs = byPath.get(path) ?? NO_DOCS;
     for (const d of [...docs.filter((x) => x.id === stateId), ...docs.filter((x) => x.id !== stateId)]) {
       if (d.sha256 === undefined) continue;
@@ -345,7 +345,7 @@ export function planMirror(input: PlanInput): PlanResult {
     const file = hashedFile(path);
     if (!file) continue;
     const docs = byPath.get(path) ?? [];
-    if (pickGood(docs, file.sha256, state.files[path]?.documentId)) continue;
+    if (pickGood(docs, file.sha256, state.files.documentIdOf(path))) continue;
     const rejected = state.rejected[path];
     if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) continue;
     const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id));
@@ -359,7 +359,7 @@ export function planMirror(input: PlanInput): PlanResult {
     const file = hashedFile(path);
     const known = byPath.get(path);
     const docs = known === undefined ? NO_DOCS : consumed.size === 0 ? known : known.filter((d) => !consumed.has(d.id));
-    const entry = state.files[path];
+    const entry = state.files.get(path);
 
     if (!file) {
       for (const d of docs) ops.push(deleteOp(path, d, 'deleted-locally'));
@@ -442,12 +442,12 @@ export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installatio
  * index is built at the first question: a listing whose documents were all confirmed
  * (PlanInput.confirmed) asks none, and a million-entry map is not made for nothing.
  */
-function pathsByDocument(files: Readonly<Record<string, FileEntry>>): (documentId: string) => string | undefined {
+function pathsByDocument(files: ReadonlyFileTable): (documentId: string) => string | undefined {
   let index: Map<string, string> | undefined;
   return (documentId) => {
     if (index === undefined) {
       index = new Map();
-      for (const path in files) index.set(files[path]!.documentId, path);
+      for (const path of files.keys()) index.set(files.documentIdOf(path)!, path);
     }
     return index.get(documentId);
   };
@@ -495,16 +495,12 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     // makes a handful of these, not a million (issue 16).
     const files = input.state.files;
     const standIn = (path: string): void => {
-      const entry = files[path];
+      const entry = files.get(path);
       if (entry !== undefined) add({ doc: undefined, id: entry.documentId, path, sha256: entry.sha256, fromIntent: false });
     };
-    let ourDocumentCount = 0;
-    for (const path in files) {
-      ourDocumentCount++;
-      if (input.scope === undefined) standIn(path);
-    }
-    if (input.scope !== undefined) for (const path of input.scope) standIn(path);
-    return { byPath, foreign, otherOwners: [], ourDocumentCount, intentPins: [], doubtful: [] };
+    if (input.scope === undefined) for (const path of files.keys()) standIn(path);
+    else for (const path of input.scope) standIn(path);
+    return { byPath, foreign, otherOwners: [], ourDocumentCount: files.size, intentPins: [], doubtful: [] };
   }
 
   const uploads = openUploads(input.state.intents);
@@ -513,7 +509,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
   for (const doc of input.remote) {
     const meta = readMeta(doc);
     const knownPath = stateByDoc(doc.id);
-    const known = knownPath === undefined ? undefined : { path: knownPath, entry: input.state.files[knownPath]! };
+    const known = knownPath === undefined ? undefined : { path: knownPath, entry: input.state.files.get(knownPath)! };
     const mine = meta !== undefined && meta.mappingId === input.mappingId && (input.installationId === undefined || meta.installationId === input.installationId);
     if (mine) {
       // Metadata is written last by every update, so its path is the newest; the content

@@ -7,7 +7,7 @@
  */
 import { StateCorruptError, StateVersionError } from './errors.js';
 import { STATE_VERSION, type MappingState } from './schema.js';
-import { fileFromLine, mappingFromHead, newState, type DecodedState } from './validate.js';
+import { isFileLine, mappingFromHead, newState, type DecodedState } from './validate.js';
 
 /**
  * Migrations from version n to n+1, applied in order on the parsed JSON before decoding.
@@ -76,9 +76,8 @@ function decodeMapping(file: string, id: string, v: unknown): MappingState {
   const m = mappingFromHead(file, at, v);
   for (let i = 0; i < files.length; i++) {
     const t: unknown = files[i];
-    const entry = fileFromLine(t);
-    if (!entry) throw new StateCorruptError(file, `${at}.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] tuple`);
-    m.files[(t as string[])[0] as string] = entry;
+    if (!isFileLine(t)) throw new StateCorruptError(file, `${at}.files[${i}]: not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] tuple`);
+    m.files.setTuple(t[0] as string, t, 1);
   }
   return m;
 }

@@ -12,9 +12,9 @@ import { crc32 } from 'node:zlib';
 import { errnoOf, StateCorruptError, StateVersionError } from './errors.js';
 import type { StateFileHandle, StateFs } from './atomic-file.js';
 import { decodeLegacyState } from './decode-legacy.js';
-import { SNAPSHOT_MAGIC, type SliceOptions, type StateCodec } from './encoder.js';
+import { SNAPSHOT_MAGIC, type SliceOptions } from './encoder.js';
 import { STATE_VERSION, type MappingState } from './schema.js';
-import { fileFromLine, mappingFromHead, newState, type DecodedState } from './validate.js';
+import { isFileLine, mappingFromHead, newState, type DecodedState } from './validate.js';
 
 export type { DecodedState } from './validate.js';
 
@@ -27,22 +27,23 @@ const CHUNK_BYTES = 1 << 20;
 export const WINDOW_BYTES = 1 << 16;
 
 /**
- * The line parser, fed chunks in order (parse), then told the file ended (finish). With a
- * codec, the mappings are indexed for it as their files are read (no walk over the keys
- * afterwards).
+ * The line parser, fed chunks in order (parse), then told the file ended (finish). A file
+ * line's fields go straight into its mapping's table (file-table.ts): no entry is made.
  */
 export class SnapshotParser {
   private readonly state = newState();
   private lines = 0;
   private crc = 0;
-  private mapping: { id: string; m: MappingState } | undefined;
+  private mapping: MappingState | undefined;
   private ended = false;
   private headerSeen = false;
 
-  constructor(
-    private readonly file: string,
-    private readonly codec: StateCodec | undefined,
-  ) {}
+  constructor(private readonly file: string) {}
+
+  /** Lines parsed so far. */
+  get lineCount(): number {
+    return this.lines;
+  }
 
   /**
    * Parses the complete lines of `buf` from `from`, and returns the offset after the last
@@ -102,11 +103,9 @@ export class SnapshotParser {
     const mapping = this.mapping;
     if (first === OPEN_BRACKET && mapping) {
       const t = this.json(text, start, end);
-      const entry = fileFromLine(t);
-      if (!entry) this.bad('not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] file line');
-      const path = (t as string[])[0] as string;
-      if (this.codec) this.codec.setFile(mapping.id, mapping.m, path, entry);
-      else mapping.m.files[path] = entry;
+      if (!isFileLine(t)) this.bad('not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] file line');
+      // Straight into the table's columns: no entry object is made.
+      mapping.files.setTuple(t[0] as string, t, 1);
     } else if (!this.headerSeen) {
       this.header(text.slice(start, end));
     } else if (first === OPEN_BRACE) {
@@ -117,8 +116,7 @@ export class SnapshotParser {
       if (id in this.state.mappings) this.bad(`mapping ${JSON.stringify(id)} twice`);
       const m = mappingFromHead(this.file, `line ${this.lines}: mappings.${id}`, v as Record<string, unknown>);
       this.state.mappings[id] = m;
-      this.codec?.indexMapping(id, m);
-      this.mapping = { id, m };
+      this.mapping = m;
     } else {
       this.bad(first === OPEN_BRACKET ? 'a file line before any mapping line' : 'not a header, mapping, file or end line');
     }
@@ -181,7 +179,7 @@ function isLegacy(buf: Buffer): boolean {
 export function decodeState(file: string, content: string | Buffer): DecodedState {
   const buf = typeof content === 'string' ? Buffer.from(content) : content;
   if (isLegacy(buf)) return decodeLegacyState(file, buf.toString('utf8'));
-  const parser = new SnapshotParser(file, undefined);
+  const parser = new SnapshotParser(file);
   const at = parser.parse(buf, 0);
   return parser.finish(buf.length - at);
 }
@@ -191,10 +189,10 @@ export interface ReadSnapshot extends DecodedState {
 }
 
 /**
- * Reads the snapshot at `path` as a stream, or undefined when there is none; `codec`
- * indexes the mappings as they are read. Yields every `slice.sliceMs` or so.
+ * Reads the snapshot at `path` as a stream, or undefined when there is none. Yields every
+ * `slice.sliceMs` or so. `parser`: one of the caller's (tests look at its progress).
  */
-export async function readSnapshot(fs: StateFs, path: string, codec: StateCodec | undefined, slice: SliceOptions): Promise<ReadSnapshot | undefined> {
+export async function readSnapshot(fs: StateFs, path: string, slice: SliceOptions, parser = new SnapshotParser(path)): Promise<ReadSnapshot | undefined> {
   let fh: StateFileHandle;
   try {
     fh = await fs.open(path, 'r');
@@ -204,7 +202,6 @@ export async function readSnapshot(fs: StateFs, path: string, codec: StateCodec 
   }
   let bytes = 0;
   try {
-    const parser = new SnapshotParser(path, codec);
     const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
     let carry = Buffer.alloc(0);
     let sliceStart = slice.now();

@@ -21,63 +21,23 @@
  * from the service). Files of versions 1 and 2 were one JSON object (`{"version":2,…}`):
  * still read (decode-legacy.ts), and rewritten in this format at once.
  *
- * Why a stateful encoder: each mapping's files are split into BUCKET_COUNT hash buckets.
- * A snapshot pins them (copy-on-write: cheap and synchronous), then encodes them in slices
- * of a few milliseconds and hands the bytes to the file as it goes, so no write blocks the
- * event loop for long nor holds the whole file in memory, however large the state.
- *
- * The store changes files only through StateCodec.setFile and reports its other changes
- * (headChanged, indexMapping); property tests check that a sliced snapshot
- * is exactly the state at the snapshot.
+ * How a snapshot is taken: each mapping's files (file-table.ts) are rows in chunks of
+ * CHUNK_ROWS. A snapshot pins them (copy-on-write, kept by the table itself: cheap and
+ * synchronous), then encodes them in slices of a few milliseconds and hands the bytes to
+ * the file as it goes, so no write blocks the event loop for long nor holds the whole file
+ * in memory, however large the state. The lines are in the table's row order: a loaded
+ * state is written back in the order it was read. Property tests check that a sliced
+ * snapshot is exactly the state at the snapshot.
  */
 import { crc32 } from 'node:zlib';
 import type { ChunkSink } from './atomic-file.js';
-import { STATE_VERSION, type FileEntry, type MappingState, type StateFile } from './schema.js';
-import { entryToTuple } from './validate.js';
-
-/** Buckets per mapping: the unit of copy-on-write while a snapshot is encoded. */
-export const BUCKET_COUNT = 1024;
-
-/** FNV-1a of the path, reduced to a bucket number. Stable across runs (nothing depends on it on disk). */
-export function bucketOf(path: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < path.length; i++) {
-    h ^= path.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return (h >>> 0) & (BUCKET_COUNT - 1);
-}
-
-
-interface MappingIndex {
-  /**
-   * Paths per bucket (created on first use): what a pinned bucket has to copy. Arrays, not
-   * Sets: a path is added only when the mapping does not hold it yet and removed by a scan
-   * of its bucket (a thousand paths at a million files), and an array costs ~10 bytes per
-   * path where a Set's hash table cost ~32.
-   */
-  keys: (string[] | undefined)[];
-  /** Stale buckets a snapshot still has to encode (copy-on-write, see setFile). */
-  pins: (PendingBucket | undefined)[];
-}
-
-/** A bucket of a snapshot, not yet encoded. */
-interface PendingBucket {
-  index: MappingIndex;
-  bucket: number;
-  /** The mapping's files object at the snapshot (the store mutates it in place). */
-  files: Record<string, FileEntry>;
-  /**
-   * The bucket's paths and entries as they were at the snapshot, flat. Copied only when a
-   * change to the bucket comes before the encoding; until then the live data is the snapshot.
-   */
-  items: (string | FileEntry)[] | undefined;
-}
+import type { PinnedChunk } from './file-table.js';
+import { STATE_VERSION, type MappingState, type StateFile } from './schema.js';
 
 interface MappingPlan {
   /** The mapping's line (its head: everything but the files). */
   head: Buffer;
-  buckets: PendingBucket[];
+  chunks: PinnedChunk[];
 }
 
 /** The first word of a snapshot file of this format (a legacy one starts with `{`). */
@@ -138,9 +98,9 @@ class Output {
 
 /**
  * A snapshot of the state to write. Taking it is cheap and synchronous: heads are encoded,
- * buckets are pinned. The buckets are then encoded in slices between other work; a
- * mutation of a pinned bucket first copies the bucket's snapshot content
- * (StateCodec.setFile), so the result is exactly the state at the snapshot.
+ * the files' chunks of rows are pinned. The chunks are then encoded in slices between other
+ * work; a change to a row of a pinned chunk first copies the chunk's lines (FileTable's
+ * copy-on-write), so the result is exactly the state at the snapshot.
  */
 export class EncodePlan {
   constructor(
@@ -155,9 +115,9 @@ export class EncodePlan {
       out.add(this.header, 1);
       for (const m of this.mappings) {
         out.add(m.head, 1);
-        for (const b of m.buckets) {
-          const e = encodeBucket(b);
-          out.add(e.buf, e.lines);
+        for (const c of m.chunks) {
+          const e = c.table.encodePinned(c);
+          out.add(Buffer.from(e.text), e.lines);
         }
       }
       out.addTrailer();
@@ -168,7 +128,7 @@ export class EncodePlan {
   }
 
   /**
-   * Encodes in slices of at most about `sliceMs` (one bucket is the unit), yielding in
+   * Encodes in slices of at most about `sliceMs` (one chunk of rows is the unit), yielding in
    * between, and hands the bytes to `write` about every MiB (which also yields).
    */
   async run(opts: SliceOptions, write: ChunkSink): Promise<EncodeResult> {
@@ -185,9 +145,9 @@ export class EncodePlan {
       out.add(this.header, 1);
       for (const m of this.mappings) {
         out.add(m.head, 1);
-        for (const b of m.buckets) {
-          const e = encodeBucket(b);
-          out.add(e.buf, e.lines);
+        for (const c of m.chunks) {
+          const e = c.table.encodePinned(c);
+          out.add(Buffer.from(e.text), e.lines);
           if (out.pending >= WRITE_BYTES) {
             endSlice();
             await write(out.take());
@@ -211,56 +171,27 @@ export class EncodePlan {
   /** Unpins what was not encoded (after a failure, or a plan that never ran). Idempotent. */
   release(): void {
     for (const m of this.mappings) {
-      for (const b of m.buckets) if (b.index.pins[b.bucket] === b) b.index.pins[b.bucket] = undefined;
+      for (const c of m.chunks) c.table.unpin(c);
     }
   }
 }
 
 /**
- * Keeps the snapshot encoder right while the state changes under it. Nothing but applyOp
- * (ops.ts) calls its mutation methods: setFile performs the change of a file (so that a
- * pinned bucket is copied before it changes); indexMapping and headChanged report the
- * other changes. No encoded bytes are cached: with the journal, a snapshot is
+ * Takes the snapshots of the state. Nothing is cached: with the journal, a snapshot is
  * written only when the journal is folded, and a cache of every entry's encoding would cost
- * ~150 bytes per file of memory for that rare write.
+ * ~150 bytes per file of memory for that rare write. The copy-on-write of a snapshot being
+ * encoded is the files table's (file-table.ts); applyOp (ops.ts) still reports the other
+ * changes (headChanged), should a cache come back.
  */
 export class StateCodec {
-  private readonly indexes = new Map<string, MappingIndex>();
-
-  /** (Re)builds the bucket index of a mapping: after a load, a creation or a reset. */
-  indexMapping(id: string, m: MappingState): void {
-    const index: MappingIndex = {
-      keys: new Array<string[] | undefined>(BUCKET_COUNT),
-      pins: new Array<PendingBucket | undefined>(BUCKET_COUNT),
-    };
-    for (const path of Object.keys(m.files)) addKey(index, path);
-    this.indexes.set(id, index);
-  }
-
-  /** Sets (entry) or deletes (undefined) a file of mapping `id`, whose state is `m`. */
-  setFile(id: string, m: MappingState, path: string, entry: FileEntry | undefined): void {
-    const index = this.indexes.get(id);
-    if (index) {
-      const b = bucketOf(path);
-      const pin = index.pins[b];
-      if (pin && !pin.items) pin.items = collect(index.keys[b], pin.files);
-      const known = path in m.files;
-      if (entry && !known) addKey(index, path, b);
-      else if (!entry && known) removeKey(index.keys[b], path);
-    }
-    // Without an index (not indexed yet) the next snapshot indexes the mapping from its data.
-    if (entry) m.files[path] = entry;
-    else delete m.files[path];
-  }
-
   /** dataSourceId, root, intents, rejected or lastPass of the mapping changed (heads are encoded at each snapshot). */
   headChanged(_id: string): void {
     // Nothing cached: kept so that every change is reported, should a cache come back.
   }
 
-  /** Forgets every index (the state was replaced by an empty one). */
+  /** Forgets what it knows of the state (it was replaced by an empty one). */
   reset(): void {
-    this.indexes.clear();
+    // Nothing held.
   }
 
   /**
@@ -269,88 +200,19 @@ export class StateCodec {
    */
   snapshot(state: StateFile): EncodePlan {
     const plans: MappingPlan[] = [];
-    const ids = Object.keys(state.mappings);
-    for (const id of ids) {
+    for (const id of Object.keys(state.mappings)) {
       const m = state.mappings[id];
       if (!m) continue;
-      const index = this.indexOf(id, m);
-      const buckets: PendingBucket[] = [];
-      for (let b = 0; b < BUCKET_COUNT; b++) {
-        const keys = index.keys[b];
-        if (!keys || keys.length === 0) continue;
-        const pending: PendingBucket = { index, bucket: b, files: m.files, items: undefined };
-        index.pins[b] = pending;
-        buckets.push(pending);
-      }
-      plans.push({ head: Buffer.from(`${encodeHead(id, m)}\n`), buckets });
-    }
-    // Indexes of mappings no longer in the state are dropped (defensive: removeMapping does it).
-    if (this.indexes.size > ids.length) {
-      for (const id of this.indexes.keys()) if (!(id in state.mappings)) this.indexes.delete(id);
+      plans.push({ head: Buffer.from(`${encodeHead(id, m)}\n`), chunks: m.files.pin() });
     }
     const header = Buffer.from(`${SNAPSHOT_MAGIC} ${STATE_VERSION} ${JSON.stringify({ journalSeq: state.journalSeq })}\n`);
     return new EncodePlan(header, plans);
-  }
-
-  /** Files of mapping `id`, counted from the bucket index (no walk over 100,000 keys). */
-  fileCount(id: string, m: MappingState): number {
-    const index = this.indexOf(id, m);
-    let n = 0;
-    for (const keys of index.keys) if (keys) n += keys.length;
-    return n;
   }
 
   /** Encodes the whole state at once (tests, tools, small states). */
   encode(state: StateFile): Buffer[] {
     return this.snapshot(state).runSync();
   }
-
-  private indexOf(id: string, m: MappingState): MappingIndex {
-    let index = this.indexes.get(id);
-    if (!index) {
-      this.indexMapping(id, m);
-      index = this.indexes.get(id) as MappingIndex;
-    }
-    return index;
-  }
-}
-
-/** Encodes a pinned bucket (one line per file) and unpins it. */
-function encodeBucket(p: PendingBucket): { buf: Buffer; lines: number } {
-  const items = p.items ?? collect(p.index.keys[p.bucket], p.files);
-  let text = '';
-  for (let i = 0; i < items.length; i += 2) {
-    text += `${JSON.stringify([items[i] as string, ...entryToTuple(items[i + 1] as FileEntry)])}\n`;
-  }
-  if (p.index.pins[p.bucket] === p) p.index.pins[p.bucket] = undefined;
-  return { buf: Buffer.from(text), lines: items.length / 2 };
-}
-
-function collect(keys: string[] | undefined, files: Record<string, FileEntry>): (string | FileEntry)[] {
-  const items: (string | FileEntry)[] = [];
-  if (keys) {
-    for (const path of keys) {
-      const e = files[path];
-      if (e) items.push(path, e);
-    }
-  }
-  return items;
-}
-
-/** Adds a path the mapping did not hold (the caller checks: a bucket holds each path once). */
-function addKey(index: MappingIndex, path: string, b = bucketOf(path)): void {
-  const keys = index.keys[b];
-  if (keys) keys.push(path);
-  else index.keys[b] = [path];
-}
-
-/**
- * Removes a path the mapping held. The others keep their order (the mapping's own, as a Set
- * kept it), so that a snapshot's bytes depend on the state, not on the order of the changes.
- */
-function removeKey(keys: string[] | undefined, path: string): void {
-  const i = keys ? keys.indexOf(path) : -1;
-  if (i >= 0) keys?.splice(i, 1);
 }
 
 /** The mapping's line: its id and every field but the files. */

@@ -1,8 +1,8 @@
 /**
  * Every change of the state, as a value (DESIGN §4). The store turns each mutation into an
- * op and hands it to applyOp, which is the only code that changes the in-memory state: it
- * also tells the snapshot encoder (StateCodec) what changed, so a change can no longer
- * forget to keep the encoder's copy-on-write right. The same op is then appended to the
+ * op and hands it to applyOp, which is the only code that changes the in-memory state. A
+ * mapping's files keep a snapshot being encoded right themselves (file-table.ts, copy-on-
+ * write), so a change can never forget it. The same op is then appended to the
  * journal (journal.ts), and replayed through applyOp again at the next start.
  *
  * Ops are JSON arrays (compact in the journal). Each one assigns or removes a value, so the
@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import type { StateCodec } from './encoder.js';
-import { IntentSchema, PassRecordSchema, RejectedSchema, entryFromTuple, entryToTuple, isTupleTail, newMappingState, type FileTuple } from './validate.js';
+import { IntentSchema, PassRecordSchema, RejectedSchema, entryToTuple, isFileTuple, newMappingState, type FileTuple } from './validate.js';
 import type { FileEntry, Intent, PassRecord, RejectedFile, StateFile } from './schema.js';
 
 export type StateOp =
@@ -45,22 +45,20 @@ export function applyOp(state: StateFile, codec: StateCodec | undefined, op: Sta
       }
       return;
     }
-    const fresh = newMappingState(op[2], op[3]);
-    mappings[id] = fresh;
-    codec?.indexMapping(id, fresh);
+    mappings[id] = newMappingState(op[2], op[3]);
+    codec?.headChanged(id);
     return;
   }
   const m = mappings[id];
   if (!m) return;
   switch (op[0]) {
+    // The table keeps a snapshot being encoded right itself (file-table.ts, copy-on-write).
     case 'set':
-    case 'del': {
-      const entry = op[0] === 'set' ? entryFromTuple(op[3]) : undefined;
-      if (codec) codec.setFile(id, m, op[2], entry);
-      else if (entry) m.files[op[2]] = entry;
-      else delete m.files[op[2]];
+      m.files.setTuple(op[2], op[3], 0);
       return;
-    }
+    case 'del':
+      m.files.delete(op[2]);
+      return;
     case 'intent':
       m.intents[op[2].id] = op[2];
       break;
@@ -104,7 +102,7 @@ export function parseOp(v: unknown): StateOp | undefined {
   // The hot case of a replay (file changes) without zod.
   if (Array.isArray(v) && v[0] === 'set' && v.length === 4 && typeof v[1] === 'string' && typeof v[2] === 'string') {
     const t: unknown = v[3];
-    if (Array.isArray(t) && typeof t[0] === 'string' && typeof t[1] === 'number' && typeof t[2] === 'number' && typeof t[3] === 'string' && typeof t[4] === 'string' && isTupleTail(t, 5)) {
+    if (Array.isArray(t) && isFileTuple(t, 0)) {
       return v as StateOp;
     }
     return undefined;

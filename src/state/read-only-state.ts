@@ -21,7 +21,7 @@ export class ReadOnlyState {
     if (known && known.dataSourceId === dataSourceId) return known;
     const saved = this.file?.mappings[mappingId];
     // Another data source than the state knows: the engine would start afresh, so does the plan.
-    const m = saved && saved.dataSourceId === dataSourceId ? structuredClone(saved) : newMappingState(dataSourceId, root);
+    const m = saved && saved.dataSourceId === dataSourceId ? { ...structuredClone({ ...saved, files: undefined }), files: saved.files.clone() } : newMappingState(dataSourceId, root);
     this.mappings.set(mappingId, m);
     return m;
   }
@@ -33,15 +33,15 @@ export class ReadOnlyState {
   }
 
   setFile(mappingId: string, path: string, entry: FileEntry): void {
-    this.m(mappingId).files[path] = entry;
+    this.m(mappingId).files.set(path, entry);
   }
   deleteFile(mappingId: string, path: string): void {
-    delete this.m(mappingId).files[path];
+    this.m(mappingId).files.delete(path);
   }
   renameFile(mappingId: string, from: string, to: string, entry: FileEntry): void {
     const files = this.m(mappingId).files;
-    delete files[from];
-    files[to] = entry;
+    files.delete(from);
+    files.set(to, entry);
   }
   beginIntent(mappingId: string, intent: NewIntent): Promise<string> {
     const id = `dry-${++this.n}`;

@@ -10,6 +10,8 @@
 /** 3: the snapshot is lines (encoder.ts); 1 and 2 were one JSON object (decode-legacy.ts). */
 export const STATE_VERSION = 3;
 
+import type { FileTable } from './file-table.js';
+
 export interface StateFile {
   version: typeof STATE_VERSION;
   /**
@@ -26,8 +28,11 @@ export interface MappingState {
   dataSourceId: string;
   /** Absolute path of the mapped folder when the state was written (informative). */
   root: string;
-  /** relative path -> what was last synced for it. */
-  files: Record<string, FileEntry>;
+  /**
+   * relative path -> what was last synced for it, in compact form (file-table.ts). Readers
+   * use its ReadonlyFileTable side; only applyOp (ops.ts) changes it.
+   */
+  files: FileTable;
   /** Remote writes begun and not yet recorded as finished; resolved at the next start. */
   intents: Record<string, Intent>;
   /** Files the service refused (413/415...): retried only when their size or mtime changes. */

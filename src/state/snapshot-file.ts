@@ -54,13 +54,11 @@ export class SnapshotFile {
     private readonly slices: SliceOptions = realSlices,
   ) {}
 
-  /** The state in the file (its mappings indexed in the codec), or null when there is none. */
+  /** The state in the file, or null when there is none. */
   async read(): Promise<StateFile | null> {
     const t0 = performance.now();
-    const r = await readSnapshot(this.fs, this.path, this.codec, this.slices);
+    const r = await readSnapshot(this.fs, this.path, this.slices);
     if (r === undefined) return null;
-    // A legacy file is decoded whole, without the codec: index it now.
-    if (r.migratedFrom !== undefined) for (const [id, m] of Object.entries(r.state.mappings)) this.codec.indexMapping(id, m);
     this.migratedFrom = r.migratedFrom;
     this.readStats = { bytes: r.bytes, loadMs: performance.now() - t0 };
     return r.state;

@@ -244,7 +244,7 @@ export class StateStore {
   /** Files tracked in a mapping (cheap: for status and metrics, however large the state). */
   fileCount(id: string): number {
     const m = this.state.mappings[id];
-    return m ? this.codec.fileCount(id, m) : 0;
+    return m ? m.files.size : 0;
   }
 
   /** True while some mutation is not yet on disk (or being written). */
@@ -304,7 +304,7 @@ export class StateStore {
 
   deleteFile(mappingId: string, path: string): void {
     const m = this.need(mappingId);
-    if (!(path in m.files)) return;
+    if (!m.files.has(path)) return;
     this.commit(['del', mappingId, path]);
   }
 

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { StateCorruptError } from './errors.js';
-import { Interner } from './intern.js';
+import { FileTable } from './file-table.js';
 import { STATE_VERSION, type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile } from './schema.js';
 
 /**
@@ -30,44 +30,13 @@ export function entryToTuple(e: FileEntry): FileTuple {
   return [e.documentId, e.size, e.mtimeMs, e.sha256, e.syncedAt, e.hashedAt ?? null, e.ctimeMs ?? null, e.dev ?? null, e.ino ?? null];
 }
 
-/** Frozen: entries are shared with snapshots being encoded (see EncodePlan). */
-export function entryFromTuple(t: FileTuple): FileEntry {
-  return entryAt(t, 0);
-}
-
-/** The syncedAt strings of the entries made here (see intern.ts). */
-const syncedAtValues = new Interner();
-
 /**
- * The entry of the FileTuple that starts at `t[at]` (checked by the caller). Every entry of
- * the state is made here (load, journal replay, setFile), so its shape is decided here:
- * an entry with all four stat fields (what a pass records) is one literal of nine fields,
- * held in the object itself (96 bytes); adding them one by one after a literal of five put
- * them in a separate property array (64 + 64 bytes).
+ * True when `t[at]` starts a FileTuple: documentId, size, mtimeMs, sha256, syncedAt, then
+ * either nothing (files of older versions: hashed again once) or the four stat fields, each
+ * a number or null. The hot check of a load and a replay: plain checks, no allocation.
  */
-function entryAt(t: readonly unknown[], at: number): FileEntry {
-  const syncedAt = syncedAtValues.intern(t[at + 4] as string);
-  if (t.length === at + 9 && t[at + 5] !== null && t[at + 6] !== null && t[at + 7] !== null && t[at + 8] !== null) {
-    return Object.freeze({
-      documentId: t[at] as string,
-      size: t[at + 1] as number,
-      mtimeMs: t[at + 2] as number,
-      sha256: t[at + 3] as string,
-      syncedAt,
-      hashedAt: t[at + 5] as number,
-      ctimeMs: t[at + 6] as number,
-      dev: t[at + 7] as number,
-      ino: t[at + 8] as number,
-    });
-  }
-  const e: FileEntry = { documentId: t[at] as string, size: t[at + 1] as number, mtimeMs: t[at + 2] as number, sha256: t[at + 3] as string, syncedAt };
-  if (t.length === at + 9) {
-    if (t[at + 5] !== null) e.hashedAt = t[at + 5] as number;
-    if (t[at + 6] !== null) e.ctimeMs = t[at + 6] as number;
-    if (t[at + 7] !== null) e.dev = t[at + 7] as number;
-    if (t[at + 8] !== null) e.ino = t[at + 8] as number;
-  }
-  return Object.freeze(e);
+export function isFileTuple(t: readonly unknown[], at: number): boolean {
+  return typeof t[at] === 'string' && typeof t[at + 1] === 'number' && typeof t[at + 2] === 'number' && typeof t[at + 3] === 'string' && typeof t[at + 4] === 'string' && isTupleTail(t, at + 5);
 }
 
 /** The stat fields of a tuple (from index `at`): absent, or four numbers or nulls. */
@@ -96,7 +65,7 @@ export function withIntentDocuments(intent: UploadIntent, documentIds: readonly 
 }
 
 export function newMappingState(dataSourceId: string, root: string): MappingState {
-  return { dataSourceId, root, files: emptyRecord(), intents: emptyRecord(), rejected: emptyRecord() };
+  return { dataSourceId, root, files: new FileTable(), intents: emptyRecord(), rejected: emptyRecord() };
 }
 
 export function newState(): StateFile {
@@ -208,26 +177,9 @@ export interface DecodedState {
   migratedFrom?: number;
 }
 
-/**
- * The entry of a file as the snapshot stores it, `[path, …FileTuple]` (its path is `t[0]`),
- * or undefined when `t` is not one. The hot loop of a load: plain checks, no allocation
- * beyond the entry itself.
- */
-export function fileFromLine(t: unknown): FileEntry | undefined {
-  if (
-    !Array.isArray(t) ||
-    typeof t[0] !== 'string' ||
-    typeof t[1] !== 'string' ||
-    typeof t[2] !== 'number' ||
-    typeof t[3] !== 'number' ||
-    typeof t[4] !== 'string' ||
-    typeof t[5] !== 'string' ||
-    // Files of older versions have no stat fields: read as they are, hashed again once.
-    !isTupleTail(t, 6)
-  ) {
-    return undefined;
-  }
-  return entryAt(t, 1);
+/** True when `t` is a file as the snapshot stores it, `[path, …FileTuple]` (its path is `t[0]`). */
+export function isFileLine(t: unknown): t is unknown[] {
+  return Array.isArray(t) && typeof t[0] === 'string' && isFileTuple(t, 1);
 }
 
 /**

@@ -81,7 +81,7 @@ export async function createWorld(): Promise<World> {
     for (const d of ws.emu.store.listDocuments(dataSourceId)) docs.set(d.document_id, `${String(d.metadata?.dssync_path)} ${String(d.metadata?.dssync_sha256)}`);
     const state = new Map<string, string>();
     const st = await readStateFile(ws.statePath);
-    for (const m of Object.values(st?.mappings ?? {})) for (const [p, e] of Object.entries(m.files)) state.set(p, e.documentId);
+    for (const m of Object.values(st?.mappings ?? {})) for (const [p, e] of m.files) state.set(p, e.documentId);
     // Only the baseline's files are read back: cases add files with names no tool can open.
     const local = new Map<string, string>();
     for (const p of baselineLocal.keys()) local.set(p, sha(await readFile(join(ws.share, p)).catch(() => Buffer.from('(missing)'))));

@@ -1,20 +1,20 @@
 /** An in-memory StateWriter for the engine's unit tests. */
 import type { StateWriter } from '../../src/engine/executor.js';
 import { newMappingState, withIntentDocuments } from '../../src/state/validate.js';
-import type { Intent, MappingState } from '../../src/state/schema.js';
+import type { FileEntry, Intent, MappingState } from '../../src/state/schema.js';
 
 export class MemoryState implements StateWriter {
   readonly m: MappingState = newMappingState('ds1', '/srv/share');
   private n = 0;
-  setFile(_id: string, path: string, entry: MappingState['files'][string]): void {
-    this.m.files[path] = entry;
+  setFile(_id: string, path: string, entry: FileEntry): void {
+    this.m.files.set(path, entry);
   }
   deleteFile(_id: string, path: string): void {
-    delete this.m.files[path];
+    this.m.files.delete(path);
   }
-  renameFile(_id: string, from: string, to: string, entry: MappingState['files'][string]): void {
-    delete this.m.files[from];
-    this.m.files[to] = entry;
+  renameFile(_id: string, from: string, to: string, entry: FileEntry): void {
+    this.m.files.delete(from);
+    this.m.files.set(to, entry);
   }
   async beginIntent(_id: string, intent: Omit<Intent, 'id' | 'startedAt'>): Promise<string> {
     const id = `i${++this.n}`;

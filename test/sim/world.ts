@@ -305,7 +305,7 @@ export class World {
     const count = countDeletes(ops);
     const now = this.clock.t;
     const mapping = proc.store.mapping(MAPPING_ID);
-    const known = Math.max(this.service.docs_().length, Object.keys(mapping?.files ?? {}).length);
+    const known = Math.max(this.service.docs_().length, (mapping?.files.size ?? 0));
     proc.deletions = proc.deletions.filter((d) => d.at > now - DELETE_WINDOW_MS);
     if (count === 0) return;
     const recent = proc.deletions.reduce((n, d) => n + d.count, 0);

@@ -82,7 +82,7 @@ describe('StateStore on a real file system', () => {
 
     const again = await StateStore.open(statePath);
     expect(again.fileCount('big')).toBe(100_001);
-    expect(again.mapping('big')?.files['dept-7/project-7/document-7.docx']).toEqual(entry(7));
+    expect(again.mapping('big')?.files.get('dept-7/project-7/document-7.docx')).toEqual(entry(7));
     expect(again.readStats?.replayedOps).toBe(1); // only what came after the snapshot
     await again.close();
   });

@@ -13,6 +13,7 @@ import { planMirror } from '../../../src/engine/plan.js';
 import { silentLogger } from '../../../src/log.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
+import { FileTable } from '../../../src/state/file-table.js';
 
 const ctx = { method: 'POST', path: '/datastore/v1/data-sources/ds/documents/upload', status: 201 };
 const rec = (id: string, name: string): DocumentRecord => ({ id, name, raw: {} });
@@ -49,7 +50,7 @@ describe('planMirror after a lost upload answer', () => {
       mappingId: 'm1',
       local: new Map([[path, { path, diskPath: `/s/${path}`, size: 3, mtimeMs: 1, sha256: 'h1' }]]),
       state: {
-        files: {},
+        files: new FileTable(),
         // Sent by a full pass whose listing (before the upload) showed no such document.
         intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path, size: 3, mtimeMs: 1, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
         rejected: {},
@@ -92,7 +93,7 @@ describe('a file whose name the service refuses (400)', () => {
         logger: silentLogger,
       },
     );
-    expect(Object.keys(state.m.files).sort()).toEqual(['a.txt', 'c.txt', 'd.txt']);
+    expect([...state.m.files.keys()].sort()).toEqual(['a.txt', 'c.txt', 'd.txt']);
     expect(Object.keys(state.m.rejected)).toEqual(['bad.txt']);
     expect(result.rejected.map((r) => [r.path, r.code])).toEqual([['bad.txt', 'E_BAD_REQUEST']]);
     expect(result.failures).toEqual([]);

@@ -7,6 +7,7 @@ import type { DaemonStatus } from '../../../src/daemon/status.js';
 import type { MappingStatus } from '../../../src/daemon/mapping-runner.js';
 import { StateCorruptError } from '../../../src/state/errors.js';
 import type { StateFile } from '../../../src/state/schema.js';
+import { FileTable } from '../../../src/state/file-table.js';
 import {
   daemonExitCode,
   formatCounts,
@@ -145,10 +146,10 @@ function stateWith(): StateFile {
       handbook: {
         dataSourceId: 'ds-1',
         root: '/srv/share/handbook',
-        files: {
+        files: FileTable.of({
           'a.txt': { documentId: 'd1', size: 1, mtimeMs: 1, sha256: 'x', syncedAt: ago(1000) },
           'b.txt': { documentId: 'd2', size: 1, mtimeMs: 1, sha256: 'y', syncedAt: ago(1000) },
-        },
+        }),
         intents: {
           i1: { kind: 'upload', id: 'i1', startedAt: ago(60_000), files: [{ path: 'new.txt', size: 3, mtimeMs: 1, sha256: 'z' }] },
           i2: { kind: 'upload', id: 'i2', startedAt: ago(30_000), files: [{ path: 'b.txt', size: 1, mtimeMs: 2, sha256: 'y2' }, { path: 'c.txt', size: 1, mtimeMs: 2, sha256: 'c' }] },
@@ -156,7 +157,7 @@ function stateWith(): StateFile {
         rejected: { 'huge.pdf': { size: 9, mtimeMs: 1, status: 413, reason: 'payload too large', at: ago(100_000) } },
         lastPass: { startedAt: ago(200_000), finishedAt: ago(120_000), ok: false, summary: { uploaded: 2, skipped: 1 } },
       },
-      retired: { dataSourceId: 'ds-old', root: '/srv/old', files: {}, intents: {}, rejected: {} },
+      retired: { dataSourceId: 'ds-old', root: '/srv/old', files: new FileTable(), intents: {}, rejected: {} },
     },
   };
 }

@@ -54,7 +54,7 @@ function setup() {
     mapping: { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '' } as unknown as MappingConfig,
     index: 0,
     api: {} as MappingRunnerDeps['api'],
-    state: { mapping: () => ({ files: {} }), fileCount: () => 0 } as unknown as StateStore,
+    state: { mapping: () => ({ files: new Map() }), fileCount: () => 0 } as unknown as StateStore,
     logger: silentLogger,
     clock,
     random: () => 0.5,

@@ -59,7 +59,7 @@ describe('executePlan', () => {
     expect(result.failures).toEqual([]);
     expect(api.count('uploadDocuments')).toBe(3);
     expect(api.count('updateDocument')).toBe(45);
-    expect(Object.keys(state.m.files)).toHaveLength(45);
+    expect([...state.m.files.keys()]).toHaveLength(45);
     expect(state.m.intents).toEqual({});
     expectConverged(api, local);
   });
@@ -79,7 +79,7 @@ describe('executePlan', () => {
     const api = new FakeApi();
     const state = new MemoryState();
     await pass(api, state, files(1));
-    const oldId = state.m.files['f0.txt']!.documentId;
+    const oldId = state.m.files.get('f0.txt')!.documentId;
     api.calls = [];
     const edited = [{ ...files(1)[0]!, sha256: 'new', size: 11, mtimeMs: 2000 }];
     await pass(api, state, edited);
@@ -144,7 +144,7 @@ describe('executePlan', () => {
     const { result } = await pass(api, state, local);
     expect(result.rejected.map((f) => f.path)).toEqual(['f2.txt']);
     expect(state.m.rejected['f2.txt']).toMatchObject({ status: 415, size: 10, mtimeMs: 1000 });
-    expect(Object.keys(state.m.files).sort()).toEqual(['f0.txt', 'f1.txt', 'f3.txt']);
+    expect([...state.m.files.keys()].sort()).toEqual(['f0.txt', 'f1.txt', 'f3.txt']);
     // Unchanged, it is not sent again.
     api.calls = [];
     const again = await pass(api, state, local);
@@ -166,13 +166,13 @@ describe('executePlan', () => {
     const api = new FakeApi();
     const state = new MemoryState();
     await pass(api, state, files(1));
-    const id = state.m.files['f0.txt']!.documentId;
+    const id = state.m.files.get('f0.txt')!.documentId;
     api.calls = [];
     const moved = [{ ...files(1)[0]!, path: 'moved/f0.txt', diskPath: '/srv/share/moved/f0.txt' }];
     await pass(api, state, moved);
     expect(api.calls.map((c) => c.op)).toEqual(['listDocuments', 'updateDocument']);
-    expect(state.m.files['moved/f0.txt']?.documentId).toBe(id);
-    expect(state.m.files['f0.txt']).toBeUndefined();
+    expect(state.m.files.get('moved/f0.txt')?.documentId).toBe(id);
+    expect(state.m.files.get('f0.txt')).toBeUndefined();
     expect(api.docs.get(id)?.name).toBe('moved/f0.txt');
   });
 
@@ -223,7 +223,7 @@ describe('executePlan on shutdown', () => {
     // one line of the result instead of 80 failed files (a million at a first mirror's Ctrl-C).
     expect(api.count('uploadDocuments')).toBe(1);
     expect(Object.keys(state.m.intents)).toHaveLength(0);
-    expect(Object.keys(state.m.files)).toHaveLength(20);
+    expect([...state.m.files.keys()]).toHaveLength(20);
     expect(first.result.counts.upload).toBe(20);
     expect(first.result.failures).toEqual([{ path: '', op: 'upload', code: 'E_ABORTED', message: expect.stringContaining('80 upload') as unknown }]);
     api.failBefore = () => undefined;

@@ -316,7 +316,7 @@ describe('an open intent of a file that becomes excluded (the simulation, seed 7
     expect(api.docs.has(named.id)).toBe(false);
     expect(api.list().filter((d) => d.name === 'a.txt').map((d) => d.id)).toEqual([old.id]);
     expect(state.m.intents).toEqual({});
-    expect(state.m.files['a.txt']?.documentId).toBe(old.id);
+    expect(state.m.files.get('a.txt')?.documentId).toBe(old.id);
   });
 
   it('an unreadable file (not excluded) still keeps its intent and its upload', async () => {

@@ -130,7 +130,7 @@ describe('the quick check in passes (issue 9, defect 4)', () => {
     local.write('a.txt', 'one');
     clock.tick(300);
     await mirror.fullPass();
-    const racyAt = state.m.files['a.txt']!.hashedAt;
+    const racyAt = state.m.files.get('a.txt')!.hashedAt;
     expect(racyAt).toBe(T0 + 300);
     expect(local.hashes).toBe(1);
     clock.tick(60_000);
@@ -139,7 +139,7 @@ describe('the quick check in passes (issue 9, defect 4)', () => {
     expect(again.counts).toMatchObject({ unchanged: 1, adopted: 0, uploaded: 0, replaced: 0 });
     expect(api.count('uploadDocuments')).toBe(1);
     expect(api.count('updateDocument')).toBe(1);
-    expect(state.m.files['a.txt']!.hashedAt).toBe(T0 + 60_300);
+    expect(state.m.files.get('a.txt')!.hashedAt).toBe(T0 + 60_300);
     // Proven now: the next passes take the hash from the state.
     clock.tick(60_000);
     await mirror.fullPass();

@@ -12,6 +12,7 @@ import type { DocumentRecord } from '../../../src/api/records.js';
 import { documentFields, markUploadName } from '../../../src/engine/document-fields.js';
 import { confirmedPath, planMirror, vouchedByEntry, type LocalFileInfo, type PlanInput, type PlanResult } from '../../../src/engine/plan.js';
 import type { FileEntry, Intent, MappingState } from '../../../src/state/schema.js';
+import { FileTable } from '../../../src/state/file-table.js';
 
 const MAPPING = 'm1';
 const INSTALLATION = 'inst-1';
@@ -126,11 +127,12 @@ function world(cases: readonly PathCase[], untouchableFlags: readonly boolean[],
   const listed = [...new Map(remote.reverse().map((d) => [d.id, d])).values()].reverse();
   remote.splice(0, remote.length, ...listed);
 
+  const table = FileTable.of(files);
   const base: PlanInput = {
     mappingId: MAPPING,
     installationId: INSTALLATION,
     local,
-    state: { files, intents, rejected },
+    state: { files: table, intents, rejected },
     remote,
     desired,
     prune,
@@ -148,7 +150,7 @@ function world(cases: readonly PathCase[], untouchableFlags: readonly boolean[],
   }
   const confirmed = new Set<string>();
   const compactRemote = remote.filter((d) => {
-    const p = confirmedPath(d, { mappingId: MAPPING, installationId: INSTALLATION, desired, files });
+    const p = confirmedPath(d, { mappingId: MAPPING, installationId: INSTALLATION, desired, files: table });
     if (p !== undefined) confirmed.add(p);
     return p === undefined;
   });

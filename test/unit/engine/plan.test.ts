@@ -3,6 +3,7 @@ import { pathsToHash, planMirror, type LocalFileInfo, type Op, type PlanInput } 
 import { documentFields } from '../../../src/engine/document-fields.js';
 import type { DocumentRecord } from '../../../src/api/records.js';
 import type { FileEntry, Intent, MappingState } from '../../../src/state/schema.js';
+import { FileTable } from '../../../src/state/file-table.js';
 
 const MAPPING = 'm1';
 const spec = { mappingId: MAPPING, root: '/srv/share' };
@@ -40,7 +41,7 @@ function plan(c: Case) {
   const input: PlanInput = {
     mappingId: MAPPING,
     local: new Map((c.local ?? []).map((f) => [f.path, f])),
-    state: { files: c.files ?? {}, intents: c.intents ?? {}, rejected: c.rejected ?? {} },
+    state: { files: FileTable.of(c.files ?? {}), intents: c.intents ?? {}, rejected: c.rejected ?? {} },
     remote: 'remote' in c ? c.remote : [],
     scope: c.scope ? new Set(c.scope) : undefined,
     desired: (f) => documentFields(spec, f),
@@ -503,7 +504,7 @@ describe('pathsToHash (quick check)', () => {
       ['racy.txt', local('racy.txt', undefined, 10, 1000)],
       ['new.txt', local('new.txt', undefined)],
     ]);
-    expect(pathsToHash(localFiles, files, 120_000).sort()).toEqual(['new.txt', 'racy.txt', 'touched.txt']);
+    expect(pathsToHash(localFiles, FileTable.of(files), 120_000).sort()).toEqual(['new.txt', 'racy.txt', 'touched.txt']);
   });
 });
 
@@ -541,7 +542,7 @@ describe('planMirror: what is ours (issue 9, defect 6)', () => {
       mappingId: MAPPING,
       installationId: 'inst-A',
       local: new Map((c.local ?? []).map((f) => [f.path, f])),
-      state: { files: c.files ?? {}, intents: c.intents ?? {}, rejected: c.rejected ?? {} },
+      state: { files: FileTable.of(c.files ?? {}), intents: c.intents ?? {}, rejected: c.rejected ?? {} },
       remote: c.remote ?? [],
       desired: (f) => documentFields(specI, f),
       prune: c.prune ?? 'ours',

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeState } from '../../../src/state/decode.js';
-import { BUCKET_COUNT, StateCodec, encodeStateToString } from '../../../src/state/encoder.js';
+import { StateCodec, encodeStateToString } from '../../../src/state/encoder.js';
+import { CHUNK_ROWS } from '../../../src/state/file-table.js';
 import { newMappingState, newState } from '../../../src/state/validate.js';
 import { StateCorruptError, StateVersionError } from '../../../src/state/errors.js';
 import type { FileEntry, StateFile } from '../../../src/state/schema.js';
@@ -20,10 +21,10 @@ function entry(i: number): FileEntry {
 function sample(): StateFile {
   const s = newState();
   const m = newMappingState('ds-1', '/srv/share/handbook');
-  m.files['a.txt'] = entry(1);
-  m.files['dir/é ü "quoted" \\ back.pdf'] = entry(2);
-  m.files['__proto__'] = entry(3);
-  m.files['constructor'] = entry(4);
+  m.files.set('a.txt', entry(1));
+  m.files.set('dir/é ü "quoted" \\ back.pdf', entry(2));
+  m.files.set('__proto__', entry(3));
+  m.files.set('constructor', entry(4));
   m.intents['i1'] = {
     kind: 'upload',
     id: 'i1',
@@ -49,8 +50,9 @@ describe('state codec', () => {
     const text = encodeStateToString(s);
     const back = decodeState(FILE, text).state;
     expect(plain(back)).toEqual(plain(s));
-    expect(back.mappings['handbook']?.files['__proto__']).toEqual(entry(3));
-    expect(Object.getPrototypeOf(back.mappings['handbook']?.files)).toBeNull();
+    // Paths are data: `__proto__` and `constructor` are ordinary keys.
+    expect(back.mappings['handbook']?.files.get('__proto__')).toEqual(entry(3));
+    expect(back.mappings['handbook']?.files.get('constructor')).toEqual(entry(4));
   });
 
   it('writes a header, a line per mapping followed by a line per file (a tuple), and an end line', () => {
@@ -71,8 +73,8 @@ describe('state codec', () => {
   it('keeps the racy check\'s stat fields (hash time, ctime, device, inode), null when unknown', () => {
     const s = newState();
     const m = newMappingState('ds-1', '/srv/share');
-    m.files['full.txt'] = { ...entry(1), hashedAt: 1_700_000_060_000.5, ctimeMs: 1_700_000_000_001.1235, dev: 2049, ino: 123456789 };
-    m.files['partial.txt'] = { ...entry(2), hashedAt: 1_700_000_060_000 };
+    m.files.set('full.txt', { ...entry(1), hashedAt: 1_700_000_060_000.5, ctimeMs: 1_700_000_000_001.1235, dev: 2049, ino: 123456789 });
+    m.files.set('partial.txt', { ...entry(2), hashedAt: 1_700_000_060_000 });
     s.mappings['m'] = m;
     const text = encodeStateToString(s);
     expect(text).toContain(',1700000060000.5,1700000000001.1235,2049,123456789]');
@@ -82,10 +84,10 @@ describe('state codec', () => {
 
   it('loads files of older versions, whose entries have no stat fields (hashed again once)', () => {
     const old = '{"version":2,"journalSeq":0,"mappings":{"m":{"dataSourceId":"ds-1","root":"/srv","intents":{},"rejected":{},"files":[["a.txt","doc-1",10,1000.5,"h1","2026-01-01T00:00:00.000Z"]]}}}';
-    const e = decodeState(FILE, old).state.mappings['m']?.files['a.txt'];
+    const e = decodeState(FILE, old).state.mappings['m']?.files.get('a.txt');
     expect(e).toEqual({ documentId: 'doc-1', size: 10, mtimeMs: 1000.5, sha256: 'h1', syncedAt: '2026-01-01T00:00:00.000Z' });
     // Version 1 (before the journal) as well.
-    expect(decodeState(FILE, old.replace('"version":2,"journalSeq":0', '"version":1')).state.mappings['m']?.files['a.txt']).toEqual(e);
+    expect(decodeState(FILE, old.replace('"version":2,"journalSeq":0', '"version":1')).state.mappings['m']?.files.get('a.txt')).toEqual(e);
   });
 
   it('refuses a file tuple with a stat field that is not a number or null, naming it', () => {
@@ -105,18 +107,17 @@ describe('state codec', () => {
     const ids = ['m1', 'm2'];
     for (const id of ids) {
       s.mappings[id] = newMappingState(`ds-${id}`, `/r/${id}`);
-      codec.indexMapping(id, s.mappings[id]);
     }
     for (let step = 0; step < 3000; step++) {
       const id = ids[rnd(2)] as string;
       const m = s.mappings[id];
       if (!m) throw new Error('missing mapping');
-      const path = `p${rnd(3 * BUCKET_COUNT)}`;
+      const path = `p${rnd(3 * CHUNK_ROWS)}`;
       const op = rnd(10);
       if (op < 6) {
-        codec.setFile(id, m, path, entry(step));
+        m.files.set(path, entry(step));
       } else if (op < 9) {
-        codec.setFile(id, m, path, undefined);
+        m.files.delete(path);
       } else {
         m.root = `/r/${step}`;
         codec.headChanged(id);
@@ -134,28 +135,30 @@ describe('state codec', () => {
     const codec = new StateCodec();
     const m = newMappingState('ds', '/r');
     s.mappings['m'] = m;
-    for (let i = 0; i < 5000; i++) m.files[`f${i}`] = Object.freeze(entry(i));
-    codec.indexMapping('m', m);
+    // Enough chunks of rows (the unit of a slice) to change many between two of them.
+    const N = 16 * CHUNK_ROWS;
+    for (let i = 0; i < N; i++) m.files.set(`f${i}`, Object.freeze(entry(i)));
     codec.encode(s); // everything cached
     // Stale a few buckets, then snapshot.
     for (let i = 0; i < 300; i++) {
-      codec.setFile('m', m, `f${i * 7}`, entry(10_000 + i));
+      m.files.set(`f${i * 7}`, entry(10_000 + i));
     }
     const expected = encodeStateToString(s);
     const plan = codec.snapshot(s);
     // Work done between slices, as the store's callers would: replace and delete entries.
     let n = 0;
     const change = (): void => {
-      const path = `f${(n++ * 7) % 5000}`;
-      codec.setFile('m', m, path, n % 2 ? entry(99_999) : undefined);
-      if (n % 5 === 0) codec.setFile('m', m, `new-${n}`, entry(n)); // new paths too
+      const path = `f${(n++ * 7) % N}`;
+      if (n % 2) m.files.set(path, entry(99_999));
+      else m.files.delete(path);
+      if (n % 5 === 0) m.files.set(`new-${n}`, entry(n)); // new paths too
     };
     const written: Buffer[] = [];
     const result = await plan.run({ sliceMs: 0, now: () => 0, yieldNow: async () => change() }, async (chunks) => {
       written.push(...chunks);
       change(); // a write to the file is a turn of the event loop too
     });
-    expect(n).toBeGreaterThan(10); // it did yield between buckets
+    expect(n).toBeGreaterThan(10); // it did yield between chunks
     expect(Buffer.concat(written).toString()).toBe(expected);
     expect(result.bytes).toBe(Buffer.byteLength(expected));
     // Buckets changed during the slices were not cached with their old content.

@@ -4,10 +4,11 @@
  * read and rewritten.
  */
 import { describe, expect, it } from 'vitest';
-import { WINDOW_BYTES, readSnapshot } from '../../../src/state/decode.js';
+import { SnapshotParser, WINDOW_BYTES, readSnapshot } from '../../../src/state/decode.js';
 import { StateCodec, encodeStateToString, type SliceOptions } from '../../../src/state/encoder.js';
 import { StateCorruptError } from '../../../src/state/errors.js';
 import { frameRecord } from '../../../src/state/journal.js';
+import { CHUNK_ROWS } from '../../../src/state/file-table.js';
 import type { FileEntry, StateFile } from '../../../src/state/schema.js';
 import { SnapshotFile } from '../../../src/state/snapshot-file.js';
 import { readStateFile, StateStore } from '../../../src/state/store.js';
@@ -28,11 +29,11 @@ function big(files: number): StateFile {
   const s = newState();
   s.journalSeq = 42;
   const m = newMappingState('ds-1', '/srv/share');
-  for (let i = 0; i < files; i++) m.files[`department-${i % 37}/folder-${i % 501}/a rather long document name ${i} é "q".txt`] = entry(i);
+  for (let i = 0; i < files; i++) m.files.set(`department-${i % 37}/folder-${i % 501}/a rather long document name ${i} é "q".txt`, entry(i));
   m.intents['i1'] = { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'x', size: 1, mtimeMs: 1, sha256: 'h', documentId: 'doc-1' }] };
   s.mappings['docs'] = m;
   const other = newMappingState('ds-2', '/srv/other');
-  other.files['a'] = entry(1);
+  other.files.set('a', entry(1));
   s.mappings['other'] = other;
   return s;
 }
@@ -75,8 +76,8 @@ describe('snapshot file', () => {
     expect(file.readStats?.bytes).toBe(fs.files.get(PATH)?.data.length);
     const m = back?.mappings['docs'];
     if (!m) throw new Error('no mapping');
-    expect(codec.fileCount('docs', m)).toBe(12_000);
-    // The index is the one a snapshot uses: encoding again gives the same bytes.
+    expect(m.files.size).toBe(12_000);
+    // Rows are in the file's order: encoding again gives the same bytes.
     expect(Buffer.concat(codec.encode(back)).toString()).toBe(fs.text(PATH));
   });
 
@@ -90,7 +91,7 @@ describe('snapshot file', () => {
     expect(Math.max(...text.split('\n').map((l) => Buffer.byteLength(l)))).toBeGreaterThan((1 << 20) + WINDOW_BYTES);
     const fs = new MemFs();
     fs.put(PATH, text);
-    const r = await readSnapshot(fs, PATH, new StateCodec(), tickingClock());
+    const r = await readSnapshot(fs, PATH, tickingClock());
     expect(plain(r?.state)).toEqual(plain(s));
   });
 
@@ -105,7 +106,7 @@ describe('snapshot file', () => {
       fs.put(PATH, '');
       const f = fs.files.get(PATH);
       if (f) f.data = Buffer.from(text).subarray(0, cut);
-      const err = await readSnapshot(fs, PATH, undefined, noYield).catch((e: unknown) => e);
+      const err = await readSnapshot(fs, PATH, noYield).catch((e: unknown) => e);
       expect(err, `cut at ${cut}`).toBeInstanceOf(StateCorruptError);
     }
     // A byte flipped in the middle of the file.
@@ -116,7 +117,7 @@ describe('snapshot file', () => {
     fs.put(PATH, '');
     const f = fs.files.get(PATH);
     if (f) f.data = damaged;
-    await expect(readSnapshot(fs, PATH, undefined, noYield)).rejects.toThrow(StateCorruptError);
+    await expect(readSnapshot(fs, PATH, noYield)).rejects.toThrow(StateCorruptError);
   });
 
   it('a truncated snapshot is moved aside by onCorrupt reset, with its journal', async () => {
@@ -157,8 +158,8 @@ describe('snapshot file', () => {
     fs.put(JOURNAL, frameRecord(6, [['set', 'docs', 'c.txt', ['doc-3', 12, 1002.5, 'h3', 't']]]).toString('latin1'));
     const { logger, lines } = captureLogger();
     const store = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, logger });
-    expect(Object.keys(store.mapping('docs')?.files ?? {}).sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
-    expect(store.mapping('docs')?.files['b.txt']).toEqual({ documentId: 'doc-2', size: 11, mtimeMs: 1001.5, sha256: 'h2', syncedAt: '2026-01-01T00:00:00.000Z', hashedAt: 3000, ctimeMs: 1001.25, dev: 2049, ino: 77 });
+    expect([...(store.mapping('docs')?.files.keys() ?? [])].sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
+    expect(store.mapping('docs')?.files.get('b.txt')).toEqual({ documentId: 'doc-2', size: 11, mtimeMs: 1001.5, sha256: 'h2', syncedAt: '2026-01-01T00:00:00.000Z', hashedAt: 3000, ctimeMs: 1001.25, dev: 2049, ino: 77 });
     expect(lines().some((l) => String(l['msg']).includes('migrated from version 2'))).toBe(true);
     await store.fold(); // the fold the migration started
     const text = fs.text(PATH) ?? '';
@@ -177,9 +178,9 @@ describe('snapshot file', () => {
     const result = await new StateCodec().snapshot(s).run(clock, async () => {
       writes++;
     });
-    // One bucket (~20 files here) is the unit: a slice ends at the first look at the clock past 4 ms.
+    // One chunk of CHUNK_ROWS rows is the unit: a slice ends at the first look at the clock past 4 ms.
     expect(result.maxBlockMs).toBeLessThanOrEqual(clock.sliceMs + 1);
-    expect(clock.yields.length + writes).toBeGreaterThan(1024 / (clock.sliceMs + 1) - 1);
+    expect(clock.yields.length + writes).toBeGreaterThan(Math.ceil(20_000 / CHUNK_ROWS) / (clock.sliceMs + 1) - 1);
     expect(result.bytes).toBeGreaterThan(3 * (1 << 20));
     expect(writes).toBeGreaterThanOrEqual(Math.floor(result.bytes / (1 << 20))); // handed to the file a MiB at a time, never whole
   });
@@ -190,12 +191,11 @@ describe('snapshot file', () => {
     fs.put(PATH, text);
     const shortestLine = Math.min(...text.split('\n').filter((l) => l.startsWith('[')).map((l) => Buffer.byteLength(l) + 1));
     const clock = tickingClock();
-    const codec = new StateCodec();
-    const probe = newMappingState('x', '/'); // the mapping is indexed as it is read: count its files so far
+    const parser = new SnapshotParser(PATH); // the lines parsed so far, counted at each turn
     const counts: number[] = [];
     const yieldNow = clock.yieldNow;
     clock.yieldNow = () => {
-      counts.push(codec.fileCount('docs', probe));
+      counts.push(parser.lineCount);
       return yieldNow();
     };
     // Each read of a chunk is a turn of the event loop as well.
@@ -205,13 +205,13 @@ describe('snapshot file', () => {
       return {
         ...h,
         read: (...a) => {
-          counts.push(codec.fileCount('docs', probe));
+          counts.push(parser.lineCount);
           return h.read(...a);
         },
       };
     };
-    const r = await readSnapshot(fs, PATH, codec, clock);
-    expect(Object.keys(r?.state.mappings['docs']?.files ?? {})).toHaveLength(20_000);
+    const r = await readSnapshot(fs, PATH, clock, parser);
+    expect([...(r?.state.mappings['docs']?.files.keys() ?? [])]).toHaveLength(20_000);
     const slices = counts.map((n, i) => n - (counts[i - 1] ?? 0));
     // The clock is read after each window of WINDOW_BYTES and a slice ends past 4 ms: at
     // most 4 windows of lines.

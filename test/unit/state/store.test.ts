@@ -55,7 +55,7 @@ describe('StateStore coalescing', () => {
     expect(appends()).toHaveLength(0);
     await timers.advance(1);
     expect(appends()).toHaveLength(1);
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['c']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])]).toEqual(['c']);
     await timers.advance(10_000);
     expect(appends()).toHaveLength(1);
   });
@@ -69,10 +69,10 @@ describe('StateStore coalescing', () => {
     release();
     await settle();
     expect(appends()).toHaveLength(1);
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['a']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])]).toEqual(['a']);
     await timers.advance(250);
     expect(appends()).toHaveLength(2);
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])].sort()).toEqual(['a', 'b']);
   });
 
   it('flush() covers every mutation made before it, even those made during a write in flight', async () => {
@@ -84,7 +84,7 @@ describe('StateStore coalescing', () => {
     const flushed = store.flush();
     release();
     await flushed;
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])].sort()).toEqual(['a', 'b']);
   });
 
   it('endIntent, setRejected, clearRejected and setLastPass are coalesced like the rest', async () => {
@@ -182,7 +182,7 @@ describe('StateStore write failures', () => {
     expect([...fs.files.keys()]).toEqual([JOURNAL]); // no temp file left behind
     await store.flush();
     expect(log.lines().some((l) => String(l['msg']).includes('written again after 1 failed attempts'))).toBe(true);
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])].sort()).toEqual(['a', 'b']);
   });
 
   it('retries by itself with back-off after a failed timed write', async () => {
@@ -195,7 +195,7 @@ describe('StateStore write failures', () => {
     await timers.advance(500);
     expect(appends()).toHaveLength(1);
     expect(writeErrors).toHaveLength(1);
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['a']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])]).toEqual(['a']);
   });
 
   it('a failed fsync of the journal: the partial record is cut off, and the retry writes it once', async () => {
@@ -212,7 +212,7 @@ describe('StateStore write failures', () => {
     // The records before, then one holding b (the failed one, cut off and written again) and c.
     const records = (fs.text(JOURNAL) ?? '').split('\n').filter(Boolean);
     expect(records).toHaveLength((good ?? '').split('\n').filter(Boolean).length + 1);
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b', 'c']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])].sort()).toEqual(['a', 'b', 'c']);
     expect([...fs.files.keys()]).toEqual([JOURNAL]);
   });
 });
@@ -232,8 +232,8 @@ describe('StateStore open', () => {
     store.setFile('docs', 'dir/ü.txt', entry(2));
     await store.close();
     const again = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false });
-    expect(again.mapping('docs')?.files['__proto__']).toEqual(entry(1));
-    expect(again.mapping('docs')?.files['dir/ü.txt']).toEqual(entry(2));
+    expect(again.mapping('docs')?.files.get('__proto__')).toEqual(entry(1));
+    expect(again.mapping('docs')?.files.get('dir/ü.txt')).toEqual(entry(2));
     expect(again.readStats?.journalBytes).toBe(Buffer.byteLength(fs.text(JOURNAL) ?? ''));
   });
 
@@ -329,7 +329,7 @@ describe('readStateFile', () => {
     store.setFile('docs', 'a', entry(1));
     await store.flush();
     const s = await readStateFile(PATH, fs);
-    expect(s?.mappings['docs']?.files['a']).toEqual(entry(1));
+    expect(s?.mappings['docs']?.files.get('a')).toEqual(entry(1));
     expect(await readStateFile('/nowhere/state.json', fs)).toBeUndefined();
     fs.put(PATH, '{"version":9,"mappings":{}}');
     await expect(readStateFile(PATH, fs)).rejects.toBeInstanceOf(StateVersionError);
@@ -341,7 +341,7 @@ describe('StateStore mappings', () => {
     const { store, onDisk } = await setup();
     store.setFile('docs', 'a', entry(1));
     const m = store.ensureMapping('docs', 'ds-1', '/mnt/docs');
-    expect(m.files['a']).toEqual(entry(1));
+    expect(m.files.get('a')).toEqual(entry(1));
     await store.flush();
     expect((await onDisk()).mappings['docs']?.root).toBe('/mnt/docs');
   });
@@ -353,7 +353,7 @@ describe('StateStore mappings', () => {
     await store.beginIntent('docs', { kind: 'upload', files: [{ path: 'p', size: 1, mtimeMs: 1, sha256: 'h' }] });
     const m = store.ensureMapping('docs', 'ds-2', '/srv/docs');
     expect(m.dataSourceId).toBe('ds-2');
-    expect(Object.keys(m.files)).toEqual([]);
+    expect([...m.files.keys()]).toEqual([]);
     expect(intentsOf(store, 'docs')).toEqual([]);
     expect(Object.keys(m.rejected)).toEqual([]);
     expect(log.lines().some((l) => l['level'] === 40 && String(l['msg']).includes('ds-2'))).toBe(true);
@@ -402,7 +402,7 @@ describe('StateStore close', () => {
     store.setFile('docs', 'a', entry(1));
     await store.close();
     expect(appends()).toHaveLength(1);
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['a']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])]).toEqual(['a']);
     expect(() => store.setFile('docs', 'b', entry(2))).toThrow(/closed/);
   });
 
@@ -415,7 +415,7 @@ describe('StateStore close', () => {
     store.setFile('docs', 'b', entry(2));
     release();
     await closed;
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {}).sort()).toEqual(['a', 'b']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])].sort()).toEqual(['a', 'b']);
   });
 });
 
@@ -427,6 +427,6 @@ describe('StateStore directory', () => {
     fs.dirs.add('/');
     store.setFile('docs', 'a', entry(1));
     await store.flush();
-    expect(Object.keys((await onDisk()).mappings['docs']?.files ?? {})).toEqual(['a']);
+    expect([...((await onDisk()).mappings['docs']?.files.keys() ?? [])]).toEqual(['a']);
   });
 });

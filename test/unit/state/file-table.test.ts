@@ -1,0 +1,143 @@
+/**
+ * The compact table of a mapping's files (file-table.ts): the same entries as a record of
+ * objects would hold, under random sets and deletes; its lines are the encoder's tuples;
+ * a pinned chunk keeps its lines through every kind of change.
+ */
+import { describe, expect, it } from 'vitest';
+import { CHUNK_ROWS, FileTable } from '../../../src/state/file-table.js';
+import type { FileEntry } from '../../../src/state/schema.js';
+import { entryToTuple } from '../../../src/state/validate.js';
+
+function rng(seed: number): (n: number) => number {
+  return (n) => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % n;
+  };
+}
+
+const HEX = '0123456789abcdef';
+
+/** Entries of every shape: full, partial and no stat fields, odd hashes, odd numbers. */
+function randomEntry(rnd: (n: number) => number, i: number): FileEntry {
+  const shaKind = rnd(10);
+  const sha256 =
+    shaKind === 0 ? `${i}`.padStart(64, 'A') // uppercase: not packed (it must come back as it was)
+    : shaKind === 1 ? 'h'
+    : shaKind === 2 ? ''
+    : Array.from({ length: 64 }, () => HEX[rnd(16)]).join('');
+  const numbers = [0, -0, 1, 1.5, 1e21, 2 ** 53 + 2, 1_795_083_271_582.999, 1_700_000_000_001.1235, 4_294_967_297, -3.25];
+  const n = (): number => numbers[rnd(numbers.length)] as number;
+  const e: FileEntry = { documentId: `doc_${rnd(1000)}`, size: n(), mtimeMs: n(), sha256, syncedAt: new Date(1_700_000_000_000 + rnd(30) * 1000).toISOString() };
+  const kind = rnd(4);
+  if (kind === 0) return e;
+  if (kind === 1) return { ...e, hashedAt: n(), ctimeMs: n(), dev: n(), ino: n() };
+  const out: FileEntry = { ...e };
+  if (rnd(2)) out.hashedAt = n();
+  if (rnd(2)) out.ctimeMs = n();
+  if (rnd(2)) out.dev = n();
+  if (rnd(2)) out.ino = n();
+  return out;
+}
+
+/** What the encoder wrote for an entry before the table: the line of its tuple. */
+function lineOf(path: string, e: FileEntry): string {
+  return `${JSON.stringify([path, ...entryToTuple(e)])}\n`;
+}
+
+function linesOf(table: FileTable): string[] {
+  const out: string[] = [];
+  for (const c of table.pin()) out.push(...table.encodePinned(c).text.split('\n').filter((l) => l !== ''));
+  return out.sort();
+}
+
+describe('FileTable', () => {
+  it('holds what a record of the entries holds, under random sets and deletes', () => {
+    const rnd = rng(7);
+    const table = new FileTable();
+    const model = new Map<string, FileEntry>();
+    for (let step = 0; step < 20_000; step++) {
+      const path = rnd(50) === 0 ? '__proto__' : `dir-${rnd(40)}/f${rnd(2500)}.txt`;
+      if (rnd(3) === 0) {
+        expect(table.delete(path)).toBe(model.delete(path));
+      } else {
+        const e = randomEntry(rnd, step);
+        table.set(path, e);
+        model.set(path, e);
+      }
+      if (step % 997 === 0 || step === 19_999) {
+        expect(table.size).toBe(model.size);
+        expect([...table.keys()].sort()).toEqual([...model.keys()].sort());
+        for (const [p, e] of model) {
+          // Read back exactly: the same fields, no others (absent, not undefined).
+          expect(table.get(p)).toStrictEqual(e);
+          expect(table.documentIdOf(p)).toBe(e.documentId);
+          expect(table.sha256Of(p)).toBe(e.sha256);
+          expect(table.has(p)).toBe(true);
+        }
+        expect(linesOf(table)).toEqual([...model].map(([p, e]) => lineOf(p, e).slice(0, -1)).sort());
+      }
+    }
+    expect(table.get('not/there')).toBeUndefined();
+    expect(table.documentIdOf('not/there')).toBeUndefined();
+    expect(table.has('not/there')).toBe(false);
+    const copy = table.clone();
+    expect(copy.toJSON()).toEqual(table.toJSON());
+    copy.set('only/in/copy', randomEntry(rnd, 1));
+    expect(table.has('only/in/copy')).toBe(false);
+  });
+
+  it('a read entry is a copy: changing it changes nothing', () => {
+    const table = FileTable.of({ a: { documentId: 'd', size: 1, mtimeMs: 2, sha256: 'f'.repeat(64), syncedAt: 't' } });
+    const e = table.get('a') as FileEntry;
+    e.size = 99;
+    expect(table.get('a')?.size).toBe(1);
+  });
+
+  it('forgets a syncedAt value no entry uses any more, and reuses its slot', () => {
+    const table = new FileTable();
+    const at = (i: number): string => new Date(i * 1000).toISOString();
+    for (let round = 0; round < 50; round++) {
+      for (let i = 0; i < 100; i++) table.set(`f${i}`, { documentId: 'd', size: 1, mtimeMs: 1, sha256: 'h', syncedAt: at(round * 100 + i) });
+    }
+    for (let i = 0; i < 100; i++) expect(table.get(`f${i}`)?.syncedAt).toBe(at(4900 + i));
+    // 100 values held, not 5,000 (its private bookkeeping, looked at directly).
+    expect((table as unknown as { syncedIndex: Map<string, number> }).syncedIndex.size).toBe(100);
+  });
+
+  it('a pinned chunk keeps its lines through sets, deletes, reused rows and new rows', () => {
+    const rnd = rng(11);
+    const table = new FileTable();
+    const n = 3 * CHUNK_ROWS + 17;
+    for (let i = 0; i < n; i++) table.set(`p${i}`, randomEntry(rnd, i));
+    for (let i = 0; i < n; i += 5) table.delete(`p${i}`); // free rows before the snapshot
+    const before = linesOf(table);
+    const chunks = table.pin();
+    const encoded: string[] = [];
+    for (const c of chunks) {
+      // Changes of every kind before each chunk is encoded.
+      for (let k = 0; k < 40; k++) {
+        const i = rnd(n + 200);
+        const r = rnd(3);
+        if (r === 0) table.delete(`p${i}`);
+        else table.set(r === 1 ? `p${i}` : `new${i}`, randomEntry(rnd, i));
+      }
+      encoded.push(...table.encodePinned(c).text.split('\n').filter((l) => l !== ''));
+    }
+    expect(encoded.sort()).toEqual(before);
+  });
+
+  it('writes the lines of a loaded table in the order they were read', () => {
+    const rnd = rng(3);
+    const table = new FileTable();
+    const lines: string[] = [];
+    for (let i = 0; i < 2 * CHUNK_ROWS + 5; i++) {
+      const path = `z/${rnd(1_000_000)}-${i}`;
+      const e = randomEntry(rnd, i);
+      const t = JSON.parse(lineOf(path, e)) as unknown[];
+      table.setTuple(path, t, 1);
+      lines.push(lineOf(path, e));
+    }
+    const out = table.pin().map((c) => table.encodePinned(c).text).join('');
+    expect(out).toBe(lines.join(''));
+  });
+});
