@@ -171,6 +171,7 @@ export interface DaemonHandle {
 export interface DaemonStatusView {
   requests: { total: number };
   state?: { writes: number; lastWriteMs: number; lastBytes: number; lastMaxBlockMs: number; loadMs?: number } | undefined;
+  memory?: { rssMB: number; heapUsedMB: number; heapTotalMB: number; externalMB: number } | undefined;
   mappings: Array<{
     phase: string;
     pending: number;

@@ -44,6 +44,10 @@ export interface FootprintFigures {
   stateFileMB: number;
   stateWriteMs: number;
   stateLoadMs: number | undefined;
+  /** The daemon's own view when idle (its status): JS heap used and reserved, memory outside the heap (MB). */
+  heapUsedMB?: number | undefined;
+  heapTotalMB?: number | undefined;
+  externalMB?: number | undefined;
 }
 
 /** Generous settings for the unmeasured setup mirror. */
@@ -183,8 +187,11 @@ export async function runRestart(
         stateFileMB: round(stateBytes / 1024 / 1024, 1),
         stateWriteMs: round(after.state?.lastWriteMs ?? NaN, 0),
         stateLoadMs: after.state?.loadMs === undefined ? undefined : round(after.state.loadMs, 0),
+        heapUsedMB: after.memory?.heapUsedMB,
+        heapTotalMB: after.memory?.heapTotalMB,
+        externalMB: after.memory?.externalMB,
       };
-      log(`footprint: RSS ${footprint.rssMB} MB, CPU ${footprint.cpuPercent} %, state ${footprint.stateFileMB} MB written in ${footprint.stateWriteMs} ms`);
+      log(`footprint: RSS ${footprint.rssMB} MB (heap ${footprint.heapUsedMB} of ${footprint.heapTotalMB} MB, external ${footprint.externalMB} MB), CPU ${footprint.cpuPercent} %, state ${footprint.stateFileMB} MB written in ${footprint.stateWriteMs} ms`);
       return { restart, footprint };
     } finally {
       await daemon.stop();
