@@ -28,7 +28,7 @@ export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): Docum
   return {
     name: documentName(file.path),
     url: renderUrl(spec, file.path),
-    metadata: buildMetadata(spec.metadata, { ...file, mappingId: spec.mappingId, installationId: spec.installationId }),
+    metadata: buildMetadata(spec.metadata, { path: file.path, size: file.size, mtimeMs: file.mtimeMs, sha256: file.sha256, mappingId: spec.mappingId, installationId: spec.installationId }),
   };
 }
 

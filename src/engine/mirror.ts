@@ -14,7 +14,7 @@ import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpE
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
 import { readMeta } from './metadata.js';
 import type { StatNow } from './racy.js';
-import { confirmedPath, intentNameKeys, lostUploadPins, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type OtherOwner, type VouchedFiles } from './plan.js';
+import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type OtherOwner, type VouchedFiles } from './plan.js';
 
 /** What a scan of the mapped folder found. */
 export interface ScanResult {
@@ -479,16 +479,7 @@ export class Mirror {
         // still "racy" for the next look (racy.ts).
         const hashedAt = this.d.now();
         const h = await this.d.local.hash(file);
-        local.set(path, {
-          ...file,
-          size: h.size,
-          mtimeMs: h.mtimeMs,
-          sha256: h.sha256,
-          hashedAt,
-          ...(h.ctimeMs === undefined ? {} : { ctimeMs: h.ctimeMs }),
-          ...(h.dev === undefined ? {} : { dev: h.dev }),
-          ...(h.ino === undefined ? {} : { ino: h.ino }),
-        });
+        local.set(path, hashedRecord(file, h, hashedAt));
       } catch (e) {
         if (e instanceof LocalFileVanishedError) {
           local.delete(path);
