@@ -7,17 +7,44 @@
  * The root's own condition is reported separately (`rootStatus`): a missing, unmounted or
  * unreadable mapped folder is an outage for the engine, never "everything was deleted".
  *
- * Folders are listed through a descriptor (fs.ts listDir): opened without following a link
- * when links are not followed, and the kernel's path of the folder opened must be the one
- * expected below the root's real path. A folder swapped for a link to somewhere else while
- * the walk runs is therefore never listed (docs/security.md).
+ * Folders are listed through a descriptor (fs.ts listFolder, or listDir): opened without
+ * following a link when links are not followed, and the kernel's path of the folder opened
+ * must be the one expected below the root's real path. A folder swapped for a link to
+ * somewhere else while the walk runs is therefore never listed (docs/security.md).
+ *
+ * On the real disk a folder's listing and its files' `lstat`s come in one answer from a
+ * worker thread (folder-lister.ts): the main thread handles names and numbers only, and a
+ * hung filesystem blocks the worker, not the event loop. A LocalFs without listFolder (the
+ * tests' fakes) is listed with listDir or readdir and its files `lstat`ed here; either way
+ * the entries then go through the same code.
  */
 import { isAbsolute, join, relative } from 'node:path';
 import PQueue from 'p-queue';
-import { errorCode, errorMessage, nodeFs, type FsDirent, type FsStats, type LocalFs } from './fs.js';
+import {
+  ENTRY_DIR,
+  ENTRY_FILE,
+  ENTRY_LINK,
+  ENTRY_OTHER,
+  STAT_CTIME,
+  STAT_DEV,
+  STAT_FAILED,
+  STAT_FIELDS,
+  STAT_GONE,
+  STAT_INO,
+  STAT_MTIME,
+  STAT_NOT_FILE,
+  STAT_SIZE,
+  errorCode,
+  errorMessage,
+  nodeFs,
+  type FolderListing,
+  type FsDirent,
+  type FsStats,
+  type LocalFs,
+} from './fs.js';
 import type { PathFilter } from './filters.js';
 import { LifoQueue } from './lifo-queue.js';
-import { isInside, joinRel, nfc } from './paths.js';
+import { isInside, nfc } from './paths.js';
 
 export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
 
@@ -92,7 +119,8 @@ export interface WalkOptions {
   /** Follow symbolic links whose target lies inside the root. Default false. */
   followSymlinks?: boolean | undefined;
   /**
-   * Folders (and links) looked at at once. Default 32. Each stats its files
+   * Folders (and links) looked at at once. Default 32: the listings asked of the folder
+   * lister's workers at once. Without LocalFs.listFolder, each folder stats its files
    * FILE_STATS_PER_FOLDER at a time: at most that many times this in filesystem calls in
    * flight (libuv runs 4 at once; the rest wait in its queue).
    */
@@ -111,7 +139,19 @@ export interface WalkOptions {
    * so that the walk keeps only its path. A restart over a million unchanged files then
    * holds a set of paths instead of a million records. Not asked in a walk of `subtrees`.
    */
-  vouch?: ((path: string, stat: FsStats) => boolean) | undefined;
+  vouch?: ((path: string, stat: WalkStat) => boolean) | undefined;
+}
+
+/**
+ * The numbers of a file's `lstat` that `vouch` is given. The walk hands the same object to
+ * every call, filled anew (no allocation per file): read it during the call, keep none of it.
+ */
+export interface WalkStat {
+  readonly size: number;
+  readonly mtimeMs: number;
+  readonly ctimeMs: number | undefined;
+  readonly dev: number;
+  readonly ino: number;
 }
 
 /** A folder to list, with the real paths of the folders above it when links are followed. */
@@ -130,7 +170,7 @@ interface Chain {
   up?: Chain | undefined;
 }
 
-/** Files of one folder stat-ed at once by its task. */
+/** Files of one folder stat-ed at once by its task (without LocalFs.listFolder). */
 export const FILE_STATS_PER_FOLDER = 8;
 
 export async function walkTree(root: string, filter: PathFilter, opts: WalkOptions = {}): Promise<WalkResult> {
@@ -186,15 +226,35 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     result.skipped.push({ path: existing.path, reason: 'name-collision', size: existing.size, diskPath: existing.diskPath });
   };
 
-  const considerFile = (rel: string, disk: string, st: FsStats, exact: boolean): void => {
-    if (st.size > maxFileBytes) result.skipped.push({ path: rel, reason: 'too-large', size: st.size });
-    else addFile({ path: rel, diskPath: disk, size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, ctimeMs: st.ctimeMs }, exact && vouch !== undefined && vouch(rel, st));
+  /** What `vouch` is given, filled anew for each file (WalkStat). */
+  const vstat = { size: 0, mtimeMs: 0, ctimeMs: undefined as number | undefined, dev: 0, ino: 0 };
+  /** A regular file named `name` in folder `dirDisk` (its path `rel`, NFC), with its lstat's numbers. */
+  const considerFile = (rel: string, dirDisk: string, name: string, exact: boolean, size: number, mtimeMs: number, ctimeMs: number | undefined, dev: number, ino: number): void => {
+    if (size > maxFileBytes) {
+      result.skipped.push({ path: rel, reason: 'too-large', size });
+      return;
+    }
+    let vouched = false;
+    if (exact && vouch !== undefined) {
+      vstat.size = size;
+      vstat.mtimeMs = mtimeMs;
+      vstat.ctimeMs = ctimeMs;
+      vstat.dev = dev;
+      vstat.ino = ino;
+      vouched = vouch(rel, vstat);
+      // The usual case, a million times at a restart: only the path is kept, no record made.
+      if (vouched && !result.files.has(rel) && !result.vouched.has(rel)) {
+        result.vouched.add(rel);
+        return;
+      }
+    }
+    addFile({ path: rel, diskPath: join(dirDisk, name), size, mtimeMs, dev, ino, ctimeMs }, vouched);
   };
 
   const listDir = async (dir: DirTask): Promise<void> => {
-    let entries;
+    let listing: FolderListing;
     try {
-      entries = await listFolder(dir);
+      listing = await listFolder(dir);
     } catch (e) {
       const code = errorCode(e);
       // Gone, or replaced by a file or (ELOOP) a link since its parent was listed: nothing
@@ -212,41 +272,111 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
       return;
     }
     if (dir.rel !== '') result.dirCount++;
-    const files: { rel: string; disk: string; exact: boolean }[] = [];
-    for (const entry of entries) {
-      const rel = joinRel(dir.rel, entry.name);
-      const disk = join(dir.disk, entry.name);
-      // The disk path is join(root, rel) while every name on the way is NFC already.
-      const exact = dir.exact === true && nfc(entry.name) === entry.name;
-      if (entry.isDirectory()) {
-        if (filter.includesEntry(rel, true)) {
-          spawn(() => listDir(subdir(dir, rel, disk, entry.name, exact)));
+    const { names, types } = listing;
+    const prefix = dir.rel === '' ? '' : `${dir.rel}/`;
+    // The disk path is join(root, rel) while every name on the way is NFC already.
+    const exactDir = dir.exact === true;
+    // The files to keep: their entries' indexes (~index when the name is not NFC) and paths.
+    const kept: number[] = [];
+    const keptRels: string[] = [];
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!;
+      const nfcName = nfc(name);
+      const rel = prefix + nfcName;
+      const type = types[i];
+      if (type === ENTRY_FILE) {
+        if (filter.includesEntry(rel, false)) {
+          kept.push(nfcName === name ? i : ~i);
+          keptRels.push(rel);
         }
-      } else if (entry.isFile()) {
-        if (filter.includesEntry(rel, false)) files.push({ rel, disk, exact });
-      } else if (entry.isSymbolicLink()) {
+        continue;
+      }
+      const exact = exactDir && nfcName === name;
+      if (type === ENTRY_DIR) {
+        if (filter.includesEntry(rel, true)) {
+          const disk = join(dir.disk, name);
+          spawn(() => listDir(subdir(dir, rel, disk, name, exact)));
+        }
+      } else if (type === ENTRY_LINK) {
         if (!follow) {
           if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) {
             result.skipped.push({ path: rel, reason: 'symlink' });
           }
         } else {
-          spawn(() => followLink(dir, rel, disk, exact));
+          spawn(() => followLink(dir, rel, name, exact));
         }
       } else if (filter.includesEntry(rel, false)) {
         result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
       }
     }
-    // The folder's files are stat-ed by its own task, FILE_STATS_PER_FOLDER at a time: a
-    // queue task per file cost ~3x the lstat itself (a million files: ~25 s of CPU).
+    if (kept.length === 0) return;
+    if (listing.stats === undefined) await statFiles(dir, listing, kept);
+    const stats = listing.stats as Float64Array;
+    for (let k = 0; k < kept.length; k++) {
+      const ki = kept[k]!;
+      const i = ki < 0 ? ~ki : ki;
+      const rel = keptRels[k]!;
+      const name = names[i]!;
+      const o = i * STAT_FIELDS;
+      const size = stats[o + STAT_SIZE]!;
+      if (size >= 0) {
+        const ctime = stats[o + STAT_CTIME]!;
+        considerFile(rel, dir.disk, name, exactDir && ki >= 0, size, stats[o + STAT_MTIME]!, Number.isNaN(ctime) ? undefined : ctime, stats[o + STAT_DEV]!, stats[o + STAT_INO]!);
+      } else if (size === STAT_GONE) {
+        notUtf8(rel); // deleted since listed
+      } else if (size === STAT_FAILED) {
+        const failure = listing.statErrors?.find((f) => f.index === i);
+        const code = failure?.code ?? 'EUNKNOWN';
+        const e = Object.assign(new Error(failure?.message ?? 'unknown error'), { code });
+        result.errors.push({ path: rel, kind: 'file', code, message: `cannot read its size and time: ${errorMessage(e)}` });
+      }
+      // STAT_NOT_FILE: replaced by something else between the listing and the stat: looked
+      // at again next pass.
+    }
+  };
+
+  /**
+   * Without LocalFs.listFolder: the folder's kept files lstat-ed by its own task,
+   * FILE_STATS_PER_FOLDER at a time (a queue task per file cost ~3x the lstat itself), into
+   * `listing.stats` as listFolder would have answered.
+   */
+  const statFiles = async (dir: DirTask, listing: FolderListing, kept: readonly number[]): Promise<void> => {
+    const stats = new Float64Array(listing.names.length * STAT_FIELDS).fill(NaN);
+    const statErrors: NonNullable<FolderListing['statErrors']> = [];
     let next = 0;
     const statNext = async (): Promise<void> => {
-      while (next < files.length) {
+      while (next < kept.length) {
         opts.signal?.throwIfAborted();
-        const f = files[next++]!;
-        await statFile(f.rel, f.disk, f.exact);
+        const ki = kept[next++]!;
+        const i = ki < 0 ? ~ki : ki;
+        const o = i * STAT_FIELDS;
+        let st: FsStats;
+        try {
+          st = await fs.lstat(join(dir.disk, listing.names[i]!));
+        } catch (e) {
+          const code = errorCode(e);
+          if (code === 'ENOENT' || code === 'ENOTDIR') {
+            stats[o + STAT_SIZE] = STAT_GONE;
+          } else {
+            stats[o + STAT_SIZE] = STAT_FAILED;
+            statErrors.push({ index: i, code, message: e instanceof Error ? e.message : String(e) });
+          }
+          continue;
+        }
+        if (!st.isFile()) {
+          stats[o + STAT_SIZE] = STAT_NOT_FILE;
+          continue;
+        }
+        stats[o + STAT_SIZE] = st.size;
+        stats[o + STAT_MTIME] = st.mtimeMs;
+        stats[o + STAT_CTIME] = st.ctimeMs ?? NaN;
+        stats[o + STAT_DEV] = st.dev;
+        stats[o + STAT_INO] = st.ino;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(FILE_STATS_PER_FOLDER, files.length) }, statNext));
+    await Promise.all(Array.from({ length: Math.min(FILE_STATS_PER_FOLDER, kept.length) }, statNext));
+    listing.stats = stats;
+    listing.statErrors = statErrors;
   };
 
   const subdir = (parent: DirTask, rel: string, disk: string, name: string, exact: boolean): DirTask => {
@@ -256,18 +386,27 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
   };
 
   /**
-   * The entries of the folder the task names, listed through its descriptor; the folder
-   * opened must really be where the task expects it (EMOVED otherwise: a folder on the way
-   * was swapped or moved while the walk ran).
+   * The entries of the folder the task names, listed through its descriptor (with its
+   * files' lstats when the LocalFs answers them at once); the folder opened must really be
+   * where the task expects it (EMOVED otherwise: a folder on the way was swapped or moved
+   * while the walk ran).
    */
-  const listFolder = async (dir: DirTask): Promise<FsDirent[]> => {
-    if (!fs.listDir) return fs.readdir(dir.disk);
+  const listFolder = async (dir: DirTask): Promise<FolderListing> => {
     // The root may be a link the operator configured; below it, links are not folders.
-    const listing = await fs.listDir(dir.disk, { noFollow: !follow && dir.rel !== '' });
+    const noFollow = !follow && dir.rel !== '';
+    let listing: FolderListing;
+    if (fs.listFolder) {
+      listing = await fs.listFolder(dir.disk, { noFollow, signal: opts.signal });
+    } else if (fs.listDir) {
+      const l = await fs.listDir(dir.disk, { noFollow });
+      listing = fromDirents(l.entries, l.realPath);
+    } else {
+      return fromDirents(await fs.readdir(dir.disk), undefined);
+    }
     if (listing.realPath !== undefined && dir.real !== undefined && listing.realPath !== dir.real) {
       throw Object.assign(new Error(`${dir.disk} is no longer where it was`), { code: 'EMOVED' });
     }
-    return listing.entries;
+    return listing;
   };
 
   // A name that is not valid UTF-8 reaches us with U+FFFD in it, and the path built from it
@@ -276,21 +415,8 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     if (rel.includes('\uFFFD')) result.skipped.push({ path: rel, reason: 'name-not-utf8' });
   };
 
-  const statFile = async (rel: string, disk: string, exact: boolean): Promise<void> => {
-    let st: FsStats;
-    try {
-      st = await fs.lstat(disk);
-    } catch (e) {
-      const code = errorCode(e);
-      if (code === 'ENOENT' || code === 'ENOTDIR') return notUtf8(rel); // deleted since listed
-      result.errors.push({ path: rel, kind: 'file', code, message: `cannot read its size and time: ${errorMessage(e)}` });
-      return;
-    }
-    // Replaced by something else between the listing and the stat: look again next pass.
-    if (st.isFile()) considerFile(rel, disk, st, exact);
-  };
-
-  const followLink = async (dir: DirTask, rel: string, disk: string, exact: boolean): Promise<void> => {
+  const followLink = async (dir: DirTask, rel: string, name: string, exact: boolean): Promise<void> => {
+    const disk = join(dir.disk, name);
     let real: string;
     let st: FsStats;
     try {
@@ -326,7 +452,7 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
       }
       spawn(() => listDir({ rel, disk, real, chain: { real, up: dir.chain }, exact }));
     } else if (st.isFile()) {
-      considerFile(rel, disk, st, exact);
+      considerFile(rel, dir.disk, name, exact, st.size, st.mtimeMs, st.ctimeMs, st.dev, st.ino);
     } else {
       result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
     }
@@ -410,6 +536,18 @@ export async function resolveDiskPath(fs: LocalFs, root: string, rel: string): P
     disk = join(disk, hit.name);
   }
   return disk;
+}
+
+/** A listing of FsDirents as listFolder answers it, without stats. */
+function fromDirents(entries: readonly FsDirent[], realPath: string | undefined): FolderListing {
+  const names = new Array<string>(entries.length);
+  const types = new Uint8Array(entries.length);
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    names[i] = e.name;
+    types[i] = e.isFile() ? ENTRY_FILE : e.isDirectory() ? ENTRY_DIR : e.isSymbolicLink() ? ENTRY_LINK : ENTRY_OTHER;
+  }
+  return { realPath, names, types };
 }
 
 async function checkRoot(

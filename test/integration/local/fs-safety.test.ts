@@ -79,7 +79,39 @@ describe('openRegularFile confinement', () => {
   });
 });
 
-describe('walkTree and folders swapped while it runs', () => {
+/**
+ * The fs whose listing of `path` first runs `swap`: through listFolder (the folder lister's
+ * worker, as the real walk lists) or through listDir (a LocalFs without listFolder).
+ */
+function swappingFs(seam: 'listFolder' | 'listDir', path: string, swap: () => Promise<void>): { fs: LocalFs; swapped: () => boolean } {
+  let swapped = false;
+  const before = async (p: string): Promise<void> => {
+    if (p === path && !swapped) {
+      swapped = true;
+      await swap();
+    }
+  };
+  const fs: LocalFs =
+    seam === 'listFolder'
+      ? {
+          ...nodeFs,
+          async listFolder(p, opts) {
+            await before(p);
+            return nodeFs.listFolder!(p, opts);
+          },
+        }
+      : {
+          ...nodeFs,
+          listFolder: undefined,
+          async listDir(p, opts) {
+            await before(p);
+            return nodeFs.listDir!(p, opts);
+          },
+        };
+  return { fs, swapped: () => swapped };
+}
+
+describe.each(['listFolder', 'listDir'] as const)('walkTree and folders swapped while it runs (%s)', (seam) => {
   it('a folder swapped for a link to an outside folder right before it is listed is never listed', async () => {
     const root = join(dir, 'root');
     await mkdir(join(root, 'team'), { recursive: true });
@@ -87,20 +119,12 @@ describe('walkTree and folders swapped while it runs', () => {
     await writeFile(join(root, 'top.txt'), 'top');
     await mkdir(join(dir, 'outside'));
     await writeFile(join(dir, 'outside', 'secret.txt'), 'secret');
-    let swapped = false;
-    const fs: LocalFs = {
-      ...nodeFs,
-      async listDir(path, opts) {
-        if (path === join(root, 'team') && !swapped) {
-          swapped = true;
-          await rename(join(root, 'team'), join(dir, 'team-away'));
-          await symlink(join(dir, 'outside'), join(root, 'team'));
-        }
-        return nodeFs.listDir!(path, opts);
-      },
-    };
+    const { fs, swapped } = swappingFs(seam, join(root, 'team'), async () => {
+      await rename(join(root, 'team'), join(dir, 'team-away'));
+      await symlink(join(dir, 'outside'), join(root, 'team'));
+    });
     const w = await walkTree(root, createFilter({ include: ['*'], exclude: [] }), { fs });
-    expect(swapped).toBe(true);
+    expect(swapped()).toBe(true);
     expect([...w.files.keys()].sort()).toEqual(["top.txt"]);
   });
 
@@ -110,20 +134,12 @@ describe('walkTree and folders swapped while it runs', () => {
     await writeFile(join(root, 'a', 'b', 'f.txt'), 'f');
     await mkdir(join(dir, 'elsewhere', 'b'), { recursive: true });
     await writeFile(join(dir, 'elsewhere', 'b', 'f.txt'), 'outside');
-    let swapped = false;
-    const fs: LocalFs = {
-      ...nodeFs,
-      async listDir(path, opts) {
-        if (path === join(root, 'a', 'b') && !swapped) {
-          swapped = true;
-          await rename(join(root, 'a'), join(dir, 'a-away'));
-          await symlink(join(dir, 'elsewhere'), join(root, 'a'));
-        }
-        return nodeFs.listDir!(path, opts);
-      },
-    };
+    const { fs, swapped } = swappingFs(seam, join(root, 'a', 'b'), async () => {
+      await rename(join(root, 'a'), join(dir, 'a-away'));
+      await symlink(join(dir, 'elsewhere'), join(root, 'a'));
+    });
     const w = await walkTree(root, createFilter({ include: ['*'], exclude: [] }), { fs });
-    expect(swapped).toBe(true);
+    expect(swapped()).toBe(true);
     expect([...w.files.keys()]).toEqual([]);
     expect(w.errors).toEqual([expect.objectContaining({ path: 'a/b', kind: 'dir', code: 'EMOVED' })]);
   });

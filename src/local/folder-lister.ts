@@ -1,0 +1,362 @@
+/**
+ * Folders listed, and their files `lstat`ed, in worker threads (`LocalFs.listFolder` of
+ * the real disk). A walk of a million files made a million asynchronous `lstat`s: each a
+ * request through libuv's pool, a Stats object, a promise and its callback on the main
+ * thread, ~20 µs of JavaScript per file besides the kernel's work. Here a worker lists a
+ * folder with synchronous calls (readdir, then one `lstat` per file, ~4 µs each here) and
+ * answers once per folder with the names and the numbers packed in typed arrays
+ * (folder-listing.ts), handed over without a copy. The main thread's event loop never
+ * waits on the filesystem.
+ *
+ * The rules of fs.ts hold in the worker: the folder is opened `O_DIRECTORY | O_NONBLOCK`
+ * (and `O_NOFOLLOW` when asked), listed through its descriptor (/proc/self/fd/N, whose
+ * path is the answer's `realPath`), and nothing but the folder is ever opened: its entries
+ * are only `lstat`ed, so a FIFO, a device or a link swapped in cannot block or lead
+ * elsewhere.
+ *
+ * A hung filesystem (a dead network mount) blocks the worker in a system call, never the
+ * main thread. Then:
+ * - a request waiting on it rejects as soon as its `signal` aborts (a stopping walk);
+ * - new requests go to another worker once that one has not answered for `stuckMs`
+ *   (another mapping's walk is not held up), at most `maxWorkers` in all;
+ * - `terminate()` cannot interrupt a thread inside a system call: V8 stops its JavaScript
+ *   only once the call returns (a hard NFS mount: when the server answers, or never). And
+ *   Node joins every worker thread when the process ends, so such a worker would keep a
+ *   stopping daemon from exiting: at exit (see `onExit`), a worker still inside a listing
+ *   after a short wait ends the process with a signal instead (SIGTERM's default action
+ *   after a clean stop, SIGKILL otherwise), as it would have ended without workers (the
+ *   kernel kills a thread waiting in a killable sleep, as NFS waits are).
+ *
+ * A worker idle for `idleMs` ends (a daemon between passes holds none); the next listing
+ * starts one again (~30 ms).
+ */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
+import {
+  ENTRY_DIR,
+  ENTRY_FILE,
+  ENTRY_LINK,
+  ENTRY_OTHER,
+  STAT_CTIME,
+  STAT_DEV,
+  STAT_FAILED,
+  STAT_FIELDS,
+  STAT_GONE,
+  STAT_INO,
+  STAT_MTIME,
+  STAT_NOT_FILE,
+  STAT_SIZE,
+  type FolderListing,
+} from './folder-listing.js';
+
+/** Shared with each worker (Int32Array): [BUSY] 1 while it lists a folder, [STOP] 1 once it must stop. */
+const BUSY = 0;
+const STOP = 1;
+
+// Plain JavaScript, evaluated in the worker: no module to locate at run time (the same code
+// runs from dist/ and under vitest), as the watchdog's. Node's modules come from
+// process.getBuiltinModule, which works whether the worker evaluates it as a script or, when
+// the process runs with --input-type=module, as a module (where there is no require).
+const WORKER_SOURCE = `
+const load = process.getBuiltinModule;
+const { parentPort, workerData } = load('node:worker_threads');
+const { openSync, closeSync, readlinkSync, readdirSync, lstatSync, constants } = load('node:fs');
+const { join } = load('node:path');
+const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW } = constants;
+const flags = new Int32Array(workerData.flags);
+const testHook = workerData.testHook ? new Function('path', 'require', workerData.testHook) : undefined;
+
+function list(path, noFollow) {
+  if (testHook) testHook(path, load);
+  const fd = openSync(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | (noFollow ? O_NOFOLLOW : 0));
+  let realPath;
+  let entries;
+  try {
+    try { realPath = readlinkSync('/proc/self/fd/' + fd); } catch { realPath = undefined; }
+    // /proc/self/fd/N names the opened folder itself: its path can no longer be swapped.
+    entries = readdirSync(realPath === undefined ? path : '/proc/self/fd/' + fd, { withFileTypes: true });
+  } finally {
+    closeSync(fd);
+  }
+  const n = entries.length;
+  const names = new Array(n);
+  const types = new Uint8Array(n);
+  const stats = new Float64Array(n * ${STAT_FIELDS}).fill(NaN);
+  let statErrors;
+  for (let i = 0; i < n; i++) {
+    const e = entries[i];
+    names[i] = e.name;
+    const type = e.isFile() ? ${ENTRY_FILE} : e.isDirectory() ? ${ENTRY_DIR} : e.isSymbolicLink() ? ${ENTRY_LINK} : ${ENTRY_OTHER};
+    types[i] = type;
+    if (type !== ${ENTRY_FILE}) continue;
+    if ((i & 63) === 0 && Atomics.load(flags, ${STOP}) !== 0) throw Object.assign(new Error('stopped'), { code: 'ESTOPPED' });
+    const o = i * ${STAT_FIELDS};
+    let st;
+    try {
+      st = lstatSync(join(path, e.name), { throwIfNoEntry: false });
+    } catch (err) {
+      if (err.code === 'ENOTDIR') { stats[o] = ${STAT_GONE}; continue; }
+      stats[o] = ${STAT_FAILED};
+      (statErrors ??= []).push({ index: i, code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message) });
+      continue;
+    }
+    if (st === undefined) stats[o + ${STAT_SIZE}] = ${STAT_GONE};
+    else if (!st.isFile()) stats[o + ${STAT_SIZE}] = ${STAT_NOT_FILE};
+    else {
+      stats[o + ${STAT_SIZE}] = st.size;
+      stats[o + ${STAT_MTIME}] = st.mtimeMs;
+      stats[o + ${STAT_CTIME}] = st.ctimeMs;
+      stats[o + ${STAT_DEV}] = st.dev;
+      stats[o + ${STAT_INO}] = st.ino;
+    }
+  }
+  return { realPath, names, types, stats, statErrors };
+}
+
+parentPort.on('message', (req) => {
+  if (Atomics.load(flags, ${STOP}) !== 0) return;
+  Atomics.store(flags, ${BUSY}, 1);
+  let answer;
+  try {
+    const listing = list(req.path, req.noFollow);
+    answer = { id: req.id, listing };
+  } catch (err) {
+    answer = { id: req.id, error: { code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message) } };
+  } finally {
+    Atomics.store(flags, ${BUSY}, 0);
+    Atomics.notify(flags, ${BUSY});
+  }
+  if (answer.listing) parentPort.postMessage(answer, [answer.listing.types.buffer, answer.listing.stats.buffer]);
+  else parentPort.postMessage(answer);
+});
+`;
+
+export interface FolderListerOptions {
+  /** Workers used at once when several folders wait. Default: 2, or 1 on a machine of 2 cores or fewer. */
+  workers?: number | undefined;
+  /** Workers in all, counting those stuck in the kernel. Default workers + 4. */
+  maxWorkers?: number | undefined;
+  /** A worker idle this long ends. Default 10 s. */
+  idleMs?: number | undefined;
+  /** A worker that has not answered for this long while it has requests is left alone. Default 30 s. */
+  stuckMs?: number | undefined;
+  clock?: Clock | undefined;
+  /**
+   * Tests only: the body of a function of `path` and `require` (of Node's own modules), run
+   * in the worker before each listing (to make one block in a system call, as on a hung mount).
+   */
+  testHook?: string | undefined;
+}
+
+interface Pending {
+  resolve(listing: FolderListing): void;
+  reject(error: unknown): void;
+}
+
+interface ListerWorker {
+  worker: Worker;
+  flags: Int32Array;
+  pending: Map<number, Pending>;
+  /** When it last answered, or was handed work while idle. */
+  lastProgress: number;
+  idleTimer: TimerHandle | undefined;
+  /** Ended, ending, or failed: takes no more requests. */
+  retired: boolean;
+}
+
+type Answer = { id: number; listing: FolderListing } | { id: number; error: { code: string; message: string } };
+
+/** Workers not yet exited, of every lister: looked at when the process exits. */
+const live = new Set<ListerWorker>();
+let exitHookInstalled = false;
+
+/** How long the process's exit waits for a worker inside a listing before it ends it by a signal. */
+const EXIT_WAIT_MS = 2000;
+
+export class FolderLister {
+  private readonly workers: ListerWorker[] = [];
+  private readonly size: number;
+  private readonly maxWorkers: number;
+  private readonly idleMs: number;
+  private readonly stuckMs: number;
+  private readonly clock: Clock;
+  private readonly testHook: string | undefined;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(opts: FolderListerOptions = {}) {
+    this.size = Math.max(1, opts.workers ?? (availableParallelism() > 2 ? 2 : 1));
+    this.maxWorkers = Math.max(this.size, opts.maxWorkers ?? this.size + 4);
+    this.idleMs = opts.idleMs ?? 10_000;
+    this.stuckMs = opts.stuckMs ?? 30_000;
+    this.clock = opts.clock ?? realClock;
+    this.testHook = opts.testHook;
+  }
+
+  /** Workers running (stuck ones included). */
+  get workerCount(): number {
+    return this.workers.length;
+  }
+
+  list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined } = {}): Promise<FolderListing> {
+    if (this.closed) return Promise.reject(Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' }));
+    const signal = opts.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const w = this.pick();
+    const id = this.nextId++;
+    return new Promise<FolderListing>((resolve, reject) => {
+      const onAbort = (): void => {
+        if (w.pending.delete(id)) {
+          this.settled(w);
+          reject(signal?.reason);
+        }
+      };
+      w.pending.set(id, {
+        resolve: (l) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(l);
+        },
+        reject: (e) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (w.pending.size === 1) {
+        w.lastProgress = this.clock.now();
+        if (w.idleTimer !== undefined) this.clock.clearTimeout(w.idleTimer);
+        w.idleTimer = undefined;
+        // Only a worker with work keeps the process alive.
+        w.worker.ref();
+      }
+      w.worker.postMessage({ id, path, noFollow: opts.noFollow === true });
+    });
+  }
+
+  /** Ends every worker; requests waiting reject. Does not wait (see the module comment). */
+  close(): void {
+    this.closed = true;
+    for (const w of [...this.workers]) this.retire(w, Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' }));
+  }
+
+  /** The least busy worker not stuck; a new one while fewer than `size` are busy, or all are stuck. */
+  private pick(): ListerWorker {
+    const now = this.clock.now();
+    let best: ListerWorker | undefined;
+    let usable = 0;
+    for (const w of this.workers) {
+      if (w.pending.size > 0 && now - w.lastProgress > this.stuckMs) continue;
+      usable++;
+      if (best === undefined || w.pending.size < best.pending.size) best = w;
+    }
+    if ((best === undefined || (best.pending.size > 0 && usable < this.size)) && this.workers.length < this.maxWorkers) return this.spawn();
+    // All stuck and no room for another: wait behind the one that answered last.
+    return best ?? this.workers.reduce((a, b) => (b.lastProgress > a.lastProgress ? b : a));
+  }
+
+  private spawn(): ListerWorker {
+    installExitHook();
+    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { flags: flags.buffer, testHook: this.testHook },
+      stdout: false,
+      stderr: false,
+    });
+    worker.unref();
+    const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: this.clock.now(), idleTimer: undefined, retired: false };
+    this.workers.push(w);
+    live.add(w);
+    worker.on('message', (a: Answer) => {
+      const p = w.pending.get(a.id);
+      w.lastProgress = this.clock.now();
+      if (!p) return; // abandoned (its signal aborted)
+      w.pending.delete(a.id);
+      this.settled(w);
+      if ('error' in a) p.reject(Object.assign(new Error(a.error.message), { code: a.error.code }));
+      else p.resolve(a.listing);
+    });
+    worker.on('error', (e) => this.retire(w, Object.assign(e, { code: 'EWORKER' })));
+    worker.on('exit', () => {
+      live.delete(w);
+      this.retire(w, Object.assign(new Error('the folder lister ended'), { code: 'EWORKER' }));
+    });
+    return w;
+  }
+
+  /** After a request is answered or abandoned: an idle worker ends after idleMs. */
+  private settled(w: ListerWorker): void {
+    if (w.pending.size > 0 || w.retired) return;
+    w.worker.unref();
+    if (w.idleTimer !== undefined) this.clock.clearTimeout(w.idleTimer);
+    w.idleTimer = this.clock.setTimeout(() => {
+      w.idleTimer = undefined;
+      if (w.pending.size === 0) this.retire(w, undefined);
+    }, this.idleMs);
+  }
+
+  private retire(w: ListerWorker, error: unknown): void {
+    const i = this.workers.indexOf(w);
+    if (i >= 0) this.workers.splice(i, 1);
+    if (w.idleTimer !== undefined) this.clock.clearTimeout(w.idleTimer);
+    w.idleTimer = undefined;
+    const pending = [...w.pending.values()];
+    w.pending.clear();
+    for (const p of pending) p.reject(error);
+    if (w.retired) return;
+    w.retired = true;
+    Atomics.store(w.flags, STOP, 1);
+    // Resolves once the thread has ended: at once between two system calls, only when the
+    // call returns if it is blocked in one (module comment). Nobody waits for it, and it
+    // keeps nothing alive (unref after terminate, which refs the worker again).
+    void w.worker.terminate().catch(() => undefined);
+    w.worker.unref();
+  }
+}
+
+let shared: FolderLister | undefined;
+
+/** The process's lister (nodeFs.listFolder). */
+export function sharedFolderLister(): FolderLister {
+  shared ??= new FolderLister();
+  return shared;
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', onExit);
+}
+
+/**
+ * When the process exits, Node joins every worker thread: a worker blocked in a system
+ * call would hold the exit forever. Each is asked to stop; one still inside a listing
+ * after EXIT_WAIT_MS ends the process by a signal.
+ */
+function onExit(code: number): void {
+  for (const w of live) Atomics.store(w.flags, STOP, 1);
+  const deadline = performance.now() + EXIT_WAIT_MS;
+  for (const w of live) {
+    while (Atomics.load(w.flags, BUSY) === 1) {
+      const left = deadline - performance.now();
+      if (left <= 0) return endStuck(code);
+      Atomics.wait(w.flags, BUSY, 1, left);
+    }
+  }
+}
+
+function endStuck(code: number): void {
+  try {
+    process.stderr.write('dssync: a folder listing is still blocked in the kernel (a hung mount?); ending the process without waiting for it\n');
+  } catch {
+    // nothing more to say
+  }
+  if (code === 0) {
+    // What SIGTERM does without a handler: a clean stop for a service manager.
+    process.removeAllListeners('SIGTERM');
+    process.kill(process.pid, 'SIGTERM');
+  } else {
+    process.kill(process.pid, 'SIGKILL');
+  }
+}

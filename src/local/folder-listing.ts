@@ -1,0 +1,41 @@
+/**
+ * What `LocalFs.listFolder` answers: a folder's entries and its files' numbers in flat
+ * arrays (no object per entry), so that a worker thread can hand them over in one message
+ * (folder-lister.ts). No imports: the worker's source is built from these constants.
+ */
+
+/**
+ * A folder's entries and its files' `lstat`, as one answer (`LocalFs.listFolder`): what a
+ * walk needs of a folder, without an object per entry. Entry `i` is `names[i]`, of type
+ * `types[i]` (ENTRY_*: what the listing said), and for a file its numbers are
+ * `stats[i * STAT_FIELDS + STAT_*]`.
+ */
+export interface FolderListing {
+  /** The kernel's path of the folder listed; undefined when the system does not tell. */
+  realPath: string | undefined;
+  names: string[];
+  types: Uint8Array;
+  /**
+   * The `lstat` of each entry listed as a file: size, mtimeMs, ctimeMs (NaN: unknown), dev,
+   * ino. In place of the size: STAT_NOT_FILE (no longer a regular file), STAT_GONE (ENOENT
+   * or ENOTDIR: gone since listed), STAT_FAILED (the error is in `statErrors`), NaN (not
+   * stat-ed). Undefined: no entry was stat-ed (the walk stats what it keeps itself).
+   */
+  stats?: Float64Array | undefined;
+  /** The `lstat`s that failed otherwise, by entry. */
+  statErrors?: { index: number; code: string; message: string }[] | undefined;
+}
+
+export const ENTRY_OTHER = 0;
+export const ENTRY_FILE = 1;
+export const ENTRY_DIR = 2;
+export const ENTRY_LINK = 3;
+export const STAT_FIELDS = 5;
+export const STAT_SIZE = 0;
+export const STAT_MTIME = 1;
+export const STAT_CTIME = 2;
+export const STAT_DEV = 3;
+export const STAT_INO = 4;
+export const STAT_NOT_FILE = -1;
+export const STAT_GONE = -2;
+export const STAT_FAILED = -3;

@@ -1,0 +1,175 @@
+/**
+ * local/folder-lister.ts on real folders: a folder's entries and its files' lstat from a
+ * worker thread in one answer; special files never opened; errors as the listing's own; a
+ * worker blocked in a system call (a FIFO opened by a test hook, as a hung mount would
+ * block it) holds up neither the event loop, nor other listings, nor a stop, nor the
+ * process's exit.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, constants, lstatSync, openSync, writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FolderLister } from '../../../src/local/folder-lister.js';
+import { ENTRY_DIR, ENTRY_FILE, ENTRY_LINK, ENTRY_OTHER, STAT_FIELDS, STAT_GONE, type FolderListing } from '../../../src/local/fs.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
+import { requireBuiltBinary } from '../cli/run-cli.js';
+
+let dir: string;
+let lister: FolderLister | undefined;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dssync-lister-'));
+});
+afterEach(async () => {
+  lister?.close();
+  lister = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+function entries(l: FolderListing): Record<string, number> {
+  return Object.fromEntries(l.names.map((n, i) => [n, l.types[i]!]));
+}
+
+/** Opens the FIFO for writing once a reader waits on it: the reader's open returns. */
+async function release(fifo: string): Promise<void> {
+  for (;;) {
+    try {
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENXIO') throw e;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+describe('FolderLister', () => {
+  it("answers a folder's entries with their types, and each file's lstat, without opening anything but the folder", async () => {
+    await writeFile(join(dir, 'a.txt'), 'hello');
+    await mkdir(join(dir, 'sub'));
+    await symlink(join(dir, 'a.txt'), join(dir, 'link.txt'));
+    execFileSync('mkfifo', [join(dir, 'pipe.txt')]);
+    lister = new FolderLister();
+    const l = await lister.list(dir);
+    expect(entries(l)).toEqual({ 'a.txt': ENTRY_FILE, sub: ENTRY_DIR, 'link.txt': ENTRY_LINK, 'pipe.txt': ENTRY_OTHER });
+    expect(l.realPath).toBe(dir);
+    const i = l.names.indexOf('a.txt');
+    const st = lstatSync(join(dir, 'a.txt'));
+    expect([...l.stats!.subarray(i * STAT_FIELDS, (i + 1) * STAT_FIELDS)]).toEqual([5, st.mtimeMs, st.ctimeMs, st.dev, st.ino]);
+    // Only files are stat-ed: the FIFO, the link and the folder are not.
+    for (const name of ['sub', 'link.txt', 'pipe.txt']) expect(l.stats![l.names.indexOf(name) * STAT_FIELDS]).toBeNaN();
+    expect(l.statErrors).toBeUndefined();
+  });
+
+  it('fails as the listing does: a missing folder, a file, a link refused with noFollow', async () => {
+    await writeFile(join(dir, 'f.txt'), 'x');
+    await mkdir(join(dir, 'target'));
+    await writeFile(join(dir, 'target', 'in.txt'), 'x');
+    await symlink(join(dir, 'target'), join(dir, 'link'));
+    lister = new FolderLister();
+    await expect(lister.list(join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(lister.list(join(dir, 'f.txt'))).rejects.toMatchObject({ code: 'ENOTDIR' });
+    await expect(lister.list(join(dir, 'link'), { noFollow: true })).rejects.toMatchObject({ code: expect.stringMatching(/^(ELOOP|ENOTDIR)$/) });
+    const followed = await lister.list(join(dir, 'link'));
+    expect(followed.names).toEqual(['in.txt']);
+    expect(followed.realPath).toBe(join(dir, 'target'));
+  });
+
+  it('marks a file its lstat does not find as gone: a name that is not UTF-8, decoded lossily', async () => {
+    writeFileSync(Buffer.concat([Buffer.from(`${dir}/bad-`), Buffer.from([0xff]), Buffer.from('.txt')]), 'x');
+    lister = new FolderLister();
+    const l = await lister.list(dir);
+    expect(l.names).toEqual(['bad-\uFFFD.txt']);
+    expect(l.stats![0]).toBe(STAT_GONE);
+  });
+
+  it('a worker blocked in a system call holds up neither the event loop, nor the next listing, nor a stop', async () => {
+    const fifo = join(dir, 'hang');
+    execFileSync('mkfifo', [fifo]);
+    await mkdir(join(dir, 'hung'));
+    await mkdir(join(dir, 'ok'));
+    await writeFile(join(dir, 'ok', 'a.txt'), 'a');
+    const clock = new FakeClock(1_000);
+    lister = new FolderLister({
+      workers: 1,
+      stuckMs: 5_000,
+      clock,
+      testHook: `if (path.endsWith('/hung')) require('node:fs').openSync(${JSON.stringify(fifo)}, 'r');`,
+    });
+    const ac = new AbortController();
+    const hung = lister.list(join(dir, 'hung'), { signal: ac.signal });
+    // The event loop runs meanwhile.
+    await new Promise((r) => setImmediate(r));
+    // Still within stuckMs: the next request would wait behind it. Past it, another worker
+    // takes the next listing.
+    await clock.advance(5_001);
+    const ok = await lister.list(join(dir, 'ok'));
+    expect(ok.names).toEqual(['a.txt']);
+    expect(lister.workerCount).toBe(2);
+    // A stopping walk does not wait for the blocked one.
+    ac.abort(new Error('stopping'));
+    await expect(hung).rejects.toThrow('stopping');
+    lister.close();
+    expect(lister.workerCount).toBe(0);
+    await expect(lister.list(join(dir, 'ok'))).rejects.toMatchObject({ code: 'ESTOPPED' });
+    // Let the blocked thread end (it does, once its system call returns).
+    await release(fifo);
+  });
+
+  it('an idle worker ends after idleMs; the next listing starts one', async () => {
+    await writeFile(join(dir, 'a.txt'), 'a');
+    const clock = new FakeClock(0);
+    lister = new FolderLister({ workers: 1, idleMs: 10_000, clock });
+    await lister.list(dir);
+    expect(lister.workerCount).toBe(1);
+    await clock.advance(9_999);
+    expect(lister.workerCount).toBe(1);
+    await clock.advance(1);
+    expect(lister.workerCount).toBe(0);
+    expect((await lister.list(dir)).names).toEqual(['a.txt']);
+    expect(lister.workerCount).toBe(1);
+  });
+});
+
+describe('FolderLister: the process exits though a worker is blocked in a system call', () => {
+  const module = fileURLToPath(new URL('../../../dist/src/local/folder-lister.js', import.meta.url));
+
+  /** A process whose lister's worker blocks on a FIFO; its listing is abandoned, then the process ends with `exitCode`. */
+  function run(exitCode: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
+    const fifo = join(dir, 'hang');
+    const script = `
+      import { FolderLister } from ${JSON.stringify(module)};
+      const lister = new FolderLister({ testHook: ${JSON.stringify(`require('node:fs').writeSync(2, 'blocking\\n'); require('node:fs').openSync(${JSON.stringify(fifo)}, 'r');`)} });
+      const ac = new AbortController();
+      lister.list(${JSON.stringify(dir)}, { signal: ac.signal }).catch(() => undefined);
+      process.once('SIGUSR2', () => { ac.abort(); lister.close(); process.exitCode = ${exitCode}; });
+    `;
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+        if (d.includes('blocking')) child.kill('SIGUSR2');
+      });
+      child.on('error', reject);
+      child.on('exit', (code, signal) => resolve({ code, signal, stderr }));
+    });
+  }
+
+  it('after a clean stop: ends by SIGTERM, saying why', async () => {
+    requireBuiltBinary();
+    execFileSync('mkfifo', [join(dir, 'hang')]);
+    const r = await run(0);
+    expect(r.signal).toBe('SIGTERM');
+    expect(r.stderr).toContain('a folder listing is still blocked in the kernel');
+  });
+
+  it('after a failure: ends by SIGKILL', async () => {
+    requireBuiltBinary();
+    execFileSync('mkfifo', [join(dir, 'hang')]);
+    const r = await run(1);
+    expect(r.signal).toBe('SIGKILL');
+  });
+});
