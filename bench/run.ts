@@ -7,7 +7,8 @@
  *                   footprint, pollLatency); results then go to <mode>-partial.json/.md only.
  *                   `scale` (a million files, issue 16) runs ONLY when named here:
  *                   BENCH_ONLY=scale (curve + memory + daemon), scaleCurve, scaleMemory or scaleDaemon; its
- *                   results go to scale-<mode>.json/.md
+ *                   results go to scale-<mode>.json/.md. scaleWalk (walkTree alone over the
+ *                   scale tree, BENCH_SCALE_DIR's when kept) runs only when named itself
  *   BENCH_OUT=DIR   where to write the results (default bench/results)
  *   BENCH_KEEP=1    keep the temp folder (trees, state files, configs)
  *   BENCH_SIZES=J   sizes to change (a JSON object of lib/context.ts Sizes), e.g.
@@ -37,12 +38,13 @@ import { runDaemonChanges } from './scenarios/daemon-changes.js';
 import { buildInitialTree, runInitialMirror, runRateCap } from './scenarios/initial-mirror.js';
 import { runRestart } from './scenarios/restart.js';
 import { runScale } from './scenarios/scale.js';
+import { runScaleWalk } from './scenarios/scale-walk.js';
 import { runPollLatency } from './scenarios/watch-fuse.js';
 import { DEFAULTS } from '../src/config/schema.js';
 
 const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint', 'pollLatency'] as const;
 /** Run only when named in BENCH_ONLY (the full size takes about an hour and 2 GB of disk). */
-const ON_DEMAND = ['scale', 'scaleCurve', 'scaleMemory', 'scaleDaemon'] as const;
+const ON_DEMAND = ['scale', 'scaleCurve', 'scaleMemory', 'scaleDaemon', 'scaleWalk'] as const;
 type Scenario = (typeof ALL)[number] | (typeof ON_DEMAND)[number];
 
 export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL, tmpRoot = tmpdir()): Promise<Report> {
@@ -91,6 +93,7 @@ export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL,
       if (s.restart) scenarios.scaleRestart = { ...s.restart };
       if (s.footprint) scenarios.scaleFootprint = { ...s.footprint };
     }
+    if (want('scaleWalk')) scenarios.scaleWalk = { ...(await runScaleWalk(ctx)) } as unknown as Figures;
     if (want('pollLatency')) scenarios.pollLatency = { ...(await runPollLatency(ctx)) };
   } finally {
     if (process.env.BENCH_KEEP === '1') log(`kept ${tmp}`);
@@ -127,6 +130,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (s.burst) n.push('burst: from the first write to the moment the data source holds exactly the new versions (old ones deleted); requests exclude the ingestion check\'s chunk listings, shown apart.');
   if (s.restart) n.push('restart: from the spawn of `dssync run` to the end of its first full pass (the time of the daemon\'s "full pass done" log line); writes = POST/PUT/DELETE requests the service received; rssMB = peak (VmHWM) of the dssync process.');
   if (s.footprint) n.push(`footprint: the same daemon, idle after its first pass and ${z.settleSeconds} s of settling; rssMB = VmRSS; cpuPercent over ${z.cpuWindowSeconds} s; stateWriteMs = wall time of the state file's last write (at the end of the restart's pass: the whole file, fsync included), from /status.`);
+  if (s.scaleWalk) n.push('scaleWalk: walkTree alone, each run in a process of its own (bench/walk-alone.ts), every file vouched for as in a restart; lister = folders listed and files lstat-ed in the folder lister\'s worker, none = the same walk without LocalFs.listFolder (a folder listed on the main thread, an asynchronous lstat per file); CPU of every thread, split into the main thread, the threads started during the walk (the workers) and the others (libuv\'s pool, the collector\'s helpers); loopMaxBlockMs includes the time the process waited for a core (the machine\'s load).');
   if (s.pollLatency) n.push('pollLatency: a file changed in the backing folder of a bindfs (FUSE) mount, as a file server would; from just before the write to the service applying the new version\'s metadata (seen by polling: no event reaches the mount). daemonCpuPercent: the daemon over the sampling window, one core = 100. throughMount*: files written through the mount by this host afterwards (seen by events, as on a local disk).');
   return n;
 }
