@@ -27,7 +27,22 @@ function randomEntry(rnd: (n: number) => number, i: number): FileEntry {
     : Array.from({ length: 64 }, () => HEX[rnd(16)]).join('');
   const numbers = [0, -0, 1, 1.5, 1e21, 2 ** 53 + 2, 1_795_083_271_582.999, 1_700_000_000_001.1235, 4_294_967_297, -3.25];
   const n = (): number => numbers[rnd(numbers.length)] as number;
-  const e: FileEntry = { documentId: `doc_${rnd(1000)}`, size: n(), mtimeMs: n(), sha256, syncedAt: new Date(1_700_000_000_000 + rnd(30) * 1000).toISOString() };
+  const hex = (n: number): string => Array.from({ length: n }, () => HEX[rnd(16)]).join('');
+  const idKind = rnd(9);
+  // Ids of every form: packed by shape (doc_ + 32 digits, a UUID, an ObjectId, a short or
+  // empty one), or kept as strings (uppercase, too many digits, the shapes' own placeholder,
+  // one shape of hundreds).
+  const documentId =
+    idKind === 0 ? `doc_${hex(32)}`
+    : idKind === 1 ? `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`
+    : idKind === 2 ? hex(24)
+    : idKind === 3 ? `d-${rnd(1000)}`
+    : idKind === 4 ? (rnd(2) ? '' : 'ab')
+    : idKind === 5 ? hex(24).toUpperCase()
+    : idKind === 6 ? hex(33 + rnd(40))
+    : idKind === 7 ? `x\uffff${hex(4)}`
+    : `${'z'.repeat(rnd(400))}${hex(6)}`;
+  const e: FileEntry = { documentId, size: n(), mtimeMs: n(), sha256, syncedAt: new Date(1_700_000_000_000 + rnd(30) * 1000).toISOString() };
   const kind = rnd(4);
   if (kind === 0) return e;
   if (kind === 1) return { ...e, hashedAt: n(), ctimeMs: n(), dev: n(), ino: n() };
@@ -102,6 +117,23 @@ describe('FileTable', () => {
     for (let i = 0; i < 100; i++) expect(table.get(`f${i}`)?.syncedAt).toBe(at(4900 + i));
     // 100 values held, not 5,000 (its private bookkeeping, looked at directly).
     expect((table as unknown as { syncedIndex: Map<string, number> }).syncedIndex.size).toBe(100);
+  });
+
+  it('packs the document ids of common forms (no string kept per file)', () => {
+    const rnd = rng(5);
+    const table = new FileTable();
+    const hex = (n: number): string => Array.from({ length: n }, () => HEX[rnd(16)]).join('');
+    const ids = new Map<string, string>();
+    for (let i = 0; i < 3000; i++) {
+      const id = i % 3 === 0 ? `doc_${hex(32)}` : i % 3 === 1 ? `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}` : hex(24);
+      ids.set(`f${i}`, id);
+      table.set(`f${i}`, { documentId: id, size: 1, mtimeMs: 1, sha256: hex(64), syncedAt: 't' });
+    }
+    for (const [p, id] of ids) expect(table.documentIdOf(p)).toBe(id);
+    const internals = table as unknown as { oddIds: Map<number, string> | undefined; oddSha: Map<number, string> | undefined; shapes: unknown[] };
+    expect(internals.oddIds?.size ?? 0).toBe(0);
+    expect(internals.oddSha?.size ?? 0).toBe(0);
+    expect(internals.shapes.length).toBe(4); // three shapes and the unused 0
   });
 
   it('a pinned chunk keeps its lines through sets, deletes, reused rows and new rows', () => {
