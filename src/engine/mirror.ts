@@ -240,7 +240,8 @@ export class Mirror {
       const confirmed = new Set<string>();
       const confirm = (doc: DocumentRecord): boolean => {
         const path = confirmedPath(doc, { mappingId: spec.mappingId, installationId: spec.installationId, desired, files: mapping.files });
-        if (path !== undefined) confirmed.add(path);
+        // The state's copy of the path: a million confirmed paths hold no copies of their own.
+        if (path !== undefined) confirmed.add(mapping.files.heldPath(path) ?? path);
         return path !== undefined;
       };
       const [scan, remote] = await Promise.all([

@@ -469,14 +469,8 @@ export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installatio
  * (PlanInput.confirmed) asks none, and a million-entry map is not made for nothing.
  */
 function pathsByDocument(files: ReadonlyFileTable): (documentId: string) => string | undefined {
-  let index: Map<string, string> | undefined;
-  return (documentId) => {
-    if (index === undefined) {
-      index = new Map();
-      for (const path of files.keys()) index.set(files.documentIdOf(path)!, path);
-    }
-    return index.get(documentId);
-  };
+  let index: ((documentId: string) => string | undefined) | undefined;
+  return (documentId) => (index ??= files.documentIndex())(documentId);
 }
 
 function deleteOp(path: string, d: KnownDoc, reason: DeleteReason): Op {

@@ -41,12 +41,25 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
   has(path: string): boolean;
   /** A fresh entry (changing it changes nothing), or undefined when the path has none. */
   get(path: string): FileEntry | undefined;
+  /**
+   * The table's own copy of `path`, or undefined when it has no entry: a caller that keeps
+   * many paths (a pass's sets) keeps this one and no copy of its own. (A record of entries
+   * did that unasked: a property look-up turns the key looked up into a reference to the
+   * record's own key.)
+   */
+  heldPath(path: string): string | undefined;
   /** The entry's document id, without making the entry. */
   documentIdOf(path: string): string | undefined;
   /** The entry's sha256, without making the entry. */
   sha256Of(path: string): string | undefined;
-  /** Paths, in the order they were first set (a path deleted then set again comes last). */
+  /** Paths, in row order (a loaded table: the file's order; a deleted path's row is reused). */
   keys(): IterableIterator<string>;
+  /**
+   * The path whose entry has a document id (the last in row order when several have it),
+   * through an index of the table as it is now: build it, ask, drop it (~12 bytes per file,
+   * no string of its own; a Map of the ids cost ~85).
+   */
+  documentIndex(): (documentId: string) => string | undefined;
   entries(): IterableIterator<[string, FileEntry]>;
 }
 
@@ -171,6 +184,11 @@ export class FileTable implements ReadonlyFileTable {
     return row < 0 ? undefined : this.entryAt(row);
   }
 
+  heldPath(path: string): string | undefined {
+    const row = this.rowOf(path);
+    return row < 0 ? undefined : this.paths[row];
+  }
+
   documentIdOf(path: string): string | undefined {
     const row = this.rowOf(path);
     return row < 0 ? undefined : this.idAt(row);
@@ -188,6 +206,33 @@ export class FileTable implements ReadonlyFileTable {
       const path = paths[row];
       if (path !== undefined) yield path;
     }
+  }
+
+  documentIndex(): (documentId: string) => string | undefined {
+    let size = 2;
+    while (size < 2 * this.count) size *= 2;
+    const slots = new Int32Array(size);
+    const mask = size - 1;
+    const idHashes = new Uint32Array(this.end);
+    const paths = this.paths;
+    for (let row = 0; row < this.end; row++) {
+      if (paths[row] === undefined) continue;
+      const h = hashOf(this.idAt(row));
+      idHashes[row] = h;
+      let i = h & mask;
+      while (slots[i] !== 0) i = (i + 1) & mask;
+      slots[i] = row + 1;
+    }
+    return (documentId) => {
+      const h = hashOf(documentId);
+      let found: string | undefined;
+      // Rows were put in row order: the last match along the probe is the last row.
+      for (let i = h & mask; slots[i] !== 0; i = (i + 1) & mask) {
+        const row = slots[i]! - 1;
+        if (idHashes[row] === h && this.idAt(row) === documentId) found = paths[row];
+      }
+      return found;
+    };
   }
 
   *entries(): IterableIterator<[string, FileEntry]> {

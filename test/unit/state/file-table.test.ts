@@ -88,6 +88,7 @@ describe('FileTable', () => {
           expect(table.documentIdOf(p)).toBe(e.documentId);
           expect(table.sha256Of(p)).toBe(e.sha256);
           expect(table.has(p)).toBe(true);
+          expect(table.heldPath(`${p}`)).toBe(p);
         }
         expect(linesOf(table)).toEqual([...model].map(([p, e]) => lineOf(p, e).slice(0, -1)).sort());
       }
@@ -95,10 +96,27 @@ describe('FileTable', () => {
     expect(table.get('not/there')).toBeUndefined();
     expect(table.documentIdOf('not/there')).toBeUndefined();
     expect(table.has('not/there')).toBe(false);
+    expect(table.heldPath('not/there')).toBeUndefined();
     const copy = table.clone();
     expect(copy.toJSON()).toEqual(table.toJSON());
     copy.set('only/in/copy', randomEntry(rnd, 1));
     expect(table.has('only/in/copy')).toBe(false);
+  });
+
+  it('finds the path of a document id as a map of the ids in row order would', () => {
+    const rnd = rng(9);
+    const table = new FileTable();
+    for (let step = 0; step < 5000; step++) {
+      const path = `d${rnd(40)}/f${rnd(200)}`;
+      if (rnd(4) === 0) table.delete(path);
+      else table.set(path, randomEntry(rnd, step)); // ids repeat: several paths may hold one
+    }
+    const model = new Map<string, string>();
+    for (const [path, e] of table.entries()) model.set(e.documentId, path);
+    const find = table.documentIndex();
+    for (const [id, path] of model) expect(find(id)).toBe(path);
+    expect(find('not-an-id')).toBeUndefined();
+    expect(new FileTable().documentIndex()('x')).toBeUndefined();
   });
 
   it('a read entry is a copy: changing it changes nothing', () => {
