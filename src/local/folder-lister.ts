@@ -19,13 +19,14 @@
  * - a request waiting on it rejects as soon as its `signal` aborts (a stopping walk);
  * - new requests go to another worker once that one has not answered for `stuckMs`
  *   (another mapping's walk is not held up), at most `maxWorkers` in all;
- * - `terminate()` cannot interrupt a thread inside a system call: V8 stops its JavaScript
- *   only once the call returns (a hard NFS mount: when the server answers, or never). And
- *   Node joins every worker thread when the process ends, so such a worker would keep a
- *   stopping daemon from exiting: at exit (see `onExit`), a worker still inside a listing
- *   after a short wait ends the process with a signal instead (SIGTERM's default action
- *   after a clean stop, SIGKILL otherwise), as it would have ended without workers (the
- *   kernel kills a thread waiting in a killable sleep, as NFS waits are).
+ * - nothing can interrupt a thread inside a system call: neither `close()` (which asks the
+ *   worker to end) nor `Worker.terminate()` (V8 stops its JavaScript only once the call
+ *   returns: on a hard NFS mount when the server answers, or never). And Node joins every
+ *   worker thread when the process ends, so such a worker would keep a stopping daemon from
+ *   exiting: at exit (see `onExit`), a worker still inside a listing after a short wait
+ *   ends the process with a signal instead (SIGTERM's default action after a clean stop,
+ *   SIGKILL otherwise), as it would have ended without workers (the kernel kills a thread
+ *   waiting in a killable sleep, as NFS waits are).
  *
  * A worker idle for `idleMs` ends (a daemon between passes holds none); the next listing
  * starts one again (~30 ms).
@@ -45,9 +46,10 @@ import {
   STAT_GONE,
   STAT_INO,
   STAT_MTIME,
-  STAT_NOT_FILE,
+  STAT_OTHER_TYPE,
   STAT_SIZE,
   type FolderListing,
+  type ListingScope,
 } from './folder-listing.js';
 
 /** Shared with each worker (Int32Array): [BUSY] 1 while it lists a folder, [STOP] 1 once it must stop. */
@@ -67,7 +69,7 @@ const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW } = constants;
 const flags = new Int32Array(workerData.flags);
 const testHook = workerData.testHook ? new Function('path', 'require', workerData.testHook) : undefined;
 
-function list(path, noFollow) {
+function list(path, noFollow, dirsOnly) {
   if (testHook) testHook(path, load);
   const fd = openSync(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | (noFollow ? O_NOFOLLOW : 0));
   let realPath;
@@ -79,6 +81,9 @@ function list(path, noFollow) {
   } finally {
     closeSync(fd);
   }
+  if (dirsOnly) entries = entries.filter((e) => e.isDirectory());
+  // The entries whose numbers are asked for: files, or with dirsOnly the folders.
+  const statType = dirsOnly ? ${ENTRY_DIR} : ${ENTRY_FILE};
   const n = entries.length;
   const names = new Array(n);
   const types = new Uint8Array(n);
@@ -89,7 +94,7 @@ function list(path, noFollow) {
     names[i] = e.name;
     const type = e.isFile() ? ${ENTRY_FILE} : e.isDirectory() ? ${ENTRY_DIR} : e.isSymbolicLink() ? ${ENTRY_LINK} : ${ENTRY_OTHER};
     types[i] = type;
-    if (type !== ${ENTRY_FILE}) continue;
+    if (type !== statType) continue;
     if ((i & 63) === 0 && Atomics.load(flags, ${STOP}) !== 0) throw Object.assign(new Error('stopped'), { code: 'ESTOPPED' });
     const o = i * ${STAT_FIELDS};
     let st;
@@ -102,7 +107,7 @@ function list(path, noFollow) {
       continue;
     }
     if (st === undefined) stats[o + ${STAT_SIZE}] = ${STAT_GONE};
-    else if (!st.isFile()) stats[o + ${STAT_SIZE}] = ${STAT_NOT_FILE};
+    else if (dirsOnly ? !st.isDirectory() : !st.isFile()) stats[o + ${STAT_SIZE}] = ${STAT_OTHER_TYPE};
     else {
       stats[o + ${STAT_SIZE}] = st.size;
       stats[o + ${STAT_MTIME}] = st.mtimeMs;
@@ -114,20 +119,23 @@ function list(path, noFollow) {
   return { realPath, names, types, stats, statErrors };
 }
 
+// BUSY is set before STOP is read: a main thread that sets STOP and then reads BUSY 0 knows
+// this worker lists nothing more. The worker ends itself (never terminated from outside: a
+// termination skips the finally below and would leave BUSY set for good).
 parentPort.on('message', (req) => {
-  if (Atomics.load(flags, ${STOP}) !== 0) return;
   Atomics.store(flags, ${BUSY}, 1);
   let answer;
   try {
-    const listing = list(req.path, req.noFollow);
-    answer = { id: req.id, listing };
+    if (req.stop || Atomics.load(flags, ${STOP}) !== 0) answer = undefined;
+    else answer = { id: req.id, listing: list(req.path, req.noFollow, req.only === 'dirs') };
   } catch (err) {
     answer = { id: req.id, error: { code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message) } };
   } finally {
     Atomics.store(flags, ${BUSY}, 0);
     Atomics.notify(flags, ${BUSY});
   }
-  if (answer.listing) parentPort.postMessage(answer, [answer.listing.types.buffer, answer.listing.stats.buffer]);
+  if (answer === undefined) process.exit(0);
+  else if (answer.listing) parentPort.postMessage(answer, [answer.listing.types.buffer, answer.listing.stats.buffer]);
   else parentPort.postMessage(answer);
 });
 `;
@@ -199,7 +207,8 @@ export class FolderLister {
     return this.workers.length;
   }
 
-  list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined } = {}): Promise<FolderListing> {
+  /** A folder's listing (LocalFs.listFolder). */
+  list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined; only?: ListingScope | undefined } = {}): Promise<FolderListing> {
     if (this.closed) return Promise.reject(Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' }));
     const signal = opts.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -230,7 +239,7 @@ export class FolderLister {
         // Only a worker with work keeps the process alive.
         w.worker.ref();
       }
-      w.worker.postMessage({ id, path, noFollow: opts.noFollow === true });
+      w.worker.postMessage({ id, path, noFollow: opts.noFollow === true, only: opts.only ?? 'all' });
     });
   }
 
@@ -306,11 +315,15 @@ export class FolderLister {
     for (const p of pending) p.reject(error);
     if (w.retired) return;
     w.retired = true;
+    // The worker stops within its current listing (it looks at STOP between entries) and
+    // ends at its next message: at once when idle, when the call returns if it is blocked
+    // in a system call (module comment). Nobody waits for it; it keeps nothing alive.
     Atomics.store(w.flags, STOP, 1);
-    // Resolves once the thread has ended: at once between two system calls, only when the
-    // call returns if it is blocked in one (module comment). Nobody waits for it, and it
-    // keeps nothing alive (unref after terminate, which refs the worker again).
-    void w.worker.terminate().catch(() => undefined);
+    try {
+      w.worker.postMessage({ stop: true });
+    } catch {
+      // already gone
+    }
     w.worker.unref();
   }
 }

@@ -32,7 +32,7 @@ import {
   STAT_GONE,
   STAT_INO,
   STAT_MTIME,
-  STAT_NOT_FILE,
+  STAT_OTHER_TYPE,
   STAT_SIZE,
   errorCode,
   errorMessage,
@@ -330,7 +330,7 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
         const e = Object.assign(new Error(failure?.message ?? 'unknown error'), { code });
         result.errors.push({ path: rel, kind: 'file', code, message: `cannot read its size and time: ${errorMessage(e)}` });
       }
-      // STAT_NOT_FILE: replaced by something else between the listing and the stat: looked
+      // STAT_OTHER_TYPE: replaced by something else between the listing and the stat: looked
       // at again next pass.
     }
   };
@@ -364,7 +364,7 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
           continue;
         }
         if (!st.isFile()) {
-          stats[o + STAT_SIZE] = STAT_NOT_FILE;
+          stats[o + STAT_SIZE] = STAT_OTHER_TYPE;
           continue;
         }
         stats[o + STAT_SIZE] = st.size;

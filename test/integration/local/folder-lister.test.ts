@@ -6,7 +6,7 @@
  * process's exit.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, constants, lstatSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, lstatSync, openSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FolderLister } from '../../../src/local/folder-lister.js';
 import { ENTRY_DIR, ENTRY_FILE, ENTRY_LINK, ENTRY_OTHER, STAT_FIELDS, STAT_GONE, type FolderListing } from '../../../src/local/fs.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { waitFor } from '../../helpers/wait-for.js';
 import { requireBuiltBinary } from '../cli/run-cli.js';
 
 let dir: string;
@@ -32,7 +33,7 @@ function entries(l: FolderListing): Record<string, number> {
   return Object.fromEntries(l.names.map((n, i) => [n, l.types[i]!]));
 }
 
-/** Opens the FIFO for writing once a reader waits on it: the reader's open returns. */
+/** Opens the FIFO for writing once a reader waits on it (one must be coming): the reader's open returns. */
 async function release(fifo: string): Promise<void> {
   for (;;) {
     try {
@@ -61,6 +62,12 @@ describe('FolderLister', () => {
     // Only files are stat-ed: the FIFO, the link and the folder are not.
     for (const name of ['sub', 'link.txt', 'pipe.txt']) expect(l.stats![l.names.indexOf(name) * STAT_FIELDS]).toBeNaN();
     expect(l.statErrors).toBeUndefined();
+    // The watcher's set-up: the subfolders alone, with their identity.
+    const dirs = await lister.list(dir, { only: 'dirs' });
+    const sub = lstatSync(join(dir, 'sub'));
+    expect(dirs.names).toEqual(['sub']);
+    expect([...dirs.types]).toEqual([ENTRY_DIR]);
+    expect([dirs.stats![STAT_FIELDS - 2], dirs.stats![STAT_FIELDS - 1]]).toEqual([sub.dev, sub.ino]);
   });
 
   it('fails as the listing does: a missing folder, a file, a link refused with noFollow', async () => {
@@ -91,17 +98,18 @@ describe('FolderLister', () => {
     await mkdir(join(dir, 'hung'));
     await mkdir(join(dir, 'ok'));
     await writeFile(join(dir, 'ok', 'a.txt'), 'a');
+    const blocking = join(dir, 'blocking');
     const clock = new FakeClock(1_000);
     lister = new FolderLister({
       workers: 1,
       stuckMs: 5_000,
       clock,
-      testHook: `if (path.endsWith('/hung')) require('node:fs').openSync(${JSON.stringify(fifo)}, 'r');`,
+      testHook: `if (path.endsWith('/hung')) { require('node:fs').writeFileSync(${JSON.stringify(blocking)}, ''); require('node:fs').openSync(${JSON.stringify(fifo)}, 'r'); }`,
     });
     const ac = new AbortController();
     const hung = lister.list(join(dir, 'hung'), { signal: ac.signal });
     // The event loop runs meanwhile.
-    await new Promise((r) => setImmediate(r));
+    await waitFor(() => existsSync(blocking), { what: 'the worker to block' });
     // Still within stuckMs: the next request would wait behind it. Past it, another worker
     // takes the next listing.
     await clock.advance(5_001);
@@ -157,6 +165,26 @@ describe('FolderLister: the process exits though a worker is blocked in a system
       child.on('exit', (code, signal) => resolve({ code, signal, stderr }));
     });
   }
+
+  it('without a blocked worker it exits as usual, a lister closed in the middle of a listing included', async () => {
+    requireBuiltBinary();
+    for (let i = 0; i < 2000; i++) writeFileSync(join(dir, `f${i}.txt`), 'x');
+    const script = `
+      import { FolderLister } from ${JSON.stringify(module)};
+      const lister = new FolderLister();
+      await lister.list(${JSON.stringify(dir)});
+      lister.list(${JSON.stringify(dir)}).catch(() => undefined);
+      lister.close();
+    `;
+    const r = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      child.on('error', reject);
+      child.on('exit', (code, signal) => resolve({ code, signal, stderr }));
+    });
+    expect(r).toEqual({ code: 0, signal: null, stderr: '' });
+  });
 
   it('after a clean stop: ends by SIGTERM, saying why', async () => {
     requireBuiltBinary();
