@@ -8,7 +8,9 @@
  *                   `scale` (a million files, issue 16) runs ONLY when named here:
  *                   BENCH_ONLY=scale (curve + memory + daemon), scaleCurve, scaleMemory or scaleDaemon; its
  *                   results go to scale-<mode>.json/.md. scaleWalk (walkTree alone over the
- *                   scale tree, BENCH_SCALE_DIR's when kept) runs only when named itself
+ *                   scale tree, BENCH_SCALE_DIR's when kept) runs only when named itself;
+ *                   scaleListing (the listing of 100,000 and 1,000,000 documents by a client
+ *                   process) too, and alone its results go to scale-listing-<mode>.json/.md
  *   BENCH_OUT=DIR   where to write the results (default bench/results)
  *   BENCH_KEEP=1    keep the temp folder (trees, state files, configs)
  *   BENCH_SIZES=J   sizes to change (a JSON object of lib/context.ts Sizes), e.g.
@@ -39,12 +41,13 @@ import { buildInitialTree, runInitialMirror, runRateCap } from './scenarios/init
 import { runRestart } from './scenarios/restart.js';
 import { runScale } from './scenarios/scale.js';
 import { runScaleWalk } from './scenarios/scale-walk.js';
+import { runScaleListing } from './scenarios/scale-listing.js';
 import { runPollLatency } from './scenarios/watch-fuse.js';
 import { DEFAULTS } from '../src/config/schema.js';
 
 const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint', 'pollLatency'] as const;
 /** Run only when named in BENCH_ONLY (the full size takes about an hour and 2 GB of disk). */
-const ON_DEMAND = ['scale', 'scaleCurve', 'scaleMemory', 'scaleDaemon', 'scaleWalk'] as const;
+const ON_DEMAND = ['scale', 'scaleCurve', 'scaleMemory', 'scaleDaemon', 'scaleWalk', 'scaleListing'] as const;
 type Scenario = (typeof ALL)[number] | (typeof ON_DEMAND)[number];
 
 export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL, tmpRoot = tmpdir()): Promise<Report> {
@@ -94,6 +97,11 @@ export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL,
       if (s.footprint) scenarios.scaleFootprint = { ...s.footprint };
     }
     if (want('scaleWalk')) scenarios.scaleWalk = { ...(await runScaleWalk(ctx)) } as unknown as Figures;
+    if (want('scaleListing')) {
+      const points = [];
+      for (const n of sizes.scaleListing) points.push(await runScaleListing(ctx, n));
+      scenarios.scaleListing = { points } as unknown as Figures;
+    }
     if (want('pollLatency')) scenarios.pollLatency = { ...(await runPollLatency(ctx)) };
   } finally {
     if (process.env.BENCH_KEEP === '1') log(`kept ${tmp}`);
@@ -150,7 +158,7 @@ async function main(): Promise<void> {
   await mkdir(out, { recursive: true });
   const md = toMarkdown(report);
   const json = `${JSON.stringify(report, null, 2)}\n`;
-  const base = scaleRun ? `scale-${mode}` : partial ? `${mode}-partial` : mode;
+  const base = only.length === 1 && only[0] === 'scaleListing' ? `scale-listing-${mode}` : scaleRun ? `scale-${mode}` : partial ? `${mode}-partial` : mode;
   await writeFile(join(out, `${base}.json`), json);
   await writeFile(join(out, `${base}.md`), md);
   if (!partial && !scaleRun) {

@@ -30,6 +30,8 @@ export interface Sizes {
   scaleSeeded: boolean;
   /** scaleMemory: sizes at which the restart path's structures are weighed (in this process). */
   scaleMemory: number[];
+  /** scaleListing: data source sizes listed by a client process in the sync form (20 ms latency). */
+  scaleListing: number[];
 }
 
 export const SIZES: Record<BenchMode, Sizes> = {
@@ -51,6 +53,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleFolders: 50_000,
     scaleCurve: [10_000, 100_000, 300_000, 1_000_000],
     scaleMemory: [100_000, 1_000_000],
+    scaleListing: [100_000, 1_000_000],
     scaleSeeded: true,
   },
   quick: {
@@ -71,6 +74,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleFolders: 250,
     scaleCurve: [1_000, 10_000],
     scaleMemory: [5_000],
+    scaleListing: [10_000],
     scaleSeeded: false,
   },
   smoke: {
@@ -91,6 +95,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleFolders: 10,
     scaleCurve: [1_000],
     scaleMemory: [200],
+    scaleListing: [2_000],
     scaleSeeded: false,
   },
 };
