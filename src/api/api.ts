@@ -26,7 +26,9 @@ export interface ListDocumentsOptions extends RequestOptions {
    * Called once for each distinct document, as its page arrives. A record it answers false
    * for is left out of the result: the caller took what it needed from it (a mirror's
    * restart vouches for a million documents this way without holding them). Every
-   * implementation honours it (keptRecords below). Default: every record is kept.
+   * implementation honours it (keptRecords below). Default: every record is kept. In the
+   * sync form it is asked before the record is compacted: it sees the same id, name, url
+   * and metadata, and `raw` as received.
    */
   keep?: ((doc: DocumentRecord) => boolean) | undefined;
 }

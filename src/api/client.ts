@@ -17,11 +17,10 @@ import {
   decodeDocument,
   decodeUploadResponse,
   errorMessageFromBody,
-  listItems,
   preview,
   type DecodeContext,
 } from './decode.js';
-import { nextPage, nextPageUrl } from './paging.js';
+import { listPages } from './list-pages.js';
 import { Pacer, type PacerEvent } from './pacer.js';
 import type { Clock } from '../time/clock.js';
 import { createAgent, header, HttpTransport, type HttpMethod, type HttpResponse, type TimeoutOptions } from './http.js';
@@ -218,9 +217,10 @@ export class DatastoreClient implements DatastoreApi {
     const path = `/datastore/v1/data-sources/${enc(dataSourceId)}/documents`;
     if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal, opts?.keep);
     // Each page's records turned into their compact form as they arrive: the whole records
-    // of a million documents are never all held at once.
+    // of a million documents are never all held at once. Only the records `keep` keeps are
+    // compacted: those it drops (a restart's confirmed documents) are garbage at once.
     const form = new SyncForm();
-    return this.listAll(path, (v, ctx) => form.compact(decodeDocument(v, ctx)), opts?.signal, opts?.keep);
+    return this.listAll(path, decodeDocument, opts?.signal, opts?.keep, (rec) => form.compact(rec));
   }
 
   async getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord> {
@@ -504,62 +504,37 @@ export class DatastoreClient implements DatastoreApi {
     return body;
   }
 
-  /** Fetches every page of a list (DESIGN §3 paging), with loop and length guards. */
-  private async listAll<R extends { id: string }>(
+  /** Fetches every page of a list (list-pages.ts: one page ahead, loop and length guards). */
+  private listAll<R extends { id: string }>(
     path: string,
     decode: (value: unknown, ctx: DecodeContext) => R,
     signal: AbortSignal | undefined,
     /** A record it answers false for is not collected (ListDocumentsOptions.keep). */
     keep?: (rec: R) => boolean,
+    /** Applied to each record collected, after `keep` (the sync form). */
+    finish?: (rec: R) => R,
   ): Promise<R[]> {
-    const firstUrl = (): URL => {
-      const u = this.url(path);
-      if (!this.limitRejected && this.pageSize > 0) u.searchParams.set('limit', String(this.pageSize));
-      return u;
-    };
-    let url = firstUrl();
-    const seen = new Set<string>([url.toString()]);
-    const out: R[] = [];
-    const ids = new Set<string>();
-    for (let page = 1; ; page++) {
-      let res: HttpResponse;
-      try {
-        res = await this.send('GET', path, { url, signal });
-      } catch (e) {
-        // A service that refuses our page size: ask again without one, and remember.
-        if (page === 1 && url.searchParams.has('limit') && isApiError(e) && e.code === 'E_BAD_REQUEST') {
-          this.limitRejected = true;
-          this.logger.debug({ path }, 'the service refused ?limit=; listing without it');
-          url = firstUrl();
-          seen.add(url.toString());
-          page = 0;
-          continue;
-        }
-        throw e;
-      }
-      const ctx = this.ctx('GET', res);
-      const body = this.json(res, ctx);
-      if (body === undefined) break; // an empty answer is an empty list
-      const items = listItems(body, ctx);
-      for (const item of items) {
-        const rec = decode(item, ctx);
-        if (ids.has(rec.id)) continue; // offset paging over a changing list can repeat items
-        ids.add(rec.id);
-        if (keep === undefined || keep(rec)) out.push(rec);
-      }
-      if (items.length === 0) break;
-      const next = nextPage(body, items.length, res.url);
-      if (next === undefined) break;
-      const nextUrl = nextPageUrl(next, res.url, ctx);
-      const key = nextUrl.toString();
-      if (seen.has(key)) {
-        throw badResponse(ctx, `paging loops: the next page (${preview(nextUrl.pathname + nextUrl.search, 160)}) was already fetched`);
-      }
-      if (page >= this.maxPages) throw badResponse(ctx, `the list has more than ${this.maxPages} pages; stopped`);
-      seen.add(key);
-      url = nextUrl;
-    }
-    return out;
+    return listPages({
+      firstUrl: () => {
+        const u = this.url(path);
+        if (!this.limitRejected && this.pageSize > 0) u.searchParams.set('limit', String(this.pageSize));
+        return u;
+      },
+      get: (url, s) => this.send('GET', path, { url, signal: s }),
+      read: (res) => {
+        const ctx = this.ctx('GET', res);
+        return { body: this.json(res, ctx), ctx };
+      },
+      decode,
+      keep,
+      finish,
+      signal,
+      maxPages: this.maxPages,
+      onLimitRefused: () => {
+        this.limitRejected = true;
+        this.logger.debug({ path }, 'the service refused ?limit=; listing without it');
+      },
+    });
   }
 }
 

@@ -1,0 +1,287 @@
+/**
+ * The list's pages one ahead (src/api/list-pages.ts): the next page's request leaves
+ * before this page's records are decoded, and everything else behaves as when the pages
+ * were fetched in turn. The requests are a fake `get` whose answers the test hands out,
+ * so what is in flight at each moment is decided here, not by timing.
+ */
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../../src/api/errors.js';
+import { decodeDocument, type DecodeContext } from '../../../src/api/decode.js';
+import type { HttpResponse } from '../../../src/api/http.js';
+import { listPages, type ListPagesOptions } from '../../../src/api/list-pages.js';
+import type { DocumentRecord } from '../../../src/api/records.js';
+import { rejectionOf } from '../../helpers/rejection.js';
+
+const BASE = 'https://svc.test/datastore/v1/data-sources/ds/documents';
+
+interface Request {
+  url: string;
+  signal: AbortSignal | undefined;
+  settled: boolean;
+}
+
+/**
+ * A service answering from `pages` by the request's URL (path and query after the base):
+ * a body, an ApiError to reject with, or 'hold' (pending until aborted). Records what was
+ * asked, and what the listing did (events), in order.
+ */
+function service(pages: Record<string, unknown>) {
+  const requests: Request[] = [];
+  const events: string[] = [];
+  const get = (url: URL, signal: AbortSignal | undefined): Promise<HttpResponse> => {
+    const key = url.toString().slice(BASE.length);
+    const r: Request = { url: key, signal, settled: false };
+    requests.push(r);
+    events.push(`get ${key}`);
+    const answer = pages[key];
+    const p = new Promise<HttpResponse>((resolve, reject) => {
+      const onAbort = (): void => reject(new ApiError({ code: 'E_ABORTED', message: `GET ${key}: aborted` }));
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (answer === 'hold') return;
+      if (answer instanceof ApiError) return reject(answer);
+      if (answer === undefined) return reject(new Error(`unexpected request ${key}`));
+      resolve({ status: 200, headers: {}, contentType: 'application/json', body: Buffer.from(JSON.stringify(answer)), url });
+    });
+    p.then(
+      () => (r.settled = true),
+      () => (r.settled = true),
+    );
+    return p;
+  };
+  const read = (res: HttpResponse): { body: unknown; ctx: DecodeContext } => ({
+    body: res.body.length === 0 ? undefined : (JSON.parse(res.body.toString('utf8')) as unknown),
+    ctx: { method: 'GET', path: res.url.pathname, status: res.status },
+  });
+  return { requests, events, get, read };
+}
+
+function options(svc: ReturnType<typeof service>, extra: Partial<ListPagesOptions<DocumentRecord>> = {}): ListPagesOptions<DocumentRecord> {
+  return {
+    firstUrl: () => new URL(`${BASE}?limit=2`),
+    get: svc.get,
+    read: svc.read,
+    decode: (v, ctx) => {
+      const rec = decodeDocument(v, ctx);
+      svc.events.push(`decode ${rec.id}`);
+      return rec;
+    },
+    maxPages: 100,
+    ...extra,
+  };
+}
+
+const docs = (...ids: string[]): Array<{ id: string }> => ids.map((id) => ({ id }));
+
+describe('listPages: one page ahead', () => {
+  it('asks for the next page before decoding this one, and returns every record in order', async () => {
+    const svc = service({
+      '?limit=2': { items: docs('a', 'b'), next_cursor: 'c2' },
+      '?limit=2&cursor=c2': { items: docs('c', 'd'), next_cursor: 'c3' },
+      '?limit=2&cursor=c3': { items: docs('e'), next_cursor: null },
+    });
+    const out = await listPages(options(svc));
+    expect(out.map((d) => d.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(svc.events).toEqual([
+      'get ?limit=2',
+      'get ?limit=2&cursor=c2',
+      'decode a',
+      'decode b',
+      'get ?limit=2&cursor=c3',
+      'decode c',
+      'decode d',
+      'decode e',
+    ]);
+  });
+
+  it('keeps at most one request ahead, and each page is asked once', async () => {
+    const svc = service({
+      '?limit=2': { items: docs('a', 'b'), next: `${BASE}?page=2` },
+      '?page=2': { items: docs('c', 'd'), next: `${BASE}?page=3` },
+      '?page=3': { items: docs('e', 'f'), next: null },
+    });
+    let inFlightMax = 0;
+    const keep = (): boolean => {
+      inFlightMax = Math.max(inFlightMax, svc.requests.filter((r) => !r.settled).length);
+      return true;
+    };
+    const out = await listPages(options(svc, { keep }));
+    expect(out).toHaveLength(6);
+    expect(svc.requests.map((r) => r.url)).toEqual(['?limit=2', '?page=2', '?page=3']);
+    expect(inFlightMax).toBe(1);
+  });
+
+  it('drops a document the paging repeats, before `keep` sees it; `finish` only for what is kept', async () => {
+    const svc = service({
+      '?limit=2': { items: docs('a', 'b'), offset: 0, total: 5 },
+      '?limit=2&offset=2': { items: docs('b', 'c'), offset: 2, total: 5 },
+      '?limit=2&offset=4': { items: docs('a', 'd'), offset: 4, total: 5 },
+    });
+    const kept: string[] = [];
+    const finished: string[] = [];
+    const out = await listPages(
+      options(svc, {
+        keep: (d) => {
+          kept.push(d.id);
+          return d.id !== 'c';
+        },
+        finish: (d) => {
+          finished.push(d.id);
+          return { ...d, name: `n-${d.id}` };
+        },
+      }),
+    );
+    expect(kept).toEqual(['a', 'b', 'c', 'd']);
+    expect(finished).toEqual(['a', 'b', 'd']);
+    expect(out.map((d) => d.name)).toEqual(['n-a', 'n-b', 'n-d']);
+  });
+
+  it('a prefetched page that failed fails the listing once this page is decoded and kept, as in turn', async () => {
+    const failure = new ApiError({ code: 'E_SERVER', message: 'GET page 2: 500', status: 500 });
+    const svc = service({
+      '?limit=2': { items: docs('a', 'b'), next_cursor: 'c2' },
+      '?limit=2&cursor=c2': failure,
+    });
+    const kept: string[] = [];
+    const err = await rejectionOf(
+      listPages(
+        options(svc, {
+          keep: (d) => {
+            kept.push(d.id);
+            return true;
+          },
+        }),
+      ),
+      ApiError,
+    );
+    expect(err).toBe(failure);
+    expect(kept).toEqual(['a', 'b']);
+  });
+
+  it('a prefetched page refused with 400 is that error, not the ?limit= fallback (page 1 only)', async () => {
+    const refused = new ApiError({ code: 'E_BAD_REQUEST', message: 'GET: 400', status: 400 });
+    const svc = service({ '?limit=2': { items: docs('a'), next_cursor: 'c2' }, '?limit=2&cursor=c2': refused });
+    let fallbacks = 0;
+    const err = await rejectionOf(listPages(options(svc, { onLimitRefused: () => fallbacks++ })), ApiError);
+    expect(err).toBe(refused);
+    expect(fallbacks).toBe(0);
+  });
+
+  it('a bad record of this page wins over the page ahead, which is aborted and waited for', async () => {
+    const svc = service({
+      '?limit=2': { items: [{ id: 'a' }, { name: 'no id' }], next_cursor: 'c2' },
+      '?limit=2&cursor=c2': 'hold',
+    });
+    const err = await rejectionOf(listPages(options(svc)), ApiError);
+    expect(err.code).toBe('E_BAD_RESPONSE');
+    expect(err.message).toMatch(/has no id/);
+    const ahead = svc.requests[1]!;
+    expect(ahead.url).toBe('?limit=2&cursor=c2');
+    expect(ahead.signal?.aborted).toBe(true);
+    // Settled before the listing was: nothing of it outlives the listing.
+    expect(ahead.settled).toBe(true);
+  });
+
+  it('`keep` throwing ends the listing with its error; the page ahead is aborted', async () => {
+    const svc = service({ '?limit=2': { items: docs('a', 'b'), next_cursor: 'c2' }, '?limit=2&cursor=c2': 'hold' });
+    const boom = new Error('keep failed');
+    const err = await rejectionOf(
+      listPages(
+        options(svc, {
+          keep: () => {
+            throw boom;
+          },
+        }),
+      ),
+      Error,
+    );
+    expect(err).toBe(boom);
+    expect(svc.requests[1]!.signal?.aborted).toBe(true);
+    expect(svc.requests[1]!.settled).toBe(true);
+  });
+
+  it("the caller's abort while a page is ahead: E_ABORTED once this page is done", async () => {
+    const ctrl = new AbortController();
+    const svc = service({ '?limit=2': { items: docs('a', 'b'), next_cursor: 'c2' }, '?limit=2&cursor=c2': 'hold' });
+    const kept: string[] = [];
+    const err = await rejectionOf(
+      listPages(
+        options(svc, {
+          signal: ctrl.signal,
+          keep: (d) => {
+            kept.push(d.id);
+            if (d.id === 'a') ctrl.abort(); // the request for page 2 is on its way
+            return true;
+          },
+        }),
+      ),
+      ApiError,
+    );
+    expect(err.code).toBe('E_ABORTED');
+    expect(kept).toEqual(['a', 'b']);
+    expect(svc.requests).toHaveLength(2);
+    expect(svc.requests[1]!.signal?.aborted).toBe(true);
+  });
+
+  it('a loop is still caught: no request ahead, the error after the page that loops', async () => {
+    const svc = service({
+      '?limit=2': { items: docs('a'), next_cursor: 'same' },
+      '?limit=2&cursor=same': { items: docs('b'), next_cursor: 'same' },
+    });
+    const kept: string[] = [];
+    const err = await rejectionOf(
+      listPages(
+        options(svc, {
+          keep: (d) => {
+            kept.push(d.id);
+            return true;
+          },
+        }),
+      ),
+      ApiError,
+    );
+    expect(err.code).toBe('E_BAD_RESPONSE');
+    expect(err.message).toMatch(/paging loops/);
+    expect(kept).toEqual(['a', 'b']);
+    expect(svc.requests).toHaveLength(2);
+  });
+
+  it('the page bound: no request past it', async () => {
+    const pages: Record<string, unknown> = { '?limit=2': { items: docs('p1'), next_cursor: 'c2' } };
+    for (let n = 2; n <= 5; n++) pages[`?limit=2&cursor=c${n}`] = { items: docs(`p${n}`), next_cursor: `c${n + 1}` };
+    const svc = service(pages);
+    const err = await rejectionOf(listPages(options(svc, { maxPages: 3 })), ApiError);
+    expect(err.message).toMatch(/more than 3 pages/);
+    expect(svc.requests.map((r) => r.url)).toEqual(['?limit=2', '?limit=2&cursor=c2', '?limit=2&cursor=c3']);
+  });
+
+  it('a next link to another origin fails after this page is decoded, and nothing is sent there', async () => {
+    const svc = service({ '?limit=2': { items: docs('a'), next: 'https://elsewhere.test/steal' } });
+    const err = await rejectionOf(listPages(options(svc)), ApiError);
+    expect(err.message).toMatch(/another origin/);
+    expect(svc.events).toEqual(['get ?limit=2', 'decode a']);
+  });
+
+  it('page 1 refused with ?limit=: asked again without it, then paged ahead as usual', async () => {
+    let limit = true;
+    const svc = service({
+      '?limit=2': new ApiError({ code: 'E_BAD_REQUEST', message: 'unknown parameter limit', status: 400 }),
+      '': { items: docs('a'), next_cursor: 'c2' },
+      '?cursor=c2': { items: docs('b'), next_cursor: null },
+    });
+    const out = await listPages(
+      options(svc, {
+        firstUrl: () => new URL(limit ? `${BASE}?limit=2` : BASE),
+        onLimitRefused: () => (limit = false),
+      }),
+    );
+    expect(out.map((d) => d.id)).toEqual(['a', 'b']);
+    expect(svc.events).toEqual(['get ?limit=2', 'get ', 'get ?cursor=c2', 'decode a', 'decode b']);
+  });
+
+  it('an empty page or an empty answer ends the list with nothing asked ahead', async () => {
+    const svc = service({ '?limit=2': { items: [], next_cursor: 'more?' } });
+    expect(await listPages(options(svc))).toEqual([]);
+    expect(svc.requests).toHaveLength(1);
+  });
+});
