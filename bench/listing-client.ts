@@ -35,11 +35,16 @@ export interface ListingClientFigures {
   peakHeapMB: number;
   /** Heap in use before the listing (the process's own baseline). */
   baseHeapMB: number;
+  /** Requests' time, from the start of each attempt to its answer read (the pacer's events): the service's share of the wall. */
+  requestMs: number;
+  requests: number;
 }
 
 async function main(): Promise<void> {
   const input = JSON.parse(process.argv[2] ?? '{}') as ListingClientInput;
   const q = DEFAULTS.queue;
+  let requestMs = 0;
+  let requests = 0;
   const api = new DatastoreClient({
     baseUrl: input.url,
     organizationId: input.org,
@@ -48,6 +53,11 @@ async function main(): Promise<void> {
     concurrency: q.concurrency,
     maxAttempts: q.maxAttempts,
     timeouts: q.timeouts,
+    onEvent: (e) => {
+      if (e.type !== 'response') return;
+      requestMs += e.ms;
+      requests++;
+    },
   });
   const spec = input.spec;
   // The restart's confirmation without the state: the state's entry is what the document's
@@ -87,6 +97,8 @@ async function main(): Promise<void> {
     maxRssMB: process.resourceUsage().maxRSS / 1024,
     peakHeapMB: peak / 2 ** 20,
     baseHeapMB: base / 2 ** 20,
+    requestMs,
+    requests,
   };
   process.stdout.write(`${JSON.stringify(figures)}\n`);
 }

@@ -30,6 +30,14 @@ export interface ListingPoint {
   seconds: number;
   pagesPerSecond: number;
   clientCpuMsPerPage: number;
+  /**
+   * The wall not spent in a request, per page: when the client alone held the listing up
+   * (wall − the requests' time, from each attempt's start to its answer read; at most one
+   * listing request is in flight at a time, sequential or one ahead).
+   */
+  clientOnPathMsPerPage: number;
+  /** The requests' time per page (latency, the emulator, the transfer). */
+  requestMsPerPage: number;
   clientCpuSeconds: number;
   emulatorCpuMsPerPage: number;
   clientPeakRssMB: number;
@@ -89,6 +97,8 @@ export async function runScaleListing(ctx: BenchContext, documents: number): Pro
       seconds: round(figures.wallMs / 1000, 2),
       pagesPerSecond: round(pages / (figures.wallMs / 1000), 1),
       clientCpuMsPerPage: round(cpuMs / pages, 2),
+      clientOnPathMsPerPage: round((figures.wallMs - figures.requestMs) / pages, 2),
+      requestMsPerPage: round(figures.requestMs / pages, 2),
       clientCpuSeconds: round(cpuMs / 1000, 2),
       emulatorCpuMsPerPage: round((emuCpu.user + emuCpu.system) / 1000 / pages, 2),
       clientPeakRssMB: round(figures.maxRssMB, 0),
@@ -97,7 +107,7 @@ export async function runScaleListing(ctx: BenchContext, documents: number): Pro
       loadAverage: [round(load0, 1), round(load1, 1)],
     };
     log(
-      `scaleListing: ${documents} documents, ${pages} pages in ${p.seconds} s (${p.pagesPerSecond} pages/s; wall ${((performance.now() - t0) / 1000).toFixed(1)} s with the client's start): client ${p.clientCpuMsPerPage} ms CPU/page, emulator ${p.emulatorCpuMsPerPage} ms CPU/page, client peak RSS ${p.clientPeakRssMB} MB, heap ${p.clientPeakHeapMB} MB; load ${p.loadAverage.join(' → ')}`,
+      `scaleListing: ${documents} documents, ${pages} pages in ${p.seconds} s (${p.pagesPerSecond} pages/s; wall ${((performance.now() - t0) / 1000).toFixed(1)} s with the client's start): client ${p.clientCpuMsPerPage} ms CPU/page and ${p.clientOnPathMsPerPage} ms/page on the path (requests ${p.requestMsPerPage} ms/page), emulator ${p.emulatorCpuMsPerPage} ms CPU/page, client peak RSS ${p.clientPeakRssMB} MB, heap ${p.clientPeakHeapMB} MB; load ${p.loadAverage.join(' → ')}`,
     );
     return p;
   } finally {

@@ -132,6 +132,32 @@ describe('shapes other than the emulator\'s', () => {
     expect(server.requests).toHaveLength(4);
   });
 
+  it('the sync form: keep sees each distinct document once, whole; only what it keeps is compacted', async () => {
+    server.handle((req, res) => {
+      const offset = Number(new URL(req.url, server.url).searchParams.get('offset') ?? '0');
+      // Offset paging over a list that grew in front: page 2 repeats d2.
+      const pages: Record<number, unknown[]> = {
+        0: [{ id: 'd1', name: 'a.txt', status: 'ready' }, { id: 'd2', name: 'b.txt', status: 'ready' }],
+        2: [{ id: 'd2', name: 'b.txt', status: 'ready' }, { id: 'd3', name: 'c.txt', status: 'ready' }],
+      };
+      json(res, 200, { items: pages[offset] ?? [], offset, total: 4 });
+    });
+    const seen: string[] = [];
+    const docs = await client().listDocuments('ds', {
+      form: 'sync',
+      keep: (d) => {
+        seen.push(`${d.id}:${String(d.raw.status)}`);
+        return d.id !== 'd1';
+      },
+    });
+    expect(seen).toEqual(['d1:ready', 'd2:ready', 'd3:ready']);
+    expect(docs).toEqual([
+      { id: 'd2', name: 'b.txt', raw: {} },
+      { id: 'd3', name: 'c.txt', raw: {} },
+    ]);
+    expect(server.requests.map((r) => r.url)).toEqual(['/datastore/v1/data-sources/ds/documents?limit=1000', '/datastore/v1/data-sources/ds/documents?limit=1000&offset=2']);
+  });
+
   it('an empty page ends the list even if a cursor is given', async () => {
     server.handle((_req, res) => json(res, 200, { items: [], next_cursor: 'more?' }));
     expect(await client().listDocuments('ds')).toEqual([]);
