@@ -104,6 +104,10 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
           stop = e as Error; // nextPageUrl's ApiError (a bad or foreign link)
         }
       }
+      // The request ahead goes out only once this code lets go: its way through the pacer,
+      // the token and undici to the socket is promises. Without this turn of the loop it
+      // would leave after this page's records, not while they are decoded.
+      if (ahead !== undefined) await yieldNow();
 
       for (const item of items) {
         const rec = opts.decode(item, ctx);
@@ -126,6 +130,8 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
   }
   return out;
 }
+
+const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The next page's request, started now; its rejection is handled when it is awaited (or dropped). */
 function fetchAhead(get: ListPagesOptions<{ id: string }>['get'], url: URL, signal: AbortSignal | undefined): Ahead {
