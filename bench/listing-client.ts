@@ -7,6 +7,8 @@
  *
  *   node dist/bench/listing-client.js '{"url":…,"token":…,"org":…,"dataSourceId":…,"spec":{…}}'
  */
+import diagnostics from 'node:diagnostics_channel';
+import { writeFileSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import { DatastoreClient } from '../src/api/client.js';
 import type { DocumentRecord } from '../src/api/records.js';
@@ -43,6 +45,15 @@ export interface ListingClientFigures {
 async function main(): Promise<void> {
   const input = JSON.parse(process.argv[2] ?? '{}') as ListingClientInput;
   const q = DEFAULTS.queue;
+  // BENCH_LISTING_TRACE=FILE: the pacer's events and each page's decoding, timed, into FILE.
+  const tracePath = process.env.BENCH_LISTING_TRACE;
+  const trace: string[] | undefined = tracePath ? [] : undefined;
+  let t0 = performance.now();
+  if (trace) {
+    for (const name of ['undici:client:sendHeaders', 'undici:request:headers', 'undici:client:connected']) {
+      diagnostics.subscribe(name, () => trace.push(`${(performance.now() - t0).toFixed(2)} ${name.slice(7)}`));
+    }
+  }
   let requestMs = 0;
   let requests = 0;
   const api = new DatastoreClient({
@@ -54,6 +65,7 @@ async function main(): Promise<void> {
     maxAttempts: q.maxAttempts,
     timeouts: q.timeouts,
     onEvent: (e) => {
+      trace?.push(`${(performance.now() - t0).toFixed(2)} ${e.type}`);
       if (e.type !== 'response') return;
       requestMs += e.ms;
       requests++;
@@ -75,10 +87,12 @@ async function main(): Promise<void> {
   const timer = setInterval(sample, 10);
   let documents = 0;
   const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
+  t0 = performance.now();
   const kept = await api.listDocuments(input.dataSourceId, {
     form: 'sync',
     keep: (doc) => {
+      if (trace && documents % 1000 === 0) trace.push(`${(performance.now() - t0).toFixed(2)} keep-first`);
+      if (trace && documents % 1000 === 999) trace.push(`${(performance.now() - t0).toFixed(2)} keep-last`);
       if (++documents % 50 === 0) sample();
       return !confirmed(doc);
     },
@@ -88,6 +102,7 @@ async function main(): Promise<void> {
   clearInterval(timer);
   sample();
   await api.close();
+  if (tracePath && trace) writeFileSync(tracePath, `${trace.join('\n')}\n`);
   const figures: ListingClientFigures = {
     documents,
     kept: kept.length,

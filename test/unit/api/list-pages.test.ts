@@ -41,16 +41,19 @@ function service(pages: Record<string, unknown>) {
       const onAbort = (): void => reject(new ApiError({ code: 'E_ABORTED', message: `GET ${key}: aborted` }));
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
-      // As through the pacer, the token and undici: the request reaches the socket a few
-      // promise steps after the call, and is answered after that.
+      // As through the pacer, the token and undici: the request reaches undici a few promise
+      // steps after the call, and undici writes it on a keep-alive connection in the next
+      // check phase (setImmediate, after a look for the idle socket's close); answered after.
       void Promise.resolve()
         .then(() => undefined)
         .then(() => {
-          events.push(`sent ${key}`);
-          if (answer === 'hold') return;
-          if (answer instanceof ApiError) return reject(answer);
-          if (answer === undefined) return reject(new Error(`unexpected request ${key}`));
-          resolve({ status: 200, headers: {}, contentType: 'application/json', body: Buffer.from(JSON.stringify(answer)), url });
+          setImmediate(() => {
+            events.push(`sent ${key}`);
+            if (answer === 'hold') return;
+            if (answer instanceof ApiError) return reject(answer);
+            if (answer === undefined) return reject(new Error(`unexpected request ${key}`));
+            resolve({ status: 200, headers: {}, contentType: 'application/json', body: Buffer.from(JSON.stringify(answer)), url });
+          });
         });
     });
     p.then(
