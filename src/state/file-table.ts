@@ -33,6 +33,60 @@ const CHUNK_SHIFT = 10;
 /** Rows per chunk: the unit of a snapshot's copy-on-write and of its encoding slices. */
 export const CHUNK_ROWS = 1 << CHUNK_SHIFT;
 const FIRST_CAPACITY = 8;
+/**
+ * Rows per block of the columns. A table grows by doubling up to one block, then block by
+ * block: no column is ever copied whole (a doubling at 524,288 rows allocated ~75 MB, copied
+ * ~40 MB and blocked the event loop ~60 ms), and a table of a few files stays small.
+ */
+const BLOCK_SHIFT = 16;
+const BLOCK_ROWS = 1 << BLOCK_SHIFT;
+const BLOCK_MASK = BLOCK_ROWS - 1;
+/**
+ * The index is split into 2^(32 - PART_SHIFT) parts by the top bits of a path's hash, each
+ * rehashed on its own when it fills: one rehash of a million rows (random writes into 8 MB)
+ * blocked the event loop ~50 ms; a part's is 1/64 of that.
+ */
+const PART_SHIFT = 26;
+const PARTS = 1 << (32 - PART_SHIFT);
+
+/** The columns of up to BLOCK_ROWS rows. */
+interface Block {
+  /** size, mtimeMs, hashedAt, ctimeMs, dev, ino per row (NUMS). */
+  nums: Float64Array;
+  /** sha256, SHA_BYTES per row (a Buffer for its hex encoding). */
+  sha: Buffer;
+  /** Index into the table's distinct syncedAt values. */
+  synced: Uint32Array;
+  /** hashOf(path). */
+  hashes: Uint32Array;
+  /** The shape of the row's document id (0: the id is in oddIds). */
+  idShape: Uint8Array;
+  /** The hex digits of the row's document id, two per byte, ID_BYTES per row. */
+  idDigits: Uint8Array;
+}
+
+function newBlock(rows: number): Block {
+  return {
+    nums: new Float64Array(rows * NUMS),
+    sha: Buffer.alloc(rows * SHA_BYTES),
+    synced: new Uint32Array(rows),
+    hashes: new Uint32Array(rows),
+    idShape: new Uint8Array(rows),
+    idDigits: new Uint8Array(rows * ID_BYTES),
+  };
+}
+
+/** `b` grown to `rows` rows, its content kept (the first block, below BLOCK_ROWS). */
+function grownBlock(b: Block, rows: number): Block {
+  const g = newBlock(rows);
+  g.nums.set(b.nums);
+  b.sha.copy(g.sha);
+  g.synced.set(b.synced);
+  g.hashes.set(b.hashes);
+  g.idShape.set(b.idShape);
+  g.idDigits.set(b.idDigits);
+  return g;
+}
 
 /** What readers of the state may use (everything but the engine's writes through the store). */
 export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
@@ -114,30 +168,24 @@ const DIGIT = 0xffff;
 export class FileTable implements ReadonlyFileTable {
   /** Row -> path (undefined: a free row). */
   private paths: (string | undefined)[] = [];
-  /** Row -> hashOf(path). */
-  private hashes: Uint32Array;
+  /** The columns, BLOCK_ROWS rows a block (the first one smaller while the table is). */
+  private readonly blocks: Block[];
   /**
    * The index: open addressing with linear probing, row + 1 per slot (0: empty), at most
    * half full. A `Map` of a million paths cost ~30 bytes per path and blocked the event loop
-   * for 0.3-0.5 s each time it doubled; this one costs ~12 and rehashes from `hashes`.
+   * for 0.3-0.5 s each time it doubled; this one costs ~12 and rehashes a part at a time
+   * from the rows' hashes. One array per part (PARTS).
    */
-  private slots: Int32Array;
+  private readonly index: Int32Array[] = [];
+  /** Rows in each part of the index. */
+  private readonly partCounts = new Int32Array(PARTS);
   private count = 0;
-  /** Row -> the shape of its document id (0: the id is in oddIds). */
-  private idShape: Uint8Array;
-  /** Row -> the hex digits of its document id, two per byte. */
-  private idDigits: Uint8Array;
   /** Shape -> its char codes, DIGIT where a digit goes (index 0 unused). */
   private readonly shapes: number[][] = [[]];
   private readonly shapeIndex = new Map<string, number>();
   private oddIds: Map<number, string> | undefined;
-  private nums: Float64Array;
-  /** Row -> sha256, 32 bytes (a Buffer for its hex encoding). */
-  private sha: Buffer;
   /** Rows whose sha256 is not 64 lowercase hex digits (older or hand-made states): kept as strings. */
   private oddSha: Map<number, string> | undefined;
-  /** Row -> index into syncedValues. */
-  private synced: Uint32Array;
   private readonly syncedValues: string[] = [];
   /** Each distinct value's JSON (for the encoder). */
   private readonly syncedJson: string[] = [];
@@ -154,14 +202,13 @@ export class FileTable implements ReadonlyFileTable {
   private pinned = 0;
 
   constructor(capacity = FIRST_CAPACITY) {
-    this.capacity = Math.max(1, capacity);
-    this.nums = new Float64Array(this.capacity * NUMS);
-    this.sha = Buffer.alloc(this.capacity * SHA_BYTES);
-    this.synced = new Uint32Array(this.capacity);
-    this.hashes = new Uint32Array(this.capacity);
-    this.idShape = new Uint8Array(this.capacity);
-    this.idDigits = new Uint8Array(this.capacity * ID_BYTES);
-    this.slots = new Int32Array(2 * this.capacity);
+    const first = Math.min(Math.max(1, capacity), BLOCK_ROWS);
+    this.blocks = [newBlock(first)];
+    this.capacity = first;
+    while (this.capacity < capacity) this.grow();
+    let slots = 2;
+    while (slots * PARTS < 2 * this.capacity) slots *= 2;
+    for (let p = 0; p < PARTS; p++) this.index.push(new Int32Array(slots));
   }
 
   /** A table holding the entries of `record` (tests, tools). */
@@ -291,24 +338,27 @@ export class FileTable implements ReadonlyFileTable {
   /** Removes the entry of `path`; false when it had none. */
   delete(path: string): boolean {
     const h = hashOf(path);
+    const slots = this.index[h >>> PART_SHIFT]!;
     const slot = this.slotOf(path, h);
-    const row = this.slots[slot]! - 1;
+    const row = slots[slot]! - 1;
     if (row < 0) return false;
     this.beforeChange(row);
-    this.unslot(slot);
+    this.unslot(slots, slot);
+    this.partCounts[h >>> PART_SHIFT] = this.partCounts[h >>> PART_SHIFT]! - 1;
     this.count--;
     this.paths[row] = undefined;
     this.oddIds?.delete(row);
     this.oddSha?.delete(row);
-    this.releaseSynced(this.synced[row] as number);
+    this.releaseSynced(this.blocks[row >>> BLOCK_SHIFT]!.synced[row & BLOCK_MASK]!);
     this.free.push(row);
     return true;
   }
 
   private write(path: string, documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number, ctimeMs: number, dev: number, ino: number): void {
     const h = hashOf(path);
+    const part = h >>> PART_SHIFT;
     let slot = this.slotOf(path, h);
-    let row = this.slots[slot]! - 1;
+    let row = this.index[part]![slot]! - 1;
     if (row < 0) {
       const reused = this.free.pop();
       if (reused === undefined) {
@@ -320,32 +370,34 @@ export class FileTable implements ReadonlyFileTable {
         this.beforeChange(row);
         this.paths[row] = path;
       }
-      this.hashes[row] = h;
-      if (2 * (this.count + 1) > this.slots.length) {
-        this.rehash(2 * this.slots.length);
+      this.blocks[row >>> BLOCK_SHIFT]!.hashes[row & BLOCK_MASK] = h;
+      if (2 * (this.partCounts[part]! + 1) > this.index[part]!.length) {
+        this.rehash(part);
         slot = this.slotOf(path, h);
       }
-      this.slots[slot] = row + 1;
+      this.index[part]![slot] = row + 1;
+      this.partCounts[part] = this.partCounts[part]! + 1;
       this.count++;
       this.writeId(row, documentId);
     } else {
       this.beforeChange(row);
       this.writeId(row, documentId);
       const held = this.holdSynced(syncedAt);
-      this.releaseSynced(this.synced[row] as number);
-      this.synced[row] = held;
+      const synced = this.blocks[row >>> BLOCK_SHIFT]!.synced;
+      this.releaseSynced(synced[row & BLOCK_MASK]!);
+      synced[row & BLOCK_MASK] = held;
       this.writeNums(row, size, mtimeMs, hashedAt, ctimeMs, dev, ino);
       this.writeSha(row, sha256);
       return;
     }
-    this.synced[row] = this.holdSynced(syncedAt);
+    this.blocks[row >>> BLOCK_SHIFT]!.synced[row & BLOCK_MASK] = this.holdSynced(syncedAt);
     this.writeNums(row, size, mtimeMs, hashedAt, ctimeMs, dev, ino);
     this.writeSha(row, sha256);
   }
 
   private writeNums(row: number, size: number, mtimeMs: number, hashedAt: number, ctimeMs: number, dev: number, ino: number): void {
-    const o = row * NUMS;
-    const n = this.nums;
+    const o = (row & BLOCK_MASK) * NUMS;
+    const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
     n[o + SIZE] = size;
     n[o + MTIME] = mtimeMs;
     n[o + HASHED] = hashedAt;
@@ -354,31 +406,38 @@ export class FileTable implements ReadonlyFileTable {
     n[o + INO] = ino;
   }
 
-  /** The row of `path`, or -1. */
-  private rowOf(path: string): number {
-    return this.slots[this.slotOf(path, hashOf(path))]! - 1;
+  private hashAt(row: number): number {
+    return this.blocks[row >>> BLOCK_SHIFT]!.hashes[row & BLOCK_MASK]!;
   }
 
-  /** The slot holding `path`'s row, or the empty slot where it would go. */
+  /** The row of `path`, or -1. */
+  private rowOf(path: string): number {
+    const h = hashOf(path);
+    return this.index[h >>> PART_SHIFT]![this.slotOf(path, h)]! - 1;
+  }
+
+  /** The slot holding `path`'s row in its part of the index, or the empty slot where it would go. */
   private slotOf(path: string, h: number): number {
-    const slots = this.slots;
+    const slots = this.index[h >>> PART_SHIFT]!;
     const mask = slots.length - 1;
     for (let i = h & mask; ; i = (i + 1) & mask) {
       const r = slots[i]!;
       if (r === 0) return i;
-      if (this.hashes[r - 1] === h && this.paths[r - 1] === path) return i;
+      if (this.hashAt(r - 1) === h && this.paths[r - 1] === path) return i;
     }
   }
 
-  /** Empties slot `i`, moving back the rows after it that probed past it (no tombstones). */
-  private unslot(i: number): void {
-    const slots = this.slots;
+  /**
+   * Empties slot `i` of a part of the index, moving back the rows after it that probed past
+   * it (linear probing without tombstones).
+   */
+  private unslot(slots: Int32Array, i: number): void {
     const mask = slots.length - 1;
     slots[i] = 0;
     for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
       const r = slots[j]!;
       if (r === 0) return;
-      const home = this.hashes[r - 1]! & mask;
+      const home = this.hashAt(r - 1) & mask;
       // The row at j may move to i when i lies on its way from home to j (cyclically).
       if (i <= j ? home <= i || home > j : home <= i && home > j) {
         slots[i] = r;
@@ -388,35 +447,36 @@ export class FileTable implements ReadonlyFileTable {
     }
   }
 
-  private rehash(size: number): void {
-    const slots = new Int32Array(size);
-    const mask = size - 1;
-    const hashes = this.hashes;
-    const paths = this.paths;
-    for (let row = 0; row < this.end; row++) {
-      if (paths[row] === undefined) continue;
-      let i = hashes[row]! & mask;
+  /** Part `part` of the index, twice as large. */
+  private rehash(part: number): void {
+    const old = this.index[part]!;
+    const slots = new Int32Array(2 * old.length);
+    const mask = slots.length - 1;
+    for (const r of old) {
+      if (r === 0) continue;
+      let i = this.hashAt(r - 1) & mask;
       while (slots[i] !== 0) i = (i + 1) & mask;
-      slots[i] = row + 1;
+      slots[i] = r;
     }
-    this.slots = slots;
+    this.index[part] = slots;
   }
 
   private writeId(row: number, id: string): void {
     const shape = this.packId(row, id);
-    this.idShape[row] = shape;
+    this.blocks[row >>> BLOCK_SHIFT]!.idShape[row & BLOCK_MASK] = shape;
     if (shape !== 0) this.oddIds?.delete(row);
     else (this.oddIds ??= new Map()).set(row, id);
   }
 
   /** Writes the digits of `id` in the row and returns its shape, or 0 when it is not packed. */
   private packId(row: number, id: string): number {
-    const digits = this.idDigits;
-    const at = row * ID_BYTES;
+    const digits = this.blocks[row >>> BLOCK_SHIFT]!.idDigits;
+    const at = (row & BLOCK_MASK) * ID_BYTES;
     digits.fill(0, at, at + ID_BYTES);
     let k = 0;
     // The shape of the row before (most ids of a table share one) is checked on the way.
-    let shape = this.idShape[row - 1 < 0 ? 0 : row - 1]!;
+    const before = row === 0 ? 0 : row - 1;
+    let shape = this.blocks[before >>> BLOCK_SHIFT]!.idShape[before & BLOCK_MASK]!;
     const codes = this.shapes[shape]!;
     if (codes.length !== id.length) shape = 0;
     for (let i = 0; i < id.length; i++) {
@@ -444,11 +504,12 @@ export class FileTable implements ReadonlyFileTable {
   }
 
   private idAt(row: number): string {
-    const shape = this.idShape[row]!;
+    const block = this.blocks[row >>> BLOCK_SHIFT]!;
+    const shape = block.idShape[row & BLOCK_MASK]!;
     if (shape === 0) return this.oddIds?.get(row) as string;
     const codes = this.shapes[shape]!;
-    const digits = this.idDigits;
-    const at = row * ID_BYTES;
+    const digits = block.idDigits;
+    const at = (row & BLOCK_MASK) * ID_BYTES;
     const out = new Array<number>(codes.length);
     let k = 0;
     for (let i = 0; i < codes.length; i++) {
@@ -465,9 +526,9 @@ export class FileTable implements ReadonlyFileTable {
   }
 
   private writeSha(row: number, sha256: string): void {
-    const at = row * SHA_BYTES;
+    const at = (row & BLOCK_MASK) * SHA_BYTES;
     if (sha256.length === 2 * SHA_BYTES) {
-      const sha = this.sha;
+      const sha = this.blocks[row >>> BLOCK_SHIFT]!.sha;
       let i = 0;
       for (; i < SHA_BYTES; i++) {
         const hi = nibble(sha256.charCodeAt(2 * i));
@@ -486,8 +547,8 @@ export class FileTable implements ReadonlyFileTable {
   private shaAt(row: number): string {
     const odd = this.oddSha?.get(row);
     if (odd !== undefined) return odd;
-    const at = row * SHA_BYTES;
-    return this.sha.toString('hex', at, at + SHA_BYTES);
+    const at = (row & BLOCK_MASK) * SHA_BYTES;
+    return this.blocks[row >>> BLOCK_SHIFT]!.sha.toString('hex', at, at + SHA_BYTES);
   }
 
   private holdSynced(s: string): number {
@@ -519,37 +580,26 @@ export class FileTable implements ReadonlyFileTable {
     this.syncedFree.push(i);
   }
 
+  /** Room for more rows: the first block doubles up to BLOCK_ROWS, then a block is added. */
   private grow(): void {
-    const capacity = this.capacity * 2;
-    const nums = new Float64Array(capacity * NUMS);
-    nums.set(this.nums);
-    this.nums = nums;
-    const sha = Buffer.alloc(capacity * SHA_BYTES);
-    this.sha.copy(sha);
-    this.sha = sha;
-    const synced = new Uint32Array(capacity);
-    synced.set(this.synced);
-    this.synced = synced;
-    const hashes = new Uint32Array(capacity);
-    hashes.set(this.hashes);
-    this.hashes = hashes;
-    const idShape = new Uint8Array(capacity);
-    idShape.set(this.idShape);
-    this.idShape = idShape;
-    const idDigits = new Uint8Array(capacity * ID_BYTES);
-    idDigits.set(this.idDigits);
-    this.idDigits = idDigits;
-    this.capacity = capacity;
+    if (this.capacity < BLOCK_ROWS) {
+      this.capacity = Math.min(2 * this.capacity, BLOCK_ROWS);
+      this.blocks[0] = grownBlock(this.blocks[0]!, this.capacity);
+    } else {
+      this.blocks.push(newBlock(BLOCK_ROWS));
+      this.capacity += BLOCK_ROWS;
+    }
   }
 
   private entryAt(row: number): FileEntry {
-    const n = this.nums;
-    const o = row * NUMS;
+    const block = this.blocks[row >>> BLOCK_SHIFT]!;
+    const n = block.nums;
+    const o = (row & BLOCK_MASK) * NUMS;
     const documentId = this.idAt(row);
     const size = n[o + SIZE] as number;
     const mtimeMs = n[o + MTIME] as number;
     const sha256 = this.shaAt(row);
-    const syncedAt = this.syncedValues[this.synced[row] as number] as string;
+    const syncedAt = this.syncedValues[block.synced[row & BLOCK_MASK]!] as string;
     const hashedAt = n[o + HASHED] as number;
     const ctimeMs = n[o + CTIME] as number;
     const dev = n[o + DEV] as number;
@@ -633,11 +683,13 @@ export class FileTable implements ReadonlyFileTable {
    * left out when none is known).
    */
   lineAt(row: number, path: string): string {
-    const n = this.nums;
-    const o = row * NUMS;
+    const block = this.blocks[row >>> BLOCK_SHIFT]!;
+    const n = block.nums;
+    const r = row & BLOCK_MASK;
+    const o = r * NUMS;
     const odd = this.oddSha?.get(row);
-    const sha = odd === undefined ? `"${this.sha.toString('hex', row * SHA_BYTES, row * SHA_BYTES + SHA_BYTES)}"` : JSON.stringify(odd);
-    const head = `[${JSON.stringify(path)},${JSON.stringify(this.idAt(row))},${num(n[o + SIZE] as number)},${num(n[o + MTIME] as number)},${sha},${this.syncedJson[this.synced[row] as number] as string}`;
+    const sha = odd === undefined ? `"${block.sha.toString('hex', r * SHA_BYTES, r * SHA_BYTES + SHA_BYTES)}"` : JSON.stringify(odd);
+    const head = `[${JSON.stringify(path)},${JSON.stringify(this.idAt(row))},${num(n[o + SIZE] as number)},${num(n[o + MTIME] as number)},${sha},${this.syncedJson[block.synced[r]!] as string}`;
     const hashedAt = n[o + HASHED] as number;
     const ctimeMs = n[o + CTIME] as number;
     const dev = n[o + DEV] as number;
@@ -655,3 +707,4 @@ function num(x: number): string {
 function opt(x: number): string {
   return x === x ? num(x) : 'null';
 }
+

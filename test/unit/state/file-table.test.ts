@@ -119,6 +119,32 @@ describe('FileTable', () => {
     expect(new FileTable().documentIndex()('x')).toBeUndefined();
   });
 
+  it('holds its rows across blocks of columns (a table of 140,000 files)', () => {
+    const rnd = rng(13);
+    const table = new FileTable();
+    const model = new Map<string, FileEntry>();
+    for (let i = 0; i < 140_000; i++) {
+      const e = randomEntry(rnd, i);
+      table.set(`big/${i}`, e);
+      model.set(`big/${i}`, e);
+    }
+    for (let i = 0; i < 140_000; i += 7) {
+      table.delete(`big/${i}`);
+      model.delete(`big/${i}`);
+    }
+    for (let i = 0; i < 3000; i++) {
+      const e = randomEntry(rnd, i);
+      table.set(`again/${i}`, e); // into freed rows, in every block
+      model.set(`again/${i}`, e);
+    }
+    expect(table.size).toBe(model.size);
+    for (const [p, e] of model) expect(table.get(p)).toStrictEqual(e);
+    const copy = table.clone();
+    expect(copy.size).toBe(model.size);
+    for (const p of ['big/1', 'big/65537', 'big/139999', 'again/2999']) expect(copy.get(p)).toStrictEqual(model.get(p));
+    expect(linesOf(copy)).toEqual(linesOf(table));
+  });
+
   it('a read entry is a copy: changing it changes nothing', () => {
     const table = FileTable.of({ a: { documentId: 'd', size: 1, mtimeMs: 2, sha256: 'f'.repeat(64), syncedAt: 't' } });
     const e = table.get('a') as FileEntry;
