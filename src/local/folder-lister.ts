@@ -49,7 +49,6 @@ import {
   STAT_OTHER_TYPE,
   STAT_SIZE,
   type FolderListing,
-  type ListingScope,
 } from './folder-listing.js';
 
 /** Shared with each worker (Int32Array): [BUSY] 1 while it lists a folder, [STOP] 1 once it must stop. */
@@ -69,7 +68,7 @@ const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW } = constants;
 const flags = new Int32Array(workerData.flags);
 const testHook = workerData.testHook ? new Function('path', 'require', workerData.testHook) : undefined;
 
-function list(path, noFollow, dirsOnly) {
+function list(path, noFollow) {
   if (testHook) testHook(path, load);
   const fd = openSync(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | (noFollow ? O_NOFOLLOW : 0));
   let realPath;
@@ -81,9 +80,6 @@ function list(path, noFollow, dirsOnly) {
   } finally {
     closeSync(fd);
   }
-  if (dirsOnly) entries = entries.filter((e) => e.isDirectory());
-  // The entries whose numbers are asked for: files, or with dirsOnly the folders.
-  const statType = dirsOnly ? ${ENTRY_DIR} : ${ENTRY_FILE};
   const n = entries.length;
   const names = new Array(n);
   const types = new Uint8Array(n);
@@ -94,7 +90,7 @@ function list(path, noFollow, dirsOnly) {
     names[i] = e.name;
     const type = e.isFile() ? ${ENTRY_FILE} : e.isDirectory() ? ${ENTRY_DIR} : e.isSymbolicLink() ? ${ENTRY_LINK} : ${ENTRY_OTHER};
     types[i] = type;
-    if (type !== statType) continue;
+    if (type !== ${ENTRY_FILE}) continue;
     if ((i & 63) === 0 && Atomics.load(flags, ${STOP}) !== 0) throw Object.assign(new Error('stopped'), { code: 'ESTOPPED' });
     const o = i * ${STAT_FIELDS};
     let st;
@@ -107,7 +103,7 @@ function list(path, noFollow, dirsOnly) {
       continue;
     }
     if (st === undefined) stats[o + ${STAT_SIZE}] = ${STAT_GONE};
-    else if (dirsOnly ? !st.isDirectory() : !st.isFile()) stats[o + ${STAT_SIZE}] = ${STAT_OTHER_TYPE};
+    else if (!st.isFile()) stats[o + ${STAT_SIZE}] = ${STAT_OTHER_TYPE};
     else {
       stats[o + ${STAT_SIZE}] = st.size;
       stats[o + ${STAT_MTIME}] = st.mtimeMs;
@@ -127,7 +123,7 @@ parentPort.on('message', (req) => {
   let answer;
   try {
     if (req.stop || Atomics.load(flags, ${STOP}) !== 0) answer = undefined;
-    else answer = { id: req.id, listing: list(req.path, req.noFollow, req.only === 'dirs') };
+    else answer = { id: req.id, listing: list(req.path, req.noFollow) };
   } catch (err) {
     answer = { id: req.id, error: { code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message) } };
   } finally {
@@ -208,7 +204,7 @@ export class FolderLister {
   }
 
   /** A folder's listing (LocalFs.listFolder). */
-  list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined; only?: ListingScope | undefined } = {}): Promise<FolderListing> {
+  list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined } = {}): Promise<FolderListing> {
     if (this.closed) return Promise.reject(Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' }));
     const signal = opts.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -239,7 +235,7 @@ export class FolderLister {
         // Only a worker with work keeps the process alive.
         w.worker.ref();
       }
-      w.worker.postMessage({ id, path, noFollow: opts.noFollow === true, only: opts.only ?? 'all' });
+      w.worker.postMessage({ id, path, noFollow: opts.noFollow === true });
     });
   }
 

@@ -8,8 +8,7 @@
  * A folder's entries and its files' `lstat`, as one answer (`LocalFs.listFolder`): what a
  * walk needs of a folder, without an object per entry. Entry `i` is `names[i]`, of type
  * `types[i]` (ENTRY_*: what the listing said), and for a file its numbers are
- * `stats[i * STAT_FIELDS + STAT_*]`. Asked for `only: 'dirs'` (the watcher's set-up), the
- * entries are the subfolders alone and the numbers theirs (their identity: dev, ino).
+ * `stats[i * STAT_FIELDS + STAT_*]`.
  */
 export interface FolderListing {
   /** The kernel's path of the folder listed; undefined when the system does not tell. */
@@ -17,9 +16,9 @@ export interface FolderListing {
   names: string[];
   types: Uint8Array;
   /**
-   * The `lstat` of each entry listed as a file (or as a folder, with `only: 'dirs'`): size,
-   * mtimeMs, ctimeMs (NaN: unknown), dev, ino. In place of the size: STAT_OTHER_TYPE (no
-   * longer of the type listed: a file replaced by a folder or a link...), STAT_GONE (ENOENT
+   * The `lstat` of each entry listed as a file: size, mtimeMs, ctimeMs (NaN: unknown), dev,
+   * ino. In place of the size: STAT_OTHER_TYPE (no longer a regular file: replaced by a
+   * folder, a link...), STAT_GONE (ENOENT
    * or ENOTDIR: gone since listed), STAT_FAILED (the error is in `statErrors`), NaN (not
    * stat-ed). Undefined: no entry was stat-ed (the walk stats what it keeps itself).
    */
@@ -27,9 +26,6 @@ export interface FolderListing {
   /** The `lstat`s that failed otherwise, by entry. */
   statErrors?: { index: number; code: string; message: string }[] | undefined;
 }
-
-/** What a listing is asked for: every entry with its files' numbers, or the subfolders alone with theirs. */
-export type ListingScope = 'all' | 'dirs';
 
 export const ENTRY_OTHER = 0;
 export const ENTRY_FILE = 1;

@@ -22,7 +22,7 @@ import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
-import type { FolderListing, ListingScope } from './folder-listing.js';
+import type { FolderListing } from './folder-listing.js';
 import { isInside } from './paths.js';
 
 export interface FsStats {
@@ -86,10 +86,9 @@ export interface LocalFs {
    * thread, so that a million files cost the main thread no filesystem call and no Stats
    * object). The same rules as listDir; opens nothing but the folder. Optional: without it
    * the walk uses listDir (or readdir) and `lstat` (fakes). `signal`: the promise rejects
-   * with its reason when it aborts, whatever the filesystem does. `only: 'dirs'`: the
-   * subfolders alone, each `lstat`ed (the watcher's set-up: their identity).
+   * with its reason when it aborts, whatever the filesystem does.
    */
-  listFolder?(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; only?: ListingScope | undefined }): Promise<FolderListing>;
+  listFolder?(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined }): Promise<FolderListing>;
   realpath(path: string): Promise<string>;
   /** A small text file (the ignore file), with the checks of readSmallFile. */
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;

@@ -62,12 +62,6 @@ describe('FolderLister', () => {
     // Only files are stat-ed: the FIFO, the link and the folder are not.
     for (const name of ['sub', 'link.txt', 'pipe.txt']) expect(l.stats![l.names.indexOf(name) * STAT_FIELDS]).toBeNaN();
     expect(l.statErrors).toBeUndefined();
-    // The watcher's set-up: the subfolders alone, with their identity.
-    const dirs = await lister.list(dir, { only: 'dirs' });
-    const sub = lstatSync(join(dir, 'sub'));
-    expect(dirs.names).toEqual(['sub']);
-    expect([...dirs.types]).toEqual([ENTRY_DIR]);
-    expect([dirs.stats![STAT_FIELDS - 2], dirs.stats![STAT_FIELDS - 1]]).toEqual([sub.dev, sub.ino]);
   });
 
   it('fails as the listing does: a missing folder, a file, a link refused with noFollow', async () => {
