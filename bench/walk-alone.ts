@@ -1,7 +1,7 @@
 /**
  * `walkTree` alone over a folder, in a process of its own (the scaleWalk scenario spawns it):
  *
- *   node dist/bench/walk-alone.js ROOT [--no-vouch] [--workers N] [--no-lister]
+ *   node dist/bench/walk-alone.js ROOT [--no-vouch] [--workers N] [--no-lister] [--ballast N]
  *
  * Prints one JSON line: wall, CPU of the process (every thread), CPU of the main thread,
  * of the threads started meanwhile (the folder listers' workers) and of the others (libuv's
@@ -45,8 +45,23 @@ function heapAfterMB(keep: unknown): number | undefined {
   return Math.round(process.memoryUsage().heapUsed / 1e6);
 }
 
+/**
+ * `--ballast N`: a Map of N path-like strings held meanwhile, as a daemon holds its state's
+ * index by path while it starts: the collector then marks a large heap, and garbage made
+ * on the main thread costs what it costs in the daemon.
+ */
+function ballast(): Map<string, number> | undefined {
+  const at = process.argv.indexOf('--ballast');
+  if (at < 0) return undefined;
+  const n = Number(process.argv[at + 1]);
+  const m = new Map<string, number>();
+  for (let i = 0; i < n; i++) m.set(`p${String(i % 224).padStart(3, '0')}/f${String(i % 50000).padStart(5, '0')}/doc-${String(i).padStart(7, '0')}.txt`, i);
+  return m;
+}
+
 async function main(): Promise<void> {
   const root = process.argv[2];
+  const held = ballast();
   if (!root) throw new Error('usage: walk-alone ROOT [--no-vouch]');
   const vouchAll = !process.argv.includes('--no-vouch');
   const at = process.argv.indexOf('--workers');
@@ -108,7 +123,7 @@ async function main(): Promise<void> {
     heapAfterMB: heapAfterMB(w),
     loadAvg: [loadStart[0] ?? 0, loadavg()[0] ?? 0].map((l) => +l.toFixed(2)),
   };
-  process.stdout.write(`${JSON.stringify(out)}\n`);
+  process.stdout.write(`${JSON.stringify({ ...out, ballast: held?.size ?? 0 })}\n`);
 }
 
 main().then(

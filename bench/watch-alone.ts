@@ -1,0 +1,96 @@
+/**
+ * The watcher's set-up alone (`watchFolders`, local/folder-watch.ts) over a folder, in a
+ * process of its own: the part of a daemon's start that watches every folder before the
+ * first pass.
+ *
+ *   node --expose-gc dist/bench/watch-alone.js ROOT [--ballast N]
+ *
+ * Prints one JSON line: folders watched, wall, CPU of the process and of its main thread,
+ * the longest event-loop block, RSS and heap (after a full collection) before and after.
+ * Takes one inotify watch per folder: mind fs.inotify.max_user_watches (shared by every
+ * process of the user).
+ */
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { DEFAULT_INCLUDE } from '../src/config/index.js';
+import { createFilter } from '../src/local/filters.js';
+import { watchFolders } from '../src/local/folder-watch.js';
+
+function mainThreadCpuMs(): number {
+  const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function heapMB(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return Math.round(process.memoryUsage().heapUsed / 1e6);
+}
+
+/**
+ * `--ballast N`: a Map of N path-like strings held meanwhile, as a daemon holds its state's
+ * index by path while it starts: the collector then marks a large heap, and garbage made
+ * on the main thread costs what it costs in the daemon.
+ */
+function ballast(): Map<string, number> | undefined {
+  const at = process.argv.indexOf('--ballast');
+  if (at < 0) return undefined;
+  const n = Number(process.argv[at + 1]);
+  const m = new Map<string, number>();
+  for (let i = 0; i < n; i++) m.set(`p${String(i % 224).padStart(3, '0')}/f${String(i % 50000).padStart(5, '0')}/doc-${String(i).padStart(7, '0')}.txt`, i);
+  return m;
+}
+
+async function main(): Promise<void> {
+  const root = process.argv[2];
+  const held = ballast();
+  if (!root) throw new Error('usage: watch-alone ROOT');
+  const filter = createFilter({ include: DEFAULT_INCLUDE, exclude: [] });
+  const load0 = loadavg()[0] ?? 0;
+  const heap0 = heapMB();
+  const rss0 = process.memoryUsage().rss;
+  const main0 = mainThreadCpuMs();
+  const cpu0 = process.cpuUsage();
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const t0 = performance.now();
+  let errors = 0;
+  const w = await watchFolders({
+    root,
+    filter: (p, d) => filter.includes(p, d),
+    emit: () => undefined,
+    checkRoot: () => undefined,
+    onWatchError: () => errors++,
+    now: Date.now,
+  });
+  const wallMs = performance.now() - t0;
+  loop.disable();
+  const cpu = process.cpuUsage(cpu0);
+  const mainMs = mainThreadCpuMs() - main0;
+  const out = {
+    root,
+    folders: w.watchedDirs(),
+    errors,
+    wallS: +(wallMs / 1000).toFixed(2),
+    cpuS: +((cpu.user + cpu.system) / 1e6).toFixed(2),
+    userS: +(cpu.user / 1e6).toFixed(2),
+    systemS: +(cpu.system / 1e6).toFixed(2),
+    mainThreadS: +(mainMs / 1000).toFixed(2),
+    loopMaxBlockMs: +(loop.max / 1e6).toFixed(1),
+    rssAddedMB: Math.round((process.memoryUsage().rss - rss0) / 1e6),
+    heapAddedMB: heapMB() - heap0,
+    peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
+    loadAvg: [load0, loadavg()[0] ?? 0].map((l) => +l.toFixed(2)),
+  };
+  w.close();
+  process.stdout.write(`${JSON.stringify({ ...out, ballast: held?.size ?? 0 })}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  },
+);
