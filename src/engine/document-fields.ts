@@ -33,9 +33,30 @@ export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): Docum
 }
 
 export function renderUrl(spec: DocumentFieldsSpec, relPath: string): string {
-  const absPath = posix.join(spec.root.split('\\').join('/'), relPath);
+  const absPath = absPathOf(spec.root, relPath);
   return renderUrlTemplate(spec.urlTemplate ?? DEFAULT_URL_TEMPLATE, { absPath, relPath, mappingId: spec.mappingId });
 }
+
+/** The last mapped folder asked for, normalised (one folder per mapping: nearly always the same). */
+let lastRoot: { root: string; posix: string } | undefined;
+
+/**
+ * The file's absolute POSIX path, `posix.join(root, relPath)`: a relative path as the walk
+ * and the state make them (no empty, `.` or `..` segment) is appended to the normalised
+ * folder as it is, which is what the join gives, without normalising the whole string once
+ * more for each of a million documents a restart confirms.
+ */
+export function absPathOf(root: string, relPath: string): string {
+  if (lastRoot?.root !== root) lastRoot = { root, posix: posix.normalize(root.split('\\').join('/')) };
+  const base = lastRoot.posix;
+  if (base.endsWith('/') || !isPlainRelative(relPath)) return posix.join(base, relPath);
+  return `${base}/${relPath}`;
+}
+
+function isPlainRelative(p: string): boolean {
+  return p !== '' && !p.startsWith('/') && !p.endsWith('/') && !p.includes('//') && !DOT_SEGMENT.test(p);
+}
+const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;
 
 /**
  * The document's name for a relative path: the path itself, except that control characters
