@@ -245,7 +245,7 @@ export class Mirror {
         return path !== undefined;
       };
       const [scan, remote] = await Promise.all([
-        scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.get(path), st, listedAt) }),
+        scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.statOf(path), st, listedAt) }),
         scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal, form: 'sync', keep: (doc) => !confirm(doc) }),
       ]);
       if (remote) {

@@ -17,7 +17,7 @@ import { formNameForms } from '../api/form-name.js';
 import { DOCUMENT_SIZE_KEYS } from '../api/listing-form.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { ReadonlyFileTable } from '../state/file-table.js';
-import type { FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
+import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
 import { needsHash, type StatNow } from './racy.js';
@@ -51,7 +51,7 @@ export type DesiredOf = Pick<HashedFile, 'path' | 'size' | 'mtimeMs' | 'sha256'>
  * PlanInput.vouched's rule: the walk found the file with its state entry's stat, field for
  * field, and the quick check (racy.ts) vouches for the entry's content at `now`.
  */
-export function vouchedByEntry(entry: FileEntry | undefined, st: StatNow, now: number): boolean {
+export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: number): boolean {
   return entry !== undefined && entry.size === st.size && entry.mtimeMs === st.mtimeMs && entry.ctimeMs === st.ctimeMs && entry.dev === st.dev && entry.ino === st.ino && !needsHash(entry, st, now);
 }
 
@@ -224,7 +224,7 @@ export interface OtherOwner {
 export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: ReadonlyFileTable, now: number): string[] {
   const out: string[] = [];
   for (const [path, file] of local) {
-    if (file.sha256 === undefined && needsHash(files.get(path), file, now)) out.push(path);
+    if (file.sha256 === undefined && needsHash(files.statOf(path), file, now)) out.push(path);
   }
   return out;
 }

@@ -21,7 +21,7 @@
  *
  * A hash that finds the same content only refreshes the entry (no upload).
  */
-import type { FileEntry } from '../state/schema.js';
+import type { EntryStat } from '../state/schema.js';
 
 /**
  * How much older than the hash an mtime must be to prove the content: FAT's 2 s granularity
@@ -39,7 +39,7 @@ export interface StatNow {
 }
 
 /** True when the state's entry cannot vouch for the file's content: hash it. */
-export function needsHash(entry: FileEntry | undefined, stat: StatNow, now: number): boolean {
+export function needsHash(entry: EntryStat | undefined, stat: StatNow, now: number): boolean {
   if (entry === undefined) return true;
   if (entry.size !== stat.size || entry.mtimeMs !== stat.mtimeMs) return true;
   if (differs(entry.ctimeMs, stat.ctimeMs) || differs(entry.dev, stat.dev) || differs(entry.ino, stat.ino)) return true;

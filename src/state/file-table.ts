@@ -18,7 +18,7 @@
  * writer can forget it). A loaded table's rows are in the file's order, so a snapshot of
  * an unchanged state has the lines of the file it was loaded from, in the same order.
  */
-import type { FileEntry } from './schema.js';
+import type { EntryStat, FileEntry } from './schema.js';
 
 /** Numbers per row, in this order. */
 const NUMS = 6;
@@ -102,6 +102,8 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
    * record's own key.)
    */
   heldPath(path: string): string | undefined;
+  /** The entry's stat fields (what the quick check compares), without its strings. */
+  statOf(path: string): EntryStat | undefined;
   /** The entry's document id, without making the entry. */
   documentIdOf(path: string): string | undefined;
   /** The entry's sha256, without making the entry. */
@@ -234,6 +236,25 @@ export class FileTable implements ReadonlyFileTable {
   heldPath(path: string): string | undefined {
     const row = this.rowOf(path);
     return row < 0 ? undefined : this.paths[row];
+  }
+
+  statOf(path: string): EntryStat | undefined {
+    const row = this.rowOf(path);
+    if (row < 0) return undefined;
+    const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
+    const o = (row & BLOCK_MASK) * NUMS;
+    const hashedAt = n[o + HASHED]!;
+    const ctimeMs = n[o + CTIME]!;
+    const dev = n[o + DEV]!;
+    const ino = n[o + INO]!;
+    return {
+      size: n[o + SIZE]!,
+      mtimeMs: n[o + MTIME]!,
+      hashedAt: hashedAt === hashedAt ? hashedAt : undefined,
+      ctimeMs: ctimeMs === ctimeMs ? ctimeMs : undefined,
+      dev: dev === dev ? dev : undefined,
+      ino: ino === ino ? ino : undefined,
+    };
   }
 
   documentIdOf(path: string): string | undefined {

@@ -61,6 +61,9 @@ export interface FileEntry {
   ino?: number | undefined;
 }
 
+/** A FileEntry's stat fields: what the quick check (engine/racy.ts) compares with a file's stat. */
+export type EntryStat = Pick<FileEntry, 'size' | 'mtimeMs' | 'hashedAt' | 'ctimeMs' | 'dev' | 'ino'>;
+
 export interface RejectedFile {
   size: number;
   mtimeMs: number;

@@ -86,6 +86,7 @@ describe('FileTable', () => {
           // Read back exactly: the same fields, no others (absent, not undefined).
           expect(table.get(p)).toStrictEqual(e);
           expect(table.documentIdOf(p)).toBe(e.documentId);
+          expect(table.statOf(p)).toStrictEqual({ size: e.size, mtimeMs: e.mtimeMs, hashedAt: e.hashedAt, ctimeMs: e.ctimeMs, dev: e.dev, ino: e.ino });
           expect(table.sha256Of(p)).toBe(e.sha256);
           expect(table.has(p)).toBe(true);
           expect(table.heldPath(`${p}`)).toBe(p);
@@ -95,6 +96,7 @@ describe('FileTable', () => {
     }
     expect(table.get('not/there')).toBeUndefined();
     expect(table.documentIdOf('not/there')).toBeUndefined();
+    expect(table.statOf('not/there')).toBeUndefined();
     expect(table.has('not/there')).toBe(false);
     expect(table.heldPath('not/there')).toBeUndefined();
     const copy = table.clone();
