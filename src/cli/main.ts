@@ -3,10 +3,14 @@
  * The `dssync` entry file. Deliberately tiny: before loading the rest (app.ts and its
  * hundreds of modules), it installs the signal handlers — a SIGHUP in the first moments of
  * `dssync run` must not kill the daemon — and checks the open-file limit, under which the
- * loading itself fails (EMFILE) and the operator must be told which limit and what to set.
+ * loading itself fails (EMFILE) and the operator must be told which limit and what to set;
+ * and it holds the heap's growth to what a daemon of a million files needs (heap-growth.ts).
  */
 import { FDS_TO_LOAD, FDS_WARN_DAEMON, fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
+import { limitHeapGrowth } from './heap-growth.js';
 import { installSignalHandlers } from './signals.js';
+
+limitHeapGrowth();
 
 const args = process.argv.slice(2);
 const command = args.find((a) => !a.startsWith('-'));
