@@ -81,7 +81,7 @@ export async function writeFileAtomic(fs: StateFs, path: string, content: readon
   }
   try {
     try {
-      if (typeof content === 'function') await content((chunks) => writeAll(fh, chunks));
+      if (typeof content === 'function') await content(syncingSink(fh));
       else await writeAll(fh, content);
       await fh.sync();
     } finally {
@@ -93,6 +93,29 @@ export async function writeFileAtomic(fs: StateFs, path: string, content: readon
     throw err;
   }
   await syncDir(fs, dirname(path));
+}
+
+/**
+ * A streamed file is fsynced every SYNC_EVERY_BYTES as it is written, not only once at the
+ * end. On ext4 (data=ordered) an fsync of the journal commits the file system's journal,
+ * which first writes out the dirty data of every file in the transaction: with a 230 MB
+ * snapshot being written beside it (a fold at 1,000,000 files), a journal append waited for
+ * whatever of the snapshot the kernel had not written yet (p99 43 ms during a fold at
+ * 1,000,000 files, 1.6 ms otherwise). Synced as it goes, the snapshot never has more than
+ * this much unwritten, and the final fsync has little left to do.
+ */
+export const SYNC_EVERY_BYTES = 8 * 1024 * 1024;
+
+function syncingSink(fh: StateFileHandle): ChunkSink {
+  let unsynced = 0;
+  return async (chunks) => {
+    await writeAll(fh, chunks);
+    for (const c of chunks) unsynced += c.length;
+    if (unsynced >= SYNC_EVERY_BYTES) {
+      unsynced = 0;
+      await fh.sync();
+    }
+  };
 }
 
 /** writev in groups (IOV_MAX is 1024 on Linux), completing short writes. */

@@ -8,6 +8,7 @@ import { SnapshotParser, WINDOW_BYTES, readSnapshot } from '../../../src/state/d
 import { StateCodec, encodeStateToString, type SliceOptions } from '../../../src/state/encoder.js';
 import { StateCorruptError } from '../../../src/state/errors.js';
 import { frameRecord } from '../../../src/state/journal.js';
+import { SYNC_EVERY_BYTES, writeFileAtomic } from '../../../src/state/atomic-file.js';
 import { CHUNK_ROWS } from '../../../src/state/file-table.js';
 import type { FileEntry, StateFile } from '../../../src/state/schema.js';
 import { SnapshotFile } from '../../../src/state/snapshot-file.js';
@@ -218,5 +219,26 @@ describe('snapshot file', () => {
     const bound = 4 * Math.ceil(WINDOW_BYTES / shortestLine);
     expect(Math.max(...slices)).toBeLessThanOrEqual(bound);
     expect(counts.length).toBeGreaterThanOrEqual(Math.floor(20_000 / bound));
+  });
+});
+
+describe('a streamed snapshot reaches the disk as it is written (writeFileAtomic)', () => {
+  it('is fsynced every SYNC_EVERY_BYTES, so that a journal fsync beside it never waits for the whole file', async () => {
+    const fs = new MemFs();
+    fs.dirs.add('/var/lib/dssync');
+    const steps: string[] = [];
+    fs.onStep = (op, path) => steps.push(`${op} ${path.includes('.tmp-') ? 'tmp' : path}`);
+    const MiB = 1024 * 1024;
+    const chunk = Buffer.alloc(MiB, 0x61);
+    await writeFileAtomic(fs, PATH, async (write) => {
+      for (let i = 0; i < (2 * SYNC_EVERY_BYTES) / MiB + 3; i++) await write([chunk]);
+    });
+    const tmpSteps = steps.filter((s) => s.endsWith(' tmp'));
+    // Two syncs on the way (after each SYNC_EVERY_BYTES), one at the end, then the rename.
+    expect(tmpSteps.filter((s) => s === 'sync tmp')).toHaveLength(3);
+    const firstSync = tmpSteps.indexOf('sync tmp');
+    expect(tmpSteps.slice(0, firstSync).filter((s) => s === 'writev tmp')).toHaveLength(SYNC_EVERY_BYTES / MiB);
+    expect(tmpSteps.at(-1)).toBe('rename tmp');
+    expect(fs.files.get(PATH)?.data.length).toBe(2 * SYNC_EVERY_BYTES + 3 * MiB);
   });
 });
