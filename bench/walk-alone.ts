@@ -11,7 +11,6 @@
  * `--workers N`: a folder lister of N workers instead of the default; `--no-lister`: the
  * walk without LocalFs.listFolder (listDir and an asynchronous lstat per file, as before).
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createFilter } from '../src/local/filters.js';
@@ -19,23 +18,7 @@ import { FolderLister } from '../src/local/folder-lister.js';
 import { nodeFs, type LocalFs } from '../src/local/fs.js';
 import { walkTree } from '../src/local/walk.js';
 import { DEFAULT_INCLUDE } from '../src/config/index.js';
-
-/** CPU (ms, user + system) of each thread of this process, by thread id. */
-function threadCpu(): Map<number, { name: string; ms: number }> {
-  const out = new Map<number, { name: string; ms: number }>();
-  const tick = 1000 / 100; // USER_HZ
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      out.set(Number(tid), { name, ms: (Number(fields[11]) + Number(fields[12])) * tick });
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return out;
-}
+import { ballast, runAlone, threadCpu } from './lib/alone.js';
 
 function heapAfterMB(keep: unknown): number | undefined {
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -43,20 +26,6 @@ function heapAfterMB(keep: unknown): number | undefined {
   gc();
   void keep;
   return Math.round(process.memoryUsage().heapUsed / 1e6);
-}
-
-/**
- * `--ballast N`: a Map of N path-like strings held meanwhile, as a daemon holds its state's
- * index by path while it starts: the collector then marks a large heap, and garbage made
- * on the main thread costs what it costs in the daemon.
- */
-function ballast(): Map<string, number> | undefined {
-  const at = process.argv.indexOf('--ballast');
-  if (at < 0) return undefined;
-  const n = Number(process.argv[at + 1]);
-  const m = new Map<string, number>();
-  for (let i = 0; i < n; i++) m.set(`p${String(i % 224).padStart(3, '0')}/f${String(i % 50000).padStart(5, '0')}/doc-${String(i).padStart(7, '0')}.txt`, i);
-  return m;
 }
 
 async function main(): Promise<void> {
@@ -126,10 +95,4 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify({ ...out, ballast: held?.size ?? 0 })}\n`);
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runAlone(main);

@@ -10,36 +10,16 @@
  * Takes one inotify watch per folder: mind fs.inotify.max_user_watches (shared by every
  * process of the user).
  */
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DEFAULT_INCLUDE } from '../src/config/index.js';
 import { createFilter } from '../src/local/filters.js';
 import { watchFolders } from '../src/local/folder-watch.js';
-
-function mainThreadCpuMs(): number {
-  const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+import { ballast, mainThreadCpuMs, runAlone } from './lib/alone.js';
 
 function heapMB(): number {
   (globalThis as { gc?: () => void }).gc?.();
   return Math.round(process.memoryUsage().heapUsed / 1e6);
-}
-
-/**
- * `--ballast N`: a Map of N path-like strings held meanwhile, as a daemon holds its state's
- * index by path while it starts: the collector then marks a large heap, and garbage made
- * on the main thread costs what it costs in the daemon.
- */
-function ballast(): Map<string, number> | undefined {
-  const at = process.argv.indexOf('--ballast');
-  if (at < 0) return undefined;
-  const n = Number(process.argv[at + 1]);
-  const m = new Map<string, number>();
-  for (let i = 0; i < n; i++) m.set(`p${String(i % 224).padStart(3, '0')}/f${String(i % 50000).padStart(5, '0')}/doc-${String(i).padStart(7, '0')}.txt`, i);
-  return m;
 }
 
 async function main(): Promise<void> {
@@ -87,10 +67,4 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify({ ...out, ballast: held?.size ?? 0 })}\n`);
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  },
-);
+runAlone(main);
