@@ -77,6 +77,7 @@ export class MappingRunner {
   private drainAt: number | undefined;
   private deadlineTimer: unknown;
   private deadlineAt: number | undefined;
+  /** The schedule's next periodic rescan (monotonic ms). */
   private nextRescanAt: number | undefined;
   private watchFailures = 0;
   private stopped = false;
@@ -97,7 +98,7 @@ export class MappingRunner {
     setMaxListeners(0, this.controller.signal);
     this.aggregator = new EventAggregator({
       quietMs: d.config.debounceMs,
-      startedAt: d.clock.now(),
+      startedAt: d.clock.monotonic(),
       syncedSize: (p) => d.state.mapping(d.mapping.id)?.files.get(p)?.size,
     });
     this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs });
@@ -164,7 +165,8 @@ export class MappingRunner {
       pending: this.aggregator.pendingCount() + this.pending.size,
       lastPass: this.lastPass,
       lastFullPassOkAt: this.lastFullPassOkAt,
-      nextRescanAt: this.nextRescanAt === undefined ? undefined : new Date(this.nextRescanAt).toISOString(),
+      // A monotonic deadline, shown on the wall clock as it reads now.
+      nextRescanAt: this.nextRescanAt === undefined ? undefined : new Date(this.d.clock.now() + (this.nextRescanAt - this.d.clock.monotonic())).toISOString(),
       recentErrors: [...this.recentErrors],
       skipped: [...this.skipped],
       notIngested: this.ingestion?.notIngested() ?? [],
@@ -254,7 +256,8 @@ export class MappingRunner {
           const f = await loadFilter(this.d.mapping, this.d.localFs);
           return (p, isDir) => f.includes(p, isDir);
         },
-        now: () => this.d.clock.now(),
+        // Event times feed the aggregator's quiet and stability windows: monotonic.
+        now: () => this.d.clock.monotonic(),
         signal: this.stopping.signal,
         onEvent: (e) => {
           this.aggregator.push(e);
@@ -284,7 +287,7 @@ export class MappingRunner {
     this.log.warn({ code: err.code }, err.message);
     // A mount change's full pass waits for the new watcher (below): run before its first poll
     // cycle, a change made between the pass and that cycle would be seen by neither.
-    if (err.lostEvents && err.code !== 'mounts-changed') this.aggregator.overflow(err.code, this.d.clock.now());
+    if (err.lostEvents && err.code !== 'mounts-changed') this.aggregator.overflow(err.code, this.d.clock.monotonic());
     if (err.code === 'root-gone') {
       const w = this.watcher;
       this.watcher = undefined;
@@ -301,7 +304,7 @@ export class MappingRunner {
         .then(() => this.startWatching())
         .then(() => {
           if (this.stopped) return;
-          this.aggregator.overflow(err.code, this.d.clock.now());
+          this.aggregator.overflow(err.code, this.d.clock.monotonic());
           this.scheduleDrain();
         });
     }
@@ -318,9 +321,9 @@ export class MappingRunner {
     this.drainTimer = this.d.clock.setTimeout(() => {
       this.drainTimer = undefined;
       this.drainAt = undefined;
-      this.takeBatch(this.aggregator.drain(this.d.clock.now()));
+      this.takeBatch(this.aggregator.drain(this.d.clock.monotonic()));
       this.scheduleDrain();
-    }, Math.max(0, at - this.d.clock.now()));
+    }, Math.max(0, at - this.d.clock.monotonic()));
   }
 
   private takeBatch(batch: Batch): void {
@@ -333,7 +336,7 @@ export class MappingRunner {
   // ---- passes: the schedule decides, the runner carries its actions out ----------
 
   private dispatch(e: ScheduleEvent): void {
-    const r = step(this.sched, e, this.d.clock.now(), this.d.random ?? Math.random);
+    const r = step(this.sched, e, this.d.clock.monotonic(), this.d.random ?? Math.random);
     this.sched = r.state;
     this.nextRescanAt = r.state.rescanAt;
     for (const a of r.actions) this.carryOut(a);
@@ -375,9 +378,9 @@ export class MappingRunner {
     this.deadlineTimer = this.d.clock.setTimeout(() => {
       this.deadlineTimer = undefined;
       this.deadlineAt = undefined;
-      if (this.sched.rescanAt !== undefined && this.sched.rescanAt <= this.d.clock.now()) this.log.info('periodic rescan');
+      if (this.sched.rescanAt !== undefined && this.sched.rescanAt <= this.d.clock.monotonic()) this.log.info('periodic rescan');
       this.dispatch({ type: 'tick' });
-    }, Math.max(0, at - this.d.clock.now()));
+    }, Math.max(0, at - this.d.clock.monotonic()));
   }
 
   private async work(kind: PassKind): Promise<void> {
@@ -502,7 +505,7 @@ export class MappingRunner {
     if (e.outcome === 'done' && e.documentId && (e.kind === 'upload' || e.kind === 'replace')) this.ingestion?.track(e.path, e.documentId);
     if (e.outcome === 'done' && e.kind === 'delete') this.ingestion?.forget(e.path);
     const start = this.lagStart.get(e.path);
-    const lag = e.outcome === 'done' && start !== undefined ? this.d.clock.now() - start : undefined;
+    const lag = e.outcome === 'done' && start !== undefined ? this.d.clock.monotonic() - start : undefined;
     if (e.outcome === 'failed' || e.outcome === 'rejected') {
       this.remember({ path: e.path, message: `${e.kind} ${e.outcome}: ${e.error?.message ?? ''}` });
     }

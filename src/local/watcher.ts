@@ -106,6 +106,7 @@ export interface WatcherOptions {
    * it gets.
    */
   signal?: AbortSignal | undefined;
+  /** The events' clock (ms): monotonic, as the aggregator's windows need (default performance.now). */
   now?: (() => number) | undefined;
 }
 
@@ -163,7 +164,7 @@ export const RAISE_WATCH_LIMIT = 'sysctl fs.inotify.max_user_watches=524288 (and
  * WatchError('root-unusable') when the folder is missing or not a folder.
  */
 export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
-  const now = opts.now ?? Date.now;
+  const now = opts.now ?? (() => performance.now());
   const given = resolve(opts.root);
   let root: string;
   let identity: { dev: number; ino: number };
