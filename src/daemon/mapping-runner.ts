@@ -397,6 +397,7 @@ export class MappingRunner {
           onOp: (e) => this.onOp(e),
           signal: this.controller.signal,
           now: () => this.d.clock.now(),
+          monotonic: () => this.d.clock.monotonic(),
         });
         this.degraded.delete('service');
       }

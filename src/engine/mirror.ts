@@ -119,7 +119,10 @@ export interface MirrorDeps {
   state: MirrorState;
   local: LocalSide;
   logger: Logger;
+  /** The wall clock: timestamps written to the state, compared with file times and with intents of earlier processes. */
   now: () => number;
+  /** A clock that never steps (Clock.monotonic), for this process's own windows; default performance.now. */
+  monotonic?: (() => number) | undefined;
   onOp?: ((e: OpEvent) => void) | undefined;
   /** The operations about to be carried out (each round's plan): a progress display's total. */
   onPlan?: ((ops: readonly Op[]) => void) | undefined;
@@ -172,10 +175,14 @@ const HASH_CONCURRENCY = 16;
 export const INTENT_SETTLE_MS = 60_000;
 
 export class Mirror {
-  /** When this process began: every request of an earlier process had ended by then. */
-  private readonly createdAt: number;
-  /** When the last execution of this process returned: its requests had all ended. */
+  /** When the last execution of this process returned (monotonic): its requests had all ended. */
   private lastExecutionEnd: number | undefined;
+  /**
+   * The intents open when this process's first pass began: an earlier process's. Any other
+   * is this process's own, and its settle window is counted on the monotonic clock.
+   */
+  private inherited: Set<string> | undefined;
+  private readonly monotonic: () => number;
   /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
   private readonly deletions = new DeleteWindow();
   /**
@@ -185,20 +192,22 @@ export class Mirror {
   private unmarkedByName: Map<string, string[]> | undefined;
 
   constructor(private readonly d: MirrorDeps) {
-    this.createdAt = d.now();
+    this.monotonic = d.monotonic ?? (() => performance.now());
   }
 
   /**
-   * True when a listing begun at `listedAt` is late enough to show everything the intent's
-   * request did. An intent of an earlier process (a crash, a kill) ended at the latest when
-   * that process did, which was before its own start time plus what it ran; its start is
-   * the best bound kept, so the window runs from it.
+   * True when a listing begun at `listedAt` (wall) / `listedAtMono` (monotonic) is late
+   * enough to show everything the intent's request did. An intent of this process ended at
+   * the latest when its last execution returned: counted on the monotonic clock, so that a
+   * wall clock stepped forward does not close it at once (a late commit would then stay as
+   * a duplicate) nor one stepped back hold it for the size of the step. An intent of an
+   * earlier process (a crash, a kill) has only its wall-clock start, written by that process:
+   * the window runs from it.
    */
-  private settledAt(listedAt: number): (intent: Intent) => boolean {
+  private settledAt(listedAt: number, listedAtMono: number): (intent: Intent) => boolean {
     return (intent) => {
-      const started = Date.parse(intent.startedAt);
-      const ended = started < this.createdAt || this.lastExecutionEnd === undefined ? started : Math.max(started, this.lastExecutionEnd);
-      return listedAt >= ended + INTENT_SETTLE_MS;
+      if (this.inherited?.has(intent.id) === false && this.lastExecutionEnd !== undefined) return listedAtMono >= this.lastExecutionEnd + INTENT_SETTLE_MS;
+      return listedAt >= Date.parse(intent.startedAt) + INTENT_SETTLE_MS;
     };
   }
 
@@ -228,6 +237,7 @@ export class Mirror {
     const startedAt = new Date(this.d.now()).toISOString();
     const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
     const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
+    this.inherited ??= new Set(Object.keys(mapping.intents));
     const maxRounds = opts.maxRounds ?? 3;
     const desired = (f: DesiredOf): DocumentUpdate => documentFields(spec, f);
 
@@ -235,6 +245,7 @@ export class Mirror {
       // The walk (disk) and the listing (network) are independent: done side by side, a
       // restart over 100,000 files waits for the longer of the two, not for both.
       const listedAt = this.d.now();
+      const listedAtMono = this.monotonic();
       // What the state already says exactly, on either side, is kept as paths only: a
       // restart over a million unchanged files holds two sets, not a million records of each.
       const confirmed = new Set<string>();
@@ -269,7 +280,7 @@ export class Mirror {
         prune: spec.prune,
         untouchable,
         excluded: (p) => excludedPaths.has(p),
-        settled: this.settledAt(listedAt),
+        settled: this.settledAt(listedAt, listedAtMono),
       });
       const verdict = checkGuards({
         root: spec.root,
@@ -282,7 +293,7 @@ export class Mirror {
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,
         allowMassDelete: !!opts.allowMassDelete,
-        recentDeletes: this.deletions.count(this.d.now()),
+        recentDeletes: this.deletions.count(this.monotonic()),
       });
       report.ops = plan.ops;
       report.conflicts = [
@@ -331,7 +342,7 @@ export class Mirror {
         // Only a listing of this very pass says what existed right before its uploads.
         preexistingFresh: remote !== undefined,
       });
-      this.lastExecutionEnd = this.d.now();
+      this.lastExecutionEnd = this.monotonic();
       // (An incremental pass has no listing of its own: nothing its lost answer left can be
       // told from a person's document by a listing now, so it waits for the next full pass.)
       if (result.ambiguous && round === maxRounds && !scope) await this.pinLostUploads(mapping, opts.signal);
