@@ -15,7 +15,7 @@ import type { Config, MappingConfig } from '../config/types.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
 import { buildMirror } from './build-mirror.js';
-import { EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
+import { DEFAULT_AGGREGATOR_OPTIONS, EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
 import { loadFilter } from '../local/filters.js';
 import type { LocalFs } from '../local/fs.js';
 import { startWatcher, WatchError, type Watcher, type WatcherOptions, type WatchStatus } from '../local/watcher.js';
@@ -61,6 +61,15 @@ export interface MappingRunnerDeps {
 
 const MAX_RECENT_ERRORS = 50;
 
+/**
+ * The stability window of every full pass: the aggregator's for a file being written, or the
+ * configured quiet time when longer (a file changed this recently is set aside by the pass
+ * and looked at again after it).
+ */
+function passStabilityMs(config: Config): number {
+  return Math.max(DEFAULT_AGGREGATOR_OPTIONS.settleMs, config.debounceMs);
+}
+
 export class MappingRunner {
   private phase: RunnerPhase = 'starting';
   private degraded = new Map<string, string>();
@@ -92,6 +101,9 @@ export class MappingRunner {
   /** The last watcher start asked for (startWatching): starts run one after the other. */
   private watchStarts: Promise<void> = Promise.resolve();
   private readonly ingestion: IngestionChecker | undefined;
+  /** Files a pass set aside as maybe being written, waiting for their follow-up pass. */
+  private readonly settling = new Set<string>();
+  private settleTimer: unknown;
 
   constructor(private readonly d: MappingRunnerDeps) {
     this.log = d.logger.child({ mapping: d.mapping.id });
@@ -137,7 +149,7 @@ export class MappingRunner {
     this.stopping.abort();
     this.ingestion?.stop();
     this.dispatch({ type: 'stop' });
-    for (const t of [this.drainTimer, this.deadlineTimer]) if (t !== undefined) this.d.clock.clearTimeout(t);
+    for (const t of [this.drainTimer, this.deadlineTimer, this.settleTimer]) if (t !== undefined) this.d.clock.clearTimeout(t);
     // A start in flight closes its own watcher when it sees `stopped`.
     await this.watchStarts;
     await this.watcher?.close().catch(() => undefined);
@@ -162,7 +174,7 @@ export class MappingRunner {
       phase: this.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : this.phase,
       degraded: [...this.degraded.values(), ...watchProblems],
       filesTracked: tracked,
-      pending: this.aggregator.pendingCount() + this.pending.size,
+      pending: this.aggregator.pendingCount() + this.pending.size + this.settling.size,
       lastPass: this.lastPass,
       lastFullPassOkAt: this.lastFullPassOkAt,
       // A monotonic deadline, shown on the wall clock as it reads now.
@@ -398,6 +410,7 @@ export class MappingRunner {
           signal: this.controller.signal,
           now: () => this.d.clock.now(),
           monotonic: () => this.d.clock.monotonic(),
+          stabilityMs: passStabilityMs(this.d.config),
         });
         this.degraded.delete('service');
       }
@@ -443,6 +456,7 @@ export class MappingRunner {
   /** What a finished pass means for the schedule; records the report for status. */
   private afterPass(kind: PassKind, report: PassReport): ScheduleEvent {
     this.d.events?.onPass?.(this.id, kind, report);
+    this.followUp(report.settling ?? []);
     // One line per full pass (start, periodic rescan, recovery): when the mirror was last
     // known in sync, and what it took. Incremental passes only at debug level.
     this.log[kind === 'full' ? 'info' : 'debug'](
@@ -491,6 +505,24 @@ export class MappingRunner {
     // come back); the disposition names what the operator is looking at.
     this.log.error({ err: message, kind: blockedKind, disposition: disp.kind, cause: disp.reason, failures: this.sched.failures + 1 }, 'mapping degraded; will retry');
     return { type: 'passFinished', kind, ok: false, reason };
+  }
+
+  /**
+   * Files a pass set aside because they changed within the stability window: an incremental
+   * pass looks at them again once the window has passed (it sets them aside again while
+   * they keep changing). One timer for all of them.
+   */
+  private followUp(paths: readonly string[]): void {
+    if (this.stopped || paths.length === 0) return;
+    for (const p of paths) this.settling.add(p);
+    if (this.settleTimer !== undefined) return;
+    this.settleTimer = this.d.clock.setTimeout(() => {
+      this.settleTimer = undefined;
+      const at = this.d.clock.monotonic();
+      const items = [...this.settling].map((path) => ({ path, isDir: false, gone: false, firstEventAt: at, lastEventAt: at, events: 0 }));
+      this.settling.clear();
+      this.takeBatch({ items, rescan: false, reasons: [] });
+    }, passStabilityMs(this.d.config));
   }
 
   /** A full pass right away, cancelling the back-off (the cause of the failures is gone). */

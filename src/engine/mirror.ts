@@ -126,6 +126,16 @@ export interface MirrorDeps {
   onOp?: ((e: OpEvent) => void) | undefined;
   /** The operations about to be carried out (each round's plan): a progress display's total. */
   onPlan?: ((ops: readonly Op[]) => void) | undefined;
+  /**
+   * The stability window of every full pass (ms; 0 or absent: none). A file the walk finds
+   * changed (to be hashed) whose mtime or ctime is younger than this by the wall clock is
+   * set aside for the pass (untouchable: neither sent nor its document touched) and named
+   * in the report's `settling`; a later pass sends it once it is older, or once its stat is
+   * seen unchanged this long apart on the monotonic clock (a clock stepped back, a future
+   * mtime). The event aggregator holds a file being written the same way; this covers the
+   * passes that do not go through it (start, periodic rescan, reload, lost events, retry).
+   */
+  stabilityMs?: number | undefined;
 }
 
 export interface PassOptions {
@@ -152,6 +162,11 @@ export interface PassReport {
    * installation: never touched; the operator must give each its own data source.
    */
   conflicts?: { path: string; documentId: string; reason: string }[] | undefined;
+  /**
+   * Files set aside because they may still be being written (MirrorDeps.stabilityMs): look
+   * at them again after the window (the daemon does, with an incremental pass).
+   */
+  settling?: string[] | undefined;
   /** An answer was lost in a pass without a listing: run a full pass to settle it. */
   needsFullPass?: boolean | undefined;
   startedAt: string;
@@ -183,6 +198,11 @@ export class Mirror {
    */
   private inherited: Set<string> | undefined;
   private readonly monotonic: () => number;
+  /**
+   * Files set aside by the stability window, with their stat and when it was first seen so
+   * (monotonic): a pass that finds the same stat a window later takes the file as stable.
+   */
+  private readonly settling = new Map<string, { size: number; mtimeMs: number; ctimeMs: number | undefined; since: number }>();
   /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
   private readonly deletions = new DeleteWindow();
   /**
@@ -264,7 +284,8 @@ export class Mirror {
         this.unmarkedByName = unmarkedByName(remote);
       }
       const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
-      const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
+      const { local, skipped, untouchable, settling } = await this.prepareLocal(scan, mapping, !scope);
+      report.settling = settling.length > 0 ? settling : undefined;
       const excludedPaths = new Set(scan.skipped.filter((s) => s.excluded).map((s) => s.path));
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
       const plan = planMirror({
@@ -476,13 +497,23 @@ export class Mirror {
    * scan's map is taken over (not copied: a million entries), so `scan.files` holds only
    * the files to plan with afterwards.
    */
-  private async prepareLocal(scan: ScanResult, mapping: MappingState) {
+  private async prepareLocal(scan: ScanResult, mapping: MappingState, full: boolean) {
     const local = scan.files;
     const skipped = [...scan.skipped];
     const blocked = new Set(scan.skipped.map((s) => s.path));
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
-    const toHash = pathsToHash(local, mapping.files, this.d.now());
+    const settling: string[] = [];
+    // What a full walk no longer finds is no longer waited for (bounded memory).
+    if (full) for (const path of this.settling.keys()) if (!local.has(path)) this.settling.delete(path);
+    const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
+      if (!this.mayBeBeingWritten(local.get(path)!, full)) return true;
+      local.delete(path);
+      blocked.add(path);
+      settling.push(path);
+      return false;
+    });
+    if (settling.length > 0) this.d.logger.info({ files: settling.length, first: settling[0] }, 'files changed within the stability window set aside: looked at again after it');
     const queue = new PQueue({ concurrency: HASH_CONCURRENCY });
     const hashOne = async (path: string): Promise<void> => {
       const file = local.get(path)!;
@@ -516,7 +547,29 @@ export class Mirror {
     await queue.onIdle();
     if (failure) throw failure.error;
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
-    return { local, skipped, untouchable };
+    return { local, skipped, untouchable, settling };
+  }
+
+  /**
+   * The stability rule of every full pass (MirrorDeps.stabilityMs): true when `file` changed
+   * too recently to be read whole. Checked in full passes, and in any pass for a file set
+   * aside before (an incremental pass is the follow-up; events are held by the aggregator).
+   */
+  private mayBeBeingWritten(file: LocalFileInfo, full: boolean): boolean {
+    const windowMs = this.d.stabilityMs ?? 0;
+    const held = this.settling.get(file.path);
+    if (windowMs <= 0 || (!full && !held)) return false;
+    // File times are wall-clock: compared with the wall clock (a future time counts as young).
+    const age = this.d.now() - Math.max(file.mtimeMs, file.ctimeMs ?? -Infinity);
+    const mono = this.monotonic();
+    const same = held !== undefined && held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
+    // Two stats a window apart that agree prove it too, whatever the wall clock did.
+    if (age >= windowMs || (same && mono - held.since >= windowMs)) {
+      this.settling.delete(file.path);
+      return false;
+    }
+    this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: same ? held.since : mono });
+    return true;
   }
 }
 

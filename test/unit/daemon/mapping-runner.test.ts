@@ -580,3 +580,24 @@ describe('MappingRunner: the wall clock steps', () => {
     await runner.stop(8_000);
   });
 });
+
+// Issue 23, defect 6: a full pass sets aside a file changed within the stability window;
+// the runner looks at it again once the window has passed.
+describe('MappingRunner: files a pass set aside', () => {
+  it('runs an incremental pass of the set-aside files after the stability window, and counts them as pending meanwhile', async () => {
+    const { clock, mirror, runner } = setup();
+    runner.start();
+    await clock.settle();
+    mirror.last().resolve(report([], { settling: ['big.txt'] }));
+    await clock.settle();
+    expect(runner.status().pending).toBe(1);
+    await clock.advance(1_999);
+    expect(mirror.calls).toHaveLength(1);
+    await clock.advance(1);
+    expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['big.txt'], dirs: [] } });
+    mirror.last().resolve(report());
+    await clock.settle();
+    expect(runner.status().pending).toBe(0);
+    await runner.stop(8_000);
+  });
+});
