@@ -297,9 +297,10 @@ export class MappingRunner {
 
   private onWatchError(err: WatchError): void {
     this.log.warn({ code: err.code }, err.message);
-    // A mount change's full pass waits for the new watcher (below): run before its first poll
-    // cycle, a change made between the pass and that cycle would be seen by neither.
-    if (err.lostEvents && err.code !== 'mounts-changed') this.aggregator.overflow(err.code, this.d.clock.monotonic());
+    // A new watcher's full pass waits for it (below): run before its first poll cycle, a change
+    // made between the pass and that cycle would be seen by neither.
+    const rewatch = err.code === 'mounts-changed' || err.code === 'root-moved';
+    if (err.lostEvents && !rewatch) this.aggregator.overflow(err.code, this.d.clock.monotonic());
     if (err.code === 'root-gone') {
       const w = this.watcher;
       this.watcher = undefined;
@@ -308,8 +309,9 @@ export class MappingRunner {
       this.watchFailures++;
       this.d.clock.setTimeout(() => void this.startWatching(), this.retryDelay(this.watchFailures));
     }
-    if (err.code === 'mounts-changed') {
-      // A share mounted or unmounted on or below the folder: a new watcher plans events and polling again.
+    if (rewatch) {
+      // A share mounted or unmounted on or below the folder, or the folder's path re-pointed
+      // (a symlink's deploy switch): a new watcher on what the path leads to now.
       const w = this.watcher;
       this.watcher = undefined;
       void (w?.close().catch(() => undefined) ?? Promise.resolve())
