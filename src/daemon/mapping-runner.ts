@@ -112,6 +112,7 @@ export class MappingRunner {
       quietMs: d.config.debounceMs,
       startedAt: d.clock.monotonic(),
       syncedSize: (p) => d.state.mapping(d.mapping.id)?.files.get(p)?.size,
+      tracked: (p) => d.state.mapping(d.mapping.id)?.files.has(p) === true,
     });
     this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs });
     if (d.config.ingestionCheck.enabled) {
@@ -421,7 +422,7 @@ export class MappingRunner {
       // A full pass looks at everything the pending events named.
       const { scope, firstEventAt } = this.pending.take(kind);
       sends = kind === 'full' ? 'everything' : scope;
-      this.aggregator.passMaySend(sends === 'everything' ? undefined : sends);
+      this.aggregator.passStarted(sends === 'everything' ? undefined : sends);
       this.lagStart = firstEventAt;
       const report =
         kind === 'full'
@@ -433,7 +434,7 @@ export class MappingRunner {
       finished = this.onFailure(kind, e);
     } finally {
       // Also what was created while it ran, succeeded or not: its walk may have sent it.
-      if (sends !== undefined) this.aggregator.passMaySend(sends === 'everything' ? undefined : sends);
+      if (sends !== undefined) this.aggregator.passEnded();
     }
     if (this.stopped) return;
     this.dispatch(finished);
