@@ -109,7 +109,7 @@ export interface WatcherOptions {
    * it gets.
    */
   signal?: AbortSignal | undefined;
-  /** The events' clock (ms): monotonic, as the aggregator's windows need (default performance.now). */
+  /** The events' clock (ms; default Date.now): the daemon passes its monotonic clock, on which the aggregator's windows run. */
   now?: (() => number) | undefined;
 }
 
@@ -167,7 +167,7 @@ export const RAISE_WATCH_LIMIT = 'sysctl fs.inotify.max_user_watches=524288 (and
  * WatchError('root-unusable') when the folder is missing or not a folder.
  */
 export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
-  const now = opts.now ?? (() => performance.now());
+  const now = opts.now ?? Date.now;
   const given = resolve(opts.root);
   let root: string;
   let identity: { dev: number; ino: number };
