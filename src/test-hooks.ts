@@ -11,8 +11,13 @@
  *   as JSON) and waits, without blocking anything else, until DIR/POINT.N.resume exists
  *   (or 2 minutes have passed);
  * - `block-main-thread-after-ms=MS` — MS milliseconds after the daemon started, the main
- *   thread blocks for good (a hung event loop that only the watchdog can end).
+ *   thread blocks for good (a hung event loop that only the watchdog can end);
+ * - `wall-offset-file=FILE` — the process's wall clock (Date.now) reads FILE's number of
+ *   milliseconds ahead (negative: behind), read again every 50 ms: chrony stepping this
+ *   process's clock, and no other's (the monotonic clock is not moved). Once a new offset
+ *   applies, FILE.applied holds it (a test waits for that, not for time).
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { access, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -24,6 +29,7 @@ export type PausePoint = 'before-hash' | 'upload-open' | 'upload-send';
 interface Hooks {
   pauses: Map<string, string>;
   blockMainThreadAfterMs: number | undefined;
+  wallOffsetFile: string | undefined;
 }
 
 let parsed: Hooks | undefined;
@@ -31,7 +37,7 @@ const counters = new Map<string, number>();
 
 function hooks(): Hooks {
   if (parsed) return parsed;
-  const h: Hooks = { pauses: new Map(), blockMainThreadAfterMs: undefined };
+  const h: Hooks = { pauses: new Map(), blockMainThreadAfterMs: undefined, wallOffsetFile: undefined };
   for (const entry of (process.env.DSSYNC_TEST_HOOKS ?? '').split(',')) {
     const eq = entry.indexOf('=');
     if (eq < 0) continue;
@@ -39,6 +45,7 @@ function hooks(): Hooks {
     const value = entry.slice(eq + 1).trim();
     if (key.startsWith('pause:')) h.pauses.set(key.slice('pause:'.length), value);
     else if (key === 'block-main-thread-after-ms' && Number.isFinite(Number(value))) h.blockMainThreadAfterMs = Number(value);
+    else if (key === 'wall-offset-file') h.wallOffsetFile = value;
   }
   parsed = h;
   return h;
@@ -78,4 +85,27 @@ export function testBlockMainThread(): void {
     // synchronous call would stop it.
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
   }, ms);
+}
+
+/** Test-only: offsets Date.now by the number in the file a test named (see above). */
+export function testWallOffset(): void {
+  if (process.env.DSSYNC_TEST_HOOKS === undefined) return;
+  const file = hooks().wallOffsetFile;
+  if (file === undefined) return;
+  const realNow = Date.now.bind(Date);
+  let offset = 0;
+  const read = (): void => {
+    try {
+      const n = Number(readFileSync(file, 'utf8').trim());
+      if (Number.isFinite(n) && n !== offset) {
+        offset = n;
+        writeFileSync(`${file}.applied`, String(n));
+      }
+    } catch {
+      // No file yet: no offset.
+    }
+  };
+  read();
+  Date.now = () => realNow() + offset;
+  setInterval(read, 50).unref();
 }

@@ -170,7 +170,7 @@ export class Pacer {
   }
 
   stats(): PacerStats {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     return {
       ...this.counters,
       queued: this.queue.size,
@@ -242,13 +242,13 @@ export class Pacer {
     this.counters.requests++;
     this.counters.inFlight++;
     this.emit({ type: 'attempt', method: opts.method, path: opts.path, attempt: n });
-    const started = this.clock.now();
+    const started = this.clock.monotonic();
     try {
       const value = await attempt({ attempt: n, signal });
-      if (start) this.adaptive?.accepted(start, this.clock.now());
+      if (start) this.adaptive?.accepted(start, this.clock.monotonic());
       this.breakerOutcome(probe, undefined);
       this.throttleStreak = 0;
-      this.emit({ type: 'response', method: opts.method, path: opts.path, attempt: n, ms: this.clock.now() - started, ok: true });
+      this.emit({ type: 'response', method: opts.method, path: opts.path, attempt: n, ms: this.clock.monotonic() - started, ok: true });
       return value;
     } catch (e) {
       this.breakerOutcome(probe, e);
@@ -256,16 +256,16 @@ export class Pacer {
       if (status === 429 && start) {
         const err = e as ApiError;
         const perSecond = (err.retryAfterMs ?? 0) <= this.adaptiveMaxRetryAfterMs;
-        if (this.adaptive?.throttled(start, this.clock.now(), perSecond)) this.paced.add(err);
+        if (this.adaptive?.throttled(start, this.clock.monotonic(), perSecond)) this.paced.add(err);
       } else if (start) {
-        this.adaptive?.accepted(start, this.clock.now());
+        this.adaptive?.accepted(start, this.clock.monotonic());
       }
       this.emit({
         type: 'response',
         method: opts.method,
         path: opts.path,
         attempt: n,
-        ms: this.clock.now() - started,
+        ms: this.clock.monotonic() - started,
         ok: false,
         ...(status === undefined ? {} : { status }),
         ...(isApiError(e) ? { code: e.code } : {}),
@@ -280,7 +280,7 @@ export class Pacer {
   private async gate(signal: AbortSignal, opts: RunOptions, n: number): Promise<{ start: StartRecord | undefined; probe: boolean }> {
     for (;;) {
       this.throwIfAborted(signal, opts, n - 1);
-      const now = this.clock.now();
+      const now = this.clock.monotonic();
       if (now < this.pausedUntil) {
         await this.wait('pause', this.pausedUntil - now, signal, opts, n - 1);
         continue;
@@ -303,7 +303,7 @@ export class Pacer {
   private breakerOutcome(probe: boolean, e: unknown): void {
     if (!this.breaker) return;
     const was = this.breaker.open;
-    this.breaker.outcome(this.clock.now(), probe, outcomeOf(e));
+    this.breaker.outcome(this.clock.monotonic(), probe, outcomeOf(e));
     if (was !== this.breaker.open) this.emit({ type: 'breaker', open: this.breaker.open });
   }
 
@@ -313,7 +313,7 @@ export class Pacer {
     const retryAfter = err.retryAfterMs === undefined ? undefined : Math.min(err.retryAfterMs, this.maxRetryAfterMs);
     // Without a Retry-After, at least the base delay: a zero pause would hammer the service.
     const pauseMs = retryAfter ?? Math.max(this.backoffBaseMs, backoffDelay(this.throttleStreak, this.backoffOpts()));
-    this.pauseUntil(this.clock.now() + pauseMs);
+    this.pauseUntil(this.clock.monotonic() + pauseMs);
     this.emit({ type: 'throttle', status: err.status ?? 0, pauseMs, ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }) });
   }
 

@@ -73,7 +73,7 @@ export abstract class RenewingProvider implements TokenProvider {
 
   async token(signal?: AbortSignal): Promise<string> {
     const cur = this.current;
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     if (cur && (cur.renewAt === undefined || now < cur.renewAt)) return cur.token;
     if (cur && cur.expiresAt !== undefined && now < cur.expiresAt) {
       // Still valid: renew ahead of expiry, but keep serving this one if renewal fails.
@@ -116,7 +116,7 @@ export abstract class RenewingProvider implements TokenProvider {
   /** Single-flight: every caller during a renewal waits for the same one. */
   private renew(signal?: AbortSignal): Promise<string> {
     if (this.inflight) return this.inflight;
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     if (now < this.retryAt && this.lastError) {
       return Promise.reject(withRetryAfter(this.lastError, this.retryAt - now));
     }
@@ -142,7 +142,7 @@ export abstract class RenewingProvider implements TokenProvider {
         }
         this.failures++;
         this.lastError = err;
-        this.retryAt = this.clock.now() + backoffDelay(this.failures, { ...FAILURE_BACKOFF, random: () => 0.5 + this.random() / 2 });
+        this.retryAt = this.clock.monotonic() + backoffDelay(this.failures, { ...FAILURE_BACKOFF, random: () => 0.5 + this.random() / 2 });
         this.log.warn({ err: err.message, failures: this.failures }, 'could not obtain an access token');
         throw err;
       }
@@ -150,7 +150,7 @@ export abstract class RenewingProvider implements TokenProvider {
   }
 
   private accept(got: ObtainedToken): void {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     if (got.refreshToken !== undefined) this.refreshToken = got.refreshToken;
     let expiresAt: number | undefined;
     let renewAt: number | undefined;

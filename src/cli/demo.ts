@@ -70,6 +70,8 @@ async function runDemo(folderArg: string | undefined): Promise<number> {
   const env = { ...process.env, DSSYNC_TOKEN: token };
   const say = (line: string): void => void process.stdout.write(`${line}\n`);
   let announced = false;
+  let sawFull = false;
+  let uploadedAtStart = 0;
   say(`Starting: emulator at ${emulator.url}, folder ${folder}`);
   const daemon = await Daemon.start({
     loadConfig: () => loadConfig({ file: configPath, env, flags: {} }),
@@ -81,12 +83,18 @@ async function runDemo(folderArg: string | undefined): Promise<number> {
         say(`  ${verb.padEnd(8)} ${e.path}`);
       },
       onPass: (_id, kind, report) => {
-        if (announced || kind !== 'full') return;
+        if (announced) return;
+        if (kind === 'full') sawFull = true;
+        if (!sawFull) return;
+        // The samples were just copied: the start's pass sets them aside for the stability
+        // window (docs/watch.md) and a follow-up pass sends them; announced once it has.
+        uploadedAtStart += report.counts.uploaded;
+        if ((report.settling?.length ?? 0) > 0) return;
         announced = true;
         const ds = daemon.status().mappings[0]?.dataSourceId ?? '?';
         say('');
         say(`dssync is mirroring ${folder}`);
-        say(`into data source ${ds} of an emulated service at ${emulator.url} (${report.counts.uploaded} files uploaded).`);
+        say(`into data source ${ds} of an emulated service at ${emulator.url} (${uploadedAtStart} files uploaded).`);
         say('');
         say(`Drop, edit, rename or delete files in ${folder}: each change is printed here as it lands.`);
         say('See what the service holds, from another terminal:');

@@ -21,6 +21,10 @@ export interface BuildMirrorDeps {
   state: MirrorState;
   logger: Logger;
   now?: () => number;
+  /** The monotonic clock (Clock.monotonic) for the mirror's own windows. */
+  monotonic?: () => number;
+  /** The stability window of full passes (MirrorDeps.stabilityMs); none by default. */
+  stabilityMs?: number | undefined;
   onOp?: ((e: OpEvent) => void) | undefined;
   /** Each round's plan, before it is carried out (a progress display's total). */
   onPlan?: ((ops: readonly Op[]) => void) | undefined;
@@ -87,6 +91,8 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     local: createLocalSide(mapping, { signal: deps.signal }),
     logger: deps.logger.child({ mapping: mapping.id }),
     now: deps.now ?? Date.now,
+    monotonic: deps.monotonic,
+    stabilityMs: deps.stabilityMs,
     onOp: deps.onOp,
     onPlan: deps.onPlan,
   });

@@ -22,7 +22,7 @@ import { readStatusToken } from './web/access.js';
 import { DaemonHistory } from './web/history.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { startWatchdog, watchdogSecondsFromEnv, type RunningWatchdog } from './watchdog.js';
-import { testBlockMainThread } from '../test-hooks.js';
+import { testBlockMainThread, testWallOffset } from '../test-hooks.js';
 
 /**
  * How long a pass in progress may go on after SIGTERM before its requests are aborted. Short:
@@ -83,6 +83,7 @@ export class Daemon {
 
   /** Loads the config, takes the state lock, starts every mapping and the status endpoint. */
   static async start(o: DaemonOptions): Promise<Daemon> {
+    testWallOffset();
     const d = new Daemon(o);
     d.config = requireMappings(o.loadConfig());
     d.store = await StateStore.open(d.config.statePath, { logger: o.logger, onCorrupt: 'reset', clock: d.clock });

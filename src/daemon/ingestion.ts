@@ -63,11 +63,12 @@ export class IngestionChecker {
   /** A document was uploaded for `path`: check it after the delay. */
   track(path: string, documentId: string): void {
     if (this.stopped) return;
-    const now = this.o.clock.now();
+    const now = this.o.clock.monotonic();
     this.failed.delete(path);
     // Delete, then set: a path uploaded again moves to the end (its new due time).
     this.queue.delete(path);
-    this.queue.set(path, { path, documentId, uploadedAt: now, dueAt: now + this.o.delayMs });
+    // uploadedAt is shown (wall clock); dueAt is a deadline (monotonic).
+    this.queue.set(path, { path, documentId, uploadedAt: this.o.clock.now(), dueAt: now + this.o.delayMs });
     if (this.queue.size > MAX_TRACKED) {
       const oldest = this.queue.keys().next().value as string;
       this.queue.delete(oldest);
@@ -112,13 +113,13 @@ export class IngestionChecker {
     this.timer = this.o.clock.setTimeout(() => {
       this.timer = undefined;
       void this.checkDue();
-    }, Math.max(0, next.dueAt - this.o.clock.now()));
+    }, Math.max(0, next.dueAt - this.o.clock.monotonic()));
   }
 
   private async checkDue(): Promise<void> {
     this.busy = true;
     try {
-      for (let due = this.next(); !this.stopped && due && due.dueAt <= this.o.clock.now(); due = this.next()) {
+      for (let due = this.next(); !this.stopped && due && due.dueAt <= this.o.clock.monotonic(); due = this.next()) {
         this.queue.delete(due.path);
         const ds = this.o.dataSourceId();
         if (!ds) continue;
@@ -147,7 +148,7 @@ export class IngestionChecker {
   /** Tells now when nothing was told for an interval; otherwise at the end of the interval. */
   private summarise(): void {
     if (this.stopped || this.summaryTimer !== undefined) return;
-    const now = this.o.clock.now();
+    const now = this.o.clock.monotonic();
     const wait = this.lastSummaryAt === undefined ? 0 : Math.max(0, this.lastSummaryAt + SUMMARY_INTERVAL_MS - now);
     if (wait === 0) {
       this.report();
@@ -161,7 +162,7 @@ export class IngestionChecker {
 
   private report(): void {
     if (this.dropped === 0 && this.notIngestedCount === 0) return;
-    this.lastSummaryAt = this.o.clock.now();
+    this.lastSummaryAt = this.o.clock.monotonic();
     if (this.notIngestedCount > 0) {
       const more = this.notIngestedCount - this.notIngestedSince.length;
       this.o.logger.warn(

@@ -15,7 +15,7 @@ import type { Config, MappingConfig } from '../config/types.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
 import { buildMirror } from './build-mirror.js';
-import { EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
+import { DEFAULT_AGGREGATOR_OPTIONS, EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
 import { loadFilter } from '../local/filters.js';
 import type { LocalFs } from '../local/fs.js';
 import { startWatcher, WatchError, type Watcher, type WatcherOptions, type WatchStatus } from '../local/watcher.js';
@@ -61,6 +61,15 @@ export interface MappingRunnerDeps {
 
 const MAX_RECENT_ERRORS = 50;
 
+/**
+ * The stability window of every full pass: the aggregator's for a file being written, or the
+ * configured quiet time when longer (a file changed this recently is set aside by the pass
+ * and looked at again after it).
+ */
+function passStabilityMs(config: Config): number {
+  return Math.max(DEFAULT_AGGREGATOR_OPTIONS.settleMs, config.debounceMs);
+}
+
 export class MappingRunner {
   private phase: RunnerPhase = 'starting';
   private degraded = new Map<string, string>();
@@ -77,6 +86,7 @@ export class MappingRunner {
   private drainAt: number | undefined;
   private deadlineTimer: unknown;
   private deadlineAt: number | undefined;
+  /** The schedule's next periodic rescan (monotonic ms). */
   private nextRescanAt: number | undefined;
   private watchFailures = 0;
   private stopped = false;
@@ -91,14 +101,18 @@ export class MappingRunner {
   /** The last watcher start asked for (startWatching): starts run one after the other. */
   private watchStarts: Promise<void> = Promise.resolve();
   private readonly ingestion: IngestionChecker | undefined;
+  /** Files a pass set aside as maybe being written, waiting for their follow-up pass. */
+  private readonly settling = new Set<string>();
+  private settleTimer: unknown;
 
   constructor(private readonly d: MappingRunnerDeps) {
     this.log = d.logger.child({ mapping: d.mapping.id });
     setMaxListeners(0, this.controller.signal);
     this.aggregator = new EventAggregator({
       quietMs: d.config.debounceMs,
-      startedAt: d.clock.now(),
+      startedAt: d.clock.monotonic(),
       syncedSize: (p) => d.state.mapping(d.mapping.id)?.files.get(p)?.size,
+      tracked: (p) => d.state.mapping(d.mapping.id)?.files.has(p) === true,
     });
     this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs });
     if (d.config.ingestionCheck.enabled) {
@@ -136,7 +150,7 @@ export class MappingRunner {
     this.stopping.abort();
     this.ingestion?.stop();
     this.dispatch({ type: 'stop' });
-    for (const t of [this.drainTimer, this.deadlineTimer]) if (t !== undefined) this.d.clock.clearTimeout(t);
+    for (const t of [this.drainTimer, this.deadlineTimer, this.settleTimer]) if (t !== undefined) this.d.clock.clearTimeout(t);
     // A start in flight closes its own watcher when it sees `stopped`.
     await this.watchStarts;
     await this.watcher?.close().catch(() => undefined);
@@ -161,10 +175,11 @@ export class MappingRunner {
       phase: this.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : this.phase,
       degraded: [...this.degraded.values(), ...watchProblems],
       filesTracked: tracked,
-      pending: this.aggregator.pendingCount() + this.pending.size,
+      pending: this.aggregator.pendingCount() + this.pending.size + this.settling.size,
       lastPass: this.lastPass,
       lastFullPassOkAt: this.lastFullPassOkAt,
-      nextRescanAt: this.nextRescanAt === undefined ? undefined : new Date(this.nextRescanAt).toISOString(),
+      // A monotonic deadline, shown on the wall clock as it reads now.
+      nextRescanAt: this.nextRescanAt === undefined ? undefined : new Date(this.d.clock.now() + (this.nextRescanAt - this.d.clock.monotonic())).toISOString(),
       recentErrors: [...this.recentErrors],
       skipped: [...this.skipped],
       notIngested: this.ingestion?.notIngested() ?? [],
@@ -254,7 +269,8 @@ export class MappingRunner {
           const f = await loadFilter(this.d.mapping, this.d.localFs);
           return (p, isDir) => f.includes(p, isDir);
         },
-        now: () => this.d.clock.now(),
+        // Event times feed the aggregator's quiet and stability windows: monotonic.
+        now: () => this.d.clock.monotonic(),
         signal: this.stopping.signal,
         onEvent: (e) => {
           this.aggregator.push(e);
@@ -282,9 +298,10 @@ export class MappingRunner {
 
   private onWatchError(err: WatchError): void {
     this.log.warn({ code: err.code }, err.message);
-    // A mount change's full pass waits for the new watcher (below): run before its first poll
-    // cycle, a change made between the pass and that cycle would be seen by neither.
-    if (err.lostEvents && err.code !== 'mounts-changed') this.aggregator.overflow(err.code, this.d.clock.now());
+    // A new watcher's full pass waits for it (below): run before its first poll cycle, a change
+    // made between the pass and that cycle would be seen by neither.
+    const rewatch = err.code === 'mounts-changed' || err.code === 'root-moved';
+    if (err.lostEvents && !rewatch) this.aggregator.overflow(err.code, this.d.clock.monotonic());
     if (err.code === 'root-gone') {
       const w = this.watcher;
       this.watcher = undefined;
@@ -293,15 +310,16 @@ export class MappingRunner {
       this.watchFailures++;
       this.d.clock.setTimeout(() => void this.startWatching(), this.retryDelay(this.watchFailures));
     }
-    if (err.code === 'mounts-changed') {
-      // A share mounted or unmounted on or below the folder: a new watcher plans events and polling again.
+    if (rewatch) {
+      // A share mounted or unmounted on or below the folder, or the folder's path re-pointed
+      // (a symlink's deploy switch): a new watcher on what the path leads to now.
       const w = this.watcher;
       this.watcher = undefined;
       void (w?.close().catch(() => undefined) ?? Promise.resolve())
         .then(() => this.startWatching())
         .then(() => {
           if (this.stopped) return;
-          this.aggregator.overflow(err.code, this.d.clock.now());
+          this.aggregator.overflow(err.code, this.d.clock.monotonic());
           this.scheduleDrain();
         });
     }
@@ -318,9 +336,9 @@ export class MappingRunner {
     this.drainTimer = this.d.clock.setTimeout(() => {
       this.drainTimer = undefined;
       this.drainAt = undefined;
-      this.takeBatch(this.aggregator.drain(this.d.clock.now()));
+      this.takeBatch(this.aggregator.drain(this.d.clock.monotonic()));
       this.scheduleDrain();
-    }, Math.max(0, at - this.d.clock.now()));
+    }, Math.max(0, at - this.d.clock.monotonic()));
   }
 
   private takeBatch(batch: Batch): void {
@@ -333,7 +351,7 @@ export class MappingRunner {
   // ---- passes: the schedule decides, the runner carries its actions out ----------
 
   private dispatch(e: ScheduleEvent): void {
-    const r = step(this.sched, e, this.d.clock.now(), this.d.random ?? Math.random);
+    const r = step(this.sched, e, this.d.clock.monotonic(), this.d.random ?? Math.random);
     this.sched = r.state;
     this.nextRescanAt = r.state.rescanAt;
     for (const a of r.actions) this.carryOut(a);
@@ -375,9 +393,9 @@ export class MappingRunner {
     this.deadlineTimer = this.d.clock.setTimeout(() => {
       this.deadlineTimer = undefined;
       this.deadlineAt = undefined;
-      if (this.sched.rescanAt !== undefined && this.sched.rescanAt <= this.d.clock.now()) this.log.info('periodic rescan');
+      if (this.sched.rescanAt !== undefined && this.sched.rescanAt <= this.d.clock.monotonic()) this.log.info('periodic rescan');
       this.dispatch({ type: 'tick' });
-    }, Math.max(0, at - this.d.clock.now()));
+    }, Math.max(0, at - this.d.clock.monotonic()));
   }
 
   private async work(kind: PassKind): Promise<void> {
@@ -394,6 +412,8 @@ export class MappingRunner {
           onOp: (e) => this.onOp(e),
           signal: this.controller.signal,
           now: () => this.d.clock.now(),
+          monotonic: () => this.d.clock.monotonic(),
+          stabilityMs: passStabilityMs(this.d.config),
         });
         this.degraded.delete('service');
       }
@@ -402,7 +422,7 @@ export class MappingRunner {
       // A full pass looks at everything the pending events named.
       const { scope, firstEventAt } = this.pending.take(kind);
       sends = kind === 'full' ? 'everything' : scope;
-      this.aggregator.passMaySend(sends === 'everything' ? undefined : sends);
+      this.aggregator.passStarted(sends === 'everything' ? undefined : sends);
       this.lagStart = firstEventAt;
       const report =
         kind === 'full'
@@ -414,7 +434,7 @@ export class MappingRunner {
       finished = this.onFailure(kind, e);
     } finally {
       // Also what was created while it ran, succeeded or not: its walk may have sent it.
-      if (sends !== undefined) this.aggregator.passMaySend(sends === 'everything' ? undefined : sends);
+      if (sends !== undefined) this.aggregator.passEnded();
     }
     if (this.stopped) return;
     this.dispatch(finished);
@@ -439,6 +459,7 @@ export class MappingRunner {
   /** What a finished pass means for the schedule; records the report for status. */
   private afterPass(kind: PassKind, report: PassReport): ScheduleEvent {
     this.d.events?.onPass?.(this.id, kind, report);
+    this.followUp(report.settling ?? []);
     // One line per full pass (start, periodic rescan, recovery): when the mirror was last
     // known in sync, and what it took. Incremental passes only at debug level.
     this.log[kind === 'full' ? 'info' : 'debug'](
@@ -489,6 +510,24 @@ export class MappingRunner {
     return { type: 'passFinished', kind, ok: false, reason };
   }
 
+  /**
+   * Files a pass set aside because they changed within the stability window: an incremental
+   * pass looks at them again once the window has passed (it sets them aside again while
+   * they keep changing). One timer for all of them.
+   */
+  private followUp(paths: readonly string[]): void {
+    if (this.stopped || paths.length === 0) return;
+    for (const p of paths) this.settling.add(p);
+    if (this.settleTimer !== undefined) return;
+    this.settleTimer = this.d.clock.setTimeout(() => {
+      this.settleTimer = undefined;
+      const at = this.d.clock.monotonic();
+      const items = [...this.settling].map((path) => ({ path, isDir: false, gone: false, firstEventAt: at, lastEventAt: at, events: 0 }));
+      this.settling.clear();
+      this.takeBatch({ items, rescan: false, reasons: [] });
+    }, passStabilityMs(this.d.config));
+  }
+
   /** A full pass right away, cancelling the back-off (the cause of the failures is gone). */
   private retryNow(): void {
     this.dispatch({ type: 'fullPassRequested', now: true });
@@ -502,7 +541,7 @@ export class MappingRunner {
     if (e.outcome === 'done' && e.documentId && (e.kind === 'upload' || e.kind === 'replace')) this.ingestion?.track(e.path, e.documentId);
     if (e.outcome === 'done' && e.kind === 'delete') this.ingestion?.forget(e.path);
     const start = this.lagStart.get(e.path);
-    const lag = e.outcome === 'done' && start !== undefined ? this.d.clock.now() - start : undefined;
+    const lag = e.outcome === 'done' && start !== undefined ? this.d.clock.monotonic() - start : undefined;
     if (e.outcome === 'failed' || e.outcome === 'rejected') {
       this.remember({ path: e.path, message: `${e.kind} ${e.outcome}: ${e.error?.message ?? ''}` });
     }

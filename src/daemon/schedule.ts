@@ -93,7 +93,8 @@ export function initialSchedule(config: ScheduleConfig): ScheduleState {
 }
 
 /**
- * One step. `random` (0..1) jitters the delays it arms; the runner passes Math.random (or
+ * One step. `now` and every time in the state are monotonic milliseconds (Clock.monotonic):
+ * a step of the wall clock moves no retry and no rescan. `random` (0..1) jitters the delays it arms; the runner passes Math.random (or
  * its injected source), tests a constant.
  */
 export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: () => number = () => 0.5): Step {

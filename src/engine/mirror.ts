@@ -119,10 +119,23 @@ export interface MirrorDeps {
   state: MirrorState;
   local: LocalSide;
   logger: Logger;
+  /** The wall clock: timestamps written to the state, compared with file times and with intents of earlier processes. */
   now: () => number;
+  /** A clock that never steps (Clock.monotonic), for this process's own windows; default performance.now. */
+  monotonic?: (() => number) | undefined;
   onOp?: ((e: OpEvent) => void) | undefined;
   /** The operations about to be carried out (each round's plan): a progress display's total. */
   onPlan?: ((ops: readonly Op[]) => void) | undefined;
+  /**
+   * The stability window of every full pass (ms; 0 or absent: none). A file the walk finds
+   * changed (to be hashed) whose mtime or ctime is younger than this by the wall clock is
+   * set aside for the pass (untouchable: neither sent nor its document touched) and named
+   * in the report's `settling`; a later pass sends it once it is older, or once its stat is
+   * seen unchanged this long apart on the monotonic clock (a clock stepped back, a future
+   * mtime). The event aggregator holds a file being written the same way; this covers the
+   * passes that do not go through it (start, periodic rescan, reload, lost events, retry).
+   */
+  stabilityMs?: number | undefined;
 }
 
 export interface PassOptions {
@@ -149,6 +162,11 @@ export interface PassReport {
    * installation: never touched; the operator must give each its own data source.
    */
   conflicts?: { path: string; documentId: string; reason: string }[] | undefined;
+  /**
+   * Files set aside because they may still be being written (MirrorDeps.stabilityMs): look
+   * at them again after the window (the daemon does, with an incremental pass).
+   */
+  settling?: string[] | undefined;
   /** An answer was lost in a pass without a listing: run a full pass to settle it. */
   needsFullPass?: boolean | undefined;
   startedAt: string;
@@ -172,10 +190,19 @@ const HASH_CONCURRENCY = 16;
 export const INTENT_SETTLE_MS = 60_000;
 
 export class Mirror {
-  /** When this process began: every request of an earlier process had ended by then. */
-  private readonly createdAt: number;
-  /** When the last execution of this process returned: its requests had all ended. */
+  /** When the last execution of this process returned (monotonic): its requests had all ended. */
   private lastExecutionEnd: number | undefined;
+  /**
+   * The intents open when this process's first pass began: an earlier process's. Any other
+   * is this process's own, and its settle window is counted on the monotonic clock.
+   */
+  private inherited: Set<string> | undefined;
+  private readonly monotonic: () => number;
+  /**
+   * Files set aside by the stability window, with their stat and when it was first seen so
+   * (monotonic): a pass that finds the same stat a window later takes the file as stable.
+   */
+  private readonly settling = new Map<string, { size: number; mtimeMs: number; ctimeMs: number | undefined; since: number }>();
   /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
   private readonly deletions = new DeleteWindow();
   /**
@@ -185,20 +212,22 @@ export class Mirror {
   private unmarkedByName: Map<string, string[]> | undefined;
 
   constructor(private readonly d: MirrorDeps) {
-    this.createdAt = d.now();
+    this.monotonic = d.monotonic ?? (() => performance.now());
   }
 
   /**
-   * True when a listing begun at `listedAt` is late enough to show everything the intent's
-   * request did. An intent of an earlier process (a crash, a kill) ended at the latest when
-   * that process did, which was before its own start time plus what it ran; its start is
-   * the best bound kept, so the window runs from it.
+   * True when a listing begun at `listedAt` (wall) / `listedAtMono` (monotonic) is late
+   * enough to show everything the intent's request did. An intent of this process ended at
+   * the latest when its last execution returned: counted on the monotonic clock, so that a
+   * wall clock stepped forward does not close it at once (a late commit would then stay as
+   * a duplicate) nor one stepped back hold it for the size of the step. An intent of an
+   * earlier process (a crash, a kill) has only its wall-clock start, written by that process:
+   * the window runs from it.
    */
-  private settledAt(listedAt: number): (intent: Intent) => boolean {
+  private settledAt(listedAt: number, listedAtMono: number): (intent: Intent) => boolean {
     return (intent) => {
-      const started = Date.parse(intent.startedAt);
-      const ended = started < this.createdAt || this.lastExecutionEnd === undefined ? started : Math.max(started, this.lastExecutionEnd);
-      return listedAt >= ended + INTENT_SETTLE_MS;
+      if (this.inherited?.has(intent.id) === false && this.lastExecutionEnd !== undefined) return listedAtMono >= this.lastExecutionEnd + INTENT_SETTLE_MS;
+      return listedAt >= Date.parse(intent.startedAt) + INTENT_SETTLE_MS;
     };
   }
 
@@ -228,6 +257,7 @@ export class Mirror {
     const startedAt = new Date(this.d.now()).toISOString();
     const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
     const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
+    this.inherited ??= new Set(Object.keys(mapping.intents));
     const maxRounds = opts.maxRounds ?? 3;
     const desired = (f: DesiredOf): DocumentUpdate => documentFields(spec, f);
 
@@ -235,6 +265,7 @@ export class Mirror {
       // The walk (disk) and the listing (network) are independent: done side by side, a
       // restart over 100,000 files waits for the longer of the two, not for both.
       const listedAt = this.d.now();
+      const listedAtMono = this.monotonic();
       // What the state already says exactly, on either side, is kept as paths only: a
       // restart over a million unchanged files holds two sets, not a million records of each.
       const confirmed = new Set<string>();
@@ -253,7 +284,8 @@ export class Mirror {
         this.unmarkedByName = unmarkedByName(remote);
       }
       const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
-      const { local, skipped, untouchable } = await this.prepareLocal(scan, mapping);
+      const { local, skipped, untouchable, settling } = await this.prepareLocal(scan, mapping, !scope);
+      report.settling = settling.length > 0 ? settling : undefined;
       const excludedPaths = new Set(scan.skipped.filter((s) => s.excluded).map((s) => s.path));
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
       const plan = planMirror({
@@ -269,7 +301,7 @@ export class Mirror {
         prune: spec.prune,
         untouchable,
         excluded: (p) => excludedPaths.has(p),
-        settled: this.settledAt(listedAt),
+        settled: this.settledAt(listedAt, listedAtMono),
       });
       const verdict = checkGuards({
         root: spec.root,
@@ -282,7 +314,7 @@ export class Mirror {
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,
         allowMassDelete: !!opts.allowMassDelete,
-        recentDeletes: this.deletions.count(this.d.now()),
+        recentDeletes: this.deletions.count(this.monotonic()),
       });
       report.ops = plan.ops;
       report.conflicts = [
@@ -331,7 +363,7 @@ export class Mirror {
         // Only a listing of this very pass says what existed right before its uploads.
         preexistingFresh: remote !== undefined,
       });
-      this.lastExecutionEnd = this.d.now();
+      this.lastExecutionEnd = this.monotonic();
       // (An incremental pass has no listing of its own: nothing its lost answer left can be
       // told from a person's document by a listing now, so it waits for the next full pass.)
       if (result.ambiguous && round === maxRounds && !scope) await this.pinLostUploads(mapping, opts.signal);
@@ -465,13 +497,23 @@ export class Mirror {
    * scan's map is taken over (not copied: a million entries), so `scan.files` holds only
    * the files to plan with afterwards.
    */
-  private async prepareLocal(scan: ScanResult, mapping: MappingState) {
+  private async prepareLocal(scan: ScanResult, mapping: MappingState, full: boolean) {
     const local = scan.files;
     const skipped = [...scan.skipped];
     const blocked = new Set(scan.skipped.map((s) => s.path));
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
-    const toHash = pathsToHash(local, mapping.files, this.d.now());
+    const settling: string[] = [];
+    // What a full walk no longer finds is no longer waited for (bounded memory).
+    if (full) for (const path of this.settling.keys()) if (!local.has(path)) this.settling.delete(path);
+    const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
+      if (!this.mayBeBeingWritten(local.get(path)!, full)) return true;
+      local.delete(path);
+      blocked.add(path);
+      settling.push(path);
+      return false;
+    });
+    if (settling.length > 0) this.d.logger.info({ files: settling.length, first: settling[0] }, 'files changed within the stability window set aside: looked at again after it');
     const queue = new PQueue({ concurrency: HASH_CONCURRENCY });
     const hashOne = async (path: string): Promise<void> => {
       const file = local.get(path)!;
@@ -505,7 +547,29 @@ export class Mirror {
     await queue.onIdle();
     if (failure) throw failure.error;
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
-    return { local, skipped, untouchable };
+    return { local, skipped, untouchable, settling };
+  }
+
+  /**
+   * The stability rule of every full pass (MirrorDeps.stabilityMs): true when `file` changed
+   * too recently to be read whole. Checked in full passes, and in any pass for a file set
+   * aside before (an incremental pass is the follow-up; events are held by the aggregator).
+   */
+  private mayBeBeingWritten(file: LocalFileInfo, full: boolean): boolean {
+    const windowMs = this.d.stabilityMs ?? 0;
+    const held = this.settling.get(file.path);
+    if (windowMs <= 0 || (!full && !held)) return false;
+    // File times are wall-clock: compared with the wall clock (a future time counts as young).
+    const age = this.d.now() - Math.max(file.mtimeMs, file.ctimeMs ?? -Infinity);
+    const mono = this.monotonic();
+    const same = held !== undefined && held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
+    // Two stats a window apart that agree prove it too, whatever the wall clock did.
+    if (age >= windowMs || (same && mono - held.since >= windowMs)) {
+      this.settling.delete(file.path);
+      return false;
+    }
+    this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: same ? held.since : mono });
+    return true;
   }
 }
 

@@ -27,7 +27,9 @@
  *   `renameWindowMs` of one is released in the same batch, when all of them are ready (or,
  *   as a bound, `maxWaitMs` after the earliest removal: then what is ready goes);
  * - a file or folder created and deleted again while pending (editor temp files, vim's
- *   "4913" probe, office lock files, build folders) is dropped: the service never knew it;
+ *   "4913" probe, office lock files, build folders) is dropped: the service never knew it —
+ *   unless a pass that may have sent it ran meanwhile (passStarted..passEnded, created
+ *   during that pass included) or the state tracks the file;
  * - events under a pending folder event fold into it: the folder is re-walked as a whole
  *   (a deleted folder is one entry, not one per file). A file written under it makes the
  *   folder unsettled like the file itself (the walk would read it half-written), and its
@@ -92,6 +94,17 @@ export interface AggregatorOptions {
   startedAt?: number | undefined;
   /** The size last synced for a path (the state's), for that start window; none: unknown. */
   syncedSize?: ((relPath: string) => number | undefined) | undefined;
+  /**
+   * True when the state tracks a file: its document exists, so its removal is always told,
+   * never dropped as "created and deleted while pending" (a second guard to passStarted's).
+   */
+  tracked?: ((relPath: string) => boolean) | undefined;
+}
+
+/** The files and folders an incremental pass looks at (a full pass: everything). */
+export interface PassScope {
+  files: readonly string[];
+  dirs: readonly string[];
 }
 
 /** The aggregator's own tuning; `quietMs` is the config's and has no default here. */
@@ -176,6 +189,8 @@ export class EventAggregator {
   private rescanAt: number | undefined;
   /** Earliest time a drain can release something; exact after a drain, lowered by pushes. */
   private deadline: number | undefined;
+  /** What the pass running now may send (passStarted to passEnded). */
+  private passCovers: ((path: string) => boolean) | undefined;
 
   constructor(opts: Partial<AggregatorOptions> & Pick<AggregatorOptions, 'quietMs'>) {
     this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...stripUndefined(opts), quietMs: opts.quietMs };
@@ -209,7 +224,10 @@ export class EventAggregator {
       entry = undefined;
     }
     if (!entry) {
-      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created, gone: false, size: undefined, stat: undefined, unsettledSince: undefined, lastChangeAt: undefined, dropped: false };
+      // Created while a pass that may send it runs, or a path the state tracks: the
+      // service may know it, so its removal is told.
+      const maybeKnown = this.mayBeSent(path) || this.o.tracked?.(path) === true;
+      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created && !maybeKnown, gone: false, size: undefined, stat: undefined, unsettledSince: undefined, lastChangeAt: undefined, dropped: false };
       const mem = isDir ? undefined : this.recent.get(path);
       if (mem && e.at - mem.lastAt <= this.o.maxStabilityMs) {
         // Released a moment ago and written again: the same write may still be going on.
@@ -258,20 +276,36 @@ export class EventAggregator {
   }
 
   /**
-   * A pass may have sent what is pending here (a file held by its stability window, say;
-   * all of it for a full pass, what is under its scope otherwise): called as a pass starts
-   * and as it ends (its walk may have seen a path created while it ran), so that such a
-   * path is no longer "created here" and its removal is told like any other. Without this,
-   * a file uploaded by a pass while its events were held, then deleted or renamed away, was
-   * dropped as created and deleted while pending, its document left behind (the simulation,
-   * seed 20261132; the chaos run's latency-spike case, a file added during the start's pass).
+   * A pass begins that may send what is pending here (a file held by its stability window,
+   * say; all of it for a full pass, what is under its scope otherwise), and, until
+   * passEnded(), whatever its walk finds created meanwhile: such a path is no longer
+   * "created here", and its removal is told like any other. Without this, a file uploaded
+   * by a pass while its events were held, then deleted or renamed away, was dropped as
+   * created and deleted while pending, its document left behind (the simulation, seed
+   * 20261132; the chaos run's latency-spike case, a file added during the start's pass).
+   * A path created AFTER the pass began and deleted before it ended was still dropped that
+   * way while the walk may have sent it (issue 23, defect 11: three documents kept after the
+   * quick chaos run's outage-503-10s, the daemon saying it was in sync): it is covered too.
    */
-  passMaySend(scope?: { files: readonly string[]; dirs: readonly string[] }): void {
-    // An incremental pass reads its files and walks its folders: a pending path among them
-    // (a file created in a folder after the folder's own release) may be sent by it too.
-    const files = scope && new Set(scope.files);
-    const covered = (path: string): boolean => !scope || files!.has(path) || scope.dirs.some((d) => d === '' || path === d || path.startsWith(`${d}/`));
+  passStarted(scope?: PassScope): void {
+    this.passCovers = coverage(scope);
+    this.passMaySend(this.passCovers);
+  }
+
+  /** The pass begun by passStarted() ended (succeeded or not): what its walk may have sent is covered. */
+  passEnded(): void {
+    const covered = this.passCovers;
+    this.passCovers = undefined;
+    if (covered) this.passMaySend(covered);
+  }
+
+  private passMaySend(covered: (path: string) => boolean): void {
     for (const map of [this.files, this.dirs]) for (const e of map.values()) if (e.bornHere && covered(e.path)) e.bornHere = false;
+  }
+
+  /** A pass running now may send `path` (its walk may find it). */
+  private mayBeSent(path: string): boolean {
+    return this.passCovers?.(path) === true;
   }
 
   /** The watcher lost events (error, overflow): the next batch asks for a rescan. */
@@ -450,6 +484,13 @@ export class EventAggregator {
     items.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { items, rescan, reasons };
   }
+}
+
+/** What a pass may send: `scope` undefined is everything; a folder covers what is below it ('' the whole tree). */
+function coverage(scope: PassScope | undefined): (path: string) => boolean {
+  if (!scope) return () => true;
+  const files = new Set(scope.files);
+  return (path) => files.has(path) || scope.dirs.some((d) => d === '' || path === d || path.startsWith(`${d}/`));
 }
 
 function fold(e: Entry, at: number): void {

@@ -229,7 +229,7 @@ export class FolderLister {
       });
       signal?.addEventListener('abort', onAbort, { once: true });
       if (w.pending.size === 1) {
-        w.lastProgress = this.clock.now();
+        w.lastProgress = this.clock.monotonic();
         if (w.idleTimer !== undefined) this.clock.clearTimeout(w.idleTimer);
         w.idleTimer = undefined;
         // Only a worker with work keeps the process alive.
@@ -247,7 +247,7 @@ export class FolderLister {
 
   /** The least busy worker not stuck; a new one while fewer than `size` are busy, or all are stuck. */
   private pick(): ListerWorker {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     let best: ListerWorker | undefined;
     let usable = 0;
     for (const w of this.workers) {
@@ -270,12 +270,12 @@ export class FolderLister {
       stderr: false,
     });
     worker.unref();
-    const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: this.clock.now(), idleTimer: undefined, retired: false };
+    const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: this.clock.monotonic(), idleTimer: undefined, retired: false };
     this.workers.push(w);
     live.add(w);
     worker.on('message', (a: Answer) => {
       const p = w.pending.get(a.id);
-      w.lastProgress = this.clock.now();
+      w.lastProgress = this.clock.monotonic();
       if (!p) return; // abandoned (its signal aborted)
       w.pending.delete(a.id);
       this.settled(w);

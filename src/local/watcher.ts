@@ -48,9 +48,12 @@ export type WatchMode = 'folders';
  *   watcher started (a share mounted again over the bare mount point, a share mounted into
  *   a subfolder): this watcher's events and polling plan no longer fit; start a new one;
  * - 'queue-overflow': so many events arrived at once that the kernel's inotify queue may
- *   have overflowed and dropped some (watch/queue-overflow.ts): rescan.
+ *   have overflowed and dropped some (watch/queue-overflow.ts): rescan;
+ * - 'root-moved': the mapped path now leads to another folder (a symlink re-pointed, the
+ *   deploy switch `ln -sfn releases/2 current`) while the old one still exists: this
+ *   watcher follows the old folder; start a new one, and look at everything (full pass).
  */
-export type WatchErrorCode = 'root-gone' | 'root-unusable' | 'watch-limit' | 'watch-failed' | 'watch-degraded' | 'mounts-changed' | 'queue-overflow';
+export type WatchErrorCode = 'root-gone' | 'root-unusable' | 'watch-limit' | 'watch-failed' | 'watch-degraded' | 'mounts-changed' | 'queue-overflow' | 'root-moved';
 
 export class WatchError extends Error {
   override readonly name = 'WatchError';
@@ -106,6 +109,7 @@ export interface WatcherOptions {
    * it gets.
    */
   signal?: AbortSignal | undefined;
+  /** The events' clock (ms; default Date.now): the daemon passes its monotonic clock, on which the aggregator's windows run. */
   now?: (() => number) | undefined;
 }
 
@@ -202,14 +206,31 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
    * also catches a folder renamed away and another created in its place: the watches
    * follow the old inode, so events would describe the wrong folder.
    */
+  let rootMoved = false;
   const checkRoot = async (): Promise<void> => {
+    let same = false;
     try {
       const st = await stat(root);
-      if (st.isDirectory() && st.dev === identity.dev && st.ino === identity.ino) return;
+      same = st.isDirectory() && st.dev === identity.dev && st.ino === identity.ino;
     } catch {
       // gone
     }
-    if (!closed) reportRootGone();
+    if (!same) {
+      if (!closed) reportRootGone();
+      return;
+    }
+    // The path as configured, followed: a symlink (or a symlink above it) re-pointed leads
+    // elsewhere while the folder watched is still there.
+    try {
+      const st = await stat(given);
+      if (st.dev === identity.dev && st.ino === identity.ino) return;
+    } catch {
+      return; // the link is being replaced (ln -sfn renames over it) or gone: looked at again at the next check
+    }
+    if (closed || rootMoved) return;
+    rootMoved = true;
+    const now = await realpath(given).catch(() => given);
+    fail(new WatchError('root-moved', root, `${given} now leads to ${now}, no longer to ${root}: watching it again`, true));
   };
 
   let filter = opts.filter;

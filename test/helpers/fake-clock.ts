@@ -2,6 +2,10 @@
  * The one fake Clock of the tests: time moves only when a test says so (advance), and then
  * the sleeps and timers that fall due run in time order (ties in the order they were set),
  * each followed by the promise chains it lets progress. No test sleeps for real.
+ *
+ * Like the real one it has two readings: `monotonic()`, on which timers run, and the wall
+ * clock `now()`, equal to it plus an offset that `stepWall()` changes (chrony stepping a
+ * VM's clock) without moving any timer.
  */
 import type { Clock, TimerHandle } from '../../src/time/clock.js';
 
@@ -12,6 +16,8 @@ interface Task {
 
 export class FakeClock implements Clock {
   private t: number;
+  /** now() - monotonic(): moved by stepWall() only. */
+  private wallOffset = 0;
   private seq = 0;
   private readonly tasks = new Map<number, Task>();
 
@@ -20,7 +26,16 @@ export class FakeClock implements Clock {
   }
 
   now(): number {
+    return this.t + this.wallOffset;
+  }
+
+  monotonic(): number {
     return this.t;
+  }
+
+  /** Steps the wall clock by `ms` (negative: backwards); timers and monotonic() are unmoved. */
+  stepWall(ms: number): void {
+    this.wallOffset += ms;
   }
 
   setTimeout(fn: () => void, ms: number): TimerHandle {

@@ -58,6 +58,7 @@ export class FakeTimers implements Clock {
   dead = false;
   constructor(private readonly clock: { t: number }) {}
   now = (): number => this.clock.t;
+  monotonic = (): number => this.clock.t;
   setTimeout = (fn: () => void, ms: number): unknown => {
     if (this.dead) return 0;
     const id = ++this.seq;

@@ -333,3 +333,24 @@ describe('Pacer: shutdown', () => {
     expect(s.starts).toHaveLength(1);
   });
 });
+
+// Issue 23, defect 7: the shared pause and the back-off are deadlines on the monotonic clock.
+describe('Pacer: the wall clock steps', () => {
+  for (const stepMs of [-3_600_000, 3_600_000]) {
+    it(`a Retry-After pause ends after its 5 s when the wall clock steps ${stepMs < 0 ? 'back' : 'forward'} 1 h meanwhile`, async () => {
+      const { clock, pacer } = setup({ concurrency: 4 });
+      const a = script(clock, statusError(429, 5_000));
+      const runA = track(pacer.run(GET, a.fn));
+      await clock.settle();
+      const other = script(clock);
+      const runOther = track(pacer.run({ ...GET, path: '/other' }, other.fn));
+      clock.stepWall(stepMs);
+      await clock.advance(4_999);
+      expect(other.starts).toHaveLength(0);
+      await clock.advance(1);
+      expect(runA.value()).toBe('ok');
+      expect(runOther.value()).toBe('ok');
+      expect(a.starts).toHaveLength(2);
+    });
+  }
+});

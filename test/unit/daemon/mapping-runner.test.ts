@@ -137,7 +137,8 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
   const runner = new MappingRunner(deps);
   const emit = (e: Omit<RawEvent, 'at'>): void => {
     if (!watcherOpts) throw new Error('the watcher was not started');
-    watcherOpts.onEvent({ ...e, at: clock.now() });
+    // Stamped by the clock the runner gave the watcher (the real watcher does the same).
+    watcherOpts.onEvent({ ...e, at: (watcherOpts.now ?? (() => clock.monotonic()))() });
   };
   const watchError = (e: WatchError): void => {
     if (!watcherOpts) throw new Error('the watcher was not started');
@@ -516,6 +517,87 @@ describe('MappingRunner: back-off and the watcher', () => {
     mirror.last().resolve(report());
     await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+    await runner.stop(8_000);
+  });
+});
+
+// Issue 23, defect 7: chrony stepping the wall clock (an hour back at a VM's boot) stalled
+// the daemon for the size of the step; every timer and deadline now runs on the monotonic clock.
+describe('MappingRunner: the wall clock steps', () => {
+  for (const stepMs of [-3_600_000, 3_600_000]) {
+    const way = stepMs < 0 ? 'back' : 'forward';
+    it(`a file written just before the wall clock steps ${way} 1 h is still sent after its quiet window`, async () => {
+      const { clock, mirror, runner, emit } = setup();
+      runner.start();
+      await clock.settle();
+      mirror.last().resolve(report());
+      await clock.settle();
+
+      emit({ kind: 'change', path: 'a.txt', size: 3 });
+      clock.stepWall(stepMs);
+      await clock.advance(1_999);
+      expect(mirror.calls.map((c) => c.kind)).toEqual(['full']);
+      await clock.advance(1);
+      expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['a.txt'], dirs: [] } });
+      mirror.last().resolve(report());
+      await clock.settle();
+      await runner.stop(8_000);
+    });
+
+    it(`a mapping waiting to retry still retries after its back-off when the wall clock steps ${way} 1 h`, async () => {
+      const { clock, mirror, runner } = setup();
+      runner.start();
+      await clock.settle();
+      mirror.last().reject(serviceDown());
+      await clock.settle();
+      expect(runner.status().phase).toBe('degraded');
+
+      clock.stepWall(stepMs);
+      await clock.advance(4_999);
+      expect(mirror.calls).toHaveLength(1);
+      await clock.advance(1);
+      expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);
+      mirror.last().resolve(report());
+      await clock.settle();
+      expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+      await runner.stop(8_000);
+    });
+  }
+
+  it('a forward step fires nothing early: the periodic rescan stays an hour away, the status shows it on the new wall clock', async () => {
+    const { clock, mirror, runner } = setup();
+    runner.start();
+    await clock.settle();
+    mirror.last().resolve(report());
+    await clock.settle();
+    const before = Date.parse(runner.status().nextRescanAt ?? '');
+
+    clock.stepWall(2 * 3_600_000);
+    await clock.advance(60_000);
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full']);
+    // Shown where it now falls on the (stepped) wall clock: the same monotonic deadline.
+    expect(Date.parse(runner.status().nextRescanAt ?? '')).toBe(before + 2 * 3_600_000);
+    await runner.stop(8_000);
+  });
+});
+
+// Issue 23, defect 6: a full pass sets aside a file changed within the stability window;
+// the runner looks at it again once the window has passed.
+describe('MappingRunner: files a pass set aside', () => {
+  it('runs an incremental pass of the set-aside files after the stability window, and counts them as pending meanwhile', async () => {
+    const { clock, mirror, runner } = setup();
+    runner.start();
+    await clock.settle();
+    mirror.last().resolve(report([], { settling: ['big.txt'] }));
+    await clock.settle();
+    expect(runner.status().pending).toBe(1);
+    await clock.advance(1_999);
+    expect(mirror.calls).toHaveLength(1);
+    await clock.advance(1);
+    expect(mirror.last()).toMatchObject({ kind: 'changes', scope: { files: ['big.txt'], dirs: [] } });
+    mirror.last().resolve(report());
+    await clock.settle();
+    expect(runner.status().pending).toBe(0);
     await runner.stop(8_000);
   });
 });

@@ -66,6 +66,7 @@ function setup() {
     local,
     logger: silent,
     now: () => clock.now(),
+    monotonic: () => clock.monotonic(),
   });
   return { clock, api, state, local, mirror };
 }
@@ -103,6 +104,33 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(api.docs.has(late.id)).toBe(false);
     expect(api.list()).toHaveLength(1);
     // Past the window, a clean full pass closes it.
+    await clock.advance(INTENT_SETTLE_MS);
+    await mirror.fullPass();
+    expect(state.m.intents).toEqual({});
+  });
+
+  // Issue 23, defect 7: this process's intents settle on the monotonic clock.
+  it('a wall clock stepped forward 1 h does not close an intent of this process early: its late-landing upload is still recognised', async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('sub/report.txt', 'h1');
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failBefore = () => undefined;
+    await clock.advance(1000);
+    await mirror.fullPass();
+    const sentAs = openUpload(state).files[0]!.uploadName!;
+    clock.stepWall(3_600_000);
+    await clock.advance(1000);
+    await mirror.fullPass();
+    // Still open: only 2 s of the window have passed, whatever the wall clock says.
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    const late = { ...api.add({ name: sentAs, metadata: {}, size: 10 }) };
+    await clock.advance(1000);
+    await mirror.fullPass();
+    expect(api.docs.has(late.id)).toBe(false);
+    expect(api.list()).toHaveLength(1);
+    // And a step back does not hold it for the size of the step.
+    clock.stepWall(-2 * 3_600_000);
     await clock.advance(INTENT_SETTLE_MS);
     await mirror.fullPass();
     expect(state.m.intents).toEqual({});

@@ -292,7 +292,7 @@ describe('EventAggregator: folders', () => {
     expect(quiet.pendingCount()).toBe(0);
     const full = make();
     full.push(ev(0, 'add', 'a.txt', 5));
-    full.passMaySend();
+    full.passStarted();
     full.push(ev(100, 'unlink', 'a.txt'));
     const batch = full.drain(60_000);
     expect(batch.items).toMatchObject([{ path: 'a.txt', gone: true }]);
@@ -300,10 +300,43 @@ describe('EventAggregator: folders', () => {
     const scoped = make();
     scoped.push(ev(0, 'add', 'sub/a.txt', 5));
     scoped.push(ev(0, 'add', 'other/b.txt', 5));
-    scoped.passMaySend({ files: [], dirs: ['sub'] });
+    scoped.passStarted({ files: [], dirs: ['sub'] });
     scoped.push(ev(100, 'unlink', 'sub/a.txt'));
     scoped.push(ev(100, 'unlink', 'other/b.txt'));
     expect(scoped.drain(60_000).items.map((i) => i.path)).toEqual(['sub/a.txt']);
+  });
+
+  it('a file created while a pass runs and deleted before it ends is reported (its walk may have sent it; issue 23, defect 11)', () => {
+    const agg = make();
+    agg.passStarted();
+    agg.push(ev(0, 'add', 'a.txt', 5));
+    agg.push(ev(100, 'unlink', 'a.txt'));
+    agg.push(ev(0, 'addDir', 'dir'));
+    agg.push(ev(100, 'unlinkDir', 'dir'));
+    agg.passEnded();
+    expect(agg.drain(60_000).items).toMatchObject([
+      { path: 'a.txt', gone: true },
+      { path: 'dir', isDir: true, gone: true },
+    ]);
+    // Once the pass has ended, a temp file created and deleted again is dropped as before.
+    agg.push(ev(70_000, 'add', 'b.tmp', 5));
+    agg.push(ev(70_100, 'unlink', 'b.tmp'));
+    expect(agg.pendingCount()).toBe(0);
+    // An incremental pass covers its scope only.
+    agg.passStarted({ files: ['c.txt'], dirs: [] });
+    agg.push(ev(80_000, 'add', 'c.txt', 5));
+    agg.push(ev(80_000, 'add', 'd.tmp', 5));
+    agg.push(ev(80_100, 'unlink', 'c.txt'));
+    agg.push(ev(80_100, 'unlink', 'd.tmp'));
+    agg.passEnded();
+    expect(agg.drain(140_000).items.map((i) => i.path)).toEqual(['c.txt']);
+  });
+
+  it('a path the state tracks is never dropped as created and deleted while pending (its document exists)', () => {
+    const agg = make({ tracked: (p) => p === 'known.txt' });
+    agg.push(ev(0, 'add', 'known.txt', 5));
+    agg.push(ev(100, 'unlink', 'known.txt'));
+    expect(agg.drain(60_000).items).toMatchObject([{ path: 'known.txt', gone: true }]);
   });
 
   it('reports a file that replaced a folder of the same name as a file', () => {

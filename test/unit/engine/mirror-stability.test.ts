@@ -1,0 +1,120 @@
+/**
+ * Issue 23, defect 6: the stability window of every full pass. A file the walk finds changed
+ * within the window (by the wall clock against its mtime/ctime) is set aside, never read
+ * half-written; a later pass sends it once it is older, or once its stat stays the same a
+ * window apart on the monotonic clock (a future mtime, a clock stepped back).
+ */
+import { describe, expect, it } from 'vitest';
+import { Mirror, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import type { LocalFileInfo } from '../../../src/engine/plan.js';
+import type { MappingState, PassRecord } from '../../../src/state/schema.js';
+import { FakeApi } from '../../helpers/fake-api.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
+import { MemoryState } from '../../helpers/memory-state.js';
+
+const WINDOW = 2_000;
+
+class State extends MemoryState implements MirrorState {
+  ensureMapping(): MappingState {
+    return this.m;
+  }
+  setLastPass(_id: string, _p: PassRecord): void {}
+  async flush(): Promise<void> {}
+}
+
+/** A folder whose files carry the content's hash as it is now and the times of their last write. */
+class Local implements LocalSide {
+  files = new Map<string, LocalFileInfo>();
+  write(path: string, content: string, at: number): void {
+    this.files.set(path, { path, diskPath: `/srv/share/${path}`, size: content.length, mtimeMs: at, ctimeMs: at, sha256: `sha-${content}` });
+  }
+  async scan(): Promise<ScanResult> {
+    const files = new Map([...this.files].map(([p, f]) => [p, { ...f, sha256: undefined }]));
+    return { rootStatus: 'ok', files, skipped: [], unreadableDirs: [] };
+  }
+  scanScope(): Promise<ScanResult> {
+    return this.scan();
+  }
+  async hash(f: LocalFileInfo): Promise<{ sha256: string; size: number; mtimeMs: number }> {
+    const g = this.files.get(f.path)!;
+    return { sha256: g.sha256!, size: g.size, mtimeMs: g.mtimeMs };
+  }
+}
+
+const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
+
+function setup(stabilityMs: number | undefined = WINDOW) {
+  const clock = new FakeClock(Date.parse('2026-11-23T00:00:00Z'));
+  const api = new FakeApi();
+  const state = new State();
+  const local = new Local();
+  const mirror = new Mirror({
+    spec: { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune: 'ours', maxDeletePercent: 50, massDeleteMinimum: 10, batchFiles: 10, batchBytes: 1e9, concurrency: 2 },
+    api,
+    state,
+    local,
+    logger: silent,
+    now: () => clock.now(),
+    monotonic: () => clock.monotonic(),
+    stabilityMs,
+  });
+  const sizes = (): number[] => api.list().map((d) => d.size ?? -1);
+  return { clock, api, state, local, mirror, sizes };
+}
+
+describe('Mirror: the stability window of full passes', () => {
+  it('a file written in two halves around a full pass is never sent half: set aside, then sent whole by the follow-up', async () => {
+    const { clock, api, local, mirror, sizes } = setup();
+    local.write('old.txt', 'settled long ago', clock.now() - 60_000);
+    local.write('big.txt', 'x'.repeat(3000), clock.now() - 500);
+    const first = await mirror.fullPass();
+    expect(first.settling).toEqual(['big.txt']);
+    expect(first.ok).toBe(true);
+    expect(api.list().map((d) => d.name)).toEqual(['old.txt']);
+
+    await clock.advance(1_000);
+    local.write('big.txt', 'x'.repeat(6000), clock.now());
+    await clock.advance(WINDOW);
+    const followUp = await mirror.changedPass({ files: ['big.txt'], dirs: [] });
+    expect(followUp.settling).toBeUndefined();
+    expect(sizes().sort((a, b) => a - b)).toEqual([16, 6000]);
+    expect(api.count('uploadDocuments')).toBe(2);
+  });
+
+  it('a file that keeps changing is set aside at each look until it is quiet for the window', async () => {
+    const { clock, api, local, mirror } = setup();
+    local.write('log.txt', 'a', clock.now());
+    expect((await mirror.fullPass()).settling).toEqual(['log.txt']);
+    await clock.advance(WINDOW);
+    local.write('log.txt', 'ab', clock.now() - 100);
+    expect((await mirror.changedPass({ files: ['log.txt'], dirs: [] })).settling).toEqual(['log.txt']);
+    await clock.advance(WINDOW);
+    await mirror.changedPass({ files: ['log.txt'], dirs: [] });
+    expect(api.list().map((d) => d.size)).toEqual([2]);
+  });
+
+  it('a future mtime (a wall clock stepped back 1 h) is sent once the same stat is seen a window apart', async () => {
+    const { clock, api, local, mirror } = setup();
+    local.write('a.txt', 'alpha', clock.now());
+    clock.stepWall(-3_600_000);
+    expect((await mirror.fullPass()).settling).toEqual(['a.txt']);
+    await clock.advance(WINDOW);
+    const again = await mirror.changedPass({ files: ['a.txt'], dirs: [] });
+    expect(again.settling).toBeUndefined();
+    expect(api.list().map((d) => d.name)).toEqual(['a.txt']);
+  });
+
+  it('an incremental pass of an event (the aggregator held it already) is not held again', async () => {
+    const { clock, api, local, mirror } = setup();
+    local.write('a.txt', 'alpha', clock.now() - 300);
+    expect((await mirror.changedPass({ files: ['a.txt'], dirs: [] })).settling).toBeUndefined();
+    expect(api.list()).toHaveLength(1);
+  });
+
+  it('without a window (dssync sync) nothing is set aside', async () => {
+    const { clock, api, local, mirror } = setup(0);
+    local.write('a.txt', 'alpha', clock.now());
+    expect((await mirror.fullPass()).settling).toBeUndefined();
+    expect(api.list()).toHaveLength(1);
+  });
+});
