@@ -8,7 +8,7 @@ import { folderProblem } from '../local/folder-check.js';
 import { createLocalSide } from '../local/side.js';
 import type { Logger } from '../log.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
-import { installationIdFor, sharedDataSourceProblems } from '../engine/installation.js';
+import { establishIdentity, sharedDataSourceProblems, type IdentityHolder } from '../engine/installation.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { Op } from '../engine/plan.js';
 import { Mirror, type MirrorState } from '../engine/mirror.js';
@@ -18,7 +18,7 @@ export const MASS_DELETE_MINIMUM = 10;
 
 export interface BuildMirrorDeps {
   api: DatastoreApi;
-  state: MirrorState;
+  state: MirrorState & IdentityHolder;
   logger: Logger;
   now?: () => number;
   onOp?: ((e: OpEvent) => void) | undefined;
@@ -66,11 +66,13 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     api = emptyListing(deps.api);
     return { id: wouldCreateId(mapping.dataSource?.name), created: false };
   });
+  const identity = establishIdentity(deps.state, { pinned: config.installationId, statePath: config.statePath });
   if (ds.created) deps.logger.info({ mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name }, 'created the data source');
   return new Mirror({
     spec: {
       mappingId: mapping.id,
-      installationId: installationIdFor(config.statePath),
+      installationId: identity.installationId,
+      formerInstallationIds: identity.formerIds,
       root: mapping.path,
       dataSourceId: ds.id,
       urlTemplate: mapping.urlTemplate,
