@@ -75,6 +75,17 @@ export function establishIdentity(state: IdentityHolder, inputs: IdentityInputs)
   return next;
 }
 
+/**
+ * `dssync identity reset`: a new drawn id, no former ids (the old one now belongs to the
+ * other host), and every mapping's records dropped (they describe the other host's documents).
+ */
+export function resetIdentity(state: IdentityHolder & { mappingIds(): string[]; dropMapping(id: string): void }, draw: () => string = drawInstallationId): StateIdentity {
+  for (const id of state.mappingIds()) state.dropMapping(id);
+  const next: StateIdentity = { installationId: draw(), origin: 'drawn', formerIds: [] };
+  state.setIdentity(next);
+  return next;
+}
+
 /** A mapping as far as data-source sharing goes. */
 export interface DataSourceRef {
   id: string;

@@ -17,6 +17,11 @@ export class ReadOnlyState {
   /** `file`: what readStateFile returned (undefined when there is no state file yet). */
   constructor(private readonly file: StateFile | undefined) {}
 
+  /** The mapping as the state file records it (what a sync would start from). */
+  mapping(mappingId: string): MappingState | undefined {
+    return this.mappings.get(mappingId) ?? this.file?.mappings[mappingId];
+  }
+
   get identity(): StateIdentity | undefined {
     return this.ident ?? this.file?.identity;
   }
