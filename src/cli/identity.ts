@@ -91,11 +91,11 @@ export async function runAdopt(args: AdoptArgs, env: NodeJS.ProcessEnv = process
       ...r.adopted.slice(0, 20).map((a) => `  ${a.path}  ${a.documentId}`),
       ...(r.adopted.length > 20 ? [`  … ${r.adopted.length - 20} more`] : []),
       ...(r.left.length > 0 ? [`left ${r.left.length} document(s) untouched (a document of ours, or another of theirs, already holds the path): ${r.left.slice(0, 5).join(', ')}`] : []),
-      ...(r.failed > 0 ? [`${r.failed} metadata update(s) failed: the next sync rewrites them`] : []),
+      ...(r.failed > 0 ? [`${r.failed} metadata update(s) failed: run the same adopt again`] : []),
       args.dryRun ? 'nothing was changed' : `next: 'dssync sync --config F' uploads what no document holds and deletes what no file has (subject to the mass-delete guard)`,
     ];
     process.stdout.write(args.json ? `${JSON.stringify({ mappingId: mapping.id, dataSourceId: ds.id, ...r })}\n` : `${lines.join('\n')}\n`);
-    return ExitCode.OK;
+    return r.failed > 0 ? ExitCode.FAILURE : ExitCode.OK;
   } finally {
     if ('close' in state) await state.close();
     await api.close();

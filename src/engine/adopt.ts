@@ -5,13 +5,16 @@
  * with our id. Nothing is uploaded; the next sync's plan does the rest (a document whose
  * file is gone is deleted, subject to the mass-delete guard).
  *
- * Order: the state's records first (durable), with the other installation's id kept as a
- * former id of ours, then the metadata updates. A crash between the two leaves documents
- * the state records under a former id: the next pass claims and re-marks them itself.
+ * How: an upload intent that names the documents (as if an upload's answer had named them)
+ * is made durable first, then their metadata is rewritten with our id. The next full pass
+ * finds documents of ours that an open intent names: it records them ('adopt', counted as
+ * adopted) and closes the intent once settled — the same path as a crash after an upload.
+ * A crash before the metadata is rewritten leaves them another installation's: run adopt
+ * again.
  */
 import type { DatastoreApi } from '../api/api.js';
 import type { DocumentRecord } from '../api/records.js';
-import type { FileEntry, MappingState } from '../state/schema.js';
+import type { Intent, MappingState } from '../state/schema.js';
 import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
 import { establishIdentity, type IdentityHolder } from './installation.js';
 import { readMeta } from './metadata.js';
@@ -20,8 +23,7 @@ import { documentSize } from './plan.js';
 export interface AdoptState extends IdentityHolder {
   mapping(mappingId: string): MappingState | undefined;
   ensureMapping(mappingId: string, dataSourceId: string, root: string): MappingState;
-  setFile(mappingId: string, path: string, entry: FileEntry): void;
-  flush(): Promise<void>;
+  beginIntent(mappingId: string, intent: Omit<Extract<Intent, { kind: 'upload' }>, 'id' | 'startedAt'>): Promise<string>;
 }
 
 export interface AdoptInput {
@@ -33,7 +35,6 @@ export interface AdoptInput {
   /** Only this installation's documents. */
   from?: string | undefined;
   dryRun: boolean;
-  now?: () => number;
 }
 
 export interface AdoptResult {
@@ -91,15 +92,8 @@ export async function adoptDocuments(input: AdoptInput): Promise<AdoptResult> {
   }
   if (input.dryRun || picked.length === 0) return result;
 
-  const from = owners[0];
-  if (from && from !== me) state.setIdentity({ ...identity, formerIds: [...new Set([...identity.formerIds, from])].filter((id) => id !== me) });
-  const syncedAt = new Date((input.now ?? Date.now)()).toISOString();
   const facts = (t: (typeof picked)[number]) => ({ path: t.meta.path, sha256: t.meta.sha256, size: t.meta.size ?? documentSize(t.doc) ?? 0, mtimeMs: t.meta.mtimeMs ?? 0 });
-  for (const t of picked) {
-    const f = facts(t);
-    state.setFile(mapping.id, f.path, { documentId: t.doc.id, size: f.size, mtimeMs: f.mtimeMs, sha256: f.sha256, syncedAt });
-  }
-  await state.flush();
+  await state.beginIntent(mapping.id, { kind: 'upload', files: picked.map((t) => ({ ...facts(t), documentId: t.doc.id })) });
   const spec: DocumentFieldsSpec = { ...mapping, mappingId: mapping.id, installationId: me, root: mapping.path };
   for (const t of picked) {
     try {

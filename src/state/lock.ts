@@ -195,7 +195,7 @@ export function judgeLock(info: LockInfo | undefined, probe: LockProbe, lockPath
     if (info.hostname !== probe.hostname) {
       return {
         alive: true,
-        reason: `it was taken on another machine (host ${info.hostname}${info.bootId ? `, boot ${info.bootId}` : ''}), whose processes cannot be checked from here; if no dssync runs there with this state, delete ${lockPath} (two hosts must not share one state file: give each its own statePath)`,
+        reason: `it was taken on another host (${info.hostname}${info.bootId ? `, boot ${info.bootId}` : ''}), another machine whose processes cannot be checked from here; if no dssync runs there with this state, delete ${lockPath} (two hosts must not share one state file: give each its own statePath)`,
       };
     }
     if (info.bootId !== undefined && probe.bootId !== undefined) {

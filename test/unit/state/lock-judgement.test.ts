@@ -25,7 +25,7 @@ describe('judgeLock', () => {
     ['same boot, host renamed, the holder still runs: alive', holder(), probe({ running: { 7: '1000' } }), true, /still running/],
     ['same boot, same host, holder still runs: alive', holder({ hostname: 'pod-new' }), probe({ running: { 7: '1000' } }), true, /still running/],
     ['another boot, same host: stale (taken before the last reboot)', holder({ hostname: 'pod-new', bootId: 'boot-0' }), probe({ running: { 7: '1000' } }), false, /before the last reboot/],
-    ['another boot and another host (a shared volume on another node): refused, naming the fix', holder({ bootId: 'boot-9' }), probe(), true, /another machine \(host pod-old, boot boot-9\).*delete .*own statePath/],
+    ['another boot and another host (a shared volume on another node): refused, naming the fix', holder({ bootId: 'boot-9' }), probe(), true, /another host \(pod-old, boot boot-9\), another machine.*delete .*own statePath/],
     ['no boot id here, another host: refused', holder({ bootId: undefined }), probe({ bootId: undefined }), true, /another machine/],
     ['no boot id here, same host, holder dead: stale', holder({ hostname: 'pod-new', bootId: undefined }), probe({ bootId: undefined }), false, /no longer running/],
     ['unreadable lock: stale', undefined, probe(), false, /unreadable/],
