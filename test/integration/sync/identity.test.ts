@@ -62,7 +62,7 @@ describe('identity: who owns a document (issue 23)', () => {
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
-  it('the state path reached through a symlink (DynamicUser= StateDirectory): same owner', { timeout: 60_000 }, async () => {
+  it('the state path, or the mapped folder, reached through a symlink (DynamicUser= StateDirectory): same owner, no refusal', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     await ws.write('a.txt', 'a');
     await ws.write('b.txt', 'b');
@@ -76,6 +76,11 @@ describe('identity: who owns a document (issue 23)', () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(docs(ws).filter((d) => d.name !== 'new.txt')).toEqual(before);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
+    // The mapped folder under another spelling (a symlink to it): not a move, no refusal.
+    await symlink(ws.share, join(ws.dir, 'share-link'));
+    const viaLink = await configWith(ws, 'config-share-link.json', (c) => ((c.mappings as Record<string, unknown>[])[0]!.path = join(ws!.dir, 'share-link')));
+    const r2 = await runCli(['sync', '--config', viaLink], ws.env);
+    expect(r2.code, r2.stdout + r2.stderr).toBe(0);
   });
 
   it('a lost state: nothing re-uploaded or deleted, the report names adopt; after adopt the plan applies', { timeout: 60_000 }, async () => {
