@@ -14,6 +14,7 @@ import { demoCommand } from './demo.js';
 import { runCommand } from './run.js';
 import { statusCommand } from './status.js';
 import { syncCommand } from './sync.js';
+import { adoptCommand, identityCommand } from './identity.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const commandModules: CommandModule<any, any>[] = [
@@ -23,6 +24,8 @@ export const commandModules: CommandModule<any, any>[] = [
   appsCommand,
   emulatorCommand,
   syncCommand,
+  adoptCommand,
+  identityCommand,
   runCommand,
   statusCommand,
   configCommand,

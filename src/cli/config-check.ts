@@ -26,6 +26,7 @@ import { describeMountPlan, parseMountInfo, planMounts, readMountInfo } from '..
 import type { DaemonStatus } from '../daemon/status-schema.js';
 import { configFromArgs, tellUnreachable } from './context.js';
 import { describeFailure, ExitCode } from './exit.js';
+import { identityChecks } from './identity.js';
 import type { GlobalArgs } from './options.js';
 import { formatJson, formatSummary } from './output.js';
 import { configMismatch, probeDaemon, type DaemonProbe } from './status.js';
@@ -169,6 +170,7 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
     report(await checkListen(config.status.listen, config.status));
   }
   for (const r of await checkStatePath(config.statePath)) report(r);
+  for (const r of await identityChecks(config, env)) report(r);
 
   // An unreadable token is a configuration error, as for every other command (exit 2).
   const exitCode = authRefused

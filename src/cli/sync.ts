@@ -28,6 +28,7 @@ interface SyncArgs extends GlobalArgs {
   dryRun: boolean;
   logLevel?: string | undefined;
   allowMassDelete: boolean;
+  folderMoved: boolean;
 }
 
 export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
@@ -41,6 +42,11 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
         type: 'boolean',
         default: false,
         describe: 'Let this pass delete more than maxDeletePercent of a data source, or empty it when the folder is empty',
+      })
+      .option('folder-moved', {
+        type: 'boolean',
+        default: false,
+        describe: "A mapping's folder really moved: record the configured folder instead of refusing (docs/reliability.md, \"Identity\")",
       })
       .example('$0 sync --config /etc/dssync/config.json', 'one pass')
       .example('$0 sync --config config.json --dry-run', 'show what a pass would do')
@@ -139,6 +145,7 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
       onPlan: d.progress.onPlan,
       signal: d.signal,
       dryRun: d.args.dryRun,
+      folderMoved: d.args.folderMoved,
     });
     const report = await mirror.fullPass({ dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal });
     return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested };
@@ -146,7 +153,7 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     // Fatal for the process (credentials refused...): no other mapping can do better (src/errors.ts).
     if (isApiError(e) && disposition(e).kind === 'fatalForProcess' && e.code !== 'E_ABORTED') throw e;
     // daemon/build-mirror.js's FolderUnavailableError, by name: the engine loads only when sync runs.
-    if (e instanceof Error && e.name === 'FolderUnavailableError') return { mappingId: mapping.id, error: e.message, configProblem: true };
+    if (e instanceof Error && (e.name === 'FolderUnavailableError' || e.name === 'FolderChangedError')) return { mappingId: mapping.id, error: e.message, configProblem: true };
     if (e instanceof DataSourceMissingError) {
       return { mappingId: mapping.id, error: e.message, configProblem: true };
     }

@@ -91,6 +91,7 @@ export function loadSettings(opts: LoadConfigOptions): Settings {
     organizationId: firstSet(flags.org, env.DSSYNC_ORG, parsed.organizationId),
     organizationHeader: resolveOrganizationHeader(env.DSSYNC_ORG_HEADER, parsed.organizationHeader),
     statePath,
+    installationId: pickInstallationId(env.DSSYNC_INSTALLATION_ID, parsed.installationId),
     appId: parsed.appId,
     logLevel,
     queue: {
@@ -434,6 +435,19 @@ function pickLogLevel(flag: string | undefined, envValue: string | undefined, fi
   if (flag?.trim()) return check(flag, '--log-level');
   if (envValue?.trim()) return check(envValue, 'DSSYNC_LOG_LEVEL');
   return fileValue ?? DEFAULTS.logLevel;
+}
+
+/** What a pinned installation id may be: it is written into every document's metadata. */
+export const INSTALLATION_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{3,63}$/;
+
+function pickInstallationId(envValue: string | undefined, fileValue: string | undefined): string | undefined {
+  const check = (value: string, from: string): string => {
+    if (INSTALLATION_ID_RE.test(value)) return value;
+    throw new ConfigError(`${from} ${JSON.stringify(value)} is not an installation id: use 4-64 letters, digits, ".", "_" or "-", starting with a letter or digit`, 'installationId');
+  };
+  if (envValue !== undefined && envValue.trim() !== '') return check(envValue.trim(), 'DSSYNC_INSTALLATION_ID');
+  if (fileValue !== undefined) return check(fileValue, '"installationId"');
+  return undefined;
 }
 
 function firstSet(...values: (string | undefined)[]): string | undefined {

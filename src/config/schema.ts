@@ -267,6 +267,14 @@ export const ConfigFileSchema = z.strictObject(
     auth: AuthSchema.optional(),
     statePath: filePath('/var/lib/dssync/state.json').optional(),
     appId: text('an llm app id').optional(),
+    /**
+     * Pins the installation's identity (docs/reliability.md, "Identity"): every document
+     * this installation writes carries it. Where machines are cattle (containers, pods,
+     * restores) the same id makes the same owner wherever it runs. 4-64 letters, digits,
+     * '.', '_' or '-'. DSSYNC_INSTALLATION_ID wins over it.
+     * @default a random id drawn with the state file and kept in it
+     */
+    installationId: z.string({ error: 'must be a string of 4-64 letters, digits, ".", "_" or "-"' }).optional(),
     logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.map((l) => `"${l}"`).join(', ')}` }).optional(),
     queue: z
       .strictObject(

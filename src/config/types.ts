@@ -101,6 +101,8 @@ export interface Settings {
   /** The header that carries the organization id (env DSSYNC_ORG_HEADER > file > default). */
   readonly organizationHeader: string;
   readonly statePath: string;
+  /** The pinned installation id (env DSSYNC_INSTALLATION_ID > file), when pinned. */
+  readonly installationId?: string | undefined;
   readonly appId?: string | undefined;
   readonly logLevel: LogLevel;
   readonly queue: QueueConfig;

@@ -2,13 +2,15 @@
  * Builds a mapping's Mirror from the configuration: resolves its data source, wires the
  * local side, the client and the state. Shared by `dssync sync` and the daemon.
  */
+import { realpath } from 'node:fs/promises';
 import type { DatastoreApi } from '../api/api.js';
+import type { MappingState } from '../state/schema.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { folderProblem } from '../local/folder-check.js';
 import { createLocalSide } from '../local/side.js';
 import type { Logger } from '../log.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
-import { installationIdFor, sharedDataSourceProblems } from '../engine/installation.js';
+import { establishIdentity, sharedDataSourceProblems, type IdentityHolder } from '../engine/installation.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { Op } from '../engine/plan.js';
 import { Mirror, type MirrorState } from '../engine/mirror.js';
@@ -18,7 +20,7 @@ export const MASS_DELETE_MINIMUM = 10;
 
 export interface BuildMirrorDeps {
   api: DatastoreApi;
-  state: MirrorState;
+  state: MirrorState & IdentityHolder & { mapping(id: string): MappingState | undefined };
   logger: Logger;
   now?: () => number;
   /** The monotonic clock (Clock.monotonic) for the mirror's own windows. */
@@ -36,6 +38,11 @@ export interface BuildMirrorDeps {
    * file an upload), so that the plan — and the filters — can be previewed before it exists.
    */
   dryRun?: boolean;
+  /**
+   * The operator says the mapping's folder really moved (`dssync sync --folder-moved`):
+   * the new folder is recorded; otherwise a changed folder is refused (FolderChangedError).
+   */
+  folderMoved?: boolean;
 }
 
 /** The mapped folder cannot be listed, so its data source was not created. */
@@ -46,6 +53,29 @@ export class FolderUnavailableError extends Error {
 /** The id a dry run shows for a data source a sync would create. */
 export function wouldCreateId(name: string | undefined): string {
   return `(new data source "${name ?? ''}")`;
+}
+
+/**
+ * The state records this mapping with another folder (issue 23, defect 2b): two configs
+ * sharing one state file, or a real move. Never switched silently.
+ */
+export class FolderChangedError extends Error {
+  override readonly name = 'FolderChangedError';
+}
+
+/**
+ * A refusal when the folder the state records for the mapping is not the configured one.
+ * Real paths are compared: another spelling of the same folder (a symlink) is no change.
+ */
+export async function folderChangeProblem(statePath: string, mappingId: string, recordedRoot: string | undefined, configured: string): Promise<string | undefined> {
+  if (recordedRoot === undefined || recordedRoot === configured) return undefined;
+  const real = (p: string): Promise<string | undefined> => realpath(p).catch(() => undefined);
+  const [a, b] = await Promise.all([real(recordedRoot), real(configured)]);
+  if (a !== undefined && a === b) return undefined;
+  return (
+    `mapping ${JSON.stringify(mappingId)}: the state file ${statePath} records the folder ${recordedRoot}, but the config maps ${configured}; nothing was changed. ` +
+    `Two configs sharing one state file? Give each its own "statePath". A real move? Run 'dssync sync --config F --folder-moved' once (the mass-delete guard counts what it would delete)`
+  );
 }
 
 /** Two mappings of one config writing into one data source: refused (issue 9, defect 6). */
@@ -70,11 +100,18 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     api = emptyListing(deps.api);
     return { id: wouldCreateId(mapping.dataSource?.name), created: false };
   });
+  if (!deps.folderMoved) {
+    const recorded = deps.state.mapping(mapping.id);
+    const problem = recorded && recorded.dataSourceId === ds.id ? await folderChangeProblem(config.statePath, mapping.id, recorded.root, mapping.path) : undefined;
+    if (problem !== undefined) throw new FolderChangedError(problem);
+  }
+  const identity = establishIdentity(deps.state, { pinned: config.installationId, statePath: config.statePath });
   if (ds.created) deps.logger.info({ mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name }, 'created the data source');
   return new Mirror({
     spec: {
       mappingId: mapping.id,
-      installationId: installationIdFor(config.statePath),
+      installationId: identity.installationId,
+      formerInstallationIds: identity.formerIds,
       root: mapping.path,
       dataSourceId: ds.id,
       urlTemplate: mapping.urlTemplate,

@@ -105,6 +105,8 @@ export interface MirrorState extends StateWriter {
 
 export interface MirrorSpec extends DocumentFieldsSpec {
   dataSourceId: string;
+  /** Ids this installation used before (plan.ts PlanInput.formerInstallationIds). */
+  formerInstallationIds?: readonly string[] | undefined;
   prune: 'ours' | 'all';
   maxDeletePercent: number;
   massDeleteMinimum: number;
@@ -167,6 +169,12 @@ export interface PassReport {
    * at them again after the window (the daemon does, with an incremental pass).
    */
   settling?: string[] | undefined;
+  /**
+   * Ownership in doubt (docs/reliability.md, "Identity"): 'another-writer' — a document of
+   * ours the state never recorded, nothing was written; 'unadopted' — files held because
+   * another installation's documents of this mapping id hold them (`dssync adopt`).
+   */
+  identityConflict?: 'another-writer' | 'unadopted' | undefined;
   /** An answer was lost in a pass without a listing: run a full pass to settle it. */
   needsFullPass?: boolean | undefined;
   startedAt: string;
@@ -291,6 +299,7 @@ export class Mirror {
       const plan = planMirror({
         mappingId: spec.mappingId,
         installationId: spec.installationId,
+        formerInstallationIds: spec.formerInstallationIds,
         local,
         vouched: scan.vouched,
         state: mapping,
@@ -317,12 +326,27 @@ export class Mirror {
         recentDeletes: this.deletions.count(this.monotonic()),
       });
       report.ops = plan.ops;
+      const heldIds = new Set(plan.held.map((h) => h.owner.documentId));
       report.conflicts = [
-        ...plan.otherOwners.map((o) => ({ path: o.path, documentId: o.documentId, reason: ownerReason(o, spec.mappingId) })),
+        ...plan.sameIdentity.map((o) => ({ path: o.path, documentId: o.documentId, reason: sameIdentityReason(o) })),
+        ...plan.held.map((h) => ({ path: h.path, documentId: h.owner.documentId, reason: heldReason(h.owner, spec.mappingId) })),
+        ...plan.otherOwners.filter((o) => !heldIds.has(o.documentId)).map((o) => ({ path: o.path, documentId: o.documentId, reason: ownerReason(o, spec.mappingId) })),
         ...plan.doubtful.map((d) => ({ path: d.name ?? d.id, documentId: d.id, reason: DOUBTFUL_REASON })),
       ];
+      report.identityConflict = plan.sameIdentity.length > 0 ? 'another-writer' : plan.held.length > 0 ? 'unadopted' : undefined;
       report.skipped = [...skipped, ...plan.skippedRejected.map((path) => ({ path, reason: rejectedReason(mapping, path) })), ...conflictsAsSkipped(report.conflicts)];
       report.counts.unchanged = plan.unchanged;
+      if (round === 1 && plan.sameIdentity.length > 0) {
+        logger.error(
+          { dataSourceId: spec.dataSourceId, documents: plan.sameIdentity.length, example: report.conflicts[0] },
+          `another writer uses this installation's identity (${spec.installationId ?? ''}) for mapping ${spec.mappingId}: ${plan.sameIdentity.length} document(s) of ours that this state never recorded; nothing was written. ${SAME_IDENTITY_FIX}`,
+        );
+      } else if (round === 1 && plan.held.length > 0) {
+        logger.warn(
+          { dataSourceId: spec.dataSourceId, documents: plan.held.length, example: report.conflicts[0] },
+          `${plan.held.length} file(s) not uploaded: another dssync installation's document(s) for mapping ${spec.mappingId} hold the same path and content (a lost or new state?). ${adoptCommand(spec.mappingId)} takes them over`,
+        );
+      }
       if (round === 1 && plan.otherOwners.length > 0) {
         logger.warn(
           { dataSourceId: spec.dataSourceId, documents: plan.otherOwners.length, example: report.conflicts[0] },
@@ -416,7 +440,7 @@ export class Mirror {
     const { spec, logger } = this.d;
     try {
       const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync' });
-      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, state: mapping, remote }));
+      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, remote }));
     } catch (e) {
       logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');
     }
@@ -607,6 +631,22 @@ function conflictsAsSkipped(conflicts: PassReport['conflicts']): { path: string;
 
 const DOUBTFUL_REASON =
   "has no metadata and the name and size of a file whose upload answer was lost: dssync's lost upload or someone's, unknowable which; left untouched (delete it by hand if it duplicates the file)";
+
+/** What settles another writer with our identity (docs/reliability.md, "Identity"). */
+export const SAME_IDENTITY_FIX =
+  "A cloned host, a copied state file or a pinned installationId used twice? On the host that should take a new identity run 'dssync identity reset --config F' (and give it its own mapping id or data source); on the host that should keep the documents run 'dssync adopt --config F --mapping M'";
+
+function adoptCommand(mappingId: string, from?: string): string {
+  return `'dssync adopt --config F --mapping ${mappingId}${from ? ` --from ${from}` : ''}'`;
+}
+
+function sameIdentityReason(o: OtherOwner): string {
+  return `carries this installation's id (${o.installationId ?? ''}) but this state never recorded it: another writer with our identity; nothing written for this mapping. ${SAME_IDENTITY_FIX}`;
+}
+
+function heldReason(o: OtherOwner, mappingId: string): string {
+  return `of another dssync installation (${o.installationId ?? 'no id: an older dssync'}) for this mapping id holds this file's path and content: not uploaded again (a lost or new state?); ${adoptCommand(mappingId, o.installationId)} takes them over`;
+}
 
 function ownerReason(o: OtherOwner, mappingId: string): string {
   if (o.mappingId !== mappingId) return `written by dssync for mapping ${JSON.stringify(o.mappingId)}: another owner, left untouched`;

@@ -106,6 +106,11 @@ export interface PlanInput {
    * both the mapping and the installation. Undefined: the mapping id alone decides (tests).
    */
   installationId?: string | undefined;
+  /**
+   * Ids this installation used before (a pin replaced them, installation.ts): a document the
+   * state records by id that carries one is still ours (its metadata is rewritten).
+   */
+  formerInstallationIds?: readonly string[] | undefined;
   /** Local files in scope, by relative path. */
   local: ReadonlyMap<string, LocalFileInfo>;
   /**
@@ -211,6 +216,19 @@ export interface PlanResult {
    * the upload can have made: one is someone else's, so none is taken for ours.
    */
   doubtful: DocumentRecord[];
+  /**
+   * Documents carrying this mapping's AND this installation's ids that the state never
+   * recorded and no open upload intent made: another live writer with our identity (a
+   * cloned host, a copied state, a pinned id used twice). When any is found the plan holds
+   * no operation at all: nothing is deleted or uploaded until the operator settles it.
+   */
+  sameIdentity: OtherOwner[];
+  /**
+   * Files not uploaded because a document of another installation for this mapping id holds
+   * the same path and content (a lost or new state: `dssync adopt` takes them over); an
+   * upload would be a duplicate.
+   */
+  held: { path: string; owner: OtherOwner }[];
 }
 
 export interface OtherOwner {
@@ -218,6 +236,7 @@ export interface OtherOwner {
   path: string;
   mappingId: string;
   installationId: string | undefined;
+  sha256?: string | undefined;
 }
 
 /** Paths whose content must be hashed before planning (racy.ts: the quick check), at `now`. */
@@ -267,7 +286,7 @@ export function planMirror(input: PlanInput): PlanResult {
   const confirmed = input.remote === undefined ? NO_PATHS : (input.confirmed ?? NO_PATHS);
 
   const remoteView = classifyRemote(input, pathsByDocument(state.files));
-  const { byPath, foreign, otherOwners, intentPins, doubtful } = remoteView;
+  const { byPath, foreign, otherOwners, intentPins, doubtful, sameIdentity } = remoteView;
   const ourDocumentCount = remoteView.ourDocumentCount + confirmed.size;
 
   // A path found exactly as its entry says on both sides, with no other document and not
@@ -451,7 +470,36 @@ export function planMirror(input: PlanInput): PlanResult {
         .map((i) => i.id)
     : [];
 
-  return { ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners, intentPins, doubtful };
+  if (sameIdentity.length > 0) {
+    // Another writer with our identity: whatever we would do may undo its work, or it ours.
+    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, otherOwners, intentPins: [], doubtful, sameIdentity, held: [] };
+  }
+  const held = holdDuplicates(ops, otherOwners, input.mappingId);
+  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners, intentPins, doubtful, sameIdentity, held: held.held };
+}
+
+/**
+ * Uploads that would duplicate another installation's document of this mapping id (same
+ * path, same content): held, for `dssync adopt` to settle. Documents of other paths or
+ * other content are not a duplicate (two installations mapping different folders into one
+ * data source each keep their own).
+ */
+function holdDuplicates(ops: Op[], otherOwners: readonly OtherOwner[], mappingId: string): { ops: Op[]; held: PlanResult['held'] } {
+  const byPath = new Map<string, OtherOwner[]>();
+  for (const o of otherOwners) {
+    if (o.mappingId !== mappingId || o.sha256 === undefined) continue;
+    byPath.set(o.path, [...(byPath.get(o.path) ?? []), o]);
+  }
+  if (byPath.size === 0) return { ops, held: [] };
+  const held: PlanResult['held'] = [];
+  const kept = ops.filter((op) => {
+    if (op.kind !== 'upload') return true;
+    const owner = byPath.get(op.path)?.find((o) => o.sha256 === op.file.sha256);
+    if (owner === undefined) return true;
+    held.push({ path: op.path, owner });
+    return false;
+  });
+  return { ops: kept, held };
 }
 
 /**
@@ -459,7 +507,7 @@ export function planMirror(input: PlanInput): PlanResult {
  * planMirror's intentPins), without planning: what the mirror records right after a lost
  * answer, before anyone else can upload a document of the same name and size.
  */
-export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote'> & { remote: readonly DocumentRecord[] }): IntentPin[] {
+export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote'> & { remote: readonly DocumentRecord[] }): IntentPin[] {
   return classifyRemote(input, pathsByDocument(input.state.files)).intentPins;
 }
 
@@ -495,13 +543,14 @@ interface RemoteView {
   ourDocumentCount: number;
   intentPins: IntentPin[];
   doubtful: DocumentRecord[];
+  sameIdentity: OtherOwner[];
 }
 
 /**
  * Sorts the remote documents into ours (by path) and foreign ones. Without a remote
  * listing, the state stands in for it.
  */
-function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'state' | 'remote' | 'scope'>, stateByDoc: (documentId: string) => string | undefined): RemoteView {
+function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote' | 'scope'>, stateByDoc: (documentId: string) => string | undefined): RemoteView {
   const byPath = new Map<string, KnownDoc[]>();
   const add = (d: KnownDoc): void => {
     const list = byPath.get(d.path);
@@ -520,17 +569,23 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     };
     if (input.scope === undefined) for (const path of files.keys()) standIn(path);
     else for (const path of input.scope) standIn(path);
-    return { byPath, foreign, otherOwners: [], ourDocumentCount: files.size, intentPins: [], doubtful: [] };
+    return { byPath, foreign, otherOwners: [], ourDocumentCount: files.size, intentPins: [], doubtful: [], sameIdentity: [] };
   }
 
   const uploads = openUploads(input.state.intents);
   let ourDocumentCount = 0;
   const otherOwners: OtherOwner[] = [];
+  const sameIdentity: OtherOwner[] = [];
+  const former = new Set(input.formerInstallationIds ?? []);
   for (const doc of input.remote) {
     const meta = readMeta(doc);
     const knownPath = stateByDoc(doc.id);
     const known = knownPath === undefined ? undefined : { path: knownPath, entry: input.state.files.get(knownPath)! };
     const mine = meta !== undefined && meta.mappingId === input.mappingId && (input.installationId === undefined || meta.installationId === input.installationId);
+    if (mine && !known && input.installationId !== undefined && !ourOwnWrite(meta, doc.id, input.state, uploads)) {
+      sameIdentity.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId, sha256: meta.sha256 });
+      continue;
+    }
     if (mine) {
       // Metadata is written last by every update, so its path is the newest; the content
       // of an id never changes, so the state's hash (when it knows the id) is as good.
@@ -538,9 +593,10 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
       ourDocumentCount++;
       continue;
     }
-    if (known && (!meta || (meta.mappingId === input.mappingId && meta.installationId === undefined))) {
+    if (known && (!meta || (meta.mappingId === input.mappingId && (meta.installationId === undefined || former.has(meta.installationId))))) {
       // Ours by the state's word: its metadata was lost or changed by someone, or it was
-      // written before installation ids existed (claimed once: its metadata is rewritten).
+      // written before installation ids existed, or under a former id of ours (claimed once:
+      // its metadata is rewritten).
       add({ doc, id: doc.id, path: known.path, sha256: known.entry.sha256, fromIntent: true });
       ourDocumentCount++;
       continue;
@@ -548,7 +604,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     if (meta) {
       // Another mapping's or another installation's (or an old-format document this state
       // never tracked): another owner, left alone whatever prune says.
-      otherOwners.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId });
+      otherOwners.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId, sha256: meta.sha256 });
       continue;
     }
     const pinned = uploads.byId.get(doc.id) ?? uploads.byMark(doc);
@@ -568,7 +624,22 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     ourDocumentCount++;
   }
   foreign.push(...doubtful);
-  return { byPath, foreign, otherOwners, ourDocumentCount, intentPins: pins, doubtful };
+  return { byPath, foreign, otherOwners, ourDocumentCount, intentPins: pins, doubtful, sameIdentity };
+}
+
+/**
+ * Whether a document marked with our mapping and installation ids, that the state does not
+ * record by id, can be our own write: an open upload intent named it or sent its path (its
+ * metadata may be written before the state's entry reaches the disk: the intent is closed
+ * only after the entry is set), or it is an older version of a path the state tracks with
+ * other content (a replace whose delete of the old document failed). Anything else — a path
+ * the state does not track, or a second document of the content the state records — was
+ * written by someone else under our identity.
+ */
+function ourOwnWrite(meta: { path: string; sha256: string }, documentId: string, state: PlanInput['state'], uploads: ReturnType<typeof openUploads>): boolean {
+  if (uploads.byId.has(documentId) || uploads.paths.has(meta.path)) return true;
+  const tracked = state.files.sha256Of(meta.path);
+  return tracked !== undefined && tracked !== meta.sha256;
 }
 
 /** One file of an open upload intent, with where it sits in the intent. */
@@ -612,6 +683,8 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
   /** Documents found by their marked name, per file: pinned when one file made exactly one. */
   const byMarkFound = new Map<OpenFile, string[]>();
   const byName = new Map<string, OpenFile[]>();
+  /** Every path an open upload intent sent. */
+  const paths = new Set<string>();
   // Oldest first: the newest intent's file wins a name (the last of the list).
   const byAge = Object.values(intents).sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
   for (const intent of byAge) {
@@ -619,6 +692,7 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
     const before = intent.preexisting === undefined ? undefined : new Set(intent.preexisting);
     const fresh = before !== undefined && intent.preexistingFresh === true;
     intent.files.forEach((file, index) => {
+      paths.add(file.path);
       const open: OpenFile = { intentId: intent.id, index, file, before, fresh };
       if (file.documentId !== undefined) {
         byId.set(file.documentId, open);
@@ -642,6 +716,7 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
   const unknowable: DocumentRecord[] = [];
   return {
     byId,
+    paths,
     /** The open file whose marked upload name the document bears (documentId not yet known). */
     byMark(doc: DocumentRecord): OpenFile | undefined {
       if (doc.name === undefined || marked.size === 0) return undefined;

@@ -13,7 +13,7 @@ import { errnoOf, StateCorruptError, StateVersionError } from './errors.js';
 import type { StateFileHandle, StateFs } from './atomic-file.js';
 import { decodeLegacyState } from './decode-legacy.js';
 import { SNAPSHOT_MAGIC, type SliceOptions } from './encoder.js';
-import { STATE_VERSION, type MappingState } from './schema.js';
+import { STATE_VERSION, type MappingState, type StateIdentity } from './schema.js';
 import { isFileLine, mappingFromHead, newState, type DecodedState } from './validate.js';
 
 export type { DecodedState } from './validate.js';
@@ -140,6 +140,12 @@ export class SnapshotParser {
       this.bad(`"journalSeq" is missing or invalid (${JSON.stringify(journalSeq) ?? 'undefined'})`);
     }
     this.state.journalSeq = journalSeq;
+    const identity = (head as { identity?: unknown }).identity;
+    if (identity !== undefined) {
+      const parsed = parseIdentity(identity);
+      if (parsed === undefined) this.bad('"identity" in the header is not {installationId, origin, formerIds}');
+      this.state.identity = parsed;
+    }
     this.headerSeen = true;
   }
 
@@ -230,4 +236,17 @@ export async function readSnapshot(fs: StateFs, path: string, slice: SliceOption
   // Version 1 or 2: one JSON object, read whole (migrated, then rewritten in lines).
   const text = await fs.readFile(path, 'utf8');
   return { ...decodeLegacyState(path, text), bytes: Buffer.byteLength(text) };
+}
+
+/** The header's identity (schema.ts StateIdentity), or undefined when it is not one. */
+function parseIdentity(v: unknown): StateIdentity | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const o = v as Record<string, unknown>;
+  const id = o['installationId'];
+  const origin = o['origin'];
+  const former = o['formerIds'];
+  if (typeof id !== 'string' || id === '') return undefined;
+  if (origin !== 'drawn' && origin !== 'derived' && origin !== 'pinned') return undefined;
+  if (!Array.isArray(former) || !former.every((f): f is string => typeof f === 'string')) return undefined;
+  return { installationId: id, origin, formerIds: former };
 }

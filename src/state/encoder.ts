@@ -5,7 +5,7 @@
  * pieces of a few milliseconds, whatever its size (one JSON document of a million files is
  * a 191 MB string whose parse blocks for minutes: docs/performance.md, "A million files"):
  *
- *   dssync-state 3 {"journalSeq":N}                                     the header
+ *   dssync-state 3 {"journalSeq":N,"identity":{…}}                     the header (identity: schema.ts StateIdentity, absent before it existed)
  *   {"mapping":"<id>","dataSourceId":"…","root":"…","intents":{…},"rejected":{…},"lastPass":{…}}
  *   ["<path>","<documentId>",<size>,<mtimeMs>,"<sha256>","<syncedAt>",<hashedAt>,<ctimeMs>,<dev>,<ino>]
  *   …                                                                  one line per file of that mapping
@@ -205,7 +205,7 @@ export class StateCodec {
       if (!m) continue;
       plans.push({ head: Buffer.from(`${encodeHead(id, m)}\n`), chunks: m.files.pin() });
     }
-    const header = Buffer.from(`${SNAPSHOT_MAGIC} ${STATE_VERSION} ${JSON.stringify({ journalSeq: state.journalSeq })}\n`);
+    const header = Buffer.from(`${SNAPSHOT_MAGIC} ${STATE_VERSION} ${JSON.stringify(state.identity ? { journalSeq: state.journalSeq, identity: state.identity } : { journalSeq: state.journalSeq })}\n`);
     return new EncodePlan(header, plans);
   }
 

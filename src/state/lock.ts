@@ -2,7 +2,9 @@
  * One process per state file: `<statePath>.lock`, created with O_EXCL, holds
  * `{pid, hostname, startedAt, bootId, procStart}`. A lock whose process is gone (or which
  * predates the last reboot, or whose pid now belongs to another process) is stale and taken
- * over; a live one makes acquireLock throw StateLockedError naming the pid.
+ * over; a live one makes acquireLock throw StateLockedError naming the pid. The rule is
+ * judgeLock's: the boot id first (same kernel: pid and start time decide, the host name
+ * plays no part), the host name only between boots.
  *
  * bootId and procStart (Linux /proc; absent elsewhere) matter under systemd: after a
  * reboot the daemon often gets the very pid its predecessor had, or the old pid belongs to
@@ -72,7 +74,7 @@ export async function acquireLock(statePath: string, opts: AcquireLockOptions = 
     }
     const existing = await readLock(lockPath);
     if (existing === undefined) continue; // removed between our attempt and the read
-    const verdict = judge(existing.info);
+    const verdict = judgeLock(existing.info, nodeLockProbe, lockPath);
     if (verdict.alive) {
       const info = existing.info as LockInfo;
       throw new StateLockedError(lockPath, info.pid, info.hostname, info.startedAt, verdict.reason);
@@ -149,25 +151,62 @@ export function parseLockInfo(text: string): LockInfo | undefined {
   }
 }
 
-type Verdict = { alive: true; reason: string } | { alive: false; reason: string };
+export type LockVerdict = { alive: true; reason: string } | { alive: false; reason: string };
 
-function judge(info: LockInfo | undefined): Verdict {
+/** What the judgement reads of this machine (a seam: tests give a fake /proc). */
+export interface LockProbe {
+  hostname: string;
+  /** This boot's id (/proc/sys/kernel/random/boot_id), undefined where there is none. */
+  bootId: string | undefined;
+  /** This process's pid. */
+  pid: number;
+  alive(pid: number): boolean;
+  /** Start time of the process holding `pid` (/proc/<pid>/stat), undefined when unknown. */
+  procStart(pid: number): string | undefined;
+}
+
+export const nodeLockProbe: LockProbe = {
+  get hostname() {
+    return osHostname();
+  },
+  get bootId() {
+    return readBootId();
+  },
+  pid: process.pid,
+  alive: pidAlive,
+  procStart: procStartOf,
+};
+
+/**
+ * Whether a lock's holder may still run (docs/reliability.md, "The state lock"):
+ * - same boot id: the same kernel, so its pid and start time decide, whatever the host
+ *   name says (a container recreated after `kill -9` has a new host name, the same kernel,
+ *   and may even get the dead holder's pid: its start time then differs);
+ * - another boot id, same host name: taken before the last reboot, stale;
+ * - another boot id and another host name: another machine sharing the state's volume,
+ *   whose processes cannot be seen from here: refused, naming the fix (a lease would need
+ *   a heartbeat on a shared clock; one daemon per state file is the rule);
+ * - no boot id (not Linux): the host name, then the pid decide, as before.
+ */
+export function judgeLock(info: LockInfo | undefined, probe: LockProbe, lockPath = 'the lock file'): LockVerdict {
   if (!info) return { alive: false, reason: 'the lock file is unreadable (left by a crash while it was created)' };
-  if (info.hostname !== osHostname()) {
-    return {
-      alive: true,
-      reason: `it was taken on another host, whose processes cannot be checked from here; if no dssync runs on ${info.hostname} with this state, delete the lock file`,
-    };
+  const sameBoot = info.bootId !== undefined && probe.bootId !== undefined && info.bootId === probe.bootId;
+  if (!sameBoot) {
+    if (info.hostname !== probe.hostname) {
+      return {
+        alive: true,
+        reason: `it was taken on another host (${info.hostname}${info.bootId ? `, boot ${info.bootId}` : ''}), another machine whose processes cannot be checked from here; if no dssync runs there with this state, delete ${lockPath} (two hosts must not share one state file: give each its own statePath)`,
+      };
+    }
+    if (info.bootId !== undefined && probe.bootId !== undefined) {
+      return { alive: false, reason: `it was taken before the last reboot (process ${info.pid})` };
+    }
   }
-  const bootId = readBootId();
-  if (info.bootId && bootId && info.bootId !== bootId) {
-    return { alive: false, reason: `it was taken before the last reboot (process ${info.pid})` };
-  }
-  if (info.pid === process.pid) {
+  if (info.pid === probe.pid) {
     return { alive: false, reason: `its pid ${info.pid} is this process's own: a leftover of an earlier run` };
   }
-  if (!pidAlive(info.pid)) return { alive: false, reason: `process ${info.pid} is no longer running` };
-  const start = procStartOf(info.pid);
+  if (!probe.alive(info.pid)) return { alive: false, reason: `process ${info.pid} is no longer running` };
+  const start = probe.procStart(info.pid);
   if (info.procStart && start && info.procStart !== start) {
     return { alive: false, reason: `pid ${info.pid} now belongs to another process` };
   }

@@ -11,7 +11,7 @@
 import { z } from 'zod';
 import type { StateCodec } from './encoder.js';
 import { IntentSchema, PassRecordSchema, RejectedSchema, entryToTuple, isFileTuple, newMappingState, type FileTuple } from './validate.js';
-import type { FileEntry, Intent, PassRecord, RejectedFile, StateFile } from './schema.js';
+import type { FileEntry, Intent, PassRecord, RejectedFile, StateFile, StateIdentity } from './schema.js';
 
 export type StateOp =
   /** ensureMapping: the same data source keeps the mapping (root updated); another resets it. */
@@ -22,7 +22,11 @@ export type StateOp =
   | ['endIntent', mappingId: string, intentId: string]
   | ['reject', mappingId: string, path: string, rejected: RejectedFile]
   | ['unreject', mappingId: string, path: string]
-  | ['pass', mappingId: string, pass: PassRecord];
+  | ['pass', mappingId: string, pass: PassRecord]
+  /** The installation's identity (store.ts setIdentity); the second field is not a mapping. */
+  | ['identity', installationId: string, origin: StateIdentity['origin'], formerIds: string[]]
+  /** A mapping's records dropped (`dssync identity reset`). */
+  | ['unmap', mappingId: string];
 
 export function setFileOp(mappingId: string, path: string, entry: FileEntry): StateOp {
   return ['set', mappingId, path, entryToTuple(entry)];
@@ -36,6 +40,17 @@ export function setFileOp(mappingId: string, path: string, entry: FileEntry): St
 export function applyOp(state: StateFile, codec: StateCodec | undefined, op: StateOp): void {
   const id = op[1];
   const mappings = state.mappings;
+  if (op[0] === 'identity') {
+    state.identity = { installationId: op[1], origin: op[2], formerIds: [...op[3]] };
+    return;
+  }
+  if (op[0] === 'unmap') {
+    if (id in mappings) {
+      delete mappings[id];
+      codec?.headChanged(id);
+    }
+    return;
+  }
   if (op[0] === 'map') {
     const m = mappings[id];
     if (m && m.dataSourceId === op[2]) {
@@ -95,6 +110,8 @@ const OpSchema = z.union([
   z.tuple([z.literal('reject'), str, str, RejectedSchema]),
   z.tuple([z.literal('unreject'), str, str]),
   z.tuple([z.literal('pass'), str, PassRecordSchema]),
+  z.tuple([z.literal('identity'), str, z.enum(['drawn', 'derived', 'pinned']), z.array(str)]),
+  z.tuple([z.literal('unmap'), str]),
 ]);
 
 /** Checks an op read back from the journal; undefined when it is not one. */

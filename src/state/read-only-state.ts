@@ -4,7 +4,7 @@
  * while it plans (hashes, the mapping's entry) lives and dies with the process.
  */
 import { newMappingState, withIntentDocuments } from './validate.js';
-import { type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile } from './schema.js';
+import { type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile, type StateIdentity } from './schema.js';
 
 type NewIntent = Intent extends unknown ? Omit<Intent, 'id' | 'startedAt'> : never;
 
@@ -12,9 +12,26 @@ type NewIntent = Intent extends unknown ? Omit<Intent, 'id' | 'startedAt'> : nev
 export class ReadOnlyState {
   private readonly mappings = new Map<string, MappingState>();
   private n = 0;
+  private ident: StateIdentity | undefined;
 
   /** `file`: what readStateFile returned (undefined when there is no state file yet). */
   constructor(private readonly file: StateFile | undefined) {}
+
+  /** The mapping as the state file records it (what a sync would start from). */
+  mapping(mappingId: string): MappingState | undefined {
+    return this.mappings.get(mappingId) ?? this.file?.mappings[mappingId];
+  }
+
+  get identity(): StateIdentity | undefined {
+    return this.ident ?? this.file?.identity;
+  }
+  hasRecords(): boolean {
+    return this.file !== undefined && Object.keys(this.file.mappings).length > 0;
+  }
+  /** In memory only: a dry run plans with the identity a sync would store. */
+  setIdentity(identity: StateIdentity): void {
+    this.ident = identity;
+  }
 
   ensureMapping(mappingId: string, dataSourceId: string, root: string): MappingState {
     const known = this.mappings.get(mappingId);

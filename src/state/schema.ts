@@ -21,6 +21,24 @@ export interface StateFile {
   journalSeq: number;
   /** Keyed by mapping id (config `mappings[].id`, see config/). */
   mappings: Record<string, MappingState>;
+  /**
+   * Who owns the documents this state records (engine/installation.ts). Absent in files
+   * written before identities were stored: the first open stores one (kept in the header).
+   */
+  identity?: StateIdentity | undefined;
+}
+
+/** The installation's identity, kept with the state (docs/reliability.md, "Identity"). */
+export interface StateIdentity {
+  /** Written into every document's metadata (dssync_installation). */
+  installationId: string;
+  /** 'drawn' at random with the state, 'derived' from an older state (host + path), or 'pinned' by config/env. */
+  origin: 'drawn' | 'derived' | 'pinned';
+  /**
+   * Ids this state used before (a pin changed it): documents the state records by id that
+   * carry one of them are still ours, and are re-marked with the current id.
+   */
+  formerIds: string[];
 }
 
 export interface MappingState {

@@ -33,7 +33,7 @@ import { errnoOf, isStateError, StateCorruptError, StateWriteError } from './err
 import { Journal, journalPathOf, parseJournal } from './journal.js';
 import { acquireLock, type Lock } from './lock.js';
 import { applyOp, setFileOp, type StateOp } from './ops.js';
-import type { FileEntry, Intent, MappingState, PassRecord, RejectedFile, StateFile } from './schema.js';
+import type { FileEntry, Intent, MappingState, PassRecord, RejectedFile, StateFile, StateIdentity } from './schema.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { WriteScheduler } from './write-scheduler.js';
 
@@ -241,6 +241,21 @@ export class StateStore {
     return this.state.mappings[id];
   }
 
+  /** Who owns the documents this state records (undefined until setIdentity). */
+  get identity(): StateIdentity | undefined {
+    return this.state.identity;
+  }
+
+  /** True when the state records any mapping. */
+  hasRecords(): boolean {
+    return Object.keys(this.state.mappings).length > 0;
+  }
+
+  /** Ids of the mappings the state records. */
+  mappingIds(): string[] {
+    return Object.keys(this.state.mappings);
+  }
+
   /** Files tracked in a mapping (cheap: for status and metrics, however large the state). */
   fileCount(id: string): number {
     const m = this.state.mappings[id];
@@ -291,6 +306,20 @@ export class StateStore {
     }
     this.commit(['map', id, dataSourceId, root]);
     return this.state.mappings[id] as MappingState;
+  }
+
+  /** Records the installation's identity (engine/installation.ts establishIdentity decides it). */
+  setIdentity(identity: StateIdentity): void {
+    this.assertOpen();
+    const now = this.state.identity;
+    if (now && now.installationId === identity.installationId && now.origin === identity.origin && now.formerIds.join('\0') === identity.formerIds.join('\0')) return;
+    this.commit(['identity', identity.installationId, identity.origin, [...identity.formerIds]]);
+  }
+
+  /** Forgets everything the state records of a mapping (`dssync identity reset`). */
+  dropMapping(mappingId: string): void {
+    this.assertOpen();
+    if (this.state.mappings[mappingId]) this.commit(['unmap', mappingId]);
   }
 
   setFile(mappingId: string, path: string, entry: FileEntry): void {

@@ -30,7 +30,7 @@ interface Outcome {
   requests: number;
 }
 
-async function sync(configPath: string, env: Record<string, string> = world.ws.env): Promise<Outcome> {
+async function sync(configPath: string, env: Record<string, string> = world.ws.env, folderMoved = false): Promise<Outcome> {
   const before = world.ws.emu.stats().requests;
   let stdout = '';
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
@@ -39,7 +39,7 @@ async function sync(configPath: string, env: Record<string, string> = world.ws.e
   });
   const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
   try {
-    const code = await runSync({ config: configPath, dryRun: false, allowMassDelete: false, json: true } as Parameters<typeof runSync>[0], env);
+    const code = await runSync({ config: configPath, dryRun: false, allowMassDelete: false, folderMoved, json: true } as Parameters<typeof runSync>[0], env);
     expect(stdout).not.toContain(TOKEN);
     return { code, stdout, requests: world.ws.emu.stats().requests - before };
   } catch (e) {
@@ -177,7 +177,13 @@ describe('bad-input catalogue: configuration', () => {
   it('C22 the mapped path is a file, not a folder: an outage, nothing deleted', async () => {
     const file = join(world.ws.dir, 'not-a-folder.txt');
     await writeFile(file, 'x');
-    const r = await sync(await edit('c22', (c) => (mapping0(c).path = file)));
+    const config = await edit('c22', (c) => (mapping0(c).path = file));
+    // Another folder than the state records: refused first, naming both (issue 23).
+    const refused = await sync(config);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toMatch(/records the folder .* but the config maps .*not-a-folder\.txt/);
+    // Said to be a real move: still an outage, nothing deleted.
+    const r = await sync(config, world.ws.env, true);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/is not a folder: treated as an outage \(is the drive mounted\?\); nothing was deleted/);
     await world.expectNothingLost();
@@ -186,7 +192,7 @@ describe('bad-input catalogue: configuration', () => {
   it('C23 the mapped path points to an empty folder (a typo, an unmounted share): nothing deleted', async () => {
     const empty = join(world.ws.dir, 'empty-folder');
     await mkdir(empty, { recursive: true });
-    const r = await sync(await edit('c23', (c) => (mapping0(c).path = empty)));
+    const r = await sync(await edit('c23', (c) => (mapping0(c).path = empty)), world.ws.env, true);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/is empty while the data source holds \d+ of its documents: treated as an outage/);
     await world.expectNothingLost();
@@ -219,5 +225,10 @@ describe('bad-input catalogue: configuration', () => {
     expect(r.error ?? r.stdout).toMatch(/EISDIR|is a folder|directory/i);
     expect(r.requests).toBe(0);
     await world.expectNothingLost();
+  });
+
+  it('C27 an installationId that is not one (config, then DSSYNC_INSTALLATION_ID): named, nothing sent', async () => {
+    await expectConfigError(await edit('c27', (c) => (c.installationId = 'my id!')), /"installationId" "my id!" is not an installation id: use 4-64 letters/);
+    await expectConfigError(world.ws.configPath, /DSSYNC_INSTALLATION_ID "x" is not an installation id/, { DSSYNC_INSTALLATION_ID: 'x' });
   });
 });

@@ -111,10 +111,16 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
   });
 
   it('U04 status text: the counts include adopted (as the JSON does), and a failed pass is never shown beside "last full ok" at the same time', { timeout: 120_000 }, async () => {
-    // The state file lost: the pass adopts every document of ours from the listing (no
-    // upload). (A touched file with the same content is only re-hashed: "unchanged".)
+    // The state file lost: a new state draws a new id and holds the uploads (issue 23);
+    // `dssync adopt` names the documents, and the pass records them (no upload). (A touched
+    // file with the same content is only re-hashed: "unchanged".)
     await rm(world.ws.statePath, { force: true });
     await rm(`${world.ws.statePath}.journal`, { force: true });
+    const held = await dssync(['sync', '--config', world.ws.configPath]);
+    expect(held.code).toBe(1);
+    expect(held.stdout).toMatch(/0 uploaded/);
+    const adopt = await dssync(['adopt', '--config', world.ws.configPath, '--mapping', 'name:Share']);
+    expect(adopt.code, adopt.stdout + adopt.stderr).toBe(0);
     const s = await dssync(['sync', '--config', world.ws.configPath]);
     expect(s.code, s.stdout + s.stderr).toBe(0);
     expect(s.stdout).toMatch(/: 0 uploaded, .* 8 adopted/);

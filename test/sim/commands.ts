@@ -188,6 +188,7 @@ export function commands(): fc.Arbitrary<Cmd>[] {
     ),
     fc.constantFrom(0, 0.5).map((torn) => cmd(`crashAtNextCall(torn ${torn})`, (w) => void (w.tornNext = torn, w.service.faults.unshift('crash-before')))),
     configArb.map((c) => cmd(`restartWithConfig(${JSON.stringify(c)})`, (w) => w.restart(c))),
+    fc.constant(cmd('hostRenamedAndRestarted()', (w) => w.renameHost())),
     fc.constantFrom(100, 400, 1_000, 2_500, 10_000, 61_000).map((ms) => cmd(`advance(${ms})`, (w) => w.advance(ms))),
     fc.constantFrom(100, 1_000, 2_500).map((ms) => cmd(`advance(${ms})`, (w) => w.advance(ms))),
   ];

@@ -38,9 +38,18 @@ function oursByPath(w: World): Map<string, { id: string; name: string; content: 
 function mirrorProblems(w: World, names: boolean): string[] {
   const { files, kept } = w.expected();
   const ours = oursByPath(w);
+  // Another installation's document of this mapping id with a file's path and content: the
+  // upload is held rather than duplicated (docs/reliability.md, "Identity"; `dssync adopt`).
+  const held = new Set(
+    w.service
+      .docs_()
+      .filter((d) => d.metadata['dssync_installation'] !== undefined && d.metadata['dssync_installation'] !== INSTALLATION)
+      .map((d) => `${String(d.metadata['dssync_path'])}\0${d.content}`),
+  );
   const problems: string[] = [];
   for (const [path, content] of files) {
     const docs = ours.get(path) ?? [];
+    if (docs.length === 0 && held.has(`${path}\0${content}`)) continue;
     if (docs.length === 0) problems.push(`lost: ${path} has no document`);
     else if (docs.length > 1) problems.push(`duplicates: ${path} has ${docs.length} documents`);
     else if (docs[0]!.content !== content) problems.push(`stale: ${path}'s document ${docs[0]!.id} holds other content`);

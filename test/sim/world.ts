@@ -17,6 +17,7 @@ import type { Op } from '../../src/engine/plan.js';
 import { countDeletes, DELETE_WINDOW_MS } from '../../src/engine/guards.js';
 import { MappingRunner } from '../../src/daemon/mapping-runner.js';
 import { StateStore } from '../../src/state/store.js';
+import { establishIdentity } from '../../src/engine/installation.js';
 import { FakeDisk } from './fake-disk.js';
 import { FakeLocal, ROOT, sha256 } from './fake-local.js';
 import { FakeService, type ServiceVariant } from './fake-service.js';
@@ -111,6 +112,8 @@ interface Process {
   /** Deletions counted by the guard, per executed round (the delete-window oracle). */
   deletions: { at: number; count: number; base: number }[];
   crashed: boolean;
+  /** The identity the process runs under (establishIdentity at its start, as buildMirror does). */
+  installationId: string;
 }
 
 export interface PersonDoc {
@@ -181,7 +184,9 @@ export class World {
       logger: silent,
     });
     const api = this.service.forProcess();
-    const proc: Process = { timers, store, runner: undefined as never, watcher: undefined, inflight: 0, deletions: [], crashed: false };
+    // A new state "draws" INSTALLATION; afterwards the id comes from the state, whatever the host is called.
+    const installationId = establishIdentity(store, { statePath: STATE_PATH, host: this.host, draw: () => INSTALLATION }).installationId;
+    const proc: Process = { timers, store, runner: undefined as never, watcher: undefined, inflight: 0, deletions: [], crashed: false, installationId };
     const config = {
       debounceMs: DEBOUNCE_MS,
       rescanIntervalSeconds: RESCAN_INTERVAL_S,
@@ -238,7 +243,7 @@ export class World {
     return new SimMirror({
       spec: {
         mappingId: MAPPING_ID,
-        installationId: INSTALLATION,
+        installationId: proc.installationId,
         root: ROOT,
         dataSourceId: this.service.dataSourceId,
         prune: cfg.prune,
@@ -339,6 +344,15 @@ export class World {
       this.restarts++;
       await this.start();
     }
+  }
+
+  /** The machine's host name (a container recreated, hostnamectl): only the lock and an old derived id knew it. */
+  host = 'sim-host-0';
+
+  /** The host is renamed and the daemon restarted (issue 23, defect 1). */
+  async renameHost(): Promise<void> {
+    this.host = `sim-host-${this.restarts + 1}`;
+    await this.restart();
   }
 
   /** A clean restart with a (possibly) new config: stop, flush, start again. */

@@ -102,7 +102,7 @@ describe('dssync config check', () => {
     expect(json.ok).toBe(true);
     expect(json.exitCode).toBe(0);
     expect(json.config.tokenSource).toBe('the DSSYNC_TOKEN environment variable');
-    expect(json.checks.map((c) => c.check)).toEqual(['config', 'folder', 'service', 'data-source', 'inotify', 'watch', 'status-listen', 'state']);
+    expect(json.checks.map((c) => c.check)).toEqual(['config', 'folder', 'service', 'data-source', 'inotify', 'watch', 'status-listen', 'state', 'identity']);
     // How the folder is watched (issue 12): a temp folder on a local disk gets events.
     expect(json.checks.find((c) => c.check === 'watch')?.message).toMatch(/watched by events|polled every 10 s/);
     expect(json.checks.every((c) => c.level === 'ok')).toBe(true);

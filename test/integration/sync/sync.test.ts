@@ -92,7 +92,7 @@ describe('dssync sync', () => {
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
-  it('rebuilds a lost state file from the documents, uploading nothing', { timeout: 60_000 }, async () => {
+  it('rebuilds a lost state file from the documents after one dssync adopt, uploading nothing', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     for (let i = 0; i < 30; i++) await ws.write(`f${i}.txt`, `content ${i}`);
     expect((await ws.sync()).code).toBe(0);
@@ -100,6 +100,12 @@ describe('dssync sync', () => {
     await rm(ws.statePath, { force: true });
     await rm(`${ws.statePath}.journal`, { force: true });
     const uploads = ws.emu.stats().filesUploaded;
+    // A new state draws a new id: it holds every upload, names the command (issue 23)...
+    const held = await ws.sync();
+    expect(held.code).toBe(1);
+    expect(held.stdout).toMatch(/dssync adopt --config F --mapping name:Share/);
+    // ...which records the documents; the pass then adopts them, uploading nothing.
+    expect((await ws.cli(['adopt', '--config', ws.configPath, '--mapping', 'name:Share'])).code).toBe(0);
     const r = await ws.sync('--json');
     expect(r.code).toBe(0);
     expect(jsonOf<SyncJson>(r).mappings[0]?.counts.adopted).toBe(30);
@@ -107,16 +113,21 @@ describe('dssync sync', () => {
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
-  it('recovers from a corrupt state file without re-uploading', { timeout: 60_000 }, async () => {
+  it('recovers from a corrupt state file after one dssync adopt, without re-uploading', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     for (let i = 0; i < 5; i++) await ws.write(`f${i}.txt`, `content ${i}`);
     expect((await ws.sync()).code).toBe(0);
     await writeFile(ws.statePath, '{"version":1,"mappi');
     const uploads = ws.emu.stats().filesUploaded;
     const r = await ws.sync();
-    expect(r.code).toBe(0);
+    // Moved aside, a new state: nothing uploaded or deleted until `dssync adopt` (issue 23).
+    expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/corrupt/);
+    expect(r.stdout).toMatch(/dssync adopt/);
+    expect((await ws.cli(['adopt', '--config', ws.configPath, '--mapping', 'name:Share'])).code).toBe(0);
+    expect((await ws.sync()).code).toBe(0);
     expect(ws.emu.stats().filesUploaded).toBe(uploads);
+    expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
   it('converges under 5xx errors, rate limits and lost answers, with no duplicate', { timeout: 120_000 }, async () => {

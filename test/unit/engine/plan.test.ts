@@ -541,6 +541,7 @@ describe('planMirror: what is ours (issue 9, defect 6)', () => {
     return planMirror({
       mappingId: MAPPING,
       installationId: 'inst-A',
+      formerInstallationIds: ['inst-OLD'],
       local: new Map((c.local ?? []).map((f) => [f.path, f])),
       state: { files: FileTable.of(c.files ?? {}), intents: c.intents ?? {}, rejected: c.rejected ?? {} },
       remote: c.remote ?? [],
@@ -563,10 +564,22 @@ describe('planMirror: what is ours (issue 9, defect 6)', () => {
       ['x1'],
     ],
     [
-      'another installation\'s document at the path of our file: ours is uploaded beside it',
-      { local: [local('a.txt', 'h1')], remote: [mine('x1', 'a.txt', 'h1', 'inst-B')] },
+      'another installation\'s document at the path of our file, other content: ours is uploaded beside it',
+      { local: [local('a.txt', 'h2')], remote: [mine('x1', 'a.txt', 'h1', 'inst-B')] },
       ['upload a.txt'],
       ['x1'],
+    ],
+    [
+      'another installation\'s document of the same path and content: the upload is held, not duplicated (a lost state: dssync adopt)',
+      { local: [local('a.txt', 'h1'), local('b.txt', 'h2')], remote: [mine('x1', 'a.txt', 'h1', 'inst-B')] },
+      ['upload b.txt'],
+      ['x1'],
+    ],
+    [
+      'a document the state tracks under a former id of ours (a pin replaced it) is claimed: its metadata is rewritten',
+      { local: [local('a.txt', 'h1')], files: { 'a.txt': entry('d1', 'h1') }, remote: [mine('d1', 'a.txt', 'h1', 'inst-OLD')] },
+      ['update-meta d1 a.txt'],
+      [],
     ],
     [
       'an old-format document (no installation id) the state tracks is claimed: its metadata is rewritten',
@@ -594,4 +607,88 @@ describe('planMirror: what is ours (issue 9, defect 6)', () => {
       expect(p.otherOwners.map((o) => o.documentId)).toEqual(others);
     });
   }
+  it('the held upload names the other owner', () => {
+    const p = planI({ local: [local('a.txt', 'h1')], remote: [mine('x1', 'a.txt', 'h1', 'inst-B')] });
+    expect(p.held).toEqual([{ path: 'a.txt', owner: expect.objectContaining({ documentId: 'x1', installationId: 'inst-B' }) }]);
+  });
+});
+
+describe('planMirror: another writer with our identity (issue 23, defect 2)', () => {
+  const specI = { mappingId: MAPPING, root: '/srv/share', installationId: 'inst-A' };
+  function ours(id: string, path: string, sha256: string): DocumentRecord {
+    const f = documentFields(specI, { path, sha256, size: 10, mtimeMs: 1000 });
+    return { id, name: f.name, url: f.url, metadata: f.metadata, raw: {} };
+  }
+  function planA(c: Case) {
+    return planMirror({
+      mappingId: MAPPING,
+      installationId: 'inst-A',
+      local: new Map((c.local ?? []).map((f) => [f.path, f])),
+      state: { files: FileTable.of(c.files ?? {}), intents: c.intents ?? {}, rejected: c.rejected ?? {} },
+      remote: c.remote ?? [],
+      desired: (f) => documentFields(specI, f),
+      prune: 'ours',
+    });
+  }
+  const openUpload = (path: string, sha256: string, documentId?: string): Case['intents'] => ({
+    i1: { kind: 'upload', id: 'i1', startedAt: '2026-01-01T00:00:00.000Z', files: [{ path, size: 10, mtimeMs: 1000, sha256, ...(documentId ? { documentId } : {}) }] },
+  });
+  const cases: [string, Case, string[], string[]][] = [
+    [
+      'a marked document of a path the state does not track: another writer; nothing is written, not even a local deletion',
+      { local: [local('b.txt', 'h2')], files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1'), ours('x9', 'c.txt', 'h3')] },
+      [],
+      ['x9'],
+    ],
+    [
+      'a second marked document of the content the state records: another writer',
+      { local: [local('a.txt', 'h1')], files: { 'a.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1'), ours('x9', 'a.txt', 'h1')] },
+      [],
+      ['x9'],
+    ],
+    [
+      'a lost state under a pinned id: every marked document is in doubt, nothing is uploaded or deleted',
+      { local: [local('a.txt', 'h1')], remote: [ours('x1', 'a.txt', 'h1'), ours('x2', 'gone.txt', 'h2')] },
+      [],
+      ['x1', 'x2'],
+    ],
+    [
+      'our own upload whose state entry was lost with an open intent (named by the answer): ours',
+      { local: [local('a.txt', 'h1')], intents: openUpload('a.txt', 'h1', 'n1'), remote: [ours('n1', 'a.txt', 'h1')] },
+      ['adopt n1 a.txt'],
+      [],
+    ],
+    [
+      'our own upload marked before the answer was recorded (the intent sent its path): ours',
+      { local: [local('a.txt', 'h1')], intents: openUpload('a.txt', 'h1'), remote: [ours('n1', 'a.txt', 'h1')] },
+      ['adopt n1 a.txt'],
+      [],
+    ],
+    [
+      'an older version of a tracked path whose delete failed (other content): ours, deleted as stale',
+      { local: [local('a.txt', 'h2')], files: { 'a.txt': entry('d2', 'h2') }, remote: [ours('d2', 'a.txt', 'h2'), ours('d1', 'a.txt', 'h1')] },
+      ['delete d1 a.txt (stale-version)'],
+      [],
+    ],
+  ];
+  for (const [name, c, expected, writers] of cases) {
+    it(name, () => {
+      const p = planA(c);
+      expect(summary(p.ops)).toEqual([...expected].sort());
+      expect(p.sameIdentity.map((o) => o.documentId)).toEqual(writers);
+      if (writers.length > 0) expect(p.resolvedIntentIds).toEqual([]);
+    });
+  }
+  it('without an installation id (the mapping id alone decides) a listing rebuilds the state as before', () => {
+    const p = planMirror({
+      mappingId: MAPPING,
+      local: new Map([['a.txt', local('a.txt', 'h1')]]),
+      state: { files: FileTable.of({}), intents: {}, rejected: {} },
+      remote: [ours('x1', 'a.txt', 'h1')],
+      desired: (f) => documentFields(specI, f),
+      prune: 'ours',
+    });
+    expect(p.sameIdentity).toEqual([]);
+    expect(summary(p.ops)).toEqual(['adopt x1 a.txt']);
+  });
 });
