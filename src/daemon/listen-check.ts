@@ -31,7 +31,7 @@ export function listenCheck(listen: ListenAddress | false, status: { tokenFile?:
     ...base,
     level: 'warn',
     message: `status endpoint ${addr} is reachable from other machines and no status.tokenFile is set: the daemon makes a new token beside its state at each start, which other machines would have to be given again after every restart`,
-    fix: `set "status": { "listen": "127.0.0.1:${listen.port}" }, or add "tokenFile" to "status" for a token that stays`,
+    fix: `set "status": { "listen": "127.0.0.1:${listen.port}" }, or add "tokenFile" to "status" to read the page from other machines`,
   };
 }
 
