@@ -353,7 +353,7 @@ function renderAll() {
   renderCharts();
 }
 
-// ---- sign in (only where status.listen is not loopback) --------------------------------
+// ---- sign in (the link of `dssync status --open`, or the token) --------------------------------
 
 function showLogin(show) {
   $('login').hidden = !show;
