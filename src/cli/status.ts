@@ -250,8 +250,7 @@ export async function runStatusLink(args: GlobalArgs, open: boolean, env: NodeJS
   const read = readDaemonToken(settings);
   if (read.token === undefined) throw new CliError(`cannot sign in to the status page: ${read.reason}`, ExitCode.FAILURE);
   const url = statusUrl(listen);
-  const code = await loginCode(url, read.token);
-  const link = `${url}/login?code=${encodeURIComponent(code)}`;
+  const link = await loginLink(url, read.token);
   out(args.json ? formatJson({ url: link }) : `${link}\n(one use, within a minute; from another machine: ssh -L ${listen.port}:127.0.0.1:${listen.port} this-host, then open the link there)\n`);
   if (open && (env.DISPLAY || env.WAYLAND_DISPLAY)) {
     // Best effort: a server without a desktop has no browser; the printed link is the way.
@@ -260,6 +259,11 @@ export async function runStatusLink(args: GlobalArgs, open: boolean, env: NodeJS
       .unref();
   }
   return ExitCode.OK;
+}
+
+/** A one-time link to the page of the daemon at `url` (which must accept `token`). */
+export async function loginLink(url: string, token: string): Promise<string> {
+  return `${url}/login?code=${encodeURIComponent(await loginCode(url, token))}`;
 }
 
 function loginCode(url: string, token: string, timeoutMs = DAEMON_TIMEOUT_MS * 2): Promise<string> {
