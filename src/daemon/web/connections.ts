@@ -7,8 +7,8 @@
  *   statusConnectionCap). When one more arrives, the oldest connection that never showed
  *   the token makes room; connections that did (the operator's page, `dssync status`) are
  *   kept. With only such connections open, the new one is closed.
- * - A connection that sends nothing for `idleMs` is closed; event streams are exempt (the
- *   server writes to them; a reader that stops reading is dropped by the SSE hub instead).
+ * - A connection idle for `idleMs` is closed; event streams are exempt (the server writes
+ *   to them; a reader that stops reading is dropped by the SSE hub instead).
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -47,8 +47,11 @@ export function guardConnections(server: Server, limits: ConnectionLimits): Conn
     }
     open.set(socket, { trusted: false });
     socket.once('close', () => open.delete(socket));
-    // No 'timeout' listener of ours: the HTTP server's own destroys an idle socket.
+    // headersTimeout already closes a connection that sends no complete request (measured:
+    // ~12 s, with its 2 s check); this deadline, pushed back by any traffic, also covers a
+    // kept-alive connection between requests without relying on that periodic check.
     socket.setTimeout(limits.idleMs);
+    socket.on('timeout', () => socket.destroy());
   });
   return {
     trust(socket) {
