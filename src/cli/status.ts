@@ -73,12 +73,16 @@ export interface StatusDeps {
 }
 
 /** The daemon's status token as this user may read it, or why not. */
-export function readDaemonToken(settings: Pick<Settings, 'status' | 'statePath'>): { token: string } | { token?: undefined; reason: string } {
+export function readDaemonToken(settings: Pick<Settings, 'status' | 'statePath'>): { token: string; reason?: undefined } | { token?: undefined; reason: string } {
   const path = statusTokenPath(settings.status, settings.statePath);
+  const configured = settings.status.tokenFile !== undefined;
   try {
-    return { token: readStatusToken(path, settings.status.tokenFile === undefined ? 'the status token file' : 'status.tokenFile').token };
+    return { token: readStatusToken(path, configured ? 'status.tokenFile' : 'the status token file').token };
   } catch (e) {
-    return { reason: `${e instanceof Error ? e.message : String(e)} (run as the user dssync runs as, or root)` };
+    const code = ((e as Error).cause as NodeJS.ErrnoException | undefined)?.code;
+    if (code === 'ENOENT' && !configured) return { reason: `no daemon for this config has started: it writes its status token to ${path} (a daemon of another config?)` };
+    if (code === 'EACCES') return { reason: `this user cannot read the status token ${path}: run as the user dssync runs as, or root` };
+    return { reason: e instanceof Error ? e.message : String(e) };
   }
 }
 
@@ -95,8 +99,10 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
   });
 
   const listen = settings.status.listen;
-  const token = listen === false ? undefined : readDaemonToken(settings).token;
-  const probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen, token);
+  const read = listen === false ? undefined : readDaemonToken(settings);
+  let probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen, read?.token);
+  // Refused without a token: why this user has none says more than the 401 does.
+  if (probe.kind === 'refused' && read?.token === undefined && read?.reason) probe = { ...probe, reason: read.reason };
   // The daemon that answered must run this config: another's mappings, exit 0, would keep a
   // monitor green for a daemon that is not running. Then the state file answers.
   const other = probe.kind === 'answered' ? configMismatch(settings, probe.status) : undefined;
@@ -160,7 +166,7 @@ export function probeDaemon(listen: ListenAddress, token?: string, timeoutMs = D
       res.on('error', (e) => done({ kind: 'no-answer', url, reason: e.message }));
       res.on('end', () => {
         if (res.statusCode === 401 || res.statusCode === 403) {
-          done({ kind: 'refused', url, reason: token === undefined ? 'it needs its status token, which this user cannot read' : 'it did not accept the status token (a daemon of another config?)' });
+          done({ kind: 'refused', url, reason: token === undefined ? 'it needs its status token' : "it does not accept this config's status token: it runs another config" });
           return;
         }
         if (res.statusCode !== 200) {

@@ -18,8 +18,7 @@
  * backlog (web/sse.ts), the size of /status (web/status-lists.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { DaemonStatus } from './status-schema.js';
 import { AccessPolicy, type AccessOptions } from './web/access.js';
 import { loadAssets, type Asset } from './web/assets.js';

@@ -109,9 +109,10 @@ export async function startDaemon(ws: Workspace, opts: SpawnOptions = {}): Promi
 
   let url = '';
   const configPath = opts.configPath ?? ws.configPath;
-  // /status needs the daemon's token on loopback too (issue 24.1); /healthz and /metrics do not.
+  // /status needs the daemon's token on loopback too (issue 24.1); /healthz and /metrics do
+  // not, but /healthz gives its reasons only with it: the test asks as the operator.
   const get = async (path: string): Promise<Response> => {
-    const headers: Record<string, string> = path === '/healthz' || path === '/metrics' ? {} : { authorization: `Bearer ${statusToken(configPath, ws.statePath)}` };
+    const headers: Record<string, string> = { authorization: `Bearer ${statusToken(configPath, ws.statePath)}` };
     return fetch(`${url}${path}`, { headers, signal: AbortSignal.timeout(10_000) });
   };
   const d: DaemonProcess = {
