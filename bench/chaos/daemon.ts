@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { DaemonStatus } from '../../src/daemon/status.js';
+import { statusAuthHeader } from '../lib/status-auth.js';
 import { waitFor } from './util.js';
 
 /** dist/bench/chaos/daemon.js -> dist/src/cli/main.js */
@@ -119,7 +120,8 @@ export class DaemonProcess {
 
   private async get(path: string): Promise<Response> {
     if (!this.url) throw new Error('status endpoint not known yet');
-    const res = await fetch(this.url + path, { signal: AbortSignal.timeout(10_000) });
+    const headers = path === '/healthz' || path === '/metrics' ? {} : statusAuthHeader(this.o.configPath);
+    const res = await fetch(this.url + path, { headers, signal: AbortSignal.timeout(10_000) });
     if (!res.ok && res.status !== 503) throw new Error(`${path}: HTTP ${res.status}`);
     return res;
   }

@@ -8,6 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './util.js';
+import { statusAuthHeader } from './status-auth.js';
 
 /** The built CLI, whether this module runs compiled (dist/bench/lib) or from source (bench/lib, in vitest). */
 const REPO_ROOT = fileURLToPath(new URL(import.meta.url.includes('/dist/bench/') ? '../../../' : '../../', import.meta.url));
@@ -234,7 +235,7 @@ export async function startDaemon(configPath: string, env: Record<string, string
     startedAt,
     spawnedAtMs,
     waitForLog: (what, match, timeoutMs) => waitFor(what, () => lines.find((l) => match(l)), timeoutMs, 20),
-    status: async () => (await (await fetch(`${base}/status`)).json()) as DaemonStatusView,
+    status: async () => (await (await fetch(`${base}/status`, { headers: statusAuthHeader(configPath) })).json()) as DaemonStatusView,
     metric: async (name) => {
       const text = await (await fetch(`${base}/metrics`)).text();
       const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);

@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 import type { Argv, CommandModule } from 'yargs';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { untilStopSignal } from './signals.js';
+import { loginLink } from './status.js';
+import { generatedTokenPath, readStatusToken } from '../daemon/web/status-token.js';
 
 interface DemoArgs extends GlobalArgs {
   folder?: string | undefined;
@@ -99,7 +101,16 @@ async function runDemo(folderArg: string | undefined): Promise<number> {
         say(`Drop, edit, rename or delete files in ${folder}: each change is printed here as it lands.`);
         say('See what the service holds, from another terminal:');
         say(`  DSSYNC_BASE_URL=${emulator.url} DSSYNC_ORG=${org} DSSYNC_TOKEN=${token} npx dssync documents list ${ds}`);
-        say(`Daemon status: ${daemon.statusUrl ?? '(off)'}/status     Stop with Ctrl-C.`);
+        // The page needs the daemon's token (issue 24.1): a one-time link signs the browser in.
+        const url = daemon.statusUrl;
+        if (url) {
+          const token = readStatusToken(generatedTokenPath(join(work, 'state.json'))).token;
+          loginLink(url, token).then(
+            (link) => say(`Status page (a one-time link that signs you in): ${link}`),
+            () => say(`Status page: ${url}`),
+          );
+        }
+        say('Stop with Ctrl-C.');
         say('');
       },
     },

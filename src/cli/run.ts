@@ -8,6 +8,7 @@ import { loadConfig } from '../config/load.js';
 import { CliError, ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { claimSignals } from './signals.js';
+import { openFileLimit } from './fd-limit.js';
 
 interface RunArgs extends GlobalArgs {
   logLevel?: string | undefined;
@@ -59,6 +60,7 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
       },
       logger,
       retryBaseMs,
+      fdLimit: openFileLimit(),
     });
   } catch (e) {
     if (e instanceof StateLockedError) throw new CliError(e.message, ExitCode.FAILURE);

@@ -3,8 +3,14 @@
  *
  * It asks the running daemon first (GET /status on `status.listen`); when nothing answers
  * it reads the state file without taking its lock (readStateFile), so it works while a
- * daemon holds the lock and for a `sync` run from cron. It never needs the token (it loads
- * the settings only): an operator may run it as a user who cannot read the token.
+ * daemon holds the lock and for a `sync` run from cron. It never needs the service's token
+ * (it loads the settings only). The daemon's status token it reads by itself (status.tokenFile,
+ * or the one the daemon writes beside its state): as the daemon's user or root, it asks the
+ * daemon; as anyone else, it says why not and reads the state file if it may.
+ *
+ * `--url` / `--open`: a link to the status page carrying a one-time login code (good for one
+ * minute, one use), which the page exchanges for a session cookie; `--open` also starts the
+ * desktop's browser when there is one.
  *
  * Exit codes (the /healthz semantics, so scripts and monitors can use it): 0 when every
  * mapping is fine; 1 when a mapping is degraded or its last pass did not complete cleanly
@@ -13,8 +19,10 @@
  * is not running is not by itself a failure (a cron-driven `sync` needs none), and no
  * state file yet is exit 0.
  */
+import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import type { Argv, CommandModule } from 'yargs';
+import { readStatusToken, statusTokenPath } from '../daemon/web/status-token.js';
 import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
@@ -34,16 +42,24 @@ export const LIST_LIMIT = 10;
 /** A /status answer larger than this is not a dssync daemon's (it holds bounded lists). */
 const MAX_STATUS_BYTES = 64 * 1024 * 1024;
 
-export const statusCommand: CommandModule<GlobalArgs, GlobalArgs> = {
+interface StatusArgs extends GlobalArgs {
+  url?: boolean | undefined;
+  open?: boolean | undefined;
+}
+
+export const statusCommand: CommandModule<GlobalArgs, StatusArgs> = {
   command: 'status',
   describe: 'Show what dssync is doing: per mapping its phase, files, pending work, errors, last pass (exit 1 when one needs attention)',
   // It never talks to the service: the connection options do not apply.
   builder: (y) =>
     hideOptions(y, ['base-url', 'org', 'token-file'])
+      .option('url', { type: 'boolean', describe: 'print a link to the status page that signs the browser in (one use, one minute)' })
+      .option('open', { type: 'boolean', describe: 'the same, and open it in the desktop\'s browser when there is one' })
       .example('$0 status --config /etc/dssync/config.json', 'asks the running daemon, or reads the state file')
-      .example('$0 status --config config.json --json', 'the same for scripts') as unknown as Argv<GlobalArgs>,
+      .example('$0 status --config config.json --json', 'the same for scripts')
+      .example('sudo $0 status --config /etc/dssync/config.json --open', 'the status page, signed in') as unknown as Argv<StatusArgs>,
   handler: async (args) => {
-    process.exitCode = await runStatus(args);
+    process.exitCode = args.url || args.open ? await runStatusLink(args, args.open === true) : await runStatus(args);
   },
 };
 
@@ -53,7 +69,21 @@ export interface StatusDeps {
   now?: (() => number) | undefined;
   /** Reads the state file (default: readStateFile, loaded on demand). */
   readState?: ((path: string) => Promise<StateFile | undefined>) | undefined;
-  probe?: ((listen: ListenAddress) => Promise<DaemonProbe>) | undefined;
+  probe?: ((listen: ListenAddress, token: string | undefined) => Promise<DaemonProbe>) | undefined;
+}
+
+/** The daemon's status token as this user may read it, or why not. */
+export function readDaemonToken(settings: Pick<Settings, 'status' | 'statePath'>): { token: string; reason?: undefined } | { token?: undefined; reason: string } {
+  const path = statusTokenPath(settings.status, settings.statePath);
+  const configured = settings.status.tokenFile !== undefined;
+  try {
+    return { token: readStatusToken(path, configured ? 'status.tokenFile' : 'the status token file').token };
+  } catch (e) {
+    const code = ((e as Error).cause as NodeJS.ErrnoException | undefined)?.code;
+    if (code === 'ENOENT' && !configured) return { reason: `no daemon for this config has started: it writes its status token to ${path} (a daemon of another config?)` };
+    if (code === 'EACCES') return { reason: `this user cannot read the status token ${path}: run as the user dssync runs as, or root` };
+    return { reason: e instanceof Error ? e.message : String(e) };
+  }
 }
 
 export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promise<number> {
@@ -69,7 +99,10 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
   });
 
   const listen = settings.status.listen;
-  const probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen);
+  const read = listen === false ? undefined : readDaemonToken(settings);
+  let probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen, read?.token);
+  // Refused without a token: why this user has none says more than the 401 does.
+  if (probe.kind === 'refused' && read?.token === undefined && read?.reason) probe = { ...probe, reason: read.reason };
   // The daemon that answered must run this config: another's mappings, exit 0, would keep a
   // monitor green for a daemon that is not running. Then the state file answers.
   const other = probe.kind === 'answered' ? configMismatch(settings, probe.status) : undefined;
@@ -98,6 +131,8 @@ export type DaemonProbe =
   | { kind: 'no-answer'; url: string; reason: string }
   /** Something answered, but not a dssync status endpoint. */
   | { kind: 'not-dssync'; url: string; reason: string }
+  /** The daemon answered 401/403: this user could not give it its token. */
+  | { kind: 'refused'; url: string; reason: string }
   /** `status.listen` is false. */
   | { kind: 'off' };
 
@@ -107,7 +142,7 @@ export function statusUrl(listen: ListenAddress): string {
   return `http://${formatListenAddress({ host, port: listen.port })}`;
 }
 
-export function probeDaemon(listen: ListenAddress, timeoutMs = DAEMON_TIMEOUT_MS): Promise<DaemonProbe> {
+export function probeDaemon(listen: ListenAddress, token?: string, timeoutMs = DAEMON_TIMEOUT_MS): Promise<DaemonProbe> {
   const url = statusUrl(listen);
   return new Promise<DaemonProbe>((resolve) => {
     let settled = false;
@@ -118,7 +153,9 @@ export function probeDaemon(listen: ListenAddress, timeoutMs = DAEMON_TIMEOUT_MS
       req.destroy();
       resolve(p);
     };
-    const req = request(`${url}/status`, { method: 'GET', headers: { accept: 'application/json' }, agent: false }, (res) => {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    const req = request(`${url}/status`, { method: 'GET', headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       let bytes = 0;
       res.on('data', (c: Buffer) => {
@@ -128,6 +165,10 @@ export function probeDaemon(listen: ListenAddress, timeoutMs = DAEMON_TIMEOUT_MS
       });
       res.on('error', (e) => done({ kind: 'no-answer', url, reason: e.message }));
       res.on('end', () => {
+        if (res.statusCode === 401 || res.statusCode === 403) {
+          done({ kind: 'refused', url, reason: token === undefined ? 'it needs its status token' : "it does not accept this config's status token: it runs another config" });
+          return;
+        }
         if (res.statusCode !== 200) {
           done({ kind: 'not-dssync', url, reason: `GET /status answered HTTP ${res.statusCode ?? '?'}` });
           return;
@@ -161,6 +202,8 @@ function describeProbe(p: DaemonProbe): StateFileReport['daemon'] {
       return { url: p.url, reason: `daemon not running (no answer at ${p.url}: ${p.reason})` };
     case 'not-dssync':
       return { url: p.url, reason: `no dssync daemon at ${p.url} (${p.reason}); is another program using that port?` };
+    case 'refused':
+      return { url: p.url, reason: `the daemon at ${p.url} did not answer: ${p.reason}` };
     case 'answered':
       return { url: p.url, reason: 'the daemon answered' };
   }
@@ -201,6 +244,60 @@ function mappingNeedsAttention(m: MappingStatus): boolean {
 
 function stateNeedsAttention(m: StateMappingView): boolean {
   return m.inConfig && needsAttention({ lastPassOk: m.lastPass?.ok });
+}
+
+// ---- a link to the page ---------------------------------------------------------------
+
+/** `--url` / `--open`: asks the daemon for a one-time login code and prints the page's link. */
+export async function runStatusLink(args: GlobalArgs, open: boolean, env: NodeJS.ProcessEnv = process.env, out: (t: string) => void = (t) => void process.stdout.write(t)): Promise<number> {
+  const settings = loadSettings({ file: args.config, env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
+  const listen = settings.status.listen;
+  if (listen === false) throw new CliError('the status endpoint is off (status.listen is false): there is no page to open', ExitCode.FAILURE);
+  const read = readDaemonToken(settings);
+  if (read.token === undefined) throw new CliError(`cannot sign in to the status page: ${read.reason}`, ExitCode.FAILURE);
+  const url = statusUrl(listen);
+  const link = await loginLink(url, read.token);
+  out(args.json ? formatJson({ url: link }) : `${link}\n(one use, within a minute; from another machine: ssh -L ${listen.port}:127.0.0.1:${listen.port} this-host, then open the link there)\n`);
+  if (open && (env.DISPLAY || env.WAYLAND_DISPLAY)) {
+    // Best effort: a server without a desktop has no browser; the printed link is the way.
+    spawn('xdg-open', [link], { stdio: 'ignore', detached: true })
+      .on('error', () => undefined)
+      .unref();
+  }
+  return ExitCode.OK;
+}
+
+/** A one-time link to the page of the daemon at `url` (which must accept `token`). */
+export async function loginLink(url: string, token: string): Promise<string> {
+  return `${url}/login?code=${encodeURIComponent(await loginCode(url, token))}`;
+}
+
+function loginCode(url: string, token: string, timeoutMs = DAEMON_TIMEOUT_MS * 2): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const fail = (why: string): void => reject(new CliError(`cannot get a login code from the daemon at ${url}: ${why}`, ExitCode.FAILURE));
+    const req = request(`${url}/login/code`, { method: 'POST', headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, agent: false, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        body += d;
+        if (body.length > 64 * 1024) req.destroy(new Error('the answer is too large'));
+      });
+      res.on('end', () => {
+        if (res.statusCode === 401 || res.statusCode === 403) return fail('it did not accept the status token (is it the daemon of this config?)');
+        if (res.statusCode !== 200) return fail(`HTTP ${res.statusCode ?? '?'}`);
+        try {
+          const code = (JSON.parse(body) as { code?: unknown }).code;
+          if (typeof code === 'string' && /^[\w-]{16,128}$/.test(code)) return resolve(code);
+        } catch {
+          // below
+        }
+        fail('the answer holds no login code');
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (e: NodeJS.ErrnoException) => fail(e.code === 'ECONNREFUSED' ? 'connection refused (is the daemon running?)' : e.message));
+    req.end();
+  });
 }
 
 // ---- the state file -------------------------------------------------------------------
@@ -341,9 +438,10 @@ export function formatDuration(ms: number): string {
 }
 
 /** Lines of a list, at most `limit`, then "… and N more". */
-export function limitedLines<T>(items: readonly T[], line: (item: T) => string, limit = LIST_LIMIT): string[] {
+export function limitedLines<T>(items: readonly T[], line: (item: T) => string, limit = LIST_LIMIT, total = items.length): string[] {
   const shown = items.slice(0, limit).map((i) => truncate(printable(line(i).replace(/\s+/g, ' ')), 300));
-  if (items.length > limit) shown.push(`… and ${items.length - limit} more`);
+  const more = Math.max(total, items.length) - shown.length;
+  if (more > 0) shown.push(`… and ${more} more`);
   return shown;
 }
 
@@ -364,9 +462,10 @@ function indent(text: string, by = '  '): string {
 }
 
 /** A "name (N):" header followed by its indented, truncated lines; nothing for an empty list. */
-function section<T>(title: string, items: readonly T[], line: (item: T) => string): string[] {
+function section<T>(title: string, items: readonly T[], line: (item: T) => string, total = items.length): string[] {
   if (items.length === 0) return [];
-  return [`${title} (${items.length}):`, ...limitedLines(items, line).map((l) => `  ${l}`)];
+  const n = Math.max(total, items.length);
+  return [`${title} (${n}):`, ...limitedLines(items, line, LIST_LIMIT, n).map((l) => `  ${l}`)];
 }
 
 function daemonMappingLines(m: MappingStatus, now: number): string {
@@ -391,9 +490,9 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
   if (m.watch) pairs.push(['watch', formatWatchLines(m.watch, m.path).join('\n')]);
   const lists = [
     // Newest first: the list is kept oldest first.
-    ...section('recent errors', [...m.recentErrors].reverse(), (e) => `${formatWhen(e.at, now)} ${e.path ? `${e.path}: ` : ''}${e.message}`),
-    ...section('skipped', m.skipped, (s) => `${s.path}: ${s.reason}`),
-    ...section('not ingested (no chunks after the ingestion delay)', m.notIngested, (n) => `${n.path}: document ${n.documentId}, uploaded ${formatWhen(n.uploadedAt, now)}`),
+    ...section('recent errors', [...m.recentErrors].reverse(), (e) => `${formatWhen(e.at, now)} ${e.path ? `${e.path}: ` : ''}${e.message}`, m.recentErrorsTotal),
+    ...section('skipped', m.skipped, (s) => `${s.path}: ${s.reason}`, m.skippedTotal),
+    ...section('not ingested (no chunks after the ingestion delay)', m.notIngested, (n) => `${n.path}: document ${n.documentId}, uploaded ${formatWhen(n.uploadedAt, now)}`, m.notIngestedTotal),
   ];
   return [`mapping ${m.id}: ${m.phase}`, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
 }

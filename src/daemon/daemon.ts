@@ -18,7 +18,7 @@ import { DaemonMetrics } from './metrics.js';
 import { collectGarbage } from './reclaim.js';
 import type { DaemonStatus } from './status.js';
 import { startStatusServer, type RunningStatusServer } from './status-server.js';
-import { readStatusToken } from './web/access.js';
+import { generatedTokenPath, readStatusToken, worldReadableWarning, writeGeneratedToken } from './web/status-token.js';
 import { DaemonHistory } from './web/history.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { startWatchdog, watchdogSecondsFromEnv, type RunningWatchdog } from './watchdog.js';
@@ -54,6 +54,8 @@ export interface DaemonOptions {
   events?: RunnerEvents;
   /** First retry delay of a failing mapping (ms, default 5 s; doubles up to 5 min). */
   retryBaseMs?: number | undefined;
+  /** The open-file limit (cli/fd-limit.ts): the status endpoint keeps its connections to a small share. */
+  fdLimit?: number | undefined;
 }
 
 export class Daemon {
@@ -119,7 +121,7 @@ export class Daemon {
    * A bad token file does stop it (a configuration error, exit 2).
    */
   private async startEndpoint(listen: ListenAddress): Promise<void> {
-    const token = this.config.status.tokenFile === undefined ? undefined : readTokenOrConfigError(this.config.status.tokenFile);
+    const token = this.statusToken();
     const attempt = async (): Promise<void> => {
       this.serverRetry = undefined;
       if (this.stopping) return;
@@ -139,6 +141,8 @@ export class Daemon {
             retry: (id) => this.runners.get(id)?.runner.retryFailed(),
           },
           access: { actions: this.config.status.actions, token, allowedHosts: this.config.status.allowedHosts },
+          fdLimit: this.o.fdLimit,
+          onError: (what, e) => this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, `${what} failed; trying again at its next turn`),
         });
         this.o.logger.info({ url: this.server.url }, 'status endpoint listening');
       } catch (e) {
@@ -150,10 +154,29 @@ export class Daemon {
           { code: err.code, listen: addr },
           `status.listen ${addr} ${why}: running without the status endpoint (no /healthz, /status, page); trying again every ${ENDPOINT_RETRY_MS / 1000} s. Fix: free the port or set another "status": { "listen": ... }`,
         );
-        this.serverRetry = this.clock.setTimeout(() => void attempt().catch(() => undefined), ENDPOINT_RETRY_MS);
+        this.serverRetry = this.clock.setTimeout(() => void attempt().catch((e: unknown) => this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'the status endpoint could not start')), ENDPOINT_RETRY_MS);
       }
     };
     await attempt();
+  }
+
+  /**
+   * The status endpoint's token: status.tokenFile's, or one generated now beside the state
+   * (0600, readable by this user and root only) that `dssync status` reads from there.
+   */
+  private statusToken(): string {
+    const file = this.config.status.tokenFile;
+    if (file === undefined) {
+      const path = generatedTokenPath(this.config.statePath);
+      try {
+        return writeGeneratedToken(path);
+      } catch (e) {
+        throw new ConfigError(`cannot write the status token file ${path} beside the state: ${e instanceof Error ? e.message : String(e)}; set status.tokenFile, or status.listen to false`, 'status.tokenFile');
+      }
+    }
+    const read = readTokenOrConfigError(file);
+    if (read.worldReadable) this.o.logger.warn(worldReadableWarning(file));
+    return read.token;
   }
 
   get statusUrl(): string | undefined {
@@ -173,7 +196,13 @@ export class Daemon {
       stopping: this.stopping,
       requests: { total: p.requests, retries: p.retries, throttled: p.throttled, inFlight: p.inFlight, queued: p.queued, learnedRps: p.learnedRps },
       memory: (() => {
-        const m = process.memoryUsage();
+        // process.memoryUsage() reads /proc and throws EMFILE when descriptors run out.
+        let m: NodeJS.MemoryUsage;
+        try {
+          m = process.memoryUsage();
+        } catch {
+          return undefined;
+        }
         const mb = (n: number): number => Math.round(n / 1024 / 102.4) / 10;
         return { rssMB: mb(m.rss), heapUsedMB: mb(m.heapUsed), heapTotalMB: mb(m.heapTotal), externalMB: mb(m.external) };
       })(),
@@ -272,7 +301,7 @@ export class Daemon {
    */
   private scheduleReclaim(): void {
     if (this.reclaimTimer !== undefined || this.stopping) return;
-    const before = process.memoryUsage().rss;
+    const before = rssOrUndefined();
     const collect = (again: boolean): void => {
       this.reclaimTimer = undefined;
       if (this.stopping || !collectGarbage()) return;
@@ -280,10 +309,19 @@ export class Daemon {
         this.reclaimTimer = this.clock.setTimeout(() => collect(false), RECLAIM_DELAY_MS * 2);
         return;
       }
-      const mb = (n: number): number => Math.round(n / 1024 / 1024);
-      this.o.logger.debug({ rssMB: mb(process.memoryUsage().rss), beforeMB: mb(before) }, 'memory of the full pass released');
+      const mb = (n: number | undefined): number | undefined => (n === undefined ? undefined : Math.round(n / 1024 / 1024));
+      this.o.logger.debug({ rssMB: mb(rssOrUndefined()), beforeMB: mb(before) }, 'memory of the full pass released');
     };
-    this.reclaimTimer = this.clock.setTimeout(() => collect(true), RECLAIM_DELAY_MS);
+    // A timer's exception is uncaught and would end the daemon: a failed collection or
+    // measure (EMFILE when descriptors run out, issue 24.2) is logged, the sync goes on.
+    const guarded = (again: boolean): void => {
+      try {
+        collect(again);
+      } catch (e) {
+        this.o.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'reclaiming the memory of the full pass failed');
+      }
+    };
+    this.reclaimTimer = this.clock.setTimeout(() => guarded(true), RECLAIM_DELAY_MS);
   }
 
   private newClient(config: Config): DatastoreClient {
@@ -326,7 +364,16 @@ export class Daemon {
   }
 }
 
-function readTokenOrConfigError(file: string): string {
+/** The resident set size, or undefined when it cannot be read (EMFILE: /proc needs a descriptor). */
+function rssOrUndefined(): number | undefined {
+  try {
+    return process.memoryUsage.rss();
+  } catch {
+    return undefined;
+  }
+}
+
+function readTokenOrConfigError(file: string): ReturnType<typeof readStatusToken> {
   try {
     return readStatusToken(file);
   } catch (e) {

@@ -7,26 +7,30 @@
 import { createServer } from 'node:net';
 import type { CheckResult } from '../check-result.js';
 import { formatListenAddress, isLoopbackHost, type ListenAddress } from '../config/listen.js';
-import { readStatusToken } from './web/access.js';
+import { readStatusToken, worldReadableWarning } from './web/status-token.js';
 
 export function listenCheck(listen: ListenAddress | false, status: { tokenFile?: string | undefined } = {}): CheckResult {
   const base = { check: 'status-listen' };
   if (listen === false) return { ...base, level: 'ok', message: 'status endpoint off (status.listen is false); "dssync status" reads the state file' };
   const addr = formatListenAddress(listen);
-  if (isLoopbackHost(listen.host)) return { ...base, level: 'ok', message: `status endpoint ${addr} (this machine only)` };
+  const local = isLoopbackHost(listen.host);
+  const where = local ? 'this machine only' : 'reachable from other machines';
   if (status.tokenFile !== undefined) {
     // The daemon reads it at start and refuses to start without it: say so now.
+    let worldReadable: boolean;
     try {
-      readStatusToken(status.tokenFile);
+      worldReadable = readStatusToken(status.tokenFile).worldReadable;
     } catch (e) {
-      return { ...base, level: 'fail', message: e instanceof Error ? e.message : String(e), fix: 'the daemon needs this file to start with a status address other machines can reach' };
+      return { ...base, level: 'fail', message: e instanceof Error ? e.message : String(e), fix: 'the daemon needs this file to start its status endpoint' };
     }
-    return { ...base, level: 'ok', message: `status endpoint ${addr} is reachable from other machines; the page and /status need the token of status.tokenFile` };
+    if (worldReadable) return { ...base, level: 'warn', message: worldReadableWarning(status.tokenFile), fix: `chmod 600 ${status.tokenFile}` };
+    return { ...base, level: 'ok', message: `status endpoint ${addr} (${where}); the page and /status need the token of status.tokenFile` };
   }
+  if (local) return { ...base, level: 'ok', message: `status endpoint ${addr} (this machine only); the page and /status need the token the daemon writes beside its state ("dssync status --open" signs the page in)` };
   return {
     ...base,
     level: 'warn',
-    message: `status endpoint ${addr} is reachable from other machines and no status.tokenFile is set: other machines get /healthz and /metrics only (the page and /status answer 403)`,
+    message: `status endpoint ${addr} is reachable from other machines and no status.tokenFile is set: the daemon makes a new token beside its state at each start, which other machines would have to be given again after every restart`,
     fix: `set "status": { "listen": "127.0.0.1:${listen.port}" }, or add "tokenFile" to "status" to read the page from other machines`,
   };
 }

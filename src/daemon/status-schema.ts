@@ -149,6 +149,10 @@ export const MappingStatusSchema = z.object({
   skipped: z.array(SkippedFileSchema),
   /** Uploaded documents that had no chunks after the ingestion delay. */
   notIngested: z.array(NotIngestedSchema),
+  /** The lists' full lengths: /status carries the first 100 of each, /status/problems the rest. */
+  skippedTotal: count.optional(),
+  notIngestedTotal: count.optional(),
+  recentErrorsTotal: count.optional(),
   watchedDirs: count,
   /** Watch modes per mount and polling figures (added by the watch helper, issue 12). */
   watch: WatchStatusSchema.optional(),

@@ -3,22 +3,29 @@
  *   GET /healthz   ok or degraded with reasons (probes; no Host check, no token)
  *   GET /metrics   Prometheus text (no Host check, no token; mapping ids and counters only)
  *   GET /          the status page (static files: /app.js, /style.css, /vendor/*)
- *   GET /status    the JSON status (status-schema.ts)
+ *   GET /status    the JSON status (status-schema.ts), lists cut to their first 100
+ *   GET /status/problems?mapping=ID&list=skipped&offset=N   the rest of a list, paged
  *   GET /history   recent activity, problems, chart points (web/history.ts)
  *   GET /session   the CSRF token and whether actions are on (for the page)
  *   GET /events    Server-Sent Events: activity, problems, status, chart points
- *   POST /login    token -> session cookie (only where a token is needed)
+ *   POST /login    token -> session cookie (the page's sign-in form)
+ *   POST /login/code   (with the token) a one-time login code, for `dssync status --open`
+ *   GET /login?code=   one-time code -> session cookie, and a redirect to / (the code leaves the address bar)
  *   POST /actions/rescan, /actions/retry   {"mapping": id}
- * Everything but /healthz and /metrics checks Host and, off loopback, the token
- * (web/access.ts). It never sends a CORS header, and carries no secret.
+ * Everything but /healthz and /metrics checks Host and the token, on loopback too
+ * (web/access.ts). It never sends a CORS header, and carries no secret. What one client can
+ * make it hold is bounded: connections (web/connections.ts), event streams and their
+ * backlog (web/sse.ts), the size of /status (web/status-lists.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { DaemonStatus } from './status-schema.js';
 import { AccessPolicy, type AccessOptions } from './web/access.js';
 import { loadAssets, type Asset } from './web/assets.js';
 import type { DaemonHistory } from './web/history.js';
+import { guardConnections, statusConnectionCap } from './web/connections.js';
 import { formatSse, parseLastEventId, SseHub } from './web/sse.js';
+import { boundStatus, problemsPage } from './web/status-lists.js';
 
 export interface StatusActions {
   /** Asks for a full pass now; false when no such mapping. Idempotent. */
@@ -37,6 +44,10 @@ export interface StatusServerOptions {
   access?: Partial<Omit<AccessOptions, 'listenHost'>> | undefined;
   /** How often the page's feed checks the status for changes (ms, default 1000). */
   pushIntervalMs?: number | undefined;
+  /** The process's open-file limit: the connection cap is a small share of it. */
+  fdLimit?: number | undefined;
+  /** Reports a failure in a timer of the server (the feed), which must never end the process. */
+  onError?: ((what: string, e: unknown) => void) | undefined;
 }
 
 export interface RunningStatusServer {
@@ -54,7 +65,14 @@ const BASE_HEADERS = {
   'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 };
 const MAX_BODY_BYTES = 8 * 1024;
-const SSE_LIMITS = { max: 32, heartbeatMs: 15_000, retryMs: 2_000 };
+/** 32 streams in all, 4 per credential (page session or token), 1 MiB of backlog each. */
+const SSE_LIMITS = { max: 32, perClient: 4, maxBufferedBytes: 1024 * 1024, heartbeatMs: 15_000, retryMs: 2_000 };
+/** A client must send its request's headers within 10 s, the whole request within 30 s. */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** A connection that sends nothing this long is closed (event streams excepted). */
+const IDLE_MS = 20_000;
 
 export async function startStatusServer(o: StatusServerOptions): Promise<RunningStatusServer> {
   const access = new AccessPolicy({
@@ -68,20 +86,23 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
   const hub = new SseHub(SSE_LIMITS);
   const feed = o.history ? startFeed(o, hub) : undefined;
 
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: 2_000 }, (req, res) => {
     handle(req, res).catch((e: unknown) => {
       if (!res.headersSent) json(res, 500, { error: e instanceof Error ? e.message : String(e) });
       else res.end();
     });
   });
 
+  const connections = guardConnections(server, { max: statusConnectionCap(o.fdLimit), idleMs: IDLE_MS });
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const [path = '/', query = ''] = (req.url ?? '/').split('?', 2);
     const method = req.method ?? 'GET';
     const head = method === 'HEAD';
-    const post = path === '/login' || path.startsWith('/actions/');
-    if (post ? method !== 'POST' : method !== 'GET' && !head) {
-      const allow = post ? 'POST' : 'GET, HEAD';
+    const post = path === '/login/code' || path.startsWith('/actions/');
+    const allowed = post ? method === 'POST' : path === '/login' ? method === 'GET' || method === 'POST' : method === 'GET' || head;
+    if (!allowed) {
+      const allow = post ? 'POST' : path === '/login' ? 'GET, POST' : 'GET, HEAD';
       res.writeHead(405, { ...BASE_HEADERS, allow, 'content-type': 'application/json' }).end(`{"error":"method not allowed; use ${allow}"}\n`);
       return;
     }
@@ -89,6 +110,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
       res.writeHead(status, { ...BASE_HEADERS, 'content-type': type }).end(head ? undefined : body);
     };
     const trusted = access.hostAllowed(req) && access.authorize(req).ok;
+    if (trusted) connections.trust(req.socket as Socket);
 
     if (path === '/healthz') {
       const s = o.status();
@@ -114,7 +136,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     // The page's files hold no data: served before the token check, so the page can ask for it.
     const asset = assets.get(path);
     if (asset) return sendAsset(res, asset, head);
-    if (path === '/login') return login(req, res);
+    if (path === '/login') return method === 'GET' ? redeemCode(res, new URLSearchParams(query)) : login(req, res);
     const auth = access.authorize(req);
     if (!auth.ok) {
       json(res, auth.status, { error: auth.message, login: auth.status === 401 });
@@ -122,16 +144,26 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     }
     switch (path) {
       case '/status':
-        send(200, 'application/json', `${JSON.stringify(o.status(), null, 2)}\n`);
+        send(200, 'application/json', `${JSON.stringify(boundStatus(o.status()), null, 2)}\n`);
+        return;
+      case '/status/problems': {
+        const page = problemsPage(o.status(), new URLSearchParams(query));
+        if (page.ok) json(res, 200, page.body);
+        else json(res, page.status, { error: page.error });
+        return;
+      }
+      case '/login/code':
+        // Only a caller holding the token (`dssync status --open`) gets a code for a browser.
+        json(res, 200, { code: access.newLoginCode(), path: '/login?code=' });
         return;
       case '/history':
         send(200, 'application/json', `${JSON.stringify(o.history?.snapshot() ?? null)}\n`);
         return;
       case '/session':
-        json(res, 200, { csrf: access.csrf, actions: access.actionsEnabled, login: access.needsToken && !isLoopbackPeer(req) });
+        json(res, 200, { csrf: access.csrf, actions: access.actionsEnabled, login: false });
         return;
       case '/events':
-        openEvents(req, res);
+        openEvents(req, res, auth.who);
         return;
       case '/actions/rescan':
       case '/actions/retry':
@@ -144,9 +176,9 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     res.writeHead(200, { ...BASE_HEADERS, 'content-type': a.type, 'content-length': a.body.length }).end(head ? undefined : a.body);
   }
 
-  function openEvents(req: IncomingMessage, res: ServerResponse): void {
+  function openEvents(req: IncomingMessage, res: ServerResponse, who: string): void {
     // A new stream starts with the status and the chart as they are now.
-    const first: string[] = [formatSse({ event: 'status', data: JSON.stringify(o.status()) })];
+    const first: string[] = [formatSse({ event: 'status', data: JSON.stringify(boundStatus(o.status())) })];
     if (o.history) first.push(formatSse({ event: 'chart', data: JSON.stringify(o.history.chart()) }));
     const last = parseLastEventId(req.headers['last-event-id']);
     if (last !== undefined && o.history) {
@@ -154,18 +186,24 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
       if (!missed.complete) first.push(formatSse({ event: 'reset', data: '{}' }));
       else for (const e of missed.entries) first.push(formatSse({ event: 'activity', id: e.seq, data: JSON.stringify(e.item) }));
     }
-    hub.open(res, first);
+    if (hub.open(res, first, who)) connections.stream(req.socket as Socket);
+  }
+
+  /** GET /login?code=: a one-time code becomes a session cookie; the redirect drops the code from the address bar. */
+  function redeemCode(res: ServerResponse, query: URLSearchParams): void {
+    const code = query.get('code') ?? '';
+    if (!code || !access.redeemLoginCode(code)) {
+      res.writeHead(401, { ...BASE_HEADERS, 'content-type': 'text/plain; charset=utf-8' }).end('This login link is wrong, already used, or older than a minute. Run "dssync status --open" again for a new one.\n');
+      return;
+    }
+    res.writeHead(303, { ...BASE_HEADERS, location: '/', 'set-cookie': access.sessionCookie(access.newSession()) }).end();
   }
 
   async function login(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!access.needsToken) {
-      json(res, 200, { ok: true, note: 'no token is needed on a loopback address' });
-      return;
-    }
     const body = await readJson(req);
     const token = typeof body === 'object' && body !== null && typeof (body as { token?: unknown }).token === 'string' ? (body as { token: string }).token.trim() : '';
     if (!token || !access.tokenMatches(token)) {
-      json(res, 401, { error: 'wrong token (the content of status.tokenFile)' });
+      json(res, 401, { error: 'wrong token (the content of the status token file)' });
       return;
     }
     res.setHeader('set-cookie', access.sessionCookie(access.newSession()));
@@ -228,17 +266,26 @@ function startFeed(o: StatusServerOptions, hub: SseHub): { stop(): void } {
   });
   let lastStatus = '';
   let ticks = 0;
-  const timer = setInterval(() => {
+  const tick = (): void => {
     if (hub.size === 0) {
       lastStatus = '';
       return;
     }
-    const s = JSON.stringify(o.status());
+    const s = JSON.stringify(boundStatus(o.status()));
     if (s !== lastStatus) {
       lastStatus = s;
       hub.broadcast(formatSse({ event: 'status', data: s }));
     }
     if (ticks++ % 2 === 0) hub.broadcast(formatSse({ event: 'chart', data: JSON.stringify(history.chart().slice(-2)) }));
+  };
+  const timer = setInterval(() => {
+    // A throw here would be uncaught and end the daemon (issue 24.2: EMFILE in
+    // process.memoryUsage() under descriptor exhaustion): the next tick tries again.
+    try {
+      tick();
+    } catch (e) {
+      o.onError?.('the status feed', e);
+    }
   }, o.pushIntervalMs ?? 1000);
   timer.unref();
   return {
@@ -251,11 +298,6 @@ function startFeed(o: StatusServerOptions, hub: SseHub): { stop(): void } {
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { ...BASE_HEADERS, 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
-}
-
-function isLoopbackPeer(req: IncomingMessage): boolean {
-  const a = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
-  return a === '::1' || a.startsWith('127.');
 }
 
 function readJson(req: IncomingMessage): Promise<unknown> {

@@ -1,22 +1,21 @@
 /**
- * Who may read the status page and act on it (docs/status.md, "Security"):
+ * Who may read the status page and act on it (docs/status.md, "Who may read it"):
  *
  * - Host: a request whose Host header is not the listen address, `localhost`, or a name in
  *   `status.allowedHosts` (for a wildcard bind: also this machine's addresses and host name)
  *   is refused with 421. This stops DNS rebinding: a web page in a browser on this machine
  *   whose own domain is made to resolve to 127.0.0.1 sends its own name as Host.
- * - Token: when `status.listen` is not a loopback address, everything but /healthz and
- *   /metrics needs `status.tokenFile`'s token, as `Authorization: Bearer` (scripts) or as the
- *   session cookie the page gets by posting it once to /login (EventSource cannot send a
- *   header). Requests from this machine's loopback to a loopback Host need none
- *   (`dssync status` asks over loopback).
+ * - Token: everything but /healthz and /metrics needs the token (status-token.ts), on
+ *   loopback too: every local user reaches loopback, and a same-host reverse proxy makes
+ *   remote requests look local (issue 24.1, 24.4). Scripts and `dssync status` send it as
+ *   `Authorization: Bearer`; the page holds a session cookie (HttpOnly, SameSite=Strict),
+ *   got by posting the token to /login or by a one-time login code (`dssync status --open`).
  * - Actions: POST only, with the per-daemon CSRF token (from GET /session) in a header, the
  *   Origin (when the browser sends one) equal to the page's own, and `status.actions` on.
  *
  * No answer ever carries an Access-Control-Allow-* header: other origins cannot read.
  */
 import { randomBytes, timingSafeEqual, createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
@@ -27,7 +26,7 @@ export interface AccessOptions {
   listenHost: string;
   /** Extra names the page may be reached by (status.allowedHosts). */
   allowedHosts?: readonly string[] | undefined;
-  /** The bearer token (status.tokenFile's content), if configured. */
+  /** The bearer token (status-token.ts); without one only /healthz and /metrics answer. */
   token?: string | undefined;
   /** status.actions: rescan and retry from the page. */
   actions: boolean;
@@ -38,21 +37,23 @@ export const SESSION_COOKIE = 'dssync_session';
 /** Sessions last 12 hours; at most this many at once (the oldest is dropped). */
 const SESSION_TTL_MS = 12 * 3600_000;
 const MAX_SESSIONS = 64;
-const MAX_TOKEN_BYTES = 4096;
+/** A one-time login code (`dssync status --open`) is good for one minute; at most this many wait. */
+const LOGIN_CODE_TTL_MS = 60_000;
+const MAX_LOGIN_CODES = 16;
 
-export type AuthVerdict = { ok: true } | { ok: false; status: 401 | 403; message: string };
+/** `who`: the credential a request came with, to count what each holds (event streams). */
+export type AuthVerdict = { ok: true; who: string } | { ok: false; status: 401 | 403; message: string };
 
 export class AccessPolicy {
   readonly csrf = randomBytes(24).toString('base64url');
-  readonly needsToken: boolean;
   private readonly hosts: Set<string>;
   private readonly sessions = new Map<string, number>();
+  private readonly loginCodes = new Map<string, number>();
   private readonly tokenDigest: Buffer | undefined;
   private readonly now: () => number;
 
   constructor(private readonly o: AccessOptions) {
     this.now = o.now ?? Date.now;
-    this.needsToken = !isLoopbackHost(o.listenHost);
     this.tokenDigest = o.token ? digest(o.token) : undefined;
     const hosts = new Set<string>(['localhost', normalizeHost(o.listenHost)]);
     for (const h of o.allowedHosts ?? []) hosts.add(normalizeHost(h));
@@ -78,15 +79,34 @@ export class AccessPolicy {
   }
 
   authorize(req: IncomingMessage): AuthVerdict {
-    if (!this.needsToken || this.fromLoopback(req)) return { ok: true };
     if (!this.tokenDigest) {
-      return { ok: false, status: 403, message: 'status.listen is not a loopback address and no status.tokenFile is set: set one to read the status from other machines' };
+      return { ok: false, status: 403, message: 'this daemon has no status token: only /healthz and /metrics answer' };
     }
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
-    if (bearer !== undefined && this.tokenMatches(bearer)) return { ok: true };
+    if (bearer !== undefined && this.tokenMatches(bearer)) return { ok: true, who: 'bearer' };
     const session = cookie(req.headers.cookie, SESSION_COOKIE);
-    if (session !== undefined && this.sessionValid(session)) return { ok: true };
-    return { ok: false, status: 401, message: 'the status endpoint needs the token of status.tokenFile (Authorization: Bearer, or sign in on the page)' };
+    if (session !== undefined && this.sessionValid(session)) return { ok: true, who: `session:${digest(session).toString('hex').slice(0, 16)}` };
+    return { ok: false, status: 401, message: 'the status endpoint needs its token: run "dssync status --open" for the page, or send Authorization: Bearer with the token file\'s content' };
+  }
+
+  /** A one-time code that signs a browser in (GET /login?code=): for a caller that has the token. */
+  newLoginCode(): string {
+    const code = randomBytes(24).toString('base64url');
+    const now = this.now();
+    for (const [k, exp] of this.loginCodes) if (exp <= now) this.loginCodes.delete(k);
+    if (this.loginCodes.size >= MAX_LOGIN_CODES) this.loginCodes.delete(this.loginCodes.keys().next().value!);
+    this.loginCodes.set(code, now + LOGIN_CODE_TTL_MS);
+    return code;
+  }
+
+  /** True once for a code given out in the last minute; the code is spent either way. */
+  redeemLoginCode(code: string): boolean {
+    for (const [k, exp] of this.loginCodes) {
+      if (!safeEqual(k, code)) continue;
+      this.loginCodes.delete(k);
+      return exp > this.now();
+    }
+    return false;
   }
 
   tokenMatches(candidate: string): boolean {
@@ -128,13 +148,6 @@ export class AccessPolicy {
     }
     return true;
   }
-
-  private fromLoopback(req: IncomingMessage): boolean {
-    const peer = req.socket.remoteAddress ?? '';
-    const h = hostOf(req.headers.host);
-    const peerLocal = isLoopbackHost(peer.replace(/^::ffff:/, ''));
-    return peerLocal && h !== undefined && (h === 'localhost' || isLoopbackHost(h));
-  }
 }
 
 /** The host part of a Host header, lower case, without brackets or port. */
@@ -164,30 +177,4 @@ function digest(s: string): Buffer {
 
 function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
-}
-
-/**
- * Reads status.tokenFile: a regular file (or systemd credential) of at most 4 KiB, opened
- * without blocking (a FIFO would hang the daemon), trimmed. Throws with the file's name.
- */
-export function readStatusToken(path: string): string {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new Error(`status.tokenFile ${path} is not a regular file`);
-    if (st.size > MAX_TOKEN_BYTES) throw new Error(`status.tokenFile ${path} is larger than ${MAX_TOKEN_BYTES} bytes; it should hold the token only`);
-    const buf = Buffer.alloc(MAX_TOKEN_BYTES + 1);
-    const n = readSync(fd, buf, 0, buf.length, 0);
-    const token = buf.subarray(0, n).toString('utf8').trim();
-    if (!token) throw new Error(`status.tokenFile ${path} is empty`);
-    return token;
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    if (err.code === 'ENOENT') throw new Error(`status.tokenFile ${path} does not exist; create it with the token (e.g. openssl rand -hex 32 > ${path}; chmod 600 ${path})`, { cause: e });
-    if (err.code === 'EACCES') throw new Error(`status.tokenFile ${path} cannot be read by this user; make it readable by the user dssync runs as`, { cause: e });
-    throw e;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }

@@ -304,8 +304,11 @@ function renderProblems() {
       h('div', { class: 'next' }, `next: ${p.next}`)));
   }
   const skipped = s ? s.mappings.flatMap((m) => m.skipped.map((x) => ({ m: m.id, ...x }))) : [];
-  if (skipped.length) parts.push(h('h3', { class: 'sub' }, `Skipped files (${skipped.length})`));
+  // /status carries the first 100 per mapping; the totals say how many there are (the rest: /status/problems).
+  const skippedTotal = s ? s.mappings.reduce((n, m) => n + (m.skippedTotal ?? m.skipped.length), 0) : 0;
+  if (skipped.length) parts.push(h('h3', { class: 'sub' }, `Skipped files (${num(skippedTotal)})`));
   for (const x of skipped.slice(0, 50)) parts.push(h('div', { class: 'problem' }, h('span', { class: 'what' }, x.m), ' ', h('span', { class: 'path' }, x.path), h('div', { class: 'next' }, x.reason)));
+  if (skippedTotal > 50) parts.push(h('div', { class: 'muted' }, `… and ${num(skippedTotal - 50)} more (dssync status, or /status/problems?mapping=ID&offset=N)`));
   const ni = s ? s.mappings.flatMap((m) => m.notIngested.map((x) => ({ m: m.id, ...x }))) : [];
   if (ni.length) parts.push(h('h3', { class: 'sub' }, `Not ingested by the service (${ni.length})`));
   for (const x of ni.slice(0, 50)) parts.push(h('div', { class: 'problem' }, h('span', { class: 'what' }, x.m), ' ', h('span', { class: 'path' }, x.path), h('div', { class: 'next' }, `document ${x.documentId}, uploaded ${when(x.uploadedAt)}: no chunks after the ingestion delay`)));
@@ -353,7 +356,7 @@ function renderAll() {
   renderCharts();
 }
 
-// ---- sign in (only where status.listen is not loopback) --------------------------------
+// ---- sign in (the link of `dssync status --open`, or the token) --------------------------------
 
 function showLogin(show) {
   $('login').hidden = !show;

@@ -44,19 +44,44 @@ function oneLine(s: string): string {
   return s.replace(/[\r\n]+/g, ' ');
 }
 
-/** The open event streams: at most `max`, each sent every broadcast, heartbeat on a timer. */
-export class SseHub {
-  private readonly clients = new Set<ServerResponse>();
-  private heartbeat: NodeJS.Timeout | undefined;
+export interface SseLimits {
+  /** Streams open at once, in all. */
+  max: number;
+  /** Streams one credential (a page session, the bearer token) holds; a new one ends its oldest. */
+  perClient: number;
+  /**
+   * Bytes a stream may have waiting in the daemon's memory (written, not yet taken by the
+   * reader). A reader that falls this far behind is dropped: its browser reconnects and
+   * starts again from the status as it is then, instead of the daemon holding its backlog.
+   */
+  maxBufferedBytes: number;
+  heartbeatMs: number;
+  retryMs: number;
+}
 
-  constructor(private readonly o: { max: number; heartbeatMs: number; retryMs: number }) {}
+/** The open event streams: bounded in number, per credential, and in what each may hold back. */
+export class SseHub {
+  /** Each open stream and the credential it was opened with, oldest first. */
+  private readonly clients = new Map<ServerResponse, string>();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private dropped = 0;
+
+  constructor(private readonly o: SseLimits) {}
 
   get size(): number {
     return this.clients.size;
   }
 
-  /** Opens a stream on `res`; false (and a 503 sent) when the limit is reached. */
-  open(res: ServerResponse, first: string[]): boolean {
+  /** Streams dropped so far because their reader fell behind. */
+  get droppedSlow(): number {
+    return this.dropped;
+  }
+
+  /** Opens a stream on `res` for `who`; false (and a 503 sent) when the limit is reached. */
+  open(res: ServerResponse, first: string[], who = ''): boolean {
+    const mine = [...this.clients].filter(([, w]) => w === who).map(([r]) => r);
+    // The same credential opening one more (a reloaded page, a new tab): its oldest goes.
+    if (mine.length >= this.o.perClient) this.end(mine[0]!);
     if (this.clients.size >= this.o.max) {
       res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '10' }).end(`{"error":"too many open event streams (limit ${this.o.max})"}\n`);
       return false;
@@ -67,14 +92,14 @@ export class SseHub {
       'x-accel-buffering': 'no',
       connection: 'keep-alive',
     });
-    res.write(formatSse({ retryMs: this.o.retryMs, event: 'hello', data: '{}' }));
-    for (const chunk of first) res.write(chunk);
-    this.clients.add(res);
+    this.clients.set(res, who);
     res.on('close', () => {
       this.clients.delete(res);
       if (this.clients.size === 0) this.stopHeartbeat();
     });
-    if (!this.heartbeat) {
+    this.send(res, formatSse({ retryMs: this.o.retryMs, event: 'hello', data: '{}' }));
+    for (const chunk of first) this.send(res, chunk);
+    if (!this.heartbeat && this.clients.size > 0) {
       this.heartbeat = setInterval(() => this.broadcast(formatSseComment('ping')), this.o.heartbeatMs);
       this.heartbeat.unref();
     }
@@ -82,14 +107,31 @@ export class SseHub {
   }
 
   broadcast(chunk: string): void {
-    for (const res of this.clients) res.write(chunk);
+    for (const res of [...this.clients.keys()]) this.send(res, chunk);
   }
 
   /** Ends every stream (the daemon stops: the page then shows it is gone). */
   close(): void {
     this.stopHeartbeat();
-    for (const res of this.clients) res.end();
+    for (const res of this.clients.keys()) res.end();
     this.clients.clear();
+  }
+
+  /** Writes unless the reader is too far behind; then the stream is dropped. */
+  private send(res: ServerResponse, chunk: string): void {
+    if (!this.clients.has(res)) return;
+    if (res.writableLength + Buffer.byteLength(chunk) > this.o.maxBufferedBytes) {
+      this.dropped++;
+      this.clients.delete(res);
+      res.destroy();
+      return;
+    }
+    res.write(chunk);
+  }
+
+  private end(res: ServerResponse): void {
+    this.clients.delete(res);
+    res.end();
   }
 
   private stopHeartbeat(): void {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
 import { BIN, jsonOf, requireBuiltBinary, runCli, type CliResult } from './run-cli.js';
+import { authHeader } from '../daemon/daemon-process.js';
 
 interface StateJson {
   source: string;
@@ -104,7 +105,8 @@ function startDaemon(w: Workspace): { child: ChildProcess; output: () => string 
 /** The endpoint's JSON, or undefined while it does not answer yet. */
 async function getJson<T>(url: string): Promise<T | undefined> {
   try {
-    const res = await fetch(url);
+    // /status needs the daemon's token (issue 24.1): the test runs as the daemon's user.
+    const res = await fetch(url, { headers: url.endsWith('/healthz') || !ws ? {} : authHeader(ws) });
     return res.ok ? ((await res.json()) as T) : undefined;
   } catch {
     return undefined;

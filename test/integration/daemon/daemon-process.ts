@@ -7,6 +7,7 @@
  * Every wait here polls a condition with a generous deadline; nothing relies on a fixed sleep.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { BIN } from '../cli/run-cli.js';
@@ -107,7 +108,13 @@ export async function startDaemon(ws: Workspace, opts: SpawnOptions = {}): Promi
   });
 
   let url = '';
-  const get = async (path: string): Promise<Response> => fetch(`${url}${path}`, { signal: AbortSignal.timeout(10_000) });
+  const configPath = opts.configPath ?? ws.configPath;
+  // /status needs the daemon's token on loopback too (issue 24.1); /healthz and /metrics do
+  // not, but /healthz gives its reasons only with it: the test asks as the operator.
+  const get = async (path: string): Promise<Response> => {
+    const headers: Record<string, string> = { authorization: `Bearer ${statusToken(configPath, ws.statePath)}` };
+    return fetch(`${url}${path}`, { headers, signal: AbortSignal.timeout(10_000) });
+  };
   const d: DaemonProcess = {
     child,
     pid: child.pid ?? -1,
@@ -165,6 +172,18 @@ export async function startDaemon(ws: Workspace, opts: SpawnOptions = {}): Promi
 }
 
 export { StopWaiting, waitFor, type WaitOptions };
+
+/** The daemon's status token: status.tokenFile's, or the one it writes beside its state. */
+export function statusToken(configPath: string, statePath: string): string {
+  const config = JSON.parse(readFileSync(configPath, 'utf8')) as { status?: { tokenFile?: string }; statePath?: string };
+  const file = config.status?.tokenFile ?? `${config.statePath ?? statePath}.status-token`;
+  return readFileSync(file, 'utf8').trim();
+}
+
+/** `{ authorization: 'Bearer …' }` for a request of a test to the daemon's status endpoint. */
+export function authHeader(ws: Pick<Workspace, 'configPath' | 'statePath'>): Record<string, string> {
+  return { authorization: `Bearer ${statusToken(ws.configPath, ws.statePath)}` };
+}
 
 /**
  * A loopback port nothing listens on, for a fixed status address (`dssync status` and

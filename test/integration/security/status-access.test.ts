@@ -1,8 +1,8 @@
 /**
  * Security of the status endpoint over real HTTP on loopback (issue 10.4, issue 15.3/15.4):
  * a foreign Host is refused (DNS rebinding), no answer carries a CORS header, actions need
- * POST + the CSRF token + the page's own origin, and off loopback the page and its feeds
- * need the token of status.tokenFile while /healthz and /metrics keep answering.
+ * POST + the CSRF token + the page's own origin, and the page and its feeds need the token,
+ * on loopback too (issue 24.1), while /healthz and /metrics keep answering.
  */
 import { request } from 'node:http';
 import { hostname, networkInterfaces } from 'node:os';
@@ -29,10 +29,13 @@ interface Answer {
   body: string;
 }
 
-/** A request to 127.0.0.1:port with any Host header (fetch cannot set one). */
-function call(port: number, path: string, o: { method?: string; host?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+const TOKEN = 'tok-123';
+
+/** A request to 127.0.0.1:port with any Host header (fetch cannot set one); with the token unless `anonymous`. */
+function call(port: number, path: string, o: { method?: string; host?: string; headers?: Record<string, string>; body?: string; anonymous?: boolean } = {}): Promise<Answer> {
+  const auth: Record<string, string> = o.anonymous ? {} : { authorization: `Bearer ${TOKEN}` };
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: o.method ?? 'GET', headers: { host: o.host ?? `127.0.0.1:${port}`, ...o.headers }, agent: false }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, method: o.method ?? 'GET', headers: { host: o.host ?? `127.0.0.1:${port}`, ...auth, ...o.headers }, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       // An event stream never ends: its first bytes are enough.
@@ -70,6 +73,7 @@ async function start(o: Partial<StatusServerOptions> = {}): Promise<{ port: numb
       retry: (id) => (calls.push(`retry ${id}`), id === 'docs' ? 2 : undefined),
     },
     ...o,
+    access: { token: TOKEN, ...o.access },
   });
   return { port: Number(new URL(server.url).port), calls };
 }
@@ -87,7 +91,7 @@ describe('security: who may read and act on the status endpoint', () => {
     }
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost']) expect((await call(port, '/status', { host })).status, host).toBe(200);
     // Probes keep working; the health reasons (which can name files) only for a trusted caller.
-    const health = await call(port, '/healthz', { host: `evil.example:${port}` });
+    const health = await call(port, '/healthz', { host: `evil.example:${port}`, anonymous: true });
     expect(health.status).toBe(200);
     expect(JSON.parse(health.body)).toEqual({ status: 'degraded', reasons: ['docs: degraded'] });
     expect(JSON.parse((await call(port, '/healthz')).body).reasons).toEqual(['docs: not watching /srv/secret-folder: gone']);
@@ -141,6 +145,33 @@ describe('security: who may read and act on the status endpoint', () => {
     expect(calls).toEqual([]);
   });
 
+  it('on loopback too, everything but the page files, /healthz and /metrics needs the token (issue 24.1)', async () => {
+    const { port, calls } = await start();
+    for (const path of ['/status', '/history', '/session', '/events', '/status/problems?mapping=docs']) {
+      const r = await call(port, path, { anonymous: true });
+      expect(r.status, path).toBe(401);
+      expect(r.body).not.toContain('secret-folder');
+    }
+    expect((await call(port, '/actions/retry', { method: 'POST', anonymous: true, body: '{"mapping":"docs"}' })).status).toBe(401);
+    expect((await call(port, '/login/code', { method: 'POST', anonymous: true })).status).toBe(401);
+    expect(calls).toEqual([]);
+    expect(JSON.parse((await call(port, '/healthz', { anonymous: true })).body)).toEqual({ status: 'degraded', reasons: ['docs: degraded'] });
+    expect((await call(port, '/metrics', { anonymous: true })).status).toBe(200);
+  });
+
+  it('a one-time login code: given only for the token, good once, then a cookie and a redirect to /', async () => {
+    const { port } = await start();
+    const { code } = JSON.parse((await call(port, '/login/code', { method: 'POST' })).body) as { code: string };
+    expect(code).toMatch(/^[\w-]{32}$/);
+    const signIn = await call(port, `/login?code=${code}`, { anonymous: true });
+    expect(signIn.status).toBe(303);
+    expect(signIn.headers.location).toBe('/');
+    const session = String(signIn.headers['set-cookie']).split(';')[0]!;
+    expect((await call(port, '/status', { anonymous: true, headers: { cookie: session } })).status).toBe(200);
+    expect((await call(port, `/login?code=${code}`, { anonymous: true })).status).toBe(401);
+    expect((await call(port, '/login?code=', { anonymous: true })).status).toBe(401);
+  });
+
   describe('off loopback (a wildcard bind)', () => {
     // Reached by one of this machine's own names, not a loopback one: the token is needed.
     const ownName = (): string =>
@@ -152,36 +183,37 @@ describe('security: who may read and act on the status endpoint', () => {
       const { port } = await start({ host: '0.0.0.0', access: { token: 'tok-123' } });
       const host = `${ownName()}:${port}`;
       for (const path of ['/status', '/history', '/session', '/events']) {
-        const r = await call(port, path, { host });
+        const r = await call(port, path, { host, anonymous: true });
         expect(r.status, path).toBe(401);
         expect(r.body).not.toContain('secret-folder');
       }
-      expect((await call(port, '/', { host })).status).toBe(200); // the page itself (no data): it asks for the token
+      expect((await call(port, '/', { host, anonymous: true })).status).toBe(200); // the page itself (no data): it asks for the token
       expect((await call(port, '/status', { host, headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
       expect((await call(port, '/status', { host, headers: { authorization: 'Bearer tok-123' } })).status).toBe(200);
-      expect((await call(port, '/healthz', { host })).status).toBe(200);
-      expect((await call(port, '/metrics', { host })).status).toBe(200);
+      expect((await call(port, '/healthz', { host, anonymous: true })).status).toBe(200);
+      expect((await call(port, '/metrics', { host, anonymous: true })).status).toBe(200);
       // The page signs in once: a session cookie (HttpOnly, SameSite=Strict) that is not the token.
-      expect((await call(port, '/login', { method: 'POST', host, body: '{"token":"nope"}' })).status).toBe(401);
-      const login = await call(port, '/login', { method: 'POST', host, body: '{"token":"tok-123"}' });
+      expect((await call(port, '/login', { method: 'POST', host, anonymous: true, body: '{"token":"nope"}' })).status).toBe(401);
+      const login = await call(port, '/login', { method: 'POST', host, anonymous: true, body: '{"token":"tok-123"}' });
       expect(login.status).toBe(200);
       const cookie = String(login.headers['set-cookie']);
       expect(cookie).toMatch(/^dssync_session=[\w-]+; HttpOnly; SameSite=Strict; Path=\//);
       expect(cookie).not.toContain('tok-123');
       const session = cookie.split(';')[0]!;
-      expect((await call(port, '/status', { host, headers: { cookie: session } })).status).toBe(200);
-      const events = await call(port, '/events', { host, headers: { cookie: session } });
+      expect((await call(port, '/status', { host, anonymous: true, headers: { cookie: session } })).status).toBe(200);
+      const events = await call(port, '/events', { host, anonymous: true, headers: { cookie: session } });
       expect(events.status).toBe(200);
       expect(events.body).toContain('event: hello');
-      // From this machine to a loopback name (dssync status): no token needed.
-      expect((await call(port, '/status')).status).toBe(200);
+      // From this machine to a loopback name: the token too (every local user reaches loopback).
+      expect((await call(port, '/status', { anonymous: true })).status).toBe(401);
     });
 
-    it('without status.tokenFile other machines get 403 naming the setting', async () => {
-      const { port } = await start({ host: '0.0.0.0' });
+    it('a server given no token answers /healthz and /metrics only (403 otherwise)', async () => {
+      const { port } = await start({ host: '0.0.0.0', access: { token: '' } });
       const r = await call(port, '/status', { host: `${ownName()}:${port}` });
       expect(r.status).toBe(403);
-      expect(r.body).toContain('status.tokenFile');
+      expect(r.body).toContain('no status token');
+      expect((await call(port, '/healthz', { anonymous: true })).status).toBe(200);
     });
   });
 });

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { createWorkspace, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
 import { waitFor } from '../../helpers/wait-for.js';
+import { authHeader } from '../daemon/daemon-process.js';
 
 let ws: Workspace;
 const artefacts: { name: string; text: string }[] = [];
@@ -52,12 +53,12 @@ describe('security: the token stays secret', () => {
       const url = await until(() => /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"status endpoint listening"/.exec(out)?.[1]);
       // Mirrored (despite the faults), ingestion checked, then every endpoint read.
       await until(async () => {
-        const s = (await (await fetch(`${url}/status`)).json()) as { mappings: { filesTracked: number; phase: string }[] };
+        const s = (await (await fetch(`${url}/status`, { headers: authHeader(ws) })).json()) as { mappings: { filesTracked: number; phase: string }[] };
         return s.mappings[0]?.filesTracked === 15 && s.mappings[0].phase === 'watching' ? true : undefined;
       });
       // The ingestion checks (a second after each upload) have asked for chunks.
       await until(() => (Object.entries(ws.emu.stats().byRoute).some(([route, n]) => route.startsWith('GET') && route.endsWith('/chunks') && n > 0) ? true : undefined));
-      for (const p of ['/status', '/healthz', '/metrics']) artefacts.push({ name: `endpoint ${p}`, text: await (await fetch(url + p)).text() });
+      for (const p of ['/status', '/healthz', '/metrics']) artefacts.push({ name: `endpoint ${p}`, text: await (await fetch(url + p, { headers: p === '/status' ? authHeader(ws) : {} })).text() });
       // The state is a snapshot and its journal (whichever exist): both are searched.
       for (const f of [ws.statePath, `${ws.statePath}.journal`]) {
         const text = await readFile(f, 'utf8').catch(() => undefined);

@@ -8,7 +8,9 @@
  * It checks what an operator relies on: each mapping and data source is named; a dropped
  * file shows in the feed within 2 s of the daemon's event, without a reload; a refused
  * (415) file shows under problems; "rescan now" runs a pass; no request leaves the daemon's
- * address; no console error; the page says clearly when the daemon is gone. It saves a
+ * address; no console error; the page says clearly when the daemon is gone. The browser
+ * signs in the way an operator does (issue 24.1): the link `dssync status --url` prints,
+ * whose one-time code becomes a session cookie and leaves the address bar. It saves a
  * screenshot (see SCREENSHOT: the README's docs/img/status-page.png only when asked).
  */
 import { existsSync } from 'node:fs';
@@ -18,7 +20,8 @@ import { dirname, join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Workspace } from '../../helpers/mirror-check.js';
-import { daemonWorkspace, startDaemon, waitFor, type DaemonProcess } from '../daemon/daemon-process.js';
+import { runCli } from '../cli/run-cli.js';
+import { authHeader, daemonWorkspace, freePort, startDaemon, waitFor, type DaemonProcess } from '../daemon/daemon-process.js';
 
 const CHROMIUM = process.env.DSSYNC_CHROMIUM ?? '/usr/bin/chromium';
 /**
@@ -43,7 +46,8 @@ describe('the status page in a real browser', () => {
     if (!existsSync(CHROMIUM)) {
       throw new Error(`chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium; .ci/run does) or set DSSYNC_CHROMIUM. This test does not skip.`);
     }
-    ws = await daemonWorkspace({ mapping: { id: 'handbook', dataSource: { name: 'Staff handbook', llmConnectorIds: ['conn-1'] } } });
+    // A fixed port: `dssync status --url` reads the address from the config.
+    ws = await daemonWorkspace({ mapping: { id: 'handbook', dataSource: { name: 'Staff handbook', llmConnectorIds: ['conn-1'] } }, config: { status: { listen: `127.0.0.1:${await freePort()}` } } });
     policies = join(ws.dir, 'policies');
     await mkdir(join(policies, 'hr'), { recursive: true });
     await writeFile(join(policies, 'hr', 'leave.md'), '# Leave\nTwenty-five days.\n');
@@ -66,8 +70,19 @@ describe('the status page in a real browser', () => {
       if (m.type() === 'error') consoleErrors.push(m.text());
     });
     page.on('pageerror', (e) => consoleErrors.push(e.message));
+    // Without signing in the page shows nothing but the sign-in panel.
     await page.goto(`${daemon.url}/`);
+    await page.waitForSelector('#login:not([hidden])', { timeout: 10_000 });
+    // The browser logs each 401 of that visit; those are expected, nothing else may be there.
+    expect(consoleErrors.filter((e) => !e.includes('401'))).toEqual([]);
+    consoleErrors.length = 0;
+    const link = await runCli(['status', '--config', ws.configPath, '--url'], ws.env);
+    const url = /http:\/\/\S+\/login\?code=\S+/.exec(link.stdout)?.[0];
+    if (!url) throw new Error(`dssync status --url printed no link: ${link.stdout}${link.stderr}`);
+    await page.goto(url);
     await page.waitForSelector('#conn[data-state="live"]', { timeout: 10_000 });
+    // The code is spent and gone from the address bar.
+    expect(page.url()).toBe(`${daemon.url}/`);
   }, 90_000);
 
   afterAll(async () => {
@@ -102,7 +117,7 @@ describe('the status page in a real browser', () => {
     });
     await ws.write('announcements/new-parking-rules.md', '# Parking\nLevel -2 is for visitors.\n');
     await page.waitForSelector('#activity td.path:text-is("announcements/new-parking-rules.md")', { timeout: 15_000 });
-    const history = (await (await fetch(`${daemon.url}/history`)).json()) as { activity: { item: { path: string; at: string } }[] };
+    const history = (await (await fetch(`${daemon.url}/history`, { headers: authHeader(ws) })).json()) as { activity: { item: { path: string; at: string } }[] };
     const entry = history.activity.find((e) => e.item.path === 'announcements/new-parking-rules.md')!;
     const shownAt = await page.evaluate(() => (window as unknown as { seenAt: Record<string, number> }).seenAt['announcements/new-parking-rules.md']!);
     expect(shownAt - Date.parse(entry.item.at)).toBeLessThanOrEqual(2000);

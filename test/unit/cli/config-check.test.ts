@@ -2,7 +2,7 @@
  * The pure checks of `dssync config check`: the inotify budget (limits read through a fake
  * /proc), the status address, and how check lines and the verdict are printed.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -74,10 +74,15 @@ describe('status address', () => {
   it('with status.tokenFile: ok when the file holds a token, a failure naming the file otherwise', () => {
     const dir = mkdtempSync(join(tmpdir(), 'dssync-listen-'));
     try {
-      writeFileSync(join(dir, 'token'), 's3cret\n');
+      writeFileSync(join(dir, 'token'), 's3cret\n', { mode: 0o600 });
       const ok = listenCheck({ host: '0.0.0.0', port: 8787 }, { tokenFile: join(dir, 'token') });
       expect(ok).toMatchObject({ level: 'ok', message: expect.stringContaining('need the token of status.tokenFile') });
       expect(JSON.stringify(ok)).not.toContain('s3cret');
+      // Readable by every local user: any of them could sign in (issue 24.11).
+      writeFileSync(join(dir, 'open-token'), 's3cret\n', { mode: 0o644 });
+      chmodSync(join(dir, 'open-token'), 0o644);
+      const open = listenCheck({ host: '127.0.0.1', port: 8787 }, { tokenFile: join(dir, 'open-token') });
+      expect(open).toMatchObject({ level: 'warn', message: expect.stringContaining('readable by every local user'), fix: `chmod 600 ${join(dir, 'open-token')}` });
       const missing = listenCheck({ host: '0.0.0.0', port: 8787 }, { tokenFile: join(dir, 'nope') });
       expect(missing).toMatchObject({ level: 'fail', message: expect.stringContaining(`status.tokenFile ${join(dir, 'nope')} does not exist`) });
     } finally {
