@@ -26,6 +26,7 @@ import type { Clock } from '../time/clock.js';
 import { createAgent, header, HttpTransport, type HttpMethod, type HttpResponse, type TimeoutOptions } from './http.js';
 import { matchUploadResults, openUpload } from './upload.js';
 import { DEFAULT_USER_AGENT } from './version.js';
+import { pathSegment } from './ids.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Connection } from '../config/connection.js';
 import { createTokenProvider } from '../auth/index.js';
@@ -89,8 +90,6 @@ export interface UnreachableNotice {
   /** The longest the back-off of one request waits in all. */
   retryForMs: number;
 }
-
-const enc = encodeURIComponent;
 
 export class DatastoreClient implements DatastoreApi {
   readonly pacer: Pacer;
@@ -185,7 +184,7 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async getDataSource(dataSourceId: string, opts?: RequestOptions): Promise<DataSourceRecord> {
-    const res = await this.send('GET', `/datastore/v1/data-sources/${enc(dataSourceId)}`, { signal: opts?.signal });
+    const res = await this.send('GET', `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}`, { signal: opts?.signal });
     const ctx = this.ctx('GET', res);
     return decodeDataSource(this.requiredJson(res, ctx), ctx, dataSourceId);
   }
@@ -195,7 +194,7 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async updateDataSource(dataSourceId: string, input: { name: string }, opts?: RequestOptions): Promise<DataSourceRecord> {
-    const res = await this.send('PUT', `/datastore/v1/data-sources/${enc(dataSourceId)}`, { json: { name: input.name }, signal: opts?.signal });
+    const res = await this.send('PUT', `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}`, { json: { name: input.name }, signal: opts?.signal });
     const ctx = this.ctx('PUT', res);
     const body = this.updateAnswer(res, ctx);
     const rec: DataSourceRecord = isRecordLike(body) ? decodeDataSource(body, ctx, dataSourceId) : { id: dataSourceId, raw: {} };
@@ -204,17 +203,17 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async deleteDataSource(dataSourceId: string, opts?: RequestOptions): Promise<void> {
-    await this.deleteIgnoringNotFound(`/datastore/v1/data-sources/${enc(dataSourceId)}`, opts?.signal);
+    await this.deleteIgnoringNotFound(`/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}`, opts?.signal);
   }
 
   listAppDataSources(llmAppId: string, opts?: RequestOptions): Promise<DataSourceRecord[]> {
-    return this.listAll(`/semantics/apps/${enc(llmAppId)}/data-sources`, decodeDataSource, opts?.signal);
+    return this.listAll(`/semantics/apps/${pathSegment(llmAppId, 'app')}/data-sources`, decodeDataSource, opts?.signal);
   }
 
   // ---- documents ----
 
   listDocuments(dataSourceId: string, opts?: ListDocumentsOptions): Promise<DocumentRecord[]> {
-    const path = `/datastore/v1/data-sources/${enc(dataSourceId)}/documents`;
+    const path = `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents`;
     if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal, opts?.keep);
     // Each page's records turned into their compact form as they arrive: the whole records
     // of a million documents are never all held at once. Only the records `keep` keeps are
@@ -224,14 +223,14 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord> {
-    const res = await this.send('GET', `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}`, { signal: opts?.signal });
+    const res = await this.send('GET', `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/${pathSegment(documentId, 'document')}`, { signal: opts?.signal });
     const ctx = this.ctx('GET', res);
     return decodeDocument(this.requiredJson(res, ctx), ctx, documentId);
   }
 
   async uploadDocuments(dataSourceId: string, files: UploadFile[], opts?: RequestOptions): Promise<DocumentRecord[]> {
     if (files.length === 0) return [];
-    const path = `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/upload`;
+    const path = `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/upload`;
     const url = this.url(path);
     const reqCtx: DecodeContext = { method: 'POST', path: url.pathname };
     const res = await this.exchange('POST', url.pathname, false, opts?.signal, async (token, signal) => {
@@ -262,7 +261,7 @@ export class DatastoreClient implements DatastoreApi {
     if (update.name != null) json.name = update.name;
     if (update.url != null) json.url = update.url;
     if (update.metadata != null) json.metadata = update.metadata;
-    const res = await this.send('PUT', `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}`, { json, signal: opts?.signal });
+    const res = await this.send('PUT', `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/${pathSegment(documentId, 'document')}`, { json, signal: opts?.signal });
     const ctx = this.ctx('PUT', res);
     const body = this.updateAnswer(res, ctx);
     const rec: DocumentRecord = isRecordLike(body) ? decodeDocument(body, ctx, documentId) : { id: documentId, raw: {} };
@@ -273,14 +272,14 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async deleteDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<void> {
-    await this.deleteIgnoringNotFound(`/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}`, opts?.signal);
+    await this.deleteIgnoringNotFound(`/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/${pathSegment(documentId, 'document')}`, opts?.signal);
   }
 
   // ---- chunks ----
 
   async listChunks(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<ChunkRecord[]> {
     const chunks = await this.listAll(
-      `/datastore/v1/data-sources/${enc(dataSourceId)}/documents/${enc(documentId)}/chunks`,
+      `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/${pathSegment(documentId, 'document')}/chunks`,
       decodeChunk,
       opts?.signal,
     );
@@ -289,7 +288,7 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async getChunk(documentId: string, chunkId: string, opts?: RequestOptions): Promise<ChunkRecord> {
-    const res = await this.send('GET', `/datastore/v1/documents/${enc(documentId)}/chunks/${enc(chunkId)}`, { signal: opts?.signal });
+    const res = await this.send('GET', `/datastore/v1/documents/${pathSegment(documentId, 'document')}/chunks/${pathSegment(chunkId, 'chunk')}`, { signal: opts?.signal });
     const ctx = this.ctx('GET', res);
     const rec = decodeChunk(this.requiredJson(res, ctx), ctx, chunkId);
     rec.documentId ??= documentId;

@@ -4,6 +4,7 @@
  * lists under various keys), strict on output (records.ts). Pure.
  */
 import { ApiError } from './errors.js';
+import { idProblem, quoteId } from './ids.js';
 import type { ChunkRecord, DataSourceRecord, DocumentRecord, JsonObject } from './records.js';
 
 export type RecordKind = 'data source' | 'document' | 'chunk';
@@ -124,6 +125,9 @@ function recordObject(value: unknown, kind: RecordKind, ctx: DecodeContext, fall
   if (id === undefined) {
     throw badResponse(ctx, `the ${kind} record has no id (${ID_KEYS[kind].slice(0, 3).join(', ')}, id or uuid); received ${preview(value)}`);
   }
+  // The id goes back into request paths: one that would address something else is refused here.
+  const problem = idProblem(id);
+  if (problem !== undefined) throw badResponse(ctx, `the ${kind} id ${quoteId(id)} is not usable in a URL (${problem})`);
   return { obj: unwrapped, id };
 }
 

@@ -3,6 +3,9 @@
  * on stdout (the convention of kubectl exec credentials and git credential helpers), for
  * single sign-on setups dssync cannot know. Run without a shell, with a timeout, its output
  * bounded; a non-zero exit, garbage or a hang is a clear error that never repeats the output.
+ * The helper runs in a process group of its own: a timeout or a stop ends the whole group,
+ * so a child it left behind (a browser login, `sleep`, an agent) neither keeps our pipes
+ * open (the CLI waited for it) nor accumulates under the daemon (issue 24.10).
  */
 import { spawn } from 'node:child_process';
 import { ApiError } from '../api/errors.js';
@@ -11,6 +14,8 @@ import { CredentialsRefusedError, RenewingProvider, type ObtainedToken, type Ren
 const MAX_OUTPUT_BYTES = 64 * 1024;
 /** Exit status by which a helper says "the credentials were refused" (as `dssync` itself does). */
 const EXIT_REFUSED = 3;
+/** Between SIGTERM to the helper's group and SIGKILL: time to clean up, not to linger. */
+const KILL_GRACE_MS = 500;
 
 export interface CommandOptions extends RenewingOptions {
   command: readonly string[];
@@ -21,6 +26,8 @@ export class CommandTokenProvider extends RenewingProvider {
   readonly kind = 'command' as const;
   readonly description: string;
   private lastToken: string | undefined;
+  /** Helpers running now, each ended (group and all) by close(). */
+  private readonly running = new Set<() => void>();
 
   constructor(private readonly c: CommandOptions) {
     // A failing program is asked again only after the back-off: one try per renewal.
@@ -48,6 +55,11 @@ export class CommandTokenProvider extends RenewingProvider {
     return { accessToken: token.trim(), expiresIn: Number.isFinite(expiresIn) ? expiresIn : undefined };
   }
 
+  override async close(): Promise<void> {
+    for (const end of [...this.running]) end();
+    await super.close();
+  }
+
   protected scrub(message: string): string {
     const t = this.lastToken;
     return t && t.length >= 4 ? message.split(t).join('[redacted]') : message;
@@ -61,7 +73,8 @@ export class CommandTokenProvider extends RenewingProvider {
   private run(signal?: AbortSignal): Promise<string> {
     const [program, ...args] = this.c.command;
     return new Promise((resolve, reject) => {
-      const child = spawn(program ?? '', args, { stdio: ['ignore', 'pipe', 'pipe'], shell: false });
+      // detached: the helper leads a new process group, which kill() ends as a whole.
+      const child = spawn(program ?? '', args, { stdio: ['ignore', 'pipe', 'pipe'], shell: false, detached: true });
       const out: Buffer[] = [];
       let outSize = 0;
       let errTail = '';
@@ -71,13 +84,25 @@ export class CommandTokenProvider extends RenewingProvider {
         settled = true;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
+        this.running.delete(kill);
         if (e) reject(e);
         else resolve(value ?? '');
       };
       const kill = (): void => {
-        // The whole helper, even if it ignores SIGTERM.
-        child.kill('SIGKILL');
+        // The whole group: the helper and whatever it started. SIGTERM first, then SIGKILL
+        // for whoever ignored it; the pipes are closed now so that a survivor holding them
+        // cannot keep this process waiting.
+        endGroup(child.pid, 'SIGTERM');
+        const grace = setTimeout(() => endGroup(child.pid, 'SIGKILL'), KILL_GRACE_MS);
+        child.once('close', () => {
+          // The leader is gone; its group may not be: SIGKILL it now rather than later.
+          clearTimeout(grace);
+          endGroup(child.pid, 'SIGKILL');
+        });
+        child.stdout.destroy();
+        child.stderr.destroy();
       };
+      this.running.add(kill);
       const timer = setTimeout(() => {
         kill();
         finish(this.fail(`did not finish within ${this.c.timeoutMs / 1000} s (killed); check that it runs without asking anything`));
@@ -112,5 +137,15 @@ export class CommandTokenProvider extends RenewingProvider {
         finish(this.fail(`${how}${said ? `: ${this.scrub(said).slice(-200)}` : ''}`, code === EXIT_REFUSED));
       });
     });
+  }
+}
+
+/** Sends `sig` to the process group led by `pid`; a group already gone is no error. */
+function endGroup(pid: number | undefined, sig: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    // ESRCH: nothing left in the group.
   }
 }

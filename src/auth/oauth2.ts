@@ -24,6 +24,13 @@ export interface OAuth2Options extends RenewingOptions {
   timeoutMs?: number | undefined;
 }
 
+/**
+ * The most bytes read from the token endpoint or the discovery document, counted after
+ * decompression: a token answer is a few kB, and fetch inflates gzip, so 1 MB of gzip
+ * could otherwise become gigabytes in memory (issue 24.6).
+ */
+export const MAX_TOKEN_ANSWER_BYTES = 1024 * 1024;
+
 /** Grant errors that mean the credentials themselves were refused. */
 const REFUSED = new Set(['invalid_grant', 'invalid_client', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope']);
 
@@ -147,6 +154,8 @@ export class OAuth2TokenProvider extends RenewingProvider {
   private translate(e: unknown, path: string): ApiError {
     const where = `the token endpoint ${this.s.tokenUrl}`;
     if (e instanceof ApiError) return e;
+    // openid-client wraps what our fetch threw ("something went wrong"): ours says what.
+    if ((e as { cause?: unknown } | undefined)?.cause instanceof ApiError) return (e as { cause: ApiError }).cause;
     if (e instanceof oidc.ResponseBodyError) {
       const what = `${e.error}${e.error_description ? `: ${preview(e.error_description, 200)}` : ''}`;
       if (REFUSED.has(e.error) || e.status === 401) {
@@ -248,9 +257,38 @@ export class OAuth2TokenProvider extends RenewingProvider {
         signal,
         dispatcher,
       });
-      return res as unknown as Response;
+      // Read here, capped, then handed to openid-client as a finished answer.
+      const body = await readCapped(res, String(url), MAX_TOKEN_ANSWER_BYTES);
+      // A null body for an empty answer: a 204 or 304 cannot be built with one.
+      return new Response(body.byteLength === 0 ? null : (body as unknown as BodyInit), { status: res.status, statusText: res.statusText, headers: new Headers([...res.headers]) });
     };
   }
+}
+
+/** The whole body of `res`, or an error naming `url` and the cap once it grows past it. */
+async function readCapped(res: Awaited<ReturnType<typeof undiciFetch>>, url: string, cap: number): Promise<Uint8Array> {
+  const tooBig = (): ApiError =>
+    new ApiError({ code: 'E_BAD_RESPONSE', retryable: false, path: new URL(url).pathname, message: `${url} answered with more than the ${cap} bytes accepted from a token endpoint (after decompression); it is not a token answer` });
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > cap && !res.headers.get('content-encoding')) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooBig();
+  }
+  if (!res.body) return new Uint8Array(0);
+  const reader = res.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > cap) {
+      await reader.cancel().catch(() => undefined);
+      throw tooBig();
+    }
+    parts.push(value);
+  }
+  return Buffer.concat(parts);
 }
 
 /** Writes the refresh token 0600, created exclusively under a temporary name then renamed. */

@@ -7,11 +7,10 @@
  * the report says what was received, not what dssync made of it; --save writes them,
  * redacted, as fixtures the decoding tests can replay.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { configFromArgs } from './context.js';
 import { usageError } from './exit.js';
+import { preparePrivateDir, writePrivateFile } from './private-dir.js';
 import type { GlobalArgs } from './options.js';
 
 interface ProbeArgs extends GlobalArgs {
@@ -49,6 +48,8 @@ export async function runProbe(args: ProbeArgs, out: (s: string) => void = (s) =
   if (args.write && (args.connector ?? []).length === 0) {
     throw usageError('--write creates a scratch data source, which needs connector ids: give --connector <id> (ask your contact at the service for them)');
   }
+  // Refused before anything is asked of the service.
+  if (args.save) preparePrivateDir(args.save, '--save');
   const [{ createAgent }, { createTokenProvider }, { request }, { FormData }] = await Promise.all([
     import('../api/http.js'),
     import('../auth/index.js'),
@@ -207,7 +208,6 @@ function shapeOf(body: unknown): string {
 }
 
 function save(dir: string, exchanges: Exchange[], report: ProbeReport, org: string, secrets: Set<string>): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const redact = (text: string): string => {
     let t = text.split(org).join('org-redacted');
     for (const s of secrets) if (s.length >= 4) t = t.split(s).join('[redacted]');
@@ -215,9 +215,9 @@ function save(dir: string, exchanges: Exchange[], report: ProbeReport, org: stri
   };
   exchanges.forEach((ex, i) => {
     const { authorization: _a, ...headers } = ex.headers;
-    writeFileSync(join(dir, `${String(i + 1).padStart(2, '0')}-${ex.step}.json`), `${redact(JSON.stringify({ request: `${ex.method} ${ex.path}`, status: ex.status, headers, body: ex.body }, null, 2))}\n`, { mode: 0o600 });
+    writePrivateFile(dir, `${String(i + 1).padStart(2, '0')}-${ex.step}.json`, `${redact(JSON.stringify({ request: `${ex.method} ${ex.path}`, status: ex.status, headers, body: ex.body }, null, 2))}\n`);
   });
-  writeFileSync(join(dir, 'report.json'), `${redact(JSON.stringify(report, null, 2))}\n`, { mode: 0o600 });
+  writePrivateFile(dir, 'report.json', `${redact(JSON.stringify(report, null, 2))}\n`);
 }
 
 function formatReport(r: ProbeReport): string {

@@ -22,6 +22,8 @@ export interface ConnectionFlags {
 /** The connection-related keys of the config file. */
 export interface ConnectionFileSettings {
   baseUrl?: string | undefined;
+  /** Plain http:// to another host is refused unless this (or DSSYNC_ALLOW_INSECURE_HTTP=1) says so. */
+  allowInsecureHttp?: boolean | undefined;
   organizationId?: string | undefined;
   organizationHeader?: string | undefined;
   tokenFile?: string | undefined;
@@ -79,6 +81,8 @@ export function resolveConnection(input: ResolveConnectionInput): Connection {
   if (parsed.username || parsed.password) {
     throw new ConfigError('baseUrl must not carry credentials; use DSSYNC_TOKEN or a token file', 'baseUrl');
   }
+  const allowInsecure = insecureHttpAllowed(env, file);
+  refuseCleartext(parsed, 'baseUrl', 'the token and every file', allowInsecure);
   const organizationId = pick(flags.org, env.DSSYNC_ORG, file?.organizationId);
   if (!organizationId) {
     throw new ConfigError(
@@ -96,6 +100,15 @@ export function resolveConnection(input: ResolveConnectionInput): Connection {
     warn: input.warn,
     onSecretError: input.onSecretError,
   });
+  if (auth.type === 'oauth2') {
+    let tokenUrl: URL | undefined;
+    try {
+      tokenUrl = new URL(auth.tokenUrl);
+    } catch {
+      // The schema already said what is wrong with it.
+    }
+    if (tokenUrl) refuseCleartext(tokenUrl, '"auth.tokenUrl"', 'the password, the client secret and the tokens', allowInsecure);
+  }
   const connection = {
     baseUrl: baseUrl.replace(/\/+$/, ''),
     organizationId,
@@ -107,6 +120,32 @@ export function resolveConnection(input: ResolveConnectionInput): Connection {
   // JSON-serialised or spread never carries it along.
   Object.defineProperty(connection, 'credentialsDigest', { value: credentialsDigest(auth), enumerable: false, writable: false });
   return connection;
+}
+
+/** DSSYNC_ALLOW_INSECURE_HTTP=1|true, or "allowInsecureHttp": true in the file. */
+function insecureHttpAllowed(env: NodeJS.ProcessEnv, file: ConnectionFileSettings | undefined): boolean {
+  const fromEnv = env.DSSYNC_ALLOW_INSECURE_HTTP?.trim().toLowerCase();
+  if (fromEnv === '1' || fromEnv === 'true' || fromEnv === 'yes') return true;
+  return file?.allowInsecureHttp === true;
+}
+
+/** This machine: nothing sent there crosses a network. */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * Plain http:// to another host carries the credentials in clear text to anyone on the
+ * path (issue 24.8): refused unless the operator says so by name.
+ */
+function refuseCleartext(url: URL, field: string, what: string, allowed: boolean): void {
+  if (url.protocol !== 'http:' || allowed || isLoopbackHost(url.hostname)) return;
+  throw new ConfigError(
+    `${field} ${maskCredentials(url.href)} is plain http:// to another host: ${what} would cross the network in clear text, readable and changeable by anyone on the path. ` +
+      'Use https://, or set "allowInsecureHttp": true in the config file (or DSSYNC_ALLOW_INSECURE_HTTP=1) if the network itself is trusted',
+    field === 'baseUrl' ? 'baseUrl' : 'auth.tokenUrl',
+  );
 }
 
 /** RFC 9110 §5.1: a header name is a token (tchar+). */

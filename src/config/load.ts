@@ -82,6 +82,7 @@ export function loadSettings(opts: LoadConfigOptions): Settings {
     file,
     fileConnection: {
       baseUrl: parsed.baseUrl,
+      allowInsecureHttp: parsed.allowInsecureHttp,
       organizationId: parsed.organizationId,
       organizationHeader: parsed.organizationHeader,
       tokenFile: fromFile(parsed.tokenFile),

@@ -255,6 +255,12 @@ export const ConfigFileSchema = z.strictObject(
     baseUrl: text('a URL (e.g. "https://service.example.com")')
       .refine(isHttpUrl, { error: 'must be an http:// or https:// URL without credentials (e.g. "https://service.example.com")' })
       .optional(),
+    /**
+     * Lets baseUrl and auth.tokenUrl use plain http:// to a host other than this machine
+     * (the token then crosses the network in clear text). DSSYNC_ALLOW_INSECURE_HTTP=1 too.
+     * @default false
+     */
+    allowInsecureHttp: z.boolean({ error: 'must be true or false' }).optional(),
     organizationId: text('the organization id, a non-empty string').optional(),
     organizationHeader: z
       .string({ error: 'must be an HTTP header name (e.g. "X-Wikit-Organization-Id")' })

@@ -83,6 +83,7 @@ export type MappingConfig = MappingCommon &
 /** Connection keys as the config file gave them (tokenFile resolved against the file's folder). */
 export interface FileConnectionSettings {
   readonly baseUrl?: string | undefined;
+  readonly allowInsecureHttp?: boolean | undefined;
   readonly organizationId?: string | undefined;
   readonly organizationHeader?: string | undefined;
   readonly tokenFile?: string | undefined;

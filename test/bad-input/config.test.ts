@@ -231,4 +231,20 @@ describe('bad-input catalogue: configuration', () => {
     await expectConfigError(await edit('c27', (c) => (c.installationId = 'my id!')), /"installationId" "my id!" is not an installation id: use 4-64 letters/);
     await expectConfigError(world.ws.configPath, /DSSYNC_INSTALLATION_ID "x" is not an installation id/, { DSSYNC_INSTALLATION_ID: 'x' });
   });
+
+  it('C28 baseUrl plain http:// to another host: refused before any request, saying why and how to allow it', async () => {
+    const msg = await expectConfigError(
+      await edit('c28', (c) => (c.baseUrl = 'http://service.invalid:8080')),
+      /baseUrl http:\/\/service\.invalid:8080\/ is plain http:\/\/ to another host: the token and every file would cross the network in clear text/,
+    );
+    expect(msg).toContain('"allowInsecureHttp": true');
+  });
+
+  it('C29 auth.tokenUrl plain http:// to another host: refused the same way', async () => {
+    await expectConfigError(
+      await edit('c29', (c) => (c.auth = { type: 'oauth2', tokenUrl: 'http://auth.invalid/realms/r/protocol/openid-connect/token', grantType: 'client_credentials', clientId: 'c' })),
+      /"auth\.tokenUrl" http:\/\/auth\.invalid\/realms\/r\/protocol\/openid-connect\/token is plain http:\/\/ to another host: the password, the client secret and the tokens would cross/,
+      { ...world.ws.env, DSSYNC_CLIENT_SECRET: 'a-client-secret' },
+    );
+  });
 });

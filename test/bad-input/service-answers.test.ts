@@ -8,6 +8,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ApiError } from '../../src/api/errors.js';
+import { createClientFromConfig } from '../../src/api/from-config.js';
+import { loadConfig } from '../../src/config/index.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PassReport } from '../../src/engine/mirror.js';
 import { isListDocuments, isUpload, startMeddler, writes, type Forwarded, type Meddler } from './meddler.js';
@@ -272,6 +277,55 @@ describe('bad-input catalogue: service answers', () => {
     meddler.reset();
     expect((await passThrough(() => false)).report?.counts.updated).toBe(0);
     expect(writes(meddler.seen)).toEqual([]);
+  });
+
+  it('S20 an upload answered with the id "..": a bad answer naming the id; no request to another URL; the pass settles it', async () => {
+    const hostileIds: Handler = async (req, res, _b, forward) => {
+      if (!isUpload(req)) return false;
+      const f = await forward();
+      const got = JSON.parse(f.body.toString()) as Record<string, unknown>[] | Record<string, Record<string, unknown>[]>;
+      const items = Array.isArray(got) ? got : (got.documents ?? got.items ?? []);
+      expect(items.length).toBeGreaterThan(0);
+      for (const item of items) for (const k of ['id', 'document_id', 'documentId', '_id', 'uuid']) if (k in item) item[k] = '..';
+      res.writeHead(f.status, { 'content-type': 'application/json' }).end(JSON.stringify(got));
+      return true;
+    };
+    // The client itself, on a scratch data source: the error names the id.
+    const config = loadConfig({ file: world.ws.configPath, env: world.ws.env, flags: { baseUrl: meddler.url } });
+    const scratchFile = join(world.ws.dir, 's20-scratch.txt');
+    await writeFile(scratchFile, 'scratch');
+    const api = createClientFromConfig(config);
+    const scratch = await api.createDataSource({ name: 's20-scratch', llmConnectorIds: ['conn-1'] });
+    meddler.reset();
+    meddler.setRule(hostileIds);
+    try {
+      const e = await api.uploadDocuments(scratch.id, [{ path: scratchFile, name: 's20-scratch.txt' }]).then(
+        () => undefined,
+        (err: unknown) => err as ApiError,
+      );
+      expect(e?.code).toBe('E_BAD_RESPONSE');
+      expect(e?.ambiguous).toBe(true);
+      expect(e?.message).toMatch(/POST \/datastore\/v1\/data-sources\/\S+\/documents\/upload \(\d+\): the document id "\.\." is not usable in a URL \(it is a relative path segment\)/);
+      // An id that is already held (from a state file, an argument) is checked where the URL is built.
+      await expect(api.updateDocument(scratch.id, '..', { name: 'x', url: 'u', metadata: {} })).rejects.toThrow(/the document id "\.\." cannot be part of a request's URL: it is a relative path segment/);
+      await expect(api.deleteDocument(scratch.id, 'a/../../b')).rejects.toThrow(/the document id "a\/\.\.\/\.\.\/b" cannot be part/);
+    } finally {
+      meddler.setRule(undefined);
+      await api.deleteDataSource(scratch.id);
+      await api.close();
+      await rm(scratchFile);
+    }
+    expect(writes(meddler.seen)).toEqual([`POST /datastore/v1/data-sources/${scratch.id}/documents/upload`, `DELETE /datastore/v1/data-sources/${scratch.id}`]);
+
+    // The mirror: the answer is ambiguous, settled from the listing; nothing goes to the data source's own URL.
+    meddler.reset();
+    await world.ws.write('new/s20.txt', 'uploaded, answered with a hostile id');
+    const r = await passThrough(hostileIds);
+    expect(r.report?.ok, JSON.stringify(r.report?.failures ?? r.error)).toBe(true);
+    const ds = world.dataSourceId;
+    expect(writes(meddler.seen).filter((k) => !k.startsWith(`PUT /datastore/v1/data-sources/${ds}/documents/doc_`))).toEqual([`POST /datastore/v1/data-sources/${ds}/documents/upload`]);
+    await world.expectNothingLost();
+    expect(world.ws.emu.store.listDocuments(ds).filter((d) => d.metadata?.dssync_path === 'new/s20.txt')).toHaveLength(1);
   });
 
   it('S19 a listing that repeats documents across pages: each counted once, no write', async () => {

@@ -316,3 +316,30 @@ describe('Wikit Semantics shapes (docs.wikit.ai): 24-hex ids under id, chunk tex
     expect(decodeChunk({ id: 'c', data: { x: 1 } }).text).toBeUndefined();
   });
 });
+
+describe('ids that would address something else (issue 24.7)', () => {
+  const bad: [string, RegExp][] = [
+    ['..', /"\.\." is not usable in a URL \(it is a relative path segment\)/],
+    ['.', /"\." is not usable in a URL/],
+    ['a/b', /"a\/b" is not usable in a URL \(it contains "\/"\)/],
+    ['a\\b', /contains "\\\\"/],
+    ['a?x=1', /contains "\?"/],
+    ['a#b', /contains "#"/],
+    ['%2e%2e', /contains "%"/],
+    ['a\nb', /contains "\\n"/],
+    ['x'.repeat(257), /257 characters long \(at most 256\)/],
+  ];
+  it.each(bad)('a document id %j is a bad answer, named', (id, message) => {
+    const e = thrown(() => decodeUploadResponse({ id, name: 'a.txt' }, { method: 'POST', path: '/up', status: 200, mayHaveActed: true }));
+    expect(e.code).toBe('E_BAD_RESPONSE');
+    expect(e.message).toMatch(message);
+    expect(e.message).toContain('POST /up (200)');
+  });
+  it('the same for data sources and chunks; ordinary ids pass', () => {
+    expect(thrown(() => decodeDataSource({ id: '..' })).message).toMatch(/data source id "\.\."/);
+    expect(thrown(() => decodeChunk({ chunk_id: 'c/1' })).message).toMatch(/chunk id "c\/1"/);
+    expect(decodeDocument({ id: '65f1c2a9e4b0a1b2c3d4e5f6' }).id).toBe('65f1c2a9e4b0a1b2c3d4e5f6');
+    expect(decodeDocument({ id: 42 }).id).toBe('42');
+    expect(decodeDocument({ id: 'doc 1.txt' }).id).toBe('doc 1.txt');
+  });
+});

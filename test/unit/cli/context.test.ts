@@ -15,7 +15,7 @@ beforeAll(async () => {
   await chmod(join(dir, 'token'), 0o600);
   await writeFile(
     join(dir, 'config.json'),
-    JSON.stringify({ baseUrl: 'http://file.example', organizationId: 'file-org', tokenFile: 'token' }),
+    JSON.stringify({ baseUrl: 'https://file.example', organizationId: 'file-org', tokenFile: 'token' }),
   );
 });
 afterAll(async () => {
@@ -26,16 +26,16 @@ describe('connection settings', () => {
   it('takes flag over environment over config file', () => {
     const config = join(dir, 'config.json');
     const fromFile = configFromArgs({ json: false, config }, {}).connection;
-    expect(fromFile).toMatchObject({ baseUrl: 'http://file.example', organizationId: 'file-org' });
+    expect(fromFile).toMatchObject({ baseUrl: 'https://file.example', organizationId: 'file-org' });
     expect(staticToken(fromFile)).toBe('file-token');
 
-    const env = { DSSYNC_BASE_URL: 'http://env.example', DSSYNC_ORG: 'env-org', DSSYNC_TOKEN: 'env-token' };
+    const env = { DSSYNC_BASE_URL: 'https://env.example', DSSYNC_ORG: 'env-org', DSSYNC_TOKEN: 'env-token' };
     const fromEnv = configFromArgs({ json: false, config }, env).connection;
-    expect(fromEnv).toMatchObject({ baseUrl: 'http://env.example', organizationId: 'env-org' });
+    expect(fromEnv).toMatchObject({ baseUrl: 'https://env.example', organizationId: 'env-org' });
     expect(staticToken(fromEnv)).toBe('env-token');
 
-    const fromFlags = configFromArgs({ json: false, config, baseUrl: 'http://flag.example', org: 'flag-org' }, env).connection;
-    expect(fromFlags).toMatchObject({ baseUrl: 'http://flag.example', organizationId: 'flag-org' });
+    const fromFlags = configFromArgs({ json: false, config, baseUrl: 'https://flag.example', org: 'flag-org' }, env).connection;
+    expect(fromFlags).toMatchObject({ baseUrl: 'https://flag.example', organizationId: 'flag-org' });
   });
 
   it('finds the config file through DSSYNC_CONFIG, with a tokenFile relative to it', () => {
@@ -47,8 +47,8 @@ describe('connection settings', () => {
   it('a missing setting is a configuration error (exit 2) naming the setting', () => {
     for (const [env, setting] of [
       [{ DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' }, 'DSSYNC_BASE_URL'],
-      [{ DSSYNC_BASE_URL: 'http://x', DSSYNC_TOKEN: 't' }, 'DSSYNC_ORG'],
-      [{ DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o' }, 'DSSYNC_TOKEN'],
+      [{ DSSYNC_BASE_URL: 'https://x', DSSYNC_TOKEN: 't' }, 'DSSYNC_ORG'],
+      [{ DSSYNC_BASE_URL: 'https://x', DSSYNC_ORG: 'o' }, 'DSSYNC_TOKEN'],
     ] as const) {
       let err: unknown;
       try {
@@ -65,7 +65,7 @@ describe('connection settings', () => {
 
   it('an unreadable or malformed config file is a configuration error (exit 2) naming the file', async () => {
     await writeFile(join(dir, 'bad.json'), '{ nope');
-    const env = { DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' };
+    const env = { DSSYNC_BASE_URL: 'https://x', DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' };
     for (const name of ['missing.json', 'bad.json']) {
       let err: unknown;
       try {
@@ -84,7 +84,7 @@ describe('connection settings', () => {
     let seen: unknown;
     let ctxSeen: CliContext | undefined;
     await withContext(
-      { json: true, baseUrl: 'http://x.example/' },
+      { json: true, baseUrl: 'https://x.example/' },
       async (ctx) => {
         ctxSeen = ctx;
       },
@@ -92,11 +92,11 @@ describe('connection settings', () => {
     );
     expect(ctxSeen?.api).toBe(api);
     expect(ctxSeen?.json).toBe(true);
-    expect(seen).toMatchObject({ baseUrl: 'http://x.example', organizationId: 'o' });
+    expect(seen).toMatchObject({ baseUrl: 'https://x.example', organizationId: 'o' });
     expect(api.closed).toBe(1);
 
     const boom = withContext({ json: false }, () => Promise.reject(new Error('boom')), {
-      env: { DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' },
+      env: { DSSYNC_BASE_URL: 'https://x', DSSYNC_ORG: 'o', DSSYNC_TOKEN: 't' },
       createApi: () => api,
     });
     await expect(boom).rejects.toThrow('boom');

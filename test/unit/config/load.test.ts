@@ -156,18 +156,18 @@ describe('precedence: flag > environment > file > default', () => {
   it('lets the environment override the file', () => {
     const s = loadSettings({
       file: file(),
-      env: { DSSYNC_BASE_URL: 'http://env:1', DSSYNC_ORG: 'org-env', DSSYNC_STATE_PATH: '/env/s.json', DSSYNC_LOG_LEVEL: 'DEBUG' },
+      env: { DSSYNC_BASE_URL: 'https://env:1', DSSYNC_ORG: 'org-env', DSSYNC_STATE_PATH: '/env/s.json', DSSYNC_LOG_LEVEL: 'DEBUG' },
     });
-    expect([s.baseUrl, s.organizationId, s.statePath, s.logLevel]).toEqual(['http://env:1', 'org-env', '/env/s.json', 'debug']);
+    expect([s.baseUrl, s.organizationId, s.statePath, s.logLevel]).toEqual(['https://env:1', 'org-env', '/env/s.json', 'debug']);
   });
   it('lets flags override the environment', () => {
     const s = loadSettings({
       file: file(),
-      env: { DSSYNC_BASE_URL: 'http://env:1', DSSYNC_ORG: 'org-env', DSSYNC_STATE_PATH: '/env/s.json', DSSYNC_LOG_LEVEL: 'debug' },
-      flags: { baseUrl: 'http://flag:2', org: 'org-flag', statePath: 'rel/s.json', logLevel: 'error' },
+      env: { DSSYNC_BASE_URL: 'https://env:1', DSSYNC_ORG: 'org-env', DSSYNC_STATE_PATH: '/env/s.json', DSSYNC_LOG_LEVEL: 'debug' },
+      flags: { baseUrl: 'https://flag:2', org: 'org-flag', statePath: 'rel/s.json', logLevel: 'error' },
       cwd: '/work',
     });
-    expect([s.baseUrl, s.organizationId, s.statePath, s.logLevel]).toEqual(['http://flag:2', 'org-flag', '/work/rel/s.json', 'error']);
+    expect([s.baseUrl, s.organizationId, s.statePath, s.logLevel]).toEqual(['https://flag:2', 'org-flag', '/work/rel/s.json', 'error']);
   });
   it('rejects a bad DSSYNC_LOG_LEVEL naming the variable', () => {
     expect(() => loadSettings({ env: { DSSYNC_LOG_LEVEL: 'verbose' } })).toThrow(
@@ -193,12 +193,12 @@ describe('loadConfig: connection and secrets', () => {
   });
 
   it('takes the token from DSSYNC_TOKEN and DSSYNC_TOKEN_FILE', () => {
-    const c = loadConfig({ env: { DSSYNC_TOKEN: token, DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o' } });
+    const c = loadConfig({ env: { DSSYNC_TOKEN: token, DSSYNC_BASE_URL: 'https://x', DSSYNC_ORG: 'o' } });
     expect(staticToken(c.connection)).toBe(token);
     expect(JSON.stringify(describeConfig(c))).not.toContain(token);
     const f = join(dir, 'token-b');
     writeFileSync(f, 'other', { mode: 0o600 });
-    const d = loadConfig({ env: { DSSYNC_TOKEN: token, DSSYNC_TOKEN_FILE: f, DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o' } });
+    const d = loadConfig({ env: { DSSYNC_TOKEN: token, DSSYNC_TOKEN_FILE: f, DSSYNC_BASE_URL: 'https://x', DSSYNC_ORG: 'o' } });
     expect(staticToken(d.connection)).toBe('other');
   });
 
@@ -207,13 +207,13 @@ describe('loadConfig: connection and secrets', () => {
     writeFileSync(f, token);
     chmodSync(f, 0o644);
     const warnings: string[] = [];
-    loadConfig({ env: { DSSYNC_TOKEN_FILE: f, DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o' }, warn: (m) => warnings.push(m) });
+    loadConfig({ env: { DSSYNC_TOKEN_FILE: f, DSSYNC_BASE_URL: 'https://x', DSSYNC_ORG: 'o' }, warn: (m) => warnings.push(m) });
     expect(warnings.join()).toContain(`chmod 600 ${f}`);
     expect(warnings.join()).not.toContain(token);
   });
 
   it('reports a missing token as a ConfigError on tokenFile', () => {
-    expect(() => loadConfig({ env: { DSSYNC_BASE_URL: 'http://x', DSSYNC_ORG: 'o' } })).toThrow(
+    expect(() => loadConfig({ env: { DSSYNC_BASE_URL: 'https://x', DSSYNC_ORG: 'o' } })).toThrow(
       expect.objectContaining({ name: 'ConfigError', field: 'tokenFile' }),
     );
   });
@@ -366,3 +366,25 @@ describe('config: watch (issue 12)', () => {
     expect(settingsError({ ...base, watch: { pollEvery: 3 }, mappings: [mapping] }).message).toMatch(/pollEvery/);
   });
 });
+
+describe('plain http:// (issue 24.8)', () => {
+  const env = { DSSYNC_TOKEN: 'tok-123456', DSSYNC_ORG: 'o' };
+  it('is accepted to this machine: 127.0.0.0/8, ::1, localhost', () => {
+    for (const url of ['http://127.0.0.1:8080', 'http://127.1.2.3', 'http://[::1]:9', 'http://localhost:1', 'http://api.localhost']) {
+      expect(loadConfig({ env: { ...env, DSSYNC_BASE_URL: url } }).connection.baseUrl).toBe(url);
+    }
+  });
+  it('is refused to another host, naming the field, why, and the setting that allows it', () => {
+    for (const url of ['http://service.example', 'http://10.0.0.1', 'http://[::2]', 'http://127.0.0.1.example']) {
+      expect(() => loadConfig({ env: { ...env, DSSYNC_BASE_URL: url } })).toThrow(/baseUrl http:\/\/.* is plain http:\/\/ to another host: .*clear text.*"allowInsecureHttp": true.*DSSYNC_ALLOW_INSECURE_HTTP=1/);
+    }
+  });
+  it('is accepted to another host when the operator says so: DSSYNC_ALLOW_INSECURE_HTTP=1 or "allowInsecureHttp": true', () => {
+    expect(loadConfig({ env: { ...env, DSSYNC_BASE_URL: 'http://service.example', DSSYNC_ALLOW_INSECURE_HTTP: '1' } }).connection.baseUrl).toBe('http://service.example');
+    const dir = mkdtempSync(join(tmpdir(), 'dssync-insecure-'));
+    const file = join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify({ baseUrl: 'http://service.example', allowInsecureHttp: true }));
+    expect(loadConfig({ file, env }).connection.baseUrl).toBe('http://service.example');
+  });
+});
+
