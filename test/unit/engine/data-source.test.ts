@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DataSourceMissingError, dataSourceGone, resolveDataSource } from '../../../src/engine/data-source.js';
+import { ApiError } from '../../../src/api/errors.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 
 const byName = { dataSource: { name: 'Handbook', llmConnectorIds: ['conn-1'] } };
@@ -114,7 +115,7 @@ describe('dataSourceGone', () => {
     a.addDataSource('ds-1', 'Handbook');
     expect(await dataSourceGone(a, 'ds-1')).toBe(false);
     expect(await dataSourceGone(a, 'ds-2')).toBe(true);
-    a.failBefore = () => new Error('connection reset');
+    a.failBefore = () => new ApiError({ code: 'E_CONNECTION', message: 'connection reset' });
     expect(await dataSourceGone(a, 'ds-2')).toBe(false);
   });
 });
