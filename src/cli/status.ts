@@ -473,6 +473,7 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
     ['path', m.path],
     ['data source', m.dataSourceId ?? '(not resolved yet)'],
   ];
+  if (m.dataSourceNotice) pairs.push(['data source note', m.dataSourceNotice]);
   if (m.degraded.length) pairs.push(['degraded', m.degraded.join('\n')]);
   pairs.push(['files tracked', String(m.filesTracked)], ['pending', `${m.pending} path(s) waiting for the next pass`]);
   const lp = m.lastPass;

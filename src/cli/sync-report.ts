@@ -14,6 +14,8 @@ export interface MappingOutcome {
   error?: string | undefined;
   /** Uploaded, but the service says it could not ingest them. */
   notIngested?: NotIngestedFile[] | undefined;
+  /** What the operator must hear about the data source: renamed in the App and followed, or deleted and replaced. */
+  notices?: string[] | undefined;
   /** The error is a configuration problem (exit 2). */
   configProblem?: boolean | undefined;
 }
@@ -59,6 +61,7 @@ export function formatSyncHuman(outcomes: readonly MappingOutcome[]): string {
   const lines: string[] = [];
   for (const o of outcomes) {
     const head = `${o.mappingId}${o.dataSourceId ? ` -> ${o.dataSourceId}` : ''}`;
+    for (const n of o.notices ?? []) lines.push(printable(`${o.mappingId}: NOTE: ${n}`));
     if (o.error || !o.report) {
       lines.push(`${head}: FAILED: ${o.error ?? 'no report'}`);
       continue;
@@ -105,6 +108,7 @@ export function formatSyncJson(outcomes: readonly MappingOutcome[]): string {
     dataSourceId: o.dataSourceId,
     ok: outcomeOk(o),
     ...(o.error ? { error: o.error } : {}),
+    ...(o.notices?.length ? { notices: o.notices } : {}),
     ...(o.report
       ? {
           dryRun: o.report.dryRun,

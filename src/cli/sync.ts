@@ -131,6 +131,8 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
   const mapping = config.mappings[index]!;
   // Documents the service says it could not ingest (its status and reason, when it gives them).
   const notIngested: NotIngestedFile[] = [];
+  // The data source renamed in the App (followed by id), or deleted and replaced.
+  const notices: string[] = [];
   const onOp = (e: OpEvent): void => {
     d.progress.onOp(e);
     const ingestion = e.outcome === 'done' && e.record ? ingestionStatus(e.record) : undefined;
@@ -146,21 +148,24 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
       signal: d.signal,
       dryRun: d.args.dryRun,
       folderMoved: d.args.folderMoved,
+      onNotice: (m) => notices.push(m),
     });
     const report = await mirror.fullPass({ dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal });
-    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested };
+    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested, notices };
   } catch (e) {
     // Fatal for the process (credentials refused...): no other mapping can do better (src/errors.ts).
     if (isApiError(e) && disposition(e).kind === 'fatalForProcess' && e.code !== 'E_ABORTED') throw e;
     // daemon/build-mirror.js's FolderUnavailableError, by name: the engine loads only when sync runs.
     if (e instanceof Error && (e.name === 'FolderUnavailableError' || e.name === 'FolderChangedError')) return { mappingId: mapping.id, error: e.message, configProblem: true };
     if (e instanceof DataSourceMissingError) {
-      return { mappingId: mapping.id, error: e.message, configProblem: true };
+      return { mappingId: mapping.id, error: e.message, configProblem: true, notices };
     }
     // baseUrl leads nowhere the service answers (a route 404, no TLS): the message has the fix.
     if (isApiError(e) && e.code === 'E_WRONG_ADDRESS') return { mappingId: mapping.id, error: e.message, configProblem: true };
     if (isApiError(e) && e.code === 'E_NOT_FOUND') {
-      return { mappingId: mapping.id, error: `the data source of ${mapping.id} no longer exists (${e.message}); check the config`, configProblem: true };
+      // Deleted during the pass: a mapping by name finds or creates it at the next sync.
+      const next = mapping.dataSource ? `the next sync looks "${mapping.dataSource.name}" up again by name (and creates it when absent)` : 'check the config';
+      return { mappingId: mapping.id, error: `the data source of ${mapping.id} no longer exists (${e.message}; deleted in the App?); ${next}`, configProblem: !mapping.dataSource, notices };
     }
     if (isApiError(e) && e.code === 'E_ABORTED') return { mappingId: mapping.id, error: 'interrupted' };
     const message = e instanceof Error ? e.message : String(e);

@@ -9,7 +9,7 @@ import type { Config, MappingConfig } from '../config/types.js';
 import { folderProblem } from '../local/folder-check.js';
 import { createLocalSide } from '../local/side.js';
 import type { Logger } from '../log.js';
-import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
+import { DataSourceMissingError, resolveDataSource, type ResolvedDataSource } from '../engine/data-source.js';
 import { establishIdentity, sharedDataSourceProblems, type IdentityHolder } from '../engine/installation.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { Op } from '../engine/plan.js';
@@ -20,7 +20,12 @@ export const MASS_DELETE_MINIMUM = 10;
 
 export interface BuildMirrorDeps {
   api: DatastoreApi;
-  state: MirrorState & IdentityHolder & { mapping(id: string): MappingState | undefined };
+  state: MirrorState &
+    IdentityHolder & {
+      mapping(id: string): MappingState | undefined;
+      /** Keeps the configured name the data source was resolved by (absent in a dry run's state). */
+      recordDataSourceName?(mappingId: string, name: string): void;
+    };
   logger: Logger;
   now?: () => number;
   /** The monotonic clock (Clock.monotonic) for the mirror's own windows. */
@@ -43,6 +48,11 @@ export interface BuildMirrorDeps {
    * the new folder is recorded; otherwise a changed folder is refused (FolderChangedError).
    */
   folderMoved?: boolean;
+  /**
+   * What the operator must hear about the data source (renamed in the App and followed by
+   * id, deleted and replaced): logged here, and shown by the caller (status, sync report).
+   */
+  onNotice?: ((message: string) => void) | undefined;
 }
 
 /** The mapped folder cannot be listed, so its data source was not created. */
@@ -87,18 +97,11 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
   const shared = sharedDataSourceProblems(config.mappings).find((p) => p.includes(JSON.stringify(mapping.id)));
   if (shared !== undefined) throw new SharedDataSourceError(`${shared} (config mappings[${index}])`);
   let api = deps.api;
-  const where = `mappings[${index}]`;
-  const create = !deps.dryRun && (deps.create ?? true);
-  const ds = await resolveDataSource(deps.api, mapping, where, { create: false, signal: deps.signal }).catch(async (e: unknown) => {
-    if (!(e instanceof DataSourceMissingError && e.wouldCreate)) throw e;
-    // Nothing is created for a folder that cannot be mirrored: an empty data source
-    // would be left behind, and the folder's problem is what the operator must hear.
-    const problem = await folderProblem(mapping.path);
-    if (problem) throw new FolderUnavailableError(`${where}.path: ${problem} (no data source was created)`);
-    if (create) return resolveDataSource(deps.api, mapping, where, { create: true, signal: deps.signal });
-    if (!deps.dryRun) throw e;
+  const ds = await resolveMappingDataSource(mapping, index, deps).catch((e: unknown) => {
+    if (!(e instanceof DataSourceMissingError && e.wouldCreate && deps.dryRun)) throw e;
+    // A dry run plans a data source a sync would create as an empty one.
     api = emptyListing(deps.api);
-    return { id: wouldCreateId(mapping.dataSource?.name), created: false };
+    return { id: wouldCreateId(mapping.dataSource?.name), created: false } satisfies ResolvedDataSource;
   });
   if (!deps.folderMoved) {
     const recorded = deps.state.mapping(mapping.id);
@@ -107,6 +110,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
   }
   const identity = establishIdentity(deps.state, { pinned: config.installationId, statePath: config.statePath });
   if (ds.created) deps.logger.info({ mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name }, 'created the data source');
+  if (!deps.dryRun) recordResolution(deps, mapping, ds);
   return new Mirror({
     spec: {
       mappingId: mapping.id,
@@ -133,6 +137,50 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     onOp: deps.onOp,
     onPlan: deps.onPlan,
   });
+}
+
+/**
+ * The mapping's data source, looked up as buildMirror does: a mapping by name follows the
+ * data source the state records (by id), reports a rename made in the App, and replaces
+ * one that no longer exists (found or created by name). A notice is logged and handed to
+ * `deps.onNotice`; a replacement names how many of the state's records it drops.
+ */
+export async function resolveMappingDataSource(mapping: MappingConfig, index: number, deps: BuildMirrorDeps): Promise<ResolvedDataSource> {
+  const where = `mappings[${index}]`;
+  const create = !deps.dryRun && (deps.create ?? true);
+  const saved = mapping.dataSource ? deps.state.mapping(mapping.id) : undefined;
+  const opts = {
+    signal: deps.signal,
+    mappingId: mapping.id,
+    recorded: saved ? { dataSourceId: saved.dataSourceId, configuredName: saved.dataSourceName } : undefined,
+  };
+  const ds = await resolveDataSource(deps.api, mapping, where, { ...opts, create: false }).catch(async (e: unknown) => {
+    if (!(e instanceof DataSourceMissingError && e.wouldCreate)) throw e;
+    // Nothing is created for a folder that cannot be mirrored: an empty data source
+    // would be left behind, and the folder's problem is what the operator must hear.
+    const problem = await folderProblem(mapping.path);
+    if (problem) throw new FolderUnavailableError(`${where}.path: ${problem} (no data source was created)`);
+    if (create) return resolveDataSource(deps.api, mapping, where, { ...opts, create: true });
+    throw e;
+  });
+  if (ds.notice === undefined) return ds;
+  const dropped = ds.replaces !== undefined ? (saved?.files.size ?? 0) : 0;
+  const notice = ds.replaces !== undefined ? `${ds.notice}; the state's ${dropped} record(s) of ${ds.replaces} are dropped and every file is uploaded again` : ds.notice;
+  const fields = { mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name, ...(ds.replaces !== undefined ? { replaces: ds.replaces, droppedRecords: dropped } : {}) };
+  if (ds.replaces !== undefined) deps.logger.error(fields, notice);
+  else deps.logger.warn(fields, notice);
+  deps.onNotice?.(notice);
+  return { ...ds, notice };
+}
+
+/** The state records the data source now used, and the configured name it was found by. */
+function recordResolution(deps: BuildMirrorDeps, mapping: MappingConfig, ds: ResolvedDataSource): void {
+  const name = mapping.dataSource?.name;
+  if (name === undefined || !deps.state.recordDataSourceName) return;
+  // A replaced data source's records are dropped here (ensureMapping resets them, and logs it).
+  deps.state.ensureMapping(mapping.id, ds.id, mapping.path);
+  // The config's name, also when a rename is followed: a config naming another later is a new choice.
+  deps.state.recordDataSourceName(mapping.id, name);
 }
 
 /** The client, except that listings answer empty: a data source that does not exist yet. */

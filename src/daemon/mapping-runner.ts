@@ -15,6 +15,8 @@ import type { Config, MappingConfig } from '../config/types.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
 import { buildMirror } from './build-mirror.js';
+import { DataSourceMissingError, dataSourceGone } from '../engine/data-source.js';
+import { isApiError } from '../api/errors.js';
 import { DEFAULT_AGGREGATOR_OPTIONS, EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
 import { loadFilter } from '../local/filters.js';
 import type { LocalFs } from '../local/fs.js';
@@ -104,6 +106,12 @@ export class MappingRunner {
   /** Files a pass set aside as maybe being written, waiting for their follow-up pass. */
   private readonly settling = new Set<string>();
   private settleTimer: unknown;
+  /** The data source renamed in the App (followed by id) or deleted: status shows it. */
+  private dataSourceNotice: string | undefined;
+  /** A reload asked to look the data source up again before the next pass (it may be gone, or renamed). */
+  private recheckDataSource = false;
+  /** The mapping stopped on a configuration problem (its data source by id is gone) until a reload. */
+  private halted = false;
 
   constructor(private readonly d: MappingRunnerDeps) {
     this.log = d.logger.child({ mapping: d.mapping.id });
@@ -172,6 +180,7 @@ export class MappingRunner {
       id: this.d.mapping.id,
       path: this.d.mapping.path,
       dataSourceId: this.mirror?.dataSourceId ?? this.d.mapping.dataSourceId,
+      dataSourceNotice: this.dataSourceNotice,
       phase: this.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : this.phase,
       degraded: [...this.degraded.values(), ...watchProblems],
       filesTracked: tracked,
@@ -210,6 +219,17 @@ export class MappingRunner {
     await old?.close().catch(() => undefined);
     await this.startWatching();
     if (this.stopped) return;
+    // The data source may have been deleted or renamed in the App: looked up again first.
+    this.recheckDataSource = true;
+    if (this.halted) {
+      // Stopped on a configuration problem: the reload is the operator's answer; start again.
+      this.halted = false;
+      this.degraded.delete('config');
+      this.log.info('reloaded: the stopped mapping starts again');
+      this.sched = initialSchedule(this.sched.config);
+      this.dispatch({ type: 'started' });
+      return;
+    }
     this.log.info('reloaded: ignore file read again; full pass');
     this.dispatch({ type: 'configChanged', config: this.sched.config });
   }
@@ -403,20 +423,7 @@ export class MappingRunner {
     /** What the pass may send: everything (a full pass) or its scope; undefined until it starts. */
     let sends: ChangeScope | 'everything' | undefined;
     try {
-      if (!this.mirror) {
-        this.phase = 'starting';
-        this.mirror = await (this.d.buildMirror ?? buildMirror)(this.d.config, this.d.mapping, this.d.index, {
-          api: this.d.api,
-          state: this.d.state,
-          logger: this.d.logger,
-          onOp: (e) => this.onOp(e),
-          signal: this.controller.signal,
-          now: () => this.d.clock.now(),
-          monotonic: () => this.d.clock.monotonic(),
-          stabilityMs: passStabilityMs(this.d.config),
-        });
-        this.degraded.delete('service');
-      }
+      const mirror = await this.ensureMirror();
       this.phase = 'syncing';
       this.d.events?.onPassStart?.(this.id, kind);
       // A full pass looks at everything the pending events named.
@@ -426,18 +433,92 @@ export class MappingRunner {
       this.lagStart = firstEventAt;
       const report =
         kind === 'full'
-          ? await this.mirror.fullPass({ signal: this.controller.signal })
-          : await this.mirror.changedPass(scope, { signal: this.controller.signal });
-      finished = this.afterPass(kind, report);
+          ? await mirror.fullPass({ signal: this.controller.signal })
+          : await mirror.changedPass(scope, { signal: this.controller.signal });
+      const lost = await this.dataSourceLost(kind, report.failures.some((f) => f.code === 'E_NOT_FOUND'));
+      const after = this.afterPass(kind, report);
+      finished = lost ?? after;
     } catch (e) {
       if (this.stopped) return;
-      finished = this.onFailure(kind, e);
+      if (e instanceof DataSourceMissingError) {
+        this.halt(e.message);
+        return;
+      }
+      finished = (await this.dataSourceLost(kind, isApiError(e) && e.code === 'E_NOT_FOUND')) ?? this.onFailure(kind, e);
     } finally {
       // Also what was created while it ran, succeeded or not: its walk may have sent it.
       if (sends !== undefined) this.aggregator.passEnded();
     }
     if (this.stopped) return;
     this.dispatch(finished);
+  }
+
+  /**
+   * The mirror of the mapping's data source: built at the first pass, and looked up again
+   * after a reload (replaced when the data source changed: deleted in the App, or another
+   * one named by the config). Throws what the resolution throws.
+   */
+  private async ensureMirror(): Promise<Mirror> {
+    if (this.mirror && !this.recheckDataSource) return this.mirror;
+    this.recheckDataSource = false;
+    if (!this.mirror) this.phase = 'starting';
+    // The notice of this resolution, if any, replaces the last one.
+    let notice: string | undefined;
+    const built = await (this.d.buildMirror ?? buildMirror)(this.d.config, this.d.mapping, this.d.index, {
+      api: this.d.api,
+      state: this.d.state,
+      logger: this.d.logger,
+      onOp: (e) => this.onOp(e),
+      signal: this.controller.signal,
+      now: () => this.d.clock.now(),
+      monotonic: () => this.d.clock.monotonic(),
+      stabilityMs: passStabilityMs(this.d.config),
+      onNotice: (m) => {
+        notice = m;
+        this.remember({ message: m });
+      },
+    });
+    this.dataSourceNotice = notice;
+    // The same data source: the running mirror keeps its windows (mass deletes, intents).
+    if (!this.mirror || this.mirror.dataSourceId !== built.dataSourceId) this.mirror = built;
+    this.degraded.delete('service');
+    return this.mirror;
+  }
+
+  /**
+   * After a pass that met a 404 (a listing, an upload): is the data source itself gone
+   * (deleted in the App)? Then the mirror is dropped, so that the next attempt looks it up
+   * again (by name: found or created; by id: the mapping stops), and the failure says so.
+   * Undefined when it is not gone (the pass's own outcome stands).
+   */
+  private async dataSourceLost(kind: PassKind, sawNotFound: boolean): Promise<ScheduleEvent | undefined> {
+    const mirror = this.mirror;
+    if (!sawNotFound || !mirror || this.stopped) return undefined;
+    if (!(await dataSourceGone(this.d.api, mirror.dataSourceId, this.controller.signal))) return undefined;
+    this.mirror = undefined;
+    const next = this.d.mapping.dataSource
+      ? `looked up again by the name ${JSON.stringify(this.d.mapping.dataSource.name)} (and created when absent) at the next attempt; every file is uploaded again`
+      : 'the next attempt stops the mapping until the config names another data source';
+    const message = `data source ${mirror.dataSourceId} of mapping ${this.d.mapping.id} no longer exists (deleted in the App?): ${next}`;
+    this.dataSourceNotice = message;
+    this.remember({ message });
+    this.log.error({ dataSourceId: mirror.dataSourceId }, message);
+    return { type: 'passFinished', kind, ok: false, reason: message };
+  }
+
+  /**
+   * A configuration problem only the operator can settle (a data source by id that no longer
+   * exists): the mapping stops — no retries — and says so; the daemon serves the others. A
+   * reload (SIGHUP) starts it again with the config as it is then.
+   */
+  private halt(message: string): void {
+    this.halted = true;
+    this.dataSourceNotice = message;
+    this.remember({ message });
+    this.setDegraded('config', `mapping stopped: ${message}; fix the config, then reload (SIGHUP)`);
+    this.log.error({ err: message }, 'mapping stopped: its configuration needs fixing; reload (SIGHUP) once fixed');
+    this.sched = step(this.sched, { type: 'stop' }, this.d.clock.monotonic()).state;
+    this.armDeadline(undefined);
   }
 
   /**

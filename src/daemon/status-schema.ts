@@ -128,6 +128,11 @@ export const MappingStatusSchema = z.object({
   dataSourceId: z.string().optional(),
   /** Its name, when the config names it (`dataSource.name`). */
   dataSourceName: z.string().optional(),
+  /**
+   * What the operator must hear about the data source: renamed in the App (followed by id),
+   * deleted (looked up again by name, or the mapping stopped). Absent when all is as configured.
+   */
+  dataSourceNotice: z.string().optional(),
   phase: RunnerPhaseSchema,
   /** Why the mapping is degraded (empty when it is not). */
   degraded: z.array(z.string()),

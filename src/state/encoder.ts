@@ -221,6 +221,7 @@ export function encodeHead(id: string, m: MappingState): string {
     mapping: id,
     dataSourceId: m.dataSourceId,
     root: m.root,
+    ...(m.dataSourceName !== undefined ? { dataSourceName: m.dataSourceName } : {}),
     intents: m.intents,
     rejected: m.rejected,
   };

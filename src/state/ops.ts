@@ -16,6 +16,8 @@ import type { FileEntry, Intent, PassRecord, RejectedFile, StateFile, StateIdent
 export type StateOp =
   /** ensureMapping: the same data source keeps the mapping (root updated); another resets it. */
   | ['map', mappingId: string, dataSourceId: string, root: string]
+  /** The configured name the mapping's data source was resolved by (store.ts recordDataSourceName). */
+  | ['dsname', mappingId: string, name: string]
   | ['set', mappingId: string, path: string, entry: FileTuple]
   | ['del', mappingId: string, path: string]
   | ['intent', mappingId: string, intent: Intent]
@@ -71,6 +73,9 @@ export function applyOp(state: StateFile, codec: StateCodec | undefined, op: Sta
     case 'set':
       m.files.setTuple(op[2], op[3], 0);
       return;
+    case 'dsname':
+      m.dataSourceName = op[2];
+      break;
     case 'del':
       m.files.delete(op[2]);
       return;
@@ -103,6 +108,7 @@ const FileTupleSchema = z.union([
 ]);
 const OpSchema = z.union([
   z.tuple([z.literal('map'), str, str, str]),
+  z.tuple([z.literal('dsname'), str, str]),
   z.tuple([z.literal('set'), str, str, FileTupleSchema]),
   z.tuple([z.literal('del'), str, str]),
   z.tuple([z.literal('intent'), str, IntentSchema]),

@@ -47,6 +47,13 @@ export interface MappingState {
   /** Absolute path of the mapped folder when the state was written (informative). */
   root: string;
   /**
+   * The name the config gave when the data source was resolved by name (`dataSource.name`):
+   * a data source whose name differs from it was renamed in the App and is followed by id;
+   * a config that names another tells a new choice (engine/data-source.ts). Absent for a
+   * mapping by id and in older states.
+   */
+  dataSourceName?: string | undefined;
+  /**
    * relative path -> what was last synced for it, in compact form (file-table.ts). Readers
    * use its ReadonlyFileTable side; only applyOp (ops.ts) changes it.
    */

@@ -308,6 +308,14 @@ export class StateStore {
     return this.state.mappings[id] as MappingState;
   }
 
+  /** Records the configured name the mapping's data source was resolved by (engine/data-source.ts). */
+  recordDataSourceName(mappingId: string, name: string): void {
+    this.assertOpen();
+    const m = this.state.mappings[mappingId];
+    if (!m || m.dataSourceName === name) return;
+    this.commit(['dsname', mappingId, name]);
+  }
+
   /** Records the installation's identity (engine/installation.ts establishIdentity decides it). */
   setIdentity(identity: StateIdentity): void {
     this.assertOpen();

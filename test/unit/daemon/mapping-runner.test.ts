@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/api/errors.js';
+import { DataSourceMissingError } from '../../../src/engine/data-source.js';
 import type { Config, MappingConfig } from '../../../src/config/types.js';
 import type { ChangeScope, Mirror, PassOptions, PassReport } from '../../../src/engine/mirror.js';
 import type { FileFailure } from '../../../src/engine/executor.js';
@@ -87,7 +88,7 @@ function report(failures: FileFailure[] = [], extra: Partial<PassReport> = {}): 
 const serviceDown = (): ApiError =>
   new ApiError({ code: 'E_SERVER', status: 503, method: 'GET', path: '/datastore/v1/data-sources/ds-1/documents', message: 'GET /datastore/v1/data-sources/ds-1/documents: 503 Service Unavailable', retryable: true });
 
-function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeconds?: number; holdStart?: number } = {}) {
+function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeconds?: number; holdStart?: number; buildError?: (n: number) => unknown; api?: Partial<MappingRunnerDeps['api']> } = {}) {
   const clock = new FakeClock(1_000_000);
   const mirror = new FakeMirror();
   let builds = 0;
@@ -103,7 +104,7 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
     config,
     mapping,
     index: 0,
-    api: {} as MappingRunnerDeps['api'],
+    api: (o.api ?? {}) as MappingRunnerDeps['api'],
     state,
     logger: silentLogger,
     clock,
@@ -111,6 +112,8 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
     buildMirror: () => {
       builds++;
       if (builds <= (o.buildFails ?? 0)) return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:443'));
+      const err = o.buildError?.(builds);
+      if (err !== undefined) return Promise.reject(err);
       return Promise.resolve(mirror as unknown as Mirror);
     },
     watch: (opts) => {
@@ -146,6 +149,75 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
   };
   return { clock, mirror, runner, emit, watchError, builds: () => builds, watchStarts: () => watchStarts, watcherClosed: () => watcherClosed, releaseStart: () => releaseStart?.() };
 }
+
+const notFound = (path: string): ApiError => new ApiError({ code: 'E_NOT_FOUND', status: 404, method: 'GET', path, message: `GET ${path}: 404 Not Found` });
+
+describe('MappingRunner, its data source gone (issue 23, defect 9)', () => {
+  it('a 404 of the pass and a 404 for the data source: the mirror is dropped and the next attempt looks it up again', async () => {
+    const gets: string[] = [];
+    const api = {
+      getDataSource: (id: string) => {
+        gets.push(id);
+        return Promise.reject(notFound(`/datastore/v1/data-sources/${id}`));
+      },
+    };
+    const { clock, mirror, runner, builds } = setup({ api });
+    runner.start();
+    await clock.settle();
+    mirror.last().reject(notFound('/datastore/v1/data-sources/ds-1/documents'));
+    await clock.settle();
+    expect(gets).toEqual(['ds-1']);
+    const s = runner.status();
+    expect(s.phase).toBe('degraded');
+    expect(s.dataSourceNotice).toContain('data source ds-1 of mapping m1 no longer exists (deleted in the App?)');
+    expect(builds()).toBe(1);
+    await clock.advance(5_000);
+    expect(builds()).toBe(2);
+    mirror.last().resolve(report());
+    await clock.settle();
+    expect(runner.status().phase).toBe('watching');
+    await runner.stop(8_000);
+  });
+
+  it('a 404 of an upload while the data source exists: the same mirror is retried', async () => {
+    const api = { getDataSource: (id: string) => Promise.resolve({ id, raw: {} }) };
+    const { clock, mirror, runner, builds } = setup({ api });
+    runner.start();
+    await clock.settle();
+    mirror.last().resolve(report([{ path: 'a.txt', op: 'update-meta', code: 'E_NOT_FOUND', status: 404, message: 'document gone' }]));
+    await clock.advance(5_000);
+    expect(builds()).toBe(1);
+    expect(mirror.calls).toHaveLength(2);
+    expect(runner.status().dataSourceNotice).toBeUndefined();
+    mirror.last().resolve(report());
+    await clock.settle();
+    await runner.stop(8_000);
+  });
+
+  it('a data source by id that no longer exists stops the mapping (no retries) until a reload', async () => {
+    const missing = new DataSourceMissingError('data source ds-1 (mappings[0].dataSourceId) does not exist for this organization');
+    const { clock, mirror, runner, builds } = setup({ buildError: (n) => (n === 1 ? missing : undefined) });
+    runner.start();
+    await clock.settle();
+    expect(builds()).toBe(1);
+    const s = runner.status();
+    expect(s.phase).toBe('degraded');
+    expect(s.degraded).toEqual([expect.stringContaining('mapping stopped: data source ds-1')]);
+    expect(s.degraded[0]).toContain('reload (SIGHUP)');
+    await clock.advance(3_600_000);
+    expect(builds()).toBe(1);
+    expect(mirror.calls).toHaveLength(0);
+
+    await runner.reload();
+    await clock.settle();
+    expect(builds()).toBe(2);
+    expect(mirror.calls.map((c) => c.kind)).toEqual(['full']);
+    mirror.last().resolve(report());
+    await clock.settle();
+    expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
+    await runner.stop(8_000);
+  });
+});
 
 describe('MappingRunner', () => {
   it('retries a failing full pass with exponential back-off, degraded with the reason, then recovers to watching', async () => {
@@ -312,6 +384,8 @@ describe('MappingRunner', () => {
     expect(clock.delays()).toContain(retryDelayMs(1, () => 0.5));
 
     await runner.reload();
+    // The data source is looked up again first (it may have been deleted or renamed in the App).
+    await clock.settle();
     expect(watchStarts()).toBe(2);
     expect(watcherClosed()).toBe(false);
     expect(mirror.calls.map((c) => c.kind)).toEqual(['full', 'full']);

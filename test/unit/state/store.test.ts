@@ -337,6 +337,19 @@ describe('readStateFile', () => {
 });
 
 describe('StateStore mappings', () => {
+  it('keeps the configured name a data source was resolved by, in the journal and the snapshot; a new data source forgets it', async () => {
+    const { fs, store, onDisk } = await setup();
+    store.ensureMapping('docs', 'ds-1', '/srv/docs');
+    store.recordDataSourceName('docs', 'Handbook');
+    await store.flush();
+    expect((await onDisk()).mappings['docs']?.dataSourceName).toBe('Handbook');
+    await store.close();
+    const again = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false });
+    expect(again.mapping('docs')?.dataSourceName).toBe('Handbook');
+    expect(again.ensureMapping('docs', 'ds-2', '/srv/docs').dataSourceName).toBeUndefined();
+    await again.close();
+  });
+
   it('ensureMapping keeps a mapping whose data source is unchanged and records a new root', async () => {
     const { store, onDisk } = await setup();
     store.setFile('docs', 'a', entry(1));
