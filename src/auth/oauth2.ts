@@ -260,7 +260,7 @@ export class OAuth2TokenProvider extends RenewingProvider {
       // Read here, capped, then handed to openid-client as a finished answer.
       const body = await readCapped(res, String(url), MAX_TOKEN_ANSWER_BYTES);
       // A null body for an empty answer: a 204 or 304 cannot be built with one.
-      return new Response(body.byteLength === 0 ? null : (body as unknown as BodyInit), { status: res.status, statusText: res.statusText, headers: new Headers([...res.headers]) });
+      return new Response(body.byteLength === 0 ? null : (body as unknown as ConstructorParameters<typeof Response>[0]), { status: res.status, statusText: res.statusText, headers: new Headers([...res.headers]) });
     };
   }
 }

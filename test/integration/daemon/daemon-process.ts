@@ -175,9 +175,25 @@ export { StopWaiting, waitFor, type WaitOptions };
 
 /** The daemon's status token: status.tokenFile's, or the one it writes beside its state. */
 export function statusToken(configPath: string, statePath: string): string {
-  const config = JSON.parse(readFileSync(configPath, 'utf8')) as { status?: { tokenFile?: string }; statePath?: string };
+  return readFileSync(tokenFileOf(configPath, statePath), 'utf8').trim();
+}
+
+/**
+ * Where the daemon of `configPath` keeps its token. A test may break the config on purpose
+ * (a reload of invalid JSON) while the daemon keeps running on the last good one: the file
+ * last found for that config is used then.
+ */
+const lastTokenFile = new Map<string, string>();
+function tokenFileOf(configPath: string, statePath: string): string {
+  let config: { status?: { tokenFile?: string }; statePath?: string };
+  try {
+    config = JSON.parse(readFileSync(configPath, 'utf8')) as typeof config;
+  } catch {
+    return lastTokenFile.get(configPath) ?? `${statePath}.status-token`;
+  }
   const file = config.status?.tokenFile ?? `${config.statePath ?? statePath}.status-token`;
-  return readFileSync(file, 'utf8').trim();
+  lastTokenFile.set(configPath, file);
+  return file;
 }
 
 /** `{ authorization: 'Bearer …' }` for a request of a test to the daemon's status endpoint. */
