@@ -3,7 +3,7 @@
  * clock), a late-landing upload recognised as ours, and a skipped file keeping its intent.
  */
 import { describe, expect, it } from 'vitest';
-import { Mirror, INTENT_SETTLE_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import { Mirror, INTENT_SETTLE_MS, REQUEST_TIMEOUT_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import type { Intent, MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
@@ -245,7 +245,9 @@ describe('upload intents (issue 9, defect 2)', () => {
     const restarted = new Mirror({ ...(mirror as unknown as { d: ConstructorParameters<typeof Mirror>[0] }).d });
     await clock.advance(1000);
     await restarted.fullPass();
-    await clock.advance(INTENT_SETTLE_MS);
+    // An earlier process's intent: a window after this one first saw it, and its request's
+    // timeout and a window after it began (issue 23, defect 4).
+    await clock.advance(INTENT_SETTLE_MS + REQUEST_TIMEOUT_MS);
     await restarted.fullPass();
     expect(api.docs.get(theirs.id)).toEqual(theirs);
     expect(api.list().filter((d) => d.metadata['dssync_path'] === 'sub/a.txt')).toHaveLength(1);
