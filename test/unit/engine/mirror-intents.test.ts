@@ -254,6 +254,35 @@ describe('upload intents (issue 9, defect 2)', () => {
     expect(state.m.intents).toEqual({});
   });
 
+  // Issue 23, defect 4: the next process listed at once and closed the old intent, its
+  // window counted from the intent's start; the service committed 15 s later.
+  it("an earlier process's intent stays open a full window after this process first saw it: a commit after the restart is still recognised", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('a.txt', 'h1');
+    // The earlier process's upload is unanswered for 60 s; it gives up and exits.
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    const sentAs = openUpload(state).files[0]!.uploadName!;
+    api.failBefore = () => undefined;
+    await clock.advance(61_000);
+    // A new process (same state) lists at once: nothing of that upload is visible yet.
+    const restarted = new Mirror({ ...(mirror as unknown as { d: ConstructorParameters<typeof Mirror>[0] }).d });
+    expect((await restarted.fullPass()).ok).toBe(true);
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    // The service commits the first upload 15 s after the client gave up.
+    await clock.advance(14_000);
+    const late = api.add({ name: sentAs, metadata: {}, size: 10 }).id;
+    await clock.advance(1000);
+    await restarted.fullPass();
+    expect(api.docs.has(late)).toBe(false);
+    expect(api.list()).toHaveLength(1);
+    // A window after this process first saw it (and the request's timeout and a window after
+    // it began), a clean full pass closes it.
+    await clock.advance(INTENT_SETTLE_MS);
+    await restarted.fullPass();
+    expect(state.m.intents).toEqual({});
+  });
+
   it('a file skipped in the pass keeps its intent, so its earlier upload is still recognised', async () => {
     const { clock, api, state, local, mirror } = setup();
     local.put('a.txt', 'h1');
