@@ -22,7 +22,7 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import { disposition } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
-import { markUploadName, uploadNonce } from './document-fields.js';
+import { findUploadMark, markUploadName, uploadNonce } from './document-fields.js';
 import type { HashedFile, Op } from './plan.js';
 
 /** The state operations the executor needs (StateStore implements them). */
@@ -79,6 +79,22 @@ export interface ExecutorOptions {
   uploadTag?: string | undefined;
   /** The nonce of each upload's marked name (document-fields.ts). @default uploadNonce(uploadTag) */
   uploadNonce?: (() => string) | undefined;
+  /**
+   * Whether the service renames a document with the metadata update (the marked upload
+   * name rests on it), as far as this run knows: checked once, at the first upload whose
+   * metadata is written (the update's answer, else the document read back). Once `ignored`,
+   * later batches are sent under their real names (no mark: a lost answer is told by name
+   * and size, plan.ts). Shared with the caller, which keeps it for the mapping.
+   */
+  renameCheck?: RenameCheck | undefined;
+}
+
+/** What the first upload of a run showed of the service's renaming (ExecutorOptions.renameCheck). */
+export interface RenameCheck {
+  verified: boolean;
+  ignored: boolean;
+  /** The name the service kept (for the log), once ignored. */
+  shown?: string | undefined;
 }
 
 export type OpOutcome = 'done' | 'failed' | 'rejected' | 'changed' | 'ambiguous';
@@ -113,10 +129,11 @@ export interface ExecutionResult {
 }
 
 type UploadOp = Extract<Op, { kind: 'upload' | 'replace' }>;
-/** An upload with the marked name it is sent under (document-fields.ts markUploadName). */
+/** An upload with the name it is sent under: marked (document-fields.ts markUploadName), unless renames are ignored. */
 interface NamedUpload {
   op: UploadOp;
   uploadName: string;
+  marked: boolean;
 }
 
 export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promise<ExecutionResult> {
@@ -216,18 +233,23 @@ class UploadBatches {
 
   /** Batch `i` under its marked names, and its intent, begun when asked (right before the send). */
   take(i: number): { named: NamedUpload[]; intent: () => Promise<string> } {
-    const named = this.batches[i]!.map((op) => ({ op, uploadName: markUploadName(this.o.desired(op.file).name, this.nonce()) }));
+    // A service that ignores a new name would show the marked name for good: the real one.
+    const marked = this.o.renameCheck?.ignored !== true;
+    const named = this.batches[i]!.map((op) => {
+      const name = this.o.desired(op.file).name;
+      return { op, uploadName: marked ? markUploadName(name, this.nonce()) : name, marked };
+    });
     return { named, intent: () => this.o.state.beginIntent(this.o.mappingId, uploadIntent(named, this.o)) };
   }
 }
 
 function uploadIntent(batch: readonly NamedUpload[], o: ExecutorOptions): DistributiveOmit<Intent, 'id' | 'startedAt'> {
-  const files = batch.map(({ op, uploadName }) => ({
+  const files = batch.map(({ op, uploadName, marked }) => ({
     path: op.path,
     size: op.file.size,
     mtimeMs: op.file.mtimeMs,
     sha256: op.file.sha256,
-    uploadName,
+    ...(marked ? { uploadName } : {}),
     ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
   }));
   if (!o.preexisting) return { kind: 'upload', files };
@@ -338,7 +360,9 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
         return;
       }
       try {
-        await o.api.updateDocument(o.dataSourceId, record.id, o.desired(op.file), { signal: o.signal });
+        const desired = o.desired(op.file);
+        const answer = await o.api.updateDocument(o.dataSourceId, record.id, desired, { signal: o.signal });
+        if (named[i]!.marked && o.renameCheck && !o.renameCheck.verified) await checkRename(o, o.renameCheck, answer, desired.name);
       } catch (e) {
         allMarked = false;
         fail(o, r, op.kind, op.path, e);
@@ -361,6 +385,32 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
     }),
   );
   if (allMarked) o.state.endIntent(o.mappingId, intentId);
+}
+
+/**
+ * Whether the service took the new name of a marked upload: the update's answer when it
+ * carries the document's name, else the document read back. A name that still carries the
+ * mark means the service ignores a new name (docs/probe.md); an unreadable answer proves
+ * nothing and leaves the check for the next upload.
+ */
+async function checkRename(o: ExecutorOptions, check: RenameCheck, answer: DocumentRecord, wanted: string): Promise<void> {
+  check.verified = true;
+  let shown = typeof answer.raw['name'] === 'string' ? answer.name : undefined;
+  if (shown === undefined) {
+    try {
+      shown = (await o.api.getDocument(o.dataSourceId, answer.id, { signal: o.signal })).name;
+    } catch {
+      shown = undefined;
+    }
+  }
+  if (shown === undefined) {
+    check.verified = false;
+    return;
+  }
+  if (shown.normalize('NFC') !== wanted.normalize('NFC') && findUploadMark(shown) !== undefined) {
+    check.ignored = true;
+    check.shown = shown;
+  }
 }
 
 async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: unknown, o: ExecutorOptions, r: ExecutionResult): Promise<void> {

@@ -10,7 +10,7 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
-import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
+import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type RenameCheck, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
 import { readMeta } from './metadata.js';
 import type { StatNow } from './racy.js';
@@ -189,6 +189,13 @@ export interface PassReport {
    * (look for a document without metadata named like the file).
    */
   unfoundUploads?: { path: string; uploadName: string }[] | undefined;
+  /**
+   * The service ignored the new name of this run's first upload: uploads are now sent
+   * under their real names (a lost answer told by name and size), and documents of ours
+   * under another name are replaced (docs/probe.md). Also a line of `skipped` (excluded:
+   * the pass still counts as in sync).
+   */
+  renameIgnored?: true | undefined;
   startedAt: string;
   finishedAt: string;
 }
@@ -220,6 +227,8 @@ export class Mirror {
    * is this process's own, and its settle window is counted on the monotonic clock.
    */
   private inherited: Set<string> | undefined;
+  /** Whether the service renames with the metadata update, as this process's first upload showed. */
+  private readonly renames: RenameCheck = { verified: false, ignored: false };
   /** When this process first saw each inherited intent (monotonic): its window counts from then too. */
   private readonly firstSeen = new Map<string, number>();
   private readonly monotonic: () => number;
@@ -335,6 +344,7 @@ export class Mirror {
         untouchable,
         excluded: (p) => excludedPaths.has(p),
         settled: this.settledAt(listedAt, listedAtMono),
+        renamesIgnored: this.renames.ignored,
       });
       const verdict = checkGuards({
         root: spec.root,
@@ -393,6 +403,7 @@ export class Mirror {
       }
       if (opts.dryRun) break;
 
+      const renamesWereIgnored = this.renames.ignored;
       pinIntents(state, spec.mappingId, plan.intentPins);
       for (const r of plan.refreshed) state.setFile(spec.mappingId, r.path, entryFor(r.file, r.documentId, this.d.now));
       this.d.onPlan?.(plan.ops);
@@ -414,7 +425,15 @@ export class Mirror {
         // Only a listing of this very pass says what existed right before its uploads.
         preexistingFresh: remote !== undefined,
         uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
+        renameCheck: this.renames,
       });
+      const renamesNowIgnored = this.renames.ignored && !renamesWereIgnored;
+      if (renamesNowIgnored) {
+        logger.error(
+          { dataSourceId: spec.dataSourceId, shown: this.renames.shown },
+          `the service ignored the new name of an uploaded document (it kept ${JSON.stringify(this.renames.shown ?? '')}): uploads of mapping ${spec.mappingId} are now sent under their real names (a lost answer is then told by name and size), and documents left under a marked name are sent again; run 'dssync probe --write' and tell the service's operator`,
+        );
+      }
       this.lastExecutionEnd = this.monotonic();
       // (An incremental pass has no listing of its own: nothing its lost answer left can be
       // told from a person's document by a listing now, so it waits for the next full pass.)
@@ -425,8 +444,9 @@ export class Mirror {
       addCounts(report, result);
       report.failures = [...result.failures, ...result.rejected];
       if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);
-      // Lost answers and files that changed under us are looked at again straight away.
-      if (!result.ambiguous && result.changed.length === 0) break;
+      // Lost answers, files that changed under us and documents left under a marked name by
+      // a service that ignores new names are looked at again straight away.
+      if (!result.ambiguous && result.changed.length === 0 && !renamesNowIgnored) break;
       if (round === maxRounds) {
         for (const path of result.changed) report.skipped.push({ path, reason: 'changed while being sent' });
         if (result.ambiguous) {
@@ -438,6 +458,10 @@ export class Mirror {
       logger.info({ round }, 'looking again: an answer was lost or a file changed while being sent');
     }
 
+    if (this.renames.ignored) {
+      report.renameIgnored = true;
+      report.skipped.push({ path: '', reason: RENAME_IGNORED_REASON, excluded: true });
+    }
     report.counts.skipped = report.skipped.length;
     report.counts.failed = report.failures.length;
     report.ok = !report.blocked && report.failures.length === 0 && report.skipped.every((s) => s.excluded);
@@ -682,6 +706,9 @@ function conflictsAsSkipped(conflicts: PassReport['conflicts']): { path: string;
 
 const DOUBTFUL_REASON =
   "has no metadata and the name and size of a file whose upload answer was lost: dssync's lost upload or someone's, unknowable which; left untouched (delete it by hand if it duplicates the file)";
+
+const RENAME_IGNORED_REASON =
+  "the service ignores a document's new name: uploads are sent under their real names, not marked (a lost answer is told by name and size only); see 'dssync probe --write'";
 
 const FOREIGN_MARKED_REASON =
   "has no metadata and a dssync upload mark that is not this installation's (another installation's upload in progress, or an older dssync's): left untouched";

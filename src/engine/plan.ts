@@ -164,6 +164,13 @@ export interface PlanInput {
    * outcome. Undefined: every intent is settled (tests of the content rules).
    */
   settled?: ((intent: Intent) => boolean) | undefined;
+  /**
+   * The service ignores a new name in a metadata update (the first upload of this run
+   * showed it, executor.ts RenameCheck): a document of ours under another name than its
+   * file's (a marked upload that kept its mark, a file renamed) is replaced — sent again
+   * under the right name, the old one deleted — since an update would change nothing.
+   */
+  renamesIgnored?: boolean | undefined;
 }
 
 /** 'lost-upload': a marked upload of ours that the service committed after its intent was closed. */
@@ -436,6 +443,11 @@ export function planMirror(input: PlanInput): PlanResult {
     }
 
     const good = pickGood(docs, file.sha256, entry?.documentId);
+    if (good && input.renamesIgnored && good.doc?.name !== undefined && good.doc.name.normalize('NFC') !== input.desired(file).name.normalize('NFC')) {
+      const unmarkedOld = docs.filter((d) => d.fromIntent).length;
+      ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
+      continue;
+    }
     if (good) {
       for (const d of docs) {
         if (d.id === good.id) continue;

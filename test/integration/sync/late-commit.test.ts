@@ -73,4 +73,22 @@ describe('late commits and rewritten names (issue 23, defects 4 and 5)', () => {
     expect(names(ws)).toEqual([file]);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
+
+  it('a service that ignores the new name of an update: found at the first upload, the files end under their own names, and the run says so', { timeout: 60_000 }, async () => {
+    ws = await createWorkspace();
+    await ws.write('a.txt', 'alpha');
+    await ws.write('sub/b.txt', 'beta');
+    ws.emu.setFaults({ ignoreRename: true });
+    const r = await ws.sync();
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/ignores a document's new name/);
+    expect(names(ws)).toEqual(['a.txt', 'sub/b.txt']);
+    expect(await checkConvergence(ws)).toEqual(CONVERGED);
+    // A second run finds it again at its first upload; nothing already in place is touched.
+    await ws.write('c.txt', 'gamma');
+    const again = await ws.sync();
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(names(ws)).toEqual(['a.txt', 'c.txt', 'sub/b.txt']);
+    expect(await checkConvergence(ws)).toEqual(CONVERGED);
+  });
 });

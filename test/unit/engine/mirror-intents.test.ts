@@ -414,3 +414,40 @@ describe('the mass-delete window across passes of one Mirror (issue 9)', () => {
     expect((await mirror.fullPass()).blocked).toBeUndefined();
   });
 });
+
+describe('a service that ignores the new name of an update (issue 23, defect 5)', () => {
+  it('is detected at the first upload: later uploads are sent under their real names, documents left under a marked name are sent again, and the report says so', async () => {
+    const { api, local, mirror } = setup();
+    api.ignoreRename = true;
+    local.put('a.txt', 'h1');
+    local.put('sub/b.txt', 'h2');
+    const first = await mirror.fullPass();
+    expect(first.ok).toBe(true);
+    expect(first.renameIgnored).toBe(true);
+    expect(first.skipped).toEqual([expect.objectContaining({ path: '', excluded: true, reason: expect.stringMatching(/ignores a document's new name/) })]);
+    // Every document of the folder under its file's name, with metadata; no marked one left.
+    expect(api.list().map((d) => [d.name, d.metadata['dssync_path']]).sort()).toEqual([
+      ['a.txt', 'a.txt'],
+      ['sub/b.txt', 'sub/b.txt'],
+    ]);
+    // Later uploads go unmarked; nothing is updated again pass after pass.
+    local.put('c.txt', 'h3');
+    api.calls = [];
+    const second = await mirror.fullPass();
+    expect(second.renameIgnored).toBe(true);
+    expect(api.count('updateDocument')).toBe(1);
+    expect(api.list().map((d) => d.name).sort()).toEqual(['a.txt', 'c.txt', 'sub/b.txt']);
+    api.calls = [];
+    await mirror.fullPass();
+    expect(api.count('uploadDocuments') + api.count('updateDocument') + api.count('deleteDocument')).toBe(0);
+  });
+
+  it('a service that renames is checked once, and nothing changes', async () => {
+    const { api, local, mirror } = setup();
+    local.put('a.txt', 'h1');
+    const r = await mirror.fullPass();
+    expect(r.renameIgnored).toBeUndefined();
+    expect(r.skipped).toEqual([]);
+    expect(api.list().map((d) => d.name)).toEqual(['a.txt']);
+  });
+});
