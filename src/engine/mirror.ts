@@ -219,6 +219,14 @@ export const INTENT_SETTLE_MS = 60_000;
 /** MirrorDeps.requestTimeoutMs's default: queue.timeouts.connectMs + headersMs. */
 export const REQUEST_TIMEOUT_MS = 70_000;
 
+/**
+ * An inherited intent this much older than a listing (by its wall-clock start) is settled
+ * at once: a one-shot `dssync sync` lives less than a window, and would otherwise leave it
+ * open run after run (cron), never reporting an upload it lost. A commit later still is
+ * recognised by its tagged nonce and deleted (plan.ts lostUploads).
+ */
+export const INTENT_STALE_MS = 15 * 60_000;
+
 export class Mirror {
   /** When the last execution of this process returned (monotonic): its requests had all ended. */
   private lastExecutionEnd: number | undefined;
@@ -268,7 +276,9 @@ export class Mirror {
       if (this.inherited?.has(intent.id) === false && this.lastExecutionEnd !== undefined) return listedAtMono >= this.lastExecutionEnd + INTENT_SETTLE_MS;
       const seen = this.firstSeen.get(intent.id) ?? listedAtMono;
       this.firstSeen.set(intent.id, seen);
-      return listedAtMono >= seen + INTENT_SETTLE_MS && listedAt >= Date.parse(intent.startedAt) + requestMs + INTENT_SETTLE_MS;
+      const started = Date.parse(intent.startedAt);
+      if (listedAt >= started + INTENT_STALE_MS) return true;
+      return listedAtMono >= seen + INTENT_SETTLE_MS && listedAt >= started + requestMs + INTENT_SETTLE_MS;
     };
   }
 

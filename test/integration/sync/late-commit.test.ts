@@ -74,6 +74,22 @@ describe('late commits and rewritten names (issue 23, defects 4 and 5)', () => {
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
+  it('a lost upload that never shows under its mark is reported once its intent is settled, never silent', { timeout: 60_000 }, async () => {
+    ws = await createWorkspace();
+    await ws.write('a.txt', 'alpha');
+    // An earlier run, 16 minutes ago by its clock, whose answers were all lost.
+    const offsetFile = join(ws.dir, 'wall-offset');
+    await writeFile(offsetFile, String(-16 * 60_000));
+    ws.emu.setFaults({ holdUploads: true });
+    const lost = await runCli(['sync', '--config', ws.configPath], { ...ws.env, DSSYNC_TEST_HOOKS: `wall-offset-file=${offsetFile}` });
+    expect(lost.code, lost.stdout + lost.stderr).not.toBe(0);
+    ws.emu.setFaults({});
+    const r = await ws.sync();
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/lost upload not found {2}a\.txt: .*a\.dssync-upload-[0-9a-f]+\.txt/);
+    expect(names(ws)).toEqual(['a.txt']);
+  });
+
   it('a service that ignores the new name of an update: found at the first upload, the files end under their own names, and the run says so', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     await ws.write('a.txt', 'alpha');

@@ -3,7 +3,7 @@
  * clock), a late-landing upload recognised as ours, and a skipped file keeping its intent.
  */
 import { describe, expect, it } from 'vitest';
-import { Mirror, INTENT_SETTLE_MS, REQUEST_TIMEOUT_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import { Mirror, INTENT_SETTLE_MS, INTENT_STALE_MS, REQUEST_TIMEOUT_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import type { Intent, MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
@@ -281,6 +281,21 @@ describe('upload intents (issue 9, defect 2)', () => {
     await clock.advance(INTENT_SETTLE_MS);
     await restarted.fullPass();
     expect(state.m.intents).toEqual({});
+  });
+
+  it("an earlier process's intent older than INTENT_STALE_MS is settled at once: a one-shot run does not leave it open for ever, and its lost upload is reported", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('a.txt', 'h1');
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    const sentAs = openUpload(state).files[0]!.uploadName!;
+    api.failBefore = () => undefined;
+    await clock.advance(INTENT_STALE_MS);
+    const restarted = new Mirror({ ...(mirror as unknown as { d: ConstructorParameters<typeof Mirror>[0] }).d });
+    const r = await restarted.fullPass();
+    expect(r.ok).toBe(true);
+    expect(state.m.intents).toEqual({});
+    expect(r.unfoundUploads).toEqual([{ path: 'a.txt', uploadName: sentAs }]);
   });
 
   it('a file skipped in the pass keeps its intent, so its earlier upload is still recognised', async () => {
