@@ -5,6 +5,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import type { EmulatorOptions, FaultOptions, RunningEmulator } from '../emulator/index.js';
+import { NAME_REWRITES, type NameRewrite } from '../emulator/options.js';
 import { CliError, usageError } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { untilStopSignal } from './signals.js';
@@ -23,6 +24,8 @@ export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
   errorRate?: unknown;
   dropRate?: unknown;
   ambiguousRate?: unknown;
+  rewriteNames?: string;
+  ignoreRename?: boolean;
   seed?: unknown;
   tokenTtl?: unknown;
   orgHeader?: string;
@@ -93,6 +96,11 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, env: NodeJS.ProcessE
   if (ambiguousRate !== undefined) faults.ambiguousRate = ambiguousRate;
   const seed = numberOption(args.seed, 'seed', { min: 0, max: 2 ** 32 - 1, integer: true });
   if (seed !== undefined) faults.seed = seed;
+  if (args.rewriteNames !== undefined) {
+    if (!NAME_REWRITES.includes(args.rewriteNames as NameRewrite)) throw usageError(`--rewrite-names must be one of ${NAME_REWRITES.join(', ')}, got ${JSON.stringify(args.rewriteNames)}`);
+    faults.rewriteNames = args.rewriteNames as NameRewrite;
+  }
+  if (args.ignoreRename) faults.ignoreRename = true;
   if (Object.keys(faults).length > 0) opts.faults = faults;
   return opts;
 }
@@ -117,6 +125,8 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
       .option('error-rate', { requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests answered 500/502/503 (a number)' })
       .option('drop-rate', { requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests whose connection is dropped unanswered (a number)' })
       .option('ambiguous-rate', { requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of writes committed, then dropped unanswered (a number)' })
+      .option('rewrite-names', { type: 'string', requiresArg: true, group: 'Faults:', describe: `How uploaded names are rewritten: ${NAME_REWRITES.join(', ')} (quoted: a backslash escapes the next character and is dropped)` })
+      .option('ignore-rename', { type: 'boolean', group: 'Faults:', describe: 'A metadata update keeps the document\'s name' })
       .option('seed', { requiresArg: true, group: 'Faults:', describe: 'Seed for reproducible faults (a number)' })
       .example('$0 emulator --port 8080', 'Serve on http://127.0.0.1:8080 (token dev-token, organization dev-org)')
       .example('$0 emulator --rate-limit-rps 20 --error-rate 0.05 --seed 1', 'A rate-limited, slightly flaky service') as unknown as Argv<EmulatorArgs>,

@@ -36,8 +36,20 @@ export interface ProbeReport {
   rateLimitHeaders: string[];
   errorBodyShape: string | null;
   updateClearsAbsentFields: boolean | null;
+  /** Whether a metadata update's new name shows when the document is read back (null: not tested). */
+  updateRenames: boolean | null;
+  /** Each name uploaded (--write) and the name the service then shows for it (null: not read back). */
+  uploadNames: { sent: string; shown: string | null }[];
   notes: string[];
 }
+
+/**
+ * Names the write round trip uploads to learn how the service rewrites a file part's name
+ * (docs/probe.md): a backslash (an RFC quoted-string reading drops it), quotes, spaces at
+ * both ends, a decomposed accent (NFD), a folder. dssync recognises its marked uploads by
+ * the mark and nonce wherever they are left in the name (engine/document-fields.ts).
+ */
+export const PROBE_NAMES = ['probe-back\\slash.txt', 'probe-"quoted".txt', ' probe spaced .txt', 'probe-cafe\u0301.txt', 'probe-dir/probe-in-folder.txt'];
 
 const RATE_HEADER = /ratelimit|rate-limit|retry-after|x-ratelimit/i;
 const PAGING_KEYS = ['next', 'next_cursor', 'nextCursor', 'cursor', 'next_page_token', 'has_more', 'hasMore', 'page', 'total', 'offset', 'limit', 'links', 'total_pages'];
@@ -97,6 +109,8 @@ export async function runProbe(args: ProbeArgs, out: (s: string) => void = (s) =
     rateLimitHeaders: [],
     errorBodyShape: null,
     updateClearsAbsentFields: null,
+    updateRenames: null,
+    uploadNames: [],
     notes: [],
   };
   try {
@@ -161,13 +175,37 @@ async function writeRoundTrip(call: Call, connectors: string[], report: ProbeRep
       const rec = isObj(back.body) ? (back.body as Record<string, unknown>) : {};
       const inner = isObj(rec.data) ? (rec.data as Record<string, unknown>) : rec;
       if (back.status < 300) report.updateClearsAbsentFields = inner.url !== 'https://probe.invalid/a';
+      // dssync uploads under a marked name and renames with the metadata update: a service
+      // that ignores or refuses the new name would show every document under its marked name.
+      if (back.status < 300) report.updateRenames = inner.name === 'probe-a-renamed.txt';
       await call('list-chunks-of-upload', 'GET', `${docPath}/chunks`);
     }
+    docIds.push(...(await probeNames(call, dsPath, report, FormDataCtor)));
     for (const id of docIds) await call('delete-document', 'DELETE', `${dsPath}/documents/${encodeURIComponent(id)}`);
   } finally {
     const del = await call('delete-data-source', 'DELETE', dsPath);
     if (del.status >= 300 && del.status !== 404) report.notes.push(`could not delete the scratch data source ${dsId} (HTTP ${del.status}): delete it by hand`);
   }
+}
+
+/** Uploads PROBE_NAMES in one request and reads each document back: what became of each name. */
+async function probeNames(call: Call, dsPath: string, report: ProbeReport, FormDataCtor: typeof import('undici').FormData): Promise<string[]> {
+  const form = new FormDataCtor();
+  for (const name of PROBE_NAMES) form.append('documents', new Blob([`dssync probe: ${name}\n`], { type: 'text/plain' }), name);
+  const up = await call('upload-names', 'POST', `${dsPath}/documents/upload`, { form });
+  const ids = (listOf(up.body) ?? []).map((d) => firstId(d));
+  for (const [i, sent] of PROBE_NAMES.entries()) {
+    const id = ids[i];
+    let shown: string | null = null;
+    if (id !== undefined) {
+      const back = await call('get-uploaded-name', 'GET', `${dsPath}/documents/${encodeURIComponent(id)}`);
+      const rec = isObj(back.body) ? (isObj(back.body.data) ? back.body.data : back.body) : {};
+      if (back.status < 300 && typeof rec.name === 'string') shown = rec.name;
+    }
+    report.uploadNames.push({ sent, shown });
+  }
+  if (up.status >= 300) report.notes.push(`the upload of names with a backslash, quotes, spaces, NFD and a folder was refused (HTTP ${up.status})`);
+  return ids.filter((x): x is string => x !== undefined);
 }
 
 function isObj(v: unknown): v is Record<string, unknown> {
@@ -231,6 +269,8 @@ function formatReport(r: ProbeReport): string {
     `error body shape: ${r.errorBodyShape ?? 'not seen'}`,
     `rate-limit headers: ${r.rateLimitHeaders.length > 0 ? r.rateLimitHeaders.join(', ') : 'none seen'}`,
     `an update without url/metadata clears them: ${r.updateClearsAbsentFields === null ? 'not tested (use --write)' : r.updateClearsAbsentFields ? 'yes' : 'no (kept)'}`,
+    `an update renames the document: ${r.updateRenames === null ? 'not tested (use --write)' : r.updateRenames ? 'yes' : 'NO: dssync uploads under a marked name and renames it with the update; on this service documents would keep their marked names'}`,
+    ...r.uploadNames.map((n) => `uploaded name ${JSON.stringify(n.sent)} shown as ${n.shown === null ? 'not read back' : n.shown === n.sent ? 'sent' : JSON.stringify(n.shown)}`),
     ...r.notes.map((n) => `note: ${n}`),
   ];
   return `${lines.join('\n')}\n`;

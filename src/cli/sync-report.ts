@@ -81,6 +81,9 @@ export function formatSyncHuman(outcomes: readonly MappingOutcome[]): string {
     for (const s of r.skipped) lines.push(printable(`  skipped ${s.path}: ${s.reason}`));
     for (const f of r.failures) lines.push(printable(`  failed  ${f.path || '(batch)'}: ${f.message}${f.status ? ` (HTTP ${f.status})` : ''}`));
     for (const n of o.notIngested ?? []) lines.push(printable(`  not ingested  ${n.path}: the service says "${n.status}"${n.reason ? `: ${n.reason}` : ''}`));
+    for (const u of r.unfoundUploads ?? []) {
+      lines.push(printable(`  lost upload not found  ${u.path}: its answer was lost and no document named like ${JSON.stringify(u.uploadName)} (its mark) is listed: it never landed, or the service renamed it (a document without metadata named like the file would then be a duplicate)`));
+    }
   }
   lines.push(closingLine(outcomes));
   return `${lines.join('\n')}\n`;
@@ -117,6 +120,8 @@ export function formatSyncJson(outcomes: readonly MappingOutcome[]): string {
           skipped: o.report.skipped,
           failures: o.report.failures,
           notIngested: o.notIngested ?? [],
+          ...(o.report.unfoundUploads ? { unfoundUploads: o.report.unfoundUploads } : {}),
+          ...(o.report.renameIgnored ? { renameIgnored: true } : {}),
           ...(o.report.dryRun ? { plan: o.report.ops.map(planEntry) } : {}),
           startedAt: o.report.startedAt,
           finishedAt: o.report.finishedAt,

@@ -20,6 +20,7 @@ import { CliError, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { ProgressLine } from './progress.js';
 import { claimSignals } from './signals.js';
+import { testWallOffset } from '../test-hooks.js';
 import { formatSyncHuman, formatSyncJson, outcomeOk, type MappingOutcome, type NotIngestedFile } from './sync-report.js';
 import { ingestionStatus } from '../api/ingestion-status.js';
 import type { OpEvent } from '../engine/executor.js';
@@ -53,6 +54,8 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
       // yargs types the dashed names only; it also sets the camelCase ones used here.
       .example('$0 sync --config config.json --json', 'a summary for scripts') as unknown as Argv<SyncArgs>,
   handler: async (args) => {
+    // Test-only (inert without DSSYNC_TEST_HOOKS): an earlier run's wall clock, for the late-commit tests.
+    testWallOffset();
     process.exitCode = await runSync(args);
   },
 };

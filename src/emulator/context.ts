@@ -23,6 +23,8 @@ export interface EmulatorContext {
   readonly tempDir: () => Promise<string>;
   /** The token endpoint's issued tokens (checked by the authentication hook). */
   readonly oidc: OidcIssuer;
+  /** Uploads received while FaultOptions.holdUploads was set: each stores its documents when called. */
+  readonly held: (() => void)[];
 }
 
 export interface RequestState {
@@ -49,4 +51,11 @@ export function orgOf(req: FastifyRequest): string {
   const orgId = states.get(req)?.orgId;
   if (orgId === undefined) throw new EmulatorError(500, 'internal_error', 'request reached a route without an organization');
   return orgId;
+}
+
+/** Stores every held upload's documents, oldest first (FaultOptions.holdUploads); returns how many uploads. */
+export function commitHeld(ctx: EmulatorContext): number {
+  const held = ctx.held.splice(0);
+  for (const commit of held) commit();
+  return held.length;
 }

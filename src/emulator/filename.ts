@@ -4,6 +4,23 @@
  * one escape that WHATWG FormData applies to names (`"` sent as `%22`) is undone.
  */
 import { EmulatorError } from './errors.js';
+import type { NameRewrite } from './options.js';
+
+/** The name a service that rewrites names (FaultOptions.rewriteNames) stores. */
+export function rewriteName(name: string, how: NameRewrite | undefined): string {
+  switch (how) {
+    case 'quoted':
+      return name.replace(/\\(.)/g, '$1');
+    case 'basename':
+      return name.slice(name.lastIndexOf('/') + 1);
+    case 'trim':
+      return name.trim();
+    case 'nfd':
+      return name.normalize('NFD');
+    default:
+      return name;
+  }
+}
 
 export const MAX_NAME_LENGTH = 1024;
 

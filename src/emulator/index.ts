@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import PQueue from 'p-queue';
-import type { EmulatorContext } from './context.js';
+import { commitHeld, type EmulatorContext } from './context.js';
 import { FaultInjector } from './faults.js';
 import { OidcIssuer } from './routes/oidc.js';
 import { checkFaultOptions, resolveOptions, type EmulatorOptions, type FaultOptions } from './options.js';
@@ -37,6 +37,8 @@ export interface RunningEmulator {
   /** Counters since start or the last resetStats(), plus the store's sizes. */
   stats(): EmulatorStats & { store: StoreCounts };
   resetStats(): void;
+  /** Stores the documents of the uploads held so far (FaultOptions.holdUploads); returns how many uploads. */
+  commitHeld(): number;
   /** The OpenID Connect token endpoint (its URL is url + TOKEN_PATH) and its counters. */
   oidc: OidcIssuer;
   /** Direct read access to the data, for assertions. */
@@ -64,6 +66,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     extraction: new PQueue({ concurrency: 2 }),
     tempDir: () => (tempDir ??= mkdtemp(join(tmpdir(), 'dssync-emulator-'))),
     oidc: new OidcIssuer(options.oidc),
+    held: [],
   };
   const app = await buildServer(ctx);
   await app.listen({ host: options.host, port: options.port });
@@ -76,6 +79,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     setFaults: (faults) => ctx.faults.set(checkFaultOptions(faults)),
     stats: () => ({ ...ctx.stats.snapshot(), store: store.counts() }),
     resetStats: () => ctx.stats.reset(),
+    commitHeld: () => commitHeld(ctx),
     oidc: ctx.oidc,
     store,
     close: () =>
@@ -87,3 +91,4 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       })()),
   };
 }
+

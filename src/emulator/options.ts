@@ -20,9 +20,28 @@ export interface FaultOptions {
   ambiguousRate?: number;
   /** Every request answered 503 (service down). */
   down?: boolean;
+  /**
+   * How the service rewrites an uploaded file's name, as some real services do: 'quoted'
+   * reads `filename="…"` as an RFC quoted-string (a backslash escapes the next character
+   * and is dropped), 'basename' keeps what follows the last `/`, 'trim' trims white space
+   * at both ends, 'nfd' normalises Unicode to NFD.
+   */
+  rewriteNames?: NameRewrite;
+  /**
+   * Every upload request is received whole, then answered by a destroyed connection, and
+   * its documents are held instead of stored: stored only when the test says so
+   * (RunningEmulator.commitHeld, POST /_emulator/commit-held): a commit after the client
+   * gave up on the answer, as late as the test likes.
+   */
+  holdUploads?: boolean;
+  /** A metadata update keeps the document's name (a service that ignores the new name). */
+  ignoreRename?: boolean;
   /** Seed of the generator behind the rates (reproducible faults). */
   seed?: number;
 }
+
+export type NameRewrite = 'quoted' | 'basename' | 'trim' | 'nfd';
+export const NAME_REWRITES: readonly NameRewrite[] = ['quoted', 'basename', 'trim', 'nfd'];
 
 export interface EmulatorOptions {
   host?: string;
@@ -67,7 +86,7 @@ export interface ResolvedOptions {
   orgHeader: string;
 }
 
-const FAULT_KEYS = new Set(['latencyMs', 'rateLimitRps', 'retryAfter', 'errorRate', 'dropRate', 'ambiguousRate', 'down', 'seed']);
+const FAULT_KEYS = new Set(['latencyMs', 'rateLimitRps', 'retryAfter', 'errorRate', 'dropRate', 'ambiguousRate', 'down', 'seed', 'rewriteNames', 'holdUploads', 'ignoreRename']);
 
 /**
  * Checks fault options coming from code or from JSON (the admin route). Throws a
@@ -109,9 +128,17 @@ export function checkFaultOptions(input: unknown): FaultOptions {
     }
     out.retryAfter = raw.retryAfter;
   }
-  if (raw.down !== undefined) {
-    if (typeof raw.down !== 'boolean') throw new RangeError(`faults.down must be true or false, got ${JSON.stringify(raw.down)}`);
-    out.down = raw.down;
+  for (const key of ['down', 'holdUploads', 'ignoreRename'] as const) {
+    const v = raw[key];
+    if (v === undefined) continue;
+    if (typeof v !== 'boolean') throw new RangeError(`faults.${key} must be true or false, got ${JSON.stringify(v)}`);
+    out[key] = v;
+  }
+  if (raw.rewriteNames !== undefined) {
+    if (!NAME_REWRITES.includes(raw.rewriteNames as NameRewrite)) {
+      throw new RangeError(`faults.rewriteNames must be one of ${NAME_REWRITES.map((r) => `"${r}"`).join(', ')}, got ${JSON.stringify(raw.rewriteNames)}`);
+    }
+    out.rewriteNames = raw.rewriteNames as NameRewrite;
   }
   return out;
 }

@@ -1,6 +1,7 @@
 /**
  * The name, url and metadata a file's document should carry (DESIGN §3). Pure.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import type { DocumentUpdate } from '../api/records.js';
 import { buildMetadata } from './metadata.js';
@@ -87,4 +88,43 @@ export function markUploadName(name: string, nonce: string): string {
   // A dot that starts the base name (".bashrc") is not an extension.
   const ext = dot > slash + 1 ? dot : name.length;
   return `${name.slice(0, ext)}${UPLOAD_MARK}${nonce}${name.slice(ext)}`;
+}
+
+/**
+ * The mark and nonce anywhere in a document's name: `.dssync-upload-<nonce>`, the last one
+ * when there are several (the mark is inserted before the extension, so a file whose own
+ * name holds an old mark gets ours after it). Found wherever it sits, so that a name the
+ * service rewrote around it — a backslash dropped as a quoted-string escape, the folder cut
+ * off, spaces trimmed, Unicode normalised — is still recognised: the mark and the nonce
+ * are plain ASCII, which none of those rewritings touch. The nonce in lower case.
+ */
+export function findUploadMark(name: string): string | undefined {
+  let nonce: string | undefined;
+  for (const m of name.matchAll(UPLOAD_MARK_RE)) nonce = m[1]!.toLowerCase();
+  return nonce;
+}
+const UPLOAD_MARK_RE = /\.dssync-upload-([0-9a-z]{1,64})/gi;
+
+/** Hex digits of the installation's tag that start each nonce (uploadNonce). */
+export const UPLOAD_TAG_LENGTH = 8;
+
+/**
+ * The tag that starts every upload nonce of one installation and mapping: the first hex
+ * digits of a hash of both ids. A marked document whose nonce starts with it was sent by
+ * this installation for this mapping, whatever became of the intent that named it (closed
+ * before the service committed the upload late): provably ours (plan.ts). Another
+ * installation shares it by chance one time in 2^32.
+ */
+export function uploadTag(mappingId: string, installationId: string): string {
+  return createHash('sha256').update(`${installationId}\0${mappingId}`).digest('hex').slice(0, UPLOAD_TAG_LENGTH);
+}
+
+/** A fresh nonce for one upload: the installation's tag (when it has one), then 8 random hex digits. */
+export function uploadNonce(tag: string | undefined): string {
+  return `${tag ?? ''}${randomBytes(tag === undefined ? 6 : 4).toString('hex')}`;
+}
+
+/** True when the nonce of a marked name is this installation's (uploadTag). */
+export function isOurNonce(nonce: string, tag: string): boolean {
+  return nonce.length > tag.length && nonce.startsWith(tag);
 }

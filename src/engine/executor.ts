@@ -15,7 +15,6 @@
  *   document, and a mirror runs one plan at a time: two operations never touch one
  *   document at once.
  */
-import { randomBytes } from 'node:crypto';
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError, type ApiError } from '../api/errors.js';
@@ -23,7 +22,7 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import { disposition } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
-import { markUploadName } from './document-fields.js';
+import { findUploadMark, markUploadName, uploadNonce } from './document-fields.js';
 import type { HashedFile, Op } from './plan.js';
 
 /** The state operations the executor needs (StateStore implements them). */
@@ -73,8 +72,29 @@ export interface ExecutorOptions {
    * and size. An incremental pass has none: a person may have uploaded since the last one.
    */
   preexistingFresh?: boolean | undefined;
-  /** The nonce of each upload's marked name (document-fields.ts). @default 12 random hex digits */
+  /**
+   * This installation's tag (document-fields.ts uploadTag): every upload's nonce starts with
+   * it, so that a late-committed upload is known as ours after its intent is closed.
+   */
+  uploadTag?: string | undefined;
+  /** The nonce of each upload's marked name (document-fields.ts). @default uploadNonce(uploadTag) */
   uploadNonce?: (() => string) | undefined;
+  /**
+   * Whether the service renames a document with the metadata update (the marked upload
+   * name rests on it), as far as this run knows: checked once, at the first upload whose
+   * metadata is written (the update's answer, else the document read back). Once `ignored`,
+   * later batches are sent under their real names (no mark: a lost answer is told by name
+   * and size, plan.ts). Shared with the caller, which keeps it for the mapping.
+   */
+  renameCheck?: RenameCheck | undefined;
+}
+
+/** What the first upload of a run showed of the service's renaming (ExecutorOptions.renameCheck). */
+export interface RenameCheck {
+  verified: boolean;
+  ignored: boolean;
+  /** The name the service kept (for the log), once ignored. */
+  shown?: string | undefined;
 }
 
 export type OpOutcome = 'done' | 'failed' | 'rejected' | 'changed' | 'ambiguous';
@@ -109,10 +129,11 @@ export interface ExecutionResult {
 }
 
 type UploadOp = Extract<Op, { kind: 'upload' | 'replace' }>;
-/** An upload with the marked name it is sent under (document-fields.ts markUploadName). */
+/** An upload with the name it is sent under: marked (document-fields.ts markUploadName), unless renames are ignored. */
 interface NamedUpload {
   op: UploadOp;
   uploadName: string;
+  marked: boolean;
 }
 
 export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promise<ExecutionResult> {
@@ -165,7 +186,7 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
     void queue.add(() => (o.signal?.aborted ? skip(ops) : task()));
   };
   for (const op of singles) await feed([op], () => runSingle(op, o, result));
-  const batches = new UploadBatches(o, makeBatches(uploads, o.batchFiles, o.batchBytes), Math.max(1, o.concurrency));
+  const batches = new UploadBatches(o, makeBatches(uploads, o.batchFiles, o.batchBytes));
   for (let i = 0; i < batches.count; i++) {
     await feed(batches.ops(i), () => {
       const { named, intent } = batches.take(i);
@@ -185,24 +206,21 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
  * request sends) only shortly before it is sent: the names of a million files are not all
  * held at once.
  *
- * Every upload needs a durable intent first, and each durable write waits for an fsync.
- * Batches starting one after another would each wait for one; so the first batch that
- * needs its intent also begins those of the next `ahead` batches, in the same turn (the
- * store writes them together, group commit). An intent begun before its upload is sent is
- * harmless: it says the files may have been uploaded, and the next full listing settles
- * it, as for any other open intent.
+ * Every upload needs a durable intent first, begun right before its own batch is sent, not
+ * ahead of it: the intent's start is what an earlier process's settle window counts from
+ * (mirror.ts settledAt), and an intent begun while other batches were still being sent
+ * started long before its request did, so a late commit could outlive its window (issue
+ * 23, defect 4). Batches running side by side (the queue's concurrency) still begin their
+ * intents in the same turn, and the store writes those together (group commit).
  */
 class UploadBatches {
-  private readonly named = new Map<number, NamedUpload[]>();
-  private readonly begun = new Map<number, Promise<string>>();
   private readonly nonce: () => string;
 
   constructor(
     private readonly o: ExecutorOptions,
     private readonly batches: readonly UploadOp[][],
-    private readonly ahead: number,
   ) {
-    this.nonce = o.uploadNonce ?? ((): string => randomBytes(6).toString('hex'));
+    this.nonce = o.uploadNonce ?? ((): string => uploadNonce(o.uploadTag));
   }
 
   get count(): number {
@@ -213,49 +231,25 @@ class UploadBatches {
     return this.batches[i]!;
   }
 
-  /** Batch `i` under its marked names, and its intent (begun now with the next ones, unless already begun). */
+  /** Batch `i` under its marked names, and its intent, begun when asked (right before the send). */
   take(i: number): { named: NamedUpload[]; intent: () => Promise<string> } {
-    return {
-      named: this.name(i),
-      intent: () => {
-        const mine = this.begun.get(i) ?? this.begin(i);
-        this.begun.delete(i);
-        // Named and begun: its names are now in its intent and in `named` above.
-        this.named.delete(i);
-        return mine;
-      },
-    };
-  }
-
-  /** The same names every time until the batch's intent is taken. */
-  private name(i: number): NamedUpload[] {
-    let named = this.named.get(i);
-    if (!named) {
-      named = this.batches[i]!.map((op) => ({ op, uploadName: markUploadName(this.o.desired(op.file).name, this.nonce()) }));
-      this.named.set(i, named);
-    }
-    return named;
-  }
-
-  private begin(i: number): Promise<string> {
-    for (let k = i; k < Math.min(this.batches.length, i + this.ahead); k++) {
-      if (this.begun.has(k)) continue;
-      const p = this.o.state.beginIntent(this.o.mappingId, uploadIntent(this.name(k), this.o));
-      // Awaited when its batch runs; until then a failure must not be an unhandled rejection.
-      p.catch(() => undefined);
-      this.begun.set(k, p);
-    }
-    return this.begun.get(i)!;
+    // A service that ignores a new name would show the marked name for good: the real one.
+    const marked = this.o.renameCheck?.ignored !== true;
+    const named = this.batches[i]!.map((op) => {
+      const name = this.o.desired(op.file).name;
+      return { op, uploadName: marked ? markUploadName(name, this.nonce()) : name, marked };
+    });
+    return { named, intent: () => this.o.state.beginIntent(this.o.mappingId, uploadIntent(named, this.o)) };
   }
 }
 
 function uploadIntent(batch: readonly NamedUpload[], o: ExecutorOptions): DistributiveOmit<Intent, 'id' | 'startedAt'> {
-  const files = batch.map(({ op, uploadName }) => ({
+  const files = batch.map(({ op, uploadName, marked }) => ({
     path: op.path,
     size: op.file.size,
     mtimeMs: op.file.mtimeMs,
     sha256: op.file.sha256,
-    uploadName,
+    ...(marked ? { uploadName } : {}),
     ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
   }));
   if (!o.preexisting) return { kind: 'upload', files };
@@ -366,7 +360,9 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
         return;
       }
       try {
-        await o.api.updateDocument(o.dataSourceId, record.id, o.desired(op.file), { signal: o.signal });
+        const desired = o.desired(op.file);
+        const answer = await o.api.updateDocument(o.dataSourceId, record.id, desired, { signal: o.signal });
+        if (named[i]!.marked && o.renameCheck && !o.renameCheck.verified) await checkRename(o, o.renameCheck, answer, desired.name);
       } catch (e) {
         allMarked = false;
         fail(o, r, op.kind, op.path, e);
@@ -389,6 +385,32 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
     }),
   );
   if (allMarked) o.state.endIntent(o.mappingId, intentId);
+}
+
+/**
+ * Whether the service took the new name of a marked upload: the update's answer when it
+ * carries the document's name, else the document read back. A name that still carries the
+ * mark means the service ignores a new name (docs/probe.md); an unreadable answer proves
+ * nothing and leaves the check for the next upload.
+ */
+async function checkRename(o: ExecutorOptions, check: RenameCheck, answer: DocumentRecord, wanted: string): Promise<void> {
+  check.verified = true;
+  let shown = typeof answer.raw['name'] === 'string' ? answer.name : undefined;
+  if (shown === undefined) {
+    try {
+      shown = (await o.api.getDocument(o.dataSourceId, answer.id, { signal: o.signal })).name;
+    } catch {
+      shown = undefined;
+    }
+  }
+  if (shown === undefined) {
+    check.verified = false;
+    return;
+  }
+  if (shown.normalize('NFC') !== wanted.normalize('NFC') && findUploadMark(shown) !== undefined) {
+    check.ignored = true;
+    check.shown = shown;
+  }
 }
 
 async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: unknown, o: ExecutorOptions, r: ExecutionResult): Promise<void> {

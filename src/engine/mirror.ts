@@ -9,8 +9,8 @@ import { isApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
-import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
-import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type StateWriter } from './executor.js';
+import { documentFields, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
+import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type RenameCheck, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
 import { readMeta } from './metadata.js';
 import type { StatNow } from './racy.js';
@@ -138,6 +138,12 @@ export interface MirrorDeps {
    * passes that do not go through it (start, periodic rescan, reload, lost events, retry).
    */
   stabilityMs?: number | undefined;
+  /**
+   * How long an upload request may wait for its answer (connect and headers timeouts): an
+   * earlier process's request may have been in flight that long after its intent began.
+   * @default 70_000 (the queue.timeouts defaults)
+   */
+  requestTimeoutMs?: number | undefined;
 }
 
 export interface PassOptions {
@@ -177,6 +183,19 @@ export interface PassReport {
   identityConflict?: 'another-writer' | 'unadopted' | undefined;
   /** An answer was lost in a pass without a listing: run a full pass to settle it. */
   needsFullPass?: boolean | undefined;
+  /**
+   * Uploads whose answer was lost that the listing never showed under their mark, when their
+   * intent was settled: they never landed, or the service renamed them past recognition
+   * (look for a document without metadata named like the file).
+   */
+  unfoundUploads?: { path: string; uploadName: string }[] | undefined;
+  /**
+   * The service ignored the new name of this run's first upload: uploads are now sent
+   * under their real names (a lost answer told by name and size), and documents of ours
+   * under another name are replaced (docs/probe.md). Also a line of `skipped` (excluded:
+   * the pass still counts as in sync).
+   */
+  renameIgnored?: true | undefined;
   startedAt: string;
   finishedAt: string;
 }
@@ -197,6 +216,17 @@ const HASH_CONCURRENCY = 16;
  */
 export const INTENT_SETTLE_MS = 60_000;
 
+/** MirrorDeps.requestTimeoutMs's default: queue.timeouts.connectMs + headersMs. */
+export const REQUEST_TIMEOUT_MS = 70_000;
+
+/**
+ * An inherited intent this much older than a listing (by its wall-clock start) is settled
+ * at once: a one-shot `dssync sync` lives less than a window, and would otherwise leave it
+ * open run after run (cron), never reporting an upload it lost. A commit later still is
+ * recognised by its tagged nonce and deleted (plan.ts lostUploads).
+ */
+export const INTENT_STALE_MS = 15 * 60_000;
+
 export class Mirror {
   /** When the last execution of this process returned (monotonic): its requests had all ended. */
   private lastExecutionEnd: number | undefined;
@@ -205,6 +235,10 @@ export class Mirror {
    * is this process's own, and its settle window is counted on the monotonic clock.
    */
   private inherited: Set<string> | undefined;
+  /** Whether the service renames with the metadata update, as this process's first upload showed. */
+  private readonly renames: RenameCheck = { verified: false, ignored: false };
+  /** When this process first saw each inherited intent (monotonic): its window counts from then too. */
+  private readonly firstSeen = new Map<string, number>();
   private readonly monotonic: () => number;
   /**
    * Files set aside by the stability window, with their stat and when it was first seen so
@@ -229,13 +263,22 @@ export class Mirror {
    * the latest when its last execution returned: counted on the monotonic clock, so that a
    * wall clock stepped forward does not close it at once (a late commit would then stay as
    * a duplicate) nor one stepped back hold it for the size of the step. An intent of an
-   * earlier process (a crash, a kill) has only its wall-clock start, written by that process:
-   * the window runs from it.
+   * earlier process (a crash, a kill, a one-shot sync that gave up on an answer) is settled
+   * only a full window after this process first saw it, and once its request's own timeout
+   * and a window have passed since its wall-clock start: the earlier process may have
+   * exited the moment it gave up, and the service commit later still; counting from the
+   * start alone closed it at this process's first listing, and the late document stayed
+   * (issue 23, defect 4; a late commit after that is recognised by its nonce, plan.ts).
    */
   private settledAt(listedAt: number, listedAtMono: number): (intent: Intent) => boolean {
+    const requestMs = this.d.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
     return (intent) => {
       if (this.inherited?.has(intent.id) === false && this.lastExecutionEnd !== undefined) return listedAtMono >= this.lastExecutionEnd + INTENT_SETTLE_MS;
-      return listedAt >= Date.parse(intent.startedAt) + INTENT_SETTLE_MS;
+      const seen = this.firstSeen.get(intent.id) ?? listedAtMono;
+      this.firstSeen.set(intent.id, seen);
+      const started = Date.parse(intent.startedAt);
+      if (listedAt >= started + INTENT_STALE_MS) return true;
+      return listedAtMono >= seen + INTENT_SETTLE_MS && listedAt >= started + requestMs + INTENT_SETTLE_MS;
     };
   }
 
@@ -311,6 +354,7 @@ export class Mirror {
         untouchable,
         excluded: (p) => excludedPaths.has(p),
         settled: this.settledAt(listedAt, listedAtMono),
+        renamesIgnored: this.renames.ignored,
       });
       const verdict = checkGuards({
         root: spec.root,
@@ -332,7 +376,10 @@ export class Mirror {
         ...plan.held.map((h) => ({ path: h.path, documentId: h.owner.documentId, reason: heldReason(h.owner, spec.mappingId) })),
         ...plan.otherOwners.filter((o) => !heldIds.has(o.documentId)).map((o) => ({ path: o.path, documentId: o.documentId, reason: ownerReason(o, spec.mappingId) })),
         ...plan.doubtful.map((d) => ({ path: d.name ?? d.id, documentId: d.id, reason: DOUBTFUL_REASON })),
+        ...plan.foreignMarked.map((d) => ({ path: d.name ?? d.id, documentId: d.id, reason: FOREIGN_MARKED_REASON })),
       ];
+      if (plan.unfoundUploads.length > 0) report.unfoundUploads = [...(report.unfoundUploads ?? []), ...plan.unfoundUploads];
+      if (!opts.dryRun) this.reportMarked(plan, round === 1);
       report.identityConflict = plan.sameIdentity.length > 0 ? 'another-writer' : plan.held.length > 0 ? 'unadopted' : undefined;
       report.skipped = [...skipped, ...plan.skippedRejected.map((path) => ({ path, reason: rejectedReason(mapping, path) })), ...conflictsAsSkipped(report.conflicts)];
       report.counts.unchanged = plan.unchanged;
@@ -366,6 +413,7 @@ export class Mirror {
       }
       if (opts.dryRun) break;
 
+      const renamesWereIgnored = this.renames.ignored;
       pinIntents(state, spec.mappingId, plan.intentPins);
       for (const r of plan.refreshed) state.setFile(spec.mappingId, r.path, entryFor(r.file, r.documentId, this.d.now));
       this.d.onPlan?.(plan.ops);
@@ -386,7 +434,16 @@ export class Mirror {
         preexisting: this.preexisting(),
         // Only a listing of this very pass says what existed right before its uploads.
         preexistingFresh: remote !== undefined,
+        uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
+        renameCheck: this.renames,
       });
+      const renamesNowIgnored = this.renames.ignored && !renamesWereIgnored;
+      if (renamesNowIgnored) {
+        logger.error(
+          { dataSourceId: spec.dataSourceId, shown: this.renames.shown },
+          `the service ignored the new name of an uploaded document (it kept ${JSON.stringify(this.renames.shown ?? '')}): uploads of mapping ${spec.mappingId} are now sent under their real names (a lost answer is then told by name and size), and documents left under a marked name are sent again; run 'dssync probe --write' and tell the service's operator`,
+        );
+      }
       this.lastExecutionEnd = this.monotonic();
       // (An incremental pass has no listing of its own: nothing its lost answer left can be
       // told from a person's document by a listing now, so it waits for the next full pass.)
@@ -397,8 +454,9 @@ export class Mirror {
       addCounts(report, result);
       report.failures = [...result.failures, ...result.rejected];
       if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);
-      // Lost answers and files that changed under us are looked at again straight away.
-      if (!result.ambiguous && result.changed.length === 0) break;
+      // Lost answers, files that changed under us and documents left under a marked name by
+      // a service that ignores new names are looked at again straight away.
+      if (!result.ambiguous && result.changed.length === 0 && !renamesNowIgnored) break;
       if (round === maxRounds) {
         for (const path of result.changed) report.skipped.push({ path, reason: 'changed while being sent' });
         if (result.ambiguous) {
@@ -410,6 +468,10 @@ export class Mirror {
       logger.info({ round }, 'looking again: an answer was lost or a file changed while being sent');
     }
 
+    if (this.renames.ignored) {
+      report.renameIgnored = true;
+      report.skipped.push({ path: '', reason: RENAME_IGNORED_REASON, excluded: true });
+    }
     report.counts.skipped = report.skipped.length;
     report.counts.failed = report.failures.length;
     report.ok = !report.blocked && report.failures.length === 0 && report.skipped.every((s) => s.excluded);
@@ -443,6 +505,29 @@ export class Mirror {
       pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, remote }));
     } catch (e) {
       logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');
+    }
+  }
+
+  /** Says what the listing showed of marked uploads that no open intent names (plan.ts). */
+  private reportMarked(plan: Pick<ReturnType<typeof planMirror>, 'lostUploads' | 'foreignMarked' | 'unfoundUploads'>, firstRound: boolean): void {
+    const { logger } = this.d;
+    if (plan.lostUploads.length > 0) {
+      logger.warn(
+        { documents: plan.lostUploads.slice(0, 10).map((d) => ({ id: d.id, name: d.name })), count: plan.lostUploads.length },
+        `${plan.lostUploads.length} upload(s) of ours committed by the service after their answer was given up (a late commit): deleted, the files keep their own documents`,
+      );
+    }
+    if (firstRound && plan.foreignMarked.length > 0) {
+      logger.warn(
+        { documents: plan.foreignMarked.slice(0, 10).map((d) => ({ id: d.id, name: d.name })), count: plan.foreignMarked.length },
+        `${plan.foreignMarked.length} document(s) without metadata carry a dssync upload mark that is not this installation's: left untouched`,
+      );
+    }
+    if (plan.unfoundUploads.length > 0) {
+      logger.warn(
+        { files: plan.unfoundUploads.slice(0, 10), count: plan.unfoundUploads.length },
+        `${plan.unfoundUploads.length} upload(s) whose answer was lost do not show in the listing under the name they were sent with: they never landed, or the service renamed them past recognition (then a document without metadata named like the file is a duplicate: delete it by hand)`,
+      );
     }
   }
 
@@ -631,6 +716,12 @@ function conflictsAsSkipped(conflicts: PassReport['conflicts']): { path: string;
 
 const DOUBTFUL_REASON =
   "has no metadata and the name and size of a file whose upload answer was lost: dssync's lost upload or someone's, unknowable which; left untouched (delete it by hand if it duplicates the file)";
+
+const RENAME_IGNORED_REASON =
+  "the service ignores a document's new name: uploads are sent under their real names, not marked (a lost answer is told by name and size only); see 'dssync probe --write'";
+
+const FOREIGN_MARKED_REASON =
+  "has no metadata and a dssync upload mark that is not this installation's (another installation's upload in progress, or an older dssync's): left untouched";
 
 /** What settles another writer with our identity (docs/reliability.md, "Identity"). */
 export const SAME_IDENTITY_FIX =

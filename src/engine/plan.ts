@@ -18,7 +18,7 @@ import { DOCUMENT_SIZE_KEYS } from '../api/listing-form.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
-import { documentName } from './document-fields.js';
+import { documentName, findUploadMark, isOurNonce, uploadTag } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
 import { needsHash, type StatNow } from './racy.js';
 
@@ -164,9 +164,17 @@ export interface PlanInput {
    * outcome. Undefined: every intent is settled (tests of the content rules).
    */
   settled?: ((intent: Intent) => boolean) | undefined;
+  /**
+   * The service ignores a new name in a metadata update (the first upload of this run
+   * showed it, executor.ts RenameCheck): a document of ours under another name than its
+   * file's (a marked upload that kept its mark, a file renamed) is replaced — sent again
+   * under the right name, the old one deleted — since an update would change nothing.
+   */
+  renamesIgnored?: boolean | undefined;
 }
 
-export type DeleteReason = 'deleted-locally' | 'duplicate' | 'stale-version' | 'not-in-folder' | 'excluded';
+/** 'lost-upload': a marked upload of ours that the service committed after its intent was closed. */
+export type DeleteReason = 'deleted-locally' | 'duplicate' | 'stale-version' | 'not-in-folder' | 'excluded' | 'lost-upload';
 
 export type Op =
   /** A new file: upload it, then set its metadata. */
@@ -229,6 +237,25 @@ export interface PlanResult {
    * upload would be a duplicate.
    */
   held: { path: string; owner: OtherOwner }[];
+  /**
+   * Documents without metadata whose name bears our upload mark with a nonce of this
+   * installation and mapping (document-fields.ts uploadTag) that no open intent names: an
+   * upload of ours the service committed after its intent was closed (a late commit). Each
+   * is deleted ('lost-upload'): the file keeps, or gets, its document with metadata.
+   */
+  lostUploads: DocumentRecord[];
+  /**
+   * Documents without metadata whose name bears an upload mark that is not provably ours
+   * (another installation's upload in progress, an older dssync's nonce): reported, never
+   * touched, not even with prune "all".
+   */
+  foreignMarked: DocumentRecord[];
+  /**
+   * Files of upload intents this plan settles whose answer was lost and whose document the
+   * listing does not show under the mark they were sent with: the upload never landed, or
+   * the service renamed it past recognition. Reported, never silent.
+   */
+  unfoundUploads: { path: string; uploadName: string }[];
 }
 
 export interface OtherOwner {
@@ -261,6 +288,7 @@ function sameStat(entry: FileEntry, file: HashedFile): boolean {
 }
 
 const NO_DOCS: readonly KnownDoc[] = Object.freeze([]);
+const NO_UPLOADS: RemoteView['uploadsOf'] = { unfound: () => [] };
 const NO_PATHS: ReadonlySet<string> = new Set();
 
 /** A remote document as the planner understands it. */
@@ -286,7 +314,7 @@ export function planMirror(input: PlanInput): PlanResult {
   const confirmed = input.remote === undefined ? NO_PATHS : (input.confirmed ?? NO_PATHS);
 
   const remoteView = classifyRemote(input, pathsByDocument(state.files));
-  const { byPath, foreign, otherOwners, intentPins, doubtful, sameIdentity } = remoteView;
+  const { byPath, foreign, otherOwners, intentPins, doubtful, sameIdentity, lostUploads, foreignMarked, uploadsOf } = remoteView;
   const ourDocumentCount = remoteView.ourDocumentCount + confirmed.size;
 
   // A path found exactly as its entry says on both sides, with no other document and not
@@ -415,6 +443,11 @@ export function planMirror(input: PlanInput): PlanResult {
     }
 
     const good = pickGood(docs, file.sha256, entry?.documentId);
+    if (good && input.renamesIgnored && good.doc?.name !== undefined && good.doc.name.normalize('NFC') !== input.desired(file).name.normalize('NFC')) {
+      const unmarkedOld = docs.filter((d) => d.fromIntent).length;
+      ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
+      continue;
+    }
     if (good) {
       for (const d of docs) {
         if (d.id === good.id) continue;
@@ -457,6 +490,10 @@ export function planMirror(input: PlanInput): PlanResult {
   if (full && input.prune === 'all') {
     for (const d of foreign) ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'not-in-folder' });
   }
+  // Our own uploads committed after their intent was closed: whenever one appears it goes,
+  // never kept silently beside the file's document (issue 23, defect 4). It has no hash, so
+  // it is never taken for the file's document: the file keeps (or is sent as) its own.
+  for (const d of lostUploads) ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'lost-upload', unmarked: true });
 
   // A full listing taken after an intent's settle window accounts for everything its write
   // may have done: once this plan's operations are carried out, the intent is closed. An
@@ -464,18 +501,19 @@ export function planMirror(input: PlanInput): PlanResult {
   // stays open: what its earlier upload left must still be recognised when the file returns.
   // An excluded file (too large, ...) does not hold it: its intent's uploads were deleted above.
   const settled = input.settled ?? ((): boolean => true);
-  const resolvedIntentIds = full
-    ? Object.values(state.intents)
-        .filter((i) => settled(i) && (i.kind !== 'upload' || !i.files.some((f) => untouchable(f.path) && !excluded(f.path))))
-        .map((i) => i.id)
+  const resolvedIntents = full
+    ? Object.values(state.intents).filter((i) => settled(i) && (i.kind !== 'upload' || !i.files.some((f) => untouchable(f.path) && !excluded(f.path))))
     : [];
+  const resolvedIntentIds = resolvedIntents.map((i) => i.id);
+  // A lost answer whose document this listing does not show under its mark: said, not hidden.
+  const unfoundUploads = resolvedIntents.flatMap((i) => (i.kind === 'upload' ? uploadsOf.unfound(i) : []));
 
   if (sameIdentity.length > 0) {
     // Another writer with our identity: whatever we would do may undo its work, or it ours.
-    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, otherOwners, intentPins: [], doubtful, sameIdentity, held: [] };
+    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [] };
   }
   const held = holdDuplicates(ops, otherOwners, input.mappingId);
-  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners, intentPins, doubtful, sameIdentity, held: held.held };
+  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
 }
 
 /**
@@ -544,6 +582,10 @@ interface RemoteView {
   intentPins: IntentPin[];
   doubtful: DocumentRecord[];
   sameIdentity: OtherOwner[];
+  lostUploads: DocumentRecord[];
+  foreignMarked: DocumentRecord[];
+  /** What the open intents found in this listing (unfound: files whose lost upload it does not show). */
+  uploadsOf: { unfound(intent: Extract<Intent, { kind: 'upload' }>): { path: string; uploadName: string }[] };
 }
 
 /**
@@ -569,10 +611,13 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     };
     if (input.scope === undefined) for (const path of files.keys()) standIn(path);
     else for (const path of input.scope) standIn(path);
-    return { byPath, foreign, otherOwners: [], ourDocumentCount: files.size, intentPins: [], doubtful: [], sameIdentity: [] };
+    return { byPath, foreign, otherOwners: [], ourDocumentCount: files.size, intentPins: [], doubtful: [], sameIdentity: [], lostUploads: [], foreignMarked: [], uploadsOf: NO_UPLOADS };
   }
 
   const uploads = openUploads(input.state.intents);
+  const tag = input.installationId === undefined ? undefined : uploadTag(input.mappingId, input.installationId);
+  const lostUploads: DocumentRecord[] = [];
+  const foreignMarked: DocumentRecord[] = [];
   let ourDocumentCount = 0;
   const otherOwners: OtherOwner[] = [];
   const sameIdentity: OtherOwner[] = [];
@@ -607,12 +652,22 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
       otherOwners.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId, sha256: meta.sha256 });
       continue;
     }
-    const pinned = uploads.byId.get(doc.id) ?? uploads.byMark(doc);
+    const nonce = doc.name === undefined ? undefined : findUploadMark(doc.name);
+    const pinned = uploads.byId.get(doc.id) ?? (nonce === undefined ? undefined : uploads.byMark(nonce, doc.id));
     if (pinned) {
-      // The upload's answer named it, or it bears the name only that upload used (its answer
-    // lost): ours, whatever its size.
+      // The upload's answer named it, or it bears the nonce only that upload used (its answer
+      // lost), wherever the service's rewriting left it in the name: ours, whatever its size.
       add({ doc, id: doc.id, path: pinned.file.path, sha256: pinned.file.sha256, fromIntent: true, byIntent: true });
       ourDocumentCount++;
+      continue;
+    }
+    if (nonce !== undefined) {
+      // Marked, and no open intent names it: ours when the nonce carries our tag (committed
+      // after its intent was closed), else someone else's upload, reported and left alone.
+      if (tag !== undefined && isOurNonce(nonce, tag)) {
+        lostUploads.push(doc);
+        ourDocumentCount++;
+      } else foreignMarked.push(doc);
       continue;
     }
     if (!uploads.claimByName(doc)) foreign.push(doc);
@@ -624,7 +679,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     ourDocumentCount++;
   }
   foreign.push(...doubtful);
-  return { byPath, foreign, otherOwners, ourDocumentCount, intentPins: pins, doubtful, sameIdentity };
+  return { byPath, foreign, otherOwners, ourDocumentCount, intentPins: pins, doubtful, sameIdentity, lostUploads, foreignMarked, uploadsOf: uploads };
 }
 
 /**
@@ -679,6 +734,7 @@ export interface IntentPin {
  */
 function openUploads(intents: Readonly<Record<string, Intent>>) {
   const byId = new Map<string, OpenFile>();
+  /** Open files by the nonce of their marked upload name. */
   const marked = new Map<string, OpenFile>();
   /** Documents found by their marked name, per file: pinned when one file made exactly one. */
   const byMarkFound = new Map<OpenFile, string[]>();
@@ -698,8 +754,9 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
         byId.set(file.documentId, open);
         return;
       }
-      if (file.uploadName !== undefined) {
-        for (const key of nameForms(file.uploadName)) marked.set(key, open);
+      const nonce = file.uploadName === undefined ? undefined : findUploadMark(file.uploadName);
+      if (nonce !== undefined) {
+        marked.set(nonce, open);
         return;
       }
       // Written before uploads were marked: told by name and size only.
@@ -717,12 +774,22 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
   return {
     byId,
     paths,
-    /** The open file whose marked upload name the document bears (documentId not yet known). */
-    byMark(doc: DocumentRecord): OpenFile | undefined {
-      if (doc.name === undefined || marked.size === 0) return undefined;
-      const open = marked.get(doc.name.normalize('NFC'));
-      if (open) byMarkFound.set(open, [...(byMarkFound.get(open) ?? []), doc.id]);
+    /** The open file whose upload nonce a document's name bears (documentId not yet known). */
+    byMark(nonce: string, documentId: string): OpenFile | undefined {
+      const open = marked.get(nonce);
+      if (open) byMarkFound.set(open, [...(byMarkFound.get(open) ?? []), documentId]);
       return open;
+    },
+    /** The files of `intent` sent marked whose answer was lost and whose document this listing did not show. */
+    unfound(intent: Extract<Intent, { kind: 'upload' }>): { path: string; uploadName: string }[] {
+      const out: { path: string; uploadName: string }[] = [];
+      for (const file of intent.files) {
+        if (file.documentId !== undefined || file.uploadName === undefined) continue;
+        const nonce = findUploadMark(file.uploadName);
+        const open = nonce === undefined ? undefined : marked.get(nonce);
+        if (open === undefined || !byMarkFound.has(open)) out.push({ path: file.path, uploadName: file.uploadName });
+      }
+      return out;
     },
     /** Notes an unmarked document as a candidate; false when no lost upload can have made it. */
     claimByName(doc: DocumentRecord): boolean {

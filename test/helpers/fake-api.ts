@@ -57,6 +57,8 @@ export class FakeApi implements DatastoreApi {
   failAfter: Failure = () => undefined;
   /** Keep only base names on upload (a service that drops directories). */
   baseNamesOnly = false;
+  /** An update keeps the document's name (a service that ignores a new name). */
+  ignoreRename = false;
   private nextId = 1;
   private nextDataSource = 1;
   private readonly listed: boolean;
@@ -183,7 +185,7 @@ export class FakeApi implements DatastoreApi {
   updateDocument(dataSourceId: string, id: string, update: DocumentUpdate): Promise<DocumentRecord> {
     return this.call('updateDocument', [dataSourceId, id, update], { id, update }, () => {
       const d = this.mustGet(dataSourceId, id);
-      d.name = update.name;
+      if (!this.ignoreRename) d.name = update.name;
       d.url = update.url;
       d.metadata = structuredClone(update.metadata);
       return this.record(d);

@@ -87,7 +87,7 @@ const cmd = (name: string, run: (w: World) => Promise<void> | void): Cmd => ({
   toString: () => name,
 });
 
-const FAULTS: Fault[] = ['none', 'server-error', 'rate-limited', 'rate-limited-retry-after', 'ambiguous', 'dropped', 'late-commit', 'crash-before', 'crash-after', 'write-between-pages'];
+const FAULTS: Fault[] = ['none', 'server-error', 'rate-limited', 'rate-limited-retry-after', 'ambiguous', 'dropped', 'late-commit', 'late-commit-after-deadline', 'crash-before', 'crash-after', 'write-between-pages'];
 
 export const configArb: fc.Arbitrary<SimConfig> = fc.record({
   prune: fc.constantFrom<'ours' | 'all'>('ours', 'ours', 'all'),

@@ -25,6 +25,13 @@ export type Fault =
   /** A write whose connection drops before the service sees it: lost answer, nothing done. */
   | 'dropped'
   | 'late-commit'
+  /**
+   * Issue 23, defect 4: the upload's request takes the client's whole deadline (60 s of
+   * simulated time pass while it waits), the client gives up and the process ends (a kill, a
+   * one-shot sync exiting); the service commits it 15 s after that, once the next process
+   * has started and listed.
+   */
+  | 'late-commit-after-deadline'
   | 'crash-before'
   | 'crash-after'
   | 'write-between-pages';
@@ -61,6 +68,20 @@ interface LateUpload {
 
 const DS = 'ds1';
 
+/** How long the client waits for an upload's answer before it gives up (the headers timeout). */
+const CLIENT_DEADLINE_MS = 60_000;
+
+/**
+ * How long after the call a late upload lands: within 50 s, or — every other one — 61 to
+ * 120 s later, past the client's 60 s deadline and past the settle window of an intent
+ * whose request ended at once (issue 23, defect 4: the service committed 15 s after the
+ * client had waited out its timeout, and after the next process had closed the intent).
+ * Deterministic in the call count, as the history's faults are.
+ */
+function lateCommitDelay(calls: number): number {
+  return calls % 2 === 0 ? 1_000 + (calls % 50) * 1_000 : 61_000 + (calls % 60) * 1_000;
+}
+
 export class FakeService extends FakeApi {
   readonly store = new Map<string, Doc>();
   private nextDocId = 1;
@@ -75,6 +96,8 @@ export class FakeService extends FakeApi {
   betweenPages: (() => void) | undefined;
   /** The process crashes at this call (the world's crash). */
   onCrash: () => void = () => undefined;
+  /** Simulated time passes while a request is in flight (the world moves its clock; no timer fires meanwhile). */
+  elapse: (ms: number) => void = () => undefined;
   private generation = 0;
 
   constructor(
@@ -143,7 +166,7 @@ export class FakeService extends FakeApi {
   }
 
   /** Runs a call: a fault before it acts, the action, a fault after it. */
-  private async act<T>(write: boolean, fn: () => T, late?: () => void): Promise<T> {
+  private async act<T>(write: boolean, fn: () => T, late?: (delayMs?: number) => void): Promise<T> {
     this.counters.calls++;
     this.landLate();
     const gen = this.generation;
@@ -160,6 +183,14 @@ export class FakeService extends FakeApi {
         throw new ApiError({ code: 'E_ABORTED', message: 'the process crashed' });
       case 'dropped':
         if (write) throw new ApiError({ code: 'E_CONNECTION', message: 'the connection was reset (sim)', retryable: true, ambiguous: true });
+        break;
+      case 'late-commit-after-deadline':
+        if (late) {
+          late(CLIENT_DEADLINE_MS + 15_000);
+          this.elapse(CLIENT_DEADLINE_MS);
+          this.onCrash();
+          throw new ApiError({ code: 'E_ABORTED', message: 'gave up after the deadline, and the process ended (sim)' });
+        }
         break;
       case 'late-commit':
         if (late) {
@@ -245,9 +276,9 @@ export class FakeService extends FakeApi {
         sent ??= read();
         return sent.map((f) => this.recordOf(this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true })));
       },
-      () => {
+      (delayMs) => {
         sent = read();
-        this.late.push({ dueAt: this.now() + 1_000 + (this.counters.calls % 50) * 1_000, files: sent });
+        this.late.push({ dueAt: this.now() + (delayMs ?? lateCommitDelay(this.counters.calls)), files: sent });
       },
     );
   }

@@ -27,11 +27,11 @@ async function startedWorld(): Promise<World> {
 }
 
 /** The service takes the next upload of `name` but commits it only later (its answer lost). */
-function lateCommitOfNextUpload(w: World, name: string): void {
+function lateCommitOfNextUpload(w: World, name: string, fault: 'late-commit' | 'late-commit-after-deadline' = 'late-commit'): void {
   const real = w.service.uploadDocuments.bind(w.service);
   w.service.uploadDocuments = (ds, files) => {
-    if (files.some((f) => f.name === name)) {
-      w.service.faults.unshift('late-commit');
+    if (files.some((f) => f.name === name || f.name.startsWith(`${name.slice(0, name.lastIndexOf('.'))}.dssync-upload-`))) {
+      w.service.faults.unshift(fault);
       w.service.uploadDocuments = real;
     }
     return real(ds, files);
@@ -94,5 +94,16 @@ it('seed 20261132: a file renamed over another right after a slow write leaves n
     w.write('.save-tmp', 'x');
     w.rename('.save-tmp', 'a.txt');
   });
+  await checkInvariants(w);
+}, 60_000);
+
+it('issue 23, defect 4: an upload given up after its 60 s deadline, the process gone, the service committing 15 s after the next one listed: no document left behind', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  lateCommitOfNextUpload(w, 'a.txt', 'late-commit-after-deadline');
+  // The upload waits out the deadline, the process ends; the next one lists at once.
+  await step(() => w.write('a.txt', 'x'));
+  // The service commits the first upload now.
+  await step(() => w.advance(20_000));
   await checkInvariants(w);
 }, 60_000);

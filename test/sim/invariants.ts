@@ -110,7 +110,7 @@ export async function checkInvariants(w: World): Promise<void> {
   const { unreadable } = w.expected();
   // Uploads are sent under a marked name (engine/document-fields.ts markUploadName), so even
   // a lost answer of an incremental pass leaves no document dssync cannot tell for its own.
-  const sentFor = (name: string): string => name.replace(/\.dssync-upload-[0-9a-f]{12}/, '');
+  const sentFor = (name: string): string => name.replace(/\.dssync-upload-[0-9a-f]+/, '');
   const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== INSTALLATION && !unreadable.has(sentFor(d.name)));
   expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
   if (w.config.prune === 'all') {

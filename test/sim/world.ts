@@ -163,6 +163,7 @@ export class World {
   ) {
     this.service = new FakeService(this.local, () => this.clock.t, variant);
     this.service.onCrash = () => this.crashNow(this.tornNext);
+    this.service.elapse = (ms) => void (this.clock.t += ms);
   }
 
   get now(): number {

@@ -3,6 +3,7 @@
  * process. Bearer token required, no organization header, never faulted, not counted.
  */
 import { EmulatorError, badRequest, notFound } from '../errors.js';
+import { commitHeld } from '../context.js';
 import { checkFaultOptions } from '../options.js';
 import { jsonObjectBody, parseAppAssignment } from '../validate.js';
 import { pathParam, type RouteDef } from './route.js';
@@ -21,6 +22,11 @@ export const adminRoutes: RouteDef[] = [
       reply.code(204);
       return reply.send();
     },
+  },
+  {
+    method: 'POST',
+    url: '/_emulator/commit-held',
+    handler: async (ctx) => ({ committed: commitHeld(ctx) }),
   },
   {
     method: 'GET',

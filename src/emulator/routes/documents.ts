@@ -35,7 +35,10 @@ export const documentRoutes: RouteDef[] = [
     handler: async (ctx, req) => {
       const ds = requireDataSource(ctx, orgOf(req), pathParam(req, 'data_source_id'));
       const doc = requireDocument(ctx, ds, pathParam(req, 'document_id'));
-      ctx.store.updateDocument(doc, parseUpdateDocument(jsonObjectBody(req)));
+      const patch = parseUpdateDocument(jsonObjectBody(req));
+      // A service that ignores the new name (FaultOptions.ignoreRename): the rest applies.
+      if (ctx.faults.get().ignoreRename) delete patch.name;
+      if (Object.keys(patch).length > 0) ctx.store.updateDocument(doc, patch);
       return documentRecord(doc);
     },
   },

@@ -8,10 +8,10 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { extractChunks, type Extraction } from '../chunker.js';
-import { orgOf, type EmulatorContext } from '../context.js';
+import { orgOf, requestState, type EmulatorContext } from '../context.js';
 import { EmulatorError, badRequest } from '../errors.js';
 import { ACCEPTED_EXTENSIONS, detectFileType, type FileType } from '../file-types.js';
-import { documentNameFromPart } from '../filename.js';
+import { documentNameFromPart, rewriteName } from '../filename.js';
 import { documentRecord } from '../records.js';
 import { spoolPart, type SpooledFile } from '../spool.js';
 import { pathParam, requireDataSource } from './route.js';
@@ -42,25 +42,43 @@ export async function uploadDocuments(ctx: EmulatorContext, req: FastifyRequest,
   } finally {
     await disposeAll(files);
   }
-  // The data source may have been deleted while the body was arriving.
-  const current = requireDataSource(ctx, orgId, ds.id);
-  const docs = ctx.store.addDocuments(
-    current,
-    files.map((f, i) => {
-      const extraction = extractions[i] as Extraction;
-      return {
-        name: f.name,
-        contentType: f.type.contentType,
-        size: f.spooled.size,
-        status: extraction.status,
-        failureReason: extraction.failureReason,
-        chunkTexts: extraction.chunks,
-      };
-    }),
-  );
+  const store = (): ReturnType<EmulatorContext['store']['addDocuments']> | undefined => {
+    // The data source may have been deleted while the body was arriving (or the upload held).
+    const current = ctx.store.findDataSource(orgId, ds.id);
+    if (!current) return undefined;
+    return ctx.store.addDocuments(current, received(files, extractions));
+  };
+  if (ctx.faults.get().holdUploads) {
+    // A commit after the client gave up: the answer is a destroyed connection (the onSend
+    // hook), the documents are stored when the test commits the held uploads.
+    ctx.held.push(() => {
+      const docs = store();
+      if (docs) ctx.stats.upload(docs.length);
+    });
+    const state = requestState(req);
+    if (state) state.ambiguous = true;
+    reply.code(201);
+    return { documents: [] };
+  }
+  requireDataSource(ctx, orgId, ds.id);
+  const docs = store()!;
   ctx.stats.upload(docs.length);
   reply.code(201);
   return { documents: docs.map(documentRecord) };
+}
+
+function received(files: readonly ReceivedFile[], extractions: readonly Extraction[]) {
+  return files.map((f, i) => {
+    const extraction = extractions[i] as Extraction;
+    return {
+      name: f.name,
+      contentType: f.type.contentType,
+      size: f.spooled.size,
+      status: extraction.status,
+      failureReason: extraction.failureReason,
+      chunkTexts: extraction.chunks,
+    };
+  });
 }
 
 async function receiveFiles(ctx: EmulatorContext, req: FastifyRequest): Promise<ReceivedFile[]> {
@@ -84,7 +102,7 @@ async function receiveFiles(ctx: EmulatorContext, req: FastifyRequest): Promise<
           field: part.fieldname ?? '',
         });
       }
-      const name = documentNameFromPart(part.filename);
+      const name = rewriteName(documentNameFromPart(part.filename), ctx.faults.get().rewriteNames);
       const type = detectFileType(name, part.mimetype);
       if (!type) {
         throw new EmulatorError(

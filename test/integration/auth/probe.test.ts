@@ -54,6 +54,27 @@ describe.each([
     }
   });
 
+  it('--write learns what the service does to an uploaded name and whether an update renames (issue 23, defect 5)', { timeout: 60_000 }, async () => {
+    type Report = { updateRenames: boolean | null; uploadNames: { sent: string; shown: string | null }[] };
+    const plain = await runCli(['probe', '--write', '--connector', 'conn-1', '--json'], env());
+    expect(plain.code, plain.stderr).toBe(0);
+    const as = jsonOf<Report>(plain);
+    expect(as.updateRenames).toBe(true);
+    expect(as.uploadNames).toHaveLength(5);
+    expect(as.uploadNames.find((n) => n.sent.includes('\\'))?.shown).toBe('probe-back\\slash.txt');
+    // A service that reads the name as a quoted-string and ignores a new name.
+    emu.setFaults({ rewriteNames: 'quoted', ignoreRename: true });
+    try {
+      const r = await runCli(['probe', '--write', '--connector', 'conn-1'], env());
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/an update renames the document: NO/);
+      expect(r.stdout).toContain('uploaded name "probe-back\\\\slash.txt" shown as "probe-backslash.txt"');
+    } finally {
+      emu.setFaults({});
+    }
+    expect(emu.stats().store.dataSources).toBe(0);
+  });
+
   it('--write without --connector is a usage error (exit 2)', async () => {
     const r = await runCli(['probe', '--write'], env());
     expect(r.code).toBe(2);

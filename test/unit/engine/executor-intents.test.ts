@@ -1,7 +1,7 @@
 /**
  * Upload intents and the state file: every upload is sent only after its intent is durable,
- * and batches starting one after another share durable writes instead of paying one each
- * (a write rewrites the whole state file: 19 MB for 100,000 files).
+ * and each intent is begun right before its own batch (its start is what the settle window
+ * of a later process counts from); batches starting side by side share a durable write.
  */
 import { describe, expect, it } from 'vitest';
 import { executePlan } from '../../../src/engine/executor.js';
@@ -54,10 +54,17 @@ class SlowApi extends FakeApi {
 const file = (i: number): HashedFile => ({ path: `f${i}.txt`, diskPath: `/srv/share/f${i}.txt`, size: 10, mtimeMs: 1000, sha256: `h${i}` });
 
 describe('executePlan: upload intents', () => {
-  it('sends each upload after its intent is durable, with far fewer writes than batches', async () => {
+  it('sends each upload after its intent is durable, and begins no intent ahead of its batch (issue 23, defect 4)', async () => {
     const api = new SlowApi();
     const state = new GroupCommitState();
     const sentBeforeDurable: string[] = [];
+    // Upload requests already sent when each intent was begun (in the order begun).
+    const sentAtBegin: number[] = [];
+    const begin = state.beginIntent.bind(state);
+    state.beginIntent = (id, intent) => {
+      sentAtBegin.push(api.count('uploadDocuments'));
+      return begin(id, intent);
+    };
     api.failBefore = (op, arg) => {
       if (op === 'uploadDocuments') for (const f of arg as { name: string }[]) if (!state.durable.has(f.name)) sentBeforeDurable.push(f.name);
       return undefined;
@@ -77,9 +84,13 @@ describe('executePlan: upload intents', () => {
     });
     expect(result.failures).toEqual([]);
     expect(api.count('uploadDocuments')).toBe(40);
+    expect(sentAtBegin).toHaveLength(40);
     expect(sentBeforeDurable).toEqual([]);
-    // One write per group of `concurrency` batches (plus the start), not one per batch.
-    expect(state.writes).toBeLessThanOrEqual(40 / 4 + 2);
+    // An intent's start is what an earlier process's settle window counts from: the k-th is
+    // begun when at most `concurrency` batches are in flight before it, never many ahead.
+    sentAtBegin.forEach((sent, k) => expect(sent).toBeGreaterThanOrEqual(k - 4));
+    // The batches running side by side at the start share one write.
+    expect(state.writes).toBeLessThan(40);
     // Every intent was ended once its documents had their metadata.
     expect(Object.keys(state.m.intents)).toEqual([]);
   });

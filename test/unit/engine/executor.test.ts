@@ -106,19 +106,22 @@ describe('executePlan', () => {
     expectConverged(api, local);
   });
 
-  it('a lost upload answer on a service that keeps only base names: the unmarked document is never claimed on a base name (defect 1)', async () => {
+  it('a lost upload answer on a service that keeps only base names: recognised by its nonce, never by the base name (defect 1; issue 23, defect 5)', async () => {
     const api = new FakeApi();
     api.baseNamesOnly = true;
     const state = new MemoryState();
     const local = files(2, 'dir/sub/');
+    // A person's document of a file's base name and size: never claimed.
+    const theirs = { ...api.add({ name: 'f0.txt', metadata: {}, size: 10 }) };
     api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
     await pass(api, state, local);
-    const landed = api.list().map((d) => ({ ...d }));
+    expect(api.list().filter((d) => d.id !== theirs.id).every((d) => /^[^/]+\.dssync-upload-[0-9a-f]+\.txt$/.test(d.name ?? ''))).toBe(true);
     api.failAfter = () => undefined;
     await pass(api, state, local);
-    // Uploaded again rather than renaming a document that a person may have made.
-    expect(api.count('uploadDocuments')).toBe(2);
-    for (const d of landed) expect(api.docs.get(d.id)).toEqual(d);
+    // The landed uploads, their folder cut off, still carry the nonce the intent recorded.
+    expect(api.count('uploadDocuments')).toBe(1);
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    expect(api.list().filter((d) => d.metadata['dssync_path'] !== undefined)).toHaveLength(2);
   });
 
   it('a crash between upload and metadata (intent open) converges on the next pass', async () => {

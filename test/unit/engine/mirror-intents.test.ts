@@ -3,7 +3,7 @@
  * clock), a late-landing upload recognised as ours, and a skipped file keeping its intent.
  */
 import { describe, expect, it } from 'vitest';
-import { Mirror, INTENT_SETTLE_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import { Mirror, INTENT_SETTLE_MS, INTENT_STALE_MS, REQUEST_TIMEOUT_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import type { Intent, MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
@@ -245,11 +245,57 @@ describe('upload intents (issue 9, defect 2)', () => {
     const restarted = new Mirror({ ...(mirror as unknown as { d: ConstructorParameters<typeof Mirror>[0] }).d });
     await clock.advance(1000);
     await restarted.fullPass();
-    await clock.advance(INTENT_SETTLE_MS);
+    // An earlier process's intent: a window after this one first saw it, and its request's
+    // timeout and a window after it began (issue 23, defect 4).
+    await clock.advance(INTENT_SETTLE_MS + REQUEST_TIMEOUT_MS);
     await restarted.fullPass();
     expect(api.docs.get(theirs.id)).toEqual(theirs);
     expect(api.list().filter((d) => d.metadata['dssync_path'] === 'sub/a.txt')).toHaveLength(1);
     expect(state.m.intents).toEqual({});
+  });
+
+  // Issue 23, defect 4: the next process listed at once and closed the old intent, its
+  // window counted from the intent's start; the service committed 15 s later.
+  it("an earlier process's intent stays open a full window after this process first saw it: a commit after the restart is still recognised", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('a.txt', 'h1');
+    // The earlier process's upload is unanswered for 60 s; it gives up and exits.
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    const sentAs = openUpload(state).files[0]!.uploadName!;
+    api.failBefore = () => undefined;
+    await clock.advance(61_000);
+    // A new process (same state) lists at once: nothing of that upload is visible yet.
+    const restarted = new Mirror({ ...(mirror as unknown as { d: ConstructorParameters<typeof Mirror>[0] }).d });
+    expect((await restarted.fullPass()).ok).toBe(true);
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    // The service commits the first upload 15 s after the client gave up.
+    await clock.advance(14_000);
+    const late = api.add({ name: sentAs, metadata: {}, size: 10 }).id;
+    await clock.advance(1000);
+    await restarted.fullPass();
+    expect(api.docs.has(late)).toBe(false);
+    expect(api.list()).toHaveLength(1);
+    // A window after this process first saw it (and the request's timeout and a window after
+    // it began), a clean full pass closes it.
+    await clock.advance(INTENT_SETTLE_MS);
+    await restarted.fullPass();
+    expect(state.m.intents).toEqual({});
+  });
+
+  it("an earlier process's intent older than INTENT_STALE_MS is settled at once: a one-shot run does not leave it open for ever, and its lost upload is reported", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.put('a.txt', 'h1');
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    const sentAs = openUpload(state).files[0]!.uploadName!;
+    api.failBefore = () => undefined;
+    await clock.advance(INTENT_STALE_MS);
+    const restarted = new Mirror({ ...(mirror as unknown as { d: ConstructorParameters<typeof Mirror>[0] }).d });
+    const r = await restarted.fullPass();
+    expect(r.ok).toBe(true);
+    expect(state.m.intents).toEqual({});
+    expect(r.unfoundUploads).toEqual([{ path: 'a.txt', uploadName: sentAs }]);
   });
 
   it('a file skipped in the pass keeps its intent, so its earlier upload is still recognised', async () => {
@@ -381,5 +427,42 @@ describe('the mass-delete window across passes of one Mirror (issue 9)', () => {
     expect(api.list()).toHaveLength(50);
     await clock.advance(11 * 60_000);
     expect((await mirror.fullPass()).blocked).toBeUndefined();
+  });
+});
+
+describe('a service that ignores the new name of an update (issue 23, defect 5)', () => {
+  it('is detected at the first upload: later uploads are sent under their real names, documents left under a marked name are sent again, and the report says so', async () => {
+    const { api, local, mirror } = setup();
+    api.ignoreRename = true;
+    local.put('a.txt', 'h1');
+    local.put('sub/b.txt', 'h2');
+    const first = await mirror.fullPass();
+    expect(first.ok).toBe(true);
+    expect(first.renameIgnored).toBe(true);
+    expect(first.skipped).toEqual([expect.objectContaining({ path: '', excluded: true, reason: expect.stringMatching(/ignores a document's new name/) })]);
+    // Every document of the folder under its file's name, with metadata; no marked one left.
+    expect(api.list().map((d) => [d.name, d.metadata['dssync_path']]).sort()).toEqual([
+      ['a.txt', 'a.txt'],
+      ['sub/b.txt', 'sub/b.txt'],
+    ]);
+    // Later uploads go unmarked; nothing is updated again pass after pass.
+    local.put('c.txt', 'h3');
+    api.calls = [];
+    const second = await mirror.fullPass();
+    expect(second.renameIgnored).toBe(true);
+    expect(api.count('updateDocument')).toBe(1);
+    expect(api.list().map((d) => d.name).sort()).toEqual(['a.txt', 'c.txt', 'sub/b.txt']);
+    api.calls = [];
+    await mirror.fullPass();
+    expect(api.count('uploadDocuments') + api.count('updateDocument') + api.count('deleteDocument')).toBe(0);
+  });
+
+  it('a service that renames is checked once, and nothing changes', async () => {
+    const { api, local, mirror } = setup();
+    local.put('a.txt', 'h1');
+    const r = await mirror.fullPass();
+    expect(r.renameIgnored).toBeUndefined();
+    expect(r.skipped).toEqual([]);
+    expect(api.list().map((d) => d.name)).toEqual(['a.txt']);
   });
 });
