@@ -74,7 +74,7 @@ export async function acquireLock(statePath: string, opts: AcquireLockOptions = 
     }
     const existing = await readLock(lockPath);
     if (existing === undefined) continue; // removed between our attempt and the read
-    const verdict = judgeLock(existing.info, nodeLockProbe, lockPath);
+    const verdict = judgeLock(existing.info, nodeLockProbe, lockPath, existing.refreshedAgoMs);
     if (verdict.alive) {
       const info = existing.info as LockInfo;
       throw new StateLockedError(lockPath, info.pid, info.hostname, info.startedAt, verdict.reason);
@@ -109,6 +109,8 @@ async function tryCreate(lockPath: string, content: string): Promise<boolean> {
 
 interface ExistingLock {
   text: string;
+  /** How long ago the holder last refreshed it (its mtime against our wall clock), if known. */
+  refreshedAgoMs: number | undefined;
   /** Undefined when the file cannot be understood. */
   info: LockInfo | undefined;
 }
@@ -125,10 +127,10 @@ async function readLock(lockPath: string): Promise<ExistingLock | undefined> {
       throw new Error(`cannot read lock file ${lockPath}: ${(err as Error).message}`, { cause: err });
     }
     const info = parseLockInfo(text);
-    if (info) return { text, info };
+    if (info) return { text, info, refreshedAgoMs: await refreshedAgo(lockPath) };
     await sleep(50);
   }
-  return { text, info: undefined };
+  return { text, info: undefined, refreshedAgoMs: await refreshedAgo(lockPath) };
 }
 
 export function parseLockInfo(text: string): LockInfo | undefined {
@@ -146,6 +148,26 @@ export function parseLockInfo(text: string): LockInfo | undefined {
     if (typeof o['bootId'] === 'string') info.bootId = o['bootId'];
     if (typeof o['procStart'] === 'string') info.procStart = o['procStart'];
     return info;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The holder's heartbeat: a lock held by a live process is touched every
+ * LOCK_HEARTBEAT_MS (its mtime), so one that another machine took and has not touched for
+ * LOCK_LEASE_MS is known to be abandoned (a pod recreated on another node with the same
+ * volume, a server restored from a backup). The lease tolerates clocks of the two
+ * machines apart by up to LOCK_LEASE_MS - LOCK_HEARTBEAT_MS; a lock dated in the future
+ * (a clock ahead) is never taken for abandoned.
+ */
+export const LOCK_HEARTBEAT_MS = 30_000;
+export const LOCK_LEASE_MS = 5 * 60_000;
+
+async function refreshedAgo(lockPath: string): Promise<number | undefined> {
+  try {
+    // Compared with a file time: the wall clock is the right one here (docs/reliability.md, "Time").
+    return Date.now() - (await fsp.stat(lockPath)).mtimeMs;
   } catch {
     return undefined;
   }
@@ -184,18 +206,25 @@ export const nodeLockProbe: LockProbe = {
  *   and may even get the dead holder's pid: its start time then differs);
  * - another boot id, same host name: taken before the last reboot, stale;
  * - another boot id and another host name: another machine sharing the state's volume,
- *   whose processes cannot be seen from here: refused, naming the fix (a lease would need
- *   a heartbeat on a shared clock; one daemon per state file is the rule);
+ *   whose processes cannot be seen from here: its heartbeat decides (a lock not refreshed
+ *   for LOCK_LEASE_MS is abandoned: a pod recreated on another node, a restore); a fresh
+ *   one is refused, naming the fix;
  * - no boot id (not Linux): the host name, then the pid decide, as before.
  */
-export function judgeLock(info: LockInfo | undefined, probe: LockProbe, lockPath = 'the lock file'): LockVerdict {
+export function judgeLock(info: LockInfo | undefined, probe: LockProbe, lockPath = 'the lock file', refreshedAgoMs?: number): LockVerdict {
   if (!info) return { alive: false, reason: 'the lock file is unreadable (left by a crash while it was created)' };
   const sameBoot = info.bootId !== undefined && probe.bootId !== undefined && info.bootId === probe.bootId;
   if (!sameBoot) {
     if (info.hostname !== probe.hostname) {
+      if (refreshedAgoMs !== undefined && refreshedAgoMs > LOCK_LEASE_MS) {
+        return {
+          alive: false,
+          reason: `it was taken on another host (${info.hostname}) and not refreshed for ${Math.round(refreshedAgoMs / 60_000)} min (a running dssync refreshes it every ${LOCK_HEARTBEAT_MS / 1000} s): its holder is gone`,
+        };
+      }
       return {
         alive: true,
-        reason: `it was taken on another host (${info.hostname}${info.bootId ? `, boot ${info.bootId}` : ''}), another machine whose processes cannot be checked from here; if no dssync runs there with this state, delete ${lockPath} (two hosts must not share one state file: give each its own statePath)`,
+        reason: `it was taken on another host (${info.hostname}${info.bootId ? `, boot ${info.bootId}` : ''}), another machine whose processes cannot be checked from here and which refreshed it ${refreshedAgoMs === undefined ? 'at an unknown time' : `${Math.max(0, Math.round(refreshedAgoMs / 1000))} s ago`}; it is taken over once it has not been refreshed for ${LOCK_LEASE_MS / 60_000} min. If no dssync runs there with this state, delete ${lockPath} now (two hosts must not share one state file: give each its own statePath)`,
       };
     }
     if (info.bootId !== undefined && probe.bootId !== undefined) {
@@ -246,12 +275,30 @@ async function takeOver(lockPath: string, staleText: string): Promise<void> {
 
 function makeLock(lockPath: string, info: LockInfo, content: string, logger: Logger): Lock {
   let released = false;
+  // The heartbeat (LOCK_LEASE_MS): touch the lock while it is held; a failure is logged
+  // once and retried at the next beat (a full disk does not stop the sync). Unref'd: it
+  // keeps no process alive.
+  let beatFailed = false;
+  const heartbeat = setInterval(() => {
+    const now = new Date();
+    fsp.utimes(lockPath, now, now).then(
+      () => {
+        beatFailed = false;
+      },
+      (err: unknown) => {
+        if (!beatFailed) logger.warn({ lock: lockPath, err: (err as Error).message }, `cannot refresh the state lock ${lockPath}; another host may take it over after ${LOCK_LEASE_MS / 60_000} min`);
+        beatFailed = true;
+      },
+    );
+  }, LOCK_HEARTBEAT_MS);
+  heartbeat.unref();
   return {
     path: lockPath,
     info,
     async release() {
       if (released) return;
       released = true;
+      clearInterval(heartbeat);
       held.delete(lockPath);
       let text: string;
       try {

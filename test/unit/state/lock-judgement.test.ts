@@ -3,7 +3,11 @@
  * between boots. A fake /proc (LockProbe) stands for the machine.
  */
 import { describe, expect, it } from 'vitest';
-import { judgeLock, type LockInfo, type LockProbe } from '../../../src/state/lock.js';
+import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { acquireLock, judgeLock, LOCK_LEASE_MS, type LockInfo, type LockProbe } from '../../../src/state/lock.js';
+import { StateLockedError } from '../../../src/state/errors.js';
 
 function probe(o: Partial<LockProbe> & { running?: Record<number, string> } = {}): LockProbe {
   const running = o.running ?? {};
@@ -37,4 +41,34 @@ describe('judgeLock', () => {
       expect(v.reason).toMatch(reason);
     });
   }
+});
+
+describe('the lock heartbeat (a pod recreated on another node with the same volume)', () => {
+  it('another boot and host: refused while refreshed within the lease, stale once it was not', () => {
+    const other = holder({ bootId: 'boot-9' });
+    const fresh = judgeLock(other, probe(), 'L', 40_000);
+    expect(fresh.alive).toBe(true);
+    expect(fresh.reason).toMatch(/refreshed it 40 s ago; it is taken over once it has not been refreshed for 5 min/);
+    const old = judgeLock(other, probe(), 'L', LOCK_LEASE_MS + 60_000);
+    expect(old).toEqual({ alive: false, reason: expect.stringMatching(/another host \(pod-old\) and not refreshed for 6 min/) });
+    // A lock dated in the future (the other machine's clock ahead) is never abandoned.
+    expect(judgeLock(other, probe(), 'L', -LOCK_LEASE_MS * 10).alive).toBe(true);
+  });
+
+  it('acquireLock takes over a lock file of another machine not refreshed for the lease, and refuses a fresh one', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'dssync-lock-lease-'));
+    try {
+      const statePath = join(dir, 'state.json');
+      const foreign = { pid: 1, hostname: 'another-node-7f9c', startedAt: '2026-01-01T00:00:00.000Z', bootId: 'a-boot-of-another-machine', procStart: '12' };
+      await writeFile(`${statePath}.lock`, `${JSON.stringify(foreign)}\n`);
+      await expect(acquireLock(statePath)).rejects.toBeInstanceOf(StateLockedError);
+      const past = new Date(Date.now() - LOCK_LEASE_MS - 60_000);
+      await utimes(`${statePath}.lock`, past, past);
+      const lock = await acquireLock(statePath);
+      expect(lock.info.pid).toBe(process.pid);
+      await lock.release();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
