@@ -2,8 +2,11 @@
  * Typed errors of the API client, with stable codes (in the manner of undici's errors).
  *
  * Every failure the client reports is an ApiError: callers branch on `code`, `retryable`
- * and `ambiguous`, never on message text. Messages never contain the access token.
+ * and `ambiguous`, never on message text. Messages never contain the access token: every
+ * secret the process knows is scrubbed from them as they are made (src/secrets.ts), since a
+ * message may quote a service answer that echoes the Authorization header (issue 24.5).
  */
+import { scrub } from '../secrets.js';
 
 export type ApiErrorCode =
   /** 400 / 422: the service rejected the request as malformed. */
@@ -82,7 +85,7 @@ export class ApiError extends Error {
   readonly tokenSource: string | undefined;
 
   constructor(opts: ApiErrorOptions) {
-    super(opts.message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    super(scrub(opts.message), opts.cause === undefined ? undefined : { cause: opts.cause });
     this.code = opts.code;
     this.status = opts.status;
     this.method = opts.method;
@@ -99,7 +102,8 @@ export class ApiError extends Error {
   toJSON(): Record<string, unknown> {
     return {
       code: this.code,
-      message: this.message,
+      // Scrubbed again: a message may have been extended after construction.
+      message: scrub(this.message),
       status: this.status,
       method: this.method,
       path: this.path,

@@ -11,6 +11,7 @@ import * as oidc from 'openid-client';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { ApiError } from '../api/errors.js';
 import { preview } from '../api/decode.js';
+import { registerSecret } from '../secrets.js';
 import { CredentialsRefusedError, RenewingProvider, type ObtainedToken, type RenewingOptions } from './renewing.js';
 import { readSecretFile, SecretFileError } from './secret-file.js';
 import type { ResolvedAuth } from './settings.js';
@@ -89,7 +90,10 @@ export class OAuth2TokenProvider extends RenewingProvider {
     const config = await this.configuration(signal);
     const scope = ['offline_access', ...(this.s.scope ?? '').split(/\s+/).filter((x) => x !== '' && x !== 'offline_access')].join(' ');
     const params: Record<string, string> = { username, password, scope, ...(otp ? { totp: otp, otp } : {}) };
+    registerSecret(password);
     const got = await this.request(() => oidc.genericGrantRequest(config, 'password', params), [password, otp ?? '']);
+    registerSecret(got.accessToken);
+    registerSecret(got.refreshToken);
     return got;
   }
 
@@ -260,7 +264,7 @@ export class OAuth2TokenProvider extends RenewingProvider {
       // Read here, capped, then handed to openid-client as a finished answer.
       const body = await readCapped(res, String(url), MAX_TOKEN_ANSWER_BYTES);
       // A null body for an empty answer: a 204 or 304 cannot be built with one.
-      return new Response(body.byteLength === 0 ? null : (body as unknown as BodyInit), { status: res.status, statusText: res.statusText, headers: new Headers([...res.headers]) });
+      return new Response(body.byteLength === 0 ? null : (body as unknown as ConstructorParameters<typeof Response>[0]), { status: res.status, statusText: res.statusText, headers: new Headers([...res.headers]) });
     };
   }
 }
@@ -293,6 +297,7 @@ async function readCapped(res: Awaited<ReturnType<typeof undiciFetch>>, url: str
 
 /** Writes the refresh token 0600, created exclusively under a temporary name then renamed. */
 export function storeRefreshToken(path: string, token: string): void {
+  registerSecret(token);
   const tmp = `${path}.${process.pid}.tmp`;
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {

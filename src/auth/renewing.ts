@@ -8,6 +8,7 @@ import { ApiError, isApiError } from '../api/errors.js';
 import { backoffDelay } from '../time/backoff.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { silentLogger, type Logger } from '../log.js';
+import { registerSecret, scrub } from '../secrets.js';
 import type { ProviderKind, TokenProvider, TokenStatus } from './provider.js';
 
 export interface ObtainedToken {
@@ -151,6 +152,8 @@ export abstract class RenewingProvider implements TokenProvider {
 
   private accept(got: ObtainedToken): void {
     const now = this.clock.monotonic();
+    registerSecret(got.accessToken);
+    registerSecret(got.refreshToken);
     if (got.refreshToken !== undefined) this.refreshToken = got.refreshToken;
     let expiresAt: number | undefined;
     let renewAt: number | undefined;
@@ -177,7 +180,7 @@ export abstract class RenewingProvider implements TokenProvider {
 
   private asError(e: unknown): Error {
     const err = e instanceof Error ? e : new Error(String(e));
-    err.message = this.scrub(err.message);
+    err.message = scrub(this.scrub(err.message));
     return err;
   }
 }

@@ -7,6 +7,7 @@
 import { connectProblem, isApiError } from '../api/errors.js';
 import { ConfigError } from '../config/connection.js';
 import { disposition } from '../errors.js';
+import { scrub } from '../secrets.js';
 import { fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 
 export const ExitCode = {
@@ -36,8 +37,16 @@ export function usageError(message: string): CliError {
   return new CliError(message, ExitCode.USAGE);
 }
 
-/** Chooses the exit code and the one-line message for any error a command threw. */
+/**
+ * Chooses the exit code and the one-line message for any error a command threw; no secret
+ * the process knows survives in the message, whatever the error quoted (issue 24.5).
+ */
 export function describeFailure(err: unknown): { exitCode: ExitCode; message: string } {
+  const d = failure(err);
+  return { exitCode: d.exitCode, message: scrub(d.message) };
+}
+
+function failure(err: unknown): { exitCode: ExitCode; message: string } {
   if (err instanceof CliError) return { exitCode: err.exitCode, message: err.message };
   // A missing or bad setting (no base URL, org or token; unreadable config): fix and rerun.
   if (err instanceof ConfigError) return { exitCode: ExitCode.USAGE, message: err.message };
