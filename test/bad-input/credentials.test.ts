@@ -34,7 +34,7 @@ function oauth2Config(name: string, auth: Record<string, unknown>): Promise<stri
 const passwordAuth = { grantType: 'password', clientId: 'dssync', username: 'dev-user' };
 
 describe('refused credentials name the token endpoint, its answer and the setting', () => {
-  it('C1 a wrong password: exit 3, the endpoint, invalid_grant and its description, auth.username and the password source', async () => {
+  it('R01 a wrong password: exit 3, the endpoint, invalid_grant and its description, auth.username and the password source', async () => {
     const config = await oauth2Config('c1', passwordAuth);
     const r = await runCli(['datasources', 'list', '--config', config], { DSSYNC_PASSWORD: WRONG_PASSWORD });
     expect(r.code).toBe(3);
@@ -45,7 +45,7 @@ describe('refused credentials name the token endpoint, its answer and the settin
     expect(r.stdout + r.stderr).not.toContain(WRONG_PASSWORD);
   });
 
-  it('C2 config check with a wrong password names the token endpoint and the grant error, not the service', async () => {
+  it('R02 config check with a wrong password names the token endpoint and the grant error, not the service', async () => {
     const config = await oauth2Config('c2', passwordAuth);
     const r = await runCli(['config', 'check', '--config', config], { DSSYNC_PASSWORD: WRONG_PASSWORD });
     expect(r.code).toBe(3);
@@ -55,7 +55,7 @@ describe('refused credentials name the token endpoint, its answer and the settin
     expect(r.stdout + r.stderr).not.toContain(WRONG_PASSWORD);
   });
 
-  it('C3 a wrong client secret: invalid_client, auth.clientId and where the secret comes from', async () => {
+  it('R03 a wrong client secret: invalid_client, auth.clientId and where the secret comes from', async () => {
     const config = await oauth2Config('c3', { grantType: 'client_credentials', clientId: 'dssync-service' });
     const r = await runCli(['datasources', 'list', '--config', config], { DSSYNC_CLIENT_SECRET: WRONG_SECRET });
     expect(r.code).toBe(3);
@@ -65,7 +65,7 @@ describe('refused credentials name the token endpoint, its answer and the settin
     expect(r.stdout + r.stderr).not.toContain(WRONG_SECRET);
   });
 
-  it('C4 a wrong organization header: the 400 points at organizationHeader, not baseUrl or tls.caFile', async () => {
+  it('R04 a wrong organization header: the 400 points at organizationHeader, not baseUrl or tls.caFile', async () => {
     const config = await variantConfig(world, 'c4', (c) => {
       c.organizationHeader = 'X-Wrong-Org';
     });
@@ -84,7 +84,7 @@ describe('refused credentials name the token endpoint, its answer and the settin
 });
 
 describe('dssync run with refused credentials', () => {
-  it('C5 a wrong password ends the daemon at start with exit 3 after exactly one grant', { timeout: 60_000 }, async () => {
+  it('R05 a wrong password ends the daemon at start with exit 3 after exactly one grant', { timeout: 60_000 }, async () => {
     const config = await oauth2Config('c5', passwordAuth);
     const before = { ...world.ws.emu.oidc.counts };
     const r = await runCli(['run', '--config', config], { DSSYNC_PASSWORD: WRONG_PASSWORD, DSSYNC_LOG_LEVEL: 'info' });
@@ -97,7 +97,7 @@ describe('dssync run with refused credentials', () => {
     await world.expectNothingLost();
   });
 
-  it('C6 a refused static token ends the daemon at start with exit 3', { timeout: 60_000 }, async () => {
+  it('R06 a refused static token ends the daemon at start with exit 3', { timeout: 60_000 }, async () => {
     const config = await variantConfig(world, 'c6', (c) => {
       c.statePath = join(world.ws.dir, 'c6', 'state.json');
     });
