@@ -1,10 +1,12 @@
 /**
  * The pino logger factory. Every logger of dssync comes from here so that redaction of
- * secrets is applied in one place.
+ * secrets is applied in one place: the paths below by name, and every secret the process
+ * knows (src/secrets.ts) by value in each line written, whatever field or message carries it.
  */
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
 import pinoPretty from 'pino-pretty';
 import { printable } from './printable.js';
+import { scrub } from './secrets.js';
 
 export type { Logger };
 
@@ -48,14 +50,14 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
     base: opts.name ? { name: opts.name } : { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
+  // The finished line (JSON; the pretty stream parses it after this) loses every known secret.
+  options.hooks = { streamWrite: scrub };
   const omit = opts.omit;
   if (omit) {
-    options.hooks = {
-      logMethod(args, method) {
-        const first: unknown = args[0];
-        if (typeof first === 'object' && first !== null && omit(first as Record<string, unknown>)) return;
-        method.apply(this, args);
-      },
+    options.hooks.logMethod = function logMethod(args, method) {
+      const first: unknown = args[0];
+      if (typeof first === 'object' && first !== null && omit(first as Record<string, unknown>)) return;
+      method.apply(this, args);
     };
   }
   if (opts.destination) return pino(options, opts.destination);

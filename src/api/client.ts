@@ -6,7 +6,8 @@
 import type { Agent, Dispatcher } from 'undici';
 import type { DatastoreApi, ListDocumentsOptions, RequestOptions } from './api.js';
 import { SyncForm } from './listing-form.js';
-import { ApiError, connectProblem, isApiError } from './errors.js';
+import { ApiError, connectProblem, headerRefusedError, isApiError } from './errors.js';
+import { DEFAULT_ORGANIZATION_HEADER } from '../config/connection.js';
 import { DATA_SOURCES_PATH, wrongAddressError } from './address.js';
 import { disposition } from '../errors.js';
 import type { ChunkRecord, DataSourceRecord, DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from './records.js';
@@ -98,6 +99,8 @@ export class DatastoreClient implements DatastoreApi {
   private readonly origin: string;
   private readonly basePath: string;
   private readonly tokens: TokenProvider;
+  /** The header that carries the organization id (for a 400's advice). */
+  private readonly organizationHeader: string;
   private readonly ownsTokens: boolean;
   private readonly logger: Logger;
   private readonly maxAttempts: number;
@@ -123,6 +126,7 @@ export class DatastoreClient implements DatastoreApi {
     this.basePath = base.pathname.replace(/\/+$/, '');
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.tokens = opts.tokens;
+    this.organizationHeader = opts.organizationHeader ?? DEFAULT_ORGANIZATION_HEADER;
     this.ownsTokens = opts.ownsTokens ?? false;
     this.logger = opts.logger ?? silentLogger;
     this.maxAttempts = opts.maxAttempts;
@@ -391,6 +395,8 @@ export class DatastoreClient implements DatastoreApi {
   private async explain(e: unknown, signal: AbortSignal | undefined): Promise<unknown> {
     if (!isApiError(e)) return e;
     if (e.status === 401 || e.status === 403) return withTokenSource(e, this.tokens.description);
+    // Our GETs carry nothing but the headers and the paging we build: a 400 is about a header.
+    if (e.status === 400 && e.method === 'GET') return headerRefusedError(e, this.organizationHeader);
     if (e.code === 'E_NOT_FOUND' && (await this.routeMissing(e.path, signal))) return wrongAddressError(this.baseUrl, e);
     return e;
   }

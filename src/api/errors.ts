@@ -2,8 +2,11 @@
  * Typed errors of the API client, with stable codes (in the manner of undici's errors).
  *
  * Every failure the client reports is an ApiError: callers branch on `code`, `retryable`
- * and `ambiguous`, never on message text. Messages never contain the access token.
+ * and `ambiguous`, never on message text. Messages never contain the access token: every
+ * secret the process knows is scrubbed from them as they are made (src/secrets.ts), since a
+ * message may quote a service answer that echoes the Authorization header (issue 24.5).
  */
+import { scrub } from '../secrets.js';
 
 export type ApiErrorCode =
   /** 400 / 422: the service rejected the request as malformed. */
@@ -65,6 +68,8 @@ export interface ApiErrorOptions {
   file?: string;
   /** Where the refused token came from (401/403), for the message: never the token. */
   tokenSource?: string | undefined;
+  /** The settings to look at, when the failure points at one (a header refused...). */
+  advice?: string | undefined;
   cause?: unknown;
 }
 
@@ -80,9 +85,10 @@ export class ApiError extends Error {
   attempts: number;
   readonly file: string | undefined;
   readonly tokenSource: string | undefined;
+  readonly advice: string | undefined;
 
   constructor(opts: ApiErrorOptions) {
-    super(opts.message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    super(scrub(opts.message), opts.cause === undefined ? undefined : { cause: opts.cause });
     this.code = opts.code;
     this.status = opts.status;
     this.method = opts.method;
@@ -93,13 +99,15 @@ export class ApiError extends Error {
     this.attempts = opts.attempts ?? 1;
     this.file = opts.file;
     this.tokenSource = opts.tokenSource;
+    this.advice = opts.advice;
   }
 
   /** A plain object for logs and --json output (no stack, no cause chain, no secrets). */
   toJSON(): Record<string, unknown> {
     return {
       code: this.code,
-      message: this.message,
+      // Scrubbed again: a message may have been extended after construction.
+      message: scrub(this.message),
       status: this.status,
       method: this.method,
       path: this.path,
@@ -149,4 +157,27 @@ export function connectProblem(e: ApiError): string | undefined {
   if (e.ambiguous || e.status !== undefined) return undefined;
   const code = (e.cause as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' ? CONNECT_PROBLEMS[code] : undefined;
+}
+
+/**
+ * A 400 to a GET: dssync's GETs carry no body, only headers and the paging it builds, so the
+ * service is refusing a header, most likely the organization's (issue 25.3: the advice was
+ * about baseUrl and tls.caFile). The message names the header sent and the settings.
+ */
+export function headerRefusedError(e: ApiError, organizationHeader: string): ApiError {
+  if (e.advice !== undefined) return e;
+  return new ApiError({
+    code: e.code,
+    message: e.message,
+    status: e.status,
+    method: e.method,
+    path: e.path,
+    retryable: e.retryable,
+    attempts: e.attempts,
+    tokenSource: e.tokenSource,
+    advice:
+      `a request without a body was refused, so a header was: check "organizationHeader" (dssync sends the organization id in ${organizationHeader}; ` +
+      `set it to the header the service reads, e.g. X-Wikit-Organization-Id for Wikit Semantics, or DSSYNC_ORG_HEADER) and "organizationId"`,
+    cause: e,
+  });
 }

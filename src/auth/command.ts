@@ -67,7 +67,7 @@ export class CommandTokenProvider extends RenewingProvider {
 
   private fail(what: string, refused = false): ApiError {
     const message = `the token command ${this.c.command[0] ?? ''} ${what}`;
-    return refused ? new CredentialsRefusedError(message) : new ApiError({ code: 'E_BAD_RESPONSE', retryable: true, message });
+    return refused ? new CredentialsRefusedError(message, { advice: `Check what the helper "auth.command" (${this.c.command[0] ?? ''}) logs in with.` }) : new ApiError({ code: 'E_BAD_RESPONSE', retryable: true, message });
   }
 
   private run(signal?: AbortSignal): Promise<string> {

@@ -11,6 +11,7 @@ import * as oidc from 'openid-client';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { ApiError } from '../api/errors.js';
 import { preview } from '../api/decode.js';
+import { registerSecret } from '../secrets.js';
 import { CredentialsRefusedError, RenewingProvider, type ObtainedToken, type RenewingOptions } from './renewing.js';
 import { readSecretFile, SecretFileError } from './secret-file.js';
 import type { ResolvedAuth } from './settings.js';
@@ -60,10 +61,10 @@ export class OAuth2TokenProvider extends RenewingProvider {
       } catch (e) {
         if (!(e instanceof CredentialsRefusedError)) throw e;
         if (this.s.grantType === 'refresh_token') {
-          throw new CredentialsRefusedError(
-            `${e.message}; the refresh token stored by "dssync auth login" has expired or was revoked: run "dssync auth login" again`,
-            { path: e.path },
-          );
+          throw new CredentialsRefusedError(`${e.message}; the refresh token stored by "dssync auth login" has expired or was revoked`, {
+            path: e.path,
+            advice: `Run "dssync auth login" again (it stores a new one in ${this.s.refreshTokenFile}).`,
+          });
         }
         this.log.info({ endpoint: this.s.tokenUrl }, 'the refresh token was refused; using the grant again');
         this.refreshToken = undefined;
@@ -89,7 +90,10 @@ export class OAuth2TokenProvider extends RenewingProvider {
     const config = await this.configuration(signal);
     const scope = ['offline_access', ...(this.s.scope ?? '').split(/\s+/).filter((x) => x !== '' && x !== 'offline_access')].join(' ');
     const params: Record<string, string> = { username, password, scope, ...(otp ? { totp: otp, otp } : {}) };
+    registerSecret(password);
     const got = await this.request(() => oidc.genericGrantRequest(config, 'password', params), [password, otp ?? '']);
+    registerSecret(got.accessToken);
+    registerSecret(got.refreshToken);
     return got;
   }
 
@@ -159,7 +163,7 @@ export class OAuth2TokenProvider extends RenewingProvider {
     if (e instanceof oidc.ResponseBodyError) {
       const what = `${e.error}${e.error_description ? `: ${preview(e.error_description, 200)}` : ''}`;
       if (REFUSED.has(e.error) || e.status === 401) {
-        return new CredentialsRefusedError(`credentials refused by ${where} for ${this.account}: ${what} (HTTP ${e.status})`, { path, cause: e });
+        return new CredentialsRefusedError(`credentials refused by ${where} for ${this.account}: ${what} (HTTP ${e.status})`, { path, cause: e, advice: this.advice(e.error) });
       }
       return new ApiError({ code: e.status >= 500 ? 'E_SERVER' : 'E_HTTP', status: e.status, path, retryable: e.status >= 500 || e.status === 429, message: `${where} answered ${e.status}: ${what}` });
     }
@@ -167,7 +171,7 @@ export class OAuth2TokenProvider extends RenewingProvider {
       // A 401 with WWW-Authenticate (oidc-provider's answer to a wrong client secret).
       const ch = e.cause[0];
       const what = ch ? `${ch.parameters.error ?? ch.scheme}${ch.parameters.error_description ? `: ${preview(ch.parameters.error_description, 200)}` : ''}` : 'refused';
-      return new CredentialsRefusedError(`credentials refused by ${where} for ${this.account}: ${what} (HTTP ${e.status})`, { path, cause: e });
+      return new CredentialsRefusedError(`credentials refused by ${where} for ${this.account}: ${what} (HTTP ${e.status})`, { path, cause: e, advice: this.advice(ch?.parameters.error ?? 'invalid_client') });
     }
     const err = e as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } };
     const code = err.code ?? err.cause?.code;
@@ -182,6 +186,25 @@ export class OAuth2TokenProvider extends RenewingProvider {
       return new ApiError({ code: 'E_CONNECTION', path, retryable: true, message: `${where} cannot be reached (${why}); check "auth.tokenUrl" and the network` });
     }
     return new ApiError({ code: 'E_BAD_RESPONSE', path, retryable: true, message: `${where}: ${preview(err.message ?? String(e), 200)}${code ? ` (${code})` : ''}` });
+  }
+
+  /** The settings to look at for a grant error (issue 25.3): never the token's. */
+  private advice(error: string): string {
+    const secret = this.s.clientSecret
+      ? `the client secret (from ${this.s.clientSecret.describe})`
+      : 'the client secret (none is set: a confidential client needs DSSYNC_CLIENT_SECRET, "auth.clientSecretFile" or the systemd credential dssync-client-secret)';
+    if (error === 'invalid_scope') return `Check "auth.scope" (${this.s.scope ?? 'not set'}): the token endpoint does not grant it to "auth.clientId" ${this.s.clientId}.`;
+    if (error === 'invalid_client' || error === 'unauthorized_client' || error === 'unsupported_grant_type') {
+      return `Check "auth.clientId" (${this.s.clientId}), ${secret}, and that this client may use the ${this.s.grantType} grant ("auth.grantType").`;
+    }
+    switch (this.s.grantType) {
+      case 'password':
+        return `Check "auth.username" (${this.s.username ?? 'not set'}) and the password (from ${this.s.password?.describe ?? 'nowhere'}).`;
+      case 'client_credentials':
+        return `Check "auth.clientId" (${this.s.clientId}) and ${secret}.`;
+      case 'refresh_token':
+        return `Run "dssync auth login" again: the refresh token it stored in ${this.s.refreshTokenFile} is no longer accepted.`;
+    }
   }
 
   private timeoutMs(): number {
@@ -293,6 +316,7 @@ async function readCapped(res: Awaited<ReturnType<typeof undiciFetch>>, url: str
 
 /** Writes the refresh token 0600, created exclusively under a temporary name then renamed. */
 export function storeRefreshToken(path: string, token: string): void {
+  registerSecret(token);
   const tmp = `${path}.${process.pid}.tmp`;
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {

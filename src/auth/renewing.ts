@@ -8,6 +8,7 @@ import { ApiError, isApiError } from '../api/errors.js';
 import { backoffDelay } from '../time/backoff.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { silentLogger, type Logger } from '../log.js';
+import { registerSecret, scrub } from '../secrets.js';
 import type { ProviderKind, TokenProvider, TokenStatus } from './provider.js';
 
 export interface ObtainedToken {
@@ -17,10 +18,13 @@ export interface ObtainedToken {
   refreshToken?: string | undefined;
 }
 
-/** The source refused the credentials (invalid_grant, invalid_client...): no retry helps. */
+/**
+ * The source refused the credentials (invalid_grant, invalid_client...): no retry helps. The
+ * message names the source and what it said; `advice` the settings to change (issue 25.3).
+ */
 export class CredentialsRefusedError extends ApiError {
-  constructor(message: string, opts: { path?: string | undefined; cause?: unknown } = {}) {
-    super({ code: 'E_UNAUTHORIZED', message, retryable: false, ...(opts.path === undefined ? {} : { path: opts.path }), cause: opts.cause });
+  constructor(message: string, opts: { path?: string | undefined; cause?: unknown; advice?: string | undefined } = {}) {
+    super({ code: 'E_UNAUTHORIZED', message, retryable: false, ...(opts.path === undefined ? {} : { path: opts.path }), cause: opts.cause, advice: opts.advice });
   }
 }
 
@@ -37,6 +41,15 @@ const RENEW_SHARE = 0.2;
 const MAX_RENEW_AHEAD_MS = 60_000;
 /** After a failed renewal, the source is not asked again before this back-off (doubling). */
 const FAILURE_BACKOFF = { baseMs: 1_000, maxMs: 60_000 };
+
+/**
+ * After the source refused the credentials themselves (invalid_grant, invalid_client, a
+ * helper's exit 3), it is not asked again before this long, whatever asks (every mapping,
+ * a 401 of the service): an identity provider such as Keycloak locks an account after a few
+ * failed logins, and a wrong password does not become right by itself (issue 25.2). The
+ * daemon stays up, degraded with the cause, and picks up a corrected password at this pace.
+ */
+export const REFUSED_RETRY_MS = 5 * 60_000;
 
 export abstract class RenewingProvider implements TokenProvider {
   abstract readonly kind: ProviderKind;
@@ -92,8 +105,9 @@ export abstract class RenewingProvider implements TokenProvider {
     const cur = this.current;
     if (cur && cur.token !== rejected) return cur.token; // another request renewed already
     this.current = undefined;
-    // Fresh credentials are worth a try even inside the back-off of an earlier failure.
-    this.retryAt = 0;
+    // Fresh credentials are worth a try even inside the back-off of an earlier failure, but
+    // not inside the slow pace of refused ones (an account lock is worse than waiting).
+    if (!(this.lastError instanceof CredentialsRefusedError)) this.retryAt = 0;
     const fresh = await this.renew(signal);
     return fresh === rejected ? undefined : fresh;
   }
@@ -142,6 +156,14 @@ export abstract class RenewingProvider implements TokenProvider {
         }
         this.failures++;
         this.lastError = err;
+        if (err instanceof CredentialsRefusedError) {
+          this.retryAt = this.clock.monotonic() + REFUSED_RETRY_MS;
+          this.log.error(
+            { err: err.message, failures: this.failures, retryInSeconds: REFUSED_RETRY_MS / 1000 },
+            `the credentials were refused; ${this.description} is asked again in ${REFUSED_RETRY_MS / 60_000} minutes at the earliest (never more often, so as not to lock the account): correct them meanwhile`,
+          );
+          throw err;
+        }
         this.retryAt = this.clock.monotonic() + backoffDelay(this.failures, { ...FAILURE_BACKOFF, random: () => 0.5 + this.random() / 2 });
         this.log.warn({ err: err.message, failures: this.failures }, 'could not obtain an access token');
         throw err;
@@ -151,6 +173,8 @@ export abstract class RenewingProvider implements TokenProvider {
 
   private accept(got: ObtainedToken): void {
     const now = this.clock.monotonic();
+    registerSecret(got.accessToken);
+    registerSecret(got.refreshToken);
     if (got.refreshToken !== undefined) this.refreshToken = got.refreshToken;
     let expiresAt: number | undefined;
     let renewAt: number | undefined;
@@ -177,13 +201,20 @@ export abstract class RenewingProvider implements TokenProvider {
 
   private asError(e: unknown): Error {
     const err = e instanceof Error ? e : new Error(String(e));
-    err.message = this.scrub(err.message);
+    err.message = scrub(this.scrub(err.message));
     return err;
   }
 }
 
 function withRetryAfter(err: Error, ms: number): Error {
-  if (!isApiError(err) || err instanceof CredentialsRefusedError) return err;
+  if (err instanceof CredentialsRefusedError) {
+    // Still refused as far as we know; say when the source will be asked again.
+    return new CredentialsRefusedError(`${err.message} (not asked again for ${Math.ceil(ms / 1000)} s: at most once every ${REFUSED_RETRY_MS / 60_000} minutes)`, {
+      path: err.path,
+      advice: err.advice,
+    });
+  }
+  if (!isApiError(err)) return err;
   return new ApiError({
     code: err.code,
     message: `${err.message} (not asked again for ${Math.ceil(ms / 1000)} s)`,

@@ -6,6 +6,7 @@
  * with a size bound. Synchronous on purpose: it runs at start and on a rotation, on a file
  * of a few bytes.
  */
+import { registerSecret } from '../secrets.js';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { ConfigError } from '../config/error.js';
 
@@ -62,6 +63,8 @@ export function readSecretFile(path: string, what: string, setting: string): Sec
     const value = buf.toString('utf8', 0, size).trim();
     buf.fill(0);
     if (value === '') throw new ConfigError(`${what} ${path} is empty (from ${setting})`, setting);
+    // From now on no output of this process may show it (src/secrets.ts).
+    registerSecret(value);
     return { value, worldReadable: (st.mode & 0o004) !== 0 };
   } finally {
     closeSync(fd);

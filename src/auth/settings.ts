@@ -7,6 +7,7 @@
 import { statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError } from '../config/error.js';
+import { registerSecret } from '../secrets.js';
 import { readSecretFile } from './secret-file.js';
 
 export type GrantType = 'password' | 'client_credentials' | 'refresh_token';
@@ -193,6 +194,7 @@ function secretSource(
 function envSecret(name: string, env: NodeJS.ProcessEnv): SecretSource {
   const value = (env[name] ?? '').trim();
   if (!value) throw new ConfigError(`${name} is empty`, name);
+  registerSecret(value);
   return { describe: `the ${name} environment variable`, read: () => value };
 }
 

@@ -6,6 +6,7 @@
  * refresh token 0600 beside the state file, from which `"grantType": "refresh_token"`
  * then renews.
  */
+import { scrub } from '../secrets.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -30,7 +31,7 @@ async function authStatus(args: StatusArgs): Promise<void> {
   const st = api.tokenStatus();
   await api.close();
   const works = error === undefined;
-  const message = error instanceof Error ? error.message : error === undefined ? undefined : String(error);
+  const message = error === undefined ? undefined : scrub(error instanceof Error ? error.message : String(error));
   const expires = st.expiresAt === undefined ? undefined : new Date(st.expiresAt).toISOString();
   if (args.json) {
     process.stdout.write(

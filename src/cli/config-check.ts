@@ -10,6 +10,8 @@
  * itself is invalid (the ConfigError propagates to main.ts as for every command), 3 when
  * the service refused the credentials. The token is never printed: only where it comes from.
  */
+import { CredentialsRefusedError } from '../auth/renewing.js';
+import { scrub } from '../secrets.js';
 import { realpath } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import type { DatastoreApi } from '../api/api.js';
@@ -261,6 +263,11 @@ function isAuthError(e: unknown): boolean {
 }
 
 function authResult(e: unknown, config: Config): CheckResult {
+  // The token endpoint (or the token command) refused: it, not the service, is named, with
+  // what it said and the settings of "auth" to change (issue 25.3).
+  if (e instanceof CredentialsRefusedError) {
+    return { check: 'service', level: 'fail', message: scrub(e.message), fix: e.advice ?? 'check the credentials of "auth"' };
+  }
   const status = isApiError(e) && e.status !== undefined ? `HTTP ${e.status}` : 'refused';
   return {
     check: 'service',
@@ -296,9 +303,12 @@ async function checkService(api: DatastoreApi, config: Config): Promise<{ result
         {
           check: 'service',
           level: 'fail',
-          message: `${config.connection.baseUrl} could not be used: ${describeFailure(e).message}; data source checks skipped`,
-          // A wrong address carries its own fix (api/address.ts).
-          ...(isApiError(e) && e.code === 'E_WRONG_ADDRESS' ? {} : { fix: 'check baseUrl, the network and (for https) tls.caFile' }),
+          // The advice goes to the fix line below, not twice.
+          message: `${config.connection.baseUrl} could not be used: ${isApiError(e) && e.advice !== undefined ? scrub(`${e.message} (HTTP ${e.status ?? '?'})`) : describeFailure(e).message}; data source checks skipped`,
+          // A wrong address carries its own fix (api/address.ts), a refused header its advice.
+          ...(isApiError(e) && e.code === 'E_WRONG_ADDRESS'
+            ? {}
+            : { fix: isApiError(e) && e.advice !== undefined ? e.advice : 'check baseUrl, the network and (for https) tls.caFile' }),
         },
       ],
     };

@@ -6,7 +6,9 @@
  */
 import { connectProblem, isApiError } from '../api/errors.js';
 import { ConfigError } from '../config/connection.js';
+import { CredentialsRefusedError } from '../auth/renewing.js';
 import { disposition } from '../errors.js';
+import { scrub } from '../secrets.js';
 import { fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 
 export const ExitCode = {
@@ -36,11 +38,22 @@ export function usageError(message: string): CliError {
   return new CliError(message, ExitCode.USAGE);
 }
 
-/** Chooses the exit code and the one-line message for any error a command threw. */
+/**
+ * Chooses the exit code and the one-line message for any error a command threw; no secret
+ * the process knows survives in the message, whatever the error quoted (issue 24.5).
+ */
 export function describeFailure(err: unknown): { exitCode: ExitCode; message: string } {
+  const d = failure(err);
+  return { exitCode: d.exitCode, message: scrub(d.message) };
+}
+
+function failure(err: unknown): { exitCode: ExitCode; message: string } {
   if (err instanceof CliError) return { exitCode: err.exitCode, message: err.message };
   // A missing or bad setting (no base URL, org or token; unreadable config): fix and rerun.
   if (err instanceof ConfigError) return { exitCode: ExitCode.USAGE, message: err.message };
+  // The token endpoint (or the token command) refused: its message names it and what it
+  // said, its advice the settings to change; nothing about a token from DSSYNC_TOKEN.
+  if (err instanceof CredentialsRefusedError) return { exitCode: ExitCode.AUTH, message: `${err.message}. ${err.advice ?? 'Check the credentials of "auth".'}` };
   if (isApiError(err)) {
     if (disposition(err).exitCode === ExitCode.AUTH) {
       return {
@@ -55,7 +68,7 @@ export function describeFailure(err: unknown): { exitCode: ExitCode; message: st
     const where = err.status !== undefined ? `HTTP ${err.status}` : err.code;
     // Retries can take seconds: say so, or the wait before the message looks like a hang.
     const tries = err.attempts > 1 ? `, after ${err.attempts} attempts` : '';
-    const hint = connectProblem(err) === undefined ? '' : '; is the service running, and is baseUrl right?';
+    const hint = err.advice !== undefined ? `; ${err.advice}` : connectProblem(err) === undefined ? '' : '; is the service running, and is baseUrl right?';
     return { exitCode: ExitCode.FAILURE, message: `${err.message} (${where}${tries})${hint}` };
   }
   // Out of file descriptors: the limit is the cause, not the file that happened to fail.

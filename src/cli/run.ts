@@ -28,11 +28,12 @@ export const runCommand: CommandModule<GlobalArgs, RunArgs> = {
 
 export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   // Heavy modules load only for this command: `dssync --help` stays fast.
-  const [{ Daemon }, { createLogger }, { StateLockedError }, { listenFailureMessage }] = await Promise.all([
+  const [{ Daemon }, { createLogger }, { StateLockedError }, { listenFailureMessage }, { credentialsRefusedAtStart }] = await Promise.all([
     import('../daemon/daemon.js'),
     import('../log.js'),
     import('../state/errors.js'),
     import('../daemon/listen-check.js'),
+    import('./credentials-at-start.js'),
   ]);
   const warnings: string[] = [];
   const load = () =>
@@ -46,6 +47,14 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
   const retryBaseMs = parseRetryDelay(env.DSSYNC_RETRY_DELAY_MS);
   const logger = createLogger({ level: first.logLevel, pretty: process.stdout.isTTY === true });
   for (const w of warnings.splice(0)) logger.warn(w);
+
+  // Refused credentials at start end the process with exit 3 (not restarted by the units);
+  // once running, a refusal degrades the mappings and is retried at a slow pace instead.
+  const refused = await credentialsRefusedAtStart(first, logger);
+  if (refused) {
+    logger.fatal({ err: refused.message }, 'the credentials were refused at start; not retrying (exit 3)');
+    throw refused;
+  }
 
   let daemon: Awaited<ReturnType<typeof Daemon.start>>;
   try {

@@ -8,6 +8,7 @@
  * what changes during a pass waits in the aggregator and is planned with the latest state
  * of the disk afterwards (latest wins).
  */
+import { scrub } from '../secrets.js';
 import { setMaxListeners } from 'node:events';
 import type { DatastoreApi } from '../api/api.js';
 import { disposition } from '../errors.js';
@@ -581,7 +582,8 @@ export class MappingRunner {
   }
 
   private onFailure(kind: PassKind, e: unknown, blockedKind?: string): ScheduleEvent {
-    const message = e instanceof Error ? e.message : String(e);
+    // Status, history and log: no known secret, whatever the error quoted (issue 24.5).
+    const message = scrub(e instanceof Error ? e.message : String(e));
     const disp = disposition(e, 'mapping');
     const reason = disp.exitCode === 3 ? `the service refused the credentials: ${message}` : message;
     this.remember({ message: reason });

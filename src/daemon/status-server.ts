@@ -24,6 +24,7 @@ import { AccessPolicy, type AccessOptions } from './web/access.js';
 import { loadAssets, type Asset } from './web/assets.js';
 import type { DaemonHistory } from './web/history.js';
 import { guardConnections, statusConnectionCap } from './web/connections.js';
+import { scrub } from '../secrets.js';
 import { formatSse, parseLastEventId, SseHub } from './web/sse.js';
 import { boundStatus, problemsPage } from './web/status-lists.js';
 
@@ -107,7 +108,8 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
       return;
     }
     const send = (status: number, type: string, body: string | Buffer): void => {
-      res.writeHead(status, { ...BASE_HEADERS, 'content-type': type }).end(head ? undefined : body);
+      // No known secret leaves in an answer, whatever error text the status quotes (issue 24.5).
+      res.writeHead(status, { ...BASE_HEADERS, 'content-type': type }).end(head ? undefined : typeof body === 'string' ? scrub(body) : body);
     };
     const trusted = access.hostAllowed(req) && access.authorize(req).ok;
     if (trusted) connections.trust(req.socket as Socket);
@@ -297,7 +299,7 @@ function startFeed(o: StatusServerOptions, hub: SseHub): { stop(): void } {
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { ...BASE_HEADERS, 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
+  res.writeHead(status, { ...BASE_HEADERS, 'content-type': 'application/json' }).end(scrub(`${JSON.stringify(body)}\n`));
 }
 
 function readJson(req: IncomingMessage): Promise<unknown> {

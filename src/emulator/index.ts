@@ -35,7 +35,7 @@ export interface RunningEmulator {
   /** Replaces every fault option at runtime (throws RangeError naming a bad field). */
   setFaults(faults: FaultOptions): void;
   /** Counters since start or the last resetStats(), plus the store's sizes. */
-  stats(): EmulatorStats & { store: StoreCounts };
+  stats(): EmulatorStats & { store: StoreCounts; oidc: OidcIssuer['counts'] };
   resetStats(): void;
   /** Stores the documents of the uploads held so far (FaultOptions.holdUploads); returns how many uploads. */
   commitHeld(): number;
@@ -77,7 +77,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
   return {
     url: `http://${host}:${port}`,
     setFaults: (faults) => ctx.faults.set(checkFaultOptions(faults)),
-    stats: () => ({ ...ctx.stats.snapshot(), store: store.counts() }),
+    stats: () => ({ ...ctx.stats.snapshot(), store: store.counts(), oidc: { ...ctx.oidc.counts } }),
     resetStats: () => ctx.stats.reset(),
     commitHeld: () => commitHeld(ctx),
     oidc: ctx.oidc,

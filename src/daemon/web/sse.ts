@@ -4,6 +4,7 @@
  * (Last-Event-ID); activity entries carry their ring-buffer sequence as id, so a short
  * disconnection replays what was missed instead of reloading.
  */
+import { scrub } from '../../secrets.js';
 import type { ServerResponse } from 'node:http';
 
 export interface SseMessage {
@@ -23,7 +24,8 @@ export function formatSse(m: SseMessage): string {
   if (m.retryMs !== undefined) out += `retry: ${Math.max(0, Math.floor(m.retryMs))}\n`;
   if (m.id !== undefined) out += `id: ${oneLine(String(m.id))}\n`;
   if (m.event !== undefined) out += `event: ${oneLine(m.event)}\n`;
-  for (const line of m.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+  // The live feed carries the status's error text: no known secret leaves in it (issue 24.5).
+  for (const line of scrub(m.data).split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
   return `${out}\n`;
 }
 

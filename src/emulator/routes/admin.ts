@@ -12,7 +12,8 @@ export const adminRoutes: RouteDef[] = [
   {
     method: 'GET',
     url: '/_emulator/stats',
-    handler: async (ctx) => ({ ...ctx.stats.snapshot(), store: ctx.store.counts() }),
+    // oidc: token requests by grant and refusals (the API counters leave the token endpoint out).
+    handler: async (ctx) => ({ ...ctx.stats.snapshot(), store: ctx.store.counts(), oidc: { ...ctx.oidc.counts } }),
   },
   {
     method: 'POST',

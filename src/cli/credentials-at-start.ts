@@ -1,0 +1,36 @@
+/**
+ * The daemon's first attempt at its credentials, before anything starts (issue 25.2): a
+ * refused password, client secret, refresh token or static token ends `dssync run` with
+ * exit 3, which the shipped units do not restart (RestartPreventExitStatus=2 3). Retrying a
+ * refused password in a loop locks the account at an identity provider such as Keycloak.
+ *
+ * One request, as every command makes it: a token from the provider (one grant), then the
+ * list of data sources with it (the service's verdict on a static token). Anything else that
+ * fails here (the service or the token endpoint down, a timeout) is not the credentials'
+ * fault: the daemon starts and retries as it does for outages. Once running, a refusal no
+ * longer ends it: the provider asks again at most once every 5 minutes (auth/renewing.ts).
+ */
+import { createClientFromConfig } from '../api/from-config.js';
+import type { Config } from '../config/types.js';
+import { disposition } from '../errors.js';
+import type { Logger } from '../log.js';
+
+/** How long the check may delay the start when the service or the token endpoint is slow. */
+const CHECK_TIMEOUT_MS = 20_000;
+
+/** The refusal when the credentials were refused; undefined otherwise (accepted, or not known yet). */
+export async function credentialsRefusedAtStart(config: Config, logger: Logger): Promise<Error | undefined> {
+  // No logger for this client: its provider would announce a retry in 5 minutes that the
+  // process, about to exit, never makes; the outcome is logged below.
+  const api = createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: 1 } }, { onUnreachable: () => undefined });
+  try {
+    await api.listDataSources({ signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
+    return undefined;
+  } catch (e) {
+    if (disposition(e).exitCode === 3) return e instanceof Error ? e : new Error(String(e));
+    logger.debug({ err: e instanceof Error ? e.message : String(e) }, 'the credentials could not be checked at start; the mappings will retry');
+    return undefined;
+  } finally {
+    await api.close();
+  }
+}
