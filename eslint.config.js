@@ -42,7 +42,7 @@ const layerRules = Object.entries(layers).map(([folder, banned]) => ({
 }));
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bench/results/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bench/results/**', 'release/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

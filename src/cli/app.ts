@@ -8,6 +8,7 @@ import { globalOptions } from './options.js';
 import { printableLines } from '../printable.js';
 import { commandModules } from './commands.js';
 import { explainUsageError, type UsageContext } from './arg-errors.js';
+import { versionLine } from './version.js';
 
 /** What yargs's usage object (the third argument of fail) tells of where the error happened. */
 function usageContext(usage: unknown, typed: readonly string[]): UsageContext {
@@ -47,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
     .completion('completion', 'Print a shell completion script: dssync completion bash >> ~/.bashrc, or completion zsh')
     .help()
     .alias('help', 'h')
-    .version()
+    .version(versionLine())
     .wrap(Math.min(110, process.stdout.columns || 100))
     .fail((msg, err, usage) => {
       // Usage errors from yargs come with a message; errors thrown by handlers with err.

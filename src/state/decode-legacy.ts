@@ -20,6 +20,8 @@ const MIGRATIONS: Partial<Record<number, Migration>> = {
   1: (raw) => ({ ...raw, version: 2, journalSeq: 0 }),
   // Version 3 is the line format (encoder.ts): the same content.
   2: (raw) => ({ ...raw, version: 3 }),
+  // Version 4 stores the installation identity in the header: absent here, the first open stores one.
+  3: (raw) => ({ ...raw, version: 4 }),
 };
 
 /** The last version written as one JSON object. */

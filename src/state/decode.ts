@@ -13,7 +13,7 @@ import { errnoOf, StateCorruptError, StateVersionError } from './errors.js';
 import type { StateFileHandle, StateFs } from './atomic-file.js';
 import { decodeLegacyState } from './decode-legacy.js';
 import { SNAPSHOT_MAGIC, type SliceOptions } from './encoder.js';
-import { STATE_VERSION, type MappingState, type StateIdentity } from './schema.js';
+import { FIRST_LINE_VERSION, STATE_VERSION, type MappingState, type StateIdentity } from './schema.js';
 import { isFileLine, mappingFromHead, newState, type DecodedState } from './validate.js';
 
 export type { DecodedState } from './validate.js';
@@ -37,6 +37,8 @@ export class SnapshotParser {
   private mapping: MappingState | undefined;
   private ended = false;
   private headerSeen = false;
+  /** The older format the file was in, when it was (migrated as it is read). */
+  private migratedFrom: number | undefined;
 
   constructor(private readonly file: string) {}
 
@@ -94,7 +96,7 @@ export class SnapshotParser {
   finish(rest: number): DecodedState {
     if (!this.headerSeen && rest === 0) this.bad('the file is empty', 'the file');
     if (rest > 0 || !this.ended) this.bad(`no end line after line ${this.lines}: the file is cut short`, 'the file');
-    return { state: this.state };
+    return this.migratedFrom === undefined ? { state: this.state } : { state: this.state, migratedFrom: this.migratedFrom };
   }
 
   private line(text: string, start: number, end: number): void {
@@ -122,19 +124,27 @@ export class SnapshotParser {
     }
   }
 
-  /** `dssync-state <version> {"journalSeq":N}` */
+  /** `dssync-state <version> {"needs":"0.2.0","journalSeq":N,"identity":{…}}` */
   private header(text: string): void {
     const m = /^(\S+) (\d+) (.*)$/.exec(text);
     if (!m || m[1] !== SNAPSHOT_MAGIC) this.bad(`the first line is not "${SNAPSHOT_MAGIC} <version> {…}"`);
     const version = Number(m[2]);
-    if (version > STATE_VERSION) throw new StateVersionError(this.file, version, STATE_VERSION);
-    if (version !== STATE_VERSION) this.bad(`version ${version} is not one this dssync can read`);
     let head: unknown;
     try {
       head = JSON.parse(m[3] ?? '');
     } catch {
+      // A newer format is refused whatever its header holds: it is not this one's to judge.
+      if (version > STATE_VERSION) throw new StateVersionError(this.file, version, STATE_VERSION);
       this.bad('the header is not JSON after its version');
     }
+    if (version > STATE_VERSION) {
+      const needs = (head as { needs?: unknown } | null)?.needs;
+      throw new StateVersionError(this.file, version, STATE_VERSION, typeof needs === 'string' && /^\d+\.\d+\.\d+\S{0,40}$/.test(needs) ? needs : undefined);
+    }
+    if (version < FIRST_LINE_VERSION) this.bad(`version ${version} is not one this dssync can read`);
+    // Format 3 (dssync 0.1.0) is read as 4 without an identity (the first open stores one),
+    // and rewritten as 4 at once (migratedFrom).
+    if (version !== STATE_VERSION) this.migratedFrom = version;
     const journalSeq = (head as { journalSeq?: unknown } | null)?.journalSeq;
     if (typeof journalSeq !== 'number' || !Number.isSafeInteger(journalSeq) || journalSeq < 0) {
       this.bad(`"journalSeq" is missing or invalid (${JSON.stringify(journalSeq) ?? 'undefined'})`);

@@ -1,11 +1,11 @@
 /**
  * The encoding of the snapshot file (decoding: decode.ts).
  *
- * Format (version 3): lines, UTF-8, so that the file is written and read as a stream in
+ * Format (version 4; 3 had no "needs" and no identity): lines, UTF-8, so that the file is written and read as a stream in
  * pieces of a few milliseconds, whatever its size (one JSON document of a million files is
  * a 191 MB string whose parse blocks for minutes: docs/performance.md, "A million files"):
  *
- *   dssync-state 3 {"journalSeq":N,"identity":{…}}                     the header (identity: schema.ts StateIdentity, absent before it existed)
+ *   dssync-state 4 {"needs":"0.2.0","journalSeq":N,"identity":{…}}     the header (needs: the first release that reads it; identity: schema.ts StateIdentity)
  *   {"mapping":"<id>","dataSourceId":"…","root":"…","intents":{…},"rejected":{…},"lastPass":{…}}
  *   ["<path>","<documentId>",<size>,<mtimeMs>,"<sha256>","<syncedAt>",<hashedAt>,<ctimeMs>,<dev>,<ino>]
  *   …                                                                  one line per file of that mapping
@@ -32,7 +32,7 @@
 import { crc32 } from 'node:zlib';
 import type { ChunkSink } from './atomic-file.js';
 import type { PinnedChunk } from './file-table.js';
-import { STATE_VERSION, type MappingState, type StateFile } from './schema.js';
+import { FORMAT_RELEASES, STATE_VERSION, type MappingState, type StateFile } from './schema.js';
 
 interface MappingPlan {
   /** The mapping's line (its head: everything but the files). */
@@ -205,7 +205,8 @@ export class StateCodec {
       if (!m) continue;
       plans.push({ head: Buffer.from(`${encodeHead(id, m)}\n`), chunks: m.files.pin() });
     }
-    const header = Buffer.from(`${SNAPSHOT_MAGIC} ${STATE_VERSION} ${JSON.stringify(state.identity ? { journalSeq: state.journalSeq, identity: state.identity } : { journalSeq: state.journalSeq })}\n`);
+    const head = { needs: FORMAT_RELEASES[STATE_VERSION], journalSeq: state.journalSeq, ...(state.identity ? { identity: state.identity } : {}) };
+    const header = Buffer.from(`${SNAPSHOT_MAGIC} ${STATE_VERSION} ${JSON.stringify(head)}\n`);
     return new EncodePlan(header, plans);
   }
 

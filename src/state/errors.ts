@@ -3,6 +3,8 @@
  * message; messages name the file and say what the operator can do.
  */
 
+import { FORMAT_RELEASES } from './schema.js';
+
 export type StateErrorCode = 'E_STATE_CORRUPT' | 'E_STATE_NEWER' | 'E_STATE_LOCKED' | 'E_STATE_WRITE';
 
 export abstract class StateError extends Error {
@@ -33,19 +35,29 @@ export class StateCorruptError extends StateError {
   }
 }
 
-/** The state file was written by a newer dssync: refusing to read (or overwrite) it. */
+/**
+ * The state file was written by a newer dssync: refusing to read (or overwrite) it, since
+ * reading a format it does not know could drop what it does not understand (docs/upgrading.md).
+ */
 export class StateVersionError extends StateError {
   override readonly name = 'StateVersionError';
   readonly code = 'E_STATE_NEWER' as const;
 
   constructor(
     file: string,
+    /** The file's state format. */
     readonly version: number,
+    /** The newest format this dssync reads. */
     readonly supported: number,
+    /** The dssync release the file says its reader needs (its header's "needs"), when it says. */
+    readonly needs?: string,
   ) {
+    const mine = FORMAT_RELEASES[supported];
     super(
       file,
-      `state file ${file} was written by a newer dssync (version ${version}); this dssync reads versions up to ${supported}: upgrade dssync`,
+      `state file ${file} is in state format ${version}${needs ? `, written by dssync ${needs} or newer` : ', written by a newer dssync'}; ` +
+        `this dssync reads formats up to ${supported}${mine ? ` (that of dssync ${mine})` : ''}: ` +
+        `install dssync ${needs ?? 'newer than this one'}${needs ? ' or newer' : ''}, or restore the state backup taken before the upgrade (docs/upgrading.md, "Rolling back")`,
     );
   }
 }

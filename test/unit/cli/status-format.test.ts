@@ -140,7 +140,7 @@ describe('the daemon view', () => {
 
 function stateWith(): StateFile {
   return {
-    version: 3,
+    version: 4,
     journalSeq: 0,
     mappings: {
       handbook: {

@@ -11,6 +11,7 @@ import { encodeStateToString } from '../../../src/state/encoder.js';
 import { newMappingState, newState } from '../../../src/state/validate.js';
 import { MemFs } from '../state/fakes.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { toFormat3 } from '../../helpers/state-v3.js';
 
 class Holder implements IdentityHolder {
   identity: StateIdentity | undefined;
@@ -100,7 +101,7 @@ describe('the state keeps the identity', () => {
     const old = newState();
     old.mappings['m'] = newMappingState('ds1', '/srv');
     old.mappings['m'].files.set('a.txt', { documentId: 'd1', size: 1, mtimeMs: 1, sha256: 'a'.repeat(64), syncedAt: '2026-01-01T00:00:00.000Z' });
-    const text = encodeStateToString(old);
+    const text = toFormat3(encodeStateToString(old));
     expect(text.split('\n')[0]).toBe('dssync-state 3 {"journalSeq":0}');
     fs.put(PATH, text);
     const s = await StateStore.open(PATH, { fs, clock: clock(), lock: false });
@@ -115,7 +116,7 @@ describe('the state keeps the identity', () => {
 
   it('a damaged identity in the header is reported as corrupt, naming it', async () => {
     const fs = new MemFs();
-    const text = encodeStateToString(newState()).replace('{"journalSeq":0}', '{"journalSeq":0,"identity":{"installationId":""}}');
+    const text = encodeStateToString(newState()).replace('"journalSeq":0}', '"journalSeq":0,"identity":{"installationId":""}}');
     fs.put(PATH, text);
     await expect(StateStore.open(PATH, { fs, clock: clock(), lock: false })).rejects.toThrow(/"identity" in the header/);
   });

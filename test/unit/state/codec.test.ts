@@ -5,6 +5,7 @@ import { CHUNK_ROWS } from '../../../src/state/file-table.js';
 import { newMappingState, newState } from '../../../src/state/validate.js';
 import { StateCorruptError, StateVersionError } from '../../../src/state/errors.js';
 import type { FileEntry, StateFile } from '../../../src/state/schema.js';
+import { toFormat3 } from '../../helpers/state-v3.js';
 
 const FILE = '/var/lib/dssync/state.json';
 
@@ -59,7 +60,7 @@ describe('state codec', () => {
     const s = sample();
     s.journalSeq = 17;
     const lines = encodeStateToString(s).split('\n');
-    expect(lines[0]).toBe('dssync-state 3 {"journalSeq":17}');
+    expect(lines[0]).toBe('dssync-state 4 {"needs":"0.2.0","journalSeq":17}');
     expect(lines[1]).toMatch(/^\{"mapping":"handbook","dataSourceId":"ds-1","root":"\/srv\/share\/handbook","intents":\{"i1":/);
     expect(lines).toContain('["a.txt","doc-1",101,1700000000001.25,"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1","2023-11-14T22:13:20.001Z"]');
     expect(lines.filter((l) => l.startsWith('[')).length).toBe(4); // files carry no key names
@@ -246,10 +247,28 @@ describe('state codec', () => {
     });
   });
 
-  it('refuses a file of a newer version with a clear error', () => {
-    for (const text of ['dssync-state 4 {"journalSeq":0,"more":1}\n', '{"version":4,"mappings":{}}']) {
+  it('refuses a file of a newer version with a clear error naming both formats and the release to install', () => {
+    expect(() => decodeState(FILE, 'dssync-state 5 {"needs":"0.3.0","journalSeq":0,"more":1}\n')).toThrow(
+      `state file ${FILE} is in state format 5, written by dssync 0.3.0 or newer; this dssync reads formats up to 4 (that of dssync 0.2.0): install dssync 0.3.0 or newer, or restore the state backup`,
+    );
+    // Without "needs" (or with a header this format cannot parse): refused all the same.
+    for (const text of ['dssync-state 5 {"journalSeq":0}\n', 'dssync-state 5 not json\n', '{"version":5,"mappings":{}}']) {
       expect(() => decodeState(FILE, text)).toThrow(StateVersionError);
-      expect(() => decodeState(FILE, text)).toThrow(`state file ${FILE} was written by a newer dssync (version 4); this dssync reads versions up to 3`);
+      expect(() => decodeState(FILE, text)).toThrow(`state file ${FILE} is in state format 5, written by a newer dssync; this dssync reads formats up to 4 (that of dssync 0.2.0): install dssync newer than this one`);
     }
+  });
+
+  it('reads a format-3 file (dssync 0.1.0: no "needs", no identity) as a migration from 3', () => {
+    const s = newState();
+    s.journalSeq = 9;
+    s.mappings['m'] = newMappingState('ds1', '/srv');
+    s.mappings['m'].files.set('a.txt', { documentId: 'd1', size: 1, mtimeMs: 1, sha256: 'a'.repeat(64), syncedAt: '2026-01-01T00:00:00.000Z' });
+    const old = toFormat3(encodeStateToString(s));
+    expect(old.split('\n')[0]).toBe('dssync-state 3 {"journalSeq":9}');
+    const decoded = decodeState(FILE, old);
+    expect(decoded.migratedFrom).toBe(3);
+    expect(decoded.state.journalSeq).toBe(9);
+    expect(decoded.state.identity).toBeUndefined();
+    expect(decoded.state.mappings['m']?.files.get('a.txt')?.documentId).toBe('d1');
   });
 });

@@ -1,0 +1,59 @@
+// `npm run release`: the release tarball, release/dssync-X.Y.Z.tgz (docs/upgrading.md).
+//
+// 1. Builds dist/ (what the tests ran) and writes the version and commit into it.
+// 2. Lays the package out in release/package/: the files package.json names, the manifest
+//    without `prepare` (it runs `npm run build`, which needs typescript, a dev dependency
+//    absent from an installed package: the tarball ships dist/ built), and
+//    npm-shrinkwrap.json made from package-lock.json by `npm shrinkwrap`, so that
+//    `npm install -g ./dssync-X.Y.Z.tgz` installs exactly the production versions the tests
+//    ran (a global install ignores package-lock.json and the root's `overrides`, and
+//    resolved newer ones: EBADENGINE cookie@2.0.2 requires node >=22).
+// 3. `npm pack` there, into release/.
+// Flags: --no-build (dist/ is already built), --offline (npm ci from the cache alone), --out DIR.
+// The checkout itself is left as it was: package-lock.json stays, no shrinkwrap is written.
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+// --out DIR: elsewhere than release/ (the release test writes into a temporary folder).
+const outAt = process.argv.indexOf('--out');
+const out = outAt > 0 && process.argv[outAt + 1] ? resolve(process.argv[outAt + 1]) : join(root, 'release');
+const stage = join(out, 'package');
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'] });
+
+if (!process.argv.includes('--no-build')) run(npm, ['run', 'build'], root);
+if (!existsSync(join(root, 'dist/src/build-info.json'))) throw new Error('dist/src/build-info.json is missing: run npm run build');
+
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+rmSync(stage, { recursive: true, force: true });
+mkdirSync(stage, { recursive: true });
+for (const f of [...pkg.files, 'README.md', 'CHANGELOG.md', 'LICENSE']) {
+  if (existsSync(join(root, f))) cpSync(join(root, f), join(stage, f), { recursive: true });
+}
+// The installed package builds nothing and runs no development script.
+delete pkg.scripts.prepare;
+pkg.scripts = { demo: pkg.scripts.demo };
+// npm pack (npm 10+) leaves npm-shrinkwrap.json out unless `files` names it.
+pkg.files = [...pkg.files, 'npm-shrinkwrap.json'];
+writeFileSync(join(stage, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+cpSync(join(root, 'package-lock.json'), join(stage, 'package-lock.json'));
+// npm shrinkwrap: package-lock.json becomes npm-shrinkwrap.json, the lock a package ships.
+run(npm, ['shrinkwrap', '--ignore-scripts'], stage);
+if (!existsSync(join(stage, 'npm-shrinkwrap.json'))) throw new Error('npm shrinkwrap wrote no npm-shrinkwrap.json');
+
+// The production tree, installed from that lock exactly as `npm ci` does, and bundled into
+// the tarball: npm honours a package's shrinkwrap for a local install but not for a global
+// install of a tarball (npm/cli#5325: it resolved afresh), so the tarball carries its
+// node_modules and `npm install -g` resolves nothing (and needs no registry).
+run(npm, ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', ...(process.argv.includes('--offline') ? ['--offline'] : [])], stage);
+pkg.bundleDependencies = true;
+writeFileSync(join(stage, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+
+const tgz = join(out, `${pkg.name}-${pkg.version}.tgz`);
+rmSync(tgz, { force: true });
+run(npm, ['pack', '--ignore-scripts', '--pack-destination', out], stage);
+if (!existsSync(tgz)) throw new Error(`npm pack wrote no ${tgz}`);
+process.stdout.write(`release: ${tgz}\n`);

@@ -1,0 +1,73 @@
+/**
+ * Upgrades and downgrades of the state file (docs/upgrading.md), with the built CLI and the
+ * emulator: a state in the previous format (3, as dssync 0.1.0 wrote it: no identity in the
+ * header, documents marked with the id derived from host and state path) loads, is rewritten
+ * in the current format and syncs with no upload; a state of a newer format is refused
+ * (exit 1, as every state error of sync and run today) with a message naming both formats and the release to install, and left as it was.
+ */
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { dirname } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { installationIdFor } from '../../../src/engine/installation.js';
+import { encodeStateToString } from '../../../src/state/encoder.js';
+import { readStateFile } from '../../../src/state/store.js';
+import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { toFormat3 } from '../../helpers/state-v3.js';
+import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
+
+interface SyncJson {
+  ok: boolean;
+  mappings: { counts: Record<string, number> }[];
+}
+
+let ws: Workspace | undefined;
+beforeAll(() => requireBuiltBinary());
+afterEach(async () => {
+  await ws?.close();
+  ws = undefined;
+});
+
+describe('the state file across versions', () => {
+  it('a format-3 state (dssync 0.1.0) loads, is rewritten as format 4 and syncs with no upload', { timeout: 60_000 }, async () => {
+    ws = await createWorkspace();
+    for (const n of ['a.txt', 'b.md', 'sub/c.txt']) await ws.write(n, `${n}\n`);
+    // 0.1.0 marked its documents with the id derived from the host and the state's path.
+    const derived = installationIdFor(ws.statePath, hostname());
+    const first = await runCli(['sync', '--config', ws.configPath, '--json'], { ...ws.env, DSSYNC_INSTALLATION_ID: derived });
+    expect(first.code, first.stderr).toBe(0);
+    expect(jsonOf<SyncJson>(first).mappings[0]?.counts.uploaded).toBe(3);
+    // The state as 0.1.0 left it: a snapshot in format 3 (no identity), no journal after it.
+    const state = await readStateFile(ws.statePath);
+    expect(state?.identity?.installationId).toBe(derived);
+    const old = toFormat3(encodeStateToString({ ...state!, identity: undefined }));
+    expect(old.split('\n')[0]).toMatch(/^dssync-state 3 \{"journalSeq":\d+\}$/);
+    await writeFile(ws.statePath, old);
+    await rm(`${ws.statePath}.journal`, { force: true });
+    const uploadsBefore = ws.emu.store.listDocuments(ws.dataSourceId()).length;
+
+    const second = await ws.sync('--json');
+    expect(second.code, second.stderr).toBe(0);
+    const counts = jsonOf<SyncJson>(second).mappings[0]?.counts;
+    expect(counts).toMatchObject({ uploaded: 0, replaced: 0, updated: 0, deleted: 0, unchanged: 3 });
+    expect(ws.emu.store.listDocuments(ws.dataSourceId()).length).toBe(uploadsBefore);
+    // Rewritten in format 4 at once; the identity derived as 0.1.0's documents carry it.
+    expect((await readFile(ws.statePath, 'utf8')).startsWith('dssync-state 4 {"needs":"0.2.0",')).toBe(true);
+    expect((await readStateFile(ws.statePath))?.identity).toEqual({ installationId: derived, origin: 'derived', formerIds: [] });
+  });
+
+  it('a state of a newer format is refused with exit 1, naming both formats and the release to install, and left alone', { timeout: 60_000 }, async () => {
+    ws = await createWorkspace();
+    await ws.write('a.txt', 'alpha\n');
+    const newer = 'dssync-state 5 {"needs":"0.3.0","journalSeq":4,"shape":"unknown to 0.2.0"}\n{"mapping":"ds:x"}\nend 2 00000000\n';
+    await mkdir(dirname(ws.statePath), { recursive: true });
+    await writeFile(ws.statePath, newer);
+    for (const args of [['sync', '--config', ws.configPath], ['run', '--config', ws.configPath]]) {
+      const r = await ws.cli(args);
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toContain(`state file ${ws.statePath} is in state format 5, written by dssync 0.3.0 or newer; this dssync reads formats up to 4 (that of dssync 0.2.0): install dssync 0.3.0 or newer`);
+      expect(await readFile(ws.statePath, 'utf8')).toBe(newer);
+    }
+    expect(ws.emu.store.listDataSources('org-test')).toHaveLength(0);
+  });
+});
