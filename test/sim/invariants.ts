@@ -27,7 +27,7 @@ export const QUIET_PASSES = 12;
 function oursByPath(w: World): Map<string, { id: string; name: string; content: string }[]> {
   const out = new Map<string, { id: string; name: string; content: string }[]>();
   for (const d of w.service.docs_()) {
-    if (d.metadata['dssync_installation'] !== w.installationId) continue;
+    if (d.metadata['dssync_installation'] !== w.installationId || w.clones.has(d.id)) continue;
     const path = String(d.metadata['dssync_path']);
     const list = out.get(path) ?? [];
     list.push({ id: d.id, name: d.name, content: d.content });
@@ -72,7 +72,10 @@ export async function checkInvariants(w: World): Promise<void> {
   const passesBefore = w.passes;
   await w.advance(QUIET_MS);
   const quietPasses = w.passes - passesBefore;
-  if (!w.remoteTampered && !w.blocked) {
+  // Another writer with our identity stops the mapping's writes until the operator settles
+  // it (docs/reliability.md, "Identity"): convergence is not expected, the report is.
+  const cloned = w.clones.size > 0;
+  if (!w.remoteTampered && !w.blocked && !cloned) {
     expect(mirrorProblems(w, false), `the running daemon did not converge within ${QUIET_MS / 60_000} min of quiet`).toEqual([]);
   }
   expect(quietPasses, 'passes while quiet').toBeLessThanOrEqual(QUIET_PASSES);
@@ -99,7 +102,8 @@ export async function checkInvariants(w: World): Promise<void> {
     await w.operatorAllowsMassDelete();
     await w.advance(60_000);
   }
-  expect(mirrorProblems(w, true), 'after a restart').toEqual([]);
+  if (cloned) expect(w.anotherWriterReported, 'another writer with our identity was not reported').toBe(true);
+  else expect(mirrorProblems(w, true), 'after a restart').toEqual([]);
   const all = new Map(w.service.docs_().map((d) => [d.id, d]));
   for (const p of w.people) {
     const d = all.get(p.id);
@@ -119,8 +123,9 @@ export async function checkInvariants(w: World): Promise<void> {
   // a lost answer of an incremental pass leaves no document dssync cannot tell for its own.
   const sentFor = (name: string): string => name.replace(/\.dssync-upload-[0-9a-f]+/, '');
   const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== w.installationId && !unreadable.has(sentFor(d.name)));
-  expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
-  if (w.config.prune === 'all') {
+  // (While another writer has our identity nothing is written, cleaning up included.)
+  if (!cloned) expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
+  if (w.config.prune === 'all' && !cloned) {
     const left = w.people.filter((p) => !p.foreign && all.has(p.id));
     expect(left.map((p) => `${p.name} (${p.id}) not pruned with prune "all"`)).toEqual([]);
   }

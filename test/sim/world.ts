@@ -303,6 +303,7 @@ export class World {
     try {
       const r = await run();
       if (r.blocked?.kind === 'mass-delete' && !proc.crashed) this.blocked = true;
+      if (r.identityConflict === 'another-writer' && !proc.crashed) this.anotherWriterReported = true;
       // A full pass repairs what people did to our documents, but not for a file it set aside
       // (stability window; every file after the wall clock stepped back): the follow-up is
       // an incremental pass, which has no listing.
@@ -552,10 +553,28 @@ export class World {
     this.people.push({ id: d.id, name: path, content: d.content, foreign: true, prunable: false });
   }
 
+  /**
+   * Another process writing with OUR identity (issue 23 defect 2: a host cloned from one
+   * image, a state file copied to a second host, two configs sharing one state file): its
+   * document carries our installation and mapping ids, and this state never recorded it.
+   * It must never be deleted, and the conflict must be reported.
+   */
+  cloneUpload(path: string, content: string): void {
+    const metadata = buildMetadata(undefined, { path, sha256: sha256(content), size: Buffer.byteLength(content), mtimeMs: 1, mappingId: MAPPING_ID, installationId: this.installationId });
+    const d = this.service.create({ name: path, url: undefined, metadata, size: Buffer.byteLength(content), content: sha256(content), byUs: false });
+    this.people.push({ id: d.id, name: path, content: d.content, foreign: true, prunable: false });
+    this.clones.add(d.id);
+  }
+
+  /** Documents of another writer with our identity (cloneUpload). */
+  readonly clones = new Set<string>();
+  /** A pass reported another writer with this installation's identity (PassReport.identityConflict). */
+  anotherWriterReported = false;
+
   private ourDocs(): string[] {
     return this.service
       .docs_()
-      .filter((d) => d.metadata['dssync_installation'] === this.installationId)
+      .filter((d) => d.metadata['dssync_installation'] === this.installationId && !this.clones.has(d.id))
       .map((d) => d.id);
   }
 
