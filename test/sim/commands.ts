@@ -55,8 +55,10 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   listing. So a document of ours a person deleted is uploaded again only once the wall
  *   clock has caught up with the mtime: up to the size of the step (an hour). Seed 42,
  *   shrunk: slowWrite(a.txt, 2 chunks, 1500 ms apart), stepWallClock(-3600 s),
- *   personDeletesOurDocument(#0), writeIgnoreFile(""). While off, the final restart comes
- *   after the wall clock caught up (invariants.ts).
+ *   personDeletesOurDocument(#0), writeIgnoreFile(""); seed 8 (long run, history 840):
+ *   stepWallClock(+3600 s), slowWrite(a.txt, 2 chunks, 200 ms apart), advance(2500),
+ *   personRenamesOurDocument(#7, renamed.txt), stepWallClock(-3600 s). While off, the final
+ *   restart comes after the wall clock caught up with the newest mtime (invariants.ts).
  * - SIM_CLONED_WRITER (off: found by this simulation, not analysed yet): another writer
  *   with our installation and mapping ids (issue 23 defect 2: a cloned host, a copied state,
  *   two configs on one state) uploads a document this state never recorded; it must never

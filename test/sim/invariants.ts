@@ -92,10 +92,11 @@ export async function checkInvariants(w: World): Promise<void> {
   // 4. After a restart, everything.
   if (w.blocked) await w.operatorAllowsMassDelete();
   w.clock.t += INTENT_SETTLE_MS + 1;
-  // SIM_WALL_BACK_REPAIR off: files' mtimes in the future after a backward step are set
-  // aside by every full pass until the wall clock passes them (commands.ts FLAGS); the
-  // restart's pass comes once it has.
-  if (!FLAGS.wallBackRepair) w.clock.t += w.wallBehind;
+  // SIM_WALL_BACK_REPAIR off: files' mtimes in the future after a backward step (or a
+  // forward step undone) are set aside by every full pass until the wall clock passes them
+  // (commands.ts FLAGS); the restart's pass comes once it has, and a window more.
+  const ahead = w.mtimeAhead();
+  if (!FLAGS.wallBackRepair && ahead > 0) w.clock.t += ahead + 60_000;
   await w.restart();
   await w.advance(QUIET_MS);
   if (w.blocked) {

@@ -372,11 +372,15 @@ export class World {
   /** The wall clock steps by `ms` (back when negative); monotonic time and timers do not. */
   stepWall(ms: number): void {
     this.clock.wallOffset += ms;
-    this.wallBehind = Math.max(this.wallBehind, -this.clock.wallOffset);
   }
 
-  /** The most the wall clock was ever behind monotonic time in this history (ms). */
-  wallBehind = 0;
+  /** How far the newest mtime of the folder is ahead of the wall clock (ms; 0 when none is). */
+  mtimeAhead(): number {
+    const wall = this.clock.t + this.clock.wallOffset;
+    let ahead = 0;
+    for (const [, f] of this.local.files()) ahead = Math.max(ahead, f.mtimeMs - wall);
+    return ahead;
+  }
 
   /** The host is renamed and the daemon restarted (issue 23, defect 1). */
   async renameHost(): Promise<void> {
