@@ -229,6 +229,11 @@ export function commands(): fc.Arbitrary<Cmd>[] {
       cmd(`writeInHalvesAcrossReload(${p}, ${pauseMs} ms)`, async (w) => {
         const id = ++slowWrites;
         const half = `half${id}|`;
+        // As slowWrite: opened with O_TRUNC and seen empty, then a pause, then the first half
+        // (a shorter text written at once and left alone is an edit to any observer: the
+        // aggregator sends it after debounceMs, and nothing can tell it from a finished file).
+        w.write(p, '');
+        await w.advance(pauseMs);
         w.write(p, half);
         const t0 = w.now;
         await w.advance(pauseMs);
