@@ -6,7 +6,8 @@
  * budget (1,000 histories, seed 42, or --runs N --seed S): the fix is proven when the
  * simulation fails. Prints a table (fix, found?, histories until the failure, the shrunk
  * history) and exits 1 when a reverted fix went unnoticed. Commit before running: the
- * worktree is HEAD. `--only name` runs one patch.
+ * worktree is HEAD. `--only name` runs the patches whose names start so (comma-separated). A patch that no
+ * longer applies is reported as a failed row naming it.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
@@ -23,7 +24,7 @@ const seed = opt('--seed', '42');
 const only = opt('--only', undefined);
 const repo = resolve('.');
 const dir = join(repo, 'bench', 'teeth');
-const patches = readdirSync(dir).filter((f) => f.endsWith('.patch') && (!only || f.startsWith(only))).sort();
+const patches = readdirSync(dir).filter((f) => f.endsWith('.patch') && (!only || only.split(',').some((o) => f.startsWith(o)))).sort();
 
 const rows = [];
 for (const patch of patches) {
@@ -32,7 +33,15 @@ for (const patch of patches) {
   try {
     execFileSync('git', ['worktree', 'add', '--detach', '--force', wt, 'HEAD'], { cwd: repo, stdio: 'ignore' });
     symlinkSync(join(repo, 'node_modules'), join(wt, 'node_modules'));
-    execFileSync('git', ['apply', join(dir, patch)], { cwd: wt });
+    // A patch that no longer applies (the code moved on) is a failed row naming it, not a
+    // crash: the other patches still run and the table says which one needs re-making.
+    const applied = spawnSync('git', ['apply', join(dir, patch)], { cwd: wt, encoding: 'utf8' });
+    if (applied.status !== 0) {
+      const why = `the patch does not apply: ${(applied.stderr.split('\n').find((l) => l.startsWith('error:')) ?? 'git apply failed').replace(/^error: /, '')}`;
+      rows.push({ name, found: false, after: '-', seconds: '0.0', history: '', why, stale: true });
+      console.log(`${name}: DOES NOT APPLY (${why})`);
+      continue;
+    }
     const t0 = Date.now();
     const r = spawnSync(process.execPath, ['scripts/sim.mjs', '--runs', runs, '--seed', seed], { cwd: wt, encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' } });
     const out = `${r.stdout}\n${r.stderr}`;
@@ -48,5 +57,5 @@ for (const patch of patches) {
 }
 console.log(`\n| reverted fix | found | histories until the failure (of ${runs}, seed ${seed}) | shrunk history |`);
 console.log('|---|---|---|---|');
-for (const r of rows) console.log(`| \`${r.name}\` | ${r.found ? 'yes' : '**no**'} | ${r.after} | ${r.history.replace(/\|/g, '\\|')} |`);
+for (const r of rows) console.log(`| \`${r.name}\` | ${r.found ? 'yes' : r.stale ? '**patch does not apply**' : '**no**'} | ${r.after} | ${(r.stale ? r.why : r.history).replace(/\|/g, '\\|')} |`);
 process.exit(rows.every((r) => r.found) ? 0 : 1);

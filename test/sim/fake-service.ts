@@ -92,6 +92,14 @@ export class FakeService extends FakeApi {
   readonly created: { content: string; name: string; during: string }[] = [];
   /** What the process is doing, for `created` (set by the world: 'full' / 'changes' pass). */
   activity = 'idle';
+  /**
+   * The folder changing while a request of a pass is in flight (issue 23, defect 11): called
+   * before each call acts and after it acted; returns true once done (then dropped).
+   */
+  duringCall: ((when: 'before' | 'after', write: boolean) => boolean) | undefined;
+  private callHook(when: 'before' | 'after', write: boolean): void {
+    if (this.duringCall?.(when, write)) this.duringCall = undefined;
+  }
   /** Something done by someone else between two pages of a listing. */
   betweenPages: (() => void) | undefined;
   /** The process crashes at this call (the world's crash). */
@@ -169,6 +177,7 @@ export class FakeService extends FakeApi {
   private async act<T>(write: boolean, fn: () => T, late?: (delayMs?: number) => void): Promise<T> {
     this.counters.calls++;
     this.landLate();
+    this.callHook('before', write);
     const gen = this.generation;
     const f = this.takeFault();
     switch (f) {
@@ -207,6 +216,7 @@ export class FakeService extends FakeApi {
       this.onCrash();
       throw new ApiError({ code: 'E_ABORTED', message: 'the process crashed' });
     }
+    this.callHook('after', write);
     if (f === 'ambiguous' && write) throw new ApiError({ code: 'E_TIMEOUT', message: 'the answer was lost (sim)', retryable: true, ambiguous: true });
     return out;
   }

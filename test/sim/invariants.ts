@@ -5,8 +5,8 @@
  *    time and number of passes: its data source holds exactly one document of ours per
  *    included file, with the file's content (not checked when someone deleted or renamed
  *    one of our documents, which only a full pass can see, or when the guard stopped a pass).
- * 2. The App never read a partial file: no upload of an incremental pass holds a state a
- *    slow writer's file went through before its last write.
+ * 2. The App never read a partial file: no upload of any pass (incremental or full) holds a
+ *    state a slow writer's file went through before its last write.
  * 3. The mass-delete guard kept its promise over its sliding window (world.ts onPlan).
  * 4. After a restart (and the operator's --allow-mass-delete if the guard stopped a pass):
  *    the documents of ours equal the folder's included files (name and content hash), one
@@ -16,7 +16,8 @@
  */
 import { expect } from 'vitest';
 import { INTENT_SETTLE_MS } from '../../src/engine/mirror.js';
-import { INSTALLATION, type World } from './world.js';
+import { FLAGS } from './commands.js';
+import type { World } from './world.js';
 
 /** Quiet time the daemon gets to converge on its own (fake clock). */
 export const QUIET_MS = 10 * 60_000;
@@ -26,7 +27,7 @@ export const QUIET_PASSES = 12;
 function oursByPath(w: World): Map<string, { id: string; name: string; content: string }[]> {
   const out = new Map<string, { id: string; name: string; content: string }[]>();
   for (const d of w.service.docs_()) {
-    if (d.metadata['dssync_installation'] !== INSTALLATION) continue;
+    if (d.metadata['dssync_installation'] !== w.installationId || w.clones.has(d.id)) continue;
     const path = String(d.metadata['dssync_path']);
     const list = out.get(path) ?? [];
     list.push({ id: d.id, name: d.name, content: d.content });
@@ -43,7 +44,7 @@ function mirrorProblems(w: World, names: boolean): string[] {
   const held = new Set(
     w.service
       .docs_()
-      .filter((d) => d.metadata['dssync_installation'] !== undefined && d.metadata['dssync_installation'] !== INSTALLATION)
+      .filter((d) => d.metadata['dssync_installation'] !== undefined && d.metadata['dssync_installation'] !== w.installationId)
       .map((d) => `${String(d.metadata['dssync_path'])}\0${d.content}`),
   );
   const problems: string[] = [];
@@ -71,14 +72,19 @@ export async function checkInvariants(w: World): Promise<void> {
   const passesBefore = w.passes;
   await w.advance(QUIET_MS);
   const quietPasses = w.passes - passesBefore;
-  if (!w.remoteTampered && !w.blocked) {
+  // Another writer with our identity stops the mapping's writes until the operator settles
+  // it (docs/reliability.md, "Identity"): convergence is not expected, the report is.
+  const cloned = w.clones.size > 0;
+  if (!w.remoteTampered && !w.blocked && !cloned) {
     expect(mirrorProblems(w, false), `the running daemon did not converge within ${QUIET_MS / 60_000} min of quiet`).toEqual([]);
   }
   expect(quietPasses, 'passes while quiet').toBeLessThanOrEqual(QUIET_PASSES);
 
-  // 2. Never a partial file, in an incremental pass.
-  const partial = w.service.created.filter((c) => c.during === 'changes' && w.partials.has(c.content));
-  expect(partial.map((c) => `${c.name} uploaded half-written by an incremental pass`)).toEqual([]);
+  // 2. Never a partial file, in any pass (incremental, the start's, after a back-off, a
+  // reload; issue 23 defect 6): `created` logs every upload of every pass as it happened,
+  // so this end-of-history check covers each pass.
+  const partial = w.service.created.filter((c) => c.during !== 'other' && w.partials.has(c.content));
+  expect(partial.map((c) => `${c.name} uploaded half-written by a ${c.during === 'changes' ? 'n incremental' : ' full'} pass`)).toEqual([]);
 
   // 3. The delete window.
   expect(w.guardViolations).toEqual([]);
@@ -86,13 +92,19 @@ export async function checkInvariants(w: World): Promise<void> {
   // 4. After a restart, everything.
   if (w.blocked) await w.operatorAllowsMassDelete();
   w.clock.t += INTENT_SETTLE_MS + 1;
+  // SIM_WALL_BACK_REPAIR off: files' mtimes in the future after a backward step (or a
+  // forward step undone) are set aside by every full pass until the wall clock passes them
+  // (commands.ts FLAGS); the restart's pass comes once it has, and a window more.
+  const ahead = w.mtimeAhead();
+  if (!FLAGS.wallBackRepair && ahead > 0) w.clock.t += ahead + 60_000;
   await w.restart();
   await w.advance(QUIET_MS);
   if (w.blocked) {
     await w.operatorAllowsMassDelete();
     await w.advance(60_000);
   }
-  expect(mirrorProblems(w, true), 'after a restart').toEqual([]);
+  if (cloned) expect(w.anotherWriterReported, 'another writer with our identity was not reported').toBe(true);
+  else expect(mirrorProblems(w, true), 'after a restart').toEqual([]);
   const all = new Map(w.service.docs_().map((d) => [d.id, d]));
   for (const p of w.people) {
     const d = all.get(p.id);
@@ -111,9 +123,10 @@ export async function checkInvariants(w: World): Promise<void> {
   // Uploads are sent under a marked name (engine/document-fields.ts markUploadName), so even
   // a lost answer of an incremental pass leaves no document dssync cannot tell for its own.
   const sentFor = (name: string): string => name.replace(/\.dssync-upload-[0-9a-f]+/, '');
-  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== INSTALLATION && !unreadable.has(sentFor(d.name)));
-  expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
-  if (w.config.prune === 'all') {
+  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== w.installationId && !unreadable.has(sentFor(d.name)));
+  // (While another writer has our identity nothing is written, cleaning up included.)
+  if (!cloned) expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
+  if (w.config.prune === 'all' && !cloned) {
     const left = w.people.filter((p) => !p.foreign && all.has(p.id));
     expect(left.map((p) => `${p.name} (${p.id}) not pruned with prune "all"`)).toEqual([]);
   }

@@ -57,8 +57,10 @@ export class FakeTimers implements Clock {
   private readonly timers = new Map<number, Timer>();
   private seq = 0;
   dead = false;
-  constructor(private readonly clock: { t: number }) {}
-  now = (): number => this.clock.t;
+  constructor(private readonly clock: { t: number; wallOffset: number }) {}
+  /** Wall time: the monotonic time plus the steps the history gave the wall clock (defect 7). */
+  now = (): number => this.clock.t + this.clock.wallOffset;
+  /** Never steps: timers fire on it, as the kernel's do. */
   monotonic = (): number => this.clock.t;
   setTimeout = (fn: () => void, ms: number): unknown => {
     if (this.dead) return 0;
@@ -137,8 +139,13 @@ export interface Totals {
 }
 
 export class World {
-  readonly clock = { t: Date.parse('2026-11-23T00:00:00Z') };
-  readonly local = new FakeLocal(() => this.clock.t);
+  /**
+   * `t` is monotonic (timers, the service's own time); `wallOffset` is what wall-clock steps
+   * (chrony, an NTP correction; issue 23 defect 7) added to it: the machine's wall time, which
+   * files' mtimes and the Clock's now() show.
+   */
+  readonly clock = { t: Date.parse('2026-11-23T00:00:00Z'), wallOffset: 0 };
+  readonly local = new FakeLocal(() => this.clock.t + this.clock.wallOffset);
   readonly disk = new FakeDisk();
   readonly service: FakeService;
   people: PersonDoc[] = [];
@@ -222,7 +229,8 @@ export class World {
         const w: Watcher = { mode: 'folders', root: ROOT, close: async () => void (proc.watcher = undefined), watchedDirs: () => 1 };
         return w;
       },
-      buildMirror: async (_c, _m, _i, deps) => this.mirror(proc, deps.api, deps.onOp),
+      // The runner's monotonic clock and full passes' stability window reach the mirror as buildMirror passes them.
+      buildMirror: async (_c, _m, _i, deps) => this.mirror(proc, deps.api, deps.onOp, { monotonic: deps.monotonic, stabilityMs: deps.stabilityMs }),
     });
     this.proc = proc;
     proc.runner.start();
@@ -230,7 +238,7 @@ export class World {
   }
 
   /** The mapping's Mirror for a process, as buildMirror makes it (the sim's spec and folder). */
-  mirror(proc: Process, api: MirrorDeps['api'], onOp?: MirrorDeps['onOp']): Mirror {
+  mirror(proc: Process, api: MirrorDeps['api'], onOp?: MirrorDeps['onOp'], windows: Pick<MirrorDeps, 'monotonic' | 'stabilityMs'> = {}): Mirror {
     const cfg = this.config;
     const track = (kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> => this.track(proc, kind, run);
     class SimMirror extends Mirror {
@@ -258,7 +266,9 @@ export class World {
       state: proc.store,
       local: createLocalSide({ path: ROOT, include: cfg.include, exclude: cfg.exclude, ignoreFile: IGNORE_FILE, maxFileBytes: cfg.maxFileBytes, followSymlinks: false }, { fs: this.local }),
       logger: silent,
-      now: () => this.clock.t,
+      now: () => proc.timers.now(),
+      monotonic: windows.monotonic ?? (() => proc.timers.monotonic()),
+      stabilityMs: windows.stabilityMs,
       onOp,
       onPlan: (ops) => this.onPlan(proc, ops),
     });
@@ -293,7 +303,11 @@ export class World {
     try {
       const r = await run();
       if (r.blocked?.kind === 'mass-delete' && !proc.crashed) this.blocked = true;
-      if (kind === 'full' && r.ok && !proc.crashed) this.remoteTampered = false;
+      if (r.identityConflict === 'another-writer' && !proc.crashed) this.anotherWriterReported = true;
+      // A full pass repairs what people did to our documents, but not for a file it set aside
+      // (stability window; every file after the wall clock stepped back): the follow-up is
+      // an incremental pass, which has no listing.
+      if (kind === 'full' && r.ok && !r.settling?.length && !proc.crashed) this.remoteTampered = false;
       return r;
     } finally {
       proc.inflight--;
@@ -350,6 +364,24 @@ export class World {
   /** The machine's host name (a container recreated, hostnamectl): only the lock and an old derived id knew it. */
   host = 'sim-host-0';
 
+  /** The identity the running process (else the last one) uses: the oracle's "ours". */
+  get installationId(): string {
+    return this.proc?.installationId ?? INSTALLATION;
+  }
+
+  /** The wall clock steps by `ms` (back when negative); monotonic time and timers do not. */
+  stepWall(ms: number): void {
+    this.clock.wallOffset += ms;
+  }
+
+  /** How far the newest mtime of the folder is ahead of the wall clock (ms; 0 when none is). */
+  mtimeAhead(): number {
+    const wall = this.clock.t + this.clock.wallOffset;
+    let ahead = 0;
+    for (const [, f] of this.local.files()) ahead = Math.max(ahead, f.mtimeMs - wall);
+    return ahead;
+  }
+
   /** The host is renamed and the daemon restarted (issue 23, defect 1). */
   async renameHost(): Promise<void> {
     this.host = `sim-host-${this.restarts + 1}`;
@@ -401,7 +433,9 @@ export class World {
       p.timers.fireDue();
       await this.settle();
     }
-    this.clock.t = end;
+    // A request that took simulated time (a deadline waited out) may have carried the
+    // clock past `end`: monotonic time never goes back.
+    this.clock.t = Math.max(this.clock.t, end);
     this.service.landLate();
     await this.settle();
     await this.restartIfCrashed();
@@ -506,7 +540,7 @@ export class World {
   /** A file of that name and size that dssync has not uploaded yet (SIM_PERSON_RACES_UPLOAD). */
   racesUpload(name: string, size: number): boolean {
     const f = this.expected().files.has(name) ? this.local.file(name) : undefined;
-    return f !== undefined && f.data.length === size && !this.service.docs_().some((d) => d.metadata['dssync_installation'] === INSTALLATION && d.metadata['dssync_path'] === name);
+    return f !== undefined && f.data.length === size && !this.service.docs_().some((d) => d.metadata['dssync_installation'] === this.installationId && d.metadata['dssync_path'] === name);
   }
 
   personUpload(name: string, content: string, allowRace = true): void {
@@ -523,10 +557,28 @@ export class World {
     this.people.push({ id: d.id, name: path, content: d.content, foreign: true, prunable: false });
   }
 
+  /**
+   * Another process writing with OUR identity (issue 23 defect 2: a host cloned from one
+   * image, a state file copied to a second host, two configs sharing one state file): its
+   * document carries our installation and mapping ids, and this state never recorded it.
+   * It must never be deleted, and the conflict must be reported.
+   */
+  cloneUpload(path: string, content: string): void {
+    const metadata = buildMetadata(undefined, { path, sha256: sha256(content), size: Buffer.byteLength(content), mtimeMs: 1, mappingId: MAPPING_ID, installationId: this.installationId });
+    const d = this.service.create({ name: path, url: undefined, metadata, size: Buffer.byteLength(content), content: sha256(content), byUs: false });
+    this.people.push({ id: d.id, name: path, content: d.content, foreign: true, prunable: false });
+    this.clones.add(d.id);
+  }
+
+  /** Documents of another writer with our identity (cloneUpload). */
+  readonly clones = new Set<string>();
+  /** A pass reported another writer with this installation's identity (PassReport.identityConflict). */
+  anotherWriterReported = false;
+
   private ourDocs(): string[] {
     return this.service
       .docs_()
-      .filter((d) => d.metadata['dssync_installation'] === INSTALLATION)
+      .filter((d) => d.metadata['dssync_installation'] === this.installationId && !this.clones.has(d.id))
       .map((d) => d.id);
   }
 
