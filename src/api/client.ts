@@ -6,7 +6,7 @@
 import type { Agent, Dispatcher } from 'undici';
 import type { DatastoreApi, ListDocumentsOptions, RequestOptions } from './api.js';
 import { SyncForm } from './listing-form.js';
-import { ApiError, connectProblem, headerRefusedError, isApiError } from './errors.js';
+import { ApiError, apiErrorWith, connectProblem, headerRefusedError, isApiError } from './errors.js';
 import { DEFAULT_ORGANIZATION_HEADER } from '../config/connection.js';
 import { DATA_SOURCES_PATH, wrongAddressError } from './address.js';
 import { disposition } from '../errors.js';
@@ -560,35 +560,13 @@ function recordFromLocation(res: HttpResponse, ctx: DecodeContext): DataSourceRe
 }
 
 function withFile(e: ApiError, file: string): ApiError {
-  return new ApiError({
-    code: e.code,
-    message: `${e.message} (file ${file})`,
-    status: e.status,
-    method: e.method,
-    path: e.path,
-    retryable: e.retryable,
-    ambiguous: e.ambiguous,
-    ...(e.retryAfterMs === undefined ? {} : { retryAfterMs: e.retryAfterMs }),
-    attempts: e.attempts,
-    file,
-    cause: e,
-  });
+  return apiErrorWith(e, { message: `${e.message} (file ${file})`, file });
 }
 
 /** A 401/403, naming where the refused token came from (never the token). */
 function withTokenSource(e: ApiError, tokenSource: string): ApiError {
   if (e.tokenSource !== undefined) return e;
-  return new ApiError({
-    code: e.code,
-    message: e.message,
-    status: e.status,
-    method: e.method,
-    path: e.path,
-    retryable: e.retryable,
-    attempts: e.attempts,
-    tokenSource,
-    cause: e,
-  });
+  return apiErrorWith(e, { tokenSource });
 }
 
 function unexpected(e: unknown, method: string, path: string): ApiError {

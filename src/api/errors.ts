@@ -160,24 +160,32 @@ export function connectProblem(e: ApiError): string | undefined {
 }
 
 /**
+ * `e` again with some fields changed (a file named, the token's source, advice), every other
+ * field kept, and `e` as the cause: the one way an ApiError is copied, so no copy drops a
+ * field another keeps (`ambiguous` or `retryAfterMs` lost on the way decide a retry).
+ */
+export function apiErrorWith(e: ApiError, patch: Partial<Omit<ApiErrorOptions, 'cause' | 'code'>>): ApiError {
+  const opts: ApiErrorOptions = { code: e.code, message: e.message, retryable: e.retryable, ambiguous: e.ambiguous, attempts: e.attempts, cause: e };
+  if (e.status !== undefined) opts.status = e.status;
+  if (e.method !== undefined) opts.method = e.method;
+  if (e.path !== undefined) opts.path = e.path;
+  if (e.retryAfterMs !== undefined) opts.retryAfterMs = e.retryAfterMs;
+  if (e.file !== undefined) opts.file = e.file;
+  if (e.tokenSource !== undefined) opts.tokenSource = e.tokenSource;
+  if (e.advice !== undefined) opts.advice = e.advice;
+  return new ApiError(Object.assign(opts, patch));
+}
+
+/**
  * A 400 to a GET: dssync's GETs carry no body, only headers and the paging it builds, so the
  * service is refusing a header, most likely the organization's (issue 25.3: the advice was
  * about baseUrl and tls.caFile). The message names the header sent and the settings.
  */
 export function headerRefusedError(e: ApiError, organizationHeader: string): ApiError {
   if (e.advice !== undefined) return e;
-  return new ApiError({
-    code: e.code,
-    message: e.message,
-    status: e.status,
-    method: e.method,
-    path: e.path,
-    retryable: e.retryable,
-    attempts: e.attempts,
-    tokenSource: e.tokenSource,
+  return apiErrorWith(e, {
     advice:
       `a request without a body was refused, so a header was: check "organizationHeader" (dssync sends the organization id in ${organizationHeader}; ` +
       `set it to the header the service reads, e.g. X-Wikit-Organization-Id for Wikit Semantics, or DSSYNC_ORG_HEADER) and "organizationId"`,
-    cause: e,
   });
 }
