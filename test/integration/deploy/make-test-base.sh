@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A stand-in for node:20-bookworm-slim made from this machine's own files (no registry is
+# reachable here): the node binary and npm, a shell, the tools the Containerfile's RUN uses,
+# the shared libraries they load, and the account files useradd edits. Writes a tar to $1.
+set -euo pipefail
+out=$1
+root=$(mktemp -d) && chmod 0755 "$root"
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root/usr/bin" "$root/usr/sbin" "$root/usr/lib" "$root/usr/lib64" "$root/etc"
+for d in bin sbin lib lib64; do ln -s "usr/$d" "$root/$d"; done
+tools=(/bin/sh /usr/bin/env /bin/mkdir /bin/chown /bin/chmod /bin/rm /bin/ln /bin/cat /bin/false /usr/sbin/groupadd /usr/sbin/useradd "$(readlink -f "$(command -v node)")")
+copy() { mkdir -p "$root$(dirname "$1")"; cp -aL "$1" "$root$1"; }
+for t in "${tools[@]}"; do
+  copy "$t"
+  ldd "$t" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do [ -e "$root$lib" ] || copy "$lib"; done
+done
+# Debian's usrmerge: /lib, /lib64, /bin and /sbin are links into /usr.
+npmdir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
+mkdir -p "$root$npmdir" && cp -a "$npmdir/." "$root$npmdir/"
+ln -s "$npmdir/bin/npm-cli.js" "$root/usr/bin/npm"
+[ "$(readlink -f "$(command -v node)")" = /usr/bin/node ] || ln -s "$(readlink -f "$(command -v node)")" "$root/usr/bin/node"
+for f in passwd group shadow gshadow login.defs; do
+  case $f in
+    passwd) printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' ;;
+    group) printf 'root:x:0:\nnogroup:x:65534:\n' ;;
+    shadow) printf 'root:*:19000:0:99999:7:::\nnobody:*:19000:0:99999:7:::\n' ;;
+    gshadow) printf 'root:*::\nnogroup:*::\n' ;;
+    login.defs) cat /etc/login.defs ;;
+  esac > "$root/etc/$f"
+done
+chmod 0640 "$root/etc/shadow" "$root/etc/gshadow"
+mkdir -p "$root/tmp" "$root/root" && chmod 1777 "$root/tmp"
+ln -sf /bin/false "$root/usr/sbin/nologin" 2>/dev/null || true
+tar -C "$root" -cf "$out" .
