@@ -87,7 +87,7 @@ export class ProblemList {
    * stopped by a guard changed nothing: it only adds. Not-ingested entries are not the
    * pass's to judge: operations and the ingestion check settle them.
    */
-  onPass(report: Pick<PassReport, 'skipped' | 'failures' | 'blocked'>, scope: ChangeScope | undefined, refused: (f: FileFailure) => boolean): boolean {
+  onPass(report: Pick<PassReport, 'skipped' | 'failures' | 'blocked' | 'settling'>, scope: ChangeScope | undefined, refused: (f: FileFailure) => boolean): boolean {
     const seenProblems = new Map<string, { kind: ProblemKind; reason: string }>();
     const seenExcluded = new Map<string, string>();
     for (const s of report.skipped) {
@@ -101,7 +101,9 @@ export class ProblemList {
       if (f.path === '' || seenProblems.has(f.path)) continue;
       seenProblems.set(f.path, { kind: refused(f) ? 'refused' : 'failed', reason: `${f.op}: ${f.message}` });
     }
-    const looked = (path: string): boolean => !report.blocked && (scope === undefined || inScope(scope, path));
+    // A file set aside as maybe being written was not looked at: its follow-up pass decides.
+    const settling = new Set(report.settling ?? []);
+    const looked = (path: string): boolean => !report.blocked && !settling.has(path) && (scope === undefined || inScope(scope, path));
     let changed = false;
     for (const [path, p] of this.problems) {
       if (p.kind === 'not-ingested' || seenProblems.has(path) || !looked(path)) continue;

@@ -47,6 +47,15 @@ describe('ProblemList', () => {
     expect(l.data().problems).toEqual([]);
   });
 
+  it('a file the pass set aside as maybe being written stays listed until its follow-up pass', () => {
+    const l = new ProblemList(() => T0);
+    l.onPass(report([{ path: 'big.pdf', reason: BIG, excluded: true }]), undefined, never);
+    l.onPass({ ...report([]), settling: ['big.pdf'] }, { files: ['big.pdf'], dirs: [] }, never);
+    expect(l.problemCount()).toBe(1);
+    l.onPass(report([]), { files: ['big.pdf'], dirs: [] }, never);
+    expect(l.problemCount()).toBe(0);
+  });
+
   it('a pass stopped by a guard clears nothing', () => {
     const l = new ProblemList(() => T0);
     l.onPass(report([{ path: 'x', reason: UNREADABLE }]), undefined, never);
