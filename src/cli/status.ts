@@ -26,7 +26,8 @@ import { readStatusToken, statusTokenPath } from '../daemon/web/status-token.js'
 import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
-import { parseDaemonStatus, type DaemonStatus, type MappingStatus } from '../daemon/status-schema.js';
+import { parseDaemonStatus, type DaemonStatus, type MappingStatus, type PassRecordView } from '../daemon/status-schema.js';
+import { readRecords, recordsPath } from '../daemon/records-file.js';
 import { stateWrittenAt } from '../state/state-check.js';
 import type { Intent, PassRecord, StateFile } from '../state/schema.js';
 import { ExitCode, CliError } from './exit.js';
@@ -45,6 +46,8 @@ const MAX_STATUS_BYTES = 64 * 1024 * 1024;
 interface StatusArgs extends GlobalArgs {
   url?: boolean | undefined;
   open?: boolean | undefined;
+  history?: boolean | undefined;
+  mapping?: string | undefined;
 }
 
 export const statusCommand: CommandModule<GlobalArgs, StatusArgs> = {
@@ -55,11 +58,14 @@ export const statusCommand: CommandModule<GlobalArgs, StatusArgs> = {
     hideOptions(y, ['base-url', 'org', 'token-file'])
       .option('url', { type: 'boolean', describe: 'print a link to the status page that signs the browser in (one use, one minute)' })
       .option('open', { type: 'boolean', describe: 'the same, and open it in the desktop\'s browser when there is one' })
+      .option('history', { type: 'boolean', describe: 'the last passes of each mapping (kind, start, duration, counts, first errors), kept across restarts' })
+      .option('mapping', { type: 'string', describe: 'with --history: only this mapping' })
+      .example('$0 status --config /etc/dssync/config.json --history --mapping docs', 'the last 50 passes of mapping docs')
       .example('$0 status --config /etc/dssync/config.json', 'asks the running daemon, or reads the state file')
       .example('$0 status --config config.json --json', 'the same for scripts')
       .example('sudo $0 status --config /etc/dssync/config.json --open', 'the status page, signed in') as unknown as Argv<StatusArgs>,
   handler: async (args) => {
-    process.exitCode = args.url || args.open ? await runStatusLink(args, args.open === true) : await runStatus(args);
+    process.exitCode = args.url || args.open ? await runStatusLink(args, args.open === true) : args.history ? await runHistory(args) : await runStatus(args);
   },
 };
 
@@ -239,7 +245,8 @@ export function needsAttention(m: { degraded?: boolean; lastPassOk?: boolean | u
 }
 
 function mappingNeedsAttention(m: MappingStatus): boolean {
-  return needsAttention({ degraded: m.phase === 'degraded' || m.degraded.length > 0, lastPassOk: m.lastPass?.ok });
+  // A file not mirrored (kept until it is, across passes) is attention too (issue 25.1).
+  return needsAttention({ degraded: m.phase === 'degraded' || m.degraded.length > 0, lastPassOk: m.lastPass?.ok }) || (m.problemsTotal ?? m.problems?.length ?? 0) > 0;
 }
 
 function stateNeedsAttention(m: StateMappingView): boolean {
@@ -492,8 +499,12 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
   const lists = [
     // Newest first: the list is kept oldest first.
     ...section('recent errors', [...m.recentErrors].reverse(), (e) => `${formatWhen(e.at, now)} ${e.path ? `${e.path}: ` : ''}${e.message}`, m.recentErrorsTotal),
-    ...section('skipped', m.skipped, (s) => `${s.path}: ${s.reason}`, m.skippedTotal),
-    ...section('not ingested (no chunks after the ingestion delay)', m.notIngested, (n) => `${n.path}: document ${n.documentId}, uploaded ${formatWhen(n.uploadedAt, now)}`, m.notIngestedTotal),
+    // Older daemons send only `skipped`.
+    ...(m.problems
+      ? section('not mirrored (kept until fixed)', m.problems, (p) => `${p.path}: ${p.kind}: ${p.reason} (since ${formatWhen(p.since, now)})`, m.problemsTotal)
+      : section('skipped', m.skipped, (s) => `${s.path}: ${s.reason}`, m.skippedTotal)),
+    ...section('excluded by a setting (not problems)', m.excluded ?? [], (e) => `${e.path}: ${e.reason}`, m.excludedTotal),
+    ...section('not ingested (no chunks after the ingestion delay)', m.problems ? [] : m.notIngested, (n) => `${n.path}: document ${n.documentId}, uploaded ${formatWhen(n.uploadedAt, now)}`, m.notIngestedTotal),
   ];
   return [`mapping ${m.id}: ${m.phase}`, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
 }
@@ -516,6 +527,67 @@ export function formatDaemonStatus(s: DaemonStatus, url: string, now: number): s
   if (s.mappings.length === 0) blocks.push('No mappings.');
   const attention = s.mappings.filter(mappingNeedsAttention).map((m) => m.id);
   blocks.push(attention.length ? `Needs attention: ${attention.join(', ')}.` : 'All mappings ok.');
+  return `${blocks.join('\n\n')}\n`;
+}
+
+// ---- --history ---------------------------------------------------------------------------
+
+export interface HistoryReport {
+  source: 'daemon' | 'records-file';
+  /** The daemon's address, or the records file read when no daemon of this config answered. */
+  from: string;
+  mappings: { id: string; history: PassRecordView[] }[];
+}
+
+/**
+ * `status --history`: the last passes of each mapping, from the running daemon, or from
+ * the records file beside the state when none answers (the daemon writes it after passes).
+ */
+export async function runHistory(args: StatusArgs, deps: StatusDeps = {}): Promise<number> {
+  const env = deps.env ?? process.env;
+  const out = deps.out ?? ((t: string) => void process.stdout.write(t));
+  const now = (deps.now ?? Date.now)();
+  const settings = loadSettings({ file: args.config, env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
+  const listen = settings.status.listen;
+  const probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen, readDaemonToken(settings).token);
+  let report: HistoryReport;
+  if (probe.kind === 'answered' && configMismatch(settings, probe.status) === undefined) {
+    report = { source: 'daemon', from: probe.url, mappings: probe.status.mappings.map((m) => ({ id: m.id, history: m.history ?? [] })) };
+  } else {
+    const file = recordsPath(settings.statePath);
+    const records = await readRecords(file);
+    report = { source: 'records-file', from: file, mappings: settings.mappings.map((m) => ({ id: m.id, history: records.get(m.id)?.history ?? [] })) };
+  }
+  if (args.mapping !== undefined) {
+    const known = report.mappings.map((m) => m.id);
+    if (!known.includes(args.mapping)) throw new CliError(`--mapping: no mapping "${args.mapping}" (the config has: ${known.join(', ') || 'none'})`, ExitCode.USAGE);
+    report = { ...report, mappings: report.mappings.filter((m) => m.id === args.mapping) };
+  }
+  out(args.json ? formatJson(report) : formatHistory(report, now));
+  return ExitCode.OK;
+}
+
+const HISTORY_COLUMNS = ['uploaded', 'replaced', 'renamed', 'deleted', 'skipped', 'failed'] as const;
+
+/** One table per mapping, oldest pass first; a pass's errors on the lines below it. Pure. */
+export function formatHistory(r: HistoryReport, now: number): string {
+  const blocks = [`Pass history from ${r.source === 'daemon' ? `the daemon at ${r.from}` : `the records file ${r.from} (no daemon of this config answered)`}:`];
+  for (const m of r.mappings) {
+    if (m.history.length === 0) {
+      blocks.push(`mapping ${m.id}: no passes recorded yet`);
+      continue;
+    }
+    const head = ['started', 'kind', 'took', 'result', ...HISTORY_COLUMNS];
+    const rows = m.history.map((p) => [formatWhen(p.startedAt, now), p.kind, formatDuration(p.durationMs).replace(/^0s$/, '<1s'), p.ok ? 'ok' : 'NOT OK', ...HISTORY_COLUMNS.map((k) => String(p[k]))]);
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)));
+    const line = (cells: string[]): string => `  ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ')}`.trimEnd();
+    const lines = [`mapping ${m.id}: last ${m.history.length} pass(es), oldest first`, line(head)];
+    m.history.forEach((p, i) => {
+      lines.push(line(rows[i] ?? []));
+      for (const e of [...(p.error ? [p.error] : []), ...p.errors]) lines.push(`      ${truncate(printable(e), 300)}`);
+    });
+    blocks.push(lines.join('\n'));
+  }
   return `${blocks.join('\n\n')}\n`;
 }
 

@@ -23,6 +23,7 @@ import { DaemonHistory } from './web/history.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { startWatchdog, watchdogSecondsFromEnv, type RunningWatchdog } from './watchdog.js';
 import { testBlockMainThread, testWallOffset } from '../test-hooks.js';
+import { RecordsFile, recordsPath, type MappingRecords } from './records-file.js';
 
 /**
  * How long a pass in progress may go on after SIGTERM before its requests are aborted. Short:
@@ -63,6 +64,9 @@ export class Daemon {
   private store!: StateStore;
   private client!: DatastoreClient;
   private readonly runners = new Map<string, { runner: MappingRunner; mapping: MappingConfig }>();
+  /** The problem lists and pass histories beside the state (records-file.ts). */
+  private recordsFile!: RecordsFile;
+  private loadedRecords = new Map<string, MappingRecords>();
   private server: RunningStatusServer | undefined;
   private readonly metrics: DaemonMetrics;
   /** Recent activity, problems and chart points for the status page (bounded). */
@@ -90,6 +94,9 @@ export class Daemon {
     d.config = requireMappings(o.loadConfig());
     d.store = await StateStore.open(d.config.statePath, { logger: o.logger, onCorrupt: 'reset', clock: d.clock });
     try {
+      // Read under the state's lock: no other daemon writes it meanwhile.
+      d.recordsFile = new RecordsFile(recordsPath(d.config.statePath), o.logger);
+      d.loadedRecords = await d.recordsFile.load();
       d.startWatchdog();
       d.client = d.newClient(d.config);
       if (d.config.status.listen) await d.startEndpoint(d.config.status.listen);
@@ -285,6 +292,7 @@ export class Daemon {
     await this.reloading.catch(() => undefined);
     if (this.reclaimTimer !== undefined) this.clock.clearTimeout(this.reclaimTimer);
     await Promise.all([...this.runners.values()].map((r) => r.runner.stop(STOP_GRACE_MS)));
+    await this.saveRecords();
     this.controller.abort();
     if (this.serverRetry !== undefined) this.clock.clearTimeout(this.serverRetry);
     await this.server?.close();
@@ -335,6 +343,11 @@ export class Daemon {
     });
   }
 
+  /** Each mapping's problem list and pass history, into `<statePath>.problems.json`. */
+  private saveRecords(): Promise<void> {
+    return this.recordsFile.save(() => new Map([...this.runners].map(([id, r]) => [id, r.runner.records()])));
+  }
+
   private startRunner(mapping: MappingConfig, index: number): void {
     const runner = new MappingRunner({
       config: this.config,
@@ -345,6 +358,8 @@ export class Daemon {
       logger: this.o.logger,
       clock: this.clock,
       retryBaseMs: this.o.retryBaseMs,
+      records: this.loadedRecords.get(mapping.id),
+      onRecordsChanged: () => void this.saveRecords(),
       events: {
         onOp: (id, e, lag) => {
           this.metrics.onOp(id, e, lag);

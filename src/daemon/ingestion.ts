@@ -57,6 +57,8 @@ export class IngestionChecker {
       clock: Clock;
       logger: Logger;
       signal?: AbortSignal;
+      /** A document found without chunks (the runner's problem list keeps it). */
+      onNotIngested?: (n: NotIngested) => void;
     },
   ) {}
 
@@ -126,7 +128,9 @@ export class IngestionChecker {
         try {
           const chunks = await this.o.api.listChunks(ds, due.documentId, { signal: this.o.signal });
           if (chunks.length === 0) {
-            this.failed.set(due.path, { path: due.path, documentId: due.documentId, uploadedAt: new Date(due.uploadedAt).toISOString() });
+            const n = { path: due.path, documentId: due.documentId, uploadedAt: new Date(due.uploadedAt).toISOString() };
+            this.failed.set(due.path, n);
+            this.o.onNotIngested?.(n);
             this.notIngestedCount++;
             if (this.notIngestedSince.length < SUMMARY_EXAMPLES) this.notIngestedSince.push(due.path);
             this.summarise();

@@ -15,6 +15,7 @@ import { disposition } from '../errors.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
+import type { FileFailure } from '../engine/executor.js';
 import { buildMirror } from './build-mirror.js';
 import { DataSourceMissingError, dataSourceGone } from '../engine/data-source.js';
 import { isApiError } from '../api/errors.js';
@@ -26,6 +27,9 @@ import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import { IngestionChecker } from './ingestion.js';
 import { PendingScope } from './pending-scope.js';
+import { ProblemList } from './problem-list.js';
+import { failedRecord, PassHistory, recordOfReport, type PassHistoryKind } from './pass-history.js';
+import type { MappingRecords } from './records-file.js';
 import type { MappingStatus, RecentError, RunnerPhase } from './status-schema.js';
 import { initialSchedule, retryDelayMs, step, type PassKind, type ScheduleAction, type ScheduleEvent, type ScheduleState } from './schedule.js';
 import type { Clock } from '../time/clock.js';
@@ -60,6 +64,10 @@ export interface MappingRunnerDeps {
   buildMirror?: typeof buildMirror | undefined;
   /** Reads the ignore file for the watcher's filter (the simulation's in-memory folder). */
   localFs?: LocalFs | undefined;
+  /** The problem list and pass history as the records file last had them (records-file.ts). */
+  records?: MappingRecords | undefined;
+  /** The problem list or the history changed: the daemon writes the records file. */
+  onRecordsChanged?: (() => void) | undefined;
 }
 
 const MAX_RECENT_ERRORS = 50;
@@ -96,7 +104,12 @@ export class MappingRunner {
   private lastPass: MappingStatus['lastPass'];
   private lastFullPassOkAt: string | undefined;
   private recentErrors: RecentError[] = [];
-  private skipped: { path: string; reason: string }[] = [];
+  /** Files not mirrored as they are, across passes and restarts (issue 25.1). */
+  private readonly problems: ProblemList;
+  /** The last passes (issue 25.7). */
+  private readonly passHistory: PassHistory;
+  /** What the next full pass is, for the history: the first one, a rescan, or another. */
+  private nextFullKind: PassHistoryKind = 'start';
   private announced = new Set<string>();
   /** First event time of each path in the pass running now, for the lag metric. */
   private lagStart = new Map<string, number>();
@@ -116,6 +129,8 @@ export class MappingRunner {
 
   constructor(private readonly d: MappingRunnerDeps) {
     this.log = d.logger.child({ mapping: d.mapping.id });
+    this.problems = ProblemList.from(d.records?.problems, () => d.clock.now());
+    this.passHistory = new PassHistory(d.records?.history);
     setMaxListeners(0, this.controller.signal);
     this.aggregator = new EventAggregator({
       quietMs: d.config.debounceMs,
@@ -132,6 +147,9 @@ export class MappingRunner {
         clock: d.clock,
         logger: this.log,
         signal: this.controller.signal,
+        onNotIngested: (n) => {
+          if (this.problems.notIngested(n.path, `not ingested: document ${n.documentId} had no chunks after the ingestion delay (uploaded ${n.uploadedAt})`)) this.d.onRecordsChanged?.();
+        },
       });
     }
   }
@@ -191,11 +209,29 @@ export class MappingRunner {
       // A monotonic deadline, shown on the wall clock as it reads now.
       nextRescanAt: this.nextRescanAt === undefined ? undefined : new Date(this.d.clock.now() + (this.nextRescanAt - this.d.clock.monotonic())).toISOString(),
       recentErrors: [...this.recentErrors],
-      skipped: [...this.skipped],
+      // The persistent lists (issue 25.1); `skipped` keeps its old shape for older readers.
+      ...this.problemStatus(),
       notIngested: this.ingestion?.notIngested() ?? [],
       watchedDirs: this.watcher?.watchedDirs() ?? 0,
       ...this.watchStatus(),
     };
+  }
+
+  private problemStatus(): Pick<MappingStatus, 'skipped' | 'problems' | 'problemsTotal' | 'excluded' | 'excludedTotal' | 'history'> {
+    const data = this.problems.data();
+    return {
+      skipped: [...data.problems.filter((p) => p.kind !== 'not-ingested'), ...data.excluded].map((p) => ({ path: p.path, reason: p.reason })),
+      problems: data.problems,
+      problemsTotal: this.problems.problemCount(),
+      excluded: data.excluded,
+      excludedTotal: this.problems.excludedCount(),
+      history: this.passHistory.list(),
+    };
+  }
+
+  /** What the records file keeps of this mapping. */
+  records(): MappingRecords {
+    return { problems: this.problems.data(), history: this.passHistory.list() };
   }
 
   /** The watcher's modes per mount and polling figures (issue 12), when it reports them. */
@@ -245,6 +281,7 @@ export class MappingRunner {
    * a back-off. Idempotent: asked twice before it starts, it is one pass.
    */
   requestRescan(): void {
+    if (this.nextFullKind !== 'start') this.nextFullKind = 'rescan';
     this.retryNow();
   }
 
@@ -414,7 +451,10 @@ export class MappingRunner {
     this.deadlineTimer = this.d.clock.setTimeout(() => {
       this.deadlineTimer = undefined;
       this.deadlineAt = undefined;
-      if (this.sched.rescanAt !== undefined && this.sched.rescanAt <= this.d.clock.monotonic()) this.log.info('periodic rescan');
+      if (this.sched.rescanAt !== undefined && this.sched.rescanAt <= this.d.clock.monotonic()) {
+        this.log.info('periodic rescan');
+        if (this.nextFullKind !== 'start') this.nextFullKind = 'rescan';
+      }
       this.dispatch({ type: 'tick' });
     }, Math.max(0, at - this.d.clock.monotonic()));
   }
@@ -423,6 +463,9 @@ export class MappingRunner {
     let finished: ScheduleEvent;
     /** What the pass may send: everything (a full pass) or its scope; undefined until it starts. */
     let sends: ChangeScope | 'everything' | undefined;
+    const startedAt = this.d.clock.now();
+    const label: PassHistoryKind = kind === 'full' ? this.nextFullKind : 'incremental';
+    if (kind === 'full') this.nextFullKind = 'full';
     try {
       const mirror = await this.ensureMirror();
       this.phase = 'syncing';
@@ -436,6 +479,7 @@ export class MappingRunner {
         kind === 'full'
           ? await mirror.fullPass({ signal: this.controller.signal })
           : await mirror.changedPass(scope, { signal: this.controller.signal });
+      this.record(label, report, sends === 'everything' ? undefined : sends);
       const lost = await this.dataSourceLost(kind, report.failures.some((f) => f.code === 'E_NOT_FOUND'));
       const after = this.afterPass(kind, report);
       finished = lost ?? after;
@@ -446,6 +490,10 @@ export class MappingRunner {
         return;
       }
       finished = (await this.dataSourceLost(kind, isApiError(e) && e.code === 'E_NOT_FOUND')) ?? this.onFailure(kind, e);
+      if (finished.type === 'passFinished' && finished.reason) {
+        this.passHistory.add(failedRecord(label, startedAt, this.d.clock.now(), finished.reason));
+        this.d.onRecordsChanged?.();
+      }
     } finally {
       // Also what was created while it ran, succeeded or not: its walk may have sent it.
       if (sends !== undefined) this.aggregator.passEnded();
@@ -549,7 +597,6 @@ export class MappingRunner {
       `${kind === 'full' ? 'full' : 'incremental'} pass done`,
     );
     this.lastPass = { ...report.counts, ok: report.ok, finishedAt: report.finishedAt, kind };
-    this.skipped = report.skipped;
     this.announceSkipped(kind, report.skipped);
     for (const f of report.failures) this.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}` });
     if (this.stopped) return { type: 'passFinished', kind, ok: report.ok };
@@ -579,6 +626,17 @@ export class MappingRunner {
     this.phase = this.degraded.size > 0 ? 'degraded' : 'watching';
     if (kind === 'full') this.lastFullPassOkAt = report.finishedAt;
     return { type: 'passFinished', kind, ok: true };
+  }
+
+  /**
+   * A finished pass into the problem list and the history: it clears only what it looked at
+   * (`scope`, or everything for a full pass), and the daemon writes the records file.
+   */
+  private record(label: PassHistoryKind, report: PassReport, scope: ChangeScope | undefined): void {
+    const refused = (f: FileFailure): boolean => disposition(f, 'file').kind === 'refusedForFile';
+    this.problems.onPass(report, scope, refused);
+    this.passHistory.add(recordOfReport(label, report));
+    this.d.onRecordsChanged?.();
   }
 
   private onFailure(kind: PassKind, e: unknown, blockedKind?: string): ScheduleEvent {
@@ -623,6 +681,8 @@ export class MappingRunner {
   private onOp(e: OpEvent): void {
     if (e.outcome === 'done' && e.documentId && (e.kind === 'upload' || e.kind === 'replace')) this.ingestion?.track(e.path, e.documentId);
     if (e.outcome === 'done' && e.kind === 'delete') this.ingestion?.forget(e.path);
+    // Sent, renamed, adopted or deleted: the file and its document agree again.
+    if (e.outcome === 'done' && this.problems.mirrored(e.path)) this.d.onRecordsChanged?.();
     const start = this.lagStart.get(e.path);
     const lag = e.outcome === 'done' && start !== undefined ? this.d.clock.monotonic() - start : undefined;
     if (e.outcome === 'failed' || e.outcome === 'rejected') {

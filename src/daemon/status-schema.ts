@@ -50,6 +50,37 @@ export const LastPassSchema = PassCountsSchema.extend({
 
 export const SkippedFileSchema = z.object({ path: z.string(), reason: z.string() });
 
+/** A file not mirrored as it is (issue 25.1, docs/status.md "Problems"). */
+export const ProblemSchema = z.object({
+  path: z.string(),
+  kind: z.enum(['too-large', 'skipped', 'unreadable', 'refused', 'failed', 'not-ingested', 'conflict']),
+  reason: z.string(),
+  /** First seen not mirrored (kept across passes and restarts). */
+  since: isoTime,
+});
+
+/** A file left out by a setting (a link leading outside the folder, a FIFO): named, not a problem. */
+export const ExclusionSchema = z.object({ path: z.string(), reason: z.string(), since: isoTime });
+
+/** One finished pass (issue 25.7, `dssync status --history`). */
+export const PassRecordSchema = z.object({
+  kind: z.enum(['start', 'full', 'incremental', 'rescan']),
+  startedAt: isoTime,
+  durationMs: z.number().nonnegative(),
+  ok: z.boolean(),
+  uploaded: count,
+  replaced: count,
+  renamed: count,
+  deleted: count,
+  skipped: count,
+  failed: count,
+  /** Why the pass stopped or failed as a whole. */
+  error: z.string().optional(),
+  /** The first few files' errors. */
+  errors: z.array(z.string()),
+});
+export type PassRecordView = z.infer<typeof PassRecordSchema>;
+
 export const NotIngestedSchema = z.object({
   path: z.string(),
   documentId: z.string(),
@@ -151,7 +182,20 @@ export const MappingStatusSchema = z.object({
   currentPass: z.object({ kind: z.enum(['full', 'changes']), startedAt: isoTime, done: count }).optional(),
   /** Newest last; bounded by the runner. */
   recentErrors: z.array(RecentErrorSchema),
+  /** Every file not mirrored, excluded ones too, as {path, reason} (older readers; see problems and excluded). */
   skipped: z.array(SkippedFileSchema),
+  /**
+   * Files not mirrored as they are, kept until each is mirrored or gone (across incremental
+   * passes and restarts). Not empty: the mapping is not in sync.
+   */
+  problems: z.array(ProblemSchema).optional(),
+  /** Problems in all, including those past the list's bound (1,000). */
+  problemsTotal: count.optional(),
+  /** Files left out by a setting: shown apart, they do not make a mapping out of sync. */
+  excluded: z.array(ExclusionSchema).optional(),
+  excludedTotal: count.optional(),
+  /** The last passes, oldest first (at most 50). */
+  history: z.array(PassRecordSchema).optional(),
   /** Uploaded documents that had no chunks after the ingestion delay. */
   notIngested: z.array(NotIngestedSchema),
   /** The lists' full lengths: /status carries the first 100 of each, /status/problems the rest. */

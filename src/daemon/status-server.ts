@@ -118,9 +118,13 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
       const s = o.status();
       // Reasons can name files: only for a caller who may read /status.
       const reasons = s.mappings.flatMap((m) => m.degraded.map((r) => (trusted ? `${m.id}: ${r}` : `${m.id}: degraded`)));
-      const body = JSON.stringify({ status: reasons.length ? 'degraded' : 'ok', reasons });
-      // Degraded still answers 200: the process is alive and serving the other mappings;
-      // monitors read `status`. 503 only while shutting down.
+      // Files not mirrored (a too-large PDF, an unreadable file): counted, never named here.
+      const problems = Object.fromEntries(s.mappings.filter((m) => (m.problemsTotal ?? 0) > 0).map((m) => [m.id, m.problemsTotal]));
+      const status = reasons.length ? 'degraded' : Object.keys(problems).length ? 'problems' : 'ok';
+      const body = JSON.stringify(status === 'ok' ? { status, reasons } : { status, reasons, problems });
+      // Degraded or with problems, it still answers 200: the process is alive and serving;
+      // a restart would not mirror a too-large file. Monitors read `status` (and `problems`,
+      // the files not mirrored per mapping). 503 only while shutting down.
       send(s.stopping ? 503 : 200, 'application/json', `${body}\n`);
       return;
     }

@@ -171,13 +171,16 @@ export function toScanResult(walk: WalkResult, maxFileBytes: number): ScanResult
   };
 }
 
+/** How the reason of a file over maxFileBytes begins (the daemon lists it as a problem). */
+export const TOO_LARGE_REASON = 'excluded: larger than maxFileBytes';
+
 /** Skip reasons that are exclusions by setting, not problems to fix. */
 const EXCLUDED = new Set<SkippedEntry['reason']>(['too-large', 'symlink-outside-root', 'not-a-regular-file']);
 
 function skipReasonText(s: SkippedEntry, maxFileBytes: number): string | undefined {
   switch (s.reason) {
     case 'too-large':
-      return `excluded: larger than maxFileBytes (${s.size ?? '?'} > ${maxFileBytes} bytes); raise maxFileBytes to mirror it`;
+      return `${TOO_LARGE_REASON} (${s.size ?? '?'} > ${maxFileBytes} bytes); raise maxFileBytes to mirror it`;
     case 'symlink-outside-root':
       return 'excluded: a symbolic link leading outside the mapped folder (never followed)';
     case 'not-a-regular-file':

@@ -94,6 +94,7 @@ function follow() {
     state.status = JSON.parse(e.data);
     renderMappings();
     renderProblems();
+    renderPassHistory();
     renderHeader();
   });
   es.addEventListener('activity', (e) => {
@@ -177,8 +178,13 @@ function tone(m) {
   if (m.currentPass) return ['busy', m.currentPass.kind === 'full' && !m.lastFullPassOkAt ? 'first pass' : m.currentPass.kind === 'full' ? 'full pass' : 'syncing changes'];
   if (m.phase === 'syncing') return ['busy', 'syncing'];
   if (m.phase === 'stopped') return ['warn', 'stopped'];
-  if (m.lastPass && !m.lastPass.ok) return ['warn', m.watchMode === 'poll' ? 'polling · attention' : 'watching · attention'];
+  if ((m.lastPass && !m.lastPass.ok) || problemCount(m) > 0) return ['warn', m.watchMode === 'poll' ? 'polling · attention' : 'watching · attention'];
   return ['ok', m.watchMode === 'poll' || m.watchMode === 'polling' ? 'polling' : 'watching'];
+}
+
+/** Files not mirrored, kept until fixed (an older daemon sends only the last pass's skipped list). */
+function problemCount(m) {
+  return m.problems ? (m.problemsTotal ?? m.problems.length) : 0;
 }
 
 function passLine(p) {
@@ -254,11 +260,14 @@ function renderHeader() {
   const s = state.status;
   if (!s) return;
   const bad = s.mappings.filter((m) => m.phase === 'degraded' || m.degraded.length);
-  const attention = s.mappings.filter((m) => !bad.includes(m) && m.lastPass && !m.lastPass.ok);
+  const attention = s.mappings.filter((m) => !bad.includes(m) && ((m.lastPass && !m.lastPass.ok) || problemCount(m) > 0));
   const busy = s.mappings.filter((m) => m.currentPass || m.phase === 'syncing' || m.phase === 'starting');
   const el = $('summary');
   if (bad.length) [el.className, el.textContent] = ['summary bad', `${bad.length} of ${s.mappings.length} mapping(s) degraded: ${bad.map((m) => m.id).join(', ')}`];
-  else if (attention.length) [el.className, el.textContent] = ['summary warn', `${attention.length} mapping(s) need attention (see problems): ${attention.map((m) => m.id).join(', ')}`];
+  else if (attention.length) {
+    const files = attention.reduce((n, m) => n + problemCount(m), 0);
+    [el.className, el.textContent] = ['summary warn', `${attention.length} mapping(s) need attention (see problems${files ? `: ${num(files)} file(s) not mirrored` : ''}): ${attention.map((m) => m.id).join(', ')}`];
+  }
   else if (busy.length) [el.className, el.textContent] = ['summary', `syncing ${busy.map((m) => m.id).join(', ')}`];
   else [el.className, el.textContent] = ['summary ok', `all ${s.mappings.length} mapping(s) in sync`];
   $('daemon-line').textContent = `${s.version} · pid ${s.pid} · up ${duration(Date.now() - Date.parse(s.startedAt))}`;
@@ -303,17 +312,56 @@ function renderProblems() {
       p.message ? h('div', {}, p.message) : undefined,
       h('div', { class: 'next' }, `next: ${p.next}`)));
   }
-  const skipped = s ? s.mappings.flatMap((m) => m.skipped.map((x) => ({ m: m.id, ...x }))) : [];
+  // Files not mirrored, kept until each is mirrored or gone (issue 25.1); excluded ones apart.
+  const listed = s ? s.mappings.flatMap((m) => (m.problems || []).map((x) => ({ m: m.id, ...x }))) : [];
+  const listedTotal = s ? s.mappings.reduce((n, m) => n + problemCount(m), 0) : 0;
+  if (listed.length) parts.push(h('h3', { class: 'sub', id: 'not-mirrored' }, `Not mirrored (${num(listedTotal)})`));
+  for (const x of listed.slice(0, 50)) parts.push(h('div', { class: 'problem', 'data-kind': x.kind }, h('span', { class: 'what' }, `${x.m} · ${x.kind}`), ' ', h('span', { class: 'path' }, x.path), h('div', { class: 'next' }, `${x.reason} · since ${when(x.since)}`)));
+  if (listedTotal > 50) parts.push(h('div', { class: 'muted' }, `… and ${num(listedTotal - 50)} more (dssync status, or /status/problems?mapping=ID&list=problems&offset=N)`));
+  const excluded = s ? s.mappings.flatMap((m) => (m.excluded || []).map((x) => ({ m: m.id, ...x }))) : [];
+  if (excluded.length) parts.push(h('h3', { class: 'sub' }, `Excluded by a setting (${num(s.mappings.reduce((n, m) => n + (m.excludedTotal ?? (m.excluded || []).length), 0))}, not problems)`));
+  for (const x of excluded.slice(0, 20)) parts.push(h('div', { class: 'problem muted' }, h('span', { class: 'what' }, x.m), ' ', h('span', { class: 'path' }, x.path), h('div', { class: 'next' }, x.reason)));
+  // An older daemon: the last pass's skipped files and the not-ingested list, as before.
+  const skipped = s ? s.mappings.filter((m) => !m.problems).flatMap((m) => m.skipped.map((x) => ({ m: m.id, ...x }))) : [];
   // /status carries the first 100 per mapping; the totals say how many there are (the rest: /status/problems).
-  const skippedTotal = s ? s.mappings.reduce((n, m) => n + (m.skippedTotal ?? m.skipped.length), 0) : 0;
+  const skippedTotal = s ? s.mappings.filter((m) => !m.problems).reduce((n, m) => n + (m.skippedTotal ?? m.skipped.length), 0) : 0;
   if (skipped.length) parts.push(h('h3', { class: 'sub' }, `Skipped files (${num(skippedTotal)})`));
   for (const x of skipped.slice(0, 50)) parts.push(h('div', { class: 'problem' }, h('span', { class: 'what' }, x.m), ' ', h('span', { class: 'path' }, x.path), h('div', { class: 'next' }, x.reason)));
   if (skippedTotal > 50) parts.push(h('div', { class: 'muted' }, `… and ${num(skippedTotal - 50)} more (dssync status, or /status/problems?mapping=ID&offset=N)`));
-  const ni = s ? s.mappings.flatMap((m) => m.notIngested.map((x) => ({ m: m.id, ...x }))) : [];
+  const ni = s ? s.mappings.filter((m) => !m.problems).flatMap((m) => m.notIngested.map((x) => ({ m: m.id, ...x }))) : [];
   if (ni.length) parts.push(h('h3', { class: 'sub' }, `Not ingested by the service (${ni.length})`));
   for (const x of ni.slice(0, 50)) parts.push(h('div', { class: 'problem' }, h('span', { class: 'what' }, x.m), ' ', h('span', { class: 'path' }, x.path), h('div', { class: 'next' }, `document ${x.documentId}, uploaded ${when(x.uploadedAt)}: no chunks after the ingestion delay`)));
   if (!parts.length) parts.push(h('p', { class: 'muted empty' }, 'No problems.'));
   box.replaceChildren(...parts);
+}
+
+const HISTORY_COUNTS = ['uploaded', 'replaced', 'renamed', 'deleted', 'skipped', 'failed'];
+
+/** The last passes of each mapping, newest first: one table per mapping (issue 25.7). */
+function renderPassHistory() {
+  const s = state.status;
+  if (!s) return;
+  const parts = [];
+  for (const m of s.mappings) {
+    const passes = [...(m.history || [])].reverse();
+    parts.push(h('h3', { class: 'sub' }, `${m.id} · last ${passes.length} pass(es)`));
+    if (!passes.length) {
+      parts.push(h('p', { class: 'muted' }, 'No passes recorded yet.'));
+      continue;
+    }
+    parts.push(h('div', { class: 'scroll' }, h('table', { class: 'grid pass-history', 'data-mapping': m.id },
+      h('thead', {}, h('tr', {}, h('th', {}, 'started'), h('th', {}, 'kind'), h('th', { class: 'num' }, 'took'), h('th', {}, 'result'), HISTORY_COUNTS.map((k) => h('th', { class: 'num opt' }, k)), h('th', {}, 'first errors'))),
+      h('tbody', {}, passes.map((p) => h('tr', { class: p.ok ? undefined : 'not-ok' },
+        h('td', { class: 'time', title: p.startedAt }, when(p.startedAt)),
+        h('td', {}, p.kind),
+        h('td', { class: 'num' }, ms(p.durationMs)),
+        h('td', { class: p.ok ? 'r-done' : 'r-failed' }, p.ok ? 'ok' : 'not ok'),
+        HISTORY_COUNTS.map((k) => h('td', { class: 'num opt' }, num(p[k]))),
+        h('td', { class: 'path' }, [p.error, ...p.errors].filter(Boolean).join(' · ')),
+      ))),
+    )));
+  }
+  $('pass-history').replaceChildren(...parts);
 }
 
 // ---- charts (uPlot, vendored) ---------------------------------------------------------
@@ -353,6 +401,7 @@ function renderAll() {
   renderMappings();
   renderActivity();
   renderProblems();
+  renderPassHistory();
   renderCharts();
 }
 

@@ -9,7 +9,7 @@ import type { DaemonStatus, MappingStatus } from '../status-schema.js';
 export const STATUS_LIST_LIMIT = 100;
 export const PAGE_LIMIT_MAX = 1000;
 
-const LISTS = ['skipped', 'notIngested', 'recentErrors'] as const;
+const LISTS = ['skipped', 'notIngested', 'recentErrors', 'problems', 'excluded'] as const;
 export type ProblemList = (typeof LISTS)[number];
 
 /** The status with each mapping's lists cut to `limit`, and their lengths in `<list>Total`. */
@@ -23,6 +23,9 @@ function boundMapping(m: MappingStatus, limit: number): MappingStatus {
   out.recentErrors = m.recentErrors.slice(-limit);
   out.skipped = m.skipped.slice(0, limit);
   out.notIngested = m.notIngested.slice(0, limit);
+  // problemsTotal/excludedTotal are the runner's (they count past the list's own bound too).
+  if (m.problems) out.problems = m.problems.slice(0, limit);
+  if (m.excluded) out.excluded = m.excluded.slice(0, limit);
   return out;
 }
 
@@ -39,7 +42,7 @@ export function problemsPage(s: DaemonStatus, query: URLSearchParams): PageAnswe
   if (limit === undefined || limit < 1 || limit > PAGE_LIMIT_MAX) return { ok: false, status: 400, error: `limit must be a whole number from 1 to ${PAGE_LIMIT_MAX}` };
   const m = s.mappings.find((x) => x.id === mapping);
   if (!m) return { ok: false, status: 404, error: `no mapping "${mapping}" (give ?mapping=ID)` };
-  const items: unknown[] = m[list];
+  const items: unknown[] = m[list] ?? [];
   return { ok: true, body: { mapping, list, offset, total: items.length, items: items.slice(offset, offset + limit) } };
 }
 

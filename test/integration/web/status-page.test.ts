@@ -131,6 +131,20 @@ describe('the status page in a real browser', () => {
     expect(await problems.innerText()).toMatch(/until the file changes/);
   });
 
+  it('keeps the refused file under "Not mirrored" with its kind and since when, and shows a pass-history table per mapping (issue 25.1, 25.7)', async () => {
+    const problems = page.locator('#problems');
+    await expect.poll(() => problems.innerText(), { timeout: 15_000 }).toMatch(/Not mirrored \(1\)/);
+    const entry = page.locator('#problems .problem[data-kind="refused"]');
+    expect(await entry.innerText()).toMatch(/policies · refused[\s\S]*floor-plan\.dwg[\s\S]*since/);
+    expect(await page.locator('#summary').innerText()).toContain('1 file(s) not mirrored');
+    for (const id of ['handbook', 'policies']) {
+      const table = page.locator(`#pass-history table[data-mapping="${id}"]`);
+      await expect.poll(() => table.locator('tbody tr').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+      expect(await table.innerText()).toMatch(/start/);
+    }
+    expect(await page.locator('#pass-history table[data-mapping="policies"]').innerText()).toMatch(/incremental/);
+  });
+
   it('"rescan now" runs a full pass', async () => {
     const before = (await daemon.status()).mappings.find((m) => m.id === 'handbook')!.lastPass!.finishedAt;
     await page.locator('.card[data-mapping="handbook"] button[data-action="rescan"]').click();

@@ -1,0 +1,132 @@
+/**
+ * The daemon's records beside the state: each mapping's problem list (problem-list.ts) and
+ * pass history (pass-history.ts), in `<statePath>.problems.json` (docs/status.md, "The
+ * records file"). Written atomically (state/atomic-file.ts, owner-only) after the passes
+ * that change them, at most one write at a time and the latest content wins; read once at
+ * start. It holds paths, reasons and counts, never a secret (errors are scrubbed).
+ *
+ * It is a convenience, not the state: a missing, unreadable or malformed file is logged and
+ * the daemon starts with empty records; the next full pass finds the problems again.
+ */
+import { z } from 'zod';
+import { nodeStateFs, readIfExists, writeFileAtomic, type StateFs } from '../state/atomic-file.js';
+import type { Logger } from '../log.js';
+import type { ProblemListData } from './problem-list.js';
+import type { PassRecord } from './pass-history.js';
+
+export interface MappingRecords {
+  problems: ProblemListData;
+  history: PassRecord[];
+}
+
+const count = z.number().int().nonnegative();
+const ProblemSchema = z.object({
+  path: z.string(),
+  kind: z.enum(['too-large', 'skipped', 'unreadable', 'refused', 'failed', 'not-ingested', 'conflict']),
+  reason: z.string(),
+  since: z.string(),
+});
+const PassRecordSchema = z.object({
+  kind: z.enum(['start', 'full', 'incremental', 'rescan']),
+  startedAt: z.string(),
+  durationMs: z.number().nonnegative(),
+  ok: z.boolean(),
+  uploaded: count,
+  replaced: count,
+  renamed: count,
+  deleted: count,
+  skipped: count,
+  failed: count,
+  error: z.string().optional(),
+  errors: z.array(z.string()),
+});
+const RecordsFileSchema = z.object({
+  version: z.literal(1),
+  mappings: z.record(
+    z.string(),
+    z.object({
+      problems: z.object({
+        problems: z.array(ProblemSchema),
+        excluded: z.array(z.object({ path: z.string(), reason: z.string(), since: z.string() })),
+        problemsOver: count,
+        excludedOver: count,
+      }),
+      history: z.array(PassRecordSchema),
+    }),
+  ),
+});
+
+/** Where the records of a state file live. */
+export function recordsPath(statePath: string): string {
+  return `${statePath}.problems.json`;
+}
+
+/** The records in `text`, or why they cannot be used (the first field that does not fit). */
+export function parseRecords(text: string): { ok: true; records: Map<string, MappingRecords> } | { ok: false; reason: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, reason: `not JSON (${e instanceof Error ? e.message : String(e)})` };
+  }
+  const r = RecordsFileSchema.safeParse(parsed);
+  if (r.success) return { ok: true, records: new Map(Object.entries(r.data.mappings)) };
+  const issue = r.error.issues[0];
+  return { ok: false, reason: `${issue && issue.path.length > 0 ? issue.path.join('.') : 'the file'}: ${issue?.message ?? 'malformed'}` };
+}
+
+/** For readers without the lock (`dssync status --history`): the records, or none when absent or malformed. */
+export async function readRecords(path: string, fs: StateFs = nodeStateFs): Promise<Map<string, MappingRecords>> {
+  const text = await readIfExists(fs, path).catch(() => undefined);
+  if (text === undefined) return new Map();
+  const r = parseRecords(text);
+  return r.ok ? r.records : new Map();
+}
+
+export class RecordsFile {
+  private writing: Promise<void> = Promise.resolve();
+  private dirty = false;
+
+  constructor(
+    readonly path: string,
+    private readonly logger: Logger,
+    private readonly fs: StateFs = nodeStateFs,
+  ) {}
+
+  /** The records as last written, by mapping id; empty when none could be read (logged). */
+  async load(): Promise<Map<string, MappingRecords>> {
+    let text: string | undefined;
+    try {
+      text = await readIfExists(this.fs, this.path);
+    } catch (e) {
+      this.logger.warn({ file: this.path, err: e instanceof Error ? e.message : String(e) }, 'the records file (problems, pass history) cannot be read: starting with empty records');
+      return new Map();
+    }
+    if (text === undefined) return new Map();
+    const r = parseRecords(text);
+    if (!r.ok) {
+      this.logger.warn({ file: this.path, reason: r.reason }, 'the records file (problems, pass history) is malformed: starting with empty records; the next full pass finds the problems again');
+      return new Map();
+    }
+    return r.records;
+  }
+
+  /**
+   * Writes `content()` as it is when the write starts; asked again while a write runs, one
+   * more write follows with the latest content (never two at once, never an older one last).
+   */
+  save(content: () => Map<string, MappingRecords>): Promise<void> {
+    if (this.dirty) return this.writing;
+    this.dirty = true;
+    this.writing = this.writing.then(async () => {
+      this.dirty = false;
+      const body = JSON.stringify({ version: 1, mappings: Object.fromEntries(content()) });
+      try {
+        await writeFileAtomic(this.fs, this.path, [Buffer.from(`${body}\n`)]);
+      } catch (e) {
+        this.logger.warn({ file: this.path, err: e instanceof Error ? e.message : String(e) }, 'the records file (problems, pass history) could not be written; the lists are kept in memory');
+      }
+    });
+    return this.writing;
+  }
+}
