@@ -7,15 +7,14 @@ import tseslint from 'typescript-eslint';
  * import from (relative imports only; every import in src/ is relative).
  */
 const layers = {
-  engine: ['local', 'daemon', 'cli', 'emulator', 'auth'],
-  local: ['daemon', 'cli', 'emulator', 'state'],
-  api: ['engine', 'local', 'state', 'daemon', 'cli', 'emulator'],
-  auth: ['engine', 'local', 'state', 'daemon', 'cli', 'emulator'],
-  config: ['api', 'auth', 'engine', 'local', 'state', 'daemon', 'cli', 'emulator'],
-  state: ['api', 'auth', 'engine', 'local', 'daemon', 'cli', 'emulator'],
-  daemon: ['cli', 'emulator'],
-  emulator: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli'],
-  time: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli', 'emulator'],
+  engine: ['local', 'daemon', 'cli', 'auth'],
+  local: ['daemon', 'cli', 'state'],
+  api: ['engine', 'local', 'state', 'daemon', 'cli'],
+  auth: ['engine', 'local', 'state', 'daemon', 'cli'],
+  config: ['api', 'auth', 'engine', 'local', 'state', 'daemon', 'cli'],
+  state: ['api', 'auth', 'engine', 'local', 'daemon', 'cli'],
+  daemon: ['cli'],
+  time: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli'],
 };
 /**
  * Allowed exceptions. The client's upload streams each file from the descriptor that
@@ -41,8 +40,40 @@ const layerRules = Object.entries(layers).map(([folder, banned]) => ({
   },
 }));
 
+/**
+ * The two packages (CONTRIBUTING.md, "Packages"). The daemon's src/ reaches the emulator only
+ * by a dynamic import in src/cli/emulator-package.ts (type imports are erased, so they are
+ * allowed); the emulator imports nothing of the daemon, by path or by name: it stands alone
+ * like the real service.
+ */
+const emulatorMessage = 'the dssync package must not depend on the emulator at run time: load it with loadEmulator() from src/cli/emulator-package.ts (CONTRIBUTING.md, "Packages")';
+const standAloneMessage = 'packages/emulator must not import the daemon (CONTRIBUTING.md, "Packages"): it stands alone like the real service';
+const packageRules = [
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: '@dssync/emulator', allowTypeImports: true, message: emulatorMessage }],
+          patterns: [{ group: ['**/packages/**'], message: emulatorMessage }],
+        },
+      ],
+    },
+  },
+  ...[
+    ['packages/emulator/src/*.ts', '../**'],
+    ['packages/emulator/src/*/**/*.ts', '../../**'],
+  ].map(([files, outside]) => ({
+    files: [files],
+    rules: {
+      'no-restricted-imports': ['error', { paths: [{ name: 'dssync', message: standAloneMessage }], patterns: [{ group: [outside, 'dssync/*'], message: standAloneMessage }] }],
+    },
+  })),
+];
+
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bench/results/**', 'release/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'packages/*/dist/**', 'coverage/**', 'bench/results/**', 'release/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -66,4 +97,5 @@ export default tseslint.config(
     },
   },
   ...layerRules,
+  ...packageRules,
 );

@@ -2,7 +2,7 @@
 // it directly, and copy the status page's files (and uPlot's browser build, vendored: the page
 // loads nothing from elsewhere) next to the compiled web module.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,10 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'dist/src/cli/main.js');
 if (existsSync(bin)) chmodSync(bin, 0o755);
+
+// The emulator is its own package now (packages/emulator, built into its own dist/): a
+// dist/src/emulator left by a build from before the split would otherwise be released.
+rmSync(join(root, 'dist/src/emulator'), { recursive: true, force: true });
 
 const src = join(root, 'src/daemon/web');
 const out = join(root, 'dist/src/daemon/web');

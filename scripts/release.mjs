@@ -3,7 +3,9 @@
 // 1. Builds dist/ (what the tests ran) and writes the version and commit into it.
 // 2. Lays the package out in release/package/: the files package.json names, the manifest
 //    without `prepare` (it runs `npm run build`, which needs typescript, a dev dependency
-//    absent from an installed package: the tarball ships dist/ built), and
+//    absent from an installed package: the tarball ships dist/ built) and without
+//    `workspaces` (the emulator, packages/emulator, is not released: issue 27.1; the lock is
+//    pruned to what the daemon package reaches, so its closure stays out too), and
 //    npm-shrinkwrap.json made from package-lock.json by `npm shrinkwrap`, so that
 //    `npm install -g ./dssync-X.Y.Z.tgz` installs exactly the production versions the tests
 //    ran (a global install ignores package-lock.json and the root's `overrides`, and
@@ -36,10 +38,12 @@ for (const f of [...pkg.files, 'README.md', 'CHANGELOG.md', 'LICENSE']) {
 // The installed package builds nothing and runs no development script.
 delete pkg.scripts.prepare;
 pkg.scripts = { demo: pkg.scripts.demo };
+// The daemon package only: the emulator workspace and what only it needs stay behind.
+delete pkg.workspaces;
 // npm pack (npm 10+) leaves npm-shrinkwrap.json out unless `files` names it.
 pkg.files = [...pkg.files, 'npm-shrinkwrap.json'];
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
-cpSync(join(root, 'package-lock.json'), join(stage, 'package-lock.json'));
+writeFileSync(join(stage, 'package-lock.json'), `${JSON.stringify(daemonOnlyLock(JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'))), null, 2)}\n`);
 // npm shrinkwrap: package-lock.json becomes npm-shrinkwrap.json, the lock a package ships.
 run(npm, ['shrinkwrap', '--ignore-scripts'], stage);
 if (!existsSync(join(stage, 'npm-shrinkwrap.json'))) throw new Error('npm shrinkwrap wrote no npm-shrinkwrap.json');
@@ -51,6 +55,41 @@ if (!existsSync(join(stage, 'npm-shrinkwrap.json'))) throw new Error('npm shrink
 run(npm, ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', ...(process.argv.includes('--offline') ? ['--offline'] : [])], stage);
 pkg.bundleDependencies = true;
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+
+/**
+ * The lock without the workspaces: only the packages the root package reaches (its
+ * dependencies of every kind, followed as Node resolves them: the nearest node_modules up
+ * the tree), so `npm ci` in the stage installs neither the emulator nor its closure
+ * (fastify, mammoth, pdfjs-dist and pdfjs-dist's native canvas). Versions are not touched.
+ */
+function daemonOnlyLock(lock) {
+  if (lock.lockfileVersion < 2 || !lock.packages) throw new Error('package-lock.json must be lockfileVersion 2 or 3');
+  const packages = lock.packages;
+  const rootEntry = { ...packages[''] };
+  delete rootEntry.workspaces;
+  const kept = new Set(['']);
+  const queue = [''];
+  const resolve = (from, name) => {
+    for (let at = from; ; at = at.includes('/node_modules/') ? at.slice(0, at.lastIndexOf('/node_modules/')) : '') {
+      const key = at === '' ? `node_modules/${name}` : `${at}/node_modules/${name}`;
+      if (packages[key]) return key;
+      if (at === '') return undefined;
+    }
+  };
+  while (queue.length > 0) {
+    const at = queue.shift();
+    const entry = at === '' ? rootEntry : packages[at];
+    const deps = { ...entry.dependencies, ...entry.devDependencies, ...entry.optionalDependencies, ...entry.peerDependencies };
+    for (const name of Object.keys(deps)) {
+      const key = resolve(at, name);
+      if (key === undefined || kept.has(key)) continue;
+      if (packages[key].link) throw new Error(`the daemon package depends on the workspace ${name}: it must not (issue 27.1)`);
+      kept.add(key);
+      queue.push(key);
+    }
+  }
+  return { ...lock, packages: Object.fromEntries(Object.entries(packages).filter(([k]) => kept.has(k)).map(([k, v]) => [k, k === '' ? rootEntry : v])) };
+}
 
 const tgz = join(out, `${pkg.name}-${pkg.version}.tgz`);
 rmSync(tgz, { force: true });

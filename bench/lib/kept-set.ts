@@ -23,8 +23,8 @@ import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:f
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
-import type { RunningEmulator } from '../../src/emulator/index.js';
-import type { StoreSnapshot } from '../../src/emulator/store.js';
+import type { RunningEmulator } from '@dssync/emulator';
+import type { StoreSnapshot } from '@dssync/emulator';
 import type { TreeSpec } from './tree.js';
 
 const MARKER = 'kept-set.json';

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startEmulator, type FaultOptions, type RunningEmulator } from '../../src/emulator/index.js';
+import { startEmulator, type FaultOptions, type RunningEmulator } from '@dssync/emulator';
 import { ORG, TOKEN } from './dssync.js';
 import { mapLimit } from './util.js';
 

@@ -5,7 +5,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { RunningEmulator } from '../../src/emulator/index.js';
+import type { RunningEmulator } from '@dssync/emulator';
 import type { BenchContext } from '../lib/context.js';
 import { runSync, writeConfig } from '../lib/dssync.js';
 import { naiveMirror } from '../lib/naive.js';

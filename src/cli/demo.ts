@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argv, CommandModule } from 'yargs';
+import { loadEmulator } from './emulator-package.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { untilStopSignal } from './signals.js';
 import { loginLink } from './status.js';
@@ -35,7 +36,7 @@ const SAMPLES = fileURLToPath(new URL('../../../demo/samples/', import.meta.url)
 
 async function runDemo(folderArg: string | undefined): Promise<number> {
   const [{ startEmulator }, { Daemon }, { loadConfig }, { createLogger }] = await Promise.all([
-    import('../emulator/index.js'),
+    loadEmulator('demo'),
     import('../daemon/daemon.js'),
     import('../config/load.js'),
     import('../log.js'),

@@ -4,8 +4,8 @@
  * exits 0 after SIGTERM/SIGINT once in-flight requests are done and --data-dir is saved.
  */
 import type { Argv, CommandModule } from 'yargs';
-import type { EmulatorOptions, FaultOptions, RunningEmulator } from '../emulator/index.js';
-import { NAME_REWRITES, type NameRewrite } from '../emulator/options.js';
+import type { EmulatorOptions, FaultOptions, NameRewrite, RunningEmulator } from '@dssync/emulator';
+import { loadEmulator } from './emulator-package.js';
 import { CliError, usageError } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { untilStopSignal } from './signals.js';
@@ -30,6 +30,15 @@ export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
   tokenTtl?: unknown;
   orgHeader?: string;
 }
+
+/**
+ * The emulator's name rewrites, repeated here on purpose (four words): the CLI validates
+ * and documents --rewrite-names without loading the emulator, and the daemon package has no
+ * run-time dependency on it. The two checks below fail to compile if either list changes alone.
+ */
+const NAME_REWRITES = ['quoted', 'basename', 'trim', 'nfd'] as const satisfies readonly NameRewrite[];
+type SameAs<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _sameRewrites: SameAs<(typeof NAME_REWRITES)[number], NameRewrite> = true;
 
 /**
  * Numeric options are declared without a type: yargs does not validate numbers ('abc' ->
@@ -97,7 +106,7 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, env: NodeJS.ProcessE
   const seed = numberOption(args.seed, 'seed', { min: 0, max: 2 ** 32 - 1, integer: true });
   if (seed !== undefined) faults.seed = seed;
   if (args.rewriteNames !== undefined) {
-    if (!NAME_REWRITES.includes(args.rewriteNames as NameRewrite)) throw usageError(`--rewrite-names must be one of ${NAME_REWRITES.join(', ')}, got ${JSON.stringify(args.rewriteNames)}`);
+    if (!(NAME_REWRITES as readonly string[]).includes(args.rewriteNames)) throw usageError(`--rewrite-names must be one of ${NAME_REWRITES.join(', ')}, got ${JSON.stringify(args.rewriteNames)}`);
     faults.rewriteNames = args.rewriteNames as NameRewrite;
   }
   if (args.ignoreRename) faults.ignoreRename = true;
@@ -132,9 +141,9 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
       .example('$0 emulator --rate-limit-rps 20 --error-rate 0.05 --seed 1', 'A rate-limited, slightly flaky service') as unknown as Argv<EmulatorArgs>,
   handler: async (args) => {
     const options = emulatorOptionsFromArgs(args);
-    // Loaded here, not at the top: fastify and the PDF/DOCX extractors are heavy, and every
-    // other command would pay for them at start-up.
-    const [{ startEmulator }, { createLogger }, { pino }] = await Promise.all([import('../emulator/index.js'), import('../log.js'), import('pino')]);
+    // Loaded here, not at the top: the emulator is its own package (absent from an installed
+    // release, which says how to get it), and fastify and the PDF/DOCX extractors are heavy.
+    const [{ startEmulator }, { createLogger }, { pino }] = await Promise.all([loadEmulator('emulator'), import('../log.js'), import('pino')]);
     // Logs (internal errors only) go to stderr: stdout carries the one "listening on" line.
     options.logger = createLogger({ level: 'warn', name: 'dssync-emulator', destination: pino.destination({ fd: 2, sync: true }) });
     const stopped = untilStopSignal();

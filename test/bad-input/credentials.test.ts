@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireBuiltBinary, runCli } from '../integration/cli/run-cli.js';
-import { TOKEN_PATH } from '../../src/emulator/routes/oidc.js';
+import { TOKEN_PATH } from '@dssync/emulator';
 import { createWorld, TOKEN, variantConfig, type World } from './world.js';
 
 let world: World;

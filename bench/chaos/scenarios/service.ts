@@ -4,7 +4,7 @@
  * injected by the emulator while the daemon mirrors a folder that keeps changing. Each
  * case reports whether it converged, the duplicates, the retries and the time to converge.
  */
-import type { FaultOptions } from '../../../src/emulator/index.js';
+import type { FaultOptions } from '@dssync/emulator';
 import { Churn } from '../churn.js';
 import type { DaemonProcess } from '../daemon.js';
 import { OutageProxy } from '../proxy.js';

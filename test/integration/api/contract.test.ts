@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { DatastoreClient, type DatastoreClientOptions } from '../../../src/api/client.js';
 import { ApiError } from '../../../src/api/errors.js';
 import { Pacer } from '../../../src/api/pacer.js';
-import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
+import { startEmulator, type RunningEmulator } from '@dssync/emulator';
 import { rejectionOf } from '../../helpers/rejection.js';
 import { fixedToken } from '../../../src/auth/provider.js';
 import { QUEUE } from '../../helpers/queue-defaults.js';

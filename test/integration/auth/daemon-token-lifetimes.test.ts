@@ -7,7 +7,7 @@ import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOKEN_PATH } from '../../../src/emulator/routes/oidc.js';
+import { TOKEN_PATH } from '@dssync/emulator';
 import { checkFolderConvergence, type Workspace } from '../../helpers/mirror-check.js';
 import { daemonWorkspace, startDaemon, waitConverged, type DaemonProcess } from '../daemon/daemon-process.js';
 

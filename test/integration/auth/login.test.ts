@@ -8,8 +8,8 @@ import { existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
-import { TOKEN_PATH } from '../../../src/emulator/routes/oidc.js';
+import { startEmulator, type RunningEmulator } from '@dssync/emulator';
+import { TOKEN_PATH } from '@dssync/emulator';
 import { BIN, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 
 let emu: RunningEmulator;

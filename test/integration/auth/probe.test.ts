@@ -7,8 +7,8 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
-import { TOKEN_PATH } from '../../../src/emulator/routes/oidc.js';
+import { startEmulator, type RunningEmulator } from '@dssync/emulator';
+import { TOKEN_PATH } from '@dssync/emulator';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dssync-probe-'));

@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator } from '../../../src/emulator/index.js';
+import { startEmulator } from '@dssync/emulator';
 import { jsonOf, requireBuiltBinary, runCli, type CliResult } from './run-cli.js';
 
 type Emulator = Awaited<ReturnType<typeof startEmulator>>;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
+import { startEmulator, type RunningEmulator } from '@dssync/emulator';
 import { call, createDataSource, fixtureBlob, form, walk } from './client.js';
 
 const DS = '/datastore/v1/data-sources';

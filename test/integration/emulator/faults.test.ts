@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startEmulator } from '../../../src/emulator/index.js';
+import { startEmulator } from '@dssync/emulator';
 import { call, createDataSource, form } from './client.js';
 
 const DS = '/datastore/v1/data-sources';

@@ -5,7 +5,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
+import { startEmulator, type RunningEmulator } from '@dssync/emulator';
 
 const TOKEN = 'isolation-token-7Qx';
 const DS = '/datastore/v1/data-sources';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load.js';
-import { startEmulator } from '../../../src/emulator/index.js';
+import { startEmulator } from '@dssync/emulator';
 import { createLogger } from '../../../src/log.js';
 import { StateStore } from '../../../src/state/store.js';
 import { BIN, requireBuiltBinary, runCli } from '../cli/run-cli.js';

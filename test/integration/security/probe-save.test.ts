@@ -8,7 +8,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
+import { startEmulator, type RunningEmulator } from '@dssync/emulator';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dssync-probe-save-'));

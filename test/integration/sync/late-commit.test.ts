@@ -8,7 +8,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { NameRewrite } from '../../../src/emulator/options.js';
+import type { NameRewrite } from '@dssync/emulator';
 import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
 

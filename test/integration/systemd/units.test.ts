@@ -14,7 +14,7 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CREDENTIAL_NAMES } from '../../../src/config/connection.js';
-import { startEmulator } from '../../../src/emulator/index.js';
+import { startEmulator } from '@dssync/emulator';
 import { BIN } from '../cli/run-cli.js';
 
 const SYSTEMD_DIR = fileURLToPath(new URL('../../../systemd/', import.meta.url));

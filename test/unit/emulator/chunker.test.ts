@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chunkText, extractChunks, MAX_CHUNK_CHARS } from '../../../src/emulator/chunker.js';
-import { htmlToText, odtXmlToText, rtfToText } from '../../../src/emulator/text-formats.js';
+import { chunkText, extractChunks, MAX_CHUNK_CHARS } from '../../../packages/emulator/src/chunker.js';
+import { htmlToText, odtXmlToText, rtfToText } from '../../../packages/emulator/src/text-formats.js';
 
 describe('chunkText', () => {
   it('packs whole paragraphs into chunks of at most the limit, never empty', () => {

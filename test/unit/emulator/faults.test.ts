@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FaultInjector, type FaultDecision } from '../../../src/emulator/faults.js';
-import { SlidingWindowLimiter } from '../../../src/emulator/rate-limiter.js';
+import { FaultInjector, type FaultDecision } from '../../../packages/emulator/src/faults.js';
+import { SlidingWindowLimiter } from '../../../packages/emulator/src/rate-limiter.js';
 
 describe('SlidingWindowLimiter', () => {
   it('accepts rps requests in any one-second window and says how long until the oldest leaves it', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OrderedIndex } from '../../../src/emulator/ordered-index.js';
+import { OrderedIndex } from '../../../packages/emulator/src/ordered-index.js';
 
 interface Item {
   id: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, encodeCursor, listBodyBytes, parseListQuery, toListBody } from '../../../src/emulator/paging.js';
+import { decodeCursor, encodeCursor, listBodyBytes, parseListQuery, toListBody } from '../../../packages/emulator/src/paging.js';
 
 describe('list paging parameters', () => {
   it('round-trips cursors and rejects anything it did not hand out', () => {

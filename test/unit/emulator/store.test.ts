@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryStore, type NewDocument } from '../../../src/emulator/store.js';
+import { MemoryStore, type NewDocument } from '../../../packages/emulator/src/store.js';
 
 const file = (name: string, chunkTexts = ['text of ' + name]): NewDocument => ({
   name,

@@ -3,9 +3,9 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { detectFileType, extensionOf } from '../../../src/emulator/file-types.js';
-import { documentNameFromPart } from '../../../src/emulator/filename.js';
-import { SPOOL_MEMORY_BYTES, spoolPart } from '../../../src/emulator/spool.js';
+import { detectFileType, extensionOf } from '../../../packages/emulator/src/file-types.js';
+import { documentNameFromPart } from '../../../packages/emulator/src/filename.js';
+import { SPOOL_MEMORY_BYTES, spoolPart } from '../../../packages/emulator/src/spool.js';
 
 describe('file types', () => {
   it('goes by extension, case-insensitively, then by content type for names without a known extension', () => {
