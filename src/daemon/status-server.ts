@@ -133,7 +133,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
       const status = reasons.length ? 'degraded' : Object.keys(problems).length ? 'problems' : 'ok';
       // Paused by the operator is not unhealthy: named (ids only) beside whatever the status is.
       const paused = s.mappings.filter((m) => m.paused).map((m) => m.id);
-      const body = JSON.stringify({ status, reasons, ...(status === 'ok' ? {} : { problems }), ...(paused.length ? { paused } : {}) });
+      const body = JSON.stringify({ status, reasons, ...(Object.keys(problems).length ? { problems } : {}), ...(paused.length ? { paused } : {}) });
       // Degraded or with problems, it still answers 200: the process is alive and serving;
       // a restart would not mirror a too-large file. Monitors read `status` (and `problems`,
       // the files not mirrored per mapping). 503 only while shutting down.
