@@ -15,6 +15,7 @@ import { runCommand } from './run.js';
 import { statusCommand } from './status.js';
 import { syncCommand } from './sync.js';
 import { adoptCommand, identityCommand } from './identity.js';
+import { confirmDeleteCommand, pauseCommand, resumeCommand } from './daemon-actions.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const commandModules: CommandModule<any, any>[] = [
@@ -28,6 +29,9 @@ export const commandModules: CommandModule<any, any>[] = [
   identityCommand,
   runCommand,
   statusCommand,
+  pauseCommand,
+  resumeCommand,
+  confirmDeleteCommand,
   configCommand,
   authCommand,
   probeCommand,

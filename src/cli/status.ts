@@ -48,6 +48,7 @@ interface StatusArgs extends GlobalArgs {
   open?: boolean | undefined;
   history?: boolean | undefined;
   mapping?: string | undefined;
+  pendingDeletes?: boolean | undefined;
 }
 
 export const statusCommand: CommandModule<GlobalArgs, StatusArgs> = {
@@ -59,13 +60,16 @@ export const statusCommand: CommandModule<GlobalArgs, StatusArgs> = {
       .option('url', { type: 'boolean', describe: 'print a link to the status page that signs the browser in (one use, one minute)' })
       .option('open', { type: 'boolean', describe: 'the same, and open it in the desktop\'s browser when there is one' })
       .option('history', { type: 'boolean', describe: 'the last passes of each mapping (kind, start, duration, counts, first errors), kept across restarts' })
-      .option('mapping', { type: 'string', describe: 'with --history: only this mapping' })
+      .option('mapping', { type: 'string', describe: 'with --history or --pending-deletes: only this mapping' })
+      .option('pending-deletes', { type: 'boolean', describe: 'what the deletions stopped by the mass-delete guard would remove (ask the running daemon); confirm with dssync confirm-delete' })
+      .example('$0 status --config /etc/dssync/config.json --mapping docs --pending-deletes', 'the documents a mass delete waiting for confirmation would remove')
       .example('$0 status --config /etc/dssync/config.json --history --mapping docs', 'the last 50 passes of mapping docs')
       .example('$0 status --config /etc/dssync/config.json', 'asks the running daemon, or reads the state file')
       .example('$0 status --config config.json --json', 'the same for scripts')
       .example('sudo $0 status --config /etc/dssync/config.json --open', 'the status page, signed in') as unknown as Argv<StatusArgs>,
   handler: async (args) => {
-    process.exitCode = args.url || args.open ? await runStatusLink(args, args.open === true) : args.history ? await runHistory(args) : await runStatus(args);
+    process.exitCode =
+      args.url || args.open ? await runStatusLink(args, args.open === true) : args.history ? await runHistory(args) : args.pendingDeletes ? await runPendingDeletes(args) : await runStatus(args);
   },
 };
 
@@ -252,6 +256,40 @@ function mappingNeedsAttention(m: MappingStatus): boolean {
 function stateNeedsAttention(m: StateMappingView): boolean {
   return m.inConfig && needsAttention({ lastPassOk: m.lastPass?.ok });
 }
+
+// ---- the deletions waiting for a decision ----------------------------------------------
+
+/**
+ * `--pending-deletes`: per mapping (or the one of `--mapping`), what the pass stopped by the
+ * mass-delete guard would delete. Asks the running daemon (only it holds the decision).
+ * Exit 0 when listed, also when nothing waits.
+ */
+export async function runPendingDeletes(args: StatusArgs, out: (t: string) => void = (t) => void process.stdout.write(t)): Promise<number> {
+  const { connectDaemon, mappingOf } = await import('./daemon-actions.js');
+  const settings = loadSettings({ file: args.config, env: process.env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
+  const d = await connectDaemon(settings, 'Without a daemon nothing waits: dssync sync --dry-run shows what a pass would delete.');
+  const mappings = args.mapping === undefined ? d.status.mappings : [mappingOf(d.status, args.mapping)];
+  if (args.json) {
+    out(formatJson({ source: 'daemon', url: d.url, mappings: mappings.map((m) => ({ id: m.id, pendingDeletes: m.pendingDeletes ?? null })) }));
+    return ExitCode.OK;
+  }
+  const blocks = mappings.map((m) => {
+    const p = m.pendingDeletes;
+    if (!p) return `mapping ${printable(m.id)}: no deletions waiting for a decision`;
+    const more = p.total - p.paths.length;
+    return [
+      `mapping ${printable(m.id)}: ${p.total} document(s) would be deleted (${p.confirmed ? 'confirmed: the next pass deletes them' : `waiting since ${formatWhen(p.since, now())}`})`,
+      `  ${printable(p.message)}`,
+      ...p.paths.map((x) => `  - ${printable(x)}`),
+      ...(more > 0 ? [`  … and ${more} more`] : []),
+      ...(p.confirmed ? [] : [`  confirm: dssync confirm-delete --mapping ${m.id}; or put the files back (the wait ends by itself)`]),
+    ].join('\n');
+  });
+  out(`${blocks.join('\n\n')}\n`);
+  return ExitCode.OK;
+}
+
+const now = (): number => Date.now();
 
 // ---- a link to the page ---------------------------------------------------------------
 
@@ -481,7 +519,15 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
     ['data source', m.dataSourceId ?? '(not resolved yet)'],
   ];
   if (m.dataSourceNotice) pairs.push(['data source note', m.dataSourceNotice]);
+  if (m.paused) pairs.push(['paused', `since ${formatWhen(m.paused.since, now)}: no request for this mapping; dssync resume --mapping ${m.id}`]);
   if (m.degraded.length) pairs.push(['degraded', m.degraded.join('\n')]);
+  if (m.pendingDeletes) {
+    const p = m.pendingDeletes;
+    pairs.push([
+      'pending deletes',
+      `${p.total} document(s) ${p.confirmed ? 'confirmed, deleted by the next pass' : `waiting for your decision since ${formatWhen(p.since, now)}: dssync status --mapping ${m.id} --pending-deletes lists them, dssync confirm-delete --mapping ${m.id} confirms`}`,
+    ]);
+  }
   pairs.push(['files tracked', String(m.filesTracked)], ['pending', `${m.pending} path(s) waiting for the next pass`]);
   const lp = m.lastPass;
   if (lp) {
@@ -526,7 +572,9 @@ export function formatDaemonStatus(s: DaemonStatus, url: string, now: number): s
   const blocks = [head.join('\n'), ...s.mappings.map((m) => daemonMappingLines(m, now))];
   if (s.mappings.length === 0) blocks.push('No mappings.');
   const attention = s.mappings.filter(mappingNeedsAttention).map((m) => m.id);
-  blocks.push(attention.length ? `Needs attention: ${attention.join(', ')}.` : 'All mappings ok.');
+  const paused = s.mappings.filter((m) => m.paused).map((m) => m.id);
+  const pausedNote = paused.length ? ` Paused: ${paused.join(', ')}.` : '';
+  blocks.push(attention.length ? `Needs attention: ${attention.join(', ')}.${pausedNote}` : `All mappings ok.${pausedNote}`);
   return `${blocks.join('\n\n')}\n`;
 }
 

@@ -146,6 +146,9 @@ export class Daemon {
               return r !== undefined;
             },
             retry: (id) => this.runners.get(id)?.runner.retryFailed(),
+            pause: (id) => this.runners.get(id)?.runner.pause(),
+            resume: (id) => this.runners.get(id)?.runner.resume(),
+            confirmDelete: (id, digest) => this.runners.get(id)?.runner.confirmDeletes(digest),
           },
           access: { actions: this.config.status.actions, token, allowedHosts: this.config.status.allowedHosts },
           fdLimit: this.o.fdLimit,

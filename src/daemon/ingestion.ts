@@ -42,6 +42,8 @@ export class IngestionChecker {
   private timer: unknown;
   private busy = false;
   private stopped = false;
+  /** A paused mapping makes no request: checks wait (their queue is kept) until resume. */
+  private paused = false;
   /** What the next summary line tells. */
   private dropped = 0;
   private notIngestedSince: string[] = [];
@@ -95,6 +97,19 @@ export class IngestionChecker {
     return this.queue.size;
   }
 
+  /** No check while paused; the one in flight finishes. */
+  pause(): void {
+    this.paused = true;
+    if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Checks resume; those due meanwhile run at once. */
+  resume(): void {
+    this.paused = false;
+    this.schedule();
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer);
@@ -109,7 +124,7 @@ export class IngestionChecker {
   }
 
   private schedule(): void {
-    if (this.stopped || this.busy || this.timer !== undefined) return;
+    if (this.stopped || this.paused || this.busy || this.timer !== undefined) return;
     const next = this.next();
     if (!next) return;
     this.timer = this.o.clock.setTimeout(() => {
@@ -121,7 +136,7 @@ export class IngestionChecker {
   private async checkDue(): Promise<void> {
     this.busy = true;
     try {
-      for (let due = this.next(); !this.stopped && due && due.dueAt <= this.o.clock.monotonic(); due = this.next()) {
+      for (let due = this.next(); !this.stopped && !this.paused && due && due.dueAt <= this.o.clock.monotonic(); due = this.next()) {
         this.queue.delete(due.path);
         const ds = this.o.dataSourceId();
         if (!ds) continue;

@@ -27,6 +27,7 @@ import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import { IngestionChecker } from './ingestion.js';
 import { PendingScope } from './pending-scope.js';
+import { DeleteDecision, type ConfirmResult } from './delete-decision.js';
 import { ProblemList } from './problem-list.js';
 import { failedRecord, PassHistory, recordOfReport, type PassHistoryKind } from './pass-history.js';
 import type { MappingRecords } from './records-file.js';
@@ -126,6 +127,10 @@ export class MappingRunner {
   private recheckDataSource = false;
   /** The mapping stopped on a configuration problem (its data source by id is gone) until a reload. */
   private halted = false;
+  /** Paused by the operator since then (wall clock, ISO): no pass, no ingestion check (issue 25.6). */
+  private pausedSince: string | undefined;
+  /** A pass stopped by the mass-delete guard waiting for the operator's decision (issue 25.5). */
+  private readonly deletes = new DeleteDecision();
 
   constructor(private readonly d: MappingRunnerDeps) {
     this.log = d.logger.child({ mapping: d.mapping.id });
@@ -138,7 +143,8 @@ export class MappingRunner {
       syncedSize: (p) => d.state.mapping(d.mapping.id)?.files.get(p)?.size,
       tracked: (p) => d.state.mapping(d.mapping.id)?.files.has(p) === true,
     });
-    this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs });
+    this.pausedSince = d.records?.paused?.since;
+    this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs }, { paused: this.pausedSince !== undefined });
     if (d.config.ingestionCheck.enabled) {
       this.ingestion = new IngestionChecker({
         api: d.api,
@@ -151,6 +157,7 @@ export class MappingRunner {
           if (this.problems.notIngested(n.path, `not ingested: document ${n.documentId} had no chunks after the ingestion delay (uploaded ${n.uploadedAt})`)) this.d.onRecordsChanged?.();
         },
       });
+      if (this.pausedSince !== undefined) this.ingestion.pause();
     }
   }
 
@@ -159,6 +166,8 @@ export class MappingRunner {
   }
 
   start(): void {
+    // The watcher runs while paused: it makes no request, and the pending count shows the changes noted.
+    if (this.pausedSince !== undefined) this.log.info({ since: this.pausedSince }, 'mapping paused (dssync resume starts it): no request for it until then');
     // Watch first, then the first full pass: a change made while that pass scans is then an
     // event. Started together, a change after the scan passed its folder and before the
     // watcher was ready was seen by neither (until the next rescan). A watcher that fails
@@ -200,7 +209,7 @@ export class MappingRunner {
       path: this.d.mapping.path,
       dataSourceId: this.mirror?.dataSourceId ?? this.d.mapping.dataSourceId,
       dataSourceNotice: this.dataSourceNotice,
-      phase: this.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : this.phase,
+      phase: this.pausedSince !== undefined && this.running === undefined && !this.stopped ? 'paused' : this.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : this.phase,
       degraded: [...this.degraded.values(), ...watchProblems],
       filesTracked: tracked,
       pending: this.aggregator.pendingCount() + this.pending.size + this.settling.size,
@@ -214,6 +223,8 @@ export class MappingRunner {
       notIngested: this.ingestion?.notIngested() ?? [],
       watchedDirs: this.watcher?.watchedDirs() ?? 0,
       ...this.watchStatus(),
+      ...(this.pausedSince !== undefined ? { paused: { since: this.pausedSince } } : {}),
+      ...(this.deletes.isWaiting ? { pendingDeletes: this.deletes.view() } : {}),
     };
   }
 
@@ -231,7 +242,7 @@ export class MappingRunner {
 
   /** What the records file keeps of this mapping. */
   records(): MappingRecords {
-    return { problems: this.problems.data(), history: this.passHistory.list() };
+    return { problems: this.problems.data(), history: this.passHistory.list(), ...(this.pausedSince !== undefined ? { paused: { since: this.pausedSince } } : {}) };
   }
 
   /** The watcher's modes per mount and polling figures (issue 12), when it reports them. */
@@ -263,7 +274,7 @@ export class MappingRunner {
       this.halted = false;
       this.degraded.delete('config');
       this.log.info('reloaded: the stopped mapping starts again');
-      this.sched = initialSchedule(this.sched.config);
+      this.sched = initialSchedule(this.sched.config, { paused: this.pausedSince !== undefined });
       this.dispatch({ type: 'started' });
       return;
     }
@@ -295,6 +306,44 @@ export class MappingRunner {
     for (const path of rejected) this.d.state.clearRejected(this.d.mapping.id, path);
     this.retryNow();
     return rejected.length;
+  }
+
+  /**
+   * `dssync pause` (or the page): no new pass, no ingestion check, no timer; the pass in
+   * progress finishes. The watcher keeps noting changes; resume's full pass sends them.
+   * Kept in the records file: a restart starts it paused. False when it already was.
+   */
+  pause(): boolean {
+    if (this.pausedSince !== undefined) return false;
+    this.pausedSince = new Date(this.d.clock.now()).toISOString();
+    this.ingestion?.pause();
+    this.dispatch({ type: 'pause' });
+    this.log.info('mapping paused: no request for it until dssync resume');
+    this.d.onRecordsChanged?.();
+    return true;
+  }
+
+  /** `dssync resume`: a full pass at once sends what changed while paused. False when it was not paused. */
+  resume(): boolean {
+    if (this.pausedSince === undefined) return false;
+    this.pausedSince = undefined;
+    this.ingestion?.resume();
+    this.log.info('mapping resumed: full pass');
+    this.dispatch({ type: 'resume' });
+    this.d.onRecordsChanged?.();
+    return true;
+  }
+
+  /**
+   * `dssync confirm-delete` (or the page): the deletions the guard stopped, named by their
+   * digest as shown, may be carried out by the next pass (a full pass now), and no more.
+   */
+  confirmDeletes(digest?: string | undefined): ConfirmResult {
+    const r = this.deletes.confirm(digest);
+    if (!r.ok) return r;
+    this.log.warn({ deletes: r.total }, 'mass delete confirmed by the operator: the next pass may delete these documents');
+    if (this.pausedSince === undefined) this.dispatch({ type: 'deletesConfirmed' });
+    return r;
   }
 
   // ---- watching -------------------------------------------------------------------
@@ -477,7 +526,7 @@ export class MappingRunner {
       this.lagStart = firstEventAt;
       const report =
         kind === 'full'
-          ? await mirror.fullPass({ signal: this.controller.signal })
+          ? await mirror.fullPass({ signal: this.controller.signal, confirmedDeletes: this.deletes.confirmedDeletes() })
           : await mirror.changedPass(scope, { signal: this.controller.signal });
       this.record(label, report, sends === 'everything' ? undefined : sends);
       const lost = await this.dataSourceLost(kind, report.failures.some((f) => f.code === 'E_NOT_FOUND'));
@@ -600,7 +649,9 @@ export class MappingRunner {
     this.announceSkipped(kind, report.skipped);
     for (const f of report.failures) this.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}` });
     if (this.stopped) return { type: 'passFinished', kind, ok: report.ok };
+    if (report.blocked?.confirmable) return this.awaitDecision(kind, report.blocked);
     if (report.blocked) return this.onFailure(kind, new Error(report.blocked.message), report.blocked.kind);
+    if (this.deletes.passed()) this.log.info('no longer waiting for a mass-delete decision: the pass went ahead');
     // What the files' failures mean is decided in one place (errors.ts): a file the service
     // refused waits until it changes, a lost answer waits for the listing that settles it;
     // anything else is a failure to retry after a back-off.
@@ -637,6 +688,22 @@ export class MappingRunner {
     this.problems.onPass(report, scope, refused);
     this.passHistory.add(recordOfReport(label, report));
     this.d.onRecordsChanged?.();
+  }
+
+  /**
+   * The mass-delete guard stopped the pass: the mapping waits for the operator (no retry, no
+   * rescan: each would list every document again to be stopped the same way). Told once
+   * per set of deletions; a change in the folder or the confirmation runs the next pass.
+   */
+  private awaitDecision(kind: PassKind, blocked: NonNullable<PassReport['blocked']>): ScheduleEvent {
+    const message = scrub(blocked.message);
+    const reason = `waiting for your decision: ${message}`;
+    if (this.deletes.blocked(blocked.deletedPaths ?? [], message, new Date(this.d.clock.now()).toISOString())) {
+      this.remember({ message: reason });
+      this.log.error({ kind: blocked.kind, deletes: blocked.deletes }, `mass delete stopped; waiting for the operator (dssync confirm-delete --mapping ${this.id}), no retry meanwhile`);
+    }
+    this.setDegraded('pass', reason);
+    return { type: 'passFinished', kind, ok: false, awaitDecision: true };
   }
 
   private onFailure(kind: PassKind, e: unknown, blockedKind?: string): ScheduleEvent {

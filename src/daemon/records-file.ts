@@ -1,6 +1,6 @@
 /**
- * The daemon's records beside the state: each mapping's problem list (problem-list.ts) and
- * pass history (pass-history.ts), in `<statePath>.problems.json` (docs/status.md, "The
+ * The daemon's records beside the state: each mapping's problem list (problem-list.ts),
+ * pass history (pass-history.ts) and whether the operator paused it, in `<statePath>.problems.json` (docs/status.md, "The
  * records file"). Written atomically (state/atomic-file.ts, owner-only) after the passes
  * that change them, at most one write at a time and the latest content wins; read once at
  * start. It holds paths, reasons and counts, never a secret (errors are scrubbed).
@@ -17,6 +17,8 @@ import type { PassRecord } from './pass-history.js';
 export interface MappingRecords {
   problems: ProblemListData;
   history: PassRecord[];
+  /** Paused by the operator since then (`dssync pause`): the mapping starts paused. */
+  paused?: { since: string } | undefined;
 }
 
 const count = z.number().int().nonnegative();
@@ -52,6 +54,7 @@ const RecordsFileSchema = z.object({
         excludedOver: count,
       }),
       history: z.array(PassRecordSchema),
+      paused: z.object({ since: z.string() }).optional(),
     }),
   ),
 });

@@ -11,7 +11,13 @@
  * - changes seen during a pass or during a back-off wait; after a back-off the retry's full
  *   pass covers them (a failing pass is not retried in a loop);
  * - a failed pass backs off exponentially (`retryDelayMs`); a refused file is not a failure;
- * - `rescanIntervalMs: 0` means a full pass at start (and on demand) only: no periodic rescan.
+ * - `rescanIntervalMs: 0` means a full pass at start (and on demand) only: no periodic rescan;
+ * - a paused mapping starts no pass and arms no timer (the pass in progress finishes);
+ *   resuming runs a full pass, which sends whatever changed meanwhile;
+ * - a pass stopped by the mass-delete guard waits for the operator's decision: no retry and
+ *   no periodic rescan (each would list every document again), only a change in the folder
+ *   (a full pass: the files may be back) or the confirmation (a full pass that may delete
+ *   what was shown) runs the next pass.
  */
 import { backoffCeiling, spread } from '../time/backoff.js';
 
@@ -46,14 +52,21 @@ export interface ScheduleState {
   readonly failures: number;
   readonly retryAt: number | undefined;
   readonly rescanAt: number | undefined;
+  /** Paused by the operator (`dssync pause`): no pass starts. */
+  readonly paused: boolean;
+  /** A pass was stopped by the mass-delete guard: waiting for the operator's decision. */
+  readonly awaitingDecision: boolean;
 }
 
 export type ScheduleEvent =
   | { type: 'started' }
   /** The aggregator released a batch; `rescan` when the watcher lost events. */
   | { type: 'batchReady'; rescan?: boolean | undefined }
-  /** `failed`: the data source is behind the folder and a full pass after a back-off settles it. */
-  | { type: 'passFinished'; kind: PassKind; ok: boolean; reason?: string | undefined }
+  /**
+   * `failed`: the data source is behind the folder and a full pass after a back-off settles it.
+   * `awaitDecision`: the mass-delete guard stopped it; no retry until a decision or a change.
+   */
+  | { type: 'passFinished'; kind: PassKind; ok: boolean; reason?: string | undefined; awaitDecision?: boolean | undefined }
   /** The timer at `nextDeadline` fired (rescan or retry, whichever is due). */
   | { type: 'tick' }
   | { type: 'rescanDue' }
@@ -61,6 +74,11 @@ export type ScheduleEvent =
   | { type: 'fullPassRequested'; now?: boolean | undefined }
   /** SIGHUP: the settings as read again (maybe unchanged); a full pass follows at once. */
   | { type: 'configChanged'; config: ScheduleConfig }
+  | { type: 'pause' }
+  /** Resumed: a full pass sends what changed while paused. */
+  | { type: 'resume' }
+  /** The operator confirmed the deletions shown: a full pass now. */
+  | { type: 'deletesConfirmed' }
   | { type: 'stop' };
 
 export type ScheduleAction =
@@ -78,8 +96,10 @@ export interface Step {
   nextDeadline: number | undefined;
 }
 
-export function initialSchedule(config: ScheduleConfig): ScheduleState {
+export function initialSchedule(config: ScheduleConfig, opts: { paused?: boolean | undefined } = {}): ScheduleState {
   return {
+    paused: opts.paused === true,
+    awaitingDecision: false,
     config,
     started: false,
     stopped: false,
@@ -106,7 +126,17 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
       n = { ...n, started: true };
       break;
     case 'batchReady':
-      n = e.rescan ? { ...n, fullWanted: true } : { ...n, changesWaiting: true };
+      // Waiting for a decision, a change is looked at by a full pass: the files may be back.
+      n = e.rescan || n.awaitingDecision ? { ...n, fullWanted: true } : { ...n, changesWaiting: true };
+      break;
+    case 'pause':
+      n = { ...n, paused: true, retryAt: undefined, rescanAt: undefined };
+      break;
+    case 'resume':
+      if (n.paused) n = { ...n, paused: false, fullWanted: true, retryAt: undefined };
+      break;
+    case 'deletesConfirmed':
+      n = { ...n, fullWanted: true, retryAt: undefined };
       break;
     case 'fullPassRequested':
       n = { ...n, fullWanted: true, retryAt: e.now ? undefined : n.retryAt };
@@ -116,7 +146,8 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
       break;
     case 'tick':
       if (n.retryAt !== undefined && n.retryAt <= now) n = { ...n, retryAt: undefined, fullWanted: true };
-      if (n.rescanAt !== undefined && n.rescanAt <= now) n = { ...n, rescanAt: undefined, fullWanted: true };
+      // Waiting for a decision, the periodic rescan would only list everything again.
+      if (n.rescanAt !== undefined && n.rescanAt <= now) n = { ...n, rescanAt: undefined, fullWanted: n.fullWanted || !n.awaitingDecision };
       break;
     case 'configChanged': {
       // A reload (SIGHUP), the settings changed or not: the ignore files are read again and a
@@ -132,8 +163,12 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
     case 'stop':
       return { state: { ...n, stopped: true, retryAt: undefined, rescanAt: undefined }, actions, nextDeadline: undefined };
     case 'passFinished': {
-      n = { ...n, running: undefined };
-      if (!e.ok) {
+      n = { ...n, running: undefined, awaitingDecision: e.awaitDecision === true };
+      if (e.awaitDecision) {
+        // Not a failure to retry: the same listing would be stopped the same way. Changes
+        // seen meanwhile are looked at by a full pass (the files may be back).
+        n = { ...n, retryAt: undefined, rescanAt: undefined, fullWanted: n.fullWanted || n.changesWaiting, changesWaiting: false };
+      } else if (!e.ok) {
         const failures = n.failures + 1;
         const at = now + retryDelayMs(failures, random, n.config.retryBaseMs);
         n = { ...n, failures, retryAt: at };
@@ -151,7 +186,7 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
     }
   }
   // Start the next pass if nothing runs and no back-off holds it.
-  if (n.started && n.running === undefined && n.retryAt === undefined) {
+  if (n.started && !n.paused && n.running === undefined && n.retryAt === undefined) {
     if (n.fullWanted) {
       // A full pass looks at everything the waiting changes named.
       n = { ...n, running: 'full', fullWanted: false, changesWaiting: false };
@@ -170,6 +205,7 @@ function rescanTime(c: ScheduleConfig, now: number, random: () => number): numbe
 }
 
 function deadline(s: ScheduleState): number | undefined {
+  if (s.paused) return undefined;
   const ds = [s.retryAt, s.rescanAt].filter((d): d is number => d !== undefined);
   return ds.length === 0 ? undefined : Math.min(...ds);
 }

@@ -18,7 +18,8 @@ import { z } from 'zod';
 const count = z.number().int().nonnegative();
 const isoTime = z.string();
 
-export const RunnerPhaseSchema = z.enum(['starting', 'syncing', 'watching', 'degraded', 'stopped']);
+/** `paused`: the operator paused the mapping (`dssync pause`); it makes no request until resumed. */
+export const RunnerPhaseSchema = z.enum(['starting', 'syncing', 'watching', 'degraded', 'stopped', 'paused']);
 export type RunnerPhase = z.infer<typeof RunnerPhaseSchema>;
 
 export const RecentErrorSchema = z.object({
@@ -80,6 +81,16 @@ export const PassRecordSchema = z.object({
   errors: z.array(z.string()),
 });
 export type PassRecordView = z.infer<typeof PassRecordSchema>;
+
+export const PendingDeletesSchema = z.object({
+  since: isoTime,
+  message: z.string(),
+  total: count,
+  paths: z.array(z.string()),
+  digest: z.string(),
+  confirmed: z.boolean(),
+});
+export type PendingDeletesView = z.infer<typeof PendingDeletesSchema>;
 
 export const NotIngestedSchema = z.object({
   path: z.string(),
@@ -205,6 +216,18 @@ export const MappingStatusSchema = z.object({
   watchedDirs: count,
   /** Watch modes per mount and polling figures (added by the watch helper, issue 12). */
   watch: WatchStatusSchema.optional(),
+  /**
+   * Paused by the operator since then (`dssync pause`, the page; kept across restarts): no
+   * request for this mapping; changes are noted (`pending`) and sent on resume. Not a problem.
+   */
+  paused: z.object({ since: isoTime }).optional(),
+  /**
+   * A pass stopped by the mass-delete guard, waiting for the operator's decision (`dssync
+   * confirm-delete`): what it would delete (the first 100 paths; `total` in all), the guard's
+   * message, and `digest`, which names this very set (a confirmation of an older set is refused).
+   * `confirmed`: confirmed, the next pass may delete these and no more.
+   */
+  pendingDeletes: PendingDeletesSchema.optional(),
 });
 export type MappingStatus = z.infer<typeof MappingStatusSchema>;
 

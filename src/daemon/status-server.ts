@@ -11,7 +11,8 @@
  *   POST /login    token -> session cookie (the page's sign-in form)
  *   POST /login/code   (with the token) a one-time login code, for `dssync status --open`
  *   GET /login?code=   one-time code -> session cookie, and a redirect to / (the code leaves the address bar)
- *   POST /actions/rescan, /actions/retry   {"mapping": id}
+ *   POST /actions/rescan, /actions/retry, /actions/pause, /actions/resume   {"mapping": id}
+ *   POST /actions/confirm-delete   {"mapping": id, "digest": the pendingDeletes.digest shown}
  * Everything but /healthz and /metrics checks Host and the token, on loopback too
  * (web/access.ts). It never sends a CORS header, and carries no secret. What one client can
  * make it hold is bounded: connections (web/connections.ts), event streams and their
@@ -27,13 +28,22 @@ import { guardConnections, statusConnectionCap } from './web/connections.js';
 import { scrub } from '../secrets.js';
 import { formatSse, parseLastEventId, SseHub } from './web/sse.js';
 import { boundStatus, problemsPage } from './web/status-lists.js';
+import type { ConfirmResult } from './delete-decision.js';
 
 export interface StatusActions {
   /** Asks for a full pass now; false when no such mapping. Idempotent. */
   rescan(mappingId: string): boolean;
   /** Forgets refusals and back-off, then a full pass; the number of refusals forgotten, or undefined when no such mapping. */
   retry(mappingId: string): number | undefined;
+  /** Pauses the mapping: true, false when it already was, undefined when no such mapping. */
+  pause?(mappingId: string): boolean | undefined;
+  /** Resumes it: true, false when it was not paused, undefined when no such mapping. */
+  resume?(mappingId: string): boolean | undefined;
+  /** Confirms the deletions waiting (named by `digest` when given); undefined when no such mapping. */
+  confirmDelete?(mappingId: string, digest: string | undefined): ConfirmResult | undefined;
 }
+
+type ActionKind = 'rescan' | 'retry' | 'pause' | 'resume' | 'confirm-delete';
 
 export interface StatusServerOptions {
   host: string;
@@ -121,7 +131,9 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
       // Files not mirrored (a too-large PDF, an unreadable file): counted, never named here.
       const problems = Object.fromEntries(s.mappings.filter((m) => (m.problemsTotal ?? 0) > 0).map((m) => [m.id, m.problemsTotal]));
       const status = reasons.length ? 'degraded' : Object.keys(problems).length ? 'problems' : 'ok';
-      const body = JSON.stringify(status === 'ok' ? { status, reasons } : { status, reasons, problems });
+      // Paused by the operator is not unhealthy: named (ids only) beside whatever the status is.
+      const paused = s.mappings.filter((m) => m.paused).map((m) => m.id);
+      const body = JSON.stringify({ status, reasons, ...(Object.keys(problems).length ? { problems } : {}), ...(paused.length ? { paused } : {}) });
       // Degraded or with problems, it still answers 200: the process is alive and serving;
       // a restart would not mirror a too-large file. Monitors read `status` (and `problems`,
       // the files not mirrored per mapping). 503 only while shutting down.
@@ -173,7 +185,10 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
         return;
       case '/actions/rescan':
       case '/actions/retry':
-        return act(req, res, path === '/actions/rescan' ? 'rescan' : 'retry');
+      case '/actions/pause':
+      case '/actions/resume':
+      case '/actions/confirm-delete':
+        return act(req, res, path.slice('/actions/'.length) as ActionKind);
     }
     json(res, 404, { error: 'not found; try /, /healthz, /status or /metrics' });
   }
@@ -216,7 +231,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     json(res, 200, { ok: true });
   }
 
-  async function act(req: IncomingMessage, res: ServerResponse, kind: 'rescan' | 'retry'): Promise<void> {
+  async function act(req: IncomingMessage, res: ServerResponse, kind: ActionKind): Promise<void> {
     const check = access.checkAction(req);
     if (!check.ok || !o.actions) {
       json(res, 403, { error: check.ok ? 'actions are not available' : check.message });
@@ -226,6 +241,32 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     const mapping = typeof body === 'object' && body !== null ? (body as { mapping?: unknown }).mapping : undefined;
     if (typeof mapping !== 'string') {
       json(res, 400, { error: 'the body must be {"mapping": "<mapping id>"}' });
+      return;
+    }
+    if (kind === 'pause' || kind === 'resume') {
+      const done = o.actions[kind]?.(mapping);
+      if (done === undefined) json(res, 404, { error: `no mapping "${mapping}"` });
+      else
+        json(res, 200, {
+          ok: true,
+          mapping,
+          action: kind,
+          changed: done,
+          note: kind === 'pause' ? (done ? 'paused: no request for this mapping until resumed (a pass in progress finishes)' : 'already paused') : done ? 'resumed: a full pass sends what changed meanwhile' : 'was not paused',
+        });
+      return;
+    }
+    if (kind === 'confirm-delete') {
+      const raw = (body as { digest?: unknown }).digest;
+      if (raw !== undefined && typeof raw !== 'string') {
+        json(res, 400, { error: 'digest must be the string pendingDeletes.digest of /status' });
+        return;
+      }
+      const r = o.actions.confirmDelete?.(mapping, raw);
+      if (r === undefined) json(res, 404, { error: `no mapping "${mapping}"` });
+      else if (r.ok) json(res, 202, { ok: true, mapping, action: 'confirm-delete', deletes: r.total, note: 'the next pass (now) may delete these documents and no more' });
+      else if (r.reason === 'changed') json(res, 409, { error: 'the deletions waiting are no longer those shown (the folder changed): look at them again' });
+      else json(res, 409, { error: `mapping "${mapping}" has no deletions waiting for a decision` });
       return;
     }
     if (kind === 'rescan') {

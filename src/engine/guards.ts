@@ -24,14 +24,27 @@ export interface GuardInput {
    * folder by folder, each pass below the share, is judged as one deletion. Default 0.
    */
   recentDeletes?: number | undefined;
+  /**
+   * Paths whose deletion the operator confirmed on the running daemon (`dssync
+   * confirm-delete`): a pass whose counted deletions are all among them passes the share
+   * and empty-folder checks; one more and it is stopped again (the set grew: ask again).
+   */
+  confirmedDeletes?: ReadonlySet<string> | undefined;
+  /** The mapping, to name the command that confirms on a running daemon. */
+  mappingId?: string | undefined;
 }
 
 export type GuardVerdict =
-  | { ok: true; deletes: number }
-  | { ok: false; kind: 'outage' | 'mass-delete'; deletes: number; message: string };
+  /** `confirmed`: allowed only because the operator confirmed these deletions. */
+  | { ok: true; deletes: number; confirmed?: true | undefined }
+  /** `confirmable`: the operator may confirm these deletions (`deletedPaths`); a missing root may not. */
+  | { ok: false; kind: 'outage' | 'mass-delete'; deletes: number; message: string; confirmable?: true | undefined; deletedPaths?: string[] | undefined };
 
 export function checkGuards(g: GuardInput): GuardVerdict {
   const deletes = countDeletes(g.ops);
+  const confirmed = g.confirmedDeletes !== undefined && deletes > 0 && deletedPaths(g.ops).every((p) => g.confirmedDeletes!.has(p));
+  const allow = g.allowMassDelete || confirmed;
+  const fix = `If that is intended, confirm it: with the daemon running, dssync confirm-delete${g.mappingId === undefined ? '' : ` --mapping ${g.mappingId}`} (or the status page; dssync status${g.mappingId === undefined ? '' : ` --mapping ${g.mappingId}`} --pending-deletes lists them); without a daemon, dssync sync --allow-mass-delete`;
   if (g.rootStatus !== 'ok') {
     const what = { missing: 'is missing', 'not-a-directory': 'is not a folder', unreadable: 'cannot be read' }[g.rootStatus];
     return {
@@ -41,12 +54,14 @@ export function checkGuards(g: GuardInput): GuardVerdict {
       message: `the mapped folder ${g.root} ${what}: treated as an outage (is the drive mounted?); nothing was deleted`,
     };
   }
-  if (g.localFiles === 0 && g.knownDocuments > 0 && deletes > 0 && !g.allowMassDelete) {
+  if (g.localFiles === 0 && g.knownDocuments > 0 && deletes > 0 && !allow) {
     return {
       ok: false,
       kind: 'outage',
       deletes,
-      message: `the mapped folder ${g.root} is empty while the data source holds ${g.knownDocuments} of its documents: treated as an outage (an unmounted drive?); nothing was deleted. If the folder really was emptied, run dssync sync --allow-mass-delete`,
+      confirmable: true,
+      deletedPaths: deletedPaths(g.ops),
+      message: `the mapped folder ${g.root} is empty while the data source holds ${g.knownDocuments} of its documents: treated as an outage (an unmounted drive?); nothing was deleted. If the folder really was emptied, ${fix.replace(/^If that is intended, c/, 'c')}`,
     };
   }
   // Judged over the window: what this pass deletes plus what passes of the window deleted,
@@ -54,7 +69,7 @@ export function checkGuards(g: GuardInput): GuardVerdict {
   const recent = deletes > 0 ? (g.recentDeletes ?? 0) : 0;
   const total = deletes + recent;
   const base = g.knownDocuments + recent;
-  if (!g.allowMassDelete && total >= g.massDeleteMinimum && base > 0 && (total / base) * 100 > g.maxDeletePercent) {
+  if (!allow && total >= g.massDeleteMinimum && base > 0 && (total / base) * 100 > g.maxDeletePercent) {
     const pct = Math.round((total / base) * 100);
     const what =
       recent > 0
@@ -64,10 +79,22 @@ export function checkGuards(g: GuardInput): GuardVerdict {
       ok: false,
       kind: 'mass-delete',
       deletes,
-      message: `${what} (${pct}%, more than maxDeletePercent ${g.maxDeletePercent}%); nothing was changed. If that is intended, run dssync sync --allow-mass-delete`,
+      confirmable: true,
+      deletedPaths: deletedPaths(g.ops),
+      message: `${what} (${pct}%, more than maxDeletePercent ${g.maxDeletePercent}%); nothing was changed. ${fix}`,
     };
   }
-  return { ok: true, deletes };
+  return confirmed && !g.allowMassDelete ? { ok: true, deletes, confirmed: true } : { ok: true, deletes };
+}
+
+/** The paths of the deletions `countDeletes` counts (what an operator is asked to confirm). */
+export function deletedPaths(ops: readonly Op[]): string[] {
+  const paths: string[] = [];
+  for (const o of ops) {
+    if (o.kind === 'delete' && (o.reason === 'deleted-locally' || o.reason === 'not-in-folder' || o.unmarked)) paths.push(o.path);
+    else if (o.kind === 'replace' && (o.unmarkedOld ?? 0) > 0) paths.push(o.path);
+  }
+  return paths;
 }
 
 /**

@@ -149,6 +149,8 @@ export interface MirrorDeps {
 export interface PassOptions {
   dryRun?: boolean;
   allowMassDelete?: boolean;
+  /** Deletions the operator confirmed on the running daemon (guards.ts GuardInput.confirmedDeletes). */
+  confirmedDeletes?: ReadonlySet<string> | undefined;
   signal?: AbortSignal | undefined;
   /** Rounds of list-plan-execute when answers were lost or files changed (default 3). */
   maxRounds?: number;
@@ -367,6 +369,8 @@ export class Mirror {
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,
         allowMassDelete: !!opts.allowMassDelete,
+        confirmedDeletes: opts.confirmedDeletes,
+        mappingId: spec.mappingId,
         recentDeletes: this.deletions.count(this.monotonic()),
       });
       report.ops = plan.ops;
@@ -450,7 +454,7 @@ export class Mirror {
       if (result.ambiguous && round === maxRounds && !scope) await this.pinLostUploads(mapping, opts.signal);
       // Planned deletions count once carried out, whether or not each request succeeded:
       // conservative, and a failed one is planned (and counted) again only by a later pass.
-      this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete ? 0 : countDeletes(plan.ops));
+      this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete || (verdict.ok && verdict.confirmed) ? 0 : countDeletes(plan.ops));
       addCounts(report, result);
       report.failures = [...result.failures, ...result.rejected];
       if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);

@@ -149,7 +149,15 @@ function setConn(s) {
 
 // ---- actions -------------------------------------------------------------------------
 
-async function act(kind, mapping, button) {
+const ACTION_DONE = {
+  rescan: () => 'full pass requested',
+  retry: (b) => `retry requested${b.refusalsForgotten ? ` (${b.refusalsForgotten} refused file(s) retried)` : ''}`,
+  pause: (b) => b.note || 'paused',
+  resume: (b) => b.note || 'resumed',
+  'confirm-delete': (b) => `${b.deletes} deletion(s) confirmed: the next pass deletes them`,
+};
+
+async function act(kind, mapping, button, extra = {}) {
   button.disabled = true;
   const note = button.parentElement.querySelector('.act-note');
   try {
@@ -157,10 +165,10 @@ async function act(kind, mapping, button) {
       method: 'POST',
       credentials: 'same-origin',
       headers: { 'content-type': 'application/json', 'x-dssync-csrf': state.csrf },
-      body: JSON.stringify({ mapping }),
+      body: JSON.stringify({ mapping, ...extra }),
     });
     const body = await r.json().catch(() => ({}));
-    note.textContent = r.ok ? (kind === 'rescan' ? 'full pass requested' : `retry requested${body.refusalsForgotten ? ` (${body.refusalsForgotten} refused file(s) retried)` : ''}`) : body.error || `HTTP ${r.status}`;
+    note.textContent = r.ok ? ACTION_DONE[kind](body) : body.error || `HTTP ${r.status}`;
     note.className = `act-note ${r.ok ? 'muted' : 'bad-text'}`;
   } catch (e) {
     note.textContent = String(e.message || e);
@@ -173,7 +181,9 @@ async function act(kind, mapping, button) {
 // ---- rendering -----------------------------------------------------------------------
 
 function tone(m) {
+  if (m.pendingDeletes) return ['bad', 'mass delete: waiting for you'];
   if (m.phase === 'degraded' || m.degraded.length) return ['bad', 'degraded'];
+  if (m.paused && !m.currentPass) return ['warn', 'paused'];
   if (m.phase === 'starting') return ['busy', 'starting'];
   if (m.currentPass) return ['busy', m.currentPass.kind === 'full' && !m.lastFullPassOkAt ? 'first pass' : m.currentPass.kind === 'full' ? 'full pass' : 'syncing changes'];
   if (m.phase === 'syncing') return ['busy', 'syncing'];
@@ -215,6 +225,7 @@ function mappingCard(m) {
     ['watch mode', m.watchMode ? String(m.watchMode) : `inotify · ${num(m.watchedDirs)} folders`],
     ['files tracked', num(m.filesTracked)],
     ['pending', num(m.pending)],
+    ...(m.paused ? [['paused', `since ${when(m.paused.since)} · no request for this mapping; changes are noted and sent on resume`]] : []),
     ['current pass', currentPass(m)],
     ['last pass', m.lastPass ? passLine(m.lastPass) : 'none yet'],
     ['last full ok', when(m.lastFullPassOkAt)],
@@ -224,17 +235,40 @@ function mappingCard(m) {
     h('div', { class: 'card-head' }, h('h3', {}, m.id), h('span', { class: `badge ${t === 'ok' ? '' : t}` }, label)),
     h('dl', { class: 'kv' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
     m.degraded.length ? h('ul', { class: 'reasons' }, m.degraded.map((r) => h('li', {}, r))) : undefined,
+    m.pendingDeletes ? pendingDeletes(m) : undefined,
   );
   const bar = card.querySelector('.progress > span');
   if (bar) bar.style.width = `${Math.min(100, (100 * m.currentPass.done) / (m.currentPass.done + m.pending))}%`;
   if (state.actions) {
     const rescan = h('button', { type: 'button', 'data-action': 'rescan' }, 'Rescan now');
     const retry = h('button', { type: 'button', 'data-action': 'retry' }, 'Retry skipped and failed files');
+    const pause = h('button', { type: 'button', 'data-action': m.paused ? 'resume' : 'pause' }, m.paused ? 'Resume' : 'Pause');
     rescan.addEventListener('click', () => act('rescan', m.id, rescan));
     retry.addEventListener('click', () => act('retry', m.id, retry));
-    card.append(h('div', { class: 'actions' }, rescan, retry, h('span', { class: 'act-note muted' })));
+    pause.addEventListener('click', () => act(m.paused ? 'resume' : 'pause', m.id, pause));
+    const buttons = [rescan, retry, pause];
+    const p = m.pendingDeletes;
+    if (p && !p.confirmed) {
+      // The digest names the set shown here: if it changed meanwhile, the daemon refuses.
+      const confirm = h('button', { type: 'button', 'data-action': 'confirm-delete', class: 'danger' }, `Confirm deleting ${num(p.total)} document(s)`);
+      confirm.addEventListener('click', () => act('confirm-delete', m.id, confirm, { digest: p.digest }));
+      buttons.push(confirm);
+    }
+    card.append(h('div', { class: 'actions' }, ...buttons, h('span', { class: 'act-note muted' })));
   }
   return card;
+}
+
+/** The deletions a stopped pass would make: the first ones, with the count of the rest. */
+function pendingDeletes(m) {
+  const p = m.pendingDeletes;
+  const more = p.total - p.paths.length;
+  return h('div', { class: 'pending-deletes' },
+    h('div', { class: 'bad-text' }, p.confirmed ? `${num(p.total)} deletion(s) confirmed: the next pass deletes them` : `${num(p.total)} document(s) would be deleted; waiting for your decision since ${when(p.since)}`),
+    h('ul', { class: 'mono' }, p.paths.slice(0, 20).map((x) => h('li', {}, x))),
+    p.total > 20 ? h('div', { class: 'muted' }, `… and ${num(p.total - Math.min(20, p.paths.length))} more${more > 0 ? ` (dssync status --mapping ${m.id} --pending-deletes lists the first ${p.paths.length})` : ''}`) : undefined,
+    h('div', { class: 'muted' }, 'Putting the files back ends the wait by itself.'),
+  );
 }
 
 function renderMappings() {
