@@ -38,6 +38,7 @@ let context: BrowserContext;
 let page: Page;
 let profile: string;
 let policies: string;
+let archive: string;
 const requests: string[] = [];
 const consoleErrors: string[] = [];
 
@@ -55,6 +56,11 @@ describe('the status page in a real browser', () => {
     const config = JSON.parse(await readFile(ws.configPath, 'utf8')) as { mappings: unknown[] };
     // Drawings included on purpose: the service refuses them (415), which the page must show.
     config.mappings.push({ id: 'policies', path: policies, include: ['**/*.md', '**/*.txt', '**/*.dwg'], dataSource: { name: 'Policies', llmConnectorIds: ['conn-1'] } });
+    // An archive whose files will mostly go: the mass-delete guard must wait for a decision.
+    archive = join(ws.dir, 'archive');
+    await mkdir(archive, { recursive: true });
+    for (let i = 0; i < 20; i++) await writeFile(join(archive, `minutes-${String(i).padStart(2, '0')}.txt`), `Minutes ${i}.\n`);
+    config.mappings.push({ id: 'archive', path: archive, dataSource: { name: 'Archive', llmConnectorIds: ['conn-1'] } });
     await writeFile(ws.configPath, JSON.stringify(config, null, 2));
     await ws.write('welcome.md', '# Welcome\nStart here.\n');
     await ws.write('onboarding/first-week.txt', 'Day one: badge, laptop, accounts.\n');
@@ -158,6 +164,30 @@ describe('the status page in a real browser', () => {
     );
   });
 
+  it('"Pause" stops a mapping and says so; its changes are noted, not sent, until "Resume" (issue 25.6)', async () => {
+    const card = page.locator('.card[data-mapping="policies"]');
+    await card.locator('button[data-action="pause"]').click();
+    await expect.poll(() => card.innerText(), { timeout: 15_000 }).toMatch(/paused[\s\S]*no request for this mapping/);
+    await waitFor(async () => (await daemon.status()).mappings.find((m) => m.id === 'policies')!.phase === 'paused', { timeout: 15_000, what: 'policies paused' });
+    await writeFile(join(policies, 'visitors.md'), '# Visitors\nSign in at reception.\n');
+    await waitFor(async () => (await daemon.status()).mappings.find((m) => m.id === 'policies')!.pending >= 1, { timeout: 30_000, what: 'the change noted while paused' });
+    expect(await card.locator('button[data-action="resume"]').innerText()).toBe('Resume');
+    // Left paused for the screenshot below; "Resume" is pressed after it.
+  });
+
+  it('a mass delete waits for the decision on the page: the deletions are listed and "Confirm" lets exactly those go (issue 25.5)', async () => {
+    for (let i = 0; i < 16; i++) await rm(join(archive, `minutes-${String(i).padStart(2, '0')}.txt`));
+    const card = page.locator('.card[data-mapping="archive"]');
+    await expect.poll(() => card.innerText(), { timeout: 60_000 }).toMatch(/16 document\(s\) would be deleted; waiting for your decision/);
+    expect(await card.innerText()).toContain('minutes-00.txt');
+    await card.locator('button[data-action="confirm-delete"]').click();
+    const docs = async (): Promise<number> => {
+      const id = (await daemon.status()).mappings.find((m) => m.id === 'archive')!.dataSourceId!;
+      return ws.emu.store.listDocuments(id).length;
+    };
+    await waitFor(async () => (await docs()) === 4, { timeout: 60_000, what: 'the 16 confirmed deletions' });
+  });
+
   it('loads nothing from elsewhere, logs no console error, fits in 200 KB and on a phone', async () => {
     await ws.write('welcome.md', '# Welcome\nStart here. Updated.\n');
     await page.waitForSelector('#activity td.path:text-is("welcome.md")', { timeout: 15_000 });
@@ -186,6 +216,13 @@ describe('the status page in a real browser', () => {
       throw new Error(`wider than a phone (${dims}): ${wide.join(' | ')}`, { cause: e });
     });
     await page.setViewportSize({ width: 1360, height: 1000 });
+  });
+
+  it('"Resume" sends what changed while the mapping was paused', async () => {
+    const card = page.locator('.card[data-mapping="policies"]');
+    await card.locator('button[data-action="resume"]').click();
+    await page.waitForSelector('#activity td.path:text-is("visitors.md")', { timeout: 30_000 });
+    await expect.poll(() => card.locator('button[data-action="pause"]').count(), { timeout: 15_000 }).toBe(1);
   });
 
   it('says clearly when the daemon is gone', async () => {
