@@ -153,6 +153,12 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     }
     // The page's files hold no data: served before the token check, so the page can ask for it.
     const asset = assets.get(path);
+    if (path === '/' && asset && trusted && !head) {
+      // Signed in: the page arrives with its first state, so it draws the mappings as soon as
+      // its script runs instead of after three more round trips (issue 25.9).
+      send(200, asset.type, withFirstState(asset.body.toString('utf8'), { session: sessionBody(), status: boundStatus(o.status()), history: o.history?.snapshot() ?? null }));
+      return;
+    }
     if (asset) return sendAsset(res, asset, head);
     if (path === '/login') return method === 'GET' ? redeemCode(res, new URLSearchParams(query)) : login(req, res);
     const auth = access.authorize(req);
@@ -178,7 +184,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
         send(200, 'application/json', `${JSON.stringify(o.history?.snapshot() ?? null)}\n`);
         return;
       case '/session':
-        json(res, 200, { csrf: access.csrf, actions: access.actionsEnabled, login: false });
+        json(res, 200, sessionBody());
         return;
       case '/events':
         openEvents(req, res, auth.who);
@@ -191,6 +197,10 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
         return act(req, res, path.slice('/actions/'.length) as ActionKind);
     }
     json(res, 404, { error: 'not found; try /, /healthz, /status or /metrics' });
+  }
+
+  function sessionBody(): { csrf: string; actions: boolean; login: false } {
+    return { csrf: access.csrf, actions: access.actionsEnabled, login: false };
   }
 
   function sendAsset(res: ServerResponse, a: Asset, head: boolean): void {
@@ -365,4 +375,14 @@ function readJson(req: IncomingMessage): Promise<unknown> {
     });
     req.on('error', () => resolve(undefined));
   });
+}
+
+/**
+ * The page with its first state inside, as JSON in a non-executed script element (the CSP
+ * allows no inline script, and none is needed). `<` is escaped so that no file name can
+ * close the element: the JSON stays data, whatever the names hold.
+ */
+export function withFirstState(html: string, first: unknown): string {
+  const data = JSON.stringify(first).replace(/</g, '\\u003c');
+  return html.replace('<!--first-state-->', `<script id="first-state" type="application/json">${data}</script>`);
 }

@@ -57,8 +57,21 @@ async function getJson(path) {
   return r.json();
 }
 
+/** The state the page arrived with (signed in): drawn at once, no round trip (issue 25.9). */
+function firstState() {
+  const el = $('first-state');
+  if (!el) return undefined;
+  el.remove(); // a reload after an interruption asks the daemon again
+  try {
+    return JSON.parse(el.textContent);
+  } catch {
+    return undefined;
+  }
+}
+
 async function load() {
-  const [session, status, history] = await Promise.all([getJson('session'), getJson('status'), getJson('history')]);
+  const first = firstState();
+  const [session, status, history] = first ? [first.session, first.status, first.history] : await Promise.all([getJson('session'), getJson('status'), getJson('history')]);
   showLogin(false);
   state.csrf = session.csrf;
   state.actions = session.actions;
@@ -228,7 +241,8 @@ function mappingCard(m) {
     ...(m.paused ? [['paused', `since ${when(m.paused.since)} · no request for this mapping; changes are noted and sent on resume`]] : []),
     ['current pass', currentPass(m)],
     ['last pass', m.lastPass ? passLine(m.lastPass) : 'none yet'],
-    ['last full ok', when(m.lastFullPassOkAt)],
+    // Named apart from "last pass": a failed full pass after a good one shows both, plainly.
+    ['last good full pass', when(m.lastFullPassOkAt)],
     ['next rescan', when(m.nextRescanAt)],
   ];
   const card = h('article', { class: 'card', 'data-tone': t, 'data-mapping': m.id },
@@ -297,6 +311,9 @@ function renderHeader() {
   const attention = s.mappings.filter((m) => !bad.includes(m) && ((m.lastPass && !m.lastPass.ok) || problemCount(m) > 0));
   const busy = s.mappings.filter((m) => m.currentPass || m.phase === 'syncing' || m.phase === 'starting');
   const el = $('summary');
+  // Anything that needs the operator links to the problems (first on a narrow screen).
+  if (bad.length || attention.length) el.setAttribute('href', '#problems-panel');
+  else el.removeAttribute('href');
   if (bad.length) [el.className, el.textContent] = ['summary bad', `${bad.length} of ${s.mappings.length} mapping(s) degraded: ${bad.map((m) => m.id).join(', ')}`];
   else if (attention.length) {
     const files = attention.reduce((n, m) => n + problemCount(m), 0);
@@ -400,17 +417,30 @@ function renderPassHistory() {
 
 // ---- charts (uPlot, vendored) ---------------------------------------------------------
 
+// Points are 10-second buckets. A per-minute series is the count of the minute ending at
+// each point (the bucket and the five before it), not a bucket times six: one failure is
+// 1/min, never 6/min. Lag samples are sparse (only when something was sent): drawn as dots.
+const HOUR = 3600;
+const lastMinute = (key) => (p, i, points) => {
+  let n = 0;
+  for (let j = i; j >= 0 && points[j].t > p.t - 60; j--) n += points[j][key];
+  return n;
+};
 const CHARTS = {
-  'chart-ops': { series: [['ops/min', '#2d6aa3', (p) => p.ops * 6], ['failed/min', '#b83232', (p) => p.failed * 6]] },
-  'chart-lag': { series: [['p50', '#2f7d54', (p) => (p.lagP50 === undefined ? null : p.lagP50 / 1000)], ['p95', '#a8690f', (p) => (p.lagP95 === undefined ? null : p.lagP95 / 1000)]] },
+  'chart-ops': { series: [['ops/min', '#2d6aa3', lastMinute('ops')], ['failed/min', '#b83232', lastMinute('failed')]] },
+  'chart-lag': { dots: true, series: [['p50', '#2f7d54', (p) => (p.lagP50 === undefined ? null : p.lagP50 / 1000)], ['p95', '#a8690f', (p) => (p.lagP95 === undefined ? null : p.lagP95 / 1000)]] },
   'chart-req': { series: [['req/s', '#2d6aa3', (p) => p.requests / 10], ['429/s', '#b83232', (p) => p.throttled / 10], ['retries/s', '#a8690f', (p) => p.retries / 10]] },
 };
+/** Ticks a minute apart at least: labels are HH:MM, so none repeats. */
+const MINUTE_TICKS = [60, 120, 300, 600, 900, 1200, 1800, 3600];
+/** The y axis as wide as its longest label ("1,000" is not clipped to ",000"). */
+const yAxisSize = (u, values) => 18 + 7 * Math.max(1, ...(values || []).map((v) => String(v).length));
 
 function renderCharts() {
   if (typeof uPlot === 'undefined') return;
   const xs = state.points.map((p) => p.t);
   for (const [id, def] of Object.entries(CHARTS)) {
-    const data = [xs, ...def.series.map(([, , f]) => state.points.map(f))];
+    const data = [xs, ...def.series.map(([, , f]) => state.points.map((p, i, all) => f(p, i, all)))];
     const el = $(id);
     const existing = state.charts[id];
     if (existing) {
@@ -422,9 +452,10 @@ function renderCharts() {
       width: Math.max(200, el.clientWidth),
       height: 150,
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
-      axes: [{ ...axis, values: (u, ticks) => ticks.map((t) => clock(new Date(t * 1000).toISOString()).slice(0, 5)) }, { ...axis, size: 42 }],
-      series: [{}, ...def.series.map(([label, stroke]) => ({ label, stroke, width: 1.5, spanGaps: false, points: { show: false } }))],
+      // The x axis is always the last hour ("Last hour"), however young the daemon.
+      scales: { x: { time: true, range: (u, min, max) => (max == null ? [Date.now() / 1000 - HOUR, Date.now() / 1000] : [max - HOUR, max]) }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+      axes: [{ ...axis, incrs: MINUTE_TICKS, values: (u, ticks) => ticks.map((t) => clock(new Date(t * 1000).toISOString()).slice(0, 5)) }, { ...axis, size: yAxisSize }],
+      series: [{}, ...def.series.map(([label, stroke]) => ({ label, stroke, width: 1.5, spanGaps: false, points: def.dots ? { show: true, size: 5, fill: stroke } : { show: false } }))],
     }, data, el);
     new ResizeObserver(() => state.charts[id].setSize({ width: Math.max(200, el.clientWidth), height: 150 })).observe(el.parentElement);
   }

@@ -40,6 +40,8 @@ let profile: string;
 let policies: string;
 let archive: string;
 const requests: string[] = [];
+/** How many requests the browser had made before it signed in. */
+let signedInAt = 0;
 const consoleErrors: string[] = [];
 
 describe('the status page in a real browser', () => {
@@ -85,6 +87,7 @@ describe('the status page in a real browser', () => {
     const link = await runCli(['status', '--config', ws.configPath, '--url'], ws.env);
     const url = /http:\/\/\S+\/login\?code=\S+/.exec(link.stdout)?.[0];
     if (!url) throw new Error(`dssync status --url printed no link: ${link.stdout}${link.stderr}`);
+    signedInAt = requests.length;
     await page.goto(url);
     await page.waitForSelector('#conn[data-state="live"]', { timeout: 10_000 });
     // The code is spent and gone from the address bar.
@@ -149,6 +152,32 @@ describe('the status page in a real browser', () => {
       expect(await table.innerText()).toMatch(/start/);
     }
     expect(await page.locator('#pass-history table[data-mapping="policies"]').innerText()).toMatch(/incremental/);
+  });
+
+  it('arrives with its first state (no /status or /history round trip) and draws the charts honestly (issue 25.9)', async () => {
+    // Signed in, the page came with its state: the browser never asked for it.
+    expect(requests.slice(signedInAt).filter((u) => /^\/(status|history|session)$/.test(new URL(u).pathname))).toEqual([]);
+    const html = await (await fetch(`${daemon.url}/`, { headers: authHeader(ws) })).text();
+    expect(html).toContain('<script id="first-state" type="application/json">');
+    expect(await (await fetch(`${daemon.url}/`)).text()).not.toContain('id="first-state"'); // not signed in: no data
+    // One refused file is one failure in its minute, not six (a 10 s bucket times six). The
+    // chart gets its newest point every 2 s: wait for the one that holds the failure.
+    const failedPerMinute = (): Promise<number> => page.evaluate(() => Math.max(...(((window as unknown as { eval: (s: string) => unknown }).eval('state.charts') as Record<string, { data: number[][] }>)['chart-ops']!.data[2]!)));
+    await expect.poll(failedPerMinute, { timeout: 15_000 }).toBeGreaterThan(0);
+    expect(await failedPerMinute()).toBe(1);
+    const charts = await page.evaluate(() => {
+      const c = (window as unknown as { eval: (s: string) => unknown }).eval('state.charts') as Record<string, { data: (number | null)[][]; axes: { _values?: string[] }[]; series: { points: { show: unknown } }[] }>;
+      return { xLabels: c['chart-ops']!.axes[0]!._values ?? [], lagDots: Boolean(c['chart-lag']!.series[1]!.points.show) };
+    });
+    expect(charts.xLabels.length).toBeGreaterThan(0);
+    expect(new Set(charts.xLabels).size).toBe(charts.xLabels.length); // no "19:40 19:40 19:40"
+    expect(charts.lagDots).toBe(true);
+    // On a phone the problems come right after the mappings, before the charts.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const top = (sel: string): Promise<number> => page.locator(sel).evaluate((el) => el.getBoundingClientRect().top + window.scrollY);
+    expect(await top('#problems-panel')).toBeLessThan(await top('#chart-ops'));
+    expect(await page.locator('#summary').getAttribute('href')).toBe('#problems-panel');
+    await page.setViewportSize({ width: 1360, height: 1000 });
   });
 
   it('"rescan now" runs a full pass', async () => {
