@@ -27,7 +27,7 @@ import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
 import { parseDaemonStatus, type DaemonStatus, type MappingStatus, type PassRecordView } from '../daemon/status-schema.js';
-import { readRecords, recordsPath } from '../daemon/records-file.js';
+import { readRecords, recordsPath, type MappingRecords } from '../daemon/records-file.js';
 import { stateWrittenAt } from '../state/state-check.js';
 import type { Intent, PassRecord, StateFile } from '../state/schema.js';
 import { ExitCode, CliError } from './exit.js';
@@ -123,7 +123,9 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
 
   const state = await readState(settings.statePath, deps.readState);
   const daemon = other !== undefined && probe.kind !== 'off' ? { url: probe.url, reason: `no daemon for this config at ${probe.url}: ${other}` } : describeProbe(probe);
-  const report = stateFileReport(settings, state, daemon);
+  // The files not mirrored, as the daemon last saved them: no daemon does not mean in sync.
+  const records = state === undefined ? new Map<string, MappingRecords>() : await readRecords(recordsPath(settings.statePath));
+  const report = stateFileReport(settings, state, daemon, records);
   if (args.json) {
     out(formatJson(report));
   } else {
@@ -254,7 +256,7 @@ function mappingNeedsAttention(m: MappingStatus): boolean {
 }
 
 function stateNeedsAttention(m: StateMappingView): boolean {
-  return m.inConfig && needsAttention({ lastPassOk: m.lastPass?.ok });
+  return m.inConfig && (needsAttention({ lastPassOk: m.lastPass?.ok }) || m.notMirrored.total > 0);
 }
 
 // ---- the deletions waiting for a decision ----------------------------------------------
@@ -390,6 +392,10 @@ export interface StateMappingView {
   intents: IntentView[];
   rejected: { path: string; reason: string; status?: number | undefined; at: string }[];
   lastPass: PassRecord | null;
+  /** Files not mirrored as the daemon last saved them (the records file), kept until fixed. */
+  notMirrored: { total: number; files: { path: string; kind: string; reason: string; since: string }[] };
+  /** Paused by the operator since then (the records file), or null. */
+  paused: string | null;
 }
 
 export interface StateFileReport {
@@ -405,23 +411,27 @@ export function stateFileReport(
   settings: Pick<Settings, 'file' | 'statePath' | 'mappings'>,
   state: StateFile | undefined,
   daemon: StateFileReport['daemon'],
+  records: ReadonlyMap<string, MappingRecords> = new Map(),
 ): StateFileReport {
   const views: StateMappingView[] = [];
   const seen = new Set<string>();
   for (const m of settings.mappings) {
     seen.add(m.id);
-    views.push(mappingView(m.id, m.path, m.dataSourceId ?? null, true, state));
+    views.push(mappingView(m.id, m.path, m.dataSourceId ?? null, true, state, records.get(m.id)));
   }
   // Without a config file (environment only) there is no list to compare with: the state's
   // mappings are all there is to show, not leftovers.
   const configured = settings.file !== undefined || settings.mappings.length > 0;
   for (const id of Object.keys(state?.mappings ?? {})) {
-    if (!seen.has(id)) views.push(mappingView(id, null, null, !configured, state));
+    if (!seen.has(id)) views.push(mappingView(id, null, null, !configured, state, records.get(id)));
   }
   return { source: 'state-file', statePath: settings.statePath, stateFile: state ? 'present' : 'missing', daemon, mappings: views };
 }
 
-function mappingView(id: string, path: string | null, configuredId: string | null, inConfig: boolean, state: StateFile | undefined): StateMappingView {
+/** How many files of the kept list a state-file report names (the total is always given). */
+const NOT_MIRRORED_SHOWN = 20;
+
+function mappingView(id: string, path: string | null, configuredId: string | null, inConfig: boolean, state: StateFile | undefined, records: MappingRecords | undefined): StateMappingView {
   const s = state?.mappings[id];
   const intents = Object.values(s?.intents ?? {})
     .map(intentView)
@@ -440,6 +450,11 @@ function mappingView(id: string, path: string | null, configuredId: string | nul
     intents,
     rejected,
     lastPass: s?.lastPass ?? null,
+    notMirrored: {
+      total: (records?.problems.problems.length ?? 0) + (records?.problems.problemsOver ?? 0),
+      files: (records?.problems.problems ?? []).slice(0, NOT_MIRRORED_SHOWN).map((p) => ({ path: p.path, kind: p.kind, reason: p.reason, since: p.since })),
+    },
+    paused: records?.paused?.since ?? null,
   };
 }
 
@@ -662,7 +677,13 @@ function stateMappingLines(m: StateMappingView, now: number): string {
   const lists = [
     ...section('unfinished writes', m.intents, (i) => `${describeIntent(i)} (since ${formatWhen(i.startedAt, now)})`),
     ...section('rejected by the service (retried when the file changes)', m.rejected, (r) => `${r.path}: ${r.reason}${r.status ? ` (HTTP ${r.status})` : ''}`),
+    ...section(
+      `not mirrored (kept until fixed; as the daemon last saved them${m.notMirrored.total > m.notMirrored.files.length ? `, first ${m.notMirrored.files.length} of ${m.notMirrored.total}` : ''})`,
+      m.notMirrored.files,
+      (p) => `${p.path}: ${p.kind}: ${p.reason} (since ${formatWhen(p.since, now)})`,
+    ),
   ];
+  if (m.paused) pairs.push(['paused', `since ${formatWhen(m.paused, now)} (dssync resume --mapping ${m.id}, with the daemon running)`]);
   return [title, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
 }
 
@@ -676,6 +697,6 @@ export function formatStateReport(report: StateFileReport, now: number, modified
   blocks.push(...report.mappings.map((m) => stateMappingLines(m, now)));
   if (report.mappings.length === 0) blocks.push('No mappings.');
   const attention = report.mappings.filter(stateNeedsAttention).map((m) => m.id);
-  if (attention.length) blocks.push(`Needs attention (last pass not ok): ${attention.join(', ')}.`);
+  if (attention.length) blocks.push(`Needs attention (last pass not ok, or files not mirrored): ${attention.join(', ')}.`);
   return `${blocks.join('\n\n')}\n`;
 }

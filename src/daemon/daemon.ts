@@ -20,10 +20,11 @@ import type { DaemonStatus } from './status.js';
 import { startStatusServer, type RunningStatusServer } from './status-server.js';
 import { generatedTokenPath, readStatusToken, worldReadableWarning, writeGeneratedToken } from './web/status-token.js';
 import { DaemonHistory } from './web/history.js';
-import { realClock, type Clock } from '../time/clock.js';
+import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
 import { startWatchdog, watchdogSecondsFromEnv, type RunningWatchdog } from './watchdog.js';
 import { testBlockMainThread, testWallOffset } from '../test-hooks.js';
 import { RecordsFile, recordsPath, type MappingRecords } from './records-file.js';
+import { FEED_SAVE_EVERY_MS, FeedFile, feedPath } from './feed-file.js';
 
 /**
  * How long a pass in progress may go on after SIGTERM before its requests are aborted. Short:
@@ -66,6 +67,9 @@ export class Daemon {
   private readonly runners = new Map<string, { runner: MappingRunner; mapping: MappingConfig }>();
   /** The problem lists and pass histories beside the state (records-file.ts). */
   private recordsFile!: RecordsFile;
+  /** The page's recent history across restarts (feed-file.ts). */
+  private feedFile!: FeedFile;
+  private feedTimer: TimerHandle | undefined;
   private loadedRecords = new Map<string, MappingRecords>();
   private server: RunningStatusServer | undefined;
   private readonly metrics: DaemonMetrics;
@@ -97,6 +101,10 @@ export class Daemon {
       // Read under the state's lock: no other daemon writes it meanwhile.
       d.recordsFile = new RecordsFile(recordsPath(d.config.statePath), o.logger);
       d.loadedRecords = await d.recordsFile.load();
+      d.feedFile = new FeedFile(feedPath(d.config.statePath), o.logger);
+      const feed = await d.feedFile.load();
+      if (feed) d.history.restore(feed);
+      d.scheduleFeedSave();
       d.startWatchdog();
       d.client = d.newClient(d.config);
       if (d.config.status.listen) await d.startEndpoint(d.config.status.listen);
@@ -104,6 +112,7 @@ export class Daemon {
       o.logger.info({ mappings: d.config.mappings.map((m) => m.id), statePath: d.config.statePath, version: DSSYNC_VERSION }, 'dssync running');
       return d;
     } catch (e) {
+      if (d.feedTimer !== undefined) d.clock.clearTimeout(d.feedTimer);
       await d.server?.close();
       await d.store.close();
       await d.watchdog?.stop();
@@ -296,6 +305,8 @@ export class Daemon {
     if (this.reclaimTimer !== undefined) this.clock.clearTimeout(this.reclaimTimer);
     await Promise.all([...this.runners.values()].map((r) => r.runner.stop(STOP_GRACE_MS)));
     await this.saveRecords();
+    if (this.feedTimer !== undefined) this.clock.clearTimeout(this.feedTimer);
+    await this.feedFile.save(this.history.save());
     this.controller.abort();
     if (this.serverRetry !== undefined) this.clock.clearTimeout(this.serverRetry);
     await this.server?.close();
@@ -347,6 +358,14 @@ export class Daemon {
   }
 
   /** Each mapping's problem list and pass history, into `<statePath>.problems.json`. */
+  /** The page's feed, saved every FEED_SAVE_EVERY_MS and at a clean stop (feed-file.ts). */
+  private scheduleFeedSave(): void {
+    this.feedTimer = this.clock.setTimeout(() => {
+      void this.feedFile.save(this.history.save());
+      if (!this.stopping) this.scheduleFeedSave();
+    }, FEED_SAVE_EVERY_MS);
+  }
+
   private saveRecords(): Promise<void> {
     return this.recordsFile.save(() => new Map([...this.runners].map(([id, r]) => [id, r.runner.records()])));
   }

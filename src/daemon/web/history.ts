@@ -77,6 +77,13 @@ export interface HistorySnapshot {
   limits: typeof HISTORY_LIMITS;
 }
 
+/** What outlives a restart (feed-file.ts): the feed, the recent problems and the chart's hour. */
+export interface SavedHistory {
+  activity: ActivityEntry[];
+  problems: ProblemEntry[];
+  points: ChartPoint[];
+}
+
 export type HistoryListener = (e: { type: 'activity'; entry: Sequenced<ActivityEntry> } | { type: 'problem'; entry: ProblemEntry }) => void;
 
 export class DaemonHistory {
@@ -160,6 +167,28 @@ export class DaemonHistory {
       passes: Object.fromEntries(this.passes),
       limits: HISTORY_LIMITS,
     };
+  }
+
+  /** Oldest first, as restore() takes it back. */
+  save(): SavedHistory {
+    return { activity: this.activity.items(), problems: this.problems.items(), points: this.chart() };
+  }
+
+  /**
+   * What an earlier run of the daemon saved: its entries come first (with new sequence
+   * numbers), its chart points keep their lag percentiles, and the points of an hour ago or
+   * older fall out as time moves on, as every point does.
+   */
+  restore(saved: SavedHistory): void {
+    for (const a of saved.activity) this.activity.push(a);
+    for (const p of saved.problems) this.problems.push(p);
+    const step = HISTORY_LIMITS.pointSeconds;
+    const now = Math.floor(this.now() / 1000 / step) * step;
+    for (const p of saved.points) {
+      const newest = this.points.newest();
+      if (p.t > now || (newest && p.t <= newest.t) || p.t <= now - step * HISTORY_LIMITS.points) continue;
+      this.points.push({ ...p, lag: [], lagCount: 0 });
+    }
   }
 
   private problem(p: ProblemEntry): void {

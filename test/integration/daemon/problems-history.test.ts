@@ -11,7 +11,7 @@ import type { Workspace } from '../../helpers/mirror-check.js';
 import { recordsPath } from '../../../src/daemon/records-file.js';
 import type { MappingStatus } from '../../../src/daemon/status.js';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
-import { daemonWorkspace, docAt, freePort, startDaemon, waitFor, type DaemonProcess } from './daemon-process.js';
+import { authHeader, daemonWorkspace, docAt, freePort, startDaemon, waitFor, type DaemonProcess } from './daemon-process.js';
 
 let ws: Workspace | undefined;
 const daemons: DaemonProcess[] = [];
@@ -81,7 +81,15 @@ describe('dssync run: problems stay until fixed, and the pass history', () => {
     const records = JSON.parse(await readFile(recordsPath(w.statePath), 'utf8')) as { mappings: Record<string, { problems: { problems: { path: string }[] } }> };
     expect(Object.values(records.mappings)[0]!.problems.problems).toHaveLength(expected.length);
     expect((await d.stop()).code).toBe(0);
+    // No daemon: `dssync status` reads the state and the records file, and still says not in sync.
+    const offline = await runCli(['status', '--config', w.configPath], w.env);
+    expect(offline.code, offline.stdout + offline.stderr).toBe(1);
+    expect(offline.stdout).toMatch(/not mirrored \(kept until fixed; as the daemon last saved them\)[\s\S]*big\.txt: too-large/);
     d = await start(w);
+    // The page's feed and chart are back too (feed-file.ts): other.txt's upload from before.
+    const feed = (await (await fetch(`${d.url}/history`, { headers: authHeader(w) })).json()) as { activity: { item: { path: string; kind: string } }[]; points: { ops: number }[] };
+    expect(feed.activity.map((e) => `${e.item.kind} ${e.item.path}`)).toContain('upload other.txt');
+    expect(feed.points.some((p) => p.ops > 0)).toBe(true);
     const again = await problemsOf(d);
     expect(again.map((p) => p.path).sort()).toEqual(expected);
     expect(again.find((p) => p.path === 'big.txt')?.since).toBe(first.find((p) => p.path === 'big.txt')?.since);

@@ -20,6 +20,34 @@ describe('DaemonHistory', () => {
     expect(seen).toEqual(['activity', 'activity', 'problem']);
   });
 
+  it('saves and restores the feed, the problems and the hour of chart points across a restart (issue 25.1)', () => {
+    const c = new FakeClock(T0);
+    const before = new DaemonHistory(() => c.now());
+    before.onOp('docs', { kind: 'upload', path: 'a.txt', outcome: 'done' }, 300);
+    c.tick(20_000);
+    before.onOp('docs', { kind: 'upload', path: 'b.bin', outcome: 'rejected', error: new Error('HTTP 415') }, undefined);
+    const saved = JSON.parse(JSON.stringify(before.save())) as ReturnType<DaemonHistory['save']>;
+
+    c.tick(60_000); // the restart takes a minute
+    const after = new DaemonHistory(() => c.now());
+    after.restore(saved);
+    after.onOp('docs', { kind: 'upload', path: 'c.txt', outcome: 'done' }, 100);
+    const s = after.snapshot();
+    expect(s.activity.map((e) => e.item.path)).toEqual(['c.txt', 'b.bin', 'a.txt']);
+    expect(s.problems.map((p) => p.path)).toEqual(['b.bin']);
+    const pts = after.chart();
+    // The saved points, then quiet ones for the minute of the restart, then the new one.
+    expect(pts[0]).toMatchObject({ t: T0 / 1000, ops: 1, lagP50: 300 });
+    expect(pts.map((p) => p.ops)).toEqual([1, 0, 1, 0, 0, 0, 0, 0, 1]);
+
+    // Saved more than an hour ago: the points are gone, the feed stays.
+    c.tick(2 * 3600_000);
+    const late = new DaemonHistory(() => c.now());
+    late.restore(saved);
+    expect(late.chart().every((p) => p.ops === 0)).toBe(true);
+    expect(late.snapshot().activity).toHaveLength(2);
+  });
+
   it('counts per 10-second point, fills quiet intervals, and keeps one hour', () => {
     const c = new FakeClock(T0);
     const h = new DaemonHistory(() => c.now());
