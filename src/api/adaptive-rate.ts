@@ -18,8 +18,13 @@
  * - Later 429s, of requests started at the learned rate: -`decreaseStep`, at most once per
  *   second (a burst of 429s, after the service stalled, is one signal, not ten).
  * - Up: while the learned rate holds requests back and no 429 came for `probeAfterMs` (3 s),
- *   +`probeStep` per second, so a raised limit (or a pessimistic estimate) is found again;
- *   the few 429s this costs are flow control for the pacer, not failures.
+ *   +`probeStep` per second, doubling each second the service keeps taking it (3 %, 6 %,
+ *   12 % … at most ×2 a second), so a lifted limit is found again within seconds, not
+ *   minutes (issue 28.2: after a 20 s storm, +3 % a second took ~50 s to climb from 5 to
+ *   20 requests/s). The few 429s this costs are flow control for the pacer, not failures.
+ * - The first 429 after a probe raised the rate says the probe went past the limit: the
+ *   answers of the last second say where it is (as for the first 429), so the rate drops
+ *   there at once instead of 3 % a second — over the limit for at most about a second.
  *
  * Pure apart from the times passed in.
  */
@@ -31,7 +36,7 @@ export interface AdaptiveRateOptions {
   decreaseStep?: number;
   /** Quiet time after the last 429 before the rate is raised again (ms). Default 3000. */
   probeAfterMs?: number;
-  /** Growth per second while probing. Default 0.03 (3 %). */
+  /** First growth per second while probing; it doubles each second without a 429, up to ×2. Default 0.03 (3 %). */
   probeStep?: number;
   /** Answers needed in the last second to estimate a rate. Default 2. */
   minEvidence?: number;
@@ -66,6 +71,8 @@ export class AdaptiveRate {
   private lastDecreaseAt = -Infinity;
   /** When the rate was first learned: 429s of requests sent before say nothing about it. */
   private learnedAt = Infinity;
+  /** Probes in a row since the last 429: the next one grows by probeStep × 2^probes (≤ ×2). */
+  private probes = 0;
 
   constructor(
     opts: AdaptiveRateOptions = {},
@@ -90,8 +97,10 @@ export class AdaptiveRate {
     if (this.learned === undefined) return 0;
     let d = this.wait(now, this.learned);
     if (d > 0 && now - this.lastThrottleAt >= this.probeAfterMs && now - this.lastAdjustAt >= WINDOW_MS) {
-      // Held back by the learned rate with no 429 for a while: try a little more.
-      this.setRate(this.learned * (1 + this.probeStep), now, 'probe');
+      // Held back by the learned rate with no 429 for a while: try more, faster each second.
+      const step = Math.min(1, this.probeStep * 2 ** this.probes);
+      this.probes++;
+      this.setRate(this.learned * (1 + step), now, 'probe');
       d = this.wait(now, this.learned);
     }
     return d;
@@ -123,15 +132,20 @@ export class AdaptiveRate {
     start.outcome = 'refused';
     if (!learn) return false;
     this.lastThrottleAt = now;
+    const probed = this.probes > 0;
+    this.probes = 0;
+    this.prune(now);
+    const answered = this.answers.length - this.head;
     if (this.learned !== undefined) {
       if (start.at >= this.learnedAt && now - this.lastDecreaseAt >= WINDOW_MS) {
         this.lastDecreaseAt = now;
-        this.setRate(Math.max(this.minRps, this.learned * (1 - this.decreaseStep)), now, 'throttled');
+        let next = this.learned * (1 - this.decreaseStep);
+        // Past the limit by a probe: the last second's answers tell where the limit is.
+        if (probed && answered >= this.minEvidence) next = Math.min(next, answered * this.margin);
+        this.setRate(Math.max(this.minRps, next), now, 'throttled');
       }
       return true;
     }
-    this.prune(now);
-    const answered = this.answers.length - this.head;
     if (answered < this.minEvidence) return false;
     this.learnedAt = now;
     this.setRate(Math.max(this.minRps, answered * this.margin), now, 'throttled');

@@ -206,3 +206,48 @@ describe('Pacer: 429s under a learned rate are flow control, not failures', () =
     expect(attempts).toBe(21);
   });
 });
+
+// ---- recovery after a storm (issue 28.2) ------------------------------------------------
+
+/**
+ * A 20 s storm (the service allows 5 requests/s), then the limit lifted to 40/s, with a
+ * backlog that keeps the pipe full: how many requests are accepted in each second after
+ * the lift, and in which seconds some were refused.
+ */
+async function stormThenLift(): Promise<{ perSecond: number[]; refusedSeconds: number[]; allowed: number }> {
+  const clock = new FakeClock(0);
+  const allowed = 40;
+  const lift = 20_000;
+  const pacer = new Pacer({ clock, random: () => 0.5, requestsPerSecond: 0, concurrency: 8, maxAttempts: 6 });
+  const accepted: number[] = [];
+  const refusedAt: number[] = [];
+  const call = async (): Promise<string> => {
+    await clock.sleep(20);
+    const now = clock.now();
+    const limit = now < lift ? 5 : allowed;
+    if (accepted.filter((t) => t > now - 1000).length >= limit) {
+      refusedAt.push(now);
+      throw new ApiError({ code: 'E_RATE_LIMITED', message: 'GET /x: 429', status: 429, retryable: true, retryAfterMs: 1000 });
+    }
+    accepted.push(now);
+    return 'ok';
+  };
+  let done = 0;
+  const runs = Array.from({ length: 1500 }, () => pacer.run(GET, call).then(() => done++, () => done++));
+  while (done < 1500 && clock.now() < lift + 30_000) await clock.advance(100);
+  const perSecond = Array.from({ length: 30 }, (_, i) => accepted.filter((t) => t >= lift + i * 1000 && t < lift + (i + 1) * 1000).length);
+  const refusedSeconds = [...new Set(refusedAt.filter((t) => t >= lift).map((t) => Math.floor((t - lift) / 1000)))].sort((a, b) => a - b);
+  void Promise.allSettled(runs);
+  return { perSecond, refusedSeconds, allowed };
+}
+
+describe('Pacer: recovery after a 429 storm (issue 28.2)', () => {
+  it('is back to 90 % of the allowed rate within 10 s of the storm lifting, and over the limit for no more than a second at a time', async () => {
+    const { perSecond, refusedSeconds, allowed } = await stormThenLift();
+    const back = perSecond.findIndex((n) => n >= 0.9 * allowed);
+    expect(back, `accepted per second after the lift: ${perSecond.join(' ')}`).toBeGreaterThanOrEqual(0);
+    expect(back, `accepted per second after the lift: ${perSecond.join(' ')}`).toBeLessThan(10);
+    // Each excursion over the limit is met within the second: no two seconds in a row with 429s.
+    for (let i = 1; i < refusedSeconds.length; i++) expect(refusedSeconds[i]! - refusedSeconds[i - 1]!, `seconds with 429s: ${refusedSeconds.join(' ')}`).toBeGreaterThan(1);
+  });
+});
