@@ -49,7 +49,10 @@ export async function main(argv: string[]): Promise<number> {
     .help()
     .alias('help', 'h')
     .version(versionLine())
-    .wrap(Math.min(110, process.stdout.columns || 100))
+    // Wrapped to the terminal only when help is asked for: yargs renders the whole help
+    // text in advance on every command run (to show it on a later failure, which our
+    // fail() never does), and wrapping it cost ~0.1 s of CPU per run (issue 28.1).
+    .wrap(asksForHelp(argv) ? Math.min(110, process.stdout.columns || 100) : null)
     .fail((msg, err, usage) => {
       // Usage errors from yargs come with a message; errors thrown by handlers with err.
       if (err) throw err;
@@ -83,4 +86,9 @@ export function start(args: string[]): Promise<void> {
       process.exitCode = ExitCode.FAILURE;
     },
   );
+}
+
+/** Whether this command line asks for help text (the only output the wrap width is for). */
+function asksForHelp(argv: readonly string[]): boolean {
+  return argv.some((a) => a === '--help' || a === '-h');
 }
