@@ -29,13 +29,20 @@ export interface SecretFileRead {
   value: string;
   /** Readable by every user (mode o+r): the caller warns. */
   worldReadable: boolean;
+  /** The file held `absentMarker`: no secret (value is empty, nothing was registered). */
+  absent?: boolean;
+}
+
+export interface ReadSecretOptions {
+  /** A content that means "no secret here" (a systemd unit's default: auth/settings.ts). */
+  absentMarker?: string | undefined;
 }
 
 /**
  * `what` names the secret for messages ("the password file"), `setting` where its path came
  * from ("auth.passwordFile"). Every failure is a ConfigError (exit 2) naming the file.
  */
-export function readSecretFile(path: string, what: string, setting: string): SecretFileRead {
+export function readSecretFile(path: string, what: string, setting: string, opts: ReadSecretOptions = {}): SecretFileRead {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
@@ -62,6 +69,7 @@ export function readSecretFile(path: string, what: string, setting: string): Sec
     }
     const value = buf.toString('utf8', 0, size).trim();
     buf.fill(0);
+    if (opts.absentMarker !== undefined && value === opts.absentMarker) return { value: '', worldReadable: false, absent: true };
     if (value === '') throw new ConfigError(`${what} ${path} is empty (from ${setting})`, setting);
     // From now on no output of this process may show it (src/secrets.ts).
     registerSecret(value);

@@ -5,7 +5,7 @@
  * the config: each SecretSource reads it when asked (a rotated file is picked up).
  */
 import { statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { ConfigError } from '../config/error.js';
 import { registerSecret } from '../secrets.js';
 import { readSecretFile } from './secret-file.js';
@@ -54,6 +54,15 @@ export type ResolvedAuth =
 
 /** systemd's LoadCredential= puts credentials in $CREDENTIALS_DIRECTORY under these names. */
 export const CREDENTIALS = { token: ['dssync-token', 'token'], password: ['dssync-password'], clientSecret: ['dssync-client-secret'] };
+
+/**
+ * What a credential holds when the unit's file for it does not exist. The shipped units load
+ * every secret an auth type may need (`LoadCredential=dssync-password:/etc/dssync/password`)
+ * with this as the default (`SetCredential=dssync-password:dssync-credential-absent`): systemd
+ * then starts the unit without the file instead of failing it with 243/CREDENTIALS, and
+ * dssync treats the credential as not given. (systemd 252 refuses an empty SetCredential=.)
+ */
+export const CREDENTIAL_ABSENT = 'dssync-credential-absent';
 
 export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 30;
 
@@ -161,9 +170,11 @@ function staticTokenSource(input: ResolveAuthInput, ctx: SecretContext): SecretS
   if (flags.tokenFile) return fileSecret(flags.tokenFile, 'the token file', '--token-file', ctx.warn);
   if (env.DSSYNC_TOKEN_FILE) return fileSecret(env.DSSYNC_TOKEN_FILE, 'the token file', 'DSSYNC_TOKEN_FILE', ctx.warn);
   if (env.DSSYNC_TOKEN !== undefined) return envSecret('DSSYNC_TOKEN', env);
-  if (input.tokenFile) return fileSecret(input.tokenFile, 'the token file', 'tokenFile', ctx.warn);
+  // The credential before the config's file: under the units the file in /etc is root-only
+  // (0600) and the service's dynamic user could not read it; systemd copied it for us.
   const cred = credentialPath(env, CREDENTIALS.token);
-  if (cred) return fileSecret(cred, 'the token file', 'the systemd credential', ctx.warn);
+  if (cred) return fileSecret(cred, 'the token file', `the systemd credential ${basename(cred)}`, ctx.warn);
+  if (input.tokenFile) return fileSecret(input.tokenFile, 'the token file', 'tokenFile', ctx.warn);
   throw new ConfigError(
     'no access token: set the DSSYNC_TOKEN environment variable, --token-file, DSSYNC_TOKEN_FILE, "tokenFile" in the config file, or a systemd credential named dssync-token (or use "auth": { "type": "oauth2", ... })',
     'tokenFile',
@@ -174,7 +185,11 @@ function checkToken(token: string, describe: string): void {
   if (/\s/.test(token)) throw new ConfigError(`${describe} holds more than one word; it must hold the token alone`, 'tokenFile');
 }
 
-/** The environment variable, else the configured file, else the systemd credential; undefined when none is set. */
+/**
+ * The environment variable, else the systemd credential, else the configured file; undefined
+ * when none is set. The credential comes before the file for the reason given in
+ * staticTokenSource: under the units the file is root-only, the credential is its copy.
+ */
 function secretSource(
   envName: string,
   file: string | undefined,
@@ -185,9 +200,9 @@ function secretSource(
   ctx: SecretContext,
 ): SecretSource | undefined {
   if (env[envName] !== undefined && env[envName] !== '') return envSecret(envName, env);
-  if (file) return deferred(ctx, `${setting} ${file} (cannot be used: see the check)`, () => fileSecret(file, `${what} file`, setting, ctx.warn));
   const cred = credentialPath(env, credentialNames);
-  if (cred) return deferred(ctx, `the systemd credential ${cred} (cannot be used: see the check)`, () => fileSecret(cred, `${what} file`, `the systemd credential ${credentialNames[0]}`, ctx.warn));
+  if (cred) return deferred(ctx, `the systemd credential ${cred} (cannot be used: see the check)`, () => fileSecret(cred, `${what} file`, `the systemd credential ${basename(cred)}`, ctx.warn));
+  if (file) return deferred(ctx, `${setting} ${file} (cannot be used: see the check)`, () => fileSecret(file, `${what} file`, setting, ctx.warn));
   return undefined;
 }
 
@@ -218,6 +233,7 @@ function fileSecret(path: string, what: string, setting: string, warn: (m: strin
   return source;
 }
 
+/** The first of `names` in $CREDENTIALS_DIRECTORY that holds a secret (not CREDENTIAL_ABSENT). */
 function credentialPath(env: NodeJS.ProcessEnv, names: string[]): string | undefined {
   const dir = env.CREDENTIALS_DIRECTORY;
   if (!dir) return undefined;
@@ -225,12 +241,22 @@ function credentialPath(env: NodeJS.ProcessEnv, names: string[]): string | undef
     const path = join(dir, name);
     try {
       // lstat-free: systemd credentials are plain files; a FIFO here is refused when read.
-      if (!statSync(path).isDirectory()) return path;
+      if (statSync(path).isDirectory()) continue;
     } catch {
-      // absent: try the next name
+      continue; // absent: try the next name
     }
+    if (!isAbsentMarker(path)) return path;
   }
   return undefined;
+}
+
+/** The unit's default for a credential whose file did not exist (CREDENTIAL_ABSENT). */
+function isAbsentMarker(path: string): boolean {
+  try {
+    return readSecretFile(path, 'the systemd credential', path, { absentMarker: CREDENTIAL_ABSENT }).absent === true;
+  } catch {
+    return false; // empty, unreadable...: the caller's own read says so, naming the setting
+  }
 }
 
 /** The token of a static connection, read now (tests and `config check`); undefined for the other kinds. */

@@ -138,7 +138,10 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
       .option('ignore-rename', { type: 'boolean', group: 'Faults:', describe: 'A metadata update keeps the document\'s name' })
       .option('seed', { requiresArg: true, group: 'Faults:', describe: 'Seed for reproducible faults (a number)' })
       .example('$0 emulator --port 8080', 'Serve on http://127.0.0.1:8080 (token dev-token, organization dev-org)')
-      .example('$0 emulator --rate-limit-rps 20 --error-rate 0.05 --seed 1', 'A rate-limited, slightly flaky service') as unknown as Argv<EmulatorArgs>,
+      .example('$0 emulator --rate-limit-rps 20 --error-rate 0.05 --seed 1', 'A rate-limited, slightly flaky service')
+      // Written here so that --help needs no loading of the emulator; a test ties it to the
+      // emulator's OIDC_DEFAULTS (test/integration/cli/emulator-cli.test.ts).
+      .epilog(OIDC_HELP) as unknown as Argv<EmulatorArgs>,
   handler: async (args) => {
     const options = emulatorOptionsFromArgs(args);
     // Loaded here, not at the top: the emulator is its own package (absent from an installed
@@ -154,7 +157,27 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
       throw new CliError(`the emulator could not start on ${options.host}:${options.port ?? 0}: ${(err as Error).message}`);
     }
     process.stdout.write(`listening on ${emulator.url}\n`);
+    // The banner goes to stderr: stdout carries the one line scripts wait for.
+    process.stderr.write(`${oidcBanner(emulator)}\n`);
     await stopped;
     await emulator.close();
   },
 };
+
+const OIDC_HELP = `OpenID Connect test accounts (token endpoint: URL/realms/dssync/protocol/openid-connect/token):
+  password grant:      username dev-user, password dev-password, client dssync (public, no secret)
+                       username otp-user, password dev-password, one-time code (totp) 123456
+  client_credentials:  client dssync-service, secret dev-client-secret
+The static --token keeps working beside them. Details: docs/emulator.md.`;
+
+/** The token endpoint and its accounts, as the running emulator has them. */
+function oidcBanner(emulator: RunningEmulator): string {
+  const o = emulator.oidc.options;
+  const users = Object.entries(o.users).map(([name, a]) => `${name} / ${a.password}${a.otp ? ` (totp ${a.otp})` : ''}`);
+  const clients = Object.entries(o.clients).map(([id, secret]) => (secret === null ? `${id} (public)` : `${id} / ${secret}`));
+  return [
+    `OpenID Connect token endpoint: ${emulator.url}/realms/dssync/protocol/openid-connect/token (access tokens live ${o.tokenTtlSeconds} s)`,
+    `  accounts (password grant): ${users.join(', ')}`,
+    `  clients: ${clients.join(', ')}`,
+  ].join('\n');
+}

@@ -565,7 +565,7 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
       ? section('not mirrored (kept until fixed)', m.problems, (p) => `${p.path}: ${p.kind}: ${p.reason} (since ${formatWhen(p.since, now)})`, m.problemsTotal)
       : section('skipped', m.skipped, (s) => `${s.path}: ${s.reason}`, m.skippedTotal)),
     ...section('excluded by a setting (not problems)', m.excluded ?? [], (e) => `${e.path}: ${e.reason}`, m.excludedTotal),
-    ...section('not ingested (no chunks after the ingestion delay)', m.problems ? [] : m.notIngested, (n) => `${n.path}: document ${n.documentId}, uploaded ${formatWhen(n.uploadedAt, now)}`, m.notIngestedTotal),
+    ...section('not ingested', m.problems ? [] : m.notIngested, (n) => `${n.path}: ${n.reason ? `${n.reason}; ` : ''}document ${n.documentId}, uploaded ${formatWhen(n.uploadedAt, now)}`, m.notIngestedTotal),
   ];
   return [`mapping ${m.id}: ${m.phase}`, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
 }

@@ -154,7 +154,8 @@ export class MappingRunner {
         logger: this.log,
         signal: this.controller.signal,
         onNotIngested: (n) => {
-          if (this.problems.notIngested(n.path, `not ingested: document ${n.documentId} had no chunks after the ingestion delay (uploaded ${n.uploadedAt})`)) this.d.onRecordsChanged?.();
+          const why = n.reason ?? `document ${n.documentId} had no chunks after the ingestion delay (uploaded ${n.uploadedAt})`;
+          if (this.problems.notIngested(n.path, `not ingested: ${why}`)) this.d.onRecordsChanged?.();
         },
       });
       if (this.pausedSince !== undefined) this.ingestion.pause();

@@ -96,6 +96,8 @@ export const NotIngestedSchema = z.object({
   path: z.string(),
   documentId: z.string(),
   uploadedAt: isoTime,
+  /** The service's reason ("failed: text extraction failed: …"); absent: no chunks, the service said nothing. */
+  reason: z.string().optional(),
 });
 
 /** How a mapping learns of changes (issue 12, docs/watch.md). */

@@ -26,6 +26,9 @@ export interface FakeDoc {
   uploadedFrom?: string;
   /** The data source it was uploaded to or added in (absent: any). */
   dataSourceId?: string;
+  /** The ingestion state as the emulator's records carry it (absent: the service says nothing). */
+  status?: string;
+  failure_reason?: string;
 }
 
 export interface FakeCall {

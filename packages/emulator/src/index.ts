@@ -28,7 +28,7 @@ export type { EmulatorStore, StoreCounts, StoreSnapshot } from './store.js';
 export type { DataSourceRecord, DocumentRecord, ChunkRecord, DocumentStatus } from './records.js';
 export type { ErrorBody, ErrorCode } from './errors.js';
 export { DEFAULTS as EMULATOR_DEFAULTS, NAME_REWRITES, checkFaultOptions } from './options.js';
-export { TOKEN_PATH } from './routes/oidc.js';
+export { OIDC_DEFAULTS, TOKEN_PATH } from './routes/oidc.js';
 
 export interface RunningEmulator {
   /** http://HOST:PORT, without a trailing slash. */

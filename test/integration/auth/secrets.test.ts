@@ -15,6 +15,8 @@ import { StaticTokenProvider } from '../../../src/auth/static.js';
 import { describeFailure } from '../../../src/cli/exit.js';
 import { ConfigError } from '../../../src/config/error.js';
 import { loadConfig } from '../../../src/config/load.js';
+import { CREDENTIAL_ABSENT } from '../../../src/auth/settings.js';
+import { scrub } from '../../../src/secrets.js';
 import { ApiError } from '../../../src/api/errors.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
@@ -94,6 +96,38 @@ describe('secret files', () => {
     const c = loadConfig({ file: configFile(oauth()), env: { CREDENTIALS_DIRECTORY: creds } });
     expect(c.connection.auth.type === 'oauth2' && c.connection.auth.password?.read()).toBe('pw');
     expect(c.connection.auth.type === 'oauth2' && c.connection.auth.clientSecret?.describe).toContain('dssync-client-secret');
+  });
+
+  it('under the units a systemd credential wins over the file the config names (root-only there, unreadable by the service user)', () => {
+    const creds = mkdtempSync(join(dir, 'creds-'));
+    writeFileSync(join(creds, 'dssync-password'), 'from-credential', { mode: 0o600 });
+    writeFileSync(join(creds, 'dssync-client-secret'), 'secret-from-credential', { mode: 0o600 });
+    writeFileSync(join(creds, 'dssync-token'), 'token-from-credential', { mode: 0o600 });
+    const missing = join(dir, 'no-such-dir', 'secret');
+    const o = loadConfig({ file: configFile(oauth({ passwordFile: missing, clientSecretFile: missing })), env: { CREDENTIALS_DIRECTORY: creds } });
+    if (o.connection.auth.type !== 'oauth2') throw new Error('expected oauth2');
+    expect(o.connection.auth.password?.read()).toBe('from-credential');
+    expect(o.connection.auth.clientSecret?.read()).toBe('secret-from-credential');
+    const s = loadConfig({ file: configFile({ tokenFile: missing }), env: { CREDENTIALS_DIRECTORY: creds } });
+    if (s.connection.auth.type !== 'static') throw new Error('expected static');
+    expect(s.connection.auth.token.read()).toBe('token-from-credential');
+    expect(s.connection.auth.token.describe).toContain('the systemd credential dssync-token');
+  });
+
+  it("a credential holding the units' default (its file did not exist) counts as not given", () => {
+    const creds = mkdtempSync(join(dir, 'creds-'));
+    for (const name of ['dssync-token', 'dssync-password', 'dssync-client-secret']) writeFileSync(join(creds, name), `${CREDENTIAL_ABSENT}\n`, { mode: 0o600 });
+    const pw = join(dir, 'pw-file');
+    writeFileSync(pw, 'from-file', { mode: 0o600 });
+    const o = loadConfig({ file: configFile(oauth({ passwordFile: pw })), env: { CREDENTIALS_DIRECTORY: creds } });
+    expect(o.connection.auth.type === 'oauth2' && o.connection.auth.password?.read()).toBe('from-file');
+    expect(o.connection.auth.type === 'oauth2' && o.connection.auth.clientSecret).toBeUndefined();
+    const none = rejectionSync(() => loadConfig({ file: configFile(oauth()), env: { CREDENTIALS_DIRECTORY: creds } }));
+    expect(none.message).toMatch(/no password for the account u: .*dssync-password/);
+    const noToken = rejectionSync(() => loadConfig({ file: configFile({}), env: { CREDENTIALS_DIRECTORY: creds } }));
+    expect(noToken.message).toMatch(/no access token/);
+    // The marker is not a secret: nothing registers it for scrubbing.
+    expect(scrub(`x ${CREDENTIAL_ABSENT} y`)).toBe(`x ${CREDENTIAL_ABSENT} y`);
   });
 
   it('a rotated token file is picked up', async () => {

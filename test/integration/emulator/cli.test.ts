@@ -7,6 +7,8 @@ import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { call } from './client.js';
+import { OIDC_DEFAULTS, TOKEN_PATH } from '@dssync/emulator';
+import { waitFor } from '../../helpers/wait-for.js';
 
 const MAIN = fileURLToPath(new URL('../../../dist/src/cli/main.js', import.meta.url));
 
@@ -64,6 +66,26 @@ describe('dssync emulator (the built CLI)', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('--help and the banner (stderr) show the OpenID Connect test accounts, as the emulator has them', { timeout: 30_000 }, async () => {
+    const help = runCli(['emulator', '--help']);
+    help.ready.catch(() => undefined); // --help never listens
+    expect((await help.exit).code).toBe(0);
+    const run = runCli(['emulator', '--port', '0']);
+    const url = await run.ready;
+    await waitFor(() => run.stderr().includes('clients:'), { timeout: 10_000, what: 'the banner' });
+    run.child.kill('SIGTERM');
+    await run.exit;
+    expect(run.stderr()).toContain(`${url}${TOKEN_PATH}`);
+    for (const [name, account] of Object.entries(OIDC_DEFAULTS.users)) {
+      for (const text of [help.stdout(), run.stderr()]) expect(text).toMatch(new RegExp(`${name}\\b[^\\n]*${account.password}`));
+      if (account.otp) expect(help.stdout()).toContain(account.otp);
+    }
+    for (const [client, secret] of Object.entries(OIDC_DEFAULTS.clients)) {
+      for (const text of [help.stdout(), run.stderr()]) expect(text).toMatch(new RegExp(`${client}\\b[^\\n]*${secret ?? 'public'}`));
+    }
+    expect(help.stdout()).toContain(TOKEN_PATH.replace(/^\//, 'URL/'));
   });
 
   it('exits 2 naming the option when a number is not a number', { timeout: 30_000 }, async () => {

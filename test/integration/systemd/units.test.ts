@@ -14,6 +14,7 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CREDENTIAL_NAMES } from '../../../src/config/connection.js';
+import { CREDENTIAL_ABSENT } from '../../../src/auth/settings.js';
 import { startEmulator } from '@dssync/emulator';
 import { BIN } from '../cli/run-cli.js';
 
@@ -27,13 +28,20 @@ interface UnitCase {
   /** The name systemd-analyze sees: a template is analysed as one of its instances. */
   installedAs: string;
   config: string;
-  tokenFile: string;
+  /** credential name -> the root-only file it is loaded from. */
+  credentialFiles: Record<string, string>;
   stateDirectory: string;
 }
 
+const credentialFiles = (prefix: string): Record<string, string> => ({
+  'dssync-token': `${prefix}token`,
+  'dssync-password': `${prefix}password`,
+  'dssync-client-secret': `${prefix}client-secret`,
+});
+
 const UNITS: UnitCase[] = [
-  { file: 'dssync.service', installedAs: 'dssync.service', config: '/etc/dssync/config.json', tokenFile: '/etc/dssync/token', stateDirectory: 'dssync' },
-  { file: 'dssync@.service', installedAs: 'dssync@test.service', config: '/etc/dssync/%i.json', tokenFile: '/etc/dssync/%i.token', stateDirectory: 'dssync/%i' },
+  { file: 'dssync.service', installedAs: 'dssync.service', config: '/etc/dssync/config.json', credentialFiles: credentialFiles('/etc/dssync/'), stateDirectory: 'dssync' },
+  { file: 'dssync@.service', installedAs: 'dssync@test.service', config: '/etc/dssync/%i.json', credentialFiles: credentialFiles('/etc/dssync/%i.'), stateDirectory: 'dssync/%i' },
 ];
 
 // --- reading unit files ----------------------------------------------------------------
@@ -181,21 +189,28 @@ describe.each(UNITS)('$file', (unit) => {
     expect((one(unit.file, 'RestartPreventExitStatus') ?? '').split(/\s+/)).toEqual(expect.arrayContaining(['2', '3']));
   });
 
-  it('hands the token over as the systemd credential the config loader looks for, from a root-only file in /etc/dssync', () => {
-    const [name, path] = (one(unit.file, 'LoadCredential') ?? '').split(':');
-    expect(CREDENTIAL_NAMES).toContain(name);
-    expect(name).toBe('dssync-token');
-    expect(path).toBe(unit.tokenFile);
-    // The credential wins even over a "tokenFile" in the config, which the service's
-    // transient user could not read.
-    expect(environment(unit.file).get('DSSYNC_TOKEN_FILE')).toBe(`%d/${name}`);
+  it('hands every secret an auth type may need over as an optional systemd credential, from a root-only file in /etc/dssync', () => {
+    const loaded = new Map(all(unit.file, 'LoadCredential').map((v) => v.split(':') as [string, string]));
+    const defaults = new Map(all(unit.file, 'SetCredential').map((v) => v.split(':') as [string, string]));
+    expect([...loaded.keys()].sort()).toEqual(['dssync-client-secret', 'dssync-password', 'dssync-token']);
+    expect(CREDENTIAL_NAMES).toContain('dssync-token');
+    for (const [name, path] of loaded) {
+      expect(path).toBe(unit.credentialFiles[name]);
+      // A missing file must not fail the unit (243/CREDENTIALS): the default stands in, and
+      // dssync reads it as "not given".
+      expect(defaults.get(name), name).toBe(CREDENTIAL_ABSENT);
+    }
+    // No DSSYNC_TOKEN_FILE pointing at the credential: with an OIDC config it would name a
+    // file holding the marker. The loader prefers a credential over the config's files itself.
+    expect(environment(unit.file).has('DSSYNC_TOKEN_FILE')).toBe(false);
   });
 
   it('holds no secret: no token in the environment, the command line or an inline credential', () => {
     const text = unitText(unit.file);
     const env = environment(unit.file);
     expect(env.has('DSSYNC_TOKEN')).toBe(false);
-    expect(all(unit.file, 'SetCredential')).toEqual([]);
+    // SetCredential= only carries the marker that stands for "file absent", never a value.
+    for (const v of all(unit.file, 'SetCredential')) expect(v).toMatch(new RegExp(`^dssync-[a-z-]+:${CREDENTIAL_ABSENT}$`));
     expect(all(unit.file, 'SetCredentialEncrypted')).toEqual([]);
     expect(all(unit.file, 'EnvironmentFile')).toEqual([]);
     expect(all(unit.file, 'ExecStart').join(' ')).not.toMatch(/--token(?!-file)/);
@@ -232,7 +247,7 @@ it('dssync@.service matches dssync.service line for line, apart from the instanc
   const forInstance = (d: Directive): string => {
     const value = d.value
       .replace('/etc/dssync/%i.json', '/etc/dssync/config.json')
-      .replace('/etc/dssync/%i.token', '/etc/dssync/token')
+      .replace(/\/etc\/dssync\/%i\.(token|password|client-secret)/, '/etc/dssync/$1')
       .replace(/dssync\/%i/g, 'dssync')
       .replace(/dssync[@-]%i/g, 'dssync');
     return `[${d.section}] ${d.key}=${value}`;

@@ -5,7 +5,7 @@
  */
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { IngestionChecker, MAX_TRACKED, SUMMARY_INTERVAL_MS } from '../../../src/daemon/ingestion.js';
+import { FALLBACK_PER_SECOND, IN_PROGRESS_RECHECKS, IngestionChecker, MAX_TRACKED, SUMMARY_INTERVAL_MS } from '../../../src/daemon/ingestion.js';
 import { createLogger } from '../../../src/log.js';
 import { apiError, FakeApi } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -20,9 +20,11 @@ function setup() {
   });
   const clock = new FakeClock();
   const api = new FakeApi();
-  const checker = new IngestionChecker({ api, dataSourceId: () => 'ds1', delayMs: 5_000, clock, logger: createLogger({ level: 'debug', destination: sink }) });
+  const checker = new IngestionChecker({ api, dataSourceId: () => 'ds1', delayMs: 5_000, clock, logger: createLogger({ level: 'debug', destination: sink }), pageSize: 1000 });
   const warnings = () => lines.filter((l) => l.level === 40);
-  return { checker, clock, api, warnings };
+  /** A document the service lists, with its ingestion state when the records carry one. */
+  const doc = (id: string, state: { status?: string; failure_reason?: string } = {}) => api.add({ id, name: id, metadata: {}, dataSourceId: 'ds1', ...state });
+  return { checker, clock, api, warnings, doc };
 }
 
 describe('IngestionChecker', () => {
@@ -42,24 +44,29 @@ describe('IngestionChecker', () => {
   });
 
   it('documents without chunks are listed in the status and told in one summary line', async () => {
-    const { checker, clock, warnings } = setup();
-    for (let i = 0; i < 50; i++) checker.track(`doc${i}.pdf`, `d${i}`);
-    await clock.advance(5_000);
+    const { checker, clock, warnings, doc } = setup();
+    for (let i = 0; i < 50; i++) {
+      doc(`d${i}`);
+      checker.track(`doc${i}.pdf`, `d${i}`);
+    }
+    // The records say nothing here: one chunk listing per document, at the bounded rate.
+    await clock.advance(5_000 + (50 * 1000) / FALLBACK_PER_SECOND);
     expect(checker.notIngested()).toHaveLength(50);
     await clock.advance(SUMMARY_INTERVAL_MS);
     const told = warnings();
     expect(told.length).toBeLessThanOrEqual(2);
     expect(told.reduce((n, l) => n + Number(l.count ?? 0), 0)).toBe(50);
-    expect(String(told[0]!.msg)).toMatch(/^1 document\(s\) not ingested: no chunks after the ingestion delay \(doc0\.pdf\)/);
-    expect(String(told[1]!.msg)).toMatch(/^49 document\(s\) not ingested: .*\(doc1\.pdf, doc2\.pdf, doc3\.pdf and 46 more\); dssync status lists them/);
+    expect(String(told[0]!.msg)).toMatch(/^1 document\(s\) not ingested \(doc0\.pdf\)/);
+    expect(String(told[1]!.msg)).toMatch(/^49 document\(s\) not ingested \(doc1\.pdf, doc2\.pdf, doc3\.pdf and 46 more\); dssync status lists them/);
   });
 
   it('a document with chunks is ingested; one without is listed until its file is uploaded again and ingested', async () => {
-    const { checker, clock, api } = setup();
+    const { checker, clock, api, doc } = setup();
+    for (const id of ['d1', 'd2', 'd3']) doc(id);
     api.chunks.set('d1', [{ id: 'c1', raw: {} }]);
     checker.track('a.txt', 'd1');
     checker.track('b.txt', 'd2');
-    await clock.advance(5_000);
+    await clock.advance(5_000 + (2 * 1000) / FALLBACK_PER_SECOND);
     expect(api.calls.filter((c) => c.op === 'listChunks').map((c) => c.arg)).toEqual(['d1', 'd2']);
     expect(checker.notIngested().map((n) => n.path)).toEqual(['b.txt']);
     checker.track('b.txt', 'd3');
@@ -69,7 +76,8 @@ describe('IngestionChecker', () => {
   });
 
   it('a check the service fails is not a verdict: the document is not listed as not ingested', async () => {
-    const { checker, clock, api, warnings } = setup();
+    const { checker, clock, api, warnings, doc } = setup();
+    doc('d1');
     api.failBefore = (op) => (op === 'listChunks' ? apiError('E_SERVER', 503, { retryable: true }) : undefined);
     checker.track('a.txt', 'd1');
     await clock.advance(5_000 + SUMMARY_INTERVAL_MS);
@@ -79,7 +87,8 @@ describe('IngestionChecker', () => {
   });
 
   it('a file uploaded again is checked once, after its new upload; a forgotten one not at all', async () => {
-    const { checker, clock, api } = setup();
+    const { checker, clock, api, doc } = setup();
+    for (const id of ['d1', 'd2', 'd3']) doc(id);
     checker.track('a.txt', 'd1');
     await clock.advance(3_000);
     checker.track('a.txt', 'd2');
@@ -90,5 +99,49 @@ describe('IngestionChecker', () => {
     await clock.advance(3_000);
     expect(api.count('listChunks')).toBe(1);
     expect(checker.notIngested().map((n) => n.documentId)).toEqual(['d2']);
+  });
+
+  it('where the records carry the state, one listing answers for every document: no chunk listing, and the service\'s reason', async () => {
+    const { checker, clock, api, doc } = setup();
+    for (let i = 0; i < 40; i++) doc(`ok${i}`, { status: 'ready' });
+    doc('bad', { status: 'failed', failure_reason: 'text extraction failed: Invalid PDF structure.' });
+    for (let i = 0; i < 40; i++) checker.track(`ok${i}.txt`, `ok${i}`);
+    checker.track('bad.pdf', 'bad');
+    await clock.advance(5_000);
+    expect(api.count('listDocuments')).toBe(1);
+    expect(api.count('listChunks') + api.count('getDocument')).toBe(0);
+    expect(checker.notIngested()).toEqual([expect.objectContaining({ path: 'bad.pdf', reason: 'failed: text extraction failed: Invalid PDF structure.' })]);
+    expect(checker.pending).toBe(0);
+  });
+
+  it('a listing longer than the documents it answers for gives way to one GET per due document', async () => {
+    const { checker, clock, api, doc } = setup();
+    for (let i = 0; i < 2_500; i++) doc(`old${i}`, { status: 'ready' });
+    checker.track('first.txt', 'old0');
+    await clock.advance(5_000); // the size is not known yet: one listing (3 pages of 1000)
+    expect(api.count('listDocuments')).toBe(1);
+    doc('new', { status: 'failed', failure_reason: 'empty file' });
+    checker.track('new.txt', 'new');
+    await clock.advance(5_000);
+    expect(api.count('listDocuments')).toBe(1);
+    expect(api.count('getDocument')).toBe(1);
+    expect(checker.notIngested().map((n) => n.reason)).toEqual(['failed: empty file']);
+  });
+
+  it('a document still in progress is asked again a delay later, and reported when it never finishes', async () => {
+    const { checker, clock, api, doc } = setup();
+    const d = doc('p', { status: 'processing' });
+    checker.track('p.txt', 'p');
+    await clock.advance(5_000);
+    expect(checker.pending).toBe(1);
+    d.status = 'ready';
+    await clock.advance(5_000);
+    expect(checker.pending).toBe(0);
+    expect(checker.notIngested()).toEqual([]);
+    doc('q', { status: 'processing' });
+    checker.track('q.txt', 'q');
+    await clock.advance(5_000 * (IN_PROGRESS_RECHECKS + 1));
+    expect(checker.notIngested()).toEqual([expect.objectContaining({ path: 'q.txt', reason: `still processing after ${IN_PROGRESS_RECHECKS + 1} checks` })]);
+    expect(api.count('listChunks')).toBe(0);
   });
 });
