@@ -8,7 +8,7 @@ import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
-import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
+import type { EntryStat, FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
 import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type RenameCheck, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
@@ -362,7 +362,8 @@ export class Mirror {
         // A partial look says nothing about the folder being empty.
         localFiles: scope ? Math.max(1, scanned) : scanned,
         // An incremental plan's count is the state's already: not counted twice at every change.
-        knownDocuments: remote ? Math.max(plan.ourDocumentCount, mapping.files.size) : plan.ourDocumentCount,
+        // With prune "all", what it may prune is the mapping's too (plan.ts prunableCount).
+        knownDocuments: remote ? Math.max(plan.ourDocumentCount, mapping.files.size) + plan.prunableCount : plan.ourDocumentCount,
         ops: plan.ops,
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,
@@ -616,7 +617,7 @@ export class Mirror {
     // What a full walk no longer finds is no longer waited for (bounded memory).
     if (full) for (const path of this.settling.keys()) if (!local.has(path)) this.settling.delete(path);
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
-      if (!this.mayBeBeingWritten(local.get(path)!, full)) return true;
+      if (!this.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) return true;
       local.delete(path);
       blocked.add(path);
       settling.push(path);
@@ -663,12 +664,26 @@ export class Mirror {
    * The stability rule of every full pass (MirrorDeps.stabilityMs): true when `file` changed
    * too recently to be read whole. Checked in full passes, and in any pass for a file set
    * aside before (an incremental pass is the follow-up; events are held by the aggregator).
+   *
+   * A file is stable when any of these holds, none of which needs the mtime to be behind
+   * the wall clock: its stat (size, mtime, ctime, dev, inode) is the one the state recorded
+   * when it was last read whole (nothing wrote it since: a write moves the ctime to the
+   * writer's "now", whatever that is); two looks a window apart on the monotonic clock saw
+   * the same stat; or, when its times are behind the wall clock, they are a window old.
+   * Without the first, a file written before a backward step (its mtime now in the future)
+   * was set aside by every full pass until the wall clock caught up, so a document of it
+   * that a person deleted was not uploaded again for up to the size of the step (issue 23,
+   * the simulation's SIM_WALL_BACK_REPAIR).
    */
-  private mayBeBeingWritten(file: LocalFileInfo, full: boolean): boolean {
+  private mayBeBeingWritten(file: LocalFileInfo, full: boolean, entry: EntryStat | undefined): boolean {
     const windowMs = this.d.stabilityMs ?? 0;
     const held = this.settling.get(file.path);
     if (windowMs <= 0 || (!full && !held)) return false;
-    // File times are wall-clock: compared with the wall clock (a future time counts as young).
+    if (entry !== undefined && sameStatAsEntry(entry, file)) {
+      this.settling.delete(file.path);
+      return false;
+    }
+    // File times are wall-clock: compared with the wall clock (a future time proves nothing).
     const age = this.d.now() - Math.max(file.mtimeMs, file.ctimeMs ?? -Infinity);
     const mono = this.monotonic();
     const same = held !== undefined && held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
@@ -680,6 +695,12 @@ export class Mirror {
     this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: same ? held.since : mono });
     return true;
   }
+}
+
+/** The stat the state recorded, every field the walk gives known and equal (a fake may leave ctime, dev or inode out). */
+function sameStatAsEntry(entry: EntryStat, file: LocalFileInfo): boolean {
+  const known = (a: number | undefined, b: number | undefined): boolean => a !== undefined && b !== undefined && a === b;
+  return entry.size === file.size && entry.mtimeMs === file.mtimeMs && known(entry.ctimeMs, file.ctimeMs) && known(entry.ino, file.ino) && (entry.dev === undefined || entry.dev === file.dev);
 }
 
 function unmarkedByName(remote: readonly DocumentRecord[]): Map<string, string[]> {

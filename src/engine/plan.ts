@@ -209,6 +209,13 @@ export interface PlanResult {
   /** Documents of ours in the data source (for the mass-delete guard). */
   ourDocumentCount: number;
   /**
+   * Documents nobody owns that this full pass may prune (`prune: "all"`; else 0): with
+   * prune "all" they are the mapping's too, so the mass-delete guard's base counts them.
+   * Without them a pass holding none of ours (its only file set aside, a first sync)
+   * pruned any number unguarded (seed 7, history 266).
+   */
+  prunableCount: number;
+  /**
    * Documents carrying dssync metadata of another mapping or another installation: another
    * owner's, never deleted or renamed (not even with prune "all"); reported as conflicts.
    */
@@ -487,6 +494,7 @@ export function planMirror(input: PlanInput): PlanResult {
   }
 
   const full = input.remote !== undefined && scope === undefined;
+  const prunableCount = full && input.prune === 'all' ? foreign.length : 0;
   if (full && input.prune === 'all') {
     for (const d of foreign) ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'not-in-folder' });
   }
@@ -510,10 +518,10 @@ export function planMirror(input: PlanInput): PlanResult {
 
   if (sameIdentity.length > 0) {
     // Another writer with our identity: whatever we would do may undo its work, or it ours.
-    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [] };
+    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, prunableCount, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [] };
   }
   const held = holdDuplicates(ops, otherOwners, input.mappingId);
-  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
+  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, prunableCount, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
 }
 
 /**

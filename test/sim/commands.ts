@@ -48,7 +48,8 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   marked name (engine/document-fields.ts markUploadName), such an upload's document is
  *   told by that name, and the oracle lets no unmarked upload of ours stay. While off, people's documents under
  *   our files' full names have sizes no file of ours has (base names and free names keep them).
- * - SIM_WALL_BACK_REPAIR (off: found by this simulation, not fixed): after the wall clock
+ * - SIM_WALL_BACK_REPAIR (on: found by this simulation, fixed in engine/mirror.ts: a file whose
+ *   stat is the one the state recorded is not being written, whatever its times): after the wall clock
  *   steps back, every file written within the step has an mtime in the future, and every
  *   full pass sets it aside (stability window, "a future time counts as young") even when
  *   its stat is the one the state synced; the follow-up is an incremental pass, which has no
@@ -75,7 +76,7 @@ export const FLAGS = {
   slowWriteNewFolder: flag('SIM_SLOW_NEW_FOLDER', true),
   slowWriteAcrossRestart: flag('SIM_SLOW_ACROSS_RESTART', true),
   personRacesUpload: flag('SIM_PERSON_RACES_UPLOAD', true),
-  wallBackRepair: flag('SIM_WALL_BACK_REPAIR', false),
+  wallBackRepair: flag('SIM_WALL_BACK_REPAIR', true),
   clonedWriter: flag('SIM_CLONED_WRITER', false),
 };
 
