@@ -243,8 +243,9 @@ export class Mirror {
   /**
    * Files set aside by the stability window, with their stat and when it was first seen so
    * (monotonic): a pass that finds the same stat a window later takes the file as stable.
+   * `gone`: a full walk no longer found it, while the runner's follow-up still names it.
    */
-  private readonly settling = new Map<string, { size: number; mtimeMs: number; ctimeMs: number | undefined; since: number }>();
+  private readonly settling = new Map<string, { size: number; mtimeMs: number; ctimeMs: number | undefined; since: number; gone?: true }>();
   /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
   private readonly deletions = new DeleteWindow();
   /**
@@ -335,7 +336,7 @@ export class Mirror {
         this.unmarkedByName = unmarkedByName(remote);
       }
       const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
-      const { local, skipped, untouchable, settling } = await this.prepareLocal(scan, mapping, !scope);
+      const { local, skipped, untouchable, settling } = await this.prepareLocal(scan, mapping, !scope, scope);
       report.settling = settling.length > 0 ? settling : undefined;
       const excludedPaths = new Set(scan.skipped.filter((s) => s.excluded).map((s) => s.path));
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
@@ -607,15 +608,14 @@ export class Mirror {
    * scan's map is taken over (not copied: a million entries), so `scan.files` holds only
    * the files to plan with afterwards.
    */
-  private async prepareLocal(scan: ScanResult, mapping: MappingState, full: boolean) {
+  private async prepareLocal(scan: ScanResult, mapping: MappingState, full: boolean, scope?: ChangeScope) {
     const local = scan.files;
     const skipped = [...scan.skipped];
     const blocked = new Set(scan.skipped.map((s) => s.path));
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
     const settling: string[] = [];
-    // What a full walk no longer finds is no longer waited for (bounded memory).
-    if (full) for (const path of this.settling.keys()) if (!local.has(path)) this.settling.delete(path);
+    this.forgetSettled(scan, scope);
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
       if (!this.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) return true;
       local.delete(path);
@@ -661,6 +661,27 @@ export class Mirror {
   }
 
   /**
+   * What is no longer waited for (bounded memory). A set-aside file a full walk does not
+   * find stays remembered as gone, not forgotten: the runner's follow-up still names it, and
+   * a new file written there meanwhile must start a window of its own. Forgotten, the
+   * follow-up (an incremental pass, which holds only what it set aside itself) sent the new
+   * file at once, half-written, while the aggregator still held its events (seed 8, history
+   * 623: set aside, swapped away, a slow writer starting at the same path). A gone file is
+   * forgotten when a pass that names it (the follow-up) still does not find it; one found
+   * unchanged from the state's record (vouched) is stable.
+   */
+  private forgetSettled(scan: ScanResult, scope: ChangeScope | undefined): void {
+    if (this.settling.size === 0) return;
+    const named = scope ? new Set(scope.files) : undefined;
+    for (const [path, held] of this.settling) {
+      if (scan.files.has(path)) continue;
+      if (scan.vouched?.paths.has(path)) this.settling.delete(path);
+      else if (!named) this.settling.set(path, { ...held, gone: true });
+      else if (named.has(path)) this.settling.delete(path);
+    }
+  }
+
+  /**
    * The stability rule of every full pass (MirrorDeps.stabilityMs): true when `file` changed
    * too recently to be read whole. Checked in full passes, and in any pass for a file set
    * aside before (an incremental pass is the follow-up; events are held by the aggregator).
@@ -686,7 +707,7 @@ export class Mirror {
     // File times are wall-clock: compared with the wall clock (a future time proves nothing).
     const age = this.d.now() - Math.max(file.mtimeMs, file.ctimeMs ?? -Infinity);
     const mono = this.monotonic();
-    const same = held !== undefined && held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
+    const same = held !== undefined && !held.gone && held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
     // Two stats a window apart that agree prove it too, whatever the wall clock did.
     if (age >= windowMs || (same && mono - held.since >= windowMs)) {
       this.settling.delete(file.path);
