@@ -134,7 +134,7 @@ export interface MirrorDeps {
    * set aside for the pass (untouchable: neither sent nor its document touched) and named
    * in the report's `settling`; a later pass sends it once it is older, or once its stat is
    * seen unchanged this long apart on the monotonic clock (a clock stepped back, a future
-   * mtime). The event aggregator holds a file being written the same way; this covers the
+   * mtime). A file whose stat is the one the state recorded is never set aside. The event aggregator holds a file being written the same way; this covers the
    * passes that do not go through it (start, periodic rescan, reload, lost events, retry).
    */
   stabilityMs?: number | undefined;
