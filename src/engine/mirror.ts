@@ -9,7 +9,7 @@ import { isApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { EntryStat, FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
-import { documentFields, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
+import { documentFields, newSession, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
 import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type RenameCheck, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
 import { readMeta } from './metadata.js';
@@ -101,6 +101,12 @@ export interface MirrorState extends StateWriter {
   ensureMapping(mappingId: string, dataSourceId: string, root: string): MappingState;
   setLastPass(mappingId: string, pass: PassRecord): void;
   flush(): Promise<void>;
+  /**
+   * Records this process's writer session (StateStore.recordSession); durable with the next
+   * flush, which every upload's intent makes before its request. Without it (a test's
+   * state), no session is used: documents carry none, as before sessions existed.
+   */
+  recordSession?(mappingId: string, session: string, at: number): void;
 }
 
 export interface MirrorSpec extends DocumentFieldsSpec {
@@ -254,8 +260,18 @@ export class Mirror {
    */
   private unmarkedByName: Map<string, string[]> | undefined;
 
+  /**
+   * This process's writer session (document-fields.ts newSession): in every upload's nonce
+   * and every document's metadata, recorded in the state before the first pass writes.
+   * Undefined without an installation id or a state that records sessions.
+   */
+  private readonly session: string | undefined;
+  private readonly fieldsSpec: DocumentFieldsSpec;
+
   constructor(private readonly d: MirrorDeps) {
     this.monotonic = d.monotonic ?? (() => performance.now());
+    this.session = d.spec.installationId !== undefined && d.state.recordSession !== undefined ? newSession() : undefined;
+    this.fieldsSpec = { ...d.spec, session: this.session };
   }
 
   /**
@@ -310,8 +326,11 @@ export class Mirror {
     const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
     const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
     this.inherited ??= new Set(Object.keys(mapping.intents));
+    // Before anything this process writes can carry it (the intents' flush makes it durable).
+    if (this.session !== undefined && !opts.dryRun) state.recordSession?.(spec.mappingId, this.session, this.d.now());
     const maxRounds = opts.maxRounds ?? 3;
-    const desired = (f: DesiredOf): DocumentUpdate => documentFields(spec, f);
+    const fieldsSpec = this.fieldsSpec;
+    const desired = (f: DesiredOf): DocumentUpdate => documentFields(fieldsSpec, f);
 
     for (let round = 1; round <= maxRounds; round++) {
       // The walk (disk) and the listing (network) are independent: done side by side, a
@@ -437,6 +456,7 @@ export class Mirror {
         // Only a listing of this very pass says what existed right before its uploads.
         preexistingFresh: remote !== undefined,
         uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
+        session: this.session,
         renameCheck: this.renames,
       });
       const renamesNowIgnored = this.renames.ignored && !renamesWereIgnored;

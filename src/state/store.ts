@@ -324,6 +324,13 @@ export class StateStore {
     this.commit(['identity', identity.installationId, identity.origin, [...identity.formerIds]]);
   }
 
+  /** Records a writer session of the mapping (schema.ts MappingState.sessions); durable with the next flush. */
+  recordSession(mappingId: string, session: string, at: number): void {
+    this.need(mappingId);
+    if (this.state.mappings[mappingId]!.sessions?.[session] !== undefined) return;
+    this.commit(['session', mappingId, session, at]);
+  }
+
   /** Forgets everything the state records of a mapping (`dssync identity reset`). */
   dropMapping(mappingId: string): void {
     this.assertOpen();

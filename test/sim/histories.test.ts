@@ -163,3 +163,25 @@ it('seed 8: a slow write after a swap and an ignore-file edit is never uploaded 
   await step(() => swap('a.txt', 'a.txt'));
   await checkInvariants(w);
 }, 60_000);
+
+// Another writer with our identity (issue 23 defect 2: a VM image cloned with its state):
+// its documents carry our installation id and upload tag but its own writer session, which
+// this state never recorded (docs/reliability.md, "Identity"). Found with SIM_CLONED_WRITER
+// (seed 42): taken for ours, they were deleted instead of reported.
+it('a clone\'s upload caught before its metadata (our tag, its own session) is reported, not deleted as our late commit', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.write('a.txt', 'x'));
+  await step(() => w.cloneUpload('b.txt', 'yy', true));
+  await step(() => w.restart());
+  await checkInvariants(w);
+}, 60_000);
+
+it('a clone\'s edit of a file both track (our identity, another hash, its own session) is reported, not deleted as a stale version of ours', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.write('sub/a.txt', 'x'));
+  await step(() => w.cloneUpload('sub/a.txt', 'yy'));
+  await step(() => w.restart());
+  await checkInvariants(w);
+}, 60_000);
