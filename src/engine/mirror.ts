@@ -250,8 +250,10 @@ export class Mirror {
    * Files set aside by the stability window, with their stat and when it was first seen so
    * (monotonic): a pass that finds the same stat a window later takes the file as stable.
    * `gone`: a full walk no longer found it, while the runner's follow-up still names it.
+   * `released`: found stable at this stat, kept for a follow-up that may still name it
+   * (forgetSettled).
    */
-  private readonly settling = new Map<string, { size: number; mtimeMs: number; ctimeMs: number | undefined; since: number; gone?: true }>();
+  private readonly settling = new Map<string, SettlingRecord>();
   /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
   private readonly deletions = new DeleteWindow();
   /**
@@ -635,7 +637,7 @@ export class Mirror {
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
     const settling: string[] = [];
-    this.forgetSettled(scan, scope);
+    this.forgetSettled(scan, scope, mapping);
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
       if (!this.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) return true;
       local.delete(path);
@@ -681,24 +683,40 @@ export class Mirror {
   }
 
   /**
-   * What is no longer waited for (bounded memory). A set-aside file a full walk does not
-   * find stays remembered as gone, not forgotten: the runner's follow-up still names it, and
-   * a new file written there meanwhile must start a window of its own. Forgotten, the
-   * follow-up (an incremental pass, which holds only what it set aside itself) sent the new
-   * file at once, half-written, while the aggregator still held its events (seed 8, history
-   * 623: set aside, swapped away, a slow writer starting at the same path). A gone file is
-   * forgotten when a pass that names it (the follow-up) still does not find it; one found
-   * unchanged from the state's record (vouched) is stable.
+   * What is no longer waited for. The runner's follow-up of a set-aside file is an
+   * incremental pass naming it a window later, and an incremental pass judges only a file it
+   * has a record of (the aggregator holds the others). So a record outlives the file's
+   * release and its absence from a full walk: forgotten early, the follow-up met a new
+   * writer's first chunk there with no record and sent it half-written (seed 8, history
+   * 623: set aside, swapped away, a slow writer at the same path; seed 7, history 2,645:
+   * released by another pass, then truncated and rewritten before the follow-up came). A
+   * file a full walk does not find is remembered as gone; a released one keeps the stat it
+   * was released at, and any other stat at the follow-up is judged by the window again. A
+   * record is dropped when a pass that names the path (the follow-up) finds the file gone,
+   * or unchanged since its release; past MAX_SETTLING records the released ones go first.
    */
-  private forgetSettled(scan: ScanResult, scope: ChangeScope | undefined): void {
+  private forgetSettled(scan: ScanResult, scope: ChangeScope | undefined, mapping: MappingState): void {
     if (this.settling.size === 0) return;
     const named = scope ? new Set(scope.files) : undefined;
     for (const [path, held] of this.settling) {
       if (scan.files.has(path)) continue;
-      if (scan.vouched?.paths.has(path)) this.settling.delete(path);
-      else if (!named) this.settling.set(path, { ...held, gone: true });
-      else if (named.has(path)) this.settling.delete(path);
+      // Vouched: unchanged from the state's record, so stable at that stat.
+      const vouched = scan.vouched?.paths.has(path) ? mapping.files.statOf(path) : undefined;
+      if (!named && vouched) this.settling.set(path, { size: vouched.size, mtimeMs: vouched.mtimeMs, ctimeMs: vouched.ctimeMs, since: held.since, released: true });
+      else if (!named) this.settling.set(path, { ...held, gone: true, released: undefined });
+      else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.delete(path);
     }
+    if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if (held.released && this.settling.size > MAX_SETTLING) this.settling.delete(path);
+  }
+
+  /** A file found stable: remembered at this stat for a follow-up still to come (forgetSettled). */
+  private release(file: LocalFileInfo, full: boolean): false {
+    const held = this.settling.get(file.path);
+    if (held === undefined) return false;
+    const unchanged = held.released === true && sameStat(held, file);
+    if (unchanged && !full) this.settling.delete(file.path);
+    else if (!unchanged) this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: this.monotonic(), released: true });
+    return false;
   }
 
   /**
@@ -720,22 +738,34 @@ export class Mirror {
     const windowMs = this.d.stabilityMs ?? 0;
     const held = this.settling.get(file.path);
     if (windowMs <= 0 || (!full && !held)) return false;
-    if (entry !== undefined && sameStatAsEntry(entry, file)) {
-      this.settling.delete(file.path);
-      return false;
-    }
+    if (entry !== undefined && sameStatAsEntry(entry, file)) return this.release(file, full);
+    if (held?.released && sameStat(held, file)) return this.release(file, full);
     // File times are wall-clock: compared with the wall clock (a future time proves nothing).
     const age = this.d.now() - Math.max(file.mtimeMs, file.ctimeMs ?? -Infinity);
     const mono = this.monotonic();
-    const same = held !== undefined && !held.gone && held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
+    const same = held !== undefined && !held.gone && !held.released && sameStat(held, file);
     // Two stats a window apart that agree prove it too, whatever the wall clock did.
-    if (age >= windowMs || (same && mono - held.since >= windowMs)) {
-      this.settling.delete(file.path);
-      return false;
-    }
+    if (age >= windowMs || (same && mono - held.since >= windowMs)) return this.release(file, full);
     this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: same ? held.since : mono });
     return true;
   }
+}
+
+interface SettlingRecord {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number | undefined;
+  /** When this stat was first seen (monotonic). */
+  since: number;
+  gone?: true | undefined;
+  released?: true | undefined;
+}
+
+/** Records of set-aside files kept at most (Mirror.settling): released ones are dropped first past it. */
+const MAX_SETTLING = 100_000;
+
+function sameStat(held: SettlingRecord, file: LocalFileInfo): boolean {
+  return held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
 }
 
 /** The stat the state recorded, every field the walk gives known and equal (a fake may leave ctime, dev or inode out). */
