@@ -254,6 +254,15 @@ export class Mirror {
    * (forgetSettled).
    */
   private readonly settling = new Map<string, SettlingRecord>();
+  /**
+   * Files the last full pass set aside while its listing showed a document of ours for the
+   * path that the state does not record there (a move whose record a crash cut, a lost
+   * answer): their remote side was left unjudged, and the state cannot stand in for it. An
+   * incremental pass (the follow-up) that finds one stable does not send it blind — that
+   * made a duplicate of the document the listing showed (seed 7, history 4,302 of the
+   * sim2 long run) — but holds it and asks for a full pass (`needsFullPass`).
+   */
+  private needsListing = new Set<string>();
   /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
   private readonly deletions = new DeleteWindow();
   /**
@@ -357,8 +366,10 @@ export class Mirror {
         this.unmarkedByName = unmarkedByName(remote);
       }
       const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
-      const { local, skipped, untouchable, settling } = await this.prepareLocal(scan, mapping, !scope, scope);
+      const { local, skipped, untouchable, settling, listingNeeded } = await this.prepareLocal(scan, mapping, !scope, scope);
       report.settling = settling.length > 0 ? settling : undefined;
+      if (listingNeeded) report.needsFullPass = true;
+      if (remote) this.needsListing = unjudgedRemote(remote, settling, mapping, spec.mappingId);
       const excludedPaths = new Set(scan.skipped.filter((s) => s.excluded).map((s) => s.path));
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
       const plan = planMirror({
@@ -638,8 +649,15 @@ export class Mirror {
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
     const settling: string[] = [];
     this.forgetSettled(scan, scope, mapping);
+    let listingNeeded = false;
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
-      if (!this.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) return true;
+      if (!this.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) {
+        if (full || !this.needsListing.has(path)) return true;
+        listingNeeded = true;
+        local.delete(path);
+        blocked.add(path);
+        return false;
+      }
       local.delete(path);
       blocked.add(path);
       settling.push(path);
@@ -679,7 +697,7 @@ export class Mirror {
     await queue.onIdle();
     if (failure) throw failure.error;
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
-    return { local, skipped, untouchable, settling };
+    return { local, skipped, untouchable, settling, listingNeeded };
   }
 
   /**
@@ -749,6 +767,19 @@ export class Mirror {
     this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: same ? held.since : mono });
     return true;
   }
+}
+
+/** Set-aside paths for which `remote` holds a document of ours (by metadata) that the state does not record at that path. */
+function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, mappingId: string): Set<string> {
+  const out = new Set<string>();
+  if (settling.length === 0) return out;
+  const aside = new Set(settling);
+  for (const doc of remote) {
+    const meta = readMeta(doc);
+    if (meta === undefined || meta.mappingId !== mappingId || !aside.has(meta.path)) continue;
+    if (mapping.files.documentIdOf(meta.path) !== doc.id) out.add(meta.path);
+  }
+  return out;
 }
 
 interface SettlingRecord {
