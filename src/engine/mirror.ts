@@ -102,11 +102,11 @@ export interface MirrorState extends StateWriter {
   setLastPass(mappingId: string, pass: PassRecord): void;
   flush(): Promise<void>;
   /**
-   * Records this process's writer session (StateStore.recordSession); durable with the next
-   * flush, which every upload's intent makes before its request. Without it (a test's
+   * Records this process's writer session (StateStore.recordSession); true when it was not
+   * recorded yet (the mirror then flushes it before writing anything). Without it (a test's
    * state), no session is used: documents carry none, as before sessions existed.
    */
-  recordSession?(mappingId: string, session: string, at: number): void;
+  recordSession?(mappingId: string, session: string, at: number): boolean;
 }
 
 export interface MirrorSpec extends DocumentFieldsSpec {
@@ -337,8 +337,10 @@ export class Mirror {
     const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
     const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
     this.inherited ??= new Set(Object.keys(mapping.intents));
-    // Before anything this process writes can carry it (the intents' flush makes it durable).
-    if (this.session !== undefined && !opts.dryRun) state.recordSession?.(spec.mappingId, this.session, this.d.now());
+    // Durable before anything this process writes carries it: a metadata update is not
+    // preceded by an intent's flush, and a session lost in a crash made the next process
+    // take its own documents for a clone's (seed 7, history 5,468 of the sim2 long run).
+    if (this.session !== undefined && !opts.dryRun && state.recordSession?.(spec.mappingId, this.session, this.d.now())) await state.flush();
     const maxRounds = opts.maxRounds ?? 3;
     const fieldsSpec = this.fieldsSpec;
     const desired = (f: DesiredOf): DocumentUpdate => documentFields(fieldsSpec, f);

@@ -247,3 +247,18 @@ it('seed 7: a set-aside file whose document the full pass could not judge is not
   await step(() => w.advance(10_000));
   await checkInvariants(w);
 }, 60_000);
+
+// Found by the long run of seed 7 (history 5,468) on the sim2 branch, with writer sessions:
+// a process's session was made durable only by its first upload's intent, but a metadata
+// update (adopting a lost answer's document) needs none; cut by a crash after the request,
+// the next process found its own document carrying an unrecorded session and took it for a
+// clone's: the mapping stopped, the file never converged.
+it('seed 7: a crash after a metadata update leaves no document of ours under a session the state lost', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.write('sub/deep/d.txt', 'x'));
+  await step(() => void (w.service.faults = ['crash-after', 'none', 'crash-after']));
+  await step(() => w.advance(61_000));
+  await step(() => w.setUnreadable('a.txt', false));
+  await checkInvariants(w);
+}, 60_000);
