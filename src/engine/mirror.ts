@@ -397,8 +397,10 @@ export class Mirror {
         // A partial look says nothing about the folder being empty.
         localFiles: scope ? Math.max(1, scanned) : scanned,
         // An incremental plan's count is the state's already: not counted twice at every change.
-        // With prune "all", what it may prune is the mapping's too (plan.ts prunableCount).
-        knownDocuments: remote ? Math.max(plan.ourDocumentCount, mapping.files.size) + plan.prunableCount : plan.ourDocumentCount,
+        // With prune "all", what it may prune is the mapping's too (plan.ts prunableCount):
+        // added to what the listing shows of ours, not to the state's count, whose entries
+        // of documents people deleted would count twice beside them (seed 7, history 6,427).
+        knownDocuments: remote ? Math.max(plan.ourDocumentCount + plan.prunableCount, mapping.files.size) : plan.ourDocumentCount,
         ops: plan.ops,
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,
