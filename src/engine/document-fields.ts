@@ -11,6 +11,8 @@ export interface DocumentFieldsSpec {
   mappingId: string;
   /** Written with the mapping id into every document (engine/installation.ts). */
   installationId?: string | undefined;
+  /** This process's writer session (metadata.ts META.session), written into every document it writes. */
+  session?: string | undefined;
   /** Absolute path of the mapped folder. */
   root: string;
   /** Placeholders: {absPath} {relPath} {name} {mappingId}. Default: file://{absPath}. */
@@ -29,7 +31,7 @@ export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): Docum
   return {
     name: documentName(file.path),
     url: renderUrl(spec, file.path),
-    metadata: buildMetadata(spec.metadata, { path: file.path, size: file.size, mtimeMs: file.mtimeMs, sha256: file.sha256, mappingId: spec.mappingId, installationId: spec.installationId }),
+    metadata: buildMetadata(spec.metadata, { path: file.path, size: file.size, mtimeMs: file.mtimeMs, sha256: file.sha256, mappingId: spec.mappingId, installationId: spec.installationId, session: spec.session }),
   };
 }
 
@@ -119,12 +121,34 @@ export function uploadTag(mappingId: string, installationId: string): string {
   return createHash('sha256').update(`${installationId}\0${mappingId}`).digest('hex').slice(0, UPLOAD_TAG_LENGTH);
 }
 
-/** A fresh nonce for one upload: the installation's tag (when it has one), then 8 random hex digits. */
-export function uploadNonce(tag: string | undefined): string {
-  return `${tag ?? ''}${randomBytes(tag === undefined ? 6 : 4).toString('hex')}`;
+/** Hex digits of a writer session (newSession), carried in a nonce after the tag. */
+export const SESSION_LENGTH = 8;
+
+/** A fresh writer session: one per process (Mirror), recorded in the state before it writes. */
+export function newSession(): string {
+  return randomBytes(SESSION_LENGTH / 2).toString('hex');
+}
+
+/**
+ * A fresh nonce for one upload: the installation's tag (when it has one), the writer session
+ * (when there is one), then 8 random hex digits.
+ */
+export function uploadNonce(tag: string | undefined, session?: string | undefined): string {
+  return `${tag ?? ''}${tag !== undefined && session !== undefined ? session : ''}${randomBytes(tag === undefined ? 6 : 4).toString('hex')}`;
+}
+
+/**
+ * Whose a marked name's nonce is: `undefined` when it does not carry our tag (uploadTag);
+ * else the writer session it carries, or `''` for a nonce from before sessions (tag and 8
+ * random digits only).
+ */
+export function nonceSession(nonce: string, tag: string): string | undefined {
+  if (nonce.length <= tag.length || !nonce.startsWith(tag)) return undefined;
+  const rest = nonce.length - tag.length;
+  return rest === 8 + SESSION_LENGTH ? nonce.slice(tag.length, tag.length + SESSION_LENGTH) : '';
 }
 
 /** True when the nonce of a marked name is this installation's (uploadTag). */
 export function isOurNonce(nonce: string, tag: string): boolean {
-  return nonce.length > tag.length && nonce.startsWith(tag);
+  return nonceSession(nonce, tag) !== undefined;
 }

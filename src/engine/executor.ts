@@ -77,7 +77,9 @@ export interface ExecutorOptions {
    * it, so that a late-committed upload is known as ours after its intent is closed.
    */
   uploadTag?: string | undefined;
-  /** The nonce of each upload's marked name (document-fields.ts). @default uploadNonce(uploadTag) */
+  /** This process's writer session, carried in each nonce after the tag (document-fields.ts). */
+  session?: string | undefined;
+  /** The nonce of each upload's marked name (document-fields.ts). @default uploadNonce(uploadTag, session) */
   uploadNonce?: (() => string) | undefined;
   /**
    * Whether the service renames a document with the metadata update (the marked upload
@@ -220,7 +222,7 @@ class UploadBatches {
     private readonly o: ExecutorOptions,
     private readonly batches: readonly UploadOp[][],
   ) {
-    this.nonce = o.uploadNonce ?? ((): string => uploadNonce(o.uploadTag));
+    this.nonce = o.uploadNonce ?? ((): string => uploadNonce(o.uploadTag, o.session));
   }
 
   get count(): number {

@@ -16,6 +16,12 @@ export const META = {
   mapping: 'dssync_mapping',
   /** The installation (one state file's owner, see installation.ts) that wrote it. */
   installation: 'dssync_installation',
+  /**
+   * The writer session (a process of that installation, recorded in its state) that wrote it
+   * last: tells a clone's document from ours (docs/reliability.md, "Identity"). Not compared
+   * by fieldsMatch: a later session of ours rewrites nothing for it.
+   */
+  session: 'dssync_session',
   version: 'dssync_version',
 } as const;
 
@@ -31,12 +37,14 @@ export interface DssyncMeta {
   mappingId: string;
   /** Absent on documents written before installation ids existed. */
   installationId: string | undefined;
+  /** Absent on documents written before writer sessions existed. */
+  session: string | undefined;
 }
 
 /** Metadata for one file: the mapping's static metadata, then dssync's keys (which win). */
 export function buildMetadata(
   user: Readonly<Record<string, string | number | boolean>> | undefined,
-  own: { path: string; sha256: string; size: number; mtimeMs: number; mappingId: string; installationId?: string | undefined },
+  own: { path: string; sha256: string; size: number; mtimeMs: number; mappingId: string; installationId?: string | undefined; session?: string | undefined },
 ): JsonObject {
   const out: JsonObject = {};
   for (const [k, v] of Object.entries(user ?? {})) if (!OWN_KEYS.has(k)) out[k] = v;
@@ -46,6 +54,7 @@ export function buildMetadata(
   out[META.mtime] = String(Math.round(own.mtimeMs));
   out[META.mapping] = own.mappingId;
   if (own.installationId !== undefined) out[META.installation] = own.installationId;
+  if (own.session !== undefined) out[META.session] = own.session;
   out[META.version] = META_VERSION;
   return out;
 }
@@ -65,6 +74,7 @@ export function readMeta(doc: DocumentRecord): DssyncMeta | undefined {
     mtimeMs: asNumber(m[META.mtime]),
     mappingId,
     installationId: asString(m[META.installation]),
+    session: asString(m[META.session])?.toLowerCase(),
   };
 }
 
@@ -79,7 +89,7 @@ export function fieldsMatch(doc: DocumentRecord, desired: { name: string; url: s
   if ((doc.url ?? '') !== desired.url) return false;
   const have = doc.metadata ?? {};
   for (const [k, v] of Object.entries(desired.metadata)) {
-    if (k === META.size || k === META.mtime) continue;
+    if (k === META.size || k === META.mtime || k === META.session) continue;
     if (!sameValue(have[k], v)) return false;
   }
   return true;

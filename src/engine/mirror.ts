@@ -8,8 +8,8 @@ import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
-import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
-import { documentFields, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
+import type { EntryStat, FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
+import { documentFields, newSession, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
 import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type RenameCheck, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
 import { readMeta } from './metadata.js';
@@ -101,6 +101,12 @@ export interface MirrorState extends StateWriter {
   ensureMapping(mappingId: string, dataSourceId: string, root: string): MappingState;
   setLastPass(mappingId: string, pass: PassRecord): void;
   flush(): Promise<void>;
+  /**
+   * Records this process's writer session (StateStore.recordSession); true when it was not
+   * recorded yet (the mirror then flushes it before writing anything). Without it (a test's
+   * state), no session is used: documents carry none, as before sessions existed.
+   */
+  recordSession?(mappingId: string, session: string, at: number): boolean;
 }
 
 export interface MirrorSpec extends DocumentFieldsSpec {
@@ -134,7 +140,7 @@ export interface MirrorDeps {
    * set aside for the pass (untouchable: neither sent nor its document touched) and named
    * in the report's `settling`; a later pass sends it once it is older, or once its stat is
    * seen unchanged this long apart on the monotonic clock (a clock stepped back, a future
-   * mtime). The event aggregator holds a file being written the same way; this covers the
+   * mtime). A file whose stat is the one the state recorded is never set aside. The event aggregator holds a file being written the same way; this covers the
    * passes that do not go through it (start, periodic rescan, reload, lost events, retry).
    */
   stabilityMs?: number | undefined;
@@ -245,8 +251,20 @@ export class Mirror {
   /**
    * Files set aside by the stability window, with their stat and when it was first seen so
    * (monotonic): a pass that finds the same stat a window later takes the file as stable.
+   * `gone`: a full walk no longer found it, while the runner's follow-up still names it.
+   * `released`: found stable at this stat, kept for a follow-up that may still name it
+   * (forgetSettled).
    */
-  private readonly settling = new Map<string, { size: number; mtimeMs: number; ctimeMs: number | undefined; since: number }>();
+  private readonly settling = new Map<string, SettlingRecord>();
+  /**
+   * Files the last full pass set aside while its listing showed a document of ours for the
+   * path that the state does not record there (a move whose record a crash cut, a lost
+   * answer): their remote side was left unjudged, and the state cannot stand in for it. An
+   * incremental pass (the follow-up) that finds one stable does not send it blind — that
+   * made a duplicate of the document the listing showed (seed 7, history 4,302 of the
+   * sim2 long run) — but holds it and asks for a full pass (`needsFullPass`).
+   */
+  private needsListing = new Set<string>();
   /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
   private readonly deletions = new DeleteWindow();
   /**
@@ -255,8 +273,18 @@ export class Mirror {
    */
   private unmarkedByName: Map<string, string[]> | undefined;
 
+  /**
+   * This process's writer session (document-fields.ts newSession): in every upload's nonce
+   * and every document's metadata, recorded in the state before the first pass writes.
+   * Undefined without an installation id or a state that records sessions.
+   */
+  private readonly session: string | undefined;
+  private readonly fieldsSpec: DocumentFieldsSpec;
+
   constructor(private readonly d: MirrorDeps) {
     this.monotonic = d.monotonic ?? (() => performance.now());
+    this.session = d.spec.installationId !== undefined && d.state.recordSession !== undefined ? newSession() : undefined;
+    this.fieldsSpec = { ...d.spec, session: this.session };
   }
 
   /**
@@ -311,8 +339,13 @@ export class Mirror {
     const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
     const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
     this.inherited ??= new Set(Object.keys(mapping.intents));
+    // Durable before anything this process writes carries it: a metadata update is not
+    // preceded by an intent's flush, and a session lost in a crash made the next process
+    // take its own documents for a clone's (seed 7, history 5,468 of the sim2 long run).
+    if (this.session !== undefined && !opts.dryRun && state.recordSession?.(spec.mappingId, this.session, this.d.now())) await state.flush();
     const maxRounds = opts.maxRounds ?? 3;
-    const desired = (f: DesiredOf): DocumentUpdate => documentFields(spec, f);
+    const fieldsSpec = this.fieldsSpec;
+    const desired = (f: DesiredOf): DocumentUpdate => documentFields(fieldsSpec, f);
 
     for (let round = 1; round <= maxRounds; round++) {
       // The walk (disk) and the listing (network) are independent: done side by side, a
@@ -337,8 +370,10 @@ export class Mirror {
         this.unmarkedByName = unmarkedByName(remote);
       }
       const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
-      const { local, skipped, untouchable, settling } = await this.prepareLocal(scan, mapping, !scope);
+      const { local, skipped, untouchable, settling, listingNeeded } = await this.prepareLocal(scan, mapping, !scope, scope);
       report.settling = settling.length > 0 ? settling : undefined;
+      if (listingNeeded) report.needsFullPass = true;
+      if (remote) this.needsListing = unjudgedRemote(remote, settling, mapping, spec.mappingId);
       const excludedPaths = new Set(scan.skipped.filter((s) => s.excluded).map((s) => s.path));
       const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
       const plan = planMirror({
@@ -364,7 +399,10 @@ export class Mirror {
         // A partial look says nothing about the folder being empty.
         localFiles: scope ? Math.max(1, scanned) : scanned,
         // An incremental plan's count is the state's already: not counted twice at every change.
-        knownDocuments: remote ? Math.max(plan.ourDocumentCount, mapping.files.size) : plan.ourDocumentCount,
+        // With prune "all", what it may prune is the mapping's too (plan.ts prunableCount):
+        // added to what the listing shows of ours, not to the state's count, whose entries
+        // of documents people deleted would count twice beside them (seed 7, history 6,427).
+        knownDocuments: remote ? Math.max(plan.ourDocumentCount + plan.prunableCount, mapping.files.size) : plan.ourDocumentCount,
         ops: plan.ops,
         maxDeletePercent: spec.maxDeletePercent,
         massDeleteMinimum: spec.massDeleteMinimum,
@@ -439,6 +477,7 @@ export class Mirror {
         // Only a listing of this very pass says what existed right before its uploads.
         preexistingFresh: remote !== undefined,
         uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
+        session: this.session,
         renameCheck: this.renames,
       });
       const renamesNowIgnored = this.renames.ignored && !renamesWereIgnored;
@@ -610,17 +649,23 @@ export class Mirror {
    * scan's map is taken over (not copied: a million entries), so `scan.files` holds only
    * the files to plan with afterwards.
    */
-  private async prepareLocal(scan: ScanResult, mapping: MappingState, full: boolean) {
+  private async prepareLocal(scan: ScanResult, mapping: MappingState, full: boolean, scope?: ChangeScope) {
     const local = scan.files;
     const skipped = [...scan.skipped];
     const blocked = new Set(scan.skipped.map((s) => s.path));
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
     const settling: string[] = [];
-    // What a full walk no longer finds is no longer waited for (bounded memory).
-    if (full) for (const path of this.settling.keys()) if (!local.has(path)) this.settling.delete(path);
+    this.forgetSettled(scan, scope, mapping);
+    let listingNeeded = false;
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
-      if (!this.mayBeBeingWritten(local.get(path)!, full)) return true;
+      if (!this.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) {
+        if (full || !this.needsListing.has(path)) return true;
+        listingNeeded = true;
+        local.delete(path);
+        blocked.add(path);
+        return false;
+      }
       local.delete(path);
       blocked.add(path);
       settling.push(path);
@@ -660,30 +705,112 @@ export class Mirror {
     await queue.onIdle();
     if (failure) throw failure.error;
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
-    return { local, skipped, untouchable, settling };
+    return { local, skipped, untouchable, settling, listingNeeded };
+  }
+
+  /**
+   * What is no longer waited for. The runner's follow-up of a set-aside file is an
+   * incremental pass naming it a window later, and an incremental pass judges only a file it
+   * has a record of (the aggregator holds the others). So a record outlives the file's
+   * release and its absence from a full walk: forgotten early, the follow-up met a new
+   * writer's first chunk there with no record and sent it half-written (seed 8, history
+   * 623: set aside, swapped away, a slow writer at the same path; seed 7, history 2,645:
+   * released by another pass, then truncated and rewritten before the follow-up came). A
+   * file a full walk does not find is remembered as gone; a released one keeps the stat it
+   * was released at, and any other stat at the follow-up is judged by the window again. A
+   * record is dropped when a pass that names the path (the follow-up) finds the file gone,
+   * or unchanged since its release; past MAX_SETTLING records the released ones go first.
+   */
+  private forgetSettled(scan: ScanResult, scope: ChangeScope | undefined, mapping: MappingState): void {
+    if (this.settling.size === 0) return;
+    const named = scope ? new Set(scope.files) : undefined;
+    for (const [path, held] of this.settling) {
+      if (scan.files.has(path)) continue;
+      // Vouched: unchanged from the state's record, so stable at that stat.
+      const vouched = scan.vouched?.paths.has(path) ? mapping.files.statOf(path) : undefined;
+      if (!named && vouched) this.settling.set(path, { size: vouched.size, mtimeMs: vouched.mtimeMs, ctimeMs: vouched.ctimeMs, since: held.since, released: true });
+      else if (!named) this.settling.set(path, { ...held, gone: true, released: undefined });
+      else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.delete(path);
+    }
+    if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if (held.released && this.settling.size > MAX_SETTLING) this.settling.delete(path);
+  }
+
+  /** A file found stable: remembered at this stat for a follow-up still to come (forgetSettled). */
+  private release(file: LocalFileInfo, full: boolean): false {
+    const held = this.settling.get(file.path);
+    if (held === undefined) return false;
+    const unchanged = held.released === true && sameStat(held, file);
+    if (unchanged && !full) this.settling.delete(file.path);
+    else if (!unchanged) this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: this.monotonic(), released: true });
+    return false;
   }
 
   /**
    * The stability rule of every full pass (MirrorDeps.stabilityMs): true when `file` changed
    * too recently to be read whole. Checked in full passes, and in any pass for a file set
    * aside before (an incremental pass is the follow-up; events are held by the aggregator).
+   *
+   * A file is stable when any of these holds, none of which needs the mtime to be behind
+   * the wall clock: its stat (size, mtime, ctime, dev, inode) is the one the state recorded
+   * when it was last read whole (nothing wrote it since: a write moves the ctime to the
+   * writer's "now", whatever that is); two looks a window apart on the monotonic clock saw
+   * the same stat; or, when its times are behind the wall clock, they are a window old.
+   * Without the first, a file written before a backward step (its mtime now in the future)
+   * was set aside by every full pass until the wall clock caught up, so a document of it
+   * that a person deleted was not uploaded again for up to the size of the step (issue 23,
+   * the simulation's SIM_WALL_BACK_REPAIR).
    */
-  private mayBeBeingWritten(file: LocalFileInfo, full: boolean): boolean {
+  private mayBeBeingWritten(file: LocalFileInfo, full: boolean, entry: EntryStat | undefined): boolean {
     const windowMs = this.d.stabilityMs ?? 0;
     const held = this.settling.get(file.path);
     if (windowMs <= 0 || (!full && !held)) return false;
-    // File times are wall-clock: compared with the wall clock (a future time counts as young).
+    if (entry !== undefined && sameStatAsEntry(entry, file)) return this.release(file, full);
+    if (held?.released && sameStat(held, file)) return this.release(file, full);
+    // File times are wall-clock: compared with the wall clock (a future time proves nothing).
     const age = this.d.now() - Math.max(file.mtimeMs, file.ctimeMs ?? -Infinity);
     const mono = this.monotonic();
-    const same = held !== undefined && held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
+    const same = held !== undefined && !held.gone && !held.released && sameStat(held, file);
     // Two stats a window apart that agree prove it too, whatever the wall clock did.
-    if (age >= windowMs || (same && mono - held.since >= windowMs)) {
-      this.settling.delete(file.path);
-      return false;
-    }
+    if (age >= windowMs || (same && mono - held.since >= windowMs)) return this.release(file, full);
     this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: same ? held.since : mono });
     return true;
   }
+}
+
+/** Set-aside paths for which `remote` holds a document of ours (by metadata) that the state does not record at that path. */
+function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, mappingId: string): Set<string> {
+  const out = new Set<string>();
+  if (settling.length === 0) return out;
+  const aside = new Set(settling);
+  for (const doc of remote) {
+    const meta = readMeta(doc);
+    if (meta === undefined || meta.mappingId !== mappingId || !aside.has(meta.path)) continue;
+    if (mapping.files.documentIdOf(meta.path) !== doc.id) out.add(meta.path);
+  }
+  return out;
+}
+
+interface SettlingRecord {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number | undefined;
+  /** When this stat was first seen (monotonic). */
+  since: number;
+  gone?: true | undefined;
+  released?: true | undefined;
+}
+
+/** Records of set-aside files kept at most (Mirror.settling): released ones are dropped first past it. */
+const MAX_SETTLING = 100_000;
+
+function sameStat(held: SettlingRecord, file: LocalFileInfo): boolean {
+  return held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
+}
+
+/** The stat the state recorded, every field the walk gives known and equal (a fake may leave ctime, dev or inode out). */
+function sameStatAsEntry(entry: EntryStat, file: LocalFileInfo): boolean {
+  const known = (a: number | undefined, b: number | undefined): boolean => a !== undefined && b !== undefined && a === b;
+  return entry.size === file.size && entry.mtimeMs === file.mtimeMs && known(entry.ctimeMs, file.ctimeMs) && known(entry.ino, file.ino) && (entry.dev === undefined || entry.dev === file.dev);
 }
 
 function unmarkedByName(remote: readonly DocumentRecord[]): Map<string, string[]> {

@@ -18,7 +18,7 @@ import { DOCUMENT_SIZE_KEYS } from '../api/listing-form.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
-import { documentName, findUploadMark, isOurNonce, uploadTag } from './document-fields.js';
+import { documentName, findUploadMark, nonceSession, uploadTag } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
 import { needsHash, type StatNow } from './racy.js';
 
@@ -120,7 +120,7 @@ export interface PlanInput {
    * records (issue 16).
    */
   vouched?: VouchedFiles | undefined;
-  state: { files: ReadonlyFileTable } & Pick<MappingState, 'intents' | 'rejected'>;
+  state: { files: ReadonlyFileTable } & Pick<MappingState, 'intents' | 'rejected' | 'sessions'>;
   /**
    * The data source's documents (a full listing). Undefined for an incremental plan: the
    * state then stands in for the service (a full pass corrects it periodically).
@@ -208,6 +208,13 @@ export interface PlanResult {
   resolvedIntentIds: string[];
   /** Documents of ours in the data source (for the mass-delete guard). */
   ourDocumentCount: number;
+  /**
+   * Documents nobody owns that this full pass may prune (`prune: "all"`; else 0): with
+   * prune "all" they are the mapping's too, so the mass-delete guard's base counts them.
+   * Without them a pass holding none of ours (its only file set aside, a first sync)
+   * pruned any number unguarded (seed 7, history 266).
+   */
+  prunableCount: number;
   /**
    * Documents carrying dssync metadata of another mapping or another installation: another
    * owner's, never deleted or renamed (not even with prune "all"); reported as conflicts.
@@ -487,6 +494,7 @@ export function planMirror(input: PlanInput): PlanResult {
   }
 
   const full = input.remote !== undefined && scope === undefined;
+  const prunableCount = full && input.prune === 'all' ? foreign.length : 0;
   if (full && input.prune === 'all') {
     for (const d of foreign) ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'not-in-folder' });
   }
@@ -510,10 +518,10 @@ export function planMirror(input: PlanInput): PlanResult {
 
   if (sameIdentity.length > 0) {
     // Another writer with our identity: whatever we would do may undo its work, or it ours.
-    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [] };
+    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, prunableCount, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [] };
   }
   const held = holdDuplicates(ops, otherOwners, input.mappingId);
-  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
+  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, prunableCount, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
 }
 
 /**
@@ -622,12 +630,13 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
   const otherOwners: OtherOwner[] = [];
   const sameIdentity: OtherOwner[] = [];
   const former = new Set(input.formerInstallationIds ?? []);
+  const sessions = input.state.sessions;
   for (const doc of input.remote) {
     const meta = readMeta(doc);
     const knownPath = stateByDoc(doc.id);
     const known = knownPath === undefined ? undefined : { path: knownPath, entry: input.state.files.get(knownPath)! };
     const mine = meta !== undefined && meta.mappingId === input.mappingId && (input.installationId === undefined || meta.installationId === input.installationId);
-    if (mine && !known && input.installationId !== undefined && !ourOwnWrite(meta, doc.id, input.state, uploads)) {
+    if (mine && !known && input.installationId !== undefined && !ourOwnWrite(meta, doc.id, input.state, uploads, sessions)) {
       sameIdentity.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId, sha256: meta.sha256 });
       continue;
     }
@@ -664,7 +673,12 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     if (nonce !== undefined) {
       // Marked, and no open intent names it: ours when the nonce carries our tag (committed
       // after its intent was closed), else someone else's upload, reported and left alone.
-      if (tag !== undefined && isOurNonce(nonce, tag)) {
+      // Of our tag but of a writer session this state never recorded: another process with
+      // our identity (a clone) is writing it, in the moment before its metadata; never ours.
+      const session = tag === undefined ? undefined : nonceSession(nonce, tag);
+      if (session !== undefined && !ourSession(session, sessions)) {
+        sameIdentity.push({ documentId: doc.id, path: (doc.name ?? doc.id).replace(/\.dssync-upload-[0-9a-z]+/gi, ''), mappingId: input.mappingId, installationId: input.installationId });
+      } else if (session !== undefined) {
         lostUploads.push(doc);
         ourDocumentCount++;
       } else foreignMarked.push(doc);
@@ -691,10 +705,22 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
  * the state does not track, or a second document of the content the state records — was
  * written by someone else under our identity.
  */
-function ourOwnWrite(meta: { path: string; sha256: string }, documentId: string, state: PlanInput['state'], uploads: ReturnType<typeof openUploads>): boolean {
-  if (uploads.byId.has(documentId) || uploads.paths.has(meta.path)) return true;
+function ourOwnWrite(meta: { path: string; sha256: string; session: string | undefined }, documentId: string, state: PlanInput['state'], uploads: ReturnType<typeof openUploads>, sessions: Readonly<Record<string, number>> | undefined): boolean {
+  if (uploads.byId.has(documentId)) return true;
+  // Written by a session this state never recorded: a clone's, whatever its path says.
+  if (meta.session !== undefined && !ourSession(meta.session, sessions)) return false;
+  if (uploads.paths.has(meta.path)) return true;
   const tracked = state.files.sha256Of(meta.path);
   return tracked !== undefined && tracked !== meta.sha256;
+}
+
+/**
+ * A writer session this state recorded (MappingState.sessions), or none at all: `''` is a
+ * nonce from before sessions, and a state from before them records none, so that their
+ * documents keep the older rule (ours by the tag, or by the path and hash).
+ */
+function ourSession(session: string, sessions: Readonly<Record<string, number>> | undefined): boolean {
+  return session === '' || sessions === undefined || sessions[session] !== undefined;
 }
 
 /** One file of an open upload intent, with where it sits in the intent. */

@@ -223,6 +223,7 @@ export function encodeHead(id: string, m: MappingState): string {
     dataSourceId: m.dataSourceId,
     root: m.root,
     ...(m.dataSourceName !== undefined ? { dataSourceName: m.dataSourceName } : {}),
+    ...(m.sessions !== undefined ? { sessions: m.sessions } : {}),
     intents: m.intents,
     rejected: m.rejected,
   };

@@ -28,7 +28,12 @@ export type StateOp =
   /** The installation's identity (store.ts setIdentity); the second field is not a mapping. */
   | ['identity', installationId: string, origin: StateIdentity['origin'], formerIds: string[]]
   /** A mapping's records dropped (`dssync identity reset`). */
-  | ['unmap', mappingId: string];
+  | ['unmap', mappingId: string]
+  /** A writer session of this mapping (store.ts recordSession), with when it was first recorded. */
+  | ['session', mappingId: string, session: string, at: number];
+
+/** Writer sessions a mapping keeps (schema.ts MappingState.sessions): the oldest go first. */
+export const MAX_SESSIONS = 1000;
 
 export function setFileOp(mappingId: string, path: string, entry: FileEntry): StateOp {
   return ['set', mappingId, path, entryToTuple(entry)];
@@ -96,6 +101,17 @@ export function applyOp(state: StateFile, codec: StateCodec | undefined, op: Sta
     case 'pass':
       m.lastPass = op[2];
       break;
+    case 'session': {
+      const sessions = (m.sessions ??= emptySessions());
+      if (op[2] in sessions) return;
+      sessions[op[2]] = op[3];
+      const ids = Object.keys(sessions);
+      if (ids.length > MAX_SESSIONS) {
+        ids.sort((a, b) => sessions[a]! - sessions[b]!);
+        for (const old of ids.slice(0, ids.length - MAX_SESSIONS)) delete sessions[old];
+      }
+      break;
+    }
   }
   codec?.headChanged(id);
 }
@@ -118,7 +134,12 @@ const OpSchema = z.union([
   z.tuple([z.literal('pass'), str, PassRecordSchema]),
   z.tuple([z.literal('identity'), str, z.enum(['drawn', 'derived', 'pinned']), z.array(str)]),
   z.tuple([z.literal('unmap'), str]),
+  z.tuple([z.literal('session'), str, str, z.number()]),
 ]);
+
+function emptySessions(): Record<string, number> {
+  return Object.create(null) as Record<string, number>;
+}
 
 /** Checks an op read back from the journal; undefined when it is not one. */
 export function parseOp(v: unknown): StateOp | undefined {

@@ -70,6 +70,15 @@ export interface MappingState {
    */
   dataSourceName?: string | undefined;
   /**
+   * Writer sessions (session nonce -> wall ms when first recorded): each process that writes
+   * for the mapping draws one and records it here before its first upload, and carries it in
+   * its uploads' marked names and its documents' metadata. A document of our identity whose
+   * session is not here was written by another process with our identity (a clone), never
+   * ours to delete (docs/reliability.md, "Identity"). The newest MAX_SESSIONS are kept.
+   * Absent in older states.
+   */
+  sessions?: Record<string, number> | undefined;
+  /**
    * relative path -> what was last synced for it, in compact form (file-table.ts). Readers
    * use its ReadonlyFileTable side; only applyOp (ops.ts) changes it.
    */

@@ -324,6 +324,17 @@ export class StateStore {
     this.commit(['identity', identity.installationId, identity.origin, [...identity.formerIds]]);
   }
 
+  /**
+   * Records a writer session of the mapping (schema.ts MappingState.sessions); durable with
+   * the next flush. True when it was not recorded yet.
+   */
+  recordSession(mappingId: string, session: string, at: number): boolean {
+    this.need(mappingId);
+    if (this.state.mappings[mappingId]!.sessions?.[session] !== undefined) return false;
+    this.commit(['session', mappingId, session, at]);
+    return true;
+  }
+
   /** Forgets everything the state records of a mapping (`dssync identity reset`). */
   dropMapping(mappingId: string): void {
     this.assertOpen();

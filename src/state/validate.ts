@@ -190,14 +190,16 @@ export function mappingFromHead(file: string, at: string, v: Record<string, unkn
   const bad = (detail: string): never => {
     throw new StateCorruptError(file, `${at}${detail}`);
   };
-  const { dataSourceId, root, dataSourceName, intents, rejected, lastPass } = v;
+  const { dataSourceId, root, dataSourceName, intents, rejected, lastPass, sessions } = v;
   if (typeof dataSourceId !== 'string') return bad('.dataSourceId: not a string');
   if (typeof root !== 'string') return bad('.root: not a string');
   if (dataSourceName !== undefined && typeof dataSourceName !== 'string') return bad('.dataSourceName: not a string');
   if (!isRecord(intents)) return bad('.intents: not an object');
   if (!isRecord(rejected)) return bad('.rejected: not an object');
+  if (sessions !== undefined && (!isRecord(sessions) || !Object.values(sessions).every((t) => typeof t === 'number'))) return bad('.sessions: not an object of numbers');
   const m = newMappingState(dataSourceId, root);
   if (dataSourceName !== undefined) m.dataSourceName = dataSourceName;
+  if (sessions !== undefined) m.sessions = Object.assign(Object.create(null) as Record<string, number>, sessions);
   for (const key of Object.keys(intents)) {
     const r = IntentSchema.safeParse(intents[key]);
     if (!r.success) return bad(`.intents.${key}: ${firstIssue(r.error)}`);

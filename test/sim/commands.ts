@@ -48,7 +48,8 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   marked name (engine/document-fields.ts markUploadName), such an upload's document is
  *   told by that name, and the oracle lets no unmarked upload of ours stay. While off, people's documents under
  *   our files' full names have sizes no file of ours has (base names and free names keep them).
- * - SIM_WALL_BACK_REPAIR (off: found by this simulation, not fixed): after the wall clock
+ * - SIM_WALL_BACK_REPAIR (on: found by this simulation, fixed in engine/mirror.ts: a file whose
+ *   stat is the one the state recorded is not being written, whatever its times): after the wall clock
  *   steps back, every file written within the step has an mtime in the future, and every
  *   full pass sets it aside (stability window, "a future time counts as young") even when
  *   its stat is the one the state synced; the follow-up is an incremental pass, which has no
@@ -59,15 +60,15 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   stepWallClock(+3600 s), slowWrite(a.txt, 2 chunks, 200 ms apart), advance(2500),
  *   personRenamesOurDocument(#7, renamed.txt), stepWallClock(-3600 s). While off, the final
  *   restart comes after the wall clock caught up with the newest mtime (invariants.ts).
- * - SIM_CLONED_WRITER (off: found by this simulation, not analysed yet): another writer
- *   with our installation and mapping ids (issue 23 defect 2: a cloned host, a copied state,
- *   two configs on one state) uploads a document this state never recorded; it must never
- *   be deleted, and the pass must report 'another-writer'. Seed 42, 1,000 histories, shrunk:
- *   churnDuringStartPass(a.txt, x), rename(a.txt, other/e.txt), clonedHostUploads(other/e.txt,
- *   12), hostRenamedAndRestarted() -> the other writer's document deleted by a full pass.
- *   Also open by design: engine/plan.ts ourOwnWrite takes a document of our identity at a
- *   path the state tracks with another hash, or an open intent's path, for our own write
- *   whose record a crash lost, so a clone's edit of a file we track is taken for ours.
+ * - SIM_CLONED_WRITER (on: found by this simulation, fixed with writer sessions, engine/plan.ts
+ *   ourSession): another writer with our installation and mapping ids (issue 23 defect 2: a
+ *   cloned host, a copied state, two configs on one state) uploads a document this state
+ *   never recorded — with its metadata at once, or caught in flight under its marked name
+ *   (our upload tag, its own session) before its metadata; it must never be deleted, and
+ *   the pass must report 'another-writer'. Seed 42, shrunk: churnDuringStartPass(a.txt, x),
+ *   rename(a.txt, other/e.txt), clonedHostUploads(other/e.txt, 12),
+ *   hostRenamedAndRestarted() -> the clone's document at a path we track deleted as a stale
+ *   version of ours (plan.ts ourOwnWrite).
  */
 export const FLAGS = {
   racy: flag('SIM_RACY', true),
@@ -75,8 +76,8 @@ export const FLAGS = {
   slowWriteNewFolder: flag('SIM_SLOW_NEW_FOLDER', true),
   slowWriteAcrossRestart: flag('SIM_SLOW_ACROSS_RESTART', true),
   personRacesUpload: flag('SIM_PERSON_RACES_UPLOAD', true),
-  wallBackRepair: flag('SIM_WALL_BACK_REPAIR', false),
-  clonedWriter: flag('SIM_CLONED_WRITER', false),
+  wallBackRepair: flag('SIM_WALL_BACK_REPAIR', true),
+  clonedWriter: flag('SIM_CLONED_WRITER', true),
 };
 
 function flag(name: string, byDefault: boolean): boolean {
@@ -266,7 +267,7 @@ export function commands(): fc.Arbitrary<Cmd>[] {
     fc.constantFrom(100, 1_000, 2_500).map((ms) => cmd(`advance(${ms})`, (w) => w.advance(ms))),
   ];
   // Another writer with our identity (a cloned host, a copied state, two configs on one state).
-  if (FLAGS.clonedWriter) list.push(fc.tuple(file, content).map(([p, c]) => cmd(`clonedHostUploads(${p}, ${c})`, (w) => w.cloneUpload(p, c))));
+  if (FLAGS.clonedWriter) list.push(fc.tuple(file, content, fc.boolean()).map(([p, c, inFlight]) => cmd(`clonedHostUploads(${p}, ${c}${inFlight ? ', in flight' : ''})`, (w) => w.cloneUpload(p, c, inFlight))));
   if (FLAGS.racy) {
     list.push(
       fc.tuple(file, content).map(([p, c]) =>

@@ -13,6 +13,7 @@ import { createLocalSide } from '../../src/local/side.js';
 import type { Watcher, WatcherOptions } from '../../src/local/watcher.js';
 import { Mirror, type ChangeScope, type MirrorDeps, type PassOptions, type PassReport } from '../../src/engine/mirror.js';
 import { buildMetadata } from '../../src/engine/metadata.js';
+import { markUploadName, uploadTag } from '../../src/engine/document-fields.js';
 import type { Op } from '../../src/engine/plan.js';
 import { countDeletes, DELETE_WINDOW_MS } from '../../src/engine/guards.js';
 import { MappingRunner } from '../../src/daemon/mapping-runner.js';
@@ -563,10 +564,15 @@ export class World {
    * document carries our installation and mapping ids, and this state never recorded it.
    * It must never be deleted, and the conflict must be reported.
    */
-  cloneUpload(path: string, content: string): void {
-    const metadata = buildMetadata(undefined, { path, sha256: sha256(content), size: Buffer.byteLength(content), mtimeMs: 1, mappingId: MAPPING_ID, installationId: this.installationId });
-    const d = this.service.create({ name: path, url: undefined, metadata, size: Buffer.byteLength(content), content: sha256(content), byUs: false });
-    this.people.push({ id: d.id, name: path, content: d.content, foreign: true, prunable: false });
+  cloneUpload(path: string, content: string, inFlight = false): void {
+    // The clone's own process has its own writer session (a VM image copy: same state, same
+    // installation id, so the same upload tag, but another process). In flight: its upload
+    // landed under its marked name, its metadata not written yet (or never: it died).
+    const session = 'c1c1c1c1';
+    const metadata = inFlight ? {} : buildMetadata(undefined, { path, sha256: sha256(content), size: Buffer.byteLength(content), mtimeMs: 1, mappingId: MAPPING_ID, installationId: this.installationId, session });
+    const name = inFlight ? markUploadName(path, `${uploadTag(MAPPING_ID, this.installationId)}${session}0badf00d`) : path;
+    const d = this.service.create({ name, url: undefined, metadata, size: Buffer.byteLength(content), content: sha256(content), byUs: false });
+    this.people.push({ id: d.id, name, content: d.content, foreign: true, prunable: false });
     this.clones.add(d.id);
   }
 

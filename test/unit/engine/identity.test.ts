@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { establishIdentity, installationIdFor, type IdentityHolder } from '../../../src/engine/installation.js';
 import type { StateIdentity } from '../../../src/state/schema.js';
 import { StateStore } from '../../../src/state/store.js';
+import { MAX_SESSIONS } from '../../../src/state/ops.js';
 import { encodeStateToString } from '../../../src/state/encoder.js';
 import { newMappingState, newState } from '../../../src/state/validate.js';
 import { MemFs } from '../state/fakes.js';
@@ -93,6 +94,25 @@ describe('the state keeps the identity', () => {
     const s3 = await StateStore.open(PATH, { fs, clock: clock(), lock: false });
     expect(s3.identity).toEqual(id);
     expect(fs.text(PATH)).toContain(`"installationId":"${id.installationId}"`);
+    await s3.close();
+  });
+
+  it('writer sessions are kept across a restart (journal) and a fold (the mapping\'s line), the oldest dropped past MAX_SESSIONS', async () => {
+    const fs = new MemFs();
+    const s1 = await StateStore.open(PATH, { fs, clock: clock(), lock: false });
+    s1.ensureMapping('m', 'ds1', '/srv');
+    s1.recordSession('m', 'aaaa0001', 1);
+    s1.recordSession('m', 'aaaa0001', 5);
+    await s1.close();
+    const s2 = await StateStore.open(PATH, { fs, clock: clock(), lock: false });
+    expect({ ...s2.mapping('m')!.sessions }).toEqual({ aaaa0001: 1 });
+    await s2.fold();
+    await s2.close();
+    const s3 = await StateStore.open(PATH, { fs, clock: clock(), lock: false });
+    expect({ ...s3.mapping('m')!.sessions }).toEqual({ aaaa0001: 1 });
+    for (let i = 0; i < MAX_SESSIONS; i++) s3.recordSession('m', `b${String(i).padStart(7, '0')}`, 10 + i);
+    expect(Object.keys(s3.mapping('m')!.sessions!)).toHaveLength(MAX_SESSIONS);
+    expect(s3.mapping('m')!.sessions!['aaaa0001']).toBeUndefined();
     await s3.close();
   });
 

@@ -25,8 +25,10 @@ class State extends MemoryState implements MirrorState {
 /** A folder whose files carry the content's hash as it is now and the times of their last write. */
 class Local implements LocalSide {
   files = new Map<string, LocalFileInfo>();
+  private inodes = 0;
   write(path: string, content: string, at: number): void {
-    this.files.set(path, { path, diskPath: `/srv/share/${path}`, size: content.length, mtimeMs: at, ctimeMs: at, sha256: `sha-${content}` });
+    const ino = this.files.get(path)?.ino ?? ++this.inodes;
+    this.files.set(path, { path, diskPath: `/srv/share/${path}`, size: content.length, mtimeMs: at, ctimeMs: at, ino, dev: 1, sha256: `sha-${content}` });
   }
   async scan(): Promise<ScanResult> {
     const files = new Map([...this.files].map(([p, f]) => [p, { ...f, sha256: undefined }]));
@@ -43,13 +45,13 @@ class Local implements LocalSide {
 
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
 
-function setup(stabilityMs: number | undefined = WINDOW) {
+function setup(stabilityMs: number | undefined = WINDOW, prune: 'ours' | 'all' = 'ours') {
   const clock = new FakeClock(Date.parse('2026-11-23T00:00:00Z'));
   const api = new FakeApi();
   const state = new State();
   const local = new Local();
   const mirror = new Mirror({
-    spec: { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune: 'ours', maxDeletePercent: 50, massDeleteMinimum: 10, batchFiles: 10, batchBytes: 1e9, concurrency: 2 },
+    spec: { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune, maxDeletePercent: 50, massDeleteMinimum: 3, batchFiles: 10, batchBytes: 1e9, concurrency: 2 },
     api,
     state,
     local,
@@ -111,10 +113,93 @@ describe('Mirror: the stability window of full passes', () => {
     expect(api.list()).toHaveLength(1);
   });
 
+  it('a set-aside file gone at the next full pass, then written anew at its path, is held by the follow-up, not sent half-written (seed 8, history 623)', async () => {
+    const { clock, api, local, mirror } = setup();
+    local.write('a.txt', 'first', clock.now());
+    expect((await mirror.fullPass()).settling).toEqual(['a.txt']);
+    local.files.delete('a.txt');
+    await clock.advance(300);
+    await mirror.fullPass();
+    await clock.advance(1_500);
+    local.write('a.txt', 'slow.0|', clock.now() - 200);
+    // The runner's follow-up for the first pass's a.txt: an incremental pass naming it.
+    expect((await mirror.changedPass({ files: ['a.txt'], dirs: [] })).settling).toEqual(['a.txt']);
+    expect(api.list()).toEqual([]);
+    // Gone, and named by a pass that still does not find it: forgotten.
+    local.files.delete('a.txt');
+    await mirror.changedPass({ files: ['a.txt'], dirs: [] });
+    local.write('a.txt', 'done', clock.now() - 300);
+    expect((await mirror.changedPass({ files: ['a.txt'], dirs: [] })).settling).toBeUndefined();
+  });
+
+  it('a set-aside file released by another pass and rewritten before its follow-up is held by the follow-up (seed 7, history 2,645)', async () => {
+    const { clock, api, local, mirror, sizes } = setup();
+    local.write('b.txt', 'whole', clock.now());
+    expect((await mirror.fullPass()).settling).toEqual(['b.txt']);
+    await clock.advance(WINDOW);
+    // Another pass (an event's) finds it stable and sends it.
+    expect((await mirror.changedPass({ files: ['b.txt'], dirs: [] })).settling).toBeUndefined();
+    expect(sizes()).toEqual([5]);
+    // Truncated and half rewritten; then the runner's follow-up of the first pass names it.
+    local.write('b.txt', 'half', clock.now() - 100);
+    expect((await mirror.changedPass({ files: ['b.txt'], dirs: [] })).settling).toEqual(['b.txt']);
+    expect(sizes()).toEqual([5]);
+    expect(api.count('uploadDocuments')).toBe(1);
+  });
+
   it('without a window (dssync sync) nothing is set aside', async () => {
     const { clock, api, local, mirror } = setup(0);
     local.write('a.txt', 'alpha', clock.now());
     expect((await mirror.fullPass()).settling).toBeUndefined();
     expect(api.list()).toHaveLength(1);
+  });
+
+  it('a synced file whose mtime a backward step put in the future is not set aside: a document a person deleted is uploaded again at once', async () => {
+    // Issue 23, the simulation's SIM_WALL_BACK_REPAIR (seed 42: slowWrite, stepWallClock(-3600 s),
+    // personDeletesOurDocument, writeIgnoreFile): every full pass set it aside until the wall
+    // clock caught up with the mtime, an hour.
+    const { clock, api, local, mirror } = setup();
+    local.write('a.txt', 'alpha', clock.now() - 60_000);
+    await mirror.fullPass();
+    expect(api.list().map((d) => d.name)).toEqual(['a.txt']);
+    local.write('a.txt', 'alpha!', clock.now());
+    await clock.advance(WINDOW);
+    await mirror.changedPass({ files: ['a.txt'], dirs: [] });
+    clock.stepWall(-3_600_000);
+    await clock.advance(WINDOW);
+    await api.deleteDocument('ds1', api.list()[0]!.id);
+    const full = await mirror.fullPass();
+    expect(full.settling).toBeUndefined();
+    expect(api.list().map((d) => [d.name, d.size])).toEqual([['a.txt', 6]]);
+  });
+
+  it('a file whose stat differs from the state\'s with its mtime in the future is still held until seen unchanged a window apart', async () => {
+    const { clock, api, local, mirror } = setup();
+    local.write('a.txt', 'alpha', clock.now() - 60_000);
+    await mirror.fullPass();
+    clock.stepWall(-3_600_000);
+    local.write('a.txt', 'alpha, half', clock.now() + 3_500_000);
+    expect((await mirror.fullPass()).settling).toEqual(['a.txt']);
+    expect(api.list().map((d) => d.size)).toEqual([5]);
+  });
+});
+
+describe('Mirror: the mass-delete guard with prune "all"', () => {
+  it('counts what it may prune in its base: the only file set aside, three documents of nobody\'s are not all pruned unguarded (seed 7, history 266)', async () => {
+    const { clock, api, local, mirror } = setup(WINDOW, 'all');
+    for (let i = 0; i < 3; i++) api.addDocument('ds1', { id: `p${i}`, name: 'a.txt', raw: {} });
+    local.write('keep.txt', 'keep', clock.now());
+    const r = await mirror.fullPass();
+    expect(r.settling).toEqual(['keep.txt']);
+    expect(r.ok).toBe(false);
+    expect(api.list().map((d) => d.id).sort()).toEqual(['p0', 'p1', 'p2']);
+  });
+
+  it('still prunes a few of nobody\'s beside its own documents', async () => {
+    const { clock, api, local, mirror } = setup(WINDOW, 'all');
+    api.addDocument('ds1', { id: 'p0', name: 'stray.txt', raw: {} });
+    for (const n of ['a', 'b', 'c']) local.write(`${n}.txt`, n, clock.now() - 60_000);
+    expect((await mirror.fullPass()).ok).toBe(true);
+    expect(api.list().map((d) => d.name).sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
   });
 });

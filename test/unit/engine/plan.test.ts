@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pathsToHash, planMirror, type LocalFileInfo, type Op, type PlanInput } from '../../../src/engine/plan.js';
-import { documentFields } from '../../../src/engine/document-fields.js';
+import { documentFields, markUploadName, uploadTag } from '../../../src/engine/document-fields.js';
 import type { DocumentRecord } from '../../../src/api/records.js';
 import type { FileEntry, Intent, MappingState } from '../../../src/state/schema.js';
 import { FileTable } from '../../../src/state/file-table.js';
@@ -679,6 +679,51 @@ describe('planMirror: another writer with our identity (issue 23, defect 2)', ()
       if (writers.length > 0) expect(p.resolvedIntentIds).toEqual([]);
     });
   }
+  describe('writer sessions: a document of our identity written by a session this state never recorded is a clone\'s', () => {
+    const TAG = uploadTag(MAPPING, 'inst-A');
+    const sessions = { aaaa0001: 1 };
+    function planS(remote: DocumentRecord[], files: Record<string, FileEntry> = {}) {
+      return planMirror({
+        mappingId: MAPPING,
+        installationId: 'inst-A',
+        local: new Map([['a.txt', local('a.txt', 'h2')]]),
+        state: { files: FileTable.of(files), intents: {}, rejected: {}, sessions },
+        remote,
+        desired: (f) => documentFields(specI, f),
+        prune: 'ours',
+      });
+    }
+    const withSession = (d: DocumentRecord, session: string): DocumentRecord => ({ ...d, metadata: { ...d.metadata, dssync_session: session } });
+    const marked = (id: string, nonce: string): DocumentRecord => unmarked(id, markUploadName('b.txt', nonce), 10);
+
+    it('a marked upload of our tag and a recorded session, no intent naming it: our late commit, deleted', () => {
+      const p = planS([marked('n1', `${TAG}aaaa0001deadbeef`)]);
+      expect(summary(p.ops)).toContain('delete n1 b.dssync-upload-' + `${TAG}aaaa0001deadbeef.txt (lost-upload)`);
+      expect(p.sameIdentity).toEqual([]);
+    });
+    it('a marked upload of our tag and another session (a clone before its metadata): reported, nothing written', () => {
+      const p = planS([marked('n1', `${TAG}c1c1c1c1deadbeef`)]);
+      expect(p.ops).toEqual([]);
+      expect(p.sameIdentity.map((o) => [o.documentId, o.path])).toEqual([['n1', 'b.txt']]);
+    });
+    it('a marked upload of our tag from before sessions (tag and 8 digits): ours, as before', () => {
+      expect(planS([marked('n1', `${TAG}deadbeef`)]).sameIdentity).toEqual([]);
+    });
+    it('an older version of a tracked path written by a recorded session: ours, deleted as stale', () => {
+      const p = planS([withSession(ours('d2', 'a.txt', 'h2'), 'aaaa0001'), withSession(ours('d1', 'a.txt', 'h1'), 'aaaa0001')], { 'a.txt': entry('d2', 'h2') });
+      expect(summary(p.ops)).toEqual(['delete d1 a.txt (stale-version)']);
+    });
+    it('another version of a tracked path written by another session (a clone\'s edit): reported, not deleted', () => {
+      const p = planS([withSession(ours('d2', 'a.txt', 'h2'), 'aaaa0001'), withSession(ours('x1', 'a.txt', 'h1'), 'c1c1c1c1')], { 'a.txt': entry('d2', 'h2') });
+      expect(p.ops).toEqual([]);
+      expect(p.sameIdentity.map((o) => o.documentId)).toEqual(['x1']);
+    });
+    it('a session of ours that differs from the desired one rewrites nothing (not compared)', () => {
+      const p = planS([withSession(ours('d2', 'a.txt', 'h2'), 'aaaa0001')], { 'a.txt': entry('d2', 'h2') });
+      expect(summary(p.ops)).toEqual([]);
+    });
+  });
+
   it('without an installation id (the mapping id alone decides) a listing rebuilds the state as before', () => {
     const p = planMirror({
       mappingId: MAPPING,
