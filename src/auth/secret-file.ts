@@ -8,10 +8,12 @@
  */
 import { registerSecret } from '../secrets.js';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
-import { ConfigError } from '../config/error.js';
+import { ConfigError } from '../errors/config.js';
 
 /** A secret file that cannot be opened; `errno` (ENOENT...) lets a caller tell "not there yet". */
 export class SecretFileError extends ConfigError {
+  override readonly name = 'SecretFileError';
+  override readonly code = 'E_SECRET_FILE';
   constructor(
     message: string,
     field: string,

@@ -25,6 +25,8 @@ export interface ConfigIssue {
 
 /** A config file that cannot be used; `issues` lists every problem found. */
 export class ConfigFileError extends ConfigError {
+  override readonly name = 'ConfigFileError';
+  override readonly code = 'E_CONFIG_FILE';
   constructor(
     readonly file: string,
     readonly issues: ConfigIssue[],
