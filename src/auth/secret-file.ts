@@ -9,6 +9,7 @@
 import { registerSecret } from '../secrets.js';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { ConfigError } from '../errors/config.js';
+import { errnoOf } from '../errors/errno.js';
 
 /** A secret file that cannot be opened; `errno` (ENOENT...) lets a caller tell "not there yet". */
 export class SecretFileError extends ConfigError {
@@ -78,7 +79,7 @@ export function readSecretFile(path: string, what: string, setting: string): Sec
  * (ENOENT...) says nothing to an operator.
  */
 function openFailure(e: unknown, what: string, path: string, setting: string): string {
-  const code = (e as NodeJS.ErrnoException).code ?? 'error';
+  const code = errnoOf(e) ?? 'error';
   const named = `${what} ${path} (from ${setting})`;
   switch (code) {
     case 'ENOENT':

@@ -7,19 +7,10 @@
 import { connectProblem, isApiError } from '../api/errors.js';
 import { disposition } from '../errors/disposition.js';
 import { scrub } from '../secrets.js';
+import { ExitCode } from './exit-codes.js';
 import { fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 
-export const ExitCode = {
-  /** Success. */
-  OK: 0,
-  /** Some work could not be done (service error, not found, file failures). */
-  FAILURE: 1,
-  /** Usage or configuration error. */
-  USAGE: 2,
-  /** The service refused the credentials (401/403). */
-  AUTH: 3,
-} as const;
-export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+export { ExitCode } from './exit-codes.js';
 
 export class CliError extends Error {
   override readonly name = 'CliError';

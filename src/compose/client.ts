@@ -17,6 +17,7 @@ import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors/config.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../time/clock.js';
+import { errnoOf } from '../errors/errno.js';
 
 export interface ClientFromConfigOptions {
   logger?: Logger | undefined;
@@ -48,7 +49,7 @@ function readCa(path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? 'error';
+    const code = errnoOf(e) ?? 'error';
     throw new ConfigError(`cannot read the CA file ${path} (tls.caFile): ${code}`, 'tls.caFile');
   }
 }
