@@ -7,14 +7,19 @@ import tseslint from 'typescript-eslint';
  * import from (relative imports only; every import in src/ is relative).
  */
 const layers = {
-  engine: ['local', 'daemon', 'cli', 'auth'],
-  local: ['daemon', 'cli', 'state'],
-  api: ['engine', 'local', 'state', 'daemon', 'cli'],
-  auth: ['engine', 'local', 'state', 'daemon', 'cli'],
-  config: ['api', 'auth', 'engine', 'local', 'state', 'daemon', 'cli'],
-  state: ['api', 'auth', 'engine', 'local', 'daemon', 'cli'],
+  engine: ['local', 'daemon', 'cli', 'auth', 'compose'],
+  local: ['daemon', 'cli', 'state', 'compose'],
+  // The client takes a token provider (api/token-provider.ts) built by compose/: no auth, no config.
+  api: ['engine', 'local', 'state', 'daemon', 'cli', 'auth', 'config', 'compose'],
+  auth: ['engine', 'local', 'state', 'daemon', 'cli', 'config', 'compose'],
+  config: ['api', 'auth', 'engine', 'local', 'state', 'daemon', 'cli', 'compose'],
+  state: ['api', 'auth', 'engine', 'local', 'daemon', 'cli', 'compose'],
+  // Joins api, auth and config into a client; nothing of the engine, the state or the commands.
+  compose: ['engine', 'local', 'state', 'daemon', 'cli'],
   daemon: ['cli'],
-  time: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli'],
+  time: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli', 'compose', 'errors'],
+  // The one disposition decides by codes: it imports nothing, so every layer may ask it.
+  errors: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli', 'compose', 'time'],
 };
 /**
  * Allowed exceptions. The client's upload streams each file from the descriptor that

@@ -1,6 +1,24 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The tests in tiers (issue 27.9), as vitest projects; `npm test` runs them all (what CI runs).
+ * - unit: the pure core with fakes and the fake clock, and a short simulation (seconds):
+ *   `npm run test:fast`.
+ * - integration: real processes over loopback against the emulator, the bad-input catalogue.
+ * - slow: what needs minutes or outside tools — the FUSE watch, the browser, the container
+ *   image, the release tarball, the systemd units, the long operator cases, the full simulation.
+ */
+const SLOW = [
+  'test/integration/web/**/*.test.ts',
+  'test/integration/deploy/image.test.ts',
+  'test/integration/daemon/watch-fuse.test.ts',
+  'test/integration/release/**/*.test.ts',
+  'test/integration/systemd/**/*.test.ts',
+  'test/bad-input/operator-errors.test.ts',
+  'test/sim/sim.test.ts',
+];
+
 export default defineConfig({
   resolve: {
     // Tests run the emulator package from its sources, as `tsc -p tsconfig.json` checks it
@@ -8,11 +26,29 @@ export default defineConfig({
     alias: [{ find: /^@dssync\/emulator$/, replacement: fileURLToPath(new URL('./packages/emulator/src/index.ts', import.meta.url)) }],
   },
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Integration tests start real processes; two cores are all CI has.
     pool: 'forks',
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts', 'test/sim/**/*.test.ts'],
+          // A short simulation here; the slow tier runs the full budget (`npm run sim` sets its own).
+          env: { SIM_RUNS: process.env.SIM_RUNS ?? '25' },
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'integration', include: ['test/integration/**/*.test.ts', 'test/bad-input/**/*.test.ts'], exclude: SLOW },
+      },
+      {
+        extends: true,
+        test: { name: 'slow', include: SLOW },
+      },
+    ],
   },
 });

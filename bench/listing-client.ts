@@ -12,10 +12,11 @@ import { writeFileSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import { DatastoreClient } from '../src/api/client.js';
 import type { DocumentRecord } from '../src/api/records.js';
-import { fixedToken } from '../src/auth/provider.js';
+import { fixedToken } from '../src/api/token-provider.js';
 import { DEFAULTS } from '../src/config/schema.js';
 import { documentFields, type DocumentFieldsSpec } from '../src/engine/document-fields.js';
 import { fieldsMatch, readMeta } from '../src/engine/metadata.js';
+import { DEFAULT_ORGANIZATION_HEADER } from '../src/config/connection.js';
 
 export interface ListingClientInput {
   url: string;
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
   const api = new DatastoreClient({
     baseUrl: input.url,
     organizationId: input.org,
+    organizationHeader: DEFAULT_ORGANIZATION_HEADER,
     tokens: fixedToken(input.token),
     requestsPerSecond: q.requestsPerSecond,
     concurrency: q.concurrency,

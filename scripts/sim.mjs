@@ -29,5 +29,7 @@ for (let i = 0; i < args.length; i++) {
   env[name] = value;
 }
 const vitest = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
-const r = spawnSync(process.execPath, [vitest, 'run', 'test/sim'], { stdio: 'inherit', env });
+// The unit tier runs a short simulation (vitest.config.ts); this command runs its own budget.
+env.SIM_RUNS ??= '1000';
+const r = spawnSync(process.execPath, [vitest, 'run', '--project', 'unit', 'test/sim'], { stdio: 'inherit', env });
 process.exit(r.status ?? 1);

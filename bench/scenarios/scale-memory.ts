@@ -11,7 +11,7 @@ import { mkdir, rm, writeFile, lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatastoreClient } from '../../src/api/client.js';
 import { Pacer } from '../../src/api/pacer.js';
-import { fixedToken } from '../../src/auth/provider.js';
+import { fixedToken } from '../../src/api/token-provider.js';
 import { DEFAULT_INCLUDE, DEFAULTS } from '../../src/config/schema.js';
 import { Mirror } from '../../src/engine/mirror.js';
 import { RACY_MARGIN_MS } from '../../src/engine/racy.js';
@@ -27,6 +27,7 @@ import type { StoreSnapshot } from '@dssync/emulator';
 import type { BenchContext } from '../lib/context.js';
 import { syncedFile } from '../lib/seed.js';
 import { log, mapLimit, round } from '../lib/util.js';
+import { DEFAULT_ORGANIZATION_HEADER } from '../../src/config/connection.js';
 
 export interface MemoryPoint {
   files: number;
@@ -118,6 +119,7 @@ export async function runScaleMemory(ctx: BenchContext, files: number): Promise<
   const api = new DatastoreClient({
     baseUrl: emu.url,
     organizationId: ORG,
+    organizationHeader: DEFAULT_ORGANIZATION_HEADER,
     tokens: fixedToken(TOKEN),
     requestsPerSecond: 0,
     concurrency: 8,

@@ -7,9 +7,8 @@ import type { Agent, Dispatcher } from 'undici';
 import type { DatastoreApi, ListDocumentsOptions, RequestOptions } from './api.js';
 import { SyncForm } from './listing-form.js';
 import { ApiError, apiErrorWith, connectProblem, headerRefusedError, isApiError } from './errors.js';
-import { DEFAULT_ORGANIZATION_HEADER } from '../config/connection.js';
 import { DATA_SOURCES_PATH, wrongAddressError } from './address.js';
-import { disposition } from '../errors.js';
+import { disposition } from '../errors/disposition.js';
 import type { ChunkRecord, DataSourceRecord, DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from './records.js';
 import {
   badResponse,
@@ -29,16 +28,13 @@ import { matchUploadResults, openUpload } from './upload.js';
 import { DEFAULT_USER_AGENT } from './version.js';
 import { pathSegment } from './ids.js';
 import { silentLogger, type Logger } from '../log.js';
-import type { Connection } from '../config/connection.js';
-import { createTokenProvider } from '../auth/index.js';
-import type { TokenProvider } from '../auth/provider.js';
-import { CredentialsRefusedError } from '../auth/renewing.js';
+import type { TokenProvider } from './token-provider.js';
 
 export interface DatastoreClientOptions {
   baseUrl: string;
   organizationId: string;
-  /** The header carrying the organization id. Default X-Service-Organization-Id. */
-  organizationHeader?: string | undefined;
+  /** The header carrying the organization id (the connection's, config/connection.ts). */
+  organizationHeader: string;
   /**
    * Asked for a token before each attempt, and for a renewed one once after a 401 (the
    * request is then retried once). The client knows nothing else about credentials.
@@ -126,7 +122,7 @@ export class DatastoreClient implements DatastoreApi {
     this.basePath = base.pathname.replace(/\/+$/, '');
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.tokens = opts.tokens;
-    this.organizationHeader = opts.organizationHeader ?? DEFAULT_ORGANIZATION_HEADER;
+    this.organizationHeader = opts.organizationHeader;
     this.ownsTokens = opts.ownsTokens ?? false;
     this.logger = opts.logger ?? silentLogger;
     this.maxAttempts = opts.maxAttempts;
@@ -155,7 +151,7 @@ export class DatastoreClient implements DatastoreApi {
     this.http = new HttpTransport({
       dispatcher,
       organizationId: opts.organizationId,
-      ...(opts.organizationHeader === undefined ? {} : { organizationHeader: opts.organizationHeader }),
+      organizationHeader: opts.organizationHeader,
       userAgent: opts.userAgent ?? DEFAULT_USER_AGENT,
       maxResponseBytes: opts.maxResponseBytes,
       // The body timeout also bounds a whole answer (a slow-loris answer never idles).
@@ -382,7 +378,7 @@ export class DatastoreClient implements DatastoreApi {
   /** A request could not reach the service: told once, and only when it will be retried. */
   private unreachableAt(err: ApiError, attempt: number): void {
     const problem = connectProblem(err);
-    const maxAttempts = this.maxAttempts ?? this.pacer.maxAttempts;
+    const maxAttempts = this.maxAttempts;
     if (problem === undefined || this.unreachable || !err.retryable || attempt >= maxAttempts) return;
     this.unreachable = true;
     this.onUnreachable({ origin: this.origin, problem, retryForMs: this.pacer.retryWindowMs(maxAttempts) });
@@ -428,7 +424,7 @@ export class DatastoreClient implements DatastoreApi {
     try {
       return await this.tokens.token(signal);
     } catch (e) {
-      if (e instanceof CredentialsRefusedError) throw e;
+      if (isApiError(e) && e.code === 'E_AUTH_REFUSED') throw e;
       const inner = isApiError(e) ? e : undefined;
       throw new ApiError({
         code: inner?.code ?? 'E_CONNECTION',
@@ -446,7 +442,7 @@ export class DatastoreClient implements DatastoreApi {
       return await this.tokens.renewAfterRejection(rejected, signal);
     } catch (e) {
       // Refused credentials say more than the 401 did.
-      if (e instanceof CredentialsRefusedError) throw e;
+      if (isApiError(e) && e.code === 'E_AUTH_REFUSED') throw e;
       this.logger.warn({ method, path, err: e instanceof Error ? e.message : String(e) }, 'could not renew the token after a 401');
       return undefined;
     }
@@ -577,38 +573,4 @@ function unexpected(e: unknown, method: string, path: string): ApiError {
     path,
     cause: e,
   });
-}
-
-export type ClientFromConnectionOptions = Omit<DatastoreClientOptions, 'baseUrl' | 'organizationId' | 'organizationHeader' | 'tokens' | 'ownsTokens'> & {
-  /** A provider shared with other clients; default: one made for this client from the connection. */
-  tokens?: TokenProvider | undefined;
-};
-
-/** A client for a resolved Connection, with the token provider its "auth" asks for. */
-export function createClientFromConnection(conn: Connection, opts: ClientFromConnectionOptions): DatastoreClient {
-  const { tokens, ...rest } = opts;
-  let ownTokenAgent: Agent | undefined;
-  let provider = tokens;
-  if (provider === undefined) {
-    // The token endpoint's connections: same TLS settings (CA, verification on) as the service's.
-    ownTokenAgent = createAgent({ timeouts: opts.timeouts, ca: opts.ca, connections: 2 });
-    provider = withAgentClosed(createTokenProvider(conn, { dispatcher: ownTokenAgent, logger: opts.logger }), ownTokenAgent);
-  }
-  return new DatastoreClient({
-    ...rest,
-    baseUrl: conn.baseUrl,
-    organizationId: conn.organizationId,
-    organizationHeader: conn.organizationHeader,
-    tokens: provider,
-    ownsTokens: tokens === undefined,
-  });
-}
-
-function withAgentClosed(p: TokenProvider, agent: Agent): TokenProvider {
-  const close = p.close.bind(p);
-  p.close = async () => {
-    await close();
-    await agent.close();
-  };
-  return p;
 }

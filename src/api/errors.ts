@@ -13,6 +13,8 @@ export type ApiErrorCode =
   | 'E_BAD_REQUEST'
   /** 401: the token was refused. Never retried. */
   | 'E_UNAUTHORIZED'
+  /** The token's source (OAuth2 endpoint, token command) refused the credentials: CredentialsRefusedError. */
+  | 'E_AUTH_REFUSED'
   /** 403: the token is valid but not allowed (or the organization is unknown). Never retried. */
   | 'E_FORBIDDEN'
   /** 404: the data source, document or chunk does not exist. */

@@ -58,8 +58,8 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 export interface HttpTransportOptions {
   dispatcher: Dispatcher;
   organizationId: string;
-  /** Default X-Service-Organization-Id; Wikit Semantics reads X-Wikit-Organization-Id. */
-  organizationHeader?: string | undefined;
+  /** The connection's (config/connection.ts has the default); Wikit Semantics reads X-Wikit-Organization-Id. */
+  organizationHeader: string;
   userAgent: string;
   maxResponseBytes?: number | undefined;
   /** Same-origin redirects followed for GET. Default 3. */
@@ -122,7 +122,7 @@ export class HttpTransport {
   private async exchange(req: HttpRequest, url: URL): Promise<Dispatcher.ResponseData> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${req.token}`,
-      [(this.opts.organizationHeader ?? 'X-Service-Organization-Id').toLowerCase()]: this.opts.organizationId,
+      [this.opts.organizationHeader.toLowerCase()]: this.opts.organizationId,
       accept: 'application/json',
       'user-agent': this.opts.userAgent,
     };

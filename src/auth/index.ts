@@ -3,15 +3,15 @@
  * knows the three kinds.
  */
 import type { Dispatcher } from 'undici';
-import type { Connection } from '../config/connection.js';
 import type { Logger } from '../log.js';
 import { CommandTokenProvider } from './command.js';
 import { OAuth2TokenProvider } from './oauth2.js';
-import type { TokenProvider } from './provider.js';
+import type { TokenProvider } from '../api/token-provider.js';
 import { StaticTokenProvider } from './static.js';
+import type { ResolvedAuth } from './settings.js';
 
-export type { TokenProvider, TokenStatus } from './provider.js';
-export { fixedToken } from './provider.js';
+export type { TokenProvider, TokenStatus } from '../api/token-provider.js';
+export { fixedToken } from '../api/token-provider.js';
 export { CredentialsRefusedError } from './renewing.js';
 
 export interface ProviderOptions {
@@ -20,8 +20,7 @@ export interface ProviderOptions {
   logger?: Logger | undefined;
 }
 
-export function createTokenProvider(conn: Pick<Connection, 'auth'>, opts: ProviderOptions): TokenProvider {
-  const auth = conn.auth;
+export function createTokenProvider(auth: ResolvedAuth, opts: ProviderOptions): TokenProvider {
   switch (auth.type) {
     case 'static':
       return new StaticTokenProvider(auth.token, auth.token.path);

@@ -6,7 +6,8 @@
  * discovery document offers only client_secret_post, and a refresh token, when one was
  * given, is used before the grant itself.
  */
-import { chmodSync, closeSync, constants, openSync, renameSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import * as oidc from 'openid-client';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { ApiError } from '../api/errors.js';
@@ -314,16 +315,27 @@ async function readCapped(res: Awaited<ReturnType<typeof undiciFetch>>, url: str
   return Buffer.concat(parts);
 }
 
-/** Writes the refresh token 0600, created exclusively under a temporary name then renamed. */
+/**
+ * Writes the refresh token 0600, created exclusively under a temporary name, flushed, then
+ * renamed and the folder flushed: the rule of state/atomic-file.ts (issue 27.6), so a power
+ * loss leaves the old token or the new one, never an empty file that forces a new login.
+ */
 export function storeRefreshToken(path: string, token: string): void {
   registerSecret(token);
   const tmp = `${path}.${process.pid}.tmp`;
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
     writeSync(fd, `${token}\n`);
+    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
   chmodSync(tmp, 0o600);
   renameSync(tmp, path);
+  const dir = openSync(dirname(path), constants.O_RDONLY);
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
 }

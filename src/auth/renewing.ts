@@ -9,7 +9,7 @@ import { backoffDelay } from '../time/backoff.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { silentLogger, type Logger } from '../log.js';
 import { registerSecret, scrub } from '../secrets.js';
-import type { ProviderKind, TokenProvider, TokenStatus } from './provider.js';
+import type { ProviderKind, TokenProvider, TokenStatus } from '../api/token-provider.js';
 
 export interface ObtainedToken {
   accessToken: string;
@@ -24,7 +24,7 @@ export interface ObtainedToken {
  */
 export class CredentialsRefusedError extends ApiError {
   constructor(message: string, opts: { path?: string | undefined; cause?: unknown; advice?: string | undefined } = {}) {
-    super({ code: 'E_UNAUTHORIZED', message, retryable: false, ...(opts.path === undefined ? {} : { path: opts.path }), cause: opts.cause, advice: opts.advice });
+    super({ code: 'E_AUTH_REFUSED', message, retryable: false, ...(opts.path === undefined ? {} : { path: opts.path }), cause: opts.cause, advice: opts.advice });
   }
 }
 

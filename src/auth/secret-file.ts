@@ -8,10 +8,13 @@
  */
 import { registerSecret } from '../secrets.js';
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
-import { ConfigError } from '../config/error.js';
+import { ConfigError } from '../errors/config.js';
+import { errnoOf } from '../errors/errno.js';
 
 /** A secret file that cannot be opened; `errno` (ENOENT...) lets a caller tell "not there yet". */
 export class SecretFileError extends ConfigError {
+  override readonly name = 'SecretFileError';
+  override readonly code = 'E_SECRET_FILE';
   constructor(
     message: string,
     field: string,
@@ -84,7 +87,7 @@ export function readSecretFile(path: string, what: string, setting: string, opts
  * (ENOENT...) says nothing to an operator.
  */
 function openFailure(e: unknown, what: string, path: string, setting: string): string {
-  const code = (e as NodeJS.ErrnoException).code ?? 'error';
+  const code = errnoOf(e) ?? 'error';
   const named = `${what} ${path} (from ${setting})`;
   switch (code) {
     case 'ENOENT':

@@ -6,7 +6,7 @@
  */
 import { statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { ConfigError } from '../config/error.js';
+import { ConfigError } from '../errors/config.js';
 import { registerSecret } from '../secrets.js';
 import { readSecretFile } from './secret-file.js';
 

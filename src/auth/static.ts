@@ -4,7 +4,7 @@
  * a rotated token file is picked up without a restart.
  */
 import { statSync } from 'node:fs';
-import type { TokenProvider, TokenStatus } from './provider.js';
+import type { TokenProvider, TokenStatus } from '../api/token-provider.js';
 import type { SecretSource } from './settings.js';
 
 const CHECK_EVERY_MS = 1_000;

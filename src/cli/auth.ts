@@ -20,7 +20,7 @@ type StatusArgs = GlobalArgs;
 async function authStatus(args: StatusArgs): Promise<void> {
   const warn = (m: string): void => void process.stderr.write(`dssync: warning: ${m}\n`);
   const config = configFromArgs(args, process.env, warn);
-  const { createClientFromConfig } = await import('../api/from-config.js');
+  const { createClientFromConfig } = await import('../compose/client.js');
   const api = createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: 2 } }, { onUnreachable: tellUnreachable });
   let error: unknown;
   try {

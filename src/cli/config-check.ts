@@ -18,12 +18,12 @@ import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import { describeConfig } from '../config/describe.js';
 import type { CheckLevel, CheckResult } from '../check-result.js';
-import type { ConfigError } from '../config/error.js';
+import type { ConfigError } from '../errors/config.js';
 import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { sharedDataSourceProblems } from '../engine/installation.js';
-import { disposition } from '../errors.js';
+import { disposition } from '../errors/disposition.js';
 import { describeMountPlan, parseMountInfo, planMounts, readMountInfo } from '../local/watch/mounts.js';
 import type { DaemonStatus } from '../daemon/status-schema.js';
 import { configFromArgs, tellUnreachable } from './context.js';
@@ -217,7 +217,7 @@ async function checkServiceSide(config: Config, deps: ConfigCheckDeps, report: (
 }
 
 async function defaultCreateApi(config: Config): Promise<DatastoreApi & { close: () => Promise<void> }> {
-  const { createClientFromConfig } = await import('../api/from-config.js');
+  const { createClientFromConfig } = await import('../compose/client.js');
   return createClientFromConfig(
     { ...config, queue: { ...config.queue, maxAttempts: Math.min(CHECK_MAX_ATTEMPTS, config.queue.maxAttempts) } },
     { onUnreachable: tellUnreachable },

@@ -7,7 +7,7 @@
 import type { DatastoreApi } from '../api/api.js';
 import type { UnreachableNotice } from '../api/client.js';
 import { isApiError } from '../api/errors.js';
-import type { ConfigError } from '../config/error.js';
+import type { ConfigError } from '../errors/config.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { CliError, ExitCode, usageError } from './exit.js';
@@ -56,7 +56,7 @@ export function configFromArgs(
 /** The real client, with the rate cap, retries, timeouts and CA of the configuration. */
 async function defaultCreateApi(config: Config): Promise<ClosableApi> {
   // Loaded on demand so that `--help` and usage errors do not pay for undici.
-  const { createClientFromConfig } = await import('../api/from-config.js');
+  const { createClientFromConfig } = await import('../compose/client.js');
   return createClientFromConfig(config, { onUnreachable: tellUnreachable });
 }
 

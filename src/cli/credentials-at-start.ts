@@ -10,9 +10,9 @@
  * fault: the daemon starts and retries as it does for outages. Once running, a refusal no
  * longer ends it: the provider asks again at most once every 5 minutes (auth/renewing.ts).
  */
-import { createClientFromConfig } from '../api/from-config.js';
+import { createClientFromConfig } from '../compose/client.js';
 import type { Config } from '../config/types.js';
-import { disposition } from '../errors.js';
+import { disposition } from '../errors/disposition.js';
 import type { Logger } from '../log.js';
 
 /** How long the check may delay the start when the service or the token endpoint is slow. */

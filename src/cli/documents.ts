@@ -19,6 +19,7 @@ import {
 import { ingestionStatus } from '../api/ingestion-status.js';
 import { CliError, usageError } from './exit.js';
 import { wideOption, type GlobalArgs } from './options.js';
+import { errnoOf } from '../errors/errno.js';
 import {
   formatDocument,
   formatDocuments,
@@ -80,7 +81,7 @@ export async function checkUploadFiles(paths: readonly string[]): Promise<Upload
       await (await open(path, 'r')).close();
       files.push({ path, name: basename(path), expectedSize: st.size, expectedMtimeMs: st.mtimeMs });
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code ?? 'error';
+      const code = errnoOf(e) ?? 'error';
       problems.push(`${given}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : `cannot be read (${code})`}`);
     }
   }

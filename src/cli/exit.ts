@@ -5,26 +5,17 @@
  * stop signal to `run`, which must end a stop that hangs).
  */
 import { connectProblem, isApiError } from '../api/errors.js';
-import { ConfigError } from '../config/connection.js';
-import { CredentialsRefusedError } from '../auth/renewing.js';
-import { disposition } from '../errors.js';
+import { disposition } from '../errors/disposition.js';
 import { scrub } from '../secrets.js';
+import { ExitCode } from './exit-codes.js';
 import { fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 
-export const ExitCode = {
-  /** Success. */
-  OK: 0,
-  /** Some work could not be done (service error, not found, file failures). */
-  FAILURE: 1,
-  /** Usage or configuration error. */
-  USAGE: 2,
-  /** The service refused the credentials (401/403). */
-  AUTH: 3,
-} as const;
-export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+export { ExitCode } from './exit-codes.js';
 
 export class CliError extends Error {
   override readonly name = 'CliError';
+  /** Stable, for disposition() (errors/disposition.ts), which keeps the exit code chosen here. */
+  readonly code = 'E_CLI';
   constructor(
     message: string,
     readonly exitCode: ExitCode = ExitCode.FAILURE,
@@ -48,31 +39,31 @@ export function describeFailure(err: unknown): { exitCode: ExitCode; message: st
 }
 
 function failure(err: unknown): { exitCode: ExitCode; message: string } {
-  if (err instanceof CliError) return { exitCode: err.exitCode, message: err.message };
-  // A missing or bad setting (no base URL, org or token; unreadable config): fix and rerun.
-  if (err instanceof ConfigError) return { exitCode: ExitCode.USAGE, message: err.message };
-  // The token endpoint (or the token command) refused: its message names it and what it
-  // said, its advice the settings to change; nothing about a token from DSSYNC_TOKEN.
-  if (err instanceof CredentialsRefusedError) return { exitCode: ExitCode.AUTH, message: `${err.message}. ${err.advice ?? 'Check the credentials of "auth".'}` };
+  // The exit code is the disposition's (errors/disposition.ts, the table in docs/cli.md);
+  // this only words the message.
+  const exitCode: ExitCode = disposition(err).exitCode;
   if (isApiError(err)) {
-    if (disposition(err).exitCode === ExitCode.AUTH) {
+    // The token endpoint (or the token command) refused: its message names it and what it
+    // said, its advice the settings to change; nothing about a token from DSSYNC_TOKEN.
+    if (err.code === 'E_AUTH_REFUSED') return { exitCode, message: `${err.message}. ${err.advice ?? 'Check the credentials of "auth".'}` };
+    if (exitCode === ExitCode.AUTH) {
       return {
-        exitCode: ExitCode.AUTH,
+        exitCode,
         message:
           `the service refused the credentials (HTTP ${err.status ?? '?'}): ${err.message}. ` +
           `Check the token (from ${err.tokenSource ?? 'DSSYNC_TOKEN, --token-file or tokenFile'}) and the organization id (--org, DSSYNC_ORG or "organizationId").`,
       };
     }
     // baseUrl leads nowhere the service answers: a configuration error, fixed in the message.
-    if (err.code === 'E_WRONG_ADDRESS') return { exitCode: ExitCode.USAGE, message: err.message };
+    if (err.code === 'E_WRONG_ADDRESS') return { exitCode, message: err.message };
     const where = err.status !== undefined ? `HTTP ${err.status}` : err.code;
     // Retries can take seconds: say so, or the wait before the message looks like a hang.
     const tries = err.attempts > 1 ? `, after ${err.attempts} attempts` : '';
     const hint = err.advice !== undefined ? `; ${err.advice}` : connectProblem(err) === undefined ? '' : '; is the service running, and is baseUrl right?';
-    return { exitCode: ExitCode.FAILURE, message: `${err.message} (${where}${tries})${hint}` };
+    return { exitCode, message: `${err.message} (${where}${tries})${hint}` };
   }
-  // Out of file descriptors: the limit is the cause, not the file that happened to fail.
+  // Out of file descriptors: the limit is the cause, not the file that happened to fail, and
+  // raising it is the operator's fix (a daemon retries the file: disposition() says retry).
   if (isFdExhaustion(err)) return { exitCode: ExitCode.USAGE, message: `${err instanceof Error ? err.message : String(err)}: ${fdLimitAdvice(openFileLimit())}` };
-  if (err instanceof Error) return { exitCode: ExitCode.FAILURE, message: err.message };
-  return { exitCode: ExitCode.FAILURE, message: String(err) };
+  return { exitCode, message: err instanceof Error ? err.message : String(err) };
 }

@@ -67,7 +67,7 @@ export async function runAdopt(args: AdoptArgs, env: NodeJS.ProcessEnv = process
     import('../log.js'),
     import('../state/store.js'),
     import('../state/read-only-state.js'),
-    import('../api/from-config.js'),
+    import('../compose/client.js'),
     import('../engine/data-source.js'),
     import('../engine/adopt.js'),
   ]);

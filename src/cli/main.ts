@@ -8,6 +8,7 @@
  */
 import { FDS_TO_LOAD, FDS_WARN_DAEMON, fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 import { limitHeapGrowth } from './heap-growth.js';
+import { ExitCode } from './exit-codes.js';
 import { installSignalHandlers } from './signals.js';
 
 limitHeapGrowth();
@@ -18,7 +19,6 @@ const command = args.find((a) => !a.startsWith('-'));
 // they take the signals themselves.
 installSignalHandlers({ hold: command === 'run' });
 
-const CONFIG_ERROR = 2;
 const limit = openFileLimit();
 // The daemon would starve later (each upload, watched folder and connection holds one):
 // say which limit at once. A limit too low to load anything is told below, once.
@@ -30,6 +30,6 @@ import('./app.js').then(
   (err: unknown) => {
     const fds = isFdExhaustion(err);
     process.stderr.write(`dssync: ${fds ? `cannot start: ${fdLimitAdvice(limit)}` : `cannot load: ${err instanceof Error ? err.message : String(err)}`}\n`);
-    process.exitCode = fds ? CONFIG_ERROR : 1;
+    process.exitCode = fds ? ExitCode.USAGE : ExitCode.FAILURE;
   },
 );

@@ -70,7 +70,7 @@ export async function runProbe(args: ProbeArgs, out: (s: string) => void = (s) =
   ]);
   const { readFileSync } = await import('node:fs');
   const agent = createAgent({ connections: 2, timeouts: config.queue.timeouts, ...(config.tls.caFile ? { ca: readFileSync(config.tls.caFile) } : {}) });
-  const tokens = createTokenProvider(config.connection, { dispatcher: agent });
+  const tokens = createTokenProvider(config.connection.auth, { dispatcher: agent });
   const base = new URL(config.connection.baseUrl);
   const exchanges: Exchange[] = [];
   const secrets = new Set<string>();

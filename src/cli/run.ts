@@ -5,7 +5,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { loadConfig } from '../config/load.js';
-import { CliError, ExitCode, usageError } from './exit.js';
+import { ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { claimSignals } from './signals.js';
 import { openFileLimit } from './fd-limit.js';
@@ -28,10 +28,9 @@ export const runCommand: CommandModule<GlobalArgs, RunArgs> = {
 
 export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   // Heavy modules load only for this command: `dssync --help` stays fast.
-  const [{ Daemon }, { createLogger }, { StateLockedError }, { listenFailureMessage }, { credentialsRefusedAtStart }] = await Promise.all([
+  const [{ Daemon }, { createLogger }, { listenFailureMessage }, { credentialsRefusedAtStart }] = await Promise.all([
     import('../daemon/daemon.js'),
     import('../log.js'),
-    import('../state/errors.js'),
     import('../daemon/listen-check.js'),
     import('./credentials-at-start.js'),
   ]);
@@ -72,7 +71,7 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
       fdLimit: openFileLimit(),
     });
   } catch (e) {
-    if (e instanceof StateLockedError) throw new CliError(e.message, ExitCode.FAILURE);
+    // A state error (locked: 1, newer or corrupt: 2) exits as its disposition says (cli/exit.ts).
     // The status port is taken: a configuration problem (exit 2, which the units do not
     // restart on), named with the setting and the fix, not a bare "listen EADDRINUSE".
     const listen = first.status.listen;

@@ -5,6 +5,7 @@
 import type { Op } from '../engine/plan.js';
 import type { PassReport } from '../engine/mirror.js';
 import { printable } from '../printable.js';
+import type { DispositionExit } from '../errors/disposition.js';
 
 export interface MappingOutcome {
   mappingId: string;
@@ -16,8 +17,8 @@ export interface MappingOutcome {
   notIngested?: NotIngestedFile[] | undefined;
   /** What the operator must hear about the data source: renamed in the App and followed, or deleted and replaced. */
   notices?: string[] | undefined;
-  /** The error is a configuration problem (exit 2). */
-  configProblem?: boolean | undefined;
+  /** The exit code the error asks for (its disposition: errors/disposition.ts). */
+  exitCode?: DispositionExit | undefined;
 }
 
 export interface NotIngestedFile {

@@ -3,20 +3,19 @@
  * exactly its folder's files (with --dry-run: when the plan could be made), 1 when some
  * work could not be done, 2 for configuration errors, 3 when the credentials are refused.
  */
-import { disposition } from '../errors.js';
+import { disposition } from '../errors/disposition.js';
 import type { Argv, CommandModule } from 'yargs';
 import { setMaxListeners } from 'node:events';
 import { isApiError } from '../api/errors.js';
 import type { DatastoreClient } from '../api/client.js';
 import { requireMappings } from '../config/load.js';
 import type { Config } from '../config/types.js';
-import { DataSourceMissingError } from '../engine/data-source.js';
 import type { buildMirror as BuildMirror } from '../daemon/build-mirror.js';
 import type { Logger } from '../log.js';
 import type { ReadOnlyState } from '../state/read-only-state.js';
 import type { StateStore } from '../state/store.js';
 import { configFromArgs, tellUnreachable } from './context.js';
-import { CliError, ExitCode } from './exit.js';
+import { ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { ProgressLine } from './progress.js';
 import { claimSignals } from './signals.js';
@@ -67,7 +66,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
     import('../log.js'),
     import('../state/store.js'),
     import('../state/read-only-state.js'),
-    import('../api/from-config.js'),
+    import('../compose/client.js'),
     import('../daemon/build-mirror.js'),
   ]);
   // stdout carries the summary; logs go to stderr. On a terminal the progress line
@@ -91,9 +90,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   const store: SyncState = await (args.dryRun
     ? readStateFile(config.statePath).then((file) => new ReadOnlyState(file))
     : StateStore.open(config.statePath, { logger, onCorrupt: 'reset' })
-  ).catch((e: unknown) => {
-    throw new CliError(e instanceof Error ? e.message : String(e), ExitCode.FAILURE);
-  });
+  );
   const api = createClientFromConfig(config, {
     logger,
     onUnreachable: (n) => {
@@ -114,7 +111,8 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   }
   process.stdout.write(args.json ? formatSyncJson(outcomes) : formatSyncHuman(outcomes));
   if (outcomes.every(outcomeOk)) return ExitCode.OK;
-  return outcomes.some((o) => o.configProblem) ? ExitCode.USAGE : ExitCode.FAILURE;
+  // The worst the mappings' errors ask for; a pass that left work undone is a failure.
+  return outcomes.some((o) => o.exitCode === ExitCode.USAGE) ? ExitCode.USAGE : ExitCode.FAILURE;
 }
 
 /** The state a pass works on: the locked store, or a dry run's read-only copy. */
@@ -156,23 +154,22 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     const report = await mirror.fullPass({ dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal });
     return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested, notices };
   } catch (e) {
-    // Fatal for the process (credentials refused...): no other mapping can do better (src/errors.ts).
-    if (isApiError(e) && disposition(e).kind === 'fatalForProcess' && e.code !== 'E_ABORTED') throw e;
-    // daemon/build-mirror.js's FolderUnavailableError, by name: the engine loads only when sync runs.
-    if (e instanceof Error && (e.name === 'FolderUnavailableError' || e.name === 'FolderChangedError')) return { mappingId: mapping.id, error: e.message, configProblem: true };
-    if (e instanceof DataSourceMissingError) {
-      return { mappingId: mapping.id, error: e.message, configProblem: true, notices };
-    }
-    // baseUrl leads nowhere the service answers (a route 404, no TLS): the message has the fix.
-    if (isApiError(e) && e.code === 'E_WRONG_ADDRESS') return { mappingId: mapping.id, error: e.message, configProblem: true };
+    // What the error means is decided in one place (errors/disposition.ts); this only words it.
+    const disp = disposition(e, 'mapping');
+    const interrupted = isApiError(e) && e.code === 'E_ABORTED';
+    // Fatal for the process (credentials refused, an unusable state...): no other mapping can do better.
+    if (disp.kind === 'fatalForProcess' && !interrupted) throw e;
+    if (interrupted) return { mappingId: mapping.id, error: 'interrupted' };
     if (isApiError(e) && e.code === 'E_NOT_FOUND') {
-      // Deleted during the pass: a mapping by name finds or creates it at the next sync.
+      // Deleted during the pass: a mapping by name finds or creates it at the next sync, so
+      // for it this is a failure (1), not the configuration problem (2) of a mapping by id.
       const next = mapping.dataSource ? `the next sync looks "${mapping.dataSource.name}" up again by name (and creates it when absent)` : 'check the config';
-      return { mappingId: mapping.id, error: `the data source of ${mapping.id} no longer exists (${e.message}; deleted in the App?); ${next}`, configProblem: !mapping.dataSource, notices };
+      const exitCode = mapping.dataSource ? ExitCode.FAILURE : disp.exitCode;
+      return { mappingId: mapping.id, error: `the data source of ${mapping.id} no longer exists (${e.message}; deleted in the App?); ${next}`, exitCode, notices };
     }
-    if (isApiError(e) && e.code === 'E_ABORTED') return { mappingId: mapping.id, error: 'interrupted' };
     const message = e instanceof Error ? e.message : String(e);
-    d.logger.error({ mapping: mapping.id, err: message }, 'mapping failed');
-    return { mappingId: mapping.id, error: message };
+    // A configuration problem of the mapping has its fix in the message; anything else is logged too.
+    if (disp.exitCode !== ExitCode.USAGE) d.logger.error({ mapping: mapping.id, err: message, cause: disp.reason }, 'mapping failed');
+    return { mappingId: mapping.id, error: message, exitCode: disp.exitCode, notices };
   }
 }

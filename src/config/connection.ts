@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { resolveAuth, type AuthFileSettings, type ResolvedAuth } from '../auth/settings.js';
-import { ConfigError } from './error.js';
+import { ConfigError } from '../errors/config.js';
 
 export { ConfigError };
 import { CREDENTIALS } from '../auth/settings.js';

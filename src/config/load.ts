@@ -13,6 +13,7 @@ import { formatFieldPath, parseJsonText, type TextPosition } from './json-text.j
 import { formatListenAddress, isLoopbackHost, parseListenAddress, type ListenAddress } from './listen.js';
 import { ConfigFileSchema, DEFAULTS, KNOWN_KEYS, LOG_LEVELS, type ConfigFile, type MappingFile } from './schema.js';
 import type { Config, DataSourceSpec, LogLevel, MappingConfig, Settings } from './types.js';
+import { errnoOf } from '../errors/errno.js';
 
 /** One problem of a config file. */
 export interface ConfigIssue {
@@ -25,6 +26,8 @@ export interface ConfigIssue {
 
 /** A config file that cannot be used; `issues` lists every problem found. */
 export class ConfigFileError extends ConfigError {
+  override readonly name = 'ConfigFileError';
+  override readonly code = 'E_CONFIG_FILE';
   constructor(
     readonly file: string,
     readonly issues: ConfigIssue[],
@@ -175,7 +178,7 @@ function readConfigFile(file: string, from: string, read?: (path: string) => str
   try {
     text = read ? read(file) : readFileSync(file, 'utf8');
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? 'error';
+    const code = errnoOf(e) ?? 'error';
     const why =
       code === 'ENOENT'
         ? 'does not exist; check the path'

@@ -58,6 +58,8 @@ export interface BuildMirrorDeps {
 /** The mapped folder cannot be listed, so its data source was not created. */
 export class FolderUnavailableError extends Error {
   override readonly name = 'FolderUnavailableError';
+  /** Stable, for disposition() (errors/disposition.ts). */
+  readonly code = 'E_FOLDER_UNAVAILABLE';
 }
 
 /** The id a dry run shows for a data source a sync would create. */
@@ -71,6 +73,8 @@ export function wouldCreateId(name: string | undefined): string {
  */
 export class FolderChangedError extends Error {
   override readonly name = 'FolderChangedError';
+  /** Stable, for disposition() (errors/disposition.ts). */
+  readonly code = 'E_FOLDER_CHANGED';
 }
 
 /**
@@ -91,6 +95,8 @@ export async function folderChangeProblem(statePath: string, mappingId: string, 
 /** Two mappings of one config writing into one data source: refused (issue 9, defect 6). */
 export class SharedDataSourceError extends Error {
   override readonly name = 'SharedDataSourceError';
+  /** Stable, for disposition() (errors/disposition.ts). */
+  readonly code = 'E_SHARED_DATA_SOURCE';
 }
 
 export async function buildMirror(config: Config, mapping: MappingConfig, index: number, deps: BuildMirrorDeps): Promise<Mirror> {

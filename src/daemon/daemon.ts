@@ -4,7 +4,7 @@
  * endpoint, and the process life: reload on SIGHUP, graceful stop on SIGTERM/SIGINT.
  */
 import { setMaxListeners } from 'node:events';
-import { createClientFromConfig } from '../api/from-config.js';
+import { createClientFromConfig } from '../compose/client.js';
 import type { DatastoreClient } from '../api/client.js';
 import { DSSYNC_VERSION } from '../api/version.js';
 import { ConfigError } from '../config/connection.js';

@@ -11,7 +11,7 @@
 import { scrub } from '../secrets.js';
 import { setMaxListeners } from 'node:events';
 import type { DatastoreApi } from '../api/api.js';
-import { disposition } from '../errors.js';
+import { disposition } from '../errors/disposition.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';

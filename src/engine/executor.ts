@@ -19,7 +19,7 @@ import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError, type ApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
-import { disposition } from '../errors.js';
+import { disposition } from '../errors/disposition.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
 import { findUploadMark, markUploadName, uploadNonce } from './document-fields.js';

@@ -49,13 +49,19 @@ export interface SkippedFile {
 
 export class LocalFileChangedError extends Error {
   override readonly name = 'LocalFileChangedError';
+  /** Stable, for disposition() (errors/disposition.ts). */
+  readonly code = 'E_LOCAL_FILE_CHANGED';
 }
 export class LocalFileVanishedError extends Error {
   override readonly name = 'LocalFileVanishedError';
+  /** Stable, for disposition() (errors/disposition.ts). */
+  readonly code = 'E_LOCAL_FILE_VANISHED';
 }
 /** The service's listing lacks documents that exist: planning from it would duplicate them. */
 export class ListingIncompleteError extends Error {
   override readonly name = 'ListingIncompleteError';
+  /** Stable, for disposition() (errors/disposition.ts). */
+  readonly code = 'E_LISTING_INCOMPLETE';
 }
 
 /** The local filesystem as the mirror sees it (local/side.ts implements it on disk). */

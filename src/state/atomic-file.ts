@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { errnoOf } from './errors.js';
+import { errnoOf } from '../errors/errno.js';
 
 /** Owner-only: the state names every file of the mapped folders. */
 export const FILE_MODE = 0o600;

@@ -9,7 +9,8 @@
  * A file of version 1 or 2 (one JSON object, first byte `{`) goes to decode-legacy.ts.
  */
 import { crc32 } from 'node:zlib';
-import { errnoOf, StateCorruptError, StateVersionError } from './errors.js';
+import { errnoOf } from '../errors/errno.js';
+import { StateCorruptError, StateVersionError } from './errors.js';
 import type { StateFileHandle, StateFs } from './atomic-file.js';
 import { decodeLegacyState } from './decode-legacy.js';
 import { SNAPSHOT_MAGIC, type SliceOptions } from './encoder.js';

@@ -3,6 +3,7 @@
  * message; messages name the file and say what the operator can do.
  */
 
+import { errnoOf } from '../errors/errno.js';
 import { FORMAT_RELEASES } from './schema.js';
 
 export type StateErrorCode = 'E_STATE_CORRUPT' | 'E_STATE_NEWER' | 'E_STATE_LOCKED' | 'E_STATE_WRITE';
@@ -99,11 +100,6 @@ export class StateWriteError extends StateError {
     });
     this.errno = errno;
   }
-}
-
-export function errnoOf(err: unknown): string | undefined {
-  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string') return err.code;
-  return undefined;
 }
 
 export function isStateError(e: unknown): e is StateError {

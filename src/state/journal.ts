@@ -22,7 +22,7 @@
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { FILE_MODE, ensureDir, syncDir, writeAll, writeFileAtomic, type StateFileHandle, type StateFs } from './atomic-file.js';
-import { errnoOf } from './errors.js';
+import { errnoOf } from '../errors/errno.js';
 import { parseOp, type StateOp } from './ops.js';
 
 const HEADER = 16;

@@ -17,7 +17,8 @@ import { hostname as osHostname } from 'node:os';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger, type Logger } from '../log.js';
-import { errnoOf, StateLockedError } from './errors.js';
+import { errnoOf } from '../errors/errno.js';
+import { StateLockedError } from './errors.js';
 import { FILE_MODE } from './atomic-file.js';
 
 export interface LockInfo {

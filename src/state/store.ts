@@ -29,7 +29,8 @@ import { SnapshotFile, type ReadStats, type SnapshotStats } from './snapshot-fil
 import { ensureDir, nodeStateFs, readIfExists, removeStaleTemps, restrictMode, type StateFs } from './atomic-file.js';
 import { StateCodec } from './encoder.js';
 import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState, withIntentDocuments } from './validate.js';
-import { errnoOf, isStateError, StateCorruptError, StateWriteError } from './errors.js';
+import { errnoOf } from '../errors/errno.js';
+import { isStateError, StateCorruptError, StateWriteError } from './errors.js';
 import { Journal, journalPathOf, parseJournal } from './journal.js';
 import { acquireLock, type Lock } from './lock.js';
 import { applyOp, setFileOp, type StateOp } from './ops.js';

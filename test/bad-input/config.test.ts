@@ -55,7 +55,7 @@ async function sync(configPath: string, env: Record<string, string> = world.ws.e
 async function expectConfigError(configPath: string, message: RegExp, env?: Record<string, string>): Promise<string> {
   const r = await sync(configPath, env);
   expect(r.error, `expected a configuration error, got exit ${r.code}: ${r.stdout.slice(0, 300)}`).toMatch(message);
-  expect(r.errorName).toMatch(/ConfigError|ConfigFileError/);
+  expect(r.errorName).toMatch(/ConfigError|ConfigFileError|SecretFileError/);
   expect(r.requests).toBe(0);
   await world.expectNothingLost();
   return r.error!;

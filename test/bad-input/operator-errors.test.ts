@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, requireBuiltBinary, runCli, type CliResult } from '../integration/cli/run-cli.js';
 import { startDaemon, waitFor } from '../integration/daemon/daemon-process.js';
 import { createWorld, removeQuietly, TOKEN, variantConfig, type World } from './world.js';
+import { AS_NOBODY, nobodyBinary, type NobodyBinary } from '../helpers/as-nobody.js';
 
 let world: World;
 beforeAll(async () => {
@@ -20,6 +21,7 @@ beforeAll(async () => {
   world = await createWorld();
 });
 afterAll(async () => {
+  if (nobodyTarget && 'dispose' in nobodyTarget) nobodyTarget.dispose();
   await world?.close();
 });
 
@@ -224,9 +226,11 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
     expect(check.stdout).not.toMatch(/openssl/i);
   });
 
-  it('U08 an unreadable mapped folder: config check names the folder and the fix (no ignore file blamed); sync creates no data source', { timeout: 120_000 }, async () => {
+  it('U08 an unreadable mapped folder: config check names the folder and the fix (no ignore file blamed); sync creates no data source', { timeout: 120_000 }, async (ctx) => {
     // Root reads everything: the binary then runs as nobody (setpriv, util-linux).
     const root = process.getuid?.() === 0;
+    const target = root ? nobody() : undefined;
+    if (target && 'skip' in target) ctx.skip(target.skip);
     const dir = join(world.ws.dir, 'u08');
     await mkdir(join(dir, 'locked'), { recursive: true });
     await mkdir(join(dir, 'state'), { recursive: true });
@@ -259,7 +263,9 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
     await world.expectNothingLost();
   });
 
-  it('U09 a missing or unreadable token file: the fix, no raw ENOENT/EACCES; config check marks it and goes on; a 401 names where the token came from', { timeout: 120_000 }, async () => {
+  it('U09 a missing or unreadable token file: the fix, no raw ENOENT/EACCES; config check marks it and goes on; a 401 names where the token came from', { timeout: 120_000 }, async (ctx) => {
+    const target = process.getuid?.() === 0 ? nobody() : undefined;
+    if (target && 'skip' in target) ctx.skip(target.skip);
     const missing = await variantConfig(world, 'u09-missing', (c) => {
       c.tokenFile = 'no-such-token';
     });
@@ -397,7 +403,16 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
 
 /** The binary as the user nobody (setpriv, util-linux): what a service account without access meets. */
 function asNobody(args: string[], env: Record<string, string> = ENV): Promise<CliResult> {
-  return runCli(args, { HOME: '/tmp', ...env }, undefined, ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']);
+  const target = nobody();
+  if ('skip' in target) throw new Error(target.skip);
+  return runCli(args, { HOME: '/tmp', ...env }, undefined, AS_NOBODY, target.bin);
+}
+
+/** What nobody runs: the built binary, or a copy nobody can reach (test/helpers/as-nobody.ts). */
+let nobodyTarget: NobodyBinary | undefined;
+function nobody(): NobodyBinary {
+  nobodyTarget ??= nobodyBinary();
+  return nobodyTarget;
 }
 
 /** `text` as a literal inside a RegExp. */

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ApiError } from '../../src/api/errors.js';
-import { createClientFromConfig } from '../../src/api/from-config.js';
+import { createClientFromConfig } from '../../src/compose/client.js';
 import { loadConfig } from '../../src/config/index.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PassReport } from '../../src/engine/mirror.js';

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { createClientFromConfig } from '../../src/api/from-config.js';
+import { createClientFromConfig } from '../../src/compose/client.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/types.js';
 import type { PassReport } from '../../src/engine/mirror.js';

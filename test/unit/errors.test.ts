@@ -3,7 +3,7 @@ import { ApiError, type ApiErrorCode } from '../../src/api/errors.js';
 import { ConfigError } from '../../src/config/connection.js';
 import { LocalFileChangedError, ListingIncompleteError } from '../../src/engine/mirror.js';
 import { SharedDataSourceError } from '../../src/daemon/build-mirror.js';
-import { disposition, isRefusedForFile, type ErrorScope } from '../../src/errors.js';
+import { disposition, isRefusedForFile, type ErrorScope } from '../../src/errors/disposition.js';
 import { StateWriteError } from '../../src/state/errors.js';
 
 const api = (code: ApiErrorCode, status?: number, extra: { ambiguous?: boolean } = {}) => new ApiError({ code, status, message: code, ...extra });

@@ -14,7 +14,6 @@ import { documentRoutes } from './routes/documents.js';
 import { isOidcPath, registerOidcRoutes } from './routes/oidc.js';
 import { methodNotAllowed, type RouteDef } from './routes/route.js';
 
-export const ORG_HEADER = 'x-service-organization-id';
 const ADMIN_PREFIX = '/_emulator/';
 const WRITE_METHODS = new Set(['POST', 'PUT', 'DELETE', 'PATCH']);
 

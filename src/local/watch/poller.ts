@@ -31,6 +31,7 @@
  */
 import type { RawEvent } from '../aggregator.js';
 import { joinRel } from '../paths.js';
+import { errnoOf } from '../../errors/errno.js';
 
 /** The filesystem calls the poller makes (node:fs/promises, or a fake in tests). */
 export interface PollFs {
@@ -485,5 +486,5 @@ function under(p: string, sub: string): boolean {
 }
 
 function codeOf(e: unknown): string {
-  return (e as NodeJS.ErrnoException | undefined)?.code ?? (e instanceof Error ? e.message : String(e));
+  return errnoOf(e) ?? (e instanceof Error ? e.message : String(e));
 }

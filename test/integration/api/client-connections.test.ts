@@ -7,8 +7,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DatastoreClient } from '../../../src/api/client.js';
-import { fixedToken } from '../../../src/auth/provider.js';
+import { fixedToken } from '../../../src/api/token-provider.js';
 import { QUEUE } from '../../helpers/queue-defaults.js';
+import { DEFAULT_ORGANIZATION_HEADER } from '../../../src/config/connection.js';
 
 const servers: { close: () => Promise<void> }[] = [];
 afterEach(async () => {
@@ -46,7 +47,7 @@ async function gatheringServer(expected: number): Promise<{ url: string; peak: (
 describe('DatastoreClient connections', () => {
   it('has all 32 requests of a concurrency of 32 at the service at once', { timeout: 20_000 }, async () => {
     const srv = await gatheringServer(32);
-    const client = new DatastoreClient({ ...QUEUE, baseUrl: srv.url, organizationId: 'org', tokens: fixedToken('t'), concurrency: 32, requestsPerSecond: 0 });
+    const client = new DatastoreClient({ ...QUEUE, baseUrl: srv.url, organizationId: 'org', organizationHeader: DEFAULT_ORGANIZATION_HEADER, tokens: fixedToken('t'), concurrency: 32, requestsPerSecond: 0 });
     try {
       const all = await Promise.all(Array.from({ length: 32 }, () => client.getDataSource('ds-1')));
       expect(all).toHaveLength(32);

@@ -8,8 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DatastoreClient } from '../../../src/api/client.js';
 import { ApiError } from '../../../src/api/errors.js';
-import { fixedToken } from '../../../src/auth/provider.js';
+import { fixedToken } from '../../../src/api/token-provider.js';
 import { QUEUE } from '../../helpers/queue-defaults.js';
+import { DEFAULT_ORGANIZATION_HEADER } from '../../../src/config/connection.js';
 
 const TLS = new URL('../../fixtures/api-variants/tls/', import.meta.url);
 const cert = readFileSync(new URL('cert.pem', TLS));
@@ -32,7 +33,7 @@ afterAll(async () => {
 
 describe('TLS', () => {
   it('trusts a private CA given as `ca`', async () => {
-    const c = new DatastoreClient({ ...QUEUE, baseUrl: url, organizationId: 'o', tokens: fixedToken('t'), ca: cert });
+    const c = new DatastoreClient({ ...QUEUE, baseUrl: url, organizationId: 'o', organizationHeader: DEFAULT_ORGANIZATION_HEADER, tokens: fixedToken('t'), ca: cert });
     try {
       expect((await c.listDataSources()).map((d) => d.id)).toEqual(['ds-tls']);
     } finally {
@@ -41,7 +42,7 @@ describe('TLS', () => {
   });
 
   it('refuses an unknown certificate with a clear, non-retryable error', async () => {
-    const c = new DatastoreClient({ ...QUEUE, baseUrl: url, organizationId: 'o', tokens: fixedToken('t') });
+    const c = new DatastoreClient({ ...QUEUE, baseUrl: url, organizationId: 'o', organizationHeader: DEFAULT_ORGANIZATION_HEADER, tokens: fixedToken('t') });
     try {
       await c.listDataSources();
       expect.unreachable('the certificate must not be accepted');

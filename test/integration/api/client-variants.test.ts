@@ -14,9 +14,10 @@ import { Pacer, type PacerEvent } from '../../../src/api/pacer.js';
 import { createLogger } from '../../../src/log.js';
 import { json, multipartParts, startVariantServer, text, type VariantServer } from './variant-server.js';
 import { rejectionOf } from '../../helpers/rejection.js';
-import { fixedToken } from '../../../src/auth/provider.js';
+import { fixedToken } from '../../../src/api/token-provider.js';
 import { QUEUE } from '../../helpers/queue-defaults.js';
 import { waitFor } from '../../helpers/wait-for.js';
+import { DEFAULT_ORGANIZATION_HEADER } from '../../../src/config/connection.js';
 
 const TOKEN = 'sk-live-SECRET-abc123xyz';
 const ORG = 'org-7';
@@ -45,6 +46,7 @@ function client(opts: Partial<DatastoreClientOptions> = {}): DatastoreClient {
     ...QUEUE,
     pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, maxAttempts: 6, backoffBaseMs: 5, backoffMaxMs: 20 }),
     ...opts,
+    organizationHeader: opts.organizationHeader ?? DEFAULT_ORGANIZATION_HEADER,
   });
   clients.push(c);
   return c;

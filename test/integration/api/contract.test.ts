@@ -13,8 +13,9 @@ import { ApiError } from '../../../src/api/errors.js';
 import { Pacer } from '../../../src/api/pacer.js';
 import { startEmulator, type RunningEmulator } from '@dssync/emulator';
 import { rejectionOf } from '../../helpers/rejection.js';
-import { fixedToken } from '../../../src/auth/provider.js';
+import { fixedToken } from '../../../src/api/token-provider.js';
 import { QUEUE } from '../../helpers/queue-defaults.js';
+import { DEFAULT_ORGANIZATION_HEADER } from '../../../src/config/connection.js';
 
 let emu: RunningEmulator;
 let dir: string;
@@ -44,6 +45,7 @@ function client(opts: Partial<DatastoreClientOptions> = {}): DatastoreClient {
     ...QUEUE,
     pacer: new Pacer({ requestsPerSecond: 0, concurrency: 4, maxAttempts: 6, backoffBaseMs: 10, backoffMaxMs: 100 }),
     ...opts,
+    organizationHeader: opts.organizationHeader ?? DEFAULT_ORGANIZATION_HEADER,
   });
   clients.push(c);
   return c;
@@ -200,7 +202,7 @@ describe('documents and chunks', () => {
 
   it('a file larger than the service accepts is E_PAYLOAD_TOO_LARGE naming the file', async () => {
     const small = await startEmulator({ maxFileBytes: 1024 });
-    const c = new DatastoreClient({ ...QUEUE, baseUrl: small.url, organizationId: 'dev-org', tokens: fixedToken('dev-token') });
+    const c = new DatastoreClient({ ...QUEUE, baseUrl: small.url, organizationId: 'dev-org', organizationHeader: DEFAULT_ORGANIZATION_HEADER, tokens: fixedToken('dev-token') });
     try {
       const ds = await c.createDataSource({ name: 'Small', llmConnectorIds: ['conn-1'] });
       const path = await file('too-big.txt', 'x'.repeat(5000));

@@ -7,7 +7,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClientFromConnection, type DatastoreClient } from '../../../src/api/client.js';
+import type { DatastoreClient } from '../../../src/api/client.js';
+import { createClientFromConnection } from '../../../src/compose/client.js';
 import { ApiError } from '../../../src/api/errors.js';
 import { CredentialsRefusedError } from '../../../src/auth/renewing.js';
 import { OAuth2TokenProvider } from '../../../src/auth/oauth2.js';
@@ -98,7 +99,7 @@ describe('oauth2 against the emulator (2-second tokens)', () => {
   it('a wrong password is "credentials refused" (exit 3) naming the endpoint and the account, never the password', async () => {
     const c = client(passwordAuth(), { DSSYNC_PASSWORD: 'wrong-password-XYZ' });
     const err = await rejectionOf(c.listDataSources(), CredentialsRefusedError);
-    expect(err.code).toBe('E_UNAUTHORIZED');
+    expect(err.code).toBe('E_AUTH_REFUSED');
     expect(err.message).toContain(`${emu.url}${TOKEN_PATH}`);
     expect(err.message).toContain('dev-user');
     expect(err.message).toContain('invalid_grant');

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CommandTokenProvider } from '../../../src/auth/command.js';
 import { StaticTokenProvider } from '../../../src/auth/static.js';
 import { describeFailure } from '../../../src/cli/exit.js';
-import { ConfigError } from '../../../src/config/error.js';
+import { ConfigError } from '../../../src/errors/config.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { CREDENTIAL_ABSENT } from '../../../src/auth/settings.js';
 import { scrub } from '../../../src/secrets.js';

@@ -26,10 +26,10 @@ export function requireBuiltBinary(): void {
  * Runs the binary with `args`. `prefix`: a command it runs under, whose arguments node's
  * follow (e.g. `setpriv --reuid=65534 …`: as a user without access).
  */
-export function runCli(args: readonly string[], env: Record<string, string> = {}, cwd?: string, prefix: readonly string[] = []): Promise<CliResult> {
+export function runCli(args: readonly string[], env: Record<string, string> = {}, cwd?: string, prefix: readonly string[] = [], bin: string = BIN): Promise<CliResult> {
   const [command, ...before] = [...prefix, process.execPath];
   return new Promise((resolve, reject) => {
-    const child = spawn(command as string, [...before, BIN, ...args], {
+    const child = spawn(command as string, [...before, bin, ...args], {
       cwd,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,7 +7,7 @@
 import { mkdir, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClientFromConfig } from '../../../src/api/from-config.js';
+import { createClientFromConfig } from '../../../src/compose/client.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { documentFields } from '../../../src/engine/document-fields.js';
 import { Mirror, type LocalSide } from '../../../src/engine/mirror.js';

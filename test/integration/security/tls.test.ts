@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClientFromConfig } from '../../../src/api/from-config.js';
+import { createClientFromConfig } from '../../../src/compose/client.js';
 import { loadConfig } from '../../../src/config/load.js';
 
 const TLS = new URL('../../fixtures/api-variants/tls/', import.meta.url);

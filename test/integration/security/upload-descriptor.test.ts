@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClientFromConfig } from '../../../src/api/from-config.js';
+import { createClientFromConfig } from '../../../src/compose/client.js';
 import { isApiError, type ApiError } from '../../../src/api/errors.js';
 import type { UploadFile } from '../../../src/api/records.js';
 import { loadConfig } from '../../../src/config/load.js';

@@ -28,7 +28,8 @@ function rng(seed: number): () => number {
 
 describe('kill -9 during sync', () => {
   it('converges after repeated kills with local churn in between', { timeout: 180_000 }, async () => {
-    const seed = Number(process.env.DSSYNC_TEST_SEED ?? Date.now() % 100_000);
+    // A fixed seed (DSSYNC_TEST_SEED to try another): the same kills every run.
+    const seed = Number(process.env.DSSYNC_TEST_SEED ?? 42);
     const random = rng(seed);
     ws = await createWorkspace({
       emulator: { faults: { latencyMs: 4 } },
@@ -52,8 +53,13 @@ describe('kill -9 during sync', () => {
         env: { PATH: process.env.PATH ?? '', ...ws.env },
         stdio: 'ignore',
       });
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      await new Promise((r) => setTimeout(r, 150 + random() * 900));
+      let done = false;
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve())).then(() => void (done = true));
+      // Killed after a number of the service's requests drawn from the seed (issue 27.9: not
+      // after a random sleep, which killed at a different point on a busy machine), or not
+      // at all when the pass ends first.
+      const killAt = ws.emu.stats().requests + 3 + Math.floor(random() * 40);
+      while (!done && ws.emu.stats().requests < killAt) await new Promise((r) => setTimeout(r, 5));
       if (child.exitCode === null) {
         child.kill('SIGKILL');
         kills++;

@@ -3,7 +3,9 @@
  * emulator: a state in the previous format (3, as dssync 0.1.0 wrote it: no identity in the
  * header, documents marked with the id derived from host and state path) loads, is rewritten
  * in the current format and syncs with no upload; a state of a newer format is refused
- * (exit 1, as every state error of sync and run today) with a message naming both formats and the release to install, and left as it was.
+ * (exit 2: the operator must act, so the units do not restart it; docs/cli.md "Exit codes")
+ * with a message naming both formats and the release to install, and left as it was; a
+ * state locked by a live process is exit 1 (a later start may find it free).
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
@@ -11,6 +13,7 @@ import { dirname } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { installationIdFor } from '../../../src/engine/installation.js';
 import { encodeStateToString } from '../../../src/state/encoder.js';
+import { acquireLock } from '../../../src/state/lock.js';
 import { readStateFile } from '../../../src/state/store.js';
 import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
 import { toFormat3 } from '../../helpers/state-v3.js';
@@ -56,7 +59,7 @@ describe('the state file across versions', () => {
     expect((await readStateFile(ws.statePath))?.identity).toEqual({ installationId: derived, origin: 'derived', formerIds: [] });
   });
 
-  it('a state of a newer format is refused with exit 1, naming both formats and the release to install, and left alone', { timeout: 60_000 }, async () => {
+  it('a state of a newer format is refused with exit 2, naming both formats and the release to install, and left alone', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     await ws.write('a.txt', 'alpha\n');
     const newer = 'dssync-state 5 {"needs":"0.3.0","journalSeq":4,"shape":"unknown to 0.2.0"}\n{"mapping":"ds:x"}\nend 2 00000000\n';
@@ -64,10 +67,27 @@ describe('the state file across versions', () => {
     await writeFile(ws.statePath, newer);
     for (const args of [['sync', '--config', ws.configPath], ['run', '--config', ws.configPath]]) {
       const r = await ws.cli(args);
-      expect(r.code, r.stderr).toBe(1);
+      expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain(`state file ${ws.statePath} is in state format 5, written by dssync 0.3.0 or newer; this dssync reads formats up to 4 (that of dssync 0.2.0): install dssync 0.3.0 or newer`);
       expect(await readFile(ws.statePath, 'utf8')).toBe(newer);
     }
     expect(ws.emu.store.listDataSources('org-test')).toHaveLength(0);
+  });
+
+  it('a state locked by a live process is exit 1 for sync and run, naming the holder', { timeout: 60_000 }, async () => {
+    ws = await createWorkspace();
+    await ws.write('a.txt', 'alpha\n');
+    await mkdir(dirname(ws.statePath), { recursive: true });
+    // This test's own process holds the lock: alive for as long as the commands run.
+    const lock = await acquireLock(ws.statePath);
+    try {
+      for (const args of [['sync', '--config', ws.configPath], ['run', '--config', ws.configPath]]) {
+        const r = await ws.cli(args);
+        expect(r.code, r.stderr).toBe(1);
+        expect(r.stderr).toContain(`is held by process ${process.pid}`);
+      }
+    } finally {
+      await lock.release();
+    }
   });
 });

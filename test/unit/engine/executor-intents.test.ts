@@ -35,11 +35,15 @@ class GroupCommitState extends MemoryState {
   }
 }
 
-/** A service that takes a little time per request, so that batches start one after another. */
+/**
+ * A service that takes a little time per request, so that batches start one after another:
+ * 1 to 3 turns of the event loop's microtasks (no timers: the same interleaving every run).
+ */
 class SlowApi extends FakeApi {
   private n = 0;
   private async pause(): Promise<void> {
-    await new Promise((r) => setTimeout(r, 1 + (this.n++ % 3)));
+    const turns = 1 + (this.n++ % 3);
+    for (let i = 0; i < turns * 4; i++) await Promise.resolve();
   }
   override async uploadDocuments(...args: Parameters<FakeApi['uploadDocuments']>): ReturnType<FakeApi['uploadDocuments']> {
     await this.pause();

@@ -1,6 +1,7 @@
 /**
- * The one source of access tokens for every request of a client (DESIGN §6 "auth"). The
- * client asks `token()` before each attempt and `renewAfterRejection()` after a 401; it
+ * The one source of access tokens for every request of a client (DESIGN §6 "auth"): the
+ * client's port, implemented by auth/ and handed to the client by the composition
+ * (compose/client.ts), so api/ imports nothing of auth/. The client asks `token()` before each attempt and `renewAfterRejection()` after a 401; it
  * knows nothing else about credentials.
  */
 

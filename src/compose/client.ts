@@ -1,0 +1,89 @@
+/**
+ * The composition of a DatastoreClient (issue 27.2): the one place that joins the client
+ * (api/), the token providers (auth/) and the configuration (config/), so that none of those
+ * folders imports another's values: the client takes the token provider built here. Rate cap,
+ * retries, timeouts and CA come from the configuration, the tokens from the provider its
+ * connection's "auth" names.
+ */
+import { readFileSync } from 'node:fs';
+import type { Agent } from 'undici';
+import { DatastoreClient, type DatastoreClientOptions, type UnreachableNotice } from '../api/client.js';
+import { createAgent } from '../api/http.js';
+import type { Pacer, PacerEvent } from '../api/pacer.js';
+import type { TokenProvider } from '../api/token-provider.js';
+import { createTokenProvider } from '../auth/index.js';
+import type { Connection } from '../config/connection.js';
+import type { Config } from '../config/types.js';
+import { ConfigError } from '../errors/config.js';
+import type { Logger } from '../log.js';
+import type { Clock } from '../time/clock.js';
+import { errnoOf } from '../errors/errno.js';
+
+export interface ClientFromConfigOptions {
+  logger?: Logger | undefined;
+  /** Shared by every client of the same service (one pacer per service: DESIGN §2). */
+  pacer?: Pacer | undefined;
+  onEvent?: ((event: PacerEvent) => void) | undefined;
+  /** Told once when the service cannot be reached and requests are retried (default: logged). */
+  onUnreachable?: ((notice: UnreachableNotice) => void) | undefined;
+  /** The pacer's time (the daemon's clock). */
+  clock?: Clock | undefined;
+}
+
+export function createClientFromConfig(config: Config, opts: ClientFromConfigOptions = {}): DatastoreClient {
+  return createClientFromConnection(config.connection, {
+    requestsPerSecond: config.queue.requestsPerSecond,
+    concurrency: config.queue.concurrency,
+    maxAttempts: config.queue.maxAttempts,
+    timeouts: config.queue.timeouts,
+    ca: config.tls.caFile === undefined ? undefined : readCa(config.tls.caFile),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.pacer ? { pacer: opts.pacer } : {}),
+    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    ...(opts.onUnreachable ? { onUnreachable: opts.onUnreachable } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  });
+}
+
+function readCa(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    const code = errnoOf(e) ?? 'error';
+    throw new ConfigError(`cannot read the CA file ${path} (tls.caFile): ${code}`, 'tls.caFile');
+  }
+}
+
+export type ClientFromConnectionOptions = Omit<DatastoreClientOptions, 'baseUrl' | 'organizationId' | 'organizationHeader' | 'tokens' | 'ownsTokens'> & {
+  /** A provider shared with other clients; default: one made for this client from the connection. */
+  tokens?: TokenProvider | undefined;
+};
+
+/** A client for a resolved Connection, with the token provider its "auth" asks for. */
+export function createClientFromConnection(conn: Connection, opts: ClientFromConnectionOptions): DatastoreClient {
+  const { tokens, ...rest } = opts;
+  let ownTokenAgent: Agent | undefined;
+  let provider = tokens;
+  if (provider === undefined) {
+    // The token endpoint's connections: same TLS settings (CA, verification on) as the service's.
+    ownTokenAgent = createAgent({ timeouts: opts.timeouts, ca: opts.ca, connections: 2 });
+    provider = withAgentClosed(createTokenProvider(conn.auth, { dispatcher: ownTokenAgent, logger: opts.logger }), ownTokenAgent);
+  }
+  return new DatastoreClient({
+    ...rest,
+    baseUrl: conn.baseUrl,
+    organizationId: conn.organizationId,
+    organizationHeader: conn.organizationHeader,
+    tokens: provider,
+    ownsTokens: tokens === undefined,
+  });
+}
+
+function withAgentClosed(p: TokenProvider, agent: Agent): TokenProvider {
+  const close = p.close.bind(p);
+  p.close = async () => {
+    await close();
+    await agent.close();
+  };
+  return p;
+}

@@ -1,0 +1,8 @@
+/**
+ * The one errno getter (issue 27.6): the system's code of an error (ENOENT, EACCES...), or
+ * undefined when it carries none. Every layer reads errno through this.
+ */
+export function errnoOf(err: unknown): string | undefined {
+  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string') return err.code;
+  return undefined;
+}

@@ -1,0 +1,116 @@
+/**
+ * Issue 27.2: every error class dssync exports has a stable code, no two classes share one,
+ * and disposition() — the one classifier — has a decision for each (never "unexpected").
+ * A new error class fails here until it has a sample below (and so a code and a decision).
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/api/errors.js';
+import { CredentialsRefusedError } from '../../src/auth/renewing.js';
+import { SecretFileError } from '../../src/auth/secret-file.js';
+import { CliError } from '../../src/cli/exit.js';
+import { ConfigFileError } from '../../src/config/load.js';
+import { FolderChangedError, FolderUnavailableError, SharedDataSourceError } from '../../src/daemon/build-mirror.js';
+import { DataSourceMissingError } from '../../src/engine/data-source.js';
+import { ListingIncompleteError, LocalFileChangedError, LocalFileVanishedError } from '../../src/engine/mirror.js';
+import { ConfigError } from '../../src/errors/config.js';
+import { disposition } from '../../src/errors/disposition.js';
+import { IgnoreFileError } from '../../src/local/filters.js';
+import { FileAccessError, FileChangedError, FileReadError, FileTooLargeError, FileVanishedError, LocalFileError, NotRegularFileError, OutsideFolderError } from '../../src/local/errors.js';
+import { WatchError } from '../../src/local/watcher.js';
+import { StateCorruptError, StateLockedError, StateVersionError, StateWriteError } from '../../src/state/errors.js';
+
+/**
+ * One instance of each class. Families whose code is per instance say so: ApiError (the
+ * service's codes), LocalFileError and IgnoreFileError (errno), WatchError (its watch codes).
+ */
+const samples: Record<string, { error: Error; family?: true }> = {
+  ApiError: { error: new ApiError({ code: 'E_SERVER', status: 503, message: 'x' }), family: true },
+  CredentialsRefusedError: { error: new CredentialsRefusedError('refused') },
+  SecretFileError: { error: new SecretFileError('x', 'tokenFile', 'ENOENT') },
+  CliError: { error: new CliError('x') },
+  ConfigError: { error: new ConfigError('x') },
+  ConfigFileError: { error: new ConfigFileError('/c.json', [{ field: 'baseUrl', message: 'x' } as never]) },
+  FolderUnavailableError: { error: new FolderUnavailableError('x') },
+  FolderChangedError: { error: new FolderChangedError('x') },
+  SharedDataSourceError: { error: new SharedDataSourceError('x') },
+  DataSourceMissingError: { error: new DataSourceMissingError('x') },
+  ListingIncompleteError: { error: new ListingIncompleteError('x') },
+  LocalFileChangedError: { error: new LocalFileChangedError('x') },
+  LocalFileVanishedError: { error: new LocalFileVanishedError('x') },
+  StateCorruptError: { error: new StateCorruptError('/s', 'x') },
+  StateVersionError: { error: new StateVersionError('/s', 9, 4) },
+  StateLockedError: { error: new StateLockedError('/s.lock', 1, 'h', undefined, 'alive') },
+  StateWriteError: { error: new StateWriteError('/s', new Error('x')) },
+  IgnoreFileError: { error: new IgnoreFileError('/i', 'EACCES', 'x'), family: true },
+  WatchError: { error: new WatchError('root-gone', '/r', 'x', true), family: true },
+  LocalFileError: { error: new LocalFileError('/f', 'EIO', 'x'), family: true },
+  FileChangedError: { error: new FileChangedError('/f', 'x'), family: true },
+  FileVanishedError: { error: new FileVanishedError('/f'), family: true },
+  FileAccessError: { error: new FileAccessError('/f', 'EACCES'), family: true },
+  FileReadError: { error: new FileReadError('/f', 'EIO', 'x'), family: true },
+  NotRegularFileError: { error: new NotRegularFileError('/f', 'a socket'), family: true },
+  OutsideFolderError: { error: new OutsideFolderError('/f', '/r', 'x'), family: true },
+  FileTooLargeError: { error: new FileTooLargeError('/f', 9, 1, 'the file'), family: true },
+};
+
+/** Every `export class X extends …Error` in src/ (the emulator is its own package). */
+function exportedErrorClasses(): string[] {
+  const root = join(import.meta.dirname, '../../src');
+  const names: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (p.endsWith('.ts')) {
+        for (const m of readFileSync(p, 'utf8').matchAll(/^export (?:abstract )?class (\w+) extends \w*Error\b/gm)) {
+          if (m[1] !== 'StateError') names.push(m[1]!);
+        }
+      }
+    }
+  };
+  walk(root);
+  return names.sort();
+}
+
+describe('error codes (issue 27.2)', () => {
+  it('every exported error class has a sample here', () => {
+    expect(exportedErrorClasses()).toEqual(Object.keys(samples).sort());
+  });
+
+  it('every class has a string code, and no two classes (families aside) share one', () => {
+    const byCode = new Map<string, string>();
+    for (const [name, { error, family }] of Object.entries(samples)) {
+      const code = (error as { code?: unknown }).code;
+      expect(typeof code, name).toBe('string');
+      expect(error.name === name || name === 'CredentialsRefusedError', `${name}.name`).toBe(true);
+      if (family) continue;
+      expect(byCode.get(code as string), `${name} shares ${String(code)}`).toBeUndefined();
+      byCode.set(code as string, name);
+    }
+  });
+
+  it('disposition() decides every class, in both scopes (none is "unexpected")', () => {
+    for (const [name, { error }] of Object.entries(samples)) {
+      for (const scope of ['file', 'mapping'] as const) expect(disposition(error, scope).reason, `${name} (${scope})`).not.toBe('unexpected');
+    }
+  });
+
+  it('the exit codes where commands disagreed before (issue 27.2), as docs/cli.md "Exit codes" says', () => {
+    const exit = (name: string): number => disposition(samples[name]!.error).exitCode;
+    expect(exit('FolderUnavailableError')).toBe(2);
+    expect(exit('FolderChangedError')).toBe(2);
+    expect(exit('StateLockedError')).toBe(1);
+    expect(exit('StateVersionError')).toBe(2);
+    expect(exit('StateCorruptError')).toBe(2);
+    expect(exit('CredentialsRefusedError')).toBe(3);
+    expect(exit('SecretFileError')).toBe(2);
+    expect(disposition(new CliError('x', 3)).exitCode).toBe(3);
+  });
+
+  it('a class is never classified by its name: an error that only borrows one is unexpected', () => {
+    const impostor = Object.assign(new Error('x'), { name: 'FolderUnavailableError' });
+    expect(disposition(impostor).reason).toBe('unexpected');
+  });
+});
