@@ -24,7 +24,7 @@ export function readBuildInfo(): BuildInfo | undefined {
   }
 }
 
-/** `0.2.0 (commit 65772e3)`; `unknown (not built: run npm run build)` from the sources. */
+/** `0.3.0 (commit 65772e3)`; `unknown (not built: run npm run build)` from the sources. */
 export function versionLine(info = readBuildInfo()): string {
   return info ? `${info.version} (commit ${info.commit})` : 'unknown (not built: run npm run build)';
 }

@@ -22,6 +22,8 @@ const MIGRATIONS: Partial<Record<number, Migration>> = {
   2: (raw) => ({ ...raw, version: 3 }),
   // Version 4 stores the installation identity in the header: absent here, the first open stores one.
   3: (raw) => ({ ...raw, version: 4 }),
+  // Version 5 keeps each mapping's writer sessions: none in a file this old.
+  4: (raw) => ({ ...raw, version: 5 }),
 };
 
 /** The last version written as one JSON object. */

@@ -125,7 +125,7 @@ export class SnapshotParser {
     }
   }
 
-  /** `dssync-state <version> {"needs":"0.2.0","journalSeq":N,"identity":{…}}` */
+  /** `dssync-state <version> {"needs":"0.3.0","journalSeq":N,"identity":{…}}` */
   private header(text: string): void {
     const m = /^(\S+) (\d+) (.*)$/.exec(text);
     if (!m || m[1] !== SNAPSHOT_MAGIC) this.bad(`the first line is not "${SNAPSHOT_MAGIC} <version> {…}"`);
@@ -143,8 +143,9 @@ export class SnapshotParser {
       throw new StateVersionError(this.file, version, STATE_VERSION, typeof needs === 'string' && /^\d+\.\d+\.\d+\S{0,40}$/.test(needs) ? needs : undefined);
     }
     if (version < FIRST_LINE_VERSION) this.bad(`version ${version} is not one this dssync can read`);
-    // Format 3 (dssync 0.1.0) is read as 4 without an identity (the first open stores one),
-    // and rewritten as 4 at once (migratedFrom).
+    // Format 3 (dssync 0.1.0) is read without an identity (the first open stores one), format 4
+    // (0.2.0) without writer sessions; both are rewritten in the current format at once
+    // (migratedFrom).
     if (version !== STATE_VERSION) this.migratedFrom = version;
     const journalSeq = (head as { journalSeq?: unknown } | null)?.journalSeq;
     if (typeof journalSeq !== 'number' || !Number.isSafeInteger(journalSeq) || journalSeq < 0) {

@@ -5,7 +5,7 @@
  * pieces of a few milliseconds, whatever its size (one JSON document of a million files is
  * a 191 MB string whose parse blocks for minutes: docs/performance.md, "A million files"):
  *
- *   dssync-state 4 {"needs":"0.2.0","journalSeq":N,"identity":{…}}     the header (needs: the first release that reads it; identity: schema.ts StateIdentity)
+ *   dssync-state 5 {"needs":"0.3.0","journalSeq":N,"identity":{…}}     the header (needs: the first release that reads it; identity: schema.ts StateIdentity)
  *   {"mapping":"<id>","dataSourceId":"…","root":"…","intents":{…},"rejected":{…},"lastPass":{…}}
  *   ["<path>","<documentId>",<size>,<mtimeMs>,"<sha256>","<syncedAt>",<hashedAt>,<ctimeMs>,<dev>,<ino>]
  *   …                                                                  one line per file of that mapping

@@ -8,20 +8,23 @@
  */
 
 /**
+ * 5: each mapping keeps its writer sessions (MappingState.sessions, the journal's `session`
+ * op): dssync 0.2.0 does not know that op, so it must refuse the state rather than stop
+ * reading the journal there; format 4 is read and rewritten as 5.
  * 4: the header stores the installation identity and the release a reader needs ("needs");
  * 3: the snapshot is lines (encoder.ts), read and rewritten as 4; 1 and 2 were one JSON
  * object (decode-legacy.ts). A newer format is refused, never misread (StateVersionError).
  * Bumped so that dssync 0.1.0, which reads up to 3 and would drop the identity, refuses
  * a state written by 0.2.0 (docs/upgrading.md).
  */
-export const STATE_VERSION = 4;
+export const STATE_VERSION = 5;
 
 /**
  * The first dssync release that reads each state format (CHANGELOG.md, docs/upgrading.md).
  * The current one is written into the header ("needs"), so that an older dssync, shown a
  * newer format, can name the release to install.
  */
-export const FORMAT_RELEASES: Readonly<Record<number, string>> = { 1: '0.1.0', 2: '0.1.0', 3: '0.1.0', 4: '0.2.0' };
+export const FORMAT_RELEASES: Readonly<Record<number, string>> = { 1: '0.1.0', 2: '0.1.0', 3: '0.1.0', 4: '0.2.0', 5: '0.3.0' };
 
 /** The oldest line format (encoder.ts) this dssync reads; older ones are one JSON object. */
 export const FIRST_LINE_VERSION = 3;

@@ -14,3 +14,13 @@ export function toFormat3(text: string): string {
   lines[endAt] = `end ${endAt} ${(crc32(Buffer.from(body)) >>> 0).toString(16).padStart(8, '0')}`;
   return lines.join('\n');
 }
+
+/** The same state as dssync 0.2.0 wrote it: format 4, `"needs":"0.2.0"` (no writer sessions). */
+export function toFormat4(text: string): string {
+  const lines = text.split('\n');
+  lines[0] = (lines[0] ?? '').replace(/^dssync-state \d+ \{"needs":"[^"]*",/, 'dssync-state 4 {"needs":"0.2.0",');
+  const endAt = lines.findIndex((l) => l.startsWith('end '));
+  const body = `${lines.slice(0, endAt).join('\n')}\n`;
+  lines[endAt] = `end ${endAt} ${(crc32(Buffer.from(body)) >>> 0).toString(16).padStart(8, '0')}`;
+  return lines.join('\n');
+}

@@ -55,20 +55,20 @@ describe('the state file across versions', () => {
     expect(counts).toMatchObject({ uploaded: 0, replaced: 0, updated: 0, deleted: 0, unchanged: 3 });
     expect(ws.emu.store.listDocuments(ws.dataSourceId()).length).toBe(uploadsBefore);
     // Rewritten in format 4 at once; the identity derived as 0.1.0's documents carry it.
-    expect((await readFile(ws.statePath, 'utf8')).startsWith('dssync-state 4 {"needs":"0.2.0",')).toBe(true);
+    expect((await readFile(ws.statePath, 'utf8')).startsWith('dssync-state 5 {"needs":"0.3.0",')).toBe(true);
     expect((await readStateFile(ws.statePath))?.identity).toEqual({ installationId: derived, origin: 'derived', formerIds: [] });
   });
 
   it('a state of a newer format is refused with exit 2, naming both formats and the release to install, and left alone', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     await ws.write('a.txt', 'alpha\n');
-    const newer = 'dssync-state 5 {"needs":"0.3.0","journalSeq":4,"shape":"unknown to 0.2.0"}\n{"mapping":"ds:x"}\nend 2 00000000\n';
+    const newer = 'dssync-state 6 {"needs":"0.4.0","journalSeq":4,"shape":"unknown to 0.3.0"}\n{"mapping":"ds:x"}\nend 2 00000000\n';
     await mkdir(dirname(ws.statePath), { recursive: true });
     await writeFile(ws.statePath, newer);
     for (const args of [['sync', '--config', ws.configPath], ['run', '--config', ws.configPath]]) {
       const r = await ws.cli(args);
       expect(r.code, r.stderr).toBe(2);
-      expect(r.stderr).toContain(`state file ${ws.statePath} is in state format 5, written by dssync 0.3.0 or newer; this dssync reads formats up to 4 (that of dssync 0.2.0): install dssync 0.3.0 or newer`);
+      expect(r.stderr).toContain(`state file ${ws.statePath} is in state format 6, written by dssync 0.4.0 or newer; this dssync reads formats up to 5 (that of dssync 0.3.0): install dssync 0.4.0 or newer`);
       expect(await readFile(ws.statePath, 'utf8')).toBe(newer);
     }
     expect(ws.emu.store.listDataSources('org-test')).toHaveLength(0);

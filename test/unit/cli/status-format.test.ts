@@ -2,6 +2,7 @@
  * What `dssync status` prints and which exit code it chooses, from a daemon's answer or a
  * state file: pure functions with a fixed clock, plus runStatus with injected readers.
  */
+import { STATE_VERSION } from '../../../src/state/schema.js';
 import { describe, expect, it } from 'vitest';
 import type { DaemonStatus } from '../../../src/daemon/status.js';
 import type { MappingStatus } from '../../../src/daemon/mapping-runner.js';
@@ -140,7 +141,7 @@ describe('the daemon view', () => {
 
 function stateWith(): StateFile {
   return {
-    version: 4,
+    version: STATE_VERSION,
     journalSeq: 0,
     mappings: {
       handbook: {

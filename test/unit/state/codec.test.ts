@@ -5,7 +5,7 @@ import { CHUNK_ROWS } from '../../../src/state/file-table.js';
 import { newMappingState, newState } from '../../../src/state/validate.js';
 import { StateCorruptError, StateVersionError } from '../../../src/state/errors.js';
 import type { FileEntry, StateFile } from '../../../src/state/schema.js';
-import { toFormat3 } from '../../helpers/state-v3.js';
+import { toFormat3, toFormat4 } from '../../helpers/state-v3.js';
 
 const FILE = '/var/lib/dssync/state.json';
 
@@ -60,7 +60,7 @@ describe('state codec', () => {
     const s = sample();
     s.journalSeq = 17;
     const lines = encodeStateToString(s).split('\n');
-    expect(lines[0]).toBe('dssync-state 4 {"needs":"0.2.0","journalSeq":17}');
+    expect(lines[0]).toBe('dssync-state 5 {"needs":"0.3.0","journalSeq":17}');
     expect(lines[1]).toMatch(/^\{"mapping":"handbook","dataSourceId":"ds-1","root":"\/srv\/share\/handbook","intents":\{"i1":/);
     expect(lines).toContain('["a.txt","doc-1",101,1700000000001.25,"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1","2023-11-14T22:13:20.001Z"]');
     expect(lines.filter((l) => l.startsWith('[')).length).toBe(4); // files carry no key names
@@ -248,14 +248,27 @@ describe('state codec', () => {
   });
 
   it('refuses a file of a newer version with a clear error naming both formats and the release to install', () => {
-    expect(() => decodeState(FILE, 'dssync-state 5 {"needs":"0.3.0","journalSeq":0,"more":1}\n')).toThrow(
-      `state file ${FILE} is in state format 5, written by dssync 0.3.0 or newer; this dssync reads formats up to 4 (that of dssync 0.2.0): install dssync 0.3.0 or newer, or restore the state backup`,
+    expect(() => decodeState(FILE, 'dssync-state 6 {"needs":"0.4.0","journalSeq":0,"more":1}\n')).toThrow(
+      `state file ${FILE} is in state format 6, written by dssync 0.4.0 or newer; this dssync reads formats up to 5 (that of dssync 0.3.0): install dssync 0.4.0 or newer, or restore the state backup`,
     );
     // Without "needs" (or with a header this format cannot parse): refused all the same.
-    for (const text of ['dssync-state 5 {"journalSeq":0}\n', 'dssync-state 5 not json\n', '{"version":5,"mappings":{}}']) {
+    for (const text of ['dssync-state 6 {"journalSeq":0}\n', 'dssync-state 6 not json\n', '{"version":6,"mappings":{}}']) {
       expect(() => decodeState(FILE, text)).toThrow(StateVersionError);
-      expect(() => decodeState(FILE, text)).toThrow(`state file ${FILE} is in state format 5, written by a newer dssync; this dssync reads formats up to 4 (that of dssync 0.2.0): install dssync newer than this one`);
+      expect(() => decodeState(FILE, text)).toThrow(`state file ${FILE} is in state format 6, written by a newer dssync; this dssync reads formats up to 5 (that of dssync 0.3.0): install dssync newer than this one`);
     }
+  });
+
+  it('reads a format-4 file (dssync 0.2.0: no writer sessions) as a migration from 4, to be rewritten as 5', () => {
+    const s = newState();
+    s.journalSeq = 3;
+    s.mappings['m'] = newMappingState('ds1', '/srv');
+    s.mappings['m'].files.set('a.txt', { documentId: 'd1', size: 1, mtimeMs: 1, sha256: 'a'.repeat(64), syncedAt: '2026-01-01T00:00:00.000Z' });
+    const old = toFormat4(encodeStateToString(s));
+    expect(old.split('\n')[0]).toBe('dssync-state 4 {"needs":"0.2.0","journalSeq":3}');
+    const decoded = decodeState(FILE, old);
+    expect(decoded.migratedFrom).toBe(4);
+    expect(decoded.state.mappings['m']?.sessions).toBeUndefined();
+    expect(decoded.state.mappings['m']?.files.get('a.txt')?.documentId).toBe('d1');
   });
 
   it('reads a format-3 file (dssync 0.1.0: no "needs", no identity) as a migration from 3', () => {

@@ -164,7 +164,7 @@ describe('snapshot file', () => {
     expect(lines().some((l) => String(l['msg']).includes('migrated from version 2'))).toBe(true);
     await store.fold(); // the fold the migration started
     const text = fs.text(PATH) ?? '';
-    expect(text.startsWith('dssync-state 4 {"needs":"0.2.0","journalSeq":6}\n')).toBe(true);
+    expect(text.startsWith('dssync-state 5 {"needs":"0.3.0","journalSeq":6}\n')).toBe(true);
     expect(fs.text(JOURNAL)).toBe('');
     const before = plain(store.mapping('docs'));
     await store.close();

@@ -308,7 +308,7 @@ describe('StateStore open', () => {
     const err = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, onCorrupt: 'reset' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateVersionError);
     expect((err as Error).message).toBe(
-      `state file ${PATH} is in state format 7, written by a newer dssync; this dssync reads formats up to 4 (that of dssync 0.2.0): install dssync newer than this one, or restore the state backup taken before the upgrade (docs/upgrading.md, "Rolling back")`,
+      `state file ${PATH} is in state format 7, written by a newer dssync; this dssync reads formats up to 5 (that of dssync 0.3.0): install dssync newer than this one, or restore the state backup taken before the upgrade (docs/upgrading.md, "Rolling back")`,
     );
     expect(fs.text(PATH)).toBe('{"version":7,"mappings":{}}');
   });
