@@ -35,13 +35,13 @@ const requests = (w: Workspace): Record<string, number> => Object.fromEntries(Ob
 
 describe('dssync pause / resume', () => {
   it('a paused mapping makes no request, stays paused across a restart, and resume sends what changed', { timeout: 180_000 }, async () => {
-    ws = await daemonWorkspace({ config: { status: { listen: `127.0.0.1:${await freePort()}` } } });
+    // No ingestion check: a check due a second after the upload would be a request of this
+    // mapping in flight when the pause begins, and whether it came first is timing.
+    ws = await daemonWorkspace({ config: { status: { listen: `127.0.0.1:${await freePort()}` }, ingestionCheck: { enabled: false } } });
     const w = ws;
     await w.write('a.txt', 'first');
     let d = await start(w);
     await waitFor(() => docAt(w, 'a.txt').length === 1, { timeout: 60_000, what: 'a.txt mirrored' });
-    // Its ingestion check (1 s after the upload) done: nothing of this mapping is in flight.
-    await waitFor(() => Object.entries(w.emu.stats().byRoute).some(([k, n]) => k.includes('chunks') && n > 0), { timeout: 30_000, what: 'the ingestion check' });
     await waitFor(async () => (await d.status()).mappings[0]?.phase === 'watching', { timeout: 30_000, what: 'watching' });
     const id = (await d.status()).mappings[0]!.id;
 

@@ -56,8 +56,12 @@ describe('security: the token stays secret', () => {
         const s = (await (await fetch(`${url}/status`, { headers: authHeader(ws) })).json()) as { mappings: { filesTracked: number; phase: string }[] };
         return s.mappings[0]?.filesTracked === 15 && s.mappings[0].phase === 'watching' ? true : undefined;
       });
-      // The ingestion checks (a second after each upload) have asked for chunks.
-      await until(() => (Object.entries(ws.emu.stats().byRoute).some(([route, n]) => route.startsWith('GET') && route.endsWith('/chunks') && n > 0) ? true : undefined));
+      // The ingestion check (a second after the uploads) has asked the service, with the token:
+      // a read of the documents (listing, one document or its chunks) logged after an upload.
+      await until(() => {
+        const after = out.slice(Math.max(0, out.indexOf('"msg":"uploaded"')));
+        return out.includes('"msg":"uploaded"') && after.split('\n').some((l) => l.includes('"msg":"service request"') && l.includes('"method":"GET"') && /"path":"[^"]*\/documents/.test(l)) ? true : undefined;
+      });
       for (const p of ['/status', '/healthz', '/metrics']) artefacts.push({ name: `endpoint ${p}`, text: await (await fetch(url + p, { headers: p === '/status' ? authHeader(ws) : {} })).text() });
       // The state is a snapshot and its journal (whichever exist): both are searched.
       for (const f of [ws.statePath, `${ws.statePath}.journal`]) {

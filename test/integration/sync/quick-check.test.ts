@@ -153,12 +153,15 @@ describe('the quick check sees same-size rewrites (issue 9, defect 4)', () => {
       await syncOk(w);
       expect(serviceText(w, name)).toContain('v2');
     }
-    expect(await checkConvergence(w)).toEqual(CONVERGED);
     // Two writes in one second of the wall clock cannot be forced (no fake clock reaches a
     // filesystem's timestamps): on a machine too busy for it in 8 tries, nothing was proved
     // either way, and the test says so instead of failing (the rule itself is tabled with
     // fakes in test/unit/engine/racy.test.ts).
-    if (!proved) ctx.skip('no attempt wrote twice within one second (a busy machine): the racy case was not reached');
+    if (!proved) {
+      ctx.skip('no attempt wrote twice within one second (a busy machine): the racy case was not reached');
+      return;
+    }
+    expect(await checkConvergence(w)).toEqual(CONVERGED);
   });
 });
 
