@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/connection.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
-import { createClientFromConnection, type DatastoreClient, type UnreachableNotice } from './client.js';
+import { createClientFromConnection, type DatastoreClient, type UnreachableNotice, type UnreachableRetry } from './client.js';
 import type { Pacer, PacerEvent } from './pacer.js';
 import type { Clock } from '../time/clock.js';
 
@@ -17,6 +17,10 @@ export interface ClientFromConfigOptions {
   onEvent?: ((event: PacerEvent) => void) | undefined;
   /** Told once when the service cannot be reached and requests are retried (default: logged). */
   onUnreachable?: ((notice: UnreachableNotice) => void) | undefined;
+  /** Told at each retry of a request that could not reach the service (default: logged). */
+  onUnreachableRetry?: ((retry: UnreachableRetry) => void) | undefined;
+  /** A one-shot command: no circuit breaker, so each request gives up within its stated retry time. */
+  oneShot?: boolean | undefined;
   /** The pacer's time (the daemon's clock). */
   clock?: Clock | undefined;
 }
@@ -32,6 +36,8 @@ export function createClientFromConfig(config: Config, opts: ClientFromConfigOpt
     ...(opts.pacer ? { pacer: opts.pacer } : {}),
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     ...(opts.onUnreachable ? { onUnreachable: opts.onUnreachable } : {}),
+    ...(opts.onUnreachableRetry ? { onUnreachableRetry: opts.onUnreachableRetry } : {}),
+    ...(opts.oneShot === true ? { breaker: false as const } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
 }
