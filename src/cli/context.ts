@@ -160,5 +160,5 @@ export async function missingDocumentMessage(api: DatastoreApi, dataSourceId: st
 
 /** The message for a 404 on a data source itself. */
 export function missingDataSourceMessage(dataSourceId: string): string {
-  return `data source ${dataSourceId} not found`;
+  return `data source ${dataSourceId} not found (this takes a data source id; \`dssync datasources list\` shows each one's id and name)`;
 }
