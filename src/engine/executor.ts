@@ -17,7 +17,7 @@
  */
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
-import { isApiError, type ApiError } from '../api/errors.js';
+import { apiErrorWith, isApiError, type ApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import { disposition } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -470,9 +470,9 @@ async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: 
     await runUploadBatch(named.slice(mid), o, r);
     return;
   }
-  for (const op of batch) {
+  for (const [i, op] of batch.entries()) {
     if (refused) {
-      const err = e as ApiError;
+      const err = refusalOf(e as ApiError, named[i]!);
       o.state.setRejected(o.mappingId, op.path, {
         size: op.file.size,
         mtimeMs: op.file.mtimeMs,
@@ -491,6 +491,18 @@ async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: 
       fail(o, r, op.kind, op.path, e);
     }
   }
+}
+
+/**
+ * The service's refusal of one file, in the operator's words: the service names what it
+ * received, the marked upload name (`x.dssync-upload-<nonce>.pdf`), which is replaced by the
+ * file's path in the folder; a 413 adds the file's size beside the limit the service states.
+ */
+function refusalOf(err: ApiError, n: NamedUpload): ApiError {
+  let message = n.marked ? err.message.split(n.uploadName).join(n.op.path) : err.message;
+  if (!message.includes(n.op.path)) message = `${n.op.path}: ${message}`;
+  if (err.status === 413) message = `${message}; the file is ${n.op.file.size} bytes, over the service's size limit`;
+  return message === err.message ? err : apiErrorWith(err, { message });
 }
 
 /** The state's entry of a file now held by `documentId`, with what the racy check needs (racy.ts). */
