@@ -200,7 +200,7 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
     expect(get.stderr).not.toMatch(/not found/);
     const missing = await service(['datasources', 'get', 'ds_nope']);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/^dssync: data source ds_nope not found$/m);
+    expect(missing.stderr).toMatch(/^dssync: no data source has the id or the name "ds_nope" \(`dssync datasources list` shows each one's id and name\)$/m);
     // Nothing is deleted "successfully" at a wrong address: a 404 there is not "already gone".
     const del = await service(['documents', 'delete', world.dataSourceId, 'doc_x'], { DSSYNC_BASE_URL: `${world.ws.emu.url}/api` });
     expect(del.code).toBe(2);
