@@ -106,6 +106,8 @@ export interface RunOptions extends CallInfo {
   signal?: AbortSignal | undefined;
   /** Overrides the pacer's maxAttempts for this call. */
   maxAttempts?: number | undefined;
+  /** Told before each retry's wait: which attempt failed, of how many, and the wait before the next. */
+  onRetry?: ((retry: { attempt: number; maxAttempts: number; delayMs: number; error: ApiError }) => void) | undefined;
 }
 
 export interface AttemptContext {
@@ -227,6 +229,7 @@ export class Pacer {
         }
         this.counters.retries++;
         this.emit({ type: 'retry', method: opts.method, path: opts.path, attempt: n, delayMs, code: err.code, ...(err.status === undefined ? {} : { status: err.status }) });
+        opts.onRetry?.({ attempt: n, maxAttempts, delayMs, error: err });
         if (delayMs > 0) await this.wait('backoff', delayMs, signal, opts, n);
       }
     }

@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Argv, CommandModule } from 'yargs';
-import { configFromArgs, tellUnreachable } from './context.js';
+import { configFromArgs, oneShotReach } from './context.js';
 import { CliError, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 
@@ -21,7 +21,7 @@ async function authStatus(args: StatusArgs): Promise<void> {
   const warn = (m: string): void => void process.stderr.write(`dssync: warning: ${m}\n`);
   const config = configFromArgs(args, process.env, warn);
   const { createClientFromConfig } = await import('../compose/client.js');
-  const api = createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: 2 } }, { onUnreachable: tellUnreachable });
+  const api = createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: 2 } }, oneShotReach());
   let error: unknown;
   try {
     await api.listDataSources();

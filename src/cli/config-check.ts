@@ -26,7 +26,7 @@ import { sharedDataSourceProblems } from '../engine/installation.js';
 import { disposition } from '../errors/disposition.js';
 import { describeMountPlan, parseMountInfo, planMounts, readMountInfo } from '../local/watch/mounts.js';
 import type { DaemonStatus } from '../daemon/status-schema.js';
-import { configFromArgs, tellUnreachable } from './context.js';
+import { configFromArgs, oneShotReach } from './context.js';
 import { describeFailure, ExitCode } from './exit.js';
 import { identityChecks } from './identity.js';
 import type { GlobalArgs } from './options.js';
@@ -220,7 +220,7 @@ async function defaultCreateApi(config: Config): Promise<DatastoreApi & { close:
   const { createClientFromConfig } = await import('../compose/client.js');
   return createClientFromConfig(
     { ...config, queue: { ...config.queue, maxAttempts: Math.min(CHECK_MAX_ATTEMPTS, config.queue.maxAttempts) } },
-    { onUnreachable: tellUnreachable },
+    oneShotReach(),
   );
 }
 

@@ -5,7 +5,8 @@
  * arguments were checked.
  */
 import type { DatastoreApi } from '../api/api.js';
-import type { UnreachableNotice } from '../api/client.js';
+import type { UnreachableNotice, UnreachableRetry } from '../api/client.js';
+import type { ClientFromConfigOptions } from '../compose/client.js';
 import { isApiError } from '../api/errors.js';
 import type { ConfigError } from '../errors/config.js';
 import { loadConfig } from '../config/load.js';
@@ -57,7 +58,7 @@ export function configFromArgs(
 async function defaultCreateApi(config: Config): Promise<ClosableApi> {
   // Loaded on demand so that `--help` and usage errors do not pay for undici.
   const { createClientFromConfig } = await import('../compose/client.js');
-  return createClientFromConfig(config, { onUnreachable: tellUnreachable });
+  return createClientFromConfig(config, oneShotReach());
 }
 
 /**
@@ -65,7 +66,30 @@ async function defaultCreateApi(config: Config): Promise<ClosableApi> {
  * for how long, or the retries look like a hang (issue 14.10). Once per command.
  */
 export function tellUnreachable(n: UnreachableNotice, write: (text: string) => void = (t) => void process.stderr.write(t)): void {
-  write(`dssync: cannot connect to ${n.origin} (${n.problem}): retrying for up to ${Math.ceil(n.retryForMs / 1000)} s; is the service running, and is baseUrl right?\n`);
+  write(`dssync: cannot connect to ${n.origin} (${n.problem}): retrying each request for up to ${Math.ceil(n.retryForMs / 1000)} s; is the service running, and is baseUrl right?\n`);
+}
+
+/** Each retry of a request that cannot reach the service, so that no wait is silent (issue 25.10). */
+export function tellUnreachableRetry(r: UnreachableRetry, write: (text: string) => void = (t) => void process.stderr.write(t)): void {
+  write(`dssync: warning: cannot connect to ${r.origin} (${r.problem}): attempt ${r.attempt} of ${r.maxAttempts} failed; next in ${(r.delayMs / 1000).toFixed(1)} s\n`);
+}
+
+/**
+ * How a one-shot command's client tells an unreachable service: the notice, each retry, and
+ * no circuit breaker (an open one held a later request past the stated time, in silence).
+ */
+export function oneShotReach(before: () => void = () => undefined): Pick<ClientFromConfigOptions, 'onUnreachable' | 'onUnreachableRetry' | 'oneShot'> {
+  return {
+    onUnreachable: (n) => {
+      before();
+      tellUnreachable(n);
+    },
+    onUnreachableRetry: (r) => {
+      before();
+      tellUnreachableRetry(r);
+    },
+    oneShot: true,
+  };
 }
 
 /**
@@ -136,5 +160,5 @@ export async function missingDocumentMessage(api: DatastoreApi, dataSourceId: st
 
 /** The message for a 404 on a data source itself. */
 export function missingDataSourceMessage(dataSourceId: string): string {
-  return `data source ${dataSourceId} not found`;
+  return `data source ${dataSourceId} not found (this takes a data source id; \`dssync datasources list\` shows each one's id and name)`;
 }

@@ -4,9 +4,14 @@
  * the yargs handlers only validate arguments and build the context.
  */
 import type { Argv, CommandModule } from 'yargs';
+import { ApiError, isApiError } from '../api/errors.js';
+import { idProblem } from '../api/ids.js';
+import type { DataSourceRecord } from '../api/records.js';
 import {
   explainNotFound,
+  isNotFound,
   missingDataSourceMessage,
+  notFound,
   requireValue,
   withContext,
   type CliContext,
@@ -29,8 +34,29 @@ export async function listDataSources(ctx: CliContext): Promise<void> {
   ctx.out(ctx.json ? formatJsonRecords(records) : formatDataSources(records, { wide: ctx.wide }));
 }
 
-export async function getDataSource(ctx: CliContext, id: string): Promise<void> {
-  const record = await explainNotFound(() => ctx.api.getDataSource(id), () => missingDataSourceMessage(id));
+/**
+ * `get` takes an id or a name: an id is asked for first; when no data source has it, the
+ * one whose name is exactly it (a name is what the App and the config show). Several of
+ * that name: exit 2 with their ids, as nothing tells which one was meant. A name that
+ * cannot be an id (a space: the service answers 400, a "/") goes to the names at once.
+ */
+export async function getDataSource(ctx: CliContext, idOrName: string): Promise<void> {
+  let record: DataSourceRecord;
+  try {
+    if (idProblem(idOrName) !== undefined) throw new ApiError({ code: 'E_NOT_FOUND', retryable: false, message: 'not an id' });
+    record = await ctx.api.getDataSource(idOrName);
+  } catch (e) {
+    // A 400 to the GET: the service's ids have no such shape (a wrong header would fail the listing too).
+    if (!isNotFound(e) && !(isApiError(e) && e.status === 400)) throw e;
+    const named = (await ctx.api.listDataSources()).filter((d) => d.name === idOrName);
+    if (named.length === 0) {
+      throw notFound(`no data source has the id or the name "${idOrName}" (\`dssync datasources list\` shows each one's id and name)`);
+    }
+    if (named.length > 1) {
+      throw usageError(`${named.length} data sources are named "${idOrName}": ${named.map((d) => d.id).join(', ')}; name one by its id`);
+    }
+    record = named[0]!;
+  }
   ctx.out(ctx.json ? formatJsonRecord(record) : formatDataSource(record));
 }
 
@@ -114,8 +140,12 @@ const listCommand: CommandModule<GlobalArgs, GlobalArgs> = {
 
 const getCommand: CommandModule<GlobalArgs, DsArgs> = {
   command: 'get <ds>',
-  describe: 'Show one data source',
-  builder: (y) => dsPositional(y).example('$0 datasources get ds_123', 'Show the data source ds_123'),
+  describe: 'Show one data source, by id or by exact name',
+  builder: (y) =>
+    y
+      .positional('ds', { type: 'string', describe: 'Data source id, or its exact name (several of that name: exit 2 with their ids)', demandOption: true })
+      .example('$0 datasources get ds_123', 'Show the data source ds_123')
+      .example('$0 datasources get Policies', 'Show the data source named "Policies"'),
   handler: async (args) => {
     const id = requireValue(args.ds, DS);
     await withContext(args, (ctx) => getDataSource(ctx, id));

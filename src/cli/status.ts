@@ -20,6 +20,7 @@
  * state file yet is exit 0.
  */
 import { spawn } from 'node:child_process';
+import { stat } from 'node:fs/promises';
 import { request } from 'node:http';
 import type { Argv, CommandModule } from 'yargs';
 import { readStatusToken, statusTokenPath } from '../daemon/web/status-token.js';
@@ -130,7 +131,8 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
     out(formatJson(report));
   } else {
     const modified = state === undefined ? undefined : (await stateWrittenAt(settings.statePath))?.toISOString();
-    out(formatStateReport(report, now, modified));
+    const snapshotWritten = await stat(settings.statePath).then(() => true, () => false);
+    out(formatStateReport(report, now, modified, snapshotWritten));
   }
   return stateExitCode(report);
 }
@@ -687,7 +689,17 @@ function stateMappingLines(m: StateMappingView, now: number): string {
   return [title, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
 }
 
-export function formatStateReport(report: StateFileReport, now: number, modifiedAt?: string): string {
+/**
+ * Which files hold the state: `statePath` itself is the snapshot, written at the first fold
+ * (the journal past its bound, or a start), so after a first sync it may not exist while
+ * its journal holds every change; the files beside it are named so none is taken for junk.
+ */
+export function stateFilesLine(statePath: string, snapshotWritten: boolean): string {
+  const snapshot = snapshotWritten ? 'the snapshot' : 'the snapshot: not written yet, the journal holds every change until the first fold';
+  return `state files: ${statePath} (${snapshot}), ${statePath}.journal (changes since the snapshot), ${statePath}.lock, ${statePath}.status-token, ${statePath}.problems.json, ${statePath}.feed.json (docs/config.md, statePath).`;
+}
+
+export function formatStateReport(report: StateFileReport, now: number, modifiedAt?: string, snapshotWritten?: boolean): string {
   const blocks: string[] = [`${report.daemon.reason}.`];
   if (report.stateFile === 'missing') {
     blocks[0] += `\nno state yet: dssync has not synced with this config (no state file at ${report.statePath}).`;
@@ -698,5 +710,6 @@ export function formatStateReport(report: StateFileReport, now: number, modified
   if (report.mappings.length === 0) blocks.push('No mappings.');
   const attention = report.mappings.filter(stateNeedsAttention).map((m) => m.id);
   if (attention.length) blocks.push(`Needs attention (last pass not ok, or files not mirrored): ${attention.join(', ')}.`);
+  if (snapshotWritten !== undefined) blocks.push(stateFilesLine(report.statePath, snapshotWritten));
   return `${blocks.join('\n\n')}\n`;
 }

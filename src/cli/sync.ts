@@ -14,7 +14,7 @@ import type { buildMirror as BuildMirror } from '../daemon/build-mirror.js';
 import type { Logger } from '../log.js';
 import type { ReadOnlyState } from '../state/read-only-state.js';
 import type { StateStore } from '../state/store.js';
-import { configFromArgs, tellUnreachable } from './context.js';
+import { configFromArgs, oneShotReach } from './context.js';
 import { ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { ProgressLine } from './progress.js';
@@ -93,10 +93,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   );
   const api = createClientFromConfig(config, {
     logger,
-    onUnreachable: (n) => {
-      progress.clear();
-      tellUnreachable(n);
-    },
+    ...oneShotReach(() => progress.clear()),
   });
   const outcomes: MappingOutcome[] = [];
   try {

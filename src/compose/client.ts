@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Agent } from 'undici';
-import { DatastoreClient, type DatastoreClientOptions, type UnreachableNotice } from '../api/client.js';
+import { DatastoreClient, type DatastoreClientOptions, type UnreachableNotice, type UnreachableRetry } from '../api/client.js';
 import { createAgent } from '../api/http.js';
 import type { Pacer, PacerEvent } from '../api/pacer.js';
 import type { TokenProvider } from '../api/token-provider.js';
@@ -26,6 +26,10 @@ export interface ClientFromConfigOptions {
   onEvent?: ((event: PacerEvent) => void) | undefined;
   /** Told once when the service cannot be reached and requests are retried (default: logged). */
   onUnreachable?: ((notice: UnreachableNotice) => void) | undefined;
+  /** Told at each retry of a request that could not reach the service (default: logged). */
+  onUnreachableRetry?: ((retry: UnreachableRetry) => void) | undefined;
+  /** A one-shot command: no circuit breaker, so each request gives up within its stated retry time. */
+  oneShot?: boolean | undefined;
   /** The pacer's time (the daemon's clock). */
   clock?: Clock | undefined;
 }
@@ -41,6 +45,8 @@ export function createClientFromConfig(config: Config, opts: ClientFromConfigOpt
     ...(opts.pacer ? { pacer: opts.pacer } : {}),
     ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
     ...(opts.onUnreachable ? { onUnreachable: opts.onUnreachable } : {}),
+    ...(opts.onUnreachableRetry ? { onUnreachableRetry: opts.onUnreachableRetry } : {}),
+    ...(opts.oneShot === true ? { breaker: false as const } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
 }

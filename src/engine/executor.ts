@@ -17,7 +17,7 @@
  */
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
-import { isApiError, type ApiError } from '../api/errors.js';
+import { apiErrorWith, isApiError, type ApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import { disposition } from '../errors/disposition.js';
 import type { Logger } from '../log.js';
@@ -128,6 +128,12 @@ export interface ExecutionResult {
   changed: string[];
   /** Some write's answer was lost: list the data source and plan again before retrying. */
   ambiguous: boolean;
+  /**
+   * Operations cut off mid-request by a stop (shutdown, Ctrl-C), per kind: each is still one
+   * of `failures`, but they are logged as one summary line with what never started, not each
+   * as an error (a first mirror's SIGTERM logged hundreds of `E_ABORTED` lines).
+   */
+  interrupted: Partial<Record<Op['kind'], number>>;
 }
 
 type UploadOp = Extract<Op, { kind: 'upload' | 'replace' }>;
@@ -145,6 +151,7 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
     rejected: [],
     changed: [],
     ambiguous: false,
+    interrupted: {},
   };
   const queue = new PQueue({ concurrency: Math.max(1, o.concurrency) });
   const uploads: UploadOp[] = [];
@@ -199,8 +206,29 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
   for (const [kind, n] of notStarted) {
     result.failures.push({ path: '', op: kind, code: 'E_ABORTED', message: `stopped before ${n} ${kind} operation(s) started; the next pass carries them out` });
   }
-  if (notStarted.size > 0) o.logger.warn({ notStarted: Object.fromEntries(notStarted) }, 'stopped: operations not started are left to the next pass');
+  logAbandoned(o, result.interrupted, notStarted);
   return result;
+}
+
+/**
+ * The one line a stop mid-pass leaves: what was abandoned, per kind of operation (cut off
+ * in flight, never started), and that the next pass (at the next start) carries it out.
+ * Nothing is lost: an interrupted upload's intent stays open for that pass to adopt.
+ */
+function logAbandoned(o: ExecutorOptions, interrupted: ExecutionResult['interrupted'], notStarted: ReadonlyMap<Op['kind'], number>): void {
+  const kinds = new Set<Op['kind']>([...(Object.keys(interrupted) as Op['kind'][]), ...notStarted.keys()]);
+  if (kinds.size === 0) return;
+  let total = 0;
+  const parts: string[] = [];
+  const abandoned: Record<string, { inFlight: number; notStarted: number }> = {};
+  for (const kind of kinds) {
+    const inFlight = interrupted[kind] ?? 0;
+    const waiting = notStarted.get(kind) ?? 0;
+    total += inFlight + waiting;
+    abandoned[kind] = { inFlight, notStarted: waiting };
+    parts.push(`${kind}: ${[inFlight > 0 ? `${inFlight} in flight` : '', waiting > 0 ? `${waiting} not started` : ''].filter(Boolean).join(', ')}`);
+  }
+  o.logger.warn({ abandoned }, `stopped: ${total} operation(s) abandoned (${parts.join('; ')}); left to the next pass, at the next start`);
 }
 
 /**
@@ -444,9 +472,9 @@ async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: 
     await runUploadBatch(named.slice(mid), o, r);
     return;
   }
-  for (const op of batch) {
+  for (const [i, op] of batch.entries()) {
     if (refused) {
-      const err = e as ApiError;
+      const err = refusalOf(e as ApiError, named[i]!);
       o.state.setRejected(o.mappingId, op.path, {
         size: op.file.size,
         mtimeMs: op.file.mtimeMs,
@@ -465,6 +493,18 @@ async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: 
       fail(o, r, op.kind, op.path, e);
     }
   }
+}
+
+/**
+ * The service's refusal of one file, in the operator's words: the service names what it
+ * received, the marked upload name (`x.dssync-upload-<nonce>.pdf`), which is replaced by the
+ * file's path in the folder; a 413 adds the file's size beside the limit the service states.
+ */
+function refusalOf(err: ApiError, n: NamedUpload): ApiError {
+  let message = n.marked ? err.message.split(n.uploadName).join(n.op.path) : err.message;
+  if (!message.includes(n.op.path)) message = `${n.op.path}: ${message}`;
+  if (err.status === 413) message = `${message}; the file is ${n.op.file.size} bytes, over the service's size limit`;
+  return message === err.message ? err : apiErrorWith(err, { message });
 }
 
 /** The state's entry of a file now held by `documentId`, with what the racy check needs (racy.ts). */
@@ -487,8 +527,13 @@ function failure(kind: Op['kind'], path: string, e: unknown): FileFailure {
 function fail(o: ExecutorOptions, r: ExecutionResult, kind: Op['kind'], path: string, e: unknown): void {
   const f = failure(kind, path, e);
   r.failures.push(f);
-  o.logger.error({ path, op: kind, code: f.code, status: f.status, err: f.message }, `${kind} failed`);
   emit(o, { kind, path, outcome: 'failed', error: e instanceof Error ? e : undefined });
+  if (f.code === 'E_ABORTED' || o.signal?.aborted === true) {
+    // Cut off by the stop: counted for executePlan's one summary line, not an error each.
+    r.interrupted[kind] = (r.interrupted[kind] ?? 0) + 1;
+    return;
+  }
+  o.logger.error({ path, op: kind, code: f.code, status: f.status, err: f.message }, `${kind} failed`);
 }
 
 function done(o: ExecutorOptions, r: ExecutionResult, op: Op, documentId?: string, record?: DocumentRecord): void {

@@ -9,6 +9,8 @@ export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
 export interface GuardInput {
   root: string;
   rootStatus: RootStatus;
+  /** The file that makes the folder an outage (the ignore file), when it is not the folder itself. */
+  outageCause?: { path: string; reason: string } | undefined;
   /** Included files found in the folder. */
   localFiles: number;
   /** Documents of this mapping known in the data source (or the state, without a listing). */
@@ -45,6 +47,9 @@ export function checkGuards(g: GuardInput): GuardVerdict {
   const confirmed = g.confirmedDeletes !== undefined && deletes > 0 && deletedPaths(g.ops).every((p) => g.confirmedDeletes!.has(p));
   const allow = g.allowMassDelete || confirmed;
   const fix = `If that is intended, confirm it: with the daemon running, dssync confirm-delete${g.mappingId === undefined ? '' : ` --mapping ${g.mappingId}`} (or the status page; dssync status${g.mappingId === undefined ? '' : ` --mapping ${g.mappingId}`} --pending-deletes lists them); without a daemon, dssync sync --allow-mass-delete`;
+  if (g.rootStatus !== 'ok' && g.outageCause !== undefined) {
+    return { ok: false, kind: 'outage', deletes, message: `the ignore file of ${g.root} (ignoreFile "${g.outageCause.path}") cannot be used: ${g.outageCause.reason}; treated as an outage, nothing was deleted` };
+  }
   if (g.rootStatus !== 'ok') {
     const what = { missing: 'is missing', 'not-a-directory': 'is not a folder', unreadable: 'cannot be read' }[g.rootStatus];
     return {

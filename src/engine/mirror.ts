@@ -26,6 +26,11 @@ export interface ScanResult {
   unreadableDirs: string[];
   /** Files the scan's `vouch` answered true for: not in `files` (plan.ts PlanInput.vouched). */
   vouched?: VouchedFiles | undefined;
+  /**
+   * Why the folder is an outage when the folder itself is fine but a file it needs is not
+   * (the ignore file is a FIFO, a folder, too large): named by the guard instead of the folder.
+   */
+  outageCause?: { path: string; reason: string } | undefined;
 }
 
 export interface ScanOptions {
@@ -402,6 +407,7 @@ export class Mirror {
       const verdict = checkGuards({
         root: spec.root,
         rootStatus: scan.rootStatus,
+        outageCause: scan.outageCause,
         // A partial look says nothing about the folder being empty.
         localFiles: scope ? Math.max(1, scanned) : scanned,
         // An incremental plan's count is the state's already: not counted twice at every change.

@@ -128,7 +128,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
 }
 
 function outage(why: { path: string; reason: string }): ScanResult {
-  return { rootStatus: 'unreadable', files: new Map(), skipped: [why], unreadableDirs: [] };
+  return { rootStatus: 'unreadable', files: new Map(), skipped: [why], unreadableDirs: [], outageCause: why };
 }
 
 function isScanResult(v: PathFilter | ScanResult): v is ScanResult {

@@ -36,6 +36,9 @@ describe('bad-input catalogue: a hostile share', () => {
       const r = await world.pass();
       expect(r.ok).toBe(false);
       expect(reasonOf(r, '.dssyncignore')).toMatch(/\.dssyncignore is a FIFO \(named pipe\), not a regular file; it is not read; nothing is mirrored until it can be read/);
+      // The outage names the ignore file and what is wrong with it, not the folder (issue 25.10).
+      expect(r.blocked?.message).toMatch(/^the ignore file of .* \(ignoreFile "\.dssyncignore"\) cannot be used: .*is a FIFO \(named pipe\)/);
+      expect(r.blocked?.message).not.toContain('is the drive mounted');
       expect(r.counts.uploaded + r.counts.deleted).toBe(0);
       await world.expectNothingLost();
     } finally {

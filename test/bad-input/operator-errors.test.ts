@@ -202,7 +202,7 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
     expect(get.stderr).not.toMatch(/not found/);
     const missing = await service(['datasources', 'get', 'ds_nope']);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/^dssync: data source ds_nope not found$/m);
+    expect(missing.stderr).toMatch(/^dssync: no data source has the id or the name "ds_nope" \(`dssync datasources list` shows each one's id and name\)$/m);
     // Nothing is deleted "successfully" at a wrong address: a 404 there is not "already gone".
     const del = await service(['documents', 'delete', world.dataSourceId, 'doc_x'], { DSSYNC_BASE_URL: `${world.ws.emu.url}/api` });
     expect(del.code).toBe(2);
@@ -307,21 +307,33 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
     await world.expectNothingLost();
   });
 
-  it('U10 a refused connection: a one-shot command says at once what it retries and why, once; the daemon says it once, not per attempt', { timeout: 120_000 }, async () => {
+  it('U10 a refused connection: a one-shot command says at once what it retries and why, once, then each retry with its wait; the daemon says it once and logs each retry', { timeout: 120_000 }, async () => {
     const port = await closedPort();
     const url = `http://127.0.0.1:${port}`;
     const r = await service(['datasources', 'list'], { DSSYNC_BASE_URL: url });
     expect(r.code).toBe(1);
-    const notice = `dssync: cannot connect to ${url} (connection refused): retrying for up to 16 s; is the service running, and is baseUrl right?`;
+    const notice = `dssync: cannot connect to ${url} (connection refused): retrying each request for up to 16 s; is the service running, and is baseUrl right?`;
     const lines = r.stderr.trim().split('\n');
     expect(lines[0]).toBe(notice);
-    expect(lines.filter((l) => l.includes('retrying for up to'))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes('retrying each request for up to'))).toHaveLength(1);
+    // No silent stretch: every retry is told, with its attempt and the wait before the next.
+    const retries = lines.filter((l) => l.startsWith(`dssync: warning: cannot connect to ${url} (connection refused): attempt `));
+    expect(retries.map((l) => /attempt (\d) of 6 failed; next in \d+\.\d s$/.exec(l)?.[1])).toEqual(['1', '2', '3', '4', '5']);
     expect(lines.at(-1)).toMatch(new RegExp(`^dssync: GET /datastore/v1/data-sources: cannot connect to ${url.replace(/\./g, '\\.')} \\(connection refused\\) \\(E_CONNECTION, after 6 attempts\\); is the service running, and is baseUrl right\\?$`));
 
     // sync (the world's config allows 2 attempts): the same notice, before the report.
     const s = await dssync(['sync', '--config', world.ws.configPath, '--base-url', url]);
     expect(s.code).toBe(1);
-    expect(s.stderr).toContain(`dssync: cannot connect to ${url} (connection refused): retrying for up to 1 s`);
+    expect(s.stderr).toContain(`dssync: cannot connect to ${url} (connection refused): retrying each request for up to 1 s`);
+    // Two mappings: the second's request retries on its own, each retry told (an open
+    // circuit breaker used to hold it for up to 30 s more, in silence: 54 s in all).
+    const two = await ownDaemonConfig('u10-two', (c) => {
+      const first = (c.mappings as Record<string, unknown>[])[0]!;
+      c.mappings = [first, { ...first, id: 'second', dataSource: { name: 'u10-second', llmConnectorIds: ['conn-1'] } }];
+    });
+    const s2 = await dssync(['sync', '--config', two, '--base-url', url]);
+    expect(s2.code).toBe(1);
+    expect(s2.stderr.match(/: attempt 1 of 2 failed; next in \d+\.\d s$/gm)).toHaveLength(2);
 
     const d = await ownDaemonConfig('u10-daemon', (c) => {
       c.status = { listen: '127.0.0.1:0' };
@@ -334,6 +346,9 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
       const told = daemon.logs().filter((l) => String(l.msg).startsWith('cannot reach the service'));
       expect(told).toHaveLength(1);
       expect(told[0]).toMatchObject({ service: url, problem: 'connection refused' });
+      const retried = daemon.logs().filter((l) => String(l.msg).startsWith('request retried, the service cannot be reached'));
+      expect(retried[0]).toMatchObject({ level: 40, service: url, problem: 'connection refused', attempt: 1, maxAttempts: 4 });
+      expect(typeof retried[0]!.nextDelayMs).toBe('number');
     } finally {
       await daemon.stop();
     }

@@ -130,6 +130,20 @@ describe('bad-input catalogue: what the operator is told', () => {
     await world.expectNothingLost();
   });
 
+  it('U12c a dry run exits 1 when a sync would not complete (a file that cannot be mirrored), as the README says, and names the file', { timeout: 120_000 }, async () => {
+    // A name that is not valid UTF-8 is a file a sync cannot mirror, readable even by root.
+    await mkdir(join(world.ws.share, 'dry-bad'), { recursive: true });
+    await writeFile(Buffer.concat([Buffer.from(join(world.ws.share, 'dry-bad', 'latin1-')), Buffer.from([0xe9]), Buffer.from('.txt')]), 'x');
+    try {
+      const r = await sync('--dry-run');
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      expect(r.stdout).toMatch(/^ {2}skipped dry-bad\/latin1-.*not valid UTF-8/m);
+      expect(r.stdout).toMatch(/^Dry run: .*a sync would not complete: see above\. Nothing was written\.$/m);
+    } finally {
+      await removeQuietly(join(world.ws.share, 'dry-bad'));
+    }
+  });
+
   it('U12b a dry run for a data source that does not exist yet: every file planned, nothing created', { timeout: 120_000 }, async () => {
     const cfg = await variantConfig(world, 'new-ds', (c) => {
       (c.mappings as Record<string, unknown>[])[0]!.dataSource = { name: 'Not yet', llmConnectorIds: ['conn-1'] };

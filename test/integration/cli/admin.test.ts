@@ -93,6 +93,20 @@ describe('dssync datasources', () => {
     expect(renamed).toMatchObject({ id: third.id, name: 'Renamed' });
     expect(await okJson('datasources', 'get', third.id)).toMatchObject({ name: 'Renamed' });
 
+    // By exact name (issue 25.10): one of that name is shown; two of that name exit 2 with their ids.
+    expect(await okJson('datasources', 'get', 'Renamed')).toMatchObject({ id: third.id, name: 'Renamed' });
+    const twin = await okJson('datasources', 'create', '--name', 'Renamed', '--connector', 'conn-1');
+    const ambiguous = await cli('datasources', 'get', 'Renamed');
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toContain('2 data sources are named "Renamed"');
+    expect(ambiguous.stderr).toContain(third.id);
+    expect(ambiguous.stderr).toContain(twin.id);
+    expect(ambiguous.stderr).toContain('name one by its id');
+    await ok('datasources', 'delete', twin.id, '--yes');
+    const nameless = await cli('datasources', 'get', 'No such name');
+    expect(nameless.code).toBe(1);
+    expect(nameless.stderr).toBe('dssync: no data source has the id or the name "No such name" (`dssync datasources list` shows each one\'s id and name)\n');
+
     const deleted = await ok('datasources', 'delete', otherId!, '--yes');
     expect(deleted.stdout).toBe(`Deleted data source ${otherId}.\n`);
     expect(await okJson('datasources', 'delete', third.id, '--yes')).toEqual({ id: third.id, deleted: true });
@@ -100,7 +114,7 @@ describe('dssync datasources', () => {
     expect(after.map((r) => r.id)).toEqual([created.id]);
     const gone = await cli('datasources', 'get', otherId!);
     expect(gone.code).toBe(1);
-    expect(gone.stderr).toBe(`dssync: data source ${otherId} not found\n`);
+    expect(gone.stderr).toBe(`dssync: no data source has the id or the name "${otherId}" (\`dssync datasources list\` shows each one's id and name)\n`);
   });
 });
 

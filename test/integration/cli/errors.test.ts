@@ -110,7 +110,7 @@ describe('failures (exit 1)', () => {
       cli('documents', 'update', 'ds_nope', 'doc_nope', '--name', 'x'),
       cli('datasources', 'delete', 'ds_nope'),
     ]);
-    expectExit(ds, 1, /^dssync: data source ds_nope not found$/m);
+    expectExit(ds, 1, /^dssync: no data source has the id or the name "ds_nope" \(`dssync datasources list` shows each one's id and name\)$/m);
     expectExit(doc, 1, new RegExp(`^dssync: document doc_nope not found in data source ${dsId}$`, 'm'));
     expectExit(docList, 1, /data source ds_nope not found/);
     expectExit(chunk, 1, /chunk chunk_nope of document doc_nope not found/);

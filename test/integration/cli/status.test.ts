@@ -4,6 +4,7 @@
  * must work without it. Every wait polls for a condition with a generous deadline.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -156,6 +157,10 @@ describe('dssync status without a daemon', () => {
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toContain('the status endpoint is off (status.listen is false)');
     expect(human.stdout).toContain(`From the state file ${ws.statePath}`);
+    // Which files hold the state, and whether statePath itself is written yet (issue 25.10).
+    const snapshot = existsSync(ws.statePath) ? 'the snapshot)' : 'the snapshot: not written yet, the journal holds every change until the first fold)';
+    expect(human.stdout).toContain(`state files: ${ws.statePath} (${snapshot}, ${ws.statePath}.journal (changes since the snapshot), ${ws.statePath}.lock,`);
+    expect(human.stdout).toContain(`${ws.statePath}.problems.json, ${ws.statePath}.feed.json`);
     expect(human.stdout).toMatch(/^mapping share$/m);
     expect(human.stdout).toMatch(/^ {2}files tracked: +3$/m);
     expect(human.stdout).toMatch(/^ {2}unfinished writes: +none$/m);

@@ -192,7 +192,10 @@ describe('security: FIFOs never freeze the daemon (real dssync run)', () => {
       { timeout: 30_000, what: 'the ignore file named in the status', describe: () => d.stdout().slice(-2000) },
     );
     expect(reason).toContain('.dssyncignore is a FIFO (named pipe), not a regular file');
-    expect(d.stdout()).toContain('cannot be read: treated as an outage');
+    // The outage names the ignore file and what is wrong with it, not the folder (issue 25.10).
+    expect(d.stdout()).toContain('(ignoreFile \\".dssyncignore\\") cannot be used:');
+    expect(d.stdout()).toContain('treated as an outage, nothing was deleted');
+    expect(d.stdout()).not.toContain('is the drive mounted');
     // It still answers health checks (503 degraded is an answer).
     expect([200, 503]).toContain((await d.healthz()).httpStatus);
     // Nothing was mirrored without the ignore file's rules.

@@ -191,6 +191,12 @@ describe('dssync sync', () => {
     const m = jsonOf<SyncJson>(r).mappings[0]!;
     expect(m.skipped.map((s) => s.path)).toContain('huge.txt');
     expect(m.failures.map((f) => `${f.path} ${f.status}`).sort()).toEqual(['big.txt 413', 'blob.bin 415']);
+    // The 413 names the file by its path in the folder, not the marked name it was sent
+    // under (issue 25.10), with the service's limit and the file's size.
+    const tooLarge = m.failures.find((f) => f.status === 413)!;
+    expect(tooLarge.message).not.toContain('dssync-upload');
+    expect(tooLarge.message).toContain('file "big.txt" is larger than the limit of 2000 bytes');
+    expect(tooLarge.message).toContain('the file is 3000 bytes');
     expect(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => d.name)).toEqual(['ok.txt']);
 
     const writesBefore = writeRequests(ws.emu);

@@ -49,16 +49,15 @@ describe('data source operations', () => {
     ]);
   });
 
-  it('an unknown id fails with exit 1 naming the id, for get, update and delete', async () => {
+  it('an unknown id fails with exit 1 naming the id, for get (nor a name), update and delete (which take ids, and say how to find one)', async () => {
     const api = new FakeApi({ dataSources: 'listed' });
-    for (const run of [
-      () => getDataSource(fakeContext(api), 'ds_x'),
-      () => updateDataSource(fakeContext(api), 'ds_x', 'n'),
-      () => deleteDataSource(fakeContext(api), 'ds_x'),
-    ]) {
+    const got = await failure(() => getDataSource(fakeContext(api), 'ds_x'));
+    expect(got.exitCode).toBe(ExitCode.FAILURE);
+    expect(got.message).toBe('no data source has the id or the name "ds_x" (`dssync datasources list` shows each one\'s id and name)');
+    for (const run of [() => updateDataSource(fakeContext(api), 'ds_x', 'n'), () => deleteDataSource(fakeContext(api), 'ds_x')]) {
       const e = await failure(run);
       expect(e.exitCode).toBe(ExitCode.FAILURE);
-      expect(e.message).toBe('data source ds_x not found');
+      expect(e.message).toBe("data source ds_x not found (this takes a data source id; `dssync datasources list` shows each one's id and name)");
     }
     expect(api.ops()).not.toContain('deleteDataSource');
   });

@@ -141,7 +141,7 @@ describe('document operations', () => {
   it('an unknown data source is named as such', async () => {
     const api = setup();
     expect((await failure(getDocument(fakeContext(api), 'ds_x', 'doc_1'))).message).toBe('data source ds_x not found');
-    expect((await failure(listDocuments(fakeContext(api), 'ds_x'))).message).toBe('data source ds_x not found');
+    expect((await failure(listDocuments(fakeContext(api), 'ds_x'))).message).toBe("data source ds_x not found (this takes a data source id; `dssync datasources list` shows each one's id and name)");
   });
 
   it('delete of an unknown id fails instead of reporting a deletion', async () => {

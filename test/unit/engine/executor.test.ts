@@ -3,7 +3,7 @@ import { executePlan, makeBatches, type ExecutorOptions } from '../../../src/eng
 import { planMirror, type LocalFileInfo } from '../../../src/engine/plan.js';
 import { documentFields } from '../../../src/engine/document-fields.js';
 import { readMeta } from '../../../src/engine/metadata.js';
-import { silentLogger } from '../../../src/log.js';
+import { createLogger, silentLogger } from '../../../src/log.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
 
@@ -232,5 +232,30 @@ describe('executePlan on shutdown', () => {
     api.failBefore = () => undefined;
     await pass(api, state, local);
     expectConverged(api, local);
+  });
+  it('a stop mid-pass logs one summary line of what was abandoned, not an error per interrupted operation', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const local = files(100); // 5 batches of 20
+    const stop = new AbortController();
+    // Stopped while the batches are being sent: every request in flight rejects with E_ABORTED.
+    api.failBefore = (op) => {
+      if (op !== 'uploadDocuments') return undefined;
+      stop.abort();
+      return apiError('E_ABORTED', undefined);
+    };
+    const raw: string[] = [];
+    const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void raw.push(s) } });
+    const { result } = await pass(api, state, local, { concurrency: 2, signal: stop.signal, logger });
+    const lines = raw.map((l) => JSON.parse(l) as { level: number; msg: string; abandoned?: Record<string, { inFlight: number; notStarted: number }> });
+    expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    const summary = lines.filter((l) => l.abandoned !== undefined);
+    expect(summary).toHaveLength(1);
+    const upload = summary[0]!.abandoned!.upload!;
+    expect(upload.inFlight).toBeGreaterThan(0);
+    expect(upload.inFlight + upload.notStarted).toBe(100);
+    expect(summary[0]!.msg).toContain('100 operation(s) abandoned');
+    expect(summary[0]!.msg).toContain('next start');
+    expect(result.interrupted.upload).toBe(upload.inFlight);
   });
 });
