@@ -13,6 +13,7 @@ import { nodeStateFs, readIfExists, writeFileAtomic, type StateFs } from '../sta
 import type { Logger } from '../log.js';
 import type { ProblemListData } from './problem-list.js';
 import type { PassRecord } from './pass-history.js';
+import { PassRecordSchema } from './status-schema.js';
 
 export interface MappingRecords {
   problems: ProblemListData;
@@ -28,20 +29,7 @@ const ProblemSchema = z.object({
   reason: z.string(),
   since: z.string(),
 });
-const PassRecordSchema = z.object({
-  kind: z.enum(['start', 'full', 'incremental', 'rescan']),
-  startedAt: z.string(),
-  durationMs: z.number().nonnegative(),
-  ok: z.boolean(),
-  uploaded: count,
-  replaced: count,
-  renamed: count,
-  deleted: count,
-  skipped: count,
-  failed: count,
-  error: z.string().optional(),
-  errors: z.array(z.string()),
-});
+// A pass is kept as /status shows it: one schema for both (status-schema.ts).
 const RecordsFileSchema = z.object({
   version: z.literal(1),
   mappings: z.record(
