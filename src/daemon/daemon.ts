@@ -20,6 +20,7 @@ import type { DaemonStatus } from './status.js';
 import { startStatusServer, type RunningStatusServer } from './status-server.js';
 import { generatedTokenPath, readStatusToken, worldReadableWarning, writeGeneratedToken } from './web/status-token.js';
 import { DaemonHistory } from './web/history.js';
+import { errnoOf } from '../errors/errno.js';
 import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
 import { startWatchdog, watchdogSecondsFromEnv, type RunningWatchdog } from './watchdog.js';
 import { testBlockMainThread, testWallOffset } from '../test-hooks.js';
@@ -42,6 +43,8 @@ const RELOAD_GRACE_MS = 8_000;
 
 /** How often an unavailable status address is tried again. */
 const ENDPOINT_RETRY_MS = 30_000;
+/** Write errors that a full disk or quota gives, and that pass: not a configuration problem. */
+const SPACE_ERRORS = new Set(['ENOSPC', 'EDQUOT']);
 
 /** Delay between the end of a full pass and the garbage collection that follows it. */
 const RECLAIM_DELAY_MS = 2_000;
@@ -137,10 +140,15 @@ export class Daemon {
    * A bad token file does stop it (a configuration error, exit 2).
    */
   private async startEndpoint(listen: ListenAddress): Promise<void> {
-    const token = this.statusToken();
+    let token: string | undefined;
+    const retry = (): void => {
+      this.serverRetry = this.clock.setTimeout(() => void attempt().catch((e: unknown) => this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'the status endpoint could not start')), ENDPOINT_RETRY_MS);
+    };
     const attempt = async (): Promise<void> => {
       this.serverRetry = undefined;
       if (this.stopping) return;
+      token ??= this.statusToken();
+      if (token === undefined) return retry();
       try {
         this.server = await startStatusServer({
           host: listen.host,
@@ -173,7 +181,7 @@ export class Daemon {
           { code: err.code, listen: addr },
           `status.listen ${addr} ${why}: running without the status endpoint (no /healthz, /status, page); trying again every ${ENDPOINT_RETRY_MS / 1000} s. Fix: free the port or set another "status": { "listen": ... }`,
         );
-        this.serverRetry = this.clock.setTimeout(() => void attempt().catch((e: unknown) => this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'the status endpoint could not start')), ENDPOINT_RETRY_MS);
+        retry();
       }
     };
     await attempt();
@@ -183,13 +191,23 @@ export class Daemon {
    * The status endpoint's token: status.tokenFile's, or one generated now beside the state
    * (0600, readable by this user and root only) that `dssync status` reads from there.
    */
-  private statusToken(): string {
+  private statusToken(): string | undefined {
     const file = this.config.status.tokenFile;
     if (file === undefined) {
       const path = generatedTokenPath(this.config.statePath);
       try {
         return writeGeneratedToken(path);
       } catch (e) {
+        const code = errnoOf(e);
+        if (code !== undefined && SPACE_ERRORS.has(code)) {
+          // A full disk passes (the chaos suite's disk-full case): syncing matters more than
+          // the page, as for a port in use. Undefined: no endpoint yet, tried again later.
+          this.o.logger.error(
+            { code, file: path },
+            `cannot write the status token file ${path} beside the state (${code}): running without the status endpoint (no /healthz, /status, page); trying again every ${ENDPOINT_RETRY_MS / 1000} s. Fix: free space where the state is`,
+          );
+          return undefined;
+        }
         throw new ConfigError(`cannot write the status token file ${path} beside the state: ${e instanceof Error ? e.message : String(e)}; set status.tokenFile, or status.listen to false`, 'status.tokenFile');
       }
     }
