@@ -18,7 +18,7 @@ import { DaemonMetrics } from './metrics.js';
 import { collectGarbage } from './reclaim.js';
 import type { DaemonStatus } from './status.js';
 import { startStatusServer, type RunningStatusServer } from './status-server.js';
-import { generatedTokenPath, readStatusToken, worldReadableWarning, writeGeneratedToken } from './web/status-token.js';
+import { generatedTokenPath, newStatusToken, readStatusToken, worldReadableWarning, writeGeneratedToken } from './web/status-token.js';
 import { DaemonHistory } from './web/history.js';
 import { errnoOf } from '../errors/errno.js';
 import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
@@ -73,6 +73,8 @@ export class Daemon {
   /** The page's recent history across restarts (feed-file.ts). */
   private feedFile!: FeedFile;
   private feedTimer: TimerHandle | undefined;
+  /** Writing the status token file again after a full disk (statusToken). */
+  private tokenRetry: TimerHandle | undefined;
   private loadedRecords = new Map<string, MappingRecords>();
   private server: RunningStatusServer | undefined;
   private readonly metrics: DaemonMetrics;
@@ -140,15 +142,13 @@ export class Daemon {
    * A bad token file does stop it (a configuration error, exit 2).
    */
   private async startEndpoint(listen: ListenAddress): Promise<void> {
-    let token: string | undefined;
+    const token = this.statusToken();
     const retry = (): void => {
       this.serverRetry = this.clock.setTimeout(() => void attempt().catch((e: unknown) => this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'the status endpoint could not start')), ENDPOINT_RETRY_MS);
     };
     const attempt = async (): Promise<void> => {
       this.serverRetry = undefined;
       if (this.stopping) return;
-      token ??= this.statusToken();
-      if (token === undefined) return retry();
       try {
         this.server = await startStatusServer({
           host: listen.host,
@@ -191,7 +191,7 @@ export class Daemon {
    * The status endpoint's token: status.tokenFile's, or one generated now beside the state
    * (0600, readable by this user and root only) that `dssync status` reads from there.
    */
-  private statusToken(): string | undefined {
+  private statusToken(): string {
     const file = this.config.status.tokenFile;
     if (file === undefined) {
       const path = generatedTokenPath(this.config.statePath);
@@ -200,13 +200,16 @@ export class Daemon {
       } catch (e) {
         const code = errnoOf(e);
         if (code !== undefined && SPACE_ERRORS.has(code)) {
-          // A full disk passes (the chaos suite's disk-full case): syncing matters more than
-          // the page, as for a port in use. Undefined: no endpoint yet, tried again later.
+          // A full disk passes (the chaos suite's disk-full case): the endpoint runs with the
+          // token kept in memory, so /healthz and /metrics answer (a liveness probe must not
+          // restart the daemon over a full disk), and the file is written once there is space.
+          const token = newStatusToken();
           this.o.logger.error(
             { code, file: path },
-            `cannot write the status token file ${path} beside the state (${code}): running without the status endpoint (no /healthz, /status, page); trying again every ${ENDPOINT_RETRY_MS / 1000} s. Fix: free space where the state is`,
+            `cannot write the status token file ${path} beside the state (${code}): the status endpoint runs with a token kept in memory (/healthz and /metrics answer; dssync status and the page cannot sign in until the file is written); trying again every ${ENDPOINT_RETRY_MS / 1000} s. Fix: free space where the state is`,
           );
-          return undefined;
+          this.retryTokenFile(path, token);
+          return token;
         }
         throw new ConfigError(`cannot write the status token file ${path} beside the state: ${e instanceof Error ? e.message : String(e)}; set status.tokenFile, or status.listen to false`, 'status.tokenFile');
       }
@@ -214,6 +217,20 @@ export class Daemon {
     const read = readTokenOrConfigError(file);
     if (read.worldReadable) this.o.logger.warn(worldReadableWarning(file));
     return read.token;
+  }
+
+  /** Writes the in-memory status token to its file once the disk has space again. */
+  private retryTokenFile(path: string, token: string): void {
+    this.tokenRetry = this.clock.setTimeout(() => {
+      this.tokenRetry = undefined;
+      if (this.stopping) return;
+      try {
+        writeGeneratedToken(path, token);
+        this.o.logger.info({ file: path }, 'status token file written: dssync status and the page can sign in');
+      } catch {
+        this.retryTokenFile(path, token);
+      }
+    }, ENDPOINT_RETRY_MS);
   }
 
   get statusUrl(): string | undefined {
@@ -327,6 +344,7 @@ export class Daemon {
     await this.feedFile.save(this.history.save());
     this.controller.abort();
     if (this.serverRetry !== undefined) this.clock.clearTimeout(this.serverRetry);
+    if (this.tokenRetry !== undefined) this.clock.clearTimeout(this.tokenRetry);
     await this.server?.close();
     await this.client.close().catch(() => undefined);
     await this.store.close();

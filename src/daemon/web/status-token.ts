@@ -26,16 +26,23 @@ export function statusTokenPath(status: { tokenFile?: string | undefined }, stat
  * Writes a new random token to `path` (0600, created exclusively without following links,
  * then renamed over the old one: a reader never sees half a token). Returns the token.
  */
-export function writeGeneratedToken(path: string): string {
-  const token = randomBytes(32).toString('hex');
+/** A new status token: 32 random bytes, hex. */
+export function newStatusToken(): string {
+  return randomBytes(32).toString('hex');
+}
+
+export function writeGeneratedToken(path: string, token: string = newStatusToken()): string {
   const tmp = `${path}.${process.pid}.tmp`;
   rmSync(tmp, { force: true });
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
     writeSync(fd, `${token}\n`);
-  } finally {
+  } catch (e) {
     closeSync(fd);
+    rmSync(tmp, { force: true }); // a full disk leaves no half-written token behind
+    throw e;
   }
+  closeSync(fd);
   renameSync(tmp, path);
   return token;
 }

@@ -1,16 +1,16 @@
 /**
  * A daemon started while the disk that holds its state is full (the chaos suite's disk-full
  * case, which found this): the status token beside the state cannot be written. That is no
- * configuration problem and it passes, so the daemon runs without its status endpoint, says
- * why, keeps syncing, and starts the endpoint once there is space again — as for a port in
- * use. Needs root for the small tmpfs; skipped, saying so, without it.
+ * configuration problem and it passes, so the endpoint runs with the token kept in memory
+ * (/healthz answers: a liveness probe must not restart the daemon over a full disk), the
+ * daemon says why and keeps syncing, and the token file is written once there is space. Needs root for the small tmpfs; skipped, saying so, without it.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Workspace } from '../../helpers/mirror-check.js';
-import { daemonWorkspace, docAt, startDaemon, waitFor, type DaemonProcess } from './daemon-process.js';
+import { authHeader, daemonWorkspace, docAt, startDaemon, waitFor, type DaemonProcess } from './daemon-process.js';
 
 let ws: Workspace | undefined;
 let daemon: DaemonProcess | undefined;
@@ -35,7 +35,7 @@ async function fill(dir: string): Promise<string> {
 }
 
 describe('a full disk at start', () => {
-  it.skipIf(process.getuid?.() !== 0)('the daemon runs without its status endpoint, says why, syncs, and starts the endpoint once there is space', { timeout: 120_000 }, async () => {
+  it.skipIf(process.getuid?.() !== 0)('the endpoint runs with the token in memory (/healthz answers), the daemon says why and syncs, and the token file is written once there is space', { timeout: 120_000 }, async () => {
     ws = await daemonWorkspace({ config: { status: { listen: '127.0.0.1:0' } } });
     const stateDir = dirname(ws.statePath);
     await mkdir(stateDir, { recursive: true });
@@ -52,16 +52,26 @@ describe('a full disk at start', () => {
     await ws.write('b.txt', 'bravo');
     daemon = await startDaemon(ws, { waitReady: false });
     const w = ws;
-    await waitFor(() => daemon!.logs().some((l) => String(l.msg).startsWith('cannot write the status token file')), { timeout: 30_000, what: 'the token error line', describe: () => daemon!.stdout() + daemon!.stderr() });
-    const line = daemon.logs().find((l) => String(l.msg).startsWith('cannot write the status token file'))!;
-    expect(line.msg).toMatch(/\(ENOSPC\): running without the status endpoint .* trying again every 30 s\. Fix: free space/);
-    await waitFor(() => docAt(w, 'b.txt').length === 1, { timeout: 60_000, what: 'b.txt mirrored without the endpoint' });
-    expect(daemon.child.exitCode).toBeNull();
+    const d = daemon;
+    await waitFor(() => d.logs().some((l) => String(l.msg).startsWith('cannot write the status token file')), { timeout: 30_000, what: 'the token error line', describe: () => d.stdout() + d.stderr() });
+    const line = d.logs().find((l) => String(l.msg).startsWith('cannot write the status token file'))!;
+    expect(line.msg).toMatch(/\(ENOSPC\): the status endpoint runs with a token kept in memory .* trying again every 30 s\. Fix: free space/);
+    // The endpoint runs: a liveness probe gets its answer on a full disk.
+    const url = await new Promise<string>((resolve, reject) => {
+      void waitFor(() => d.logs().some((l) => l.msg === 'status endpoint listening'), { timeout: 30_000, what: 'the endpoint' }).then(
+        () => resolve(String(d.logs().find((l) => l.msg === 'status endpoint listening')!['url'])),
+        reject,
+      );
+    });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    await waitFor(() => docAt(w, 'b.txt').length === 1, { timeout: 60_000, what: 'b.txt mirrored on a full state disk' });
+    expect(d.child.exitCode).toBeNull();
 
-    // Space again: the endpoint starts at its next try (every 30 s).
+    // Space again: the token file is written (at the next try, every 30 s) and signs in.
     await rm(filler);
     await writeFile(join(stateDir, 'marker'), 'space is back');
-    await waitFor(() => daemon!.logs().some((l) => l.msg === 'status endpoint listening'), { timeout: 60_000, what: 'the endpoint after space came back' });
-    expect(daemon.child.exitCode).toBeNull();
+    await waitFor(() => d.logs().some((l) => String(l.msg).startsWith('status token file written')), { timeout: 60_000, what: 'the token file written' });
+    expect((await fetch(`${url}/status`, { headers: authHeader(w) })).status).toBe(200);
+    expect(d.child.exitCode).toBeNull();
   });
 });
