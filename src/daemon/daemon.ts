@@ -200,6 +200,12 @@ export class Daemon {
       } catch (e) {
         const code = errnoOf(e);
         if (code !== undefined && SPACE_ERRORS.has(code)) {
+          // The token of the previous start, still there, serves (dssync status reads it).
+          const kept = keptToken(path);
+          if (kept !== undefined) {
+            this.o.logger.warn({ code, file: path }, `cannot write a new status token file ${path} (${code}): the existing one is kept. Fix: free space where the state is`);
+            return kept;
+          }
           // A full disk passes (the chaos suite's disk-full case): the endpoint runs with the
           // token kept in memory, so /healthz and /metrics answer (a liveness probe must not
           // restart the daemon over a full disk), and the file is written once there is space.
@@ -451,5 +457,15 @@ function readTokenOrConfigError(file: string): ReturnType<typeof readStatusToken
     return readStatusToken(file);
   } catch (e) {
     throw new ConfigError(e instanceof Error ? e.message : String(e), 'status.tokenFile');
+  }
+}
+
+/** The status token already in `path` (0600, written by an earlier start), if it can be read. */
+function keptToken(path: string): string | undefined {
+  try {
+    const read = readStatusToken(path);
+    return read.worldReadable ? undefined : read.token;
+  } catch {
+    return undefined;
   }
 }
