@@ -60,12 +60,8 @@ describe('a full disk at start', () => {
     const line = d.logs().find((l) => String(l.msg).startsWith('cannot write the status token file'))!;
     expect(line.msg).toMatch(/\(ENOSPC\): the status endpoint runs with a token kept in memory .* trying again every 30 s\. Fix: free space/);
     // The endpoint runs: a liveness probe gets its answer on a full disk.
-    const url = await new Promise<string>((resolve, reject) => {
-      void waitFor(() => d.logs().some((l) => l.msg === 'status endpoint listening'), { timeout: 30_000, what: 'the endpoint' }).then(
-        () => resolve(String(d.logs().find((l) => l.msg === 'status endpoint listening')!['url'])),
-        reject,
-      );
-    });
+    await waitFor(() => d.logs().some((l) => l.msg === 'status endpoint listening'), { timeout: 30_000, what: 'the endpoint' });
+    const url = String(d.logs().find((l) => l.msg === 'status endpoint listening')!['url']);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     await waitFor(() => docAt(w, 'b.txt').length === 1, { timeout: 60_000, what: 'b.txt mirrored on a full state disk' });
     expect(d.child.exitCode).toBeNull();
