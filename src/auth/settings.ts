@@ -25,7 +25,7 @@ export type AuthFileSettings =
       passwordFile?: string | undefined;
       clientSecretFile?: string | undefined;
     }
-  | { type: 'command'; command: readonly string[]; timeoutSeconds?: number | undefined };
+  | { type: 'command'; command: readonly string[]; timeoutSeconds: number };
 
 export interface SecretSource {
   /** Where it comes from, for messages: "the file /etc/dssync/password", never the value. */
@@ -63,8 +63,6 @@ export const CREDENTIALS = { token: ['dssync-token', 'token'], password: ['dssyn
  * dssync treats the credential as not given. (systemd 252 refuses an empty SetCredential=.)
  */
 export const CREDENTIAL_ABSENT = 'dssync-credential-absent';
-
-export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 30;
 
 export interface TokenFlags {
   tokenFile?: string | undefined;
@@ -161,7 +159,7 @@ export function resolveAuth(input: ResolveAuthInput): ResolvedAuth {
       };
     }
     case 'command':
-      return { type: 'command', command: [...auth.command], timeoutMs: (auth.timeoutSeconds ?? DEFAULT_COMMAND_TIMEOUT_SECONDS) * 1000 };
+      return { type: 'command', command: [...auth.command], timeoutMs: auth.timeoutSeconds * 1000 };
   }
 }
 

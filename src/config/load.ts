@@ -114,7 +114,7 @@ export function loadSettings(opts: LoadConfigOptions): Settings {
       listen,
       actions: parsed.status?.actions ?? (listen !== false && isLoopbackHost(listen.host)),
       tokenFile: fromFile(parsed.status?.tokenFile),
-      allowedHosts: parsed.status?.allowedHosts ?? [],
+      allowedHosts: parsed.status?.allowedHosts ?? [...DEFAULTS.status.allowedHosts],
     },
     tls: { caFile: fromFile(parsed.tls?.caFile) },
     rescanIntervalSeconds: parsed.rescanIntervalSeconds ?? DEFAULTS.rescanIntervalSeconds,
@@ -411,7 +411,8 @@ function resolveMappings(
 
 /** The auth object with its file paths resolved against the config file's folder. */
 function resolveAuthPaths(auth: ConfigFile['auth'], fromFile: (p: string | undefined) => string | undefined): AuthFileSettings | undefined {
-  if (auth === undefined || auth.type !== 'oauth2') return auth;
+  if (auth === undefined || auth.type === 'static') return auth;
+  if (auth.type === 'command') return { ...auth, timeoutSeconds: auth.timeoutSeconds ?? DEFAULTS.auth.timeoutSeconds };
   return { ...auth, passwordFile: fromFile(auth.passwordFile), clientSecretFile: fromFile(auth.clientSecretFile) };
 }
 

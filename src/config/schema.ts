@@ -6,8 +6,9 @@
  */
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
-import { organizationHeaderProblem } from './connection.js';
+import { DEFAULT_ORGANIZATION_HEADER, organizationHeaderProblem } from './connection.js';
 import { parseListenAddress } from './listen.js';
+import { objectKeys } from './schema-keys.js';
 import { checkUrlTemplate, DEFAULT_URL_TEMPLATE } from './url-template.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -25,6 +26,8 @@ export const DEFAULT_INCLUDE = ['**/*.{txt,md,pdf,doc,docx,odt,rtf,html,htm,csv}
 export const DEFAULTS = {
   /** Log level of the daemon and commands (DSSYNC_LOG_LEVEL wins). @default 'info' */
   logLevel: 'info',
+  /** The header that carries organizationId (DSSYNC_ORG_HEADER wins). @default 'X-Service-Organization-Id' */
+  organizationHeader: DEFAULT_ORGANIZATION_HEADER,
   queue: {
     /**
      * Requests to the service in flight at once. 32 hide the service's latency (32 / 20 ms =
@@ -53,8 +56,17 @@ export const DEFAULTS = {
       bodyMs: 300_000,
     },
   },
+  auth: {
+    /** How long a token command (auth type "command") may run before it is killed. @default 30 s */
+    timeoutSeconds: 30,
+  },
   /** Address of the status page and /metrics; false turns it off. @default '127.0.0.1:8787' */
   statusListen: '127.0.0.1:8787',
+  status: {
+    /** Extra Host names the endpoint answers to (loopback names and the listen address always). @default [] */
+    allowedHosts: [] as readonly string[],
+    // status.actions has no fixed default: true when the endpoint listens on loopback (load.ts).
+  },
   /**
    * Periodic full rescan; 0: no periodic rescan (a full pass still runs at start, after a
    * SIGHUP, when the watcher lost events and when retrying after a failed pass).
@@ -354,17 +366,5 @@ export const ConfigFileSchema = z.strictObject(
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 export type MappingFile = z.infer<typeof MappingSchema>;
 
-/** Known keys of each object of the file, for "did you mean" hints; keyed by path pattern. */
-export const KNOWN_KEYS: Record<string, readonly string[]> = {
-  '': Object.keys(ConfigFileSchema.shape),
-  queue: ['concurrency', 'requestsPerSecond', 'maxAttempts', 'uploadBatchFiles', 'uploadBatchBytes', 'timeouts'],
-  'queue.timeouts': ['connectMs', 'headersMs', 'bodyMs'],
-  status: ['listen', 'actions', 'tokenFile', 'allowedHosts'],
-  tls: ['caFile'],
-  auth: ['type', 'tokenUrl', 'grantType', 'clientId', 'username', 'scope', 'passwordFile', 'clientSecretFile', 'command', 'timeoutSeconds'],
-  ingestionCheck: ['enabled', 'delaySeconds'],
-  'mappings[]': Object.keys(MappingSchema.shape),
-  'mappings[].dataSource': Object.keys(DataSourceSpecSchema.shape),
-  watch: Object.keys(WatchSchema.shape),
-  'mappings[].watch': Object.keys(WatchSchema.shape),
-};
+/** Known keys of each object of the file, for "did you mean" hints; keyed by path pattern (read from the schema). */
+export const KNOWN_KEYS: Record<string, readonly string[]> = objectKeys(ConfigFileSchema);
