@@ -10,6 +10,7 @@
  * fault: the daemon starts and retries as it does for outages. Once running, a refusal no
  * longer ends it: the provider asks again at most once every 5 minutes (auth/renewing.ts).
  */
+import type { TokenProvider } from '../api/token-provider.js';
 import { createClientFromConfig } from '../compose/client.js';
 import type { Config } from '../config/types.js';
 import { disposition } from '../errors/disposition.js';
@@ -18,11 +19,15 @@ import type { Logger } from '../log.js';
 /** How long the check may delay the start when the service or the token endpoint is slow. */
 const CHECK_TIMEOUT_MS = 20_000;
 
-/** The refusal when the credentials were refused; undefined otherwise (accepted, or not known yet). */
-export async function credentialsRefusedAtStart(config: Config, logger: Logger): Promise<Error | undefined> {
-  // No logger for this client: its provider would announce a retry in 5 minutes that the
-  // process, about to exit, never makes; the outcome is logged below.
-  const api = createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: 1 } }, { onUnreachable: () => undefined });
+/**
+ * The refusal when the credentials were refused; undefined otherwise (accepted, or not known
+ * yet). `tokens` is the provider the daemon then uses: the token it obtains here serves the
+ * daemon's first requests (one grant per start). It should log nothing yet: on a refusal it
+ * would announce a retry in 5 minutes that the process, about to exit, never makes; the
+ * outcome is logged below.
+ */
+export async function credentialsRefusedAtStart(config: Config, logger: Logger, tokens: TokenProvider): Promise<Error | undefined> {
+  const api = createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: 1 } }, { onUnreachable: () => undefined, tokens });
   try {
     await api.listDataSources({ signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
     return undefined;

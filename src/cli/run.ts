@@ -28,11 +28,12 @@ export const runCommand: CommandModule<GlobalArgs, RunArgs> = {
 
 export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   // Heavy modules load only for this command: `dssync --help` stays fast.
-  const [{ Daemon }, { createLogger }, { listenFailureMessage }, { credentialsRefusedAtStart }] = await Promise.all([
+  const [{ Daemon }, { createLogger }, { listenFailureMessage }, { credentialsRefusedAtStart }, { createTokenProviderFromConfig }] = await Promise.all([
     import('../daemon/daemon.js'),
     import('../log.js'),
     import('../daemon/listen-check.js'),
     import('./credentials-at-start.js'),
+    import('../compose/client.js'),
   ]);
   const warnings: string[] = [];
   const load = () =>
@@ -49,11 +50,18 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
 
   // Refused credentials at start end the process with exit 3 (not restarted by the units);
   // once running, a refusal degrades the mappings and is retried at a slow pace instead.
-  const refused = await credentialsRefusedAtStart(first, logger);
+  // One token provider for the check and the daemon: one grant at start. Its log is held
+  // back until the check is over (a refusal there ends the process: see credentials-at-start).
+  const tokensLog = logger.child({});
+  tokensLog.level = 'silent';
+  const tokens = createTokenProviderFromConfig(first, { logger: tokensLog });
+  const refused = await credentialsRefusedAtStart(first, logger, tokens);
   if (refused) {
+    await tokens.close();
     logger.fatal({ err: refused.message }, 'the credentials were refused at start; not retrying (exit 3)');
     throw refused;
   }
+  tokensLog.level = logger.level;
 
   let daemon: Awaited<ReturnType<typeof Daemon.start>>;
   try {
@@ -69,8 +77,11 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
       logger,
       retryBaseMs,
       fdLimit: openFileLimit(),
+      tokens,
     });
   } catch (e) {
+    // Not started: the provider was not handed over (closing it twice is harmless).
+    await tokens.close().catch(() => undefined);
     // A state error (locked: 1, newer or corrupt: 2) exits as its disposition says (cli/exit.ts).
     // The status port is taken: a configuration problem (exit 2, which the units do not
     // restart on), named with the setting and the fix, not a bare "listen EADDRINUSE".

@@ -32,6 +32,10 @@ export interface ClientFromConfigOptions {
   oneShot?: boolean | undefined;
   /** The pacer's time (the daemon's clock). */
   clock?: Clock | undefined;
+  /** A token provider made by createTokenProviderFromConfig; default: the client's own. */
+  tokens?: TokenProvider | undefined;
+  /** The client closes `tokens` when it closes (it was handed over); default: the caller does. */
+  ownsTokens?: boolean | undefined;
 }
 
 export function createClientFromConfig(config: Config, opts: ClientFromConfigOptions = {}): DatastoreClient {
@@ -48,7 +52,18 @@ export function createClientFromConfig(config: Config, opts: ClientFromConfigOpt
     ...(opts.onUnreachableRetry ? { onUnreachableRetry: opts.onUnreachableRetry } : {}),
     ...(opts.oneShot === true ? { breaker: false as const } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.tokens ? { tokens: opts.tokens, ownsTokens: opts.ownsTokens === true } : {}),
   });
+}
+
+/**
+ * A token provider for the configuration's credentials, on its own connections, to share
+ * between clients: `dssync run` checks the credentials at start with it and hands the same
+ * provider to the daemon, so a start makes one grant at the token endpoint, not two.
+ */
+export function createTokenProviderFromConfig(config: Config, opts: { logger?: Logger | undefined } = {}): TokenProvider {
+  const ca = config.tls.caFile === undefined ? undefined : readCa(config.tls.caFile);
+  return ownTokenProvider(config.connection, { timeouts: config.queue.timeouts, ca, logger: opts.logger });
 }
 
 function readCa(path: string): Buffer {
@@ -63,26 +78,28 @@ function readCa(path: string): Buffer {
 export type ClientFromConnectionOptions = Omit<DatastoreClientOptions, 'baseUrl' | 'organizationId' | 'organizationHeader' | 'tokens' | 'ownsTokens'> & {
   /** A provider shared with other clients; default: one made for this client from the connection. */
   tokens?: TokenProvider | undefined;
+  /** With `tokens`: the client closes it when it closes. Default: only a provider it made itself. */
+  ownsTokens?: boolean | undefined;
 };
 
 /** A client for a resolved Connection, with the token provider its "auth" asks for. */
 export function createClientFromConnection(conn: Connection, opts: ClientFromConnectionOptions): DatastoreClient {
-  const { tokens, ...rest } = opts;
-  let ownTokenAgent: Agent | undefined;
-  let provider = tokens;
-  if (provider === undefined) {
-    // The token endpoint's connections: same TLS settings (CA, verification on) as the service's.
-    ownTokenAgent = createAgent({ timeouts: opts.timeouts, ca: opts.ca, connections: 2 });
-    provider = withAgentClosed(createTokenProvider(conn.auth, { dispatcher: ownTokenAgent, logger: opts.logger }), ownTokenAgent);
-  }
+  const { tokens, ownsTokens, ...rest } = opts;
+  const provider = tokens ?? ownTokenProvider(conn, opts);
   return new DatastoreClient({
     ...rest,
     baseUrl: conn.baseUrl,
     organizationId: conn.organizationId,
     organizationHeader: conn.organizationHeader,
     tokens: provider,
-    ownsTokens: tokens === undefined,
+    ownsTokens: tokens === undefined || ownsTokens === true,
   });
+}
+
+function ownTokenProvider(conn: Connection, opts: Pick<DatastoreClientOptions, 'timeouts' | 'ca' | 'logger'>): TokenProvider {
+  // The token endpoint's connections: same TLS settings (CA, verification on) as the service's.
+  const agent: Agent = createAgent({ timeouts: opts.timeouts, ca: opts.ca, connections: 2 });
+  return withAgentClosed(createTokenProvider(conn.auth, { dispatcher: agent, logger: opts.logger }), agent);
 }
 
 function withAgentClosed(p: TokenProvider, agent: Agent): TokenProvider {

@@ -4,6 +4,7 @@
  * endpoint, and the process life: reload on SIGHUP, graceful stop on SIGTERM/SIGINT.
  */
 import { setMaxListeners } from 'node:events';
+import type { TokenProvider } from '../api/token-provider.js';
 import { createClientFromConfig } from '../compose/client.js';
 import type { DatastoreClient } from '../api/client.js';
 import { DSSYNC_VERSION } from '../api/version.js';
@@ -61,6 +62,12 @@ export interface DaemonOptions {
   retryBaseMs?: number | undefined;
   /** The open-file limit (cli/fd-limit.ts): the status endpoint keeps its connections to a small share. */
   fdLimit?: number | undefined;
+  /**
+   * The token provider of the first configuration's credentials (`dssync run` checked them
+   * with it: its token serves the first requests). The daemon owns it from here: it is
+   * closed with the first client, at stop or when a reload changes the connection.
+   */
+  tokens?: TokenProvider | undefined;
 }
 
 export class Daemon {
@@ -111,7 +118,7 @@ export class Daemon {
       if (feed) d.history.restore(feed);
       d.scheduleFeedSave();
       d.startWatchdog();
-      d.client = d.newClient(d.config);
+      d.client = d.newClient(d.config, o.tokens);
       if (d.config.status.listen) await d.startEndpoint(d.config.status.listen);
       for (const [i, m] of d.config.mappings.entries()) d.startRunner(m, i);
       o.logger.info({ mappings: d.config.mappings.map((m) => m.id), statePath: d.config.statePath, version: DSSYNC_VERSION }, 'dssync running');
@@ -388,8 +395,10 @@ export class Daemon {
     this.reclaimTimer = this.clock.setTimeout(() => guarded(true), RECLAIM_DELAY_MS);
   }
 
-  private newClient(config: Config): DatastoreClient {
+  private newClient(config: Config, tokens?: TokenProvider): DatastoreClient {
     return createClientFromConfig(config, {
+      tokens,
+      ownsTokens: true,
       logger: this.o.logger,
       clock: this.clock,
       onEvent: (e) => {
