@@ -1,11 +1,12 @@
 // Line counts of the largest files and the longest functions in src/ (issue 27.3's measure):
-// `node scripts/code-size.mjs [N]`. Functions are found by the TypeScript parser.
+// `node scripts/code-size.mjs [N] [CHECKOUT]` (another checkout: a before/after table).
+// Functions are found by the TypeScript parser.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 
 const top = Number(process.argv[2] ?? 10);
-const root = new URL('..', import.meta.url).pathname;
+const root = process.argv[3] ?? new URL('..', import.meta.url).pathname;
 const files = [];
 const walk = (dir) => {
   for (const name of readdirSync(dir)) {
@@ -27,7 +28,7 @@ for (const file of files) {
     if (ts.isFunctionLike(node) && 'body' in node && node.body) {
       const first = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
       const last = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
-      const name = node.name?.getText(sf) ?? (ts.isVariableDeclaration(node.parent) ? node.parent.name.getText(sf) : '(anonymous)');
+      const name = ts.isConstructorDeclaration(node) ? 'constructor' : node.name?.getText(sf) ?? (ts.isVariableDeclaration(node.parent) ? node.parent.name.getText(sf) : '(anonymous)');
       functions.push({ where: `${rel}:${first + 1}`, name, lines: last - first + 1 });
     }
     ts.forEachChild(node, visit);
