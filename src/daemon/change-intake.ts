@@ -6,20 +6,12 @@
  */
 import type { Config } from '../config/types.js';
 import type { ChangeScope } from '../engine/mirror.js';
-import { DEFAULT_AGGREGATOR_OPTIONS, EventAggregator, isEmptyBatch, type Batch, type RawEvent } from '../local/aggregator.js';
+import { EventAggregator, isEmptyBatch, type Batch, type RawEvent } from '../local/aggregator.js';
 import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../time/clock.js';
+import { passStabilityMs } from './build-mirror.js';
 import { PendingScope } from './pending-scope.js';
-
-/**
- * The stability window of every full pass: the aggregator's for a file being written, or the
- * configured quiet time when longer (a file changed this recently is set aside by the pass
- * and looked at again after it).
- */
-export function passStabilityMs(config: Config): number {
-  return Math.max(DEFAULT_AGGREGATOR_OPTIONS.settleMs, config.debounceMs);
-}
 
 export interface ChangeIntakeDeps {
   config: Config;
