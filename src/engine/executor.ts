@@ -282,7 +282,10 @@ function uploadIntent(batch: readonly NamedUpload[], o: ExecutorOptions): Distri
     ...(marked ? { uploadName } : {}),
     ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
   }));
-  if (!o.preexisting) return { kind: 'upload', files };
+  // Only a file sent under its real name is told by name and size after a lost answer
+  // (plan.ts openUploads); a marked one is told by its mark. The documents that existed
+  // before the upload are journalled for the former alone (issue 27.7).
+  if (!o.preexisting || batch.every((n) => n.marked)) return { kind: 'upload', files };
   const preexisting = [...new Set(batch.flatMap(({ op }) => o.preexisting!(op.path)))];
   return { kind: 'upload', files, preexisting, ...(o.preexistingFresh ? { preexistingFresh: true } : {}) };
 }

@@ -8,103 +8,25 @@ import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
-import type { EntryStat, FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
+import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, newSession, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
 import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type RenameCheck, type StateWriter } from './executor.js';
-import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict, type RootStatus } from './guards.js';
+import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './guards.js';
+import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
-import type { StatNow } from './racy.js';
-import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type OtherOwner, type VouchedFiles } from './plan.js';
+import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver } from './pass-report.js';
+import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
+import { StabilityWindow } from './stability.js';
 
-/** What a scan of the mapped folder found. */
-export interface ScanResult {
-  rootStatus: RootStatus;
-  files: Map<string, LocalFileInfo>;
-  /** Files present but not to be looked at now (too large, unreadable): their documents stay. */
-  skipped: SkippedFile[];
-  /** Folders that could not be read: everything under them stays as it is. */
-  unreadableDirs: string[];
-  /** Files the scan's `vouch` answered true for: not in `files` (plan.ts PlanInput.vouched). */
-  vouched?: VouchedFiles | undefined;
-  /**
-   * Why the folder is an outage when the folder itself is fine but a file it needs is not
-   * (the ignore file is a FIFO, a folder, too large): named by the guard instead of the folder.
-   */
-  outageCause?: { path: string; reason: string } | undefined;
-}
+// The local side's port lives in local-side.ts; re-exported for the mirror's importers.
+export { LocalFileChangedError, LocalFileVanishedError } from './local-side.js';
+export type { ChangeScope, HashedContent, LocalSide, ScanOptions, ScanResult, SkippedFile } from './local-side.js';
 
-export interface ScanOptions {
-  /**
-   * True when the caller already knows this very stat of the file (its state entry, the
-   * quick check passing): the scan then keeps the path only (ScanResult.vouched).
-   */
-  vouch?: ((path: string, stat: StatNow) => boolean) | undefined;
-}
-
-/**
- * A file not mirrored. `excluded`: left out by a setting, as a filter would (larger than
- * maxFileBytes, a link leading outside the folder, a FIFO or socket) — reported, yet the
- * folder counts as in sync; otherwise the pass is incomplete until the cause is fixed.
- */
-export interface SkippedFile {
-  path: string;
-  reason: string;
-  excluded?: true | undefined;
-}
-
-export class LocalFileChangedError extends Error {
-  override readonly name = 'LocalFileChangedError';
-  /** Stable, for disposition() (errors/disposition.ts). */
-  readonly code = 'E_LOCAL_FILE_CHANGED';
-}
-export class LocalFileVanishedError extends Error {
-  override readonly name = 'LocalFileVanishedError';
-  /** Stable, for disposition() (errors/disposition.ts). */
-  readonly code = 'E_LOCAL_FILE_VANISHED';
-}
 /** The service's listing lacks documents that exist: planning from it would duplicate them. */
 export class ListingIncompleteError extends Error {
   override readonly name = 'ListingIncompleteError';
   /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_LISTING_INCOMPLETE';
-}
-
-/** The local filesystem as the mirror sees it (local/side.ts implements it on disk). */
-export interface LocalSide {
-  /** The whole folder. The result is the caller's: the mirror fills in hashes in its map. */
-  scan(opts?: ScanOptions): Promise<ScanResult>;
-  /**
-   * A look at part of the tree after watcher events: these files, and these folders with
-   * everything below them ('' = the whole tree). Paths relative to the mapped folder.
-   */
-  scanScope(scope: ChangeScope): Promise<ScanResult>;
-  /**
-   * Streams the file's content through SHA-256. Throws LocalFileChangedError when the file
-   * changed while read, LocalFileVanishedError when it is gone.
-   */
-  hash(file: LocalFileInfo): Promise<HashedContent>;
-}
-
-/** A file's content hash, with the stat of the very file read (taken before the read). */
-export interface HashedContent {
-  sha256: string;
-  size: number;
-  mtimeMs: number;
-  ctimeMs?: number | undefined;
-  dev?: number | undefined;
-  ino?: number | undefined;
-}
-
-/** What watcher events say to look at. */
-export interface ChangeScope {
-  files: readonly string[];
-  dirs: readonly string[];
-  /**
-   * The watcher's stat of files it saw after their last event: the local side takes it
-   * instead of statting the file again (one stat per path per change). A file without one
-   * is stat-ed by the side.
-   */
-  seen?: ReadonlyMap<string, StatNow> | undefined;
 }
 
 /** The state operations the mirror needs (StateStore implements them). */
@@ -246,6 +168,33 @@ export const REQUEST_TIMEOUT_MS = 70_000;
  */
 export const INTENT_STALE_MS = 15 * 60_000;
 
+/** The local side of a round, ready to plan: hashed, with what cannot be read now set aside. */
+interface PreparedLocal {
+  local: Map<string, LocalFileInfo>;
+  skipped: SkippedFile[];
+  untouchable: (path: string) => boolean;
+  /** Files set aside by the stability window (the report's `settling`). */
+  settling: string[];
+  /** A file an incremental pass holds until a full pass's listing judges it. */
+  listingNeeded: boolean;
+}
+
+/** What a round saw of both sides (Mirror.list). */
+interface Listing extends PreparedLocal {
+  /** When the listing began: wall clock and monotonic. */
+  listedAt: number;
+  listedAtMono: number;
+  scan: ScanResult;
+  /** The listing (a full pass), less what `confirmed` holds. */
+  remote: DocumentRecord[] | undefined;
+  /** Paths whose document the listing showed exactly as the state has it. */
+  confirmed: Set<string>;
+  /** Files the walk found (those vouched for included). */
+  scanned: number;
+  /** An incremental plan's paths (Mirror.widenScope). */
+  planScope: Set<string> | undefined;
+}
+
 export class Mirror {
   /** When the last execution of this process returned (monotonic): its requests had all ended. */
   private lastExecutionEnd: number | undefined;
@@ -259,23 +208,6 @@ export class Mirror {
   /** When this process first saw each inherited intent (monotonic): its window counts from then too. */
   private readonly firstSeen = new Map<string, number>();
   private readonly monotonic: () => number;
-  /**
-   * Files set aside by the stability window, with their stat and when it was first seen so
-   * (monotonic): a pass that finds the same stat a window later takes the file as stable.
-   * `gone`: a full walk no longer found it, while the runner's follow-up still names it.
-   * `released`: found stable at this stat, kept for a follow-up that may still name it
-   * (forgetSettled).
-   */
-  private readonly settling = new Map<string, SettlingRecord>();
-  /**
-   * Files the last full pass set aside while its listing showed a document of ours for the
-   * path that the state does not record there (a move whose record a crash cut, a lost
-   * answer): their remote side was left unjudged, and the state cannot stand in for it. An
-   * incremental pass (the follow-up) that finds one stable does not send it blind — that
-   * made a duplicate of the document the listing showed (seed 7, history 4,302 of the
-   * sim2 long run) — but holds it and asks for a full pass (`needsFullPass`).
-   */
-  private needsListing = new Set<string>();
   /** Deletions of the last minutes, across passes: the mass-delete guard's window. */
   private readonly deletions = new DeleteWindow();
   /**
@@ -292,8 +224,12 @@ export class Mirror {
   private readonly session: string | undefined;
   private readonly fieldsSpec: DocumentFieldsSpec;
 
+  /** What the stability window sets aside, across passes. */
+  private readonly stability: StabilityWindow;
+
   constructor(private readonly d: MirrorDeps) {
     this.monotonic = d.monotonic ?? (() => performance.now());
+    this.stability = new StabilityWindow({ windowMs: d.stabilityMs ?? 0, now: () => d.now(), monotonic: this.monotonic });
     this.session = d.spec.installationId !== undefined && d.state.recordSession !== undefined ? newSession() : undefined;
     this.fieldsSpec = { ...d.spec, session: this.session };
   }
@@ -344,8 +280,12 @@ export class Mirror {
     return this.pass(scope, { ...opts, maxRounds: 1 });
   }
 
+  /**
+   * Rounds of list -> plan -> execute (at most `maxRounds`: a lost answer or a file changed
+   * while sent is looked at again straight away), then the report.
+   */
   private async pass(scope: ChangeScope | undefined, opts: PassOptions): Promise<PassReport> {
-    const { spec, state, logger } = this.d;
+    const { spec, state } = this.d;
     const startedAt = new Date(this.d.now()).toISOString();
     const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
     const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
@@ -359,178 +299,21 @@ export class Mirror {
     const desired = (f: DesiredOf): DocumentUpdate => documentFields(fieldsSpec, f);
 
     for (let round = 1; round <= maxRounds; round++) {
-      // The walk (disk) and the listing (network) are independent: done side by side, a
-      // restart over 100,000 files waits for the longer of the two, not for both.
-      const listedAt = this.d.now();
-      const listedAtMono = this.monotonic();
-      // What the state already says exactly, on either side, is kept as paths only: a
-      // restart over a million unchanged files holds two sets, not a million records of each.
-      const confirmed = new Set<string>();
-      const confirm = (doc: DocumentRecord): boolean => {
-        const path = confirmedPath(doc, { mappingId: spec.mappingId, installationId: spec.installationId, desired, files: mapping.files });
-        // The state's copy of the path: a million confirmed paths hold no copies of their own.
-        if (path !== undefined) confirmed.add(mapping.files.heldPath(path) ?? path);
-        return path !== undefined;
-      };
-      const [scan, remote] = await Promise.all([
-        scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.statOf(path), st, listedAt) }),
-        scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal: opts.signal, form: 'sync', keep: (doc) => !confirm(doc) }),
-      ]);
-      if (remote) {
-        await this.checkListing(remote, confirmed, mapping, opts.signal);
-        this.unmarkedByName = unmarkedByName(remote);
-      }
-      const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
-      const { local, skipped, untouchable, settling, listingNeeded } = await this.prepareLocal(scan, mapping, !scope, scope);
-      report.settling = settling.length > 0 ? settling : undefined;
-      if (listingNeeded) report.needsFullPass = true;
-      if (remote) this.needsListing = unjudgedRemote(remote, settling, mapping, spec.mappingId);
-      const excludedPaths = new Set(scan.skipped.filter((s) => s.excluded).map((s) => s.path));
-      const planScope = scope ? await this.widenScope(scope, local, mapping, untouchable) : undefined;
-      const plan = planMirror({
-        mappingId: spec.mappingId,
-        installationId: spec.installationId,
-        formerInstallationIds: spec.formerInstallationIds,
-        local,
-        vouched: scan.vouched,
-        state: mapping,
-        remote,
-        confirmed: remote ? confirmed : undefined,
-        scope: planScope,
-        desired,
-        prune: spec.prune,
-        untouchable,
-        excluded: (p) => excludedPaths.has(p),
-        settled: this.settledAt(listedAt, listedAtMono),
-        renamesIgnored: this.renames.ignored,
-      });
-      const verdict = checkGuards({
-        root: spec.root,
-        rootStatus: scan.rootStatus,
-        outageCause: scan.outageCause,
-        // A partial look says nothing about the folder being empty.
-        localFiles: scope ? Math.max(1, scanned) : scanned,
-        // An incremental plan's count is the state's already: not counted twice at every change.
-        // With prune "all", what it may prune is the mapping's too (plan.ts prunableCount):
-        // added to what the listing shows of ours, not to the state's count, whose entries
-        // of documents people deleted would count twice beside them (seed 7, history 6,427).
-        knownDocuments: remote ? Math.max(plan.ourDocumentCount + plan.prunableCount, mapping.files.size) : plan.ourDocumentCount,
-        ops: plan.ops,
-        maxDeletePercent: spec.maxDeletePercent,
-        massDeleteMinimum: spec.massDeleteMinimum,
-        allowMassDelete: !!opts.allowMassDelete,
-        confirmedDeletes: opts.confirmedDeletes,
-        mappingId: spec.mappingId,
-        recentDeletes: this.deletions.count(this.monotonic()),
-      });
-      report.ops = plan.ops;
-      const heldIds = new Set(plan.held.map((h) => h.owner.documentId));
-      report.conflicts = [
-        ...plan.sameIdentity.map((o) => ({ path: o.path, documentId: o.documentId, reason: sameIdentityReason(o) })),
-        ...plan.held.map((h) => ({ path: h.path, documentId: h.owner.documentId, reason: heldReason(h.owner, spec.mappingId) })),
-        ...plan.otherOwners.filter((o) => !heldIds.has(o.documentId)).map((o) => ({ path: o.path, documentId: o.documentId, reason: ownerReason(o, spec.mappingId) })),
-        ...plan.doubtful.map((d) => ({ path: d.name ?? d.id, documentId: d.id, reason: DOUBTFUL_REASON })),
-        ...plan.foreignMarked.map((d) => ({ path: d.name ?? d.id, documentId: d.id, reason: FOREIGN_MARKED_REASON })),
-      ];
-      if (plan.unfoundUploads.length > 0) report.unfoundUploads = [...(report.unfoundUploads ?? []), ...plan.unfoundUploads];
-      if (!opts.dryRun) this.reportMarked(plan, round === 1);
-      report.identityConflict = plan.sameIdentity.length > 0 ? 'another-writer' : plan.held.length > 0 ? 'unadopted' : undefined;
-      report.skipped = [...skipped, ...plan.skippedRejected.map((path) => ({ path, reason: rejectedReason(mapping, path) })), ...conflictsAsSkipped(report.conflicts)];
-      report.counts.unchanged = plan.unchanged;
-      if (round === 1 && plan.sameIdentity.length > 0) {
-        logger.error(
-          { dataSourceId: spec.dataSourceId, documents: plan.sameIdentity.length, example: report.conflicts[0] },
-          `another writer uses this installation's identity (${spec.installationId ?? ''}) for mapping ${spec.mappingId}: ${plan.sameIdentity.length} document(s) of ours that this state never recorded; nothing was written. ${SAME_IDENTITY_FIX}`,
-        );
-      } else if (round === 1 && plan.held.length > 0) {
-        logger.warn(
-          { dataSourceId: spec.dataSourceId, documents: plan.held.length, example: report.conflicts[0] },
-          `${plan.held.length} file(s) not uploaded: another dssync installation's document(s) for mapping ${spec.mappingId} hold the same path and content (a lost or new state?). ${adoptCommand(spec.mappingId)} takes them over`,
-        );
-      }
-      if (round === 1 && plan.otherOwners.length > 0) {
-        logger.warn(
-          { dataSourceId: spec.dataSourceId, documents: plan.otherOwners.length, example: report.conflicts[0] },
-          `the data source holds ${plan.otherOwners.length} document(s) written by dssync for another mapping or installation: left untouched; give each mapping its own data source`,
-        );
-      }
-      if (!verdict.ok) {
-        report.blocked = verdict;
-        logger.error({ kind: verdict.kind, deletes: verdict.deletes }, verdict.message);
-        break;
-      }
-      if (plan.doubtful.length > 0) {
-        logger.warn(
-          { documents: plan.doubtful.map((d) => ({ id: d.id, name: d.name })) },
-          `${plan.doubtful.length} document(s) without metadata named like a file whose upload answer was lost, of its size: each may be that upload or someone's, unknowable which, so none is taken for ours (left untouched; the file is uploaded again). If one is a duplicate of the file, delete it by hand`,
-        );
-      }
-      if (opts.dryRun) break;
-
-      const renamesWereIgnored = this.renames.ignored;
-      pinIntents(state, spec.mappingId, plan.intentPins);
-      for (const r of plan.refreshed) state.setFile(spec.mappingId, r.path, entryFor(r.file, r.documentId, this.d.now));
-      this.d.onPlan?.(plan.ops);
-      const result = await executePlan(plan.ops, {
-        api: this.d.api,
-        state,
-        mappingId: spec.mappingId,
-        dataSourceId: spec.dataSourceId,
-        desired,
-        batchFiles: spec.batchFiles,
-        batchBytes: spec.batchBytes,
-        concurrency: spec.concurrency,
-        now: this.d.now,
-        logger,
-        signal: opts.signal,
-        onOp: this.d.onOp,
-        root: spec.root,
-        preexisting: this.preexisting(),
-        // Only a listing of this very pass says what existed right before its uploads.
-        preexistingFresh: remote !== undefined,
-        uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
-        session: this.session,
-        renameCheck: this.renames,
-      });
-      const renamesNowIgnored = this.renames.ignored && !renamesWereIgnored;
-      if (renamesNowIgnored) {
-        logger.error(
-          { dataSourceId: spec.dataSourceId, shown: this.renames.shown },
-          `the service ignored the new name of an uploaded document (it kept ${JSON.stringify(this.renames.shown ?? '')}): uploads of mapping ${spec.mappingId} are now sent under their real names (a lost answer is then told by name and size), and documents left under a marked name are sent again; run 'dssync probe --write' and tell the service's operator`,
-        );
-      }
-      this.lastExecutionEnd = this.monotonic();
-      // (An incremental pass has no listing of its own: nothing its lost answer left can be
-      // told from a person's document by a listing now, so it waits for the next full pass.)
-      if (result.ambiguous && round === maxRounds && !scope) await this.pinLostUploads(mapping, opts.signal);
-      // Planned deletions count once carried out, whether or not each request succeeded:
-      // conservative, and a failed one is planned (and counted) again only by a later pass.
-      this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete || (verdict.ok && verdict.confirmed) ? 0 : countDeletes(plan.ops));
-      addCounts(report, result);
-      report.failures = [...result.failures, ...result.rejected];
-      if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);
-      // Lost answers, files that changed under us and documents left under a marked name by
-      // a service that ignores new names are looked at again straight away.
-      if (!result.ambiguous && result.changed.length === 0 && !renamesNowIgnored) break;
+      const listing = await this.list(scope, mapping, desired, opts.signal);
+      report.settling = listing.settling.length > 0 ? listing.settling : undefined;
+      if (listing.listingNeeded) report.needsFullPass = true;
+      const { plan, verdict } = this.planRound(listing, scope, mapping, desired, opts, report, round);
+      if (!verdict.ok || opts.dryRun) break;
+      const again = await this.execute(plan, verdict, listing, mapping, desired, opts, report, round === maxRounds && !scope);
+      if (!again) break;
       if (round === maxRounds) {
-        for (const path of result.changed) report.skipped.push({ path, reason: 'changed while being sent' });
-        if (result.ambiguous) {
-          report.needsFullPass = true;
-          report.failures.push({ path: '', op: 'upload', code: 'E_AMBIGUOUS', message: "a write's answer was lost (an upload, a delete or an update); the next full pass settles it" });
-        }
+        reportLeftOver(report, again);
         break;
       }
-      logger.info({ round }, 'looking again: an answer was lost or a file changed while being sent');
+      this.d.logger.info({ round }, 'looking again: an answer was lost or a file changed while being sent');
     }
 
-    if (this.renames.ignored) {
-      report.renameIgnored = true;
-      report.skipped.push({ path: '', reason: RENAME_IGNORED_REASON, excluded: true });
-    }
-    report.counts.skipped = report.skipped.length;
-    report.counts.failed = report.failures.length;
-    report.ok = !report.blocked && report.failures.length === 0 && report.skipped.every((s) => s.excluded);
-    report.finishedAt = new Date(this.d.now()).toISOString();
+    finishReport(report, this.renames.ignored, new Date(this.d.now()).toISOString());
     if (!opts.dryRun) {
       if (!scope) {
         state.setLastPass(spec.mappingId, {
@@ -547,6 +330,158 @@ export class Mirror {
   }
 
   /**
+   * A round's look at both sides: the walk (or the scope's files) and, for a full pass, the
+   * listing; then the local side prepared (hashed, files being written set aside) and an
+   * incremental pass's scope widened to what its plan must cover.
+   */
+  private async list(scope: ChangeScope | undefined, mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined): Promise<Listing> {
+    const { spec } = this.d;
+    // The walk (disk) and the listing (network) are independent: done side by side, a
+    // restart over 100,000 files waits for the longer of the two, not for both.
+    const listedAt = this.d.now();
+    const listedAtMono = this.monotonic();
+    // What the state already says exactly, on either side, is kept as paths only: a
+    // restart over a million unchanged files holds two sets, not a million records of each.
+    const confirmed = new Set<string>();
+    const confirm = (doc: DocumentRecord): boolean => {
+      const path = confirmedPath(doc, { mappingId: spec.mappingId, installationId: spec.installationId, desired, files: mapping.files });
+      // The state's copy of the path: a million confirmed paths hold no copies of their own.
+      if (path !== undefined) confirmed.add(mapping.files.heldPath(path) ?? path);
+      return path !== undefined;
+    };
+    const [scan, remote] = await Promise.all([
+      scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.statOf(path), st, listedAt) }),
+      scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', keep: (doc) => !confirm(doc) }),
+    ]);
+    if (remote) {
+      await this.checkListing(remote, confirmed, mapping, signal);
+      this.unmarkedByName = unmarkedByName(remote);
+    }
+    const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
+    const prepared = await this.prepareLocal(scan, mapping, !scope, scope);
+    if (remote) this.stability.judged(remote, prepared.settling, mapping, spec.mappingId);
+    const planScope = scope ? await this.widenScope(scope, prepared.local, mapping, prepared.untouchable) : undefined;
+    return { listedAt, listedAtMono, scan, remote, confirmed, scanned, planScope, ...prepared };
+  }
+
+  /**
+   * A round's plan and the guards' verdict on it, into the report and the log. The pass goes
+   * no further when the verdict stops it.
+   */
+  private planRound(l: Listing, scope: ChangeScope | undefined, mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, opts: PassOptions, report: PassReport, round: number) {
+    const { spec, logger } = this.d;
+    const excludedPaths = new Set(l.scan.skipped.filter((s) => s.excluded).map((s) => s.path));
+    const plan = planMirror({
+      mappingId: spec.mappingId,
+      installationId: spec.installationId,
+      formerInstallationIds: spec.formerInstallationIds,
+      local: l.local,
+      vouched: l.scan.vouched,
+      state: mapping,
+      remote: l.remote,
+      confirmed: l.remote ? l.confirmed : undefined,
+      scope: l.planScope,
+      desired,
+      prune: spec.prune,
+      untouchable: l.untouchable,
+      excluded: (p) => excludedPaths.has(p),
+      settled: this.settledAt(l.listedAt, l.listedAtMono),
+      renamesIgnored: this.renames.ignored,
+    });
+    const verdict = checkGuards({
+      root: spec.root,
+      rootStatus: l.scan.rootStatus,
+      outageCause: l.scan.outageCause,
+      // A partial look says nothing about the folder being empty.
+      localFiles: scope ? Math.max(1, l.scanned) : l.scanned,
+      // An incremental plan's count is the state's already: not counted twice at every change.
+      // With prune "all", what it may prune is the mapping's too (plan.ts prunableCount):
+      // added to what the listing shows of ours, not to the state's count, whose entries
+      // of documents people deleted would count twice beside them (seed 7, history 6,427).
+      knownDocuments: l.remote ? Math.max(plan.ourDocumentCount + plan.prunableCount, mapping.files.size) : plan.ourDocumentCount,
+      ops: plan.ops,
+      maxDeletePercent: spec.maxDeletePercent,
+      massDeleteMinimum: spec.massDeleteMinimum,
+      allowMassDelete: !!opts.allowMassDelete,
+      confirmedDeletes: opts.confirmedDeletes,
+      mappingId: spec.mappingId,
+      recentDeletes: this.deletions.count(this.monotonic()),
+    });
+    describePlan(report, plan, mapping, spec.mappingId, l.skipped);
+    if (!opts.dryRun) logMarked(logger, plan, round === 1);
+    if (round === 1) logOwnership(logger, plan, report, spec);
+    if (!verdict.ok) {
+      report.blocked = verdict;
+      logger.error({ kind: verdict.kind, deletes: verdict.deletes }, verdict.message);
+    } else {
+      logDoubtful(logger, plan);
+    }
+    return { plan, verdict };
+  }
+
+  /**
+   * Carries out a round's plan and records its outcome in the state and the report. Returns
+   * what calls for another round (a lost answer, files changed while sent, documents left
+   * under a marked name by a service that ignores new names), or undefined when none does.
+   * `last`: the last round of a full pass (lost uploads are pinned by a listing right away).
+   */
+  private async execute(
+    plan: PlanResult,
+    verdict: Extract<GuardVerdict, { ok: true }>,
+    l: Listing,
+    mapping: MappingState,
+    desired: (f: DesiredOf) => DocumentUpdate,
+    opts: PassOptions,
+    report: PassReport,
+    last: boolean,
+  ): Promise<Pick<ExecutionResult, 'changed' | 'ambiguous'> | undefined> {
+    const { spec, state, logger } = this.d;
+    const renamesWereIgnored = this.renames.ignored;
+    pinIntents(state, spec.mappingId, plan.intentPins);
+    for (const r of plan.refreshed) state.setFile(spec.mappingId, r.path, entryFor(r.file, r.documentId, this.d.now));
+    this.d.onPlan?.(plan.ops);
+    const result = await executePlan(plan.ops, {
+      api: this.d.api,
+      state,
+      mappingId: spec.mappingId,
+      dataSourceId: spec.dataSourceId,
+      desired,
+      batchFiles: spec.batchFiles,
+      batchBytes: spec.batchBytes,
+      concurrency: spec.concurrency,
+      now: this.d.now,
+      logger,
+      signal: opts.signal,
+      onOp: this.d.onOp,
+      root: spec.root,
+      preexisting: this.preexisting(),
+      // Only a listing of this very pass says what existed right before its uploads.
+      preexistingFresh: l.remote !== undefined,
+      uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
+      session: this.session,
+      renameCheck: this.renames,
+    });
+    const renamesNowIgnored = this.renames.ignored && !renamesWereIgnored;
+    if (renamesNowIgnored) {
+      logger.error(
+        { dataSourceId: spec.dataSourceId, shown: this.renames.shown },
+        `the service ignored the new name of an uploaded document (it kept ${JSON.stringify(this.renames.shown ?? '')}): uploads of mapping ${spec.mappingId} are now sent under their real names (a lost answer is then told by name and size), and documents left under a marked name are sent again; run 'dssync probe --write' and tell the service's operator`,
+      );
+    }
+    this.lastExecutionEnd = this.monotonic();
+    // (An incremental pass has no listing of its own: nothing its lost answer left can be
+    // told from a person's document by a listing now, so it waits for the next full pass.)
+    if (result.ambiguous && last) await this.pinLostUploads(mapping, opts.signal);
+    // Planned deletions count once carried out, whether or not each request succeeded:
+    // conservative, and a failed one is planned (and counted) again only by a later pass.
+    this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete || verdict.confirmed ? 0 : countDeletes(plan.ops));
+    addCounts(report, result);
+    report.failures = [...result.failures, ...result.rejected];
+    if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);
+    return !result.ambiguous && result.changed.length === 0 && !renamesNowIgnored ? undefined : result;
+  }
+
+  /**
    * Right after a lost upload answer with no round left to look again: a listing now shows
    * what the upload made before anyone else can upload a document of the same name and
    * size, and the documents it ties to files are recorded in their intents as if the
@@ -560,29 +495,6 @@ export class Mirror {
       pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, remote }));
     } catch (e) {
       logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');
-    }
-  }
-
-  /** Says what the listing showed of marked uploads that no open intent names (plan.ts). */
-  private reportMarked(plan: Pick<ReturnType<typeof planMirror>, 'lostUploads' | 'foreignMarked' | 'unfoundUploads'>, firstRound: boolean): void {
-    const { logger } = this.d;
-    if (plan.lostUploads.length > 0) {
-      logger.warn(
-        { documents: plan.lostUploads.slice(0, 10).map((d) => ({ id: d.id, name: d.name })), count: plan.lostUploads.length },
-        `${plan.lostUploads.length} upload(s) of ours committed by the service after their answer was given up (a late commit): deleted, the files keep their own documents`,
-      );
-    }
-    if (firstRound && plan.foreignMarked.length > 0) {
-      logger.warn(
-        { documents: plan.foreignMarked.slice(0, 10).map((d) => ({ id: d.id, name: d.name })), count: plan.foreignMarked.length },
-        `${plan.foreignMarked.length} document(s) without metadata carry a dssync upload mark that is not this installation's: left untouched`,
-      );
-    }
-    if (plan.unfoundUploads.length > 0) {
-      logger.warn(
-        { files: plan.unfoundUploads.slice(0, 10), count: plan.unfoundUploads.length },
-        `${plan.unfoundUploads.length} upload(s) whose answer was lost do not show in the listing under the name they were sent with: they never landed, or the service renamed them past recognition (then a document without metadata named like the file is a duplicate: delete it by hand)`,
-      );
     }
   }
 
@@ -661,18 +573,18 @@ export class Mirror {
    * scan's map is taken over (not copied: a million entries), so `scan.files` holds only
    * the files to plan with afterwards.
    */
-  private async prepareLocal(scan: ScanResult, mapping: MappingState, full: boolean, scope?: ChangeScope) {
+  private async prepareLocal(scan: ScanResult, mapping: MappingState, full: boolean, scope?: ChangeScope): Promise<PreparedLocal> {
     const local = scan.files;
     const skipped = [...scan.skipped];
     const blocked = new Set(scan.skipped.map((s) => s.path));
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
     const settling: string[] = [];
-    this.forgetSettled(scan, scope, mapping);
+    this.stability.forget(scan, scope, mapping);
     let listingNeeded = false;
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
-      if (!this.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) {
-        if (full || !this.needsListing.has(path)) return true;
+      if (!this.stability.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) {
+        if (full || !this.stability.needsListing(path)) return true;
         listingNeeded = true;
         local.delete(path);
         blocked.add(path);
@@ -720,109 +632,6 @@ export class Mirror {
     return { local, skipped, untouchable, settling, listingNeeded };
   }
 
-  /**
-   * What is no longer waited for. The runner's follow-up of a set-aside file is an
-   * incremental pass naming it a window later, and an incremental pass judges only a file it
-   * has a record of (the aggregator holds the others). So a record outlives the file's
-   * release and its absence from a full walk: forgotten early, the follow-up met a new
-   * writer's first chunk there with no record and sent it half-written (seed 8, history
-   * 623: set aside, swapped away, a slow writer at the same path; seed 7, history 2,645:
-   * released by another pass, then truncated and rewritten before the follow-up came). A
-   * file a full walk does not find is remembered as gone; a released one keeps the stat it
-   * was released at, and any other stat at the follow-up is judged by the window again. A
-   * record is dropped when a pass that names the path (the follow-up) finds the file gone,
-   * or unchanged since its release; past MAX_SETTLING records the released ones go first.
-   */
-  private forgetSettled(scan: ScanResult, scope: ChangeScope | undefined, mapping: MappingState): void {
-    if (this.settling.size === 0) return;
-    const named = scope ? new Set(scope.files) : undefined;
-    for (const [path, held] of this.settling) {
-      if (scan.files.has(path)) continue;
-      // Vouched: unchanged from the state's record, so stable at that stat.
-      const vouched = scan.vouched?.paths.has(path) ? mapping.files.statOf(path) : undefined;
-      if (!named && vouched) this.settling.set(path, { size: vouched.size, mtimeMs: vouched.mtimeMs, ctimeMs: vouched.ctimeMs, since: held.since, released: true });
-      else if (!named) this.settling.set(path, { ...held, gone: true, released: undefined });
-      else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.delete(path);
-    }
-    if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if (held.released && this.settling.size > MAX_SETTLING) this.settling.delete(path);
-  }
-
-  /** A file found stable: remembered at this stat for a follow-up still to come (forgetSettled). */
-  private release(file: LocalFileInfo, full: boolean): false {
-    const held = this.settling.get(file.path);
-    if (held === undefined) return false;
-    const unchanged = held.released === true && sameStat(held, file);
-    if (unchanged && !full) this.settling.delete(file.path);
-    else if (!unchanged) this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: this.monotonic(), released: true });
-    return false;
-  }
-
-  /**
-   * The stability rule of every full pass (MirrorDeps.stabilityMs): true when `file` changed
-   * too recently to be read whole. Checked in full passes, and in any pass for a file set
-   * aside before (an incremental pass is the follow-up; events are held by the aggregator).
-   *
-   * A file is stable when any of these holds, none of which needs the mtime to be behind
-   * the wall clock: its stat (size, mtime, ctime, dev, inode) is the one the state recorded
-   * when it was last read whole (nothing wrote it since: a write moves the ctime to the
-   * writer's "now", whatever that is); two looks a window apart on the monotonic clock saw
-   * the same stat; or, when its times are behind the wall clock, they are a window old.
-   * Without the first, a file written before a backward step (its mtime now in the future)
-   * was set aside by every full pass until the wall clock caught up, so a document of it
-   * that a person deleted was not uploaded again for up to the size of the step (issue 23,
-   * the simulation's SIM_WALL_BACK_REPAIR).
-   */
-  private mayBeBeingWritten(file: LocalFileInfo, full: boolean, entry: EntryStat | undefined): boolean {
-    const windowMs = this.d.stabilityMs ?? 0;
-    const held = this.settling.get(file.path);
-    if (windowMs <= 0 || (!full && !held)) return false;
-    if (entry !== undefined && sameStatAsEntry(entry, file)) return this.release(file, full);
-    if (held?.released && sameStat(held, file)) return this.release(file, full);
-    // File times are wall-clock: compared with the wall clock (a future time proves nothing).
-    const age = this.d.now() - Math.max(file.mtimeMs, file.ctimeMs ?? -Infinity);
-    const mono = this.monotonic();
-    const same = held !== undefined && !held.gone && !held.released && sameStat(held, file);
-    // Two stats a window apart that agree prove it too, whatever the wall clock did.
-    if (age >= windowMs || (same && mono - held.since >= windowMs)) return this.release(file, full);
-    this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: same ? held.since : mono });
-    return true;
-  }
-}
-
-/** Set-aside paths for which `remote` holds a document of ours (by metadata) that the state does not record at that path. */
-function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, mappingId: string): Set<string> {
-  const out = new Set<string>();
-  if (settling.length === 0) return out;
-  const aside = new Set(settling);
-  for (const doc of remote) {
-    const meta = readMeta(doc);
-    if (meta === undefined || meta.mappingId !== mappingId || !aside.has(meta.path)) continue;
-    if (mapping.files.documentIdOf(meta.path) !== doc.id) out.add(meta.path);
-  }
-  return out;
-}
-
-interface SettlingRecord {
-  size: number;
-  mtimeMs: number;
-  ctimeMs: number | undefined;
-  /** When this stat was first seen (monotonic). */
-  since: number;
-  gone?: true | undefined;
-  released?: true | undefined;
-}
-
-/** Records of set-aside files kept at most (Mirror.settling): released ones are dropped first past it. */
-const MAX_SETTLING = 100_000;
-
-function sameStat(held: SettlingRecord, file: LocalFileInfo): boolean {
-  return held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
-}
-
-/** The stat the state recorded, every field the walk gives known and equal (a fake may leave ctime, dev or inode out). */
-function sameStatAsEntry(entry: EntryStat, file: LocalFileInfo): boolean {
-  const known = (a: number | undefined, b: number | undefined): boolean => a !== undefined && b !== undefined && a === b;
-  return entry.size === file.size && entry.mtimeMs === file.mtimeMs && known(entry.ctimeMs, file.ctimeMs) && known(entry.ino, file.ino) && (entry.dev === undefined || entry.dev === file.dev);
 }
 
 function unmarkedByName(remote: readonly DocumentRecord[]): Map<string, string[]> {
@@ -848,77 +657,6 @@ function pinIntents(state: MirrorState, mappingId: string, pins: readonly Intent
   for (const [intentId, ids] of byIntent) state.setIntentDocuments(mappingId, intentId, ids);
 }
 
-/** Conflicts show in the skipped list (sync's output, status): the first few, then a count. */
-const CONFLICTS_LISTED = 50;
-function conflictsAsSkipped(conflicts: PassReport['conflicts']): { path: string; reason: string }[] {
-  if (!conflicts || conflicts.length === 0) return [];
-  const out = conflicts.slice(0, CONFLICTS_LISTED).map((c) => ({ path: c.path, reason: `conflict: document ${c.documentId} ${c.reason}` }));
-  if (conflicts.length > CONFLICTS_LISTED) out.push({ path: '', reason: `conflict: ${conflicts.length - CONFLICTS_LISTED} more document(s) of another owner` });
-  return out;
-}
-
-const DOUBTFUL_REASON =
-  "has no metadata and the name and size of a file whose upload answer was lost: dssync's lost upload or someone's, unknowable which; left untouched (delete it by hand if it duplicates the file)";
-
-const RENAME_IGNORED_REASON =
-  "the service ignores a document's new name: uploads are sent under their real names, not marked (a lost answer is told by name and size only); see 'dssync probe --write'";
-
-const FOREIGN_MARKED_REASON =
-  "has no metadata and a dssync upload mark that is not this installation's (another installation's upload in progress, or an older dssync's): left untouched";
-
-/** What settles another writer with our identity (docs/reliability.md, "Identity"). */
-export const SAME_IDENTITY_FIX =
-  "A cloned host, a copied state file or a pinned installationId used twice? On the host that should take a new identity run 'dssync identity reset --config F' (and give it its own mapping id or data source); on the host that should keep the documents run 'dssync adopt --config F --mapping M'";
-
-function adoptCommand(mappingId: string, from?: string): string {
-  return `'dssync adopt --config F --mapping ${mappingId}${from ? ` --from ${from}` : ''}'`;
-}
-
-function sameIdentityReason(o: OtherOwner): string {
-  return `carries this installation's id (${o.installationId ?? ''}) but this state never recorded it: another writer with our identity; nothing written for this mapping. ${SAME_IDENTITY_FIX}`;
-}
-
-function heldReason(o: OtherOwner, mappingId: string): string {
-  return `of another dssync installation (${o.installationId ?? 'no id: an older dssync'}) for this mapping id holds this file's path and content: not uploaded again (a lost or new state?); ${adoptCommand(mappingId, o.installationId)} takes them over`;
-}
-
-function ownerReason(o: OtherOwner, mappingId: string): string {
-  if (o.mappingId !== mappingId) return `written by dssync for mapping ${JSON.stringify(o.mappingId)}: another owner, left untouched`;
-  return o.installationId === undefined
-    ? 'written by an older dssync for this mapping id, and this state file does not track it: another owner, left untouched'
-    : `written by another dssync installation (${o.installationId}) for this mapping id: another owner, left untouched`;
-}
-
-function rejectedReason(mapping: MappingState, path: string): string {
-  const r = mapping.rejected[path];
-  return r ? `refused by the service${r.status ? ` (HTTP ${r.status})` : ''}: ${r.reason}; retried when the file changes` : 'refused by the service';
-}
-
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
-
-function emptyReport(mappingId: string, dryRun: boolean, startedAt: string): PassReport {
-  return {
-    mappingId,
-    ok: false,
-    dryRun,
-    ops: [],
-    counts: { uploaded: 0, replaced: 0, renamed: 0, updated: 0, deleted: 0, adopted: 0, forgotten: 0, unchanged: 0, skipped: 0, failed: 0 },
-    failures: [],
-    skipped: [],
-    startedAt,
-    finishedAt: startedAt,
-  };
-}
-
-function addCounts(report: PassReport, r: ExecutionResult): void {
-  report.counts.uploaded += r.counts.upload;
-  report.counts.replaced += r.counts.replace;
-  report.counts.renamed += r.counts.rename;
-  report.counts.updated += r.counts['update-meta'];
-  report.counts.deleted += r.counts.delete;
-  report.counts.adopted += r.counts.adopt;
-  report.counts.forgotten += r.counts.forget;
-}
-

@@ -31,9 +31,6 @@ import { Poller, type PollStats } from './watch/poller.js';
 import { inotifyQueue, RAISE_QUEUE_LIMIT, type QueueOverflow, type QueueView } from './watch/queue-overflow.js';
 import { toRelPath } from './paths.js';
 
-/** Kept for callers that print it: there is one event mode (plain fs.watch per folder). */
-export type WatchMode = 'folders';
-
 /**
  * What went wrong, for the daemon:
  * - 'root-gone': the mapped folder vanished (deleted, renamed, unmounted); the watcher no
@@ -143,14 +140,13 @@ export interface WatchStatus {
 }
 
 export interface Watcher {
-  readonly mode: WatchMode;
   /** The watched folder as resolved (symbolic links resolved). */
   readonly root: string;
   /** Stops watching; no event or error is reported after it resolves. */
   close(): Promise<void>;
   /**
    * Folders whose watch is set up (the mapped folder included): the inotify cost in
-   * 'folders' mode. A new folder counts once events in it are seen.
+   * watched mounts. A new folder counts once events in it are seen.
    */
   watchedDirs(): number;
   /** What is watched and polled, and current problems (absent in test doubles). */
@@ -179,7 +175,6 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   } catch (e) {
     throw new WatchError('root-unusable', given, `cannot watch ${given}: ${describe(e)}`, true, { cause: e });
   }
-  const mode: WatchMode = 'folders';
   let closed = false;
 
   let rootGone = false;
@@ -235,168 +230,164 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
 
   let filter = opts.filter;
 
-  {
-    let refilterHook: () => Promise<void> = async () => undefined;
-    /** One reload at a time; an edit during a reload triggers one more afterwards. */
-    let reloading: Promise<void> | undefined;
-    let reloadAgain = false;
-    const onIgnoreFileChange = (): void => {
-      if (reloading) {
-        reloadAgain = true;
+  let refilterHook: () => Promise<void> = async () => undefined;
+  /** One reload at a time; an edit during a reload triggers one more afterwards. */
+  let reloading: Promise<void> | undefined;
+  let reloadAgain = false;
+  const onIgnoreFileChange = (): void => {
+    if (reloading) {
+      reloadAgain = true;
+      return;
+    }
+    reloading = (async () => {
+      do {
+        reloadAgain = false;
+        const at = now();
+        try {
+          if (opts.reloadFilter) filter = await opts.reloadFilter();
+        } catch {
+          // Kept the old filter: the full pass below reports the unreadable ignore file.
+        }
+        if (closed) return;
+        await refilterHook();
+        emit({ kind: 'raw', path: '', at, reason: `the ignore file ${opts.ignoreFile ?? ''} changed` });
+      } while (reloadAgain && !closed);
+    })().finally(() => {
+      reloading = undefined;
+    });
+  };
+  const ignoreRel = opts.ignoreFile ? toRelPath(root, resolve(root, opts.ignoreFile)) : undefined;
+
+  // Which mounts get events and which are polled (auto: by filesystem type).
+  const watchMode = opts.watchMode ?? DEFAULTS.watch.mode;
+  const mounts = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), root, watchMode);
+  const overLimit: string[] = [];
+  let limitProblem: string | undefined;
+  let pollProblems: string[] = [];
+  let poller: Poller | undefined;
+  /** Set once the start's first cycle ran: a poller created later starts at once. */
+  let pollerStarted = false;
+  const pollTargetMs = opts.pollTargetMs ?? DEFAULTS.watch.pollIntervalSeconds * 1000;
+  const pollBudgetPercent = opts.pollBudgetPercent ?? DEFAULTS.watch.pollBudgetPercent;
+  const polledMounts = mounts.filter((m) => m.kind === 'poll').map((m) => m.rel);
+  const usePoller = (): Poller => {
+    if (poller) return poller;
+    poller = new Poller({
+      root,
+      subtrees: polledMounts,
+      filter: (p, isDir) => filter(p, isDir),
+      emit,
+      intervalMs: pollTargetMs,
+      budgetPercent: pollBudgetPercent,
+      fs: { lstat: (p) => fsp.lstat(p), readdir: (p) => fsp.readdir(p) },
+      clock: {
+        now,
+        cpuMs: () => {
+          const u = process.cpuUsage();
+          return (u.user + u.system) / 1000;
+        },
+        sleep: (ms) => delay(ms).then(() => undefined),
+      },
+      onProblems: (problems) => {
+        pollProblems = problems.map((p) => p.message);
+        // Logged (and the mapping shows degraded through status()); events are not lost.
+        for (const p of problems) fail(new WatchError('watch-degraded', root, p.message, false));
+      },
+    });
+    if (pollerStarted && !closed) void poller.start();
+    return poller;
+  };
+
+  let folders: FolderWatch | undefined;
+  let unsubscribeQueue: (() => void) | undefined;
+  if (watchMode !== 'poll') {
+    // Before the process's first watch creates the inotify queue: its size is fixed then.
+    await inotifyQueue.prepare();
+    folders = await watchFolders({
+      root,
+      filter: (p, isDir) => filter(p, isDir),
+      emit,
+      checkRoot: () => void checkRoot(),
+      onWatchError: (err) => fail(classifyWatchError(root, err)),
+      // Past the inotify limit, folders are polled instead of going unwatched.
+      onWatchLimit: (rel) => {
+        overLimit.push(rel);
+        const first = limitProblem === undefined;
+        limitProblem = `the inotify watch limit is reached: ${overLimit.length} folder(s) under ${root} are polled instead of watched; raise it: ${RAISE_WATCH_LIMIT}`;
+        if (first) fail(new WatchError('watch-limit', root, limitProblem, false));
+        usePoller().addSubtree(rel);
+      },
+      ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
+      now,
+    });
+    // The queue is the process's: an overflow may have dropped events of any folder. (One
+    // during the setup above is covered by the caller's full pass, which comes after it.)
+    unsubscribeQueue = inotifyQueue.subscribe((o) => fail(queueOverflowError(root, o)));
+  }
+  if (polledMounts.length > 0) usePoller();
+  pollerStarted = true;
+  if (poller && !closed) {
+    // Its first cycle learns the polled tree before the caller's full pass (see above).
+    const p = poller;
+    const giveUp = (): void => void p.stop();
+    if (opts.signal?.aborted) giveUp();
+    opts.signal?.addEventListener('abort', giveUp, { once: true });
+    await p.start();
+    opts.signal?.removeEventListener('abort', giveUp);
+  }
+  const refilter = async (): Promise<void> => {
+    await folders?.refilter();
+  };
+  refilterHook = refilter;
+
+  /**
+   * Mounts change without an event: a share unmounted leaves its watches silent, a share
+   * mounted again over the bare mount point hides the folder this watcher follows. The
+   * folder's identity and the mount table are looked at again every few seconds (one
+   * stat, one read of /proc/self/mountinfo; a check still waiting on a hung mount is not
+   * repeated).
+   */
+  const planKey = (plan: readonly MountPlanEntry[]): string => plan.map((m) => `${m.rel}\0${m.mountPoint}\0${m.fsType}\0${m.source}\0${m.kind}`).join('\n');
+  const startedPlan = planKey(mounts);
+  const watchMounts = async (): Promise<void> => {
+    while (!closed && !rootGone) {
+      await delay(opts.mountCheckMs ?? 5_000, undefined, { ref: false });
+      if (closed || rootGone) return;
+      await checkRoot();
+      if (closed || rootGone) return;
+      const now = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), root, watchMode);
+      if (closed || rootGone) return;
+      if (planKey(now) !== startedPlan) {
+        const what = now.map((m) => `${m.mountPoint} ${m.fsType}`).join(', ');
+        fail(new WatchError('mounts-changed', root, `the filesystems mounted on or below ${root} changed (now: ${what}): watching it again`, true));
         return;
       }
-      reloading = (async () => {
-        do {
-          reloadAgain = false;
-          const at = now();
-          try {
-            if (opts.reloadFilter) filter = await opts.reloadFilter();
-          } catch {
-            // Kept the old filter: the full pass below reports the unreadable ignore file.
-          }
-          if (closed) return;
-          await refilterHook();
-          emit({ kind: 'raw', path: '', at, reason: `the ignore file ${opts.ignoreFile ?? ''} changed` });
-        } while (reloadAgain && !closed);
-      })().finally(() => {
-        reloading = undefined;
-      });
-    };
-    const ignoreRel = opts.ignoreFile ? toRelPath(root, resolve(root, opts.ignoreFile)) : undefined;
-
-    // Which mounts get events and which are polled (auto: by filesystem type).
-    const watchMode = opts.watchMode ?? DEFAULTS.watch.mode;
-    const mounts = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), root, watchMode);
-    const overLimit: string[] = [];
-    let limitProblem: string | undefined;
-    let pollProblems: string[] = [];
-    let poller: Poller | undefined;
-    /** Set once the start's first cycle ran: a poller created later starts at once. */
-    let pollerStarted = false;
-    const pollTargetMs = opts.pollTargetMs ?? DEFAULTS.watch.pollIntervalSeconds * 1000;
-    const pollBudgetPercent = opts.pollBudgetPercent ?? DEFAULTS.watch.pollBudgetPercent;
-    const polledMounts = mounts.filter((m) => m.kind === 'poll').map((m) => m.rel);
-    const usePoller = (): Poller => {
-      if (poller) return poller;
-      poller = new Poller({
-        root,
-        subtrees: polledMounts,
-        filter: (p, isDir) => filter(p, isDir),
-        emit,
-        intervalMs: pollTargetMs,
-        budgetPercent: pollBudgetPercent,
-        fs: { lstat: (p) => fsp.lstat(p), readdir: (p) => fsp.readdir(p) },
-        clock: {
-          now,
-          cpuMs: () => {
-            const u = process.cpuUsage();
-            return (u.user + u.system) / 1000;
-          },
-          sleep: (ms) => delay(ms).then(() => undefined),
-        },
-        onProblems: (problems) => {
-          pollProblems = problems.map((p) => p.message);
-          // Logged (and the mapping shows degraded through status()); events are not lost.
-          for (const p of problems) fail(new WatchError('watch-degraded', root, p.message, false));
-        },
-      });
-      if (pollerStarted && !closed) void poller.start();
-      return poller;
-    };
-
-    let folders: FolderWatch | undefined;
-    let unsubscribeQueue: (() => void) | undefined;
-    if (watchMode !== 'poll') {
-      // Before the process's first watch creates the inotify queue: its size is fixed then.
-      await inotifyQueue.prepare();
-      folders = await watchFolders({
-        root,
-        filter: (p, isDir) => filter(p, isDir),
-        emit,
-        checkRoot: () => void checkRoot(),
-        onWatchError: (err) => fail(classifyWatchError(root, err)),
-        // Past the inotify limit, folders are polled instead of going unwatched.
-        onWatchLimit: (rel) => {
-          overLimit.push(rel);
-          const first = limitProblem === undefined;
-          limitProblem = `the inotify watch limit is reached: ${overLimit.length} folder(s) under ${root} are polled instead of watched; raise it: ${RAISE_WATCH_LIMIT}`;
-          if (first) fail(new WatchError('watch-limit', root, limitProblem, false));
-          usePoller().addSubtree(rel);
-        },
-        ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
-        now,
-      });
-      // The queue is the process's: an overflow may have dropped events of any folder. (One
-      // during the setup above is covered by the caller's full pass, which comes after it.)
-      unsubscribeQueue = inotifyQueue.subscribe((o) => fail(queueOverflowError(root, o)));
     }
-    if (polledMounts.length > 0) usePoller();
-    pollerStarted = true;
-    if (poller && !closed) {
-      // Its first cycle learns the polled tree before the caller's full pass (see above).
-      const p = poller;
-      const giveUp = (): void => void p.stop();
-      if (opts.signal?.aborted) giveUp();
-      opts.signal?.addEventListener('abort', giveUp, { once: true });
-      await p.start();
-      opts.signal?.removeEventListener('abort', giveUp);
-    }
-    const refilter = async (): Promise<void> => {
-      await folders?.refilter();
-    };
-    refilterHook = refilter;
-
-    /**
-     * Mounts change without an event: a share unmounted leaves its watches silent, a share
-     * mounted again over the bare mount point hides the folder this watcher follows. The
-     * folder's identity and the mount table are looked at again every few seconds (one
-     * stat, one read of /proc/self/mountinfo; a check still waiting on a hung mount is not
-     * repeated).
-     */
-    const planKey = (plan: readonly MountPlanEntry[]): string => plan.map((m) => `${m.rel}\0${m.mountPoint}\0${m.fsType}\0${m.source}\0${m.kind}`).join('\n');
-    const startedPlan = planKey(mounts);
-    const watchMounts = async (): Promise<void> => {
-      while (!closed && !rootGone) {
-        await delay(opts.mountCheckMs ?? 5_000, undefined, { ref: false });
-        if (closed || rootGone) return;
-        await checkRoot();
-        if (closed || rootGone) return;
-        const now = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), root, watchMode);
-        if (closed || rootGone) return;
-        if (planKey(now) !== startedPlan) {
-          const what = now.map((m) => `${m.mountPoint} ${m.fsType}`).join(', ');
-          fail(new WatchError('mounts-changed', root, `the filesystems mounted on or below ${root} changed (now: ${what}): watching it again`, true));
-          return;
-        }
-      }
-    };
-    void watchMounts();
-    opts.onReady?.();
-    return {
-      mode,
-      root,
-      async close() {
-        closed = true;
-        unsubscribeQueue?.();
-        folders?.close();
-        await poller?.stop();
-      },
-      watchedDirs: () => folders?.watchedDirs() ?? 0,
-      status: () => {
-        const poll = poller?.status();
-        return {
-          mode: watchMode,
-          mounts: poll ? withPollFigures(mounts, poll) : mounts,
-          overLimit: [...overLimit],
-          limitFix: overLimit.length > 0 ? RAISE_WATCH_LIMIT : undefined,
-          poll: poll && { ...poll, targetIntervalMs: pollTargetMs, budgetPercent: pollBudgetPercent },
-          problems: [...(limitProblem ? [limitProblem] : []), ...pollProblems],
-          queue: folders ? inotifyQueue.view() : undefined,
-        };
-      },
-    };
-  }
-
+  };
+  void watchMounts();
+  opts.onReady?.();
+  return {
+    root,
+    async close() {
+      closed = true;
+      unsubscribeQueue?.();
+      folders?.close();
+      await poller?.stop();
+    },
+    watchedDirs: () => folders?.watchedDirs() ?? 0,
+    status: () => {
+      const poll = poller?.status();
+      return {
+        mode: watchMode,
+        mounts: poll ? withPollFigures(mounts, poll) : mounts,
+        overLimit: [...overLimit],
+        limitFix: overLimit.length > 0 ? RAISE_WATCH_LIMIT : undefined,
+        poll: poll && { ...poll, targetIntervalMs: pollTargetMs, budgetPercent: pollBudgetPercent },
+        problems: [...(limitProblem ? [limitProblem] : []), ...pollProblems],
+        queue: folders ? inotifyQueue.view() : undefined,
+      };
+    },
+  };
 }
 
 /**

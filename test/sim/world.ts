@@ -227,7 +227,7 @@ export class World {
       localFs: this.local,
       watch: async (opts) => {
         proc.watcher = opts;
-        const w: Watcher = { mode: 'folders', root: ROOT, close: async () => void (proc.watcher = undefined), watchedDirs: () => 1 };
+        const w: Watcher = { root: ROOT, close: async () => void (proc.watcher = undefined), watchedDirs: () => 1 };
         return w;
       },
       // The runner's monotonic clock and full passes' stability window reach the mirror as buildMirror passes them.

@@ -122,7 +122,6 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
       watcherClosed = false;
       watcherOpts = opts;
       const w: Watcher = {
-        mode: 'folders',
         root: opts.root,
         close: () => {
           watcherClosed = true;

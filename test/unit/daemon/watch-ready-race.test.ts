@@ -61,7 +61,7 @@ function setup() {
     buildMirror: () => built.promise,
     watch: () => ready.promise,
   };
-  const watcher: Watcher = { mode: 'folders', root: '/srv/share', close: () => Promise.resolve(), watchedDirs: () => 1 };
+  const watcher: Watcher = { root: '/srv/share', close: () => Promise.resolve(), watchedDirs: () => 1 };
   return {
     runner: new MappingRunner(deps),
     passes,

@@ -153,14 +153,29 @@ describe('executePlan: an upload answer names our documents (issue 9, found by t
     }
   });
 
-  it('an intent records the unmarked documents already named like its files (never its upload)', async () => {
+  it('an intent of files sent under their real names records the unmarked documents already named like them (never its upload)', async () => {
     const api = new FakeApi();
     const state = new MemoryState();
     api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
     const ops: Op[] = [0, 1].map((i) => ({ kind: 'upload', path: `f${i}.txt`, file: file(i) }));
-    await executePlan(ops, opts(api, state, (p) => (p === 'f1.txt' ? ['p1', 'p2'] : [])));
+    // A service that ignores new names: uploads go unmarked, told by name and size after a lost answer.
+    await executePlan(ops, { ...opts(api, state, (p) => (p === 'f1.txt' ? ['p1', 'p2'] : [])), renameCheck: { verified: true, ignored: true } });
     const [intent] = Object.values(state.m.intents);
     expect(intent?.kind === 'upload' && intent.preexisting).toEqual(['p1', 'p2']);
-    expect(intent?.kind === 'upload' && intent.files.map((f) => f.documentId)).toEqual([undefined, undefined]);
+    expect(intent?.kind === 'upload' && intent.files.map((f) => [f.documentId, f.uploadName])).toEqual([
+      [undefined, undefined],
+      [undefined, undefined],
+    ]);
+  });
+
+  it('an intent of marked uploads records no preexisting documents: each is told by its mark (issue 27.7)', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    const ops: Op[] = [0, 1].map((i) => ({ kind: 'upload', path: `f${i}.txt`, file: file(i) }));
+    await executePlan(ops, { ...opts(api, state, (p) => (p === 'f1.txt' ? ['p1', 'p2'] : [])), preexistingFresh: true });
+    const [intent] = Object.values(state.m.intents);
+    expect(intent?.kind === 'upload' && intent.files.every((f) => f.uploadName !== undefined)).toBe(true);
+    expect(intent?.kind === 'upload' && [intent.preexisting, intent.preexistingFresh]).toEqual([undefined, undefined]);
   });
 });

@@ -177,7 +177,8 @@ describe('upload intents (issue 9, defect 2)', () => {
     api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
     await mirror.fullPass({ maxRounds: 1 });
     api.failAfter = () => undefined;
-    expect(openUpload(state).preexisting).toEqual([theirs.id]);
+    // A marked upload is told by its mark: what existed before it is not journalled (issue 27.7).
+    expect(openUpload(state).preexisting).toBeUndefined();
     await clock.advance(1000);
     await mirror.fullPass();
     // The first listing after the lost answer pinned our document in the intent.
@@ -455,6 +456,30 @@ describe('a service that ignores the new name of an update (issue 23, defect 5)'
     api.calls = [];
     await mirror.fullPass();
     expect(api.count('uploadDocuments') + api.count('updateDocument') + api.count('deleteDocument')).toBe(0);
+  });
+
+  it("an upload sent under its real name journals the documents of its name that existed before it; after a lost answer a person's one is left alone (issue 27.7)", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    api.ignoreRename = true;
+    local.put('a.txt', 'h1');
+    expect((await mirror.fullPass()).renameIgnored).toBe(true);
+    const theirs = { ...api.add({ name: 'c.txt', metadata: {}, size: 10 }) };
+    local.put('c.txt', 'h3');
+    api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failAfter = () => undefined;
+    const intent = openUpload(state);
+    expect(intent.files.map((f) => [f.path, f.uploadName])).toEqual([['c.txt', undefined]]);
+    expect(intent.preexisting).toEqual([theirs.id]);
+    expect(intent.preexistingFresh).toBe(true);
+    for (let i = 0; i < 3; i++) {
+      await clock.advance(INTENT_SETTLE_MS);
+      await mirror.fullPass();
+    }
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    expect(api.list().filter((d) => d.metadata['dssync_path'] === 'c.txt')).toHaveLength(1);
+    expect(api.count('uploadDocuments')).toBe(3);
+    expect(state.m.intents).toEqual({});
   });
 
   it('a service that renames is checked once, and nothing changes', async () => {

@@ -1,0 +1,156 @@
+/**
+ * The stability window of every pass (MirrorDeps.stabilityMs): which files changed too
+ * recently to be read whole, set aside until a later look finds them stable, and which of
+ * them a listing left unjudged. The mirror asks it while it prepares the local side of a
+ * round; it keeps its records across passes.
+ */
+import type { DocumentRecord } from '../api/records.js';
+import type { EntryStat, MappingState } from '../state/schema.js';
+import { readMeta } from './metadata.js';
+import type { ChangeScope, ScanResult } from './mirror.js';
+import type { LocalFileInfo } from './plan.js';
+
+export interface StabilityOptions {
+  /** The window (ms; 0: none). */
+  windowMs: number;
+  /** The wall clock: file times are compared with it. */
+  now: () => number;
+  /** A clock that never steps: two looks a window apart. */
+  monotonic: () => number;
+}
+
+export class StabilityWindow {
+  /**
+   * Files set aside by the stability window, with their stat and when it was first seen so
+   * (monotonic): a pass that finds the same stat a window later takes the file as stable.
+   * `gone`: a full walk no longer found it, while the runner's follow-up still names it.
+   * `released`: found stable at this stat, kept for a follow-up that may still name it
+   * (forget).
+   */
+  private readonly settling = new Map<string, SettlingRecord>();
+  /**
+   * Files the last full pass set aside while its listing showed a document of ours for the
+   * path that the state does not record there (a move whose record a crash cut, a lost
+   * answer): their remote side was left unjudged, and the state cannot stand in for it. An
+   * incremental pass (the follow-up) that finds one stable does not send it blind — that
+   * made a duplicate of the document the listing showed (seed 7, history 4,302 of the
+   * sim2 long run) — but holds it and asks for a full pass (`needsFullPass`).
+   */
+  private unjudged = new Set<string>();
+
+  constructor(private readonly o: StabilityOptions) {}
+
+  /** A full listing is in: the set-aside paths it left unjudged (see `unjudged`). */
+  judged(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, mappingId: string): void {
+    this.unjudged = unjudgedRemote(remote, settling, mapping, mappingId);
+  }
+
+  /** True when an incremental pass must not send `path`: a listing left it unjudged. */
+  needsListing(path: string): boolean {
+    return this.unjudged.has(path);
+  }
+
+  /**
+   * What is no longer waited for. The runner's follow-up of a set-aside file is an
+   * incremental pass naming it a window later, and an incremental pass judges only a file it
+   * has a record of (the aggregator holds the others). So a record outlives the file's
+   * release and its absence from a full walk: forgotten early, the follow-up met a new
+   * writer's first chunk there with no record and sent it half-written (seed 8, history
+   * 623: set aside, swapped away, a slow writer at the same path; seed 7, history 2,645:
+   * released by another pass, then truncated and rewritten before the follow-up came). A
+   * file a full walk does not find is remembered as gone; a released one keeps the stat it
+   * was released at, and any other stat at the follow-up is judged by the window again. A
+   * record is dropped when a pass that names the path (the follow-up) finds the file gone,
+   * or unchanged since its release; past MAX_SETTLING records the released ones go first.
+   */
+  forget(scan: ScanResult, scope: ChangeScope | undefined, mapping: MappingState): void {
+    if (this.settling.size === 0) return;
+    const named = scope ? new Set(scope.files) : undefined;
+    for (const [path, held] of this.settling) {
+      if (scan.files.has(path)) continue;
+      // Vouched: unchanged from the state's record, so stable at that stat.
+      const vouched = scan.vouched?.paths.has(path) ? mapping.files.statOf(path) : undefined;
+      if (!named && vouched) this.settling.set(path, { size: vouched.size, mtimeMs: vouched.mtimeMs, ctimeMs: vouched.ctimeMs, since: held.since, released: true });
+      else if (!named) this.settling.set(path, { ...held, gone: true, released: undefined });
+      else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.delete(path);
+    }
+    if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if (held.released && this.settling.size > MAX_SETTLING) this.settling.delete(path);
+  }
+
+  /** A file found stable: remembered at this stat for a follow-up still to come (forget). */
+  private release(file: LocalFileInfo, full: boolean): false {
+    const held = this.settling.get(file.path);
+    if (held === undefined) return false;
+    const unchanged = held.released === true && sameStat(held, file);
+    if (unchanged && !full) this.settling.delete(file.path);
+    else if (!unchanged) this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: this.o.monotonic(), released: true });
+    return false;
+  }
+
+  /**
+   * The stability rule of every full pass (MirrorDeps.stabilityMs): true when `file` changed
+   * too recently to be read whole. Checked in full passes, and in any pass for a file set
+   * aside before (an incremental pass is the follow-up; events are held by the aggregator).
+   *
+   * A file is stable when any of these holds, none of which needs the mtime to be behind
+   * the wall clock: its stat (size, mtime, ctime, dev, inode) is the one the state recorded
+   * when it was last read whole (nothing wrote it since: a write moves the ctime to the
+   * writer's "now", whatever that is); two looks a window apart on the monotonic clock saw
+   * the same stat; or, when its times are behind the wall clock, they are a window old.
+   * Without the first, a file written before a backward step (its mtime now in the future)
+   * was set aside by every full pass until the wall clock caught up, so a document of it
+   * that a person deleted was not uploaded again for up to the size of the step (issue 23,
+   * the simulation's SIM_WALL_BACK_REPAIR).
+   */
+  mayBeBeingWritten(file: LocalFileInfo, full: boolean, entry: EntryStat | undefined): boolean {
+    const windowMs = this.o.windowMs;
+    const held = this.settling.get(file.path);
+    if (windowMs <= 0 || (!full && !held)) return false;
+    if (entry !== undefined && sameStatAsEntry(entry, file)) return this.release(file, full);
+    if (held?.released && sameStat(held, file)) return this.release(file, full);
+    // File times are wall-clock: compared with the wall clock (a future time proves nothing).
+    const age = this.o.now() - Math.max(file.mtimeMs, file.ctimeMs ?? -Infinity);
+    const mono = this.o.monotonic();
+    const same = held !== undefined && !held.gone && !held.released && sameStat(held, file);
+    // Two stats a window apart that agree prove it too, whatever the wall clock did.
+    if (age >= windowMs || (same && mono - held.since >= windowMs)) return this.release(file, full);
+    this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: same ? held.since : mono });
+    return true;
+  }
+}
+
+/** Set-aside paths for which `remote` holds a document of ours (by metadata) that the state does not record at that path. */
+function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, mappingId: string): Set<string> {
+  const out = new Set<string>();
+  if (settling.length === 0) return out;
+  const aside = new Set(settling);
+  for (const doc of remote) {
+    const meta = readMeta(doc);
+    if (meta === undefined || meta.mappingId !== mappingId || !aside.has(meta.path)) continue;
+    if (mapping.files.documentIdOf(meta.path) !== doc.id) out.add(meta.path);
+  }
+  return out;
+}
+
+interface SettlingRecord {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number | undefined;
+  /** When this stat was first seen (monotonic). */
+  since: number;
+  gone?: true | undefined;
+  released?: true | undefined;
+}
+
+/** Records of set-aside files kept at most (Mirror.settling): released ones are dropped first past it. */
+const MAX_SETTLING = 100_000;
+
+function sameStat(held: SettlingRecord, file: LocalFileInfo): boolean {
+  return held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
+}
+
+/** The stat the state recorded, every field the walk gives known and equal (a fake may leave ctime, dev or inode out). */
+function sameStatAsEntry(entry: EntryStat, file: LocalFileInfo): boolean {
+  const known = (a: number | undefined, b: number | undefined): boolean => a !== undefined && b !== undefined && a === b;
+  return entry.size === file.size && entry.mtimeMs === file.mtimeMs && known(entry.ctimeMs, file.ctimeMs) && known(entry.ino, file.ino) && (entry.dev === undefined || entry.dev === file.dev);
+}
