@@ -79,7 +79,7 @@ export interface HttpRequest {
   json?: unknown;
   form?: FormData;
   /** A body streamed as it is produced (uploads: api/upload.ts), with its exact length. */
-  stream?: { body: Readable; contentType: string; contentLength: number } | undefined;
+  stream?: { body: Readable | Buffer; contentType: string; contentLength: number } | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -126,7 +126,7 @@ export class HttpTransport {
       accept: 'application/json',
       'user-agent': this.opts.userAgent,
     };
-    let body: string | FormData | Readable | undefined;
+    let body: string | FormData | Readable | Buffer | undefined;
     if (req.json !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(req.json);
