@@ -4,7 +4,8 @@
  * knows (src/secrets.ts) by value in each line written, whatever field or message carries it.
  */
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
-import pinoPretty from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type PinoPretty from 'pino-pretty';
 import { printable } from './printable.js';
 import { scrub } from './secrets.js';
 
@@ -68,7 +69,17 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
   return pino(options, pino.destination({ fd: opts.fd ?? 1, sync: true }));
 }
 
+/**
+ * pino-pretty is loaded only for a terminal: JSON lines (journald, a sync piped or run by a
+ * script) never use it, and its modules cost every start ~40 ms of CPU. A CommonJS package,
+ * so loaded synchronously.
+ */
+function loadPinoPretty(): typeof PinoPretty {
+  return createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
+}
+
 function prettyStream(fd: 1 | 2): DestinationStream {
+  const pinoPretty = loadPinoPretty();
   return pinoPretty({
     destination: fd,
     colorize: true,

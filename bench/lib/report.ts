@@ -47,6 +47,7 @@ export interface TargetResult extends Target {
 export const TARGETS: Target[] = [
   { scenario: 'initialMirror', figure: 'speedup', op: '>=', value: 20, label: 'speedup ≥ 20' },
   { scenario: 'initialMirror', figure: 'requestsRatio', op: '<=', value: 1.02, label: 'requests ≤ 1.02 × minimumRequests' },
+  { scenario: 'initialMirror', figure: 'cpuMsPerFile', op: '<=', value: 1, label: 'CPU ≤ 1 ms/file' },
   { scenario: 'rateCap', figure: 'utilization', op: '>=', value: 0.95, label: 'utilization ≥ 0.95' },
   { scenario: 'restart', figure: 'seconds', op: '<=', value: 10, label: 'restart seconds ≤ 10' },
   { scenario: 'restart', figure: 'writes', op: '=', value: 0, label: 'restart writes = 0' },

@@ -27,6 +27,8 @@ export interface InitialMirrorFigures {
   requestsRatio: number;
   peakRssMB: number;
   cpuSeconds: number;
+  /** CPU (user + system) of the dssync process per file mirrored, in ms: cpuSeconds × 1000 / files (issue 28.1). */
+  cpuMsPerFile: number;
   runs: { seconds: number; requests: number }[];
 }
 
@@ -110,6 +112,7 @@ export async function runInitialMirror(ctx: BenchContext, share: string, files: 
       requestsRatio: round(requests / minimum, 4),
       peakRssMB: round(median(runs.map((r) => r.peakRssMB)), 0),
       cpuSeconds: round(median(runs.map((r) => r.cpuSeconds)), 1),
+      cpuMsPerFile: round((median(runs.map((r) => r.cpuSeconds)) * 1000) / rels.length, 2),
       runs: runs.map((r) => ({ seconds: round(r.seconds), requests: r.requests })),
     },
     tree: kept!,

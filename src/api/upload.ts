@@ -10,8 +10,15 @@
  * last chunk of a file is held back until the hash matches the one recorded at planning and
  * the descriptor's size, mtime and ctime are unchanged. Otherwise the body is abandoned
  * before the part ends (E_FILE_CHANGED): the service never receives a complete part.
+ *
+ * A batch of small files (each one read, that is one chunk, and the body within
+ * SMALL_BODY_BYTES) is read and verified whole, with the same checks, before the request
+ * starts, and sent as one buffer: for such a file the streaming would hold back its only
+ * chunk anyway, and a file found changed is then refused before a byte of the batch is sent
+ * (not ambiguous). It costs a first mirror of small files a fraction of the CPU of a stream
+ * of parts, and the descriptors are closed before the request rather than after its answer.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { realpath } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
@@ -37,9 +44,9 @@ function fileChanged(file: UploadFile, what: string, ctx: DecodeContext, extra: 
   });
 }
 
-/** A streamed multipart body, ready for HttpTransport (its length is exact). */
+/** A multipart body, streamed or whole, ready for HttpTransport (its length is exact). */
 export interface UploadBody {
-  body: Readable;
+  body: Readable | Buffer;
   contentType: string;
   contentLength: number;
 }
@@ -59,6 +66,8 @@ interface OpenPart {
 const CRLF = Buffer.from('\r\n');
 /** Read size while streaming: two of these per file in flight at most (one held back). */
 const CHUNK_BYTES = 256 * 1024;
+/** A body up to this size, of files of one chunk each, is read and checked whole before it is sent. */
+export const SMALL_BODY_BYTES = 8 * 1024 * 1024;
 
 /**
  * Opens every file and checks it (a missing one, anything but a regular file, one that now
@@ -69,7 +78,10 @@ const CHUNK_BYTES = 256 * 1024;
 export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promise<PreparedUpload> {
   await testPause('upload-open', files.map((f) => f.path));
   const parts: OpenPart[] = [];
+  let closed = false;
   const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
     await Promise.all(parts.map((p) => p.opened.handle.close().catch(() => undefined)));
   };
   try {
@@ -91,6 +103,11 @@ export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promi
     await testPause('upload-send', files.map((f) => f.path));
     const closing = Buffer.from(`--${boundary}--\r\n`);
     const contentLength = parts.reduce((n, p) => n + p.header.length + p.opened.stat.size + CRLF.length, 0) + closing.length;
+    if (contentLength <= SMALL_BODY_BYTES && parts.every((p) => p.opened.stat.size <= CHUNK_BYTES)) {
+      const body = await wholeBody(parts, closing, contentLength, ctx);
+      await close();
+      return { body: { body, contentType: `multipart/form-data; boundary=${boundary}`, contentLength }, close };
+    }
     return {
       body: { body: Readable.from(streamParts(parts, closing, ctx), { objectMode: false }), contentType: `multipart/form-data; boundary=${boundary}`, contentLength },
       close,
@@ -155,6 +172,74 @@ function wellFormed(s: string): string {
   return s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
 }
 
+/**
+ * The body of a batch of small files, read and verified whole (readChecked) before the
+ * request starts: a file that changed is refused here, before anything is sent.
+ */
+async function wholeBody(parts: readonly OpenPart[], closing: Buffer, contentLength: number, ctx: DecodeContext): Promise<Buffer> {
+  const body = Buffer.allocUnsafe(contentLength);
+  let at = 0;
+  for (const part of parts) {
+    at += part.header.copy(body, at);
+    at += await readChecked(part, body, at, ctx);
+    at += CRLF.copy(body, at);
+  }
+  at += closing.copy(body, at);
+  if (at !== contentLength) throw new Error(`upload body: wrote ${at} of ${contentLength} bytes`);
+  return body;
+}
+
+/**
+ * One small file's bytes into `into` at `at`, from its descriptor at explicit offsets, with
+ * streamFile's checks (the size seen at open, unchanged stats after the read, the hash
+ * recorded at planning); nothing has been sent, so a failure is not ambiguous. Returns the
+ * bytes read (the file's size).
+ */
+async function readChecked(part: OpenPart, into: Buffer, at: number, ctx: DecodeContext): Promise<number> {
+  const { file, opened } = part;
+  const before = opened.stat;
+  const changed = (what: string): ApiError => fileChanged(file, what, ctx);
+  // Read in place, one byte more than the size (the CRLF after the part is written over it):
+  // a file that grew is noticed without a further read.
+  const end = at + before.size + 1;
+  let pos = 0;
+  for (;;) {
+    let n: number;
+    try {
+      ({ bytesRead: n } = await opened.handle.read(into, at + pos, end - at - pos, pos));
+    } catch (e) {
+      throw fileChanged(file, `could not be read before being sent (${errorCode(e)})`, ctx, { cause: e });
+    }
+    if (n === 0) break;
+    pos += n;
+    addContentBytesRead(n);
+    if (pos > before.size) throw changed(`it grew beyond ${before.size} bytes since it was opened`);
+    // A short read that completes the size seen at open is the end of the file (growth
+    // after it shows in the stats below).
+    if (pos === before.size) break;
+  }
+  if (pos !== before.size) throw changed(`it shrank since it was opened (read ${pos} of ${before.size} bytes)`);
+  await checkUnchanged(part, pos, createHash('sha256').update(into.subarray(at, at + pos)), changed, ctx, false);
+  return pos;
+}
+
+/** The checks after a file's last byte was read: its stats as at open, its hash as planned. */
+async function checkUnchanged(part: OpenPart, bytes: number, hash: Hash, changed: (what: string) => ApiError, ctx: DecodeContext, sending: boolean): Promise<void> {
+  const { file, opened } = part;
+  const before = opened.stat;
+  let after: FsStats;
+  try {
+    after = await opened.handle.stat();
+  } catch (e) {
+    throw fileChanged(file, `could not be checked after it was read (${errorCode(e)})`, ctx, { ambiguous: sending, cause: e });
+  }
+  if (bytes !== before.size) throw changed(`it shrank while being sent (read ${bytes} of ${before.size} bytes)`);
+  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed(sending ? 'it was modified while being sent' : 'it was modified while being read');
+  if (file.expectedSha256 !== undefined && hash.digest('hex') !== file.expectedSha256) {
+    throw changed('its content is not the version that was hashed (modified in place since)');
+  }
+}
+
 async function* streamParts(parts: OpenPart[], closing: Buffer, ctx: DecodeContext): AsyncGenerator<Uint8Array> {
   for (const part of parts) {
     yield part.header;
@@ -192,18 +277,11 @@ async function* streamFile(part: OpenPart, ctx: DecodeContext): AsyncGenerator<U
     hash.update(chunk);
     if (held) yield held;
     held = chunk;
+    // A short read that completes the size seen at open is the end of the file: the read
+    // that would return 0 is skipped (growth after it shows in the stats below).
+    if (pos === before.size) break;
   }
-  let after: FsStats;
-  try {
-    after = await opened.handle.stat();
-  } catch (e) {
-    throw fileChanged(file, `could not be checked after it was read (${errorCode(e)})`, ctx, { ambiguous: true, cause: e });
-  }
-  if (pos !== before.size) throw changed(`it shrank while being sent (read ${pos} of ${before.size} bytes)`);
-  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed('it was modified while being sent');
-  if (file.expectedSha256 !== undefined && hash.digest('hex') !== file.expectedSha256) {
-    throw changed('its content is not the version that was hashed (modified in place since)');
-  }
+  await checkUnchanged(part, pos, hash, changed, ctx, true);
   if (held) yield held;
 }
 

@@ -8,7 +8,7 @@
  */
 import { chmodSync, closeSync, constants, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import * as oidc from 'openid-client';
+import type * as Oidc from 'openid-client';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { ApiError } from '../api/errors.js';
 import { preview } from '../api/decode.js';
@@ -36,10 +36,23 @@ export const MAX_TOKEN_ANSWER_BYTES = 1024 * 1024;
 /** Grant errors that mean the credentials themselves were refused. */
 const REFUSED = new Set(['invalid_grant', 'invalid_client', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope']);
 
+/**
+ * openid-client (with jose and oauth4webapi) is loaded at the first token request, not with
+ * the CLI: a sync or daemon with a static token never uses it, and its modules cost every
+ * start ~30 ms of CPU. Every use below comes after `configuration()`, which loads it.
+ */
+let oidc: typeof Oidc;
+let oidcLoaded: Promise<void> | undefined;
+function loadOidc(): Promise<void> {
+  return (oidcLoaded ??= import('openid-client').then((m) => {
+    oidc = m;
+  }));
+}
+
 export class OAuth2TokenProvider extends RenewingProvider {
   readonly kind = 'oauth2' as const;
   readonly description: string;
-  private config: Promise<oidc.Configuration> | undefined;
+  private config: Promise<Oidc.Configuration> | undefined;
   /** The client authentication chosen (for `auth status`). */
   clientAuthMethod: 'none' | 'client_secret_basic' | 'client_secret_post' | undefined;
   private readonly account: string;
@@ -141,9 +154,9 @@ export class OAuth2TokenProvider extends RenewingProvider {
   }
 
   /** One token request; every failure becomes an ApiError naming the endpoint and the account, never a secret. */
-  private async request(call: () => Promise<oidc.TokenEndpointResponse>, extraSecrets: string[] = []): Promise<ObtainedToken> {
+  private async request(call: () => Promise<Oidc.TokenEndpointResponse>, extraSecrets: string[] = []): Promise<ObtainedToken> {
     const path = new URL(this.s.tokenUrl).pathname;
-    let res: oidc.TokenEndpointResponse;
+    let res: Oidc.TokenEndpointResponse;
     try {
       res = await call();
     } catch (e) {
@@ -213,15 +226,17 @@ export class OAuth2TokenProvider extends RenewingProvider {
   }
 
   /** Built once: discovery (when the server has it) decides the client authentication. */
-  private configuration(signal?: AbortSignal): Promise<oidc.Configuration> {
-    this.config ??= this.buildConfiguration(signal).catch((e: unknown) => {
-      this.config = undefined;
-      throw e;
-    });
+  private configuration(signal?: AbortSignal): Promise<Oidc.Configuration> {
+    this.config ??= loadOidc()
+      .then(() => this.buildConfiguration(signal))
+      .catch((e: unknown) => {
+        this.config = undefined;
+        throw e;
+      });
     return this.config;
   }
 
-  private async buildConfiguration(signal?: AbortSignal): Promise<oidc.Configuration> {
+  private async buildConfiguration(signal?: AbortSignal): Promise<Oidc.Configuration> {
     const tokenUrl = new URL(this.s.tokenUrl);
     const issuerGuess = tokenUrl.href.replace(/\/protocol\/openid-connect\/token\/?$/, '').replace(/\/(oauth2?\/)?token\/?$/, '');
     const discovered = await this.discover(issuerGuess === tokenUrl.href ? tokenUrl.origin : issuerGuess, signal);
@@ -235,7 +250,7 @@ export class OAuth2TokenProvider extends RenewingProvider {
     } catch (e) {
       throw new CredentialsRefusedError(`cannot read the client secret: ${(e as Error).message}`);
     }
-    let auth: oidc.ClientAuth;
+    let auth: Oidc.ClientAuth;
     if (secret === undefined) {
       auth = oidc.None();
       this.clientAuthMethod = 'none';
@@ -268,7 +283,7 @@ export class OAuth2TokenProvider extends RenewingProvider {
     }
   }
 
-  private fetcher(): oidc.CustomFetch {
+  private fetcher(): Oidc.CustomFetch {
     const dispatcher = this.o.dispatcher;
     const timeout = this.timeoutMs();
     return async (url, options) => {

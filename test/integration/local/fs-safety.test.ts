@@ -47,6 +47,23 @@ describe('small files', () => {
   });
 });
 
+describe('file handles over bare descriptors', () => {
+  it('a second close is a no-op: it never closes the descriptor the kernel handed to a later open', async () => {
+    await writeFile(join(dir, 'a.txt'), 'first');
+    await writeFile(join(dir, 'b.txt'), 'second file');
+    const a = await openRegularFile(join(dir, 'a.txt'));
+    await a.handle.close();
+    // The lowest free descriptor: most likely a's number again.
+    const b = await openRegularFile(join(dir, 'b.txt'));
+    await a.handle.close();
+    const buf = Buffer.alloc(64);
+    const { bytesRead } = await b.handle.read(buf, 0, buf.length, 0);
+    expect(buf.toString('utf8', 0, bytesRead)).toBe('second file');
+    await expect(a.handle.read(buf, 0, 1, 0)).rejects.toMatchObject({ code: 'EBADF' });
+    await b.handle.close();
+  });
+});
+
 describe('openRegularFile confinement', () => {
   it('a parent folder swapped for a link to an outside folder is caught on the opened descriptor', async () => {
     const root = join(dir, 'root');

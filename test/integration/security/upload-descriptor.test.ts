@@ -81,6 +81,43 @@ describe('security: uploads stream the checked descriptor', () => {
     expect(documentCount(ws)).toBe(0);
   });
 
+  it('a batch of small files (read and checked whole before the request) is sent byte for byte', async () => {
+    ws = await createWorkspace();
+    const texts = ['alpha beta gamma\n', 'delta '.repeat(3000), 'epsilon zeta\n'.repeat(200)];
+    const files: UploadFile[] = [];
+    for (const [i, text] of texts.entries()) {
+      await ws.write(`f${i}.txt`, text);
+      const path = join(ws.share, `f${i}.txt`);
+      const st = await stat(path);
+      files.push({ path, name: `f${i}.txt`, within: ws.share, expectedSha256: sha(text), identity: { dev: st.dev, ino: st.ino }, expectedSize: st.size, expectedMtimeMs: st.mtimeMs });
+    }
+    expect(await upload(ws, files)).toEqual({ ok: true });
+    expect(documentCount(ws)).toBe(3);
+    const stored = storedText(ws).replace(/\s+/g, ' ');
+    for (const text of texts) expect(stored).toContain(text.replace(/\s+/g, ' ').trim());
+  });
+
+  it('a small file that is not the version hashed is refused before a byte of its batch is sent: not ambiguous, no document', async () => {
+    ws = await createWorkspace();
+    await ws.write('good.txt', 'the good one');
+    await ws.write('bad.txt', 'B'.repeat(1000));
+    const good = join(ws.share, 'good.txt');
+    const bad = join(ws.share, 'bad.txt');
+    const r = await upload(ws, [
+      { path: good, name: 'good.txt', within: ws.share, expectedSha256: sha('the good one') },
+      { path: bad, name: 'bad.txt', within: ws.share, expectedSha256: sha('A'.repeat(1000)) },
+    ]);
+    expect(r.ok).toBe(false);
+    const e = (r as { error: ApiError }).error;
+    expect(e.code).toBe('E_FILE_CHANGED');
+    expect(e.file).toBe(bad);
+    expect(e.message).toContain('not the version that was hashed');
+    // Nothing left: no listing is needed before the next try.
+    expect(e.ambiguous).toBe(false);
+    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(documentCount(ws)).toBe(0);
+  });
+
   it('another file than the one walked (inode differs) is not sent', async () => {
     ws = await createWorkspace();
     await ws.write('a.txt', 'first version');
