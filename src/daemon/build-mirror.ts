@@ -8,6 +8,7 @@ import type { MappingState } from '../state/schema.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { folderProblem } from '../local/folder-check.js';
 import { createLocalSide } from '../local/side.js';
+import { DEFAULT_AGGREGATOR_OPTIONS } from '../local/aggregator.js';
 import type { Logger } from '../log.js';
 import { DataSourceMissingError, resolveDataSource, type ResolvedDataSource } from '../engine/data-source.js';
 import { establishIdentity, sharedDataSourceProblems, type IdentityHolder } from '../engine/installation.js';
@@ -15,6 +16,15 @@ import type { OpEvent } from '../engine/executor.js';
 import type { Op } from '../engine/plan.js';
 import { Mirror, type MirrorState } from '../engine/mirror.js';
 import { rebuildFromListing, type RebuildState } from '../engine/rebuild.js';
+
+/**
+ * The stability window of every full pass, the daemon's and `dssync sync`'s: the
+ * aggregator's for a file being written, or the configured quiet time when longer (a file
+ * changed this recently is set aside by the pass and looked at again after it).
+ */
+export function passStabilityMs(config: Pick<Config, 'debounceMs'>): number {
+  return Math.max(DEFAULT_AGGREGATOR_OPTIONS.settleMs, config.debounceMs);
+}
 
 /** Deleting fewer documents than this never trips the mass-delete share check. */
 export const MASS_DELETE_MINIMUM = 10;

@@ -16,10 +16,10 @@ import type { Config, MappingConfig } from '../config/types.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
 import type { FileFailure } from '../engine/executor.js';
-import { buildMirror } from './build-mirror.js';
+import { buildMirror, passStabilityMs } from './build-mirror.js';
 import { DataSourceMissingError, dataSourceGone } from '../engine/data-source.js';
 import { isApiError } from '../api/errors.js';
-import { DEFAULT_AGGREGATOR_OPTIONS, EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
+import { EventAggregator, isEmptyBatch, type Batch } from '../local/aggregator.js';
 import { loadFilter } from '../local/filters.js';
 import type { LocalFs } from '../local/fs.js';
 import { startWatcher, WatchError, type Watcher, type WatcherOptions, type WatchStatus } from '../local/watcher.js';
@@ -72,15 +72,6 @@ export interface MappingRunnerDeps {
 }
 
 const MAX_RECENT_ERRORS = 50;
-
-/**
- * The stability window of every full pass: the aggregator's for a file being written, or the
- * configured quiet time when longer (a file changed this recently is set aside by the pass
- * and looked at again after it).
- */
-function passStabilityMs(config: Config): number {
-  return Math.max(DEFAULT_AGGREGATOR_OPTIONS.settleMs, config.debounceMs);
-}
 
 export class MappingRunner {
   private phase: RunnerPhase = 'starting';
