@@ -31,8 +31,12 @@ interface SyncArgs extends GlobalArgs {
   logLevel?: string | undefined;
   allowMassDelete: boolean;
   folderMoved: boolean;
-  waitChanging: number;
+  /** Seconds to wait for files being written (default WAIT_CHANGING_S). */
+  waitChanging?: number | undefined;
 }
+
+/** `--wait-changing`'s default: seconds a sync waits for files being written. */
+const WAIT_CHANGING_S = 30;
 
 export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
   command: 'sync',
@@ -53,7 +57,7 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
       })
       .option('wait-changing', {
         type: 'number',
-        default: 30,
+        default: WAIT_CHANGING_S,
         describe: 'Files changed within the stability window (being written?) are not sent half-written: wait up to this many seconds for them, then report them as changing (exit 1; the next run sends them). 0: do not wait',
       })
       .example('$0 sync --config /etc/dssync/config.json', 'one pass')
@@ -69,7 +73,7 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
 
 export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const config = requireMappings(configFromArgs(args, env, (m) => void process.stderr.write(`dssync: warning: ${m}\n`)));
-  if (!Number.isFinite(args.waitChanging) || args.waitChanging < 0) {
+  if (args.waitChanging !== undefined && (!Number.isFinite(args.waitChanging) || args.waitChanging < 0)) {
     throw usageError(`--wait-changing must be a number of seconds, 0 or more (got ${String(args.waitChanging)})`);
   }
   // The engine loads only for this command: `dssync --help` and the admin commands stay fast.
@@ -166,7 +170,7 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     const passOpts = { dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal };
     const report = d.args.dryRun
       ? await mirror.fullPass(passOpts)
-      : await fullPassSettled(mirror, passOpts, { windowMs, waitMs: d.args.waitChanging * 1000, clock: realClock, logger: d.logger, signal: d.signal });
+      : await fullPassSettled(mirror, passOpts, { windowMs, waitMs: (d.args.waitChanging ?? WAIT_CHANGING_S) * 1000, clock: realClock, logger: d.logger, signal: d.signal });
     return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested, notices, changing: report.settling?.length ? { paths: report.settling, windowMs } : undefined };
   } catch (e) {
     // What the error means is decided in one place (errors/disposition.ts); this only words it.
