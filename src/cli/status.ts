@@ -27,7 +27,8 @@ import { readStatusToken, statusTokenPath } from '../daemon/web/status-token.js'
 import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
-import { parseDaemonStatus, type DaemonStatus, type MappingStatus, type PassRecordView } from '../daemon/status-schema.js';
+import { parseDaemonStatus, type DaemonStatus, type InstallationStatus, type MappingStatus, type PassRecordView } from '../daemon/status-schema.js';
+import { installationStatus } from '../daemon/status.js';
 import { readRecords, recordsPath, type MappingRecords } from '../daemon/records-file.js';
 import { stateWrittenAt } from '../state/state-check.js';
 import type { Intent, PassRecord, StateFile } from '../state/schema.js';
@@ -405,6 +406,8 @@ export interface StateFileReport {
   statePath: string;
   stateFile: 'present' | 'missing';
   daemon: { url: string | null; reason: string };
+  /** The identity the state file records (absent before the first sync). */
+  installation?: InstallationStatus;
   mappings: StateMappingView[];
 }
 
@@ -427,7 +430,8 @@ export function stateFileReport(
   for (const id of Object.keys(state?.mappings ?? {})) {
     if (!seen.has(id)) views.push(mappingView(id, null, null, !configured, state, records.get(id)));
   }
-  return { source: 'state-file', statePath: settings.statePath, stateFile: state ? 'present' : 'missing', daemon, mappings: views };
+  const installation = installationStatus(state?.identity, undefined);
+  return { source: 'state-file', statePath: settings.statePath, stateFile: state ? 'present' : 'missing', daemon, ...(installation ? { installation } : {}), mappings: views };
 }
 
 /** How many files of the kept list a state-file report names (the total is always given). */
@@ -572,6 +576,22 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
   return [`mapping ${m.id}: ${m.phase}`, indent(formatSummary(pairs).trimEnd()), ...lists.map((l) => `  ${l}`)].join('\n');
 }
 
+const ORIGIN_TEXT = { drawn: 'drawn at random', derived: 'derived from host and state path (older state)', pinned: 'pinned by config or environment' } as const;
+
+/** The installation id, its origin and former ids. */
+export function installationText(i: InstallationStatus): string {
+  const former = i.formerIds > 0 ? `, ${i.formerIds} former id(s)` : '';
+  const pin = i.origin === 'pinned' ? '' : '; pin it with "installationId" or DSSYNC_INSTALLATION_ID for containers';
+  return `${i.id} (${ORIGIN_TEXT[i.origin]}${former})${pin}`;
+}
+
+/** What a rebuild of the state at this start did (docs/reliability.md, "The identity file"). */
+function rebuiltText(r: NonNullable<InstallationStatus['stateRebuilt']>): string {
+  const how = r.kind === 'corrupt' ? `was corrupt${r.movedTo ? ` (moved to ${r.movedTo})` : ''}` : 'was missing';
+  const id = r.identity === 'recovered' ? 'identity kept from the identity file, documents recognised from the listing' : "no identity file: a new id; the old one's documents wait for 'dssync adopt'";
+  return `the state file ${how}; ${id}`;
+}
+
 export function formatDaemonStatus(s: DaemonStatus, url: string, now: number): string {
   const r = s.requests;
   const head = [
@@ -581,6 +601,8 @@ export function formatDaemonStatus(s: DaemonStatus, url: string, now: number): s
         ['status', url],
         ['config', s.configFile ?? '-'],
         ['state file', s.statePath],
+        ['installation', s.installation ? installationText(s.installation) : 'not established yet (no mapping has started)'],
+        ...(s.installation?.stateRebuilt ? [['state rebuilt', rebuiltText(s.installation.stateRebuilt)] as [string, string]] : []),
         ['service', `${s.baseUrl} (organization ${s.organizationId})`],
         ['requests', `${r.total} total, ${r.retries} retries, ${r.throttled} throttled, ${r.inFlight} in flight, ${r.queued} queued`],
       ]).trimEnd(),
@@ -696,7 +718,7 @@ function stateMappingLines(m: StateMappingView, now: number): string {
  */
 export function stateFilesLine(statePath: string, snapshotWritten: boolean): string {
   const snapshot = snapshotWritten ? 'the snapshot' : 'the snapshot: not written yet, the journal holds every change until the first fold';
-  return `state files: ${statePath} (${snapshot}), ${statePath}.journal (changes since the snapshot), ${statePath}.lock, ${statePath}.status-token, ${statePath}.problems.json, ${statePath}.feed.json (docs/config.md, statePath).`;
+  return `state files: ${statePath} (${snapshot}), ${statePath}.journal (changes since the snapshot), ${statePath}.lock, ${statePath}.status-token, ${statePath}.problems.json, ${statePath}.feed.json, ${statePath}.identity.json (docs/config.md, statePath).`;
 }
 
 export function formatStateReport(report: StateFileReport, now: number, modifiedAt?: string, snapshotWritten?: boolean): string {
@@ -706,6 +728,7 @@ export function formatStateReport(report: StateFileReport, now: number, modified
     return `${blocks.join('\n')}\n`;
   }
   blocks[0] += `\nFrom the state file ${report.statePath}${modifiedAt ? `, written ${formatWhen(modifiedAt, now)}` : ''}:`;
+  if (report.installation) blocks[0] += `\ninstallation ${installationText(report.installation)}`;
   blocks.push(...report.mappings.map((m) => stateMappingLines(m, now)));
   if (report.mappings.length === 0) blocks.push('No mappings.');
   const attention = report.mappings.filter(stateNeedsAttention).map((m) => m.id);

@@ -19,6 +19,8 @@ export interface MappingOutcome {
   notices?: string[] | undefined;
   /** The exit code the error asks for (its disposition: errors/disposition.ts). */
   exitCode?: DispositionExit | undefined;
+  /** Files still changing when the sync stopped waiting (sync-settle.ts): not sent, the next run sends them. */
+  changing?: { paths: string[]; windowMs: number } | undefined;
 }
 
 export interface NotIngestedFile {
@@ -30,7 +32,7 @@ export interface NotIngestedFile {
 }
 
 export function outcomeOk(o: MappingOutcome): boolean {
-  if (o.error || o.notIngested?.length) return false;
+  if (o.error || o.notIngested?.length || o.changing?.paths.length) return false;
   return o.report?.ok === true;
 }
 
@@ -80,6 +82,7 @@ export function formatSyncHuman(outcomes: readonly MappingOutcome[]): string {
     }
     if (r.blocked) lines.push(`  STOPPED: ${r.blocked.message}`);
     for (const s of r.skipped) lines.push(printable(`  skipped ${s.path}: ${s.reason}`));
+    for (const p of o.changing?.paths ?? []) lines.push(printable(`  changing ${p}: changed within the last ${o.changing!.windowMs / 1000} s (being written?); not sent, the next run sends it`));
     for (const f of r.failures) lines.push(printable(`  failed  ${f.path || '(batch)'}: ${f.message}${f.status ? ` (HTTP ${f.status})` : ''}`));
     for (const n of o.notIngested ?? []) lines.push(printable(`  not ingested  ${n.path}: the service says "${n.status}"${n.reason ? `: ${n.reason}` : ''}`));
     for (const u of r.unfoundUploads ?? []) {
@@ -121,6 +124,7 @@ export function formatSyncJson(outcomes: readonly MappingOutcome[]): string {
           skipped: o.report.skipped,
           failures: o.report.failures,
           notIngested: o.notIngested ?? [],
+          ...(o.changing?.paths.length ? { changing: o.changing.paths } : {}),
           ...(o.report.unfoundUploads ? { unfoundUploads: o.report.unfoundUploads } : {}),
           ...(o.report.renameIgnored ? { renameIgnored: true } : {}),
           ...(o.report.dryRun ? { plan: o.report.ops.map(planEntry) } : {}),

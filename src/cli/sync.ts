@@ -10,12 +10,12 @@ import { isApiError } from '../api/errors.js';
 import type { DatastoreClient } from '../api/client.js';
 import { requireMappings } from '../config/load.js';
 import type { Config } from '../config/types.js';
-import type { buildMirror as BuildMirror } from '../daemon/build-mirror.js';
+import type { buildMirror as BuildMirror, passStabilityMs as PassStabilityMs } from '../daemon/build-mirror.js';
 import type { Logger } from '../log.js';
 import type { ReadOnlyState } from '../state/read-only-state.js';
 import type { StateStore } from '../state/store.js';
 import { configFromArgs, oneShotReach } from './context.js';
-import { ExitCode } from './exit.js';
+import { ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { ProgressLine } from './progress.js';
 import { claimSignals } from './signals.js';
@@ -23,13 +23,20 @@ import { testWallOffset } from '../test-hooks.js';
 import { formatSyncHuman, formatSyncJson, outcomeOk, type MappingOutcome, type NotIngestedFile } from './sync-report.js';
 import { ingestionStatus } from '../api/ingestion-status.js';
 import type { OpEvent } from '../engine/executor.js';
+import { realClock } from '../time/clock.js';
+import { fullPassSettled } from './sync-settle.js';
 
 interface SyncArgs extends GlobalArgs {
   dryRun: boolean;
   logLevel?: string | undefined;
   allowMassDelete: boolean;
   folderMoved: boolean;
+  /** Seconds to wait for files being written (default WAIT_CHANGING_S). */
+  waitChanging?: number | undefined;
 }
+
+/** `--wait-changing`'s default: seconds a sync waits for files being written. */
+const WAIT_CHANGING_S = 30;
 
 export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
   command: 'sync',
@@ -48,6 +55,11 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
         default: false,
         describe: "A mapping's folder really moved: record the configured folder instead of refusing (docs/reliability.md, \"Identity\")",
       })
+      .option('wait-changing', {
+        type: 'number',
+        default: WAIT_CHANGING_S,
+        describe: 'Files changed within the stability window (being written?) are not sent half-written: wait up to this many seconds for them, then report them as changing (exit 1; the next run sends them). 0: do not wait',
+      })
       .example('$0 sync --config /etc/dssync/config.json', 'one pass')
       .example('$0 sync --config config.json --dry-run', 'show what a pass would do')
       // yargs types the dashed names only; it also sets the camelCase ones used here.
@@ -61,8 +73,11 @@ export const syncCommand: CommandModule<GlobalArgs, SyncArgs> = {
 
 export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const config = requireMappings(configFromArgs(args, env, (m) => void process.stderr.write(`dssync: warning: ${m}\n`)));
+  if (args.waitChanging !== undefined && (!Number.isFinite(args.waitChanging) || args.waitChanging < 0)) {
+    throw usageError(`--wait-changing must be a number of seconds, 0 or more (got ${String(args.waitChanging)})`);
+  }
   // The engine loads only for this command: `dssync --help` and the admin commands stay fast.
-  const [{ createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { buildMirror }] = await Promise.all([
+  const [{ createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { buildMirror, passStabilityMs }] = await Promise.all([
     import('../log.js'),
     import('../state/store.js'),
     import('../state/read-only-state.js'),
@@ -98,7 +113,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   const outcomes: MappingOutcome[] = [];
   try {
     for (let i = 0; i < config.mappings.length && !controller.signal.aborted; i++) {
-      outcomes.push(await syncMapping(config, i, { args, api, store, logger, progress, signal: controller.signal, buildMirror }));
+      outcomes.push(await syncMapping(config, i, { args, api, store, logger, progress, signal: controller.signal, buildMirror, passStabilityMs }));
     }
   } finally {
     progress.clear();
@@ -118,6 +133,7 @@ type SyncState = StateStore | ReadOnlyState;
 interface SyncDeps {
   args: SyncArgs;
   buildMirror: typeof BuildMirror;
+  passStabilityMs: typeof PassStabilityMs;
   api: DatastoreClient;
   store: SyncState;
   logger: Logger;
@@ -136,6 +152,7 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     const ingestion = e.outcome === 'done' && e.record ? ingestionStatus(e.record) : undefined;
     if (ingestion?.failed) notIngested.push({ path: e.path, documentId: e.documentId, status: ingestion.status, reason: ingestion.reason });
   };
+  const windowMs = d.passStabilityMs(config);
   try {
     const mirror = await d.buildMirror(config, mapping, index, {
       api: d.api,
@@ -147,9 +164,14 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
       dryRun: d.args.dryRun,
       folderMoved: d.args.folderMoved,
       onNotice: (m) => notices.push(m),
+      // The daemon's rule for every full pass: a file changed within the window is not read (a dry run previews all).
+      stabilityMs: d.args.dryRun ? undefined : windowMs,
     });
-    const report = await mirror.fullPass({ dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal });
-    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested, notices };
+    const passOpts = { dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal };
+    const report = d.args.dryRun
+      ? await mirror.fullPass(passOpts)
+      : await fullPassSettled(mirror, passOpts, { windowMs, waitMs: (d.args.waitChanging ?? WAIT_CHANGING_S) * 1000, clock: realClock, logger: d.logger, signal: d.signal });
+    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested, notices, changing: report.settling?.length ? { paths: report.settling, windowMs } : undefined };
   } catch (e) {
     // What the error means is decided in one place (errors/disposition.ts); this only words it.
     const disp = disposition(e, 'mapping');

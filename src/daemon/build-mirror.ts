@@ -15,6 +15,16 @@ import { establishIdentity, sharedDataSourceProblems, type IdentityHolder } from
 import type { OpEvent } from '../engine/executor.js';
 import type { Op } from '../engine/plan.js';
 import { Mirror, type MirrorState } from '../engine/mirror.js';
+import { rebuildFromListing, type RebuildState } from '../engine/rebuild.js';
+
+/**
+ * The stability window of every full pass, the daemon's and `dssync sync`'s: the
+ * aggregator's for a file being written, or the configured quiet time when longer (a file
+ * changed this recently is set aside by the pass and looked at again after it).
+ */
+export function passStabilityMs(config: Pick<Config, 'debounceMs'>): number {
+  return Math.max(DEFAULT_AGGREGATOR_OPTIONS.settleMs, config.debounceMs);
+}
 
 /**
  * The stability window of every full pass, the daemon's and `dssync sync`'s: the
@@ -31,7 +41,8 @@ export const MASS_DELETE_MINIMUM = 10;
 export interface BuildMirrorDeps {
   api: DatastoreApi;
   state: MirrorState &
-    IdentityHolder & {
+    IdentityHolder &
+    Pick<RebuildState, 'needsRebuild' | 'rebuilt'> & {
       mapping(id: string): MappingState | undefined;
       /** Keeps the configured name the data source was resolved by (absent in a dry run's state). */
       recordDataSourceName?(mappingId: string, name: string): void;
@@ -126,7 +137,21 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
   }
   const identity = establishIdentity(deps.state, { pinned: config.installationId, statePath: config.statePath });
   if (ds.created) deps.logger.info({ mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name }, 'created the data source');
-  if (!deps.dryRun) recordResolution(deps, mapping, ds);
+  if (!deps.dryRun) {
+    recordResolution(deps, mapping, ds);
+    // A state rebuilt with its identity kept (corrupt or missing): its documents are recorded again first.
+    await rebuildFromListing({
+      api,
+      state: deps.state,
+      mappingId: mapping.id,
+      dataSourceId: ds.id,
+      installationId: identity.installationId,
+      formerInstallationIds: identity.formerIds,
+      logger: deps.logger,
+      now: deps.now ?? Date.now,
+      signal: deps.signal,
+    });
+  }
   return new Mirror({
     spec: {
       mappingId: mapping.id,

@@ -17,7 +17,7 @@ import { StateStore } from '../state/store.js';
 import { MappingRunner, type RunnerEvents } from './mapping-runner.js';
 import { DaemonMetrics } from './metrics.js';
 import { collectGarbage } from './reclaim.js';
-import type { DaemonStatus } from './status.js';
+import { installationStatus, type DaemonStatus } from './status.js';
 import { startStatusServer, type RunningStatusServer } from './status-server.js';
 import { generatedTokenPath, newStatusToken, readStatusToken, worldReadableWarning, writeGeneratedToken } from './web/status-token.js';
 import { DaemonHistory } from './web/history.js';
@@ -258,6 +258,7 @@ export class Daemon {
       startedAt: this.startedAt,
       configFile: this.config.file,
       statePath: this.config.statePath,
+      installation: installationStatus(this.store.identity, this.store.recovery),
       baseUrl: this.config.connection.baseUrl,
       organizationId: this.config.connection.organizationId,
       stopping: this.stopping,

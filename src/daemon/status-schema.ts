@@ -243,12 +243,31 @@ export const RequestStatsSchema = z.object({
   learnedRps: z.number().optional(),
 });
 
+/**
+ * Who owns the documents this daemon writes (docs/reliability.md, "Identity"): the operator
+ * reads the id here to pin it (`installationId`, DSSYNC_INSTALLATION_ID) before moving the
+ * installation into containers.
+ */
+export const InstallationStatusSchema = z.object({
+  /** The installation id written into every document (dssync_installation). */
+  id: z.string(),
+  /** 'drawn' at random with the state, 'derived' from an older state (host + path), 'pinned' by config or environment. */
+  origin: z.enum(['drawn', 'derived', 'pinned']),
+  /** How many ids this state used before (a pin replaced them): their documents are still ours. */
+  formerIds: count,
+  /** The state was rebuilt at this start: corrupt (moved aside) or missing, with the identity recovered or not. */
+  stateRebuilt: z.object({ kind: z.enum(['corrupt', 'missing']), identity: z.enum(['recovered', 'none', 'unreadable']), movedTo: z.string().optional() }).optional(),
+});
+export type InstallationStatus = z.infer<typeof InstallationStatusSchema>;
+
 export const DaemonStatusSchema = z.object({
   version: z.string(),
   pid: z.number().int(),
   startedAt: isoTime,
   configFile: z.string().optional(),
   statePath: z.string(),
+  /** Absent until the first mapping has started on a new state (the id is drawn then). */
+  installation: InstallationStatusSchema.optional(),
   /** The service's address (never the token). */
   baseUrl: z.string(),
   organizationId: z.string(),

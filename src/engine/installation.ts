@@ -11,8 +11,10 @@
  * that value, so its documents stay its own. The operator may pin it (config
  * "installationId", DSSYNC_INSTALLATION_ID): the pin wins and is stored; the ids it
  * replaced are kept as formerIds, and a document the state records by id that carries one
- * of them is still ours (its metadata is rewritten). A lost state draws a new id and so
- * recognises nothing as its own: `dssync adopt` settles it, explicitly.
+ * of them is still ours (its metadata is rewritten). A corrupt or deleted state keeps its
+ * id from the identity file beside it (state/identity-file.ts) and rebuilds itself
+ * (engine/rebuild.ts); a state lost with that file draws a new id and so recognises nothing
+ * as its own: `dssync adopt` settles it, explicitly.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';

@@ -37,6 +37,10 @@ import { applyOp, setFileOp, type StateOp } from './ops.js';
 import type { FileEntry, Intent, MappingState, PassRecord, RejectedFile, StateFile, StateIdentity } from './schema.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { WriteScheduler } from './write-scheduler.js';
+import { encodeIdentityRecord, identityOf, identityPathOf, identityRecordOf, readIdentityFile, writeIdentityFile, type IdentityRecord } from './identity-file.js';
+
+/** Ops that change what the identity file holds (identity-file.ts). */
+const IDENTITY_OPS = new Set<StateOp[0]>(['identity', 'map', 'dsname', 'unmap', 'session']);
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 /** An intent as the engine describes it; the store adds `id` and `startedAt`. */
@@ -53,8 +57,9 @@ export interface StateStoreOptions {
   fs?: StateFs;
   /**
    * A corrupt file: 'fail' (default) throws StateCorruptError; 'reset' moves it aside as
-   * `<path>.corrupt-<timestamp>`, logs a warning and starts empty (the engine then rebuilds
-   * the state from the service's metadata).
+   * `<path>.corrupt-<timestamp>`, logs a warning and starts empty but for what the identity
+   * file keeps (identity-file.ts): the engine then rebuilds the state from the service's
+   * metadata (engine/rebuild.ts). See `recovery`.
    */
   onCorrupt?: 'fail' | 'reset';
   /** Called on every failed write (also logged, and kept in `lastWriteError`). */
@@ -93,6 +98,20 @@ export interface LoadStats extends ReadStats {
 
 const DEFAULT_FOLD_MIN_BYTES = 8 * 1024 * 1024;
 
+/**
+ * The state was rebuilt at open: 'corrupt' (moved aside) or 'missing' (no state file, but
+ * an identity file beside it); `identity` says whether the identity file was there to keep
+ * the installation's identity and writer sessions (identity-file.ts).
+ */
+export interface StateRecovery {
+  kind: 'corrupt' | 'missing';
+  identity: 'recovered' | 'none' | 'unreadable';
+  /** Where the corrupt files were moved (kind 'corrupt'). */
+  movedTo?: string | undefined;
+  /** The mappings whose documents are recognised again by the next sync (rebuild). */
+  mappings: string[];
+}
+
 export class StateStore {
   private readonly scheduler: WriteScheduler;
   private closing: Promise<void> | undefined;
@@ -111,6 +130,15 @@ export class StateStore {
   private foldBlockedBelow = 0;
   private readonly foldMinBytes: number;
   private loadStats: LoadStats | undefined;
+  /** The identity file's path, the text last written or read, and whether it is out of date. */
+  private readonly identityPath: string;
+  private readonly fs: StateFs;
+  private identityText: string | undefined;
+  private identityDirty = false;
+  /** Mappings recovered from the identity file whose documents are not recorded yet. */
+  private readonly rebuild = new Set<string>();
+  /** What open() rebuilt, if anything. */
+  recovery: StateRecovery | undefined;
 
   private constructor(
     /** Absolute path of the state file. */
@@ -127,6 +155,8 @@ export class StateStore {
     opts: StateStoreOptions,
   ) {
     this.foldMinBytes = opts.foldMinBytes ?? DEFAULT_FOLD_MIN_BYTES;
+    this.identityPath = identityPathOf(path);
+    this.fs = opts.fs ?? nodeStateFs;
     this.scheduler = new WriteScheduler({
       write: () => this.writeNow(),
       delayMs: opts.writeDelayMs ?? 250,
@@ -165,7 +195,7 @@ export class StateStore {
       // Only with the lock held: another process's temp file would otherwise be in use.
       const journalPath = journalPathOf(abs);
       if (lock) {
-        const removed = [...(await removeStaleTemps(fs, abs)), ...(await removeStaleTemps(fs, journalPath))];
+        const removed = [...(await removeStaleTemps(fs, abs)), ...(await removeStaleTemps(fs, journalPath)), ...(await removeStaleTemps(fs, identityPathOf(abs)))];
         if (removed.length) logger.info({ removed }, 'removed temp files of an interrupted state write');
       }
       const codec = new StateCodec();
@@ -173,6 +203,7 @@ export class StateStore {
       let state = newState();
       const t0 = performance.now();
       let loaded: Loaded;
+      let recovery: Omit<StateRecovery, 'identity' | 'mappings'> | undefined;
       try {
         state = (await snapshotFile.read()) ?? state;
         loaded = await loadJournal(fs, journalPath, state, codec);
@@ -197,6 +228,7 @@ export class StateStore {
           state = newState();
           codec.reset();
           loaded = { lastSeq: 0, bytes: 0, exists: false, replayed: 0 };
+          recovery = { kind: 'corrupt', movedTo: aside };
         } else if (isStateError(err) || errnoOf(err) === undefined) {
           throw err;
         } else {
@@ -219,6 +251,9 @@ export class StateStore {
       }
       const journal = new Journal(journalPath, fs, { lastSeq: loaded.lastSeq, bytes: loaded.bytes, exists: loaded.exists });
       const store = new StateStore(abs, state, snapshotFile, codec, journal, lock, clock, logger, time, opts);
+      const idFile = await readIdentityFile(fs, store.identityPath);
+      if (recovery === undefined && !snapshotFile.readStats && !loaded.exists && (idFile.record !== undefined || idFile.problem !== undefined)) recovery = { kind: 'missing' };
+      await store.applyIdentityFile(idFile, recovery);
       if (snapshotFile.readStats) {
         store.loadStats = { ...snapshotFile.readStats, loadMs: performance.now() - t0, journalBytes: loaded.bytes, replayedOps: loaded.replayed };
         logger.debug({ file: abs, ...store.loadStats }, 'state loaded');
@@ -334,6 +369,22 @@ export class StateStore {
     if (this.state.mappings[mappingId]!.sessions?.[session] !== undefined) return false;
     this.commit(['session', mappingId, session, at]);
     return true;
+  }
+
+  /**
+   * Whether the mapping was recovered from the identity file and its documents are not
+   * recorded yet (engine/rebuild.ts records them, then calls rebuilt()).
+   */
+  needsRebuild(mappingId: string): boolean {
+    return this.rebuild.has(mappingId);
+  }
+
+  /** The mapping's documents are recorded again: durable, then the identity file says so. */
+  async rebuilt(mappingId: string): Promise<void> {
+    if (!this.rebuild.delete(mappingId)) return;
+    this.identityDirty = true;
+    this.scheduler.markDirty();
+    await this.scheduler.flush();
   }
 
   /** Forgets everything the state records of a mapping (`dssync identity reset`). */
@@ -474,7 +525,67 @@ export class StateStore {
   private commit(op: StateOp): void {
     applyOp(this.state, this.codec, op);
     this.journal.add(op);
+    if (IDENTITY_OPS.has(op[0])) this.identityDirty = true;
     this.scheduler.markDirty();
+  }
+
+  /**
+   * At open: reads what the identity file holds and, when the state was rebuilt (corrupt or
+   * missing), restores from it the identity, each mapping's data source and folder, and its
+   * writer sessions; those mappings' documents are recognised again by the next sync
+   * (needsRebuild). A state without the file writes it at its next durable write.
+   */
+  private async applyIdentityFile(idFile: { record?: IdentityRecord; problem?: string }, recovery: Omit<StateRecovery, 'identity' | 'mappings'> | undefined): Promise<void> {
+    const { record, problem } = idFile;
+    if (problem !== undefined) this.logger.warn({ file: this.identityPath, detail: problem }, `identity file ${this.identityPath} is unreadable (${problem}): ignored, and written again from the state`);
+    if (recovery === undefined) {
+      if (record) {
+        for (const id of record.rebuild ?? []) if (this.state.mappings[id]) this.rebuild.add(id);
+        this.identityText = encodeIdentityRecord(record);
+      }
+      this.identityDirty = true;
+      return;
+    }
+    if (record === undefined) {
+      this.recovery = { ...recovery, identity: problem !== undefined ? 'unreadable' : 'none', mappings: [] };
+      if (recovery.kind === 'corrupt') {
+        this.logger.warn({ file: this.path, identityFile: this.identityPath }, `no identity file ${this.identityPath} to recover from: the rebuilt state starts under a new installation id, and the documents of the old one wait for 'dssync adopt' (docs/reliability.md, "Identity")`);
+      }
+      return;
+    }
+    this.commit(['identity', record.installationId, record.origin, identityOf(record).formerIds]);
+    for (const [id, m] of Object.entries(record.mappings)) {
+      this.commit(['map', id, m.dataSourceId, m.root]);
+      if (m.dataSourceName !== undefined) this.commit(['dsname', id, m.dataSourceName]);
+      for (const [session, at] of Object.entries(m.sessions)) this.commit(['session', id, session, at]);
+      this.rebuild.add(id);
+    }
+    this.recovery = { ...recovery, identity: 'recovered', mappings: [...this.rebuild].sort() };
+    const why = recovery.kind === 'corrupt' ? `was corrupt (moved to ${recovery.movedTo ?? '?'})` : 'is missing';
+    this.logger.warn(
+      { file: this.path, identityFile: this.identityPath, installationId: record.installationId, mappings: this.recovery.mappings },
+      `state file ${this.path} ${why}: kept the installation's identity (${record.installationId}) and writer sessions from ${this.identityPath}; the next sync recognises this installation's documents from the listing (nothing is uploaded again)`,
+    );
+    // The rebuild is pending on disk before the state is: a crash before its records repeats it.
+    this.identityDirty = true;
+    await this.writeIdentity();
+  }
+
+  /** Rewrites the identity file when what it holds changed; a failure is logged, tried again at the next write. */
+  private async writeIdentity(): Promise<void> {
+    if (!this.identityDirty) return;
+    this.identityDirty = false;
+    const record = identityRecordOf(this.state, this.rebuild);
+    if (record === undefined) return;
+    const text = encodeIdentityRecord(record);
+    if (text === this.identityText) return;
+    try {
+      await writeIdentityFile(this.fs, this.identityPath, text);
+      this.identityText = text;
+    } catch (err) {
+      this.identityDirty = true;
+      this.logger.warn({ file: this.identityPath, errno: errnoOf(err) }, `identity file ${this.identityPath} could not be written (${(err as Error).message}); trying again at the next state write`);
+    }
   }
 
   /** One durable write: the ops made since the last one, appended to the journal. */
@@ -482,6 +593,7 @@ export class StateStore {
     const t0 = performance.now();
     try {
       const r = await this.journal.append(() => performance.now());
+      await this.writeIdentity();
       if (this.journal.lostFiles) {
         // The directory was emptied under us: the journal alone no longer holds the state.
         this.logger.warn({ file: this.path }, `state files under ${dirname(this.path)} vanished: writing the whole state again`);

@@ -115,11 +115,10 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
   });
 
   it('U04 status text: the counts include adopted (as the JSON does), and a failed pass is never shown beside "last full ok" at the same time', { timeout: 120_000 }, async () => {
-    // The state file lost: a new state draws a new id and holds the uploads (issue 23);
-    // `dssync adopt` names the documents, and the pass records them (no upload). (A touched
-    // file with the same content is only re-hashed: "unchanged".)
-    await rm(world.ws.statePath, { force: true });
-    await rm(`${world.ws.statePath}.journal`, { force: true });
+    // The state file lost with its identity file: a new state draws a new id and holds the
+    // uploads (issue 23); `dssync adopt` names the documents, and the pass records them (no
+    // upload). (A touched file with the same content is only re-hashed: "unchanged".)
+    for (const f of ['', '.journal', '.identity.json']) await rm(`${world.ws.statePath}${f}`, { force: true });
     const held = await dssync(['sync', '--config', world.ws.configPath]);
     expect(held.code).toBe(1);
     expect(held.stdout).toMatch(/0 uploaded/);

@@ -323,7 +323,7 @@ function renderHeader() {
   else [el.className, el.textContent] = ['summary ok', `all ${s.mappings.length} mapping(s) in sync`];
   $('daemon-line').textContent = `${s.version} · pid ${s.pid} · up ${duration(Date.now() - Date.parse(s.startedAt))}`;
   const r = s.requests;
-  $('footer').textContent = `service ${s.baseUrl} (organization ${s.organizationId}) · requests ${num(r.total)} total, ${num(r.retries)} retried, ${num(r.throttled)} throttled, ${r.inFlight} in flight, ${r.queued} queued${r.learnedRps ? `, learned rate ${r.learnedRps}/s` : ''}${s.memory ? ` · memory ${s.memory.rssMB} MB` : ''} · config ${s.configFile || '(environment)'} · state ${s.statePath}`;
+  $('footer').textContent = `service ${s.baseUrl} (organization ${s.organizationId}) · requests ${num(r.total)} total, ${num(r.retries)} retried, ${num(r.throttled)} throttled, ${r.inFlight} in flight, ${r.queued} queued${r.learnedRps ? `, learned rate ${r.learnedRps}/s` : ''}${s.memory ? ` · memory ${s.memory.rssMB} MB` : ''} · config ${s.configFile || '(environment)'} · state ${s.statePath}${s.installation ? ` · installation ${s.installation.id} (${s.installation.origin}${s.installation.formerIds ? `, ${s.installation.formerIds} former` : ''})${s.installation.stateRebuilt ? `, state rebuilt (${s.installation.stateRebuilt.kind})` : ''}` : ''}`;
   document.title = `${bad.length ? '⚠ ' : ''}dssync status`;
 }
 

@@ -18,12 +18,14 @@ interface StateJson {
   source: string;
   stateFile: string;
   daemon: { url: string | null; reason: string };
+  installation?: { id: string; origin: string; formerIds: number };
   mappings: { id: string; inConfig: boolean; synced: boolean; filesTracked: number; unfinishedWrites: number; lastPass: { ok: boolean } | null }[];
 }
 interface DaemonJson {
   source: string;
   url: string;
   pid: number;
+  installation?: { id: string; origin: string; formerIds: number };
   mappings: { id: string; phase: string; degraded: string[]; filesTracked: number }[];
 }
 
@@ -160,7 +162,9 @@ describe('dssync status without a daemon', () => {
     // Which files hold the state, and whether statePath itself is written yet (issue 25.10).
     const snapshot = existsSync(ws.statePath) ? 'the snapshot)' : 'the snapshot: not written yet, the journal holds every change until the first fold)';
     expect(human.stdout).toContain(`state files: ${ws.statePath} (${snapshot}, ${ws.statePath}.journal (changes since the snapshot), ${ws.statePath}.lock,`);
-    expect(human.stdout).toContain(`${ws.statePath}.problems.json, ${ws.statePath}.feed.json`);
+    expect(human.stdout).toContain(`${ws.statePath}.problems.json, ${ws.statePath}.feed.json, ${ws.statePath}.identity.json`);
+    // The installation id, to pin it before moving to containers (issue 23).
+    expect(human.stdout).toMatch(/^installation [0-9a-f]{16} \(drawn at random\); pin it with "installationId" or DSSYNC_INSTALLATION_ID for containers$/m);
     expect(human.stdout).toMatch(/^mapping share$/m);
     expect(human.stdout).toMatch(/^ {2}files tracked: +3$/m);
     expect(human.stdout).toMatch(/^ {2}unfinished writes: +none$/m);
@@ -169,6 +173,7 @@ describe('dssync status without a daemon', () => {
 
     const json = jsonOf<StateJson>(await status(ws, '--json'));
     expect(json.source).toBe('state-file');
+    expect(json.installation).toEqual({ id: expect.stringMatching(/^[0-9a-f]{16}$/), origin: 'drawn', formerIds: 0 });
     expect(json.mappings).toEqual([expect.objectContaining({ id: 'share', inConfig: true, synced: true, filesTracked: 3, unfinishedWrites: 0, lastPass: expect.objectContaining({ ok: true }) })]);
   });
 
@@ -213,6 +218,7 @@ describe('dssync status with a running daemon', () => {
     expect(json.source).toBe('daemon');
     expect(json.url).toBe(base);
     expect(json.pid).toBe(d.child.pid);
+    expect(json.installation).toEqual({ id: expect.stringMatching(/^[0-9a-f]{16}$/), origin: 'drawn', formerIds: 0 });
     expect(json.mappings.find((m) => m.id === 'share')).toMatchObject({ phase: 'watching', filesTracked: 2, degraded: [] });
     expect(json.mappings.find((m) => m.id === 'gone')?.degraded.length).toBeGreaterThan(0);
     expectNoToken(r);
@@ -220,6 +226,7 @@ describe('dssync status with a running daemon', () => {
     const human = await status(ws);
     expect(human.code).toBe(1);
     expect(human.stdout).toContain(`daemon: running, pid ${d.child.pid}`);
+    expect(human.stdout).toMatch(new RegExp(`^ {2}installation: +${json.installation!.id} \\(drawn at random\\); pin it with "installationId" or DSSYNC_INSTALLATION_ID for containers$`, 'm'));
     expect(human.stdout).toMatch(/^mapping share: watching$/m);
     expect(human.stdout).toMatch(/^ {2}files tracked: 2$/m);
     expect(human.stdout).toMatch(/^mapping gone: degraded$/m);

@@ -111,6 +111,28 @@ describe('identity: who owns a document (issue 23)', () => {
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
+  it('a corrupt state file (garbage over it, as the chaos case does): the identity kept beside it recognises the documents; nothing re-uploaded or skipped, a file deleted meanwhile has its document deleted', { timeout: 60_000 }, async () => {
+    ws = await createWorkspace();
+    for (const n of ['a', 'b', 'c']) await ws.write(`${n}.txt`, n);
+    expect((await ws.sync()).code).toBe(0);
+    const before = docs(ws);
+    await writeFile(ws.statePath, '{"version":1,"mappings":{"x": garbage \u0000\u0001');
+    await rm(`${ws.statePath}.journal`, { force: true });
+    await rm(join(ws.share, 'c.txt'));
+    const r = await ws.sync();
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/kept the installation's identity \([0-9a-f]{16}\)/);
+    expect(r.stdout).toMatch(/0 uploaded, 0 replaced, 0 renamed, 0 updated, 1 deleted, 2 unchanged, 0 skipped, 0 failed\nIn sync\./);
+    expect(r.stdout + r.stderr).not.toMatch(/adopt/);
+    // The same documents (ids and installation), c.txt's deleted, none uploaded again.
+    expect(docs(ws)).toEqual(before.filter((d) => d.name !== 'c.txt'));
+    expect(await checkConvergence(ws)).toEqual(CONVERGED);
+    // The next run has nothing to do.
+    const again = await ws.sync();
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(docs(ws)).toEqual(before.filter((d) => d.name !== 'c.txt'));
+  });
+
   it('a state file copied to a second host (a cloned image): a conflict naming the commands, nothing deleted', { timeout: 90_000 }, async () => {
     ws = await createWorkspace();
     for (const n of ['a', 'b']) await ws.write(`${n}.txt`, n);

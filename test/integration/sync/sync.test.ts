@@ -92,13 +92,27 @@ describe('dssync sync', () => {
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
-  it('rebuilds a lost state file from the documents after one dssync adopt, uploading nothing', { timeout: 60_000 }, async () => {
+  it('rebuilds a deleted state file from the documents by itself when its identity file is left, uploading nothing', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     for (let i = 0; i < 30; i++) await ws.write(`f${i}.txt`, `content ${i}`);
     expect((await ws.sync()).code).toBe(0);
-    // The state on disk is a snapshot and its journal: lose both.
+    // The state on disk is a snapshot and its journal: lose both; <statePath>.identity.json stays.
     await rm(ws.statePath, { force: true });
     await rm(`${ws.statePath}.journal`, { force: true });
+    const uploads = ws.emu.stats().filesUploaded;
+    const r = await ws.sync('--json');
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/is missing: kept the installation's identity/);
+    expect(jsonOf<SyncJson>(r).mappings[0]?.counts).toMatchObject({ uploaded: 0, deleted: 0, unchanged: 30 });
+    expect(ws.emu.stats().filesUploaded).toBe(uploads);
+    expect(await checkConvergence(ws)).toEqual(CONVERGED);
+  });
+
+  it('rebuilds a state lost with its identity file after one dssync adopt, uploading nothing', { timeout: 60_000 }, async () => {
+    ws = await createWorkspace();
+    for (let i = 0; i < 30; i++) await ws.write(`f${i}.txt`, `content ${i}`);
+    expect((await ws.sync()).code).toBe(0);
+    for (const f of ['', '.journal', '.identity.json']) await rm(`${ws.statePath}${f}`, { force: true });
     const uploads = ws.emu.stats().filesUploaded;
     // A new state draws a new id: it holds every upload, names the command (issue 23)...
     const held = await ws.sync();
@@ -113,19 +127,17 @@ describe('dssync sync', () => {
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
-  it('recovers from a corrupt state file after one dssync adopt, without re-uploading', { timeout: 60_000 }, async () => {
+  it('recovers from a corrupt state file by itself (its identity kept beside it), without re-uploading', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     for (let i = 0; i < 5; i++) await ws.write(`f${i}.txt`, `content ${i}`);
     expect((await ws.sync()).code).toBe(0);
     await writeFile(ws.statePath, '{"version":1,"mappi');
     const uploads = ws.emu.stats().filesUploaded;
     const r = await ws.sync();
-    // Moved aside, a new state: nothing uploaded or deleted until `dssync adopt` (issue 23).
-    expect(r.code).toBe(1);
+    // Moved aside, rebuilt with the identity file's id and sessions: no adopt needed (issue 23).
+    expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stderr).toMatch(/corrupt/);
-    expect(r.stdout).toMatch(/dssync adopt/);
-    expect((await ws.cli(['adopt', '--config', ws.configPath, '--mapping', 'name:Share'])).code).toBe(0);
-    expect((await ws.sync()).code).toBe(0);
+    expect(r.stdout).not.toMatch(/dssync adopt/);
     expect(ws.emu.stats().filesUploaded).toBe(uploads);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });

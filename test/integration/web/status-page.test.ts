@@ -113,6 +113,10 @@ describe('the status page in a real browser', () => {
     }
     expect(await page.locator('.card[data-mapping="handbook"]').innerText()).toContain('Staff handbook');
     expect(await page.locator('.card[data-mapping="policies"]').innerText()).toContain('Policies');
+    // The installation id, to pin it before moving to containers (issue 23).
+    const id = (status as { installation?: { id: string } }).installation?.id;
+    expect(id).toMatch(/^[0-9a-f]{16}$/);
+    await expect.poll(() => page.locator('footer').innerText()).toContain(`installation ${id!} (drawn)`);
   });
 
   it('shows a dropped file in the feed within 2 s of the daemon doing it, without a reload', async () => {
