@@ -26,15 +26,6 @@ export function passStabilityMs(config: Pick<Config, 'debounceMs'>): number {
   return Math.max(DEFAULT_AGGREGATOR_OPTIONS.settleMs, config.debounceMs);
 }
 
-/**
- * The stability window of every full pass, the daemon's and `dssync sync`'s: the
- * aggregator's for a file being written, or the configured quiet time when longer (a file
- * changed this recently is set aside by the pass and looked at again after it).
- */
-export function passStabilityMs(config: Pick<Config, 'debounceMs'>): number {
-  return Math.max(DEFAULT_AGGREGATOR_OPTIONS.settleMs, config.debounceMs);
-}
-
 /** Deleting fewer documents than this never trips the mass-delete share check. */
 export const MASS_DELETE_MINIMUM = 10;
 
