@@ -30,6 +30,7 @@ import { contentTypeFor, DEFAULT_CONTENT_TYPE } from './content-type.js';
 import { escapeFormName, formNameForms } from './form-name.js';
 import { badResponse, type DecodeContext } from './decode.js';
 import type { DocumentRecord, UploadFile } from './records.js';
+import { nfc } from '../unicode.js';
 
 function fileChanged(file: UploadFile, what: string, ctx: DecodeContext, extra: { ambiguous?: boolean; cause?: unknown } = {}): ApiError {
   return new ApiError({
@@ -285,9 +286,6 @@ async function* streamFile(part: OpenPart, ctx: DecodeContext): AsyncGenerator<U
   if (held) yield held;
 }
 
-function nfc(s: string): string {
-  return s.normalize('NFC');
-}
 
 /**
  * Matches the returned documents to the uploaded files: by name (exact, then base name,

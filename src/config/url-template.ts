@@ -3,6 +3,7 @@
  * Placeholders are replaced with percent-encoded values: path placeholders keep their `/`
  * separators and encode each segment, so `/srv/a b#1.txt` becomes `file:///srv/a%20b%231.txt`.
  */
+import { nfc } from '../unicode.js';
 
 export const URL_PLACEHOLDERS = ['absPath', 'relPath', 'name', 'mappingId'] as const;
 export type UrlPlaceholder = (typeof URL_PLACEHOLDERS)[number];
@@ -85,9 +86,6 @@ export function renderUrlTemplate(template: string, values: UrlValues): string {
 }
 
 /** NFC form; an unreserved path is its own (ASCII), without the call. */
-function nfc(s: string): string {
-  return UNRESERVED_PATH.test(s) ? s : s.normalize('NFC');
-}
 
 /** Returns why a template is unusable, or undefined when it is fine. */
 export function checkUrlTemplate(template: string): string | undefined {

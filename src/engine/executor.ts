@@ -24,6 +24,7 @@ import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
 import { findUploadMark, markUploadName, uploadNonce } from './document-fields.js';
 import type { HashedFile, Op } from './plan.js';
+import { nfc } from '../unicode.js';
 
 /** The state operations the executor needs (StateStore implements them). */
 export interface StateWriter {
@@ -440,7 +441,7 @@ async function checkRename(o: ExecutorOptions, check: RenameCheck, answer: Docum
     check.verified = false;
     return;
   }
-  if (shown.normalize('NFC') !== wanted.normalize('NFC') && findUploadMark(shown) !== undefined) {
+  if (nfc(shown) !== nfc(wanted) && findUploadMark(shown) !== undefined) {
     check.ignored = true;
     check.shown = shown;
   }

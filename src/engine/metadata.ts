@@ -7,6 +7,7 @@
  * tolerant (numbers are accepted too).
  */
 import type { DocumentRecord, JsonObject } from '../api/records.js';
+import { nfc } from '../unicode.js';
 
 export const META = {
   path: 'dssync_path',
@@ -68,7 +69,7 @@ export function readMeta(doc: DocumentRecord): DssyncMeta | undefined {
   const mappingId = asString(m[META.mapping]);
   if (!path || !sha256 || !mappingId) return undefined;
   return {
-    path: path.normalize('NFC'),
+    path: nfc(path),
     sha256: sha256.toLowerCase(),
     size: asNumber(m[META.size]),
     mtimeMs: asNumber(m[META.mtime]),
@@ -85,7 +86,7 @@ export function readMeta(doc: DocumentRecord): DssyncMeta | undefined {
  * only (DESIGN §4), never the service.
  */
 export function fieldsMatch(doc: DocumentRecord, desired: { name: string; url: string; metadata: JsonObject }): boolean {
-  if ((doc.name ?? '').normalize('NFC') !== desired.name.normalize('NFC')) return false;
+  if (nfc(doc.name ?? '') !== nfc(desired.name)) return false;
   if ((doc.url ?? '') !== desired.url) return false;
   const have = doc.metadata ?? {};
   for (const [k, v] of Object.entries(desired.metadata)) {

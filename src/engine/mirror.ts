@@ -17,6 +17,7 @@ import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver } from './pass-report.js';
 import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
 import { StabilityWindow } from './stability.js';
+import { nfc } from '../unicode.js';
 
 // The local side's port lives in local-side.ts; re-exported for the mirror's importers.
 export { LocalFileChangedError, LocalFileVanishedError } from './local-side.js';
@@ -638,7 +639,7 @@ function unmarkedByName(remote: readonly DocumentRecord[]): Map<string, string[]
   const out = new Map<string, string[]>();
   for (const doc of remote) {
     if (doc.name === undefined || readMeta(doc) !== undefined) continue;
-    const key = doc.name.normalize('NFC');
+    const key = nfc(doc.name);
     const list = out.get(key);
     if (list) list.push(doc.id);
     else out.set(key, [doc.id]);

@@ -21,6 +21,7 @@ import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../
 import { documentName, findUploadMark, nonceSession, uploadTag } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
 import { needsHash, type StatNow } from './racy.js';
+import { nfc } from '../unicode.js';
 
 /** A local file as the walk saw it; `sha256` is set when it was hashed for this pass. */
 export interface LocalFileInfo {
@@ -450,7 +451,7 @@ export function planMirror(input: PlanInput): PlanResult {
     }
 
     const good = pickGood(docs, file.sha256, entry?.documentId);
-    if (good && input.renamesIgnored && good.doc?.name !== undefined && good.doc.name.normalize('NFC') !== input.desired(file).name.normalize('NFC')) {
+    if (good && input.renamesIgnored && good.doc?.name !== undefined && nfc(good.doc.name) !== nfc(input.desired(file).name)) {
       const unmarkedOld = docs.filter((d) => d.fromIntent).length;
       ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
       continue;
@@ -823,7 +824,7 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
       const size = documentSize(doc);
       // A service that reports no size gives no evidence: left alone.
       if (size === undefined) return false;
-      const could = (byName.get(doc.name.normalize('NFC')) ?? []).filter((f) => f.file.size === size && !f.before?.has(doc.id));
+      const could = (byName.get(nfc(doc.name)) ?? []).filter((f) => f.file.size === size && !f.before?.has(doc.id));
       const newest = could[could.length - 1];
       if (!newest) return false;
       if (!could.some((f) => f.fresh)) {
@@ -864,7 +865,7 @@ export function intentNameKeys(path: string): string[] {
 
 /** The names, in NFC, under which the service may list a file part named so. */
 function nameForms(...names: string[]): string[] {
-  return [...new Set(names.flatMap((k) => formNameForms(k)).map((k) => k.normalize('NFC')))];
+  return [...new Set(names.flatMap((k) => formNameForms(k)).map(nfc))];
 }
 
 /** The document's size in bytes as the service reports it, if it does. */
