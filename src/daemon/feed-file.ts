@@ -12,7 +12,8 @@
  * page starts empty. It holds paths, outcomes and scrubbed messages, never a secret.
  */
 import { z } from 'zod';
-import { nodeStateFs, readIfExists, writeFileAtomic, type StateFs } from '../state/atomic-file.js';
+import type { StateFs } from '../state/atomic-file.js';
+import { SidecarFile } from './sidecar-file.js';
 import type { Logger } from '../log.js';
 import type { SavedHistory } from './web/history.js';
 
@@ -37,48 +38,34 @@ export function feedPath(statePath: string): string {
   return `${statePath}.feed.json`;
 }
 
-export class FeedFile {
-  private writing: Promise<void> = Promise.resolve();
+const MESSAGES = {
+  unreadable: 'the saved activity feed cannot be read: the page starts with an empty feed',
+  malformed: 'the saved activity feed is malformed: the page starts with an empty feed',
+  unwritable: 'the activity feed could not be saved; it is kept in memory',
+};
 
-  constructor(
-    readonly path: string,
-    private readonly logger: Logger,
-    private readonly fs: StateFs = nodeStateFs,
-  ) {}
+export class FeedFile {
+  private readonly file: SidecarFile<z.infer<typeof FeedFileSchema>>;
+  /** What the next write holds: a save asked for while one runs writes the newest history. */
+  private latest: SavedHistory | undefined;
+
+  constructor(path: string, logger: Logger, fs?: StateFs) {
+    this.file = new SidecarFile(path, FeedFileSchema, MESSAGES, logger, fs);
+  }
+
+  get path(): string {
+    return this.file.path;
+  }
 
   /** The saved history, or undefined when there is none to use (logged when unusable). */
   async load(): Promise<SavedHistory | undefined> {
-    let text: string | undefined;
-    try {
-      text = await readIfExists(this.fs, this.path);
-    } catch (e) {
-      this.logger.warn({ file: this.path, err: e instanceof Error ? e.message : String(e) }, 'the saved activity feed cannot be read: the page starts with an empty feed');
-      return undefined;
-    }
-    if (text === undefined) return undefined;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    const r = FeedFileSchema.safeParse(parsed);
-    if (!r.success) {
-      this.logger.warn({ file: this.path }, 'the saved activity feed is malformed: the page starts with an empty feed');
-      return undefined;
-    }
-    return { activity: r.data.activity, problems: r.data.problems, points: r.data.points };
+    const saved = await this.file.load();
+    return saved && { activity: saved.activity, problems: saved.problems, points: saved.points };
   }
 
-  /** One write at a time; a failed write is logged and the feed stays in memory. */
+  /** The latest history wins; a failed write is logged and the feed stays in memory. */
   save(history: SavedHistory): Promise<void> {
-    this.writing = this.writing.then(async () => {
-      try {
-        await writeFileAtomic(this.fs, this.path, [Buffer.from(`${JSON.stringify({ version: 1, ...history })}\n`)]);
-      } catch (e) {
-        this.logger.warn({ file: this.path, err: e instanceof Error ? e.message : String(e) }, 'the activity feed could not be saved; it is kept in memory');
-      }
-    });
-    return this.writing;
+    this.latest = history;
+    return this.file.save(() => ({ version: 1 as const, ...(this.latest ?? history) }));
   }
 }

@@ -9,7 +9,8 @@
  * the daemon starts with empty records; the next full pass finds the problems again.
  */
 import { z } from 'zod';
-import { nodeStateFs, readIfExists, writeFileAtomic, type StateFs } from '../state/atomic-file.js';
+import { nodeStateFs, readIfExists, type StateFs } from '../state/atomic-file.js';
+import { parseSidecar, SidecarFile } from './sidecar-file.js';
 import type { Logger } from '../log.js';
 import type { ProblemListData } from './problem-list.js';
 import type { PassRecord } from './pass-history.js';
@@ -52,18 +53,12 @@ export function recordsPath(statePath: string): string {
   return `${statePath}.problems.json`;
 }
 
+type RecordsFileContent = z.infer<typeof RecordsFileSchema>;
+
 /** The records in `text`, or why they cannot be used (the first field that does not fit). */
 export function parseRecords(text: string): { ok: true; records: Map<string, MappingRecords> } | { ok: false; reason: string } {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (e) {
-    return { ok: false, reason: `not JSON (${e instanceof Error ? e.message : String(e)})` };
-  }
-  const r = RecordsFileSchema.safeParse(parsed);
-  if (r.success) return { ok: true, records: new Map(Object.entries(r.data.mappings)) };
-  const issue = r.error.issues[0];
-  return { ok: false, reason: `${issue && issue.path.length > 0 ? issue.path.join('.') : 'the file'}: ${issue?.message ?? 'malformed'}` };
+  const r = parseSidecar(RecordsFileSchema, text);
+  return r.ok ? { ok: true, records: new Map(Object.entries(r.value.mappings)) } : r;
 }
 
 /** For readers without the lock (`dssync status --history`): the records, or none when absent or malformed. */
@@ -74,50 +69,31 @@ export async function readRecords(path: string, fs: StateFs = nodeStateFs): Prom
   return r.ok ? r.records : new Map();
 }
 
-export class RecordsFile {
-  private writing: Promise<void> = Promise.resolve();
-  private dirty = false;
+const MESSAGES = {
+  unreadable: 'the records file (problems, pass history) cannot be read: starting with empty records',
+  malformed: 'the records file (problems, pass history) is malformed: starting with empty records; the next full pass finds the problems again',
+  unwritable: 'the records file (problems, pass history) could not be written; the lists are kept in memory',
+};
 
-  constructor(
-    readonly path: string,
-    private readonly logger: Logger,
-    private readonly fs: StateFs = nodeStateFs,
-  ) {}
+export class RecordsFile {
+  private readonly file: SidecarFile<RecordsFileContent>;
+
+  constructor(path: string, logger: Logger, fs?: StateFs) {
+    this.file = new SidecarFile(path, RecordsFileSchema, MESSAGES, logger, fs);
+  }
+
+  get path(): string {
+    return this.file.path;
+  }
 
   /** The records as last written, by mapping id; empty when none could be read (logged). */
   async load(): Promise<Map<string, MappingRecords>> {
-    let text: string | undefined;
-    try {
-      text = await readIfExists(this.fs, this.path);
-    } catch (e) {
-      this.logger.warn({ file: this.path, err: e instanceof Error ? e.message : String(e) }, 'the records file (problems, pass history) cannot be read: starting with empty records');
-      return new Map();
-    }
-    if (text === undefined) return new Map();
-    const r = parseRecords(text);
-    if (!r.ok) {
-      this.logger.warn({ file: this.path, reason: r.reason }, 'the records file (problems, pass history) is malformed: starting with empty records; the next full pass finds the problems again');
-      return new Map();
-    }
-    return r.records;
+    const saved = await this.file.load();
+    return new Map(saved ? Object.entries(saved.mappings) : []);
   }
 
-  /**
-   * Writes `content()` as it is when the write starts; asked again while a write runs, one
-   * more write follows with the latest content (never two at once, never an older one last).
-   */
+  /** Writes `content()` as it is when the write starts, the latest content winning (sidecar-file.ts). */
   save(content: () => Map<string, MappingRecords>): Promise<void> {
-    if (this.dirty) return this.writing;
-    this.dirty = true;
-    this.writing = this.writing.then(async () => {
-      this.dirty = false;
-      const body = JSON.stringify({ version: 1, mappings: Object.fromEntries(content()) });
-      try {
-        await writeFileAtomic(this.fs, this.path, [Buffer.from(`${body}\n`)]);
-      } catch (e) {
-        this.logger.warn({ file: this.path, err: e instanceof Error ? e.message : String(e) }, 'the records file (problems, pass history) could not be written; the lists are kept in memory');
-      }
-    });
-    return this.writing;
+    return this.file.save(() => ({ version: 1 as const, mappings: Object.fromEntries(content()) }));
   }
 }
