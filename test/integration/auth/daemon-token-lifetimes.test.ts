@@ -3,24 +3,18 @@
  * 2-second access tokens: it stays in sync through many token lifetimes while files change,
  * renewing on its own, and no secret reaches its logs, state or status.
  */
-import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOKEN_PATH } from '@dssync/emulator';
 import { checkFolderConvergence, type Workspace } from '../../helpers/mirror-check.js';
-import { daemonWorkspace, startDaemon, waitConverged, type DaemonProcess } from '../daemon/daemon-process.js';
-
-const PASSWORD = 'dev-password';
+import { DEV_PASSWORD as PASSWORD, passwordGrantWorkspace, PASSWORD_GRANT_ENV, startDaemon, waitConverged, type DaemonProcess } from '../daemon/daemon-process.js';
 
 describe('dssync run through many token lifetimes', () => {
   let w: Workspace;
   let d: DaemonProcess | undefined;
   beforeAll(async () => {
-    w = await daemonWorkspace({ emulator: { oidc: { tokenTtlSeconds: 2, refreshTtlSeconds: 30 } } });
-    const config = JSON.parse(await readFile(w.configPath, 'utf8')) as Record<string, unknown>;
-    config.auth = { type: 'oauth2', tokenUrl: `${w.emu.url}${TOKEN_PATH}`, grantType: 'password', clientId: 'dssync', username: 'dev-user' };
-    await writeFile(w.configPath, JSON.stringify(config), { mode: 0o600 });
+    w = await passwordGrantWorkspace({ tokenTtlSeconds: 2, refreshTtlSeconds: 30 });
   });
   afterAll(async () => {
     await d?.kill();
@@ -29,7 +23,7 @@ describe('dssync run through many token lifetimes', () => {
 
   it('keeps the data source in sync while files change across token renewals', { timeout: 120_000 }, async () => {
     for (let i = 0; i < 5; i++) await w.write(`doc-${i}.txt`, `version 0 of ${i}`);
-    d = await startDaemon(w, { env: { DSSYNC_PASSWORD: PASSWORD, DSSYNC_TOKEN: '' } });
+    d = await startDaemon(w, { env: PASSWORD_GRANT_ENV });
     await waitConverged(w, 'the first mirror', 60_000, () => checkFolderConvergence(w.emu, w.dataSourceId(), w.share));
     const renewalsBefore = w.emu.oidc.counts.refresh_token + w.emu.oidc.counts.password;
     // Changes spread over several 2-second lifetimes.

@@ -3,21 +3,16 @@
  * the daemon: one token provider serves both, so a start costs the identity provider one
  * password grant, not two (an account's grants are counted, and sometimes capped, there).
  */
-import { readFile, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOKEN_PATH } from '@dssync/emulator';
 import { checkFolderConvergence, type Workspace } from '../../helpers/mirror-check.js';
-import { daemonWorkspace, startDaemon, waitConverged, type DaemonProcess } from '../daemon/daemon-process.js';
+import { passwordGrantWorkspace, PASSWORD_GRANT_ENV, startDaemon, waitConverged, type DaemonProcess } from '../daemon/daemon-process.js';
 
 describe('dssync run with a password grant', () => {
   let w: Workspace;
   let d: DaemonProcess | undefined;
   beforeAll(async () => {
     // Tokens that outlive the test: any second grant is the start's, not a renewal.
-    w = await daemonWorkspace({ emulator: { oidc: { tokenTtlSeconds: 3600, refreshTtlSeconds: 7200 } } });
-    const config = JSON.parse(await readFile(w.configPath, 'utf8')) as Record<string, unknown>;
-    config.auth = { type: 'oauth2', tokenUrl: `${w.emu.url}${TOKEN_PATH}`, grantType: 'password', clientId: 'dssync', username: 'dev-user' };
-    await writeFile(w.configPath, JSON.stringify(config), { mode: 0o600 });
+    w = await passwordGrantWorkspace({ tokenTtlSeconds: 3600, refreshTtlSeconds: 7200 });
   });
   afterAll(async () => {
     await d?.kill();
@@ -26,7 +21,7 @@ describe('dssync run with a password grant', () => {
 
   it('makes one grant for the check at start and the first mirror', { timeout: 90_000 }, async () => {
     for (let i = 0; i < 3; i++) await w.write(`doc-${i}.txt`, `text ${i}`);
-    d = await startDaemon(w, { env: { DSSYNC_PASSWORD: 'dev-password', DSSYNC_TOKEN: '' } });
+    d = await startDaemon(w, { env: PASSWORD_GRANT_ENV });
     await waitConverged(w, 'the first mirror', 60_000, () => checkFolderConvergence(w.emu, w.dataSourceId(), w.share));
     expect(w.emu.oidc.counts.password).toBe(1);
     expect(w.emu.oidc.counts.refresh_token).toBe(0);

@@ -8,6 +8,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { TOKEN_PATH } from '@dssync/emulator';
 import { createServer, type AddressInfo } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { BIN } from '../cli/run-cli.js';
@@ -26,6 +28,24 @@ export const DAEMON_CONFIG = {
 export function daemonWorkspace(opts: WorkspaceOptions = {}): Promise<Workspace> {
   return createWorkspace({ ...opts, config: { ...DAEMON_CONFIG, ...opts.config } });
 }
+
+/** The emulator's test account's password (packages/emulator: `dev-user`). */
+export const DEV_PASSWORD = 'dev-password';
+
+/**
+ * A daemon workspace whose config takes its tokens from the emulator's OIDC token endpoint
+ * with the password grant (`dev-user`); start the daemon with `PASSWORD_GRANT_ENV`.
+ */
+export async function passwordGrantWorkspace(oidc: { tokenTtlSeconds: number; refreshTtlSeconds: number }): Promise<Workspace> {
+  const w = await daemonWorkspace({ emulator: { oidc } });
+  const config = JSON.parse(await readFile(w.configPath, 'utf8')) as Record<string, unknown>;
+  config.auth = { type: 'oauth2', tokenUrl: `${w.emu.url}${TOKEN_PATH}`, grantType: 'password', clientId: 'dssync', username: 'dev-user' };
+  await writeFile(w.configPath, JSON.stringify(config), { mode: 0o600 });
+  return w;
+}
+
+/** The daemon's environment for passwordGrantWorkspace: the password, and no static token. */
+export const PASSWORD_GRANT_ENV = { DSSYNC_PASSWORD: DEV_PASSWORD, DSSYNC_TOKEN: '' };
 
 export interface LogLine {
   level: number;
