@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { watch } from 'chokidar';
 import { Poller } from '../src/local/watch/poller.js';
+import { realClock } from '../src/time/clock.js';
 
 const cpuMs = (): number => {
   const u = process.cpuUsage();
@@ -71,7 +72,8 @@ async function measurePoller(mnt: string, back: string, intervalMs: number, budg
     intervalMs,
     budgetPercent,
     fs: { lstat: (p) => fsp.lstat(p), readdir: (p) => fsp.readdir(p) },
-    clock: { now: () => Date.now(), cpuMs, sleep: (ms) => sleep(ms).then(() => undefined) },
+    clock: realClock,
+    cpuMs,
   });
   const t0 = Date.now();
   const c0 = cpuMs();

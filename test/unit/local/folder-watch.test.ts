@@ -56,7 +56,7 @@ async function watching(t: ReturnType<typeof setup>, clock: FakeClock) {
     onWatchError: (err) => {
       throw err;
     },
-    now: () => clock.now(),
+    clock,
     fs: t.watchFs,
   });
   const looked = (n: number): Promise<void> => {

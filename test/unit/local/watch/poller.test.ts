@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RawEvent } from '../../../../src/local/aggregator.js';
-import { Poller, type PollClock, type PollFs, type PollProblem } from '../../../../src/local/watch/poller.js';
+import { Poller, type PollFs, type PollProblem } from '../../../../src/local/watch/poller.js';
+import { realClock, type Clock, type TimerHandle } from '../../../../src/time/clock.js';
 
 interface Node {
   dir: boolean;
@@ -75,13 +76,27 @@ class FakeFs implements PollFs {
   }
 }
 
-/** Time advances only through sleep(); each filesystem call costs `cpuPerCall` ms of CPU. */
-class FakeClock implements PollClock {
+/**
+ * Time advances only through sleep() (the poller's CPU slices and intervals: a self-advancing
+ * clock, which test/helpers/fake-clock.ts is not); each filesystem call costs `cpuPerCall` ms
+ * of CPU. The hung-call deadline runs on a real unref'd timer of `callTimeoutMs` (50 ms): the
+ * fake filesystem's hang is a promise that never settles, so the deadline is the only way out.
+ */
+class FakeClock implements Clock {
   t = 0;
   slept = 0;
   constructor(private readonly fs: FakeFs, private readonly cpuPerCall = 0) {}
   now(): number {
     return this.t;
+  }
+  monotonic(): number {
+    return this.t;
+  }
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    return realClock.setTimeout(fn, ms);
+  }
+  clearTimeout(handle: TimerHandle): void {
+    realClock.clearTimeout(handle);
   }
   cpuMs(): number {
     return this.fs.calls * this.cpuPerCall;
@@ -109,6 +124,7 @@ function setup(o: { cpuPerCall?: number; wallPerCall?: number; budgetPercent?: n
     callTimeoutMs: o.callTimeoutMs ?? 50,
     fs,
     clock,
+    cpuMs: () => clock.cpuMs(),
     onProblems: (p) => (problems = p),
   });
   const kinds = (): string[] => events.splice(0).map((e) => `${e.kind} ${e.path}`).sort();
