@@ -1,7 +1,7 @@
 /**
  * The only place that opens files of a mapped folder (and the small files dssync reads:
  * ignore files, tokens). Everything else goes through `openRegularFile`, `readSmallFile`
- * or `LocalFs.listDir`, which hold the rules of docs/security.md:
+ * or `LocalFs.listFolder`, which hold the rules of docs/security.md:
  *
  * - every open is non-blocking (`O_NONBLOCK`): a FIFO opens at once instead of waiting
  *   for a writer, so neither a libuv thread nor the main thread can be held by one;
@@ -59,13 +59,6 @@ export interface FsFileHandle {
   realPath?(): Promise<string | undefined>;
 }
 
-/** A folder's entries, read through a descriptor of the folder. */
-export interface FsDirListing {
-  entries: FsDirent[];
-  /** The kernel's path of the folder listed; undefined when the system does not tell. */
-  realPath: string | undefined;
-}
-
 export * from './folder-listing.js';
 
 export interface LocalFs {
@@ -77,18 +70,14 @@ export interface LocalFs {
   readdir(path: string): Promise<FsDirent[]>;
   /**
    * Opens the folder (`O_DIRECTORY`, and `O_NOFOLLOW` with `noFollow`: a folder swapped
-   * for a link fails with ELOOP or ENOTDIR) and lists that very folder, whatever happens
-   * to its path meanwhile. Optional: without it the walk lists by path (fakes).
-   */
-  listDir?(path: string, opts?: { noFollow?: boolean }): Promise<FsDirListing>;
-  /**
-   * listDir and the `lstat` of every file listed, in one call (folder-lister.ts: a worker
+   * for a link fails with ELOOP or ENOTDIR), lists that very folder whatever happens to its
+   * path meanwhile, and `lstat`s every file listed, in one call (folder-lister.ts: a worker
    * thread, so that a million files cost the main thread no filesystem call and no Stats
-   * object). The same rules as listDir; opens nothing but the folder. Optional: without it
-   * the walk uses listDir (or readdir) and `lstat` (fakes). `signal`: the promise rejects
-   * with its reason when it aborts, whatever the filesystem does.
+   * object). Opens nothing but the folder. `signal`: the promise rejects with its reason
+   * when it aborts, whatever the filesystem does. The walk's only way to list: the fakes
+   * answer it as the worker does (test/helpers/list-folder.ts).
    */
-  listFolder?(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined }): Promise<FolderListing>;
+  listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined }): Promise<FolderListing>;
   realpath(path: string): Promise<string>;
   /** A small text file (the ignore file), with the checks of readSmallFile. */
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;
@@ -123,17 +112,6 @@ export const nodeFs: LocalFs = {
   stat: (path) => statP(path),
   lstat: (path) => lstatP(path),
   readdir: (path) => readdirP(path, { withFileTypes: true }),
-  async listDir(path, opts) {
-    const fh = await fsp.open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | (opts?.noFollow ? O_NOFOLLOW : 0));
-    try {
-      const real = await procPath(fh.fd);
-      // /proc/self/fd/N names the opened folder itself: its path can no longer be swapped.
-      const entries = await readdirP(real === undefined ? path : `/proc/self/fd/${fh.fd}`, { withFileTypes: true });
-      return { entries, realPath: real };
-    } finally {
-      await fh.close().catch(() => undefined);
-    }
-  },
   listFolder: (path, opts) => sharedFolderLister().list(path, opts),
   realpath: (path) => realpathP(path),
   readFile: (path, opts) => readSmallFile(path, { ...opts, fs: nodeFs }),

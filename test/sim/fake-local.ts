@@ -9,7 +9,8 @@
  * every change and cannot be set back), dev and inode (kept by in-place writes and renames).
  */
 import { createHash } from 'node:crypto';
-import { readSmallFile, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
+import { readSmallFile, type FolderListing, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
+import { listFolderOf } from '../helpers/list-folder.js';
 
 export const ROOT = '/sim/share';
 
@@ -200,6 +201,11 @@ export class FakeLocal implements LocalFs {
     this.lookup(path);
     return path;
   };
+
+  /** As the production lister answers (test/helpers/list-folder.ts): readdir, then lstat of each file. */
+  listFolder(path: string, opts?: { signal?: AbortSignal | undefined }): Promise<FolderListing> {
+    return listFolderOf(this, path, opts?.signal);
+  }
 
   readdir = async (path: string): Promise<FsDirent[]> => {
     const n = this.lookup(path);
