@@ -97,7 +97,7 @@ const readdirP = promisify(readdir);
 const realpathP = promisify(realpath);
 const readlinkP = promisify(readlink);
 
-const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY, O_NOCTTY } = constants;
+const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 
 /** The kernel's path of an open descriptor, or undefined when /proc does not say. */
 async function procPath(fd: number): Promise<string | undefined> {
