@@ -22,11 +22,10 @@
  * its identity is checked; a folder replaced under its own name is watched again (and
  * reported as `addDir`, so the engine walks it and pairs moved files as renames).
  */
-import { watch as fsWatch } from 'node:fs';
 import { basename, join } from 'node:path';
 import PQueue from 'p-queue';
 import type { RawEvent } from './aggregator.js';
-import { errorCode, nodeFs, type FsStats, type LocalFs } from './fs.js';
+import { errorCode, nodeFs, type FolderWatcher, type FsStats, type LocalFs } from './fs.js';
 import { LifoQueue } from './lifo-queue.js';
 import { joinRel, nfc } from './paths.js';
 import { inotifyQueue } from './watch/queue-overflow.js';
@@ -52,27 +51,8 @@ export interface FolderWatchOptions {
   /** Events are stamped with its monotonic reading (the aggregator's windows run on it). */
   clock: Clock;
   /** The filesystem calls (tests count them); default the real ones. */
-  fs?: FolderWatchFs | undefined;
+  fs?: LocalFs | undefined;
 }
-
-/** What the folder watch asks of the filesystem. */
-export interface FolderWatchFs {
-  lstat: LocalFs['lstat'];
-  readdir: LocalFs['readdir'];
-  /** A folder's watch (fs.watch): each event names the entry of the folder it is about. */
-  watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher;
-}
-
-export interface FolderWatcher {
-  close(): void;
-  on(event: 'error', listener: (err: Error) => void): unknown;
-}
-
-const nodeFolderWatchFs: FolderWatchFs = {
-  lstat: nodeFs.lstat,
-  readdir: nodeFs.readdir,
-  watch: (path, listener) => fsWatch(path, { persistent: true }, listener),
-};
 
 export interface FolderWatch {
   close(): void;
@@ -99,7 +79,7 @@ interface Watched {
 }
 
 export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> {
-  const fs = o.fs ?? nodeFolderWatchFs;
+  const fs = o.fs ?? nodeFs;
   /** Absolute path -> its relative path ('' = root), watch and the identity it watches. */
   const watches = new Map<string, Watched>();
   let closed = false;

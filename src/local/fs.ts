@@ -17,7 +17,7 @@
  * Behind the LocalFs interface so that tests can inject failures (EACCES as root, EIO, a
  * file vanishing between two calls) that a real disk cannot produce on demand.
  */
-import { closeSync, constants, fstatSync, lstat, openSync, promises as fsp, readdir, readlink, readSync, realpath, stat, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstat, openSync, promises as fsp, readdir, readlink, readSync, realpath, stat, watch as fsWatch, type Stats } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
@@ -61,6 +61,12 @@ export interface FsFileHandle {
 
 export * from './folder-listing.js';
 
+/** A folder's watch (LocalFs.watch). */
+export interface FolderWatcher {
+  close(): void;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
+
 export interface LocalFs {
   /** Follows symbolic links. */
   stat(path: string): Promise<FsStats>;
@@ -79,6 +85,8 @@ export interface LocalFs {
    */
   listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined }): Promise<FolderListing>;
   realpath(path: string): Promise<string>;
+  /** A folder's watch (fs.watch): each event names the entry of the folder it is about. */
+  watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher;
   /** A small text file (the ignore file), with the checks of readSmallFile. */
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;
   /**
@@ -113,6 +121,7 @@ export const nodeFs: LocalFs = {
   lstat: (path) => lstatP(path),
   readdir: (path) => readdirP(path, { withFileTypes: true }),
   listFolder: (path, opts) => sharedFolderLister().list(path, opts),
+  watch: (path, listener) => fsWatch(path, { persistent: true }, listener),
   realpath: (path) => realpathP(path),
   readFile: (path, opts) => readSmallFile(path, { ...opts, fs: nodeFs }),
   async open(path, opts) {

@@ -19,7 +19,6 @@
  * for excluded files are not reported (temp, lock and swap files are excluded by the
  * filter; the planner pairs renames by content, so it never needs to see them).
  */
-import * as fsp from 'node:fs/promises';
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { DEFAULTS } from '../config/schema.js';
@@ -29,6 +28,7 @@ import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntr
 import { Poller, type PollStats } from './watch/poller.js';
 import { inotifyQueue, RAISE_QUEUE_LIMIT, type QueueOverflow, type QueueView } from './watch/queue-overflow.js';
 import { toRelPath } from './paths.js';
+import { nodeFs } from './fs.js';
 import type { Clock } from '../time/clock.js';
 
 /**
@@ -283,7 +283,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
       emit,
       intervalMs: pollTargetMs,
       budgetPercent: pollBudgetPercent,
-      fs: { lstat: (p) => fsp.lstat(p), readdir: (p) => fsp.readdir(p) },
+      fs: nodeFs,
       clock,
       cpuMs: () => {
         const u = process.cpuUsage();

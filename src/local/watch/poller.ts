@@ -33,12 +33,10 @@ import type { RawEvent } from '../aggregator.js';
 import { joinRel } from '../paths.js';
 import { errnoOf } from '../../errors/errno.js';
 import type { Clock } from '../../time/clock.js';
+import type { LocalFs } from '../fs.js';
 
-/** The filesystem calls the poller makes (node:fs/promises, or a fake in tests). */
-export interface PollFs {
-  lstat(path: string): Promise<{ dev: number; ino: number; size: number; mtimeMs: number; ctimeMs: number; isDirectory(): boolean; isFile(): boolean }>;
-  readdir(path: string): Promise<string[]>;
-}
+/** The part of the one LocalFs the poller calls (nodeFs, or a fake in tests). */
+export type PollFs = Pick<LocalFs, 'lstat' | 'readdir'>;
 
 
 export interface PollerOptions {
@@ -313,7 +311,7 @@ export class Poller {
       const visit = async (dir: string): Promise<void> => {
         let names: string[];
         try {
-          names = await this.call(() => this.o.fs.readdir(this.abs(dir)));
+          names = (await this.call(() => this.o.fs.readdir(this.abs(dir)))).map((e) => e.name);
         } catch (e) {
           if (e instanceof Hung) {
             hung = true;
@@ -357,7 +355,7 @@ export class Poller {
           } else {
             subFiles++;
           }
-          next.set(rel, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, isDir });
+          next.set(rel, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs ?? 0, isDir });
         }
       };
       await new Promise<void>((resolve) => {

@@ -64,7 +64,7 @@ class FakeFs implements PollFs {
     let dev = this.dev;
     let depth = -1;
     for (const [m, d] of this.mounts) if ((path === m || path.startsWith(`${m}/`)) && m.length > depth) [dev, depth] = [d, m.length];
-    return { dev, ino: n.ino, size: n.size, mtimeMs: n.mtimeMs, ctimeMs: n.mtimeMs, isDirectory: () => n.dir, isFile: () => !n.dir };
+    return { dev, ino: n.ino, size: n.size, mtimeMs: n.mtimeMs, ctimeMs: n.mtimeMs, isDirectory: () => n.dir, isFile: () => !n.dir, isSymbolicLink: () => false };
   }
   async readdir(path: string) {
     if (this.hang.has(path)) return new Promise<never>(() => undefined);
@@ -72,7 +72,10 @@ class FakeFs implements PollFs {
     if (!this.nodes.get(path)?.dir) throw Object.assign(new Error(`ENOTDIR: ${path}`), { code: 'ENOTDIR' });
     const names = new Set<string>();
     for (const k of this.nodes.keys()) if (k.startsWith(`${path}/`)) names.add(k.slice(path.length + 1).split('/')[0]!);
-    return [...names];
+    return [...names].map((name) => {
+      const dir = this.nodes.get(`${path}/${name}`)?.dir === true;
+      return { name, isFile: () => !dir, isDirectory: () => dir, isSymbolicLink: () => false };
+    });
   }
 }
 
