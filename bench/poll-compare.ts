@@ -8,12 +8,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import * as fsp from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { watch } from 'chokidar';
 import { Poller } from '../src/local/watch/poller.js';
+import { nodeFs } from '../src/local/fs.js';
+import { realClock } from '../src/time/clock.js';
 
 const cpuMs = (): number => {
   const u = process.cpuUsage();
@@ -70,8 +71,9 @@ async function measurePoller(mnt: string, back: string, intervalMs: number, budg
     },
     intervalMs,
     budgetPercent,
-    fs: { lstat: (p) => fsp.lstat(p), readdir: (p) => fsp.readdir(p) },
-    clock: { now: () => Date.now(), cpuMs, sleep: (ms) => sleep(ms).then(() => undefined) },
+    fs: nodeFs,
+    clock: realClock,
+    cpuMs,
   });
   const t0 = Date.now();
   const c0 = cpuMs();

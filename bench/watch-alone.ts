@@ -15,6 +15,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DEFAULT_INCLUDE } from '../src/config/index.js';
 import { createFilter } from '../src/local/filters.js';
 import { watchFolders } from '../src/local/folder-watch.js';
+import { realClock } from '../src/time/clock.js';
 import { ballast, mainThreadCpuMs, runAlone } from './lib/alone.js';
 
 function heapMB(): number {
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
     emit: () => undefined,
     checkRoot: () => undefined,
     onWatchError: () => errors++,
-    now: Date.now,
+    clock: realClock,
   });
   const wallMs = performance.now() - t0;
   loop.disable();

@@ -150,6 +150,7 @@ export async function runScaleMemory(ctx: BenchContext, files: number): Promise<
       local: createLocalSide({ path: share, include: [...DEFAULT_INCLUDE], exclude: [], maxFileBytes: Infinity, followSymlinks: false }),
       logger: silent,
       now: Date.now,
+      monotonic: () => performance.now(),
     });
     h0 = heap();
     const heapOnly0 = process.memoryUsage().heapUsed;

@@ -6,9 +6,9 @@
  *
  * - `lister`: the real disk's LocalFs, folders listed and files `lstat`ed in the folder
  *   lister's worker (local/folder-lister.ts);
- * - `noLister`: the same walk over a LocalFs without listFolder: a folder listed through
- *   its descriptor on the main thread, then an asynchronous `lstat` per file (libuv's pool),
- *   as every walk did before the lister.
+ * - `noLister`: the same walk with listFolder answered on the main thread as the fakes answer
+ *   it (test/helpers/list-folder.ts: readdir, then an asynchronous `lstat` per file, one at a
+ *   time, on libuv's pool); before issue 27.4 the walk's own fallback (8 at a time).
  *
  * The tree is BENCH_SCALE_DIR's (its share/, never written) when that folder holds a kept
  * set, else one written in the bench's temp folder. The second and later runs find the

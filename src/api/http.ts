@@ -201,6 +201,7 @@ export class HttpTransport {
     const redundant = detail === undefined || [reason, `${status} ${reason}`].includes(detail.replace(/\s+/g, ' ').trim());
     const dateHeader = header(res.headers, 'date');
     const serverNow = dateHeader === undefined ? NaN : Date.parse(dateHeader);
+    // Bare wall read on purpose: an HTTP-date Retry-After is a wall value of the service; without its Date header, ours.
     const retryAfterMs = parseRetryAfter(header(res.headers, 'retry-after'), Number.isNaN(serverNow) ? Date.now() : serverNow);
     return new ApiError({
       code,

@@ -186,7 +186,7 @@ export abstract class RenewingProvider implements TokenProvider {
       this.warnedNoExpiry = true;
       this.log.warn({ source: this.description }, 'the token came without expires_in: it is used until the service refuses it (401), then renewed');
     }
-    const wallNow = Date.now();
+    const wallNow = this.clock.now();
     this.current = {
       token: got.accessToken,
       obtainedAt: wallNow,

@@ -6,6 +6,7 @@
 import { statSync } from 'node:fs';
 import type { TokenProvider, TokenStatus } from '../api/token-provider.js';
 import type { SecretSource } from './settings.js';
+import { realClock, type Clock } from '../time/clock.js';
 
 const CHECK_EVERY_MS = 1_000;
 
@@ -14,13 +15,15 @@ export class StaticTokenProvider implements TokenProvider {
   readonly description: string;
   private current: string;
   private stamp: string | undefined;
-  private checkedAt = 0;
+  private checkedAt = -Infinity;
   private lastError: string | undefined;
 
   constructor(
     private readonly source: SecretSource,
     /** The file behind the source, when it is one (watched for rotation). */
     private readonly path?: string | undefined,
+    /** The once-a-second check runs on its monotonic reading (a wall step back must not stall it); default the real clock, as the renewing providers'. */
+    private readonly clock: Clock = realClock,
   ) {
     this.description = source.describe;
     this.current = source.read();
@@ -28,7 +31,7 @@ export class StaticTokenProvider implements TokenProvider {
   }
 
   token(): Promise<string> {
-    const now = Date.now();
+    const now = this.clock.monotonic();
     if (this.path !== undefined && now - this.checkedAt >= CHECK_EVERY_MS) {
       this.checkedAt = now;
       const stamp = this.fileStamp();

@@ -153,6 +153,7 @@ export async function runProbe(args: ProbeArgs, out: (s: string) => void = (s) =
 type Call = (step: string, method: string, path: string, body?: { json?: unknown; form?: InstanceType<typeof import('undici').FormData> }) => Promise<Exchange>;
 
 async function writeRoundTrip(call: Call, connectors: string[], report: ProbeReport, FormDataCtor: typeof import('undici').FormData): Promise<void> {
+  // Bare wall read on purpose: only a unique, readable name for the throw-away data source.
   const created = await call('create-data-source', 'POST', '/datastore/v1/data-sources', { json: { name: `dssync-probe-${Date.now()}`, llm_connector_ids: connectors } });
   const dsId = firstId(created.body) ?? idFromLocation(created.headers.location);
   if (!dsId) {

@@ -7,6 +7,7 @@
 import type { OpEvent } from '../engine/executor.js';
 import type { Op } from '../engine/plan.js';
 import { printable } from '../printable.js';
+import type { Clock } from '../time/clock.js';
 
 /** Operations that write to the service (adopt and forget only touch the state). */
 function isWrite(op: Op): boolean {
@@ -22,7 +23,8 @@ export class ProgressLine {
 
   constructor(
     private readonly stream: NodeJS.WriteStream = process.stderr,
-    private readonly now: () => number = Date.now,
+    /** The rate, the time left and the redraw throttle run on its monotonic reading. */
+    private readonly clock: Clock,
   ) {}
 
   get enabled(): boolean {
@@ -32,7 +34,7 @@ export class ProgressLine {
   /** A plan is about to be carried out: its writes join the total. */
   onPlan = (ops: readonly Op[]): void => {
     this.total += ops.filter(isWrite).length;
-    this.startedAt ??= this.now();
+    this.startedAt ??= this.clock.monotonic();
   };
 
   onOp = (e: OpEvent): void => {
@@ -40,7 +42,7 @@ export class ProgressLine {
     if (e.outcome === 'done') this.done++;
     else if (e.outcome === 'failed' || e.outcome === 'rejected') this.failed++;
     if (!this.enabled) return;
-    const t = this.now();
+    const t = this.clock.monotonic();
     if (t - this.last < 100) return;
     this.last = t;
     const columns = this.stream.columns || 100;

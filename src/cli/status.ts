@@ -37,6 +37,7 @@ import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson, formatSummary, truncate } from './output.js';
 import { printable } from '../printable.js';
 import { formatWatchLines } from './watch-report.js';
+import { realClock, type Clock } from '../time/clock.js';
 
 /** How long the daemon gets to answer: it answers from memory, so this is generous. */
 export const DAEMON_TIMEOUT_MS = 1_500;
@@ -78,7 +79,8 @@ export const statusCommand: CommandModule<GlobalArgs, StatusArgs> = {
 export interface StatusDeps {
   env?: NodeJS.ProcessEnv | undefined;
   out?: ((text: string) => void) | undefined;
-  now?: (() => number) | undefined;
+  /** Its wall reading dates what is shown (ages of the daemon's wall timestamps); default the real clock (this command is the edge). */
+  clock?: Clock | undefined;
   /** Reads the state file (default: readStateFile, loaded on demand). */
   readState?: ((path: string) => Promise<StateFile | undefined>) | undefined;
   probe?: ((listen: ListenAddress, token: string | undefined) => Promise<DaemonProbe>) | undefined;
@@ -101,7 +103,7 @@ export function readDaemonToken(settings: Pick<Settings, 'status' | 'statePath'>
 export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promise<number> {
   const env = deps.env ?? process.env;
   const out = deps.out ?? ((t: string) => void process.stdout.write(t));
-  const now = (deps.now ?? Date.now)();
+  const now = (deps.clock ?? realClock).now();
   // Load warnings (a non-loopback status address...) are `config check`'s business: here
   // they would repeat on every look.
   const settings = loadSettings({
@@ -294,7 +296,8 @@ export async function runPendingDeletes(args: StatusArgs, out: (t: string) => vo
   return ExitCode.OK;
 }
 
-const now = (): number => Date.now();
+// `status --pending-deletes` takes no deps: the command's edge, the real clock's wall reading.
+const now = (): number => realClock.now();
 
 // ---- a link to the page ---------------------------------------------------------------
 
@@ -633,7 +636,7 @@ export interface HistoryReport {
 export async function runHistory(args: StatusArgs, deps: StatusDeps = {}): Promise<number> {
   const env = deps.env ?? process.env;
   const out = deps.out ?? ((t: string) => void process.stdout.write(t));
-  const now = (deps.now ?? Date.now)();
+  const now = (deps.clock ?? realClock).now();
   const settings = loadSettings({ file: args.config, env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
   const listen = settings.status.listen;
   const probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen, readDaemonToken(settings).token);

@@ -86,7 +86,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   ]);
   // stdout carries the summary; logs go to stderr. On a terminal the progress line
   // replaces the per-document log lines.
-  const progress = new ProgressLine();
+  const progress = new ProgressLine(process.stderr, realClock);
   // On a terminal: one readable line per event, and none about a single file, which the
   // summary names anyway (issue 14.14), unless a log level was asked for. JSON lines otherwise.
   const quiet = progress.enabled && !env.DSSYNC_LOG_LEVEL && !args.logLevel;
@@ -158,6 +158,7 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
       api: d.api,
       state: d.store,
       logger: d.logger,
+      clock: realClock,
       onOp,
       onPlan: d.progress.onPlan,
       signal: d.signal,

@@ -16,6 +16,7 @@ import type { OpEvent } from '../engine/executor.js';
 import type { Op } from '../engine/plan.js';
 import { Mirror, type MirrorState } from '../engine/mirror.js';
 import { rebuildFromListing, type RebuildState } from '../engine/rebuild.js';
+import type { Clock } from '../time/clock.js';
 
 /**
  * The stability window of every full pass, the daemon's and `dssync sync`'s: the
@@ -39,9 +40,8 @@ export interface BuildMirrorDeps {
       recordDataSourceName?(mappingId: string, name: string): void;
     };
   logger: Logger;
-  now?: () => number;
-  /** The monotonic clock (Clock.monotonic) for the mirror's own windows. */
-  monotonic?: () => number;
+  /** The one clock: its wall reading for the state's timestamps, its monotonic one for the mirror's own windows. */
+  clock: Clock;
   /** The stability window of full passes (MirrorDeps.stabilityMs); none by default. */
   stabilityMs?: number | undefined;
   onOp?: ((e: OpEvent) => void) | undefined;
@@ -139,7 +139,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
       installationId: identity.installationId,
       formerInstallationIds: identity.formerIds,
       logger: deps.logger,
-      now: deps.now ?? Date.now,
+      now: () => deps.clock.now(),
       signal: deps.signal,
     });
   }
@@ -163,8 +163,8 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     state: deps.state,
     local: createLocalSide(mapping, { signal: deps.signal }),
     logger: deps.logger.child({ mapping: mapping.id }),
-    now: deps.now ?? Date.now,
-    monotonic: deps.monotonic,
+    now: () => deps.clock.now(),
+    monotonic: () => deps.clock.monotonic(),
     stabilityMs: deps.stabilityMs,
     onOp: deps.onOp,
     onPlan: deps.onPlan,

@@ -176,6 +176,7 @@ export class Daemon {
           },
           access: { actions: this.config.status.actions, token, allowedHosts: this.config.status.allowedHosts },
           fdLimit: this.o.fdLimit,
+          clock: this.clock,
           onError: (what, e) => this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, `${what} failed; trying again at its next turn`),
         });
         this.o.logger.info({ url: this.server.url }, 'status endpoint listening');

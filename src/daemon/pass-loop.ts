@@ -264,8 +264,7 @@ export class PassLoop {
       logger: this.d.logger,
       onOp: (e) => this.onOp(e),
       signal: this.d.signal,
-      now: () => this.d.clock.now(),
-      monotonic: () => this.d.clock.monotonic(),
+      clock: this.d.clock,
       stabilityMs: passStabilityMs(this.d.config),
       onNotice: (m) => {
         notice = m;

@@ -29,6 +29,7 @@ import { scrub } from '../secrets.js';
 import { formatSse, parseLastEventId, SseHub } from './web/sse.js';
 import { boundStatus, problemsPage } from './web/status-lists.js';
 import type { ConfirmResult } from './delete-decision.js';
+import type { Clock } from '../time/clock.js';
 
 export interface StatusActions {
   /** Asks for a full pass now; false when no such mapping. Idempotent. */
@@ -52,7 +53,9 @@ export interface StatusServerOptions {
   metrics: () => Promise<string>;
   history?: DaemonHistory | undefined;
   actions?: StatusActions | undefined;
-  access?: Partial<Omit<AccessOptions, 'listenHost'>> | undefined;
+  access?: Partial<Omit<AccessOptions, 'listenHost' | 'clock'>> | undefined;
+  /** The one clock (the access policy's expiries); the daemon passes its own. */
+  clock: Clock;
   /** How often the page's feed checks the status for changes (ms, default 1000). */
   pushIntervalMs?: number | undefined;
   /** The process's open-file limit: the connection cap is a small share of it. */
@@ -91,7 +94,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     actions: o.actions !== undefined && (o.access?.actions ?? true),
     allowedHosts: o.access?.allowedHosts,
     token: o.access?.token,
-    now: o.access?.now,
+    clock: o.clock,
   });
   const assets = loadAssets();
   const hub = new SseHub(SSE_LIMITS);

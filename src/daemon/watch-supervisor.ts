@@ -104,8 +104,8 @@ export class WatchSupervisor {
           const f = await loadFilter(mapping, localFs);
           return (p, isDir) => f.includes(p, isDir);
         },
-        // Event times feed the aggregator's quiet and stability windows: monotonic.
-        now: () => this.d.clock.monotonic(),
+        // Event times feed the aggregator's quiet and stability windows: the watcher stamps them monotonic.
+        clock: this.d.clock,
         signal: this.stopping.signal,
         onEvent: (e) => this.d.intake.push(e),
         onError: (err) => this.onError(err),

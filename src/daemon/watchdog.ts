@@ -50,7 +50,8 @@ export function watchdogSecondsFromEnv(env: NodeJS.ProcessEnv = process.env): { 
 }
 
 // Plain JavaScript, evaluated in the worker: no module to locate at run time (the same code
-// runs from dist/ and under vitest).
+// runs from dist/ and under vitest). Its bare clock reads are on purpose: it watches the main
+// thread, whose clock it cannot share.
 const WORKER_SOURCE = `
 const { workerData } = require('node:worker_threads');
 const { writeSync } = require('node:fs');

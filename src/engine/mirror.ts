@@ -63,8 +63,8 @@ export interface MirrorDeps {
   logger: Logger;
   /** The wall clock: timestamps written to the state, compared with file times and with intents of earlier processes. */
   now: () => number;
-  /** A clock that never steps (Clock.monotonic), for this process's own windows; default performance.now. */
-  monotonic?: (() => number) | undefined;
+  /** A clock that never steps (Clock.monotonic), for this process's own windows: the caller's clock, no default. */
+  monotonic: () => number;
   onOp?: ((e: OpEvent) => void) | undefined;
   /** The operations about to be carried out (each round's plan): a progress display's total. */
   onPlan?: ((ops: readonly Op[]) => void) | undefined;
@@ -229,7 +229,7 @@ export class Mirror {
   private readonly stability: StabilityWindow;
 
   constructor(private readonly d: MirrorDeps) {
-    this.monotonic = d.monotonic ?? (() => performance.now());
+    this.monotonic = d.monotonic;
     this.stability = new StabilityWindow({ windowMs: d.stabilityMs ?? 0, now: () => d.now(), monotonic: this.monotonic });
     this.session = d.spec.installationId !== undefined && d.state.recordSession !== undefined ? newSession() : undefined;
     this.fieldsSpec = { ...d.spec, session: this.session };

@@ -345,6 +345,7 @@ function installExitHook(): void {
  */
 function onExit(code: number): void {
   for (const w of live) Atomics.store(w.flags, STOP, 1);
+  // A bare monotonic read on purpose: the exit hook runs synchronously, after every clock's timers.
   const deadline = performance.now() + EXIT_WAIT_MS;
   for (const w of live) {
     while (Atomics.load(w.flags, BUSY) === 1) {

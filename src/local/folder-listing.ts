@@ -20,9 +20,9 @@ export interface FolderListing {
    * ino. In place of the size: STAT_OTHER_TYPE (no longer a regular file: replaced by a
    * folder, a link...), STAT_GONE (ENOENT
    * or ENOTDIR: gone since listed), STAT_FAILED (the error is in `statErrors`), NaN (not
-   * stat-ed). Undefined: no entry was stat-ed (the walk stats what it keeps itself).
+   * stat-ed: not a file).
    */
-  stats?: Float64Array | undefined;
+  stats: Float64Array;
   /** The `lstat`s that failed otherwise, by entry. */
   statErrors?: { index: number; code: string; message: string }[] | undefined;
 }

@@ -22,14 +22,14 @@
  * its identity is checked; a folder replaced under its own name is watched again (and
  * reported as `addDir`, so the engine walks it and pairs moved files as renames).
  */
-import { watch as fsWatch } from 'node:fs';
 import { basename, join } from 'node:path';
 import PQueue from 'p-queue';
 import type { RawEvent } from './aggregator.js';
-import { errorCode, nodeFs, type FsStats, type LocalFs } from './fs.js';
+import { errorCode, nodeFs, type FolderWatcher, type FsStats, type LocalFs } from './fs.js';
 import { LifoQueue } from './lifo-queue.js';
 import { joinRel, nfc } from './paths.js';
 import { inotifyQueue } from './watch/queue-overflow.js';
+import type { Clock } from '../time/clock.js';
 
 export interface FolderWatchOptions {
   /** The mapped folder, resolved (no symbolic link). */
@@ -48,29 +48,11 @@ export interface FolderWatchOptions {
   onWatchLimit?: ((rel: string) => void) | undefined;
   /** The ignore file's path relative to the root, and what to do when an event names it. */
   ignoreFile?: { rel: string; onChange: () => void } | undefined;
-  now: () => number;
+  /** Events are stamped with its monotonic reading (the aggregator's windows run on it). */
+  clock: Clock;
   /** The filesystem calls (tests count them); default the real ones. */
-  fs?: FolderWatchFs | undefined;
+  fs?: LocalFs | undefined;
 }
-
-/** What the folder watch asks of the filesystem. */
-export interface FolderWatchFs {
-  lstat: LocalFs['lstat'];
-  readdir: LocalFs['readdir'];
-  /** A folder's watch (fs.watch): each event names the entry of the folder it is about. */
-  watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher;
-}
-
-export interface FolderWatcher {
-  close(): void;
-  on(event: 'error', listener: (err: Error) => void): unknown;
-}
-
-const nodeFolderWatchFs: FolderWatchFs = {
-  lstat: nodeFs.lstat,
-  readdir: nodeFs.readdir,
-  watch: (path, listener) => fsWatch(path, { persistent: true }, listener),
-};
 
 export interface FolderWatch {
   close(): void;
@@ -97,7 +79,7 @@ interface Watched {
 }
 
 export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> {
-  const fs = o.fs ?? nodeFolderWatchFs;
+  const fs = o.fs ?? nodeFs;
   /** Absolute path -> its relative path ('' = root), watch and the identity it watches. */
   const watches = new Map<string, Watched>();
   let closed = false;
@@ -119,7 +101,7 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
     // Counted even after close: the event took its room in the process's inotify queue.
     inotifyQueue.note();
     if (closed) return;
-    const at = o.now();
+    const at = o.clock.monotonic();
     const name = typeof filename === 'string' ? filename : filename?.toString('utf8');
     if (dirAbs === o.root && name === basename(o.root)) o.checkRoot();
     if (!name) {
@@ -229,7 +211,7 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
           continue;
         }
         // Found while setting up a new folder: reported, so its contents are walked too.
-        if (report) o.emit({ kind: 'addDir', path: r, at: o.now() });
+        if (report) o.emit({ kind: 'addDir', path: r, at: o.clock.monotonic() });
         subs.push({ rel: r, abs: a });
       }
       return subs;
@@ -266,10 +248,10 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
           (s) => {
             const cur = watches.get(dAbs);
             if (cur?.watcher === w && s.isDirectory() && s.dev === id.dev && s.ino === id.ino) o.onWatchError(err);
-            else if (cur?.watcher === w) looks.request(dRel, dAbs, o.now(), false);
+            else if (cur?.watcher === w) looks.request(dRel, dAbs, o.clock.monotonic(), false);
           },
           () => {
-            if (watches.get(dAbs)?.watcher === w) looks.request(dRel, dAbs, o.now(), false);
+            if (watches.get(dAbs)?.watcher === w) looks.request(dRel, dAbs, o.clock.monotonic(), false);
           },
         );
       });

@@ -1,7 +1,7 @@
 /**
  * The only place that opens files of a mapped folder (and the small files dssync reads:
  * ignore files, tokens). Everything else goes through `openRegularFile`, `readSmallFile`
- * or `LocalFs.listDir`, which hold the rules of docs/security.md:
+ * or `LocalFs.listFolder`, which hold the rules of docs/security.md:
  *
  * - every open is non-blocking (`O_NONBLOCK`): a FIFO opens at once instead of waiting
  *   for a writer, so neither a libuv thread nor the main thread can be held by one;
@@ -17,7 +17,7 @@
  * Behind the LocalFs interface so that tests can inject failures (EACCES as root, EIO, a
  * file vanishing between two calls) that a real disk cannot produce on demand.
  */
-import { close, closeSync, constants, fstat, fstatSync, lstat, open, openSync, promises as fsp, read, readdir, readlink, readSync, realpath, stat, type Stats } from 'node:fs';
+import { close, closeSync, constants, fstat, fstatSync, lstat, open, openSync, promises as fsp, read, readdir, readlink, readSync, realpath, stat, watch as fsWatch, type Stats } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
@@ -59,14 +59,13 @@ export interface FsFileHandle {
   realPath?(): Promise<string | undefined>;
 }
 
-/** A folder's entries, read through a descriptor of the folder. */
-export interface FsDirListing {
-  entries: FsDirent[];
-  /** The kernel's path of the folder listed; undefined when the system does not tell. */
-  realPath: string | undefined;
-}
-
 export * from './folder-listing.js';
+
+/** A folder's watch (LocalFs.watch). */
+export interface FolderWatcher {
+  close(): void;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
 
 export interface LocalFs {
   /** Follows symbolic links. */
@@ -77,19 +76,17 @@ export interface LocalFs {
   readdir(path: string): Promise<FsDirent[]>;
   /**
    * Opens the folder (`O_DIRECTORY`, and `O_NOFOLLOW` with `noFollow`: a folder swapped
-   * for a link fails with ELOOP or ENOTDIR) and lists that very folder, whatever happens
-   * to its path meanwhile. Optional: without it the walk lists by path (fakes).
-   */
-  listDir?(path: string, opts?: { noFollow?: boolean }): Promise<FsDirListing>;
-  /**
-   * listDir and the `lstat` of every file listed, in one call (folder-lister.ts: a worker
+   * for a link fails with ELOOP or ENOTDIR), lists that very folder whatever happens to its
+   * path meanwhile, and `lstat`s every file listed, in one call (folder-lister.ts: a worker
    * thread, so that a million files cost the main thread no filesystem call and no Stats
-   * object). The same rules as listDir; opens nothing but the folder. Optional: without it
-   * the walk uses listDir (or readdir) and `lstat` (fakes). `signal`: the promise rejects
-   * with its reason when it aborts, whatever the filesystem does.
+   * object). Opens nothing but the folder. `signal`: the promise rejects with its reason
+   * when it aborts, whatever the filesystem does. The walk's only way to list: the fakes
+   * answer it as the worker does (test/helpers/list-folder.ts).
    */
-  listFolder?(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined }): Promise<FolderListing>;
+  listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined }): Promise<FolderListing>;
   realpath(path: string): Promise<string>;
+  /** A folder's watch (fs.watch): each event names the entry of the folder it is about. */
+  watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher;
   /** A small text file (the ignore file), with the checks of readSmallFile. */
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;
   /**
@@ -117,7 +114,7 @@ function readP(fd: number, buffer: Buffer, offset: number, length: number, posit
   });
 }
 
-const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY, O_NOCTTY } = constants;
+const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 
 /** The kernel's path of an open descriptor, or undefined when /proc does not say. */
 async function procPath(fd: number): Promise<string | undefined> {
@@ -132,18 +129,8 @@ export const nodeFs: LocalFs = {
   stat: (path) => statP(path),
   lstat: (path) => lstatP(path),
   readdir: (path) => readdirP(path, { withFileTypes: true }),
-  async listDir(path, opts) {
-    const fh = await fsp.open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | (opts?.noFollow ? O_NOFOLLOW : 0));
-    try {
-      const real = await procPath(fh.fd);
-      // /proc/self/fd/N names the opened folder itself: its path can no longer be swapped.
-      const entries = await readdirP(real === undefined ? path : `/proc/self/fd/${fh.fd}`, { withFileTypes: true });
-      return { entries, realPath: real };
-    } finally {
-      await fh.close().catch(() => undefined);
-    }
-  },
   listFolder: (path, opts) => sharedFolderLister().list(path, opts),
+  watch: (path, listener) => fsWatch(path, { persistent: true }, listener),
   realpath: (path) => realpathP(path),
   readFile: (path, opts) => readSmallFile(path, { ...opts, fs: nodeFs }),
   async open(path, opts) {

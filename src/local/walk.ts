@@ -7,16 +7,15 @@
  * The root's own condition is reported separately (`rootStatus`): a missing, unmounted or
  * unreadable mapped folder is an outage for the engine, never "everything was deleted".
  *
- * Folders are listed through a descriptor (fs.ts listFolder, or listDir): opened without
+ * Folders are listed through a descriptor (LocalFs.listFolder): opened without
  * following a link when links are not followed, and the kernel's path of the folder opened
  * must be the one expected below the root's real path. A folder swapped for a link to
  * somewhere else while the walk runs is therefore never listed (docs/security.md).
  *
  * On the real disk a folder's listing and its files' `lstat`s come in one answer from a
  * worker thread (folder-lister.ts): the main thread handles names and numbers only, and a
- * hung filesystem blocks the worker, not the event loop. A LocalFs without listFolder (the
- * tests' fakes) is listed with listDir or readdir and its files `lstat`ed here; either way
- * the entries then go through the same code.
+ * hung filesystem blocks the worker, not the event loop. The fakes answer listFolder the
+ * same way (test/helpers/list-folder.ts), so the tests and the simulation run this one path.
  */
 import { isAbsolute, join, relative } from 'node:path';
 import PQueue from 'p-queue';
@@ -24,7 +23,6 @@ import {
   ENTRY_DIR,
   ENTRY_FILE,
   ENTRY_LINK,
-  ENTRY_OTHER,
   STAT_CTIME,
   STAT_DEV,
   STAT_FAILED,
@@ -32,13 +30,11 @@ import {
   STAT_GONE,
   STAT_INO,
   STAT_MTIME,
-  STAT_OTHER_TYPE,
   STAT_SIZE,
   errorCode,
   errorMessage,
   nodeFs,
   type FolderListing,
-  type FsDirent,
   type FsStats,
   type LocalFs,
 } from './fs.js';
@@ -120,9 +116,7 @@ export interface WalkOptions {
   followSymlinks?: boolean | undefined;
   /**
    * Folders (and links) looked at at once. Default 32: the listings asked of the folder
-   * lister's workers at once. Without LocalFs.listFolder, each folder stats its files
-   * FILE_STATS_PER_FOLDER at a time: at most that many times this in filesystem calls in
-   * flight (libuv runs 4 at once; the rest wait in its queue).
+   * lister's workers at once.
    */
   concurrency?: number | undefined;
   fs?: LocalFs | undefined;
@@ -169,9 +163,6 @@ interface Chain {
   real: string;
   up?: Chain | undefined;
 }
-
-/** Files of one folder stat-ed at once by its task (without LocalFs.listFolder). */
-export const FILE_STATS_PER_FOLDER = 8;
 
 export async function walkTree(root: string, filter: PathFilter, opts: WalkOptions = {}): Promise<WalkResult> {
   const fs = opts.fs ?? nodeFs;
@@ -310,8 +301,7 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
       }
     }
     if (kept.length === 0) return;
-    if (listing.stats === undefined) await statFiles(dir, listing, kept);
-    const stats = listing.stats as Float64Array;
+    const stats = listing.stats;
     for (let k = 0; k < kept.length; k++) {
       const ki = kept[k]!;
       const i = ki < 0 ? ~ki : ki;
@@ -335,50 +325,6 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     }
   };
 
-  /**
-   * Without LocalFs.listFolder: the folder's kept files lstat-ed by its own task,
-   * FILE_STATS_PER_FOLDER at a time (a queue task per file cost ~3x the lstat itself), into
-   * `listing.stats` as listFolder would have answered.
-   */
-  const statFiles = async (dir: DirTask, listing: FolderListing, kept: readonly number[]): Promise<void> => {
-    const stats = new Float64Array(listing.names.length * STAT_FIELDS).fill(NaN);
-    const statErrors: NonNullable<FolderListing['statErrors']> = [];
-    let next = 0;
-    const statNext = async (): Promise<void> => {
-      while (next < kept.length) {
-        opts.signal?.throwIfAborted();
-        const ki = kept[next++]!;
-        const i = ki < 0 ? ~ki : ki;
-        const o = i * STAT_FIELDS;
-        let st: FsStats;
-        try {
-          st = await fs.lstat(join(dir.disk, listing.names[i]!));
-        } catch (e) {
-          const code = errorCode(e);
-          if (code === 'ENOENT' || code === 'ENOTDIR') {
-            stats[o + STAT_SIZE] = STAT_GONE;
-          } else {
-            stats[o + STAT_SIZE] = STAT_FAILED;
-            statErrors.push({ index: i, code, message: e instanceof Error ? e.message : String(e) });
-          }
-          continue;
-        }
-        if (!st.isFile()) {
-          stats[o + STAT_SIZE] = STAT_OTHER_TYPE;
-          continue;
-        }
-        stats[o + STAT_SIZE] = st.size;
-        stats[o + STAT_MTIME] = st.mtimeMs;
-        stats[o + STAT_CTIME] = st.ctimeMs ?? NaN;
-        stats[o + STAT_DEV] = st.dev;
-        stats[o + STAT_INO] = st.ino;
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(FILE_STATS_PER_FOLDER, kept.length) }, statNext));
-    listing.stats = stats;
-    listing.statErrors = statErrors;
-  };
-
   const subdir = (parent: DirTask, rel: string, disk: string, name: string, exact: boolean): DirTask => {
     if (parent.real === undefined) return { rel, disk, exact };
     const real = join(parent.real, name);
@@ -386,23 +332,15 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
   };
 
   /**
-   * The entries of the folder the task names, listed through its descriptor (with its
-   * files' lstats when the LocalFs answers them at once); the folder opened must really be
+   * The entries of the folder the task names and its files' lstats, listed through its
+   * descriptor; the folder opened must really be
    * where the task expects it (EMOVED otherwise: a folder on the way was swapped or moved
    * while the walk ran).
    */
   const listFolder = async (dir: DirTask): Promise<FolderListing> => {
     // The root may be a link the operator configured; below it, links are not folders.
     const noFollow = !follow && dir.rel !== '';
-    let listing: FolderListing;
-    if (fs.listFolder) {
-      listing = await fs.listFolder(dir.disk, { noFollow, signal: opts.signal });
-    } else if (fs.listDir) {
-      const l = await fs.listDir(dir.disk, { noFollow });
-      listing = fromDirents(l.entries, l.realPath);
-    } else {
-      return fromDirents(await fs.readdir(dir.disk), undefined);
-    }
+    const listing = await fs.listFolder(dir.disk, { noFollow, signal: opts.signal });
     if (listing.realPath !== undefined && dir.real !== undefined && listing.realPath !== dir.real) {
       throw Object.assign(new Error(`${dir.disk} is no longer where it was`), { code: 'EMOVED' });
     }
@@ -536,18 +474,6 @@ export async function resolveDiskPath(fs: LocalFs, root: string, rel: string): P
     disk = join(disk, hit.name);
   }
   return disk;
-}
-
-/** A listing of FsDirents as listFolder answers it, without stats. */
-function fromDirents(entries: readonly FsDirent[], realPath: string | undefined): FolderListing {
-  const names = new Array<string>(entries.length);
-  const types = new Uint8Array(entries.length);
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i]!;
-    names[i] = e.name;
-    types[i] = e.isFile() ? ENTRY_FILE : e.isDirectory() ? ENTRY_DIR : e.isSymbolicLink() ? ENTRY_LINK : ENTRY_OTHER;
-  }
-  return { realPath, names, types };
 }
 
 async function checkRoot(

@@ -19,9 +19,7 @@
  * for excluded files are not reported (temp, lock and swap files are excluded by the
  * filter; the planner pairs renames by content, so it never needs to see them).
  */
-import * as fsp from 'node:fs/promises';
 import { realpath, stat } from 'node:fs/promises';
-import { setTimeout as delay } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import { DEFAULTS } from '../config/schema.js';
 import type { RawEvent } from './aggregator.js';
@@ -30,6 +28,8 @@ import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntr
 import { Poller, type PollStats } from './watch/poller.js';
 import { inotifyQueue, RAISE_QUEUE_LIMIT, type QueueOverflow, type QueueView } from './watch/queue-overflow.js';
 import { toRelPath } from './paths.js';
+import { nodeFs } from './fs.js';
+import type { Clock } from '../time/clock.js';
 
 /**
  * What went wrong, for the daemon:
@@ -106,8 +106,11 @@ export interface WatcherOptions {
    * it gets.
    */
   signal?: AbortSignal | undefined;
-  /** The events' clock (ms; default Date.now): the daemon passes its monotonic clock, on which the aggregator's windows run. */
-  now?: (() => number) | undefined;
+  /**
+   * The one clock: events are stamped with its monotonic reading (the aggregator's windows
+   * run on it), the poller and the mount checks wait on it. The caller supplies the real one.
+   */
+  clock: Clock;
 }
 
 /** A mount of the folder, how it is watched, and for a polled one its share of the last cycle. */
@@ -163,7 +166,8 @@ export const RAISE_WATCH_LIMIT = 'sysctl fs.inotify.max_user_watches=524288 (and
  * WatchError('root-unusable') when the folder is missing or not a folder.
  */
 export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
-  const now = opts.now ?? Date.now;
+  const clock = opts.clock;
+  const now = (): number => clock.monotonic();
   const given = resolve(opts.root);
   let root: string;
   let identity: { dev: number; ino: number };
@@ -279,14 +283,11 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
       emit,
       intervalMs: pollTargetMs,
       budgetPercent: pollBudgetPercent,
-      fs: { lstat: (p) => fsp.lstat(p), readdir: (p) => fsp.readdir(p) },
-      clock: {
-        now,
-        cpuMs: () => {
-          const u = process.cpuUsage();
-          return (u.user + u.system) / 1000;
-        },
-        sleep: (ms) => delay(ms).then(() => undefined),
+      fs: nodeFs,
+      clock,
+      cpuMs: () => {
+        const u = process.cpuUsage();
+        return (u.user + u.system) / 1000;
       },
       onProblems: (problems) => {
         pollProblems = problems.map((p) => p.message);
@@ -318,7 +319,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
         usePoller().addSubtree(rel);
       },
       ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
-      now,
+      clock,
     });
     // The queue is the process's: an overflow may have dropped events of any folder. (One
     // during the setup above is covered by the caller's full pass, which comes after it.)
@@ -351,7 +352,8 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   const startedPlan = planKey(mounts);
   const watchMounts = async (): Promise<void> => {
     while (!closed && !rootGone) {
-      await delay(opts.mountCheckMs ?? 5_000, undefined, { ref: false });
+      // On the clock's timer, which keeps no stopping process alive (as the check must not).
+      await new Promise<void>((r) => clock.setTimeout(r, opts.mountCheckMs ?? 5_000));
       if (closed || rootGone) return;
       await checkRoot();
       if (closed || rootGone) return;

@@ -15,11 +15,11 @@ import { readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger, type Logger } from '../log.js';
 import { errnoOf } from '../errors/errno.js';
 import { StateLockedError } from './errors.js';
 import { FILE_MODE } from './atomic-file.js';
+import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
 
 export interface LockInfo {
   pid: number;
@@ -40,7 +40,8 @@ export interface Lock {
 }
 
 export interface AcquireLockOptions {
-  clock?: () => number;
+  /** Wall readings (startedAt, the mtime age, the heartbeat's touch) and the heartbeat's timer; default the real clock, as StateStore.open's. */
+  clock?: Clock;
   logger?: Logger;
 }
 
@@ -54,10 +55,11 @@ export function lockPathOf(statePath: string): string {
 export async function acquireLock(statePath: string, opts: AcquireLockOptions = {}): Promise<Lock> {
   const lockPath = lockPathOf(statePath);
   const logger = opts.logger ?? silentLogger;
+  const clock = opts.clock ?? realClock;
   const me: LockInfo = {
     pid: process.pid,
     hostname: osHostname(),
-    startedAt: new Date((opts.clock ?? Date.now)()).toISOString(),
+    startedAt: new Date(clock.now()).toISOString(),
   };
   const bootId = readBootId();
   const procStart = procStartOf(process.pid);
@@ -71,9 +73,9 @@ export async function acquireLock(statePath: string, opts: AcquireLockOptions = 
   for (let attempt = 0; attempt < 5; attempt++) {
     if (await tryCreate(lockPath, content)) {
       held.add(lockPath);
-      return makeLock(lockPath, me, content, logger);
+      return makeLock(lockPath, me, content, logger, clock);
     }
-    const existing = await readLock(lockPath);
+    const existing = await readLock(lockPath, clock);
     if (existing === undefined) continue; // removed between our attempt and the read
     const verdict = judgeLock(existing.info, nodeLockProbe, lockPath, existing.refreshedAgoMs);
     if (verdict.alive) {
@@ -116,7 +118,7 @@ interface ExistingLock {
   info: LockInfo | undefined;
 }
 
-async function readLock(lockPath: string): Promise<ExistingLock | undefined> {
+async function readLock(lockPath: string, clock: Clock): Promise<ExistingLock | undefined> {
   // The creator writes its content right after the O_EXCL create: an empty or partial file
   // is given a moment before being judged unreadable.
   let text = '';
@@ -128,10 +130,10 @@ async function readLock(lockPath: string): Promise<ExistingLock | undefined> {
       throw new Error(`cannot read lock file ${lockPath}: ${(err as Error).message}`, { cause: err });
     }
     const info = parseLockInfo(text);
-    if (info) return { text, info, refreshedAgoMs: await refreshedAgo(lockPath) };
-    await sleep(50);
+    if (info) return { text, info, refreshedAgoMs: await refreshedAgo(lockPath, clock) };
+    await clock.sleep(50);
   }
-  return { text, info: undefined, refreshedAgoMs: await refreshedAgo(lockPath) };
+  return { text, info: undefined, refreshedAgoMs: await refreshedAgo(lockPath, clock) };
 }
 
 export function parseLockInfo(text: string): LockInfo | undefined {
@@ -165,10 +167,10 @@ export function parseLockInfo(text: string): LockInfo | undefined {
 export const LOCK_HEARTBEAT_MS = 30_000;
 export const LOCK_LEASE_MS = 5 * 60_000;
 
-async function refreshedAgo(lockPath: string): Promise<number | undefined> {
+async function refreshedAgo(lockPath: string, clock: Clock): Promise<number | undefined> {
   try {
     // Compared with a file time: the wall clock is the right one here (docs/reliability.md, "Time").
-    return Date.now() - (await fsp.stat(lockPath)).mtimeMs;
+    return clock.now() - (await fsp.stat(lockPath)).mtimeMs;
   } catch {
     return undefined;
   }
@@ -274,14 +276,16 @@ async function takeOver(lockPath: string, staleText: string): Promise<void> {
   await fsp.unlink(aside).catch(() => undefined);
 }
 
-function makeLock(lockPath: string, info: LockInfo, content: string, logger: Logger): Lock {
+function makeLock(lockPath: string, info: LockInfo, content: string, logger: Logger, clock: Clock): Lock {
   let released = false;
   // The heartbeat (LOCK_LEASE_MS): touch the lock while it is held; a failure is logged
   // once and retried at the next beat (a full disk does not stop the sync). Unref'd: it
   // keeps no process alive.
   let beatFailed = false;
-  const heartbeat = setInterval(() => {
-    const now = new Date();
+  let heartbeat: TimerHandle;
+  const beat = (): void => {
+    heartbeat = clock.setTimeout(beat, LOCK_HEARTBEAT_MS);
+    const now = new Date(clock.now());
     fsp.utimes(lockPath, now, now).then(
       () => {
         beatFailed = false;
@@ -291,15 +295,15 @@ function makeLock(lockPath: string, info: LockInfo, content: string, logger: Log
         beatFailed = true;
       },
     );
-  }, LOCK_HEARTBEAT_MS);
-  heartbeat.unref();
+  };
+  heartbeat = clock.setTimeout(beat, LOCK_HEARTBEAT_MS);
   return {
     path: lockPath,
     info,
     async release() {
       if (released) return;
       released = true;
-      clearInterval(heartbeat);
+      clock.clearTimeout(heartbeat);
       held.delete(lockPath);
       let text: string;
       try {

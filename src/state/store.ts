@@ -184,7 +184,7 @@ export class StateStore {
     const time = opts.clock ?? realClock;
     const clock = (): number => time.now();
     await ensureDir(fs, dirname(abs));
-    const lock = opts.lock === false ? undefined : await acquireLock(abs, { clock, logger });
+    const lock = opts.lock === false ? undefined : await acquireLock(abs, { clock: time, logger });
     try {
       for (const file of [abs, journalPathOf(abs)]) {
         const oldMode = await restrictMode(fs, file);

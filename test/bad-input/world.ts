@@ -15,6 +15,7 @@ import type { PassReport } from '../../src/engine/mirror.js';
 import { buildMirror } from '../../src/daemon/build-mirror.js';
 import { silentLogger } from '../../src/log.js';
 import { readStateFile, StateStore } from '../../src/state/store.js';
+import { realClock } from '../../src/time/clock.js';
 import { createWorkspace, localFiles, TOKEN, type Workspace } from '../helpers/mirror-check.js';
 
 export { TOKEN };
@@ -65,7 +66,7 @@ export async function createWorld(): Promise<World> {
     const store = await StateStore.open(c.statePath, { onCorrupt: 'reset' });
     const api = createClientFromConfig(c);
     try {
-      const mirror = await buildMirror(c, c.mappings[0]!, 0, { api, state: store, logger: silentLogger });
+      const mirror = await buildMirror(c, c.mappings[0]!, 0, { api, state: store, logger: silentLogger, clock: realClock });
       return await mirror.fullPass({ allowMassDelete: over.allowMassDelete });
     } finally {
       await store.close().catch(() => undefined);

@@ -9,7 +9,8 @@
  * every change and cannot be set back), dev and inode (kept by in-place writes and renames).
  */
 import { createHash } from 'node:crypto';
-import { readSmallFile, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
+import { readSmallFile, type FolderListing, type FolderWatcher, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
+import { listFolderOf } from '../helpers/list-folder.js';
 
 export const ROOT = '/sim/share';
 
@@ -200,6 +201,19 @@ export class FakeLocal implements LocalFs {
     this.lookup(path);
     return path;
   };
+
+  /**
+   * No folder watch: the simulation hands the runner its watcher events itself (world.ts),
+   * so nothing here ever watches; a call would be a test bug, and says so.
+   */
+  watch(path: string): FolderWatcher {
+    throw fsError('ENOSYS', path);
+  }
+
+  /** As the production lister answers (test/helpers/list-folder.ts): readdir, then lstat of each file. */
+  listFolder(path: string, opts?: { signal?: AbortSignal | undefined }): Promise<FolderListing> {
+    return listFolderOf(this, path, opts?.signal);
+  }
 
   readdir = async (path: string): Promise<FsDirent[]> => {
     const n = this.lookup(path);

@@ -231,7 +231,7 @@ export class World {
         return w;
       },
       // The runner's monotonic clock and full passes' stability window reach the mirror as buildMirror passes them.
-      buildMirror: async (_c, _m, _i, deps) => this.mirror(proc, deps.api, deps.onOp, { monotonic: deps.monotonic, stabilityMs: deps.stabilityMs }),
+      buildMirror: async (_c, _m, _i, deps) => this.mirror(proc, deps.api, deps.onOp, { monotonic: () => deps.clock.monotonic(), stabilityMs: deps.stabilityMs }),
     });
     this.proc = proc;
     proc.runner.start();
@@ -239,7 +239,7 @@ export class World {
   }
 
   /** The mapping's Mirror for a process, as buildMirror makes it (the sim's spec and folder). */
-  mirror(proc: Process, api: MirrorDeps['api'], onOp?: MirrorDeps['onOp'], windows: Pick<MirrorDeps, 'monotonic' | 'stabilityMs'> = {}): Mirror {
+  mirror(proc: Process, api: MirrorDeps['api'], onOp?: MirrorDeps['onOp'], windows: Partial<Pick<MirrorDeps, 'monotonic' | 'stabilityMs'>> = {}): Mirror {
     const cfg = this.config;
     const track = (kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> => this.track(proc, kind, run);
     class SimMirror extends Mirror {

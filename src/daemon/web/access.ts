@@ -20,6 +20,7 @@ import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { isLoopbackHost } from '../../config/listen.js';
+import type { Clock } from '../../time/clock.js';
 
 export interface AccessOptions {
   /** The bound address (status.listen's host). */
@@ -30,7 +31,8 @@ export interface AccessOptions {
   token?: string | undefined;
   /** status.actions: rescan and retry from the page. */
   actions: boolean;
-  now?: (() => number) | undefined;
+  /** Sessions and login codes expire on its monotonic reading (a wall step neither ends nor extends them). */
+  clock: Clock;
 }
 
 export const SESSION_COOKIE = 'dssync_session';
@@ -50,10 +52,8 @@ export class AccessPolicy {
   private readonly sessions = new Map<string, number>();
   private readonly loginCodes = new Map<string, number>();
   private readonly tokenDigest: Buffer | undefined;
-  private readonly now: () => number;
 
   constructor(private readonly o: AccessOptions) {
-    this.now = o.now ?? Date.now;
     this.tokenDigest = o.token ? digest(o.token) : undefined;
     const hosts = new Set<string>(['localhost', normalizeHost(o.listenHost)]);
     for (const h of o.allowedHosts ?? []) hosts.add(normalizeHost(h));
@@ -92,7 +92,7 @@ export class AccessPolicy {
   /** A one-time code that signs a browser in (GET /login?code=): for a caller that has the token. */
   newLoginCode(): string {
     const code = randomBytes(24).toString('base64url');
-    const now = this.now();
+    const now = this.o.clock.monotonic();
     for (const [k, exp] of this.loginCodes) if (exp <= now) this.loginCodes.delete(k);
     if (this.loginCodes.size >= MAX_LOGIN_CODES) this.loginCodes.delete(this.loginCodes.keys().next().value!);
     this.loginCodes.set(code, now + LOGIN_CODE_TTL_MS);
@@ -104,7 +104,7 @@ export class AccessPolicy {
     for (const [k, exp] of this.loginCodes) {
       if (!safeEqual(k, code)) continue;
       this.loginCodes.delete(k);
-      return exp > this.now();
+      return exp > this.o.clock.monotonic();
     }
     return false;
   }
@@ -116,7 +116,7 @@ export class AccessPolicy {
   /** A new session id for the cookie (after the token was checked). */
   newSession(): string {
     const id = randomBytes(24).toString('base64url');
-    const now = this.now();
+    const now = this.o.clock.monotonic();
     for (const [k, exp] of this.sessions) if (exp <= now) this.sessions.delete(k);
     if (this.sessions.size >= MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
     this.sessions.set(id, now + SESSION_TTL_MS);
@@ -142,7 +142,7 @@ export class AccessPolicy {
   private sessionValid(id: string): boolean {
     const exp = this.sessions.get(id);
     if (exp === undefined) return false;
-    if (exp <= this.now()) {
+    if (exp <= this.o.clock.monotonic()) {
       this.sessions.delete(id);
       return false;
     }

@@ -32,19 +32,12 @@
 import type { RawEvent } from '../aggregator.js';
 import { joinRel } from '../paths.js';
 import { errnoOf } from '../../errors/errno.js';
+import type { Clock } from '../../time/clock.js';
+import type { LocalFs } from '../fs.js';
 
-/** The filesystem calls the poller makes (node:fs/promises, or a fake in tests). */
-export interface PollFs {
-  lstat(path: string): Promise<{ dev: number; ino: number; size: number; mtimeMs: number; ctimeMs: number; isDirectory(): boolean; isFile(): boolean }>;
-  readdir(path: string): Promise<string[]>;
-}
+/** The part of the one LocalFs the poller calls (nodeFs, or a fake in tests). */
+export type PollFs = Pick<LocalFs, 'lstat' | 'readdir'>;
 
-export interface PollClock {
-  now(): number;
-  /** CPU time used by this process so far (ms). */
-  cpuMs(): number;
-  sleep(ms: number): Promise<void>;
-}
 
 export interface PollerOptions {
   root: string;
@@ -62,7 +55,10 @@ export interface PollerOptions {
   /** Filesystem calls in flight at once (default 8). */
   concurrency?: number | undefined;
   fs: PollFs;
-  clock: PollClock;
+  /** Cycles, CPU slices and hung-call deadlines run on its monotonic reading. */
+  clock: Clock;
+  /** CPU time used by this process so far (ms): a resource, not a clock reading. */
+  cpuMs: () => number;
   /** Called when the set of current problems changes. */
   onProblems?: ((problems: readonly PollProblem[]) => void) | undefined;
 }
@@ -195,10 +191,10 @@ export class Poller {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      const started = this.o.clock.now();
+      const started = this.o.clock.monotonic();
       await this.cycle();
       if (this.stopped) return;
-      const wait = Math.max(0, started + this.o.intervalMs - this.o.clock.now());
+      const wait = Math.max(0, started + this.o.intervalMs - this.o.clock.monotonic());
       await new Promise<void>((resolve) => {
         this.wake = resolve;
         void this.o.clock.sleep(Math.max(wait, 10)).then(resolve);
@@ -234,8 +230,8 @@ export class Poller {
       this.setProblems(problems);
       return;
     }
-    const startedAt = clock.now();
-    const cpu0 = clock.cpuMs();
+    const startedAt = clock.monotonic();
+    const cpu0 = this.o.cpuMs();
     let sliceCpu0 = cpu0;
     let sliceAt0 = startedAt;
     let sliceCalls = 0;
@@ -250,18 +246,18 @@ export class Poller {
       while (gate) await gate;
       if (++sliceCalls < SLICE) return;
       sliceCalls = 0;
-      const used = clock.cpuMs() - sliceCpu0;
-      const rest = (used * 100) / this.o.budgetPercent - (clock.now() - sliceAt0);
+      const used = this.o.cpuMs() - sliceCpu0;
+      const rest = (used * 100) / this.o.budgetPercent - (clock.monotonic() - sliceAt0);
       if (rest > 1) {
         gate = clock.sleep(rest).then(() => {
           gate = undefined;
-          sliceCpu0 = clock.cpuMs();
-          sliceAt0 = clock.now();
+          sliceCpu0 = this.o.cpuMs();
+          sliceAt0 = clock.monotonic();
         });
         await gate;
       } else {
-        sliceCpu0 = clock.cpuMs();
-        sliceAt0 = clock.now();
+        sliceCpu0 = this.o.cpuMs();
+        sliceAt0 = clock.monotonic();
       }
     };
 
@@ -276,7 +272,7 @@ export class Poller {
     for (const sub of [...this.subtrees].sort()) {
       if (this.stopped) return;
       const first = !this.baselined.has(sub);
-      const subStartedAt = clock.now();
+      const subStartedAt = clock.monotonic();
       let subFiles = 0;
       let subOk = true;
       try {
@@ -315,7 +311,7 @@ export class Poller {
       const visit = async (dir: string): Promise<void> => {
         let names: string[];
         try {
-          names = await this.call(() => this.o.fs.readdir(this.abs(dir)));
+          names = (await this.call(() => this.o.fs.readdir(this.abs(dir)))).map((e) => e.name);
         } catch (e) {
           if (e instanceof Hung) {
             hung = true;
@@ -359,7 +355,7 @@ export class Poller {
           } else {
             subFiles++;
           }
-          next.set(rel, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, isDir });
+          next.set(rel, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs ?? 0, isDir });
         }
       };
       await new Promise<void>((resolve) => {
@@ -383,7 +379,7 @@ export class Poller {
         return; // the snapshot is kept as it was: nothing reported, nothing deleted
       }
       files += subFiles;
-      bySubtree[sub] = { files: subFiles, ms: clock.now() - subStartedAt };
+      bySubtree[sub] = { files: subFiles, ms: clock.monotonic() - subStartedAt };
       if (first) {
         // Baselined only when the cycle completes: a cycle cut short by a hang stores no snapshot.
         learned.push(sub);
@@ -399,7 +395,7 @@ export class Poller {
       if (reportLearned) events.push(sub === '' ? { kind: 'raw', path: '', at: startedAt, reason: `the poller learned ${this.o.root} after the start's full pass: looking at it whole` } : { kind: 'addDir', path: sub, at: startedAt });
     }
     for (const e of events) this.o.emit(e);
-    const end = clock.now();
+    const end = clock.monotonic();
     this.stats.cycles++;
     this.stats.lastEntries = next.size;
     this.stats.lastFiles = files;
@@ -408,7 +404,7 @@ export class Poller {
     this.lastStart = startedAt;
     this.stats.lastCycleMs = end - startedAt;
     this.stats.lastCycleEndedAt = end;
-    this.stats.lastCycleCpuMs = clock.cpuMs() - cpu0;
+    this.stats.lastCycleCpuMs = this.o.cpuMs() - cpu0;
     this.setProblems(problems);
   }
 
@@ -457,23 +453,22 @@ export class Poller {
     });
     return new Promise<T>((resolve, reject) => {
       let done = false;
-      const t = setTimeout(() => {
+      const t = this.o.clock.setTimeout(() => {
         if (done) return;
         done = true;
         reject(new Hung());
       }, this.timeout());
-      t.unref?.();
       p.then(
         (v) => {
           if (done) return;
           done = true;
-          clearTimeout(t);
+          this.o.clock.clearTimeout(t);
           resolve(v);
         },
         (e: unknown) => {
           if (done) return;
           done = true;
-          clearTimeout(t);
+          this.o.clock.clearTimeout(t);
           reject(e);
         },
       );

@@ -26,6 +26,7 @@
  * fs.watch), so a value changed later applies only after a restart.
  */
 import { readFile } from 'node:fs/promises';
+import { realClock } from '../../time/clock.js';
 
 export const MAX_QUEUED_EVENTS_PATH = '/proc/sys/fs/inotify/max_queued_events';
 /** The kernel's default, assumed when /proc cannot be read. */
@@ -123,6 +124,7 @@ export class InotifyQueueMonitor {
 /** The process's one monitor: every fs.watch of the process shares one inotify queue. */
 export const inotifyQueue = new InotifyQueueMonitor({
   defer: (fn) => void setImmediate(fn),
-  now: Date.now,
+  // The process's one monitor is its own composition edge: the real clock's wall reading dates an overflow for display.
+  now: () => realClock.now(),
   readQueueSize: async () => Number((await readFile(MAX_QUEUED_EVENTS_PATH, 'utf8')).trim()),
 });

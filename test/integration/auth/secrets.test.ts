@@ -19,6 +19,7 @@ import { CREDENTIAL_ABSENT } from '../../../src/auth/settings.js';
 import { scrub } from '../../../src/secrets.js';
 import { ApiError } from '../../../src/api/errors.js';
 import { rejectionOf } from '../../helpers/rejection.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dssync-secrets-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -139,6 +140,21 @@ describe('secret files', () => {
     expect(await p.token()).toBe('first-token');
     writeFileSync(f, 'second-token-longer', { mode: 0o600 });
     expect(await p.renewAfterRejection('first-token')).toBe('second-token-longer');
+  });
+
+  it('looks at a token file for rotation once a second of the monotonic clock: a wall step back does not stall it', async () => {
+    const f = join(dir, 'rot-step');
+    writeFileSync(f, 'first-token', { mode: 0o600 });
+    const c = loadConfig({ file: configFile({ tokenFile: f }), env: {} });
+    if (c.connection.auth.type !== 'static') throw new Error('expected static');
+    const clock = new FakeClock(1_000_000);
+    const p = new StaticTokenProvider(c.connection.auth.token, c.connection.auth.token.path, clock);
+    expect(await p.token()).toBe('first-token');
+    writeFileSync(f, 'second-token-longer', { mode: 0o600 });
+    expect(await p.token()).toBe('first-token'); // within the second: not looked at
+    clock.stepWall(-3600_000);
+    clock.tick(1000);
+    expect(await p.token()).toBe('second-token-longer');
   });
 });
 

@@ -96,11 +96,8 @@ describe('openRegularFile confinement', () => {
   });
 });
 
-/**
- * The fs whose listing of `path` first runs `swap`: through listFolder (the folder lister's
- * worker, as the real walk lists) or through listDir (a LocalFs without listFolder).
- */
-function swappingFs(seam: 'listFolder' | 'listDir', path: string, swap: () => Promise<void>): { fs: LocalFs; swapped: () => boolean } {
+/** The fs whose listing of `path` (listFolder: the folder lister's worker, the walk's one way to list) first runs `swap`. */
+function swappingFs(seam: 'listFolder', path: string, swap: () => Promise<void>): { fs: LocalFs; swapped: () => boolean } {
   let swapped = false;
   const before = async (p: string): Promise<void> => {
     if (p === path && !swapped) {
@@ -108,27 +105,17 @@ function swappingFs(seam: 'listFolder' | 'listDir', path: string, swap: () => Pr
       await swap();
     }
   };
-  const fs: LocalFs =
-    seam === 'listFolder'
-      ? {
-          ...nodeFs,
-          async listFolder(p, opts) {
-            await before(p);
-            return nodeFs.listFolder!(p, opts);
-          },
-        }
-      : {
-          ...nodeFs,
-          listFolder: undefined,
-          async listDir(p, opts) {
-            await before(p);
-            return nodeFs.listDir!(p, opts);
-          },
-        };
+  const fs: LocalFs = {
+    ...nodeFs,
+    async [seam](p: string, opts?: Parameters<LocalFs['listFolder']>[1]) {
+      await before(p);
+      return nodeFs.listFolder(p, opts);
+    },
+  };
   return { fs, swapped: () => swapped };
 }
 
-describe.each(['listFolder', 'listDir'] as const)('walkTree and folders swapped while it runs (%s)', (seam) => {
+describe.each(['listFolder'] as const)('walkTree and folders swapped while it runs (%s)', (seam) => {
   it('a folder swapped for a link to an outside folder right before it is listed is never listed', async () => {
     const root = join(dir, 'root');
     await mkdir(join(root, 'team'), { recursive: true });

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RawEvent } from '../../../src/local/aggregator.js';
 import { startWatcher, type Watcher, type WatchError } from '../../../src/local/watcher.js';
+import { realClock } from '../../../src/time/clock.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 vi.mock('node:fs', async (importOriginal) => {
@@ -50,6 +51,7 @@ describe('startWatcher past the inotify watch limit', () => {
       filter: () => true,
       onEvent: (e) => events.push(e),
       onError: (e) => errors.push(e),
+      clock: realClock,
       watchMode: 'events',
       pollTargetMs: 50,
       readMountInfo: async () => `1 0 8:1 / / rw - ext4 /dev/sda1 rw`,

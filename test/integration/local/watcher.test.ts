@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventAggregator } from '../../../src/local/aggregator.js';
 import type { RawEvent } from '../../../src/local/aggregator.js';
 import { classifyWatchError, startWatcher, WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watcher.js';
+import { realClock } from '../../../src/time/clock.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 const TIMEOUT = 20_000;
@@ -50,6 +51,7 @@ async function watchRoot(opts: Partial<WatcherOptions> = {}): Promise<Harness> {
     filter: noHidden,
     onEvent: (e) => events.push(e),
     onError: (e) => errors.push(e),
+    clock: realClock,
     ...opts,
   });
   open.push(watcher);
@@ -69,7 +71,7 @@ describe.each([
     const h = await watchRoot(opts);
     await writeFile(join(root, 'a.txt'), 'hello');
     await h.waitEvent('a.txt present', (e) => e.path === 'a.txt' && exists(e));
-    const appendedAt = Date.now();
+    const appendedAt = realClock.monotonic();
     await appendFile(join(root, 'a.txt'), ' world');
     await h.waitEvent('a.txt changed', (e) => e.path === 'a.txt' && exists(e) && e.at >= appendedAt);
     // Each path is stat-ed again after its last raw event: the final size always arrives.
@@ -100,7 +102,7 @@ describe.each([
     // watches of its subfolders exist (a write in between is the daemon's walk of the new
     // folder to read), so the file is written again until the change is seen: a folder that
     // stayed unwatched times out.
-    const writtenAt = Date.now();
+    const writtenAt = realClock.monotonic();
     let version = 2;
     const seen = (e: RawEvent): boolean => e.path === 'alpha-2024/docs/spec.md' && exists(e) && e.at >= writtenAt;
     await waitFor(
@@ -204,7 +206,7 @@ describe.each([
 describe('startWatcher, other cases', () => {
   it('rejects a missing folder with a root-unusable error naming it', { timeout: TIMEOUT }, async () => {
     const missing = join(root, 'does-not-exist');
-    const err = await startWatcher({ root: missing, filter: () => true, onEvent: () => {}, onError: () => {} }).catch((e: unknown) => e);
+    const err = await startWatcher({ root: missing, clock: realClock, filter: () => true, onEvent: () => {}, onError: () => {} }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WatchError);
     expect(err).toMatchObject({ code: 'root-unusable' });
     expect((err as Error).message).toContain(missing);

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startStatusServer, type RunningStatusServer, type StatusServerOptions } from '../../../src/daemon/status-server.js';
 import type { DaemonStatus } from '../../../src/daemon/status-schema.js';
 import { DaemonHistory } from '../../../src/daemon/web/history.js';
+import { realClock } from '../../../src/time/clock.js';
 
 const status = (): DaemonStatus => ({
   version: 't',
@@ -65,6 +66,7 @@ async function start(o: Partial<StatusServerOptions> = {}): Promise<{ port: numb
   server = await startStatusServer({
     host: '127.0.0.1',
     port: 0,
+    clock: realClock,
     status,
     metrics: async () => 'dssync_files_tracked{mapping="docs"} 0\n',
     history: new DaemonHistory(Date.now),

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadSettings } from '../../../src/config/load.js';
 import { startStatusServer } from '../../../src/daemon/status-server.js';
 import type { DaemonStatus } from '../../../src/daemon/status.js';
+import { realClock } from '../../../src/time/clock.js';
 
 const status = (): DaemonStatus =>
   ({ version: 't', pid: 1, startedAt: '', statePath: '/s', baseUrl: 'http://x', organizationId: 'o', stopping: false, requests: { total: 0, retries: 0, throttled: 0, inFlight: 0, queued: 0 }, mappings: [] }) as DaemonStatus;
@@ -35,7 +36,7 @@ describe('security: the status endpoint', () => {
   it('bound as configured by default, it answers on loopback only', async () => {
     const listen = loadSettings({ env: {} }).status.listen;
     if (listen === false) throw new Error('the status endpoint is on by default');
-    const server = await startStatusServer({ host: listen.host, port: 0, status, metrics: async () => '' });
+    const server = await startStatusServer({ host: listen.host, port: 0, clock: realClock, status, metrics: async () => '' });
     try {
       const port = Number(new URL(server.url).port);
       expect(new URL(server.url).hostname).toBe('127.0.0.1');

@@ -53,6 +53,7 @@ async function pass(w: Workspace, wrap: (l: LocalSide) => LocalSide = (l) => l) 
       local: wrap(createLocalSide(m)),
       logger: silentLogger,
       now: Date.now,
+      monotonic: () => performance.now(),
     });
     return await mirror.fullPass();
   } finally {

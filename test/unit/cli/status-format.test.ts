@@ -9,6 +9,7 @@ import type { MappingStatus } from '../../../src/daemon/mapping-runner.js';
 import { StateCorruptError } from '../../../src/state/errors.js';
 import type { StateFile } from '../../../src/state/schema.js';
 import { FileTable } from '../../../src/state/file-table.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 import {
   daemonExitCode,
   formatCounts,
@@ -215,7 +216,7 @@ describe('runStatus', () => {
   it('prints the daemon answer as JSON with its source, and exits by its health', async () => {
     const o = collect();
     const probe = async (): Promise<DaemonProbe> => ({ kind: 'answered', url: 'http://127.0.0.1:8787', status: daemon([mapping({ phase: 'degraded', degraded: ['x'] })]) });
-    const code = await runStatus({ json: true }, { env, out: o.out, now: () => NOW, probe, readState: () => Promise.reject(new Error('must not read')) });
+    const code = await runStatus({ json: true }, { env, out: o.out, clock: new FakeClock(NOW), probe, readState: () => Promise.reject(new Error('must not read')) });
     expect(code).toBe(1);
     const json = JSON.parse(o.text()) as { source: string; pid: number; mappings: MappingStatus[] };
     expect(json.source).toBe('daemon');
@@ -226,7 +227,7 @@ describe('runStatus', () => {
   it('falls back to the state file when nothing answers', async () => {
     const o = collect();
     const probe = async (): Promise<DaemonProbe> => ({ kind: 'no-answer', url: 'http://127.0.0.1:8787', reason: 'connection refused' });
-    const code = await runStatus({ json: true }, { env, out: o.out, now: () => NOW, probe, readState: async () => stateWith() });
+    const code = await runStatus({ json: true }, { env, out: o.out, clock: new FakeClock(NOW), probe, readState: async () => stateWith() });
     expect(code).toBe(1);
     const json = JSON.parse(o.text()) as { source: string; mappings: { id: string; filesTracked: number }[]; daemon: { reason: string } };
     expect(json.source).toBe('state-file');

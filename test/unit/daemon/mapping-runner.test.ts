@@ -140,7 +140,7 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
   const emit = (e: Omit<RawEvent, 'at'>): void => {
     if (!watcherOpts) throw new Error('the watcher was not started');
     // Stamped by the clock the runner gave the watcher (the real watcher does the same).
-    watcherOpts.onEvent({ ...e, at: (watcherOpts.now ?? (() => clock.monotonic()))() });
+    watcherOpts.onEvent({ ...e, at: watcherOpts.clock.monotonic() });
   };
   const watchError = (e: WatchError): void => {
     if (!watcherOpts) throw new Error('the watcher was not started');

@@ -85,6 +85,7 @@ function setup() {
     local,
     logger: silent,
     now: () => clock.now(),
+    monotonic: () => clock.monotonic(),
   });
   /** The content hash the service's document for `path` was uploaded with (its metadata). */
   const remoteSha = (path: string): unknown => api.list().find((d) => d.metadata['dssync_path'] === path)?.metadata['dssync_sha256'];

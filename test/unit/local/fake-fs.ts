@@ -2,7 +2,8 @@
  * An in-memory LocalFs for failure cases a real disk cannot produce on demand (tests run
  * as root, so permissions do not block; EIO and stale handles cannot be provoked).
  */
-import type { FsDirent, FsFileHandle, FsStats, LocalFs } from '../../../src/local/fs.js';
+import type { FolderListing, FolderWatcher, FsDirent, FsFileHandle, FsStats, LocalFs } from '../../../src/local/fs.js';
+import { listFolderOf } from '../../helpers/list-folder.js';
 
 type Node = { kind: 'dir' } | { kind: 'file'; content: Buffer; mtimeMs: number } | { kind: 'link'; target: string };
 
@@ -59,6 +60,16 @@ export class FakeFs implements LocalFs {
     const node = this.nodes.get(path);
     if (!node) throw fsError('ENOENT');
     return this.statOf(path, node);
+  }
+  /** Folder watches set up (path -> listener): a test fires an event by calling one. */
+  readonly watchers = new Map<string, (type: string, name: string | null) => void>();
+  watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher {
+    this.watchers.set(path, listener);
+    return { close: () => void this.watchers.delete(path), on: () => undefined };
+  }
+  /** As the production lister answers (test/helpers/list-folder.ts): readdir, then lstat of each file. */
+  listFolder(path: string, opts?: { signal?: AbortSignal | undefined }): Promise<FolderListing> {
+    return listFolderOf(this, path, opts?.signal);
   }
   async readdir(path: string): Promise<FsDirent[]> {
     this.check(path, 'readdir');

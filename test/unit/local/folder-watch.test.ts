@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
 import { PendingScope } from '../../../src/daemon/pending-scope.js';
 import { EventAggregator, type RawEvent } from '../../../src/local/aggregator.js';
-import { watchFolders, type FolderWatchFs } from '../../../src/local/folder-watch.js';
+import { watchFolders } from '../../../src/local/folder-watch.js';
 import type { LocalFs } from '../../../src/local/fs.js';
 import { createLocalSide } from '../../../src/local/side.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -27,15 +27,11 @@ function setup() {
     stat: (p: string) => (count(p), disk.stat(p)),
     lstat: (p: string) => (count(p), disk.lstat(p)),
   });
-  const listeners = new Map<string, (type: string, name: string | null) => void>();
-  const watchFs: FolderWatchFs = {
-    lstat: (p) => counted.lstat(p),
-    readdir: (p) => disk.readdir(p),
-    watch: (p, listener) => {
-      listeners.set(p, listener);
-      return { close: () => listeners.delete(p), on: () => undefined };
-    },
-  };
+  const listeners = disk.watchers;
+  // The same LocalFs (its lstat counted), as the folder watch of the daemon gets the walk's.
+  const watchFs: LocalFs = Object.assign(Object.create(counted) as LocalFs, {
+    lstat: (p: string) => counted.lstat(p),
+  });
   return { disk, counted, stats, listeners, watchFs };
 }
 
@@ -56,7 +52,7 @@ async function watching(t: ReturnType<typeof setup>, clock: FakeClock) {
     onWatchError: (err) => {
       throw err;
     },
-    now: () => clock.now(),
+    clock,
     fs: t.watchFs,
   });
   const looked = (n: number): Promise<void> => {

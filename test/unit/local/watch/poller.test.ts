@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RawEvent } from '../../../../src/local/aggregator.js';
-import { Poller, type PollClock, type PollFs, type PollProblem } from '../../../../src/local/watch/poller.js';
+import { Poller, type PollFs, type PollProblem } from '../../../../src/local/watch/poller.js';
+import { realClock, type Clock, type TimerHandle } from '../../../../src/time/clock.js';
 
 interface Node {
   dir: boolean;
@@ -63,7 +64,7 @@ class FakeFs implements PollFs {
     let dev = this.dev;
     let depth = -1;
     for (const [m, d] of this.mounts) if ((path === m || path.startsWith(`${m}/`)) && m.length > depth) [dev, depth] = [d, m.length];
-    return { dev, ino: n.ino, size: n.size, mtimeMs: n.mtimeMs, ctimeMs: n.mtimeMs, isDirectory: () => n.dir, isFile: () => !n.dir };
+    return { dev, ino: n.ino, size: n.size, mtimeMs: n.mtimeMs, ctimeMs: n.mtimeMs, isDirectory: () => n.dir, isFile: () => !n.dir, isSymbolicLink: () => false };
   }
   async readdir(path: string) {
     if (this.hang.has(path)) return new Promise<never>(() => undefined);
@@ -71,17 +72,34 @@ class FakeFs implements PollFs {
     if (!this.nodes.get(path)?.dir) throw Object.assign(new Error(`ENOTDIR: ${path}`), { code: 'ENOTDIR' });
     const names = new Set<string>();
     for (const k of this.nodes.keys()) if (k.startsWith(`${path}/`)) names.add(k.slice(path.length + 1).split('/')[0]!);
-    return [...names];
+    return [...names].map((name) => {
+      const dir = this.nodes.get(`${path}/${name}`)?.dir === true;
+      return { name, isFile: () => !dir, isDirectory: () => dir, isSymbolicLink: () => false };
+    });
   }
 }
 
-/** Time advances only through sleep(); each filesystem call costs `cpuPerCall` ms of CPU. */
-class FakeClock implements PollClock {
+/**
+ * Time advances only through sleep() (the poller's CPU slices and intervals: a self-advancing
+ * clock, which test/helpers/fake-clock.ts is not); each filesystem call costs `cpuPerCall` ms
+ * of CPU. The hung-call deadline runs on a real unref'd timer of `callTimeoutMs` (50 ms): the
+ * fake filesystem's hang is a promise that never settles, so the deadline is the only way out.
+ */
+class FakeClock implements Clock {
   t = 0;
   slept = 0;
   constructor(private readonly fs: FakeFs, private readonly cpuPerCall = 0) {}
   now(): number {
     return this.t;
+  }
+  monotonic(): number {
+    return this.t;
+  }
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    return realClock.setTimeout(fn, ms);
+  }
+  clearTimeout(handle: TimerHandle): void {
+    realClock.clearTimeout(handle);
   }
   cpuMs(): number {
     return this.fs.calls * this.cpuPerCall;
@@ -109,6 +127,7 @@ function setup(o: { cpuPerCall?: number; wallPerCall?: number; budgetPercent?: n
     callTimeoutMs: o.callTimeoutMs ?? 50,
     fs,
     clock,
+    cpuMs: () => clock.cpuMs(),
     onProblems: (p) => (problems = p),
   });
   const kinds = (): string[] => events.splice(0).map((e) => `${e.kind} ${e.path}`).sort();
