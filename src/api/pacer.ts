@@ -1,9 +1,9 @@
 /**
  * The pacer: ONE gate that every request of a client (or of several clients of the same
  * service) passes through (DESIGN §1.3, §2). It holds
- *  - a concurrency cap (p-queue),
+ *  - a concurrency cap (slots.ts: retries first, then in arrival order),
  *  - a requests-per-second cap (a sliding window on the injected clock, so tests need no
- *    real time; p-queue's own interval runs on Date.now and setTimeout),
+ *    real time),
  *  - one shared back-off: a 429/503 from any request pauses every request until its
  *    Retry-After (or a computed back-off) has passed,
  *  - a learned rate (adaptive-rate.ts): a 429 with a short Retry-After (a per-second
@@ -15,7 +15,6 @@
  *  - the retry loop (bounded attempts, exponential back-off with full jitter), following
  *    the one policy of retry-policy.ts.
  */
-import PQueue from 'p-queue';
 import { ApiError, isApiError, type ApiErrorCode } from './errors.js';
 import { backoffCeiling, backoffDelay } from '../time/backoff.js';
 import { realClock, type Clock } from '../time/clock.js';
@@ -23,6 +22,7 @@ import { MAX_RETRY_AFTER_MS } from './retry-after.js';
 import { decideRetry } from './retry-policy.js';
 import { AdaptiveRate, type StartRecord } from './adaptive-rate.js';
 import { CircuitBreaker, outcomeOf, type BreakerOptions } from './breaker.js';
+import { Slots } from './slots.js';
 
 /** 429s met by the learned rate that one request may meet before it fails (~20 s of waits). */
 const MAX_PACED_RETRIES = 20;
@@ -112,13 +112,16 @@ export interface RunOptions extends CallInfo {
 
 export interface AttemptContext {
   attempt: number;
-  /** Aborts on shutdown or the caller's signal: pass it to undici. */
+  /**
+   * Aborts on shutdown or the caller's signal: pass it to undici. The attempt must end
+   * when it aborts: its slot is held until it does (nothing races it from outside).
+   */
   signal: AbortSignal;
 }
 
 export class Pacer {
   readonly maxAttempts: number;
-  private readonly queue: PQueue;
+  private readonly slots: Slots;
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly window: SlidingWindow | undefined;
@@ -143,7 +146,7 @@ export class Pacer {
     const rps = opts.requestsPerSecond;
     if (!(rps >= 0)) throw new RangeError(`pacer requestsPerSecond must be 0 (no cap) or more (got ${rps})`);
     this.maxAttempts = Math.max(1, Math.floor(opts.maxAttempts));
-    this.queue = new PQueue({ concurrency });
+    this.slots = new Slots(concurrency);
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
     this.window = rps > 0 && Number.isFinite(rps) ? SlidingWindow.forRate(rps) : undefined;
@@ -175,7 +178,7 @@ export class Pacer {
     const now = this.clock.monotonic();
     return {
       ...this.counters,
-      queued: this.queue.size,
+      queued: this.slots.waiting,
       pausedUntil: this.pausedUntil > now ? this.pausedUntil : 0,
       learnedRps: this.adaptive?.rps,
     };
@@ -200,11 +203,13 @@ export class Pacer {
     for (let n = 1; ; n++) {
       this.throwIfAborted(signal, opts, n - 1);
       try {
-        return await this.queue.add(() => this.attemptInSlot(opts, n, signal, attempt), {
-          // A retry goes ahead of first attempts, so work started is finished first.
-          priority: n > 1 ? 1 : 0,
-          signal,
-        });
+        // A retry goes ahead of first attempts, so work started is finished first.
+        await this.slots.acquire(signal, n > 1);
+        try {
+          return await this.attemptInSlot(opts, n, signal, attempt);
+        } finally {
+          this.slots.release();
+        }
       } catch (e) {
         const err = this.asApiError(e, signal, opts);
         err.attempts = n;

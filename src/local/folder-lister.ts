@@ -28,6 +28,10 @@
  *   SIGKILL otherwise), as it would have ended without workers (the kernel kills a thread
  *   waiting in a killable sleep, as NFS waits are).
  *
+ * The same workers hash small files for hash.ts (`hash`): the open, checks, reads and stats
+ * of one file made synchronously, under the same rules (`O_NONBLOCK | O_NOCTTY`, the
+ * descriptor's fstat and /proc/self/fd path checked before a byte is read).
+ *
  * A worker idle for `idleMs` ends (a daemon between passes holds none); the next listing
  * starts one again (~30 ms).
  */
@@ -62,9 +66,10 @@ const STOP = 1;
 const WORKER_SOURCE = `
 const load = process.getBuiltinModule;
 const { parentPort, workerData } = load('node:worker_threads');
-const { openSync, closeSync, readlinkSync, readdirSync, lstatSync, constants } = load('node:fs');
-const { join } = load('node:path');
-const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW } = constants;
+const { openSync, closeSync, readlinkSync, readdirSync, lstatSync, fstatSync, statSync, readSync, constants } = load('node:fs');
+const { createHash } = load('node:crypto');
+const { join, sep } = load('node:path');
+const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW, O_NOCTTY } = constants;
 const flags = new Int32Array(workerData.flags);
 const testHook = workerData.testHook ? new Function('path', 'require', workerData.testHook) : undefined;
 
@@ -115,6 +120,67 @@ function list(path, noFollow) {
   return { realPath, names, types, stats, statErrors };
 }
 
+// paths.ts isInside, word for word (a function's source cannot be passed: under vitest it
+// refers to the transformed module's imports).
+function isInside(parent, child) {
+  if (child === parent) return true;
+  const withSep = parent.endsWith(sep) ? parent : parent + sep;
+  return child.startsWith(withSep);
+}
+
+function facts(st) {
+  return { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino, kind: st.isFile() ? 'file' : st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a FIFO (named pipe)' : st.isSocket() ? 'a socket' : st.isCharacterDevice() ? 'a character device' : st.isBlockDevice() ? 'a block device' : 'not a regular file' };
+}
+
+function failed(step, err) {
+  return Object.assign(err, { step });
+}
+
+let buffer;
+
+// hash.ts hashFileInWorker: the calls of fs.ts openRegularFile and hash.ts hashFile, made
+// synchronously. What must hold before a byte is read is checked here (a regular file, the
+// identity the walk saw, the place the kernel says it is); every other verdict is the main
+// thread's, from the facts returned.
+function hash(req) {
+  let fd;
+  try { fd = openSync(req.path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (req.noFollow ? O_NOFOLLOW : 0)); } catch (err) { throw failed('open', err); }
+  try {
+    let st;
+    try { st = fstatSync(fd); } catch (err) { throw failed('open', err); }
+    const before = facts(st);
+    if (before.kind !== 'file') return { before, refused: 'special' };
+    if (req.expect && (before.dev !== req.expect.dev || before.ino !== req.expect.ino)) return { before, refused: 'replaced' };
+    if (req.within) {
+      let where;
+      try { where = readlinkSync('/proc/self/fd/' + fd); } catch { where = undefined; }
+      // No /proc: the main thread checks the way fs.ts does without it.
+      if (where === undefined) return { before, refused: 'no-proc' };
+      const ok = req.within.exact ? where === req.within.expected : isInside(req.within.rootReal, where);
+      if (!ok) return { before, refused: 'outside' };
+    }
+    if (buffer === undefined || buffer.length !== req.chunkBytes) buffer = Buffer.allocUnsafe(req.chunkBytes);
+    const h = createHash('sha256');
+    let total = 0;
+    for (;;) {
+      let n;
+      try { n = readSync(fd, buffer, 0, buffer.length, null); } catch (err) { throw failed('read', err); }
+      if (n === 0) break;
+      h.update(buffer.subarray(0, n));
+      total += n;
+      if (total > before.size) return { before, total, refused: 'grew' };
+      if (total === before.size && n < buffer.length) break;
+    }
+    let afterHandle;
+    try { afterHandle = facts(fstatSync(fd)); } catch (err) { throw failed('read', err); }
+    let afterPath;
+    try { afterPath = facts(statSync(req.path)); } catch (err) { throw failed('open', err); }
+    return { before, total, sha256: h.digest('hex'), afterHandle, afterPath };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 // BUSY is set before STOP is read: a main thread that sets STOP and then reads BUSY 0 knows
 // this worker lists nothing more. The worker ends itself (never terminated from outside: a
 // termination skips the finally below and would leave BUSY set for good).
@@ -123,9 +189,10 @@ parentPort.on('message', (req) => {
   let answer;
   try {
     if (req.stop || Atomics.load(flags, ${STOP}) !== 0) answer = undefined;
+    else if (req.hash) answer = { id: req.id, hashed: hash(req.hash) };
     else answer = { id: req.id, listing: list(req.path, req.noFollow) };
   } catch (err) {
-    answer = { id: req.id, error: { code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message) } };
+    answer = { id: req.id, error: { code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message), step: err.step } };
   } finally {
     Atomics.store(flags, ${BUSY}, 0);
     Atomics.notify(flags, ${BUSY});
@@ -154,8 +221,43 @@ export interface FolderListerOptions {
 }
 
 interface Pending {
-  resolve(listing: FolderListing): void;
+  resolve(answer: FolderListing | RawHash): void;
   reject(error: unknown): void;
+}
+
+/** What a worker found of one file's stats (hash.ts). */
+export interface RawStats {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  dev: number;
+  ino: number;
+  /** 'file', or what else it is ('a FIFO (named pipe)'...: NotRegularFileError's words). */
+  kind: string;
+}
+
+/**
+ * A worker's hash of one file: the facts, for hash.ts to judge. `refused`: nothing more was
+ * read ('special': not a regular file; 'replaced': another inode than expected; 'outside':
+ * not where the confinement says; 'no-proc': /proc did not say where; 'grew': more bytes
+ * than its size at open).
+ */
+export interface RawHash {
+  before: RawStats;
+  refused?: 'special' | 'replaced' | 'outside' | 'no-proc' | 'grew';
+  total?: number;
+  sha256?: string;
+  afterHandle?: RawStats;
+  afterPath?: RawStats;
+}
+
+export interface HashRequest {
+  path: string;
+  noFollow: boolean;
+  expect: { dev: number; ino: number } | undefined;
+  /** exact: the kernel's path must be `expected`; else it must lie beneath `rootReal`. */
+  within: { exact: boolean; expected: string | undefined; rootReal: string } | undefined;
+  chunkBytes: number;
 }
 
 interface ListerWorker {
@@ -169,7 +271,7 @@ interface ListerWorker {
   retired: boolean;
 }
 
-type Answer = { id: number; listing: FolderListing } | { id: number; error: { code: string; message: string } };
+type Answer = { id: number; listing: FolderListing } | { id: number; hashed: RawHash } | { id: number; error: { code: string; message: string; step?: string } };
 
 /** Workers not yet exited, of every lister: looked at when the process exits. */
 const live = new Set<ListerWorker>();
@@ -205,12 +307,20 @@ export class FolderLister {
 
   /** A folder's listing (LocalFs.listFolder). */
   list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined } = {}): Promise<FolderListing> {
+    return this.request({ path, noFollow: opts.noFollow === true }, opts.signal) as Promise<FolderListing>;
+  }
+
+  /** One file hashed with synchronous calls (hash.ts decides what the facts mean). */
+  hash(req: HashRequest, signal?: AbortSignal | undefined): Promise<RawHash> {
+    return this.request({ hash: req }, signal) as Promise<RawHash>;
+  }
+
+  private request(message: { path: string; noFollow: boolean } | { hash: HashRequest }, signal: AbortSignal | undefined): Promise<FolderListing | RawHash> {
     if (this.closed) return Promise.reject(Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' }));
-    const signal = opts.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const w = this.pick();
     const id = this.nextId++;
-    return new Promise<FolderListing>((resolve, reject) => {
+    return new Promise<FolderListing | RawHash>((resolve, reject) => {
       const onAbort = (): void => {
         if (w.pending.delete(id)) {
           this.settled(w);
@@ -235,7 +345,7 @@ export class FolderLister {
         // Only a worker with work keeps the process alive.
         w.worker.ref();
       }
-      w.worker.postMessage({ id, path, noFollow: opts.noFollow === true });
+      w.worker.postMessage({ id, ...message });
     });
   }
 
@@ -279,8 +389,8 @@ export class FolderLister {
       if (!p) return; // abandoned (its signal aborted)
       w.pending.delete(a.id);
       this.settled(w);
-      if ('error' in a) p.reject(Object.assign(new Error(a.error.message), { code: a.error.code }));
-      else p.resolve(a.listing);
+      if ('error' in a) p.reject(Object.assign(new Error(a.error.message), { code: a.error.code, step: a.error.step }));
+      else p.resolve('hashed' in a ? a.hashed : a.listing);
     });
     worker.on('error', (e) => this.retire(w, Object.assign(e, { code: 'EWORKER' })));
     worker.on('exit', () => {
@@ -358,7 +468,7 @@ function onExit(code: number): void {
 
 function endStuck(code: number): void {
   try {
-    process.stderr.write('dssync: a folder listing is still blocked in the kernel (a hung mount?); ending the process without waiting for it\n');
+    process.stderr.write('dssync: a folder listing or a file read is still blocked in the kernel (a hung mount?); ending the process without waiting for it\n');
   } catch {
     // nothing more to say
   }

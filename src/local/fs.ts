@@ -231,13 +231,16 @@ async function checkConfined(fs: LocalFs, path: string, handle: FsFileHandle, st
   }
   const expected = c.exact ? expectedRealPath(c, path) : undefined;
   const ok = c.exact ? where === expected : isInside(c.rootReal, where);
-  if (!ok) {
-    throw new OutsideFolderError(path, c.root, c.exact ? 'a folder on its way is not where the walk saw it' : 'it resolves to a place outside the folder');
-  }
+  if (!ok) throw outsideFolder(path, c);
+}
+
+/** The refusal of a file whose kernel path is not where the confinement says. */
+export function outsideFolder(path: string, c: Confinement): OutsideFolderError {
+  return new OutsideFolderError(path, c.root, c.exact ? 'a folder on its way is not where the walk saw it' : 'it resolves to a place outside the folder');
 }
 
 /** rootReal + the path of `path` below root; undefined when `path` is not below root. */
-function expectedRealPath(c: Confinement, path: string): string | undefined {
+export function expectedRealPath(c: Confinement, path: string): string | undefined {
   const rel = relative(c.root, path);
   if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return undefined;
   return join(c.rootReal, rel);

@@ -115,7 +115,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
         });
         const expect = file.dev !== undefined && file.ino !== undefined ? { dev: file.dev, ino: file.ino } : undefined;
         await testPause('before-hash', file.path);
-        return await hashFile(file.diskPath, { fs, signal: opts.signal, noFollow: !mapping.followSymlinks, within, expect });
+        return await hashFile(file.diskPath, { fs, signal: opts.signal, noFollow: !mapping.followSymlinks, within, expect, size: file.size });
       } catch (e) {
         if (e instanceof FileVanishedError) throw new LocalFileVanishedError(e.message);
         // Swapped for a link, a FIFO or another file since the walk: look again next pass

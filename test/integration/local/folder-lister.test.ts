@@ -185,7 +185,7 @@ describe('FolderLister: the process exits though a worker is blocked in a system
     execFileSync('mkfifo', [join(dir, 'hang')]);
     const r = await run(0);
     expect(r.signal).toBe('SIGTERM');
-    expect(r.stderr).toContain('a folder listing is still blocked in the kernel');
+    expect(r.stderr).toContain('a folder listing or a file read is still blocked in the kernel');
   });
 
   it('after a failure: ends by SIGKILL', async () => {

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/api/errors.js';
 import { Pacer, SlidingWindow, type PacerEvent, type PacerOptions, type RunOptions } from '../../../src/api/pacer.js';
@@ -353,4 +354,26 @@ describe('Pacer: the wall clock steps', () => {
       expect(a.starts).toHaveLength(2);
     });
   }
+});
+
+// Issue 28.1: a first mirror queues thousands of requests on one signal; the concurrency
+// cap must not add and remove abort listeners per request.
+describe('Pacer: abort listeners', () => {
+  it('queued requests of one caller signal put at most one listener on it', async () => {
+    const { clock, pacer } = setup({ concurrency: 2 });
+    const ctrl = new AbortController();
+    const releases: (() => void)[] = [];
+    const runs = Array.from({ length: 20 }, () =>
+      track(pacer.run({ ...GET, signal: ctrl.signal }, () => new Promise<string>((resolve) => releases.push(() => resolve('ok'))))),
+    );
+    await clock.settle();
+    expect(releases).toHaveLength(2);
+    expect(getEventListeners(ctrl.signal, 'abort').length).toBeLessThanOrEqual(1);
+    while (runs.some((r) => !r.done())) {
+      releases.shift()?.();
+      await clock.settle();
+    }
+    expect(runs.every((r) => r.value() === 'ok')).toBe(true);
+    expect(getEventListeners(ctrl.signal, 'abort')).toHaveLength(0);
+  });
 });
