@@ -17,7 +17,7 @@
  * Behind the LocalFs interface so that tests can inject failures (EACCES as root, EIO, a
  * file vanishing between two calls) that a real disk cannot produce on demand.
  */
-import { close, closeSync, constants, fstat, fstatSync, lstat, open, openSync, promises as fsp, read, readdir, readlink, readSync, realpath, stat, watch as fsWatch, type Stats } from 'node:fs';
+import { close, closeSync, constants, fstat, fstatSync, lstat, open, openSync, read, readdir, readlink, readSync, realpath, stat, watch as fsWatch, type Stats } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
