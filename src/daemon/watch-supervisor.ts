@@ -97,9 +97,9 @@ export class WatchSupervisor {
         filter: (p, isDir) => filter.includes(p, isDir),
         // An edited ignore file applies at once (watches, then a full pass), not at restart.
         ignoreFile: mapping.ignoreFile,
-        watchMode: mapping.watch?.mode,
-        pollTargetMs: mapping.watch ? mapping.watch.pollIntervalSeconds * 1000 : undefined,
-        pollBudgetPercent: mapping.watch?.pollBudgetPercent,
+        watchMode: mapping.watch.mode,
+        pollTargetMs: mapping.watch.pollIntervalSeconds * 1000,
+        pollBudgetPercent: mapping.watch.pollBudgetPercent,
         reloadFilter: async () => {
           const f = await loadFilter(mapping, localFs);
           return (p, isDir) => f.includes(p, isDir);

@@ -21,7 +21,6 @@
  */
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { DEFAULTS } from '../config/schema.js';
 import type { RawEvent } from './aggregator.js';
 import { watchFolders, type FolderWatch } from './folder-watch.js';
 import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './watch/mounts.js';
@@ -92,10 +91,10 @@ export interface WatcherOptions {
    * (network, FUSE, unknown); 'events' never polls (but folders past the inotify limit);
    * 'poll' polls everything and watches no event.
    */
-  watchMode?: 'auto' | 'events' | 'poll' | undefined;
-  /** The poller's target interval (ms) and CPU budget (% of one core); defaults: the config's (DEFAULTS.watch). */
-  pollTargetMs?: number | undefined;
-  pollBudgetPercent?: number | undefined;
+  watchMode: 'auto' | 'events' | 'poll';
+  /** The poller's target interval (ms) and CPU budget (% of one core): the config's `watch` (its defaults are DEFAULTS.watch). */
+  pollTargetMs: number;
+  pollBudgetPercent: number;
   /** The mount table's text (tests); default /proc/self/mountinfo. */
   readMountInfo?: (() => Promise<string>) | undefined;
   /** How often the folder's identity and the mounts below it are checked again (ms, default 5 s). */
@@ -263,7 +262,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   const ignoreRel = opts.ignoreFile ? toRelPath(root, resolve(root, opts.ignoreFile)) : undefined;
 
   // Which mounts get events and which are polled (auto: by filesystem type).
-  const watchMode = opts.watchMode ?? DEFAULTS.watch.mode;
+  const watchMode = opts.watchMode;
   const mounts = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), root, watchMode);
   const overLimit: string[] = [];
   let limitProblem: string | undefined;
@@ -271,8 +270,8 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   let poller: Poller | undefined;
   /** Set once the start's first cycle ran: a poller created later starts at once. */
   let pollerStarted = false;
-  const pollTargetMs = opts.pollTargetMs ?? DEFAULTS.watch.pollIntervalSeconds * 1000;
-  const pollBudgetPercent = opts.pollBudgetPercent ?? DEFAULTS.watch.pollBudgetPercent;
+  const pollTargetMs = opts.pollTargetMs;
+  const pollBudgetPercent = opts.pollBudgetPercent;
   const polledMounts = mounts.filter((m) => m.kind === 'poll').map((m) => m.rel);
   const usePoller = (): Poller => {
     if (poller) return poller;

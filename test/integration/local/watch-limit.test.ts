@@ -54,6 +54,7 @@ describe('startWatcher past the inotify watch limit', () => {
       clock: realClock,
       watchMode: 'events',
       pollTargetMs: 50,
+      pollBudgetPercent: 5,
       readMountInfo: async () => `1 0 8:1 / / rw - ext4 /dev/sda1 rw`,
     });
     const w = watcher;

@@ -13,6 +13,7 @@ import type { RawEvent } from '../../../src/local/aggregator.js';
 import { classifyWatchError, startWatcher, WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watcher.js';
 import { realClock } from '../../../src/time/clock.js';
 import { waitFor } from '../../helpers/wait-for.js';
+import { DEFAULTS } from '../../../src/config/schema.js';
 
 const TIMEOUT = 20_000;
 
@@ -43,6 +44,9 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
+/** The config's watch defaults, as the daemon passes them (config/load.ts resolves them). */
+const WATCH = { watchMode: DEFAULTS.watch.mode, pollTargetMs: DEFAULTS.watch.pollIntervalSeconds * 1000, pollBudgetPercent: DEFAULTS.watch.pollBudgetPercent };
+
 async function watchRoot(opts: Partial<WatcherOptions> = {}): Promise<Harness> {
   const events: RawEvent[] = [];
   const errors: WatchError[] = [];
@@ -52,6 +56,7 @@ async function watchRoot(opts: Partial<WatcherOptions> = {}): Promise<Harness> {
     onEvent: (e) => events.push(e),
     onError: (e) => errors.push(e),
     clock: realClock,
+    ...WATCH,
     ...opts,
   });
   open.push(watcher);
@@ -206,7 +211,7 @@ describe.each([
 describe('startWatcher, other cases', () => {
   it('rejects a missing folder with a root-unusable error naming it', { timeout: TIMEOUT }, async () => {
     const missing = join(root, 'does-not-exist');
-    const err = await startWatcher({ root: missing, clock: realClock, filter: () => true, onEvent: () => {}, onError: () => {} }).catch((e: unknown) => e);
+    const err = await startWatcher({ root: missing, clock: realClock, ...WATCH, filter: () => true, onEvent: () => {}, onError: () => {} }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WatchError);
     expect(err).toMatchObject({ code: 'root-unusable' });
     expect((err as Error).message).toContain(missing);
