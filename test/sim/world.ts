@@ -214,6 +214,8 @@ export class World {
       followSymlinks: false,
       prune: this.config.prune,
       maxDeletePercent: this.config.maxDeletePercent,
+      // The simulation feeds the watcher's events itself (its watch function ignores these).
+      watch: { mode: 'events', pollIntervalSeconds: 10, pollBudgetPercent: 5 },
     } as unknown as MappingConfig;
     proc.runner = new MappingRunner({
       config,

@@ -98,7 +98,7 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
   /** Start number `o.holdStart` is ready only when released (a first poll cycle that takes time) or its signal aborts. */
   let releaseStart: (() => void) | undefined;
   const config = { debounceMs: 300, rescanIntervalSeconds: o.rescanIntervalSeconds ?? 3600, ingestionCheck: { enabled: false, delaySeconds: 0 } } as unknown as Config;
-  const mapping = { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '' } as unknown as MappingConfig;
+  const mapping = { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '', watch: { mode: 'events', pollIntervalSeconds: 10, pollBudgetPercent: 5 } } as unknown as MappingConfig;
   const state = { mapping: () => ({ files: new Map([['a.txt', {}], ['b.txt', {}]]) }), fileCount: () => 2 } as unknown as StateStore;
   const deps: MappingRunnerDeps = {
     config,

@@ -51,7 +51,7 @@ function setup() {
   const built = deferred<Mirror>();
   const deps: MappingRunnerDeps = {
     config: { debounceMs: 300, rescanIntervalSeconds: 3600, ingestionCheck: { enabled: false, delaySeconds: 0 } } as unknown as Config,
-    mapping: { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '' } as unknown as MappingConfig,
+    mapping: { id: 'm1', path: '/srv/share', dataSourceId: 'ds-1', include: ['**/*.txt'], exclude: [], ignoreFile: '', watch: { mode: 'events', pollIntervalSeconds: 10, pollBudgetPercent: 5 } } as unknown as MappingConfig,
     index: 0,
     api: {} as MappingRunnerDeps['api'],
     state: { mapping: () => ({ files: new Map() }), fileCount: () => 0 } as unknown as StateStore,
