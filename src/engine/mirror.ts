@@ -599,7 +599,6 @@ export class Mirror {
       return false;
     });
     for (const from of renameSources(asideStats, local, blocked, mapping, scope)) {
-      this.stability.holdGone(from);
       blocked.add(from);
       settling.push(from);
     }

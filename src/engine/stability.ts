@@ -77,16 +77,6 @@ export class StabilityWindow {
     if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if (held.released && this.settling.size > MAX_SETTLING) this.settling.delete(path);
   }
 
-  /**
-   * A recorded path held with a set-aside file that may have been renamed from it (the
-   * mirror's rename sources): remembered as gone, so that the follow-up naming it judges
-   * whatever it finds there by the window — a new writer's first chunk at the old path is
-   * set aside, not sent half-written (the simulation's seeds 13 and 14 found that at once).
-   */
-  holdGone(path: string): void {
-    if (!this.settling.has(path)) this.settling.set(path, { size: -1, mtimeMs: -1, ctimeMs: undefined, since: this.o.monotonic(), gone: true });
-  }
-
   /** A file found stable: remembered at this stat for a follow-up still to come (forget). */
   private release(file: LocalFileInfo, full: boolean): false {
     const held = this.settling.get(file.path);
