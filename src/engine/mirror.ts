@@ -581,7 +581,6 @@ export class Mirror {
     const dirs = scan.unreadableDirs.map((d) => (d.endsWith('/') ? d : `${d}/`));
     for (const d of dirs) this.d.logger.warn({ path: d }, 'folder skipped for now: it cannot be listed; the documents of its files are kept');
     const settling: string[] = [];
-    const asideStats: LocalFileInfo[] = [];
     this.stability.forget(scan, scope, mapping);
     let listingNeeded = false;
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
@@ -592,16 +591,11 @@ export class Mirror {
         blocked.add(path);
         return false;
       }
-      asideStats.push(local.get(path)!);
       local.delete(path);
       blocked.add(path);
       settling.push(path);
       return false;
     });
-    for (const from of renameSources(asideStats, local, blocked, mapping, scope)) {
-      blocked.add(from);
-      settling.push(from);
-    }
     if (settling.length > 0) this.d.logger.info({ files: settling.length, first: settling[0] }, 'files changed within the stability window set aside: looked at again after it');
     const queue = new PQueue({ concurrency: HASH_CONCURRENCY });
     const hashOne = async (path: string): Promise<void> => {
@@ -639,29 +633,6 @@ export class Mirror {
     return { local, skipped, untouchable, settling, listingNeeded };
   }
 
-}
-
-/**
- * The recorded paths no longer found that a file set aside may have been renamed from. A
- * rename keeps the file's inode, size and mtime and moves only its ctime — which is what set
- * it aside. Deleting the old path's document now would turn the rename into a deletion and,
- * a window later, an upload under a new document id (the App's references to it lost); held
- * with the file (set aside too, so the follow-up pass names both ends), it is renamed. Only
- * the paths a pass looks at count: every recorded path in a full pass, the scope's otherwise.
- */
-function renameSources(aside: readonly LocalFileInfo[], found: ReadonlyMap<string, LocalFileInfo>, blocked: ReadonlySet<string>, mapping: MappingState, scope: ChangeScope | undefined): string[] {
-  if (aside.length === 0) return [];
-  const inodes = new Set(aside.filter((f) => f.ino !== undefined).map((f) => `${f.dev}:${f.ino}`));
-  const sizes = new Set(aside.map((f) => `${f.size}:${f.mtimeMs}`));
-  const out: string[] = [];
-  for (const path of scope ? scope.files : mapping.files.keys()) {
-    if (found.has(path) || blocked.has(path)) continue;
-    const e = mapping.files.statOf(path);
-    if (e === undefined) continue;
-    const same = e.ino !== undefined && e.dev !== undefined ? inodes.has(`${e.dev}:${e.ino}`) : sizes.has(`${e.size}:${e.mtimeMs}`);
-    if (same) out.push(path);
-  }
-  return out;
 }
 
 function unmarkedByName(remote: readonly DocumentRecord[]): Map<string, string[]> {
