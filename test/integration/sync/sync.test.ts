@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONVERGED, checkConvergence, createWorkspace, writeRequests, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 interface SyncJson {
   ok: boolean;
@@ -76,6 +77,10 @@ describe('dssync sync', () => {
     await rename(join(ws.share, 'b.txt'), join(ws.share, 'b-renamed.txt'));
     await rm(join(ws.share, 'c.txt'));
     await rename(join(ws.share, 'dir'), join(ws.share, 'moved'));
+    // A rename moves the file's ctime: renamed less than the stability window (2 s) before a
+    // pass, a file is set aside and its old document deleted (docs/watch.md, "A known limit").
+    // These renames are older than the window when the sync looks, as an operator's are.
+    await sleep(2_100);
 
     const dry = await ws.sync('--dry-run', '--json');
     expect(dry.code).toBe(0);
