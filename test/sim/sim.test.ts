@@ -38,29 +38,36 @@ function summary(t: Totals, t0: number): string {
   );
 }
 
+/** The property every history must satisfy: once quiet, the invariants hold. */
+function historyProperty(totals: Totals, t0: number, replayPath: string | undefined) {
+  return fc.asyncProperty(configArb, variantArb, fc.commands(commands(), { maxCommands: MAX_COMMANDS, size: '+1', ...(replayPath ? { replayPath } : {}) }), async (config, variant, cmds) => {
+    const w = new World(config, variant);
+    // A file no command removes keeps the folder non-empty: an emptied folder is refused
+    // as an outage on purpose (guards.ts), which would make the invariants false by design.
+    w.local.write('keep.txt', 'keep');
+    await w.start();
+    try {
+      await fc.asyncModelRun(() => ({ model: {}, real: w }), cmds);
+      await checkInvariants(w);
+    } finally {
+      if (++totals.histories % PROGRESS_EVERY === 0) console.log(`simulation: ${summary(totals, t0)} so far, no violation`);
+      totals.commands += w.commandsRun;
+      totals.passes += w.passes;
+      totals.crashes += w.crashes;
+      totals.restarts += w.restarts;
+      totals.faults += w.service.counters.faults;
+      totals.lateCommits += w.service.counters.lateCommits;
+    }
+  });
+}
+
+const noTotals = (): Totals => ({ histories: 0, commands: 0, passes: 0, crashes: 0, restarts: 0, faults: 0, lateCommits: 0 });
+
 describe('simulation (issue 9)', () => {
   it(`${RUNS} histories from seed ${SEED} converge and touch nobody else's documents`, async () => {
     const t0 = Date.now();
-    const totals: Totals = { histories: 0, commands: 0, passes: 0, crashes: 0, restarts: 0, faults: 0, lateCommits: 0 };
-    const property = fc.asyncProperty(configArb, variantArb, fc.commands(commands(), { maxCommands: MAX_COMMANDS, size: '+1', ...(REPLAY ? { replayPath: REPLAY } : {}) }), async (config, variant, cmds) => {
-      const w = new World(config, variant);
-      // A file no command removes keeps the folder non-empty: an emptied folder is refused
-      // as an outage on purpose (guards.ts), which would make the invariants false by design.
-      w.local.write('keep.txt', 'keep');
-      await w.start();
-      try {
-        await fc.asyncModelRun(() => ({ model: {}, real: w }), cmds);
-        await checkInvariants(w);
-      } finally {
-        if (++totals.histories % PROGRESS_EVERY === 0) console.log(`simulation: ${summary(totals, t0)} so far, no violation`);
-        totals.commands += w.commandsRun;
-        totals.passes += w.passes;
-        totals.crashes += w.crashes;
-        totals.restarts += w.restarts;
-        totals.faults += w.service.counters.faults;
-        totals.lateCommits += w.service.counters.lateCommits;
-      }
-    });
+    const totals = noTotals();
+    const property = historyProperty(totals, t0, REPLAY);
     try {
       await fc.assert(property, { numRuns: RUNS, seed: SEED, ...(PATH ? { path: PATH, endOnFailure: true } : {}), verbose: 1 });
     } finally {
@@ -68,4 +75,15 @@ describe('simulation (issue 9)', () => {
       console.log(`simulation: ${summary(totals, t0)}${flags.length ? `; classes off: ${flags.join(', ')}` : ''}`);
     }
   }, 3_600_000);
+
+  // OPEN (issue 23), found by session 9's long run (seed 16, history 35,859) and present on
+  // every commit back to the session's start (6e71635): an ambiguous answer while a file is
+  // created and deleted during two starts' passes leaves an orphan document of ours for it.
+  // Shrunk: faults(none,none,ambiguous), churnDuringStartPass(a.txt, x), advance(2500),
+  // churnDuringStartPass(a.txt, x). This passes while the defect is there; once it is fixed
+  // it fails: turn it into a plain history then (histories.test.ts).
+  it.fails('seed 16, history 35,859 (open): churn during two starts with an ambiguous answer leaves an orphan document', async () => {
+    const path = '35858:0:0:0:0:0:0:4:4:14:18:19:22:28:31:3:19:23:2:14:16:18:20:20:5:9:4:5';
+    await fc.assert(historyProperty(noTotals(), Date.now(), '////P:f'), { seed: 16, path, endOnFailure: true });
+  }, 120_000);
 });
