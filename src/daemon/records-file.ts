@@ -10,7 +10,8 @@
  */
 import { z } from 'zod';
 import { nodeStateFs, readIfExists, type StateFs } from '../state/atomic-file.js';
-import { parseSidecar, SidecarFile } from './sidecar-file.js';
+import { parseJsonFile } from '../state/json-file.js';
+import { SidecarFile } from './sidecar-file.js';
 import type { Logger } from '../log.js';
 import type { ProblemListData } from './problem-list.js';
 import type { PassRecord } from './pass-history.js';
@@ -57,7 +58,7 @@ type RecordsFileContent = z.infer<typeof RecordsFileSchema>;
 
 /** The records in `text`, or why they cannot be used (the first field that does not fit). */
 export function parseRecords(text: string): { ok: true; records: Map<string, MappingRecords> } | { ok: false; reason: string } {
-  const r = parseSidecar(RecordsFileSchema, text);
+  const r = parseJsonFile(RecordsFileSchema, text);
   return r.ok ? { ok: true, records: new Map(Object.entries(r.value.mappings)) } : r;
 }
 

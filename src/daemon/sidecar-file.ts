@@ -8,6 +8,7 @@
  */
 import type { z } from 'zod';
 import { nodeStateFs, readIfExists, writeFileAtomic, type StateFs } from '../state/atomic-file.js';
+import { parseJsonFile } from '../state/json-file.js';
 import type { Logger } from '../log.js';
 
 /** What the log says, each ending with what the daemon does instead. */
@@ -15,20 +16,6 @@ export interface SidecarMessages {
   unreadable: string;
   malformed: string;
   unwritable: string;
-}
-
-/** The content of `text` by `schema`, or why it cannot be used (the first field that does not fit). */
-export function parseSidecar<T>(schema: z.ZodType<T>, text: string): { ok: true; value: T } | { ok: false; reason: string } {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (e) {
-    return { ok: false, reason: `not JSON (${e instanceof Error ? e.message : String(e)})` };
-  }
-  const r = schema.safeParse(parsed);
-  if (r.success) return { ok: true, value: r.data };
-  const issue = r.error.issues[0];
-  return { ok: false, reason: `${issue && issue.path.length > 0 ? issue.path.join('.') : 'the file'}: ${issue?.message ?? 'malformed'}` };
 }
 
 export class SidecarFile<T> {
@@ -53,7 +40,7 @@ export class SidecarFile<T> {
       return undefined;
     }
     if (text === undefined) return undefined;
-    const r = parseSidecar(this.schema, text);
+    const r = parseJsonFile(this.schema, text);
     if (!r.ok) {
       this.logger.warn({ file: this.path, reason: r.reason }, this.messages.malformed);
       return undefined;

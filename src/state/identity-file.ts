@@ -18,6 +18,7 @@
  */
 import { z } from 'zod';
 import { readIfExists, writeFileAtomic, type StateFs } from './atomic-file.js';
+import { parseJsonFile } from './json-file.js';
 import type { StateFile, StateIdentity } from './schema.js';
 
 export function identityPathOf(statePath: string): string {
@@ -67,15 +68,8 @@ export function identityRecordOf(state: StateFile, rebuild: ReadonlySet<string>)
 export async function readIdentityFile(fs: StateFs, path: string): Promise<{ record?: IdentityRecord; problem?: string }> {
   const text = await readIfExists(fs, path);
   if (text === undefined) return {};
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (e) {
-    return { problem: `not JSON (${(e as Error).message})` };
-  }
-  const parsed = IdentityFileSchema.safeParse(json);
-  if (!parsed.success) return { problem: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ') };
-  return { record: parsed.data };
+  const r = parseJsonFile(IdentityFileSchema, text);
+  return r.ok ? { record: r.value } : { problem: r.reason };
 }
 
 export function encodeIdentityRecord(record: IdentityRecord): string {

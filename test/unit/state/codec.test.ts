@@ -258,11 +258,17 @@ describe('state codec', () => {
     }
   });
 
-  it('reads a format-4 file (dssync 0.2.0: no writer sessions) as a migration from 4, to be rewritten as 5', () => {
+  /** A state of one mapping holding one file, as an older format would have it. */
+  const oneFileState = (journalSeq: number): StateFile => {
     const s = newState();
-    s.journalSeq = 3;
+    s.journalSeq = journalSeq;
     s.mappings['m'] = newMappingState('ds1', '/srv');
     s.mappings['m'].files.set('a.txt', { documentId: 'd1', size: 1, mtimeMs: 1, sha256: 'a'.repeat(64), syncedAt: '2026-01-01T00:00:00.000Z' });
+    return s;
+  };
+
+  it('reads a format-4 file (dssync 0.2.0: no writer sessions) as a migration from 4, to be rewritten as 5', () => {
+    const s = oneFileState(3);
     const old = toFormat4(encodeStateToString(s));
     expect(old.split('\n')[0]).toBe('dssync-state 4 {"needs":"0.2.0","journalSeq":3}');
     const decoded = decodeState(FILE, old);
@@ -272,10 +278,7 @@ describe('state codec', () => {
   });
 
   it('reads a format-3 file (dssync 0.1.0: no "needs", no identity) as a migration from 3', () => {
-    const s = newState();
-    s.journalSeq = 9;
-    s.mappings['m'] = newMappingState('ds1', '/srv');
-    s.mappings['m'].files.set('a.txt', { documentId: 'd1', size: 1, mtimeMs: 1, sha256: 'a'.repeat(64), syncedAt: '2026-01-01T00:00:00.000Z' });
+    const s = oneFileState(9);
     const old = toFormat3(encodeStateToString(s));
     expect(old.split('\n')[0]).toBe('dssync-state 3 {"journalSeq":9}');
     const decoded = decodeState(FILE, old);
