@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { Mirror, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import type { MappingState, PassRecord } from '../../../src/state/schema.js';
-import { FakeApi } from '../../helpers/fake-api.js';
+import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { MemoryState } from '../../helpers/memory-state.js';
 
@@ -130,6 +130,28 @@ describe('Mirror: the stability window of full passes', () => {
     await mirror.changedPass({ files: ['a.txt'], dirs: [] });
     local.write('a.txt', 'done', clock.now() - 300);
     expect((await mirror.changedPass({ files: ['a.txt'], dirs: [] })).settling).toBeUndefined();
+  });
+
+  it('a set-aside file whose listed document of ours the state does not record, gone at its follow-up, makes the follow-up ask for a full pass, which deletes the document (seed 16, history 35,859)', async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.write('keep.txt', 'keep', clock.now() - 60_000);
+    local.write('a.txt', 'x', clock.now() - 60_000);
+    // The metadata update acts, its answer is lost: a document of ours the state does not record.
+    api.failAfter = (op) => (op === 'updateDocument' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failAfter = () => undefined;
+    expect(api.list().map((d) => d.metadata['dssync_path']).sort()).toEqual(['a.txt', 'keep.txt']);
+    expect(state.m.files.documentIdOf('a.txt')).toBeUndefined();
+    // Written again within the window before the next full pass: set aside, its document unjudged.
+    await clock.advance(1_000);
+    local.write('a.txt', 'y', clock.now());
+    expect((await mirror.fullPass()).settling).toEqual(['a.txt']);
+    // Deleted before its follow-up: only a listing can judge the document.
+    local.files.delete('a.txt');
+    await clock.advance(WINDOW);
+    expect((await mirror.changedPass({ files: ['a.txt'], dirs: [] })).needsFullPass).toBe(true);
+    expect((await mirror.fullPass()).counts.deleted).toBe(1);
+    expect(api.list().map((d) => d.name)).toEqual(['keep.txt']);
   });
 
   it('a set-aside file released by another pass and rewritten before its follow-up is held by the follow-up (seed 7, history 2,645)', async () => {
