@@ -321,7 +321,8 @@ export function planMirror(input: PlanInput): PlanResult {
   const vouched = input.vouched?.paths ?? NO_PATHS;
   const confirmed = input.remote === undefined ? NO_PATHS : (input.confirmed ?? NO_PATHS);
 
-  const remoteView = classifyRemote(input, pathsByDocument(state.files));
+  const recordedPathOf = pathsByDocument(state.files);
+  const remoteView = classifyRemote(input, recordedPathOf);
   const { byPath, foreign, otherOwners, intentPins, doubtful, sameIdentity, lostUploads, foreignMarked, uploadsOf } = remoteView;
   const ourDocumentCount = remoteView.ourDocumentCount + confirmed.size;
 
@@ -462,6 +463,13 @@ export function planMirror(input: PlanInput): PlanResult {
         ops.push(deleteOp(path, d, d.sha256 === file.sha256 ? 'duplicate' : 'stale-version'));
       }
       const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file)));
+      // The document recorded at a path this plan leaves alone (set aside), yet listed here
+      // with this file's content (a rename whose answer was lost, the old path written anew
+      // since): the record goes with the document. Kept, two paths held one document, and
+      // every later listing "lacked" the set-aside path's: the mapping stopped for good
+      // (seed 18, history 3,627 of session 10's long run).
+      const recordedAt = entry?.documentId === good.id ? path : recordedPathOf(good.id);
+      if (recordedAt !== undefined && recordedAt !== path && untouchable(recordedAt)) ops.push({ kind: 'forget', path: recordedAt });
       if (needsMeta) {
         ops.push({ kind: 'update-meta', path, documentId: good.id, file });
       } else if (!entry || entry.documentId !== good.id || entry.sha256 !== file.sha256) {

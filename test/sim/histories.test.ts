@@ -307,3 +307,42 @@ it('seed 16, history 35,859: a file created and deleted during two starts, its m
   await step(churnDuringStart('a.txt', 'x'));
   await checkInvariants(w);
 }, 60_000);
+
+it('seed 18, history 3,627: a rename whose answer was lost, its old path written anew and set aside, leaves one record per document (the mapping does not stop)', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  // editorSave(sub/deep/d.txt, x), advance(2500)
+  await step(() => {
+    w.write('sub/deep/.save-tmp', 'x');
+    w.rename('sub/deep/.save-tmp', 'sub/deep/d.txt');
+  });
+  await step(() => w.advance(2_500));
+  // replaceFolder(sub): the rename of d0002 to sub.old/deep/d.txt acts, its answer is lost.
+  await step(() => {
+    w.rename('sub', 'sub.old');
+    w.mkdir('sub');
+  });
+  await step(() => void (w.service.faults = ['ambiguous', 'none']));
+  // slowWrite(a.txt, 2 chunks, 200 ms apart)
+  await step(async () => {
+    w.write('a.txt', '');
+    await w.advance(200);
+    w.write('a.txt', 'slow1.0|');
+    await w.advance(200);
+    w.write('a.txt', 'slow1.0|slow1.1|');
+  });
+  // writeInHalvesAcrossReload(sub/deep/d.txt, 300 ms): the start's pass sets it aside
+  // while adopting the renamed document at sub.old/deep/d.txt.
+  await step(async () => {
+    w.write('sub/deep/d.txt', '');
+    await w.advance(300);
+    w.write('sub/deep/d.txt', 'half2|');
+    await w.advance(300);
+    await w.restart();
+    await w.advance(300);
+    w.write('sub/deep/d.txt', 'half2|rest2|');
+  });
+  // writeIgnoreFile(""): a full pass, whose listing "lacked" d0002 at sub/deep/d.txt.
+  await step(() => w.write('.dssyncignore', ''));
+  await checkInvariants(w);
+}, 60_000);

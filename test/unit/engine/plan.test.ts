@@ -494,6 +494,27 @@ describe('planMirror', () => {
   });
 });
 
+describe('planMirror: one record per document', () => {
+  it('adopting a document at its new path drops its record at a path set aside (a rename whose answer was lost; seed 18, history 3,627)', () => {
+    const r = plan({
+      local: [local('sub.old/d.txt', 'h1')],
+      files: { 'sub/d.txt': entry('d1', 'h1') },
+      remote: [ours('d1', 'sub.old/d.txt', 'h1')],
+      untouchable: ['sub/d.txt'],
+    });
+    expect(summary(r.ops).sort()).toEqual(['adopt d1 sub.old/d.txt', 'forget sub/d.txt']);
+  });
+
+  it('a record of the document at a path this plan judges is left to that path (no forget twice)', () => {
+    const r = plan({
+      local: [local('sub.old/d.txt', 'h1'), local('sub/d.txt', 'h2')],
+      files: { 'sub/d.txt': entry('d1', 'h1') },
+      remote: [ours('d1', 'sub.old/d.txt', 'h1')],
+    });
+    expect(summary(r.ops).sort()).toEqual(['adopt d1 sub.old/d.txt', 'upload sub/d.txt']);
+  });
+});
+
 describe('pathsToHash (quick check)', () => {
   it('hashes only files the state cannot vouch for (racy.ts)', () => {
     const hashed = (id: string, sha: string, mtimeMs: number): FileEntry => ({ ...entry(id, sha, 10, mtimeMs), hashedAt: mtimeMs + 60_000 });
