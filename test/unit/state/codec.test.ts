@@ -41,6 +41,16 @@ function sample(): StateFile {
   return s;
 }
 
+/** What decoding `text` throws (undefined when it decodes). */
+function decodeError(text: string): unknown {
+  try {
+    decodeState(FILE, text);
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
 /** A plain-object copy, so that toEqual compares content and not prototypes. */
 function plain(s: StateFile): unknown {
   return JSON.parse(JSON.stringify(s));
@@ -192,12 +202,7 @@ describe('state codec', () => {
     ];
     for (const [name, text, detail] of cases) {
       it(name, () => {
-        let err: unknown;
-        try {
-          decodeState(FILE, text);
-        } catch (e) {
-          err = e;
-        }
+        const err = decodeError(text);
         expect(err).toBeInstanceOf(StateCorruptError);
         const e = err as StateCorruptError;
         expect(e.file).toBe(FILE);
@@ -232,12 +237,7 @@ describe('state codec', () => {
       '{',
     ];
     for (const text of texts) {
-      let err: unknown;
-      try {
-        decodeState(FILE, text);
-      } catch (e) {
-        err = e;
-      }
+      const err = decodeError(text);
       // Not corrupt: onCorrupt 'reset' would move it aside and rebuild a state that owns nothing.
       expect(err).toBeInstanceOf(StateFormatRetiredError);
       expect(err).not.toBeInstanceOf(StateCorruptError);
