@@ -54,6 +54,8 @@ const CLASS_CODES = {
   E_STATE_CORRUPT: d('fatalForProcess', 2, 'state file: E_STATE_CORRUPT'),
   /** StateVersionError: written by a newer dssync (docs/upgrading.md). */
   E_STATE_NEWER: d('fatalForProcess', 2, 'state file: E_STATE_NEWER'),
+  /** StateFormatRetiredError: format 1 or 2 (one JSON object), read by dssync 0.3.0 alone (docs/upgrading.md). */
+  E_STATE_RETIRED: d('fatalForProcess', 2, 'state file: E_STATE_RETIRED'),
   /** StateLockedError: another process holds the lock; a later start may find it free. */
   E_STATE_LOCKED: d('fatalForProcess', 1, 'state file: E_STATE_LOCKED'),
   /** StateWriteError: the previous file is intact; the write is retried. */

@@ -6,13 +6,14 @@
  * number of files and nothing else, and no more than a chunk of it is in memory at once.
  * The trailer (line count and CRC-32) is checked at the end: a snapshot cut short or
  * damaged is a StateCorruptError, as is any line that is not what its place says.
- * A file of version 1 or 2 (one JSON object, first byte `{`) goes to decode-legacy.ts.
+ * A file of version 1 or 2 (one JSON object, first byte `{`) is no longer read: it is
+ * refused with StateFormatRetiredError, whole or not, and left as it is (errors.ts says why
+ * it is not treated as corrupt).
  */
 import { crc32 } from 'node:zlib';
 import { errnoOf } from '../errors/errno.js';
-import { StateCorruptError, StateVersionError } from './errors.js';
+import { StateCorruptError, StateFormatRetiredError, StateVersionError } from './errors.js';
 import type { StateFileHandle, StateFs } from './atomic-file.js';
-import { decodeLegacyState } from './decode-legacy.js';
 import { SNAPSHOT_MAGIC, type SliceOptions } from './encoder.js';
 import { FIRST_LINE_VERSION, STATE_VERSION, type MappingState, type StateIdentity } from './schema.js';
 import { isFileLine, mappingFromHead, newState, type DecodedState } from './validate.js';
@@ -184,19 +185,23 @@ export class SnapshotParser {
   }
 }
 
-/** A file of version 1 or 2 (one JSON object), or blank (decode-legacy.ts says it is empty). */
-function isLegacy(buf: Buffer): boolean {
+/**
+ * Refuses what the first bytes of a file say it cannot be: one JSON object (format 1 or 2:
+ * StateFormatRetiredError), or nothing but blanks (`whole`: the bytes are the whole file).
+ */
+function checkStart(file: string, buf: Buffer, whole: boolean): void {
   for (const b of buf) {
     if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue;
-    return b === OPEN_BRACE;
+    if (b === OPEN_BRACE) throw new StateFormatRetiredError(file);
+    return;
   }
-  return true;
+  if (whole) throw new StateCorruptError(file, 'the file is empty');
 }
 
-/** Decodes a whole snapshot held in memory (tests, tools). Throws StateCorruptError / StateVersionError. */
+/** Decodes a whole snapshot held in memory (tests, tools). Throws StateCorruptError / StateVersionError / StateFormatRetiredError. */
 export function decodeState(file: string, content: string | Buffer): DecodedState {
   const buf = typeof content === 'string' ? Buffer.from(content) : content;
-  if (isLegacy(buf)) return decodeLegacyState(file, buf.toString('utf8'));
+  checkStart(file, buf, true);
   const parser = new SnapshotParser(file);
   const at = parser.parse(buf, 0);
   return parser.finish(buf.length - at);
@@ -226,8 +231,7 @@ export async function readSnapshot(fs: StateFs, path: string, slice: SliceOption
     const pause = (): boolean => slice.now() - sliceStart >= slice.sliceMs;
     for (;;) {
       const { bytesRead } = await fh.read(chunk, 0, CHUNK_BYTES, bytes);
-      // An empty file goes to decode-legacy.ts as well, which says so.
-      if (bytes === 0 && isLegacy(chunk.subarray(0, bytesRead))) break;
+      if (bytes === 0) checkStart(path, chunk.subarray(0, bytesRead), bytesRead < CHUNK_BYTES);
       if (bytesRead === 0) return { ...parser.finish(carry.length), bytes };
       bytes += bytesRead;
       sliceStart = slice.now(); // the read was a turn of the event loop
@@ -245,9 +249,6 @@ export async function readSnapshot(fs: StateFs, path: string, slice: SliceOption
   } finally {
     await fh.close();
   }
-  // Version 1 or 2: one JSON object, read whole (migrated, then rewritten in lines).
-  const text = await fs.readFile(path, 'utf8');
-  return { ...decodeLegacyState(path, text), bytes: Buffer.byteLength(text) };
 }
 
 /** The header's identity (schema.ts StateIdentity), or undefined when it is not one. */

@@ -19,7 +19,7 @@
  * The trailer counts the lines above it and holds the CRC-32 of every byte above it: a
  * snapshot cut short, or damaged, is detected as corrupt (the store then rebuilds the state
  * from the service). Files of versions 1 and 2 were one JSON object (`{"version":2,…}`):
- * still read (decode-legacy.ts), and rewritten in this format at once.
+ * no longer read, refused with StateFormatRetiredError (decode.ts).
  *
  * How a snapshot is taken: each mapping's files (file-table.ts) are rows in chunks of
  * CHUNK_ROWS. A snapshot pins them (copy-on-write, kept by the table itself: cheap and
@@ -40,7 +40,7 @@ interface MappingPlan {
   chunks: PinnedChunk[];
 }
 
-/** The first word of a snapshot file of this format (a legacy one starts with `{`). */
+/** The first word of a snapshot file of this format (one of format 1 or 2 started with `{`). */
 export const SNAPSHOT_MAGIC = 'dssync-state';
 
 export interface EncodeResult {

@@ -4,9 +4,9 @@
  */
 
 import { errnoOf } from '../errors/errno.js';
-import { FORMAT_RELEASES } from './schema.js';
+import { FORMAT_RELEASES, RETIRED_FORMATS_LAST_READ_BY } from './schema.js';
 
-export type StateErrorCode = 'E_STATE_CORRUPT' | 'E_STATE_NEWER' | 'E_STATE_LOCKED' | 'E_STATE_WRITE';
+export type StateErrorCode = 'E_STATE_CORRUPT' | 'E_STATE_NEWER' | 'E_STATE_RETIRED' | 'E_STATE_LOCKED' | 'E_STATE_WRITE';
 
 export abstract class StateError extends Error {
   abstract readonly code: StateErrorCode;
@@ -59,6 +59,28 @@ export class StateVersionError extends StateError {
       `state file ${file} is in state format ${version}${needs ? `, written by dssync ${needs} or newer` : ', written by a newer dssync'}; ` +
         `this dssync reads formats up to ${supported}${mine ? ` (that of dssync ${mine})` : ''}: ` +
         `install dssync ${needs ?? 'newer than this one'}${needs ? ' or newer' : ''}, or restore the state backup taken before the upgrade (docs/upgrading.md, "Rolling back")`,
+    );
+  }
+}
+
+/**
+ * The state file is one JSON object (first byte `{`): state format 1 or 2, written only by
+ * development builds of dssync 0.1.0, which this dssync no longer reads (issue 27.7).
+ * Refused and left as it is, not treated as corrupt: a corrupt state is moved aside and
+ * rebuilt through the identity file, which no state this old has, so the rebuilt state
+ * would own none of its documents; the last release that reads the format migrates it
+ * without losing anything.
+ */
+export class StateFormatRetiredError extends StateError {
+  override readonly name = 'StateFormatRetiredError';
+  readonly code = 'E_STATE_RETIRED' as const;
+
+  constructor(file: string) {
+    super(
+      file,
+      `state file ${file} is one JSON object: state format 1 or 2 (development builds of dssync 0.1.0), which this dssync no longer reads; ` +
+        `the file was left as it is. Run dssync ${RETIRED_FORMATS_LAST_READ_BY} once with this state (it rewrites it in the current format), then this dssync (docs/upgrading.md, "Which versions read which state files"); ` +
+        `or move the file aside to start afresh, and the documents it records are then another installation's until "dssync adopt"`,
     );
   }
 }

@@ -13,7 +13,8 @@
  * reading the journal there; format 4 is read and rewritten as 5.
  * 4: the header stores the installation identity and the release a reader needs ("needs");
  * 3: the snapshot is lines (encoder.ts), read and rewritten as 4; 1 and 2 were one JSON
- * object (decode-legacy.ts). A newer format is refused, never misread (StateVersionError).
+ * object, written only by development builds of 0.1.0 and no longer read (issue 27.7:
+ * StateFormatRetiredError). A newer format is refused, never misread (StateVersionError).
  * Bumped so that dssync 0.1.0, which reads up to 3 and would drop the identity, refuses
  * a state written by 0.2.0 (docs/upgrading.md).
  */
@@ -28,6 +29,12 @@ export const FORMAT_RELEASES: Readonly<Record<number, string>> = { 1: '0.1.0', 2
 
 /** The oldest line format (encoder.ts) this dssync reads; older ones are one JSON object. */
 export const FIRST_LINE_VERSION = 3;
+
+/**
+ * The last release that reads formats 1 and 2 (one JSON object) and rewrites them in its
+ * own: what the refusal of such a file tells the operator to run once (errors.ts).
+ */
+export const RETIRED_FORMATS_LAST_READ_BY = '0.3.0';
 
 import type { FileTable } from './file-table.js';
 

@@ -169,7 +169,7 @@ function hasNonFinite(v: unknown): boolean {
 
 
 // ---------------------------------------------------------------------------------------
-// Reading a snapshot (decode.ts, decode-legacy.ts).
+// Reading a snapshot (decode.ts).
 
 export interface DecodedState {
   state: StateFile;

@@ -19,7 +19,7 @@ import { disposition } from '../../src/errors/disposition.js';
 import { IgnoreFileError } from '../../src/local/filters.js';
 import { FileAccessError, FileChangedError, FileReadError, FileTooLargeError, FileVanishedError, LocalFileError, NotRegularFileError, OutsideFolderError } from '../../src/local/errors.js';
 import { WatchError } from '../../src/local/watcher.js';
-import { StateCorruptError, StateLockedError, StateVersionError, StateWriteError } from '../../src/state/errors.js';
+import { StateCorruptError, StateFormatRetiredError, StateLockedError, StateVersionError, StateWriteError } from '../../src/state/errors.js';
 
 /**
  * One instance of each class. Families whose code is per instance say so: ApiError (the
@@ -41,6 +41,7 @@ const samples: Record<string, { error: Error; family?: true }> = {
   LocalFileVanishedError: { error: new LocalFileVanishedError('x') },
   StateCorruptError: { error: new StateCorruptError('/s', 'x') },
   StateVersionError: { error: new StateVersionError('/s', 9, 4) },
+  StateFormatRetiredError: { error: new StateFormatRetiredError('/s') },
   StateLockedError: { error: new StateLockedError('/s.lock', 1, 'h', undefined, 'alive') },
   StateWriteError: { error: new StateWriteError('/s', new Error('x')) },
   IgnoreFileError: { error: new IgnoreFileError('/i', 'EACCES', 'x'), family: true },

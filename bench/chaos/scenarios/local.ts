@@ -15,6 +15,7 @@ import { log, rng, sleep, waitFor } from '../util.js';
 import { ChaosWorkspace } from '../workspace.js';
 import { summarise } from './kill.js';
 import { countRoute } from './service.js';
+import { garbageStateText } from '../../../test/helpers/state-fixture.js';
 
 export interface LocalResult {
   name: string;
@@ -204,7 +205,7 @@ function cases(): LocalCase[] {
       description: 'the daemon is killed and its state file overwritten with garbage; it restarts',
       async run(ctx) {
         await ctx.daemon.kill9();
-        await writeFile(ctx.cw.ws.statePath, '{"version":1,"mappings":{"x": garbage \u0000\u0001');
+        await writeFile(ctx.cw.ws.statePath, garbageStateText());
         ctx.markRecovery();
         await ctx.restart();
         await observe(ctx, 2_000);

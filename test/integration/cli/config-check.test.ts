@@ -11,6 +11,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { checkStatePath } from '../../../src/state/state-check.js';
 import { createWorkspace, ORG, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary, runCli, type CliResult } from './run-cli.js';
+import { corruptStateText, stateFileText } from '../../helpers/state-fixture.js';
 
 interface CheckJson {
   ok: boolean;
@@ -201,13 +202,13 @@ describe('state path checks', () => {
   it('warns when the state file is readable by every user, or corrupt', async () => {
     tmp = await mkdtemp(join(tmpdir(), 'dssync-check-'));
     const path = join(tmp, 'state.json');
-    await writeFile(path, '{"version":1,"mappings":{}}');
+    await writeFile(path, stateFileText());
     await chmod(path, 0o644);
     const open = await checkStatePath(path);
     expect(open.map((r) => r.level)).toEqual(['ok', 'warn']);
     expect(open[1]).toMatchObject({ message: expect.stringContaining('readable by every user'), fix: `chmod 600 ${path}` });
 
-    await writeFile(path, '{"version":1,');
+    await writeFile(path, corruptStateText());
     await chmod(path, 0o600);
     const corrupt = await checkStatePath(path);
     expect(corrupt.map((r) => r.level)).toEqual(['ok', 'warn']);

@@ -13,6 +13,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
 import { BIN, jsonOf, requireBuiltBinary, runCli, type CliResult } from './run-cli.js';
 import { authHeader } from '../daemon/daemon-process.js';
+import { corruptStateText } from '../../helpers/state-fixture.js';
 
 interface StateJson {
   source: string;
@@ -181,7 +182,7 @@ describe('dssync status without a daemon', () => {
     ws = await createWorkspace();
     await writeConfig(ws, false);
     await mkdir(join(ws.statePath, '..'), { recursive: true });
-    await writeFile(ws.statePath, '{"version":1,"mappings":{');
+    await writeFile(ws.statePath, corruptStateText());
     const r = await status(ws);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`the state file ${ws.statePath} is corrupt`);

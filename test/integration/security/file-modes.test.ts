@@ -16,6 +16,7 @@ import { startEmulator } from '@dssync/emulator';
 import { createLogger } from '../../../src/log.js';
 import { StateStore } from '../../../src/state/store.js';
 import { BIN, requireBuiltBinary, runCli } from '../cli/run-cli.js';
+import { corruptStateText, stateFileText } from '../../helpers/state-fixture.js';
 
 let dir: string;
 beforeAll(() => requireBuiltBinary());
@@ -61,7 +62,7 @@ describe('security: file modes', () => {
   it('an existing state file readable by others is restricted to 600, with a warning', async () => {
     dir = await mkdtemp(join(tmpdir(), 'dssync-sec-modes-'));
     const statePath = join(dir, 'state.json');
-    await writeFile(statePath, '{"version":1,"mappings":{}}');
+    await writeFile(statePath, stateFileText());
     await chmod(statePath, 0o644);
     const { logger, lines } = capture();
     const store = await StateStore.open(statePath, { logger });
@@ -73,7 +74,7 @@ describe('security: file modes', () => {
   it('a corrupt state file moved aside stays owner-only', async () => {
     dir = await mkdtemp(join(tmpdir(), 'dssync-sec-modes-'));
     const statePath = join(dir, 'state.json');
-    await writeFile(statePath, '{"version":1,"mappings":', { mode: 0o644 });
+    await writeFile(statePath, corruptStateText(), { mode: 0o644 });
     const store = await StateStore.open(statePath, { onCorrupt: 'reset' });
     await store.close();
     const aside = (await readdir(dir)).filter((n) => n.startsWith('state.json.corrupt-'));

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StateStore } from '../../../src/state/store.js';
 import type { FileEntry } from '../../../src/state/schema.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { corruptStateText, cutShort, stateFileText } from '../../helpers/state-fixture.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -43,7 +44,7 @@ describe('StateStore on a real file system', () => {
 
   it('restricts an existing state file that others can read', async () => {
     const statePath = join(dir, 'state.json');
-    await writeFile(statePath, '{"version":1,"mappings":{}}');
+    await writeFile(statePath, stateFileText());
     await chmod(statePath, 0o644);
     const store = await StateStore.open(statePath);
     expect(await mode(statePath)).toBe(0o600);
@@ -52,7 +53,7 @@ describe('StateStore on a real file system', () => {
 
   it('removes temp files of an interrupted write when it opens', async () => {
     const statePath = join(dir, 'state.json');
-    await writeFile(join(dir, 'state.json.tmp-999-abcd'), '{"version":1,"mapp');
+    await writeFile(join(dir, 'state.json.tmp-999-abcd'), cutShort(stateFileText()));
     await writeFile(join(dir, 'state.json.journal.tmp-999-abcd'), '0000');
     await writeFile(join(dir, 'unrelated.tmp-1'), 'keep');
     const store = await StateStore.open(statePath);
@@ -62,10 +63,11 @@ describe('StateStore on a real file system', () => {
 
   it("moves a corrupt file aside with onCorrupt 'reset'", async () => {
     const statePath = join(dir, 'state.json');
-    await writeFile(statePath, '{"version":1,"mappings":{"m":');
+    const corrupt = corruptStateText();
+    await writeFile(statePath, corrupt);
     const store = await StateStore.open(statePath, { onCorrupt: 'reset', clock: new FakeClock(Date.UTC(2026, 0, 2, 3, 4, 5, 6)) });
     expect(store.mapping('m')).toBeUndefined();
-    expect(await readFile(join(dir, 'state.json.corrupt-2026-01-02T03-04-05-006Z'), 'utf8')).toBe('{"version":1,"mappings":{"m":');
+    expect(await readFile(join(dir, 'state.json.corrupt-2026-01-02T03-04-05-006Z'), 'utf8')).toBe(corrupt);
     await store.close();
   });
 

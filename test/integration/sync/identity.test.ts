@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
 import { requireBuiltBinary, runCli, type CliResult } from '../cli/run-cli.js';
+import { garbageStateText } from '../../helpers/state-fixture.js';
 
 let ws: Workspace | undefined;
 beforeAll(() => requireBuiltBinary());
@@ -116,7 +117,7 @@ describe('identity: who owns a document (issue 23)', () => {
     for (const n of ['a', 'b', 'c']) await ws.write(`${n}.txt`, n);
     expect((await ws.sync()).code).toBe(0);
     const before = docs(ws);
-    await writeFile(ws.statePath, '{"version":1,"mappings":{"x": garbage \u0000\u0001');
+    await writeFile(ws.statePath, garbageStateText());
     await rm(`${ws.statePath}.journal`, { force: true });
     await rm(join(ws.share, 'c.txt'));
     const r = await ws.sync();

@@ -8,6 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONVERGED, checkConvergence, createWorkspace, writeRequests, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { corruptStateText } from '../../helpers/state-fixture.js';
 
 interface SyncJson {
   ok: boolean;
@@ -136,7 +137,7 @@ describe('dssync sync', () => {
     ws = await createWorkspace();
     for (let i = 0; i < 5; i++) await ws.write(`f${i}.txt`, `content ${i}`);
     expect((await ws.sync()).code).toBe(0);
-    await writeFile(ws.statePath, '{"version":1,"mappi');
+    await writeFile(ws.statePath, corruptStateText());
     const uploads = ws.emu.stats().filesUploaded;
     const r = await ws.sync();
     // Moved aside, rebuilt with the identity file's id and sessions: no adopt needed (issue 23).

@@ -4,10 +4,10 @@
  * header, documents marked with the id derived from host and state path) loads, is rewritten
  * in the current format and syncs with no upload; a state of a newer format is refused
  * (exit 2: the operator must act, so the units do not restart it; docs/cli.md "Exit codes")
- * with a message naming both formats and the release to install, and left as it was; a
- * state locked by a live process is exit 1 (a later start may find it free).
+ * with a message naming both formats and the release to install, and left as it was, as
+ * is one of format 1 or 2 (one JSON object, no longer read: issue 27.7); a state locked by a live process is exit 1 (a later start may find it free).
  */
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -59,20 +59,35 @@ describe('the state file across versions', () => {
     expect((await readStateFile(ws.statePath))?.identity).toEqual({ installationId: derived, origin: 'derived', formerIds: [] });
   });
 
-  it('a state of a newer format is refused with exit 2, naming both formats and the release to install, and left alone', { timeout: 60_000 }, async () => {
-    ws = await createWorkspace();
-    await ws.write('a.txt', 'alpha\n');
-    const newer = 'dssync-state 6 {"needs":"0.4.0","journalSeq":4,"shape":"unknown to 0.3.0"}\n{"mapping":"ds:x"}\nend 2 00000000\n';
-    await mkdir(dirname(ws.statePath), { recursive: true });
-    await writeFile(ws.statePath, newer);
-    for (const args of [['sync', '--config', ws.configPath], ['run', '--config', ws.configPath]]) {
-      const r = await ws.cli(args);
-      expect(r.code, r.stderr).toBe(2);
-      expect(r.stderr).toContain(`state file ${ws.statePath} is in state format 6, written by dssync 0.4.0 or newer; this dssync reads formats up to 5 (that of dssync 0.3.0): install dssync 0.4.0 or newer`);
-      expect(await readFile(ws.statePath, 'utf8')).toBe(newer);
-    }
-    expect(ws.emu.store.listDataSources('org-test')).toHaveLength(0);
-  });
+  /** A state file refused with exit 2 by sync and run, left as it was, nothing moved aside (even with onCorrupt 'reset'), nothing sent. */
+  const refusals: { name: string; text: string; says: (statePath: string) => string[] }[] = [
+    {
+      name: 'a state of a newer format is refused with exit 2, naming both formats and the release to install, and left alone',
+      text: 'dssync-state 6 {"needs":"0.4.0","journalSeq":4,"shape":"unknown to 0.3.0"}\n{"mapping":"ds:x"}\nend 2 00000000\n',
+      says: (p) => [`state file ${p} is in state format 6, written by dssync 0.4.0 or newer; this dssync reads formats up to 5 (that of dssync 0.3.0): install dssync 0.4.0 or newer`],
+    },
+    {
+      name: 'a state of format 1 or 2 (one JSON object, no longer read) is refused with exit 2, naming the release that reads it, and left alone',
+      text: '{"version":2,"journalSeq":0,"mappings":{"ds:x":{"dataSourceId":"ds_1","root":"/srv","intents":{},"rejected":{},"files":[]}}}',
+      says: (p) => [`state file ${p} is one JSON object: state format 1 or 2 (development builds of dssync 0.1.0), which this dssync no longer reads`, 'Run dssync 0.3.0 once with this state'],
+    },
+  ];
+  for (const { name, text, says } of refusals) {
+    it(name, { timeout: 60_000 }, async () => {
+      ws = await createWorkspace();
+      await ws.write('a.txt', 'alpha\n');
+      await mkdir(dirname(ws.statePath), { recursive: true });
+      await writeFile(ws.statePath, text);
+      for (const args of [['sync', '--config', ws.configPath], ['run', '--config', ws.configPath]]) {
+        const r = await ws.cli(args);
+        expect(r.code, r.stderr).toBe(2);
+        for (const words of says(ws.statePath)) expect(r.stderr).toContain(words);
+        expect(await readFile(ws.statePath, 'utf8')).toBe(text);
+      }
+      expect((await readdir(dirname(ws.statePath))).filter((n) => n.includes('.corrupt-'))).toEqual([]);
+      expect(ws.emu.store.listDataSources('org-test')).toHaveLength(0);
+    });
+  }
 
   it('a state locked by a live process is exit 1 for sync and run, naming the holder', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();

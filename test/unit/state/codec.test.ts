@@ -3,8 +3,9 @@ import { decodeState } from '../../../src/state/decode.js';
 import { StateCodec, encodeStateToString } from '../../../src/state/encoder.js';
 import { CHUNK_ROWS } from '../../../src/state/file-table.js';
 import { newMappingState, newState } from '../../../src/state/validate.js';
-import { StateCorruptError, StateVersionError } from '../../../src/state/errors.js';
+import { StateCorruptError, StateFormatRetiredError, StateVersionError } from '../../../src/state/errors.js';
 import type { FileEntry, StateFile } from '../../../src/state/schema.js';
+import { stateFileText } from '../../helpers/state-fixture.js';
 import { toFormat3, toFormat4 } from '../../helpers/state-v3.js';
 
 const FILE = '/var/lib/dssync/state.json';
@@ -38,6 +39,16 @@ function sample(): StateFile {
   s.mappings['handbook'] = m;
   s.mappings['empty'] = newMappingState('ds-2', '/srv/empty');
   return s;
+}
+
+/** What decoding `text` throws (undefined when it decodes). */
+function decodeError(text: string): unknown {
+  try {
+    decodeState(FILE, text);
+  } catch (e) {
+    return e;
+  }
+  return undefined;
 }
 
 /** A plain-object copy, so that toEqual compares content and not prototypes. */
@@ -83,17 +94,11 @@ describe('state codec', () => {
     expect(plain(decodeState(FILE, text).state)).toEqual(plain(s));
   });
 
-  it('loads files of older versions, whose entries have no stat fields (hashed again once)', () => {
-    const old = '{"version":2,"journalSeq":0,"mappings":{"m":{"dataSourceId":"ds-1","root":"/srv","intents":{},"rejected":{},"files":[["a.txt","doc-1",10,1000.5,"h1","2026-01-01T00:00:00.000Z"]]}}}';
-    const e = decodeState(FILE, old).state.mappings['m']?.files.get('a.txt');
-    expect(e).toEqual({ documentId: 'doc-1', size: 10, mtimeMs: 1000.5, sha256: 'h1', syncedAt: '2026-01-01T00:00:00.000Z' });
-    // Version 1 (before the journal) as well.
-    expect(decodeState(FILE, old.replace('"version":2,"journalSeq":0', '"version":1')).state.mappings['m']?.files.get('a.txt')).toEqual(e);
-  });
-
-  it('refuses a file tuple with a stat field that is not a number or null, naming it', () => {
-    const bad = '{"version":2,"journalSeq":0,"mappings":{"m":{"dataSourceId":"ds-1","root":"/srv","intents":{},"rejected":{},"files":[["a.txt","doc-1",10,1000,"h1","t",1,"x",3,4]]}}}';
-    expect(() => decodeState(FILE, bad)).toThrow(/mappings\.m\.files\[0\]: not a \[path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino\] tuple/);
+  it('refuses a file tuple with a stat field that is not a number or null, naming its line', () => {
+    const good = stateFileText({ m: { dataSourceId: 'ds-1', root: '/srv', files: { 'a.txt': { documentId: 'doc-1', size: 10, mtimeMs: 1000, sha256: 'h1', syncedAt: 't', hashedAt: 1, ctimeMs: 2, dev: 3, ino: 4 } } } });
+    const bad = good.replace('"t",1,2,3,4]', '"t",1,"x",3,4]');
+    expect(bad).not.toBe(good);
+    expect(() => decodeState(FILE, bad)).toThrow(/line 3: not a \[path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino\] file line/);
   });
 
   it('cached encoding always equals a fresh one under random mutations', () => {
@@ -194,44 +199,10 @@ describe('state codec', () => {
         withLine(6, '{"mapping":"x","dataSourceId":"d","root":"/","intents":{"x":{"kind":"upload","id":"y","startedAt":"t","files":[]}},"rejected":{}}'),
         /line 7: mappings\.x\.intents\.x: id "y" differs from its key/,
       ],
-      // Versions 1 and 2: one JSON object.
-      ['legacy: truncated', '{"version":2,"journalSeq":0,"mappings":{"m":{"dataSour', /not valid JSON, possibly truncated/],
-      ['legacy: not an object', '{"version":2,"journalSeq":0,"mappings":[]}', /"mappings"/],
-      ['legacy: no version', '{"mappings":{}}', /"version"/],
-      ['legacy: version 0', '{"version":0,"mappings":{}}', /"version"/],
-      ['legacy: version as a string', '{"version":"1","mappings":{}}', /"version"/],
-      ['legacy: version 3 as one JSON object', '{"version":3,"mappings":{}}', /a file of version 3 is not one JSON object/],
-      ['legacy: no mappings', '{"version":1}', /"mappings"/],
-      ['legacy: mapping not an object', '{"version":1,"mappings":{"m":3}}', /mappings\.m: not an object/],
-      [
-        'legacy: files not tuples',
-        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{},"rejected":{},"files":[{"a":1}]}}}',
-        /mappings\.m\.files\[0\]/,
-      ],
-      [
-        'legacy: size null',
-        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{},"rejected":{},"files":[["a","d",null,1,"h","t"]]}}}',
-        /files\[0\]/,
-      ],
-      [
-        'legacy: unknown intent kind',
-        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{"x":{"kind":"zap","id":"x","startedAt":"t"}},"rejected":{},"files":[]}}}',
-        /intents\.x/,
-      ],
-      [
-        'legacy: intent id differs from its key',
-        '{"version":1,"mappings":{"m":{"dataSourceId":"d","root":"/","intents":{"x":{"kind":"upload","id":"y","startedAt":"t","files":[]}},"rejected":{},"files":[]}}}',
-        /differs from its key/,
-      ],
     ];
     for (const [name, text, detail] of cases) {
       it(name, () => {
-        let err: unknown;
-        try {
-          decodeState(FILE, text);
-        } catch (e) {
-          err = e;
-        }
+        const err = decodeError(text);
         expect(err).toBeInstanceOf(StateCorruptError);
         const e = err as StateCorruptError;
         expect(e.file).toBe(FILE);
@@ -252,9 +223,27 @@ describe('state codec', () => {
       `state file ${FILE} is in state format 6, written by dssync 0.4.0 or newer; this dssync reads formats up to 5 (that of dssync 0.3.0): install dssync 0.4.0 or newer, or restore the state backup`,
     );
     // Without "needs" (or with a header this format cannot parse): refused all the same.
-    for (const text of ['dssync-state 6 {"journalSeq":0}\n', 'dssync-state 6 not json\n', '{"version":6,"mappings":{}}']) {
+    for (const text of ['dssync-state 6 {"journalSeq":0}\n', 'dssync-state 6 not json\n']) {
       expect(() => decodeState(FILE, text)).toThrow(StateVersionError);
       expect(() => decodeState(FILE, text)).toThrow(`state file ${FILE} is in state format 6, written by a newer dssync; this dssync reads formats up to 5 (that of dssync 0.3.0): install dssync newer than this one`);
+    }
+  });
+
+  it('refuses one JSON object (formats 1 and 2, no longer read), whole or cut short, naming the file and the release that reads it', () => {
+    const texts = [
+      '{"version":2,"journalSeq":0,"mappings":{"m":{"dataSourceId":"ds-1","root":"/srv","intents":{},"rejected":{},"files":[]}}}',
+      '{"version":1,"mappings":{"m":{"dataSour',
+      ' \n {"version":6}',
+      '{',
+    ];
+    for (const text of texts) {
+      const err = decodeError(text);
+      // Not corrupt: onCorrupt 'reset' would move it aside and rebuild a state that owns nothing.
+      expect(err).toBeInstanceOf(StateFormatRetiredError);
+      expect(err).not.toBeInstanceOf(StateCorruptError);
+      expect((err as StateFormatRetiredError).file).toBe(FILE);
+      expect((err as Error).message).toContain(`state file ${FILE} is one JSON object: state format 1 or 2`);
+      expect((err as Error).message).toContain('Run dssync 0.3.0 once with this state');
     }
   });
 

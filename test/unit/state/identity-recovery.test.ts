@@ -12,6 +12,7 @@ import { silentLogger } from '../../../src/log.js';
 import { captureLogger, MemFs } from './fakes.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { FakeApi } from '../../helpers/fake-api.js';
+import { garbageStateText } from '../../helpers/state-fixture.js';
 
 const PATH = '/var/lib/dssync/state.json';
 const ID_PATH = identityPathOf(PATH);
@@ -53,7 +54,7 @@ describe('the identity file', () => {
   it('a corrupt state keeps the identity, mapping and sessions, says so, and the rebuild is pending until done (also across a restart)', async () => {
     const fs = new MemFs();
     await synced(fs);
-    fs.put(PATH, '{"version":1,"mappings":{"x": garbage \u0000\u0001');
+    fs.put(PATH, garbageStateText());
     const { logger, lines } = captureLogger();
     const store = await open(fs, logger);
     expect(store.identity).toEqual({ installationId: 'inst-A', origin: 'drawn', formerIds: [] });

@@ -6,6 +6,7 @@ import { decodeState } from '../../../src/state/decode.js';
 import { readStateFile, StateStore } from '../../../src/state/store.js';
 import { captureLogger, MemFs, settle } from './fakes.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { stateFileText } from '../../helpers/state-fixture.js';
 
 const PATH = '/var/lib/dssync/state.json';
 const JOURNAL = `${PATH}.journal`;
@@ -140,7 +141,7 @@ describe('StateStore journal', () => {
 
   it('a journal that does not follow its snapshot is corrupt (reset moves both aside)', async () => {
     const fs = new MemFs();
-    fs.put(PATH, '{"version":2,"journalSeq":5,"mappings":{}}');
+    fs.put(PATH, stateFileText({}, { journalSeq: 5 }));
     fs.put(JOURNAL, frameRecord(9, [['map', 'm', 'ds', '/r']]).toString('latin1'));
     await expect(open(fs)).rejects.toThrow(/resumes at op 9 while its snapshot ends at op 5/);
     const store = await StateStore.open(PATH, { fs, clock: new FakeClock(0), lock: false, onCorrupt: 'reset' });

@@ -1,7 +1,7 @@
 /**
- * The snapshot file of version 3 (lines) as the store reads and writes it: streamed in
- * chunks and slices, a cut or damaged file detected, a file of version 2 (one JSON object)
- * read and rewritten.
+ * The snapshot file (lines) as the store reads and writes it: streamed in chunks and
+ * slices, a cut or damaged file detected, a file of an older format (4) read with its
+ * journal and rewritten.
  */
 import { describe, expect, it } from 'vitest';
 import { SnapshotParser, WINDOW_BYTES, readSnapshot } from '../../../src/state/decode.js';
@@ -16,6 +16,8 @@ import { readStateFile, StateStore } from '../../../src/state/store.js';
 import { newMappingState, newState } from '../../../src/state/validate.js';
 import { captureLogger, MemFs } from './fakes.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { stateFileText } from '../../helpers/state-fixture.js';
+import { toFormat4 } from '../../helpers/state-v3.js';
 
 const PATH = '/var/lib/dssync/state.json';
 const JOURNAL = `${PATH}.journal`;
@@ -135,33 +137,32 @@ describe('snapshot file', () => {
     await store.close();
   });
 
-  it('reads a snapshot of version 2 (one JSON object) and its journal, and rewrites it in lines at once', async () => {
+  it('reads a snapshot of an older format (4) and its journal, and rewrites it in the current one at once', async () => {
     const fs = new MemFs();
-    // As dssync wrote it before version 3.
-    const v2 = {
-      version: 2,
-      journalSeq: 5,
-      mappings: {
+    // As dssync 0.2.0 wrote it.
+    const v4 = stateFileText(
+      {
         docs: {
           dataSourceId: 'ds-1',
           root: '/srv/docs',
           intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'gone.txt', size: 1, mtimeMs: 1, sha256: 'h', documentId: 'doc-9' }] } },
           rejected: { 'big.bin': { size: 1e9, mtimeMs: 7, status: 413, reason: 'too large', at: 't' } },
           lastPass: { startedAt: 'a', finishedAt: 'b', ok: true, summary: { uploaded: 2 } },
-          files: [
-            ['a.txt', 'doc-1', 10, 1000.5, 'h1', '2026-01-01T00:00:00.000Z'],
-            ['b.txt', 'doc-2', 11, 1001.5, 'h2', '2026-01-01T00:00:00.000Z', 3000, 1001.25, 2049, 77],
-          ],
+          files: {
+            'a.txt': { documentId: 'doc-1', size: 10, mtimeMs: 1000.5, sha256: 'h1', syncedAt: '2026-01-01T00:00:00.000Z' },
+            'b.txt': { documentId: 'doc-2', size: 11, mtimeMs: 1001.5, sha256: 'h2', syncedAt: '2026-01-01T00:00:00.000Z', hashedAt: 3000, ctimeMs: 1001.25, dev: 2049, ino: 77 },
+          },
         },
       },
-    };
-    fs.put(PATH, JSON.stringify(v2));
+      { journalSeq: 5 },
+    );
+    fs.put(PATH, toFormat4(v4));
     fs.put(JOURNAL, frameRecord(6, [['set', 'docs', 'c.txt', ['doc-3', 12, 1002.5, 'h3', 't']]]).toString('latin1'));
     const { logger, lines } = captureLogger();
     const store = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, logger });
     expect([...(store.mapping('docs')?.files.keys() ?? [])].sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
     expect(store.mapping('docs')?.files.get('b.txt')).toEqual({ documentId: 'doc-2', size: 11, mtimeMs: 1001.5, sha256: 'h2', syncedAt: '2026-01-01T00:00:00.000Z', hashedAt: 3000, ctimeMs: 1001.25, dev: 2049, ino: 77 });
-    expect(lines().some((l) => String(l['msg']).includes('migrated from version 2'))).toBe(true);
+    expect(lines().some((l) => String(l['msg']).includes('migrated from version 4'))).toBe(true);
     await store.fold(); // the fold the migration started
     const text = fs.text(PATH) ?? '';
     expect(text.startsWith('dssync-state 5 {"needs":"0.3.0","journalSeq":6}\n')).toBe(true);

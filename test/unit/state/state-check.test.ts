@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { journalPathOf } from '../../../src/state/journal.js';
 import { stateWrittenAt } from '../../../src/state/state-check.js';
+import { stateFileText } from '../../helpers/state-fixture.js';
 
 describe('stateWrittenAt: what `dssync status` shows as "written at"', () => {
   let dir: string;
@@ -17,7 +18,7 @@ describe('stateWrittenAt: what `dssync status` shows as "written at"', () => {
   const at = (iso: string): Date => new Date(iso);
 
   it('is the journal time when the journal is newer than the snapshot (writes between folds)', async () => {
-    await writeFile(statePath, '{}');
+    await writeFile(statePath, stateFileText());
     await writeFile(journalPathOf(statePath), '');
     await utimes(statePath, at('2026-11-20T10:00:00Z'), at('2026-11-20T10:00:00Z'));
     await utimes(journalPathOf(statePath), at('2026-11-24T09:30:00Z'), at('2026-11-24T09:30:00Z'));
@@ -25,7 +26,7 @@ describe('stateWrittenAt: what `dssync status` shows as "written at"', () => {
   });
 
   it('is the snapshot time right after a fold, and without a journal', async () => {
-    await writeFile(statePath, '{}');
+    await writeFile(statePath, stateFileText());
     await utimes(statePath, at('2026-11-24T11:00:00Z'), at('2026-11-24T11:00:00Z'));
     expect((await stateWrittenAt(statePath))?.toISOString()).toBe('2026-11-24T11:00:00.000Z');
     await writeFile(journalPathOf(statePath), '');

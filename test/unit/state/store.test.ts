@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { encodeStateToString } from '../../../src/state/encoder.js';
 import { newMappingState, newState } from '../../../src/state/validate.js';
-import { StateCorruptError, StateVersionError, StateWriteError } from '../../../src/state/errors.js';
+import { StateCorruptError, StateFormatRetiredError, StateVersionError, StateWriteError } from '../../../src/state/errors.js';
 import type { FileEntry, Intent } from '../../../src/state/schema.js';
 import { readStateFile, StateStore, type StateStoreOptions } from '../../../src/state/store.js';
 import { captureLogger, MemFs, settle } from './fakes.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { corruptStateText, stateFileText } from '../../helpers/state-fixture.js';
 
 const PATH = '/var/lib/dssync/state.json';
 const JOURNAL = `${PATH}.journal`;
@@ -282,10 +283,28 @@ describe('StateStore open', () => {
 
   it('a corrupt file fails with StateCorruptError naming it', async () => {
     const fs = new MemFs();
-    fs.put(PATH, '{"version":1,"mappings":{"m":{"dataSour');
+    fs.put(PATH, corruptStateText());
     const err = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateCorruptError);
     expect((err as Error).message).toContain(PATH);
+  });
+
+  it("a file of format 1 or 2 (one JSON object) is refused and left as it is, even with onCorrupt 'reset'", async () => {
+    const fs = new MemFs();
+    const v2 = '{"version":2,"journalSeq":0,"mappings":{"docs":{"dataSourceId":"ds-1","root":"/srv/docs","intents":{},"rejected":{},"files":[]}}}';
+    fs.put(PATH, v2);
+    // Larger than a read chunk (1 MiB) as well: the first bytes decide.
+    fs.put(`${PATH}2`, `${v2.slice(0, -2)}${',"x":1'.repeat(300_000)}}}`);
+    for (const path of [PATH, `${PATH}2`]) {
+      const before = fs.text(path);
+      const err = await StateStore.open(path, { fs, clock: new FakeClock(), lock: false, onCorrupt: 'reset' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StateFormatRetiredError);
+      expect((err as Error).message).toContain(`state file ${path} is one JSON object`);
+      expect(fs.text(path)).toBe(before);
+    }
+    // Nothing moved aside, nothing written beside it.
+    expect([...fs.files.keys()].sort()).toEqual([PATH, `${PATH}2`]);
+    await expect(readStateFile(PATH, fs)).rejects.toThrow(StateFormatRetiredError);
   });
 
   it("onCorrupt 'reset' moves the bad file aside, warns naming it, and starts empty", async () => {
@@ -304,19 +323,19 @@ describe('StateStore open', () => {
 
   it('a file of a newer version is refused, even with onCorrupt reset, and left alone', async () => {
     const fs = new MemFs();
-    fs.put(PATH, '{"version":7,"mappings":{}}');
+    fs.put(PATH, 'dssync-state 7 {"journalSeq":0}\n');
     const err = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, onCorrupt: 'reset' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StateVersionError);
     expect((err as Error).message).toBe(
       `state file ${PATH} is in state format 7, written by a newer dssync; this dssync reads formats up to 5 (that of dssync 0.3.0): install dssync newer than this one, or restore the state backup taken before the upgrade (docs/upgrading.md, "Rolling back")`,
     );
-    expect(fs.text(PATH)).toBe('{"version":7,"mappings":{}}');
+    expect(fs.text(PATH)).toBe('dssync-state 7 {"journalSeq":0}\n');
   });
 
   it('names the file when it cannot be read', async () => {
     const fs = new MemFs();
-    fs.put(PATH, '{}');
-    fs.fail('readFile', 'EACCES');
+    fs.put(PATH, stateFileText());
+    fs.fail('open', 'EACCES');
     await expect(StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false })).rejects.toThrow(
       `cannot read state file ${PATH}`,
     );
@@ -331,7 +350,7 @@ describe('readStateFile', () => {
     const s = await readStateFile(PATH, fs);
     expect(s?.mappings['docs']?.files.get('a')).toEqual(entry(1));
     expect(await readStateFile('/nowhere/state.json', fs)).toBeUndefined();
-    fs.put(PATH, '{"version":9,"mappings":{}}');
+    fs.put(PATH, 'dssync-state 9 {"needs":"9.0.0","journalSeq":0}\n');
     await expect(readStateFile(PATH, fs)).rejects.toBeInstanceOf(StateVersionError);
   });
 });
