@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { RawEvent } from '../../../../src/local/aggregator.js';
 import { Poller, type PollFs, type PollProblem } from '../../../../src/local/watch/poller.js';
 import { realClock, type Clock, type TimerHandle } from '../../../../src/time/clock.js';
+import { listFolderOf } from '../../../helpers/list-folder.js';
 
 interface Node {
   dir: boolean;
@@ -76,6 +77,10 @@ class FakeFs implements PollFs {
       const dir = this.nodes.get(`${path}/${name}`)?.dir === true;
       return { name, isFile: () => !dir, isDirectory: () => dir, isSymbolicLink: () => false };
     });
+  }
+  /** As the worker answers it: the readdir, then each file's lstat (a hang of either hangs the listing). */
+  listFolder(path: string, opts?: { signal?: AbortSignal | undefined }) {
+    return listFolderOf(this, path, opts?.signal);
   }
 }
 
