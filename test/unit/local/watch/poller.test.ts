@@ -387,6 +387,21 @@ describe('Poller: bad input is never read as deletion', () => {
     expect(problems()[0]).toMatchObject({ kind: 'unmounted' });
   });
 
+  it("a file whose stat fails (EIO) in its folder's listing is kept as last seen, not reported deleted", async () => {
+    const { fs, poller, kinds } = setup();
+    fs.write('bad.txt', 1);
+    fs.write('ok.txt', 1);
+    await poller.cycleOnce();
+    fs.fail.set(`${ROOT}/bad.txt`, 'EIO');
+    fs.write('ok.txt', 2, 2000);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change ok.txt']);
+    fs.fail.delete(`${ROOT}/bad.txt`);
+    fs.write('bad.txt', 3, 3000);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change bad.txt']);
+  });
+
   it('a denied subfolder is reported, its content kept, the rest polled', async () => {
     const { fs, poller, kinds, problems } = setup();
     fs.mkdir('private');
