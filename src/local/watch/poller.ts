@@ -13,8 +13,9 @@
  *
  * Cost control (issue 12): the walk runs at most `concurrency` listings at once (I/O), and
  * after each slice of entries it sleeps long enough that the CPU it used (the workers'
- * included: process CPU) stays under `budgetPercent` of one core. A tree too large for one cycle per interval is therefore not
- * skipped: its cycle takes longer (spread over time), and the interval achieved is reported.
+ * included: process CPU) stays under `budgetPercent` of one core. A tree too large for one
+ * cycle per interval is therefore not skipped: its cycle takes longer (spread over time),
+ * and the interval achieved is reported.
  *
  * Failure is never read as deletion:
  * - a call that does not answer within `callTimeoutMs` (a hung mount) ends the cycle with
