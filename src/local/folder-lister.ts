@@ -15,7 +15,10 @@
  * elsewhere.
  *
  * A hung filesystem (a dead network mount) blocks the worker in a system call, never the
- * main thread. Then:
+ * main thread. A caller tells hung from slow by the listing's `progress` (a count the worker
+ * bumps in shared memory after the folder's read and each file's `lstat`: a large folder on
+ * a slow share keeps moving, a hung one does not), not by how long the whole listing takes.
+ * Then:
  * - a request waiting on it rejects as soon as its `signal` aborts (a stopping walk);
  * - new requests go to another worker once that one has not answered for `stuckMs`
  *   (another mapping's walk is not held up), at most `maxWorkers` in all;
@@ -53,11 +56,18 @@ import {
   STAT_OTHER_TYPE,
   STAT_SIZE,
   type FolderListing,
+  type ListingProgress,
 } from './folder-listing.js';
 
-/** Shared with each worker (Int32Array): [BUSY] 1 while it lists a folder, [STOP] 1 once it must stop. */
+/**
+ * Shared with each worker (Int32Array): [BUSY] 1 while it lists a folder, [STOP] 1 once it
+ * must stop, [PROGRESS] a count it bumps as it moves on (a folder read, a file `lstat`ed, a
+ * chunk hashed, a request answered): what a caller's ListingProgress reads.
+ */
 const BUSY = 0;
 const STOP = 1;
+const PROGRESS = 2;
+const FLAGS = 3;
 
 // Plain JavaScript, evaluated in the worker: no module to locate at run time (the same code
 // runs from dist/ and under vitest), as the watchdog's. Node's modules come from
@@ -72,6 +82,8 @@ const { join, sep } = load('node:path');
 const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW, O_NOCTTY } = constants;
 const flags = new Int32Array(workerData.flags);
 const testHook = workerData.testHook ? new Function('path', 'require', workerData.testHook) : undefined;
+const testEntryHook = workerData.testEntryHook ? new Function('path', 'require', workerData.testEntryHook) : undefined;
+const moved = () => Atomics.add(flags, ${PROGRESS}, 1);
 
 function list(path, noFollow) {
   if (testHook) testHook(path, load);
@@ -85,6 +97,7 @@ function list(path, noFollow) {
   } finally {
     closeSync(fd);
   }
+  moved();
   const n = entries.length;
   const names = new Array(n);
   const types = new Uint8Array(n);
@@ -98,10 +111,13 @@ function list(path, noFollow) {
     if (type !== ${ENTRY_FILE}) continue;
     if ((i & 63) === 0 && Atomics.load(flags, ${STOP}) !== 0) throw Object.assign(new Error('stopped'), { code: 'ESTOPPED' });
     const o = i * ${STAT_FIELDS};
+    if (testEntryHook) testEntryHook(join(path, e.name), load);
     let st;
     try {
       st = lstatSync(join(path, e.name), { throwIfNoEntry: false });
+      moved();
     } catch (err) {
+      moved();
       if (err.code === 'ENOTDIR') { stats[o] = ${STAT_GONE}; continue; }
       stats[o] = ${STAT_FAILED};
       (statErrors ??= []).push({ index: i, code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message) });
@@ -168,6 +184,7 @@ function hash(req) {
       if (n === 0) break;
       h.update(buffer.subarray(0, n));
       total += n;
+      moved();
       if (total > before.size) return { before, total, refused: 'grew' };
       if (total === before.size && n < buffer.length) break;
     }
@@ -194,6 +211,7 @@ parentPort.on('message', (req) => {
   } catch (err) {
     answer = { id: req.id, error: { code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message), step: err.step } };
   } finally {
+    moved();
     Atomics.store(flags, ${BUSY}, 0);
     Atomics.notify(flags, ${BUSY});
   }
@@ -218,6 +236,8 @@ export interface FolderListerOptions {
    * in the worker before each listing (to make one block in a system call, as on a hung mount).
    */
   testHook?: string | undefined;
+  /** Tests only: likewise, run before each file's `lstat` in a listing, with the file's path. */
+  testEntryHook?: string | undefined;
 }
 
 interface Pending {
@@ -288,6 +308,7 @@ export class FolderLister {
   private readonly stuckMs: number;
   private readonly clock: Clock;
   private readonly testHook: string | undefined;
+  private readonly testEntryHook: string | undefined;
   private nextId = 1;
   private closed = false;
 
@@ -298,6 +319,7 @@ export class FolderLister {
     this.stuckMs = opts.stuckMs ?? 30_000;
     this.clock = opts.clock ?? realClock;
     this.testHook = opts.testHook;
+    this.testEntryHook = opts.testEntryHook;
   }
 
   /** Workers running (stuck ones included). */
@@ -305,9 +327,9 @@ export class FolderLister {
     return this.workers.length;
   }
 
-  /** A folder's listing (LocalFs.listFolder). */
-  list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined } = {}): Promise<FolderListing> {
-    return this.request({ path, noFollow: opts.noFollow === true }, opts.signal) as Promise<FolderListing>;
+  /** A folder's listing (LocalFs.listFolder); `progress` follows the worker that holds it. */
+  list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined } = {}): Promise<FolderListing> {
+    return this.request({ path, noFollow: opts.noFollow === true }, opts.signal, opts.progress) as Promise<FolderListing>;
   }
 
   /** One file hashed with synchronous calls (hash.ts decides what the facts mean). */
@@ -315,10 +337,13 @@ export class FolderLister {
     return this.request({ hash: req }, signal) as Promise<RawHash>;
   }
 
-  private request(message: { path: string; noFollow: boolean } | { hash: HashRequest }, signal: AbortSignal | undefined): Promise<FolderListing | RawHash> {
+  private request(message: { path: string; noFollow: boolean } | { hash: HashRequest }, signal: AbortSignal | undefined, progress?: ListingProgress | undefined): Promise<FolderListing | RawHash> {
     if (this.closed) return Promise.reject(Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' }));
     if (signal?.aborted) return Promise.reject(signal.reason);
     const w = this.pick();
+    // A worker runs its requests one after another: its count is this request's progress,
+    // or that of the queue before it.
+    progress?.follow(() => Atomics.load(w.flags, PROGRESS));
     const id = this.nextId++;
     return new Promise<FolderListing | RawHash>((resolve, reject) => {
       const onAbort = (): void => {
@@ -372,10 +397,10 @@ export class FolderLister {
 
   private spawn(): ListerWorker {
     installExitHook();
-    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const flags = new Int32Array(new SharedArrayBuffer(FLAGS * 4));
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { flags: flags.buffer, testHook: this.testHook },
+      workerData: { flags: flags.buffer, testHook: this.testHook, testEntryHook: this.testEntryHook },
       stdout: false,
       stderr: false,
     });

@@ -3,10 +3,11 @@
  * its cycle lists each folder with one LocalFs.listFolder call). A listing blocked in the
  * kernel (a test hook opens a FIFO in the worker, as a hung mount would block it) is
  * reported hung at the deadline with nothing reported, no further listing is started while
- * it hangs, and polling resumes once it answers.
+ * it hangs, and polling resumes once it answers. A listing that is slow but keeps moving
+ * (a test hook holds each file's lstat) is not hung, however long it takes.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, existsSync, openSync } from 'node:fs';
+import { closeSync, constants, existsSync, openSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,7 +96,9 @@ describe('Poller over the worker lister', () => {
     const cycle = poller.cycleOnce();
     await waitFor(() => existsSync(blocking), { what: 'the listing of tree/slow to block in the worker', timeout: 20_000 });
     blocked = true;
-    await clock.advance(10_000);
+    // No progress for the timeout, noticed within a quarter more (a listing of tree/a before
+    // it on the worker may have moved just before the deadline's first look).
+    await clock.advance(12_500);
     await cycle;
     expect(problems).toEqual([expect.objectContaining({ kind: 'hung', path: '' })]);
     expect(kinds()).toEqual([]); // neither the edit nor the deletion: nothing is reported while hung
@@ -118,5 +121,57 @@ describe('Poller over the worker lister', () => {
       { what: 'a cycle to run once the blocked listing answered', describe: () => JSON.stringify(problems) },
     );
     expect(kinds()).toEqual(['change two.txt', 'unlink a/one.txt']);
+  });
+
+  it('a listing slow but moving (each lstat held 4 s, 24 s in all, the timeout 10 s): not hung, its changes reported', async () => {
+    const root = join(dir, 'tree');
+    const big = join(root, 'big');
+    await mkdir(big, { recursive: true });
+    for (let i = 0; i < 6; i++) await writeFile(join(big, `f${i}.txt`), 'x');
+    const gates = join(dir, 'gates');
+    await mkdir(gates);
+    const armed = join(dir, '.armed');
+    // While `armed` exists, the worker's lstat of big/fN.txt first says it is there (gates/fN.txt.at)
+    // and waits until the test lets it go (gates/fN.txt.go; or `armed` removed: afterEach removes it).
+    const entryHook = `const fs = require('node:fs'); const armed = ${JSON.stringify(armed)}; if (!fs.existsSync(armed)) return; const g = ${JSON.stringify(gates)} + '/' + require('node:path').basename(path); fs.writeFileSync(g + '.at', ''); const nap = new Int32Array(new SharedArrayBuffer(4)); while (!fs.existsSync(g + '.go') && fs.existsSync(armed)) Atomics.wait(nap, 0, 0, 5);`;
+    lister = new FolderLister({ workers: 1, testEntryHook: entryHook });
+    const l = lister;
+    const clock = new FakeClock(1_000);
+    const events: RawEvent[] = [];
+    let problems: readonly PollProblem[] = [];
+    const poller = new Poller({
+      root,
+      subtrees: [''],
+      filter: () => true,
+      emit: (e) => events.push(e),
+      intervalMs: 10_000,
+      budgetPercent: 100,
+      callTimeoutMs: 10_000,
+      fs: { ...nodeFs, listFolder: (path, opts) => l.list(path, opts) },
+      clock,
+      cpuMs: () => 0,
+      onProblems: (p) => (problems = p),
+    });
+    await poller.cycleOnce(); // learns the tree
+    await writeFile(join(big, 'f5.txt'), 'x, edited');
+    await writeFile(armed, '');
+    let ended = false;
+    const cycle = poller.cycleOnce().then(() => (ended = true));
+    /** The file whose lstat the worker holds, if it holds one. */
+    const held = (): string | undefined =>
+      readdirSync(gates)
+        .filter((n) => n.endsWith('.at'))
+        .map((n) => n.slice(0, -'.at'.length))
+        .find((n) => !existsSync(join(gates, `${n}.go`)));
+    for (let i = 0; i < 6; i++) {
+      let name: string | undefined;
+      await waitFor(() => (name = held()) !== undefined, { what: `the worker to hold its lstat number ${i + 1}`, timeout: 20_000 });
+      await clock.advance(4_000); // under the timeout per file, over it in all
+      expect(ended).toBe(false);
+      await writeFile(join(gates, `${name!}.go`), '');
+    }
+    await cycle;
+    expect(problems).toEqual([]);
+    expect(events.map((e) => `${e.kind} ${e.path}`)).toEqual(['change big/f5.txt']);
   });
 });
