@@ -20,8 +20,9 @@
  * a slow share keeps moving, a hung one does not), not by how long the whole listing takes.
  * Then:
  * - a request waiting on it rejects as soon as its `signal` aborts (a stopping walk);
- * - new requests go to another worker once that one has not answered for `stuckMs`
- *   (another mapping's walk is not held up), at most `maxWorkers` in all;
+ * - new requests go to another worker once that one has neither answered nor moved on for
+ *   `stuckMs` (another mapping's walk is not held up; a long listing that moves keeps its
+ *   worker), at most `maxWorkers` in all;
  * - nothing can interrupt a thread inside a system call: neither `close()` (which asks the
  *   worker to end) nor `Worker.terminate()` (V8 stops its JavaScript only once the call
  *   returns: on a hard NFS mount when the server answers, or never). And Node joins every
@@ -228,7 +229,10 @@ export interface FolderListerOptions {
   maxWorkers?: number | undefined;
   /** A worker idle this long ends. Default 10 s. */
   idleMs?: number | undefined;
-  /** A worker that has not answered for this long while it has requests is left alone. Default 30 s. */
+  /**
+   * A worker that has neither answered nor moved on (its PROGRESS count) for this long while
+   * it has requests is left alone. Default 30 s.
+   */
   stuckMs?: number | undefined;
   clock?: Clock | undefined;
   /**
@@ -284,8 +288,13 @@ interface ListerWorker {
   worker: Worker;
   flags: Int32Array;
   pending: Map<number, Pending>;
-  /** When it last answered, or was handed work while idle. */
+  /**
+   * When it last answered, was handed work while idle, or (at the latest) moved on, as
+   * far as `pick` can tell from its PROGRESS count: `count` as last looked at, at `countAt`.
+   */
   lastProgress: number;
+  count: number;
+  countAt: number;
   idleTimer: TimerHandle | undefined;
   /** Ended, ending, or failed: takes no more requests. */
   retired: boolean;
@@ -386,6 +395,14 @@ export class FolderLister {
     let best: ListerWorker | undefined;
     let usable = 0;
     for (const w of this.workers) {
+      const count = Atomics.load(w.flags, PROGRESS);
+      if (count !== w.count) {
+        // It moved since the last look, at some time after it: that time counts, never a
+        // later one (a worker blocked since is not taken for one that moves).
+        w.lastProgress = Math.max(w.lastProgress, w.countAt);
+        w.count = count;
+      }
+      w.countAt = now;
       if (w.pending.size > 0 && now - w.lastProgress > this.stuckMs) continue;
       usable++;
       if (best === undefined || w.pending.size < best.pending.size) best = w;
@@ -405,7 +422,8 @@ export class FolderLister {
       stderr: false,
     });
     worker.unref();
-    const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: this.clock.monotonic(), idleTimer: undefined, retired: false };
+    const now = this.clock.monotonic();
+    const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: now, count: 0, countAt: now, idleTimer: undefined, retired: false };
     this.workers.push(w);
     live.add(w);
     worker.on('message', (a: Answer) => {

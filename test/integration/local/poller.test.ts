@@ -7,7 +7,7 @@
  * (a test hook holds each file's lstat) is not hung, however long it takes.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, existsSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, constants, existsSync, openSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { FolderLister } from '../../../src/local/folder-lister.js';
 import { nodeFs } from '../../../src/local/fs.js';
 import { Poller, type PollProblem } from '../../../src/local/watch/poller.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { heldLstats } from '../../helpers/held-lstats.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 let dir: string;
@@ -131,10 +132,9 @@ describe('Poller over the worker lister', () => {
     const gates = join(dir, 'gates');
     await mkdir(gates);
     const armed = join(dir, '.armed');
-    // While `armed` exists, the worker's lstat of big/fN.txt first says it is there (gates/fN.txt.at)
-    // and waits until the test lets it go (gates/fN.txt.go; or `armed` removed: afterEach removes it).
-    const entryHook = `const fs = require('node:fs'); const armed = ${JSON.stringify(armed)}; if (!fs.existsSync(armed)) return; const g = ${JSON.stringify(gates)} + '/' + require('node:path').basename(path); fs.writeFileSync(g + '.at', ''); const nap = new Int32Array(new SharedArrayBuffer(4)); while (!fs.existsSync(g + '.go') && fs.existsSync(armed)) Atomics.wait(nap, 0, 0, 5);`;
-    lister = new FolderLister({ workers: 1, testEntryHook: entryHook });
+    // While `armed` exists, each file's lstat in big/ is held until the test lets it go.
+    const lstats = heldLstats(gates, armed, ['f0.txt', 'f1.txt', 'f2.txt', 'f3.txt', 'f4.txt', 'f5.txt']);
+    lister = new FolderLister({ workers: 1, testEntryHook: lstats.hook });
     const l = lister;
     const clock = new FakeClock(1_000);
     const events: RawEvent[] = [];
@@ -157,18 +157,11 @@ describe('Poller over the worker lister', () => {
     await writeFile(armed, '');
     let ended = false;
     const cycle = poller.cycleOnce().then(() => (ended = true));
-    /** The file whose lstat the worker holds, if it holds one. */
-    const held = (): string | undefined =>
-      readdirSync(gates)
-        .filter((n) => n.endsWith('.at'))
-        .map((n) => n.slice(0, -'.at'.length))
-        .find((n) => !existsSync(join(gates, `${n}.go`)));
     for (let i = 0; i < 6; i++) {
-      let name: string | undefined;
-      await waitFor(() => (name = held()) !== undefined, { what: `the worker to hold its lstat number ${i + 1}`, timeout: 20_000 });
+      const name = await lstats.next();
       await clock.advance(4_000); // under the timeout per file, over it in all
       expect(ended).toBe(false);
-      await writeFile(join(gates, `${name!}.go`), '');
+      lstats.release(name);
     }
     await cycle;
     expect(problems).toEqual([]);
