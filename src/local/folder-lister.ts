@@ -15,10 +15,14 @@
  * elsewhere.
  *
  * A hung filesystem (a dead network mount) blocks the worker in a system call, never the
- * main thread. Then:
+ * main thread. A caller tells hung from slow by the listing's `progress` (a count the worker
+ * bumps in shared memory after the folder's read and each file's `lstat`: a large folder on
+ * a slow share keeps moving, a hung one does not), not by how long the whole listing takes.
+ * Then:
  * - a request waiting on it rejects as soon as its `signal` aborts (a stopping walk);
- * - new requests go to another worker once that one has not answered for `stuckMs`
- *   (another mapping's walk is not held up), at most `maxWorkers` in all;
+ * - new requests go to another worker once that one has neither answered nor moved on for
+ *   `stuckMs` (another mapping's walk is not held up; a long listing that moves keeps its
+ *   worker), at most `maxWorkers` in all;
  * - nothing can interrupt a thread inside a system call: neither `close()` (which asks the
  *   worker to end) nor `Worker.terminate()` (V8 stops its JavaScript only once the call
  *   returns: on a hard NFS mount when the server answers, or never). And Node joins every
@@ -53,11 +57,18 @@ import {
   STAT_OTHER_TYPE,
   STAT_SIZE,
   type FolderListing,
+  type ListingProgress,
 } from './folder-listing.js';
 
-/** Shared with each worker (Int32Array): [BUSY] 1 while it lists a folder, [STOP] 1 once it must stop. */
+/**
+ * Shared with each worker (Int32Array): [BUSY] 1 while it lists a folder, [STOP] 1 once it
+ * must stop, [PROGRESS] a count it bumps as it moves on (a folder read, a file `lstat`ed, a
+ * chunk hashed, a request answered): what a caller's ListingProgress reads.
+ */
 const BUSY = 0;
 const STOP = 1;
+const PROGRESS = 2;
+const FLAGS = 3;
 
 // Plain JavaScript, evaluated in the worker: no module to locate at run time (the same code
 // runs from dist/ and under vitest), as the watchdog's. Node's modules come from
@@ -72,6 +83,8 @@ const { join, sep } = load('node:path');
 const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW, O_NOCTTY } = constants;
 const flags = new Int32Array(workerData.flags);
 const testHook = workerData.testHook ? new Function('path', 'require', workerData.testHook) : undefined;
+const testEntryHook = workerData.testEntryHook ? new Function('path', 'require', workerData.testEntryHook) : undefined;
+const moved = () => Atomics.add(flags, ${PROGRESS}, 1);
 
 function list(path, noFollow) {
   if (testHook) testHook(path, load);
@@ -85,6 +98,7 @@ function list(path, noFollow) {
   } finally {
     closeSync(fd);
   }
+  moved();
   const n = entries.length;
   const names = new Array(n);
   const types = new Uint8Array(n);
@@ -98,10 +112,13 @@ function list(path, noFollow) {
     if (type !== ${ENTRY_FILE}) continue;
     if ((i & 63) === 0 && Atomics.load(flags, ${STOP}) !== 0) throw Object.assign(new Error('stopped'), { code: 'ESTOPPED' });
     const o = i * ${STAT_FIELDS};
+    if (testEntryHook) testEntryHook(join(path, e.name), load);
     let st;
     try {
       st = lstatSync(join(path, e.name), { throwIfNoEntry: false });
+      moved();
     } catch (err) {
+      moved();
       if (err.code === 'ENOTDIR') { stats[o] = ${STAT_GONE}; continue; }
       stats[o] = ${STAT_FAILED};
       (statErrors ??= []).push({ index: i, code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message) });
@@ -168,6 +185,7 @@ function hash(req) {
       if (n === 0) break;
       h.update(buffer.subarray(0, n));
       total += n;
+      moved();
       if (total > before.size) return { before, total, refused: 'grew' };
       if (total === before.size && n < buffer.length) break;
     }
@@ -194,6 +212,7 @@ parentPort.on('message', (req) => {
   } catch (err) {
     answer = { id: req.id, error: { code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message), step: err.step } };
   } finally {
+    moved();
     Atomics.store(flags, ${BUSY}, 0);
     Atomics.notify(flags, ${BUSY});
   }
@@ -210,7 +229,10 @@ export interface FolderListerOptions {
   maxWorkers?: number | undefined;
   /** A worker idle this long ends. Default 10 s. */
   idleMs?: number | undefined;
-  /** A worker that has not answered for this long while it has requests is left alone. Default 30 s. */
+  /**
+   * A worker that has neither answered nor moved on (its PROGRESS count) for this long while
+   * it has requests is left alone. Default 30 s.
+   */
   stuckMs?: number | undefined;
   clock?: Clock | undefined;
   /**
@@ -218,6 +240,8 @@ export interface FolderListerOptions {
    * in the worker before each listing (to make one block in a system call, as on a hung mount).
    */
   testHook?: string | undefined;
+  /** Tests only: likewise, run before each file's `lstat` in a listing, with the file's path. */
+  testEntryHook?: string | undefined;
 }
 
 interface Pending {
@@ -264,8 +288,13 @@ interface ListerWorker {
   worker: Worker;
   flags: Int32Array;
   pending: Map<number, Pending>;
-  /** When it last answered, or was handed work while idle. */
+  /**
+   * When it last answered, was handed work while idle, or (at the latest) moved on, as
+   * far as `pick` can tell from its PROGRESS count: `count` as last looked at, at `countAt`.
+   */
   lastProgress: number;
+  count: number;
+  countAt: number;
   idleTimer: TimerHandle | undefined;
   /** Ended, ending, or failed: takes no more requests. */
   retired: boolean;
@@ -288,6 +317,7 @@ export class FolderLister {
   private readonly stuckMs: number;
   private readonly clock: Clock;
   private readonly testHook: string | undefined;
+  private readonly testEntryHook: string | undefined;
   private nextId = 1;
   private closed = false;
 
@@ -298,6 +328,7 @@ export class FolderLister {
     this.stuckMs = opts.stuckMs ?? 30_000;
     this.clock = opts.clock ?? realClock;
     this.testHook = opts.testHook;
+    this.testEntryHook = opts.testEntryHook;
   }
 
   /** Workers running (stuck ones included). */
@@ -305,9 +336,9 @@ export class FolderLister {
     return this.workers.length;
   }
 
-  /** A folder's listing (LocalFs.listFolder). */
-  list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined } = {}): Promise<FolderListing> {
-    return this.request({ path, noFollow: opts.noFollow === true }, opts.signal) as Promise<FolderListing>;
+  /** A folder's listing (LocalFs.listFolder); `progress` follows the worker that holds it. */
+  list(path: string, opts: { noFollow?: boolean | undefined; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined } = {}): Promise<FolderListing> {
+    return this.request({ path, noFollow: opts.noFollow === true }, opts.signal, opts.progress) as Promise<FolderListing>;
   }
 
   /** One file hashed with synchronous calls (hash.ts decides what the facts mean). */
@@ -315,10 +346,13 @@ export class FolderLister {
     return this.request({ hash: req }, signal) as Promise<RawHash>;
   }
 
-  private request(message: { path: string; noFollow: boolean } | { hash: HashRequest }, signal: AbortSignal | undefined): Promise<FolderListing | RawHash> {
+  private request(message: { path: string; noFollow: boolean } | { hash: HashRequest }, signal: AbortSignal | undefined, progress?: ListingProgress | undefined): Promise<FolderListing | RawHash> {
     if (this.closed) return Promise.reject(Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' }));
     if (signal?.aborted) return Promise.reject(signal.reason);
     const w = this.pick();
+    // A worker runs its requests one after another: its count is this request's progress,
+    // or that of the queue before it.
+    progress?.follow(() => Atomics.load(w.flags, PROGRESS));
     const id = this.nextId++;
     return new Promise<FolderListing | RawHash>((resolve, reject) => {
       const onAbort = (): void => {
@@ -361,6 +395,14 @@ export class FolderLister {
     let best: ListerWorker | undefined;
     let usable = 0;
     for (const w of this.workers) {
+      const count = Atomics.load(w.flags, PROGRESS);
+      if (count !== w.count) {
+        // It moved since the last look, at some time after it: that time counts, never a
+        // later one (a worker blocked since is not taken for one that moves).
+        w.lastProgress = Math.max(w.lastProgress, w.countAt);
+        w.count = count;
+      }
+      w.countAt = now;
       if (w.pending.size > 0 && now - w.lastProgress > this.stuckMs) continue;
       usable++;
       if (best === undefined || w.pending.size < best.pending.size) best = w;
@@ -372,15 +414,16 @@ export class FolderLister {
 
   private spawn(): ListerWorker {
     installExitHook();
-    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const flags = new Int32Array(new SharedArrayBuffer(FLAGS * 4));
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { flags: flags.buffer, testHook: this.testHook },
+      workerData: { flags: flags.buffer, testHook: this.testHook, testEntryHook: this.testEntryHook },
       stdout: false,
       stderr: false,
     });
     worker.unref();
-    const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: this.clock.monotonic(), idleTimer: undefined, retired: false };
+    const now = this.clock.monotonic();
+    const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: now, count: 0, countAt: now, idleTimer: undefined, retired: false };
     this.workers.push(w);
     live.add(w);
     worker.on('message', (a: Answer) => {

@@ -40,3 +40,25 @@ export const STAT_INO = 4;
 export const STAT_OTHER_TYPE = -1;
 export const STAT_GONE = -2;
 export const STAT_FAILED = -3;
+
+/**
+ * How far a listing has got, for a caller whose deadline measures progress rather than the
+ * whole listing (the poller: a large folder on a slow share is slow, not hung). `read()`
+ * changes whenever the listing moves on (its folder read, a file `lstat`ed) and stays the
+ * same while it is blocked. The lister ties it to the worker that holds the request
+ * (folder-lister.ts): while the request waits behind another on that worker, the other's
+ * progress counts (the queue moves); the fakes tie it to their own count.
+ */
+export class ListingProgress {
+  private source: (() => number) | undefined;
+
+  /** Called by whoever answers the listing, once it is handed over. */
+  follow(source: () => number): void {
+    this.source = source;
+  }
+
+  /** 0 until the listing is handed over. */
+  read(): number {
+    return this.source?.() ?? 0;
+  }
+}

@@ -22,7 +22,7 @@ import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
-import type { FolderListing } from './folder-listing.js';
+import type { FolderListing, ListingProgress } from './folder-listing.js';
 import { isInside } from './paths.js';
 
 export interface FsStats {
@@ -81,9 +81,11 @@ export interface LocalFs {
    * thread, so that a million files cost the main thread no filesystem call and no Stats
    * object). Opens nothing but the folder. `signal`: the promise rejects with its reason
    * when it aborts, whatever the filesystem does. The walk's only way to list: the fakes
-   * answer it as the worker does (test/helpers/list-folder.ts).
+   * answer it as the worker does (test/helpers/list-folder.ts). `progress`: followed while
+   * the listing runs, for a deadline on progress rather than on the whole listing (the
+   * poller's).
    */
-  listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined }): Promise<FolderListing>;
+  listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing>;
   realpath(path: string): Promise<string>;
   /** A folder's watch (fs.watch): each event names the entry of the folder it is about. */
   watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher;

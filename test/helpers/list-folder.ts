@@ -4,16 +4,20 @@
  * as a file, into the same flat arrays and the same STAT_* markers. So the walk runs one
  * code path, the production one, over a fake as over the disk (issue 27.4). The fakes have
  * no descriptors: `realPath` is undefined (the walk's swap check is the disk's business,
- * proven in test/integration/local/fs-safety.test.ts).
+ * proven in test/integration/local/fs-safety.test.ts). `progress` moves as the worker's count
+ * does: after the readdir and after each file's lstat.
  */
 import { join } from 'node:path';
-import type { FolderListing, FsDirent, FsStats } from '../../src/local/fs.js';
+import type { FolderListing, FsDirent, FsStats, ListingProgress } from '../../src/local/fs.js';
 import { ENTRY_DIR, ENTRY_FILE, ENTRY_LINK, ENTRY_OTHER, STAT_CTIME, STAT_DEV, STAT_FAILED, STAT_FIELDS, STAT_GONE, STAT_INO, STAT_MTIME, STAT_OTHER_TYPE, STAT_SIZE } from '../../src/local/fs.js';
 import { errnoOf } from '../../src/errors/errno.js';
 
-export async function listFolderOf(fs: { readdir(path: string): Promise<FsDirent[]>; lstat(path: string): Promise<FsStats> }, path: string, signal?: AbortSignal): Promise<FolderListing> {
+export async function listFolderOf(fs: { readdir(path: string): Promise<FsDirent[]>; lstat(path: string): Promise<FsStats> }, path: string, signal?: AbortSignal, progress?: ListingProgress): Promise<FolderListing> {
   signal?.throwIfAborted();
+  let moved = 0;
+  progress?.follow(() => moved);
   const entries = await fs.readdir(path);
+  moved++;
   const n = entries.length;
   const names = new Array<string>(n);
   const types = new Uint8Array(n);
@@ -30,6 +34,7 @@ export async function listFolderOf(fs: { readdir(path: string): Promise<FsDirent
     try {
       st = await fs.lstat(join(path, e.name));
     } catch (err) {
+      moved++;
       const code = errnoOf(err);
       if (code === 'ENOENT' || code === 'ENOTDIR') {
         stats[o + STAT_SIZE] = STAT_GONE;
@@ -39,6 +44,7 @@ export async function listFolderOf(fs: { readdir(path: string): Promise<FsDirent
       }
       continue;
     }
+    moved++;
     if (!st.isFile()) {
       stats[o + STAT_SIZE] = STAT_OTHER_TYPE;
       continue;

@@ -9,7 +9,7 @@
  * every change and cannot be set back), dev and inode (kept by in-place writes and renames).
  */
 import { createHash } from 'node:crypto';
-import { readSmallFile, type FolderListing, type FolderWatcher, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
+import { readSmallFile, type FolderListing, type FolderWatcher, type ListingProgress, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
 import { listFolderOf } from '../helpers/list-folder.js';
 
 export const ROOT = '/sim/share';
@@ -211,8 +211,8 @@ export class FakeLocal implements LocalFs {
   }
 
   /** As the production lister answers (test/helpers/list-folder.ts): readdir, then lstat of each file. */
-  listFolder(path: string, opts?: { signal?: AbortSignal | undefined }): Promise<FolderListing> {
-    return listFolderOf(this, path, opts?.signal);
+  listFolder(path: string, opts?: { signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing> {
+    return listFolderOf(this, path, opts?.signal, opts?.progress);
   }
 
   readdir = async (path: string): Promise<FsDirent[]> => {

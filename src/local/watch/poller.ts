@@ -5,15 +5,24 @@
  * are reported as the same RawEvents the event watcher sends, so that they go through the
  * same aggregator and planner (renames paired by content, deletions guarded).
  *
- * Cost control (issue 12): the walk runs at most `concurrency` filesystem calls at once
- * (I/O), and after each slice of work it sleeps long enough that the CPU it used stays under
- * `budgetPercent` of one core. A tree too large for one cycle per interval is therefore not
- * skipped: its cycle takes longer (spread over time), and the interval achieved is reported.
+ * Each folder is listed in one call, `LocalFs.listFolder` (issue 27.4: the walk's one way
+ * to list): its entries and its files' `lstat` numbers in one answer, from a worker thread on
+ * the disk (folder-lister.ts), so that a folder of N files costs the main thread one
+ * request instead of N + 1, and a hung mount blocks a worker, not libuv's thread pool (which
+ * the daemon's reads and state writes share). Folders are listed without following a link.
+ *
+ * Cost control (issue 12): the walk runs at most `concurrency` listings at once (I/O), and
+ * after each slice of entries it sleeps long enough that the CPU it used (the workers'
+ * included: process CPU) stays under `budgetPercent` of one core. A tree too large for one
+ * cycle per interval is therefore not skipped: its cycle takes longer (spread over time),
+ * and the interval achieved is reported.
  *
  * Failure is never read as deletion:
- * - a call that does not answer within `callTimeoutMs` (a hung mount) ends the cycle with
- *   nothing reported, and no new cycle starts while it is still pending (a hung stat holds
- *   a libuv thread); the problem is reported (the mapping shows degraded);
+ * - a `lstat` that does not answer within `callTimeoutMs`, or a folder's listing that makes
+ *   no progress for that long (a hung mount; a listing merely slow keeps moving), ends the cycle with
+ *   nothing reported, and no new cycle starts while it is still pending (a hung listing holds
+ *   a worker, a hung subtree `lstat` a libuv thread); the problem is reported (the mapping
+ *   shows degraded);
  * - a polled subtree whose device changed or vanished (a share unmounted: the mount point is
  *   an empty folder of the parent filesystem) is an outage: nothing is reported under it;
  * - a folder that cannot be read (EACCES) is reported, its last known content kept, the
@@ -32,12 +41,11 @@
 import type { RawEvent } from '../aggregator.js';
 import { joinRel } from '../paths.js';
 import { errnoOf } from '../../errors/errno.js';
-import type { Clock } from '../../time/clock.js';
-import type { LocalFs } from '../fs.js';
+import type { Clock, TimerHandle } from '../../time/clock.js';
+import { ENTRY_DIR, ENTRY_FILE, ListingProgress, STAT_CTIME, STAT_DEV, STAT_FAILED, STAT_FIELDS, STAT_INO, STAT_MTIME, STAT_SIZE, type FolderListing, type LocalFs } from '../fs.js';
 
 /** The part of the one LocalFs the poller calls (nodeFs, or a fake in tests). */
-export type PollFs = Pick<LocalFs, 'lstat' | 'readdir'>;
-
+export type PollFs = Pick<LocalFs, 'lstat' | 'listFolder'>;
 
 export interface PollerOptions {
   root: string;
@@ -50,9 +58,17 @@ export interface PollerOptions {
   intervalMs: number;
   /** CPU the poller may use, in percent of one core. */
   budgetPercent: number;
-  /** A filesystem call taking longer than this counts as hung (ms, default 10 s). */
+  /**
+   * Hung after this long (ms, default 10 s): the lstat of a subtree's folder that has not
+   * answered, or a folder's listing that has made no progress (neither its readdir nor any
+   * of its files' lstats answered) meanwhile, however long it takes while it moves.
+   */
   callTimeoutMs?: number | undefined;
-  /** Filesystem calls in flight at once (default 8). */
+  /**
+   * Folder listings in flight at once (default 2). The lister runs as many at once as it has
+   * workers (1 or 2); more would only wait in a worker's queue (where the listings before
+   * them count as their progress).
+   */
   concurrency?: number | undefined;
   fs: PollFs;
   /** Cycles, CPU slices and hung-call deadlines run on its monotonic reading. */
@@ -97,10 +113,20 @@ interface Seen {
   isDir: boolean;
 }
 
+/**
+ * What a folder is in the snapshot: a folder's listing has no numbers for its subfolders,
+ * and none are needed (the diff compares a folder's presence and type, never its numbers:
+ * what changes in it shows in its entries).
+ */
+const FOLDER: Seen = Object.freeze({ dev: 0, ino: 0, size: 0, mtimeMs: 0, ctimeMs: 0, isDir: true });
+
 class Hung extends Error {}
 
-/** Work between two budget checks (filesystem calls). */
+/** Work between two budget checks (entries listed). */
 const SLICE = 256;
+
+/** Looks at a listing's progress per timeout (call()). */
+const LOOKS = 4;
 
 export class Poller {
   private readonly o: PollerOptions;
@@ -304,58 +330,62 @@ export class Poller {
         continue;
       }
 
-      // Breadth-first over folders, `concurrency` calls at once.
+      // Breadth-first over folders, `concurrency` listings at once.
       const queue: string[] = [sub];
-      const limit = this.o.concurrency ?? 8;
+      const limit = this.o.concurrency ?? 2;
       let hung = false;
       const visit = async (dir: string): Promise<void> => {
-        let names: string[];
+        let listing: FolderListing;
         try {
-          names = (await this.call(() => this.o.fs.readdir(this.abs(dir)))).map((e) => e.name);
+          // One call per folder: its entries and its files' lstat (LocalFs.listFolder). Never
+          // through a link (an entry that is a link is not polled; a folder swapped for one
+          // since its parent was listed is gone from here). No signal: see call().
+          const progress = new ListingProgress();
+          listing = await this.call(() => this.o.fs.listFolder(this.abs(dir), { noFollow: true, progress }), progress);
         } catch (e) {
           if (e instanceof Hung) {
             hung = true;
             return;
           }
           const code = codeOf(e);
-          if (code === 'ENOENT' || code === 'ENOTDIR') return; // gone since its parent was read
+          if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return; // gone since its parent was read
           problems.push({ kind: code === 'EACCES' || code === 'EPERM' ? 'denied' : 'failed', path: dir, message: `cannot list ${this.abs(dir)} (${code}): its content is not polled; the rest is` });
           keep(sub, dir);
           return;
         }
-        for (const name of names) {
+        const { names, types, stats } = listing;
+        const filter = this.o.filter;
+        for (let i = 0; i < names.length; i++) {
           if (hung || this.stopped) return;
-          const rel = joinRel(dir, name);
-          const filter = this.o.filter;
-          if (!filter(rel, true) && !filter(rel, false)) continue;
-          let st;
-          try {
-            st = await this.call(() => this.o.fs.lstat(this.abs(rel)));
-          } catch (e) {
-            if (e instanceof Hung) {
-              hung = true;
-              return;
-            }
+          const type = types[i];
+          // Links, FIFOs, sockets and devices are neither folders nor files to poll.
+          if (type !== ENTRY_DIR && type !== ENTRY_FILE) continue;
+          const rel = joinRel(dir, names[i]!);
+          const isDir = type === ENTRY_DIR;
+          if (!filter(rel, isDir)) continue;
+          await pace();
+          if (isDir) {
+            // A subtree of its own (a mount inside this one) is walked on its own.
+            if (!this.subtrees.has(rel)) queue.push(rel);
+            next.set(rel, FOLDER);
+            continue;
+          }
+          const o = i * STAT_FIELDS;
+          const size = stats[o + STAT_SIZE]!;
+          if (size >= 0) {
+            subFiles++;
+            const ctimeMs = stats[o + STAT_CTIME]!;
+            next.set(rel, { dev: stats[o + STAT_DEV]!, ino: stats[o + STAT_INO]!, size, mtimeMs: stats[o + STAT_MTIME]!, ctimeMs: Number.isNaN(ctimeMs) ? 0 : ctimeMs, isDir: false });
+          } else if (size === STAT_FAILED) {
+            // Unreadable is not gone: it (and, were it a folder when last seen, what it held) is kept as last seen.
             const old = this.snapshot.get(rel);
-            if (old && codeOf(e) !== 'ENOENT') {
-              // Unreadable is not gone: it and what it held are kept as last seen.
+            if (old) {
               next.set(rel, old);
               if (old.isDir) keep(sub, rel);
             }
-            continue;
           }
-          await pace();
-          const isDir = st.isDirectory();
-          if (isDir) {
-            if (!filter(rel, true)) continue;
-            // A subtree of its own (a mount inside this one) is walked on its own.
-            if (!this.subtrees.has(rel)) queue.push(rel);
-          } else if (!st.isFile() || !filter(rel, false)) {
-            continue;
-          } else {
-            subFiles++;
-          }
-          next.set(rel, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs ?? 0, isDir });
+          // STAT_GONE (deleted since listed) and STAT_OTHER_TYPE (no longer a regular file):
+          // not there as a file now.
         }
       };
       await new Promise<void>((resolve) => {
@@ -374,7 +404,7 @@ export class Poller {
         pump();
       });
       if (hung) {
-        problems.push({ kind: 'hung', path: sub, message: `a filesystem call under ${this.abs(sub)} did not answer within ${this.timeout() / 1000} s: the mount looks hung; nothing is reported until it answers` });
+        problems.push({ kind: 'hung', path: sub, message: `a folder listing under ${this.abs(sub)} made no progress for ${this.timeout() / 1000} s: the mount looks hung; nothing is reported until it answers` });
         this.setProblems(problems);
         return; // the snapshot is kept as it was: nothing reported, nothing deleted
       }
@@ -444,20 +474,47 @@ export class Poller {
 
   /**
    * A filesystem call with a bounded wait. A call that times out keeps running (a syscall
-   * cannot be cancelled); it is counted until it settles, and no cycle starts meanwhile.
+   * cannot be cancelled); it is counted until it settles, and no cycle starts meanwhile, so
+   * a hung mount holds at most one cycle's listings. A listing is not aborted at its
+   * deadline: the lister tells a stuck worker by the requests it still has (folder-lister.ts
+   * `pick`), and an abandoned one would make the worker blocked in the kernel look idle, the
+   * next listing of any mapping handed to it.
+   *
+   * With `progress` (a listing), the deadline is on progress, not on the whole call: it is
+   * looked at every quarter of the timeout, and the call is hung once it has not moved for
+   * four looks in a row (no progress for the timeout, noticed within a quarter more). A
+   * folder of 10,000 files at 1 ms per `lstat` takes 10 s and is slow, not hung. Without it
+   * (a single `lstat`), the whole call has the timeout.
    */
-  private call<T>(f: () => Promise<T>): Promise<T> {
+  private call<T>(f: () => Promise<T>, progress?: ListingProgress): Promise<T> {
     this.pendingCalls++;
     const p = f().finally(() => {
       this.pendingCalls--;
     });
     return new Promise<T>((resolve, reject) => {
       let done = false;
-      const t = this.o.clock.setTimeout(() => {
+      const looks = progress ? LOOKS : 1;
+      let seen = progress?.read();
+      let quiet = 0;
+      let t: TimerHandle;
+      const look = (): void => {
         if (done) return;
+        const now = progress?.read();
+        // A look that sees it moved starts the count again: that progress may be just before it.
+        if (now !== seen) {
+          seen = now;
+          quiet = 0;
+        } else {
+          quiet++;
+        }
+        if (quiet < looks) {
+          t = this.o.clock.setTimeout(look, this.timeout() / looks);
+          return;
+        }
         done = true;
         reject(new Hung());
-      }, this.timeout());
+      };
+      t = this.o.clock.setTimeout(look, this.timeout() / looks);
       p.then(
         (v) => {
           if (done) return;

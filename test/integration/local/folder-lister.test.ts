@@ -3,7 +3,8 @@
  * worker thread in one answer; special files never opened; errors as the listing's own; a
  * worker blocked in a system call (a FIFO opened by a test hook, as a hung mount would
  * block it) holds up neither the event loop, nor other listings, nor a stop, nor the
- * process's exit.
+ * process's exit; a worker slow but moving (a test hook holds each lstat) is not taken for
+ * a stuck one.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, constants, existsSync, lstatSync, openSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FolderLister } from '../../../src/local/folder-lister.js';
 import { ENTRY_DIR, ENTRY_FILE, ENTRY_LINK, ENTRY_OTHER, STAT_FIELDS, STAT_GONE, type FolderListing } from '../../../src/local/fs.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { heldLstats } from '../../helpers/held-lstats.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { requireBuiltBinary } from '../cli/run-cli.js';
 
@@ -118,6 +120,34 @@ describe('FolderLister', () => {
     await expect(lister.list(join(dir, 'ok'))).rejects.toMatchObject({ code: 'ESTOPPED' });
     // Let the blocked thread end (it does, once its system call returns).
     await release(fifo);
+  });
+
+  it('a worker whose listing takes over stuckMs but keeps moving keeps the next requests: no other worker is started', async () => {
+    const big = join(dir, 'big');
+    await mkdir(big);
+    const files = ['f0.txt', 'f1.txt', 'f2.txt', 'f3.txt'];
+    for (const f of files) await writeFile(join(big, f), 'x');
+    await mkdir(join(dir, 'small'));
+    await writeFile(join(dir, 'small', 's.txt'), 's');
+    await mkdir(join(dir, 'gates'));
+    const armed = join(dir, 'armed');
+    await writeFile(armed, '');
+    const lstats = heldLstats(join(dir, 'gates'), armed, files);
+    const clock = new FakeClock(1_000);
+    lister = new FolderLister({ workers: 1, stuckMs: 5_000, clock, testEntryHook: lstats.hook });
+    const listing = lister.list(big);
+    const others: Promise<FolderListing>[] = [];
+    // Each file held 3 s of the clock (12 s in all, over stuckMs); a request comes meanwhile.
+    for (let i = 0; i < files.length; i++) {
+      const name = await lstats.next();
+      await clock.advance(3_000);
+      others.push(lister.list(join(dir, 'small')));
+      expect(lister.workerCount).toBe(1);
+      lstats.release(name);
+    }
+    expect((await listing).names.sort()).toEqual(files);
+    for (const o of others) expect((await o).names).toEqual(['s.txt']);
+    expect(lister.workerCount).toBe(1);
   });
 
   it('an idle worker ends after idleMs; the next listing starts one', async () => {

@@ -2,7 +2,7 @@
  * An in-memory LocalFs for failure cases a real disk cannot produce on demand (tests run
  * as root, so permissions do not block; EIO and stale handles cannot be provoked).
  */
-import type { FolderListing, FolderWatcher, FsDirent, FsFileHandle, FsStats, LocalFs } from '../../../src/local/fs.js';
+import type { FolderListing, FolderWatcher, ListingProgress, FsDirent, FsFileHandle, FsStats, LocalFs } from '../../../src/local/fs.js';
 import { listFolderOf } from '../../helpers/list-folder.js';
 
 type Node = { kind: 'dir' } | { kind: 'file'; content: Buffer; mtimeMs: number } | { kind: 'link'; target: string };
@@ -68,8 +68,8 @@ export class FakeFs implements LocalFs {
     return { close: () => void this.watchers.delete(path), on: () => undefined };
   }
   /** As the production lister answers (test/helpers/list-folder.ts): readdir, then lstat of each file. */
-  listFolder(path: string, opts?: { signal?: AbortSignal | undefined }): Promise<FolderListing> {
-    return listFolderOf(this, path, opts?.signal);
+  listFolder(path: string, opts?: { signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing> {
+    return listFolderOf(this, path, opts?.signal, opts?.progress);
   }
   async readdir(path: string): Promise<FsDirent[]> {
     this.check(path, 'readdir');

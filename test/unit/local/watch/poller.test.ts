@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 import type { RawEvent } from '../../../../src/local/aggregator.js';
 import { Poller, type PollFs, type PollProblem } from '../../../../src/local/watch/poller.js';
 import { realClock, type Clock, type TimerHandle } from '../../../../src/time/clock.js';
+import { listFolderOf } from '../../../helpers/list-folder.js';
+import { FakeClock as SharedFakeClock } from '../../../helpers/fake-clock.js';
+import type { ListingProgress } from '../../../../src/local/fs.js';
 
 interface Node {
   dir: boolean;
@@ -76,6 +79,10 @@ class FakeFs implements PollFs {
       const dir = this.nodes.get(`${path}/${name}`)?.dir === true;
       return { name, isFile: () => !dir, isDirectory: () => dir, isSymbolicLink: () => false };
     });
+  }
+  /** As the worker answers it: the readdir, then each file's lstat (a hang of either hangs the listing). */
+  listFolder(path: string, opts?: { signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }) {
+    return listFolderOf(this, path, opts?.signal, opts?.progress);
   }
 }
 
@@ -334,6 +341,89 @@ describe('Poller: cost on a slow mount', () => {
   });
 });
 
+/**
+ * A listing's deadline measures progress (the lister's count, which the fake moves after the
+ * readdir and each lstat), not the whole listing, on the one fake clock: each file's lstat
+ * of `big` waits until the test lets it answer.
+ */
+function slowSetup() {
+  const fs = new FakeFs(ROOT);
+  const clock = new SharedFakeClock(0);
+  fs.mkdir('big');
+  for (let i = 0; i < 8; i++) fs.write(`big/f${i}.txt`, 1);
+  const waiting: (() => void)[] = [];
+  let slow = false;
+  const lstat = fs.lstat.bind(fs);
+  fs.lstat = async (path: string) => {
+    if (slow && path.startsWith(`${ROOT}/big/`)) await new Promise<void>((r) => waiting.push(r));
+    return lstat(path);
+  };
+  const events: RawEvent[] = [];
+  let problems: readonly PollProblem[] = [];
+  const poller = new Poller({
+    root: ROOT,
+    subtrees: [''],
+    filter: () => true,
+    emit: (e) => events.push(e),
+    intervalMs: 10_000,
+    budgetPercent: 100,
+    callTimeoutMs: 10_000,
+    fs,
+    clock,
+    cpuMs: () => 0,
+    onProblems: (p) => (problems = p),
+  });
+  /** The one lstat waiting, once the listing has reached it. */
+  const next = async (): Promise<() => void> => {
+    await clock.settle();
+    expect(waiting).toHaveLength(1);
+    return waiting.shift()!;
+  };
+  return { fs, clock, poller, next, slow: () => (slow = true), kinds: () => events.splice(0).map((e) => `${e.kind} ${e.path}`).sort(), problems: () => problems };
+}
+
+describe('Poller: a slow listing is not a hung one', () => {
+  it('a folder whose listing takes over the timeout but keeps moving (an lstat every 4 s, 32 s in all) is listed, not reported hung', async () => {
+    const { fs, clock, poller, next, slow, kinds, problems } = slowSetup();
+    await poller.cycleOnce(); // learns the tree
+    slow();
+    fs.write('big/f7.txt', 2, 2000);
+    let ended = false;
+    const cycle = poller.cycleOnce().then(() => (ended = true));
+    for (let i = 0; i < 8; i++) {
+      const answer = await next();
+      await clock.advance(4_000);
+      expect(ended).toBe(false);
+      answer();
+    }
+    await cycle;
+    expect(problems()).toEqual([]);
+    expect(kinds()).toEqual(['change big/f7.txt']);
+    expect(poller.status().cycles).toBe(2);
+  });
+
+  it('a listing that stops moving is hung once it has not moved for the timeout (noticed within a quarter more), nothing reported', async () => {
+    const { fs, clock, poller, next, slow, kinds, problems } = slowSetup();
+    await poller.cycleOnce();
+    slow();
+    fs.rm('big/f0.txt');
+    let ended = false;
+    const cycle = poller.cycleOnce().then(() => (ended = true));
+    for (let i = 0; i < 3; i++) {
+      const answer = await next();
+      await clock.advance(4_000);
+      answer();
+    }
+    await next(); // the fourth lstat never answers
+    await clock.advance(9_999);
+    expect(ended).toBe(false);
+    await clock.advance(2_501);
+    await cycle;
+    expect(problems()).toEqual([expect.objectContaining({ kind: 'hung', message: expect.stringMatching(/no progress for 10 s: the mount looks hung/) })]);
+    expect(kinds()).toEqual([]);
+  });
+});
+
 describe('Poller: bad input is never read as deletion', () => {
   it('a stat that hangs: bounded wait, reported, nothing reported deleted, no new cycle while it hangs', async () => {
     const { fs, poller, kinds, problems } = setup({ callTimeoutMs: 20 });
@@ -380,6 +470,21 @@ describe('Poller: bad input is never read as deletion', () => {
     await poller.cycleOnce();
     expect(kinds()).toEqual([]);
     expect(problems()[0]).toMatchObject({ kind: 'unmounted' });
+  });
+
+  it("a file whose stat fails (EIO) in its folder's listing is kept as last seen, not reported deleted", async () => {
+    const { fs, poller, kinds } = setup();
+    fs.write('bad.txt', 1);
+    fs.write('ok.txt', 1);
+    await poller.cycleOnce();
+    fs.fail.set(`${ROOT}/bad.txt`, 'EIO');
+    fs.write('ok.txt', 2, 2000);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change ok.txt']);
+    fs.fail.delete(`${ROOT}/bad.txt`);
+    fs.write('bad.txt', 3, 3000);
+    await poller.cycleOnce();
+    expect(kinds()).toEqual(['change bad.txt']);
   });
 
   it('a denied subfolder is reported, its content kept, the rest polled', async () => {
