@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { DEFAULT_AGGREGATOR_OPTIONS } from '../../src/local/aggregator.js';
-import { sha256 } from './fake-local.js';
+import { sha256 } from '../helpers/fake-local.js';
 import type { Fault } from './fake-service.js';
 import { IGNORE_FILE, type SimConfig, type World } from './world.js';
 

@@ -14,7 +14,7 @@ import { ApiError } from '../../src/api/errors.js';
 import { keptRecords, type DatastoreApi, type ListDocumentsOptions } from '../../src/api/api.js';
 import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
 import { FakeApi } from '../helpers/fake-api.js';
-import { sha256, type FakeLocal } from './fake-local.js';
+import { sha256, type FakeLocal } from '../helpers/fake-local.js';
 
 export type Fault =
   | 'none'

@@ -5,7 +5,7 @@
  */
 import { it } from 'vitest';
 import { checkInvariants } from './invariants.js';
-import { sha256 } from './fake-local.js';
+import { sha256 } from '../helpers/fake-local.js';
 import { World, type SimConfig } from './world.js';
 
 const config: SimConfig = { prune: 'ours', exclude: [], include: ['**/*.{txt,md}'], maxFileBytes: 1_000_000, maxDeletePercent: 50, massDeleteMinimum: 3 };

@@ -20,7 +20,7 @@ import { MappingRunner } from '../../src/daemon/mapping-runner.js';
 import { StateStore } from '../../src/state/store.js';
 import { establishIdentity } from '../../src/engine/installation.js';
 import { FakeDisk } from './fake-disk.js';
-import { FakeLocal, ROOT, sha256 } from './fake-local.js';
+import { FakeLocal, ROOT, sha256 } from '../helpers/fake-local.js';
 import { FakeService, type ServiceVariant } from './fake-service.js';
 import type { Clock } from '../../src/time/clock.js';
 

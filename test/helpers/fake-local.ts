@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readSmallFile, type FolderListing, type FolderWatcher, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
-import { listFolderOf } from '../helpers/list-folder.js';
+import { listFolderOf } from './list-folder.js';
 
 export const ROOT = '/sim/share';
 
