@@ -273,7 +273,7 @@ export function commands(): fc.Arbitrary<Cmd>[] {
       fc.tuple(file, content).map(([p, c]) =>
         cmd(`sameSizeEditRestoringMtime(${p}, ${c})`, (w) => {
           // rsync --times, touch -r, an archive extracted over it: size and mtime as before.
-          const f = w.local.file(p);
+          const f = w.local.fileAt(p);
           if (!f) return w.write(p, c);
           const same = c.length === f.data.length ? c : CONTENTS.find((x) => x.length === f.data.length && x !== f.data.toString()) ?? c;
           w.write(p, same, f.mtimeMs);

@@ -268,7 +268,7 @@ export class FakeService extends FakeApi {
     // walk saw and the hash read, else E_FILE_CHANGED and nothing is sent.
     const read = (): { name: string; content: string; size: number }[] =>
       files.map((f) => {
-        const n = this.local.file(f.path.slice(this.local.abs('').length + 1));
+        const n = this.local.fileAt(f.path.slice(this.local.abs('').length + 1));
         const changed =
           !n ||
           n.unreadable ||

@@ -67,7 +67,7 @@ it('seed 20261201: an unreadable file whose replace a crash cut keeps one docume
   await step(() => w.crashNow(0));
   await step(() => void (w.service.faults = ['none', 'none', 'none', 'rate-limited', 'none']));
   await step(() => {
-    const f = w.local.file('other/e.txt')!;
+    const f = w.local.fileAt('other/e.txt')!;
     w.write('other/e.txt', 'y', f.mtimeMs);
   });
   await step(() => w.crashNow(0));

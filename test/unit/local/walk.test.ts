@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
 import { createFilter } from '../../../src/local/filters.js';
-import { FileAccessError, FileReadError, FileVanishedError, hashFile } from '../../../src/local/hash.js';
+import { FileAccessError, FileChangedError, FileReadError, FileVanishedError, hashFile } from '../../../src/local/hash.js';
 import { createLocalSide } from '../../../src/local/side.js';
 import { walkTree } from '../../../src/local/walk.js';
-import { FakeFs } from './fake-fs.js';
+import { FakeLocal } from '../../helpers/fake-local.js';
 
 const filter = createFilter({ include: DEFAULT_INCLUDE, exclude: [] });
 
-function tree(): FakeFs {
-  return new FakeFs()
+function tree(): FakeLocal {
+  return new FakeLocal()
     .dir('/r')
     .file('/r/a.txt', 'a')
     .dir('/r/locked')
@@ -57,7 +57,7 @@ describe('walkTree on a fake filesystem: failures', () => {
     const readdir = fs.readdir.bind(fs);
     fs.readdir = async (p) => {
       const out = await readdir(p);
-      if (p === '/r/ok') for (const k of [...fs.nodes.keys()]) fs.nodes.delete(k);
+      if (p === '/r/ok') fs.remove('/r');
       return out;
     };
     const w = await walkTree('/r', filter, { fs });
@@ -72,10 +72,72 @@ describe('walkTree on a fake filesystem: failures', () => {
   });
 });
 
+describe('walkTree on a fake filesystem: symbolic links (as test/integration/local/walk.test.ts finds on a disk)', () => {
+  function linked(): FakeLocal {
+    return new FakeLocal()
+      .file('/l/root/real/a.txt', 'a')
+      .file('/l/root/real/sub/b.txt', 'b')
+      .file('/l/root/top.txt', 't')
+      .file('/l/outside/secret.txt', 'secret')
+      .link('/l/root/link-to-file.txt', '/l/root/top.txt')
+      .link('/l/root/link-to-dir', 'real')
+      .link('/l/root/link-outside', '/l/outside')
+      .link('/l/root/outside-file.txt', '/l/outside/secret.txt')
+      .link('/l/root/real/sub/loop-up', '..')
+      .link('/l/root/real/self', '.')
+      .link('/l/root/broken.txt', 'nowhere.txt')
+      .link('/l/root-link', 'root');
+  }
+  const paths = (w: Awaited<ReturnType<typeof walkTree>>): string[] => [...w.files.keys()].sort();
+
+  it('are not followed by default, and are reported', async () => {
+    const w = await walkTree('/l/root', filter, { fs: linked() });
+    expect(paths(w)).toEqual(['real/a.txt', 'real/sub/b.txt', 'top.txt']);
+    expect(w.skipped.map((s) => [s.path, s.reason]).sort()).toEqual([
+      ['broken.txt', 'symlink'],
+      ['link-outside', 'symlink'],
+      ['link-to-dir', 'symlink'],
+      ['link-to-file.txt', 'symlink'],
+      ['outside-file.txt', 'symlink'],
+      ['real/self', 'symlink'],
+      ['real/sub/loop-up', 'symlink'],
+    ]);
+  });
+
+  it('with followSymlinks, are followed inside the root only, and loops are cut', async () => {
+    const w = await walkTree('/l/root', filter, { fs: linked(), followSymlinks: true });
+    expect(paths(w)).toEqual(['link-to-dir/a.txt', 'link-to-dir/sub/b.txt', 'link-to-file.txt', 'real/a.txt', 'real/sub/b.txt', 'top.txt']);
+    expect(w.files.get('link-to-file.txt')).toMatchObject({ diskPath: '/l/root/link-to-file.txt', size: 1 });
+    expect(w.skipped.map((s) => [s.path, s.reason]).sort()).toEqual([
+      ['broken.txt', 'symlink-broken'],
+      ['link-outside', 'symlink-outside-root'],
+      ['link-to-dir/self', 'symlink-loop'],
+      ['link-to-dir/sub/loop-up', 'symlink-loop'],
+      ['outside-file.txt', 'symlink-outside-root'],
+      ['real/self', 'symlink-loop'],
+      ['real/sub/loop-up', 'symlink-loop'],
+    ]);
+  });
+
+  it('a mapped folder that is itself a link is walked; a link that loops is ELOOP', async () => {
+    const fs = linked().link('/l/root/a', 'b').link('/l/root/b', 'a');
+    expect(paths(await walkTree('/l/root-link', filter, { fs }))).toEqual(['real/a.txt', 'real/sub/b.txt', 'top.txt']);
+    await expect(fs.stat('/l/root/a')).rejects.toMatchObject({ code: 'ELOOP' });
+    expect((await fs.lstat('/l/root/a')).isSymbolicLink()).toBe(true);
+  });
+
+  it('a hash refuses a file replaced by a link when links are not followed (noFollow: ELOOP)', async () => {
+    const err = await hashFile('/l/root/link-to-file.txt', { fs: linked(), noFollow: true }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FileChangedError);
+    expect((err as Error).message).toContain('it was replaced by a symbolic link');
+    expect(await hashFile('/l/root/link-to-file.txt', { fs: linked() })).toMatchObject({ size: 1 });
+  });
+});
+
 describe('walkTree on a fake filesystem: its queue', () => {
   /** 3 folders of 20 files, each folder with a subfolder of 20 more. */
-  function wide(): FakeFs {
-    const fs = new FakeFs().dir('/w');
+  function wide(): FakeLocal {
+    const fs = new FakeLocal().dir('/w');
     for (const d of ['a', 'b', 'c']) {
       fs.dir(`/w/${d}`).dir(`/w/${d}/deep`);
       for (let i = 0; i < 20; i++) fs.file(`/w/${d}/f${i}.txt`, 'x').file(`/w/${d}/deep/g${i}.txt`, 'y');
@@ -143,9 +205,11 @@ describe('walkTree: files the caller vouches for (a restart over unchanged files
   });
 
   it('settles a name collision with a vouched file by disk path, whichever is listed first', async () => {
-    for (const order of [[NFC, NFD], [NFD, NFC]]) {
-      const fs = new FakeFs().dir('/r');
-      for (const name of order) fs.file(`/r/${name}`, name === NFC ? 'nfc' : 'nfd!');
+    for (const reversed of [false, true]) {
+      const fs = new FakeLocal().dir('/r').file(`/r/${NFC}`, 'nfc').file(`/r/${NFD}`, 'nfd!');
+      // The fake lists by name: the other order is its listing reversed.
+      const readdir = fs.readdir;
+      if (reversed) fs.readdir = async (p) => (await readdir(p)).reverse();
       const w = await walkTree('/r', filter, { fs, vouch: () => true });
       const [keep, drop] = [`/r/${NFC}`, `/r/${NFD}`].sort();
       expect(w.skipped).toEqual([expect.objectContaining({ path: NFC, reason: 'name-collision', diskPath: drop })]);
