@@ -63,13 +63,14 @@ export function sha256(content: string | Buffer): string {
   return createHash('sha256').update(content).digest('hex');
 }
 
-function fsError(code: string, path: string): NodeJS.ErrnoException {
+/** An errno error as node's fs throws it (the fakes of the local folder and of the state's disk). */
+export function fsError(code: string, path: string): NodeJS.ErrnoException {
   const e = new Error(`${code}: ${path}`) as NodeJS.ErrnoException;
   e.code = code;
   return e;
 }
 
-function parentOf(p: string): string {
+export function parentOf(p: string): string {
   const i = p.lastIndexOf('/');
   return i <= 0 ? '/' : p.slice(0, i);
 }
