@@ -219,7 +219,7 @@ describe('walkTree on real folders', () => {
     });
   });
 
-  it.skipIf(isRoot)('records an unreadable subfolder and walks the rest (skipped as root: root reads everything; see the fake-fs unit test)', async () => {
+  it.skipIf(isRoot)('records an unreadable subfolder and walks the rest (skipped as root: root reads everything; see test/unit/local/walk.test.ts on the fake)', async () => {
     const root = await makeTree('perm', { 'a.txt': 'a', 'locked/b.txt': 'b' });
     await chmod(join(root, 'locked'), 0o000);
     try {
