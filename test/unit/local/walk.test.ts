@@ -5,6 +5,7 @@ import { FileAccessError, FileChangedError, FileReadError, FileVanishedError, ha
 import { createLocalSide } from '../../../src/local/side.js';
 import { walkTree } from '../../../src/local/walk.js';
 import { FakeLocal } from '../../helpers/fake-local.js';
+import { LINK_TREE } from '../../helpers/link-tree.js';
 
 const filter = createFilter({ include: DEFAULT_INCLUDE, exclude: [] });
 
@@ -72,56 +73,32 @@ describe('walkTree on a fake filesystem: failures', () => {
   });
 });
 
-describe('walkTree on a fake filesystem: symbolic links (as test/integration/local/walk.test.ts finds on a disk)', () => {
+describe('walkTree on a fake filesystem: symbolic links (the tree test/integration/local/walk.test.ts walks on a disk)', () => {
+  /** LINK_TREE below /l, and /l/root-link -> root. */
   function linked(): FakeLocal {
-    return new FakeLocal()
-      .file('/l/root/real/a.txt', 'a')
-      .file('/l/root/real/sub/b.txt', 'b')
-      .file('/l/root/top.txt', 't')
-      .file('/l/outside/secret.txt', 'secret')
-      .link('/l/root/link-to-file.txt', '/l/root/top.txt')
-      .link('/l/root/link-to-dir', 'real')
-      .link('/l/root/link-outside', '/l/outside')
-      .link('/l/root/outside-file.txt', '/l/outside/secret.txt')
-      .link('/l/root/real/sub/loop-up', '..')
-      .link('/l/root/real/self', '.')
-      .link('/l/root/broken.txt', 'nowhere.txt')
-      .link('/l/root-link', 'root');
+    const fs = new FakeLocal();
+    for (const [path, content] of Object.entries(LINK_TREE.files)) fs.file(`/l/${path}`, content);
+    for (const [path, target] of LINK_TREE.links) fs.link(`/l/${path}`, target.startsWith('/') ? `/l${target}` : target);
+    return fs.link('/l/root-link', LINK_TREE.root);
   }
   const paths = (w: Awaited<ReturnType<typeof walkTree>>): string[] => [...w.files.keys()].sort();
 
-  it('are not followed by default, and are reported', async () => {
+  it('are not followed by default, and are reported, as on a disk', async () => {
     const w = await walkTree('/l/root', filter, { fs: linked() });
-    expect(paths(w)).toEqual(['real/a.txt', 'real/sub/b.txt', 'top.txt']);
-    expect(w.skipped.map((s) => [s.path, s.reason]).sort()).toEqual([
-      ['broken.txt', 'symlink'],
-      ['link-outside', 'symlink'],
-      ['link-to-dir', 'symlink'],
-      ['link-to-file.txt', 'symlink'],
-      ['outside-file.txt', 'symlink'],
-      ['real/self', 'symlink'],
-      ['real/sub/loop-up', 'symlink'],
-    ]);
+    expect(paths(w)).toEqual(LINK_TREE.notFollowed.files);
+    expect(w.skipped.map((s) => [s.path, s.reason])).toEqual(LINK_TREE.notFollowed.skipped);
   });
 
-  it('with followSymlinks, are followed inside the root only, and loops are cut', async () => {
+  it('with followSymlinks, are followed inside the root only, and loops are cut, as on a disk', async () => {
     const w = await walkTree('/l/root', filter, { fs: linked(), followSymlinks: true });
-    expect(paths(w)).toEqual(['link-to-dir/a.txt', 'link-to-dir/sub/b.txt', 'link-to-file.txt', 'real/a.txt', 'real/sub/b.txt', 'top.txt']);
+    expect(paths(w)).toEqual(LINK_TREE.followed.files);
     expect(w.files.get('link-to-file.txt')).toMatchObject({ diskPath: '/l/root/link-to-file.txt', size: 1 });
-    expect(w.skipped.map((s) => [s.path, s.reason]).sort()).toEqual([
-      ['broken.txt', 'symlink-broken'],
-      ['link-outside', 'symlink-outside-root'],
-      ['link-to-dir/self', 'symlink-loop'],
-      ['link-to-dir/sub/loop-up', 'symlink-loop'],
-      ['outside-file.txt', 'symlink-outside-root'],
-      ['real/self', 'symlink-loop'],
-      ['real/sub/loop-up', 'symlink-loop'],
-    ]);
+    expect(w.skipped.map((s) => [s.path, s.reason])).toEqual(LINK_TREE.followed.skipped);
   });
 
   it('a mapped folder that is itself a link is walked; a link that loops is ELOOP', async () => {
     const fs = linked().link('/l/root/a', 'b').link('/l/root/b', 'a');
-    expect(paths(await walkTree('/l/root-link', filter, { fs }))).toEqual(['real/a.txt', 'real/sub/b.txt', 'top.txt']);
+    expect(paths(await walkTree('/l/root-link', filter, { fs }))).toEqual(LINK_TREE.notFollowed.files);
     await expect(fs.stat('/l/root/a')).rejects.toMatchObject({ code: 'ELOOP' });
     expect((await fs.lstat('/l/root/a')).isSymbolicLink()).toBe(true);
   });
