@@ -91,12 +91,9 @@ export class FakeLocal implements LocalFs {
     this.root = opts.root ?? '/';
     this.now = opts.now ?? (() => 1000);
     this.watchable = opts.watch === true;
-    this.nodes.set('/', { kind: 'dir', ino: this.nextIno++, ctimeMs: 0 });
-    for (let i = this.root.indexOf('/', 1); ; i = this.root.indexOf('/', i + 1)) {
-      const p = i < 0 ? this.root : this.root.slice(0, i);
-      if (p !== '/') this.nodes.set(p, { kind: 'dir', ino: this.nextIno++, ctimeMs: 0 });
-      if (i < 0) break;
-    }
+    // '/', then the root's folders down to it: there from the start (ctime 0).
+    const parts = this.root.split('/').filter((part) => part !== '');
+    for (let i = 0; i <= parts.length; i++) this.nodes.set(`/${parts.slice(0, i).join('/')}`, { kind: 'dir', ino: this.nextIno++, ctimeMs: 0 });
   }
 
   // ---- set-up, chained (a unit test's tree); each throws when the tree is in the way ----
