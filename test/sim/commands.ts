@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { DEFAULT_AGGREGATOR_OPTIONS } from '../../src/local/aggregator.js';
-import { sha256 } from './fake-local.js';
+import { sha256 } from '../helpers/fake-local.js';
 import type { Fault } from './fake-service.js';
 import { IGNORE_FILE, type SimConfig, type World } from './world.js';
 
@@ -273,7 +273,7 @@ export function commands(): fc.Arbitrary<Cmd>[] {
       fc.tuple(file, content).map(([p, c]) =>
         cmd(`sameSizeEditRestoringMtime(${p}, ${c})`, (w) => {
           // rsync --times, touch -r, an archive extracted over it: size and mtime as before.
-          const f = w.local.file(p);
+          const f = w.local.fileAt(p);
           if (!f) return w.write(p, c);
           const same = c.length === f.data.length ? c : CONTENTS.find((x) => x.length === f.data.length && x !== f.data.toString()) ?? c;
           w.write(p, same, f.mtimeMs);

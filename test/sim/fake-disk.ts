@@ -8,21 +8,11 @@
  * handle or call it still makes throws (a dead process changes nothing any more).
  */
 import type { StateFileHandle, StateFs } from '../../src/state/atomic-file.js';
+import { fsError, parentOf } from '../helpers/fake-local.js';
 
 interface Inode {
   data: Buffer;
   durable: Buffer;
-}
-
-function fsError(code: string, path: string): NodeJS.ErrnoException {
-  const e = new Error(`${code}: ${path}`) as NodeJS.ErrnoException;
-  e.code = code;
-  return e;
-}
-
-function dirOf(p: string): string {
-  const i = p.lastIndexOf('/');
-  return i <= 0 ? '/' : p.slice(0, i);
 }
 
 export class FakeDisk {
@@ -122,13 +112,13 @@ export class FakeDisk {
 
   /** The state folder is the only folder: everything else is a file. */
   private isDir(path: string): boolean {
-    return ![...this.names.keys()].includes(path) && [...this.names.keys()].some((p) => dirOf(p) === path);
+    return ![...this.names.keys()].includes(path) && [...this.names.keys()].some((p) => parentOf(p) === path);
   }
 
   /** fsync of a folder: its names, as they are now, become durable. */
   private syncDir(dir: string): void {
-    for (const p of [...this.durableNames.keys()]) if (dirOf(p) === dir && !this.names.has(p)) this.durableNames.delete(p);
-    for (const [p, n] of this.names) if (dirOf(p) === dir) this.durableNames.set(p, n);
+    for (const p of [...this.durableNames.keys()]) if (parentOf(p) === dir && !this.names.has(p)) this.durableNames.delete(p);
+    for (const [p, n] of this.names) if (parentOf(p) === dir) this.durableNames.set(p, n);
   }
 
   /**

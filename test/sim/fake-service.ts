@@ -14,7 +14,7 @@ import { ApiError } from '../../src/api/errors.js';
 import { keptRecords, type DatastoreApi, type ListDocumentsOptions } from '../../src/api/api.js';
 import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
 import { FakeApi } from '../helpers/fake-api.js';
-import { sha256, type FakeLocal } from './fake-local.js';
+import { sha256, type FakeLocal } from '../helpers/fake-local.js';
 
 export type Fault =
   | 'none'
@@ -268,7 +268,7 @@ export class FakeService extends FakeApi {
     // walk saw and the hash read, else E_FILE_CHANGED and nothing is sent.
     const read = (): { name: string; content: string; size: number }[] =>
       files.map((f) => {
-        const n = this.local.file(f.path.slice(this.local.abs('').length + 1));
+        const n = this.local.fileAt(f.path.slice(this.local.abs('').length + 1));
         const changed =
           !n ||
           n.unreadable ||

@@ -5,7 +5,7 @@
  */
 import { it } from 'vitest';
 import { checkInvariants } from './invariants.js';
-import { sha256 } from './fake-local.js';
+import { sha256 } from '../helpers/fake-local.js';
 import { World, type SimConfig } from './world.js';
 
 const config: SimConfig = { prune: 'ours', exclude: [], include: ['**/*.{txt,md}'], maxFileBytes: 1_000_000, maxDeletePercent: 50, massDeleteMinimum: 3 };
@@ -67,7 +67,7 @@ it('seed 20261201: an unreadable file whose replace a crash cut keeps one docume
   await step(() => w.crashNow(0));
   await step(() => void (w.service.faults = ['none', 'none', 'none', 'rate-limited', 'none']));
   await step(() => {
-    const f = w.local.file('other/e.txt')!;
+    const f = w.local.fileAt('other/e.txt')!;
     w.write('other/e.txt', 'y', f.mtimeMs);
   });
   await step(() => w.crashNow(0));

@@ -20,10 +20,12 @@ import { MappingRunner } from '../../src/daemon/mapping-runner.js';
 import { StateStore } from '../../src/state/store.js';
 import { establishIdentity } from '../../src/engine/installation.js';
 import { FakeDisk } from './fake-disk.js';
-import { FakeLocal, ROOT, sha256 } from './fake-local.js';
+import { FakeLocal, sha256 } from '../helpers/fake-local.js';
 import { FakeService, type ServiceVariant } from './fake-service.js';
 import type { Clock } from '../../src/time/clock.js';
 
+/** The mapped folder, in the fake's tree. */
+export const ROOT = '/sim/share';
 export const STATE_PATH = '/sim/state/state.json';
 export const MAPPING_ID = 'm1';
 export const INSTALLATION = 'sim-installation-1';
@@ -146,7 +148,7 @@ export class World {
    * files' mtimes and the Clock's now() show.
    */
   readonly clock = { t: Date.parse('2026-11-23T00:00:00Z'), wallOffset: 0 };
-  readonly local = new FakeLocal(() => this.clock.t + this.clock.wallOffset);
+  readonly local = new FakeLocal({ root: ROOT, now: () => this.clock.t + this.clock.wallOffset });
   readonly disk = new FakeDisk();
   readonly service: FakeService;
   people: PersonDoc[] = [];
@@ -451,7 +453,7 @@ export class World {
     if (!w) return;
     const isDir = kind === 'addDir' || kind === 'unlinkDir';
     if (!w.filter(rel, isDir)) return;
-    const f = this.local.file(rel);
+    const f = this.local.fileAt(rel);
     w.onEvent({ kind, path: rel, at: this.clock.t, ...(f && !isDir ? { size: f.data.length, mtimeMs: f.mtimeMs } : {}) });
   }
 
@@ -485,7 +487,7 @@ export class World {
       this.ignoreFileChanged();
       return;
     }
-    const existed = this.local.file(rel) !== undefined;
+    const existed = this.local.fileAt(rel) !== undefined;
     const newDir = this.newDirOf(rel);
     if (!this.local.write(rel, content, mtimeMs)) return;
     if (newDir !== undefined) this.emit('addDir', newDir);
@@ -504,7 +506,7 @@ export class World {
 
   rename(from: string, to: string): void {
     const isDir = this.local.isDir(from);
-    const replaced = this.local.file(to) !== undefined;
+    const replaced = this.local.fileAt(to) !== undefined;
     const newDir = this.newDirOf(to);
     if (!this.local.rename(from, to)) return;
     if (from === IGNORE_FILE || to === IGNORE_FILE) this.ignoreFileChanged();
@@ -515,7 +517,7 @@ export class World {
 
   remove(rel: string): void {
     const isDir = this.local.isDir(rel);
-    if (!isDir && !this.local.file(rel)) return;
+    if (!isDir && !this.local.fileAt(rel)) return;
     this.local.remove(rel);
     if (rel === IGNORE_FILE) this.ignoreFileChanged();
     this.emit(isDir ? 'unlinkDir' : 'unlink', rel);
@@ -542,7 +544,7 @@ export class World {
 
   /** A file of that name and size that dssync has not uploaded yet (SIM_PERSON_RACES_UPLOAD). */
   racesUpload(name: string, size: number): boolean {
-    const f = this.expected().files.has(name) ? this.local.file(name) : undefined;
+    const f = this.expected().files.has(name) ? this.local.fileAt(name) : undefined;
     return f !== undefined && f.data.length === size && !this.service.docs_().some((d) => d.metadata['dssync_installation'] === this.installationId && d.metadata['dssync_path'] === name);
   }
 
@@ -608,7 +610,7 @@ export class World {
 
   /** What the data source must hold: included, readable files within maxFileBytes, and the paths whose documents are kept as they are. */
   expected(): { files: Map<string, string>; kept: Set<string>; unreadable: Set<string> } {
-    const ignore = this.local.file(IGNORE_FILE);
+    const ignore = this.local.fileAt(IGNORE_FILE);
     const filter = createFilter({ include: this.config.include, exclude: this.config.exclude, ignoreFile: IGNORE_FILE }, ignore?.data.toString('utf8'));
     const files = new Map<string, string>();
     const kept = new Set<string>();

@@ -7,6 +7,7 @@ import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
 import { createFilter, loadFilter } from '../../../src/local/filters.js';
 import { walkTree, type WalkResult } from '../../../src/local/walk.js';
 import { createLocalSide } from '../../../src/local/side.js';
+import { LINK_TREE } from '../../helpers/link-tree.js';
 
 const NFC = 'R\u00e9union d\u2019\u00e9quipe.txt';
 const NFD = NFC.normalize('NFD');
@@ -148,46 +149,24 @@ describe('walkTree on real folders', () => {
   describe('symbolic links', () => {
     let root: string;
     beforeAll(async () => {
-      root = await makeTree('links/root', { 'real/a.txt': 'a', 'real/sub/b.txt': 'b', 'top.txt': 't' });
-      await makeTree('links/outside', { 'secret.txt': 'secret' });
-      await symlink(join(root, 'top.txt'), join(root, 'link-to-file.txt'));
-      await symlink('real', join(root, 'link-to-dir'));
-      await symlink(join(base, 'links/outside'), join(root, 'link-outside'));
-      await symlink(join(base, 'links/outside/secret.txt'), join(root, 'outside-file.txt'));
-      await symlink('..', join(root, 'real/sub/loop-up'));
-      await symlink('.', join(root, 'real/self'));
-      await symlink('nowhere.txt', join(root, 'broken.txt'));
+      const links = await makeTree('links', LINK_TREE.files);
+      for (const [path, target] of LINK_TREE.links) await symlink(target.startsWith('/') ? join(links, target) : target, join(links, path));
+      root = join(links, LINK_TREE.root);
     });
 
     it('are not followed by default, and are reported', async () => {
       const w = await walk(root);
-      expect(paths(w)).toEqual(['real/a.txt', 'real/sub/b.txt', 'top.txt']);
-      expect(w.skipped.map((s) => [s.path, s.reason])).toEqual([
-        ['broken.txt', 'symlink'],
-        ['link-outside', 'symlink'],
-        ['link-to-dir', 'symlink'],
-        ['link-to-file.txt', 'symlink'],
-        ['outside-file.txt', 'symlink'],
-        ['real/self', 'symlink'],
-        ['real/sub/loop-up', 'symlink'],
-      ]);
+      expect(paths(w)).toEqual(LINK_TREE.notFollowed.files);
+      expect(w.skipped.map((s) => [s.path, s.reason])).toEqual(LINK_TREE.notFollowed.skipped);
       // Links are not documents: a pass is not incomplete because of them.
       expect((await createLocalSide(mapping(root)).scan()).skipped).toEqual([]);
     });
 
     it('with followSymlinks, are followed inside the root only, and loops are cut', async () => {
       const w = await walk(root, { followSymlinks: true });
-      expect(paths(w)).toEqual(['link-to-dir/a.txt', 'link-to-dir/sub/b.txt', 'link-to-file.txt', 'real/a.txt', 'real/sub/b.txt', 'top.txt']);
+      expect(paths(w)).toEqual(LINK_TREE.followed.files);
       expect(w.files.get('link-to-file.txt')).toMatchObject({ diskPath: join(root, 'link-to-file.txt'), size: 1 });
-      expect(w.skipped.map((s) => [s.path, s.reason])).toEqual([
-        ['broken.txt', 'symlink-broken'],
-        ['link-outside', 'symlink-outside-root'],
-        ['link-to-dir/self', 'symlink-loop'],
-        ['link-to-dir/sub/loop-up', 'symlink-loop'],
-        ['outside-file.txt', 'symlink-outside-root'],
-        ['real/self', 'symlink-loop'],
-        ['real/sub/loop-up', 'symlink-loop'],
-      ]);
+      expect(w.skipped.map((s) => [s.path, s.reason])).toEqual(LINK_TREE.followed.skipped);
     });
 
     it('a mapped folder that is itself a link is walked', async () => {
@@ -219,7 +198,7 @@ describe('walkTree on real folders', () => {
     });
   });
 
-  it.skipIf(isRoot)('records an unreadable subfolder and walks the rest (skipped as root: root reads everything; see the fake-fs unit test)', async () => {
+  it.skipIf(isRoot)('records an unreadable subfolder and walks the rest (skipped as root: root reads everything; see test/unit/local/walk.test.ts on the fake)', async () => {
     const root = await makeTree('perm', { 'a.txt': 'a', 'locked/b.txt': 'b' });
     await chmod(join(root, 'locked'), 0o000);
     try {

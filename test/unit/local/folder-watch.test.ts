@@ -12,18 +12,18 @@ import { watchFolders } from '../../../src/local/folder-watch.js';
 import type { LocalFs } from '../../../src/local/fs.js';
 import { createLocalSide } from '../../../src/local/side.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
-import { FakeFs } from './fake-fs.js';
+import { FakeLocal } from '../../helpers/fake-local.js';
 
 const mapping = { path: '/r', include: DEFAULT_INCLUDE, exclude: [], maxFileBytes: 1 << 20, followSymlinks: false };
 
-/** A FakeFs whose stat and lstat calls are counted per path, with fake folder watches. */
+/** A FakeLocal whose stat and lstat calls are counted per path, with fake folder watches. */
 function setup() {
-  const disk = new FakeFs().dir('/r').file('/r/a.txt', 'hello', 1000).dir('/r/sub').file('/r/sub/b.md', 'bee', 1000);
+  const disk = new FakeLocal({ watch: true }).dir('/r').file('/r/a.txt', 'hello', 1000).dir('/r/sub').file('/r/sub/b.md', 'bee', 1000);
   const stats = new Map<string, number>();
   const count = (path: string): void => {
     stats.set(path, (stats.get(path) ?? 0) + 1);
   };
-  const counted: LocalFs = Object.assign(Object.create(disk) as FakeFs, {
+  const counted: LocalFs = Object.assign(Object.create(disk) as FakeLocal, {
     stat: (p: string) => (count(p), disk.stat(p)),
     lstat: (p: string) => (count(p), disk.lstat(p)),
   });
@@ -132,7 +132,7 @@ describe('folder watch → aggregator → pending scope → local side: one stat
     const t = setup();
     const clock = new FakeClock(10_000);
     const w = await watching(t, clock);
-    t.disk.nodes.delete('/r/a.txt');
+    t.disk.remove('/r/a.txt');
     const done = w.looked(1);
     t.listeners.get('/r')?.('rename', 'a.txt');
     await done;

@@ -1,15 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
 import { createFilter } from '../../../src/local/filters.js';
-import { FileAccessError, FileReadError, FileVanishedError, hashFile } from '../../../src/local/hash.js';
+import { FileAccessError, FileChangedError, FileReadError, FileVanishedError, hashFile } from '../../../src/local/hash.js';
 import { createLocalSide } from '../../../src/local/side.js';
 import { walkTree } from '../../../src/local/walk.js';
-import { FakeFs } from './fake-fs.js';
+import { FakeLocal } from '../../helpers/fake-local.js';
+import { LINK_TREE } from '../../helpers/link-tree.js';
 
 const filter = createFilter({ include: DEFAULT_INCLUDE, exclude: [] });
 
-function tree(): FakeFs {
-  return new FakeFs()
+function tree(): FakeLocal {
+  return new FakeLocal()
     .dir('/r')
     .file('/r/a.txt', 'a')
     .dir('/r/locked')
@@ -57,7 +58,7 @@ describe('walkTree on a fake filesystem: failures', () => {
     const readdir = fs.readdir.bind(fs);
     fs.readdir = async (p) => {
       const out = await readdir(p);
-      if (p === '/r/ok') for (const k of [...fs.nodes.keys()]) fs.nodes.delete(k);
+      if (p === '/r/ok') fs.remove('/r');
       return out;
     };
     const w = await walkTree('/r', filter, { fs });
@@ -72,10 +73,48 @@ describe('walkTree on a fake filesystem: failures', () => {
   });
 });
 
+describe('walkTree on a fake filesystem: symbolic links (the tree test/integration/local/walk.test.ts walks on a disk)', () => {
+  /** LINK_TREE below /l, and /l/root-link -> root. */
+  function linked(): FakeLocal {
+    const fs = new FakeLocal();
+    for (const [path, content] of Object.entries(LINK_TREE.files)) fs.file(`/l/${path}`, content);
+    for (const [path, target] of LINK_TREE.links) fs.link(`/l/${path}`, target.startsWith('/') ? `/l${target}` : target);
+    return fs.link('/l/root-link', LINK_TREE.root);
+  }
+  const paths = (w: Awaited<ReturnType<typeof walkTree>>): string[] => [...w.files.keys()].sort();
+
+  it('are not followed by default, and are reported, as on a disk', async () => {
+    const w = await walkTree('/l/root', filter, { fs: linked() });
+    expect(paths(w)).toEqual(LINK_TREE.notFollowed.files);
+    expect(w.skipped.map((s) => [s.path, s.reason])).toEqual(LINK_TREE.notFollowed.skipped);
+  });
+
+  it('with followSymlinks, are followed inside the root only, and loops are cut, as on a disk', async () => {
+    const w = await walkTree('/l/root', filter, { fs: linked(), followSymlinks: true });
+    expect(paths(w)).toEqual(LINK_TREE.followed.files);
+    expect(w.files.get('link-to-file.txt')).toMatchObject({ diskPath: '/l/root/link-to-file.txt', size: 1 });
+    expect(w.skipped.map((s) => [s.path, s.reason])).toEqual(LINK_TREE.followed.skipped);
+  });
+
+  it('a mapped folder that is itself a link is walked; a link that loops is ELOOP', async () => {
+    const fs = linked().link('/l/root/a', 'b').link('/l/root/b', 'a');
+    expect(paths(await walkTree('/l/root-link', filter, { fs }))).toEqual(LINK_TREE.notFollowed.files);
+    await expect(fs.stat('/l/root/a')).rejects.toMatchObject({ code: 'ELOOP' });
+    expect((await fs.lstat('/l/root/a')).isSymbolicLink()).toBe(true);
+  });
+
+  it('a hash refuses a file replaced by a link when links are not followed (noFollow: ELOOP)', async () => {
+    const err = await hashFile('/l/root/link-to-file.txt', { fs: linked(), noFollow: true }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FileChangedError);
+    expect((err as Error).message).toContain('it was replaced by a symbolic link');
+    expect(await hashFile('/l/root/link-to-file.txt', { fs: linked() })).toMatchObject({ size: 1 });
+  });
+});
+
 describe('walkTree on a fake filesystem: its queue', () => {
   /** 3 folders of 20 files, each folder with a subfolder of 20 more. */
-  function wide(): FakeFs {
-    const fs = new FakeFs().dir('/w');
+  function wide(): FakeLocal {
+    const fs = new FakeLocal().dir('/w');
     for (const d of ['a', 'b', 'c']) {
       fs.dir(`/w/${d}`).dir(`/w/${d}/deep`);
       for (let i = 0; i < 20; i++) fs.file(`/w/${d}/f${i}.txt`, 'x').file(`/w/${d}/deep/g${i}.txt`, 'y');
@@ -143,9 +182,11 @@ describe('walkTree: files the caller vouches for (a restart over unchanged files
   });
 
   it('settles a name collision with a vouched file by disk path, whichever is listed first', async () => {
-    for (const order of [[NFC, NFD], [NFD, NFC]]) {
-      const fs = new FakeFs().dir('/r');
-      for (const name of order) fs.file(`/r/${name}`, name === NFC ? 'nfc' : 'nfd!');
+    for (const reversed of [false, true]) {
+      const fs = new FakeLocal().dir('/r').file(`/r/${NFC}`, 'nfc').file(`/r/${NFD}`, 'nfd!');
+      // The fake lists by name: the other order is its listing reversed.
+      const readdir = fs.readdir;
+      if (reversed) fs.readdir = async (p) => (await readdir(p)).reverse();
       const w = await walkTree('/r', filter, { fs, vouch: () => true });
       const [keep, drop] = [`/r/${NFC}`, `/r/${NFD}`].sort();
       expect(w.skipped).toEqual([expect.objectContaining({ path: NFC, reason: 'name-collision', diskPath: drop })]);

@@ -1,0 +1,353 @@
+/**
+ * The one in-memory `LocalFs` (src/local/fs.ts) of the tests (issue 27.4): the simulation's
+ * folder and the unit tests' disk. The REAL local side runs over it — walk, filters, the
+ * ignore file, maxFileBytes, the hash with its before/after checks, the upload's identity
+ * checks. Chosen over real files for speed (thousands of histories a run), exact replay, and
+ * the failures a real disk cannot produce on demand (tests run as root, so permissions do
+ * not block; EIO and stale handles cannot be provoked): `fail(path, call, errno)`. What a
+ * real disk adds (inotify, kernel paths of descriptors) is left to the integration tests.
+ *
+ * Files carry what a walk sees: size, mtime (settable back, like `touch -r`), ctime (moves on
+ * every change and cannot be set back), dev and inode (kept by in-place writes and renames).
+ * Symbolic links are followed by `stat`, `realpath`, `readdir` and `open` (not with
+ * `noFollow`), on the way as at the end, and not by `lstat`.
+ *
+ * Paths: absolute ones as they are; relative ones (what a history says) below `root`.
+ */
+import { createHash } from 'node:crypto';
+import { posix } from 'node:path';
+import { readSmallFile, type FolderListing, type FolderWatcher, type ListingProgress, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
+import { listFolderOf } from './list-folder.js';
+
+interface FileNode {
+  kind: 'file';
+  data: Buffer;
+  mtimeMs: number;
+  ctimeMs: number;
+  ino: number;
+  unreadable: boolean;
+}
+interface DirNode {
+  kind: 'dir';
+  ino: number;
+  ctimeMs: number;
+}
+interface LinkNode {
+  kind: 'link';
+  target: string;
+  ino: number;
+  ctimeMs: number;
+}
+type Node = FileNode | DirNode | LinkNode;
+
+/** A call of the fake that `fail` can make fail: a `LocalFs` method, or an open file's `read`. */
+export type FakeCall = keyof LocalFs | 'read';
+
+export interface FakeLocalOptions {
+  /** The folder relative paths are below; it and its parents exist from the start. Default `/`. */
+  root?: string | undefined;
+  /** The wall clock of mtimes and ctimes. Default: stopped at 1,000 ms. */
+  now?: (() => number) | undefined;
+  /**
+   * Answer `watch()` with fake folder watches (`watchers`: a test fires an event by calling
+   * one). Off by default: the simulation hands the runner its watcher events itself
+   * (test/sim/world.ts), so a watch there would be a test bug, and fails with ENOSYS.
+   */
+  watch?: boolean | undefined;
+}
+
+/** How many links one lookup follows before ELOOP, as Linux. */
+const MAX_LINKS = 40;
+
+export function sha256(content: string | Buffer): string {
+  return createHash('sha256').update(content).digest('hex');
+}
+
+/** An errno error as node's fs throws it (the fakes of the local folder and of the state's disk). */
+export function fsError(code: string, path: string): NodeJS.ErrnoException {
+  const e = new Error(`${code}: ${path}`) as NodeJS.ErrnoException;
+  e.code = code;
+  return e;
+}
+
+export function parentOf(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i <= 0 ? '/' : p.slice(0, i);
+}
+
+export class FakeLocal implements LocalFs {
+  /** Absolute path -> node. */
+  private readonly nodes = new Map<string, Node>();
+  private nextIno = 1;
+  private readonly root: string;
+  private readonly now: () => number;
+  private readonly watchable: boolean;
+  /** `${call} ${path}` -> the errno that call of that path throws (`fail`). */
+  private readonly failures = new Map<string, string>();
+  /** Folder watches set up (path -> listener), when the fake was made with `watch: true`. */
+  readonly watchers = new Map<string, (type: string, filename: string | null) => void>();
+
+  constructor(opts: FakeLocalOptions = {}) {
+    this.root = opts.root ?? '/';
+    this.now = opts.now ?? (() => 1000);
+    this.watchable = opts.watch === true;
+    // '/', then the root's folders down to it: there from the start (ctime 0).
+    const parts = this.root.split('/').filter((part) => part !== '');
+    for (let i = 0; i <= parts.length; i++) this.nodes.set(`/${parts.slice(0, i).join('/')}`, { kind: 'dir', ino: this.nextIno++, ctimeMs: 0 });
+  }
+
+  // ---- set-up, chained (a unit test's tree); each throws when the tree is in the way ----
+
+  dir(path: string): this {
+    if (!this.mkdir(path)) throw new Error(`FakeLocal: cannot make the folder ${path}`);
+    return this;
+  }
+
+  file(path: string, content: string | Buffer, mtimeMs?: number): this {
+    if (!this.write(path, content, mtimeMs)) throw new Error(`FakeLocal: cannot write the file ${path}`);
+    return this;
+  }
+
+  /** A symbolic link to `target` (relative to the link's folder, or absolute); it need not exist. */
+  link(path: string, target: string): this {
+    const abs = this.abs(path);
+    if (this.nodes.has(abs) || !this.mkdirs(parentOf(abs))) throw new Error(`FakeLocal: cannot make the link ${path}`);
+    this.nodes.set(abs, { kind: 'link', target, ino: this.nextIno++, ctimeMs: this.now() });
+    this.touchDir(parentOf(abs));
+    return this;
+  }
+
+  /** From now on, `call` of exactly `path` (as the caller names it) throws errno `code`. */
+  fail(path: string, call: FakeCall, code: string): this {
+    this.failures.set(`${call} ${this.abs(path)}`, code);
+    return this;
+  }
+
+  // ---- what a history does ----------------------------------------------------------------
+
+  abs(path: string): string {
+    if (path.startsWith('/')) return path;
+    if (path === '') return this.root;
+    return this.root === '/' ? `/${path}` : `${this.root}/${path}`;
+  }
+
+  fileAt(path: string): FileNode | undefined {
+    const n = this.nodes.get(this.abs(path));
+    return n?.kind === 'file' ? n : undefined;
+  }
+
+  isDir(path: string): boolean {
+    return this.nodes.get(this.abs(path))?.kind === 'dir';
+  }
+
+  /** Every file below the root: relative path -> node. */
+  files(): Map<string, FileNode> {
+    const prefix = this.root === '/' ? '/' : `${this.root}/`;
+    const out = new Map<string, FileNode>();
+    for (const [p, n] of this.nodes) if (n.kind === 'file' && p.startsWith(prefix)) out.set(p.slice(prefix.length), n);
+    return out;
+  }
+
+  /** Writes a file in place (same inode when it exists), creating its folders. False when a folder or a link is in the way. */
+  write(path: string, content: string | Buffer, mtimeMs?: number): boolean {
+    const abs = this.abs(path);
+    if (!this.mkdirs(parentOf(abs))) return false;
+    const old = this.nodes.get(abs);
+    if (old && old.kind !== 'file') return false;
+    const t = this.now();
+    const data = typeof content === 'string' ? Buffer.from(content) : content;
+    if (old) {
+      old.data = data;
+      old.mtimeMs = mtimeMs ?? t;
+      old.ctimeMs = t;
+    } else {
+      this.nodes.set(abs, { kind: 'file', data, mtimeMs: mtimeMs ?? t, ctimeMs: t, ino: this.nextIno++, unreadable: false });
+      this.touchDir(parentOf(abs));
+    }
+    return true;
+  }
+
+  /** `touch -d` / `touch -r`: mtime set to any value; ctime moves on. */
+  setMtime(path: string, mtimeMs: number): void {
+    const f = this.fileAt(path);
+    if (!f) return;
+    f.mtimeMs = mtimeMs;
+    f.ctimeMs = this.now();
+  }
+
+  setUnreadable(path: string, unreadable: boolean): void {
+    const f = this.fileAt(path);
+    if (!f) return;
+    f.unreadable = unreadable;
+    f.ctimeMs = this.now();
+  }
+
+  /** rename(2) of a file, a link or a folder (with everything below it); replaces a file at `to`. */
+  rename(from: string, to: string): boolean {
+    const a = this.abs(from);
+    const b = this.abs(to);
+    const n = this.nodes.get(a);
+    if (!n || a === b || b.startsWith(`${a}/`)) return false;
+    const target = this.nodes.get(b);
+    if (target && (target.kind === 'dir' || n.kind === 'dir')) {
+      // rename(2) replaces an empty folder with a folder; anything else fails.
+      if (!(target.kind === 'dir' && n.kind === 'dir' && this.children(b).length === 0)) return false;
+    }
+    if (!this.mkdirs(parentOf(b))) return false;
+    const t = this.now();
+    const moved = [...this.nodes].filter(([p]) => p === a || p.startsWith(`${a}/`));
+    for (const [p] of moved) this.nodes.delete(p);
+    for (const [p, node] of moved) {
+      this.nodes.set(b + p.slice(a.length), node);
+    }
+    n.ctimeMs = t;
+    this.touchDir(parentOf(a));
+    this.touchDir(parentOf(b));
+    return true;
+  }
+
+  /** rm -f / rm -rf (never the root itself). */
+  remove(path: string): void {
+    const a = this.abs(path);
+    if (a === this.root) return;
+    for (const p of [...this.nodes.keys()]) if (p === a || p.startsWith(`${a}/`)) this.nodes.delete(p);
+    this.touchDir(parentOf(a));
+  }
+
+  mkdir(path: string): boolean {
+    return this.mkdirs(this.abs(path));
+  }
+
+  private mkdirs(abs: string): boolean {
+    const n = this.nodes.get(abs);
+    if (n) return n.kind === 'dir';
+    if (!this.mkdirs(parentOf(abs))) return false;
+    this.nodes.set(abs, { kind: 'dir', ino: this.nextIno++, ctimeMs: this.now() });
+    return true;
+  }
+
+  private touchDir(abs: string): void {
+    const d = this.nodes.get(abs);
+    if (d?.kind === 'dir') d.ctimeMs = this.now();
+  }
+
+  private children(abs: string): string[] {
+    const prefix = abs === '/' ? '/' : `${abs}/`;
+    const out: string[] = [];
+    for (const p of this.nodes.keys()) {
+      if (p !== abs && p.startsWith(prefix) && !p.slice(prefix.length).includes('/')) out.push(p.slice(prefix.length));
+    }
+    return out.sort();
+  }
+
+  // ---- LocalFs ------------------------------------------------------------------------
+
+  private check(path: string, call: FakeCall): void {
+    const code = this.failures.get(`${call} ${path}`);
+    if (code !== undefined) throw fsError(code, path);
+  }
+
+  /** Where `path` really is: the links on its way followed, and the last one too with `follow`. */
+  private resolve(path: string, follow: boolean, links = 0): string {
+    if (links > MAX_LINKS) throw fsError('ELOOP', path);
+    const n = this.nodes.get(path);
+    if (n) return follow && n.kind === 'link' ? this.resolve(posix.resolve(parentOf(path), n.target), true, links + 1) : path;
+    // A file on the way is ENOTDIR, as on a real disk; a link on the way is followed.
+    for (let p = parentOf(path); p !== '/'; p = parentOf(p)) {
+      const up = this.nodes.get(p);
+      if (up?.kind === 'link') return this.resolve(posix.join(this.resolve(p, true, links + 1), path.slice(p.length)), follow, links + 1);
+      if (up) throw fsError(up.kind === 'file' ? 'ENOTDIR' : 'ENOENT', path);
+    }
+    throw fsError('ENOENT', path);
+  }
+
+  private lookup(path: string, follow = true): Node {
+    return this.nodes.get(this.resolve(path, follow))!;
+  }
+
+  private stats(n: Node): FsStats {
+    return {
+      isFile: () => n.kind === 'file',
+      isDirectory: () => n.kind === 'dir',
+      isSymbolicLink: () => n.kind === 'link',
+      size: n.kind === 'file' ? n.data.length : n.kind === 'link' ? Buffer.byteLength(n.target) : 4096,
+      mtimeMs: n.kind === 'file' ? n.mtimeMs : n.ctimeMs,
+      ctimeMs: n.ctimeMs,
+      dev: 1,
+      ino: n.ino,
+    };
+  }
+
+  stat = async (path: string): Promise<FsStats> => {
+    this.check(path, 'stat');
+    return this.stats(this.lookup(path));
+  };
+  lstat = async (path: string): Promise<FsStats> => {
+    this.check(path, 'lstat');
+    return this.stats(this.lookup(path, false));
+  };
+  realpath = async (path: string): Promise<string> => {
+    this.check(path, 'realpath');
+    return this.resolve(path, true);
+  };
+
+  watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher {
+    if (!this.watchable) throw fsError('ENOSYS', path);
+    this.check(path, 'watch');
+    this.watchers.set(path, listener);
+    return { close: () => void this.watchers.delete(path), on: () => undefined };
+  }
+
+  /** As the production lister answers (test/helpers/list-folder.ts): readdir, then lstat of each file. */
+  listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing> {
+    try {
+      this.check(path, 'listFolder');
+      // O_NOFOLLOW: a folder swapped for a link is refused, not listed through it.
+      if (opts?.noFollow === true && this.nodes.get(path)?.kind === 'link') throw fsError('ELOOP', path);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return listFolderOf(this, path, opts?.signal, opts?.progress);
+  }
+
+  readdir = async (path: string): Promise<FsDirent[]> => {
+    this.check(path, 'readdir');
+    const real = this.resolve(path, true);
+    if (this.nodes.get(real)!.kind !== 'dir') throw fsError('ENOTDIR', path);
+    return this.children(real).map((name) => {
+      const c = this.nodes.get(real === '/' ? `/${name}` : `${real}/${name}`)!;
+      return { name, isFile: () => c.kind === 'file', isDirectory: () => c.kind === 'dir', isSymbolicLink: () => c.kind === 'link' };
+    });
+  };
+
+  readFile = (path: string, opts?: Parameters<LocalFs['readFile']>[1]): Promise<string> => {
+    try {
+      this.check(path, 'readFile');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return readSmallFile(path, { ...opts, fs: this });
+  };
+
+  open = async (path: string, opts?: { noFollow?: boolean }): Promise<FsFileHandle> => {
+    this.check(path, 'open');
+    const n = this.lookup(path, opts?.noFollow !== true);
+    if (n.kind === 'link') throw fsError('ELOOP', path);
+    if (n.kind === 'file' && n.unreadable) throw fsError('EACCES', path);
+    let pos = 0;
+    // A descriptor reads its inode, whatever happens to the path meanwhile.
+    return {
+      read: async (buffer, offset, length, position) => {
+        this.check(path, 'read');
+        if (n.kind !== 'file') throw fsError('EISDIR', path);
+        const at = position ?? pos;
+        const bytesRead = Math.max(0, Math.min(length, n.data.length - at));
+        n.data.copy(buffer, offset, at, at + bytesRead);
+        if (position === null) pos += bytesRead;
+        return { bytesRead };
+      },
+      stat: async () => this.stats(n),
+      close: async () => undefined,
+    };
+  };
+}
