@@ -20,6 +20,12 @@
  *   across a release: sizes are remembered for `maxStabilityMs`), it was just created
  *   (`add`), or it is empty (a truncate before a rewrite). A writer that pauses between
  *   writes (200 KB every 0.5 s) is thus never caught between two writes;
+ * - a file seen empty and written again within `refillMs` of that (an existing file saved
+ *   in one go: open with O_TRUNC, write, close; the watcher's stat of the truncation's
+ *   event ran before the write) is settled again, as when the stat comes after the write
+ *   and never sees the empty file: which of the two a save gets is a race between the
+ *   daemon's stat and the writer's next system call, and must not decide a 2 s wait. A
+ *   file still empty, refilled later than that, or resized again stays unsettled;
  * - a file whose size keeps changing is still released `writeFinishMaxMs` after its first
  *   event (its latest state, at a bounded rate: never once per write);
  * - a removal (unlink, unlinkDir as the last event) is ready only `renameWindowMs` after it;
@@ -83,6 +89,13 @@ export interface AggregatorOptions {
   maxStabilityMs: number;
   /** A file whose size keeps changing is looked at after this long at the latest (ms). */
   writeFinishMaxMs: number;
+  /**
+   * A file seen empty (a truncation) and then with content within this long (ms) is one
+   * save in one go, not a truncate-then-rewrite in progress (see the rules). Far below the
+   * pauses of a writer that truncates and then waits (the simulation's are 200 ms and more)
+   * and far above the microseconds between a save's truncation and its write.
+   */
+  refillMs: number;
   /** More pending paths than this: drop them all and ask for a rescan (bounded memory). */
   maxPending: number;
   /** nextDeadline() is rounded up to this grid, so that a burst drains in few batches (ms). */
@@ -114,6 +127,7 @@ export const DEFAULT_AGGREGATOR_OPTIONS: Readonly<Omit<AggregatorOptions, 'quiet
   settleMs: 2000,
   maxStabilityMs: 30_000,
   writeFinishMaxMs: 60_000,
+  refillMs: 100,
   maxPending: 100_000,
   batchTickMs: 200,
 });
@@ -166,6 +180,12 @@ interface Entry {
   /** The last event that made or kept the file unsettled. */
   lastChangeAt: number | undefined;
   /**
+   * When the file was first seen empty while that alone made it unsettled (a settled file
+   * truncated), and its size before (if known): refilled within `refillMs` to a size a stat
+   * after the write would not have seen as a resize, it was a save in one go (the rules).
+   */
+  emptied: { at: number; sizeBefore: number | undefined } | undefined;
+  /**
    * A folder created and deleted again: reported never, but kept for `renameWindowMs` so
    * that late events for files under it (a folder's watch can report them after the folder's own removal) fold into it.
    */
@@ -194,7 +214,7 @@ export class EventAggregator {
 
   constructor(opts: Partial<AggregatorOptions> & Pick<AggregatorOptions, 'quietMs'>) {
     this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...stripUndefined(opts), quietMs: opts.quietMs };
-    for (const k of ['quietMs', 'maxWaitMs', 'renameWindowMs', 'settleMs', 'maxStabilityMs', 'writeFinishMaxMs', 'maxPending', 'batchTickMs'] as const) {
+    for (const k of ['quietMs', 'maxWaitMs', 'renameWindowMs', 'settleMs', 'maxStabilityMs', 'writeFinishMaxMs', 'refillMs', 'maxPending', 'batchTickMs'] as const) {
       const v = this.o[k];
       if (!Number.isFinite(v) || v < 0) throw new RangeError(`EventAggregator: ${k} must be a number >= 0, got ${String(v)}`);
     }
@@ -227,7 +247,7 @@ export class EventAggregator {
       // Created while a pass that may send it runs, or a path the state tracks: the
       // service may know it, so its removal is told.
       const maybeKnown = this.mayBeSent(path) || this.o.tracked?.(path) === true;
-      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created && !maybeKnown, gone: false, size: undefined, stat: undefined, unsettledSince: undefined, lastChangeAt: undefined, dropped: false };
+      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created && !maybeKnown, gone: false, size: undefined, stat: undefined, unsettledSince: undefined, lastChangeAt: undefined, emptied: undefined, dropped: false };
       const mem = isDir ? undefined : this.recent.get(path);
       if (mem && e.at - mem.lastAt <= this.o.maxStabilityMs) {
         // Released a moment ago and written again: the same write may still be going on.
@@ -245,6 +265,7 @@ export class EventAggregator {
       entry.size = undefined;
       entry.unsettledSince = undefined;
       entry.lastChangeAt = undefined;
+      entry.emptied = undefined;
       if (entry.bornHere) {
         // Created and deleted while pending: nothing to tell the service.
         if (isDir) {
@@ -263,9 +284,27 @@ export class EventAggregator {
         this.o.startedAt !== undefined &&
         e.at < this.o.startedAt + this.o.maxStabilityMs &&
         (e.size === undefined || this.o.syncedSize?.(path) !== e.size);
-      if (e.kind === 'add' || resized || e.size === 0 || unknownPast) {
+      const was = entry.emptied;
+      const refilled =
+        was !== undefined &&
+        e.kind === 'change' &&
+        e.size !== undefined &&
+        e.size > 0 &&
+        e.at - was.at <= this.o.refillMs &&
+        (was.sizeBefore === undefined || was.sizeBefore === e.size);
+      if (refilled) {
+        // A save in one go whose truncation the watcher's stat happened to see: settled, as
+        // the same save is when the stat comes after its write (then nothing saw it empty).
+        entry.unsettledSince = undefined;
+        entry.lastChangeAt = undefined;
+        entry.emptied = undefined;
+      } else if (e.kind === 'add' || resized || e.size === 0 || unknownPast) {
+        const onlyEmptied = e.kind === 'change' && e.size === 0 && !unknownPast && (entry.unsettledSince === undefined || was !== undefined);
+        entry.emptied = onlyEmptied ? (was ?? { at: e.at, sizeBefore: entry.size }) : undefined;
         entry.unsettledSince ??= resized ? Math.min(entry.firstAt, entry.lastChangeAt ?? Infinity) : e.at;
         entry.lastChangeAt = e.at;
+      } else {
+        entry.emptied = undefined;
       }
       if (e.size !== undefined) entry.size = e.size;
     }

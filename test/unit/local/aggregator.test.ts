@@ -498,12 +498,62 @@ describe('EventAggregator: files written with pauses (issue 9, defect 7)', () =>
       events: [ev(0, 'change', 'notes.txt', 700), ev(3, 'change', 'notes.txt', 700)],
       expectUploads: (u) => expect(u).toEqual([{ at: 400, size: 700 }]),
     },
+    {
+      // writeFile over an existing file: open with O_TRUNC (an event whose stat may run before
+      // the write and see 0 bytes), write, close. Whether the stat sees the empty file is a
+      // race; either way the save goes after the debounce (issue 28.4's latency regression).
+      name: 'an existing file saved in one go whose truncation the stat saw (0 bytes, then its size 2 ms later) goes after the debounce',
+      path: 'notes.txt',
+      events: [ev(0, 'change', 'notes.txt', 0), ev(2, 'change', 'notes.txt', 700)],
+      expectUploads: (u) => expect(u).toEqual([{ at: 400, size: 700 }]),
+    },
+    {
+      name: 'truncated, then written 200 ms later (a writer that pauses after truncating): waits the stability window',
+      path: 'notes.txt',
+      events: [ev(0, 'change', 'notes.txt', 0), ev(200, 'change', 'notes.txt', 700)],
+      expectUploads: (u) => {
+        expect(u.map((x) => x.size)).toEqual([700]);
+        expect(u[0]!.at).toBeGreaterThanOrEqual(200 + 2000);
+      },
+    },
+    {
+      name: 'truncated and left empty past the debounce: waits (no empty upload while a rewrite may follow)',
+      path: 'report.docx',
+      events: [ev(0, 'change', 'report.docx', 0), ev(1, 'change', 'report.docx', 0)],
+      expectUploads: (u) => {
+        expect(u.map((x) => x.size)).toEqual([0]);
+        expect(u[0]!.at).toBeGreaterThanOrEqual(2000);
+      },
+    },
+    {
+      name: 'saved again in one go within 30 s of its release at another size: waits, as when the stat misses the empty moment',
+      path: 'notes.txt',
+      events: [ev(0, 'change', 'notes.txt', 500), ev(5000, 'change', 'notes.txt', 0), ev(5002, 'change', 'notes.txt', 700)],
+      expectUploads: (u) => {
+        expect(u.map((x) => x.size)).toEqual([500, 700]);
+        expect(u[1]!.at).toBeGreaterThanOrEqual(5002 + 2000);
+      },
+    },
+    {
+      name: 'saved again in one go within 30 s of its release at the same size: goes after the debounce',
+      path: 'notes.txt',
+      events: [ev(0, 'change', 'notes.txt', 700), ev(5000, 'change', 'notes.txt', 0), ev(5002, 'change', 'notes.txt', 700)],
+      expectUploads: (u) => expect(u).toEqual([{ at: 400, size: 700 }, { at: 5400, size: 700 }]),
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
       c.expectUploads(uploads(c.events, c.path, c.until));
     });
   }
+
+  it('truncated and refilled at once, then written on with pauses: the same uploads as when the stat misses the empty moment (the first write into an existing file, docs/watch.md)', () => {
+    const chunks = [ev(2, 'change', 'export.csv', 200 * KB), ev(500, 'change', 'export.csv', 400 * KB), ev(1000, 'change', 'export.csv', 600 * KB)];
+    const seenEmpty = uploads([ev(0, 'change', 'export.csv', 0), ...chunks], 'export.csv');
+    expect(seenEmpty).toEqual(uploads(chunks, 'export.csv'));
+    // From the second write on the file is growing: never released between two writes.
+    expect(seenEmpty.map((x) => x.size)).toEqual([200 * KB, 600 * KB]);
+  });
 
   it('the stability window is bounded by maxStabilityMs however long the file grew', () => {
     const agg = new EventAggregator({ quietMs: 300, batchTickMs: 0, writeFinishMaxMs: 1_000_000 });
