@@ -4,8 +4,13 @@
  * ignore file, maxFileBytes, the hash with its before/after checks, the upload's identity
  * checks. Chosen over real files for speed (thousands of histories a run), exact replay, and
  * the failures a real disk cannot produce on demand (tests run as root, so permissions do
- * not block; EIO and stale handles cannot be provoked): `fail(path, call, errno)`. What a
- * real disk adds (inotify, kernel paths of descriptors) is left to the integration tests.
+ * not block; EIO and stale handles cannot be provoked): `fail(path, call, errno)`; a hung
+ * network mount, as calls that do not settle until the test lets them go: `hang(path, call)`,
+ * `held()`, `release(path, call)` (one call held at a time is a listing slow but moving; one
+ * never let go, a listing that stopped); shares mounted inside the tree, with a device of their
+ * own, taken away and brought back: `mount(path, dev)`, `unmount(path)`. Every call is counted
+ * (`calls`, `onCall`): a test's CPU or a slow mount's waiting charged per call. What a real
+ * disk adds (inotify, kernel paths of descriptors) is left to the integration tests.
  *
  * Files carry what a walk sees: size, mtime (settable back, like `touch -r`), ctime (moves on
  * every change and cannot be set back), dev and inode (kept by in-place writes and renames).
@@ -58,6 +63,8 @@ export interface FakeLocalOptions {
 
 /** How many links one lookup follows before ELOOP, as Linux. */
 const MAX_LINKS = 40;
+/** The device of everything outside the mounts made by `mount`. */
+const ROOT_DEV = 1;
 
 export function sha256(content: string | Buffer): string {
   return createHash('sha256').update(content).digest('hex');
@@ -84,8 +91,18 @@ export class FakeLocal implements LocalFs {
   private readonly watchable: boolean;
   /** `${call} ${path}` -> the errno that call of that path throws (`fail`). */
   private readonly failures = new Map<string, string>();
+  /** `${call} ${path}` -> the calls of it waiting, held by `hang` until `release`. */
+  private readonly hangs = new Map<string, (() => void)[]>();
+  /** Mount point (absolute) -> its device; the deepest one holding a path decides. */
+  private readonly mounts = new Map<string, number>();
+  /** Mount point -> what `unmount` took away from below it, brought back by `mount`. */
+  private readonly unmounted = new Map<string, [string, Node][]>();
   /** Folder watches set up (path -> listener), when the fake was made with `watch: true`. */
   readonly watchers = new Map<string, (type: string, filename: string | null) => void>();
+  /** Calls made so far (every `LocalFs` method and every read; held ones included). */
+  calls = 0;
+  /** Called at every call as it is made (a test charges its cost: CPU, a slow mount's wait). */
+  onCall: (() => void) | undefined;
 
   constructor(opts: FakeLocalOptions = {}) {
     this.root = opts.root ?? '/';
@@ -120,6 +137,68 @@ export class FakeLocal implements LocalFs {
   /** From now on, `call` of exactly `path` (as the caller names it) throws errno `code`. */
   fail(path: string, call: FakeCall, code: string): this {
     this.failures.set(`${call} ${this.abs(path)}`, code);
+    return this;
+  }
+
+  /** `fail` undone: `call` of `path` answers again. */
+  heal(path: string, call: FakeCall): this {
+    this.failures.delete(`${call} ${this.abs(path)}`);
+    return this;
+  }
+
+  /** From now on, `call` of exactly `path` does not settle until `release(path, call)`. */
+  hang(path: string, call: FakeCall): this {
+    const key = `${call} ${this.abs(path)}`;
+    if (!this.hangs.has(key)) this.hangs.set(key, []);
+    return this;
+  }
+
+  /** The calls waiting on a `hang` now, oldest first. */
+  held(): { path: string; call: FakeCall }[] {
+    const out: { path: string; call: FakeCall }[] = [];
+    for (const [key, waiting] of this.hangs) {
+      const at = key.indexOf(' ');
+      for (let i = 0; i < waiting.length; i++) out.push({ call: key.slice(0, at) as FakeCall, path: key.slice(at + 1) });
+    }
+    return out;
+  }
+
+  /** Ends a `hang`: the calls it held go on now (against the tree as it is now), later ones at once. */
+  release(path: string, call: FakeCall): void {
+    const key = `${call} ${this.abs(path)}`;
+    const waiting = this.hangs.get(key) ?? [];
+    this.hangs.delete(key);
+    for (const go of waiting) go();
+  }
+
+  /**
+   * The folder at `path` becomes the root of a filesystem of device `dev` (itself and all below
+   * it, down to a deeper mount). After an `unmount` of it, what was there comes back as it was
+   * (same inodes); the mount point must then be empty.
+   */
+  mount(path: string, dev: number): this {
+    const abs = this.abs(path);
+    if (!this.isDir(abs)) throw new Error(`FakeLocal: cannot mount on ${path}: not a folder`);
+    const away = this.unmounted.get(abs);
+    if (away) {
+      if (this.children(abs).length > 0) throw new Error(`FakeLocal: cannot mount on ${path}: the mount point is not empty`);
+      for (const [p, n] of away) this.nodes.set(p, n);
+      this.unmounted.delete(abs);
+    }
+    this.mounts.set(abs, dev);
+    return this;
+  }
+
+  /**
+   * The share at `path` goes away (a network mount dropped): what is left is an empty folder
+   * of the filesystem around it (its device, an inode of its own); `mount` brings it back.
+   */
+  unmount(path: string): this {
+    const abs = this.abs(path);
+    if (!this.mounts.delete(abs)) throw new Error(`FakeLocal: ${path} is not mounted`);
+    this.unmounted.set(abs, [...this.nodes].filter(([p]) => p === abs || p.startsWith(`${abs}/`)));
+    for (const [p] of this.unmounted.get(abs)!) this.nodes.delete(p);
+    this.nodes.set(abs, { kind: 'dir', ino: this.nextIno++, ctimeMs: this.now() });
     return this;
   }
 
@@ -242,6 +321,14 @@ export class FakeLocal implements LocalFs {
 
   // ---- LocalFs ------------------------------------------------------------------------
 
+  /** Counts a call as it is made; a promise when a `hang` holds it. */
+  private enter(path: string, call: FakeCall): Promise<void> | undefined {
+    this.calls++;
+    this.onCall?.();
+    const waiting = this.hangs.get(`${call} ${path}`);
+    return waiting && new Promise<void>((go) => waiting.push(go));
+  }
+
   private check(path: string, call: FakeCall): void {
     const code = this.failures.get(`${call} ${path}`);
     if (code !== undefined) throw fsError(code, path);
@@ -261,11 +348,15 @@ export class FakeLocal implements LocalFs {
     throw fsError('ENOENT', path);
   }
 
-  private lookup(path: string, follow = true): Node {
-    return this.nodes.get(this.resolve(path, follow))!;
+  /** The device of a resolved path: the deepest mount holding it. */
+  private devAt(real: string): number {
+    let dev = ROOT_DEV;
+    let depth = -1;
+    for (const [m, d] of this.mounts) if ((real === m || real.startsWith(`${m}/`)) && m.length > depth) [dev, depth] = [d, m.length];
+    return dev;
   }
 
-  private stats(n: Node): FsStats {
+  private stats(n: Node, dev: number): FsStats {
     return {
       isFile: () => n.kind === 'file',
       isDirectory: () => n.kind === 'dir',
@@ -273,26 +364,35 @@ export class FakeLocal implements LocalFs {
       size: n.kind === 'file' ? n.data.length : n.kind === 'link' ? Buffer.byteLength(n.target) : 4096,
       mtimeMs: n.kind === 'file' ? n.mtimeMs : n.ctimeMs,
       ctimeMs: n.ctimeMs,
-      dev: 1,
+      dev,
       ino: n.ino,
     };
   }
 
   stat = async (path: string): Promise<FsStats> => {
+    const held = this.enter(path, 'stat');
+    if (held) await held;
     this.check(path, 'stat');
-    return this.stats(this.lookup(path));
+    const real = this.resolve(path, true);
+    return this.stats(this.nodes.get(real)!, this.devAt(real));
   };
   lstat = async (path: string): Promise<FsStats> => {
+    const held = this.enter(path, 'lstat');
+    if (held) await held;
     this.check(path, 'lstat');
-    return this.stats(this.lookup(path, false));
+    const real = this.resolve(path, false);
+    return this.stats(this.nodes.get(real)!, this.devAt(real));
   };
   realpath = async (path: string): Promise<string> => {
+    const held = this.enter(path, 'realpath');
+    if (held) await held;
     this.check(path, 'realpath');
     return this.resolve(path, true);
   };
 
   watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher {
     if (!this.watchable) throw fsError('ENOSYS', path);
+    if (this.enter(path, 'watch')) throw new Error('FakeLocal: watch() is synchronous and cannot hang');
     this.check(path, 'watch');
     this.watchers.set(path, listener);
     return { close: () => void this.watchers.delete(path), on: () => undefined };
@@ -300,6 +400,11 @@ export class FakeLocal implements LocalFs {
 
   /** As the production lister answers (test/helpers/list-folder.ts): readdir, then lstat of each file. */
   listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing> {
+    const held = this.enter(path, 'listFolder');
+    return held ? held.then(() => this.listNow(path, opts)) : this.listNow(path, opts);
+  }
+
+  private listNow(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing> {
     try {
       this.check(path, 'listFolder');
       // O_NOFOLLOW: a folder swapped for a link is refused, not listed through it.
@@ -311,6 +416,8 @@ export class FakeLocal implements LocalFs {
   }
 
   readdir = async (path: string): Promise<FsDirent[]> => {
+    const held = this.enter(path, 'readdir');
+    if (held) await held;
     this.check(path, 'readdir');
     const real = this.resolve(path, true);
     if (this.nodes.get(real)!.kind !== 'dir') throw fsError('ENOTDIR', path);
@@ -321,23 +428,34 @@ export class FakeLocal implements LocalFs {
   };
 
   readFile = (path: string, opts?: Parameters<LocalFs['readFile']>[1]): Promise<string> => {
+    const held = this.enter(path, 'readFile');
+    return held ? held.then(() => this.readNow(path, opts)) : this.readNow(path, opts);
+  };
+
+  private readNow(path: string, opts?: Parameters<LocalFs['readFile']>[1]): Promise<string> {
     try {
       this.check(path, 'readFile');
     } catch (e) {
       return Promise.reject(e);
     }
     return readSmallFile(path, { ...opts, fs: this });
-  };
+  }
 
   open = async (path: string, opts?: { noFollow?: boolean }): Promise<FsFileHandle> => {
+    const held = this.enter(path, 'open');
+    if (held) await held;
     this.check(path, 'open');
-    const n = this.lookup(path, opts?.noFollow !== true);
+    const real = this.resolve(path, opts?.noFollow !== true);
+    const n = this.nodes.get(real)!;
+    const dev = this.devAt(real);
     if (n.kind === 'link') throw fsError('ELOOP', path);
     if (n.kind === 'file' && n.unreadable) throw fsError('EACCES', path);
     let pos = 0;
     // A descriptor reads its inode, whatever happens to the path meanwhile.
     return {
       read: async (buffer, offset, length, position) => {
+        const held = this.enter(path, 'read');
+        if (held) await held;
         this.check(path, 'read');
         if (n.kind !== 'file') throw fsError('EISDIR', path);
         const at = position ?? pos;
@@ -346,7 +464,7 @@ export class FakeLocal implements LocalFs {
         if (position === null) pos += bytesRead;
         return { bytesRead };
       },
-      stat: async () => this.stats(n),
+      stat: async () => this.stats(n, dev),
       close: async () => undefined,
     };
   };

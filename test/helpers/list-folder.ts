@@ -1,8 +1,8 @@
 /**
- * `LocalFs.listFolder` for the fakes, answered as the production lister's worker answers it
+ * `LocalFs.listFolder` for the fake (`FakeLocal`), answered as the production lister's worker answers it
  * (src/local/folder-lister.ts): the folder's entries, then the `lstat` of every entry listed
  * as a file, into the same flat arrays and the same STAT_* markers. So the walk runs one
- * code path, the production one, over a fake as over the disk (issue 27.4). The fakes have
+ * code path, the production one, over the fake as over the disk (issue 27.4). The fake has
  * no descriptors: `realPath` is undefined (the walk's swap check is the disk's business,
  * proven in test/integration/local/fs-safety.test.ts). `progress` moves as the worker's count
  * does: after the readdir and after each file's lstat.

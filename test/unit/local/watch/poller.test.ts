@@ -1,101 +1,28 @@
 /**
- * The poller on a fake filesystem and a fake clock (issue 12): what a stat-only walk reports,
+ * The poller on the one fake filesystem (test/helpers/fake-local.ts) and a fake clock (issue 12): what a stat-only walk reports,
  * its CPU budget, and bad input (a hung mount, an unmounted share, a denied folder) never
  * read as deletions.
  */
 import { describe, expect, it } from 'vitest';
 import type { RawEvent } from '../../../../src/local/aggregator.js';
-import { Poller, type PollFs, type PollProblem } from '../../../../src/local/watch/poller.js';
+import { Poller, type PollProblem } from '../../../../src/local/watch/poller.js';
 import { realClock, type Clock, type TimerHandle } from '../../../../src/time/clock.js';
-import { listFolderOf } from '../../../helpers/list-folder.js';
 import { FakeClock as SharedFakeClock } from '../../../helpers/fake-clock.js';
-import type { ListingProgress } from '../../../../src/local/fs.js';
+import { FakeLocal } from '../../../helpers/fake-local.js';
 
-interface Node {
-  dir: boolean;
-  size: number;
-  mtimeMs: number;
-  ino: number;
-}
-
-/** A filesystem of absolute paths; errors and hangs can be injected per path. */
-class FakeFs implements PollFs {
-  readonly nodes = new Map<string, Node>();
-  dev = 7;
-  /** Mounts inside the root (absolute path -> device); the deepest holding a path decides. */
-  readonly mounts = new Map<string, number>();
-  private ino = 1;
-  readonly fail = new Map<string, string>();
-  readonly hang = new Set<string>();
-  calls = 0;
-  constructor(readonly root: string) {
-    this.nodes.set(root, { dir: true, size: 0, mtimeMs: 0, ino: this.ino++ });
-  }
-  mkdir(rel: string): void {
-    this.nodes.set(`${this.root}/${rel}`, { dir: true, size: 0, mtimeMs: 0, ino: this.ino++ });
-  }
-  write(rel: string, size: number, mtimeMs = 1000): void {
-    const old = this.nodes.get(`${this.root}/${rel}`);
-    this.nodes.set(`${this.root}/${rel}`, { dir: false, size, mtimeMs, ino: old?.ino ?? this.ino++ });
-  }
-  rm(rel: string): void {
-    const abs = `${this.root}/${rel}`;
-    for (const k of [...this.nodes.keys()]) if (k === abs || k.startsWith(`${abs}/`)) this.nodes.delete(k);
-  }
-  rename(from: string, to: string): void {
-    const a = `${this.root}/${from}`;
-    for (const [k, v] of [...this.nodes]) {
-      if (k === a || k.startsWith(`${a}/`)) {
-        this.nodes.delete(k);
-        this.nodes.set(`${this.root}/${to}${k.slice(a.length)}`, v);
-      }
-    }
-  }
-  /** Called at every filesystem call (a slow mount advances the clock). */
-  onCall: (() => void) | undefined;
-  private check(path: string): void {
-    this.calls++;
-    this.onCall?.();
-    const code = this.fail.get(path);
-    if (code) throw Object.assign(new Error(`${code}: ${path}`), { code });
-  }
-  async lstat(path: string) {
-    if (this.hang.has(path)) return new Promise<never>(() => undefined);
-    this.check(path);
-    const n = this.nodes.get(path);
-    if (!n) throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
-    let dev = this.dev;
-    let depth = -1;
-    for (const [m, d] of this.mounts) if ((path === m || path.startsWith(`${m}/`)) && m.length > depth) [dev, depth] = [d, m.length];
-    return { dev, ino: n.ino, size: n.size, mtimeMs: n.mtimeMs, ctimeMs: n.mtimeMs, isDirectory: () => n.dir, isFile: () => !n.dir, isSymbolicLink: () => false };
-  }
-  async readdir(path: string) {
-    if (this.hang.has(path)) return new Promise<never>(() => undefined);
-    this.check(`${path}/`);
-    if (!this.nodes.get(path)?.dir) throw Object.assign(new Error(`ENOTDIR: ${path}`), { code: 'ENOTDIR' });
-    const names = new Set<string>();
-    for (const k of this.nodes.keys()) if (k.startsWith(`${path}/`)) names.add(k.slice(path.length + 1).split('/')[0]!);
-    return [...names].map((name) => {
-      const dir = this.nodes.get(`${path}/${name}`)?.dir === true;
-      return { name, isFile: () => !dir, isDirectory: () => dir, isSymbolicLink: () => false };
-    });
-  }
-  /** As the worker answers it: the readdir, then each file's lstat (a hang of either hangs the listing). */
-  listFolder(path: string, opts?: { signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }) {
-    return listFolderOf(this, path, opts?.signal, opts?.progress);
-  }
-}
+/** A file of `size` bytes (the poller sees sizes, never content). */
+const bytes = (size: number): string => 'x'.repeat(size);
 
 /**
  * Time advances only through sleep() (the poller's CPU slices and intervals: a self-advancing
  * clock, which test/helpers/fake-clock.ts is not); each filesystem call costs `cpuPerCall` ms
  * of CPU. The hung-call deadline runs on a real unref'd timer of `callTimeoutMs` (50 ms): the
- * fake filesystem's hang is a promise that never settles, so the deadline is the only way out.
+ * fake filesystem's hang (`FakeLocal.hang`) is a promise that never settles, so the deadline is the only way out.
  */
 class FakeClock implements Clock {
   t = 0;
   slept = 0;
-  constructor(private readonly fs: FakeFs, private readonly cpuPerCall = 0) {}
+  constructor(private readonly fs: FakeLocal, private readonly cpuPerCall = 0) {}
   now(): number {
     return this.t;
   }
@@ -119,7 +46,7 @@ class FakeClock implements Clock {
 
 const ROOT = '/srv/share';
 function setup(o: { cpuPerCall?: number; wallPerCall?: number; budgetPercent?: number; callTimeoutMs?: number; subtrees?: string[] } = {}) {
-  const fs = new FakeFs(ROOT);
+  const fs = new FakeLocal({ root: ROOT }).mount(ROOT, 7); // the polled share, a filesystem of its own
   const clock = new FakeClock(fs, o.cpuPerCall);
   if (o.wallPerCall) fs.onCall = () => (clock.t += o.wallPerCall!);
   const events: RawEvent[] = [];
@@ -145,18 +72,18 @@ describe('Poller: what a stat-only walk reports', () => {
   it('learns the tree at its first cycle (reports nothing), then reports adds, edits, deletes, renames and folders', async () => {
     const { fs, poller, kinds } = setup();
     fs.mkdir('a');
-    fs.write('a/one.txt', 10);
-    fs.write('two.txt', 20);
-    fs.write('.hidden', 1);
+    fs.write('a/one.txt', bytes(10));
+    fs.write('two.txt', bytes(20));
+    fs.write('.hidden', bytes(1));
     await poller.cycleOnce();
     expect(kinds()).toEqual([]);
 
-    fs.write('a/one.txt', 11, 2000); // edit
-    fs.write('three.txt', 5); // new
-    fs.rm('two.txt'); // deleted
+    fs.write('a/one.txt', bytes(11), 2000); // edit
+    fs.write('three.txt', bytes(5)); // new
+    fs.remove('two.txt'); // deleted
     fs.mkdir('b');
-    fs.write('b/four.txt', 4);
-    fs.write('.hidden', 2); // filtered
+    fs.write('b/four.txt', bytes(4));
+    fs.write('.hidden', bytes(2)); // filtered
     await poller.cycleOnce();
     expect(kinds()).toEqual(['add b/four.txt', 'add three.txt', 'addDir b', 'change a/one.txt', 'unlink two.txt']);
 
@@ -171,8 +98,8 @@ describe('Poller: what a stat-only walk reports', () => {
 
   it('sees a same-size rewrite with its mtime put back through the ctime, and a swap through the inode', async () => {
     const { fs, poller, kinds } = setup();
-    fs.write('x.txt', 10, 1000);
-    fs.write('y.txt', 10, 1000);
+    fs.write('x.txt', bytes(10), 1000);
+    fs.write('y.txt', bytes(10), 1000);
     await poller.cycleOnce();
     fs.rename('x.txt', 't');
     fs.rename('y.txt', 'x.txt');
@@ -184,10 +111,10 @@ describe('Poller: what a stat-only walk reports', () => {
   it('polls only its subtrees', async () => {
     const { fs, poller, kinds } = setup({ subtrees: ['nas'] });
     fs.mkdir('nas');
-    fs.write('local.txt', 1);
+    fs.write('local.txt', bytes(1));
     await poller.cycleOnce();
-    fs.write('nas/new.txt', 1);
-    fs.write('local2.txt', 1);
+    fs.write('nas/new.txt', bytes(1));
+    fs.write('local2.txt', bytes(1));
     await poller.cycleOnce();
     expect(kinds()).toEqual(['add nas/new.txt']);
   });
@@ -197,14 +124,14 @@ describe('Poller: subtrees', () => {
   it('walks a mount nested in a polled mount once, on its own: figures per subtree, no event twice', async () => {
     const { fs, poller, kinds } = setup({ subtrees: ['', 'inner'] });
     fs.mkdir('inner');
-    fs.mounts.set(`${ROOT}/inner`, 9);
-    fs.write('top.txt', 1);
-    fs.write('inner/a.txt', 1);
-    fs.write('inner/b.txt', 1);
+    fs.mount('inner', 9);
+    fs.write('top.txt', bytes(1));
+    fs.write('inner/a.txt', bytes(1));
+    fs.write('inner/b.txt', bytes(1));
     await poller.cycleOnce();
     expect(poller.status().bySubtree).toEqual({ '': { files: 1, ms: expect.any(Number) }, inner: { files: 2, ms: expect.any(Number) } });
-    fs.write('inner/a.txt', 2, 2000);
-    fs.write('top.txt', 2, 2000);
+    fs.write('inner/a.txt', bytes(2), 2000);
+    fs.write('top.txt', bytes(2), 2000);
     await poller.cycleOnce();
     expect(kinds()).toEqual(['change inner/a.txt', 'change top.txt']);
     expect(poller.status().lastFiles).toBe(3);
@@ -213,14 +140,12 @@ describe('Poller: subtrees', () => {
   it('an inner share unmounted under a polled outer one is an outage of its own, nothing under it deleted', async () => {
     const { fs, poller, kinds, problems } = setup({ subtrees: ['', 'inner'] });
     fs.mkdir('inner');
-    fs.mounts.set(`${ROOT}/inner`, 9);
-    fs.write('inner/a.txt', 1);
-    fs.write('top.txt', 1);
+    fs.mount('inner', 9);
+    fs.write('inner/a.txt', bytes(1));
+    fs.write('top.txt', bytes(1));
     await poller.cycleOnce();
-    fs.rm('inner');
-    fs.mkdir('inner'); // the mount point, now an empty folder of the outer filesystem
-    fs.mounts.delete(`${ROOT}/inner`);
-    fs.write('top.txt', 2, 2000);
+    fs.unmount('inner'); // the mount point, now an empty folder of the outer filesystem
+    fs.write('top.txt', bytes(2), 2000);
     await poller.cycleOnce();
     expect(kinds()).toEqual(['change top.txt']);
     expect(problems()).toEqual([expect.objectContaining({ kind: 'unmounted', path: 'inner' })]);
@@ -229,12 +154,12 @@ describe('Poller: subtrees', () => {
   it('a folder polled for the watch limit and then deleted is dropped (its watched parent reports it), not an outage', async () => {
     const { fs, poller, kinds, problems } = setup({ subtrees: [] });
     fs.mkdir('deep');
-    fs.write('deep/x.txt', 1);
+    fs.write('deep/x.txt', bytes(1));
     poller.addSubtree('deep');
     poller.addSubtree('deep/below'); // inside a polled subtree: nothing added
     await poller.cycleOnce();
     expect(poller.status().subtrees).toEqual(['deep']);
-    fs.rm('deep');
+    fs.remove('deep');
     await poller.cycleOnce();
     expect(kinds()).toEqual([]);
     expect(problems()).toEqual([]);
@@ -246,40 +171,35 @@ describe('Poller: what its first walk of a subtree learns is not lost', () => {
   it('a subtree learned after the first cycle (a folder past the watch limit found later) is reported whole once learned', async () => {
     const { fs, poller, kinds } = setup({ subtrees: [] });
     fs.mkdir('early');
-    fs.write('early/e.txt', 1);
+    fs.write('early/e.txt', bytes(1));
     fs.mkdir('late');
-    fs.write('late/l.txt', 1);
+    fs.write('late/l.txt', bytes(1));
     poller.addSubtree('early');
     await poller.cycleOnce(); // the first cycle: the caller's full pass follows it
     expect(kinds()).toEqual([]);
     // Edited after the full pass, before the walk that learns its folder: only the
     // look at the whole folder can find it (the walk's snapshot already holds the edit).
-    fs.write('late/l.txt', 2, 2000);
+    fs.write('late/l.txt', bytes(2), 2000);
     poller.addSubtree('late');
     await poller.cycleOnce();
     expect(kinds()).toEqual(['addDir late']);
-    fs.write('late/l.txt', 3, 3000);
+    fs.write('late/l.txt', bytes(3), 3000);
     await poller.cycleOnce();
     expect(kinds()).toEqual(['change late/l.txt']);
   });
 
   it('a first cycle cut short by a hang learns nothing; the cycle that learns the mapped folder later asks for a look at everything', async () => {
     const { fs, poller, events, kinds, problems } = setup({ callTimeoutMs: 20 });
-    fs.write('one.txt', 1);
+    fs.write('one.txt', bytes(1));
     // The stat of one.txt hangs past the timeout, then answers.
-    let answer: (() => void) | undefined;
-    const lstat = fs.lstat.bind(fs);
-    fs.lstat = async (path: string) => {
-      if (path !== `${ROOT}/one.txt` || answer) return lstat(path);
-      await new Promise<void>((r) => (answer = r));
-      return lstat(path);
-    };
+    fs.hang('one.txt', 'lstat');
+    const answer = (): void => fs.release('one.txt', 'lstat');
     await poller.cycleOnce();
     expect(problems()).toEqual([expect.objectContaining({ kind: 'hung' })]);
     expect(poller.status().cycles).toBe(0);
-    answer!();
+    answer();
     await new Promise((r) => setTimeout(r, 0));
-    fs.write('one.txt', 2, 2000); // edited before any walk learned the folder
+    fs.write('one.txt', bytes(2), 2000); // edited before any walk learned the folder
     await poller.cycleOnce();
     expect(events.map((e) => e.reason)).toEqual([expect.stringMatching(/learned \/srv\/share after the start's full pass/)]);
     expect(kinds()).toEqual(['raw ']);
@@ -294,7 +214,7 @@ describe('Poller: what its first walk of a subtree learns is not lost', () => {
       await new Promise((r) => setImmediate(r));
     };
     fs.mkdir('a');
-    fs.write('a/x.txt', 1);
+    fs.write('a/x.txt', bytes(1));
     poller.addSubtree('a');
     await poller.start();
     expect(poller.status()).toMatchObject({ cycles: 1, subtrees: ['a'], bySubtree: { a: { files: 1 } } });
@@ -308,10 +228,10 @@ describe('Poller: cost', () => {
     const { fs, clock, poller, kinds } = setup({ cpuPerCall: 0.05, budgetPercent: 5 });
     for (let d = 0; d < 20; d++) {
       fs.mkdir(`d${d}`);
-      for (let f = 0; f < 500; f++) fs.write(`d${d}/f${f}.txt`, 1);
+      for (let f = 0; f < 500; f++) fs.write(`d${d}/f${f}.txt`, bytes(1));
     }
     await poller.cycleOnce();
-    fs.write('d19/f499.txt', 2, 5000);
+    fs.write('d19/f499.txt', bytes(2), 5000);
     const t0 = clock.now();
     await poller.cycleOnce();
     expect(kinds()).toEqual(['change d19/f499.txt']);
@@ -330,7 +250,7 @@ describe('Poller: cost on a slow mount', () => {
     const { fs, poller } = setup({ cpuPerCall: 0.05, wallPerCall: 2, budgetPercent: 5 });
     for (let d = 0; d < 20; d++) {
       fs.mkdir(`d${d}`);
-      for (let f = 0; f < 500; f++) fs.write(`d${d}/f${f}.txt`, 1);
+      for (let f = 0; f < 500; f++) fs.write(`d${d}/f${f}.txt`, bytes(1));
     }
     await poller.cycleOnce();
     const s = poller.status();
@@ -347,16 +267,13 @@ describe('Poller: cost on a slow mount', () => {
  * of `big` waits until the test lets it answer.
  */
 function slowSetup() {
-  const fs = new FakeFs(ROOT);
+  const fs = new FakeLocal({ root: ROOT });
   const clock = new SharedFakeClock(0);
   fs.mkdir('big');
-  for (let i = 0; i < 8; i++) fs.write(`big/f${i}.txt`, 1);
-  const waiting: (() => void)[] = [];
-  let slow = false;
-  const lstat = fs.lstat.bind(fs);
-  fs.lstat = async (path: string) => {
-    if (slow && path.startsWith(`${ROOT}/big/`)) await new Promise<void>((r) => waiting.push(r));
-    return lstat(path);
+  for (let i = 0; i < 8; i++) fs.write(`big/f${i}.txt`, bytes(1));
+  /** Every file's lstat in `big` held until the test lets it answer (each is asked once a cycle). */
+  const slow = (): void => {
+    for (let i = 0; i < 8; i++) fs.hang(`big/f${i}.txt`, 'lstat');
   };
   const events: RawEvent[] = [];
   let problems: readonly PollProblem[] = [];
@@ -376,10 +293,12 @@ function slowSetup() {
   /** The one lstat waiting, once the listing has reached it. */
   const next = async (): Promise<() => void> => {
     await clock.settle();
+    const waiting = fs.held();
     expect(waiting).toHaveLength(1);
-    return waiting.shift()!;
+    const { path, call } = waiting[0]!;
+    return () => fs.release(path, call);
   };
-  return { fs, clock, poller, next, slow: () => (slow = true), kinds: () => events.splice(0).map((e) => `${e.kind} ${e.path}`).sort(), problems: () => problems };
+  return { fs, clock, poller, next, slow, kinds: () => events.splice(0).map((e) => `${e.kind} ${e.path}`).sort(), problems: () => problems };
 }
 
 describe('Poller: a slow listing is not a hung one', () => {
@@ -387,7 +306,7 @@ describe('Poller: a slow listing is not a hung one', () => {
     const { fs, clock, poller, next, slow, kinds, problems } = slowSetup();
     await poller.cycleOnce(); // learns the tree
     slow();
-    fs.write('big/f7.txt', 2, 2000);
+    fs.write('big/f7.txt', bytes(2), 2000);
     let ended = false;
     const cycle = poller.cycleOnce().then(() => (ended = true));
     for (let i = 0; i < 8; i++) {
@@ -406,7 +325,7 @@ describe('Poller: a slow listing is not a hung one', () => {
     const { fs, clock, poller, next, slow, kinds, problems } = slowSetup();
     await poller.cycleOnce();
     slow();
-    fs.rm('big/f0.txt');
+    fs.remove('big/f0.txt');
     let ended = false;
     const cycle = poller.cycleOnce().then(() => (ended = true));
     for (let i = 0; i < 3; i++) {
@@ -428,10 +347,10 @@ describe('Poller: bad input is never read as deletion', () => {
   it('a stat that hangs: bounded wait, reported, nothing reported deleted, no new cycle while it hangs', async () => {
     const { fs, poller, kinds, problems } = setup({ callTimeoutMs: 20 });
     fs.mkdir('a');
-    fs.write('a/one.txt', 1);
-    fs.write('two.txt', 1);
+    fs.write('a/one.txt', bytes(1));
+    fs.write('two.txt', bytes(1));
     await poller.cycleOnce();
-    fs.hang.add(`${ROOT}/a`);
+    fs.hang('a', 'readdir');
     await poller.cycleOnce();
     expect(kinds()).toEqual([]);
     expect(problems()).toEqual([expect.objectContaining({ kind: 'hung' })]);
@@ -444,19 +363,15 @@ describe('Poller: bad input is never read as deletion', () => {
   it('a share unmounted under the poller (the mount point is an empty folder of another device): an outage', async () => {
     const { fs, poller, kinds, problems } = setup();
     fs.mkdir('a');
-    fs.write('a/one.txt', 1);
-    fs.write('two.txt', 1);
+    fs.write('a/one.txt', bytes(1));
+    fs.write('two.txt', bytes(1));
     await poller.cycleOnce();
-    const mounted = new Map(fs.nodes);
-    fs.rm('a');
-    fs.rm('two.txt');
-    fs.dev = 8; // what is left at the mount point is the parent filesystem's empty folder
+    fs.unmount(ROOT); // what is left at the mount point is the parent filesystem's empty folder
     await poller.cycleOnce();
     expect(kinds()).toEqual([]);
     expect(problems()).toEqual([expect.objectContaining({ kind: 'unmounted', path: '' })]);
     // Mounted again with everything back: no event, the outage clears.
-    fs.dev = 7;
-    for (const [k, v] of mounted) fs.nodes.set(k, v);
+    fs.mount(ROOT, 7);
     await poller.cycleOnce();
     expect(kinds()).toEqual([]);
     expect(problems()).toEqual([]);
@@ -464,9 +379,9 @@ describe('Poller: bad input is never read as deletion', () => {
 
   it('a mount point that vanished altogether is an outage too', async () => {
     const { fs, poller, kinds, problems } = setup();
-    fs.write('two.txt', 1);
+    fs.write('two.txt', bytes(1));
     await poller.cycleOnce();
-    fs.fail.set(ROOT, 'ENOENT');
+    fs.fail(ROOT, 'lstat', 'ENOENT');
     await poller.cycleOnce();
     expect(kinds()).toEqual([]);
     expect(problems()[0]).toMatchObject({ kind: 'unmounted' });
@@ -474,15 +389,15 @@ describe('Poller: bad input is never read as deletion', () => {
 
   it("a file whose stat fails (EIO) in its folder's listing is kept as last seen, not reported deleted", async () => {
     const { fs, poller, kinds } = setup();
-    fs.write('bad.txt', 1);
-    fs.write('ok.txt', 1);
+    fs.write('bad.txt', bytes(1));
+    fs.write('ok.txt', bytes(1));
     await poller.cycleOnce();
-    fs.fail.set(`${ROOT}/bad.txt`, 'EIO');
-    fs.write('ok.txt', 2, 2000);
+    fs.fail('bad.txt', 'lstat', 'EIO');
+    fs.write('ok.txt', bytes(2), 2000);
     await poller.cycleOnce();
     expect(kinds()).toEqual(['change ok.txt']);
-    fs.fail.delete(`${ROOT}/bad.txt`);
-    fs.write('bad.txt', 3, 3000);
+    fs.heal('bad.txt', 'lstat');
+    fs.write('bad.txt', bytes(3), 3000);
     await poller.cycleOnce();
     expect(kinds()).toEqual(['change bad.txt']);
   });
@@ -490,11 +405,11 @@ describe('Poller: bad input is never read as deletion', () => {
   it('a denied subfolder is reported, its content kept, the rest polled', async () => {
     const { fs, poller, kinds, problems } = setup();
     fs.mkdir('private');
-    fs.write('private/p.txt', 1);
-    fs.write('pub.txt', 1);
+    fs.write('private/p.txt', bytes(1));
+    fs.write('pub.txt', bytes(1));
     await poller.cycleOnce();
-    fs.fail.set(`${ROOT}/private/`, 'EACCES');
-    fs.write('pub.txt', 2, 3000);
+    fs.fail('private', 'readdir', 'EACCES');
+    fs.write('pub.txt', bytes(2), 3000);
     await poller.cycleOnce();
     expect(kinds()).toEqual(['change pub.txt']);
     expect(problems()).toEqual([expect.objectContaining({ kind: 'denied', path: 'private', message: expect.stringContaining('EACCES') })]);
