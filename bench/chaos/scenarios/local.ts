@@ -252,7 +252,7 @@ function cases(): LocalCase[] {
             await execFileAsync(process.execPath, [BIN, 'adopt', '--config', ctx.cw.ws.configPath, '--mapping', held.mapping], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...ctx.cw.ws.env }, encoding: 'utf8' });
           } catch (e) {
             const out = e as { status?: number; stdout?: string; stderr?: string };
-            throw new Error(`dssync adopt exited ${String(out.status)}: ${(out.stderr || out.stdout || '').trim()}`);
+            throw new Error(`dssync adopt exited ${String(out.status)}: ${(out.stderr || out.stdout || '').trim()}`, { cause: e });
           }
           await ctx.restart();
         }
