@@ -129,6 +129,25 @@ function personContent(c: string, name: string): string {
   return FLAGS.personSameSize && (FLAGS.personRacesUpload || !FILES.includes(name)) ? c : `by a person: ${c}`;
 }
 
+/**
+ * churnDuringStartPass: a restart during which `p` is written as the start's first service
+ * call begins and deleted once a write call has acted (also lived through by histories.test.ts).
+ */
+export async function churnDuringStartPass(w: World, p: string, c: string): Promise<void> {
+  let created = false;
+  w.service.duringCall = (when, write) => {
+    if (!created && when === 'before') {
+      w.write(p, c);
+      created = true;
+    } else if (created && when === 'after' && write) {
+      w.remove(p);
+      return true;
+    }
+    return false;
+  };
+  await w.restart();
+}
+
 export function commands(): fc.Arbitrary<Cmd>[] {
   const list: fc.Arbitrary<Cmd>[] = [
     // Local changes.
@@ -248,20 +267,7 @@ export function commands(): fc.Arbitrary<Cmd>[] {
     // A file created while the start's pass runs (at its first request, so its walk finds
     // it) and deleted once its first write request has acted (issue 23 defect 11).
     fc.tuple(fc.constantFrom('a.txt', 'sub/c.md', 'churn.txt'), content).map(([p, c]) =>
-      cmd(`churnDuringStartPass(${p}, ${c})`, async (w) => {
-        let created = false;
-        w.service.duringCall = (when, write) => {
-          if (!created && when === 'before') {
-            w.write(p, c);
-            created = true;
-          } else if (created && when === 'after' && write) {
-            w.remove(p);
-            return true;
-          }
-          return false;
-        };
-        await w.restart();
-      }),
+      cmd(`churnDuringStartPass(${p}, ${c})`, (w) => churnDuringStartPass(w, p, c)),
     ),
     fc.constantFrom(100, 400, 1_000, 2_500, 10_000, 61_000).map((ms) => cmd(`advance(${ms})`, (w) => w.advance(ms))),
     fc.constantFrom(100, 1_000, 2_500).map((ms) => cmd(`advance(${ms})`, (w) => w.advance(ms))),

@@ -4,6 +4,7 @@
  * invariants (invariants.ts).
  */
 import { it } from 'vitest';
+import { churnDuringStartPass } from './commands.js';
 import { checkInvariants } from './invariants.js';
 import { sha256 } from '../helpers/fake-local.js';
 import { World, type SimConfig } from './world.js';
@@ -283,28 +284,12 @@ it('seed 7: prune "all" after a person deleted one of our documents keeps the de
 it('seed 16, history 35,859: a file created and deleted during two starts, its metadata answer lost, leaves no document of ours', async () => {
   const w = await startedWorld();
   const step = stepper(w);
-  // churnDuringStartPass(p, c): the file is written as the start's first call begins and
-  // deleted once a write call has acted, while the daemon restarts.
-  const churnDuringStart = (p: string, c: string) => async (): Promise<void> => {
-    let created = false;
-    w.service.duringCall = (when, write) => {
-      if (!created && when === 'before') {
-        w.write(p, c);
-        created = true;
-      } else if (created && when === 'after' && write) {
-        w.remove(p);
-        return true;
-      }
-      return false;
-    };
-    await w.restart();
-  };
   // The first start's follow-up uploads a.txt, whose metadata answer is lost; the second
   // start sets a.txt aside with that document unjudged, and the follow-up finds it gone.
   await step(() => void (w.service.faults = ['none', 'none', 'ambiguous']));
-  await step(churnDuringStart('a.txt', 'x'));
+  await step(() => churnDuringStartPass(w, 'a.txt', 'x'));
   await step(() => w.advance(2_500));
-  await step(churnDuringStart('a.txt', 'x'));
+  await step(() => churnDuringStartPass(w, 'a.txt', 'x'));
   await checkInvariants(w);
 }, 60_000);
 
