@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RawEvent } from '../../../src/local/aggregator.js';
 import { FolderLister } from '../../../src/local/folder-lister.js';
 import { nodeFs } from '../../../src/local/fs.js';
-import { Poller, type PollProblem } from '../../../src/local/watch/poller.js';
+import { Poller, type PollFs, type PollProblem } from '../../../src/local/watch/poller.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { heldLstats } from '../../helpers/held-lstats.js';
 import { waitFor } from '../../helpers/wait-for.js';
@@ -50,6 +50,27 @@ async function release(path: string): Promise<void> {
   }
 }
 
+/** A poller of `root` (10 s timeout, fake clock) listing through `listFolder`, with what it emitted and reported. */
+function pollerOf(root: string, listFolder: PollFs['listFolder']) {
+  const clock = new FakeClock(1_000);
+  const events: RawEvent[] = [];
+  const seen = { problems: [] as readonly PollProblem[] };
+  const poller = new Poller({
+    root,
+    subtrees: [''],
+    filter: () => true,
+    emit: (e) => events.push(e),
+    intervalMs: 10_000,
+    budgetPercent: 100,
+    callTimeoutMs: 10_000,
+    fs: { ...nodeFs, listFolder },
+    clock,
+    cpuMs: () => 0,
+    onProblems: (p) => (seen.problems = p),
+  });
+  return { poller, clock, events, seen };
+}
+
 describe('Poller over the worker lister', () => {
   it('a listing blocked in the kernel: hung at the deadline, nothing reported, nothing more listed meanwhile, polling resumes once it answers', async () => {
     const root = join(dir, 'tree');
@@ -64,27 +85,9 @@ describe('Poller over the worker lister', () => {
     lister = new FolderLister({ workers: 1, testHook: hook });
     const l = lister;
     let listings = 0;
-    const clock = new FakeClock(1_000);
-    const events: RawEvent[] = [];
-    let problems: readonly PollProblem[] = [];
-    const poller = new Poller({
-      root,
-      subtrees: [''],
-      filter: () => true,
-      emit: (e) => events.push(e),
-      intervalMs: 10_000,
-      budgetPercent: 100,
-      callTimeoutMs: 10_000,
-      fs: {
-        ...nodeFs,
-        listFolder: (path, opts) => {
-          listings++;
-          return l.list(path, opts);
-        },
-      },
-      clock,
-      cpuMs: () => 0,
-      onProblems: (p) => (problems = p),
+    const { poller, clock, events, seen } = pollerOf(root, (path, opts) => {
+      listings++;
+      return l.list(path, opts);
     });
     const kinds = (): string[] => events.splice(0).map((e) => `${e.kind} ${e.path}`).sort();
 
@@ -101,14 +104,14 @@ describe('Poller over the worker lister', () => {
     // it on the worker may have moved just before the deadline's first look).
     await clock.advance(12_500);
     await cycle;
-    expect(problems).toEqual([expect.objectContaining({ kind: 'hung', path: '' })]);
+    expect(seen.problems).toEqual([expect.objectContaining({ kind: 'hung', path: '' })]);
     expect(kinds()).toEqual([]); // neither the edit nor the deletion: nothing is reported while hung
 
     // Still blocked: a cycle lists nothing (nothing piles up on the stuck worker).
     const before = listings;
     await poller.cycleOnce();
     expect(listings).toBe(before);
-    expect(problems[0]!.message).toMatch(/hung.*nothing is deleted/);
+    expect(seen.problems[0]!.message).toMatch(/hung.*nothing is deleted/);
     expect(lister.workerCount).toBe(1);
 
     // The mount answers again: the listing completes, and the next cycle reports what changed.
@@ -117,9 +120,9 @@ describe('Poller over the worker lister', () => {
     await waitFor(
       async () => {
         await poller.cycleOnce();
-        return problems.length === 0;
+        return seen.problems.length === 0;
       },
-      { what: 'a cycle to run once the blocked listing answered', describe: () => JSON.stringify(problems) },
+      { what: 'a cycle to run once the blocked listing answered', describe: () => JSON.stringify(seen.problems) },
     );
     expect(kinds()).toEqual(['change two.txt', 'unlink a/one.txt']);
   });
@@ -136,22 +139,7 @@ describe('Poller over the worker lister', () => {
     const lstats = heldLstats(gates, armed, ['f0.txt', 'f1.txt', 'f2.txt', 'f3.txt', 'f4.txt', 'f5.txt']);
     lister = new FolderLister({ workers: 1, testEntryHook: lstats.hook });
     const l = lister;
-    const clock = new FakeClock(1_000);
-    const events: RawEvent[] = [];
-    let problems: readonly PollProblem[] = [];
-    const poller = new Poller({
-      root,
-      subtrees: [''],
-      filter: () => true,
-      emit: (e) => events.push(e),
-      intervalMs: 10_000,
-      budgetPercent: 100,
-      callTimeoutMs: 10_000,
-      fs: { ...nodeFs, listFolder: (path, opts) => l.list(path, opts) },
-      clock,
-      cpuMs: () => 0,
-      onProblems: (p) => (problems = p),
-    });
+    const { poller, clock, events, seen } = pollerOf(root, (path, opts) => l.list(path, opts));
     await poller.cycleOnce(); // learns the tree
     await writeFile(join(big, 'f5.txt'), 'x, edited');
     await writeFile(armed, '');
@@ -164,7 +152,7 @@ describe('Poller over the worker lister', () => {
       lstats.release(name);
     }
     await cycle;
-    expect(problems).toEqual([]);
+    expect(seen.problems).toEqual([]);
     expect(events.map((e) => `${e.kind} ${e.path}`)).toEqual(['change big/f5.txt']);
   });
 });
