@@ -15,7 +15,8 @@ import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './gu
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver } from './pass-report.js';
-import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
+import type { LeaseView } from './lease-view.js';
+import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
 import { StabilityWindow } from './stability.js';
 import { nfc } from '../unicode.js';
 
@@ -94,6 +95,8 @@ export interface PassOptions {
   signal?: AbortSignal | undefined;
   /** Rounds of list-plan-execute when answers were lost or files changed (default 3). */
   maxRounds?: number;
+  /** The mapping's lease as the caller observed it (plan.ts PlanInput.lease); undefined: not known. */
+  lease?: LeaseView | undefined;
 }
 
 export interface PassReport {
@@ -300,7 +303,7 @@ export class Mirror {
     const desired = (f: DesiredOf): DocumentUpdate => documentFields(fieldsSpec, f);
 
     for (let round = 1; round <= maxRounds; round++) {
-      const listing = await this.list(scope, mapping, desired, opts.signal);
+      const listing = await this.list(scope, mapping, desired, opts.signal, opts.lease);
       report.settling = listing.settling.length > 0 ? listing.settling : undefined;
       if (listing.listingNeeded) report.needsFullPass = true;
       const { plan, verdict } = this.planRound(listing, scope, mapping, desired, opts, report, round);
@@ -335,7 +338,7 @@ export class Mirror {
    * listing; then the local side prepared (hashed, files being written set aside) and an
    * incremental pass's scope widened to what its plan must cover.
    */
-  private async list(scope: ChangeScope | undefined, mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined): Promise<Listing> {
+  private async list(scope: ChangeScope | undefined, mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined, lease: LeaseView | undefined): Promise<Listing> {
     const { spec } = this.d;
     // The walk (disk) and the listing (network) are independent: done side by side, a
     // restart over 100,000 files waits for the longer of the two, not for both.
@@ -344,8 +347,9 @@ export class Mirror {
     // What the state already says exactly, on either side, is kept as paths only: a
     // restart over a million unchanged files holds two sets, not a million records of each.
     const confirmed = new Set<string>();
+    const whose = ownerOfListing({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, lease });
     const confirm = (doc: DocumentRecord): boolean => {
-      const path = confirmedPath(doc, { mappingId: spec.mappingId, installationId: spec.installationId, desired, files: mapping.files });
+      const path = confirmedPath(doc, whose, { desired, files: mapping.files });
       // The state's copy of the path: a million confirmed paths hold no copies of their own.
       if (path !== undefined) confirmed.add(mapping.files.heldPath(path) ?? path);
       return path !== undefined;
@@ -360,7 +364,7 @@ export class Mirror {
     }
     const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
     const prepared = await this.prepareLocal(scan, mapping, !scope, scope);
-    if (remote) this.stability.judged(remote, prepared.settling, mapping, spec.mappingId);
+    if (remote) this.stability.judged(remote, prepared.settling, mapping, whose);
     const planScope = scope ? await this.widenScope(scope, prepared.local, mapping, prepared.untouchable) : undefined;
     return { listedAt, listedAtMono, scan, remote, confirmed, scanned, planScope, ...prepared };
   }
@@ -388,6 +392,7 @@ export class Mirror {
       excluded: (p) => excludedPaths.has(p),
       settled: this.settledAt(l.listedAt, l.listedAtMono),
       renamesIgnored: this.renames.ignored,
+      lease: opts.lease,
     });
     const verdict = checkGuards({
       root: spec.root,
@@ -472,7 +477,7 @@ export class Mirror {
     this.lastExecutionEnd = this.monotonic();
     // (An incremental pass has no listing of its own: nothing its lost answer left can be
     // told from a person's document by a listing now, so it waits for the next full pass.)
-    if (result.ambiguous && last) await this.pinLostUploads(mapping, opts.signal);
+    if (result.ambiguous && last) await this.pinLostUploads(mapping, opts.signal, opts.lease);
     // Planned deletions count once carried out, whether or not each request succeeded:
     // conservative, and a failed one is planned (and counted) again only by a later pass.
     this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete || verdict.confirmed ? 0 : countDeletes(plan.ops));
@@ -489,11 +494,11 @@ export class Mirror {
    * answer had named them. A failure leaves the intents as they are (the next full pass
    * settles them by name and size).
    */
-  private async pinLostUploads(mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
+  private async pinLostUploads(mapping: MappingState, signal: AbortSignal | undefined, lease: LeaseView | undefined): Promise<void> {
     const { spec, logger } = this.d;
     try {
       const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync' });
-      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, remote }));
+      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, remote, lease }));
     } catch (e) {
       logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');
     }

@@ -18,8 +18,10 @@ import { DOCUMENT_SIZE_KEYS } from '../api/listing-form.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
-import { documentName, findUploadMark, nonceSession, uploadTag } from './document-fields.js';
-import { fieldsMatch, readMeta } from './metadata.js';
+import { documentName, findUploadMark } from './document-fields.js';
+import type { LeaseView } from './lease-view.js';
+import { fieldsMatch } from './metadata.js';
+import { ownerRule, type OpenUploadLookup, type OwnerOf } from './owner.js';
 import { needsHash, type StatNow } from './racy.js';
 import { nfc } from '../unicode.js';
 
@@ -57,16 +59,21 @@ export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: n
 }
 
 /**
- * PlanInput.confirmed's rule: the path whose state entry the listed `doc` is exactly (this
- * mapping's and installation's metadata naming the path and the entry's content, the
- * entry's document, every field as desired), else undefined.
+ * PlanInput.confirmed's rule: the path whose state entry the listed `doc` is exactly (ours
+ * by the owner rule, recorded at the path its metadata names with the entry's content,
+ * every field as desired), else undefined.
  */
-export function confirmedPath(doc: DocumentRecord, input: Pick<PlanInput, 'mappingId' | 'installationId' | 'desired'> & { files: ReadonlyFileTable }): string | undefined {
-  const meta = readMeta(doc);
-  if (meta === undefined || meta.mappingId !== input.mappingId || (input.installationId !== undefined && meta.installationId !== input.installationId)) return undefined;
-  const entry = input.files.get(meta.path);
-  if (entry === undefined || entry.documentId !== doc.id || entry.sha256 !== meta.sha256) return undefined;
-  return fieldsMatch(doc, input.desired({ path: meta.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: entry.sha256 })) ? meta.path : undefined;
+export function confirmedPath(doc: DocumentRecord, whose: OwnerOf<unknown>, input: Pick<PlanInput, 'desired'> & { files: ReadonlyFileTable }): string | undefined {
+  const o = whose(doc);
+  if (o.kind !== 'ours' || o.rewrite) return undefined;
+  const entry = input.files.get(o.path);
+  if (entry === undefined || entry.documentId !== doc.id || entry.sha256 !== o.sha256) return undefined;
+  return fieldsMatch(doc, input.desired({ path: o.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: entry.sha256 })) ? o.path : undefined;
+}
+
+/** The owner rule (owner.ts) over this state, its open upload intents and the lease: what the plan asks of each listed document. */
+export function ownerOfListing(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'lease'> & { remote?: readonly DocumentRecord[] | undefined; rebuilding?: boolean }): OwnerOf<unknown> {
+  return ownerRule({ ...input, recordedPathOf: pathsByDocument(input.state.files), uploads: uploadLookup(openUploads(input.state.intents)) });
 }
 
 /** A local file whose content hash is known. */
@@ -172,6 +179,12 @@ export interface PlanInput {
    * under the right name, the old one deleted — since an update would change nothing.
    */
   renamesIgnored?: boolean | undefined;
+  /**
+   * The mapping's lease as this process sees it (lease-view.ts): while we hold it, a
+   * document of our identity whose writer is gone is ours (owner.ts). Undefined: not known,
+   * and such a document is another writer's.
+   */
+  lease?: LeaseView | undefined;
 }
 
 /** 'lost-upload': a marked upload of ours that the service committed after its intent was closed. */
@@ -216,6 +229,12 @@ export interface PlanResult {
    * pruned any number unguarded (seed 7, history 266).
    */
   prunableCount: number;
+  /**
+   * Documents of our identity that the state never recorded, taken as ours because their
+   * writer is gone (owner.ts `recovered`: we hold the lease): recorded, their metadata
+   * rewritten with our session.
+   */
+  recovered: number;
   /**
    * Documents carrying dssync metadata of another mapping or another installation: another
    * owner's, never deleted or renamed (not even with prune "all"); reported as conflicts.
@@ -323,7 +342,7 @@ export function planMirror(input: PlanInput): PlanResult {
 
   const recordedPathOf = pathsByDocument(state.files);
   const remoteView = classifyRemote(input, recordedPathOf);
-  const { byPath, foreign, otherOwners, intentPins, doubtful, sameIdentity, lostUploads, foreignMarked, uploadsOf } = remoteView;
+  const { byPath, foreign, otherOwners, recovered, intentPins, doubtful, sameIdentity, lostUploads, foreignMarked, uploadsOf } = remoteView;
   const ourDocumentCount = remoteView.ourDocumentCount + confirmed.size;
 
   // A path found exactly as its entry says on both sides, with no other document and not
@@ -527,10 +546,10 @@ export function planMirror(input: PlanInput): PlanResult {
 
   if (sameIdentity.length > 0) {
     // Another writer with our identity: whatever we would do may undo its work, or it ours.
-    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, prunableCount, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [] };
+    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, prunableCount, recovered: 0, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [] };
   }
   const held = holdDuplicates(ops, otherOwners, input.mappingId);
-  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, prunableCount, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
+  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, prunableCount, recovered, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
 }
 
 /**
@@ -562,7 +581,7 @@ function holdDuplicates(ops: Op[], otherOwners: readonly OtherOwner[], mappingId
  * planMirror's intentPins), without planning: what the mirror records right after a lost
  * answer, before anyone else can upload a document of the same name and size.
  */
-export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote'> & { remote: readonly DocumentRecord[] }): IntentPin[] {
+export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote' | 'lease'> & { remote: readonly DocumentRecord[] }): IntentPin[] {
   return classifyRemote(input, pathsByDocument(input.state.files)).intentPins;
 }
 
@@ -596,6 +615,7 @@ interface RemoteView {
   foreign: DocumentRecord[];
   otherOwners: OtherOwner[];
   ourDocumentCount: number;
+  recovered: number;
   intentPins: IntentPin[];
   doubtful: DocumentRecord[];
   sameIdentity: OtherOwner[];
@@ -609,7 +629,7 @@ interface RemoteView {
  * Sorts the remote documents into ours (by path) and foreign ones. Without a remote
  * listing, the state stands in for it.
  */
-function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote' | 'scope'>, stateByDoc: (documentId: string) => string | undefined): RemoteView {
+function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote' | 'scope' | 'lease'>, stateByDoc: (documentId: string) => string | undefined): RemoteView {
   const byPath = new Map<string, KnownDoc[]>();
   const add = (d: KnownDoc): void => {
     const list = byPath.get(d.path);
@@ -628,72 +648,53 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     };
     if (input.scope === undefined) for (const path of files.keys()) standIn(path);
     else for (const path of input.scope) standIn(path);
-    return { byPath, foreign, otherOwners: [], ourDocumentCount: files.size, intentPins: [], doubtful: [], sameIdentity: [], lostUploads: [], foreignMarked: [], uploadsOf: NO_UPLOADS };
+    return { byPath, foreign, otherOwners: [], ourDocumentCount: files.size, recovered: 0, intentPins: [], doubtful: [], sameIdentity: [], lostUploads: [], foreignMarked: [], uploadsOf: NO_UPLOADS };
   }
 
   const uploads = openUploads(input.state.intents);
-  const tag = input.installationId === undefined ? undefined : uploadTag(input.mappingId, input.installationId);
+  const whose = ownerRule({ ...input, recordedPathOf: stateByDoc, uploads: uploadLookup(uploads) });
   const lostUploads: DocumentRecord[] = [];
   const foreignMarked: DocumentRecord[] = [];
   let ourDocumentCount = 0;
+  let recovered = 0;
   const otherOwners: OtherOwner[] = [];
   const sameIdentity: OtherOwner[] = [];
-  const former = new Set(input.formerInstallationIds ?? []);
-  const sessions = input.state.sessions;
   for (const doc of input.remote) {
-    const meta = readMeta(doc);
-    const knownPath = stateByDoc(doc.id);
-    const known = knownPath === undefined ? undefined : { path: knownPath, entry: input.state.files.get(knownPath)! };
-    const mine = meta !== undefined && meta.mappingId === input.mappingId && (input.installationId === undefined || meta.installationId === input.installationId);
-    if (mine && !known && input.installationId !== undefined && !ourOwnWrite(meta, doc.id, input.state, uploads, sessions)) {
-      sameIdentity.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId, sha256: meta.sha256 });
-      continue;
-    }
-    if (mine) {
-      // Metadata is written last by every update, so its path is the newest; the content
-      // of an id never changes, so the state's hash (when it knows the id) is as good.
-      add({ doc, id: doc.id, path: meta.path, sha256: meta.sha256, fromIntent: false });
-      ourDocumentCount++;
-      continue;
-    }
-    if (known && (!meta || (meta.mappingId === input.mappingId && (meta.installationId === undefined || former.has(meta.installationId))))) {
-      // Ours by the state's word: its metadata was lost or changed by someone, or it was
-      // written before installation ids existed, or under a former id of ours (claimed once:
-      // its metadata is rewritten).
-      add({ doc, id: doc.id, path: known.path, sha256: known.entry.sha256, fromIntent: true });
-      ourDocumentCount++;
-      continue;
-    }
-    if (meta) {
-      // Another mapping's or another installation's (or an old-format document this state
-      // never tracked): another owner, left alone whatever prune says.
-      otherOwners.push({ documentId: doc.id, path: meta.path, mappingId: meta.mappingId, installationId: meta.installationId, sha256: meta.sha256 });
-      continue;
-    }
-    const nonce = doc.name === undefined ? undefined : findUploadMark(doc.name);
-    const pinned = uploads.byId.get(doc.id) ?? (nonce === undefined ? undefined : uploads.byMark(nonce, doc.id));
-    if (pinned) {
-      // The upload's answer named it, or it bears the nonce only that upload used (its answer
-      // lost), wherever the service's rewriting left it in the name: ours, whatever its size.
-      add({ doc, id: doc.id, path: pinned.file.path, sha256: pinned.file.sha256, fromIntent: true, byIntent: true });
-      ourDocumentCount++;
-      continue;
-    }
-    if (nonce !== undefined) {
-      // Marked, and no open intent names it: ours when the nonce carries our tag (committed
-      // after its intent was closed), else someone else's upload, reported and left alone.
-      // Of our tag but of a writer session this state never recorded: another process with
-      // our identity (a clone) is writing it, in the moment before its metadata; never ours.
-      const session = tag === undefined ? undefined : nonceSession(nonce, tag);
-      if (session !== undefined && !ourSession(session, sessions)) {
-        sameIdentity.push({ documentId: doc.id, path: (doc.name ?? doc.id).replace(/\.dssync-upload-[0-9a-z]+/gi, ''), mappingId: input.mappingId, installationId: input.installationId });
-      } else if (session !== undefined) {
+    const o = whose(doc);
+    switch (o.kind) {
+      case 'lease':
+        continue;
+      case 'ours':
+      case 'own-write':
+      case 'recovered':
+        // Metadata is written last by every update, so its path is the newest; the content
+        // of an id never changes, so the state's hash (when it knows the id) is as good. A
+        // document the state alone vouches for, or recovered, gets its metadata written.
+        add({ doc, id: doc.id, path: o.path, sha256: o.sha256, fromIntent: o.kind === 'recovered' || (o.kind === 'ours' && o.rewrite) });
+        if (o.kind === 'recovered') recovered++;
+        ourDocumentCount++;
+        continue;
+      case 'other-mapping':
+      case 'other-installation':
+      case 'same-identity':
+        (o.kind === 'same-identity' ? sameIdentity : otherOwners).push({ documentId: doc.id, path: o.path, mappingId: o.mappingId, installationId: o.installationId, sha256: o.sha256 });
+        continue;
+      case 'open-upload':
+        // The upload's answer named it, or it bears the nonce only that upload used (its answer
+        // lost), wherever the service's rewriting left it in the name: ours, whatever its size.
+        add({ doc, id: doc.id, path: o.upload.file.path, sha256: o.upload.file.sha256, fromIntent: true, byIntent: true });
+        ourDocumentCount++;
+        continue;
+      case 'lost-upload':
         lostUploads.push(doc);
         ourDocumentCount++;
-      } else foreignMarked.push(doc);
-      continue;
+        continue;
+      case 'foreign-upload':
+        foreignMarked.push(doc);
+        continue;
+      case 'person':
+        if (!uploads.claimByName(doc)) foreign.push(doc);
     }
-    if (!uploads.claimByName(doc)) foreign.push(doc);
   }
   // Documents that only a name and size tie to an upload whose answer was lost.
   const { claimed, doubtful, pins } = uploads.settleByName();
@@ -702,34 +703,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     ourDocumentCount++;
   }
   foreign.push(...doubtful);
-  return { byPath, foreign, otherOwners, ourDocumentCount, intentPins: pins, doubtful, sameIdentity, lostUploads, foreignMarked, uploadsOf: uploads };
-}
-
-/**
- * Whether a document marked with our mapping and installation ids, that the state does not
- * record by id, can be our own write: an open upload intent named it or sent its path (its
- * metadata may be written before the state's entry reaches the disk: the intent is closed
- * only after the entry is set), or it is an older version of a path the state tracks with
- * other content (a replace whose delete of the old document failed). Anything else — a path
- * the state does not track, or a second document of the content the state records — was
- * written by someone else under our identity.
- */
-function ourOwnWrite(meta: { path: string; sha256: string; session: string | undefined }, documentId: string, state: PlanInput['state'], uploads: ReturnType<typeof openUploads>, sessions: Readonly<Record<string, number>> | undefined): boolean {
-  if (uploads.byId.has(documentId)) return true;
-  // Written by a session this state never recorded: a clone's, whatever its path says.
-  if (meta.session !== undefined && !ourSession(meta.session, sessions)) return false;
-  if (uploads.paths.has(meta.path)) return true;
-  const tracked = state.files.sha256Of(meta.path);
-  return tracked !== undefined && tracked !== meta.sha256;
-}
-
-/**
- * A writer session this state recorded (MappingState.sessions), or none at all: `''` is a
- * nonce from before sessions, and a state from before them records none, so that their
- * documents keep the older rule (ours by the tag, or by the path and hash).
- */
-function ourSession(session: string, sessions: Readonly<Record<string, number>> | undefined): boolean {
-  return session === '' || sessions === undefined || sessions[session] !== undefined;
+  return { byPath, foreign, otherOwners, ourDocumentCount, recovered, intentPins: pins, doubtful, sameIdentity, lostUploads, foreignMarked, uploadsOf: uploads };
 }
 
 /** One file of an open upload intent, with where it sits in the intent. */
@@ -864,6 +838,11 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
       return { claimed, doubtful, pins };
     },
   };
+}
+
+/** The owner rule's view of the open upload intents. */
+function uploadLookup(uploads: ReturnType<typeof openUploads>): OpenUploadLookup<OpenFile> {
+  return { byId: (id) => uploads.byId.get(id), byMark: (nonce, id) => uploads.byMark(nonce, id), sentPath: (path) => uploads.paths.has(path) };
 }
 
 /** Every name under which the service may list the upload of `path`. */

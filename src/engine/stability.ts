@@ -6,8 +6,8 @@
  */
 import type { DocumentRecord } from '../api/records.js';
 import type { EntryStat, MappingState } from '../state/schema.js';
-import { readMeta } from './metadata.js';
 import type { ChangeScope, ScanResult } from './mirror.js';
+import type { OwnerOf } from './owner.js';
 import type { LocalFileInfo } from './plan.js';
 
 export interface StabilityOptions {
@@ -41,8 +41,8 @@ export class StabilityWindow {
   constructor(private readonly o: StabilityOptions) {}
 
   /** A full listing is in: the set-aside paths it left unjudged (see `unjudged`). */
-  judged(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, mappingId: string): void {
-    this.unjudged = unjudgedRemote(remote, settling, mapping, mappingId);
+  judged(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, whose: OwnerOf<unknown>): void {
+    this.unjudged = unjudgedRemote(remote, settling, mapping, whose);
   }
 
   /** True when an incremental pass must not send `path`: a listing left it unjudged. */
@@ -119,15 +119,18 @@ export class StabilityWindow {
   }
 }
 
-/** Set-aside paths for which `remote` holds a document of ours (by metadata) that the state does not record at that path. */
-function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, mappingId: string): Set<string> {
+/**
+ * Set-aside paths for which `remote` holds a document of this mapping (ours, or another
+ * writer's of this mapping id, by the owner rule) that the state does not record at that path.
+ */
+function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, whose: OwnerOf<unknown>): Set<string> {
   const out = new Set<string>();
   if (settling.length === 0) return out;
   const aside = new Set(settling);
   for (const doc of remote) {
-    const meta = readMeta(doc);
-    if (meta === undefined || meta.mappingId !== mappingId || !aside.has(meta.path)) continue;
-    if (mapping.files.documentIdOf(meta.path) !== doc.id) out.add(meta.path);
+    const o = whose(doc);
+    if (!('path' in o) || o.kind === 'other-mapping' || !aside.has(o.path)) continue;
+    if (mapping.files.documentIdOf(o.path) !== doc.id) out.add(o.path);
   }
   return out;
 }

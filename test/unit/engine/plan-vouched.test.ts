@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DocumentRecord } from '../../../src/api/records.js';
 import { documentFields, markUploadName } from '../../../src/engine/document-fields.js';
-import { confirmedPath, planMirror, vouchedByEntry, type LocalFileInfo, type PlanInput, type PlanResult } from '../../../src/engine/plan.js';
+import { confirmedPath, ownerOfListing, planMirror, vouchedByEntry, type LocalFileInfo, type PlanInput, type PlanResult } from '../../../src/engine/plan.js';
 import type { FileEntry, Intent, MappingState } from '../../../src/state/schema.js';
 import { FileTable } from '../../../src/state/file-table.js';
 
@@ -149,8 +149,9 @@ function world(cases: readonly PathCase[], untouchableFlags: readonly boolean[],
     else compactLocal.set(p, f);
   }
   const confirmed = new Set<string>();
+  const whose = ownerOfListing(base);
   const compactRemote = remote.filter((d) => {
-    const p = confirmedPath(d, { mappingId: MAPPING, installationId: INSTALLATION, desired, files: table });
+    const p = confirmedPath(d, whose, { desired, files: table });
     if (p !== undefined) confirmed.add(p);
     return p === undefined;
   });

@@ -615,10 +615,10 @@ describe('planMirror: what is ours (issue 9, defect 6)', () => {
       ['x1'],
     ],
     [
-      'a document of another installation that this state tracks is still not ours (a copied state file)',
+      'a document the state tracks is ours whatever installation id it carries (0.1.0 upgraded under a new host name): its file gone, it is deleted',
       { files: { 'a.txt': entry('x1', 'h1') }, remote: [mine('x1', 'a.txt', 'h1', 'inst-B')] },
-      ['forget a.txt'],
-      ['x1'],
+      ['delete x1 a.txt (deleted-locally)'],
+      [],
     ],
   ];
   for (const [name, c, expected, others] of cases) {
