@@ -11,11 +11,13 @@ import type { Config, MappingConfig } from '../config/types.js';
 import { configFromArgs } from './context.js';
 import { CliError, ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
+import { realClock } from '../time/clock.js';
 
 interface AdoptArgs extends GlobalArgs {
   mapping: string;
   from?: string | undefined;
   dryRun: boolean;
+  force: boolean;
 }
 
 export const adoptCommand: CommandModule<GlobalArgs, AdoptArgs> = {
@@ -26,6 +28,7 @@ export const adoptCommand: CommandModule<GlobalArgs, AdoptArgs> = {
       .option('mapping', { type: 'string', demandOption: true, describe: 'The mapping id (config mappings[].id)' })
       .option('from', { type: 'string', describe: 'Only documents of this installation id (required when several have written for the mapping)' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'Say what would be adopted; change nothing' })
+      .option('force', { type: 'boolean', default: false, describe: "Take documents of a writer that holds the mapping's live lease too (refused without it)" })
       .example('$0 adopt --config config.json --mapping ds:abc --dry-run', 'what a lost state would take over')
       .example('$0 adopt --config config.json --mapping ds:abc --from 3f9c0a1b2c3d4e5f', 'take over one former installation') as unknown as Argv<AdoptArgs>,
   handler: async (args) => {
@@ -80,7 +83,7 @@ export async function runAdopt(args: AdoptArgs, env: NodeJS.ProcessEnv = process
   const api = createClientFromConfig(config, { logger });
   try {
     const ds = await resolveDataSource(api, mapping, `mappings[${config.mappings.indexOf(mapping)}]`, { create: false });
-    const r = await adoptDocuments({ api, state, config, mapping, dataSourceId: ds.id, from: args.from, dryRun: args.dryRun });
+    const r = await adoptDocuments({ api, state, config, mapping, dataSourceId: ds.id, from: args.from, dryRun: args.dryRun, force: args.force, now: () => realClock.now() });
     if (r.refused) {
       process.stderr.write(`dssync: ${r.refused}\n`);
       return ExitCode.FAILURE;

@@ -15,15 +15,22 @@
 import type { DatastoreApi } from '../api/api.js';
 import type { DocumentRecord } from '../api/records.js';
 import type { Intent, MappingState } from '../state/schema.js';
-import { documentFields, type DocumentFieldsSpec } from './document-fields.js';
+import { documentFields, newSession, type DocumentFieldsSpec } from './document-fields.js';
 import { establishIdentity, type IdentityHolder } from './installation.js';
+import type { LeaseView } from './lease-view.js';
 import { readMeta } from './metadata.js';
-import { documentSize } from './plan.js';
+import { documentSize, ownerOfListing } from './plan.js';
+import { FileTable } from '../state/file-table.js';
+
+/** What an adopt into a mapping the state does not record (yet) plans against. */
+const NO_RECORDS = { files: FileTable.of({}), intents: {}, rejected: {} };
 
 export interface AdoptState extends IdentityHolder {
   mapping(mappingId: string): MappingState | undefined;
   ensureMapping(mappingId: string, dataSourceId: string, root: string): MappingState;
   beginIntent(mappingId: string, intent: Omit<Extract<Intent, { kind: 'upload' }>, 'id' | 'startedAt'>): Promise<string>;
+  /** Records this process's writer session (StateStore.recordSession); made durable by the intent that follows. */
+  recordSession?(mappingId: string, session: string, at: number): boolean;
 }
 
 export interface AdoptInput {
@@ -35,6 +42,12 @@ export interface AdoptInput {
   /** Only this installation's documents. */
   from?: string | undefined;
   dryRun: boolean;
+  /** The mapping's lease as observed (lease-view.ts): a live holder's documents are refused without `force`. */
+  lease?: LeaseView | undefined;
+  /** Take the live lease holder's documents too (`--force`). */
+  force?: boolean | undefined;
+  /** The wall clock (the session's record). */
+  now: () => number;
 }
 
 export interface AdoptResult {
@@ -54,19 +67,18 @@ export async function adoptDocuments(input: AdoptInput): Promise<AdoptResult> {
   const identity = establishIdentity(state, { pinned: input.config.installationId, statePath: input.config.statePath });
   const me = identity.installationId;
   const listing = await api.listDocuments(dataSourceId, { form: 'sync' });
-  // Candidates: documents of this mapping id that the state does not record, of another
-  // installation or of ours (another writer with our identity: a cloned host's uploads).
-  const recorded = state.mapping(mapping.id)?.dataSourceId === dataSourceId ? state.mapping(mapping.id)?.files : undefined;
-  const index = recorded?.documentIndex();
+  // Candidates, by the owner rule: documents of this mapping id that the plan would not take
+  // as its own — another installation's, another writer's with our identity — and those it
+  // recovers (their writer gone). The plan's own paths are left to the plan.
+  const recorded = state.mapping(mapping.id);
+  const whose = ownerOfListing({ mappingId: mapping.id, installationId: me, formerInstallationIds: identity.formerIds, state: recorded?.dataSourceId === dataSourceId ? recorded : NO_RECORDS, remote: listing, lease: input.lease });
   const theirs: { doc: DocumentRecord; meta: NonNullable<ReturnType<typeof readMeta>> }[] = [];
   const oursByPath = new Set<string>();
   for (const doc of listing) {
+    const o = whose(doc);
     const meta = readMeta(doc);
-    if (!meta || meta.mappingId !== mapping.id) continue;
-    if (index?.(doc.id) !== undefined) {
-      oursByPath.add(meta.path);
-      continue;
-    }
+    if (o.kind === 'ours' || o.kind === 'own-write') oursByPath.add(o.path);
+    if (meta === undefined || (o.kind !== 'other-installation' && o.kind !== 'same-identity' && o.kind !== 'recovered')) continue;
     if (input.from === undefined || meta.installationId === input.from || (input.from === '' && meta.installationId === undefined)) theirs.push({ doc, meta });
   }
   const owners = [...new Set(theirs.map((t) => t.meta.installationId ?? ''))];
@@ -74,6 +86,11 @@ export async function adoptDocuments(input: AdoptInput): Promise<AdoptResult> {
   if (owners.length > 1) {
     const counts = owners.map((o) => `${o || '(an older dssync, no id)'}: ${theirs.filter((t) => (t.meta.installationId ?? '') === o).length}`);
     return { ...result, from: undefined, refused: `documents of mapping ${mapping.id} were written by ${owners.length} other installations (${counts.join('; ')}): choose one with --from ID` };
+  }
+  const live = input.lease?.liveSession;
+  const held = live === undefined || input.force ? 0 : theirs.filter((t) => t.meta.session === live).length;
+  if (held > 0) {
+    return { ...result, refused: `${held} document(s) of mapping ${mapping.id} were written by session ${live}, which holds the mapping's lease and is live: another dssync is writing them; stop it first, or run adopt again with --force` };
   }
   const m = input.dryRun ? undefined : state.ensureMapping(mapping.id, dataSourceId, mapping.path);
   // One document per path: the lowest id; the rest (duplicates of theirs) stay theirs.
@@ -93,8 +110,12 @@ export async function adoptDocuments(input: AdoptInput): Promise<AdoptResult> {
   if (input.dryRun || picked.length === 0) return result;
 
   const facts = (t: (typeof picked)[number]) => ({ path: t.meta.path, sha256: t.meta.sha256, size: t.meta.size ?? documentSize(t.doc) ?? 0, mtimeMs: t.meta.mtimeMs ?? 0 });
+  // This process's writer session, in every document it takes (the next rebuild recognises
+  // them): recorded, and made durable by the intent, before any document carries it.
+  const session = state.recordSession === undefined ? undefined : newSession();
+  if (session !== undefined) state.recordSession?.(mapping.id, session, input.now());
   await state.beginIntent(mapping.id, { kind: 'upload', files: picked.map((t) => ({ ...facts(t), documentId: t.doc.id })) });
-  const spec: DocumentFieldsSpec = { ...mapping, mappingId: mapping.id, installationId: me, root: mapping.path };
+  const spec: DocumentFieldsSpec = { ...mapping, mappingId: mapping.id, installationId: me, session, root: mapping.path };
   for (const t of picked) {
     try {
       await api.updateDocument(dataSourceId, t.doc.id, documentFields(spec, facts(t)));

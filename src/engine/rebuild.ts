@@ -6,11 +6,11 @@
  * (hashed once: the records carry no stat of the file), a file gone has its document
  * deleted (mass-delete guard included), a file changed is replaced.
  *
- * Recognised: a document carrying this mapping's id, this installation's id (or a former
- * one) and a writer session this state recorded. Not recognised, so still held and
- * reported as the planner does: a document without a session (an older dssync's, or a
- * clone's that runs one), or of a session this state never recorded (a clone's, or another
- * writer's with our identity). One document a path: of the newest recorded session, then
+ * Recognised: what the owner rule (owner.ts) calls `recovered` while rebuilding — this
+ * mapping's id, this installation's id (or a former one) and a writer session this state
+ * recorded. Not recognised, so still held and reported as the planner does: a document
+ * without a session (an older dssync's, or a clone's that runs one), or of a session this
+ * state never recorded, until a pass that holds the lease recovers it. One document a path: of the newest recorded session, then
  * the lowest id; another version of the path is then the planner's "older version" (of a
  * recorded session: deleted as stale).
  */
@@ -18,7 +18,7 @@ import type { DatastoreApi } from '../api/api.js';
 import type { FileEntry, MappingState } from '../state/schema.js';
 import type { Logger } from '../log.js';
 import { readMeta, type DssyncMeta } from './metadata.js';
-import { documentSize } from './plan.js';
+import { documentSize, ownerOfListing } from './plan.js';
 import type { DocumentRecord } from '../api/records.js';
 
 export interface RebuildState {
@@ -54,15 +54,14 @@ export async function rebuildFromListing(input: RebuildInput): Promise<{ recorde
     return { recorded: 0 };
   }
   const sessions = m.sessions ?? {};
-  const owners = new Set([input.installationId, ...input.formerInstallationIds]);
   const listing = await input.api.listDocuments(input.dataSourceId, { signal: input.signal, form: 'sync' });
-  const recordedId = m.files.documentIndex();
+  const whose = ownerOfListing({ mappingId, installationId: input.installationId, formerInstallationIds: input.formerInstallationIds, state: m, remote: listing, rebuilding: true });
   const byPath = new Map<string, { doc: DocumentRecord; meta: DssyncMeta; at: number }>();
   for (const doc of listing) {
+    const o = whose(doc);
     const meta = readMeta(doc);
-    if (!meta || meta.mappingId !== mappingId || meta.installationId === undefined || !owners.has(meta.installationId)) continue;
-    const at = meta.session === undefined ? undefined : sessions[meta.session];
-    if (at === undefined || recordedId(doc.id) !== undefined || m.files.documentIdOf(meta.path) !== undefined) continue;
+    if ((o.kind !== 'recovered' && o.kind !== 'own-write') || meta === undefined || m.files.documentIdOf(o.path) !== undefined) continue;
+    const at = sessions[meta.session ?? ''] ?? 0;
     const other = byPath.get(meta.path);
     if (other === undefined || at > other.at || (at === other.at && doc.id < other.doc.id)) byPath.set(meta.path, { doc, meta, at });
   }
