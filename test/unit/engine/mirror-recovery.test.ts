@@ -1,0 +1,180 @@
+/**
+ * Recovery without commands (issue 34, cases 4, 5 and 9) at the mirror's level: a state that
+ * lost what its own process wrote converges once the pass holds the mapping's lease
+ * (owner.ts rows O4, O9, O10), and stays conservative without it.
+ */
+import { describe, expect, it } from 'vitest';
+import type { LeaseView } from '../../../src/engine/lease-view.js';
+import { Mirror, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import type { LocalFileInfo } from '../../../src/engine/plan.js';
+import { FileTable } from '../../../src/state/file-table.js';
+import type { MappingState, PassRecord } from '../../../src/state/schema.js';
+import { FakeApi } from '../../helpers/fake-api.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
+import { MemoryState } from '../../helpers/memory-state.js';
+
+/** A state; `sessions: false` is one that records no writer sessions (documents carry none, as 0.1.0's). */
+class State extends MemoryState implements MirrorState {
+  readonly recordSession?: (id: string, session: string, at: number) => boolean;
+  constructor(sessions = true) {
+    super();
+    if (sessions) {
+      this.recordSession = (_id, session, at) => {
+        if (this.m.sessions?.[session] !== undefined) return false;
+        this.m.sessions = { ...this.m.sessions, [session]: at };
+        return true;
+      };
+    }
+  }
+  ensureMapping(): MappingState {
+    return this.m;
+  }
+  setLastPass(_id: string, _p: PassRecord): void {}
+  async flush(): Promise<void> {}
+  /** Replaces what it records with `m` (a restore from a backup). */
+  restore(m: MappingState): void {
+    Object.assign(this.m, copyOf(m));
+  }
+}
+
+function copyOf(m: MappingState): MappingState {
+  return { ...m, files: FileTable.of(Object.fromEntries(m.files.entries())), intents: { ...m.intents }, sessions: { ...m.sessions } };
+}
+
+class Local implements LocalSide {
+  files = new Map<string, LocalFileInfo>();
+  write(path: string, content: string): void {
+    this.files.set(path, { path, diskPath: `/srv/share/${path}`, size: content.length, mtimeMs: 1000 + content.length, sha256: `sha-${content}` });
+  }
+  async scan(): Promise<ScanResult> {
+    const files = new Map([...this.files].map(([p, f]) => [p, { ...f, sha256: undefined }]));
+    return { rootStatus: 'ok', files, skipped: [], unreadableDirs: [] };
+  }
+  scanScope(): Promise<ScanResult> {
+    return this.scan();
+  }
+  async hash(f: LocalFileInfo): Promise<{ sha256: string; size: number; mtimeMs: number }> {
+    const g = this.files.get(f.path)!;
+    return { sha256: g.sha256!, size: g.size, mtimeMs: g.mtimeMs };
+  }
+}
+
+const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
+const HELD: LeaseView = { held: true };
+
+function world() {
+  const clock = new FakeClock(Date.parse('2026-11-28T00:00:00Z'));
+  const api = new FakeApi();
+  const local = new Local();
+  /** A process: a new mirror (a new writer session) over `state`, as installation `installationId`. */
+  const processOf = (state: State, installationId = 'inst-A') =>
+    new Mirror({
+      spec: { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', installationId, prune: 'ours', maxDeletePercent: 100, massDeleteMinimum: 100, batchFiles: 10, batchBytes: 1e9, concurrency: 2 },
+      api,
+      state,
+      local,
+      logger: silent,
+      now: () => clock.now(),
+      monotonic: () => clock.monotonic(),
+    });
+  /** Path -> [document ids, sessions] as the data source holds them. */
+  const held = () => {
+    const out: Record<string, { ids: string[]; sessions: string[] }> = {};
+    for (const d of api.list()) {
+      const path = String(d.metadata.dssync_path ?? d.name);
+      out[path] ??= { ids: [], sessions: [] };
+      out[path].ids.push(d.id);
+      out[path].sessions.push(String(d.metadata.dssync_session ?? '-'));
+    }
+    return out;
+  };
+  return { clock, api, local, processOf, held };
+}
+
+describe('recovery without commands (issue 34)', () => {
+  it('case 4: the state restored from a backup converges once the pass holds the lease; without it nothing is written', async () => {
+    const { api, local, processOf, held } = world();
+    const state = new State();
+    local.write('a.txt', 'a1');
+    local.write('b.txt', 'b1');
+    local.write('d.txt', 'd1');
+    expect((await processOf(state).fullPass()).ok).toBe(true);
+    const backup = copyOf(state.m);
+    // Written after the backup by a later process: a edited, c new, d deleted.
+    local.write('a.txt', 'a2 edited');
+    local.write('c.txt', 'c1');
+    local.files.delete('d.txt');
+    expect((await processOf(state).fullPass()).ok).toBe(true);
+    const before = held();
+    state.restore(backup);
+
+    const unsure = await processOf(state).fullPass();
+    expect(unsure.identityConflict).toBe('another-writer');
+    expect(held()).toEqual(before);
+
+    const restored = processOf(state);
+    const r = await restored.fullPass({ lease: HELD });
+    expect(r.ok).toBe(true);
+    expect(r.counts.uploaded + r.counts.replaced).toBe(0);
+    const after = held();
+    expect(Object.keys(after).sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
+    // Each file keeps the one document it had, now recorded and carrying the restored process's session.
+    for (const path of ['a.txt', 'c.txt']) {
+      expect(after[path]!.ids).toEqual(before[path]!.ids);
+      expect(state.m.files.documentIdOf(path)).toBe(after[path]!.ids[0]);
+    }
+    const newest = Object.entries(state.m.sessions ?? {}).sort((x, y) => x[1] - y[1]).at(-1)![0];
+    expect(after['c.txt']!.sessions).toEqual([newest]);
+    expect(after['a.txt']!.sessions).toEqual([newest]);
+    // In step from then on: another pass does nothing.
+    const again = await restored.fullPass({ lease: HELD });
+    expect(again.ops).toEqual([]);
+  });
+
+  it('case 5: 0.1.0 upgraded under a new host name (the derived id changed): recorded documents stay ours; a changed file is replaced, a deleted one deleted', async () => {
+    const { api, local, processOf, held } = world();
+    const state = new State(false);
+    local.write('a.txt', 'a1');
+    local.write('b.txt', 'b1');
+    expect((await processOf(state, 'derived-old').fullPass()).ok).toBe(true);
+    local.write('a.txt', 'a2 edited');
+    local.files.delete('b.txt');
+    const r = await processOf(state, 'derived-new').fullPass();
+    expect(r.ok).toBe(true);
+    expect(r.conflicts ?? []).toEqual([]);
+    expect(Object.keys(held())).toEqual(['a.txt']);
+    expect(held()['a.txt']!.ids).toHaveLength(1);
+    expect(api.list()[0]!.metadata.dssync_installation).toBe('derived-new');
+  });
+
+  it('case 9: documents without a writer session (adopted, or 0.1.0\'s) and a lost state with its identity kept: recovered with the lease, never uploaded again', async () => {
+    const { local, processOf, held } = world();
+    const old = new State(false);
+    local.write('a.txt', 'a1');
+    local.write('b.txt', 'b1');
+    await processOf(old).fullPass();
+    const before = held();
+    expect(before['a.txt']!.sessions).toEqual(['-']);
+    const lost = new State();
+    expect((await processOf(lost).fullPass()).identityConflict).toBe('another-writer');
+    const r = await processOf(lost).fullPass({ lease: HELD });
+    expect(r.ok).toBe(true);
+    expect(r.counts.uploaded).toBe(0);
+    const after = held();
+    expect(after['a.txt']!.ids).toEqual(before['a.txt']!.ids);
+    expect(after['b.txt']!.ids).toEqual(before['b.txt']!.ids);
+    expect(after['a.txt']!.sessions[0]).not.toBe('-');
+  });
+
+  it('a lease held by another live session: its documents stay another writer\'s, nothing is written', async () => {
+    const { local, processOf, held } = world();
+    const first = new State();
+    local.write('a.txt', 'a1');
+    await processOf(first).fullPass();
+    const live = Object.keys(first.m.sessions ?? {})[0]!;
+    const before = held();
+    const r = await processOf(new State()).fullPass({ lease: { held: false, liveSession: live } });
+    expect(r.identityConflict).toBe('another-writer');
+    expect(held()).toEqual(before);
+  });
+});
