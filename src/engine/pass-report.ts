@@ -109,6 +109,12 @@ export function logOwnership(logger: Logger, plan: PlanResult, report: PassRepor
       `${plan.held.length} file(s) not uploaded: another dssync installation's document(s) for mapping ${spec.mappingId} hold the same path and content (a lost or new state?). ${adoptCommand(spec.mappingId)} takes them over`,
     );
   }
+  if (plan.recovered > 0) {
+    logger.warn(
+      { dataSourceId: spec.dataSourceId, documents: plan.recovered },
+      `recovered ${plan.recovered} document(s) of this installation that the state never recorded (a restore, a journal cut short, a lost state): this process holds the mapping's lease and their writer is gone; recorded and re-marked with this session, nothing uploaded again`,
+    );
+  }
   if (plan.otherOwners.length > 0) {
     logger.warn(
       { dataSourceId: spec.dataSourceId, documents: plan.otherOwners.length, example: report.conflicts?.[0] },

@@ -69,6 +69,11 @@ export type Cmd = fc.AsyncCommand<object, World>;
  *   rename(a.txt, other/e.txt), clonedHostUploads(other/e.txt, 12),
  *   hostRenamedAndRestarted() -> the clone's document at a path we track deleted as a stale
  *   version of ours (plan.ts ourOwnWrite).
+ * - SIM_RESTORE_BACKUP (on: issue 34 case 4): a backup of the state's folder is taken while
+ *   the daemon runs, and later the daemon is stopped, the folder restored from it, and the
+ *   daemon started again. Every pass holds the mapping's lease while no clone writes
+ *   (world.ts), so what was written since the backup is recovered (owner.ts rows O9, O19):
+ *   the invariants ask for convergence with no command.
  */
 export const FLAGS = {
   racy: flag('SIM_RACY', true),
@@ -78,6 +83,7 @@ export const FLAGS = {
   personRacesUpload: flag('SIM_PERSON_RACES_UPLOAD', true),
   wallBackRepair: flag('SIM_WALL_BACK_REPAIR', true),
   clonedWriter: flag('SIM_CLONED_WRITER', true),
+  restoreBackup: flag('SIM_RESTORE_BACKUP', true),
 };
 
 function flag(name: string, byDefault: boolean): boolean {
@@ -274,6 +280,8 @@ export function commands(): fc.Arbitrary<Cmd>[] {
   ];
   // Another writer with our identity (a cloned host, a copied state, two configs on one state).
   if (FLAGS.clonedWriter) list.push(fc.tuple(file, content, fc.boolean()).map(([p, c, inFlight]) => cmd(`clonedHostUploads(${p}, ${c}${inFlight ? ', in flight' : ''})`, (w) => w.cloneUpload(p, c, inFlight))));
+  // The state restored from an older backup (issue 34 case 4): recovered without a command.
+  if (FLAGS.restoreBackup) list.push(fc.constant(cmd('stateBackedUp()', (w) => w.takeBackup())), fc.constant(cmd('stateRestoredFromBackup()', (w) => w.restoreBackup())));
   if (FLAGS.racy) {
     list.push(
       fc.tuple(file, content).map(([p, c]) =>

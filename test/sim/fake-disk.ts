@@ -23,6 +23,17 @@ export class FakeDisk {
   private generation = 0;
   crashes = 0;
 
+  /** What a backup (a volume snapshot) of the disk holds now: every durable file's durable bytes. */
+  backup(): Map<string, Buffer> {
+    return new Map([...this.durableNames].map(([path, n]) => [path, n.durable]));
+  }
+
+  /** The disk as `backup` saw it (no process runs: World.restoreBackup stops it first). */
+  restore(files: ReadonlyMap<string, Buffer>): void {
+    this.names = new Map([...files].map(([path, data]) => [path, { data, durable: data }]));
+    this.durableNames = new Map(this.names);
+  }
+
   /** A StateFs for one process; dead after the next crash(). */
   fs(): StateFs {
     const gen = this.generation;

@@ -246,12 +246,15 @@ export class World {
   mirror(proc: Process, api: MirrorDeps['api'], onOp?: MirrorDeps['onOp'], windows: Partial<Pick<MirrorDeps, 'monotonic' | 'stabilityMs'>> = {}): Mirror {
     const cfg = this.config;
     const track = (kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> => this.track(proc, kind, run);
+    // The mapping's lease (lease-view.ts): held by this process while no other writer with
+    // our identity exists; with one (cloneUpload, which writes without a lease) it is not known.
+    const lease = (): PassOptions['lease'] => (this.clones.size === 0 ? { held: true } : undefined);
     class SimMirror extends Mirror {
       override async fullPass(opts: PassOptions = {}): Promise<PassReport> {
-        return track('full', () => super.fullPass(opts));
+        return track('full', () => super.fullPass({ lease: lease(), ...opts }));
       }
       override async changedPass(scope: ChangeScope, opts: PassOptions = {}): Promise<PassReport> {
-        return track('changes', () => super.changedPass(scope, opts));
+        return track('changes', () => super.changedPass(scope, { lease: lease(), ...opts }));
       }
     }
     return new SimMirror({
@@ -395,6 +398,13 @@ export class World {
 
   /** A clean restart with a (possibly) new config: stop, flush, start again. */
   async restart(config: SimConfig = this.config): Promise<void> {
+    await this.stop();
+    this.config = config;
+    this.restarts++;
+    await this.start();
+  }
+
+  private async stop(): Promise<void> {
     await this.restartIfCrashed();
     const p = this.proc!;
     await p.runner.stop(8_000);
@@ -403,7 +413,25 @@ export class World {
     p.timers.kill();
     this.disk.stopProcess();
     this.service.endProcess();
-    this.config = config;
+  }
+
+  /** The state's volume as a backup took it (stateBackedUp); undefined: none taken yet. */
+  private backup: Map<string, Buffer> | undefined;
+
+  /** A backup (a volume snapshot) of the state's folder is taken while the daemon runs. */
+  takeBackup(): void {
+    this.backup = this.disk.backup();
+  }
+
+  /**
+   * The daemon is stopped, the state's folder restored from the last backup, and the daemon
+   * started again (the documented rollback, issue 34 case 4): what was written since the
+   * backup is in the data source and not in the state; it must converge with no command.
+   */
+  async restoreBackup(): Promise<void> {
+    if (this.backup === undefined) return;
+    await this.stop();
+    this.disk.restore(this.backup);
     this.restarts++;
     await this.start();
   }
