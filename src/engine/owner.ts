@@ -4,28 +4,8 @@
  * identity, the state and the mapping's lease. The planner, the stability window, the
  * rebuild and adopt ask `whose` and decide nothing of their own. Pure.
  *
- * The rows, in the order they are tried:
- * 1. the lease's marker document: `lease` (never planned, pruned, adopted or reported);
- * 2. recorded by id in the state (at a path of this mapping): `ours`, whatever installation
- *    id its metadata carries (an id other than ours is a former id of ours: `rewrite`);
- * 3. metadata of another mapping: `other-mapping`;
- * 4. metadata of this mapping and an installation that is neither ours nor a former one:
- *    `other-installation`;
- * 5. our identity, unrecorded, that our own write explains (an open upload intent named it
- *    or sent its path; an older version of a tracked path), by a session this state
- *    recorded (or none): `own-write`;
- * 6. our identity (or a former id), unrecorded, its writer gone — we hold the lease and its
- *    session is not the live holder's, or the state is being rebuilt and recorded its
- *    session: `recovered`;
- * 7. a former id otherwise: `other-installation` (held, as before former ids were ours);
- * 8. our identity otherwise: `same-identity` (another live writer, or one we cannot tell
- *    from one);
- * 9. no metadata, named by an open upload intent (its answer's id, or its marked name):
- *    `open-upload`;
- * 10. no metadata, marked with our tag, its session recorded (or none, or its writer gone
- *    as in 6): `lost-upload`; of an unrecorded session otherwise: `same-identity`;
- * 11. no metadata, marked by someone else: `foreign-upload`;
- * 12. no metadata: `person`.
+ * Its rows, in the order `ownerRule` tries them, are the table of docs/reliability.md ("The
+ * owner rule", O1-O22); test/unit/engine/owner.test.ts holds one test per row.
  */
 import type { DocumentRecord } from '../api/records.js';
 import type { ReadonlyFileTable } from '../state/file-table.js';
