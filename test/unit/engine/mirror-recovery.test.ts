@@ -93,7 +93,7 @@ function world() {
 
 describe('recovery without commands (issue 34)', () => {
   it('case 4: the state restored from a backup converges once the pass holds the lease; without it nothing is written', async () => {
-    const { api, local, processOf, held } = world();
+    const { local, processOf, held } = world();
     const state = new State();
     local.write('a.txt', 'a1');
     local.write('b.txt', 'b1');
