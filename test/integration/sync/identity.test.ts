@@ -5,8 +5,8 @@
  * saying why.
  */
 import { spawnSync } from 'node:child_process';
-import { cp, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { cp, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
 import { requireBuiltBinary, runCli, type CliResult } from '../cli/run-cli.js';
@@ -110,6 +110,15 @@ describe('identity: who owns a document (issue 23)', () => {
     expect(new Set(now.map((d) => d.installation)).size).toBe(1);
     expect(now[0]!.installation).not.toBe(before[0]!.installation);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
+
+    // Adopt wrote its session into what it took (issue 34 case 9): the state lost again, its
+    // identity file kept, the rebuild recognises them; no second adopt, nothing uploaded.
+    expect(new Set(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => typeof d.metadata?.dssync_session))).toEqual(new Set(['string']));
+    const stateDir = dirname(ws.statePath);
+    for (const f of await readdir(stateDir)) if (!f.endsWith('.identity.json')) await rm(join(stateDir, f), { recursive: true, force: true });
+    const again = await ws.sync();
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(docs(ws).map((d) => d.id)).toEqual(now.map((d) => d.id));
   });
 
   it('a corrupt state file (garbage over it, as the chaos case does): the identity kept beside it recognises the documents; nothing re-uploaded or skipped, a file deleted meanwhile has its document deleted', { timeout: 60_000 }, async () => {
