@@ -5,12 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LeaseView } from '../../../src/engine/lease-view.js';
-import { Mirror, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
-import type { LocalFileInfo } from '../../../src/engine/plan.js';
+import { Mirror, type MirrorState } from '../../../src/engine/mirror.js';
 import { FileTable } from '../../../src/state/file-table.js';
 import type { MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { HashedLocal } from '../../helpers/hashed-local.js';
 import { MemoryState } from '../../helpers/memory-state.js';
 
 /** A state; `sessions: false` is one that records no writer sessions (documents carry none, as 0.1.0's). */
@@ -41,42 +41,17 @@ function copyOf(m: MappingState): MappingState {
   return { ...m, files: FileTable.of(Object.fromEntries(m.files.entries())), intents: { ...m.intents }, sessions: { ...m.sessions } };
 }
 
-class Local implements LocalSide {
-  files = new Map<string, LocalFileInfo>();
-  write(path: string, content: string): void {
-    this.files.set(path, { path, diskPath: `/srv/share/${path}`, size: content.length, mtimeMs: 1000 + content.length, sha256: `sha-${content}` });
-  }
-  async scan(): Promise<ScanResult> {
-    const files = new Map([...this.files].map(([p, f]) => [p, { ...f, sha256: undefined }]));
-    return { rootStatus: 'ok', files, skipped: [], unreadableDirs: [] };
-  }
-  scanScope(): Promise<ScanResult> {
-    return this.scan();
-  }
-  async hash(f: LocalFileInfo): Promise<{ sha256: string; size: number; mtimeMs: number }> {
-    const g = this.files.get(f.path)!;
-    return { sha256: g.sha256!, size: g.size, mtimeMs: g.mtimeMs };
-  }
-}
-
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
 const HELD: LeaseView = { held: true };
 
 function world() {
   const clock = new FakeClock(Date.parse('2026-11-28T00:00:00Z'));
   const api = new FakeApi();
-  const local = new Local();
+  const local = new HashedLocal();
   /** A process: a new mirror (a new writer session) over `state`, as installation `installationId`. */
-  const processOf = (state: State, installationId = 'inst-A') =>
-    new Mirror({
-      spec: { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', installationId, prune: 'ours', maxDeletePercent: 100, massDeleteMinimum: 100, batchFiles: 10, batchBytes: 1e9, concurrency: 2 },
-      api,
-      state,
-      local,
-      logger: silent,
-      now: () => clock.now(),
-      monotonic: () => clock.monotonic(),
-    });
+  const spec = { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune: 'ours', maxDeletePercent: 100, massDeleteMinimum: 100, batchFiles: 10, batchBytes: 1e9, concurrency: 2 } as const;
+  const clocks = { now: () => clock.now(), monotonic: () => clock.monotonic() };
+  const processOf = (state: State, installationId = 'inst-A') => new Mirror({ spec: { ...spec, installationId }, api, state, local, logger: silent, ...clocks });
   /** Path -> [document ids, sessions] as the data source holds them. */
   const held = () => {
     const out: Record<string, { ids: string[]; sessions: string[] }> = {};
@@ -95,14 +70,14 @@ describe('recovery without commands (issue 34)', () => {
   it('case 4: the state restored from a backup converges once the pass holds the lease; without it nothing is written', async () => {
     const { local, processOf, held } = world();
     const state = new State();
-    local.write('a.txt', 'a1');
-    local.write('b.txt', 'b1');
-    local.write('d.txt', 'd1');
+    local.write('a.txt', 'a1', 1000);
+    local.write('b.txt', 'b1', 1000);
+    local.write('d.txt', 'd1', 1000);
     expect((await processOf(state).fullPass()).ok).toBe(true);
     const backup = copyOf(state.m);
     // Written after the backup by a later process: a edited, c new, d deleted.
-    local.write('a.txt', 'a2 edited');
-    local.write('c.txt', 'c1');
+    local.write('a.txt', 'a2 edited', 1000);
+    local.write('c.txt', 'c1', 1000);
     local.files.delete('d.txt');
     expect((await processOf(state).fullPass()).ok).toBe(true);
     const before = held();
@@ -134,10 +109,10 @@ describe('recovery without commands (issue 34)', () => {
   it('case 5: 0.1.0 upgraded under a new host name (the derived id changed): recorded documents stay ours; a changed file is replaced, a deleted one deleted', async () => {
     const { api, local, processOf, held } = world();
     const state = new State(false);
-    local.write('a.txt', 'a1');
-    local.write('b.txt', 'b1');
+    local.write('a.txt', 'a1', 1000);
+    local.write('b.txt', 'b1', 1000);
     expect((await processOf(state, 'derived-old').fullPass()).ok).toBe(true);
-    local.write('a.txt', 'a2 edited');
+    local.write('a.txt', 'a2 edited', 1000);
     local.files.delete('b.txt');
     const r = await processOf(state, 'derived-new').fullPass();
     expect(r.ok).toBe(true);
@@ -150,8 +125,8 @@ describe('recovery without commands (issue 34)', () => {
   it('case 9: documents without a writer session (adopted, or 0.1.0\'s) and a lost state with its identity kept: recovered with the lease, never uploaded again', async () => {
     const { local, processOf, held } = world();
     const old = new State(false);
-    local.write('a.txt', 'a1');
-    local.write('b.txt', 'b1');
+    local.write('a.txt', 'a1', 1000);
+    local.write('b.txt', 'b1', 1000);
     await processOf(old).fullPass();
     const before = held();
     expect(before['a.txt']!.sessions).toEqual(['-']);
@@ -169,7 +144,7 @@ describe('recovery without commands (issue 34)', () => {
   it('a lease held by another live session: its documents stay another writer\'s, nothing is written', async () => {
     const { local, processOf, held } = world();
     const first = new State();
-    local.write('a.txt', 'a1');
+    local.write('a.txt', 'a1', 1000);
     await processOf(first).fullPass();
     const live = Object.keys(first.m.sessions ?? {})[0]!;
     const before = held();

@@ -5,11 +5,11 @@
  * window apart on the monotonic clock (a future mtime, a clock stepped back).
  */
 import { describe, expect, it } from 'vitest';
-import { Mirror, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
-import type { LocalFileInfo } from '../../../src/engine/plan.js';
+import { Mirror, type MirrorState } from '../../../src/engine/mirror.js';
 import type { MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { HashedLocal } from '../../helpers/hashed-local.js';
 import { MemoryState } from '../../helpers/memory-state.js';
 
 const WINDOW = 2_000;
@@ -22,34 +22,13 @@ class State extends MemoryState implements MirrorState {
   async flush(): Promise<void> {}
 }
 
-/** A folder whose files carry the content's hash as it is now and the times of their last write. */
-class Local implements LocalSide {
-  files = new Map<string, LocalFileInfo>();
-  private inodes = 0;
-  write(path: string, content: string, at: number): void {
-    const ino = this.files.get(path)?.ino ?? ++this.inodes;
-    this.files.set(path, { path, diskPath: `/srv/share/${path}`, size: content.length, mtimeMs: at, ctimeMs: at, ino, dev: 1, sha256: `sha-${content}` });
-  }
-  async scan(): Promise<ScanResult> {
-    const files = new Map([...this.files].map(([p, f]) => [p, { ...f, sha256: undefined }]));
-    return { rootStatus: 'ok', files, skipped: [], unreadableDirs: [] };
-  }
-  scanScope(): Promise<ScanResult> {
-    return this.scan();
-  }
-  async hash(f: LocalFileInfo): Promise<{ sha256: string; size: number; mtimeMs: number }> {
-    const g = this.files.get(f.path)!;
-    return { sha256: g.sha256!, size: g.size, mtimeMs: g.mtimeMs };
-  }
-}
-
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
 
 function setup(stabilityMs: number | undefined = WINDOW, prune: 'ours' | 'all' = 'ours') {
   const clock = new FakeClock(Date.parse('2026-11-23T00:00:00Z'));
   const api = new FakeApi();
   const state = new State();
-  const local = new Local();
+  const local = new HashedLocal();
   const mirror = new Mirror({
     spec: { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune, maxDeletePercent: 50, massDeleteMinimum: 3, batchFiles: 10, batchBytes: 1e9, concurrency: 2 },
     api,
