@@ -590,7 +590,12 @@ export function installationText(i: InstallationStatus): string {
 
 /** What a rebuild of the state at this start did (docs/reliability.md, "The identity file"). */
 function rebuiltText(r: NonNullable<InstallationStatus['stateRebuilt']>): string {
-  const how = r.kind === 'corrupt' ? `was corrupt${r.movedTo ? ` (moved to ${r.movedTo})` : ''}` : 'was missing';
+  const how = {
+    corrupt: `was corrupt${r.movedTo ? ` (moved to ${r.movedTo})` : ''}`,
+    missing: 'was missing',
+    empty: 'was lost (no snapshot and an empty journal)',
+    damaged: `had a damaged journal${r.movedTo ? ` (a copy is at ${r.movedTo}; every valid record recovered)` : ''}`,
+  }[r.kind];
   const id = r.identity === 'recovered' ? 'identity kept from the identity file, documents recognised from the listing' : "no identity file: a new id; the old one's documents wait for 'dssync adopt'";
   return `the state file ${how}; ${id}`;
 }
