@@ -249,6 +249,14 @@ export class Journal {
     });
   }
 
+  /** Forgets the pending ops up to `seq`: a durable snapshot holds them. */
+  dropPendingThrough(seq: number): void {
+    const n = Math.min(this.pending.length, seq - this.pendingFirst + 1);
+    if (n <= 0) return;
+    this.pending = this.pending.slice(n);
+    this.pendingFirst += n;
+  }
+
   /** From now on, keep the records appended: they are what a trim() keeps. */
   keepTail(): void {
     this.tail = [];

@@ -681,7 +681,8 @@ export class StateStore {
   private startFold(): void {
     if (this.folding) return;
     const run = async (): Promise<void> => {
-      this.state.journalSeq = this.journal.lastSeq;
+      const seq = this.journal.lastSeq;
+      this.state.journalSeq = seq;
       this.journal.keepTail();
       try {
         await this.snapshotFile.write(this.state);
@@ -690,6 +691,7 @@ export class StateStore {
         throw err;
       }
       await this.journal.trim();
+      this.journal.dropPendingThrough(seq);
     };
     this.folding = run()
       .then(
