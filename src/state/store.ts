@@ -275,7 +275,10 @@ export class StateStore {
         // and the journal is replaced only by the fold below, which writes what was recovered.
         const d = loaded.damage;
         const copy = `${journalPath}.damaged-${fileStamp(clock())}`;
-        await writeFileAtomic(fs, copy, [d.bytes]);
+        await writeFileAtomic(fs, copy, [d.bytes]).catch((err: unknown) => {
+          const why = `the journal is damaged (${d.ranges.join('; ')}) and no copy of it could be kept as ${copy} (${(err as Error).message}): it was left as it is; free space beside the state and start again`;
+          throw new StateWriteError(journalPath, Object.assign(new Error(why), { code: errnoOf(err) }));
+        });
         logger.warn(
           { file: journalPath, copy, damaged: d.ranges, lostOps: d.lostOps, recoveredRecords: loaded.records },
           `state journal ${journalPath} is damaged (${d.ranges.join('; ')}): kept a copy as ${copy}; recovered ${loaded.records} valid record(s) before and after the damage; ` +

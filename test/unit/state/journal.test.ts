@@ -6,6 +6,7 @@ import type { StateOp } from '../../../src/state/ops.js';
 import type { FileEntry } from '../../../src/state/schema.js';
 import { decodeState } from '../../../src/state/decode.js';
 import { readStateFile, StateStore } from '../../../src/state/store.js';
+import { StateWriteError } from '../../../src/state/errors.js';
 import { captureLogger, MemFs, settle } from './fakes.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { stateFileText } from '../../helpers/state-fixture.js';
@@ -187,6 +188,22 @@ describe('StateStore journal', () => {
     expect([...(again.mapping('m')?.files.keys() ?? [])]).toEqual(['a']);
     expect(fs.text(JOURNAL)).toBe(good);
     await again.close().catch(() => undefined);
+  });
+
+  it('a damaged journal on a full disk: no copy can be kept, so nothing is cut; the start fails naming the damage and the cause', async () => {
+    const { fs } = await tornJournal();
+    // No snapshot: the journal's only record, cut, is damage (nothing else holds it), not a torn tail.
+    const damaged = Buffer.from(fs.files.get(JOURNAL)?.data ?? Buffer.alloc(0));
+    damaged[20] = (damaged[20] ?? 0) ^ 0x01;
+    fs.files.set(JOURNAL, { data: damaged, mode: 0o600 });
+    fs.files.delete(PATH);
+    fs.fail('writev', 'ENOSPC', 100);
+    const err = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, onCorrupt: 'reset', logger: captureLogger().logger }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StateWriteError);
+    expect((err as StateWriteError).errno).toBe('ENOSPC');
+    expect((err as Error).message).toMatch(/journal is damaged \(bytes 0-\d+: .*\) and no copy of it could be kept .*: it was left as it is/);
+    expect(fs.files.get(JOURNAL)?.data.equals(damaged)).toBe(true);
+    expect([...fs.files.keys()].filter((p) => p !== JOURNAL && !p.endsWith('.identity.json'))).toEqual([]);
   });
 
   it('a journal that does not follow its snapshot is corrupt (reset moves both aside)', async () => {
