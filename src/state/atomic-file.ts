@@ -173,15 +173,20 @@ export async function readIfExists(fs: StateFs, path: string): Promise<string | 
   }
 }
 
-/** Reads the file's bytes as they are on disk (no decoding), or undefined when it does not exist. */
-export async function readBytesIfExists(fs: StateFs, path: string): Promise<Buffer | undefined> {
-  let fh: StateFileHandle;
+/** The file opened for reading, or undefined when it does not exist. */
+export async function openIfExists(fs: StateFs, path: string): Promise<StateFileHandle | undefined> {
   try {
-    fh = await fs.open(path, 'r');
+    return await fs.open(path, 'r');
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return undefined;
     throw err;
   }
+}
+
+/** Reads the file's bytes as they are on disk (no decoding), or undefined when it does not exist. */
+export async function readBytesIfExists(fs: StateFs, path: string): Promise<Buffer | undefined> {
+  const fh = await openIfExists(fs, path);
+  if (fh === undefined) return undefined;
   try {
     const chunks: Buffer[] = [];
     for (let at = 0; ; ) {

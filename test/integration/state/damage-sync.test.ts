@@ -10,17 +10,12 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary } from '../cli/run-cli.js';
 
-interface SyncJson {
-  ok: boolean;
-  mappings: { counts: Record<string, number> }[];
-}
+/** What `sync --json` says of the mapping's counts. */
+const countsOf = (r: Parameters<typeof jsonOf>[0]) => jsonOf<{ mappings: { counts: Record<string, number> }[] }>(r).mappings[0]?.counts;
 
 let ws: Workspace | undefined;
 beforeAll(() => requireBuiltBinary());
-afterEach(async () => {
-  await ws?.close();
-  ws = undefined;
-});
+afterEach(() => ws?.close());
 
 async function synced(): Promise<{ ws: Workspace; journal: string; documents: number; id: string }> {
   const w = await createWorkspace();
@@ -28,7 +23,7 @@ async function synced(): Promise<{ ws: Workspace; journal: string; documents: nu
   for (const n of ['a.txt', 'b.md', 'sub/c.txt']) await w.write(n, `${n}\n`);
   const first = await w.sync('--json');
   expect(first.code, first.stderr).toBe(0);
-  expect(jsonOf<SyncJson>(first).mappings[0]?.counts.uploaded).toBe(3);
+  expect(countsOf(first)?.uploaded).toBe(3);
   const identity = JSON.parse(await readFile(`${w.statePath}.identity.json`, 'utf8')) as { installationId: string };
   return { ws: w, journal: `${w.statePath}.journal`, documents: w.emu.store.listDocuments(w.dataSourceId()).length, id: identity.installationId };
 }
@@ -43,7 +38,7 @@ describe('dssync sync after the journal was damaged or lost', () => {
 
     const second = await w.sync('--json');
     expect(second.code, second.stderr).toBe(0);
-    expect(jsonOf<SyncJson>(second).mappings[0]?.counts).toMatchObject({ uploaded: 0, deleted: 0 });
+    expect(countsOf(second)).toMatchObject({ uploaded: 0, deleted: 0 });
     expect(w.emu.store.listDocuments(w.dataSourceId()).length).toBe(documents);
     const copies = (await readdir(dirname(journal))).filter((f) => f.startsWith('state.json.journal.damaged-'));
     expect(copies).toHaveLength(1);
@@ -61,7 +56,7 @@ describe('dssync sync after the journal was damaged or lost', () => {
     const second = await w.sync('--json');
     expect(second.code, second.stderr).toBe(0);
     expect(second.stderr).toContain('is lost: no snapshot and an empty journal');
-    expect(jsonOf<SyncJson>(second).mappings[0]?.counts).toMatchObject({ uploaded: 0, deleted: 0 });
+    expect(countsOf(second)).toMatchObject({ uploaded: 0, deleted: 0 });
     expect(w.emu.store.listDocuments(w.dataSourceId()).length).toBe(documents);
     const identity = JSON.parse(await readFile(`${w.statePath}.identity.json`, 'utf8')) as { installationId: string };
     expect(identity.installationId).toBe(id);
