@@ -725,7 +725,7 @@ function stateMappingLines(m: StateMappingView, now: number): string {
  * its journal holds every change; the files beside it are named so none is taken for junk.
  */
 export function stateFilesLine(statePath: string, snapshotWritten: boolean): string {
-  const snapshot = snapshotWritten ? 'the snapshot' : 'the snapshot: not written yet, the journal holds every change until the first fold';
+  const snapshot = snapshotWritten ? 'the snapshot' : 'the snapshot: not written yet, as a state of dssync 0.3.0 or older, written before the next change';
   return `state files: ${statePath} (${snapshot}), ${statePath}.journal (changes since the snapshot), ${statePath}.lock, ${statePath}.status-token, ${statePath}.problems.json, ${statePath}.feed.json, ${statePath}.identity.json (docs/config.md, statePath).`;
 }
 
