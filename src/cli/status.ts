@@ -590,7 +590,12 @@ export function installationText(i: InstallationStatus): string {
 
 /** What a rebuild of the state at this start did (docs/reliability.md, "The identity file"). */
 function rebuiltText(r: NonNullable<InstallationStatus['stateRebuilt']>): string {
-  const how = r.kind === 'corrupt' ? `was corrupt${r.movedTo ? ` (moved to ${r.movedTo})` : ''}` : 'was missing';
+  const how = {
+    corrupt: `was corrupt${r.movedTo ? ` (moved to ${r.movedTo})` : ''}`,
+    missing: 'was missing',
+    empty: 'was lost (no snapshot and an empty journal)',
+    damaged: `had a damaged journal${r.movedTo ? ` (a copy is at ${r.movedTo}; every valid record recovered)` : ''}`,
+  }[r.kind];
   const id = r.identity === 'recovered' ? 'identity kept from the identity file, documents recognised from the listing' : "no identity file: a new id; the old one's documents wait for 'dssync adopt'";
   return `the state file ${how}; ${id}`;
 }
@@ -720,7 +725,7 @@ function stateMappingLines(m: StateMappingView, now: number): string {
  * its journal holds every change; the files beside it are named so none is taken for junk.
  */
 export function stateFilesLine(statePath: string, snapshotWritten: boolean): string {
-  const snapshot = snapshotWritten ? 'the snapshot' : 'the snapshot: not written yet, the journal holds every change until the first fold';
+  const snapshot = snapshotWritten ? 'the snapshot' : 'the snapshot: not written yet, as a state of dssync 0.3.0 or older, written before the next change';
   return `state files: ${statePath} (${snapshot}), ${statePath}.journal (changes since the snapshot), ${statePath}.lock, ${statePath}.status-token, ${statePath}.problems.json, ${statePath}.feed.json, ${statePath}.identity.json (docs/config.md, statePath).`;
 }
 

@@ -256,7 +256,7 @@ export const InstallationStatusSchema = z.object({
   /** How many ids this state used before (a pin replaced them): their documents are still ours. */
   formerIds: count,
   /** The state was rebuilt at this start: corrupt (moved aside) or missing, with the identity recovered or not. */
-  stateRebuilt: z.object({ kind: z.enum(['corrupt', 'missing']), identity: z.enum(['recovered', 'none', 'unreadable']), movedTo: z.string().optional() }).optional(),
+  stateRebuilt: z.object({ kind: z.enum(['corrupt', 'missing', 'empty', 'damaged']), identity: z.enum(['recovered', 'none', 'unreadable']), movedTo: z.string().optional() }).optional(),
 });
 export type InstallationStatus = z.infer<typeof InstallationStatusSchema>;
 

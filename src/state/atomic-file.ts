@@ -173,6 +173,34 @@ export async function readIfExists(fs: StateFs, path: string): Promise<string | 
   }
 }
 
+/** The file opened for reading, or undefined when it does not exist. */
+export async function openIfExists(fs: StateFs, path: string): Promise<StateFileHandle | undefined> {
+  try {
+    return await fs.open(path, 'r');
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** Reads the file's bytes as they are on disk (no decoding), or undefined when it does not exist. */
+export async function readBytesIfExists(fs: StateFs, path: string): Promise<Buffer | undefined> {
+  const fh = await openIfExists(fs, path);
+  if (fh === undefined) return undefined;
+  try {
+    const chunks: Buffer[] = [];
+    for (let at = 0; ; ) {
+      const buf = Buffer.allocUnsafe(1 << 20);
+      const { bytesRead } = await fh.read(buf, 0, buf.length, at);
+      if (bytesRead === 0) return Buffer.concat(chunks);
+      chunks.push(buf.subarray(0, bytesRead));
+      at += bytesRead;
+    }
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}
+
 /** Creates the state directory (0700) when missing; an existing one is left as it is. */
 export async function ensureDir(fs: StateFs, dir: string): Promise<void> {
   await fs.mkdir(dir, { recursive: true, mode: DIR_MODE });

@@ -11,9 +11,8 @@
  * it is not treated as corrupt).
  */
 import { crc32 } from 'node:zlib';
-import { errnoOf } from '../errors/errno.js';
 import { StateCorruptError, StateFormatRetiredError, StateVersionError } from './errors.js';
-import type { StateFileHandle, StateFs } from './atomic-file.js';
+import { openIfExists, type StateFs } from './atomic-file.js';
 import { SNAPSHOT_MAGIC, type SliceOptions } from './encoder.js';
 import { FIRST_LINE_VERSION, STATE_VERSION, type MappingState, type StateIdentity } from './schema.js';
 import { isFileLine, mappingFromHead, newState, type DecodedState } from './validate.js';
@@ -216,13 +215,8 @@ export interface ReadSnapshot extends DecodedState {
  * `slice.sliceMs` or so. `parser`: one of the caller's (tests look at its progress).
  */
 export async function readSnapshot(fs: StateFs, path: string, slice: SliceOptions, parser = new SnapshotParser(path)): Promise<ReadSnapshot | undefined> {
-  let fh: StateFileHandle;
-  try {
-    fh = await fs.open(path, 'r');
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    throw err;
-  }
+  const fh = await openIfExists(fs, path);
+  if (fh === undefined) return undefined;
   let bytes = 0;
   try {
     const chunk = Buffer.allocUnsafe(CHUNK_BYTES);

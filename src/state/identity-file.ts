@@ -19,6 +19,7 @@
 import { z } from 'zod';
 import { readIfExists, writeFileAtomic, type StateFs } from './atomic-file.js';
 import { parseJsonFile } from './json-file.js';
+import type { StateOp } from './ops.js';
 import type { StateFile, StateIdentity } from './schema.js';
 
 export function identityPathOf(statePath: string): string {
@@ -83,4 +84,26 @@ export async function writeIdentityFile(fs: StateFs, path: string, text: string)
 /** The identity part of a record, as the state keeps it. */
 export function identityOf(record: IdentityRecord): StateIdentity {
   return { installationId: record.installationId, origin: record.origin, formerIds: [...record.formerIds] };
+}
+
+/**
+ * The ops that restore what the record keeps and the state lacks: the identity, each
+ * missing mapping (data source, folder, name) and the writer sessions the state does not
+ * record. Never one that changes what the state holds (a mapping it records on another
+ * data source stays as the state says): the file is used, never trusted over the state.
+ */
+export function missingIdentityOps(state: StateFile, record: IdentityRecord): StateOp[] {
+  const ops: StateOp[] = [];
+  if (state.identity === undefined) ops.push(['identity', record.installationId, record.origin, [...record.formerIds]]);
+  for (const [id, m] of Object.entries(record.mappings)) {
+    const have = state.mappings[id];
+    if (have === undefined) {
+      ops.push(['map', id, m.dataSourceId, m.root]);
+      if (m.dataSourceName !== undefined) ops.push(['dsname', id, m.dataSourceName]);
+    } else if (have.dataSourceId !== m.dataSourceId) {
+      continue;
+    }
+    for (const [session, at] of Object.entries(m.sessions)) if (have?.sessions?.[session] === undefined) ops.push(['session', id, session, at]);
+  }
+  return ops;
 }

@@ -26,18 +26,18 @@ import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../log.js';
 import { SnapshotFile, type ReadStats, type SnapshotStats } from './snapshot-file.js';
-import { ensureDir, nodeStateFs, readIfExists, removeStaleTemps, restrictMode, type StateFs } from './atomic-file.js';
+import { ensureDir, nodeStateFs, readBytesIfExists, removeStaleTemps, restrictMode, writeFileAtomic, type StateFs } from './atomic-file.js';
 import { StateCodec } from './encoder.js';
 import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState, withIntentDocuments } from './validate.js';
 import { errnoOf } from '../errors/errno.js';
-import { isStateError, StateCorruptError, StateWriteError } from './errors.js';
+import { isStateError, StateCorruptError, StateVersionError, StateWriteError } from './errors.js';
 import { Journal, journalPathOf, parseJournal } from './journal.js';
 import { acquireLock, type Lock } from './lock.js';
 import { applyOp, setFileOp, type StateOp } from './ops.js';
-import type { FileEntry, Intent, MappingState, PassRecord, RejectedFile, StateFile, StateIdentity } from './schema.js';
+import { STATE_VERSION, type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile, type StateIdentity } from './schema.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { WriteScheduler } from './write-scheduler.js';
-import { encodeIdentityRecord, identityOf, identityPathOf, identityRecordOf, readIdentityFile, writeIdentityFile, type IdentityRecord } from './identity-file.js';
+import { encodeIdentityRecord, identityPathOf, identityRecordOf, missingIdentityOps, readIdentityFile, writeIdentityFile, type IdentityRecord } from './identity-file.js';
 
 /** Ops that change what the identity file holds (identity-file.ts). */
 const IDENTITY_OPS = new Set<StateOp[0]>(['identity', 'map', 'dsname', 'unmap', 'session']);
@@ -98,13 +98,24 @@ export interface LoadStats extends ReadStats {
 
 const DEFAULT_FOLD_MIN_BYTES = 8 * 1024 * 1024;
 
+/** Why a state was rebuilt at open, as the log says it (`movedTo`: where the corrupt or damaged files are). */
+const RECOVERY_WHY = {
+  corrupt: (movedTo?: string) => `was corrupt (moved to ${movedTo ?? '?'})`,
+  missing: () => 'is missing',
+  empty: () => 'is lost: no snapshot and an empty journal (a power cut?)',
+  damaged: (movedTo?: string) => `had a damaged journal (a copy is at ${movedTo ?? '?'})`,
+} as const;
+export type RecoveryKind = keyof typeof RECOVERY_WHY;
+
 /**
- * The state was rebuilt at open: 'corrupt' (moved aside) or 'missing' (no state file, but
- * an identity file beside it); `identity` says whether the identity file was there to keep
+ * The state was rebuilt at open: 'corrupt' (moved aside), 'missing' (no state file, but an
+ * identity file beside it), 'empty' (no snapshot and a journal without a record: a lost
+ * state) or 'damaged' (a journal with damaged ranges: a copy kept, every valid record
+ * recovered); `identity` says whether the identity file was there to keep
  * the installation's identity and writer sessions (identity-file.ts).
  */
 export interface StateRecovery {
-  kind: 'corrupt' | 'missing';
+  kind: RecoveryKind;
   identity: 'recovered' | 'none' | 'unreadable';
   /** Where the corrupt files were moved (kind 'corrupt'). */
   movedTo?: string | undefined;
@@ -139,6 +150,14 @@ export class StateStore {
   private readonly rebuild = new Set<string>();
   /** What open() rebuilt, if anything. */
   recovery: StateRecovery | undefined;
+  /**
+   * A snapshot of the current format is on disk. Until there is one, no record is appended:
+   * a reader, any release's, reads the snapshot first and refuses a format newer than its
+   * own there, before it reads the journal (docs/upgrading.md). So a new state writes one at
+   * its first write, and a state of an older format (a journal alone, or an older snapshot)
+   * before its first write in the current one.
+   */
+  private snapshotCurrent = false;
 
   private constructor(
     /** Absolute path of the state file. */
@@ -198,6 +217,8 @@ export class StateStore {
         const removed = [...(await removeStaleTemps(fs, abs)), ...(await removeStaleTemps(fs, journalPath)), ...(await removeStaleTemps(fs, identityPathOf(abs)))];
         if (removed.length) logger.info({ removed }, 'removed temp files of an interrupted state write');
       }
+      // Read before the journal: past a damaged range of it, what this file keeps is restored first.
+      const idFile = await readIdentityFile(fs, identityPathOf(abs));
       const codec = new StateCodec();
       const snapshotFile = new SnapshotFile(abs, fs, codec);
       let state = newState();
@@ -206,7 +227,7 @@ export class StateStore {
       let recovery: Omit<StateRecovery, 'identity' | 'mappings'> | undefined;
       try {
         state = (await snapshotFile.read()) ?? state;
-        loaded = await loadJournal(fs, journalPath, state, codec);
+        loaded = await loadJournal(fs, journalPath, state, codec, { withSnapshot: snapshotFile.readStats !== undefined, seed: idFile.record });
       } catch (err) {
         if (err instanceof StateCorruptError && opts.onCorrupt === 'reset') {
           const stamp = fileStamp(clock());
@@ -227,7 +248,7 @@ export class StateStore {
           );
           state = newState();
           codec.reset();
-          loaded = { lastSeq: 0, bytes: 0, exists: false, replayed: 0 };
+          loaded = { lastSeq: 0, bytes: 0, exists: false, replayed: 0, records: 0 };
           recovery = { kind: 'corrupt', movedTo: aside };
         } else if (isStateError(err) || errnoOf(err) === undefined) {
           throw err;
@@ -243,17 +264,43 @@ export class StateStore {
         logger.warn({ file: journalPath, detail: loaded.torn.problem }, `state journal ${journalPath}: ignored ${loaded.torn.problem} (a write cut short by a crash)`);
         const fh = await fs.open(journalPath, 'r+');
         try {
-          await fh.truncate(loaded.torn.valid.length);
+          await fh.truncate(loaded.torn.valid);
           await fh.sync();
         } finally {
           await fh.close();
         }
       }
+      if (loaded.damage !== undefined) {
+        // Damage is never cut in place: the file is copied as it is first (no copy, no start),
+        // and the journal is replaced only by the fold below, which writes what was recovered.
+        const d = loaded.damage;
+        const copy = `${journalPath}.damaged-${fileStamp(clock())}`;
+        await writeFileAtomic(fs, copy, [d.bytes]).catch((err: unknown) => {
+          const why = `the journal is damaged (${d.ranges.join('; ')}) and no copy of it could be kept as ${copy} (${(err as Error).message}): it was left as it is; free space beside the state and start again`;
+          throw new StateWriteError(journalPath, Object.assign(new Error(why), { code: errnoOf(err) }));
+        });
+        logger.warn(
+          { file: journalPath, copy, damaged: d.ranges, lostOps: d.lostOps, recoveredRecords: loaded.records },
+          `state journal ${journalPath} is damaged (${d.ranges.join('; ')}): kept a copy as ${copy}; recovered ${loaded.records} valid record(s) before and after the damage; ` +
+            `lost ${d.lostBytes} byte(s) holding op(s) ${d.lostOps.join(', ')} — the next sync recognises their documents from the listing (docs/reliability.md, "Damage and torn tails")`,
+        );
+        recovery = { kind: 'damaged', movedTo: copy };
+      }
       const journal = new Journal(journalPath, fs, { lastSeq: loaded.lastSeq, bytes: loaded.bytes, exists: loaded.exists });
       const store = new StateStore(abs, state, snapshotFile, codec, journal, lock, clock, logger, time, opts);
-      const idFile = await readIdentityFile(fs, store.identityPath);
-      if (recovery === undefined && !snapshotFile.readStats && !loaded.exists && (idFile.record !== undefined || idFile.problem !== undefined)) recovery = { kind: 'missing' };
+      store.snapshotCurrent = snapshotFile.readStats !== undefined && snapshotFile.migratedFrom === undefined;
+      if (recovery === undefined && !snapshotFile.readStats && loaded.records === 0) {
+        // No snapshot and a journal without a record: the state is lost (a 0-byte journal after
+        // a power cut), or was never written (nothing beside it).
+        if (loaded.exists) recovery = { kind: 'empty' };
+        else if (idFile.record !== undefined || idFile.problem !== undefined) recovery = { kind: 'missing' };
+      }
       await store.applyIdentityFile(idFile, recovery);
+      if (recovery?.kind === 'damaged') {
+        // What was recovered goes into a snapshot now, and the damaged journal (its copy kept) is replaced.
+        await store.fold();
+        if (!store.snapshotCurrent) throw new StateWriteError(abs, new Error(`the state recovered from the damaged journal could not be written (a copy of the journal is at ${recovery.movedTo ?? '?'})`));
+      }
       if (snapshotFile.readStats) {
         store.loadStats = { ...snapshotFile.readStats, loadMs: performance.now() - t0, journalBytes: loaded.bytes, replayedOps: loaded.replayed };
         logger.debug({ file: abs, ...store.loadStats }, 'state loaded');
@@ -547,21 +594,22 @@ export class StateStore {
       return;
     }
     if (record === undefined) {
-      this.recovery = { ...recovery, identity: problem !== undefined ? 'unreadable' : 'none', mappings: [] };
-      if (recovery.kind === 'corrupt') {
-        this.logger.warn({ file: this.path, identityFile: this.identityPath }, `no identity file ${this.identityPath} to recover from: the rebuilt state starts under a new installation id, and the documents of the old one wait for 'dssync adopt' (docs/reliability.md, "Identity")`);
+      // A damaged journal may have kept the identity: its mappings' documents are recognised all the same.
+      if (recovery.kind === 'damaged' && this.state.identity !== undefined) for (const id of Object.keys(this.state.mappings)) this.rebuild.add(id);
+      this.identityDirty = true;
+      this.recovery = { ...recovery, identity: problem !== undefined ? 'unreadable' : 'none', mappings: [...this.rebuild].sort() };
+      if (recovery.kind !== 'missing' && this.state.identity === undefined) {
+        this.logger.warn({ file: this.path, identityFile: this.identityPath }, `state file ${this.path} ${RECOVERY_WHY[recovery.kind](recovery.movedTo)}, and there is no identity file ${this.identityPath} to recover from: the rebuilt state starts under a new installation id, and the documents of the old one wait for 'dssync adopt' (docs/reliability.md, "Identity")`);
       }
       return;
     }
-    this.commit(['identity', record.installationId, record.origin, identityOf(record).formerIds]);
-    for (const [id, m] of Object.entries(record.mappings)) {
-      this.commit(['map', id, m.dataSourceId, m.root]);
-      if (m.dataSourceName !== undefined) this.commit(['dsname', id, m.dataSourceName]);
-      for (const [session, at] of Object.entries(m.sessions)) this.commit(['session', id, session, at]);
-      this.rebuild.add(id);
+    for (const op of missingIdentityOps(this.state, record)) this.commit(op);
+    // Every mapping the state now holds may lack documents: a damaged journal's too.
+    for (const id of new Set([...Object.keys(record.mappings), ...(recovery.kind === 'damaged' ? Object.keys(this.state.mappings) : [])])) {
+      if (this.state.mappings[id]) this.rebuild.add(id);
     }
     this.recovery = { ...recovery, identity: 'recovered', mappings: [...this.rebuild].sort() };
-    const why = recovery.kind === 'corrupt' ? `was corrupt (moved to ${recovery.movedTo ?? '?'})` : 'is missing';
+    const why = RECOVERY_WHY[recovery.kind](recovery.movedTo);
     this.logger.warn(
       { file: this.path, identityFile: this.identityPath, installationId: record.installationId, mappings: this.recovery.mappings },
       `state file ${this.path} ${why}: kept the installation's identity (${record.installationId}) and writer sessions from ${this.identityPath}; the next sync recognises this installation's documents from the listing (nothing is uploaded again)`,
@@ -592,6 +640,11 @@ export class StateStore {
   private async writeNow(): Promise<void> {
     const t0 = performance.now();
     try {
+      if (!this.snapshotCurrent) {
+        this.startFold();
+        await this.folding;
+        if (!this.snapshotCurrent) throw new Error(`the state snapshot ${this.path} could not be written before the journal's first record in this format`);
+      }
       const r = await this.journal.append(() => performance.now());
       await this.writeIdentity();
       if (this.journal.lostFiles) {
@@ -631,7 +684,8 @@ export class StateStore {
   private startFold(): void {
     if (this.folding) return;
     const run = async (): Promise<void> => {
-      this.state.journalSeq = this.journal.lastSeq;
+      const seq = this.journal.lastSeq;
+      this.state.journalSeq = seq;
       this.journal.keepTail();
       try {
         await this.snapshotFile.write(this.state);
@@ -640,11 +694,13 @@ export class StateStore {
         throw err;
       }
       await this.journal.trim();
+      this.journal.dropPendingThrough(seq);
     };
     this.folding = run()
       .then(
         () => {
           this.foldBlockedBelow = 0;
+          this.snapshotCurrent = true;
           const st = this.snapshotFile.stats;
           this.logger.debug({ file: this.path, bytes: st.lastBytes, ms: st.lastWriteMs, maxBlockMs: st.lastMaxBlockMs }, 'state journal folded into a new snapshot');
         },
@@ -683,7 +739,7 @@ export async function readStateFile(path: string, fs: StateFs = nodeStateFs): Pr
       const snapshot = new SnapshotFile(abs, fs, new StateCodec());
       const state = (await snapshot.read()) ?? newState();
       try {
-        const loaded = await loadJournal(fs, journalPathOf(abs), state, undefined);
+        const loaded = await loadJournal(fs, journalPathOf(abs), state, undefined, { withSnapshot: snapshot.readStats !== undefined });
         return snapshot.readStats || loaded.exists ? state : undefined;
       } catch (err) {
         if (!(err instanceof StateCorruptError && err.detail.startsWith(JOURNAL_GAP)) || attempt >= 3) throw err;
@@ -704,22 +760,58 @@ interface Loaded {
   bytes: number;
   exists: boolean;
   replayed: number;
-  /** A torn (or damaged) end of the journal: its valid part, and what was wrong. */
-  torn?: { valid: Buffer; problem: string };
+  /** Valid records read. */
+  records: number;
+  /** An incomplete last record (a write cut short by a crash): the valid part's size, and what was wrong. */
+  torn?: { valid: number; problem: string };
+  /** Damage (journal.ts): the file as it was, and what was lost. */
+  damage?: JournalDamage;
+}
+
+/** A damaged journal: its bytes as read (kept as a copy), and what was lost. */
+export interface JournalDamage {
+  bytes: Buffer;
+  /** The damaged byte ranges, with why each is no record. */
+  ranges: string[];
+  /** Ops known lost (sequence numbers between the records around a damaged range), as "a-b". */
+  lostOps: string[];
+  /** Bytes of the damaged ranges. */
+  lostBytes: number;
 }
 
 /**
  * Replays onto `state` the journal's ops that came after its snapshot. Throws
- * StateCorruptError when the journal does not follow the snapshot (an op is missing).
+ * StateCorruptError when the journal does not follow the snapshot (an op is missing) where
+ * no damage explains it, StateVersionError when a record is of a newer state format. Past a
+ * damaged range, `seed` (the identity file's) restores first the identity and mappings the
+ * damage took, so that the records after it apply.
  */
-async function loadJournal(fs: StateFs, journalPath: string, state: StateFile, codec: StateCodec | undefined): Promise<Loaded> {
-  const text = await readIfExists(fs, journalPath);
-  if (text === undefined) return { lastSeq: state.journalSeq, bytes: 0, exists: false, replayed: 0 };
-  const buf = Buffer.from(text, 'utf8');
-  const parsed = parseJournal(buf);
+async function loadJournal(
+  fs: StateFs,
+  journalPath: string,
+  state: StateFile,
+  codec: StateCodec | undefined,
+  { withSnapshot, seed }: { withSnapshot: boolean; seed?: IdentityRecord | undefined },
+): Promise<Loaded> {
+  const buf = await readBytesIfExists(fs, journalPath);
+  if (buf === undefined) return { lastSeq: state.journalSeq, bytes: 0, exists: false, replayed: 0, records: 0 };
+  const parsed = parseJournal(buf, withSnapshot);
+  if (parsed.newerFormat !== undefined) throw new StateVersionError(journalPath, parsed.newerFormat, STATE_VERSION);
   let applied = state.journalSeq;
   let replayed = 0;
+  let crossed = 0;
+  const lostOps: string[] = [];
+  const damaged = parsed.damaged;
   for (const rec of parsed.records) {
+    const afterDamage = damaged.filter((d) => d.to <= rec.at).length;
+    if (afterDamage > crossed) {
+      if (crossed === 0 && seed) seedFromIdentity(state, codec, seed);
+      crossed = afterDamage;
+      if (rec.first > applied + 1) {
+        lostOps.push(`${applied + 1}-${rec.first - 1}`);
+        applied = rec.first - 1;
+      }
+    }
     if (rec.first > applied + 1) {
       throw new StateCorruptError(journalPath, `${JOURNAL_GAP} ${rec.first} while its snapshot ends at op ${applied}`);
     }
@@ -730,9 +822,19 @@ async function loadJournal(fs: StateFs, journalPath: string, state: StateFile, c
       replayed++;
     }
   }
-  const loaded: Loaded = { lastSeq: applied, bytes: parsed.validBytes, exists: true, replayed };
-  if (parsed.problem !== undefined) loaded.torn = { valid: buf.subarray(0, parsed.validBytes), problem: parsed.problem };
+  if (damaged.length > 0 && crossed === 0 && seed) seedFromIdentity(state, codec, seed);
+  const loaded: Loaded = { lastSeq: applied, bytes: parsed.validBytes, exists: true, replayed, records: parsed.records.length };
+  if (parsed.torn !== undefined) loaded.torn = { valid: parsed.validBytes, problem: parsed.torn };
+  if (damaged.length > 0) {
+    if (damaged.at(-1)?.to === buf.length) lostOps.push(`${applied + 1}-?`);
+    loaded.damage = { bytes: buf, ranges: damaged.map((d) => `bytes ${d.from}-${d.to}: ${d.problem}`), lostOps, lostBytes: damaged.reduce((n, d) => n + d.to - d.from, 0) };
+  }
   return loaded;
+}
+
+/** The identity and mappings the identity file keeps that the state lacks (a damaged journal took them). */
+function seedFromIdentity(state: StateFile, codec: StateCodec | undefined, record: IdentityRecord): void {
+  for (const op of missingIdentityOps(state, record)) applyOp(state, codec, op);
 }
 
 function checkPath(mappingId: string, path: string): void {

@@ -35,11 +35,12 @@ describe('StateStore on a real file system', () => {
     store.setFile('m', 'a.txt', entry(1));
     await store.flush();
     expect(await mode(join(dir, 'nested', 'deeper'))).toBe(0o700);
-    // A durable write appends to the journal; the snapshot is written when the journal is folded.
+    // The first durable write puts the snapshot on disk (what any release reads first), and a journal after it.
+    expect(await mode(statePath)).toBe(0o600);
     expect(await mode(`${statePath}.journal`)).toBe(0o600);
-    expect((await readdir(join(dir, 'nested', 'deeper'))).sort()).toEqual(['state.json.journal', 'state.json.lock']);
+    expect((await readdir(join(dir, 'nested', 'deeper'))).sort()).toEqual(['state.json', 'state.json.journal', 'state.json.lock']);
     await store.close();
-    expect(await readdir(join(dir, 'nested', 'deeper'))).toEqual(['state.json.journal']);
+    expect((await readdir(join(dir, 'nested', 'deeper'))).sort()).toEqual(['state.json', 'state.json.journal']);
   });
 
   it('restricts an existing state file that others can read', async () => {

@@ -138,6 +138,15 @@ describe('the daemon view', () => {
     expect(daemonExitCode(daemon([base, failed]))).toBe(1);
     expect(formatDaemonStatus(daemon([failed]), 'u', NOW)).toMatch(/last pass: +full, NOT OK, .*2 failed/);
   });
+
+  it('says when the state was lost or its journal damaged at this start (docs/reliability.md, "Damage and torn tails")', () => {
+    const at = (stateRebuilt: NonNullable<DaemonStatus['installation']>['stateRebuilt']) =>
+      formatDaemonStatus({ ...daemon([mapping()]), installation: { id: 'a1b2c3d4', origin: 'drawn', formerIds: 0, stateRebuilt } }, 'u', NOW);
+    expect(at({ kind: 'empty', identity: 'recovered' })).toMatch(/state rebuilt: +the state file was lost \(no snapshot and an empty journal\); identity kept from the identity file/);
+    expect(at({ kind: 'damaged', identity: 'recovered', movedTo: '/var/lib/dssync/state.json.journal.damaged-X' })).toMatch(
+      /state rebuilt: +the state file had a damaged journal \(a copy is at \/var\/lib\/dssync\/state.json.journal.damaged-X; every valid record recovered\)/,
+    );
+  });
 });
 
 function stateWith(): StateFile {

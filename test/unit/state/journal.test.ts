@@ -1,9 +1,12 @@
+import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { STATE_VERSION } from '../../../src/state/schema.js';
 import { frameRecord, parseJournal } from '../../../src/state/journal.js';
 import type { StateOp } from '../../../src/state/ops.js';
 import type { FileEntry } from '../../../src/state/schema.js';
 import { decodeState } from '../../../src/state/decode.js';
 import { readStateFile, StateStore } from '../../../src/state/store.js';
+import { StateWriteError } from '../../../src/state/errors.js';
 import { captureLogger, MemFs, settle } from './fakes.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { stateFileText } from '../../helpers/state-fixture.js';
@@ -40,32 +43,79 @@ async function tornJournal(): Promise<{ fs: MemFs; good: string }> {
 }
 
 describe('journal records', () => {
-  it('round-trip, and every cut of the last record keeps the ones before it', () => {
-    const recs = OPS.map((ops, i) => frameRecord(i + 1, ops));
-    const whole = Buffer.concat(recs);
+  const recs = OPS.map((ops, i) => frameRecord(i + 1, ops));
+  const whole = Buffer.concat(recs);
+  const starts = recs.map((_, i) => recs.slice(0, i).reduce((n, r) => n + r.length, 0));
+  const flip = (at: number): Buffer => {
+    const bad = Buffer.from(whole);
+    bad[at] = (bad[at] ?? 0) ^ 0x01;
+    return bad;
+  };
+
+  it('round-trip, and every cut of the last record is a torn tail that keeps the ones before it', () => {
     const parsed = parseJournal(whole);
-    expect(parsed.problem).toBeUndefined();
+    expect(parsed.torn).toBeUndefined();
+    expect(parsed.damaged).toEqual([]);
     expect(parsed.records.map((r) => r.ops)).toEqual(OPS);
     expect(parsed.validBytes).toBe(whole.length);
-    const before = whole.length - (recs[2]?.length ?? 0);
-    for (let cut = before; cut < whole.length; cut++) {
+    const before = starts[2] ?? 0;
+    for (let cut = before + 1; cut < whole.length; cut++) {
       const p = parseJournal(whole.subarray(0, cut));
       expect(p.records).toHaveLength(2);
       expect(p.validBytes).toBe(before);
-      if (cut > before) expect(p.problem).toMatch(/incomplete record/);
+      expect(p.damaged).toEqual([]);
+      expect(p.torn).toMatch(/incomplete record/);
     }
   });
 
-  it('a flipped byte fails the checksum, and reading stops there', () => {
-    const whole = Buffer.concat(OPS.map((ops, i) => frameRecord(i + 1, ops)));
-    const first = frameRecord(1, OPS[0] ?? []).length;
-    const bad = Buffer.from(whole);
-    bad[first + 20] = (bad[first + 20] ?? 0) ^ 0x01;
-    const p = parseJournal(bad);
-    expect(p.records).toHaveLength(1);
-    expect(p.problem).toMatch(/checksum/);
+  it('every record names the state format first, and a record of a newer format is reported, not taken for damage', () => {
+    expect(whole.toString('latin1', 16, 23)).toBe(`{"f":${STATE_VERSION},`);
+    const newer = Buffer.from(whole.toString('latin1').replaceAll(`{"f":${STATE_VERSION},`, `{"f":${STATE_VERSION + 1},`), 'latin1');
+    // The checksums no longer match the rewritten payloads: frame them again.
+    const framed = Buffer.concat(OPS.map((ops, i) => reframe(frameRecord(i + 1, ops), STATE_VERSION + 1)));
+    expect(parseJournal(newer).newerFormat).toBeUndefined();
+    const p = parseJournal(framed);
+    expect(p.newerFormat).toBe(STATE_VERSION + 1);
+    expect(p.records).toEqual([]);
+    expect(p.damaged).toEqual([]);
+  });
+
+  it('a journal of a release that wrote no format (0.1.0 to 0.3.0) reads as before', () => {
+    const old = Buffer.concat(OPS.map((ops, i) => reframe(frameRecord(i + 1, ops), undefined)));
+    const p = parseJournal(old);
+    expect(p.records.map((r) => r.ops)).toEqual(OPS);
+    expect(p.damaged).toEqual([]);
+  });
+
+  it('a flipped byte in the first, a middle or the last record is damage: every other record is read, before and after it', () => {
+    for (const [i, at] of starts.entries()) {
+      for (const offset of [3, 12, 20, (recs[i]?.length ?? 0) - 1]) {
+        const p = parseJournal(flip(at + offset));
+        expect(p.records.map((r) => r.first), `record ${i}, byte ${offset}`).toEqual([1, 2, 3].filter((n) => n !== i + 1));
+        expect(p.torn).toBeUndefined();
+        expect(p.damaged).toHaveLength(1);
+        expect(p.damaged[0]?.from).toBe(at);
+      }
+    }
+  });
+
+  it('a cut inside the only record, with no snapshot, is damage (nothing else holds it); after a snapshot it is a torn tail', () => {
+    const one = recs[0] ?? Buffer.alloc(0);
+    const cut = one.subarray(0, 25);
+    expect(parseJournal(cut).damaged).toEqual([{ from: 0, to: 25, problem: 'an incomplete record at byte 0' }]);
+    expect(parseJournal(cut).torn).toBeUndefined();
+    expect(parseJournal(cut, true).torn).toMatch(/incomplete record/);
+    expect(parseJournal(Buffer.alloc(0))).toEqual({ records: [], validBytes: 0, damaged: [] });
   });
 });
+
+/** The record framed again with another format field (undefined: none, as before 0.4.0). */
+function reframe(rec: Buffer, format: number | undefined): Buffer {
+  const payload = JSON.parse(rec.toString('utf8', 16, rec.length - 1)) as { f?: number; s: number; o: unknown[] };
+  const body = Buffer.from(JSON.stringify(format === undefined ? { s: payload.s, o: payload.o } : { f: format, s: payload.s, o: payload.o }));
+  const header = `${body.length.toString(16).padStart(8, '0')}${(crc32(body) >>> 0).toString(16).padStart(8, '0')}`;
+  return Buffer.concat([Buffer.from(header, 'latin1'), body, Buffer.from('\n')]);
+}
 
 /** JSON with the files in path order (a load does not keep the order of insertion). */
 function canonical(m: unknown): string {
@@ -93,7 +143,8 @@ describe('StateStore journal', () => {
     }
     // Only the digits of the op numbers differ.
     expect(Math.abs((sizes[0] ?? 0) - (sizes[1] ?? 0))).toBeLessThan(8);
-    expect(fs.files.has(PATH)).toBe(false); // no snapshot yet: the journal is far below the fold bound
+    // One snapshot, written before the first record (what an older dssync reads first), and no fold since: the journal is far below the bound.
+    expect(store.writeStats.snapshot.writes).toBe(1);
     await store.close();
   });
 
@@ -137,6 +188,22 @@ describe('StateStore journal', () => {
     expect([...(again.mapping('m')?.files.keys() ?? [])]).toEqual(['a']);
     expect(fs.text(JOURNAL)).toBe(good);
     await again.close().catch(() => undefined);
+  });
+
+  it('a damaged journal on a full disk: no copy can be kept, so nothing is cut; the start fails naming the damage and the cause', async () => {
+    const { fs } = await tornJournal();
+    // No snapshot: the journal's only record, cut, is damage (nothing else holds it), not a torn tail.
+    const damaged = Buffer.from(fs.files.get(JOURNAL)?.data ?? Buffer.alloc(0));
+    damaged[20] = (damaged[20] ?? 0) ^ 0x01;
+    fs.files.set(JOURNAL, { data: damaged, mode: 0o600 });
+    fs.files.delete(PATH);
+    fs.fail('writev', 'ENOSPC', 100);
+    const err = await StateStore.open(PATH, { fs, clock: new FakeClock(), lock: false, onCorrupt: 'reset', logger: captureLogger().logger }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StateWriteError);
+    expect((err as StateWriteError).errno).toBe('ENOSPC');
+    expect((err as Error).message).toMatch(/journal is damaged \(bytes 0-\d+: .*\) and no copy of it could be kept .*: it was left as it is/);
+    expect(fs.files.get(JOURNAL)?.data.equals(damaged)).toBe(true);
+    expect([...fs.files.keys()].filter((p) => p !== JOURNAL && !p.endsWith('.identity.json'))).toEqual([]);
   });
 
   it('a journal that does not follow its snapshot is corrupt (reset moves both aside)', async () => {
@@ -195,25 +262,27 @@ describe('StateStore journal', () => {
     store.ensureMapping('m', 'ds', '/r');
     store.setFile('m', 'a', entry(1));
     await store.flush();
-    const before = fs.image(); // journal only, ops 1..2
     store.setFile('m', 'b', entry(2));
-    await store.fold(); // snapshot at op 3, journal emptied
+    await store.flush();
+    const before = fs.image(); // the first write's snapshot (ops 1..2), the journal: op 3
     store.setFile('m', 'c', entry(3));
-    await store.close(); // journal: op 4
+    await store.fold(); // snapshot at op 4, journal emptied
+    store.setFile('m', 'd', entry(4));
+    await store.close(); // journal: op 5
     const after = fs.image();
-    // The reader sees the old snapshot (none) and then the new journal (starting at op 4).
+    // The reader sees the old snapshot and then the new journal (starting at op 5).
     let swapped = false;
     const racy = before.image();
-    const read = racy.readFile.bind(racy);
-    racy.readFile = async (path: string) => {
-      if (path === JOURNAL && !swapped) {
+    const openFile = racy.open.bind(racy);
+    racy.open = async (path: string, flags: string, mode?: number) => {
+      if (path === JOURNAL && flags === 'r' && !swapped) {
         swapped = true;
         for (const [p, f] of after.files) racy.files.set(p, f);
       }
-      return read(path);
+      return openFile(path, flags, mode);
     };
     const s = await readStateFile(PATH, racy);
     expect(swapped).toBe(true);
-    expect([...(s?.mappings['m']?.files.keys() ?? [])].sort()).toEqual(['a', 'b', 'c']);
+    expect([...(s?.mappings['m']?.files.keys() ?? [])].sort()).toEqual(['a', 'b', 'c', 'd']);
   });
 });
