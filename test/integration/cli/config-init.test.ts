@@ -69,7 +69,12 @@ describe('dssync config init', () => {
 
   it('answering on stdin: a refused token is asked again, an existing data source is found by name, the token goes to a 0600 file', async () => {
     const { w, folder, target } = await setUp();
-    const existing = w.emu.store.createDataSource(ORG, 'Handbook', ['conn-1']);
+    const res = await fetch(`${w.emu.url}/datastore/v1/data-sources`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-service-organization-id': ORG },
+      body: JSON.stringify({ name: 'Handbook', llm_connector_ids: ['conn-1'] }),
+    });
+    const existing = { id: ((await res.json()) as { data_source_id: string }).data_source_id };
     const answers = [target, w.emu.url, ORG, '', 'static', 'wrong-token-123', 'static', TOKEN, folder, 'Handbook', ''].join('\n');
     const r = await runWithInput(['config', 'init', '--state-path', w.statePath, '--status-listen', '127.0.0.1:1'], `${answers}\n`);
     expect(r.code, r.stdout + r.stderr).toBe(0);
