@@ -38,7 +38,7 @@ async function validate(doc: Obj): Promise<void> {
   try {
     new Model(doc).validate();
   } catch (e) {
-    throw new Error(`${String(doc['kind'])} ${String(doc['metadata']?.name)}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new Error(`${String(doc['kind'])} ${String(doc['metadata']?.name)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
 }
 
