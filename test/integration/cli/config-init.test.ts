@@ -5,12 +5,11 @@
  * and a sync mirrors with it; no secret is in it; a refused answer given by a flag ends the
  * command with the exit code every command gives that error.
  */
-import { spawn } from 'node:child_process';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace, ORG, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
-import { BIN, jsonOf, requireBuiltBinary, runCli, type CliResult } from './run-cli.js';
+import { jsonOf, requireBuiltBinary, runCli, runCliWithInput } from './run-cli.js';
 
 let ws: Workspace | undefined;
 beforeAll(() => requireBuiltBinary());
@@ -18,20 +17,6 @@ afterEach(async () => {
   await ws?.close();
   ws = undefined;
 });
-
-/** The binary with `input` as its stdin (the answers, one a line). */
-function runWithInput(args: readonly string[], input: string, env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
-  });
-}
 
 async function setUp(): Promise<{ w: Workspace; folder: string; target: string }> {
   const w = await createWorkspace();
@@ -76,7 +61,7 @@ describe('dssync config init', () => {
     });
     const existing = { id: ((await res.json()) as { data_source_id: string }).data_source_id };
     const answers = [target, w.emu.url, ORG, '', 'static', 'wrong-token-123', 'static', TOKEN, folder, 'Handbook', ''].join('\n');
-    const r = await runWithInput(['config', 'init', '--state-path', w.statePath, '--status-listen', '127.0.0.1:1'], `${answers}\n`);
+    const r = await runCliWithInput(['config', 'init', '--state-path', w.statePath, '--status-listen', '127.0.0.1:1'], `${answers}\n`);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/✗ the service refused the credentials \(HTTP 401\)/);
     expect(r.stdout).toContain(`-> data source ${existing.id} ("Handbook")`);
