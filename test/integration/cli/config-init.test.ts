@@ -5,18 +5,56 @@
  * and a sync mirrors with it; no secret is in it; a refused answer given by a flag ends the
  * command with the exit code every command gives that error.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspace, ORG, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
-import { jsonOf, requireBuiltBinary, runCli, runCliWithInput } from './run-cli.js';
+import { BIN, jsonOf, requireBuiltBinary, runCli, runCliWithInput } from './run-cli.js';
 
+const execFileAsync = promisify(execFile);
 let ws: Workspace | undefined;
 beforeAll(() => requireBuiltBinary());
 afterEach(async () => {
   await ws?.close();
   ws = undefined;
 });
+
+/**
+ * The binary on a terminal (a pty, through Python's pty module): each answer is typed once
+ * its question shows, as a person would. Returns the exit code and all the terminal showed.
+ */
+async function onTerminal(args: readonly string[], dialogue: readonly [question: string, answer: string][], env: Record<string, string>): Promise<{ code: number; screen: string }> {
+  const driver = `import json, os, pty, select, sys
+args, dialogue, env = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execve(args[0], args, env)
+screen, at = b'', 0
+def more():
+    global screen
+    r, _, _ = select.select([fd], [], [], 30)
+    if not r: raise SystemExit('no output for 30 s; the screen so far:\\n' + screen.decode(errors='replace'))
+    try: chunk = os.read(fd, 4096)
+    except OSError: chunk = b''
+    screen += chunk
+    return chunk != b''
+for question, answer in dialogue:
+    while screen.find(question.encode(), at) < 0:
+        if not more(): raise SystemExit('ended before the question ' + question + '\\n' + screen.decode(errors='replace'))
+    at = screen.find(question.encode(), at) + len(question)
+    os.write(fd, (answer + '\\r').encode())
+while more(): pass
+_, status = os.waitpid(pid, 0)
+print(json.dumps({'code': os.waitstatus_to_exitcode(status), 'screen': screen.decode(errors='replace')}))`;
+  const env2 = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', TERM: 'dumb', ...env };
+  // Not spawnSync: the emulator answers from this process.
+  const r = await execFileAsync('python3', ['-c', driver, JSON.stringify([process.execPath, BIN, ...args]), JSON.stringify(dialogue), JSON.stringify(env2)], { encoding: 'utf8', timeout: 120_000 }).catch((e: { stderr?: string }) => {
+    throw new Error(`the terminal driver failed: ${e.stderr ?? String(e)}`, { cause: e });
+  });
+  return JSON.parse(r.stdout) as { code: number; screen: string };
+}
 
 async function setUp(): Promise<{ w: Workspace; folder: string; target: string }> {
   const w = await createWorkspace();
@@ -74,6 +112,31 @@ describe('dssync config init', () => {
     expect(config).toMatchObject({ tokenFile, mappings: [{ path: folder, dataSourceId: existing.id }] });
     expect(JSON.stringify(config)).not.toContain(TOKEN);
     // No DSSYNC_TOKEN: the token comes from the file the config names.
+    const check = await runCli(['config', 'check', '--config', target, '--json']);
+    expect(check.code, check.stdout).toBe(0);
+  });
+
+  it('on a terminal: the typed token is not shown, and the config works', async () => {
+    const { w, folder, target } = await setUp();
+    const r = await onTerminal(
+      ['config', 'init', '--state-path', w.statePath, '--status-listen', '127.0.0.1:1'],
+      [
+        ['Write the config to', target],
+        ['Service address', w.emu.url],
+        ['Organization id', ORG],
+        ['Header carrying it', ''],
+        ['Credential type', ''],
+        ['Token (not shown', TOKEN],
+        ['Folder to mirror', folder],
+        ['Its data source', 'Handbook'],
+        ['connector ids', 'conn-1'],
+        ['Another folder', ''],
+      ],
+      {},
+    );
+    expect(r.code, r.screen).toBe(0);
+    expect(r.screen).toContain('✓ the service accepts the credentials');
+    expect(r.screen).not.toContain(TOKEN);
     const check = await runCli(['config', 'check', '--config', target, '--json']);
     expect(check.code, check.stdout).toBe(0);
   });
