@@ -358,7 +358,8 @@ class Init {
   private write(): void {
     mkdirSync(dirname(this.target), { recursive: true });
     for (const s of this.typed) writeFileSync(s.file, `${s.value}\n`, { mode: 0o600, flag: this.args.force ? 'w' : 'wx' });
-    writeFileSync(this.target, `${JSON.stringify(this.draft, null, 2)}\n`, { mode: 0o640, flag: this.args.force ? 'w' : 'wx' });
+    // World-readable (it holds no secret): the units' dynamic user must read it (systemd/README.md).
+    writeFileSync(this.target, `${JSON.stringify(this.draft, null, 2)}\n`, { mode: 0o644, flag: this.args.force ? 'w' : 'wx' });
     // What every command will load: it must load (a setting this command got wrong is its bug).
     loadConfig({ file: this.target, env: this.env, flags: {} });
     this.out(

@@ -106,6 +106,8 @@ describe('dssync config init', () => {
     expect(r.stdout + r.stderr).not.toContain(TOKEN);
     expect(r.stdout + r.stderr).not.toContain('wrong-token-123');
     const tokenFile = join(w.dir, 'etc', 'token');
+    // The config holds no secret and the units' dynamic user reads it; the token file is root's alone.
+    expect((await stat(target)).mode & 0o777).toBe(0o644);
     expect((await stat(tokenFile)).mode & 0o777).toBe(0o600);
     expect((await readFile(tokenFile, 'utf8')).trim()).toBe(TOKEN);
     const config = JSON.parse(await readFile(target, 'utf8')) as Record<string, unknown>;
