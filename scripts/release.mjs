@@ -10,11 +10,15 @@
 //    `npm install -g ./dssync-X.Y.Z.tgz` installs exactly the production versions the tests
 //    ran (a global install ignores package-lock.json and the root's `overrides`, and
 //    resolved newer ones: EBADENGINE cookie@2.0.2 requires node >=22).
-// 3. `npm pack` there, into release/.
+// 3. Ships what an operator needs and nothing else: no development script, no `demo/` (the
+//    demo needs the emulator, which is not released), with CHANGELOG.md, LICENSE and
+//    THIRD-PARTY-NOTICES.md: the licence of every bundled package, read from the production
+//    tree installed here (its `license` field and its licence file).
+// 4. `npm pack` there, into release/.
 // Flags: --no-build (dist/ is already built), --offline (npm ci from the cache alone), --out DIR.
 // The checkout itself is left as it was: package-lock.json stays, no shrinkwrap is written.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,6 +27,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const outAt = process.argv.indexOf('--out');
 const out = outAt > 0 && process.argv[outAt + 1] ? resolve(process.argv[outAt + 1]) : join(root, 'release');
 const stage = join(out, 'package');
+const NOTICES = 'THIRD-PARTY-NOTICES.md';
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'] });
 
@@ -32,16 +37,16 @@ if (!existsSync(join(root, 'dist/src/build-info.json'))) throw new Error('dist/s
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 rmSync(stage, { recursive: true, force: true });
 mkdirSync(stage, { recursive: true });
-for (const f of [...pkg.files, 'README.md', 'CHANGELOG.md', 'LICENSE']) {
+const DOCS = ['README.md', 'CHANGELOG.md', 'LICENSE'];
+for (const f of [...pkg.files, ...DOCS]) {
   if (existsSync(join(root, f))) cpSync(join(root, f), join(stage, f), { recursive: true });
 }
 // The installed package builds nothing and runs no development script.
-delete pkg.scripts.prepare;
-pkg.scripts = { demo: pkg.scripts.demo };
+delete pkg.scripts;
 // The daemon package only: the emulator workspace and what only it needs stay behind.
 delete pkg.workspaces;
 // npm pack (npm 10+) leaves npm-shrinkwrap.json out unless `files` names it.
-pkg.files = [...pkg.files, 'npm-shrinkwrap.json'];
+pkg.files = [...pkg.files, 'npm-shrinkwrap.json', ...DOCS, NOTICES];
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
 writeFileSync(join(stage, 'package-lock.json'), `${JSON.stringify(daemonOnlyLock(JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'))), null, 2)}\n`);
 // npm shrinkwrap: package-lock.json becomes npm-shrinkwrap.json, the lock a package ships.
@@ -55,6 +60,40 @@ if (!existsSync(join(stage, 'npm-shrinkwrap.json'))) throw new Error('npm shrink
 run(npm, ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', ...(process.argv.includes('--offline') ? ['--offline'] : [])], stage);
 pkg.bundleDependencies = true;
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+writeFileSync(join(stage, NOTICES), thirdPartyNotices(join(stage, 'node_modules')));
+
+/**
+ * THIRD-PARTY-NOTICES.md: each bundled package (name and version, once), its licence as its
+ * package.json declares it, and the text of its licence file when it ships one.
+ */
+function thirdPartyNotices(nodeModules) {
+  const found = new Map();
+  const visit = (dir) => {
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir)) {
+      if (entry.startsWith('.')) continue;
+      const names = entry.startsWith('@') ? readdirSync(join(dir, entry)).map((n) => `${entry}/${n}`) : [entry];
+      for (const name of names) {
+        const at = join(dir, name);
+        const manifest = join(at, 'package.json');
+        if (existsSync(manifest)) {
+          const p = JSON.parse(readFileSync(manifest, 'utf8'));
+          const key = `${p.name}@${p.version}`;
+          if (!found.has(key)) {
+            const file = readdirSync(at).find((f) => /^(licen[cs]e|copying)(\.|-|$)/i.test(f));
+            const license = typeof p.license === 'string' ? p.license : (p.license?.type ?? (p.licenses ?? []).map((l) => l.type ?? l).join(' OR ')) || 'UNKNOWN';
+            found.set(key, { license, text: file ? readFileSync(join(at, file), 'utf8').trim() : undefined });
+          }
+        }
+        visit(join(at, 'node_modules'));
+      }
+    }
+  };
+  visit(nodeModules);
+  const sections = [...found.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([key, { license, text }]) =>
+    `## ${key}\n\nLicence: ${license}\n\n${text ? `\`\`\`\n${text}\n\`\`\`` : '(the package ships no licence file)'}\n`);
+  return `# Third-party notices\n\nThe release of ${pkg.name} ${pkg.version} bundles these ${found.size} packages (its production dependencies).\n\n${sections.join('\n')}`;
+}
 
 /**
  * The lock without the workspaces: only the packages the root package reaches (its

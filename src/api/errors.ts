@@ -45,7 +45,9 @@ export type ApiErrorCode =
    * baseUrl does not lead to the service's interface: the service has no such route (a 404
    * that even the list of data sources gets), or the server does not speak TLS to https://.
    */
-  | 'E_WRONG_ADDRESS';
+  | 'E_WRONG_ADDRESS'
+  /** A 400 to a request without a body: the service refuses a header, the organization's (a configuration error). */
+  | 'E_HEADER_REFUSED';
 
 export interface ApiErrorOptions {
   code: ApiErrorCode;
@@ -162,11 +164,11 @@ export function connectProblem(e: ApiError): string | undefined {
 }
 
 /**
- * `e` again with some fields changed (a file named, the token's source, advice), every other
+ * `e` again with some fields changed (a file named, the token's source, advice, a code made precise), every other
  * field kept, and `e` as the cause: the one way an ApiError is copied, so no copy drops a
  * field another keeps (`ambiguous` or `retryAfterMs` lost on the way decide a retry).
  */
-export function apiErrorWith(e: ApiError, patch: Partial<Omit<ApiErrorOptions, 'cause' | 'code'>>): ApiError {
+export function apiErrorWith(e: ApiError, patch: Partial<Omit<ApiErrorOptions, 'cause'>>): ApiError {
   const opts: ApiErrorOptions = { code: e.code, message: e.message, retryable: e.retryable, ambiguous: e.ambiguous, attempts: e.attempts, cause: e };
   if (e.status !== undefined) opts.status = e.status;
   if (e.method !== undefined) opts.method = e.method;
@@ -186,6 +188,7 @@ export function apiErrorWith(e: ApiError, patch: Partial<Omit<ApiErrorOptions, '
 export function headerRefusedError(e: ApiError, organizationHeader: string): ApiError {
   if (e.advice !== undefined) return e;
   return apiErrorWith(e, {
+    code: 'E_HEADER_REFUSED',
     advice:
       `a request without a body was refused, so a header was: check "organizationHeader" (dssync sends the organization id in ${organizationHeader}; ` +
       `set it to the header the service reads, e.g. X-Wikit-Organization-Id for Wikit Semantics, or DSSYNC_ORG_HEADER) and "organizationId"`,

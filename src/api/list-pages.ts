@@ -69,7 +69,7 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
         }
       } catch (e) {
         // A service that refuses our page size: ask again without one (the caller remembers).
-        if (page === 1 && url.searchParams.has('limit') && isApiError(e) && e.code === 'E_BAD_REQUEST' && opts.onLimitRefused) {
+        if (page === 1 && url.searchParams.has('limit') && isApiError(e) && (e.code === 'E_BAD_REQUEST' || e.code === 'E_HEADER_REFUSED') && opts.onLimitRefused) {
           opts.onLimitRefused();
           url = opts.firstUrl();
           seen.add(url.toString());

@@ -9,11 +9,11 @@
 import { scrub } from '../secrets.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Argv, CommandModule } from 'yargs';
 import { configFromArgs, oneShotReach } from './context.js';
 import { CliError, ExitCode } from './exit.js';
 import type { GlobalArgs } from './options.js';
+import { prompter } from './prompter.js';
 
 type StatusArgs = GlobalArgs;
 
@@ -89,41 +89,6 @@ async function authLogin(args: LoginArgs): Promise<void> {
   } finally {
     ask.close();
   }
-}
-
-/** Questions on stderr (stdout stays for results); the password is not echoed on a terminal. */
-function prompter(): { question(q: string): Promise<string>; secret(q: string): Promise<string>; close(): void } {
-  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: process.stdin.isTTY === true });
-  const lines: string[] = [];
-  const waiting: ((l: string) => void)[] = [];
-  let muted = false;
-  const out = rl as unknown as { _writeToOutput?: (s: string) => void };
-  const original = out._writeToOutput?.bind(rl);
-  out._writeToOutput = (s: string) => {
-    if (!muted) original?.(s);
-  };
-  rl.on('line', (l) => {
-    const w = waiting.shift();
-    if (w) w(l);
-    else lines.push(l);
-  });
-  let closed = false;
-  rl.on('close', () => {
-    closed = true;
-    for (const w of waiting.splice(0)) w('');
-  });
-  const next = (q: string, hide: boolean): Promise<string> => {
-    process.stderr.write(q);
-    muted = hide && process.stdin.isTTY === true;
-    const got = lines.shift();
-    const p = got !== undefined ? Promise.resolve(got) : closed ? Promise.resolve('') : new Promise<string>((r) => waiting.push(r));
-    return p.then((v) => {
-      if (muted) process.stderr.write('\n');
-      muted = false;
-      return v;
-    });
-  };
-  return { question: (q) => next(q, false), secret: (q) => next(q, true), close: () => rl.close() };
 }
 
 const statusCommand: CommandModule<GlobalArgs, StatusArgs> = {

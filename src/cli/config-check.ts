@@ -29,6 +29,7 @@ import type { DaemonStatus } from '../daemon/status-schema.js';
 import { configFromArgs, oneShotReach } from './context.js';
 import { describeFailure, ExitCode } from './exit.js';
 import { identityChecks } from './identity.js';
+import { initCommand } from './config-init.js';
 import type { GlobalArgs } from './options.js';
 import { formatJson, formatSummary } from './output.js';
 import { configMismatch, probeDaemon, readDaemonToken, type DaemonProbe } from './status.js';
@@ -54,11 +55,13 @@ const checkCommand: CommandModule<GlobalArgs, GlobalArgs> = {
 
 export const configCommand: CommandModule<GlobalArgs, GlobalArgs> = {
   command: 'config',
-  describe: 'Inspect the configuration: check',
+  describe: 'Write the configuration (init) or check it (check)',
   builder: (y) =>
     y
+      .command(initCommand)
       .command(checkCommand)
-      .demandCommand(1, 'Name a config subcommand: check.')
+      .demandCommand(1, 'Name a config subcommand: init or check.')
+      .example('$0 config init --config /etc/dssync/config.json', 'asks each setting, checking it against the service')
       .example('$0 config check --config /etc/dssync/config.json', 'validate, resolve, report'),
   // Never reached: demandCommand requires a subcommand.
   handler: () => undefined,

@@ -5,7 +5,8 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { loadConfig } from '../config/load.js';
-import { ExitCode, usageError } from './exit.js';
+import { disposition } from '../errors/disposition.js';
+import { describeFailure, ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { claimSignals } from './signals.js';
 import { openFileLimit } from './fd-limit.js';
@@ -48,8 +49,9 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
   const logger = createLogger({ level: first.logLevel, pretty: process.stdout.isTTY === true });
   for (const w of warnings.splice(0)) logger.warn(w);
 
-  // Refused credentials at start end the process with exit 3 (not restarted by the units);
-  // once running, a refusal degrades the mappings and is retried at a slow pace instead.
+  // Refused credentials at start end the process with exit 3, a configuration the service
+  // refuses (organization header, a data source by id) with exit 2 (not restarted by the
+  // units); once running, a refusal degrades the mappings and is retried at a slow pace instead.
   // One token provider for the check and the daemon: one grant at start. Its log is held
   // back until the check is over (a refusal there ends the process: see credentials-at-start).
   const tokensLog = logger.child({});
@@ -58,7 +60,8 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
   const refused = await credentialsRefusedAtStart(first, logger, tokens);
   if (refused) {
     await tokens.close();
-    logger.fatal({ err: refused.message }, 'the credentials were refused at start; not retrying (exit 3)');
+    const exit = disposition(refused).exitCode;
+    logger.fatal({ err: describeFailure(refused).message }, `the ${exit === ExitCode.AUTH ? 'credentials were' : 'configuration was'} refused at start; not retrying (exit ${exit})`);
     throw refused;
   }
   tokensLog.level = logger.level;

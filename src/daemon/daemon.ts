@@ -100,7 +100,7 @@ export class Daemon {
     this.clock = o.clock ?? realClock;
     setMaxListeners(0, this.controller.signal);
     this.metrics = new DaemonMetrics(() => [...this.runners.values()].map((r) => r.runner.status()));
-    this.history = new DaemonHistory(() => this.clock.now());
+    this.history = new DaemonHistory(() => this.clock.now(), o.retryBaseMs);
   }
 
   /** Loads the config, takes the state lock, starts every mapping and the status endpoint. */
@@ -443,7 +443,7 @@ export class Daemon {
         },
         onPassStart: (id, kind) => this.history.onPassStart(id, kind),
         onPass: (id, kind, report) => {
-          this.history.onPassEnd(id, report.blocked?.message);
+          this.history.onPassEnd(id, report.blocked);
           if (kind === 'full') this.scheduleReclaim();
           this.o.events?.onPass?.(id, kind, report);
         },

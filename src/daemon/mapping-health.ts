@@ -7,7 +7,7 @@ import type { MappingStatus, RecentError, RunnerPhase } from './status-schema.js
 
 const MAX_RECENT_ERRORS = 50;
 
-/** The causes a mapping is degraded by, one reason each (the last one said). */
+/** The causes a mapping is degraded by, one reason each (the last one said) and what happens next (next-step.ts). */
 export type DegradedCause = 'watch' | 'pass' | 'service' | 'config';
 
 export class MappingHealth {
@@ -16,13 +16,13 @@ export class MappingHealth {
   lastFullPassOkAt: string | undefined;
   /** The data source renamed in the App (followed by id) or deleted: status shows it. */
   dataSourceNotice: string | undefined;
-  private readonly degraded = new Map<DegradedCause, string>();
+  private readonly degraded = new Map<DegradedCause, { reason: string; next: string }>();
   private readonly recentErrors: RecentError[] = [];
 
   constructor(private readonly now: () => number) {}
 
-  setDegraded(cause: DegradedCause, reason: string): void {
-    this.degraded.set(cause, reason);
+  setDegraded(cause: DegradedCause, reason: string, next: string): void {
+    this.degraded.set(cause, { reason, next });
     this.phase = 'degraded';
   }
 
@@ -36,7 +36,12 @@ export class MappingHealth {
   }
 
   reasons(): string[] {
-    return [...this.degraded.values()];
+    return [...this.degraded.values()].map((d) => d.reason);
+  }
+
+  /** What happens next about each reason, in the same order. */
+  nexts(): string[] {
+    return [...this.degraded.values()].map((d) => d.next);
   }
 
   remember(e: Omit<RecentError, 'at'>): void {

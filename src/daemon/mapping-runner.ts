@@ -27,6 +27,7 @@ import { PassLoop, type PassSettings } from './pass-loop.js';
 import { ProblemList } from './problem-list.js';
 import type { MappingRecords } from './records-file.js';
 import { retryDelayMs } from './schedule.js';
+import { WATCH_PROBLEM } from './next-step.js';
 import type { MappingStatus } from './status-schema.js';
 import { WatchSupervisor } from './watch-supervisor.js';
 
@@ -168,6 +169,7 @@ export class MappingRunner {
       dataSourceNotice: health.dataSourceNotice,
       phase: this.pausedSince !== undefined && !this.passes.isRunning && !this.stopped ? 'paused' : health.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : health.phase,
       degraded: [...health.reasons(), ...watchProblems],
+      degradedNext: [...health.nexts(), ...watchProblems.map(() => WATCH_PROBLEM)],
       filesTracked: tracked,
       pending: this.intake.pendingCount(),
       lastPass: health.lastPass,

@@ -93,6 +93,16 @@ export class DaemonMetrics {
     perMapping('dssync_queue_depth', 'Paths waiting to be looked at', (s) => s.pending);
     perMapping('dssync_files_tracked', 'Files mirrored (entries in the state)', (s) => s.filesTracked);
     perMapping('dssync_mapping_degraded', '1 when the mapping is degraded', (s) => (s.degraded.length > 0 ? 1 : 0));
+    new Gauge({
+      name: 'dssync_mapping_phase',
+      help: "1 for the mapping's phase now (starting, syncing, watching, degraded, paused, stopped, and any phase status adds), one series per mapping",
+      labelNames: ['mapping', 'phase'],
+      registers,
+      collect() {
+        this.reset();
+        for (const s of statuses()) this.set({ mapping: s.id, phase: s.phase }, 1);
+      },
+    });
     perMapping('dssync_mapping_paused', '1 when the operator paused the mapping (dssync pause): it makes no request', (s) => (s.paused ? 1 : 0));
     perMapping('dssync_pending_deletes', 'Deletions stopped by the mass-delete guard, waiting for dssync confirm-delete (0 when none waits)', (s) => s.pendingDeletes?.total ?? 0);
     perMapping('dssync_last_successful_pass_timestamp_seconds', 'End of the last full pass that left the data source in sync', (s) =>

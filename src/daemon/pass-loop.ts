@@ -9,6 +9,7 @@ import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { DataSourceMissingError, dataSourceGone } from '../engine/data-source.js';
+import { awaitingDecision, CONFIG_STOPPED, retriedWithBackoff } from './next-step.js';
 import type { FileFailure, OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
 import { disposition } from '../errors/disposition.js';
@@ -175,7 +176,7 @@ export class PassLoop {
         break;
       }
       case 'enterDegraded':
-        this.d.health.setDegraded(this.mirror ? 'pass' : 'service', a.reason);
+        this.d.health.setDegraded(this.mirror ? 'pass' : 'service', a.reason, retriedWithBackoff(this.d.retryBaseMs));
         break;
       case 'leaveDegraded':
         this.d.health.clear('pass', 'service');
@@ -309,7 +310,7 @@ export class PassLoop {
     this.halted = true;
     health.dataSourceNotice = message;
     health.remember({ message });
-    health.setDegraded('config', `mapping stopped: ${message}; fix the config, then reload (SIGHUP)`);
+    health.setDegraded('config', `mapping stopped: ${message}; fix the config, then reload (SIGHUP)`, CONFIG_STOPPED);
     this.d.log.error({ err: message }, 'mapping stopped: its configuration needs fixing; reload (SIGHUP) once fixed');
     this.sched = step(this.sched, { type: 'stop' }, this.d.clock.monotonic()).state;
     this.armDeadline(undefined);
@@ -382,7 +383,7 @@ export class PassLoop {
       this.d.health.remember({ message: reason });
       this.d.log.error({ kind: blocked.kind, deletes: blocked.deletes }, `mass delete stopped; waiting for the operator (dssync confirm-delete --mapping ${this.id}), no retry meanwhile`);
     }
-    this.d.health.setDegraded('pass', reason);
+    this.d.health.setDegraded('pass', reason, awaitingDecision(this.id));
     return { type: 'passFinished', kind, ok: false, awaitDecision: true };
   }
 

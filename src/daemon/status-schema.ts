@@ -180,6 +180,8 @@ export const MappingStatusSchema = z.object({
   phase: RunnerPhaseSchema,
   /** Why the mapping is degraded (empty when it is not). */
   degraded: z.array(z.string()),
+  /** What the daemon does next about each reason of `degraded`, in the same order (daemon/next-step.ts). */
+  degradedNext: z.array(z.string()).optional(),
   filesTracked: count,
   /** Paths waiting in the aggregator or planned for the next pass. */
   pending: count,

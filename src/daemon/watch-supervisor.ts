@@ -11,6 +11,7 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../time/clock.js';
 import type { ChangeIntake } from './change-intake.js';
 import type { MappingHealth } from './mapping-health.js';
+import { WATCH_RETRIED } from './next-step.js';
 
 export interface WatchSupervisorDeps {
   mapping: MappingConfig;
@@ -128,7 +129,7 @@ export class WatchSupervisor {
 
   private retryLater(reason: string): void {
     this.failures++;
-    this.d.health.setDegraded('watch', reason);
+    this.d.health.setDegraded('watch', reason, WATCH_RETRIED);
     this.d.clock.setTimeout(() => void this.start(), this.d.retryDelay(this.failures));
   }
 

@@ -135,6 +135,9 @@ function serviceDisposition(code: string, status: number | undefined, ambiguous:
       return scope === 'file' ? d('retry', 1, 'document gone') : d('fatalForMapping', 2, 'data source not found');
     case 'E_FILE_CHANGED':
       return d('retry', 1, 'file changed while sent');
+    case 'E_HEADER_REFUSED':
+      // A header refused (the organization's): no request can succeed until the config changes.
+      return d('fatalForProcess', 2, 'configuration: organizationHeader');
     case 'E_WRONG_ADDRESS':
       // baseUrl leads nowhere the service answers: the operator must correct it.
       return d('fatalForMapping', 2, 'configuration: baseUrl');

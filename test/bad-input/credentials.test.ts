@@ -71,7 +71,8 @@ describe('refused credentials name the token endpoint, its answer and the settin
     });
     const env = { DSSYNC_TOKEN: TOKEN };
     const list = await runCli(['datasources', 'list', '--config', config], env);
-    expect(list.code).toBe(1);
+    // A configuration error, as in sync and run (issue 37.2).
+    expect(list.code).toBe(2);
     expect(list.stderr).toContain('HTTP 400');
     expect(list.stderr).toContain('check "organizationHeader" (dssync sends the organization id in X-Wrong-Org');
     const check = await runCli(['config', 'check', '--config', config], env);

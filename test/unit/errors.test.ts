@@ -18,6 +18,7 @@ describe('disposition (one decision for every error, issue 9)', () => {
     ['413 to a file', api('E_PAYLOAD_TOO_LARGE', 413), 'file', 'refusedForFile', 1],
     ['415 to a file', api('E_UNSUPPORTED_TYPE', 415), 'file', 'refusedForFile', 1],
     ['400 to the mapping (a listing) stops the mapping', api('E_BAD_REQUEST', 400), 'mapping', 'fatalForMapping', 1],
+    ['400 to a GET (a header refused: the organization header) stops the process, exit 2', api('E_HEADER_REFUSED', 400), 'mapping', 'fatalForProcess', 2],
     ['404 of a document: looked at again', api('E_NOT_FOUND', 404), 'file', 'retry', 1],
     ['404 of the data source: the mapping stops, exit 2', api('E_NOT_FOUND', 404), 'mapping', 'fatalForMapping', 2],
     ['429', api('E_RATE_LIMITED', 429), 'file', 'retry', 1],

@@ -353,7 +353,8 @@ function renderProblems() {
   const s = state.status;
   const box = $('problems');
   const parts = [];
-  for (const m of s ? s.mappings : []) for (const r of m.degraded) parts.push(h('div', { class: 'problem' }, h('span', { class: 'what bad-text' }, `${m.id}: degraded`), ' ', r, h('div', { class: 'next' }, 'retried with back-off (5 s, doubling up to 5 min)')));
+  // What happens next comes with each reason (daemon/next-step.ts): the page words nothing itself.
+  for (const m of s ? s.mappings : []) m.degraded.forEach((r, i) => parts.push(h('div', { class: 'problem' }, h('span', { class: 'what bad-text' }, `${m.id}: degraded`), ' ', r, (m.degradedNext || [])[i] ? h('div', { class: 'next' }, `next: ${m.degradedNext[i]}`) : undefined)));
   const recent = state.problems.slice(0, 50);
   if (recent.length) parts.push(h('h3', { class: 'sub' }, 'Recent errors'));
   for (const p of recent) {

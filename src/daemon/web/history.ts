@@ -9,6 +9,7 @@
  */
 import type { PacerEvent } from '../../api/pacer.js';
 import type { OpEvent } from '../../engine/executor.js';
+import { ANSWER_LOST, awaitingDecision, FILE_REFUSED, fileRetried, GUARD_STOPPED, retriedWithBackoff } from '../next-step.js';
 import { RingBuffer, type Sequenced } from './ring-buffer.js';
 
 export const HISTORY_LIMITS = {
@@ -93,7 +94,11 @@ export class DaemonHistory {
   private readonly passes = new Map<string, CurrentPass>();
   private readonly listeners = new Set<HistoryListener>();
 
-  constructor(private readonly now: () => number) {}
+  /** `retryBaseMs`: the first delay of the schedule's back-off (DSSYNC_RETRY_DELAY_MS), for the words of what happens next. */
+  constructor(
+    private readonly now: () => number,
+    private readonly retryBaseMs?: number | undefined,
+  ) {}
 
   subscribe(l: HistoryListener): () => void {
     this.listeners.add(l);
@@ -115,7 +120,7 @@ export class DaemonHistory {
       p.lag[p.lagCount % HISTORY_LIMITS.lagSamplesPerPoint] = lagMs;
       p.lagCount++;
     }
-    const next = nextStep(e);
+    const next = nextStep(e, this.retryBaseMs);
     if (next) this.problem({ at, mapping, path: e.path, what: `${e.kind} ${e.outcome}`, message: message ?? '', next });
   }
 
@@ -133,15 +138,17 @@ export class DaemonHistory {
     this.passes.set(mapping, { kind, startedAt: new Date(this.now()).toISOString(), done: 0 });
   }
 
-  onPassEnd(mapping: string, blocked?: string): void {
+  onPassEnd(mapping: string, blocked?: { message: string; confirmable?: true | undefined }): void {
     this.passes.delete(mapping);
-    if (blocked) this.problem({ at: new Date(this.now()).toISOString(), mapping, what: 'pass stopped', message: blocked, next: 'nothing is changed until the cause is fixed; retried with back-off' });
+    if (!blocked) return;
+    const next = blocked.confirmable ? awaitingDecision(mapping) : GUARD_STOPPED;
+    this.problem({ at: new Date(this.now()).toISOString(), mapping, what: 'pass stopped', message: blocked.message, next });
   }
 
   /** A mapping that failed as a whole (service unreachable, folder gone...). */
   onMappingFailure(mapping: string, message: string): void {
     this.passes.delete(mapping);
-    this.problem({ at: new Date(this.now()).toISOString(), mapping, what: 'mapping degraded', message, next: 'retried with back-off (5 s, doubling up to 5 min)' });
+    this.problem({ at: new Date(this.now()).toISOString(), mapping, what: 'mapping degraded', message, next: retriedWithBackoff(this.retryBaseMs) });
   }
 
   forgetMapping(mapping: string): void {
@@ -239,14 +246,14 @@ function describeOutcome(o: OpEvent['outcome']): string {
 }
 
 /** What happens next to a file whose operation did not succeed (undefined: not a problem). */
-export function nextStep(e: Pick<OpEvent, 'outcome' | 'error'>): string | undefined {
+export function nextStep(e: Pick<OpEvent, 'outcome' | 'error'>, retryBaseMs?: number): string | undefined {
   switch (e.outcome) {
     case 'failed':
-      return 'retried at the next full pass (back-off: 5 s, doubling up to 5 min)';
+      return fileRetried(retryBaseMs);
     case 'rejected':
-      return 'refused by the service: not retried until the file changes (or "retry skipped and failed files")';
+      return FILE_REFUSED;
     case 'ambiguous':
-      return 'the next full pass lists the data source and settles it';
+      return ANSWER_LOST;
     default:
       return undefined;
   }

@@ -3,7 +3,8 @@
  * operator or a script does, with an environment that holds only what the test gives it
  * (no DSSYNC_* setting leaks in from the developer's shell).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -28,12 +29,23 @@ export function requireBuiltBinary(): void {
  */
 export function runCli(args: readonly string[], env: Record<string, string> = {}, cwd?: string, prefix: readonly string[] = [], bin: string = BIN): Promise<CliResult> {
   const [command, ...before] = [...prefix, process.execPath];
+  const child = spawn(command as string, [...before, bin, ...args], { cwd, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  return outcome(child);
+}
+
+/** The binary with `input` as its standard input (answers to its questions, one a line). */
+export function runCliWithInput(args: readonly string[], input: string, env: Record<string, string> = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: cliEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin.end(input);
+  return outcome(child);
+}
+
+function cliEnv(env: Record<string, string>): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env };
+}
+
+function outcome(child: ChildProcessByStdio<Writable | null, Readable, Readable>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command as string, [...before, bin, ...args], {
-      cwd,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

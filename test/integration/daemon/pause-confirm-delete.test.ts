@@ -112,6 +112,9 @@ describe('dssync confirm-delete', () => {
     const s = (await d.status()).mappings[0]!;
     expect(s.degraded.join(' ')).toContain('waiting for your decision');
     expect(s.degraded.join(' ')).toContain(`dssync confirm-delete --mapping ${id}`);
+    // What the page shows as next (issue 37.3): the wait, not a back-off that does not happen.
+    expect(s.degradedNext?.join(' ')).toContain('no request goes out until you confirm');
+    expect(s.degradedNext?.join(' ')).not.toContain('back-off');
 
     const pending = await runCli(['status', '--config', w.configPath, '--mapping', id, '--pending-deletes'], w.env);
     expect(pending.code, pending.stderr).toBe(0);

@@ -52,7 +52,15 @@ describe('deploy/kubernetes', () => {
     expect(sts.spec.volumeClaimTemplates[0].metadata.name).toBe('state');
     const pin = (c.env as Obj[]).find((e) => e['name'] === 'DSSYNC_INSTALLATION_ID');
     expect(pin?.valueFrom.secretKeyRef.key).toBe('installation-id');
-    expect(c.resources.limits.memory).toBeDefined();
+    // The heap is set from the memory limit (75 %), and the limit holds the first mirror of a
+    // million files (peak RSS 1.33 GB, docs/performance.md) with room (issue 37.5).
+    const limitMi = Number(/^(\d+)Mi$/.exec(c.resources.limits.memory)?.[1]);
+    expect(limitMi * 1.048576).toBeGreaterThan(1.33 * 1000 * 1.25);
+    const heap = Number(/--max-old-space-size=(\d+)/.exec((c.env as Obj[]).find((e) => e['name'] === 'NODE_OPTIONS')?.value ?? '')?.[1]);
+    expect(heap).toBe(Math.floor(limitMi * 0.75));
+    // A hostPath share pins the pod to the node that holds it.
+    const share = (pod.volumes as Obj[]).find((v) => v['name'] === 'share');
+    if (share?.hostPath) expect(pod.nodeSelector?.['kubernetes.io/hostname']).toBeDefined();
     const secret = docs.find((d) => d['kind'] === 'Secret') as Obj;
     expect(Object.keys(secret.stringData).sort()).toEqual(['dssync-token', 'installation-id', 'status-token']);
   });

@@ -98,6 +98,22 @@ describe('the release tarball', () => {
     expect(existsSync(join(prefix, 'lib', 'node_modules', 'dssync', 'dist', 'src', 'emulator'))).toBe(false);
   });
 
+  it('ships the changelog, the MIT licence and the bundled packages\' licences; no development script, no demo/ (issue 37.4)', () => {
+    const installed = join(prefix, 'lib', 'node_modules', 'dssync');
+    const top = readdirSync(installed).sort();
+    expect(top).toEqual(expect.arrayContaining(['CHANGELOG.md', 'LICENSE', 'README.md', 'THIRD-PARTY-NOTICES.md', 'config.example.json', 'dist', 'systemd']));
+    expect(top.filter((f) => ['scripts', 'demo', 'test', 'bench', 'packages'].includes(f))).toEqual([]);
+    expect(readFileSync(join(installed, 'LICENSE'), 'utf8')).toContain('MIT License');
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { license: string; scripts?: unknown };
+    expect(manifest.license).toBe('MIT');
+    expect(manifest.scripts).toBeUndefined();
+    // Every bundled package is named with its licence; pino's text is there.
+    const notices = readFileSync(join(installed, 'THIRD-PARTY-NOTICES.md'), 'utf8');
+    const bundled = new Set(installedPackages(join(installed, 'node_modules')));
+    for (const name of bundled) expect(notices, name).toContain(`## ${name}@`);
+    expect(notices).toMatch(/## pino@[\d.]+\n\nLicence: MIT\n\n```\n[^`]*Permission is hereby granted/);
+  });
+
   it.each(['emulator', 'demo'])('dssync %s exits 1 and says how to get the emulator', async (command) => {
     const got = await dssync(bin, [command]);
     expect(got.code).toBe(1);

@@ -20,6 +20,17 @@ const status = (over: Partial<MappingStatus> = {}): MappingStatus => ({
 });
 
 describe('DaemonMetrics', () => {
+  it('dssync_mapping_phase: one series per mapping, 1 for its phase now (alerts on standby or conflict read it)', async () => {
+    let statuses = [status(), status({ id: 'm2', phase: 'paused' })];
+    const m = new DaemonMetrics(() => statuses);
+    let text = await m.text();
+    expect(text).toMatch(/^dssync_mapping_phase\{mapping="m1",phase="watching"\} 1$/m);
+    expect(text).toMatch(/^dssync_mapping_phase\{mapping="m2",phase="paused"\} 1$/m);
+    statuses = [status({ phase: 'degraded' })];
+    text = await m.text();
+    expect(text.match(/^dssync_mapping_phase\{.*$/gm)).toEqual(['dssync_mapping_phase{mapping="m1",phase="degraded"} 1']);
+  });
+
   it('labels request latencies by HTTP status: 2xx for successes, the status or error code for failures', async () => {
     const m = new DaemonMetrics(() => []);
     m.onPacer({ type: 'response', method: 'GET', path: '/x', attempt: 1, ms: 12, ok: true });

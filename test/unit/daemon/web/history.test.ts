@@ -84,9 +84,21 @@ describe('DaemonHistory', () => {
     h.onPassStart('m', 'full');
     h.onOp('m', { kind: 'upload', path: 'a', outcome: 'done' }, undefined);
     expect(h.currentPass('m')).toMatchObject({ kind: 'full', done: 1 });
-    h.onPassEnd('m', 'mass delete guard: 90% of the files would be deleted');
+    h.onPassEnd('m', { message: 'mass delete guard: 90% of the files would be deleted', confirmable: true });
     expect(h.currentPass('m')).toBeUndefined();
     expect(h.snapshot().problems[0]).toMatchObject({ what: 'pass stopped' });
+  });
+
+  it('says what the daemon really does next: a mass delete waits for the operator (no retry), other failures back off from the configured delay', () => {
+    const h = new DaemonHistory(() => 0, 200);
+    h.onPassEnd('m', { message: 'mass delete guard: 90% of the files would be deleted', confirmable: true });
+    const waiting = h.snapshot().problems[0]!.next;
+    expect(waiting).toContain('no request goes out until you confirm (dssync confirm-delete --mapping m');
+    expect(waiting).not.toContain('back-off');
+    h.onPassEnd('m', { message: 'the ignore file cannot be used' });
+    expect(h.snapshot().problems[0]!.next).toContain('retried with back-off');
+    h.onMappingFailure('m', 'the service cannot be reached');
+    expect(h.snapshot().problems[0]!.next).toBe('retried with back-off (0.2 s, doubling up to 5 min)');
   });
 
   it('percentiles by nearest rank', () => {
