@@ -32,6 +32,7 @@ import { identityChecks } from './identity.js';
 import type { GlobalArgs } from './options.js';
 import { formatJson, formatSummary } from './output.js';
 import { configMismatch, probeDaemon, readDaemonToken, type DaemonProbe } from './status.js';
+import { daemonTarget, type DaemonTarget } from './daemon-link.js';
 import { formatWatchLines } from './watch-report.js';
 
 
@@ -72,14 +73,14 @@ export interface ConfigCheckDeps {
   /** Reads /proc files (tests pass other limits). */
   readProc?: ((path: string) => Promise<string>) | undefined;
   /** Asks the running daemon for its status (default: GET /status on status.listen). */
-  probe?: ((listen: ListenAddress, token: string | undefined) => Promise<DaemonProbe>) | undefined;
+  probe?: ((target: DaemonTarget) => Promise<DaemonProbe>) | undefined;
 }
 
 /** The status of the daemon running this config, when one answers (its measured watch figures). */
 async function runningDaemon(config: Config, probe: ConfigCheckDeps['probe']): Promise<DaemonStatus | undefined> {
   if (config.status.listen === false) return undefined;
   // The daemon answers /status to its token only (issue 24.1); as another user it is not asked.
-  const p = await (probe ?? probeDaemon)(config.status.listen, readDaemonToken(config).token);
+  const p = await (probe ?? probeDaemon)(daemonTarget(config, config.status.listen, readDaemonToken(config).token));
   return p.kind === 'answered' && configMismatch(config, p.status) === undefined ? p.status : undefined;
 }
 
