@@ -95,7 +95,7 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   const config = configFromArgs(args, env, (m) => loadWarnings.push(m), (e) => secretErrors.push(e));
   // Each check lives in the layer that owns it; loaded here, so that other commands and
   // --help do not pay for them.
-  const [{ checkFolder }, { inotifyCheck, readInotifyLimits }, { checkListen }, { checkStatePath }] = await Promise.all([
+  const [{ checkFolder }, { inotifyCheck, readInotifyLimits }, { checkListen, listenCheck }, { checkStatePath }] = await Promise.all([
     import('../local/folder-check.js'),
     import('../local/inotify-budget.js'),
     import('../daemon/listen-check.js'),
@@ -169,7 +169,8 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   }
   // The port is taken by the daemon running this very config: that is no conflict.
   if (running !== undefined && config.status.listen !== false) {
-    report({ check: 'status-listen', level: 'ok', message: `status endpoint ${formatListenAddress(config.status.listen)}: the daemon running this config (pid ${running.pid}) answers there` });
+    const token = listenCheck(config.status.listen, config.status);
+    report(token.level === 'ok' ? { check: 'status-listen', level: 'ok', message: `status endpoint ${formatListenAddress(config.status.listen)}: the daemon running this config (pid ${running.pid}) answers there` } : token);
   } else {
     report(await checkListen(config.status.listen, config.status));
   }
