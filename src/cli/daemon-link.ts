@@ -82,11 +82,10 @@ const NO_SOCKET = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'ENOTDIR', 'ENAME
  * Rejects with NoDaemonError when no daemon of this user answers; other failures
  * (a timeout, a reset) reject with the socket's error.
  */
-export async function callDaemon(t: DaemonTarget, r: DaemonRequest, maxBytes: number): Promise<{ status: number; body: Buffer; via: string }> {
+export async function callDaemon(t: DaemonTarget, r: DaemonRequest, maxBytes: number): Promise<{ status: number; body: Buffer }> {
   const headers = { accept: 'application/json', ...r.headers };
   try {
-    const a = await send(request({ socketPath: t.socketPath, path: r.path, method: r.method, headers, agent: false }), r, maxBytes);
-    return { ...a, via: `unix:${t.socketPath}` };
+    return await send(request({ socketPath: t.socketPath, path: r.path, method: r.method, headers, agent: false }), r, maxBytes);
   } catch (e) {
     if (!NO_SOCKET.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
   }
@@ -97,11 +96,10 @@ export async function callDaemon(t: DaemonTarget, r: DaemonRequest, maxBytes: nu
   if (uid === undefined || !t.trustedUids.has(uid)) {
     socket.destroy();
     const who = uid === undefined ? 'a process whose user this system does not tell' : `a process of uid ${uid}`;
-    throw new NoDaemonError(`${who} listens at ${tcp.url}, not the daemon's user: nothing was sent to it (the status token least of all); is another program using that port?`, 'not-dssync');
+    throw new NoDaemonError(`${who} listens at ${tcp.url}, not the daemon's user: nothing was sent to it (the status token least of all)`, 'not-dssync');
   }
   const auth: Record<string, string> = t.token === undefined ? {} : { authorization: `Bearer ${t.token}` };
-  const a = await send(request({ host: tcp.host, port: tcp.port, path: r.path, method: r.method, headers: { ...headers, ...auth }, createConnection: () => socket }), r, maxBytes);
-  return { ...a, via: tcp.url };
+  return send(request({ host: tcp.host, port: tcp.port, path: r.path, method: r.method, headers: { ...headers, ...auth }, createConnection: () => socket }), r, maxBytes);
 }
 
 function connectTcp(host: string, port: number, timeoutMs: number): Promise<Socket> {
