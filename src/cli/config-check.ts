@@ -19,7 +19,7 @@ import { isApiError } from '../api/errors.js';
 import { describeConfig } from '../config/describe.js';
 import type { CheckLevel, CheckResult } from '../check-result.js';
 import type { ConfigError } from '../errors/config.js';
-import { formatListenAddress, type ListenAddress } from '../config/listen.js';
+import { formatListenAddress } from '../config/listen.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { sharedDataSourceProblems } from '../engine/installation.js';

@@ -19,7 +19,7 @@ import { CliError, ExitCode } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson } from './output.js';
 import { configMismatch, DAEMON_TIMEOUT_MS, readDaemonToken, statusUrl } from './status.js';
-import { callDaemon, daemonTarget, NoDaemonError, type DaemonTarget } from './daemon-link.js';
+import { callDaemon, daemonTarget, noDaemon, type DaemonTarget } from './daemon-link.js';
 import { printable } from '../printable.js';
 
 interface ActionArgs extends GlobalArgs {
@@ -65,7 +65,7 @@ export async function connectDaemon(settings: Settings, without: string): Promis
   try {
     answer = await call(target, '/status', { method: 'GET' });
   } catch (e) {
-    if (e instanceof NoDaemonError && e.kind === 'not-dssync') throw new CliError(`no dssync daemon: ${e.message}. ${without}`);
+    if (noDaemon(e)?.kind === 'not-dssync') throw new CliError(`no dssync daemon: ${(e as Error).message}. ${without}`);
     throw new CliError(`the daemon is not running (no answer at ${target.socketPath} nor at ${url}: ${(e as Error).message}): this command needs the running daemon. ${without}`);
   }
   if (answer.status === 401 || answer.status === 403) {

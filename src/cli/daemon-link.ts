@@ -37,8 +37,8 @@ export interface DaemonRequest {
   timeoutMs: number;
 }
 
-/** Nothing of the daemon's user answers: `reason` says what was found instead. */
-export class NoDaemonError extends Error {
+/** Nothing of the daemon's user answers: the message says what was found instead (read with noDaemon). */
+class NoDaemonError extends Error {
   constructor(
     message: string,
     /** `not-dssync`: something else listens on the port (and got nothing). */
@@ -46,6 +46,11 @@ export class NoDaemonError extends Error {
   ) {
     super(message);
   }
+}
+
+/** Why no daemon of this user answered, when that is what `e` says; undefined for other failures. */
+export function noDaemon(e: unknown): { kind: 'no-answer' | 'not-dssync'; message: string } | undefined {
+  return e instanceof NoDaemonError ? { kind: e.kind, message: e.message } : undefined;
 }
 
 /** Where this config's daemon may be reached, and with what. */

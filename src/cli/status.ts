@@ -23,7 +23,7 @@ import { spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import { readStatusToken, statusTokenPath } from '../daemon/web/status-token.js';
-import { callDaemon, daemonTarget, NoDaemonError, type DaemonTarget } from './daemon-link.js';
+import { callDaemon, daemonTarget, noDaemon, type DaemonTarget } from './daemon-link.js';
 import { childEnv } from '../secrets.js';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
@@ -162,7 +162,8 @@ export async function probeDaemon(target: DaemonTarget, timeoutMs = DAEMON_TIMEO
   try {
     answer = await callDaemon(target, { method: 'GET', path: '/status', timeoutMs }, MAX_STATUS_BYTES);
   } catch (e) {
-    if (e instanceof NoDaemonError) return { kind: e.kind, url, reason: e.message };
+    const none = noDaemon(e);
+    if (none) return { kind: none.kind, url, reason: none.message };
     const err = e as NodeJS.ErrnoException;
     return { kind: 'no-answer', url, reason: err.code ? `${err.code}: ${err.message}` : err.message };
   }
@@ -296,7 +297,7 @@ export async function loginLink(target: DaemonTarget, timeoutMs = DAEMON_TIMEOUT
   try {
     answer = await callDaemon(target, { method: 'POST', path: '/login/code', timeoutMs }, 64 * 1024);
   } catch (e) {
-    throw fail(e instanceof NoDaemonError && e.kind === 'no-answer' ? `${e.message} (is the daemon running?)` : (e as Error).message);
+    throw fail(noDaemon(e)?.kind === 'no-answer' ? `${(e as Error).message} (is the daemon running?)` : (e as Error).message);
   }
   if (answer.status === 401 || answer.status === 403) throw fail('it did not accept the status token (is it the daemon of this config?)');
   let body: { code?: unknown; error?: unknown } = {};
