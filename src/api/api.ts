@@ -31,6 +31,14 @@ export interface ListDocumentsOptions extends RequestOptions {
    * and metadata, and `raw` as received.
    */
   keep?: ((doc: DocumentRecord) => boolean) | undefined;
+  /**
+   * The most distinct documents the listing may hold across its pages (sized by the caller:
+   * the mirror's `listingBound`); past it the listing fails with E_LIST_TOO_LONG, naming the
+   * bound and `boundReason`. Default: no bound but the client's page limit.
+   */
+  maxRecords?: number | undefined;
+  /** What the bound is, for its error (e.g. "4 × the 12 files tracked + 100000"). */
+  boundReason?: string | undefined;
 }
 
 /** The records `keep` keeps, in order: for implementations that list all at once. */

@@ -251,12 +251,13 @@ export class DatastoreClient implements DatastoreApi {
 
   listDocuments(dataSourceId: string, opts?: ListDocumentsOptions): Promise<DocumentRecord[]> {
     const path = `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents`;
-    if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal, opts?.keep);
+    const bound = opts?.maxRecords === undefined ? undefined : { max: opts.maxRecords, reason: opts.boundReason };
+    if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal, opts?.keep, undefined, bound);
     // Each page's records turned into their compact form as they arrive: the whole records
     // of a million documents are never all held at once. Only the records `keep` keeps are
     // compacted: those it drops (a restart's confirmed documents) are garbage at once.
     const form = new SyncForm();
-    return this.listAll(path, decodeDocument, opts?.signal, opts?.keep, (rec) => form.compact(rec));
+    return this.listAll(path, decodeDocument, opts?.signal, opts?.keep, (rec) => form.compact(rec), bound);
   }
 
   async getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord> {
@@ -557,6 +558,8 @@ export class DatastoreClient implements DatastoreApi {
     keep?: (rec: R) => boolean,
     /** Applied to each record collected, after `keep` (the sync form). */
     finish?: (rec: R) => R,
+    /** The most distinct records the listing may hold (ListDocumentsOptions.maxRecords). */
+    bound?: { max: number; reason?: string | undefined },
   ): Promise<R[]> {
     return listPages({
       firstUrl: () => {
@@ -574,6 +577,7 @@ export class DatastoreClient implements DatastoreApi {
       finish,
       signal,
       maxPages: this.maxPages,
+      maxRecords: bound,
       onLimitRefused: () => {
         this.limitRejected = true;
         this.logger.debug({ path }, 'the service refused ?limit=; listing without it');

@@ -37,6 +37,8 @@ export type ApiErrorCode =
   | 'E_CONNECTION'
   /** A 2xx answer whose body could not be understood (not JSON, unexpected shape). */
   | 'E_BAD_RESPONSE'
+  /** A listing held more documents than its caller's bound (a hostile or broken service's endless pages). */
+  | 'E_LIST_TOO_LONG'
   /** A local file changed or vanished while it was being sent. */
   | 'E_FILE_CHANGED'
   /** The request was aborted by the caller (shutdown). */

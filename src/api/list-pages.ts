@@ -18,7 +18,7 @@
  * - the caller's signal aborts the request ahead too (E_ABORTED, as a request in turn);
  * - the `?limit=` fallback concerns page 1, which is never fetched ahead.
  */
-import { isApiError } from './errors.js';
+import { ApiError, isApiError } from './errors.js';
 import { badResponse, listItems, preview, type DecodeContext } from './decode.js';
 import type { HttpResponse } from './http.js';
 import { nextPage, nextPageUrl } from './paging.js';
@@ -39,6 +39,8 @@ export interface ListPagesOptions<R extends { id: string }> {
   signal?: AbortSignal | undefined;
   /** A list longer than this many pages is an error (endless paging). */
   maxPages: number;
+  /** A list of more distinct records than `max` is an error (E_LIST_TOO_LONG), checked page by page. */
+  maxRecords?: { max: number; reason?: string | undefined } | undefined;
   /** Page 1 with `?limit=` was answered E_BAD_REQUEST: the caller stops sending it (firstUrl then has none). */
   onLimitRefused?: (() => void) | undefined;
 }
@@ -119,6 +121,7 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
         if (ahead !== undefined && i > 0 && i % SLICE === 0) await yieldNow();
         const rec = opts.decode(items[i], ctx);
         if (!ids.add(rec.id)) continue; // a document the paging repeated (seen-ids.ts)
+        if (opts.maxRecords !== undefined && ids.size > opts.maxRecords.max) throw listTooLong(opts.maxRecords, ctx, page);
         if (keep === undefined || keep(rec)) out.push(finish === undefined ? rec : finish(rec));
       }
       if (stop !== undefined) throw stop;
@@ -136,6 +139,17 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
     }
   }
   return out;
+}
+
+/** The listing holds more documents than its caller's bound: it stops before holding more. */
+function listTooLong(bound: { max: number; reason?: string | undefined }, ctx: DecodeContext, page: number): ApiError {
+  return new ApiError({
+    code: 'E_LIST_TOO_LONG',
+    message: `${ctx.method} ${ctx.path}: the list holds more than ${bound.max} documents${bound.reason ? ` (the bound: ${bound.reason})` : ''}, reached on page ${page}; stopped before holding more. Nothing was decided from it (no deletion); if the data source really holds that many, say so to the service's owner or map it afresh`,
+    method: ctx.method,
+    path: ctx.path,
+    retryable: false,
+  });
 }
 
 /** Records decoded between two turns of the event loop while a request is ahead (~2–3 ms). */

@@ -10,6 +10,7 @@
 import { spawn } from 'node:child_process';
 import { ApiError } from '../api/errors.js';
 import { CredentialsRefusedError, RenewingProvider, type ObtainedToken, type RenewingOptions } from './renewing.js';
+import { childEnv } from '../secrets.js';
 
 const MAX_OUTPUT_BYTES = 64 * 1024;
 /** Exit status by which a helper says "the credentials were refused" (as `dssync` itself does). */
@@ -74,7 +75,7 @@ export class CommandTokenProvider extends RenewingProvider {
     const [program, ...args] = this.c.command;
     return new Promise((resolve, reject) => {
       // detached: the helper leads a new process group, which kill() ends as a whole.
-      const child = spawn(program ?? '', args, { stdio: ['ignore', 'pipe', 'pipe'], shell: false, detached: true });
+      const child = spawn(program ?? '', args, { stdio: ['ignore', 'pipe', 'pipe'], shell: false, detached: true, env: childEnv() });
       const out: Buffer[] = [];
       let outSize = 0;
       let errTail = '';

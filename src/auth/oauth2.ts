@@ -12,7 +12,7 @@ import type * as Oidc from 'openid-client';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { ApiError } from '../api/errors.js';
 import { preview } from '../api/decode.js';
-import { registerSecret } from '../secrets.js';
+import { registerBasicCredential, registerSecret } from '../secrets.js';
 import { CredentialsRefusedError, RenewingProvider, type ObtainedToken, type RenewingOptions } from './renewing.js';
 import { readSecretFile, SecretFileError } from './secret-file.js';
 import type { ResolvedAuth } from './settings.js';
@@ -260,6 +260,7 @@ export class OAuth2TokenProvider extends RenewingProvider {
     } else {
       auth = oidc.ClientSecretBasic(secret);
       this.clientAuthMethod = 'client_secret_basic';
+      registerBasicCredential(this.s.clientId, secret);
     }
     const config = new oidc.Configuration({ issuer, token_endpoint: this.s.tokenUrl }, this.s.clientId, undefined, auth);
     if (tokenUrl.protocol === 'http:') oidc.allowInsecureRequests(config);

@@ -6,6 +6,7 @@ import yargs, { type CommandModule } from 'yargs';
 import { describeFailure, ExitCode, usageError } from './exit.js';
 import { globalOptions } from './options.js';
 import { printableLines } from '../printable.js';
+import { scrub } from '../secrets.js';
 import { commandModules } from './commands.js';
 import { explainUsageError, type UsageContext } from './arg-errors.js';
 import { versionLine } from './version.js';
@@ -67,7 +68,8 @@ export async function main(argv: string[]): Promise<number> {
     const { exitCode: code, message } = describeFailure(err);
     // Messages may quote file names and the service's words: escape control characters.
     process.stderr.write(`dssync: ${printableLines(message)}\n`);
-    if (process.env.DSSYNC_DEBUG && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+    // The stack starts with the message, which may quote a secret: scrubbed like it.
+    if (process.env.DSSYNC_DEBUG && err instanceof Error && err.stack) process.stderr.write(`${printableLines(scrub(err.stack))}\n`);
     return code;
   }
   // Handlers may set process.exitCode (e.g. sync with failures) instead of throwing.

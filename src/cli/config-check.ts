@@ -19,7 +19,7 @@ import { isApiError } from '../api/errors.js';
 import { describeConfig } from '../config/describe.js';
 import type { CheckLevel, CheckResult } from '../check-result.js';
 import type { ConfigError } from '../errors/config.js';
-import { formatListenAddress, type ListenAddress } from '../config/listen.js';
+import { formatListenAddress } from '../config/listen.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { DataSourceMissingError, resolveDataSource } from '../engine/data-source.js';
 import { sharedDataSourceProblems } from '../engine/installation.js';
@@ -33,6 +33,7 @@ import { initCommand } from './config-init.js';
 import type { GlobalArgs } from './options.js';
 import { formatJson, formatSummary } from './output.js';
 import { configMismatch, probeDaemon, readDaemonToken, type DaemonProbe } from './status.js';
+import { daemonTarget, type DaemonTarget } from './daemon-link.js';
 import { formatWatchLines } from './watch-report.js';
 
 
@@ -75,14 +76,14 @@ export interface ConfigCheckDeps {
   /** Reads /proc files (tests pass other limits). */
   readProc?: ((path: string) => Promise<string>) | undefined;
   /** Asks the running daemon for its status (default: GET /status on status.listen). */
-  probe?: ((listen: ListenAddress, token: string | undefined) => Promise<DaemonProbe>) | undefined;
+  probe?: ((target: DaemonTarget) => Promise<DaemonProbe>) | undefined;
 }
 
 /** The status of the daemon running this config, when one answers (its measured watch figures). */
 async function runningDaemon(config: Config, probe: ConfigCheckDeps['probe']): Promise<DaemonStatus | undefined> {
   if (config.status.listen === false) return undefined;
   // The daemon answers /status to its token only (issue 24.1); as another user it is not asked.
-  const p = await (probe ?? probeDaemon)(config.status.listen, readDaemonToken(config).token);
+  const p = await (probe ?? probeDaemon)(daemonTarget(config, config.status.listen, readDaemonToken(config).token));
   return p.kind === 'answered' && configMismatch(config, p.status) === undefined ? p.status : undefined;
 }
 
@@ -97,7 +98,7 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   const config = configFromArgs(args, env, (m) => loadWarnings.push(m), (e) => secretErrors.push(e));
   // Each check lives in the layer that owns it; loaded here, so that other commands and
   // --help do not pay for them.
-  const [{ checkFolder }, { inotifyCheck, readInotifyLimits }, { checkListen }, { checkStatePath }] = await Promise.all([
+  const [{ checkFolder }, { inotifyCheck, readInotifyLimits }, { checkListen, listenCheck }, { checkStatePath }] = await Promise.all([
     import('../local/folder-check.js'),
     import('../local/inotify-budget.js'),
     import('../daemon/listen-check.js'),
@@ -171,7 +172,8 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   }
   // The port is taken by the daemon running this very config: that is no conflict.
   if (running !== undefined && config.status.listen !== false) {
-    report({ check: 'status-listen', level: 'ok', message: `status endpoint ${formatListenAddress(config.status.listen)}: the daemon running this config (pid ${running.pid}) answers there` });
+    const token = listenCheck(config.status.listen, config.status);
+    report(token.level === 'ok' ? { check: 'status-listen', level: 'ok', message: `status endpoint ${formatListenAddress(config.status.listen)}: the daemon running this config (pid ${running.pid}) answers there` } : token);
   } else {
     report(await checkListen(config.status.listen, config.status));
   }

@@ -8,9 +8,9 @@
  *
  * They need the daemon: its runners hold the decision, and its lock keeps anyone else from
  * the state. With no daemon, they say so (for a mass delete: `dssync sync --allow-mass-delete`).
- * An action is a POST with the token and the CSRF token of GET /session, as the page's are.
+ * An action is a POST with the CSRF token of GET /session, as the page's are, through the
+ * daemon's socket (daemon-link.ts: the token only over TCP, to the daemon's user).
  */
-import { request } from 'node:http';
 import type { Argv, CommandModule } from 'yargs';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
@@ -19,6 +19,7 @@ import { CliError, ExitCode } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson } from './output.js';
 import { configMismatch, DAEMON_TIMEOUT_MS, readDaemonToken, statusUrl } from './status.js';
+import { callDaemon, daemonTarget, noDaemon, type DaemonTarget } from './daemon-link.js';
 import { printable } from '../printable.js';
 
 interface ActionArgs extends GlobalArgs {
@@ -28,7 +29,7 @@ interface ActionArgs extends GlobalArgs {
 /** A daemon of this config that answered, and how to ask it again. */
 export interface DaemonHandle {
   url: string;
-  token: string;
+  target: DaemonTarget;
   status: DaemonStatus;
 }
 
@@ -37,32 +38,17 @@ interface Answer {
   body: unknown;
 }
 
-function call(url: string, path: string, token: string, init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: unknown }): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const payload = init.body === undefined ? undefined : JSON.stringify(init.body);
-    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json', ...init.headers };
-    if (payload !== undefined) headers['content-type'] = 'application/json';
-    const req = request(`${url}${path}`, { method: init.method, headers, agent: false, timeout: DAEMON_TIMEOUT_MS * 2 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        text += d;
-        if (text.length > 64 * 1024 * 1024) req.destroy(new Error('the answer is too large'));
-      });
-      res.on('end', () => {
-        let body: unknown;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${DAEMON_TIMEOUT_MS * 2} ms`)));
-    req.on('error', (e: NodeJS.ErrnoException) => reject(e));
-    req.end(payload);
-  });
+async function call(target: DaemonTarget, path: string, init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: unknown }): Promise<Answer> {
+  const payload = init.body === undefined ? undefined : JSON.stringify(init.body);
+  const headers: Record<string, string> = { ...init.headers, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) };
+  const a = await callDaemon(target, { method: init.method, path, headers, body: payload, timeoutMs: DAEMON_TIMEOUT_MS * 2 }, 64 * 1024 * 1024);
+  let body: unknown;
+  try {
+    body = JSON.parse(a.body.toString('utf8'));
+  } catch {
+    body = undefined;
+  }
+  return { status: a.status, body };
 }
 
 /**
@@ -73,29 +59,31 @@ export async function connectDaemon(settings: Settings, without: string): Promis
   const listen = settings.status.listen;
   if (listen === false) throw new CliError(`the status endpoint is off (status.listen is false): this command talks to the running daemon through it. ${without}`);
   const read = readDaemonToken(settings);
-  if (read.token === undefined) throw new CliError(`cannot ask the daemon: ${read.reason}. ${without}`);
+  const target = daemonTarget(settings, listen, read.token);
   const url = statusUrl(listen);
   let answer: Answer;
   try {
-    answer = await call(url, '/status', read.token, { method: 'GET' });
+    answer = await call(target, '/status', { method: 'GET' });
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new CliError(`the daemon is not running (no answer at ${url}: ${code === 'ECONNREFUSED' ? 'connection refused' : (e as Error).message}): this command needs the running daemon. ${without}`);
+    if (noDaemon(e)?.kind === 'not-dssync') throw new CliError(`no dssync daemon: ${(e as Error).message}. ${without}`);
+    throw new CliError(`the daemon is not running (no answer at ${target.socketPath} nor at ${url}: ${(e as Error).message}): this command needs the running daemon. ${without}`);
   }
-  if (answer.status === 401 || answer.status === 403) throw new CliError(`the daemon at ${url} did not accept this config's status token (another config's daemon?). ${without}`);
+  if (answer.status === 401 || answer.status === 403) {
+    throw new CliError(read.token === undefined ? `cannot ask the daemon: ${read.reason}. ${without}` : `the daemon at ${url} did not accept this config's status token (another config's daemon?). ${without}`);
+  }
   const parsed = answer.status === 200 ? parseDaemonStatus(answer.body) : undefined;
   if (!parsed?.ok) throw new CliError(`something other than this config's dssync daemon answers at ${url} (HTTP ${answer.status}). ${without}`);
   const other = configMismatch(settings, parsed.status);
   if (other !== undefined) throw new CliError(`no daemon for this config at ${url}: ${other}. ${without}`);
-  return { url, token: read.token, status: parsed.status };
+  return { url, target, status: parsed.status };
 }
 
-/** POSTs an action as the page does: the token, and the CSRF token the daemon hands out. */
+/** POSTs an action as the page does: the CSRF token the daemon hands out (and the token over TCP). */
 export async function postAction(d: DaemonHandle, action: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const session = await call(d.url, '/session', d.token, { method: 'GET' });
+  const session = await call(d.target, '/session', { method: 'GET' });
   const csrf = (session.body as { csrf?: unknown } | undefined)?.csrf;
   if (typeof csrf !== 'string') throw new CliError(`the daemon at ${d.url} gave no CSRF token (HTTP ${session.status})`);
-  const r = await call(d.url, `/actions/${action}`, d.token, { method: 'POST', headers: { 'x-dssync-csrf': csrf }, body });
+  const r = await call(d.target, `/actions/${action}`, { method: 'POST', headers: { 'x-dssync-csrf': csrf }, body });
   return { status: r.status, body: (r.body ?? {}) as Record<string, unknown> };
 }
 

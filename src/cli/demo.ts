@@ -13,6 +13,7 @@ import { loadEmulator } from './emulator-package.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { untilStopSignal } from './signals.js';
 import { loginLink } from './status.js';
+import { daemonTarget } from './daemon-link.js';
 import { generatedTokenPath, readStatusToken } from '../daemon/web/status-token.js';
 
 interface DemoArgs extends GlobalArgs {
@@ -105,8 +106,9 @@ async function runDemo(folderArg: string | undefined): Promise<number> {
         // The page needs the daemon's token (issue 24.1): a one-time link signs the browser in.
         const url = daemon.statusUrl;
         if (url) {
-          const token = readStatusToken(generatedTokenPath(join(work, 'state.json'))).token;
-          loginLink(url, token).then(
+          const statePath = join(work, 'state.json');
+          const token = readStatusToken(generatedTokenPath(statePath)).token;
+          loginLink(daemonTarget({ status: {}, statePath }, { host: '127.0.0.1', port: Number(new URL(url).port) }, token)).then(
             (link) => say(`Status page (a one-time link that signs you in): ${link}`),
             () => say(`Status page: ${url}`),
           );

@@ -21,10 +21,10 @@
  */
 import { spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';
-import { request } from 'node:http';
 import type { Argv, CommandModule } from 'yargs';
 import { readStatusToken, statusTokenPath } from '../daemon/web/status-token.js';
-import { formatListenAddress, type ListenAddress } from '../config/listen.js';
+import { callDaemon, daemonTarget, noDaemon, type DaemonTarget } from './daemon-link.js';
+import { childEnv } from '../secrets.js';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
 import { parseDaemonStatus, type DaemonStatus, type InstallationStatus, type MappingStatus, type PassRecordView } from '../daemon/status-schema.js';
@@ -83,7 +83,7 @@ export interface StatusDeps {
   clock?: Clock | undefined;
   /** Reads the state file (default: readStateFile, loaded on demand). */
   readState?: ((path: string) => Promise<StateFile | undefined>) | undefined;
-  probe?: ((listen: ListenAddress, token: string | undefined) => Promise<DaemonProbe>) | undefined;
+  probe?: ((target: DaemonTarget) => Promise<DaemonProbe>) | undefined;
 }
 
 /** The daemon's status token as this user may read it, or why not. */
@@ -114,7 +114,7 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
 
   const listen = settings.status.listen;
   const read = listen === false ? undefined : readDaemonToken(settings);
-  let probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen, read?.token);
+  let probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(daemonTarget(settings, listen, read?.token));
   // Refused without a token: why this user has none says more than the 401 does.
   if (probe.kind === 'refused' && read?.token === undefined && read?.reason) probe = { ...probe, reason: read.reason };
   // The daemon that answered must run this config: another's mappings, exit 0, would keep a
@@ -153,62 +153,33 @@ export type DaemonProbe =
   /** `status.listen` is false. */
   | { kind: 'off' };
 
-/** The address to ask: a wildcard bind is reached over loopback. */
-export function statusUrl(listen: ListenAddress): string {
-  const host = listen.host === '0.0.0.0' ? '127.0.0.1' : listen.host === '::' ? '::1' : listen.host;
-  return `http://${formatListenAddress({ host, port: listen.port })}`;
-}
+export { statusUrl } from './daemon-link.js';
 
-export function probeDaemon(listen: ListenAddress, token?: string, timeoutMs = DAEMON_TIMEOUT_MS): Promise<DaemonProbe> {
-  const url = statusUrl(listen);
-  return new Promise<DaemonProbe>((resolve) => {
-    let settled = false;
-    const done = (p: DaemonProbe): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      req.destroy();
-      resolve(p);
-    };
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (token !== undefined) headers.authorization = `Bearer ${token}`;
-    const req = request(`${url}/status`, { method: 'GET', headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      let bytes = 0;
-      res.on('data', (c: Buffer) => {
-        bytes += c.length;
-        if (bytes > MAX_STATUS_BYTES) done({ kind: 'not-dssync', url, reason: 'the answer is too large for a dssync status' });
-        else chunks.push(c);
-      });
-      res.on('error', (e) => done({ kind: 'no-answer', url, reason: e.message }));
-      res.on('end', () => {
-        if (res.statusCode === 401 || res.statusCode === 403) {
-          done({ kind: 'refused', url, reason: token === undefined ? 'it needs its status token' : "it does not accept this config's status token: it runs another config" });
-          return;
-        }
-        if (res.statusCode !== 200) {
-          done({ kind: 'not-dssync', url, reason: `GET /status answered HTTP ${res.statusCode ?? '?'}` });
-          return;
-        }
-        let body: unknown;
-        try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        } catch {
-          done({ kind: 'not-dssync', url, reason: 'GET /status did not answer JSON' });
-          return;
-        }
-        const parsed = parseDaemonStatus(body);
-        if (!parsed.ok) done({ kind: 'not-dssync', url, reason: `GET /status answered something other than a dssync status (${parsed.reason})` });
-        else done({ kind: 'answered', url, status: parsed.status });
-      });
-    });
-    const timer = setTimeout(() => done({ kind: 'no-answer', url, reason: `no answer within ${timeoutMs} ms` }), timeoutMs);
-    req.on('error', (e: NodeJS.ErrnoException) => {
-      const reason = e.code === 'ECONNREFUSED' ? 'connection refused' : e.code ? `${e.code}: ${e.message}` : e.message;
-      done({ kind: 'no-answer', url, reason });
-    });
-    req.end();
-  });
+/** Asks the daemon for its status (daemon-link.ts: the socket, or a TCP listener of the daemon's user). */
+export async function probeDaemon(target: DaemonTarget, timeoutMs = DAEMON_TIMEOUT_MS): Promise<DaemonProbe> {
+  const url = target.tcp?.url ?? `unix:${target.socketPath}`;
+  let answer: { status: number; body: Buffer };
+  try {
+    answer = await callDaemon(target, { method: 'GET', path: '/status', timeoutMs }, MAX_STATUS_BYTES);
+  } catch (e) {
+    const none = noDaemon(e);
+    if (none) return { kind: none.kind, url, reason: none.message };
+    const err = e as NodeJS.ErrnoException;
+    return { kind: 'no-answer', url, reason: err.code ? `${err.code}: ${err.message}` : err.message };
+  }
+  if (answer.status === 401 || answer.status === 403) {
+    return { kind: 'refused', url, reason: target.token === undefined ? 'it needs its status token' : "it does not accept this config's status token: it runs another config" };
+  }
+  if (answer.status !== 200) return { kind: 'not-dssync', url, reason: `GET /status answered HTTP ${answer.status}` };
+  let body: unknown;
+  try {
+    body = JSON.parse(answer.body.toString('utf8'));
+  } catch {
+    return { kind: 'not-dssync', url, reason: 'GET /status did not answer JSON' };
+  }
+  const parsed = parseDaemonStatus(body);
+  if (!parsed.ok) return { kind: 'not-dssync', url, reason: `GET /status answered something other than a dssync status (${parsed.reason})` };
+  return { kind: 'answered', url, status: parsed.status };
 }
 
 function describeProbe(p: DaemonProbe): StateFileReport['daemon'] {
@@ -306,51 +277,38 @@ export async function runStatusLink(args: GlobalArgs, open: boolean, env: NodeJS
   const settings = loadSettings({ file: args.config, env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
   const listen = settings.status.listen;
   if (listen === false) throw new CliError('the status endpoint is off (status.listen is false): there is no page to open', ExitCode.FAILURE);
-  const read = readDaemonToken(settings);
-  if (read.token === undefined) throw new CliError(`cannot sign in to the status page: ${read.reason}`, ExitCode.FAILURE);
-  const url = statusUrl(listen);
-  const link = await loginLink(url, read.token);
+  const link = await loginLink(daemonTarget(settings, listen, readDaemonToken(settings).token));
   out(args.json ? formatJson({ url: link }) : `${link}\n(one use, within a minute; from another machine: ssh -L ${listen.port}:127.0.0.1:${listen.port} this-host, then open the link there)\n`);
   if (open && (env.DISPLAY || env.WAYLAND_DISPLAY)) {
     // Best effort: a server without a desktop has no browser; the printed link is the way.
-    spawn('xdg-open', [link], { stdio: 'ignore', detached: true })
+    spawn('xdg-open', [link], { stdio: 'ignore', detached: true, env: childEnv(env) })
       .on('error', () => undefined)
       .unref();
   }
   return ExitCode.OK;
 }
 
-/** A one-time link to the page of the daemon at `url` (which must accept `token`). */
-export async function loginLink(url: string, token: string): Promise<string> {
-  return `${url}/login?code=${encodeURIComponent(await loginCode(url, token))}`;
-}
-
-function loginCode(url: string, token: string, timeoutMs = DAEMON_TIMEOUT_MS * 2): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const fail = (why: string): void => reject(new CliError(`cannot get a login code from the daemon at ${url}: ${why}`, ExitCode.FAILURE));
-    const req = request(`${url}/login/code`, { method: 'POST', headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, agent: false, timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        body += d;
-        if (body.length > 64 * 1024) req.destroy(new Error('the answer is too large'));
-      });
-      res.on('end', () => {
-        if (res.statusCode === 401 || res.statusCode === 403) return fail('it did not accept the status token (is it the daemon of this config?)');
-        if (res.statusCode !== 200) return fail(`HTTP ${res.statusCode ?? '?'}`);
-        try {
-          const code = (JSON.parse(body) as { code?: unknown }).code;
-          if (typeof code === 'string' && /^[\w-]{16,128}$/.test(code)) return resolve(code);
-        } catch {
-          // below
-        }
-        fail('the answer holds no login code');
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', (e: NodeJS.ErrnoException) => fail(e.code === 'ECONNREFUSED' ? 'connection refused (is the daemon running?)' : e.message));
-    req.end();
-  });
+/** A one-time link to the page of the daemon at `target` (its TCP address: the page's). */
+export async function loginLink(target: DaemonTarget, timeoutMs = DAEMON_TIMEOUT_MS * 2): Promise<string> {
+  const page = target.tcp?.url;
+  if (page === undefined) throw new CliError('the status endpoint is off (status.listen is false): there is no page to open', ExitCode.FAILURE);
+  const fail = (why: string): CliError => new CliError(`cannot get a login code from the daemon at ${page}: ${why}`, ExitCode.FAILURE);
+  let answer: { status: number; body: Buffer };
+  try {
+    answer = await callDaemon(target, { method: 'POST', path: '/login/code', timeoutMs }, 64 * 1024);
+  } catch (e) {
+    throw fail(noDaemon(e)?.kind === 'no-answer' ? `${(e as Error).message} (is the daemon running?)` : (e as Error).message);
+  }
+  if (answer.status === 401 || answer.status === 403) throw fail('it did not accept the status token (is it the daemon of this config?)');
+  let body: { code?: unknown; error?: unknown } = {};
+  try {
+    body = JSON.parse(answer.body.toString('utf8')) as typeof body;
+  } catch {
+    // below
+  }
+  if (answer.status !== 200) throw fail(`HTTP ${answer.status}${typeof body.error === 'string' ? `: ${body.error}` : ''}`);
+  if (typeof body.code !== 'string' || !/^[\w-]{16,128}$/.test(body.code)) throw fail('the answer holds no login code');
+  return `${page}/login?code=${encodeURIComponent(body.code)}`;
 }
 
 // ---- the state file -------------------------------------------------------------------
@@ -644,7 +602,7 @@ export async function runHistory(args: StatusArgs, deps: StatusDeps = {}): Promi
   const now = (deps.clock ?? realClock).now();
   const settings = loadSettings({ file: args.config, env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
   const listen = settings.status.listen;
-  const probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(listen, readDaemonToken(settings).token);
+  const probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(daemonTarget(settings, listen, readDaemonToken(settings).token));
   let report: HistoryReport;
   if (probe.kind === 'answered' && configMismatch(settings, probe.status) === undefined) {
     report = { source: 'daemon', from: probe.url, mappings: probe.status.mappings.map((m) => ({ id: m.id, history: m.history ?? [] })) };

@@ -18,8 +18,9 @@ import { MappingRunner, type RunnerEvents } from './mapping-runner.js';
 import { DaemonMetrics } from './metrics.js';
 import { collectGarbage } from './reclaim.js';
 import { installationStatus, type DaemonStatus } from './status.js';
-import { startStatusServer, type RunningStatusServer } from './status-server.js';
-import { generatedTokenPath, newStatusToken, readStatusToken, worldReadableWarning, writeGeneratedToken } from './web/status-token.js';
+import { createStatusEndpoint, type StatusEndpoint } from './status-server.js';
+import { statusSocketPath } from './web/status-socket.js';
+import { generatedTokenPath, newStatusToken, readableWarning, readStatusToken, writeGeneratedToken } from './web/status-token.js';
 import { DaemonHistory } from './web/history.js';
 import { errnoOf } from '../errors/errno.js';
 import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
@@ -83,7 +84,7 @@ export class Daemon {
   /** Writing the status token file again after a full disk (statusToken). */
   private tokenRetry: TimerHandle | undefined;
   private loadedRecords = new Map<string, MappingRecords>();
-  private server: RunningStatusServer | undefined;
+  private server: StatusEndpoint | undefined;
   private readonly metrics: DaemonMetrics;
   /** Recent activity, problems and chart points for the status page (bounded). */
   private readonly history: DaemonHistory;
@@ -150,6 +151,39 @@ export class Daemon {
    */
   private async startEndpoint(listen: ListenAddress): Promise<void> {
     const token = this.statusToken();
+    const endpoint = createStatusEndpoint({
+      host: listen.host,
+      port: listen.port,
+      status: () => this.status(),
+      metrics: () => this.metrics.text(),
+      history: this.history,
+      actions: {
+        rescan: (id) => {
+          const r = this.runners.get(id);
+          r?.runner.requestRescan();
+          return r !== undefined;
+        },
+        retry: (id) => this.runners.get(id)?.runner.retryFailed(),
+        pause: (id) => this.runners.get(id)?.runner.pause(),
+        resume: (id) => this.runners.get(id)?.runner.resume(),
+        confirmDelete: (id, digest) => this.runners.get(id)?.runner.confirmDeletes(digest),
+      },
+      access: { actions: this.config.status.actions, token, allowedHosts: this.config.status.allowedHosts },
+      fdLimit: this.o.fdLimit,
+      clock: this.clock,
+      onError: (what, e) => this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, `${what} failed; trying again at its next turn`),
+    });
+    this.server = endpoint;
+    // The CLI's way in: it serves while the port is taken, too.
+    const socket = statusSocketPath(this.config.statePath);
+    await endpoint.listenSocket(socket).then(
+      () => this.o.logger.info({ socket }, 'status socket listening (dssync status, pause, resume, confirm-delete)'),
+      (e: unknown) =>
+        this.o.logger.warn(
+          { socket, err: e instanceof Error ? e.message : String(e) },
+          'the status socket could not start: dssync status and its actions use the TCP address, after checking that the daemon\'s user listens there',
+        ),
+    );
     const retry = (): void => {
       this.serverRetry = this.clock.setTimeout(() => void attempt().catch((e: unknown) => this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'the status endpoint could not start')), ENDPOINT_RETRY_MS);
     };
@@ -157,29 +191,8 @@ export class Daemon {
       this.serverRetry = undefined;
       if (this.stopping) return;
       try {
-        this.server = await startStatusServer({
-          host: listen.host,
-          port: listen.port,
-          status: () => this.status(),
-          metrics: () => this.metrics.text(),
-          history: this.history,
-          actions: {
-            rescan: (id) => {
-              const r = this.runners.get(id);
-              r?.runner.requestRescan();
-              return r !== undefined;
-            },
-            retry: (id) => this.runners.get(id)?.runner.retryFailed(),
-            pause: (id) => this.runners.get(id)?.runner.pause(),
-            resume: (id) => this.runners.get(id)?.runner.resume(),
-            confirmDelete: (id, digest) => this.runners.get(id)?.runner.confirmDeletes(digest),
-          },
-          access: { actions: this.config.status.actions, token, allowedHosts: this.config.status.allowedHosts },
-          fdLimit: this.o.fdLimit,
-          clock: this.clock,
-          onError: (what, e) => this.o.logger.error({ err: e instanceof Error ? e.message : String(e) }, `${what} failed; trying again at its next turn`),
-        });
-        this.o.logger.info({ url: this.server.url }, 'status endpoint listening');
+        const url = await endpoint.listenTcp();
+        this.o.logger.info({ url }, 'status endpoint listening');
       } catch (e) {
         const err = e as NodeJS.ErrnoException;
         if (err.code !== 'EADDRINUSE' && err.code !== 'EACCES' && err.code !== 'EADDRNOTAVAIL') throw e;
@@ -187,7 +200,7 @@ export class Daemon {
         const why = err.code === 'EADDRINUSE' ? 'is in use by another program (another dssync with another config?)' : err.code === 'EACCES' ? 'may not be used by this user' : 'is not an address of this machine';
         this.o.logger.error(
           { code: err.code, listen: addr },
-          `status.listen ${addr} ${why}: running without the status endpoint (no /healthz, /status, page); trying again every ${ENDPOINT_RETRY_MS / 1000} s. Fix: free the port or set another "status": { "listen": ... }`,
+          `status.listen ${addr} ${why}: running without the status endpoint's address (no /healthz, /status, page; dssync status works through the status socket); trying again every ${ENDPOINT_RETRY_MS / 1000} s. Fix: free the port or set another "status": { "listen": ... }`,
         );
         retry();
       }
@@ -229,7 +242,7 @@ export class Daemon {
       }
     }
     const read = readTokenOrConfigError(file);
-    if (read.worldReadable) this.o.logger.warn(worldReadableWarning(file));
+    if (read.readableBy) this.o.logger.warn(readableWarning(file, read.readableBy));
     return read.token;
   }
 
@@ -475,7 +488,7 @@ function readTokenOrConfigError(file: string): ReturnType<typeof readStatusToken
 function keptToken(path: string): string | undefined {
   try {
     const read = readStatusToken(path);
-    return read.worldReadable ? undefined : read.token;
+    return read.readableBy ? undefined : read.token;
   } catch {
     return undefined;
   }

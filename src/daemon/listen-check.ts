@@ -7,7 +7,7 @@
 import { createServer } from 'node:net';
 import type { CheckResult } from '../check-result.js';
 import { formatListenAddress, isLoopbackHost, type ListenAddress } from '../config/listen.js';
-import { readStatusToken, worldReadableWarning } from './web/status-token.js';
+import { readableWarning, readStatusToken } from './web/status-token.js';
 
 export function listenCheck(listen: ListenAddress | false, status: { tokenFile?: string | undefined } = {}): CheckResult {
   const base = { check: 'status-listen' };
@@ -17,13 +17,13 @@ export function listenCheck(listen: ListenAddress | false, status: { tokenFile?:
   const where = local ? 'this machine only' : 'reachable from other machines';
   if (status.tokenFile !== undefined) {
     // The daemon reads it at start and refuses to start without it: say so now.
-    let worldReadable: boolean;
+    let readableBy: ReturnType<typeof readStatusToken>['readableBy'];
     try {
-      worldReadable = readStatusToken(status.tokenFile).worldReadable;
+      readableBy = readStatusToken(status.tokenFile).readableBy;
     } catch (e) {
       return { ...base, level: 'fail', message: e instanceof Error ? e.message : String(e), fix: 'the daemon needs this file to start its status endpoint' };
     }
-    if (worldReadable) return { ...base, level: 'warn', message: worldReadableWarning(status.tokenFile), fix: `chmod 600 ${status.tokenFile}` };
+    if (readableBy) return { ...base, level: 'warn', message: readableWarning(status.tokenFile, readableBy), fix: `chmod 600 ${status.tokenFile}` };
     return { ...base, level: 'ok', message: `status endpoint ${addr} (${where}); the page and /status need the token of status.tokenFile` };
   }
   if (local) return { ...base, level: 'ok', message: `status endpoint ${addr} (this machine only); the page and /status need the token the daemon writes beside its state ("dssync status --open" signs the page in)` };

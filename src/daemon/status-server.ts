@@ -14,11 +14,13 @@
  *   POST /actions/rescan, /actions/retry, /actions/pause, /actions/resume   {"mapping": id}
  *   POST /actions/confirm-delete   {"mapping": id, "digest": the pendingDeletes.digest shown}
  * Everything but /healthz and /metrics checks Host and the token, on loopback too
- * (web/access.ts). It never sends a CORS header, and carries no secret. What one client can
+ * (web/access.ts). The same endpoint also answers on a Unix socket beside the state
+ * (web/status-socket.ts): mode 0600 in the daemon's 0700 state folder, so whoever can
+ * connect there is the daemon's user or root, and needs no token (the CLI's way in). It never sends a CORS header, and carries no secret. What one client can
  * make it hold is bounded: connections (web/connections.ts), event streams and their
  * backlog (web/sse.ts), the size of /status (web/status-lists.ts).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DaemonStatus } from './status-schema.js';
 import { AccessPolicy, type AccessOptions } from './web/access.js';
@@ -30,6 +32,7 @@ import { formatSse, parseLastEventId, SseHub } from './web/sse.js';
 import { boundStatus, problemsPage } from './web/status-lists.js';
 import type { ConfirmResult } from './delete-decision.js';
 import type { Clock } from '../time/clock.js';
+import { listenOnSocket } from './web/status-socket.js';
 
 export interface StatusActions {
   /** Asks for a full pass now; false when no such mapping. Idempotent. */
@@ -69,6 +72,17 @@ export interface RunningStatusServer {
   close(): Promise<void>;
 }
 
+/** The endpoint before and while it listens: one state (sessions, codes, streams) for every address. */
+export interface StatusEndpoint {
+  /** Binds the TCP address (rejects with the bind's error: EADDRINUSE...); may be tried again. */
+  listenTcp(): Promise<string>;
+  /** Answers on the Unix socket `path` too, without a token (web/status-socket.ts). */
+  listenSocket(path: string): Promise<void>;
+  /** The TCP address's URL once bound. */
+  readonly url: string | undefined;
+  close(): Promise<void>;
+}
+
 /** Headers on every answer: no sniffing, no framing, nothing loaded from elsewhere. */
 const BASE_HEADERS = {
   'cache-control': 'no-store',
@@ -88,7 +102,20 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 /** A connection that sends nothing this long is closed (event streams excepted). */
 const IDLE_MS = 20_000;
 
-export async function startStatusServer(o: StatusServerOptions): Promise<RunningStatusServer> {
+/** Listens on the TCP address (and on `socketPath` when given) at once. */
+export async function startStatusServer(o: StatusServerOptions & { socketPath?: string | undefined }): Promise<RunningStatusServer> {
+  const endpoint = createStatusEndpoint(o);
+  try {
+    if (o.socketPath !== undefined) await endpoint.listenSocket(o.socketPath);
+    const url = await endpoint.listenTcp();
+    return { url, close: () => endpoint.close() };
+  } catch (e) {
+    await endpoint.close();
+    throw e;
+  }
+}
+
+export function createStatusEndpoint(o: StatusServerOptions): StatusEndpoint {
   const access = new AccessPolicy({
     listenHost: o.host,
     actions: o.actions !== undefined && (o.access?.actions ?? true),
@@ -100,16 +127,23 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
   const hub = new SseHub(SSE_LIMITS);
   const feed = o.history ? startFeed(o, hub) : undefined;
 
-  const server: Server = createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: 2_000 }, (req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      if (!res.headersSent) json(res, 500, { error: e instanceof Error ? e.message : String(e) });
-      else res.end();
-    });
-  });
-
+  const listener =
+    (local: boolean): RequestListener =>
+    (req, res) => {
+      handle(req, res, local).catch((e: unknown) => {
+        if (!res.headersSent) json(res, 500, { error: e instanceof Error ? e.message : String(e) });
+        else res.end();
+      });
+    };
+  const newServer = (local: boolean): Server =>
+    createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: 2_000 }, listener(local));
+  const server = newServer(false);
   const connections = guardConnections(server, { max: statusConnectionCap(o.fdLimit), idleMs: IDLE_MS });
+  let socketServer: Server | undefined;
+  let url: string | undefined;
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** `local`: it came through the Unix socket, whose permissions are the authentication. */
+  async function handle(req: IncomingMessage, res: ServerResponse, local: boolean): Promise<void> {
     const [path = '/', query = ''] = (req.url ?? '/').split('?', 2);
     const method = req.method ?? 'GET';
     const head = method === 'HEAD';
@@ -124,8 +158,8 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
       // No known secret leaves in an answer, whatever error text the status quotes (issue 24.5).
       res.writeHead(status, { ...BASE_HEADERS, 'content-type': type }).end(head ? undefined : typeof body === 'string' ? scrub(body) : body);
     };
-    const trusted = access.hostAllowed(req) && access.authorize(req).ok;
-    if (trusted) connections.trust(req.socket as Socket);
+    const trusted = local || (access.hostAllowed(req) && access.authorize(req).ok);
+    if (trusted && !local) connections.trust(req.socket as Socket);
 
     if (path === '/healthz') {
       const s = o.status();
@@ -149,7 +183,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
       else send(200, 'text/plain; version=0.0.4; charset=utf-8', text);
       return;
     }
-    if (!access.hostAllowed(req)) {
+    if (!local && !access.hostAllowed(req)) {
       // 421: this server is not the one the name was meant for (DNS rebinding, a stray proxy).
       json(res, 421, { error: `Host "${req.headers.host ?? ''}" is not this endpoint's address; add it to status.allowedHosts if it is a name of this machine` });
       return;
@@ -164,7 +198,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     }
     if (asset) return sendAsset(res, asset, head);
     if (path === '/login') return method === 'GET' ? redeemCode(res, new URLSearchParams(query)) : login(req, res);
-    const auth = access.authorize(req);
+    const auth = local ? ({ ok: true, who: 'socket' } as const) : access.authorize(req);
     if (!auth.ok) {
       json(res, auth.status, { error: auth.message, login: auth.status === 401 });
       return;
@@ -180,8 +214,11 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
         return;
       }
       case '/login/code':
-        // Only a caller holding the token (`dssync status --open`) gets a code for a browser.
-        json(res, 200, { code: access.newLoginCode(), path: '/login?code=' });
+        // Only a caller holding the token or the socket (`dssync status --open`) gets a code
+        // for a browser, and only while this endpoint holds its TCP address: the link must
+        // not lead the browser (and the code) to whoever holds the port meanwhile.
+        if (url === undefined) json(res, 503, { error: 'the page\'s address (status.listen) is not bound yet: another program holds it; the daemon tries again every 30 s' });
+        else json(res, 200, { code: access.newLoginCode(), path: '/login?code=' });
         return;
       case '/history':
         send(200, 'application/json', `${JSON.stringify(o.history?.snapshot() ?? null)}\n`);
@@ -220,7 +257,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
       if (!missed.complete) first.push(formatSse({ event: 'reset', data: '{}' }));
       else for (const e of missed.entries) first.push(formatSse({ event: 'activity', id: e.seq, data: JSON.stringify(e.item) }));
     }
-    if (hub.open(res, first, who)) connections.stream(req.socket as Socket);
+    if (hub.open(res, first, who) && who !== 'socket') connections.stream(req.socket as Socket);
   }
 
   /** GET /login?code=: a one-time code becomes a session cookie; the redirect drops the code from the address bar. */
@@ -292,24 +329,42 @@ export async function startStatusServer(o: StatusServerOptions): Promise<Running
     else json(res, 202, { ok: true, mapping, action: 'retry', refusalsForgotten: forgotten, note: 'a full pass retries every skipped and failed file' });
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
-    url: `http://${host}:${addr.port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        feed?.stop();
-        hub.close();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    get url() {
+      return url;
+    },
+    async listenTcp() {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(o.port, o.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      const addr = server.address() as AddressInfo;
+      const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      url = `http://${host}:${addr.port}`;
+      return url;
+    },
+    async listenSocket(path) {
+      const s = newServer(true);
+      await listenOnSocket(s, path);
+      socketServer = s;
+    },
+    close: async () => {
+      feed?.stop();
+      hub.close();
+      await Promise.all(
+        [server, socketServer].map(
+          (s) =>
+            new Promise<void>((resolve) => {
+              if (!s?.listening) return resolve();
+              s.close(() => resolve());
+              s.closeAllConnections();
+            }),
+        ),
+      );
+    },
   };
 }
 

@@ -3,6 +3,7 @@
  * and the daemon runs again and again (DESIGN §2). The filesystem comes through the
  * LocalSide interface and the service through DatastoreApi, so both can be faked.
  */
+import { listingBound } from './listing-bound.js';
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
@@ -356,7 +357,7 @@ export class Mirror {
     };
     const [scan, remote] = await Promise.all([
       scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.statOf(path), st, listedAt) }),
-      scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', keep: (doc) => !confirm(doc) }),
+      scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', keep: (doc) => !confirm(doc), ...listingBound(mapping.files.size) }),
     ]);
     if (remote) {
       await this.checkListing(remote, confirmed, mapping, signal);
@@ -497,7 +498,7 @@ export class Mirror {
   private async pinLostUploads(mapping: MappingState, signal: AbortSignal | undefined, lease: LeaseView | undefined): Promise<void> {
     const { spec, logger } = this.d;
     try {
-      const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync' });
+      const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', ...listingBound(mapping.files.size) });
       pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, remote, lease }));
     } catch (e) {
       logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');

@@ -8,6 +8,7 @@
  * The file system is injected (StateFs) so tests can make any step fail.
  */
 import { randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { errnoOf } from '../errors/errno.js';
@@ -43,14 +44,42 @@ export interface StateFs {
   readdir(path: string): Promise<string[]>;
 }
 
+const { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY } = fsConstants;
+
+/**
+ * Every write opens without following a link at the file's name (O_NOFOLLOW): a link planted
+ * at `state.json.journal` fails with ELOOP instead of receiving the journal. Reads ('r', the
+ * snapshot and the folder's fsync) may follow.
+ */
+const WRITE_FLAGS: Record<string, number> = {
+  a: O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW,
+  'r+': O_RDWR | O_NOFOLLOW,
+  w: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
+  wx: O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW,
+};
+
+/** ELOOP on an O_NOFOLLOW open: a link where a state file belongs, named with the fix. */
+function linkRefused(e: unknown, path: string): unknown {
+  if (errnoOf(e) !== 'ELOOP') return e;
+  return Object.assign(new Error(`${path} is a symbolic link: the state's files are never opened through one; remove it (and see who could put it there)`, { cause: e }), { code: 'ELOOP' });
+}
+
 export const nodeStateFs: StateFs = {
   readFile: (p, enc) => fsp.readFile(p, enc),
-  open: (p, flags, mode) => fsp.open(p, flags, mode),
+  open: (p, flags, mode) => fsp.open(p, WRITE_FLAGS[flags] ?? flags, mode).catch((e: unknown) => Promise.reject(linkRefused(e, p))),
   rename: (a, b) => fsp.rename(a, b),
   unlink: (p) => fsp.unlink(p),
   mkdir: (p, o) => fsp.mkdir(p, o),
   stat: (p) => fsp.stat(p),
-  chmod: (p, m) => fsp.chmod(p, m),
+  // Through a descriptor opened without following a link: a link's target keeps its mode.
+  chmod: async (p, m) => {
+    const fh = await fsp.open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK).catch((e: unknown) => Promise.reject(linkRefused(e, p)));
+    try {
+      await fh.chmod(m);
+    } finally {
+      await fh.close();
+    }
+  },
   readdir: (p) => fsp.readdir(p),
 };
 

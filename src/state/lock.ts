@@ -10,6 +10,7 @@
  * reboot the daemon often gets the very pid its predecessor had, or the old pid belongs to
  * some unrelated process, and a bare "is the pid alive" would refuse to start.
  */
+import { assertSafeStateFolder } from './folder-safety.js';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -53,6 +54,8 @@ export function lockPathOf(statePath: string): string {
 }
 
 export async function acquireLock(statePath: string, opts: AcquireLockOptions = {}): Promise<Lock> {
+  // Every writer of the state locks it first: the one place its folder is judged.
+  assertSafeStateFolder(statePath);
   const lockPath = lockPathOf(statePath);
   const logger = opts.logger ?? silentLogger;
   const clock = opts.clock ?? realClock;

@@ -2,6 +2,7 @@
  * Whether the state file can be kept where the config says: its folder writable (or
  * creatable) by this user, the file private, and readable. Used by `dssync config check`.
  */
+import { unsafeStateFolder } from './folder-safety.js';
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { userInfo } from 'node:os';
@@ -70,6 +71,9 @@ export async function checkStatePath(statePath: string): Promise<CheckResult[]> 
       fix: `create it for the user dssync runs as (systemd: StateDirectory=dssync), or set "statePath"`,
     });
   }
+
+  const unsafe = unsafeStateFolder(statePath);
+  if (unsafe !== undefined) results.push({ ...base, level: 'fail', message: `state file ${statePath}: ${unsafe}` });
 
   let st;
   try {

@@ -236,7 +236,8 @@ describe('bad-input catalogue: operator messages (issue 14)', () => {
     await writeFile(join(dir, 'locked', 'a.txt'), 'a');
     await chmod(dir, 0o755);
     await chmod(world.ws.dir, 0o755);
-    await chmod(join(dir, 'state'), 0o777);
+    // Writable by nobody too, and sticky: a state folder others may write to is refused unless sticky (issue 36.4).
+    await chmod(join(dir, 'state'), 0o1777);
     await chmod(join(dir, 'locked'), root ? 0o700 : 0o000);
     const cfg = join(dir, 'config.json');
     await writeFile(

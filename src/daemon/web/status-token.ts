@@ -49,8 +49,8 @@ export function writeGeneratedToken(path: string, token: string = newStatusToken
 
 export interface StatusTokenRead {
   token: string;
-  /** Readable by every local user (mode o+r): anyone on the machine could sign in. */
-  worldReadable: boolean;
+  /** Who besides its owner may read it (mode o+r, g+r): anyone of them could sign in. */
+  readableBy: 'every local user' | 'its group' | undefined;
 }
 
 /**
@@ -69,7 +69,7 @@ export function readStatusToken(path: string, setting = 'status.tokenFile'): Sta
     const token = buf.subarray(0, n).toString('utf8').trim();
     buf.fill(0);
     if (!token) throw new Error(`${setting} ${path} is empty`);
-    return { token, worldReadable: (st.mode & 0o004) !== 0 };
+    return { token, readableBy: st.mode & 0o004 ? 'every local user' : st.mode & 0o040 ? 'its group' : undefined };
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'ENOENT') throw new Error(`${setting} ${path} does not exist; create it with the token (e.g. openssl rand -hex 32 > ${path}; chmod 600 ${path})`, { cause: e });
@@ -80,7 +80,8 @@ export function readStatusToken(path: string, setting = 'status.tokenFile'): Sta
   }
 }
 
-/** The warning for a token file every local user can read (the service token's rule: warn). */
-export function worldReadableWarning(path: string): string {
-  return `status.tokenFile ${path} is readable by every local user (mode o+r): any of them can read the status and act on it; chmod 600 ${path}`;
+/** The warning for a token file others than its owner can read (the service token's rule: warn). */
+export function readableWarning(path: string, by: 'every local user' | 'its group'): string {
+  const mode = by === 'its group' ? 'g+r' : 'o+r';
+  return `status.tokenFile ${path} is readable by ${by} (mode ${mode}): ${by === 'its group' ? 'every member' : 'any of them'} can read the status and act on it; chmod 600 ${path} (the daemon's user must own it)`;
 }

@@ -55,4 +55,14 @@ describe('the token command in its own process group', () => {
       for (const line of survivors(marker)) process.kill(Number(line.split(' ')[0]), 'SIGKILL');
     }
   });
+
+  it('the helper does not inherit the secrets of the environment (issue 36.5)', { timeout: 30_000 }, async () => {
+    const seen = join(dir, 'helper-env.txt');
+    const config = join(dir, 'env-config.json');
+    writeFileSync(config, JSON.stringify({ baseUrl: 'http://127.0.0.1:9', organizationId: 'org', auth: { type: 'command', command: ['sh', '-c', `env > ${seen}; echo helper-token-0123456789`] } }), { mode: 0o600 });
+    await runCli(['datasources', 'list', '--config', config], { DSSYNC_TOKEN: 'env-token-secret-1', DSSYNC_PASSWORD: 'env-password-secret-2', DSSYNC_CLIENT_SECRET: 'env-client-secret-3', DSSYNC_MARK: 'kept' });
+    const env = readFileSync(seen, 'utf8');
+    expect(env).toContain('DSSYNC_MARK=kept');
+    for (const v of ['env-token-secret-1', 'env-password-secret-2', 'env-client-secret-3']) expect(env).not.toContain(v);
+  });
 });

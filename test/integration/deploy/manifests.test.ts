@@ -65,6 +65,16 @@ describe('deploy/kubernetes', () => {
     expect(Object.keys(secret.stringData).sort()).toEqual(['dssync-token', 'installation-id', 'status-token']);
   });
 
+  it('the NetworkPolicy lets the pod out to DNS and HTTPS on public addresses only (issue 36.6)', (ctx) => {
+    if (typeof docs === 'string') return ctx.skip(docs);
+    const np = docs.find((d) => d['kind'] === 'NetworkPolicy') as Obj;
+    expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    const ports = (np.spec.egress as Obj[]).map((r) => (r['ports'] as Obj[]).map((p) => `${p['protocol']}/${p['port']}`).join(','));
+    expect(ports).toEqual(['UDP/53,TCP/53', 'TCP/443']);
+    const https = (np.spec.egress as Obj[])[1]!['to'][0].ipBlock;
+    expect(https.except).toEqual(expect.arrayContaining(['10.0.0.0/8', '169.254.0.0/16']));
+  });
+
   it("the ConfigMap's config loads with dssync's loader (state on the volume, status token from the Secret)", (ctx) => {
     if (typeof docs === 'string') return ctx.skip(docs);
     const cm = docs.find((d) => d['kind'] === 'ConfigMap') as Obj;

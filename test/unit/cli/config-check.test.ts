@@ -83,6 +83,10 @@ describe('status address', () => {
       chmodSync(join(dir, 'open-token'), 0o644);
       const open = listenCheck({ host: '127.0.0.1', port: 8787 }, { tokenFile: join(dir, 'open-token') });
       expect(open).toMatchObject({ level: 'warn', message: expect.stringContaining('readable by every local user'), fix: `chmod 600 ${join(dir, 'open-token')}` });
+      // Readable by its group: every member could sign in (issue 36.5).
+      chmodSync(join(dir, 'open-token'), 0o640);
+      const group = listenCheck({ host: '127.0.0.1', port: 8787 }, { tokenFile: join(dir, 'open-token') });
+      expect(group).toMatchObject({ level: 'warn', message: expect.stringContaining('readable by its group (mode g+r)'), fix: `chmod 600 ${join(dir, 'open-token')}` });
       const missing = listenCheck({ host: '0.0.0.0', port: 8787 }, { tokenFile: join(dir, 'nope') });
       expect(missing).toMatchObject({ level: 'fail', message: expect.stringContaining(`status.tokenFile ${join(dir, 'nope')} does not exist`) });
     } finally {
