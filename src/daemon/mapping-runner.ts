@@ -152,6 +152,8 @@ export class MappingRunner {
     await this.watcher.close();
     await this.passes.finish(graceMs, () => this.controller.abort());
     this.controller.abort();
+    // After the last pass: a standby takes the lease at once instead of waiting for it to expire.
+    await this.passes.releaseLease();
   }
 
   status(): MappingStatus {
@@ -161,6 +163,7 @@ export class MappingRunner {
     const watchProblems = watcher.problems();
     const watch = watcher.status();
     const rescanAt = this.passes.nextRescanAt;
+    const lease = this.passes.leaseStatus();
     return {
       id: this.d.mapping.id,
       path: this.d.mapping.path,
@@ -183,6 +186,7 @@ export class MappingRunner {
       ...(watch ? { watch } : {}),
       ...(this.pausedSince !== undefined ? { paused: { since: this.pausedSince } } : {}),
       ...(this.deletes.isWaiting ? { pendingDeletes: this.deletes.view() } : {}),
+      ...(lease !== undefined ? { lease } : {}),
     };
   }
 

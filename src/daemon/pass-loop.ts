@@ -24,6 +24,8 @@ import { failedRecord, recordOfReport, type PassHistory, type PassHistoryKind } 
 import type { ProblemList } from './problem-list.js';
 import { initialSchedule, step, type PassKind, type ScheduleAction, type ScheduleEvent, type ScheduleState } from './schedule.js';
 import { SkipAnnouncer } from './skip-announcer.js';
+import { mappingLease, type LeaseSettings, type MappingLease } from './mapping-lease.js';
+import type { LeaseStatus } from './status-schema.js';
 
 /** What the daemon learns from a runner (metrics, the demo's output). */
 export interface RunnerEvents {
@@ -50,6 +52,8 @@ export interface PassSettings {
   buildMirror?: typeof buildMirror | undefined;
   /** The problem list or the history changed: the daemon writes the records file. */
   onRecordsChanged?: (() => void) | undefined;
+  /** The mapping's lease (mapping-lease.ts): passes write only while it is held. Absent: no lease (tests). */
+  lease?: Omit<LeaseSettings, 'mappingId' | 'clock' | 'logger' | 'api'> | undefined;
 }
 
 export interface PassLoopDeps extends PassSettings {
@@ -85,6 +89,8 @@ export class PassLoop {
   /** The mapping stopped on a configuration problem (its data source by id is gone) until a reload. */
   private halted = false;
   private readonly announcer: SkipAnnouncer;
+  /** The lease of the mirror's data source, kept from the first resolution on. */
+  private lease: MappingLease | undefined;
 
   constructor(private readonly d: PassLoopDeps) {
     this.announcer = new SkipAnnouncer(d.log);
@@ -147,6 +153,36 @@ export class PassLoop {
     }
     this.d.log.info('reloaded: ignore file read again; full pass');
     this.dispatch({ type: 'configChanged', config: this.sched.config });
+  }
+
+  /** The lease's state, once the data source is resolved. */
+  leaseStatus(): LeaseStatus | undefined {
+    return this.lease?.status();
+  }
+
+  /** Releases the lease (after the last pass: a graceful stop). */
+  async releaseLease(): Promise<void> {
+    await this.lease?.stop();
+  }
+
+  /** The phase of a mapping that may not write: standby while another process holds the lease. */
+  private standbyPhase(): 'standby' | 'starting' {
+    return this.lease?.status().state === 'standby' ? 'standby' : 'starting';
+  }
+
+  /** The lease of the data source `dataSourceId` (one per data source: another replaces it). */
+  private leaseFor(dataSourceId: string, installationId: string): MappingLease {
+    if (this.lease?.dataSourceId === dataSourceId) return this.lease;
+    void this.lease?.stop();
+    const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, clock: this.d.clock, logger: this.d.log };
+    const lease = mappingLease(settings, dataSourceId, installationId, (held) => {
+      if (this.lease !== lease || this.d.isStopped()) return;
+      if (held) this.retryNow();
+      else if (!this.running) this.d.health.phase = this.standbyPhase();
+    });
+    this.lease = lease;
+    lease.start();
+    return lease;
   }
 
   /** Stops the deadline timer (the mapping stops). */
@@ -214,6 +250,14 @@ export class PassLoop {
     if (kind === 'full') this.nextFullKind = 'full';
     try {
       const mirror = await this.ensureMirror();
+      if (this.lease && !this.lease.holds()) {
+        // Another process writes (or the claim is under way): no pass; taking the lease runs one.
+        health.phase = this.standbyPhase();
+        finished = { type: 'passFinished', kind, ok: true };
+        if (kind === 'full') this.nextFullKind = label;
+        if (!this.d.isStopped()) this.dispatch(finished);
+        return;
+      }
       health.phase = 'syncing';
       this.d.events?.onPassStart?.(this.id, kind);
       const { scope, firstEventAt } = intake.passStarted(kind);
@@ -266,6 +310,7 @@ export class PassLoop {
       signal: this.d.signal,
       clock: this.d.clock,
       stabilityMs: passStabilityMs(this.d.config),
+      lease: this.d.lease ? (dataSourceId, installationId) => this.leaseFor(dataSourceId, installationId) : undefined,
       onNotice: (m) => {
         notice = m;
         health.remember({ message: m });

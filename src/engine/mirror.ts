@@ -17,6 +17,7 @@ import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver } from './pass-report.js';
 import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
 import { StabilityWindow } from './stability.js';
+import type { LeaseView } from './lease-view.js';
 import { nfc } from '../unicode.js';
 
 // The local side's port lives in local-side.ts; re-exported for the mirror's importers.
@@ -84,6 +85,10 @@ export interface MirrorDeps {
    * @default 70_000 (the queue.timeouts defaults)
    */
   requestTimeoutMs?: number | undefined;
+  /** The mapping's lease as it stands at each plan (daemon/mapping-lease.ts); absent: no lease (tests). */
+  lease?: (() => LeaseView) | undefined;
+  /** The writer session: the lease's, when there is one (its record names it); else drawn here. */
+  session?: string | undefined;
 }
 
 export interface PassOptions {
@@ -231,7 +236,7 @@ export class Mirror {
   constructor(private readonly d: MirrorDeps) {
     this.monotonic = d.monotonic;
     this.stability = new StabilityWindow({ windowMs: d.stabilityMs ?? 0, now: () => d.now(), monotonic: this.monotonic });
-    this.session = d.spec.installationId !== undefined && d.state.recordSession !== undefined ? newSession() : undefined;
+    this.session = d.spec.installationId !== undefined && d.state.recordSession !== undefined ? (d.session ?? newSession()) : undefined;
     this.fieldsSpec = { ...d.spec, session: this.session };
   }
 
@@ -388,6 +393,7 @@ export class Mirror {
       excluded: (p) => excludedPaths.has(p),
       settled: this.settledAt(l.listedAt, l.listedAtMono),
       renamesIgnored: this.renames.ignored,
+      lease: this.d.lease?.(),
     });
     const verdict = checkGuards({
       root: spec.root,

@@ -21,6 +21,7 @@ import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../
 import { documentName, findUploadMark, nonceSession, uploadTag } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
 import { needsHash, type StatNow } from './racy.js';
+import { isLeaseDocument, type LeaseView } from './lease-view.js';
 import { nfc } from '../unicode.js';
 
 /** A local file as the walk saw it; `sha256` is set when it was hashed for this pass. */
@@ -102,6 +103,8 @@ export function hashedRecord(
 
 export interface PlanInput {
   mappingId: string;
+  /** The mapping's lease (lease-view.ts), read by the owner rule; absent: no lease (tests). */
+  lease?: LeaseView | undefined;
   /**
    * This installation (installation.ts): a document is ours only when its metadata names
    * both the mapping and the installation. Undefined: the mapping id alone decides (tests).
@@ -641,6 +644,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
   const former = new Set(input.formerInstallationIds ?? []);
   const sessions = input.state.sessions;
   for (const doc of input.remote) {
+    if (isLeaseDocument(doc)) continue;
     const meta = readMeta(doc);
     const knownPath = stateByDoc(doc.id);
     const known = knownPath === undefined ? undefined : { path: knownPath, entry: input.state.files.get(knownPath)! };

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '@dssync/emulator';
 import { runCli, type CliResult } from '../integration/cli/run-cli.js';
+import { isLeaseDocument } from '../../src/engine/lease-view.js';
 
 export const TOKEN = 'test-token-Zq9';
 export const ORG = 'org-test';
@@ -115,6 +116,8 @@ export async function checkFolderConvergence(emu: RunningEmulator, dataSourceId:
   const byPath = new Map<string, string[]>();
   const orphans: string[] = [];
   for (const d of docs) {
+    // The mapping's lease (docs/reliability.md, "The lease") is no file's document.
+    if (isLeaseDocument(d)) continue;
     const path = d.metadata?.dssync_path;
     const sha = d.metadata?.dssync_sha256;
     if (typeof path !== 'string' || typeof sha !== 'string') {
