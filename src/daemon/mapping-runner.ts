@@ -187,6 +187,7 @@ export class MappingRunner {
       ...(this.pausedSince !== undefined ? { paused: { since: this.pausedSince } } : {}),
       ...(this.deletes.isWaiting ? { pendingDeletes: this.deletes.view() } : {}),
       ...(lease !== undefined ? { lease } : {}),
+      ...(health.halted ? { halted: true } : {}),
     };
   }
 

@@ -249,6 +249,8 @@ export const MappingStatusSchema = z.object({
    * `confirmed`: confirmed, the next pass may delete these and no more.
    */
   pendingDeletes: PendingDeletesSchema.optional(),
+  /** Stopped until the operator fixes the configuration and reloads (its data source by id is gone): no retries. */
+  halted: z.boolean().optional(),
   /** The mapping's lease (absent until its data source is resolved). */
   lease: LeaseStatusSchema.optional(),
 });
