@@ -26,6 +26,8 @@ export interface MappingLeaseDeps {
   logger: Logger;
   /** Where the marker's body is written before its upload (beside the state). */
   bodyFile: string;
+  /** Writes and removes that file (tests: in memory). */
+  files?: { write(path: string, text: string): Promise<void>; remove(path: string): Promise<void> } | undefined;
   /** The lease was taken or lost (the pass loop starts or stops passes). */
   onChange?: ((held: boolean) => void) | undefined;
   timing?: typeof LEASE | undefined;
@@ -181,11 +183,12 @@ export class MappingLease {
     let markers = await this.list(signal);
     if (markers.length === 0) {
       const name = leaseDocumentName(this.d.mappingId);
-      await writeFile(this.d.bodyFile, leaseDocumentBody(this.d.mappingId), { mode: 0o600 });
+      const files = this.d.files ?? nodeFiles;
+      await files.write(this.d.bodyFile, leaseDocumentBody(this.d.mappingId));
       try {
         await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain' }], { signal });
       } finally {
-        await rm(this.d.bodyFile, { force: true });
+        await files.remove(this.d.bodyFile);
       }
       // Two processes that both found none each made one: after the settle wait, both see both.
       await this.d.clock.sleep(this.timing.settleMs, signal);
@@ -286,6 +289,11 @@ export function mappingLease(s: LeaseSettings, dataSourceId: string, installatio
     timing: s.timing,
   });
 }
+
+const nodeFiles = {
+  write: (path: string, text: string): Promise<void> => writeFile(path, text, { mode: 0o600 }),
+  remove: (path: string): Promise<void> => rm(path, { force: true }),
+};
 
 function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
