@@ -104,6 +104,11 @@ export interface Convergence {
   stale: string[];
 }
 
+/** The documents of a data source that mirror files: all but the mapping's lease marker (docs/reliability.md, "The lease"). */
+export function fileDocuments(emu: RunningEmulator, dataSourceId: string): ReturnType<RunningEmulator['store']['listDocuments']> {
+  return emu.store.listDocuments(dataSourceId).filter((d) => !isLeaseDocument(d));
+}
+
 /** Compares the data source with the folder. All four lists empty = converged. */
 export async function checkConvergence(ws: Workspace): Promise<Convergence> {
   return checkFolderConvergence(ws.emu, ws.dataSourceId(), ws.share);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { daemonTests } from '../../helpers/daemon-test.js';
 import { docAt, waitConverged, waitIdle } from './daemon-process.js';
+import { fileDocuments } from '../../helpers/mirror-check.js';
 
 const daemons = daemonTests();
 
@@ -97,10 +98,10 @@ describe('dssync run: full pass at start, then watching', () => {
       await w.write('tree/sub/two.txt', 'two');
       await w.write('tree/sub/deeper/three.txt', 'three');
       await settle('a new tree');
-      const count = w.emu.store.listDocuments(w.dataSourceId()).length;
+      const count = fileDocuments(w.emu, w.dataSourceId()).length;
       await rm(join(w.share, 'tree'), { recursive: true });
       await settle('a tree delete');
-      expect(w.emu.store.listDocuments(w.dataSourceId()).length).toBe(count - 3);
+      expect(fileDocuments(w.emu, w.dataSourceId()).length).toBe(count - 3);
     }
 
     // 7. An editor's atomic save: one replace; the temp file is never uploaded.
@@ -137,12 +138,12 @@ describe('dssync run: full pass at start, then watching', () => {
       for (let i = 0; i < 1000; i++) await writeFile(join(w.share, 'bulk-from', `f${i}.txt`), `bulk file ${i}\n`);
       await settle('1,000 new files');
       const before = uploads();
-      const idsBefore = new Map(w.emu.store.listDocuments(w.dataSourceId()).map((doc) => [doc.metadata.dssync_path, doc.document_id]));
+      const idsBefore = new Map(fileDocuments(w.emu, w.dataSourceId()).map((doc) => [doc.metadata.dssync_path, doc.document_id]));
       await mkdir(join(w.share, 'bulk-to'), { recursive: true });
       for (let i = 0; i < 1000; i++) await rename(join(w.share, 'bulk-from', `f${i}.txt`), join(w.share, 'bulk-to', `f${i}.txt`));
       await settle('1,000 files moved');
       expect(uploads()).toBe(before);
-      const idsAfter = new Map(w.emu.store.listDocuments(w.dataSourceId()).map((doc) => [doc.metadata.dssync_path, doc.document_id]));
+      const idsAfter = new Map(fileDocuments(w.emu, w.dataSourceId()).map((doc) => [doc.metadata.dssync_path, doc.document_id]));
       for (const i of [0, 499, 999]) expect(idsAfter.get(`bulk-to/f${i}.txt`)).toBe(idsBefore.get(`bulk-from/f${i}.txt`));
     }
 

@@ -14,7 +14,7 @@ import { Mirror, type LocalSide } from '../../../src/engine/mirror.js';
 import { createLocalSide } from '../../../src/local/side.js';
 import { silentLogger } from '../../../src/log.js';
 import { StateStore } from '../../../src/state/store.js';
-import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 
 const SECRET = 'TOP-SECRET-OUTSIDE-THE-MAPPING';
 let ws: Workspace | undefined;
@@ -35,7 +35,7 @@ function serviceText(w: Workspace): string {
 
 function documentPaths(w: Workspace): string[] {
   const ds = w.emu.store.listDataSources().find((d) => d.name === 'Share');
-  return ds ? w.emu.store.listDocuments(ds.data_source_id).map((d) => String(d.metadata?.dssync_path ?? d.name)) : [];
+  return ds ? fileDocuments(w.emu, ds.data_source_id).map((d) => String(d.metadata?.dssync_path ?? d.name)) : [];
 }
 
 /** One full pass in process, with the local side wrapped by `wrap`. */

@@ -14,7 +14,7 @@ import { createClientFromConfig } from '../../../src/compose/client.js';
 import { isApiError, type ApiError } from '../../../src/api/errors.js';
 import type { UploadFile } from '../../../src/api/records.js';
 import { loadConfig } from '../../../src/config/load.js';
-import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 
 let ws: Workspace | undefined;
 afterEach(async () => {
@@ -50,7 +50,7 @@ function storedText(w: Workspace): string {
 
 function documentCount(w: Workspace): number {
   const ds = w.emu.store.listDataSources().find((d) => d.name === 'Share');
-  return ds ? w.emu.store.listDocuments(ds.data_source_id).length : 0;
+  return ds ? fileDocuments(w.emu, ds.data_source_id).length : 0;
 }
 
 describe('security: uploads stream the checked descriptor', () => {

@@ -5,7 +5,7 @@
 import { rename, rm, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CONVERGED, checkConvergence, createWorkspace, writeRequests, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, writeRequests, TOKEN, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { corruptStateText } from '../../helpers/state-fixture.js';
@@ -48,7 +48,7 @@ describe('dssync sync', () => {
     expect(report.ok).toBe(true);
     expect(report.mappings[0]?.counts.uploaded).toBe(AWKWARD_NAMES.length + 2);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
-    const names = ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => d.name);
+    const names = fileDocuments(ws.emu, ws.dataSourceId()).map((d) => d.name);
     expect(names).toContain('café.txt'.normalize('NFC'));
     expect(names).toContain('Réunion d’équipe – procès-verbal.txt');
 
@@ -70,7 +70,7 @@ describe('dssync sync', () => {
     await ws.write('dir/x.md', 'x-ray');
     await ws.write('dir/sub/y.md', 'yankee');
     expect((await ws.sync()).code).toBe(0);
-    const idOf = (path: string) => ws!.emu.store.listDocuments(ws!.dataSourceId()).find((d) => d.metadata?.dssync_path === path)?.document_id;
+    const idOf = (path: string) => fileDocuments(ws!.emu, ws!.dataSourceId()).find((d) => d.metadata?.dssync_path === path)?.document_id;
     const idB = idOf('b.txt');
     const idY = idOf('dir/sub/y.md');
 
@@ -168,17 +168,17 @@ describe('dssync sync', () => {
     const missing = await ws.sync();
     expect(missing.code).toBe(1);
     expect(missing.stdout).toMatch(/is missing.*outage/);
-    expect(ws.emu.store.listDocuments(ws.dataSourceId())).toHaveLength(3);
+    expect(fileDocuments(ws.emu, ws.dataSourceId())).toHaveLength(3);
 
     await mkdir(ws.share);
     const empty = await ws.sync();
     expect(empty.code).toBe(1);
     expect(empty.stdout).toMatch(/is empty.*--allow-mass-delete/);
-    expect(ws.emu.store.listDocuments(ws.dataSourceId())).toHaveLength(3);
+    expect(fileDocuments(ws.emu, ws.dataSourceId())).toHaveLength(3);
 
     const allowed = await ws.sync('--allow-mass-delete');
     expect(allowed.code).toBe(0);
-    expect(ws.emu.store.listDocuments(ws.dataSourceId())).toHaveLength(0);
+    expect(fileDocuments(ws.emu, ws.dataSourceId())).toHaveLength(0);
   });
 
   it('refuses a pass that would delete more than maxDeletePercent, unless allowed', { timeout: 60_000 }, async () => {
@@ -189,7 +189,7 @@ describe('dssync sync', () => {
     const blocked = await ws.sync('--json');
     expect(blocked.code).toBe(1);
     expect(jsonOf<SyncJson>(blocked).mappings[0]?.blocked?.kind).toBe('mass-delete');
-    expect(ws.emu.store.listDocuments(ws.dataSourceId())).toHaveLength(30);
+    expect(fileDocuments(ws.emu, ws.dataSourceId())).toHaveLength(30);
     const allowed = await ws.sync('--allow-mass-delete');
     expect(allowed.code).toBe(0);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
@@ -215,7 +215,7 @@ describe('dssync sync', () => {
     expect(tooLarge.message).not.toContain('dssync-upload');
     expect(tooLarge.message).toContain('file "big.txt" is larger than the limit of 2000 bytes');
     expect(tooLarge.message).toContain('the file is 3000 bytes');
-    expect(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => d.name)).toEqual(['ok.txt']);
+    expect(fileDocuments(ws.emu, ws.dataSourceId()).map((d) => d.name)).toEqual(['ok.txt']);
 
     const writesBefore = writeRequests(ws.emu);
     const again = await ws.sync('--json');
@@ -226,7 +226,7 @@ describe('dssync sync', () => {
     await ws.write('big.txt', 'small now');
     const fixed = await ws.sync('--json');
     expect(jsonOf<SyncJson>(fixed).mappings[0]!.skipped.map((s) => s.path).sort()).toEqual(['blob.bin', 'huge.txt']);
-    expect(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => d.name).sort()).toEqual(['big.txt', 'ok.txt']);
+    expect(fileDocuments(ws.emu, ws.dataSourceId()).map((d) => d.name).sort()).toEqual(['big.txt', 'ok.txt']);
   });
 
   it('names the field of an invalid config and exits 2', async () => {

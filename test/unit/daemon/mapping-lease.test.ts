@@ -30,7 +30,7 @@ function link(api: FakeApi): { api: DatastoreApi; down: { on: boolean } } {
     get(target, key, receiver) {
       const value: unknown = Reflect.get(target, key, receiver);
       if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => (down.on ? Promise.reject(apiError('E_NETWORK', undefined, { retryable: true })) : (value as (...a: unknown[]) => unknown).apply(target, args));
+      return (...args: unknown[]) => (down.on ? Promise.reject(apiError('E_CONNECTION', undefined, { retryable: true })) : (value as (...a: unknown[]) => unknown).apply(target, args));
     },
   });
   return { api: proxied, down };
