@@ -169,7 +169,7 @@ export class MappingRunner {
       path: this.d.mapping.path,
       dataSourceId: this.passes.dataSourceId ?? this.d.mapping.dataSourceId,
       dataSourceNotice: health.dataSourceNotice,
-      phase: this.pausedSince !== undefined && !this.passes.isRunning && !this.stopped ? 'paused' : health.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : health.phase,
+      phase: this.phase(lease, watchProblems.length > 0),
       degraded: [...health.reasons(), ...watchProblems],
       filesTracked: tracked,
       pending: this.intake.pendingCount(),
@@ -189,6 +189,14 @@ export class MappingRunner {
       ...(lease !== undefined ? { lease } : {}),
       ...(health.halted ? { halted: true } : {}),
     };
+  }
+
+  /** The phase status shows: paused by the operator, a standby (another process holds the lease), or the health's. */
+  private phase(lease: MappingStatus['lease'], watchProblems: boolean): MappingStatus['phase'] {
+    const idle = !this.passes.isRunning && !this.stopped;
+    if (this.pausedSince !== undefined && idle) return 'paused';
+    if (lease?.state === 'standby' && idle) return 'standby';
+    return this.health.phase === 'watching' && watchProblems ? 'degraded' : this.health.phase;
   }
 
   private problemStatus(): Pick<MappingStatus, 'skipped' | 'problems' | 'problemsTotal' | 'excluded' | 'excludedTotal' | 'history'> {

@@ -165,11 +165,6 @@ export class PassLoop {
     await this.lease?.stop();
   }
 
-  /** The phase of a mapping that may not write: standby while another process holds the lease. */
-  private standbyPhase(): 'standby' | 'starting' {
-    return this.lease?.status().state === 'standby' ? 'standby' : 'starting';
-  }
-
   /** The lease of the data source `dataSourceId` (one per data source: another replaces it). */
   private leaseFor(dataSourceId: string, installationId: string): MappingLease {
     if (this.lease?.dataSourceId === dataSourceId) return this.lease;
@@ -178,7 +173,6 @@ export class PassLoop {
     const lease = mappingLease(settings, dataSourceId, installationId, (held) => {
       if (this.lease !== lease || this.d.isStopped()) return;
       if (held) this.retryNow();
-      else if (!this.running) this.d.health.phase = this.standbyPhase();
     });
     this.lease = lease;
     lease.start();
@@ -252,7 +246,6 @@ export class PassLoop {
       const mirror = await this.ensureMirror();
       if (this.lease && !this.lease.holds()) {
         // Another process writes (or the claim is under way): no pass; taking the lease runs one.
-        health.phase = this.standbyPhase();
         finished = { type: 'passFinished', kind, ok: true };
         if (kind === 'full') this.nextFullKind = label;
         if (!this.d.isStopped()) this.dispatch(finished);

@@ -162,7 +162,11 @@ describe('dssync run: process life', () => {
     await waitIdle(d);
 
     const health = await d.healthz();
-    expect(health).toEqual({ httpStatus: 200, body: { status: 'ok', reasons: [] } });
+    expect(health).toEqual({ httpStatus: 200, body: { status: 'ok', reasons: [], phases: { 'name:Share': 'watching' } } });
+    // Ready: the one mapping holds its lease and mirrors.
+    const ready = await fetch(`${d.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ ready: true, reasons: [] });
     const status = await d.status();
     expect(status.pid).toBe(d.pid);
     expect(status.mappings).toHaveLength(1);
