@@ -109,6 +109,15 @@ export function fileDocuments(emu: RunningEmulator, dataSourceId: string): Retur
   return emu.store.listDocuments(dataSourceId).filter((d) => !isLeaseDocument(d));
 }
 
+/** Files uploaded to the emulator, but the lease markers (one per data source a mapping wrote to). */
+export function filesUploaded(emu: RunningEmulator): number {
+  const markers = emu.store.listDataSources(ORG).flatMap((ds) => emu.store.listDocuments(ds.data_source_id).filter((d) => isLeaseDocument(d)));
+  return emu.stats().filesUploaded - markers.length;
+}
+
+/** The write requests of each `dssync sync` for its lease: the claim and the release (docs/reliability.md, "The lease"). */
+export const SYNC_LEASE_WRITES = 2;
+
 /** Compares the data source with the folder. All four lists empty = converged. */
 export async function checkConvergence(ws: Workspace): Promise<Convergence> {
   return checkFolderConvergence(ws.emu, ws.dataSourceId(), ws.share);

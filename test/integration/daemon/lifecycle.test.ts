@@ -6,7 +6,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { checkFolderConvergence, TOKEN, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
+import { checkFolderConvergence, TOKEN, type Workspace, fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
 import { readStateFile } from '../../../src/state/store.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { daemonWorkspace, startDaemon, waitConverged, waitFor, waitIdle, type DaemonProcess } from './daemon-process.js';
@@ -36,13 +36,13 @@ describe('dssync run: process life', () => {
     }
     const d = await start(w);
     // Mid-mirror: some documents sent, most not.
-    await waitFor(() => w.emu.stats().filesUploaded >= 40, { timeout: 60_000, interval: 20, what: 'the first uploads' });
-    expect(w.emu.stats().filesUploaded).toBeLessThan(2000);
+    await waitFor(() => filesUploaded(w.emu) >= 40, { timeout: 60_000, interval: 20, what: 'the first uploads' });
+    expect(filesUploaded(w.emu)).toBeLessThan(2000);
     const { code, ms } = await d.stop('SIGTERM');
     // The pass in progress was cut after its grace, not waited out (the grace itself is
     // tested on a fake clock in test/unit/daemon/mapping-runner.test.ts).
-    expect(w.emu.stats().filesUploaded).toBeLessThan(2000);
-    if (process.env.DSSYNC_TEST_VERBOSE) console.log(`stopped in ${ms} ms; ${w.emu.stats().filesUploaded} files uploaded\n${d.stdout().split('\n').filter((l) => !l.includes('"uploaded"') && !l.includes('"level":20') && !l.includes('"level":10')).join('\n').slice(-3000)}`);
+    expect(filesUploaded(w.emu)).toBeLessThan(2000);
+    if (process.env.DSSYNC_TEST_VERBOSE) console.log(`stopped in ${ms} ms; ${filesUploaded(w.emu)} files uploaded\n${d.stdout().split('\n').filter((l) => !l.includes('"uploaded"') && !l.includes('"level":20') && !l.includes('"level":10')).join('\n').slice(-3000)}`);
     expect(code, d.stderr()).toBe(0);
     expect(d.logs().some((l) => l.msg === 'stopped')).toBe(true);
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { daemonTests } from '../../helpers/daemon-test.js';
 import { docAt, waitConverged, waitIdle } from './daemon-process.js';
-import { fileDocuments } from '../../helpers/mirror-check.js';
+import { fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
 
 const daemons = daemonTests();
 
@@ -20,7 +20,7 @@ const DEBOUNCE_MS = 300;
 describe('dssync run: full pass at start, then watching', () => {
   it('mirrors every kind of change while running, with renames kept as renames and writes uploaded once', { timeout: 150_000 }, async () => {
     const { w, d } = await daemons.start({ config: { debounceMs: DEBOUNCE_MS }, files: { 'start/a.txt': 'alpha', 'start/b.md': '# bravo', 'keep.txt': 'kept' } });
-    const uploads = (): number => w.emu.stats().filesUploaded;
+    const uploads = (): number => filesUploaded(w.emu);
     /** Converged, then idle: counters read afterwards are final for the step. */
     let stepStart = Date.now();
     const settle = async (what: string): Promise<void> => {

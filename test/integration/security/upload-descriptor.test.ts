@@ -14,7 +14,7 @@ import { createClientFromConfig } from '../../../src/compose/client.js';
 import { isApiError, type ApiError } from '../../../src/api/errors.js';
 import type { UploadFile } from '../../../src/api/records.js';
 import { loadConfig } from '../../../src/config/load.js';
-import { createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
+import { createWorkspace, type Workspace, fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
 
 let ws: Workspace | undefined;
 afterEach(async () => {
@@ -114,7 +114,7 @@ describe('security: uploads stream the checked descriptor', () => {
     expect(e.message).toContain('not the version that was hashed');
     // Nothing left: no listing is needed before the next try.
     expect(e.ambiguous).toBe(false);
-    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(filesUploaded(ws.emu)).toBe(0);
     expect(documentCount(ws)).toBe(0);
   });
 
@@ -129,7 +129,7 @@ describe('security: uploads stream the checked descriptor', () => {
     expect(r.ok).toBe(false);
     expect((r as { error: ApiError }).error.message).toContain('replaced by another file');
     expect((r as { error: ApiError }).error.ambiguous).toBe(false);
-    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(filesUploaded(ws.emu)).toBe(0);
   });
 
   it('a file, or a folder above it, swapped for a link to an outside target is not sent, with or without identity', async () => {
@@ -152,7 +152,7 @@ describe('security: uploads stream the checked descriptor', () => {
         expect((r as { error: ApiError }).error.code).toBe('E_FILE_CHANGED');
       }
     }
-    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(filesUploaded(ws.emu)).toBe(0);
     expect(storedText(ws)).not.toContain(secret);
   });
 
@@ -163,6 +163,6 @@ describe('security: uploads stream the checked descriptor', () => {
     const r = await upload(ws, [{ path, name: 'pipe.txt', within: ws.share }]);
     expect(r.ok).toBe(false);
     expect((r as { error: ApiError }).error.message).toContain('FIFO');
-    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(filesUploaded(ws.emu)).toBe(0);
   });
 });
