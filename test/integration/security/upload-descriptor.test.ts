@@ -42,8 +42,7 @@ async function upload(w: Workspace, files: UploadFile[]): Promise<{ ok: true } |
 function storedText(w: Workspace): string {
   const ds = w.emu.store.listDataSources().find((d) => d.name === 'Share');
   if (!ds) return '';
-  return w.emu.store
-    .listDocuments(ds.data_source_id)
+  return fileDocuments(w.emu, ds.data_source_id)
     .flatMap((d) => w.emu.store.listChunks(d.document_id).map((c) => c.text))
     .join('\n');
 }

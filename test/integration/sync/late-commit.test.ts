@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NameRewrite } from '@dssync/emulator';
-import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
 
 let ws: Workspace | undefined;
@@ -20,8 +20,7 @@ afterEach(async () => {
 });
 
 function names(w: Workspace): string[] {
-  return w.emu.store
-    .listDocuments(w.dataSourceId())
+  return fileDocuments(w.emu, w.dataSourceId())
     .map((d) => d.name ?? '')
     .sort();
 }
