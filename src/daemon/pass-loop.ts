@@ -303,11 +303,11 @@ export class PassLoop {
       signal: this.d.signal,
       clock: this.d.clock,
       stabilityMs: passStabilityMs(this.d.config),
-      lease: this.d.lease ? (dataSourceId, installationId) => this.leaseFor(dataSourceId, installationId) : undefined,
       onNotice: (m) => {
         notice = m;
         health.remember({ message: m });
       },
+      lease: this.d.lease ? (dataSourceId, installationId) => this.leaseFor(dataSourceId, installationId) : undefined,
     });
     health.dataSourceNotice = notice;
     // The same data source: the running mirror keeps its windows (mass deletes, intents).
