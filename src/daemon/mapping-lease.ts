@@ -39,7 +39,7 @@ export class MappingLease {
   private documentId: string | undefined;
   /** Markers a creation race left beside the chosen one: the holder deletes them. */
   private extras: string[] = [];
-  private readonly controller = new AbortController();
+  private controller = new AbortController();
   private loop: Promise<void> | undefined;
   private wasHeld = false;
   /** The session of the holder last logged, so that the log says it once. */
@@ -59,6 +59,11 @@ export class MappingLease {
   /** The writer session this process's records name (and its documents carry). */
   get session(): string {
     return this.d.holder.session;
+  }
+
+  /** Stopped (released): a later claim needs a new lease. */
+  get stopped(): boolean {
+    return this.released;
   }
 
   /** This process may write now. */
@@ -84,8 +89,13 @@ export class MappingLease {
     return { state: this.released ? 'released' : this.core.atRisk(mono) ? 'at-risk' : 'acquiring', documentId: this.documentId, ...(this.lastError !== undefined ? { error: this.lastError } : {}) };
   }
 
-  /** Keeps the lease from now on: claims it, renews it, or waits as a standby. */
+  /** Keeps the lease from now on: claims it, renews it, or waits as a standby (again after a stop). */
   start(): void {
+    if (this.released) {
+      this.released = false;
+      this.controller = new AbortController();
+      this.loop = undefined;
+    }
     this.loop ??= this.run();
   }
 

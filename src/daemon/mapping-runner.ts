@@ -262,6 +262,8 @@ export class MappingRunner {
     this.pausedSince = new Date(this.d.clock.now()).toISOString();
     this.ingestion?.pause();
     this.passes.dispatch({ type: 'pause' });
+    // No request while paused, the lease's included: released, so that a standby may mirror; resume claims it again.
+    void this.passes.releaseLease();
     this.log.info('mapping paused: no request for it until dssync resume');
     this.d.onRecordsChanged?.();
     return true;

@@ -160,9 +160,13 @@ export class PassLoop {
     return this.lease?.status();
   }
 
-  /** Releases the lease (after the last pass: a graceful stop). */
+  /** Releases the lease (after the last pass: a graceful stop, or a pause); the next pass claims it again. */
   async releaseLease(): Promise<void> {
-    await this.lease?.stop();
+    const lease = this.lease;
+    if (lease === undefined) return;
+    // The pass in flight ends first: nothing is written after the release.
+    await this.running?.catch(() => undefined);
+    await lease.stop();
   }
 
   /** The lease of the data source `dataSourceId` (one per data source: another replaces it). */
@@ -244,6 +248,8 @@ export class PassLoop {
     if (kind === 'full') this.nextFullKind = 'full';
     try {
       const mirror = await this.ensureMirror();
+      // Released by a pause: claimed again now that passes run.
+      if (this.lease?.stopped && !this.d.isStopped()) this.lease.start();
       if (this.lease && !this.lease.holds()) {
         // Another process writes (or the claim is under way): no pass; taking the lease runs one.
         finished = { type: 'passFinished', kind, ok: true };

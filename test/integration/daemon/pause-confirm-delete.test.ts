@@ -50,6 +50,8 @@ describe('dssync pause / resume', () => {
     expect(p.code, p.stderr).toBe(0);
     expect(p.stdout).toContain('paused');
     await waitFor(async () => (await d.status()).mappings[0]?.phase === 'paused', { timeout: 30_000, what: 'paused' });
+    // Its lease is released (a standby may mirror meanwhile); after that, no request at all.
+    await waitFor(async () => (await d.status()).mappings[0]?.lease?.state === 'released', { timeout: 30_000, what: 'the lease released' });
     const before = requests(w);
 
     await w.write('b.txt', 'new while paused');
