@@ -65,6 +65,21 @@ async function run(clock: FakeClock, leases: MappingLease[], maxMs: number, unti
   return clock.monotonic() - start;
 }
 
+/** A holder (a, on node-a, whose link can go down) and a standby (b, on node-b), b started once a holds. */
+async function holderAndStandby(pids: [number, number], settleMs: number) {
+  const api = new FakeApi();
+  const clock = new FakeClock(1_000);
+  const la = link(api);
+  const a = processOf(la.api, clock, 'a', pids[0]);
+  const b = processOf(link(api).api, clock, 'b', pids[1], 'node-b');
+  a.start();
+  await run(clock, [a], 10_000, () => a.holds());
+  b.start();
+  await run(clock, [a, b], settleMs);
+  expect(a.holds()).toBe(true);
+  return { api, clock, la, a, b };
+}
+
 describe('the lease of one mapping, two processes', () => {
   it('one holds, renews at its interval and releases on stop; the other is a standby naming it', async () => {
     const api = new FakeApi();
@@ -99,16 +114,7 @@ describe('the lease of one mapping, two processes', () => {
   });
 
   it('a crashed holder is replaced once its record went unchanged for the duration, as the standby saw it', async () => {
-    const api = new FakeApi();
-    const clock = new FakeClock(1_000);
-    const la = link(api);
-    const a = processOf(la.api, clock, 'a', 201);
-    const b = processOf(link(api).api, clock, 'b', 202, 'node-b');
-    a.start();
-    await run(clock, [a], 10_000, () => a.holds());
-    b.start();
-    await run(clock, [a, b], 30_000);
-    expect(a.holds()).toBe(true);
+    const { clock, la, a, b } = await holderAndStandby([201, 202], 30_000);
     la.down.on = true; // the holder's machine is gone
     const took = await run(clock, [a, b], 5 * 60_000, () => b.holds());
     expect(b.holds()).toBe(true);
@@ -118,15 +124,7 @@ describe('the lease of one mapping, two processes', () => {
   });
 
   it('a holder cut off from the service stops writing before the other takes over, and never writes over its claim', async () => {
-    const api = new FakeApi();
-    const clock = new FakeClock(1_000);
-    const la = link(api);
-    const a = processOf(la.api, clock, 'a', 301);
-    const b = processOf(link(api).api, clock, 'b', 302, 'node-b');
-    a.start();
-    await run(clock, [a], 10_000, () => a.holds());
-    b.start();
-    await run(clock, [a, b], 20_000);
+    const { clock, la, a, b } = await holderAndStandby([301, 302], 20_000);
     la.down.on = true;
     let aStopped: number | undefined;
     const t0 = clock.monotonic();
