@@ -5,6 +5,8 @@
  * mapping's client (its pacer); every wait through the one clock.
  */
 import { writeFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import { LEASE, LeaseCore, leaseDocumentBody, leaseDocumentName, leaseMarkersOf, leaseMetadata, leaseRecordOf, pickMarker, type HostProbe, type LeaseHolder, type LeaseMarker, type LeaseRecord } from '../engine/lease.js';
@@ -26,6 +28,8 @@ export interface MappingLeaseDeps {
   logger: Logger;
   /** Where the marker's body is written before its upload (beside the state). */
   bodyFile: string;
+  /** The marker's address: a file URL in the mapped folder, the form the mapping's documents have. */
+  url: string;
   /** Writes and removes that file (tests: in memory). */
   files?: { write(path: string, text: string): Promise<void>; remove(path: string): Promise<void> } | undefined;
   /** The lease was taken or lost (the pass loop starts or stops passes). */
@@ -230,7 +234,7 @@ export class MappingLease {
   /** Writes a record; false when the marker is gone (deleted in the App). */
   private async write(id: string, record: LeaseRecord, signal: AbortSignal): Promise<boolean> {
     try {
-      await this.d.api.updateDocument(this.d.dataSourceId, id, { name: leaseDocumentName(this.d.mappingId), url: `urn:dssync:lease:${encodeURIComponent(this.d.mappingId)}`, metadata: leaseMetadata(record) }, { signal });
+      await this.d.api.updateDocument(this.d.dataSourceId, id, { name: leaseDocumentName(this.d.mappingId), url: this.d.url, metadata: leaseMetadata(record) }, { signal });
       return true;
     } catch (e) {
       if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
@@ -277,6 +281,8 @@ export interface LeaseSettings {
   mappingId: string;
   /** The marker's body is written beside it before its upload. */
   statePath: string;
+  /** The mapped folder: the marker's address names a file in it (that is never there). */
+  root: string;
   clock: Clock;
   logger: Logger;
   probe?: HostProbe | undefined;
@@ -295,6 +301,7 @@ export function mappingLease(s: LeaseSettings, dataSourceId: string, installatio
     clock: s.clock,
     logger: s.logger,
     bodyFile: `${s.statePath}.lease-${process.pid}.txt`,
+    url: pathToFileURL(join(s.root, leaseDocumentName(s.mappingId))).href,
     onChange,
     timing: s.timing,
   });

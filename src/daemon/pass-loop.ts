@@ -53,7 +53,7 @@ export interface PassSettings {
   /** The problem list or the history changed: the daemon writes the records file. */
   onRecordsChanged?: (() => void) | undefined;
   /** The mapping's lease (mapping-lease.ts): passes write only while it is held. Absent: no lease (tests). */
-  lease?: Omit<LeaseSettings, 'mappingId' | 'clock' | 'logger' | 'api'> | undefined;
+  lease?: Omit<LeaseSettings, 'mappingId' | 'root' | 'clock' | 'logger' | 'api'> | undefined;
 }
 
 export interface PassLoopDeps extends PassSettings {
@@ -173,7 +173,7 @@ export class PassLoop {
   private leaseFor(dataSourceId: string, installationId: string): MappingLease {
     if (this.lease?.dataSourceId === dataSourceId) return this.lease;
     void this.lease?.stop();
-    const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, clock: this.d.clock, logger: this.d.log };
+    const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log };
     const lease = mappingLease(settings, dataSourceId, installationId, (held) => {
       if (this.lease !== lease || this.d.isStopped()) return;
       if (held) this.retryNow();

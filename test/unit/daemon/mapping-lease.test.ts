@@ -47,6 +47,7 @@ function processOf(api: DatastoreApi, clock: FakeClock, name: string, pid: numbe
     clock,
     logger: silentLogger,
     bodyFile: join(dir, `${name}.txt`),
+    url: 'file:///share/.dssync-lease-docs.txt',
     // In memory: the fake service does not read it, and real I/O would race the fake clock.
     files: { write: () => Promise.resolve(), remove: () => Promise.resolve() },
   });
