@@ -66,13 +66,15 @@ function findMapping(config: Config, id: string): MappingConfig {
 export async function runAdopt(args: AdoptArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const config = requireMappings(configFromArgs(args, env, (m) => void process.stderr.write(`dssync: warning: ${m}\n`)));
   const mapping = findMapping(config, args.mapping);
-  const [{ createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { resolveDataSource }, { adoptDocuments }] = await Promise.all([
+  const [{ createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { resolveDataSource }, { adoptDocuments }, { establishIdentity }, { mappingLease }] = await Promise.all([
     import('../log.js'),
     import('../state/store.js'),
     import('../state/read-only-state.js'),
     import('../compose/client.js'),
     import('../engine/data-source.js'),
     import('../engine/adopt.js'),
+    import('../engine/installation.js'),
+    import('../daemon/mapping-lease.js'),
   ]);
   const logger = createLogger({ level: config.logLevel, fd: 2 });
   const state = await (args.dryRun ? readStateFile(config.statePath).then((f) => new ReadOnlyState(f)) : StateStore.open(config.statePath, { logger, onCorrupt: 'reset' })).catch(
@@ -83,7 +85,12 @@ export async function runAdopt(args: AdoptArgs, env: NodeJS.ProcessEnv = process
   const api = createClientFromConfig(config, { logger });
   try {
     const ds = await resolveDataSource(api, mapping, `mappings[${config.mappings.indexOf(mapping)}]`, { create: false });
-    const r = await adoptDocuments({ api, state, config, mapping, dataSourceId: ds.id, from: args.from, dryRun: args.dryRun, force: args.force, now: () => realClock.now() });
+    // Adopt writes: it takes the mapping's lease as a sync does (docs/reliability.md, "The
+    // lease"); a live holder's documents are then refused without --force. A dry run takes none.
+    const installationId = establishIdentity(state, { pinned: config.installationId, statePath: config.statePath }).installationId;
+    const lease = args.dryRun ? undefined : mappingLease({ api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger }, ds.id, installationId);
+    await lease?.acquire();
+    const r = await adoptDocuments({ api, state, config, mapping, dataSourceId: ds.id, from: args.from, dryRun: args.dryRun, force: args.force, lease: lease?.view(), now: () => realClock.now() }).finally(() => lease?.stop());
     if (r.refused) {
       process.stderr.write(`dssync: ${r.refused}\n`);
       return ExitCode.FAILURE;

@@ -502,6 +502,7 @@ function daemonMappingLines(m: MappingStatus, now: number): string {
   ];
   if (m.dataSourceNotice) pairs.push(['data source note', m.dataSourceNotice]);
   if (m.paused) pairs.push(['paused', `since ${formatWhen(m.paused.since, now)}: no request for this mapping; dssync resume --mapping ${m.id}`]);
+  if (m.lease) pairs.push(['lease', leaseText(m.lease, now)]);
   if (m.degraded.length) pairs.push(['degraded', m.degraded.join('\n')]);
   if (m.pendingDeletes) {
     const p = m.pendingDeletes;
@@ -578,9 +579,26 @@ export function formatDaemonStatus(s: DaemonStatus, url: string, now: number): s
   if (s.mappings.length === 0) blocks.push('No mappings.');
   const attention = s.mappings.filter(mappingNeedsAttention).map((m) => m.id);
   const paused = s.mappings.filter((m) => m.paused).map((m) => m.id);
-  const pausedNote = paused.length ? ` Paused: ${paused.join(', ')}.` : '';
+  const standby = s.mappings.filter((m) => m.lease?.state === 'standby').map((m) => m.id);
+  const pausedNote = (paused.length ? ` Paused: ${paused.join(', ')}.` : '') + (standby.length ? ` Standby (another process holds the lease): ${standby.join(', ')}.` : '');
   blocks.push(attention.length ? `Needs attention: ${attention.join(', ')}.${pausedNote}` : `All mappings ok.${pausedNote}`);
   return `${blocks.join('\n\n')}\n`;
+}
+
+/** The mapping's lease in one line (docs/reliability.md, "The lease"). */
+function leaseText(l: NonNullable<MappingStatus['lease']>, now: number): string {
+  switch (l.state) {
+    case 'held':
+      return `held by this process${l.since ? ` since ${formatWhen(l.since, now)}` : ''}: it writes`;
+    case 'standby':
+      return l.holder
+        ? `standby: held by ${printable(l.holder.host)} (session ${printable(l.holder.session)}${l.holder.since ? `, since ${formatWhen(l.holder.since, now)}` : ''}); nothing is written here until it is released or expires`
+        : 'standby';
+    case 'at-risk':
+      return `not renewed in time: writes stopped until it is claimed again${l.error ? ` (${l.error})` : ''}`;
+    default:
+      return `${l.state}${l.error ? ` (${l.error})` : ''}`;
+  }
 }
 
 // ---- --history ---------------------------------------------------------------------------

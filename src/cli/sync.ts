@@ -11,6 +11,7 @@ import type { DatastoreClient } from '../api/client.js';
 import { requireMappings } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import type { buildMirror as BuildMirror, passStabilityMs as PassStabilityMs } from '../daemon/build-mirror.js';
+import type { mappingLease as MappingLeaseOf, MappingLease } from '../daemon/mapping-lease.js';
 import type { Logger } from '../log.js';
 import type { ReadOnlyState } from '../state/read-only-state.js';
 import type { StateStore } from '../state/store.js';
@@ -77,12 +78,13 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
     throw usageError(`--wait-changing must be a number of seconds, 0 or more (got ${String(args.waitChanging)})`);
   }
   // The engine loads only for this command: `dssync --help` and the admin commands stay fast.
-  const [{ createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { buildMirror, passStabilityMs }] = await Promise.all([
+  const [{ createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { buildMirror, passStabilityMs }, { mappingLease }] = await Promise.all([
     import('../log.js'),
     import('../state/store.js'),
     import('../state/read-only-state.js'),
     import('../compose/client.js'),
     import('../daemon/build-mirror.js'),
+    import('../daemon/mapping-lease.js'),
   ]);
   // stdout carries the summary; logs go to stderr. On a terminal the progress line
   // replaces the per-document log lines.
@@ -113,7 +115,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   const outcomes: MappingOutcome[] = [];
   try {
     for (let i = 0; i < config.mappings.length && !controller.signal.aborted; i++) {
-      outcomes.push(await syncMapping(config, i, { args, api, store, logger, progress, signal: controller.signal, buildMirror, passStabilityMs }));
+      outcomes.push(await syncMapping(config, i, { args, api, store, logger, progress, signal: controller.signal, buildMirror, passStabilityMs, mappingLease }));
     }
   } finally {
     progress.clear();
@@ -134,6 +136,7 @@ interface SyncDeps {
   args: SyncArgs;
   buildMirror: typeof BuildMirror;
   passStabilityMs: typeof PassStabilityMs;
+  mappingLease: typeof MappingLeaseOf;
   api: DatastoreClient;
   store: SyncState;
   logger: Logger;
@@ -153,6 +156,8 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     if (ingestion?.failed) notIngested.push({ path: e.path, documentId: e.documentId, status: ingestion.status, reason: ingestion.reason });
   };
   const windowMs = d.passStabilityMs(config);
+  // The pass writes only while it holds the mapping's lease (docs/reliability.md, "The lease"); a dry run writes nothing and takes none.
+  let lease: MappingLease | undefined;
   try {
     const mirror = await d.buildMirror(config, mapping, index, {
       api: d.api,
@@ -167,7 +172,10 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
       onNotice: (m) => notices.push(m),
       // The daemon's rule for every full pass: a file changed within the window is not read (a dry run previews all).
       stabilityMs: d.args.dryRun ? undefined : windowMs,
+      lease: (dataSourceId, installationId) => (lease = d.mappingLease({ api: d.api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger: d.logger }, dataSourceId, installationId)),
     });
+    if (lease !== undefined && !(await lease.acquire())) return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, error: heldElsewhere(mapping.id, lease), exitCode: ExitCode.FAILURE, notices };
+    lease?.start();
     const passOpts = { dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal };
     const report = d.args.dryRun
       ? await mirror.fullPass(passOpts)
@@ -191,5 +199,16 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     // A configuration problem of the mapping has its fix in the message; anything else is logged too.
     if (disp.exitCode !== ExitCode.USAGE) d.logger.error({ mapping: mapping.id, err: message, cause: disp.reason }, 'mapping failed');
     return { mappingId: mapping.id, error: message, exitCode: disp.exitCode, notices };
+  } finally {
+    await lease?.stop();
   }
+}
+
+/** Why a sync wrote nothing: another live process holds the lease (or it could not be taken). */
+function heldElsewhere(mappingId: string, lease: MappingLease): string {
+  const s = lease.status();
+  if (s.holder !== undefined) {
+    return `mapping ${mappingId}: another dssync holds its lease and writes to this data source (host ${s.holder.host}, session ${s.holder.session}${s.holder.since ? `, since ${s.holder.since}` : ''}); nothing was written. Stop that process first, or let it mirror (docs/reliability.md, "The lease")`;
+  }
+  return `mapping ${mappingId}: the lease could not be taken${s.error !== undefined ? ` (${s.error})` : ''}; nothing was written`;
 }

@@ -17,6 +17,16 @@ import type { Op } from '../engine/plan.js';
 import { Mirror, type MirrorState } from '../engine/mirror.js';
 import { rebuildFromListing, type RebuildState } from '../engine/rebuild.js';
 import type { Clock } from '../time/clock.js';
+import type { LeaseView } from '../engine/lease-view.js';
+import { leaseGated } from './lease-gate.js';
+
+/** The mapping's lease as a mirror uses it (mapping-lease.ts): only while it holds it does it write. */
+export interface MirrorLease {
+  /** The writer session its record names: the one the mirror's documents carry. */
+  readonly session: string;
+  holds(): boolean;
+  view(): LeaseView;
+}
 
 /**
  * The stability window of every full pass, the daemon's and `dssync sync`'s: the
@@ -65,6 +75,11 @@ export interface BuildMirrorDeps {
    * id, deleted and replaced): logged here, and shown by the caller (status, sync report).
    */
   onNotice?: ((message: string) => void) | undefined;
+  /**
+   * The mapping's lease for its data source, once resolved (not in a dry run): the mirror's
+   * writes are refused while it is not held (lease-gate.ts). Absent: no lease (tests).
+   */
+  lease?: ((dataSourceId: string, installationId: string) => MirrorLease) | undefined;
 }
 
 /** The mapped folder cannot be listed, so its data source was not created. */
@@ -143,6 +158,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
       signal: deps.signal,
     });
   }
+  const lease = deps.dryRun ? undefined : deps.lease?.(ds.id, identity.installationId);
   return new Mirror({
     spec: {
       mappingId: mapping.id,
@@ -159,7 +175,9 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
       batchBytes: config.queue.uploadBatchBytes,
       concurrency: config.queue.concurrency,
     },
-    api,
+    api: lease ? leaseGated(api, () => lease.holds(), mapping.id) : api,
+    lease: lease ? () => lease.view() : undefined,
+    session: lease?.session,
     state: deps.state,
     local: createLocalSide(mapping, { signal: deps.signal }),
     logger: deps.logger.child({ mapping: mapping.id }),

@@ -448,6 +448,7 @@ export class Daemon {
       retryBaseMs: this.o.retryBaseMs,
       records: this.loadedRecords.get(mapping.id),
       onRecordsChanged: () => void this.saveRecords(),
+      lease: { statePath: this.config.statePath },
       events: {
         onOp: (id, e, lag) => {
           this.metrics.onOp(id, e, lag);

@@ -35,6 +35,11 @@ export class MappingHealth {
     return this.degraded.size > 0 ? 'degraded' : 'watching';
   }
 
+  /** Stopped on its configuration until a reload (pass-loop.ts halt). */
+  get halted(): boolean {
+    return this.degraded.has('config');
+  }
+
   reasons(): string[] {
     return [...this.degraded.values()].map((d) => d.reason);
   }

@@ -153,6 +153,8 @@ export class MappingRunner {
     await this.watcher.close();
     await this.passes.finish(graceMs, () => this.controller.abort());
     this.controller.abort();
+    // After the last pass: a standby takes the lease at once instead of waiting for it to expire.
+    await this.passes.releaseLease();
   }
 
   status(): MappingStatus {
@@ -162,12 +164,13 @@ export class MappingRunner {
     const watchProblems = watcher.problems();
     const watch = watcher.status();
     const rescanAt = this.passes.nextRescanAt;
+    const lease = this.passes.leaseStatus();
     return {
       id: this.d.mapping.id,
       path: this.d.mapping.path,
       dataSourceId: this.passes.dataSourceId ?? this.d.mapping.dataSourceId,
       dataSourceNotice: health.dataSourceNotice,
-      phase: this.pausedSince !== undefined && !this.passes.isRunning && !this.stopped ? 'paused' : health.phase === 'watching' && watchProblems.length > 0 ? 'degraded' : health.phase,
+      phase: this.phase(lease, watchProblems.length > 0),
       degraded: [...health.reasons(), ...watchProblems],
       degradedNext: [...health.nexts(), ...watchProblems.map(() => WATCH_PROBLEM)],
       filesTracked: tracked,
@@ -185,7 +188,17 @@ export class MappingRunner {
       ...(watch ? { watch } : {}),
       ...(this.pausedSince !== undefined ? { paused: { since: this.pausedSince } } : {}),
       ...(this.deletes.isWaiting ? { pendingDeletes: this.deletes.view() } : {}),
+      ...(lease !== undefined ? { lease } : {}),
+      ...(health.halted ? { halted: true } : {}),
     };
+  }
+
+  /** The phase status shows: paused by the operator, a standby (another process holds the lease), or the health's. */
+  private phase(lease: MappingStatus['lease'], watchProblems: boolean): MappingStatus['phase'] {
+    const idle = !this.passes.isRunning && !this.stopped;
+    if (this.pausedSince !== undefined && idle) return 'paused';
+    if (lease?.state === 'standby' && idle) return 'standby';
+    return this.health.phase === 'watching' && watchProblems ? 'degraded' : this.health.phase;
   }
 
   private problemStatus(): Pick<MappingStatus, 'skipped' | 'problems' | 'problemsTotal' | 'excluded' | 'excludedTotal' | 'history'> {
@@ -251,6 +264,8 @@ export class MappingRunner {
     this.pausedSince = new Date(this.d.clock.now()).toISOString();
     this.ingestion?.pause();
     this.passes.dispatch({ type: 'pause' });
+    // No request while paused, the lease's included: released, so that a standby may mirror; resume claims it again.
+    void this.passes.releaseLease();
     this.log.info('mapping paused: no request for it until dssync resume');
     this.d.onRecordsChanged?.();
     return true;

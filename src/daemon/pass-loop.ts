@@ -25,6 +25,8 @@ import { failedRecord, recordOfReport, type PassHistory, type PassHistoryKind } 
 import type { ProblemList } from './problem-list.js';
 import { initialSchedule, step, type PassKind, type ScheduleAction, type ScheduleEvent, type ScheduleState } from './schedule.js';
 import { SkipAnnouncer } from './skip-announcer.js';
+import { mappingLease, type LeaseSettings, type MappingLease } from './mapping-lease.js';
+import type { LeaseStatus } from './status-schema.js';
 
 /** What the daemon learns from a runner (metrics, the demo's output). */
 export interface RunnerEvents {
@@ -51,6 +53,8 @@ export interface PassSettings {
   buildMirror?: typeof buildMirror | undefined;
   /** The problem list or the history changed: the daemon writes the records file. */
   onRecordsChanged?: (() => void) | undefined;
+  /** The mapping's lease (mapping-lease.ts): passes write only while it is held. Absent: no lease (tests). */
+  lease?: Omit<LeaseSettings, 'mappingId' | 'root' | 'clock' | 'logger' | 'api'> | undefined;
 }
 
 export interface PassLoopDeps extends PassSettings {
@@ -86,6 +90,8 @@ export class PassLoop {
   /** The mapping stopped on a configuration problem (its data source by id is gone) until a reload. */
   private halted = false;
   private readonly announcer: SkipAnnouncer;
+  /** The lease of the mirror's data source, kept from the first resolution on. */
+  private lease: MappingLease | undefined;
 
   constructor(private readonly d: PassLoopDeps) {
     this.announcer = new SkipAnnouncer(d.log);
@@ -148,6 +154,34 @@ export class PassLoop {
     }
     this.d.log.info('reloaded: ignore file read again; full pass');
     this.dispatch({ type: 'configChanged', config: this.sched.config });
+  }
+
+  /** The lease's state, once the data source is resolved. */
+  leaseStatus(): LeaseStatus | undefined {
+    return this.lease?.status();
+  }
+
+  /** Releases the lease (after the last pass: a graceful stop, or a pause); the next pass claims it again. */
+  async releaseLease(): Promise<void> {
+    const lease = this.lease;
+    if (lease === undefined) return;
+    // The pass in flight ends first: nothing is written after the release.
+    await this.running?.catch(() => undefined);
+    await lease.stop();
+  }
+
+  /** The lease of the data source `dataSourceId` (one per data source: another replaces it). */
+  private leaseFor(dataSourceId: string, installationId: string): MappingLease {
+    if (this.lease?.dataSourceId === dataSourceId) return this.lease;
+    void this.lease?.stop();
+    const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log };
+    const lease = mappingLease(settings, dataSourceId, installationId, (held) => {
+      if (this.lease !== lease || this.d.isStopped()) return;
+      if (held) this.retryNow();
+    });
+    this.lease = lease;
+    lease.start();
+    return lease;
   }
 
   /** Stops the deadline timer (the mapping stops). */
@@ -215,6 +249,15 @@ export class PassLoop {
     if (kind === 'full') this.nextFullKind = 'full';
     try {
       const mirror = await this.ensureMirror();
+      // Released by a pause: claimed again now that passes run.
+      if (this.lease?.stopped && !this.d.isStopped()) this.lease.start();
+      if (this.lease && !this.lease.holds()) {
+        // Another process writes (or the claim is under way): no pass; taking the lease runs one.
+        finished = { type: 'passFinished', kind, ok: true };
+        if (kind === 'full') this.nextFullKind = label;
+        if (!this.d.isStopped()) this.dispatch(finished);
+        return;
+      }
       health.phase = 'syncing';
       this.d.events?.onPassStart?.(this.id, kind);
       const { scope, firstEventAt } = intake.passStarted(kind);
@@ -271,6 +314,7 @@ export class PassLoop {
         notice = m;
         health.remember({ message: m });
       },
+      lease: this.d.lease ? (dataSourceId, installationId) => this.leaseFor(dataSourceId, installationId) : undefined,
     });
     health.dataSourceNotice = notice;
     // The same data source: the running mirror keeps its windows (mass deletes, intents).

@@ -19,7 +19,7 @@ const count = z.number().int().nonnegative();
 const isoTime = z.string();
 
 /** `paused`: the operator paused the mapping (`dssync pause`); it makes no request until resumed. */
-export const RunnerPhaseSchema = z.enum(['starting', 'syncing', 'watching', 'degraded', 'stopped', 'paused']);
+export const RunnerPhaseSchema = z.enum(['starting', 'syncing', 'watching', 'degraded', 'stopped', 'paused', 'standby']);
 export type RunnerPhase = z.infer<typeof RunnerPhaseSchema>;
 
 export const RecentErrorSchema = z.object({
@@ -164,6 +164,25 @@ export const WatchStatusSchema = z.object({
 });
 export type WatchStatusView = z.infer<typeof WatchStatusSchema>;
 
+/**
+ * The mapping's lease (docs/reliability.md, "The lease"): `held` (this process writes),
+ * `standby` (another live process holds it: `holder` says which, and since when),
+ * `acquiring` (a claim under way, or the service not answering), `at-risk` (not renewed for
+ * long enough that writes stopped), `released` (stopping).
+ */
+export const LeaseStatusSchema = z.object({
+  state: z.enum(['held', 'standby', 'acquiring', 'at-risk', 'released']),
+  /** When this process took it (held). */
+  since: z.string().optional(),
+  /** The marker document's id. */
+  documentId: z.string().optional(),
+  /** The live holder, when another process (standby). */
+  holder: z.object({ host: z.string(), session: z.string(), installationId: z.string(), since: z.string().optional() }).optional(),
+  /** The last failed lease request. */
+  error: z.string().optional(),
+});
+export type LeaseStatus = z.infer<typeof LeaseStatusSchema>;
+
 export const MappingStatusSchema = z.object({
   id: z.string(),
   /** The mapped folder. */
@@ -232,8 +251,13 @@ export const MappingStatusSchema = z.object({
    * `confirmed`: confirmed, the next pass may delete these and no more.
    */
   pendingDeletes: PendingDeletesSchema.optional(),
+  /** Stopped until the operator fixes the configuration and reloads (its data source by id is gone): no retries. */
+  halted: z.boolean().optional(),
+  /** The mapping's lease (absent until its data source is resolved). */
+  lease: LeaseStatusSchema.optional(),
 });
 export type MappingStatus = z.infer<typeof MappingStatusSchema>;
+
 
 export const RequestStatsSchema = z.object({
   total: count,

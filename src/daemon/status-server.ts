@@ -1,6 +1,7 @@
 /**
  * The daemon's local HTTP endpoint (docs/status.md):
- *   GET /healthz   ok or degraded with reasons (probes; no Host check, no token)
+ *   GET /healthz   liveness: ok or degraded with reasons, each mapping's phase (probes; no Host check, no token)
+ *   GET /readyz    readiness: 200 when every mapping holds its lease and mirrors, 503 with the reasons (readiness.ts)
  *   GET /metrics   Prometheus text (no Host check, no token; mapping ids and counters only)
  *   GET /          the status page (static files: /app.js, /style.css, /vendor/*)
  *   GET /status    the JSON status (status-schema.ts), lists cut to their first 100
@@ -13,16 +14,18 @@
  *   GET /login?code=   one-time code -> session cookie, and a redirect to / (the code leaves the address bar)
  *   POST /actions/rescan, /actions/retry, /actions/pause, /actions/resume   {"mapping": id}
  *   POST /actions/confirm-delete   {"mapping": id, "digest": the pendingDeletes.digest shown}
- * Everything but /healthz and /metrics checks Host and the token, on loopback too
+ * Everything but /healthz, /readyz and /metrics checks Host and the token, on loopback too
  * (web/access.ts). The same endpoint also answers on a Unix socket beside the state
  * (web/status-socket.ts): mode 0600 in the daemon's 0700 state folder, so whoever can
- * connect there is the daemon's user or root, and needs no token (the CLI's way in). It never sends a CORS header, and carries no secret. What one client can
+ * connect there is the daemon's user or root, and needs no token (the CLI's way in). It
+ * never sends a CORS header, and carries no secret. What one client can
  * make it hold is bounded: connections (web/connections.ts), event streams and their
  * backlog (web/sse.ts), the size of /status (web/status-lists.ts).
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DaemonStatus } from './status-schema.js';
+import { readiness } from './readiness.js';
 import { AccessPolicy, type AccessOptions } from './web/access.js';
 import { loadAssets, type Asset } from './web/assets.js';
 import type { DaemonHistory } from './web/history.js';
@@ -170,11 +173,19 @@ export function createStatusEndpoint(o: StatusServerOptions): StatusEndpoint {
       const status = reasons.length ? 'degraded' : Object.keys(problems).length ? 'problems' : 'ok';
       // Paused by the operator is not unhealthy: named (ids only) beside whatever the status is.
       const paused = s.mappings.filter((m) => m.paused).map((m) => m.id);
-      const body = JSON.stringify({ status, reasons, ...(Object.keys(problems).length ? { problems } : {}), ...(paused.length ? { paused } : {}) });
+      // Each mapping's phase (a standby and a paused one included): liveness is the process's, readiness is /readyz.
+      const phases = Object.fromEntries(s.mappings.map((m) => [m.id, m.phase]));
+      const body = JSON.stringify({ status, reasons, phases, ...(Object.keys(problems).length ? { problems } : {}), ...(paused.length ? { paused } : {}) });
       // Degraded or with problems, it still answers 200: the process is alive and serving;
       // a restart would not mirror a too-large file. Monitors read `status` (and `problems`,
       // the files not mirrored per mapping). 503 only while shutting down.
       send(s.stopping ? 503 : 200, 'application/json', `${body}\n`);
+      return;
+    }
+    if (path === '/readyz') {
+      const r = readiness(o.status());
+      // Reasons name mapping ids, hosts and sessions only (as /healthz's mapping ids).
+      send(r.ready ? 200 : 503, 'application/json', `${JSON.stringify({ ready: r.ready, reasons: r.reasons })}\n`);
       return;
     }
     if (path === '/metrics') {
@@ -236,7 +247,7 @@ export function createStatusEndpoint(o: StatusServerOptions): StatusEndpoint {
       case '/actions/confirm-delete':
         return act(req, res, path.slice('/actions/'.length) as ActionKind);
     }
-    json(res, 404, { error: 'not found; try /, /healthz, /status or /metrics' });
+    json(res, 404, { error: 'not found; try /, /healthz, /readyz, /status or /metrics' });
   }
 
   function sessionBody(): { csrf: string; actions: boolean; login: false } {

@@ -16,9 +16,9 @@ import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './gu
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver } from './pass-report.js';
-import type { LeaseView } from './lease-view.js';
 import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
 import { StabilityWindow } from './stability.js';
+import type { LeaseView } from './lease-view.js';
 import { nfc } from '../unicode.js';
 
 // The local side's port lives in local-side.ts; re-exported for the mirror's importers.
@@ -86,6 +86,14 @@ export interface MirrorDeps {
    * @default 70_000 (the queue.timeouts defaults)
    */
   requestTimeoutMs?: number | undefined;
+  /**
+   * The mapping's lease as it stands at each listing and plan (daemon/mapping-lease.ts; the
+   * owner rule reads it, owner.ts). Absent, or answering undefined: not known, and the
+   * owner rule stays conservative (nothing of an unrecorded session is taken).
+   */
+  lease?: (() => LeaseView | undefined) | undefined;
+  /** The writer session: the lease's, when there is one (its record names it); else drawn here. */
+  session?: string | undefined;
 }
 
 export interface PassOptions {
@@ -96,8 +104,6 @@ export interface PassOptions {
   signal?: AbortSignal | undefined;
   /** Rounds of list-plan-execute when answers were lost or files changed (default 3). */
   maxRounds?: number;
-  /** The mapping's lease as the caller observed it (plan.ts PlanInput.lease); undefined: not known. */
-  lease?: LeaseView | undefined;
 }
 
 export interface PassReport {
@@ -198,6 +204,8 @@ interface Listing extends PreparedLocal {
   scanned: number;
   /** An incremental plan's paths (Mirror.widenScope). */
   planScope: Set<string> | undefined;
+  /** The lease as it stood when the listing began: the owner rule's input for this round. */
+  lease: LeaseView | undefined;
 }
 
 export class Mirror {
@@ -235,7 +243,7 @@ export class Mirror {
   constructor(private readonly d: MirrorDeps) {
     this.monotonic = d.monotonic;
     this.stability = new StabilityWindow({ windowMs: d.stabilityMs ?? 0, now: () => d.now(), monotonic: this.monotonic });
-    this.session = d.spec.installationId !== undefined && d.state.recordSession !== undefined ? newSession() : undefined;
+    this.session = d.spec.installationId !== undefined && d.state.recordSession !== undefined ? (d.session ?? newSession()) : undefined;
     this.fieldsSpec = { ...d.spec, session: this.session };
   }
 
@@ -304,7 +312,7 @@ export class Mirror {
     const desired = (f: DesiredOf): DocumentUpdate => documentFields(fieldsSpec, f);
 
     for (let round = 1; round <= maxRounds; round++) {
-      const listing = await this.list(scope, mapping, desired, opts.signal, opts.lease);
+      const listing = await this.list(scope, mapping, desired, opts.signal);
       report.settling = listing.settling.length > 0 ? listing.settling : undefined;
       if (listing.listingNeeded) report.needsFullPass = true;
       const { plan, verdict } = this.planRound(listing, scope, mapping, desired, opts, report, round);
@@ -339,7 +347,7 @@ export class Mirror {
    * listing; then the local side prepared (hashed, files being written set aside) and an
    * incremental pass's scope widened to what its plan must cover.
    */
-  private async list(scope: ChangeScope | undefined, mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined, lease: LeaseView | undefined): Promise<Listing> {
+  private async list(scope: ChangeScope | undefined, mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined): Promise<Listing> {
     const { spec } = this.d;
     // The walk (disk) and the listing (network) are independent: done side by side, a
     // restart over 100,000 files waits for the longer of the two, not for both.
@@ -348,6 +356,7 @@ export class Mirror {
     // What the state already says exactly, on either side, is kept as paths only: a
     // restart over a million unchanged files holds two sets, not a million records of each.
     const confirmed = new Set<string>();
+    const lease = this.d.lease?.();
     const whose = ownerOfListing({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, lease });
     const confirm = (doc: DocumentRecord): boolean => {
       const path = confirmedPath(doc, whose, { desired, files: mapping.files });
@@ -367,7 +376,7 @@ export class Mirror {
     const prepared = await this.prepareLocal(scan, mapping, !scope, scope);
     if (remote) this.stability.judged(remote, prepared.settling, mapping, whose);
     const planScope = scope ? await this.widenScope(scope, prepared.local, mapping, prepared.untouchable) : undefined;
-    return { listedAt, listedAtMono, scan, remote, confirmed, scanned, planScope, ...prepared };
+    return { listedAt, listedAtMono, scan, remote, confirmed, scanned, planScope, lease, ...prepared };
   }
 
   /**
@@ -393,7 +402,7 @@ export class Mirror {
       excluded: (p) => excludedPaths.has(p),
       settled: this.settledAt(l.listedAt, l.listedAtMono),
       renamesIgnored: this.renames.ignored,
-      lease: opts.lease,
+      lease: l.lease,
     });
     const verdict = checkGuards({
       root: spec.root,
@@ -478,7 +487,7 @@ export class Mirror {
     this.lastExecutionEnd = this.monotonic();
     // (An incremental pass has no listing of its own: nothing its lost answer left can be
     // told from a person's document by a listing now, so it waits for the next full pass.)
-    if (result.ambiguous && last) await this.pinLostUploads(mapping, opts.signal, opts.lease);
+    if (result.ambiguous && last) await this.pinLostUploads(mapping, opts.signal);
     // Planned deletions count once carried out, whether or not each request succeeded:
     // conservative, and a failed one is planned (and counted) again only by a later pass.
     this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete || verdict.confirmed ? 0 : countDeletes(plan.ops));
@@ -495,11 +504,11 @@ export class Mirror {
    * answer had named them. A failure leaves the intents as they are (the next full pass
    * settles them by name and size).
    */
-  private async pinLostUploads(mapping: MappingState, signal: AbortSignal | undefined, lease: LeaseView | undefined): Promise<void> {
+  private async pinLostUploads(mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
     const { spec, logger } = this.d;
     try {
       const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', ...listingBound(mapping.files.size) });
-      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, remote, lease }));
+      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, remote, lease: this.d.lease?.() }));
     } catch (e) {
       logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');
     }

@@ -73,6 +73,8 @@ const CLASS_CODES = {
   /** LocalFileChangedError / LocalFileVanishedError (engine/mirror.ts). */
   E_LOCAL_FILE_CHANGED: d('retry', 1, 'file changed while read'),
   E_LOCAL_FILE_VANISHED: d('retry', 1, 'file changed while read'),
+  /** LeaseNotHeldError (daemon/lease-gate.ts): a write refused while another process holds the mapping's lease. */
+  E_LEASE_NOT_HELD: d('retry', 1, 'lease not held'),
 } as const satisfies Record<string, Disposition>;
 
 /** The code of each of dssync's own error classes. */

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { startEmulator, type EmulatorOptions, type RunningEmulator } from '@dssync/emulator';
 import { runCli, type CliResult } from '../integration/cli/run-cli.js';
+import { isLeaseDocument } from '../../src/engine/lease-view.js';
 
 export const TOKEN = 'test-token-Zq9';
 export const ORG = 'org-test';
@@ -103,6 +104,20 @@ export interface Convergence {
   stale: string[];
 }
 
+/** The documents of a data source that mirror files: all but the mapping's lease marker (docs/reliability.md, "The lease"). */
+export function fileDocuments(emu: RunningEmulator, dataSourceId: string): ReturnType<RunningEmulator['store']['listDocuments']> {
+  return emu.store.listDocuments(dataSourceId).filter((d) => !isLeaseDocument(d));
+}
+
+/** Files uploaded to the emulator, but the lease markers (one per data source a mapping wrote to). */
+export function filesUploaded(emu: RunningEmulator): number {
+  const markers = emu.store.listDataSources(ORG).flatMap((ds) => emu.store.listDocuments(ds.data_source_id).filter((d) => isLeaseDocument(d)));
+  return emu.stats().filesUploaded - markers.length;
+}
+
+/** The write requests of each `dssync sync` for its lease: the claim and the release (docs/reliability.md, "The lease"). */
+export const SYNC_LEASE_WRITES = 2;
+
 /** Compares the data source with the folder. All four lists empty = converged. */
 export async function checkConvergence(ws: Workspace): Promise<Convergence> {
   return checkFolderConvergence(ws.emu, ws.dataSourceId(), ws.share);
@@ -115,6 +130,8 @@ export async function checkFolderConvergence(emu: RunningEmulator, dataSourceId:
   const byPath = new Map<string, string[]>();
   const orphans: string[] = [];
   for (const d of docs) {
+    // The mapping's lease (docs/reliability.md, "The lease") is no file's document.
+    if (isLeaseDocument(d)) continue;
     const path = d.metadata?.dssync_path;
     const sha = d.metadata?.dssync_sha256;
     if (typeof path !== 'string' || typeof sha !== 'string') {

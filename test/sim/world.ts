@@ -12,6 +12,7 @@ import { createFilter } from '../../src/local/filters.js';
 import { createLocalSide } from '../../src/local/side.js';
 import type { Watcher, WatcherOptions } from '../../src/local/watcher.js';
 import { Mirror, type ChangeScope, type MirrorDeps, type PassOptions, type PassReport } from '../../src/engine/mirror.js';
+import type { LeaseView } from '../../src/engine/lease-view.js';
 import { buildMetadata } from '../../src/engine/metadata.js';
 import { markUploadName, uploadTag } from '../../src/engine/document-fields.js';
 import type { Op } from '../../src/engine/plan.js';
@@ -248,13 +249,13 @@ export class World {
     const track = (kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> => this.track(proc, kind, run);
     // The mapping's lease (lease-view.ts): held by this process while no other writer with
     // our identity exists; with one (cloneUpload, which writes without a lease) it is not known.
-    const lease = (): PassOptions['lease'] => (this.clones.size === 0 ? { held: true } : undefined);
+    const lease = (): LeaseView | undefined => (this.clones.size === 0 ? { held: true } : undefined);
     class SimMirror extends Mirror {
       override async fullPass(opts: PassOptions = {}): Promise<PassReport> {
-        return track('full', () => super.fullPass({ lease: lease(), ...opts }));
+        return track('full', () => super.fullPass(opts));
       }
       override async changedPass(scope: ChangeScope, opts: PassOptions = {}): Promise<PassReport> {
-        return track('changes', () => super.changedPass(scope, { lease: lease(), ...opts }));
+        return track('changes', () => super.changedPass(scope, opts));
       }
     }
     return new SimMirror({
@@ -279,6 +280,7 @@ export class World {
       stabilityMs: windows.stabilityMs,
       onOp,
       onPlan: (ops) => this.onPlan(proc, ops),
+      lease,
     });
   }
 

@@ -197,6 +197,7 @@ function tone(m) {
   if (m.pendingDeletes) return ['bad', 'mass delete: waiting for you'];
   if (m.phase === 'degraded' || m.degraded.length) return ['bad', 'degraded'];
   if (m.paused && !m.currentPass) return ['warn', 'paused'];
+  if (m.phase === 'standby') return ['warn', 'standby'];
   if (m.phase === 'starting') return ['busy', 'starting'];
   if (m.currentPass) return ['busy', m.currentPass.kind === 'full' && !m.lastFullPassOkAt ? 'first pass' : m.currentPass.kind === 'full' ? 'full pass' : 'syncing changes'];
   if (m.phase === 'syncing') return ['busy', 'syncing'];
@@ -208,6 +209,14 @@ function tone(m) {
 /** Files not mirrored, kept until fixed (an older daemon sends only the last pass's skipped list). */
 function problemCount(m) {
   return m.problems ? (m.problemsTotal ?? m.problems.length) : 0;
+}
+
+/** The mapping's lease: held here, or which process holds it (a standby writes nothing). */
+function leaseLine(l) {
+  if (l.state === 'held') return `held by this process${l.since ? ` since ${when(l.since)}` : ''}`;
+  if (l.state === 'standby' && l.holder) return `standby · held by ${l.holder.host} (session ${l.holder.session})${l.holder.since ? ` since ${when(l.holder.since)}` : ''} · nothing is written here until it is released or expires`;
+  if (l.state === 'at-risk') return 'not renewed in time · writes stopped until it is claimed again';
+  return l.state;
 }
 
 function passLine(p) {
@@ -239,6 +248,7 @@ function mappingCard(m) {
     ['files tracked', num(m.filesTracked)],
     ['pending', num(m.pending)],
     ...(m.paused ? [['paused', `since ${when(m.paused.since)} · no request for this mapping; changes are noted and sent on resume`]] : []),
+    ...(m.lease ? [['lease', leaseLine(m.lease)]] : []),
     ['current pass', currentPass(m)],
     ['last pass', m.lastPass ? passLine(m.lastPass) : 'none yet'],
     // Named apart from "last pass": a failed full pass after a good one shows both, plainly.

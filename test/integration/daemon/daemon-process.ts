@@ -13,7 +13,7 @@ import { TOKEN_PATH } from '@dssync/emulator';
 import { createServer, type AddressInfo } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { BIN } from '../cli/run-cli.js';
-import { CONVERGED, checkConvergence, createWorkspace, type Convergence, type Workspace, type WorkspaceOptions } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, type Convergence, type Workspace, type WorkspaceOptions, fileDocuments } from '../../helpers/mirror-check.js';
 import type { DaemonStatus } from '../../../src/daemon/status.js';
 import { StopWaiting, waitFor, type WaitOptions } from '../../helpers/wait-for.js';
 
@@ -280,5 +280,5 @@ export async function waitIdle(d: DaemonProcess, timeout = 60_000, stableMs = 80
 
 /** The document holding `path` in the data source (by dssync's metadata), if any. */
 export function docAt(ws: Workspace, path: string, dataSourceId = ws.dataSourceId()) {
-  return ws.emu.store.listDocuments(dataSourceId).filter((d) => d.metadata?.dssync_path === path);
+  return fileDocuments(ws.emu, dataSourceId).filter((d) => d.metadata?.dssync_path === path);
 }

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Workspace } from '../../helpers/mirror-check.js';
 import { daemonWorkspace, startDaemon, waitFor, type DaemonProcess } from './daemon-process.js';
+import { filesUploaded } from '../../helpers/mirror-check.js';
 
 const N = 60;
 const DOCS_ROUTE = 'GET /datastore/v1/data-sources/:data_source_id/documents';
@@ -29,7 +30,7 @@ describe('dssync run: the ingestion check reads the listing', () => {
     await w.write('broken.pdf', '%PDF-1.4\nthis is not a PDF body\n');
     d = await startDaemon(w);
     // Every upload landed: from here on, what the data source is asked is the check's.
-    await waitFor(() => w.emu.stats().filesUploaded >= N, { timeout: 60_000, interval: 10, what: 'the uploads' });
+    await waitFor(() => filesUploaded(w.emu) >= N, { timeout: 60_000, interval: 10, what: 'the uploads' });
     w.emu.resetStats();
     const problem = async () => (await d!.status()).mappings[0]?.problems?.find((p) => p.path === 'broken.pdf');
     await waitFor(async () => (await problem()) !== undefined, { timeout: 60_000, what: 'the not-ingested PDF in status' });

@@ -6,7 +6,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { checkFolderConvergence, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
+import { checkFolderConvergence, TOKEN, type Workspace, fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
 import { readStateFile } from '../../../src/state/store.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { daemonWorkspace, startDaemon, waitConverged, waitFor, waitIdle, type DaemonProcess } from './daemon-process.js';
@@ -36,13 +36,13 @@ describe('dssync run: process life', () => {
     }
     const d = await start(w);
     // Mid-mirror: some documents sent, most not.
-    await waitFor(() => w.emu.stats().filesUploaded >= 40, { timeout: 60_000, interval: 20, what: 'the first uploads' });
-    expect(w.emu.stats().filesUploaded).toBeLessThan(2000);
+    await waitFor(() => filesUploaded(w.emu) >= 40, { timeout: 60_000, interval: 20, what: 'the first uploads' });
+    expect(filesUploaded(w.emu)).toBeLessThan(2000);
     const { code, ms } = await d.stop('SIGTERM');
     // The pass in progress was cut after its grace, not waited out (the grace itself is
     // tested on a fake clock in test/unit/daemon/mapping-runner.test.ts).
-    expect(w.emu.stats().filesUploaded).toBeLessThan(2000);
-    if (process.env.DSSYNC_TEST_VERBOSE) console.log(`stopped in ${ms} ms; ${w.emu.stats().filesUploaded} files uploaded\n${d.stdout().split('\n').filter((l) => !l.includes('"uploaded"') && !l.includes('"level":20') && !l.includes('"level":10')).join('\n').slice(-3000)}`);
+    expect(filesUploaded(w.emu)).toBeLessThan(2000);
+    if (process.env.DSSYNC_TEST_VERBOSE) console.log(`stopped in ${ms} ms; ${filesUploaded(w.emu)} files uploaded\n${d.stdout().split('\n').filter((l) => !l.includes('"uploaded"') && !l.includes('"level":20') && !l.includes('"level":10')).join('\n').slice(-3000)}`);
     expect(code, d.stderr()).toBe(0);
     expect(d.logs().some((l) => l.msg === 'stopped')).toBe(true);
 
@@ -82,7 +82,7 @@ describe('dssync run: process life', () => {
     // Watched too, not just mirrored once.
     await writeFile(join(share2, 'four.txt'), 'added while watched');
     await waitConverged(w, 'a change in the added mapping', 60_000, () => checkFolderConvergence(w.emu, ds2(), share2));
-    const docs2 = w.emu.store.listDocuments(ds2()).length;
+    const docs2 = fileDocuments(w.emu, ds2()).length;
     expect(docs2).toBe(3);
 
     // Removed again: it stops, and its documents stay.
@@ -95,7 +95,7 @@ describe('dssync run: process life', () => {
     await w.write('one-more.txt', 'the first mapping still works');
     await waitConverged(w, 'a change in the first mapping after the removal');
     await waitIdle(d);
-    expect(w.emu.store.listDocuments(ds2()).length).toBe(docs2);
+    expect(fileDocuments(w.emu, ds2()).length).toBe(docs2);
 
     // A bad file: logged, and the daemon goes on with what it has.
     await writeFile(w.configPath, '{ "mappings": [ this is not JSON');
@@ -115,7 +115,7 @@ describe('dssync run: process life', () => {
     const d = await start(w);
     await waitConverged(w, 'the first mirror');
     await waitIdle(d);
-    const doc = w.emu.store.listDocuments(w.dataSourceId()).find((x) => x.metadata?.dssync_path === 'kept.txt');
+    const doc = fileDocuments(w.emu, w.dataSourceId()).find((x) => x.metadata?.dssync_path === 'kept.txt');
     expect(doc).toBeDefined();
     // Someone deletes the document: only a full pass (a listing) can see it.
     const del = await w.cli(['documents', 'delete', w.dataSourceId(), doc!.document_id, '--config', w.configPath]);
@@ -162,7 +162,11 @@ describe('dssync run: process life', () => {
     await waitIdle(d);
 
     const health = await d.healthz();
-    expect(health).toEqual({ httpStatus: 200, body: { status: 'ok', reasons: [] } });
+    expect(health).toEqual({ httpStatus: 200, body: { status: 'ok', reasons: [], phases: { 'name:Share': 'watching' } } });
+    // Ready: the one mapping holds its lease and mirrors.
+    const ready = await fetch(`${d.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ ready: true, reasons: [] });
     const status = await d.status();
     expect(status.pid).toBe(d.pid);
     expect(status.mappings).toHaveLength(1);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { daemonTests } from '../../helpers/daemon-test.js';
 import { waitConverged, waitFor, waitIdle } from './daemon-process.js';
+import { fileDocuments } from '../../helpers/mirror-check.js';
 
 const daemons = daemonTests();
 
@@ -15,7 +16,7 @@ describe('dssync run: outages', () => {
   it('treats a vanished mapped folder as an outage: nothing deleted, degraded naming the folder, resumes when it is back', { timeout: 120_000 }, async () => {
     const files = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`dir${i % 3}/f${i}.txt`, `file ${i}`]));
     const { w, d } = await daemons.start({ files, env: { DSSYNC_RETRY_DELAY_MS: '1000' } });
-    const docs = (): number => w.emu.store.listDocuments(w.dataSourceId()).length;
+    const docs = (): number => fileDocuments(w.emu, w.dataSourceId()).length;
     expect(docs()).toBe(12);
 
     const away = join(w.dir, 'share-unmounted');
@@ -60,7 +61,7 @@ describe('dssync run: outages', () => {
       },
       { timeout: 60_000, what: '/healthz degraded while the service is down' },
     );
-    expect(w.emu.store.listDocuments(w.dataSourceId()).length).toBe(6);
+    expect(fileDocuments(w.emu, w.dataSourceId()).length).toBe(6);
     // Still down for the retry: a full pass fails too, and the mapping backs off again.
     await waitFor(() => d.logs().some((l) => l.msg === 'mapping degraded; will retry'), { timeout: 60_000, what: 'a retry while the service is down' });
     const t0 = Date.now();

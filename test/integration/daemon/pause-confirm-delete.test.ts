@@ -12,6 +12,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Workspace } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { daemonWorkspace, docAt, freePort, startDaemon, waitFor, type DaemonProcess } from './daemon-process.js';
+import { fileDocuments } from '../../helpers/mirror-check.js';
 
 let ws: Workspace | undefined;
 const daemons: DaemonProcess[] = [];
@@ -49,6 +50,8 @@ describe('dssync pause / resume', () => {
     expect(p.code, p.stderr).toBe(0);
     expect(p.stdout).toContain('paused');
     await waitFor(async () => (await d.status()).mappings[0]?.phase === 'paused', { timeout: 30_000, what: 'paused' });
+    // Its lease is released (a standby may mirror meanwhile); after that, no request at all.
+    await waitFor(async () => (await d.status()).mappings[0]?.lease?.state === 'released', { timeout: 30_000, what: 'the lease released' });
     const before = requests(w);
 
     await w.write('b.txt', 'new while paused');
@@ -102,7 +105,7 @@ describe('dssync confirm-delete', () => {
     for (const n of names) await w.write(n, `file ${n}`);
     // A short retry delay: a daemon that retried the stopped pass would list many times below.
     const d = await start(w, { DSSYNC_RETRY_DELAY_MS: '200' });
-    await waitFor(() => w.emu.store.listDocuments(w.dataSourceId()).length === 20, { timeout: 60_000, what: '20 documents' });
+    await waitFor(() => fileDocuments(w.emu, w.dataSourceId()).length === 20, { timeout: 60_000, what: '20 documents' });
     const id = (await d.status()).mappings[0]!.id;
 
     const gone = names.slice(0, 16);
@@ -127,12 +130,12 @@ describe('dssync confirm-delete', () => {
     expect(st.code).toBe(1);
     expect((await d.status()).mappings[0]!.recentErrors.filter((e) => e.message.startsWith('waiting for your decision'))).toHaveLength(1);
     expect(listings(w)).toBe(listed);
-    expect(w.emu.store.listDocuments(w.dataSourceId())).toHaveLength(20);
+    expect(fileDocuments(w.emu, w.dataSourceId())).toHaveLength(20);
 
     const c = await runCli(['confirm-delete', '--config', w.configPath, '--mapping', id], w.env);
     expect(c.code, c.stderr).toBe(0);
     expect(c.stdout).toContain('16 deletion(s) confirmed');
-    await waitFor(() => w.emu.store.listDocuments(w.dataSourceId()).length === 4, { timeout: 60_000, what: 'the 16 deleted' });
+    await waitFor(() => fileDocuments(w.emu, w.dataSourceId()).length === 4, { timeout: 60_000, what: 'the 16 deleted' });
     await waitFor(async () => (await d.status()).mappings[0]?.pendingDeletes === undefined && (await d.status()).mappings[0]?.degraded.length === 0, { timeout: 30_000, what: 'the wait over' });
     for (const n of names.slice(16)) expect(docAt(w, n)).toHaveLength(1);
     const again = await runCli(['confirm-delete', '--config', w.configPath, '--mapping', id], w.env);
@@ -146,11 +149,11 @@ describe('dssync confirm-delete', () => {
     const names = Array.from({ length: 20 }, (_, i) => `g${String(i).padStart(2, '0')}.txt`);
     for (const n of names) await w.write(n, `file ${n}`);
     const d = await start(w, { DSSYNC_RETRY_DELAY_MS: '200' });
-    await waitFor(() => w.emu.store.listDocuments(w.dataSourceId()).length === 20, { timeout: 60_000, what: '20 documents' });
+    await waitFor(() => fileDocuments(w.emu, w.dataSourceId()).length === 20, { timeout: 60_000, what: '20 documents' });
     for (const n of names.slice(0, 16)) await rm(join(w.share, n));
     await waitFor(async () => (await d.status()).mappings[0]?.pendingDeletes !== undefined, { timeout: 60_000, what: 'the deletions waiting' });
     for (const n of names.slice(0, 16)) await w.write(n, `file ${n}`);
     await waitFor(async () => (await d.status()).mappings[0]?.pendingDeletes === undefined && (await d.status()).mappings[0]?.degraded.length === 0, { timeout: 60_000, what: 'the wait over' });
-    expect(w.emu.store.listDocuments(w.dataSourceId())).toHaveLength(20);
+    expect(fileDocuments(w.emu, w.dataSourceId())).toHaveLength(20);
   });
 });

@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { daemonTests } from '../../helpers/daemon-test.js';
 import type { Workspace } from '../../helpers/mirror-check.js';
 import { docAt, waitConverged, waitFor, waitIdle, type DaemonProcess } from './daemon-process.js';
+import { filesUploaded } from '../../helpers/mirror-check.js';
 
 const daemons = daemonTests();
 
@@ -49,14 +50,14 @@ describe('dssync run: a folder replaced under its own name is watched again (iss
       files: { 'docs/index.txt': 'release 1', 'docs/only-in-1.txt': 'gone in release 2', 'staging/index.txt': 'release 2', 'staging/notes.txt': 'release 2 notes' },
     });
     const notesId = idOf(w, 'staging/notes.txt');
-    const uploads = w.emu.stats().filesUploaded;
+    const uploads = filesUploaded(w.emu);
 
     // As a deploy script does it: the new folder is in place before the watcher looks.
     execFileSync('sh', ['-c', 'rm -rf docs && mv staging docs'], { cwd: w.share });
     await waitConverged(w, 'the staging folder deployed as docs');
     await waitIdle(daemon);
     expect(idOf(w, 'docs/notes.txt')).toBe(notesId);
-    expect(w.emu.stats().filesUploaded).toBe(uploads); // renames only, no upload
+    expect(filesUploaded(w.emu)).toBe(uploads); // renames only, no upload
 
     await writeFile(join(w.share, 'docs', 'after-deploy.txt'), 'written after the deploy');
     await waitConverged(w, 'a write in the deployed folder');

@@ -3,7 +3,7 @@
  * says what was and was not tested): the Kubernetes manifests parse as YAML (with Python's
  * yaml module: no YAML parser is among the project's packages; skipped, saying so, where
  * python3 lacks it), hold what the deployment rules ask (one replica, read-only root and
- * share, the state on a claim, the pinned identity from the Secret, /healthz probes), and
+ * share, the state on a claim, the pinned identity from the Secret, /healthz and /readyz probes), and
  * the ConfigMap's config loads with dssync's own loader; the Containerfile says what the
  * image promises (base as a build argument, non-root user, volume, healthcheck, entrypoint).
  */
@@ -44,7 +44,9 @@ describe('deploy/kubernetes', () => {
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 });
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(20);
-    for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) expect(c[probe].httpGet.path).toBe('/healthz');
+    for (const probe of ['startupProbe', 'livenessProbe']) expect(c[probe].httpGet.path).toBe('/healthz');
+    // Ready only while it mirrors: a standby replica (another holds the lease) is not.
+    expect(c.readinessProbe.httpGet.path).toBe('/readyz');
     const mounts = Object.fromEntries((c.volumeMounts as Obj[]).map((m) => [m['name'], m]));
     expect(mounts['share']).toMatchObject({ readOnly: true });
     expect(mounts['config']).toMatchObject({ mountPath: '/etc/dssync', readOnly: true });

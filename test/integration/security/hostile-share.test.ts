@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, type CliResult } from '../cli/run-cli.js';
 import { daemonWorkspace, startDaemon, waitFor, type DaemonProcess } from '../daemon/daemon-process.js';
-import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { createWorkspace, type Workspace, fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
 
 const SECRET = 'SERVICE-ACCOUNT-SECRET-0600-do-not-publish';
 
@@ -36,14 +36,14 @@ afterEach(async () => {
 function serviceContent(w: Workspace): string {
   return w.emu.store
     .listDataSources()
-    .flatMap((ds) => w.emu.store.listDocuments(ds.data_source_id))
+    .flatMap((ds) => fileDocuments(w.emu, ds.data_source_id))
     .map((d) => JSON.stringify(d) + w.emu.store.listChunks(d.document_id).map((c) => c.text).join('\n'))
     .join('\n');
 }
 
 function docText(w: Workspace, path: string): string | undefined {
   for (const ds of w.emu.store.listDataSources()) {
-    const d = w.emu.store.listDocuments(ds.data_source_id).find((x) => x.metadata?.dssync_path === path);
+    const d = fileDocuments(w.emu, ds.data_source_id).find((x) => x.metadata?.dssync_path === path);
     if (d) return w.emu.store.listChunks(d.document_id).map((c) => c.text).join('');
   }
   return undefined;
@@ -199,7 +199,7 @@ describe('security: FIFOs never freeze the daemon (real dssync run)', () => {
     // It still answers health checks (503 degraded is an answer).
     expect([200, 503]).toContain((await d.healthz()).httpStatus);
     // Nothing was mirrored without the ignore file's rules.
-    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(filesUploaded(ws.emu)).toBe(0);
     d.child.kill('SIGTERM');
     const exit = await exitWithin(d, 10_000);
     expect(exit).toEqual({ code: 0, signal: null });

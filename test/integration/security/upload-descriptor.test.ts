@@ -14,7 +14,7 @@ import { createClientFromConfig } from '../../../src/compose/client.js';
 import { isApiError, type ApiError } from '../../../src/api/errors.js';
 import type { UploadFile } from '../../../src/api/records.js';
 import { loadConfig } from '../../../src/config/load.js';
-import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { createWorkspace, type Workspace, fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
 
 let ws: Workspace | undefined;
 afterEach(async () => {
@@ -42,15 +42,14 @@ async function upload(w: Workspace, files: UploadFile[]): Promise<{ ok: true } |
 function storedText(w: Workspace): string {
   const ds = w.emu.store.listDataSources().find((d) => d.name === 'Share');
   if (!ds) return '';
-  return w.emu.store
-    .listDocuments(ds.data_source_id)
+  return fileDocuments(w.emu, ds.data_source_id)
     .flatMap((d) => w.emu.store.listChunks(d.document_id).map((c) => c.text))
     .join('\n');
 }
 
 function documentCount(w: Workspace): number {
   const ds = w.emu.store.listDataSources().find((d) => d.name === 'Share');
-  return ds ? w.emu.store.listDocuments(ds.data_source_id).length : 0;
+  return ds ? fileDocuments(w.emu, ds.data_source_id).length : 0;
 }
 
 describe('security: uploads stream the checked descriptor', () => {
@@ -114,7 +113,7 @@ describe('security: uploads stream the checked descriptor', () => {
     expect(e.message).toContain('not the version that was hashed');
     // Nothing left: no listing is needed before the next try.
     expect(e.ambiguous).toBe(false);
-    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(filesUploaded(ws.emu)).toBe(0);
     expect(documentCount(ws)).toBe(0);
   });
 
@@ -129,7 +128,7 @@ describe('security: uploads stream the checked descriptor', () => {
     expect(r.ok).toBe(false);
     expect((r as { error: ApiError }).error.message).toContain('replaced by another file');
     expect((r as { error: ApiError }).error.ambiguous).toBe(false);
-    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(filesUploaded(ws.emu)).toBe(0);
   });
 
   it('a file, or a folder above it, swapped for a link to an outside target is not sent, with or without identity', async () => {
@@ -152,7 +151,7 @@ describe('security: uploads stream the checked descriptor', () => {
         expect((r as { error: ApiError }).error.code).toBe('E_FILE_CHANGED');
       }
     }
-    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(filesUploaded(ws.emu)).toBe(0);
     expect(storedText(ws)).not.toContain(secret);
   });
 
@@ -163,6 +162,6 @@ describe('security: uploads stream the checked descriptor', () => {
     const r = await upload(ws, [{ path, name: 'pipe.txt', within: ws.share }]);
     expect(r.ok).toBe(false);
     expect((r as { error: ApiError }).error.message).toContain('FIFO');
-    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(filesUploaded(ws.emu)).toBe(0);
   });
 });

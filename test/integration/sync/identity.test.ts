@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { cp, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 import { requireBuiltBinary, runCli, type CliResult } from '../cli/run-cli.js';
 import { garbageStateText } from '../../helpers/state-fixture.js';
 
@@ -30,8 +30,7 @@ function asHost(host: string, args: string[], env: Record<string, string>): Prom
 
 /** Document ids by name, and the installation each carries. */
 function docs(w: Workspace): { name: string; id: string; installation: unknown }[] {
-  return w.emu.store
-    .listDocuments(w.dataSourceId())
+  return fileDocuments(w.emu, w.dataSourceId())
     .map((d) => ({ name: d.name ?? '', id: d.document_id, installation: d.metadata?.dssync_installation }))
     .sort((a, b) => a.name.localeCompare(b.name));
 }

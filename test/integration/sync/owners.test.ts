@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
 
 let ws: Workspace | undefined;
@@ -39,7 +39,7 @@ describe('another owner on the same data source (issue 9, defect 6)', () => {
     const second = await runCli(['sync', '--config', config2], ws.env);
     // The first host's documents are reported as another owner's: not "in sync", nothing deleted.
     expect(second.stdout + second.stderr).toMatch(/conflict: document .* another dssync installation/);
-    const names = () => ws!.emu.store.listDocuments(dsId).map((d) => d.name).sort();
+    const names = () => fileDocuments(ws!.emu, dsId).map((d) => d.name).sort();
     expect(names()).toEqual(['a.txt', 'b.txt', 'c.txt']);
 
     // And the first config, with prune all, leaves the second's document alone.

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 import { requireBuiltBinary, runCli, type CliResult } from '../cli/run-cli.js';
 
 const run = promisify(execFile);
@@ -28,7 +28,7 @@ afterEach(async () => {
 
 /** What the service holds for the document of `path`: its text (the emulator's chunks). */
 function serviceText(w: Workspace, path: string): string | undefined {
-  const d = w.emu.store.listDocuments(w.dataSourceId()).find((x) => x.metadata?.dssync_path === path);
+  const d = fileDocuments(w.emu, w.dataSourceId()).find((x) => x.metadata?.dssync_path === path);
   return d && w.emu.store.listChunks(d.document_id).map((c) => c.text).join('');
 }
 
@@ -111,7 +111,7 @@ describe('the quick check sees same-size rewrites (issue 9, defect 4)', () => {
     const uploadedSha = (name: string): unknown =>
       w.emu.store
         .listDataSources()
-        .flatMap((ds) => w.emu.store.listDocuments(ds.data_source_id))
+        .flatMap((ds) => fileDocuments(w.emu, ds.data_source_id))
         .find((x) => x.metadata?.dssync_path === name)?.metadata?.dssync_sha256;
 
     let proved = false;

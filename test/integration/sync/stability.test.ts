@@ -9,7 +9,7 @@
 import { utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary } from '../cli/run-cli.js';
 
 let ws: Workspace | undefined;
@@ -27,8 +27,7 @@ async function writeChanging(w: Workspace, path: string, content: string): Promi
 }
 
 function names(w: Workspace): string[] {
-  return w.emu.store
-    .listDocuments(w.dataSourceId())
+  return fileDocuments(w.emu, w.dataSourceId())
     .map((d) => d.name ?? '')
     .sort();
 }

@@ -5,7 +5,7 @@
 import { rename, rm, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CONVERGED, checkConvergence, createWorkspace, writeRequests, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, writeRequests, SYNC_LEASE_WRITES, TOKEN, type Workspace, fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { corruptStateText } from '../../helpers/state-fixture.js';
@@ -48,18 +48,19 @@ describe('dssync sync', () => {
     expect(report.ok).toBe(true);
     expect(report.mappings[0]?.counts.uploaded).toBe(AWKWARD_NAMES.length + 2);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
-    const names = ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => d.name);
+    const names = fileDocuments(ws.emu, ws.dataSourceId()).map((d) => d.name);
     expect(names).toContain('café.txt'.normalize('NFC'));
     expect(names).toContain('Réunion d’équipe – procès-verbal.txt');
 
-    // One upload request for the 8 files (batch of 20), one update per document.
-    expect(ws.emu.stats().uploads).toBe(1);
+    // One upload request for the 8 files (batch of 20), one update per document; and the lease's marker.
+    expect(ws.emu.stats().uploads).toBe(2);
 
     const writesBefore = writeRequests(ws.emu);
     const second = await ws.sync('--json');
     expect(second.code).toBe(0);
     expect(jsonOf<SyncJson>(second).mappings[0]?.counts.unchanged).toBe(AWKWARD_NAMES.length + 2);
-    expect(writeRequests(ws.emu)).toBe(writesBefore);
+    // None for a document: the lease's claim and release only.
+    expect(writeRequests(ws.emu)).toBe(writesBefore + SYNC_LEASE_WRITES);
   });
 
   it('carries edits, renames, folder moves and deletions over; renamed documents keep their id', { timeout: 60_000 }, async () => {
@@ -70,7 +71,7 @@ describe('dssync sync', () => {
     await ws.write('dir/x.md', 'x-ray');
     await ws.write('dir/sub/y.md', 'yankee');
     expect((await ws.sync()).code).toBe(0);
-    const idOf = (path: string) => ws!.emu.store.listDocuments(ws!.dataSourceId()).find((d) => d.metadata?.dssync_path === path)?.document_id;
+    const idOf = (path: string) => fileDocuments(ws!.emu, ws!.dataSourceId()).find((d) => d.metadata?.dssync_path === path)?.document_id;
     const idB = idOf('b.txt');
     const idY = idOf('dir/sub/y.md');
 
@@ -88,11 +89,11 @@ describe('dssync sync', () => {
     const plan = jsonOf<SyncJson>(dry).mappings[0]?.plan?.map((p) => `${p.op} ${p.from ? `${p.from} -> ` : ''}${p.path}`).sort();
     expect(plan).toEqual(['delete c.txt', 'rename b.txt -> b-renamed.txt', 'rename dir/sub/y.md -> moved/sub/y.md', 'rename dir/x.md -> moved/x.md', 'replace a.txt']);
 
-    const uploadsBefore = ws.emu.stats().filesUploaded;
+    const uploadsBefore = filesUploaded(ws.emu);
     const r = await ws.sync('--json');
     expect(r.code, r.stderr).toBe(0);
     expect(jsonOf<SyncJson>(r).mappings[0]?.counts).toMatchObject({ replaced: 1, renamed: 3, deleted: 1 });
-    expect(ws.emu.stats().filesUploaded - uploadsBefore).toBe(1);
+    expect(filesUploaded(ws.emu) - uploadsBefore).toBe(1);
     expect(idOf('b-renamed.txt')).toBe(idB);
     expect(idOf('moved/sub/y.md')).toBe(idY);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
@@ -105,12 +106,12 @@ describe('dssync sync', () => {
     // The state on disk is a snapshot and its journal: lose both; <statePath>.identity.json stays.
     await rm(ws.statePath, { force: true });
     await rm(`${ws.statePath}.journal`, { force: true });
-    const uploads = ws.emu.stats().filesUploaded;
+    const uploads = filesUploaded(ws.emu);
     const r = await ws.sync('--json');
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stderr).toMatch(/is missing: kept the installation's identity/);
     expect(jsonOf<SyncJson>(r).mappings[0]?.counts).toMatchObject({ uploaded: 0, deleted: 0, unchanged: 30 });
-    expect(ws.emu.stats().filesUploaded).toBe(uploads);
+    expect(filesUploaded(ws.emu)).toBe(uploads);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
@@ -119,7 +120,7 @@ describe('dssync sync', () => {
     for (let i = 0; i < 30; i++) await ws.write(`f${i}.txt`, `content ${i}`);
     expect((await ws.sync()).code).toBe(0);
     for (const f of ['', '.journal', '.identity.json']) await rm(`${ws.statePath}${f}`, { force: true });
-    const uploads = ws.emu.stats().filesUploaded;
+    const uploads = filesUploaded(ws.emu);
     // A new state draws a new id: it holds every upload, names the command (issue 23)...
     const held = await ws.sync();
     expect(held.code).toBe(1);
@@ -129,7 +130,7 @@ describe('dssync sync', () => {
     const r = await ws.sync('--json');
     expect(r.code).toBe(0);
     expect(jsonOf<SyncJson>(r).mappings[0]?.counts.adopted).toBe(30);
-    expect(ws.emu.stats().filesUploaded).toBe(uploads);
+    expect(filesUploaded(ws.emu)).toBe(uploads);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
@@ -138,13 +139,13 @@ describe('dssync sync', () => {
     for (let i = 0; i < 5; i++) await ws.write(`f${i}.txt`, `content ${i}`);
     expect((await ws.sync()).code).toBe(0);
     await writeFile(ws.statePath, corruptStateText());
-    const uploads = ws.emu.stats().filesUploaded;
+    const uploads = filesUploaded(ws.emu);
     const r = await ws.sync();
     // Moved aside, rebuilt with the identity file's id and sessions: no adopt needed (issue 23).
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stderr).toMatch(/corrupt/);
     expect(r.stdout).not.toMatch(/dssync adopt/);
-    expect(ws.emu.stats().filesUploaded).toBe(uploads);
+    expect(filesUploaded(ws.emu)).toBe(uploads);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
@@ -168,17 +169,17 @@ describe('dssync sync', () => {
     const missing = await ws.sync();
     expect(missing.code).toBe(1);
     expect(missing.stdout).toMatch(/is missing.*outage/);
-    expect(ws.emu.store.listDocuments(ws.dataSourceId())).toHaveLength(3);
+    expect(fileDocuments(ws.emu, ws.dataSourceId())).toHaveLength(3);
 
     await mkdir(ws.share);
     const empty = await ws.sync();
     expect(empty.code).toBe(1);
     expect(empty.stdout).toMatch(/is empty.*--allow-mass-delete/);
-    expect(ws.emu.store.listDocuments(ws.dataSourceId())).toHaveLength(3);
+    expect(fileDocuments(ws.emu, ws.dataSourceId())).toHaveLength(3);
 
     const allowed = await ws.sync('--allow-mass-delete');
     expect(allowed.code).toBe(0);
-    expect(ws.emu.store.listDocuments(ws.dataSourceId())).toHaveLength(0);
+    expect(fileDocuments(ws.emu, ws.dataSourceId())).toHaveLength(0);
   });
 
   it('refuses a pass that would delete more than maxDeletePercent, unless allowed', { timeout: 60_000 }, async () => {
@@ -189,7 +190,7 @@ describe('dssync sync', () => {
     const blocked = await ws.sync('--json');
     expect(blocked.code).toBe(1);
     expect(jsonOf<SyncJson>(blocked).mappings[0]?.blocked?.kind).toBe('mass-delete');
-    expect(ws.emu.store.listDocuments(ws.dataSourceId())).toHaveLength(30);
+    expect(fileDocuments(ws.emu, ws.dataSourceId())).toHaveLength(30);
     const allowed = await ws.sync('--allow-mass-delete');
     expect(allowed.code).toBe(0);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
@@ -215,18 +216,18 @@ describe('dssync sync', () => {
     expect(tooLarge.message).not.toContain('dssync-upload');
     expect(tooLarge.message).toContain('file "big.txt" is larger than the limit of 2000 bytes');
     expect(tooLarge.message).toContain('the file is 3000 bytes');
-    expect(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => d.name)).toEqual(['ok.txt']);
+    expect(fileDocuments(ws.emu, ws.dataSourceId()).map((d) => d.name)).toEqual(['ok.txt']);
 
     const writesBefore = writeRequests(ws.emu);
     const again = await ws.sync('--json');
     expect(again.code).toBe(1);
     expect(jsonOf<SyncJson>(again).mappings[0]!.skipped.map((s) => s.path).sort()).toEqual(['big.txt', 'blob.bin', 'huge.txt']);
-    expect(writeRequests(ws.emu)).toBe(writesBefore);
+    expect(writeRequests(ws.emu)).toBe(writesBefore + SYNC_LEASE_WRITES);
 
     await ws.write('big.txt', 'small now');
     const fixed = await ws.sync('--json');
     expect(jsonOf<SyncJson>(fixed).mappings[0]!.skipped.map((s) => s.path).sort()).toEqual(['blob.bin', 'huge.txt']);
-    expect(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => d.name).sort()).toEqual(['big.txt', 'ok.txt']);
+    expect(fileDocuments(ws.emu, ws.dataSourceId()).map((d) => d.name).sort()).toEqual(['big.txt', 'ok.txt']);
   });
 
   it('names the field of an invalid config and exits 2', async () => {

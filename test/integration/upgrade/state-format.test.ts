@@ -15,7 +15,7 @@ import { installationIdFor } from '../../../src/engine/installation.js';
 import { encodeStateToString } from '../../../src/state/encoder.js';
 import { acquireLock } from '../../../src/state/lock.js';
 import { readStateFile } from '../../../src/state/store.js';
-import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 import { toFormat3 } from '../../helpers/state-v3.js';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 
@@ -47,13 +47,13 @@ describe('the state file across versions', () => {
     expect(old.split('\n')[0]).toMatch(/^dssync-state 3 \{"journalSeq":\d+\}$/);
     await writeFile(ws.statePath, old);
     await rm(`${ws.statePath}.journal`, { force: true });
-    const uploadsBefore = ws.emu.store.listDocuments(ws.dataSourceId()).length;
+    const uploadsBefore = fileDocuments(ws.emu, ws.dataSourceId()).length;
 
     const second = await ws.sync('--json');
     expect(second.code, second.stderr).toBe(0);
     const counts = jsonOf<SyncJson>(second).mappings[0]?.counts;
     expect(counts).toMatchObject({ uploaded: 0, replaced: 0, updated: 0, deleted: 0, unchanged: 3 });
-    expect(ws.emu.store.listDocuments(ws.dataSourceId()).length).toBe(uploadsBefore);
+    expect(fileDocuments(ws.emu, ws.dataSourceId()).length).toBe(uploadsBefore);
     // Rewritten in format 4 at once; the identity derived as 0.1.0's documents carry it.
     expect((await readFile(ws.statePath, 'utf8')).startsWith('dssync-state 5 {"needs":"0.3.0",')).toBe(true);
     expect((await readStateFile(ws.statePath))?.identity).toEqual({ installationId: derived, origin: 'derived', formerIds: [] });

@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Workspace } from '../../helpers/mirror-check.js';
 import { runCli } from '../cli/run-cli.js';
 import { authHeader, daemonWorkspace, freePort, startDaemon, waitFor, type DaemonProcess } from '../daemon/daemon-process.js';
+import { fileDocuments } from '../../helpers/mirror-check.js';
 
 const CHROMIUM = process.env.DSSYNC_CHROMIUM ?? '/usr/bin/chromium';
 /**
@@ -216,7 +217,7 @@ describe('the status page in a real browser', () => {
     await card.locator('button[data-action="confirm-delete"]').click();
     const docs = async (): Promise<number> => {
       const id = (await daemon.status()).mappings.find((m) => m.id === 'archive')!.dataSourceId!;
-      return ws.emu.store.listDocuments(id).length;
+      return fileDocuments(ws.emu, id).length;
     };
     await waitFor(async () => (await docs()) === 4, { timeout: 60_000, what: 'the 16 confirmed deletions' });
   });

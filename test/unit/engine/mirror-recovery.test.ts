@@ -48,10 +48,10 @@ function world() {
   const clock = new FakeClock(Date.parse('2026-11-28T00:00:00Z'));
   const api = new FakeApi();
   const local = new HashedLocal();
-  /** A process: a new mirror (a new writer session) over `state`, as installation `installationId`. */
+  /** A process: a new mirror (a new writer session) over `state`, as installation `installationId`, with the lease as it sees it. */
   const spec = { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune: 'ours', maxDeletePercent: 100, massDeleteMinimum: 100, batchFiles: 10, batchBytes: 1e9, concurrency: 2 } as const;
   const clocks = { now: () => clock.now(), monotonic: () => clock.monotonic() };
-  const processOf = (state: State, installationId = 'inst-A') => new Mirror({ spec: { ...spec, installationId }, api, state, local, logger: silent, ...clocks });
+  const processOf = (state: State, installationId = 'inst-A', lease?: LeaseView) => new Mirror({ spec: { ...spec, installationId }, api, state, local, logger: silent, ...clocks, lease: () => lease });
   /** Path -> [document ids, sessions] as the data source holds them. */
   const held = () => {
     const out: Record<string, { ids: string[]; sessions: string[] }> = {};
@@ -87,8 +87,8 @@ describe('recovery without commands (issue 34)', () => {
     expect(unsure.identityConflict).toBe('another-writer');
     expect(held()).toEqual(before);
 
-    const restored = processOf(state);
-    const r = await restored.fullPass({ lease: HELD });
+    const restored = processOf(state, 'inst-A', HELD);
+    const r = await restored.fullPass();
     expect(r.ok).toBe(true);
     expect(r.counts.uploaded + r.counts.replaced).toBe(0);
     const after = held();
@@ -102,7 +102,7 @@ describe('recovery without commands (issue 34)', () => {
     expect(after['c.txt']!.sessions).toEqual([newest]);
     expect(after['a.txt']!.sessions).toEqual([newest]);
     // In step from then on: another pass does nothing.
-    const again = await restored.fullPass({ lease: HELD });
+    const again = await restored.fullPass();
     expect(again.ops).toEqual([]);
   });
 
@@ -132,7 +132,7 @@ describe('recovery without commands (issue 34)', () => {
     expect(before['a.txt']!.sessions).toEqual(['-']);
     const lost = new State();
     expect((await processOf(lost).fullPass()).identityConflict).toBe('another-writer');
-    const r = await processOf(lost).fullPass({ lease: HELD });
+    const r = await processOf(lost, 'inst-A', HELD).fullPass();
     expect(r.ok).toBe(true);
     expect(r.counts.uploaded).toBe(0);
     const after = held();
@@ -148,7 +148,7 @@ describe('recovery without commands (issue 34)', () => {
     await processOf(first).fullPass();
     const live = Object.keys(first.m.sessions ?? {})[0]!;
     const before = held();
-    const r = await processOf(new State()).fullPass({ lease: { held: false, liveSession: live } });
+    const r = await processOf(new State(), 'inst-A', { held: false, liveSession: live }).fullPass();
     expect(r.identityConflict).toBe('another-writer');
     expect(held()).toEqual(before);
   });

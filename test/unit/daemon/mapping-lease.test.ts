@@ -1,0 +1,208 @@
+/**
+ * A mapping's lease at run time (daemon/mapping-lease.ts) over the fake service and a fake
+ * clock: two processes of one installation on one data source. One holds, the other is a
+ * standby naming it; a graceful stop hands over at the standby's next read; a crash hands
+ * over once the record went unchanged for the duration as the standby saw it; a creation
+ * race leaves one holder and one marker; a dead predecessor on this host is replaced at
+ * once; a holder that cannot renew stops writing before the other takes over. Never do two
+ * hold the lease at once. Writes of a mirror are refused while the lease is not held.
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { DatastoreApi } from '../../../src/api/api.js';
+import { LEASE, leaseRecordOf, type HostProbe } from '../../../src/engine/lease.js';
+import { isLeaseDocument } from '../../../src/engine/lease-view.js';
+import { leaseGated } from '../../../src/daemon/lease-gate.js';
+import { MappingLease } from '../../../src/daemon/mapping-lease.js';
+import { silentLogger } from '../../../src/log.js';
+import { apiError, FakeApi } from '../../helpers/fake-api.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
+
+const dir = '/nonexistent';
+
+const alive = new Set<number>();
+const probe = (host: string): HostProbe => ({ hostname: host, bootId: `boot-${host}`, alive: (pid) => alive.has(pid), procStart: () => undefined });
+
+/** A process's view of the service: `down` makes every request of it fail (a crash, a partition). */
+function link(api: FakeApi): { api: DatastoreApi; down: { on: boolean } } {
+  const down = { on: false };
+  const proxied = new Proxy(api, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => (down.on ? Promise.reject(apiError('E_CONNECTION', undefined, { retryable: true })) : (value as (...a: unknown[]) => unknown).apply(target, args));
+    },
+  });
+  return { api: proxied, down };
+}
+
+function processOf(api: DatastoreApi, clock: FakeClock, name: string, pid: number, host = 'node-a'): MappingLease {
+  alive.add(pid);
+  return new MappingLease({
+    api,
+    dataSourceId: 'ds1',
+    mappingId: 'docs',
+    holder: { installationId: 'pinned', session: `session-${name}`, host, boot: `boot-${host}`, pid },
+    probe: probe(host),
+    clock,
+    logger: silentLogger,
+    bodyFile: join(dir, `${name}.txt`),
+    url: 'file:///share/.dssync-lease-docs.txt',
+    // In memory: the fake service does not read it, and real I/O would race the fake clock.
+    files: { write: () => Promise.resolve(), remove: () => Promise.resolve() },
+  });
+}
+
+const markers = (api: FakeApi) => api.list().filter((d) => isLeaseDocument(d));
+
+/** Advances in small steps, asserting at each that at most one process holds the lease; returns when `until` holds. */
+async function run(clock: FakeClock, leases: MappingLease[], maxMs: number, until: () => boolean = () => false): Promise<number> {
+  const start = clock.monotonic();
+  while (clock.monotonic() - start < maxMs) {
+    await clock.advance(250);
+    expect(leases.filter((l) => l.holds()).length).toBeLessThanOrEqual(1);
+    if (until()) break;
+  }
+  return clock.monotonic() - start;
+}
+
+/** A holder (a, on node-a, whose link can go down) and a standby (b, on node-b), b started once a holds. */
+async function holderAndStandby(pids: [number, number], settleMs: number) {
+  const api = new FakeApi();
+  const clock = new FakeClock(1_000);
+  const la = link(api);
+  const a = processOf(la.api, clock, 'a', pids[0]);
+  const b = processOf(link(api).api, clock, 'b', pids[1], 'node-b');
+  a.start();
+  await run(clock, [a], 10_000, () => a.holds());
+  b.start();
+  await run(clock, [a, b], settleMs);
+  expect(a.holds()).toBe(true);
+  return { api, clock, la, a, b };
+}
+
+describe('the lease of one mapping, two processes', () => {
+  it('one holds, renews at its interval and releases on stop; the other is a standby naming it', async () => {
+    const api = new FakeApi();
+    const clock = new FakeClock(1_000);
+    const a = processOf(link(api).api, clock, 'a', 101);
+    a.start();
+    await run(clock, [a], 10_000, () => a.holds());
+    expect(a.holds()).toBe(true);
+    expect(markers(api)).toHaveLength(1);
+    const doc = markers(api)[0]!;
+    expect(doc.name).toBe('.dssync-lease-docs.txt');
+    expect(leaseRecordOf(doc)).toMatchObject({ mappingId: 'docs', session: 'session-a', host: 'node-a', pid: 101, released: false });
+
+    const b = processOf(link(api).api, clock, 'b', 102, 'node-b');
+    b.start();
+    const updates = api.count('updateDocument');
+    await run(clock, [a, b], 60 * 60_000);
+    expect(b.holds()).toBe(false);
+    expect(b.status()).toMatchObject({ state: 'standby', holder: { host: 'node-a', session: 'session-a' } });
+    expect(b.view()).toEqual({ held: false, liveSession: 'session-a' });
+    // At rest for an hour: the holder's one update per renewal, the standby's one read per check.
+    expect(api.count('updateDocument') - updates).toBe((60 * 60_000) / LEASE.renewMs);
+    expect(markers(api)).toHaveLength(1);
+
+    await a.stop();
+    expect(leaseRecordOf(markers(api)[0]!)?.released).toBe(true);
+    const took = await run(clock, [a, b], 60_000, () => b.holds());
+    // Released: taken at the standby's next read, no waiting for expiry.
+    expect(b.holds()).toBe(true);
+    expect(took).toBeLessThanOrEqual(LEASE.checkMs + LEASE.settleMs + 500);
+    await b.stop();
+  });
+
+  it('a crashed holder is replaced once its record went unchanged for the duration, as the standby saw it', async () => {
+    const { clock, la, a, b } = await holderAndStandby([201, 202], 30_000);
+    la.down.on = true; // the holder's machine is gone
+    const took = await run(clock, [a, b], 5 * 60_000, () => b.holds());
+    expect(b.holds()).toBe(true);
+    expect(took).toBeGreaterThanOrEqual(LEASE.durationMs - LEASE.renewMs);
+    expect(took).toBeLessThanOrEqual(LEASE.durationMs + LEASE.checkMs + LEASE.settleMs + 500);
+    await b.stop();
+  });
+
+  it('a holder cut off from the service stops writing before the other takes over, and never writes over its claim', async () => {
+    const { clock, la, a, b } = await holderAndStandby([301, 302], 20_000);
+    la.down.on = true;
+    let aStopped: number | undefined;
+    const t0 = clock.monotonic();
+    await run(clock, [a, b], 5 * 60_000, () => {
+      if (aStopped === undefined && !a.holds()) aStopped = clock.monotonic() - t0;
+      return b.holds();
+    });
+    const bTook = clock.monotonic() - t0;
+    expect(aStopped).toBeDefined();
+    expect(aStopped!).toBeLessThan(bTook);
+    expect(a.status().state).toBe('at-risk');
+    // Back online: the old holder finds the new one and becomes its standby.
+    la.down.on = false;
+    await run(clock, [a, b], 60_000);
+    expect(b.holds()).toBe(true);
+    expect(a.holds()).toBe(false);
+    expect(a.status()).toMatchObject({ state: 'standby', holder: { session: 'session-b' } });
+    await a.stop();
+    await b.stop();
+  });
+
+  it('two processes creating the marker at once: one holds, one marker stays', async () => {
+    const api = new FakeApi();
+    const clock = new FakeClock(1_000);
+    const a = processOf(link(api).api, clock, 'a', 401);
+    const b = processOf(link(api).api, clock, 'b', 402, 'node-b');
+    a.start();
+    b.start();
+    await run(clock, [a, b], 60_000);
+    expect(api.count('uploadDocuments')).toBe(2);
+    expect([a.holds(), b.holds()].filter(Boolean)).toHaveLength(1);
+    expect(markers(api)).toHaveLength(1);
+    await a.stop();
+    await b.stop();
+  });
+
+  it("a dead predecessor on this host is replaced at once, without waiting for the lease's duration", async () => {
+    const api = new FakeApi();
+    const clock = new FakeClock(1_000);
+    const la = link(api);
+    const old = processOf(la.api, clock, 'old', 501);
+    old.start();
+    await run(clock, [old], 10_000, () => old.holds());
+    la.down.on = true;
+    alive.delete(501); // killed: same host, same boot, its pid gone
+    const next = processOf(link(api).api, clock, 'new', 502);
+    next.start();
+    const took = await run(clock, [next], 60_000, () => next.holds());
+    expect(next.holds()).toBe(true);
+    expect(took).toBeLessThanOrEqual(LEASE.settleMs + 500);
+    await next.stop();
+  });
+
+  it('the marker deleted in the App is made again', async () => {
+    const api = new FakeApi();
+    const clock = new FakeClock(1_000);
+    const a = processOf(link(api).api, clock, 'a', 601);
+    a.start();
+    await run(clock, [a], 10_000, () => a.holds());
+    api.docs.delete(markers(api)[0]!.id);
+    await run(clock, [a], 60_000, () => markers(api).length === 1 && a.holds());
+    expect(markers(api)).toHaveLength(1);
+    expect(a.holds()).toBe(true);
+    await a.stop();
+  });
+});
+
+describe('the write gate', () => {
+  it("refuses a mirror's writes while the lease is not held, and lets reads through", async () => {
+    const api = new FakeApi();
+    let held = false;
+    const gated = leaseGated(api, () => held, 'docs');
+    await expect(gated.deleteDocument('ds1', 'x')).rejects.toMatchObject({ code: 'E_LEASE_NOT_HELD' });
+    await expect(gated.uploadDocuments('ds1', [])).rejects.toMatchObject({ code: 'E_LEASE_NOT_HELD' });
+    await expect(gated.listDocuments('ds1')).resolves.toEqual([]);
+    expect(api.count('deleteDocument')).toBe(0);
+    held = true;
+    await expect(gated.uploadDocuments('ds1', [])).resolves.toEqual([]);
+  });
+});
