@@ -16,7 +16,7 @@ import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type L
 import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver } from './pass-report.js';
 import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
-import { StabilityWindow } from './stability.js';
+import { renamedFromVanished, StabilityWindow } from './stability.js';
 import { nfc } from '../unicode.js';
 
 // The local side's port lives in local-side.ts; re-exported for the mirror's importers.
@@ -587,8 +587,10 @@ export class Mirror {
     // delete). Without it the follow-up found nothing to do and the document stayed (seed 16,
     // history 35,859 of session 9's long run).
     let listingNeeded = !full && scope !== undefined && scope.files.some((path) => !local.has(path) && this.stability.needsListing(path));
+    const renamed = renamedFromVanished(mapping.files, (p) => local.has(p) || scan.vouched?.paths.has(p) === true || blocked.has(p) || dirs.some((d) => p.startsWith(d)));
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
-      if (!this.stability.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) {
+      const file = local.get(path)!;
+      if ((full && renamed(file)) || !this.stability.mayBeBeingWritten(file, full, mapping.files.statOf(path))) {
         if (full || !this.stability.needsListing(path)) return true;
         listingNeeded = true;
         local.delete(path);
