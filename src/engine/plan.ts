@@ -18,8 +18,9 @@ import { DOCUMENT_SIZE_KEYS } from '../api/listing-form.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
-import { documentName, findUploadMark, nonceSession, uploadTag } from './document-fields.js';
+import { documentName, findUploadMark, nonceSession, unmarkedName, uploadTag } from './document-fields.js';
 import { fieldsMatch, readMeta } from './metadata.js';
+import type { ServiceNames } from './service-names.js';
 import { needsHash, type StatNow } from './racy.js';
 import { nfc } from '../unicode.js';
 
@@ -61,12 +62,12 @@ export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: n
  * mapping's and installation's metadata naming the path and the entry's content, the
  * entry's document, every field as desired), else undefined.
  */
-export function confirmedPath(doc: DocumentRecord, input: Pick<PlanInput, 'mappingId' | 'installationId' | 'desired'> & { files: ReadonlyFileTable }): string | undefined {
+export function confirmedPath(doc: DocumentRecord, input: Pick<PlanInput, 'mappingId' | 'installationId' | 'desired' | 'serviceNames'> & { files: ReadonlyFileTable }): string | undefined {
   const meta = readMeta(doc);
   if (meta === undefined || meta.mappingId !== input.mappingId || (input.installationId !== undefined && meta.installationId !== input.installationId)) return undefined;
   const entry = input.files.get(meta.path);
   if (entry === undefined || entry.documentId !== doc.id || entry.sha256 !== meta.sha256) return undefined;
-  return fieldsMatch(doc, input.desired({ path: meta.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: entry.sha256 })) ? meta.path : undefined;
+  return fieldsMatch(doc, input.desired({ path: meta.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: entry.sha256 }), input.serviceNames) ? meta.path : undefined;
 }
 
 /** A local file whose content hash is known. */
@@ -166,12 +167,13 @@ export interface PlanInput {
    */
   settled?: ((intent: Intent) => boolean) | undefined;
   /**
-   * The service ignores a new name in a metadata update (the first upload of this run
-   * showed it, executor.ts RenameCheck): a document of ours under another name than its
-   * file's (a marked upload that kept its mark, a file renamed) is replaced — sent again
-   * under the right name, the old one deleted — since an update would change nothing.
+   * What the service does to names (service-names.ts), as learned and kept in the state: a
+   * name it always rewrites is compared as it stores it, never "corrected" on every pass.
+   * With renames ignored, a document of ours still under its marked upload name is
+   * replaced — sent again under the right name, the old one deleted — since an update would
+   * change nothing; any other name it keeps is left as it is (the App keeps the old name).
    */
-  renamesIgnored?: boolean | undefined;
+  serviceNames?: ServiceNames | undefined;
 }
 
 /** 'lost-upload': a marked upload of ours that the service committed after its intent was closed. */
@@ -452,7 +454,7 @@ export function planMirror(input: PlanInput): PlanResult {
     }
 
     const good = pickGood(docs, file.sha256, entry?.documentId);
-    if (good && input.renamesIgnored && good.doc?.name !== undefined && nfc(good.doc.name) !== nfc(input.desired(file).name)) {
+    if (good && input.serviceNames?.renamesIgnored && good.doc?.name !== undefined && findUploadMark(good.doc.name) !== undefined) {
       const unmarkedOld = docs.filter((d) => d.fromIntent).length;
       ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
       continue;
@@ -462,7 +464,7 @@ export function planMirror(input: PlanInput): PlanResult {
         if (d.id === good.id) continue;
         ops.push(deleteOp(path, d, d.sha256 === file.sha256 ? 'duplicate' : 'stale-version'));
       }
-      const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file)));
+      const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file), input.serviceNames));
       // The document recorded at a path this plan leaves alone (set aside), yet listed here
       // with this file's content (a rename whose answer was lost, the old path written anew
       // since): the record goes with the document. Kept, two paths held one document, and
@@ -686,7 +688,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
       // our identity (a clone) is writing it, in the moment before its metadata; never ours.
       const session = tag === undefined ? undefined : nonceSession(nonce, tag);
       if (session !== undefined && !ourSession(session, sessions)) {
-        sameIdentity.push({ documentId: doc.id, path: (doc.name ?? doc.id).replace(/\.dssync-upload-[0-9a-z]+/gi, ''), mappingId: input.mappingId, installationId: input.installationId });
+        sameIdentity.push({ documentId: doc.id, path: unmarkedName(doc.name ?? doc.id), mappingId: input.mappingId, installationId: input.installationId });
       } else if (session !== undefined) {
         lostUploads.push(doc);
         ourDocumentCount++;
