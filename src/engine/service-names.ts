@@ -47,22 +47,25 @@ export function nameAsStored(docName: string, wanted: string, names: ServiceName
  */
 export function learnNameRule(sent: string, shown: string, prior?: NameRule): NameRule | undefined {
   const have = nfc(shown);
-  for (const lower of [false, true]) {
-    for (const noExtension of [false, true]) {
+  // What earlier answers taught is tried first (a rewrite this name does not show, such as
+  // lower-casing a name already in lower case, is kept); else the fewest rewrites. An exact
+  // explanation wins over a new suffix, and both over a cut (a dropped extension is no cut).
+  const order = (known: boolean | undefined): boolean[] => (known ? [true, false] : [false, true]);
+  const bases: { flags: NameRule; base: string }[] = [];
+  for (const lower of order(prior?.lower)) {
+    for (const noExtension of order(prior?.noExtension)) {
       let base = lower ? sent.toLowerCase() : sent;
       if (noExtension) base = withoutExtension(base);
-      base = nfc(base);
-      if (noExtension && base === nfc(lower ? sent.toLowerCase() : sent)) continue;
-      if (lower && base === nfc(noExtension ? withoutExtension(sent) : sent)) continue;
-      const flags: NameRule = { ...(lower ? { lower: true } : {}), ...(noExtension ? { noExtension: true } : {}) };
-      for (const suffix of new Set(['', prior?.suffix ?? ''])) {
-        const full = base + suffix;
-        const rule: NameRule = { ...flags, ...(suffix !== '' ? { suffix } : {}) };
-        if (have === full) return withLimit(rule, prior?.maxBytes);
-        if (have.length < full.length && full.startsWith(have) && have !== '') return { ...rule, maxBytes: utf8Bytes(have) };
-      }
-      if (have.startsWith(base) && have.length > base.length) return withLimit({ ...flags, suffix: have.slice(base.length) }, prior?.maxBytes);
+      bases.push({ flags: { ...(lower ? { lower: true } : {}), ...(noExtension ? { noExtension: true } : {}) }, base: nfc(base) });
     }
+  }
+  const suffix = prior?.suffix ?? '';
+  const withSuffix = (flags: NameRule, sfx: string): NameRule => (sfx === '' ? flags : { ...flags, suffix: sfx });
+  for (const { flags, base } of bases) if (have === base + suffix) return withLimit(withSuffix(flags, suffix), prior?.maxBytes);
+  for (const { flags, base } of bases) if (have.length > base.length && have.startsWith(base)) return withLimit(withSuffix(flags, have.slice(base.length)), prior?.maxBytes);
+  for (const { flags, base } of bases) {
+    const full = base + suffix;
+    if (have !== '' && have.length < full.length && full.startsWith(have)) return { ...withSuffix(flags, suffix), maxBytes: utf8Bytes(have) };
   }
   return undefined;
 }
