@@ -25,7 +25,6 @@ import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
 import { documentName, findUploadMark, markUploadName, uploadNonce } from './document-fields.js';
 import type { HashedFile, Op } from './plan.js';
 import { learnNameRule, nameAsStored, type ServiceNames } from './service-names.js';
-import { nfc } from '../unicode.js';
 
 /** The state operations the executor needs (StateStore implements them). */
 export interface StateWriter {
