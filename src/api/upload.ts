@@ -337,6 +337,20 @@ export function matchUploadResults(files: UploadFile[], records: DocumentRecord[
     }
     pending = left;
   }
+  // Names the service rewrote as it stored them (lower-cased, the extension dropped, a
+  // suffix appended, cut at a length): the one file whose name shares the longest start with
+  // the record's, ignoring case, when no other file shares as long a one, and that start is
+  // the record's whole name or long enough to be no accident (a marked upload name starts
+  // with its own nonce, engine/document-fields.ts).
+  if (pending.length > 0) {
+    const left: DocumentRecord[] = [];
+    for (const rec of pending) {
+      const i = longestStart(rec.name as string, files, result);
+      if (i >= 0) result[i] = rec;
+      else left.push(rec);
+    }
+    pending = left;
+  }
   // One file sent, one document created: it is that file's, whatever the service named it
   // (otherwise the document would be an orphan and the file sent again, pass after pass).
   if (files.length === 1 && records.length === 1 && pending.length === 1) {
@@ -356,4 +370,25 @@ export function matchUploadResults(files: UploadFile[], records: DocumentRecord[
     if (r === undefined) throw badResponse(actx, `no returned document matches ${files[i]?.name ?? 'a file'}`);
     return r;
   });
+}
+
+/** Characters two names must share at their start to be matched by it alone (matchUploadResults). */
+const MATCHING_START = 16;
+
+/** The unmatched file whose name shares the longest start with `name` (case ignored); -1 when none or a tie. */
+function longestStart(name: string, files: readonly UploadFile[], result: readonly (DocumentRecord | undefined)[]): number {
+  const have = nfc(name).toLowerCase();
+  let best = -1;
+  let bestLength = 0;
+  let tie = false;
+  files.forEach((f, idx) => {
+    if (result[idx] !== undefined) return;
+    const sent = nfc(f.name).toLowerCase();
+    let n = 0;
+    while (n < have.length && n < sent.length && have[n] === sent[n]) n++;
+    if (n > bestLength) [best, bestLength, tie] = [idx, n, false];
+    else if (n === bestLength && n > 0) tie = true;
+  });
+  if (best < 0 || tie) return -1;
+  return bestLength === have.length || bestLength >= MATCHING_START ? best : -1;
 }

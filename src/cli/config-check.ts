@@ -125,7 +125,8 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   // The status address is check 7's subject; the other load warnings belong here.
   for (const w of loadWarnings.filter((m) => !m.startsWith('status.listen'))) report({ check: 'config', level: 'warn', message: w });
   // Mappings sharing a data source take each other's documents for another owner's (engine/installation.ts).
-  for (const message of sharedDataSourceProblems(config.mappings)) report({ check: 'config', level: 'fail', message });
+  const shared = sharedDataSourceProblems(config.mappings);
+  for (const message of shared) report({ check: 'config', level: 'fail', message });
   for (const e of secretErrors) report({ check: 'token', level: 'fail', message: e.message });
 
   // 2. Each mapped folder.
@@ -147,7 +148,13 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   if (secretErrors.length) {
     report({ check: 'service', level: 'fail', message: 'service, data source and App checks skipped: no token to present (see above)' });
   } else {
-    authRefused = await checkServiceSide(config, deps, report);
+    const side = await checkServiceSide(config, deps, report);
+    authRefused = side.authRefused;
+    // Mappings that name one data source two ways (by name and by id) share it as well.
+    for (const message of side.shared.filter((m) => !shared.includes(m))) {
+      shared.push(message);
+      report({ check: 'config', level: 'fail', message });
+    }
   }
 
   // 6-8. This machine.
@@ -180,10 +187,11 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   for (const r of await checkStatePath(config.statePath)) report(r);
   for (const r of await identityChecks(config, env)) report(r);
 
-  // An unreadable token is a configuration error, as for every other command (exit 2).
+  // An unreadable token, or two mappings on one data source, is a configuration error, as
+  // for every other command (exit 2).
   const exitCode = authRefused
     ? ExitCode.AUTH
-    : secretErrors.length
+    : secretErrors.length > 0 || shared.length > 0
       ? ExitCode.USAGE
       : results.some((r) => r.level === 'fail')
         ? ExitCode.FAILURE
@@ -193,10 +201,14 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   return exitCode;
 }
 
-/** Checks 3-5: the credentials, each data source, the App. True when the credentials were refused. */
-async function checkServiceSide(config: Config, deps: ConfigCheckDeps, report: (r: CheckResult) => void): Promise<boolean> {
+/**
+ * Checks 3-5: the credentials, each data source, the App. Whether the credentials were
+ * refused, and the mappings that resolved to one data source (engine/installation.ts).
+ */
+async function checkServiceSide(config: Config, deps: ConfigCheckDeps, report: (r: CheckResult) => void): Promise<{ authRefused: boolean; shared: string[] }> {
   const api = await (deps.createApi ?? defaultCreateApi)(config);
   let authRefused: boolean;
+  let shared: string[] = [];
   try {
     const service = await checkService(api, config);
     authRefused = service.authRefused;
@@ -211,6 +223,7 @@ async function checkServiceSide(config: Config, deps: ConfigCheckDeps, report: (
         if (r.wouldCreate) created.push(m.id);
         report(r.result);
       }
+      shared = sharedDataSourceProblems(config.mappings, (m) => resolved.get(m.id));
       if (config.appId !== undefined && !authRefused) {
         for (const r of await checkApp(api, config.appId, config.mappings, resolved, created)) report(r);
       }
@@ -218,7 +231,7 @@ async function checkServiceSide(config: Config, deps: ConfigCheckDeps, report: (
   } finally {
     await api.close?.();
   }
-  return authRefused;
+  return { authRefused, shared };
 }
 
 async function defaultCreateApi(config: Config): Promise<DatastoreApi & { close: () => Promise<void> }> {

@@ -13,6 +13,7 @@
  * fault: the daemon starts and retries as it does for outages. Once running, a refusal no
  * longer ends it: the provider asks again at most once every 5 minutes (auth/renewing.ts).
  */
+import type { DataSourceRecord } from '../api/records.js';
 import type { TokenProvider } from '../api/token-provider.js';
 import { createClientFromConfig } from '../compose/client.js';
 import type { Config } from '../config/types.js';
@@ -24,26 +25,26 @@ import type { Logger } from '../log.js';
 const CHECK_TIMEOUT_MS = 20_000;
 
 /**
- * The refusal when the credentials (exit 3) or the configuration (exit 2) were refused;
- * undefined otherwise (accepted, or not known yet). `tokens` is the provider the daemon then uses: the token it obtains here serves the
+ * The refusal when the credentials (exit 3) or the configuration (exit 2) were refused, else
+ * the data sources the service listed (neither: not known yet). `tokens` is the provider the daemon then uses: the token it obtains here serves the
  * daemon's first requests (one grant per start). It should log nothing yet: on a refusal it
  * would announce a retry in 5 minutes that the process, about to exit, never makes; the
  * outcome is logged below.
  */
-export async function credentialsRefusedAtStart(config: Config, logger: Logger, tokens: TokenProvider): Promise<Error | undefined> {
+export async function credentialsRefusedAtStart(config: Config, logger: Logger, tokens: TokenProvider): Promise<{ refused?: Error | undefined; dataSources?: readonly DataSourceRecord[] | undefined }> {
   const api = createClientFromConfig({ ...config, queue: { ...config.queue, maxAttempts: 1 } }, { onUnreachable: () => undefined, tokens });
   try {
     const signal = AbortSignal.timeout(CHECK_TIMEOUT_MS);
-    await api.listDataSources({ signal });
+    const dataSources = await api.listDataSources({ signal });
     for (const [i, m] of config.mappings.entries()) {
       if (m.dataSourceId !== undefined) await resolveDataSource(api, m, `mappings[${i}]`, { create: false, signal });
     }
-    return undefined;
+    return { dataSources };
   } catch (e) {
     const d = disposition(e);
-    if (d.exitCode === 3 || (d.exitCode === 2 && d.kind !== 'retry')) return e instanceof Error ? e : new Error(String(e));
+    if (d.exitCode === 3 || (d.exitCode === 2 && d.kind !== 'retry')) return { refused: e instanceof Error ? e : new Error(String(e)) };
     logger.debug({ err: e instanceof Error ? e.message : String(e) }, 'the credentials could not be checked at start; the mappings will retry');
-    return undefined;
+    return {};
   } finally {
     await api.close();
   }

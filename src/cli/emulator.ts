@@ -4,7 +4,7 @@
  * exits 0 after SIGTERM/SIGINT once in-flight requests are done and --data-dir is saved.
  */
 import type { Argv, CommandModule } from 'yargs';
-import type { EmulatorOptions, FaultOptions, NameRewrite, RunningEmulator } from '@dssync/emulator';
+import type { EmulatorOptions, FaultOptions, NameRewrite, NameRule, RunningEmulator } from '@dssync/emulator';
 import { loadEmulator } from './emulator-package.js';
 import { CliError, usageError } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
@@ -26,6 +26,8 @@ export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
   ambiguousRate?: unknown;
   rewriteNames?: string;
   ignoreRename?: boolean;
+  nameRules?: string;
+  nameMaxBytes?: unknown;
   seed?: unknown;
   tokenTtl?: unknown;
   orgHeader?: string;
@@ -39,6 +41,9 @@ export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
 const NAME_REWRITES = ['quoted', 'basename', 'trim', 'nfd'] as const satisfies readonly NameRewrite[];
 type SameAs<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _sameRewrites: SameAs<(typeof NAME_REWRITES)[number], NameRewrite> = true;
+/** The emulator's rules for every stored name, repeated for the same reason. */
+const NAME_RULES = ['lower', 'no-extension', 'suffix'] as const satisfies readonly NameRule[];
+const _sameRules: SameAs<(typeof NAME_RULES)[number], NameRule> = true;
 
 /**
  * Numeric options are declared without a type: yargs does not validate numbers ('abc' ->
@@ -110,6 +115,14 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, env: NodeJS.ProcessE
     faults.rewriteNames = args.rewriteNames as NameRewrite;
   }
   if (args.ignoreRename) faults.ignoreRename = true;
+  if (args.nameRules !== undefined) {
+    const rules = args.nameRules.split(',').map((r) => r.trim());
+    const bad = rules.find((r) => !(NAME_RULES as readonly string[]).includes(r));
+    if (bad !== undefined) throw usageError(`--name-rules must be a comma-separated list of ${NAME_RULES.join(', ')}, got ${JSON.stringify(bad)}`);
+    faults.nameRules = rules as NameRule[];
+  }
+  const nameMaxBytes = numberOption(args.nameMaxBytes, 'name-max-bytes', { min: 1, max: 1024, integer: true });
+  if (nameMaxBytes !== undefined) faults.nameMaxBytes = nameMaxBytes;
   if (Object.keys(faults).length > 0) opts.faults = faults;
   return opts;
 }
@@ -136,6 +149,8 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
       .option('ambiguous-rate', { requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of writes committed, then dropped unanswered (a number)' })
       .option('rewrite-names', { type: 'string', requiresArg: true, group: 'Faults:', describe: `How uploaded names are rewritten: ${NAME_REWRITES.join(', ')} (quoted: a backslash escapes the next character and is dropped)` })
       .option('ignore-rename', { type: 'boolean', group: 'Faults:', describe: 'A metadata update keeps the document\'s name' })
+      .option('name-rules', { type: 'string', requiresArg: true, group: 'Faults:', describe: `How every stored name is rewritten, at an upload and an update, comma-separated: ${NAME_RULES.join(', ')} (lower-cased, extension dropped, " (1)" appended)` })
+      .option('name-max-bytes', { requiresArg: true, group: 'Faults:', describe: 'Every stored name is cut to this many UTF-8 bytes (a number)' })
       .option('seed', { requiresArg: true, group: 'Faults:', describe: 'Seed for reproducible faults (a number)' })
       .example('$0 emulator --port 8080', 'Serve on http://127.0.0.1:8080 (token dev-token, organization dev-org)')
       .example('$0 emulator --rate-limit-rps 20 --error-rate 0.05 --seed 1', 'A rate-limited, slightly flaky service')

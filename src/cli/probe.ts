@@ -12,6 +12,7 @@ import { configFromArgs } from './context.js';
 import { usageError } from './exit.js';
 import { preparePrivateDir, writePrivateFile } from './private-dir.js';
 import type { GlobalArgs } from './options.js';
+import type { NameRule } from '../engine/service-names.js';
 
 interface ProbeArgs extends GlobalArgs {
   write?: boolean;
@@ -38,6 +39,14 @@ export interface ProbeReport {
   updateClearsAbsentFields: boolean | null;
   /** Whether a metadata update's new name shows when the document is read back (null: not tested). */
   updateRenames: boolean | null;
+  /**
+   * What the service does to a name it stores, from the names an update gave and the names
+   * read back (engine/service-names.ts: lower-cased, extension dropped, a suffix, cut at a
+   * length); null: not tested (or renames ignored: nothing to tell it from).
+   */
+  nameRule: NameRule | null;
+  /** nameRule in words (engine/service-names.ts describeServiceNames); empty: names kept as sent. */
+  nameRuleText: string[];
   /** Each name uploaded (--write) and the name the service then shows for it (null: not read back). */
   uploadNames: { sent: string; shown: string | null }[];
   notes: string[];
@@ -110,6 +119,8 @@ export async function runProbe(args: ProbeArgs, out: (s: string) => void = (s) =
     errorBodyShape: null,
     updateClearsAbsentFields: null,
     updateRenames: null,
+    nameRule: null,
+    nameRuleText: [],
     uploadNames: [],
     notes: [],
   };
@@ -178,7 +189,9 @@ async function writeRoundTrip(call: Call, connectors: string[], report: ProbeRep
       if (back.status < 300) report.updateClearsAbsentFields = inner.url !== 'https://probe.invalid/a';
       // dssync uploads under a marked name and renames with the metadata update: a service
       // that ignores or refuses the new name would show every document under its marked name.
-      if (back.status < 300) report.updateRenames = inner.name === 'probe-a-renamed.txt';
+      // (A service that rewrites the names it stores still shows the new one, rewritten.)
+      if (back.status < 300) report.updateRenames = typeof inner.name === 'string' && inner.name.toLowerCase().includes('probe-a-renamed');
+      if (report.updateRenames === true) await probeNameRule(call, docPath, report);
       await call('list-chunks-of-upload', 'GET', `${docPath}/chunks`);
     }
     docIds.push(...(await probeNames(call, dsPath, report, FormDataCtor)));
@@ -187,6 +200,29 @@ async function writeRoundTrip(call: Call, connectors: string[], report: ProbeRep
     const del = await call('delete-data-source', 'DELETE', dsPath);
     if (del.status >= 300 && del.status !== 404) report.notes.push(`could not delete the scratch data source ${dsId} (HTTP ${del.status}): delete it by hand`);
   }
+}
+
+/**
+ * Names an update gives to learn what the service does to the names it stores: case and
+ * extension (and a suffix) from a short one, a length limit from one longer than any
+ * service keeps (600 bytes; the emulator refuses past 1024).
+ */
+export const PROBE_RULE_NAMES = ['Probe-Case.TXT', `probe-long-${'n'.repeat(580)}.txt`];
+
+/** The rule the names read back after PROBE_RULE_NAMES show ({}: each kept as sent), into `report`. */
+async function probeNameRule(call: Call, docPath: string, report: ProbeReport): Promise<void> {
+  const { describeServiceNames, learnNameRule } = await import('../engine/service-names.js');
+  let rule: NameRule = {};
+  for (const sent of PROBE_RULE_NAMES) {
+    const put = await call('update-name-rule', 'PUT', docPath, { json: { name: sent } });
+    if (put.status >= 300) continue;
+    const back = await call('get-name-rule', 'GET', docPath);
+    const rec = isObj(back.body) ? (isObj(back.body.data) ? back.body.data : back.body) : {};
+    if (back.status >= 300 || typeof rec.name !== 'string' || rec.name === sent) continue;
+    rule = learnNameRule(sent, rec.name, rule) ?? rule;
+  }
+  report.nameRule = rule;
+  report.nameRuleText = describeServiceNames({ rule });
 }
 
 /** Uploads PROBE_NAMES in one request and reads each document back: what became of each name. */
@@ -271,6 +307,7 @@ function formatReport(r: ProbeReport): string {
     `rate-limit headers: ${r.rateLimitHeaders.length > 0 ? r.rateLimitHeaders.join(', ') : 'none seen'}`,
     `an update without url/metadata clears them: ${r.updateClearsAbsentFields === null ? 'not tested (use --write)' : r.updateClearsAbsentFields ? 'yes' : 'no (kept)'}`,
     `an update renames the document: ${r.updateRenames === null ? 'not tested (use --write)' : r.updateRenames ? 'yes' : 'NO: dssync uploads under a marked name and renames it with the update; on this service documents would keep their marked names'}`,
+    `names stored: ${r.nameRule === null ? 'not tested (use --write; not with renames ignored)' : r.nameRuleText.length === 0 ? 'as sent' : `the service ${r.nameRuleText.join(', ')} (dssync learns it at its first upload and compares names as stored)`}`,
     ...r.uploadNames.map((n) => `uploaded name ${JSON.stringify(n.sent)} shown as ${n.shown === null ? 'not read back' : n.shown === n.sent ? 'sent' : JSON.stringify(n.shown)}`),
     ...r.notes.map((n) => `note: ${n}`),
   ];

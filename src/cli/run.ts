@@ -29,12 +29,13 @@ export const runCommand: CommandModule<GlobalArgs, RunArgs> = {
 
 export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   // Heavy modules load only for this command: `dssync --help` stays fast.
-  const [{ Daemon }, { createLogger }, { listenFailureMessage }, { credentialsRefusedAtStart }, { createTokenProviderFromConfig }] = await Promise.all([
+  const [{ Daemon }, { createLogger }, { listenFailureMessage }, { credentialsRefusedAtStart }, { createTokenProviderFromConfig }, { sharedDataSourceProblems, resolvedIn }] = await Promise.all([
     import('../daemon/daemon.js'),
     import('../log.js'),
     import('../daemon/listen-check.js'),
     import('./credentials-at-start.js'),
     import('../compose/client.js'),
+    import('../engine/installation.js'),
   ]);
   const warnings: string[] = [];
   const load = () =>
@@ -57,7 +58,13 @@ export async function runDaemon(args: RunArgs, env: NodeJS.ProcessEnv = process.
   const tokensLog = logger.child({});
   tokensLog.level = 'silent';
   const tokens = createTokenProviderFromConfig(first, { logger: tokensLog });
-  const refused = await credentialsRefusedAtStart(first, logger, tokens);
+  const { refused, dataSources } = await credentialsRefusedAtStart(first, logger, tokens);
+  // Two mappings on one data source, however each names it: refused before anything starts (exit 2).
+  const shared = sharedDataSourceProblems(first.mappings, resolvedIn(dataSources ?? []));
+  if (shared.length > 0 && !refused) {
+    await tokens.close();
+    throw usageError(shared.join('\n'));
+  }
   if (refused) {
     await tokens.close();
     const exit = disposition(refused).exitCode;

@@ -136,6 +136,8 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     api = emptyListing(deps.api);
     return { id: wouldCreateId(mapping.dataSource?.name), created: false } satisfies ResolvedDataSource;
   });
+  const sharedResolved = await sharedAfterResolution(config, mapping, ds.id, deps);
+  if (sharedResolved !== undefined) throw new SharedDataSourceError(`${sharedResolved} (config mappings[${index}])`);
   if (!deps.folderMoved) {
     const recorded = deps.state.mapping(mapping.id);
     const problem = recorded && recorded.dataSourceId === ds.id ? await folderChangeProblem(config.statePath, mapping.id, recorded.root, mapping.path) : undefined;
@@ -187,6 +189,32 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     onOp: deps.onOp,
     onPlan: deps.onPlan,
   });
+}
+
+/**
+ * The refusal when another mapping of the config resolves to the data source `mapping`
+ * resolved to (`dataSourceId`), whichever way each names it. The others are resolved
+ * without creating anything and without a request where the config or the state knows the
+ * id: by id as written; by name, the id the state recorded for that name, else the service's
+ * data source of that name (none yet: no collision).
+ */
+async function sharedAfterResolution(config: Config, mapping: MappingConfig, dataSourceId: string, deps: BuildMirrorDeps): Promise<string | undefined> {
+  if (config.mappings.length < 2) return undefined;
+  const ids = new Map<string, string | undefined>([[mapping.id, dataSourceId]]);
+  for (const [i, m] of config.mappings.entries()) {
+    if (m.id !== mapping.id) ids.set(m.id, await resolvedIdOf(m, i, deps));
+  }
+  return sharedDataSourceProblems(config.mappings, (m) => ids.get(m.id)).find((p) => p.includes(JSON.stringify(mapping.id)));
+}
+
+async function resolvedIdOf(m: MappingConfig, index: number, deps: BuildMirrorDeps): Promise<string | undefined> {
+  if (m.dataSourceId !== undefined) return m.dataSourceId;
+  const recorded = deps.state.mapping(m.id);
+  if (recorded !== undefined && recorded.dataSourceName === m.dataSource.name) return recorded.dataSourceId;
+  return resolveDataSource(deps.api, m, `mappings[${index}]`, { create: false, signal: deps.signal }).then(
+    (r) => r.id,
+    () => undefined,
+  );
 }
 
 /**

@@ -76,36 +76,43 @@ const UPLOAD_MARK = '.dssync-upload-';
 
 /**
  * The name a file is uploaded under: its document's name with a nonce the upload's intent
- * records, before the extension (`sub/report.dssync-upload-3f9a0c1b2d4e.pdf`), as rsync
+ * records, at the start of the name and again before the extension
+ * (`.dssync-upload-3f9a0c1b2d4e.sub/report.dssync-upload-3f9a0c1b2d4e.pdf`), as rsync
  * writes to a temporary name and renames. The service names a document after the file
  * part; the metadata update that follows at once gives it its real name. Should the
  * upload's answer be lost, the listing shows a document only this upload can have made:
  * told from a person's document of the same name and size without doubt, so it is never a
- * duplicate left behind (docs/reliability.md, "What is ours"). The extension stays last
- * for a service that guesses the type from it.
+ * duplicate left behind (docs/reliability.md, "What is ours"). The mark at the start
+ * survives a service that cuts long names (a deep path past 255 bytes), the one before the
+ * extension a service that keeps the base name only; the extension stays last for a
+ * service that guesses the type from it.
  */
 export function markUploadName(name: string, nonce: string): string {
   const slash = name.lastIndexOf('/');
   const dot = name.lastIndexOf('.');
   // A dot that starts the base name (".bashrc") is not an extension.
   const ext = dot > slash + 1 ? dot : name.length;
-  return `${name.slice(0, ext)}${UPLOAD_MARK}${nonce}${name.slice(ext)}`;
+  return `${UPLOAD_MARK}${nonce}.${name.slice(0, ext)}${UPLOAD_MARK}${nonce}${name.slice(ext)}`;
 }
 
 /**
- * The mark and nonce anywhere in a document's name: `.dssync-upload-<nonce>`, the last one
- * when there are several (the mark is inserted before the extension, so a file whose own
- * name holds an old mark gets ours after it). Found wherever it sits, so that a name the
- * service rewrote around it — a backslash dropped as a quoted-string escape, the folder cut
- * off, spaces trimmed, Unicode normalised — is still recognised: the mark and the nonce
- * are plain ASCII, which none of those rewritings touch. The nonce in lower case.
+ * The mark and nonce in a document's name: `.dssync-upload-<nonce>`, the first one when
+ * there are several (ours starts the name; a cut can shorten only the later one). Found
+ * wherever it sits, so that a name the service rewrote around it — a backslash dropped as a
+ * quoted-string escape, the folder cut off, the end cut off, spaces trimmed, lower-cased,
+ * Unicode normalised — is still recognised: the mark and the nonce are plain ASCII, which
+ * none of those rewritings touch. The nonce in lower case.
  */
 export function findUploadMark(name: string): string | undefined {
-  let nonce: string | undefined;
-  for (const m of name.matchAll(UPLOAD_MARK_RE)) nonce = m[1]!.toLowerCase();
-  return nonce;
+  const m = UPLOAD_MARK_RE.exec(name);
+  return m === null ? undefined : m[1]!.toLowerCase();
 }
-const UPLOAD_MARK_RE = /\.dssync-upload-([0-9a-z]{1,64})/gi;
+const UPLOAD_MARK_RE = /\.dssync-upload-([0-9a-z]{1,64})/i;
+
+/** A marked name without its marks (markUploadName): the document's name it was sent for. */
+export function unmarkedName(name: string): string {
+  return name.replace(/^\.dssync-upload-[0-9a-z]+\./i, '').replace(/\.dssync-upload-[0-9a-z]+/gi, '');
+}
 
 /** Hex digits of the installation's tag that start each nonce (uploadNonce). */
 export const UPLOAD_TAG_LENGTH = 8;
@@ -138,14 +145,16 @@ export function uploadNonce(tag: string | undefined, session?: string | undefine
 }
 
 /**
- * Whose a marked name's nonce is: `undefined` when it does not carry our tag (uploadTag);
- * else the writer session it carries, or `''` for a nonce from before sessions (tag and 8
- * random digits only).
+ * Whose a marked name's nonce is: `undefined` when it does not carry our tag (uploadTag) or
+ * is not a whole nonce (a name cut inside it proves nothing: never taken for ours); else the
+ * writer session it carries, or `''` for a nonce from before sessions (tag and 8 random
+ * digits only).
  */
 export function nonceSession(nonce: string, tag: string): string | undefined {
-  if (nonce.length <= tag.length || !nonce.startsWith(tag)) return undefined;
+  if (!nonce.startsWith(tag)) return undefined;
   const rest = nonce.length - tag.length;
-  return rest === 8 + SESSION_LENGTH ? nonce.slice(tag.length, tag.length + SESSION_LENGTH) : '';
+  if (rest === 8) return '';
+  return rest === 8 + SESSION_LENGTH ? nonce.slice(tag.length, tag.length + SESSION_LENGTH) : undefined;
 }
 
 /** True when the nonce of a marked name is this installation's (uploadTag). */

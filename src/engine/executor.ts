@@ -22,9 +22,9 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import { disposition } from '../errors/disposition.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
-import { findUploadMark, markUploadName, uploadNonce } from './document-fields.js';
+import { documentName, findUploadMark, markUploadName, uploadNonce } from './document-fields.js';
 import type { HashedFile, Op } from './plan.js';
-import { nfc } from '../unicode.js';
+import { learnNameRule, nameAsStored, type ServiceNames } from './service-names.js';
 
 /** The state operations the executor needs (StateStore implements them). */
 export interface StateWriter {
@@ -83,20 +83,22 @@ export interface ExecutorOptions {
   /** The nonce of each upload's marked name (document-fields.ts). @default uploadNonce(uploadTag, session) */
   uploadNonce?: (() => string) | undefined;
   /**
-   * Whether the service renames a document with the metadata update (the marked upload
-   * name rests on it), as far as this run knows: checked once, at the first upload whose
-   * metadata is written (the update's answer, else the document read back). Once `ignored`,
-   * later batches are sent under their real names (no mark: a lost answer is told by name
-   * and size, plan.ts). Shared with the caller, which keeps it for the mapping.
+   * What the service does to names (service-names.ts), as far as the state and this run
+   * know: taught by the answers to metadata updates (an upload's, whose name the first one
+   * without it is read back for; a rename's or an update's when it carries the name). Once
+   * renames are ignored, later batches are sent under their real names (no mark: a lost
+   * answer is told by name and size, plan.ts). Shared with the caller, which keeps it in
+   * the state.
    */
-  renameCheck?: RenameCheck | undefined;
+  names?: NameCheck | undefined;
 }
 
-/** What the first upload of a run showed of the service's renaming (ExecutorOptions.renameCheck). */
-export interface RenameCheck {
+/** What the service was seen to do to names (ExecutorOptions.names). */
+export interface NameCheck {
+  known: ServiceNames;
+  /** Whether an upload's new name was seen in an answer (or read back) yet. */
   verified: boolean;
-  ignored: boolean;
-  /** The name the service kept (for the log), once ignored. */
+  /** The marked name the service kept, once renames are seen ignored (for the log). */
   shown?: string | undefined;
 }
 
@@ -265,7 +267,7 @@ class UploadBatches {
   /** Batch `i` under its marked names, and its intent, begun when asked (right before the send). */
   take(i: number): { named: NamedUpload[]; intent: () => Promise<string> } {
     // A service that ignores a new name would show the marked name for good: the real one.
-    const marked = this.o.renameCheck?.ignored !== true;
+    const marked = this.o.names?.known.renamesIgnored !== true;
     const named = this.batches[i]!.map((op) => {
       const name = this.o.desired(op.file).name;
       return { op, uploadName: marked ? markUploadName(name, this.nonce()) : name, marked };
@@ -319,7 +321,9 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
       done(o, r, op, op.documentId);
       return;
     }
-    await o.api.updateDocument(o.dataSourceId, op.documentId, o.desired(op.file), opts);
+    const desired = o.desired(op.file);
+    const answer = await o.api.updateDocument(o.dataSourceId, op.documentId, desired, opts);
+    if (o.names) checkUpdateName(o.names, op, answer, desired.name);
     const entry = entryFor(op.file, op.documentId, o.now);
     if (op.kind === 'rename') {
       o.state.renameFile(o.mappingId, op.from, op.path, entry);
@@ -396,7 +400,7 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
       try {
         const desired = o.desired(op.file);
         const answer = await o.api.updateDocument(o.dataSourceId, record.id, desired, { signal: o.signal });
-        if (named[i]!.marked && o.renameCheck && !o.renameCheck.verified) await checkRename(o, o.renameCheck, answer, desired.name);
+        if (named[i]!.marked && o.names) await checkUploadName(o, o.names, answer, desired.name);
       } catch (e) {
         allMarked = false;
         fail(o, r, op.kind, op.path, e);
@@ -422,29 +426,52 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
 }
 
 /**
- * Whether the service took the new name of a marked upload: the update's answer when it
- * carries the document's name, else the document read back. A name that still carries the
- * mark means the service ignores a new name (docs/probe.md); an unreadable answer proves
- * nothing and leaves the check for the next upload.
+ * What the answer to a marked upload's metadata update shows of the service's names: its
+ * name, else (once per run) the document read back. A name that still carries the mark
+ * means the service ignores a new name (docs/probe.md); another name than the one sent, a
+ * rewrite it makes (service-names.ts). An unreadable answer proves nothing.
  */
-async function checkRename(o: ExecutorOptions, check: RenameCheck, answer: DocumentRecord, wanted: string): Promise<void> {
-  check.verified = true;
+async function checkUploadName(o: ExecutorOptions, check: NameCheck, answer: DocumentRecord, wanted: string): Promise<void> {
   let shown = typeof answer.raw['name'] === 'string' ? answer.name : undefined;
-  if (shown === undefined) {
+  if (shown === undefined && !check.verified) {
+    check.verified = true;
     try {
       shown = (await o.api.getDocument(o.dataSourceId, answer.id, { signal: o.signal })).name;
     } catch {
       shown = undefined;
     }
+    if (shown === undefined) check.verified = false;
   }
-  if (shown === undefined) {
-    check.verified = false;
+  if (shown === undefined) return;
+  check.verified = true;
+  if (nameAsStored(shown, wanted, { rule: check.known.rule })) return;
+  if (findUploadMark(shown) !== undefined) {
+    check.known = { ...check.known, renamesIgnored: true };
+    check.shown = shown;
     return;
   }
-  if (nfc(shown) !== nfc(wanted) && findUploadMark(shown) !== undefined) {
-    check.ignored = true;
-    check.shown = shown;
+  learnRule(check, wanted, shown);
+}
+
+/**
+ * What the answer to an update shows: the name sent, the name the learned rule gives, else
+ * a new rule; a rename's answer showing its old name (as the service stores it), a rename
+ * the service ignores (a rename's old name is never taken for a rewrite of its new one).
+ */
+function checkUpdateName(check: NameCheck, op: Extract<Op, { kind: 'rename' | 'update-meta' }>, answer: DocumentRecord, wanted: string): void {
+  if (typeof answer.raw['name'] !== 'string' || answer.name === undefined) return;
+  const shown = answer.name;
+  if (nameAsStored(shown, wanted, { rule: check.known.rule })) return;
+  if (op.kind === 'update-meta') {
+    learnRule(check, wanted, shown);
+    return;
   }
+  if (!check.known.renamesIgnored && nameAsStored(shown, documentName(op.from), { rule: check.known.rule })) check.known = { ...check.known, renamesIgnored: true };
+}
+
+function learnRule(check: NameCheck, wanted: string, shown: string): void {
+  const rule = learnNameRule(wanted, shown, check.known.rule);
+  if (rule !== undefined) check.known = { ...check.known, rule };
 }
 
 async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: unknown, o: ExecutorOptions, r: ExecutionResult): Promise<void> {

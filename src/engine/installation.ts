@@ -97,13 +97,16 @@ export interface DataSourceRef {
 
 /**
  * Mappings of one config that write into the same data source (same id, or same name to
- * create/find): they would take each other's documents for foreign ones. One message per
- * group, naming the mappings and the fix.
+ * create/find; with `resolvedId`, the data source each one's reference resolved to, so that
+ * one by name and one by id of the same data source are found too): they would take each
+ * other's documents for foreign ones. One message per group, naming the mappings and the fix.
  */
-export function sharedDataSourceProblems(mappings: readonly DataSourceRef[]): string[] {
+export function sharedDataSourceProblems(mappings: readonly DataSourceRef[], resolvedId: (m: DataSourceRef) => string | undefined = () => undefined): string[] {
   const groups = new Map<string, string[]>();
   for (const m of mappings) {
-    const key = m.dataSourceId !== undefined ? `id ${JSON.stringify(m.dataSourceId)}` : m.dataSource ? `name ${JSON.stringify(m.dataSource.name)}` : undefined;
+    const resolved = resolvedId(m);
+    const key =
+      resolved !== undefined ? `id ${JSON.stringify(resolved)}` : m.dataSourceId !== undefined ? `id ${JSON.stringify(m.dataSourceId)}` : m.dataSource ? `name ${JSON.stringify(m.dataSource.name)}` : undefined;
     if (key === undefined) continue;
     groups.set(key, [...(groups.get(key) ?? []), m.id]);
   }
@@ -115,4 +118,16 @@ export function sharedDataSourceProblems(mappings: readonly DataSourceRef[]): st
     );
   }
   return out;
+}
+
+/**
+ * The data source a mapping's reference names in a listing of the service's data sources:
+ * its id as written, or the one data source of its name (none, or several: unknown).
+ */
+export function resolvedIn(dataSources: readonly { id: string; name?: string | undefined }[]): (m: DataSourceRef) => string | undefined {
+  return (m) => {
+    if (m.dataSourceId !== undefined) return m.dataSourceId;
+    const named = m.dataSource === undefined ? [] : dataSources.filter((d) => d.name === m.dataSource!.name);
+    return named.length === 1 ? named[0]!.id : undefined;
+  };
 }

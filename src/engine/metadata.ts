@@ -7,6 +7,7 @@
  * tolerant (numbers are accepted too).
  */
 import type { DocumentRecord, JsonObject } from '../api/records.js';
+import { nameAsStored, type ServiceNames } from './service-names.js';
 import { nfc } from '../unicode.js';
 
 export const META = {
@@ -80,13 +81,14 @@ export function readMeta(doc: DocumentRecord): DssyncMeta | undefined {
 }
 
 /**
- * True when the document's name, url and metadata already say what `desired` says.
+ * True when the document's name, url and metadata already say what `desired` says, the
+ * name as the service stores it (`names`: what it was seen to do, service-names.ts).
  * Only the keys dssync sets are compared: a service may add keys of its own.
  * Size and mtime are not compared: a touched file with the same content changes the state
  * only (DESIGN §4), never the service.
  */
-export function fieldsMatch(doc: DocumentRecord, desired: { name: string; url: string; metadata: JsonObject }): boolean {
-  if (nfc(doc.name ?? '') !== nfc(desired.name)) return false;
+export function fieldsMatch(doc: DocumentRecord, desired: { name: string; url: string; metadata: JsonObject }, names?: ServiceNames): boolean {
+  if (!nameAsStored(doc.name ?? '', desired.name, names)) return false;
   if ((doc.url ?? '') !== desired.url) return false;
   const have = doc.metadata ?? {};
   for (const [k, v] of Object.entries(desired.metadata)) {

@@ -11,13 +11,14 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, newSession, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
-import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type RenameCheck, type StateWriter } from './executor.js';
+import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type NameCheck, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './guards.js';
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver } from './pass-report.js';
 import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
-import { StabilityWindow } from './stability.js';
+import { renamedFromVanished, StabilityWindow } from './stability.js';
+import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
 import { nfc } from '../unicode.js';
 
@@ -216,8 +217,11 @@ export class Mirror {
    * is this process's own, and its settle window is counted on the monotonic clock.
    */
   private inherited: Set<string> | undefined;
-  /** Whether the service renames with the metadata update, as this process's first upload showed. */
-  private readonly renames: RenameCheck = { verified: false, ignored: false };
+  /**
+   * What the service does to names (service-names.ts): read from the state's last pass
+   * record at the first pass, taught by the answers since, written with each full pass's record.
+   */
+  private names: NameCheck | undefined;
   /** When this process first saw each inherited intent (monotonic): its window counts from then too. */
   private readonly firstSeen = new Map<string, number>();
   private readonly monotonic: () => number;
@@ -303,6 +307,8 @@ export class Mirror {
     const report = emptyReport(spec.mappingId, !!opts.dryRun, startedAt);
     const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
     this.inherited ??= new Set(Object.keys(mapping.intents));
+    const names = (this.names ??= { known: mapping.lastPass?.serviceNames ?? {}, verified: false });
+    const namesBefore = names.known;
     // Durable before anything this process writes carries it: a metadata update is not
     // preceded by an intent's flush, and a session lost in a crash made the next process
     // take its own documents for a clone's (seed 7, history 5,468 of the sim2 long run).
@@ -326,7 +332,9 @@ export class Mirror {
       this.d.logger.info({ round }, 'looking again: an answer was lost or a file changed while being sent');
     }
 
-    finishReport(report, this.renames.ignored, new Date(this.d.now()).toISOString());
+    // Said once, by the pass that learned it: later passes plan around it (plan.ts serviceNames).
+    finishReport(report, names.known.renamesIgnored === true && namesBefore.renamesIgnored !== true, new Date(this.d.now()).toISOString());
+    if (!sameServiceNames(namesBefore, names.known)) this.d.logger.warn({ dataSourceId: spec.dataSourceId, serviceNames: names.known }, `the service ${describeServiceNames(names.known).join(', ')}: kept in the state, and planned around (docs/probe.md)`);
     if (!opts.dryRun) {
       if (!scope) {
         state.setLastPass(spec.mappingId, {
@@ -335,6 +343,7 @@ export class Mirror {
           ok: report.ok,
           summary: { ...report.counts },
           ...(report.blocked ? { error: report.blocked.message } : {}),
+          ...(names.known.renamesIgnored || names.known.rule ? { serviceNames: names.known } : {}),
         });
       }
       await state.flush();
@@ -401,7 +410,7 @@ export class Mirror {
       untouchable: l.untouchable,
       excluded: (p) => excludedPaths.has(p),
       settled: this.settledAt(l.listedAt, l.listedAtMono),
-      renamesIgnored: this.renames.ignored,
+      serviceNames: this.names?.known,
       lease: l.lease,
     });
     const verdict = checkGuards({
@@ -452,7 +461,8 @@ export class Mirror {
     last: boolean,
   ): Promise<Pick<ExecutionResult, 'changed' | 'ambiguous'> | undefined> {
     const { spec, state, logger } = this.d;
-    const renamesWereIgnored = this.renames.ignored;
+    const names = this.names!;
+    const renamesWereIgnored = names.known.renamesIgnored === true;
     pinIntents(state, spec.mappingId, plan.intentPins);
     for (const r of plan.refreshed) state.setFile(spec.mappingId, r.path, entryFor(r.file, r.documentId, this.d.now));
     this.d.onPlan?.(plan.ops);
@@ -475,13 +485,13 @@ export class Mirror {
       preexistingFresh: l.remote !== undefined,
       uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
       session: this.session,
-      renameCheck: this.renames,
+      names,
     });
-    const renamesNowIgnored = this.renames.ignored && !renamesWereIgnored;
+    const renamesNowIgnored = names.known.renamesIgnored === true && !renamesWereIgnored;
     if (renamesNowIgnored) {
       logger.error(
-        { dataSourceId: spec.dataSourceId, shown: this.renames.shown },
-        `the service ignored the new name of an uploaded document (it kept ${JSON.stringify(this.renames.shown ?? '')}): uploads of mapping ${spec.mappingId} are now sent under their real names (a lost answer is then told by name and size), and documents left under a marked name are sent again; run 'dssync probe --write' and tell the service's operator`,
+        { dataSourceId: spec.dataSourceId, shown: names.shown },
+        `the service ignored the new name of a document${names.shown === undefined ? '' : ` (it kept ${JSON.stringify(names.shown)})`}: uploads of mapping ${spec.mappingId} are now sent under their real names (a lost answer is then told by name and size), documents left under a marked name are sent again, and a renamed file's document keeps its old name in the App; run 'dssync probe --write' and tell the service's operator`,
       );
     }
     this.lastExecutionEnd = this.monotonic();
@@ -602,8 +612,10 @@ export class Mirror {
     // delete). Without it the follow-up found nothing to do and the document stayed (seed 16,
     // history 35,859 of session 9's long run).
     let listingNeeded = !full && scope !== undefined && scope.files.some((path) => !local.has(path) && this.stability.needsListing(path));
+    const renamed = renamedFromVanished(mapping.files, (p) => local.has(p) || scan.vouched?.paths.has(p) === true || blocked.has(p) || dirs.some((d) => p.startsWith(d)));
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
-      if (!this.stability.mayBeBeingWritten(local.get(path)!, full, mapping.files.statOf(path))) {
+      const file = local.get(path)!;
+      if ((full && renamed(file)) || !this.stability.mayBeBeingWritten(file, full, mapping.files.statOf(path))) {
         if (full || !this.stability.needsListing(path)) return true;
         listingNeeded = true;
         local.delete(path);

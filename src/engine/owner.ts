@@ -10,7 +10,7 @@
 import type { DocumentRecord } from '../api/records.js';
 import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { IntentFile } from '../state/schema.js';
-import { findUploadMark, nonceSession, uploadTag } from './document-fields.js';
+import { findUploadMark, nonceSession, unmarkedName, uploadTag } from './document-fields.js';
 import { isLeaseDocument, type LeaseView } from './lease-view.js';
 import { readMeta, type DssyncMeta } from './metadata.js';
 
@@ -93,7 +93,7 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
     const session = tag === undefined ? undefined : nonceSession(nonce, tag);
     if (session === undefined) return { kind: 'foreign-upload' };
     if (recordedSession(session) || writerGone(session)) return { kind: 'lost-upload' };
-    return { kind: 'same-identity', path: (doc.name ?? doc.id).replace(/\.dssync-upload-[0-9a-z]+/gi, ''), sha256: undefined, mappingId, installationId };
+    return { kind: 'same-identity', path: unmarkedName(doc.name ?? doc.id), sha256: undefined, mappingId, installationId };
   };
 
   function ownerOfMeta(meta: DssyncMeta, documentId: string): Owner<U> {

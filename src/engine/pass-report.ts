@@ -21,7 +21,7 @@ const DOUBTFUL_REASON =
   "has no metadata and the name and size of a file whose upload answer was lost: dssync's lost upload or someone's, unknowable which; left untouched (delete it by hand if it duplicates the file)";
 
 const RENAME_IGNORED_REASON =
-  "the service ignores a document's new name: uploads are sent under their real names, not marked (a lost answer is told by name and size only); see 'dssync probe --write'";
+  "the service ignores a document's new name: uploads are sent under their real names, not marked (a lost answer is told by name and size only), and a renamed file's document keeps its old name in the App; see 'dssync probe --write'";
 
 const FOREIGN_MARKED_REASON =
   "has no metadata and a dssync upload mark that is not this installation's (another installation's upload in progress, or an older dssync's): left untouched";

@@ -22,6 +22,7 @@ import { documentName, findUploadMark } from './document-fields.js';
 import type { LeaseView } from './lease-view.js';
 import { fieldsMatch } from './metadata.js';
 import { ownerRule, type OpenUploadLookup, type OwnerOf } from './owner.js';
+import type { ServiceNames } from './service-names.js';
 import { needsHash, type StatNow } from './racy.js';
 import { nfc } from '../unicode.js';
 
@@ -63,12 +64,12 @@ export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: n
  * by the owner rule, recorded at the path its metadata names with the entry's content,
  * every field as desired), else undefined.
  */
-export function confirmedPath(doc: DocumentRecord, whose: OwnerOf<unknown>, input: Pick<PlanInput, 'desired'> & { files: ReadonlyFileTable }): string | undefined {
+export function confirmedPath(doc: DocumentRecord, whose: OwnerOf<unknown>, input: Pick<PlanInput, 'desired' | 'serviceNames'> & { files: ReadonlyFileTable }): string | undefined {
   const o = whose(doc);
   if (o.kind !== 'ours' || o.rewrite) return undefined;
   const entry = input.files.get(o.path);
   if (entry === undefined || entry.documentId !== doc.id || entry.sha256 !== o.sha256) return undefined;
-  return fieldsMatch(doc, input.desired({ path: o.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: entry.sha256 })) ? o.path : undefined;
+  return fieldsMatch(doc, input.desired({ path: o.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: entry.sha256 }), input.serviceNames) ? o.path : undefined;
 }
 
 /** The owner rule (owner.ts) over this state, its open upload intents and the lease: what the plan asks of each listed document. */
@@ -173,12 +174,13 @@ export interface PlanInput {
    */
   settled?: ((intent: Intent) => boolean) | undefined;
   /**
-   * The service ignores a new name in a metadata update (the first upload of this run
-   * showed it, executor.ts RenameCheck): a document of ours under another name than its
-   * file's (a marked upload that kept its mark, a file renamed) is replaced — sent again
-   * under the right name, the old one deleted — since an update would change nothing.
+   * What the service does to names (service-names.ts), as learned and kept in the state: a
+   * name it always rewrites is compared as it stores it, never "corrected" on every pass.
+   * With renames ignored, a document of ours still under its marked upload name is
+   * replaced — sent again under the right name, the old one deleted — since an update would
+   * change nothing; any other name it keeps is left as it is (the App keeps the old name).
    */
-  renamesIgnored?: boolean | undefined;
+  serviceNames?: ServiceNames | undefined;
   /**
    * The mapping's lease as this process sees it (lease-view.ts): while we hold it, a
    * document of our identity whose writer is gone is ours (owner.ts). Undefined: not known,
@@ -471,7 +473,7 @@ export function planMirror(input: PlanInput): PlanResult {
     }
 
     const good = pickGood(docs, file.sha256, entry?.documentId);
-    if (good && input.renamesIgnored && good.doc?.name !== undefined && nfc(good.doc.name) !== nfc(input.desired(file).name)) {
+    if (good && input.serviceNames?.renamesIgnored && good.doc?.name !== undefined && findUploadMark(good.doc.name) !== undefined) {
       const unmarkedOld = docs.filter((d) => d.fromIntent).length;
       ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
       continue;
@@ -481,7 +483,7 @@ export function planMirror(input: PlanInput): PlanResult {
         if (d.id === good.id) continue;
         ops.push(deleteOp(path, d, d.sha256 === file.sha256 ? 'duplicate' : 'stale-version'));
       }
-      const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file)));
+      const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file), input.serviceNames));
       // The document recorded at a path this plan leaves alone (set aside), yet listed here
       // with this file's content (a rename whose answer was lost, the old path written anew
       // since): the record goes with the document. Kept, two paths held one document, and

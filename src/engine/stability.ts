@@ -120,6 +120,34 @@ export class StabilityWindow {
 }
 
 /**
+ * The rule of a rename made within the window before a full pass: a file the state has no
+ * entry for at its path, whose inode, size and mtime (and device, when both know it) are
+ * those the state records for a path the walk no longer finds, is that file moved. A rename
+ * moves the ctime, never the content, so the file is read at once (not set aside) and the
+ * planner carries it out as a rename of the document, not an upload and a delete. The index
+ * of vanished entries is built at the first question (a pass that sets nothing aside asks
+ * none): `present` says whether the walk accounts for a path (found, vouched for, skipped).
+ */
+export function renamedFromVanished(files: MappingState['files'], present: (path: string) => boolean): (file: LocalFileInfo) => boolean {
+  let vanished: Map<number, EntryStat[]> | undefined;
+  const index = (): Map<number, EntryStat[]> => {
+    const out = new Map<number, EntryStat[]>();
+    for (const path of files.keys()) {
+      if (present(path)) continue;
+      const st = files.statOf(path);
+      if (st?.ino === undefined) continue;
+      out.set(st.ino, [...(out.get(st.ino) ?? []), st]);
+    }
+    return out;
+  };
+  return (file) => {
+    if (file.ino === undefined || files.has(file.path)) return false;
+    vanished ??= index();
+    return (vanished.get(file.ino) ?? []).some((st) => st.size === file.size && st.mtimeMs === file.mtimeMs && (st.dev === undefined || file.dev === undefined || st.dev === file.dev));
+  };
+}
+
+/**
  * Set-aside paths for which `remote` holds a document of this mapping (ours, or another
  * writer's of this mapping id, by the owner rule) that the state does not record at that path.
  */

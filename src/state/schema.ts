@@ -139,6 +139,18 @@ export interface PassRecord {
   ok: boolean;
   summary: Record<string, number>;
   error?: string;
+  /**
+   * What the service does to names, as learned (engine/service-names.ts), carried from one
+   * full pass's record to the next. Absent: nothing seen (and in older states; older readers
+   * drop it).
+   */
+  serviceNames?: ServiceNamesRecord;
+}
+
+/** engine/service-names.ts ServiceNames, as the state keeps it. */
+export interface ServiceNamesRecord {
+  renamesIgnored?: true | undefined;
+  rule?: { lower?: true | undefined; noExtension?: true | undefined; suffix?: string | undefined; maxBytes?: number | undefined } | undefined;
 }
 
 /** One file of an upload, as the intent recorded it. */

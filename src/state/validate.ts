@@ -112,6 +112,14 @@ export const PassRecordSchema = z.object({
   ok: z.boolean(),
   summary: z.record(z.string(), z.number()),
   error: z.string().optional(),
+  serviceNames: z
+    .object({
+      renamesIgnored: z.literal(true).optional(),
+      rule: z
+        .object({ lower: z.literal(true).optional(), noExtension: z.literal(true).optional(), suffix: z.string().optional(), maxBytes: z.number().int().positive().optional() })
+        .optional(),
+    })
+    .optional(),
 });
 
 // The zod schemas must describe exactly the schema.ts types (checked at compile time).

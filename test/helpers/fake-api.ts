@@ -62,6 +62,8 @@ export class FakeApi implements DatastoreApi {
   baseNamesOnly = false;
   /** An update keeps the document's name (a service that ignores a new name). */
   ignoreRename = false;
+  /** The name stored for a name given, at an upload and an update (a service that rewrites or cuts names). */
+  storeName: (name: string) => string = (name) => name;
   private nextId = 1;
   private nextDataSource = 1;
   private readonly listed: boolean;
@@ -175,7 +177,7 @@ export class FakeApi implements DatastoreApi {
       return files.map((f) =>
         this.record(
           this.add({
-            name: this.baseNamesOnly ? basename(f.name) : f.name,
+            name: this.storeName(this.baseNamesOnly ? basename(f.name) : f.name),
             metadata: {},
             uploadedFrom: f.path,
             dataSourceId,
@@ -188,7 +190,7 @@ export class FakeApi implements DatastoreApi {
   updateDocument(dataSourceId: string, id: string, update: DocumentUpdate): Promise<DocumentRecord> {
     return this.call('updateDocument', [dataSourceId, id, update], { id, update }, () => {
       const d = this.mustGet(dataSourceId, id);
-      if (!this.ignoreRename) d.name = update.name;
+      if (!this.ignoreRename) d.name = this.storeName(update.name);
       d.url = update.url;
       d.metadata = structuredClone(update.metadata);
       return this.record(d);

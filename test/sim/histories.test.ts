@@ -3,6 +3,7 @@
  * keep being lived through whatever the random generation draws: each ends with the
  * invariants (invariants.ts).
  */
+import { unmarkedName } from '../../src/engine/document-fields.js';
 import { it } from 'vitest';
 import { churnDuringStartPass } from './commands.js';
 import { checkInvariants } from './invariants.js';
@@ -32,7 +33,7 @@ async function startedWorld(): Promise<World> {
 function lateCommitOfNextUpload(w: World, name: string, fault: 'late-commit' | 'late-commit-after-deadline' = 'late-commit'): void {
   const real = w.service.uploadDocuments.bind(w.service);
   w.service.uploadDocuments = (ds, files) => {
-    if (files.some((f) => f.name === name || f.name.startsWith(`${name.slice(0, name.lastIndexOf('.'))}.dssync-upload-`))) {
+    if (files.some((f) => unmarkedName(f.name) === name)) {
       w.service.faults.unshift(fault);
       w.service.uploadDocuments = real;
     }

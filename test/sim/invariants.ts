@@ -15,6 +15,7 @@
  *    no other document exists (no duplicate, no orphan of a lost or late upload).
  */
 import { expect } from 'vitest';
+import { unmarkedName } from '../../src/engine/document-fields.js';
 import { INTENT_SETTLE_MS } from '../../src/engine/mirror.js';
 import { FLAGS } from './commands.js';
 import type { World } from './world.js';
@@ -122,7 +123,7 @@ export async function checkInvariants(w: World): Promise<void> {
   const { unreadable } = w.expected();
   // Uploads are sent under a marked name (engine/document-fields.ts markUploadName), so even
   // a lost answer of an incremental pass leaves no document dssync cannot tell for its own.
-  const sentFor = (name: string): string => name.replace(/\.dssync-upload-[0-9a-f]+/, '');
+  const sentFor = unmarkedName;
   const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== w.installationId && !unreadable.has(sentFor(d.name)));
   // (While another writer has our identity nothing is written, cleaning up included.)
   if (!cloned) expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);

@@ -4,7 +4,7 @@
  * one escape that WHATWG FormData applies to names (`"` sent as `%22`) is undone.
  */
 import { EmulatorError } from './errors.js';
-import type { NameRewrite } from './options.js';
+import type { FaultOptions, NameRewrite } from './options.js';
 
 /** The name a service that rewrites names (FaultOptions.rewriteNames) stores. */
 export function rewriteName(name: string, how: NameRewrite | undefined): string {
@@ -20,6 +20,34 @@ export function rewriteName(name: string, how: NameRewrite | undefined): string 
     default:
       return name;
   }
+}
+
+/**
+ * The name a service that rewrites every name it stores keeps (FaultOptions.nameRules, then
+ * nameMaxBytes), at an upload as at an update: lower-cased, the extension dropped, " (1)"
+ * appended, in that order, then cut to at most nameMaxBytes UTF-8 bytes (on a character's
+ * boundary).
+ */
+export function storedName(name: string, faults: Pick<FaultOptions, 'nameRules' | 'nameMaxBytes'>): string {
+  const rules = faults.nameRules ?? [];
+  let out = rules.includes('lower') ? name.toLowerCase() : name;
+  if (rules.includes('no-extension')) {
+    const slash = out.lastIndexOf('/');
+    const dot = out.lastIndexOf('.');
+    if (dot > slash + 1) out = out.slice(0, dot);
+  }
+  if (rules.includes('suffix')) out += ' (1)';
+  const max = faults.nameMaxBytes;
+  if (max === undefined || Buffer.byteLength(out) <= max) return out;
+  let cut = '';
+  let bytes = 0;
+  for (const ch of out) {
+    const n = Buffer.byteLength(ch);
+    if (bytes + n > max) break;
+    bytes += n;
+    cut += ch;
+  }
+  return cut;
 }
 
 export const MAX_NAME_LENGTH = 1024;

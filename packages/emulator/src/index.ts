@@ -22,12 +22,12 @@ import { buildServer } from './server.js';
 import { StatsCollector, type EmulatorStats } from './stats.js';
 import { MemoryStore, type EmulatorStore, type StoreCounts } from './store.js';
 
-export type { EmulatorOptions, FaultOptions, NameRewrite } from './options.js';
+export type { EmulatorOptions, FaultOptions, NameRewrite, NameRule } from './options.js';
 export type { EmulatorStats } from './stats.js';
 export type { EmulatorStore, StoreCounts, StoreSnapshot } from './store.js';
 export type { DataSourceRecord, DocumentRecord, ChunkRecord, DocumentStatus } from './records.js';
 export type { ErrorBody, ErrorCode } from './errors.js';
-export { DEFAULTS as EMULATOR_DEFAULTS, NAME_REWRITES, checkFaultOptions } from './options.js';
+export { DEFAULTS as EMULATOR_DEFAULTS, NAME_REWRITES, NAME_RULES, checkFaultOptions } from './options.js';
 export { OIDC_DEFAULTS, TOKEN_PATH } from './routes/oidc.js';
 
 export interface RunningEmulator {

@@ -36,9 +36,19 @@ export interface FaultOptions {
   holdUploads?: boolean;
   /** A metadata update keeps the document's name (a service that ignores the new name). */
   ignoreRename?: boolean;
+  /**
+   * How the service rewrites every name it stores, at an upload as at an update, in this
+   * order: 'lower' lower-cases it, 'no-extension' drops the extension, 'suffix' appends " (1)".
+   */
+  nameRules?: NameRule[];
+  /** Every name stored (upload and update) is cut to at most this many UTF-8 bytes. */
+  nameMaxBytes?: number;
   /** Seed of the generator behind the rates (reproducible faults). */
   seed?: number;
 }
+
+export type NameRule = 'lower' | 'no-extension' | 'suffix';
+export const NAME_RULES: readonly NameRule[] = ['lower', 'no-extension', 'suffix'];
 
 export type NameRewrite = 'quoted' | 'basename' | 'trim' | 'nfd';
 export const NAME_REWRITES: readonly NameRewrite[] = ['quoted', 'basename', 'trim', 'nfd'];
@@ -86,7 +96,7 @@ export interface ResolvedOptions {
   orgHeader: string;
 }
 
-const FAULT_KEYS = new Set(['latencyMs', 'rateLimitRps', 'retryAfter', 'errorRate', 'dropRate', 'ambiguousRate', 'down', 'seed', 'rewriteNames', 'holdUploads', 'ignoreRename']);
+const FAULT_KEYS = new Set(['latencyMs', 'rateLimitRps', 'retryAfter', 'errorRate', 'dropRate', 'ambiguousRate', 'down', 'seed', 'rewriteNames', 'holdUploads', 'ignoreRename', 'nameRules', 'nameMaxBytes']);
 
 /**
  * Checks fault options coming from code or from JSON (the admin route). Throws a
@@ -116,6 +126,15 @@ export function checkFaultOptions(input: unknown): FaultOptions {
   const dropRate = num('dropRate', rate, 'a number from 0 to 1');
   const ambiguousRate = num('ambiguousRate', rate, 'a number from 0 to 1');
   const seed = num('seed', (n) => Number.isInteger(n), 'an integer');
+  const nameMaxBytes = num('nameMaxBytes', (n) => Number.isInteger(n) && n >= 1 && n <= 1024, 'an integer from 1 to 1024');
+  if (nameMaxBytes !== undefined) out.nameMaxBytes = nameMaxBytes;
+  if (raw.nameRules !== undefined) {
+    const rules = raw.nameRules;
+    if (!Array.isArray(rules) || !rules.every((r) => NAME_RULES.includes(r as NameRule))) {
+      throw new RangeError(`faults.nameRules must be a list of ${NAME_RULES.map((r) => `"${r}"`).join(', ')}, got ${JSON.stringify(rules)}`);
+    }
+    out.nameRules = [...(rules as NameRule[])];
+  }
   if (latencyMs !== undefined) out.latencyMs = latencyMs;
   if (rateLimitRps !== undefined) out.rateLimitRps = rateLimitRps;
   if (errorRate !== undefined) out.errorRate = errorRate;

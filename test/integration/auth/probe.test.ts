@@ -75,6 +75,26 @@ describe.each([
     expect(emu.stats().store.dataSources).toBe(0);
   });
 
+  it('--write reports what the service does to the names it stores: case, extension, suffix, length (issue 34, cases 6-8)', { timeout: 60_000 }, async () => {
+    type Report = { nameRule: Record<string, unknown> | null };
+    const plain = jsonOf<Report>(await runCli(['probe', '--write', '--connector', 'conn-1', '--json'], env()));
+    expect(plain.nameRule).toEqual({});
+    emu.setFaults({ nameRules: ['lower', 'no-extension', 'suffix'], nameMaxBytes: 255 });
+    try {
+      const json = jsonOf<Report>(await runCli(['probe', '--write', '--connector', 'conn-1', '--json'], env()));
+      expect(json.nameRule).toEqual({ lower: true, noExtension: true, suffix: ' (1)', maxBytes: 255 });
+      const r = await runCli(['probe', '--write', '--connector', 'conn-1'], env());
+      expect(r.stdout).toMatch(/names stored: the service lower-cases names, drops the extension, appends " \(1\)", cuts names at 255 bytes/);
+      emu.setFaults({ ignoreRename: true });
+      const ignored = await runCli(['probe', '--write', '--connector', 'conn-1'], env());
+      expect(ignored.stdout).toMatch(/an update renames the document: NO/);
+      expect(ignored.stdout).toMatch(/names stored: not tested/);
+    } finally {
+      emu.setFaults({});
+    }
+    expect(emu.stats().store.dataSources).toBe(0);
+  });
+
   it('--write without --connector is a usage error (exit 2)', async () => {
     const r = await runCli(['probe', '--write'], env());
     expect(r.code).toBe(2);

@@ -141,4 +141,23 @@ describe('emulator: fault injection', () => {
       await emu.close();
     }
   });
+
+  it('rewrites and cuts every stored name, at an upload and an update (nameRules, nameMaxBytes); a bad value names the option', async () => {
+    const emu = await startEmulator({ faults: { nameRules: ['lower', 'no-extension', 'suffix'], nameMaxBytes: 12 } });
+    try {
+      const ds = await createDataSource(emu.url);
+      const up = await call(emu.url, 'POST', `${DS}/${ds}/documents/upload`, { form: form([['some text', 'Sub/Report.txt']]) });
+      expect(up.status).toBe(201);
+      // "sub/report (1)" cut at 12 bytes.
+      expect(up.body.documents[0].name).toBe('sub/report (');
+      const id = up.body.documents[0].document_id as string;
+      emu.setFaults({ nameRules: ['suffix'] });
+      const put = await call(emu.url, 'PUT', `${DS}/${ds}/documents/${id}`, { json: { name: 'Other.md' } });
+      expect(put.body.name).toBe('Other.md (1)');
+      expect(() => emu.setFaults({ nameRules: ['upper' as never] })).toThrow(/faults\.nameRules/);
+      expect(() => emu.setFaults({ nameMaxBytes: 0 })).toThrow(/faults\.nameMaxBytes/);
+    } finally {
+      await emu.close();
+    }
+  });
 });

@@ -65,4 +65,35 @@ describe('another owner on the same data source (issue 9, defect 6)', () => {
     expect(sync.code).not.toBe(0);
     expect(sync.stdout + sync.stderr).toMatch(/write into the same data source/);
   });
+
+  it('refuses one mapping by name and one by id of the same data source (config check, sync, run: exit 2, both named), before writing anything', { timeout: 90_000 }, async () => {
+    ws = await createWorkspace();
+    await ws.write('a.txt', 'shared a');
+    // The data source exists (by name) before the config names it twice.
+    expect((await ws.sync()).code).toBe(0);
+    const dsId = ws.dataSourceId();
+    const before = ws.emu.store.listDocuments(dsId).length;
+    const share2 = join(ws.dir, 'share2');
+    await mkdir(share2);
+    await writeFile(join(share2, 'b.txt'), 'second b');
+    const cfg = JSON.parse(await import('node:fs/promises').then((f) => f.readFile(ws!.configPath, 'utf8'))) as { mappings: Record<string, unknown>[] };
+    const byId = { path: share2, id: 'by-id', dataSourceId: dsId };
+    for (const mappings of [
+      [{ ...cfg.mappings[0], id: 'by-name' }, byId],
+      [byId, { path: ws.share, id: 'by-name' , dataSourceId: dsId }],
+    ]) {
+      await writeFile(ws.configPath, JSON.stringify({ ...cfg, mappings }), { mode: 0o600 });
+      const check = await ws.cli(['config', 'check', '--config', ws.configPath]);
+      expect(check.code, check.stdout + check.stderr).toBe(2);
+      expect(check.stdout).toMatch(/mappings "(by-name", "by-id|by-id", "by-name)" write into the same data source \(id "[^"]+"\)/);
+      const sync = await ws.sync();
+      expect(sync.code, sync.stdout + sync.stderr).toBe(2);
+      expect(sync.stdout + sync.stderr).toMatch(/mappings "(by-name", "by-id|by-id", "by-name)" write into the same data source/);
+      const run = await runCli(['run', '--config', ws.configPath], ws.env);
+      expect(run.code, run.stdout + run.stderr).toBe(2);
+      expect(run.stdout + run.stderr).toMatch(/mappings "(by-name", "by-id|by-id", "by-name)" write into the same data source/);
+      // Nothing was written into the data source by either mapping.
+      expect(ws.emu.store.listDocuments(dsId)).toHaveLength(before);
+    }
+  });
 });

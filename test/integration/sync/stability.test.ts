@@ -6,11 +6,11 @@
  * timing, with an mtime in the future (as a file written just before a clock stepped back):
  * only two looks a window apart that see the same stat release it.
  */
-import { utimes } from 'node:fs/promises';
+import { rename, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONVERGED, checkConvergence, createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
-import { jsonOf, requireBuiltBinary } from '../cli/run-cli.js';
+import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 
 let ws: Workspace | undefined;
 beforeAll(() => requireBuiltBinary());
@@ -61,6 +61,29 @@ describe('dssync sync: files being written', () => {
     expect(r.stderr).toMatch(/[12] file\(s\) changed within the last 2 s \(being written\?\): looking again in 2 s/);
     expect(r.stdout).toMatch(/: 2 uploaded, 0 replaced, 0 renamed, 0 updated, 0 deleted, 0 unchanged, 0 skipped, 0 failed\nIn sync\./);
     expect(names(ws)).toEqual(['done.txt', 'report.txt']);
+    expect(await checkConvergence(ws)).toEqual(CONVERGED);
+  });
+
+  it('ten files renamed just before a sync are ten renames (same document ids), not uploads and deletes (issue 34, case 12)', { timeout: 60_000 }, async () => {
+    ws = await createWorkspace();
+    const past = new Date(Date.now() - 600_000);
+    for (let i = 0; i < 10; i++) {
+      await ws.write(`f${i}.txt`, `content ${i}`);
+      await utimes(join(ws.share, `f${i}.txt`), past, past);
+    }
+    expect((await ws.sync()).code).toBe(0);
+    const idsBefore = new Map(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => [`moved-${d.name ?? ''}`, d.document_id]));
+    for (let i = 0; i < 10; i++) await rename(join(ws.share, `f${i}.txt`), join(ws.share, `moved-f${i}.txt`));
+    // The renames' new ctime is "within the window" whatever the machine's speed: this sync's
+    // wall clock reads an hour behind (a time in the future is never taken for stable).
+    const offsetFile = join(ws.dir, 'wall-offset');
+    await writeFile(offsetFile, '-3600000');
+    ws.emu.resetStats();
+    const r = await runCli(['sync', '--config', ws.configPath, '--json', '--wait-changing', '0'], { ...ws.env, DSSYNC_TEST_HOOKS: `wall-offset-file=${offsetFile}` });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(jsonOf<{ mappings: { counts: Record<string, number> }[] }>(r).mappings[0]?.counts).toMatchObject({ renamed: 10, uploaded: 0, deleted: 0 });
+    expect(ws.emu.stats().filesUploaded).toBe(0);
+    expect(new Map(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => [d.name ?? '', d.document_id]))).toEqual(idsBefore);
     expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 });

@@ -79,9 +79,7 @@ describe('dssync sync', () => {
     await rename(join(ws.share, 'b.txt'), join(ws.share, 'b-renamed.txt'));
     await rm(join(ws.share, 'c.txt'));
     await rename(join(ws.share, 'dir'), join(ws.share, 'moved'));
-    // A rename moves the file's ctime: renamed less than the stability window (2 s) before a
-    // pass, a file is set aside and its old document deleted (docs/watch.md, "A known limit").
-    // These renames are older than the window when the sync looks, as an operator's are.
+    // a.txt's new content is older than the stability window (2 s) when the sync looks.
     await sleep(2_100);
 
     const dry = await ws.sync('--dry-run', '--json');

@@ -233,6 +233,28 @@ describe('upload answers: one record, an array, or a wrapped list, matched to th
     },
   );
 
+  it('matches names the service rewrote as it stored them (lower-cased, extension dropped, suffixed, cut) by their longest start; a tie is no match (issue 34)', () => {
+    const marked: UploadFile[] = [
+      { path: '/srv/A.txt', name: '.dssync-upload-aaaa1111.Sub/A.dssync-upload-aaaa1111.txt' },
+      { path: '/srv/B.txt', name: '.dssync-upload-bbbb2222.Sub/B.dssync-upload-bbbb2222.txt' },
+    ];
+    const recs = [
+      { id: 'd-2', name: '.dssync-upload-bbbb2222.sub/b.dssync-upload-bbbb2222 (1)', raw: {} },
+      { id: 'd-1', name: '.dssync-upload-aaaa1111.sub/a.dssy', raw: {} },
+    ];
+    expect(matchUploadResults(marked, recs, ctx).map((r) => r.id)).toEqual(['d-1', 'd-2']);
+    const plain: UploadFile[] = [
+      { path: '/srv/Report.txt', name: 'Report.txt' },
+      { path: '/srv/notes.md', name: 'notes.md' },
+    ];
+    expect(matchUploadResults(plain, [{ id: 'd-2', name: 'notes', raw: {} }, { id: 'd-1', name: 'report', raw: {} }], ctx).map((r) => r.id)).toEqual(['d-1', 'd-2']);
+    const alike: UploadFile[] = [
+      { path: '/srv/x1.txt', name: 'x1.txt' },
+      { path: '/srv/x2.txt', name: 'x2.txt' },
+    ];
+    expect(() => matchUploadResults(alike, [{ id: 'd-1', name: 'x', raw: {} }, { id: 'd-2', name: 'y', raw: {} }], ctx)).toThrow(/match none/);
+  });
+
   it('matches a base name and a differently normalised name', () => {
     const nested: UploadFile[] = [
       { path: '/srv/x/Cafe\u0301.txt', name: 'x/Cafe\u0301.txt' },

@@ -159,7 +159,7 @@ describe('executePlan: an upload answer names our documents (issue 9, found by t
     api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
     const ops: Op[] = [0, 1].map((i) => ({ kind: 'upload', path: `f${i}.txt`, file: file(i) }));
     // A service that ignores new names: uploads go unmarked, told by name and size after a lost answer.
-    await executePlan(ops, { ...opts(api, state, (p) => (p === 'f1.txt' ? ['p1', 'p2'] : [])), renameCheck: { verified: true, ignored: true } });
+    await executePlan(ops, { ...opts(api, state, (p) => (p === 'f1.txt' ? ['p1', 'p2'] : [])), names: { verified: true, known: { renamesIgnored: true } } });
     const [intent] = Object.values(state.m.intents);
     expect(intent?.kind === 'upload' && intent.preexisting).toEqual(['p1', 'p2']);
     expect(intent?.kind === 'upload' && intent.files.map((f) => [f.documentId, f.uploadName])).toEqual([

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { executePlan, makeBatches, type ExecutorOptions } from '../../../src/engine/executor.js';
 import { planMirror, type LocalFileInfo } from '../../../src/engine/plan.js';
-import { documentFields } from '../../../src/engine/document-fields.js';
+import { documentFields, unmarkedName } from '../../../src/engine/document-fields.js';
 import { readMeta } from '../../../src/engine/metadata.js';
 import { createLogger, silentLogger } from '../../../src/log.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
@@ -143,7 +143,7 @@ describe('executePlan', () => {
     const state = new MemoryState();
     const local = files(4);
     api.failBefore = (op, arg) =>
-      op === 'uploadDocuments' && (arg as { name: string }[]).some((f) => f.name.startsWith('f2.')) ? apiError('E_UNSUPPORTED_TYPE', 415) : undefined;
+      op === 'uploadDocuments' && (arg as { name: string }[]).some((f) => unmarkedName(f.name) === 'f2.txt') ? apiError('E_UNSUPPORTED_TYPE', 415) : undefined;
     const { result } = await pass(api, state, local);
     expect(result.rejected.map((f) => f.path)).toEqual(['f2.txt']);
     expect(state.m.rejected['f2.txt']).toMatchObject({ status: 415, size: 10, mtimeMs: 1000 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { installationIdFor, sharedDataSourceProblems } from '../../../src/engine/installation.js';
+import { installationIdFor, resolvedIn, sharedDataSourceProblems } from '../../../src/engine/installation.js';
 import { buildMetadata, readMeta } from '../../../src/engine/metadata.js';
 
 describe('installationIdFor', () => {
@@ -25,5 +25,14 @@ describe('sharedDataSourceProblems', () => {
     const [p] = sharedDataSourceProblems([{ id: 'a', dataSourceId: 'ds1' }, { id: 'b', dataSourceId: 'ds1' }]);
     expect(p).toMatch(/mappings "a", "b" write into the same data source \(id "ds1"\).*its own data source/);
     expect(sharedDataSourceProblems([{ id: 'a', dataSource: { name: 'P' } }, { id: 'b', dataSource: { name: 'P' } }])).toHaveLength(1);
+  });
+
+  it('flags one mapping by name and one by id once the name resolves to that id', () => {
+    const mappings = [{ id: 'a', dataSource: { name: 'P' } }, { id: 'b', dataSourceId: 'ds1' }];
+    expect(sharedDataSourceProblems(mappings)).toEqual([]);
+    const [p] = sharedDataSourceProblems(mappings, resolvedIn([{ id: 'ds1', name: 'P' }, { id: 'ds2', name: 'Q' }]));
+    expect(p).toMatch(/mappings "a", "b" write into the same data source \(id "ds1"\)/);
+    // A name the listing does not hold once: unknown, judged by the config alone.
+    expect(sharedDataSourceProblems(mappings, resolvedIn([{ id: 'ds1', name: 'P' }, { id: 'ds3', name: 'P' }]))).toEqual([]);
   });
 });

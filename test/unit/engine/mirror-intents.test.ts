@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { Mirror, INTENT_SETTLE_MS, INTENT_STALE_MS, REQUEST_TIMEOUT_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
+import { storedName } from '../../../src/engine/service-names.js';
+import { unmarkedName } from '../../../src/engine/document-fields.js';
 import type { Intent, MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -23,7 +25,9 @@ class State extends MemoryState implements MirrorState {
   ensureMapping(): MappingState {
     return this.m;
   }
-  setLastPass(_id: string, _p: PassRecord): void {}
+  setLastPass(_id: string, p: PassRecord): void {
+    this.m.lastPass = p;
+  }
   async flush(): Promise<void> {}
 }
 
@@ -54,21 +58,23 @@ class Local implements LocalSide {
 
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
 
-function setup() {
+/** `another()`: a new process's mirror on the same state, folder and service. */
+function setup(extra: { installationId?: string } = {}) {
   const clock = new FakeClock(Date.parse('2026-11-23T00:00:00Z'));
   const api = new FakeApi();
   const state = new State(clock);
   const local = new Local();
-  const mirror = new Mirror({
-    spec: { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune: 'ours', maxDeletePercent: 50, massDeleteMinimum: 10, batchFiles: 10, batchBytes: 1e9, concurrency: 2 },
-    api,
-    state,
-    local,
-    logger: silent,
-    now: () => clock.now(),
-    monotonic: () => clock.monotonic(),
-  });
-  return { clock, api, state, local, mirror };
+  const another = (): Mirror =>
+    new Mirror({
+      spec: { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune: 'ours', maxDeletePercent: 50, massDeleteMinimum: 10, batchFiles: 10, batchBytes: 1e9, concurrency: 2, ...extra },
+      api,
+      state,
+      local,
+      logger: silent,
+      now: () => clock.now(),
+      monotonic: () => clock.monotonic(),
+    });
+  return { clock, api, state, local, mirror: another(), another };
 }
 
 // api.add returns the fake's own record, which an update changes in place: the tests keep
@@ -97,7 +103,7 @@ describe('upload intents (issue 9, defect 2)', () => {
     // The service commits the first upload now, after the client gave up, under the marked
     // name it was sent with (document-fields.ts markUploadName).
     const sentAs = openUpload(state).files[0]!.uploadName!;
-    expect(sentAs).toMatch(/^sub\/report\.dssync-upload-[0-9a-f]{12}\.txt$/);
+    expect(sentAs).toMatch(/^\.dssync-upload-([0-9a-f]{12})\.sub\/report\.dssync-upload-\1\.txt$/);
     const late = { ...api.add({ name: sentAs, metadata: {}, size: 10 }) };
     await clock.advance(1000);
     await mirror.fullPass();
@@ -381,7 +387,7 @@ describe('an open intent of a file that becomes excluded (the simulation, seed 7
     api.failBefore = (op) => (op === 'updateDocument' ? apiError('E_SERVER', 503, { retryable: true }) : undefined);
     await mirror.fullPass({ maxRounds: 1 });
     api.failBefore = () => undefined;
-    const named = api.list().find((d) => d.id !== old.id && d.name?.startsWith('a.dssync-upload-'))!;
+    const named = api.list().find((d) => d.id !== old.id && d.name !== undefined && unmarkedName(d.name) === 'a.txt' && d.name !== 'a.txt')!;
     expect(openUpload(state).files[0]!.documentId).toBe(named.id);
     // Then the file grows past maxFileBytes.
     local.put('a.txt', 'h3', 16);
@@ -450,7 +456,8 @@ describe('a service that ignores the new name of an update (issue 23, defect 5)'
     local.put('c.txt', 'h3');
     api.calls = [];
     const second = await mirror.fullPass();
-    expect(second.renameIgnored).toBe(true);
+    // Said once, by the pass that learned it.
+    expect(second.renameIgnored).toBeUndefined();
     expect(api.count('updateDocument')).toBe(1);
     expect(api.list().map((d) => d.name).sort()).toEqual(['a.txt', 'c.txt', 'sub/b.txt']);
     api.calls = [];
@@ -489,5 +496,78 @@ describe('a service that ignores the new name of an update (issue 23, defect 5)'
     expect(r.renameIgnored).toBeUndefined();
     expect(r.skipped).toEqual([]);
     expect(api.list().map((d) => d.name)).toEqual(['a.txt']);
+  });
+});
+
+const DEEP = `${'folder-with-a-long-name/'.repeat(6)}Report.txt`;
+
+describe('a service that rewrites or cuts names (issue 34, cases 6 and 7)', () => {
+  it.each([
+    ['lower-cases', { lower: true as const }],
+    ['drops the extension', { noExtension: true as const }],
+    ['appends " (1)"', { suffix: ' (1)' }],
+    ['does all three', { lower: true as const, noExtension: true as const, suffix: ' (1)' }],
+    ['cuts at 100 bytes', { maxBytes: 100 }],
+  ])('%s: learned at the first upload, kept in the state, and no later pass or process updates a document', async (_what, rule) => {
+    const { api, state, local, another: mirror } = setup();
+    const writes = (): number => api.count('uploadDocuments') + api.count('updateDocument') + api.count('deleteDocument');
+    api.storeName = (name) => storedName(name, rule);
+    local.put('Sub/Report.txt', 'h1');
+    local.put('notes.md', 'h2');
+    local.put(DEEP, 'h3');
+    const first = mirror();
+    expect((await first.fullPass()).counts).toMatchObject({ uploaded: 3, updated: 0 });
+    expect(state.m.lastPass?.serviceNames?.rule).toEqual(expect.objectContaining(rule));
+    expect(api.list()).toHaveLength(3);
+    const before = writes();
+    expect((await first.fullPass()).counts).toMatchObject({ updated: 0, unchanged: 3 });
+    // A new process on the same state knows it without an upload.
+    expect((await mirror().fullPass()).counts).toMatchObject({ updated: 0, unchanged: 3 });
+    expect(writes()).toBe(before);
+  });
+
+  it('a name cut inside the nonce of an upload whose answer was lost is never deleted as a late commit of ours', async () => {
+    const { api, state, local, another: mirror } = setup({ installationId: 'inst-A' });
+    // Cut inside the nonce (after the installation's tag) of the mark at the start.
+    api.storeName = (name) => name.slice(0, '.dssync-upload-'.length + 12);
+    api.failAfter = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    local.put('a.txt', 'h1');
+    const m = mirror();
+    await m.fullPass({ maxRounds: 1 });
+    const [cut] = api.list();
+    expect(Object.keys(state.m.intents)).toHaveLength(1);
+    api.failAfter = () => undefined;
+    await m.fullPass();
+    expect(api.docs.has(cut!.id)).toBe(true);
+    expect(api.calls.filter((c) => c.op === 'deleteDocument')).toEqual([]);
+  });
+});
+
+describe('a service that ignores a new name (issue 34, case 8)', () => {
+  it('is kept in the state: a later process that uploads nothing renames once, the App keeps the old name, and nothing is retried', async () => {
+    const { api, state, local, another: mirror } = setup();
+    const writes = (): number => api.count('uploadDocuments') + api.count('updateDocument') + api.count('deleteDocument');
+    api.ignoreRename = true;
+    local.put('a.txt', 'h1');
+    local.put('b.txt', 'h2');
+    const first = await mirror().fullPass();
+    expect(first.renameIgnored).toBe(true);
+    expect(state.m.lastPass?.serviceNames?.renamesIgnored).toBe(true);
+    expect(api.list().map((d) => d.name).sort()).toEqual(['a.txt', 'b.txt']);
+    // A later process: a rename, nothing to upload.
+    local.files.set('renamed.txt', { ...local.files.get('a.txt')!, path: 'renamed.txt', diskPath: '/srv/share/renamed.txt' });
+    local.files.delete('a.txt');
+    const later = mirror();
+    const renamed = await later.fullPass();
+    expect(renamed.counts).toMatchObject({ renamed: 1, uploaded: 0, deleted: 0 });
+    expect(renamed.renameIgnored).toBeUndefined();
+    const before = writes();
+    expect((await later.fullPass()).counts).toMatchObject({ updated: 0, renamed: 0, unchanged: 2 });
+    expect((await mirror().fullPass()).counts).toMatchObject({ updated: 0, renamed: 0, unchanged: 2 });
+    expect(writes()).toBe(before);
+    expect(api.list().map((d) => [d.name, d.metadata['dssync_path']]).sort()).toEqual([
+      ['a.txt', 'renamed.txt'],
+      ['b.txt', 'b.txt'],
+    ]);
   });
 });

@@ -185,6 +185,43 @@ describe('Mirror: the stability window of full passes', () => {
   });
 });
 
+describe('Mirror: renames made within the window before a full pass (issue 34, case 12)', () => {
+  /** `from` moved to `to` at `at`: same inode, size and mtime; a new ctime. */
+  function rename(local: HashedLocal, from: string, to: string, at: number): void {
+    const f = local.files.get(from)!;
+    local.files.delete(from);
+    local.files.set(to, { ...f, path: to, diskPath: `/srv/share/${to}`, ctimeMs: at });
+  }
+
+  it('ten files renamed just before a full pass are ten renames of the same documents: no upload, no delete, no mass-delete stop', async () => {
+    const { clock, api, local, mirror } = setup();
+    for (let i = 0; i < 10; i++) local.write(`f${i}.txt`, `content ${i}`, clock.now() - 60_000);
+    await mirror.fullPass();
+    const ids = new Map(api.list().map((d) => [d.name, d.id]));
+    await clock.advance(60_000);
+    for (let i = 0; i < 10; i++) rename(local, `f${i}.txt`, `moved/f${i}.txt`, clock.now());
+    const uploads = api.count('uploadDocuments');
+    const pass = await mirror.fullPass();
+    expect(pass.ok).toBe(true);
+    expect(pass.settling).toBeUndefined();
+    expect(pass.counts).toMatchObject({ renamed: 10, uploaded: 0, deleted: 0 });
+    expect(api.count('uploadDocuments')).toBe(uploads);
+    expect(new Map(api.list().map((d) => [d.name, d.id]))).toEqual(new Map([...ids].map(([name, id]) => [`moved/${name!}`, id])));
+  });
+
+  it('a new file being written is still set aside, and so is a moved file whose mtime changed since', async () => {
+    const { clock, api, local, mirror } = setup();
+    local.write('a.txt', 'alpha', clock.now() - 60_000);
+    await mirror.fullPass();
+    await clock.advance(60_000);
+    rename(local, 'a.txt', 'b.txt', clock.now());
+    local.write('b.txt', 'alpha, more', clock.now());
+    local.write('c.txt', 'half', clock.now());
+    expect((await mirror.fullPass()).settling).toEqual(['b.txt', 'c.txt']);
+    expect(api.list().map((d) => d.name)).toEqual([]);
+  });
+});
+
 describe('Mirror: the mass-delete guard with prune "all"', () => {
   it('counts what it may prune in its base: the only file set aside, three documents of nobody\'s are not all pruned unguarded (seed 7, history 266)', async () => {
     const { clock, api, local, mirror } = setup(WINDOW, 'all');

@@ -40,9 +40,9 @@ const summary = (ops: Op[]): string[] =>
   ops.map((op) => (op.kind === 'delete' ? `delete ${op.documentId} ${op.reason}` : 'documentId' in op ? `${op.kind} ${op.documentId} ${op.path}` : `${op.kind} ${op.path}`)).sort();
 
 describe('marked uploads: recognised by mark and nonce (issue 23, defect 5)', () => {
-  it('finds the last mark anywhere in a name, in lower case', () => {
+  it('finds the first mark anywhere in a name, in lower case (a cut shortens only a later one)', () => {
     expect(findUploadMark('a.dssync-upload-00ff.txt')).toBe('00ff');
-    expect(findUploadMark('x.dssync-upload-aa.dssync-upload-BB12.txt')).toBe('bb12');
+    expect(findUploadMark('.dssync-upload-BB12.x.dssync-upload-bb1')).toBe('bb12');
     expect(findUploadMark('plain.txt')).toBeUndefined();
   });
 

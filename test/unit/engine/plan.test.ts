@@ -719,7 +719,7 @@ describe('planMirror: another writer with our identity (issue 23, defect 2)', ()
 
     it('a marked upload of our tag and a recorded session, no intent naming it: our late commit, deleted', () => {
       const p = planS([marked('n1', `${TAG}aaaa0001deadbeef`)]);
-      expect(summary(p.ops)).toContain('delete n1 b.dssync-upload-' + `${TAG}aaaa0001deadbeef.txt (lost-upload)`);
+      expect(summary(p.ops)).toContain(`delete n1 ${markUploadName('b.txt', `${TAG}aaaa0001deadbeef`)} (lost-upload)`);
       expect(p.sameIdentity).toEqual([]);
     });
     it('a marked upload of our tag and another session (a clone before its metadata): reported, nothing written', () => {

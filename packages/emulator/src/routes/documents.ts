@@ -1,4 +1,5 @@
 /** Documents of a data source (list, view, update, delete) and their chunks. */
+import { storedName } from '../filename.js';
 import { orgOf } from '../context.js';
 import { notFound } from '../errors.js';
 import { encodeCursor, listBodyBytes, parseListQuery } from '../paging.js';
@@ -38,6 +39,8 @@ export const documentRoutes: RouteDef[] = [
       const patch = parseUpdateDocument(jsonObjectBody(req));
       // A service that ignores the new name (FaultOptions.ignoreRename): the rest applies.
       if (ctx.faults.get().ignoreRename) delete patch.name;
+      // A service that rewrites or cuts every name it stores (FaultOptions.nameRules, nameMaxBytes).
+      if (patch.name !== undefined) patch.name = storedName(patch.name, ctx.faults.get());
       if (Object.keys(patch).length > 0) ctx.store.updateDocument(doc, patch);
       return documentRecord(doc);
     },

@@ -11,7 +11,7 @@ import { extractChunks, type Extraction } from '../chunker.js';
 import { orgOf, requestState, type EmulatorContext } from '../context.js';
 import { EmulatorError, badRequest } from '../errors.js';
 import { ACCEPTED_EXTENSIONS, detectFileType, type FileType } from '../file-types.js';
-import { documentNameFromPart, rewriteName } from '../filename.js';
+import { documentNameFromPart, rewriteName, storedName } from '../filename.js';
 import { documentRecord } from '../records.js';
 import { spoolPart, type SpooledFile } from '../spool.js';
 import { pathParam, requireDataSource } from './route.js';
@@ -113,7 +113,7 @@ async function receiveFiles(ctx: EmulatorContext, req: FastifyRequest): Promise<
         );
       }
       const spooled = await spoolPart(part.file, { name, maxBytes: maxFileBytes, tempDir: ctx.tempDir });
-      files.push({ name, type, spooled });
+      files.push({ name: storedName(name, ctx.faults.get()), type, spooled });
     }
   } catch (err) {
     await disposeAll(files);
