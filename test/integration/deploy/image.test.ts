@@ -2,7 +2,7 @@
  * The container image, built and run as far as this machine allows (docs/deploy.md, "What was
  * tested"). No registry is reachable and `podman run` does not work in this sandbox (crun:
  * cgroups, setrlimit), so:
- * - the base is a stand-in for node:20-bookworm-slim made from this machine's own files
+ * - the base is a stand-in for node:26-bookworm-slim made from this machine's own files
  *   (make-test-base.sh), imported with `podman import`;
  * - the image is built from deploy/container/Containerfile and the release tarball with
  *   `podman build --isolation=chroot`, in a private podman store (vfs) that is removed after;

