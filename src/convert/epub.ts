@@ -2,7 +2,7 @@
  * EPUB to Markdown: the chapters in spine order (META-INF/container.xml → the package
  * document → its spine), each XHTML chapter as headings and paragraphs (html.ts).
  */
-import { ConvertLimitError, type ConvertLimits } from './limits.js';
+import { limitError, type ConvertLimits } from './limits.js';
 import { htmlBlocks } from './html.js';
 import { MarkdownOut } from './markdown.js';
 import { attr, xmlTokens } from './xml.js';
@@ -14,7 +14,7 @@ export function epubToMarkdown(bytes: Uint8Array, limits: ConvertLimits): { mark
   let opfPath: string | undefined;
   for (const t of xmlTokens(container ?? '')) if (t.kind === 'open' && t.name === 'rootfile') opfPath ??= attr(t.attrs, 'full-path');
   const opf = opfPath === undefined ? undefined : zip.text(opfPath);
-  if (opfPath === undefined || opf === undefined) throw new ConvertLimitError('format', 'the package document is missing: not a complete EPUB (truncated?)');
+  if (opfPath === undefined || opf === undefined) throw limitError('format', 'the package document is missing: not a complete EPUB (truncated?)');
   const manifest = new Map<string, string>();
   const spine: string[] = [];
   for (const t of xmlTokens(opf)) {

@@ -1,7 +1,7 @@
 /** Word 97–2003 (.doc) to Markdown (word-extractor): the body's paragraphs, then text boxes, footnotes and endnotes. */
 import WordExtractor from 'word-extractor';
 import type { ConvertLimits } from './limits.js';
-import { ConvertLimitError } from './limits.js';
+import { limitError } from './limits.js';
 import { MarkdownOut, squeeze } from './markdown.js';
 
 export async function docToMarkdown(bytes: Uint8Array, limits: ConvertLimits): Promise<{ markdown: string; notes: string[] }> {
@@ -9,7 +9,7 @@ export async function docToMarkdown(bytes: Uint8Array, limits: ConvertLimits): P
   try {
     doc = await new WordExtractor().extract(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   } catch (e) {
-    throw new ConvertLimitError('format', `not a readable Word 97–2003 document (${(e as Error).message})`);
+    throw limitError('format', `not a readable Word 97–2003 document (${(e as Error).message})`);
   }
   const out = new MarkdownOut(limits);
   const sections: [string, string][] = [

@@ -23,11 +23,7 @@ export const DEFAULT_LIMITS: ConvertLimits = {
   rowsPerSheet: 10_000,
 };
 
-/** A bound a file went past: the conversion fails with this reason (a problem-list entry). */
-export class ConvertLimitError extends Error {
-  readonly code = 'E_CONVERT_LIMIT';
-  constructor(readonly limit: keyof ConvertLimits | 'format', message: string) {
-    super(message);
-    this.name = 'ConvertLimitError';
-  }
+/** A file a converter cannot read, or a bound it went past: the conversion fails with this reason (a problem-list entry). */
+export function limitError(limit: keyof ConvertLimits | 'format', message: string): Error & { code: string; limit: string } {
+  return Object.assign(new Error(message), { code: 'E_CONVERT_LIMIT', limit });
 }

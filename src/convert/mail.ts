@@ -7,7 +7,7 @@ import msgreader from '@kenjiuno/msgreader';
 import { simpleParser, type AddressObject } from 'mailparser';
 import { htmlBlocks } from './html.js';
 import type { ConvertLimits } from './limits.js';
-import { ConvertLimitError } from './limits.js';
+import { limitError } from './limits.js';
 import { MarkdownOut, squeeze } from './markdown.js';
 
 interface Mail {
@@ -60,9 +60,9 @@ export function msgToMarkdown(bytes: Uint8Array, limits: ConvertLimits): { markd
     // A CommonJS module whose class is its `default` export.
     data = new msgreader.default(bytes.slice().buffer).getFileData();
   } catch (e) {
-    throw new ConvertLimitError('format', `not a readable Outlook message (${(e as Error).message})`);
+    throw limitError('format', `not a readable Outlook message (${(e as Error).message})`);
   }
-  if (data.error !== undefined) throw new ConvertLimitError('format', `not a readable Outlook message (${data.error})`);
+  if (data.error !== undefined) throw limitError('format', `not a readable Outlook message (${data.error})`);
   const who = (name?: string, email?: string): string => (email !== undefined && email !== '' ? `${name ?? ''} <${email}>`.trim() : (name ?? ''));
   const recipients = (kind: string): string =>
     (data.recipients ?? [])

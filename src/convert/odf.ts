@@ -5,7 +5,7 @@
  * section per slide (draw:page) with its title, text and speaker notes.
  */
 import { MarkdownOut, squeeze, table } from './markdown.js';
-import { ConvertLimitError, type ConvertLimits } from './limits.js';
+import { limitError, type ConvertLimits } from './limits.js';
 import { attr, xmlTokens } from './xml.js';
 import { openZip } from './zip.js';
 
@@ -15,7 +15,7 @@ const MAX_REPEAT = 1024;
 export function odfToMarkdown(bytes: Uint8Array, limits: ConvertLimits): { markdown: string; notes: string[] } {
   const zip = openZip(bytes, limits);
   const xml = zip.text('content.xml');
-  if (xml === undefined) throw new ConvertLimitError('format', 'content.xml is missing: not a complete OpenDocument file (truncated?)');
+  if (xml === undefined) throw limitError('format', 'content.xml is missing: not a complete OpenDocument file (truncated?)');
   const out = new MarkdownOut(limits);
   let para: string[] | undefined;
   let heading = 0;

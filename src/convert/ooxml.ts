@@ -6,7 +6,7 @@
  */
 import { MarkdownOut, squeeze, table } from './markdown.js';
 import type { ConvertLimits } from './limits.js';
-import { ConvertLimitError } from './limits.js';
+import { limitError } from './limits.js';
 import { attr, local, xmlTokens } from './xml.js';
 import { openZip, relationships, type ZipReader } from './zip.js';
 
@@ -82,7 +82,7 @@ export function pptxToMarkdown(bytes: Uint8Array, limits: ConvertLimits): { mark
 
 function need(zip: ZipReader, name: string): string {
   const xml = zip.text(name);
-  if (xml === undefined) throw new ConvertLimitError('format', `${name} is missing: not a complete file of this format (truncated?)`);
+  if (xml === undefined) throw limitError('format', `${name} is missing: not a complete file of this format (truncated?)`);
   return xml;
 }
 

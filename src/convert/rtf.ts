@@ -6,13 +6,13 @@
  * `\ansicpg` says otherwise), `\uN` a Unicode character followed by `\ucN` fallback chars.
  */
 import type { ConvertLimits } from './limits.js';
-import { ConvertLimitError } from './limits.js';
+import { limitError } from './limits.js';
 import { MarkdownOut, squeeze } from './markdown.js';
 
 const SKIPPED = new Set(['fonttbl', 'colortbl', 'stylesheet', 'info', 'pict', 'object', 'themedata', 'colorschememapping', 'datastore', 'latentstyles', 'listtable', 'listoverridetable', 'rsidtbl', 'generator', 'xmlnstbl', 'mmathPr', 'header', 'footer', 'headerl', 'headerr', 'footerl', 'footerr', 'fldinst']);
 
 export function rtfToText(rtf: string): string {
-  if (!rtf.startsWith('{\\rtf')) throw new ConvertLimitError('format', 'not an RTF document (no {\\rtf header)');
+  if (!rtf.startsWith('{\\rtf')) throw limitError('format', 'not an RTF document (no {\\rtf header)');
   const out: string[] = [];
   const stack: { skip: boolean; uc: number }[] = [];
   let skip = false;

@@ -5,7 +5,7 @@
  * and a lying one cannot expand past what it declared.
  */
 import { strFromU8, unzipSync } from 'fflate';
-import { ConvertLimitError, type ConvertLimits } from './limits.js';
+import { limitError, type ConvertLimits } from './limits.js';
 import { attr, xmlTokens } from './xml.js';
 
 export interface ZipReader {
@@ -26,11 +26,11 @@ export function openZip(bytes: Uint8Array, limits: Pick<ConvertLimits, 'decompre
       },
     });
   } catch (e) {
-    throw new ConvertLimitError('format', `not a readable zip container (${(e as Error).message})`);
+    throw limitError('format', `not a readable zip container (${(e as Error).message})`);
   }
-  if (names.length > limits.zipEntries) throw new ConvertLimitError('zipEntries', `the container holds ${names.length} entries (limit zipEntries, ${limits.zipEntries})`);
+  if (names.length > limits.zipEntries) throw limitError('zipEntries', `the container holds ${names.length} entries (limit zipEntries, ${limits.zipEntries})`);
   if (declared > limits.decompressedBytes) {
-    throw new ConvertLimitError('decompressedBytes', `the container expands to ${declared} bytes (limit decompressedBytes, ${limits.decompressedBytes}): a zip bomb?`);
+    throw limitError('decompressedBytes', `the container expands to ${declared} bytes (limit decompressedBytes, ${limits.decompressedBytes}): a zip bomb?`);
   }
   return {
     names,
@@ -40,7 +40,7 @@ export function openZip(bytes: Uint8Array, limits: Pick<ConvertLimits, 'decompre
       try {
         out = unzipSync(bytes, { filter: (f) => f.name === name })[name];
       } catch (e) {
-        throw new ConvertLimitError('format', `the entry ${name} cannot be inflated (${(e as Error).message})`);
+        throw limitError('format', `the entry ${name} cannot be inflated (${(e as Error).message})`);
       }
       return out === undefined ? undefined : strFromU8(out);
     },

@@ -158,6 +158,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
       batchFiles: config.queue.uploadBatchFiles,
       batchBytes: config.queue.uploadBatchBytes,
       concurrency: config.queue.concurrency,
+      formats: mapping.formats,
     },
     api,
     state: deps.state,

@@ -3,6 +3,7 @@
  * and the daemon runs again and again (DESIGN §2). The filesystem comes through the
  * LocalSide interface and the service through DatastoreApi, so both can be faked.
  */
+import type { Formats } from '../convert/policy.js';
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
@@ -52,6 +53,8 @@ export interface MirrorSpec extends DocumentFieldsSpec {
   massDeleteMinimum: number;
   batchFiles: number;
   batchBytes: number;
+  /** The mapping's formats (config `formats`): which files are converted to Markdown. */
+  formats?: Formats | undefined;
   concurrency: number;
 }
 
@@ -461,6 +464,7 @@ export class Mirror {
       uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
       session: this.session,
       renameCheck: this.renames,
+      formats: spec.formats,
     });
     const renamesNowIgnored = this.renames.ignored && !renamesWereIgnored;
     if (renamesNowIgnored) {
