@@ -18,6 +18,8 @@ const layers = {
   compose: ['engine', 'local', 'state', 'daemon', 'cli'],
   daemon: ['cli'],
   time: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli', 'compose', 'errors'],
+  // Conversion to Markdown stands alone (the upload and the executor ask it): pure readers and a worker.
+  convert: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli', 'compose', 'time', 'errors'],
   // The one disposition decides by codes: it imports nothing, so every layer may ask it.
   errors: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli', 'compose', 'time'],
 };

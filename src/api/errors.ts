@@ -25,6 +25,8 @@ export type ApiErrorCode =
   | 'E_PAYLOAD_TOO_LARGE'
   /** 415: the service cannot ingest this type of file. */
   | 'E_UNSUPPORTED_TYPE'
+  /** The file's converter to Markdown could not read it (api/upload.ts, convert/). */
+  | 'E_CONVERT_FAILED'
   /** 429: rate limited. */
   | 'E_RATE_LIMITED'
   /** 408 / 5xx: the service failed; worth retrying. */

@@ -2,6 +2,8 @@
  * The normalised records the rest of dssync works with. One place (decode.ts) turns
  * whatever the service answered into these; `raw` keeps the record as received.
  */
+import type { ConverterId } from '../convert/formats.js';
+import type { ConvertLimits } from '../convert/limits.js';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -79,4 +81,10 @@ export interface UploadFile {
   expectedSha256?: string | undefined;
   /** Refuse a symbolic link as the file itself (O_NOFOLLOW). */
   noFollow?: boolean | undefined;
+  /**
+   * Send the file converted to Markdown (convert/, in a worker): the file is read and checked
+   * whole first, and the part is the Markdown, typed text/markdown. A file its converter
+   * cannot read is E_CONVERT_FAILED, refused for that file until it changes.
+   */
+  convert?: { converter: ConverterId; limits: ConvertLimits } | undefined;
 }

@@ -31,6 +31,7 @@ import { escapeFormName, formNameForms } from './form-name.js';
 import { badResponse, type DecodeContext } from './decode.js';
 import type { DocumentRecord, UploadFile } from './records.js';
 import { nfc } from '../unicode.js';
+import { convertIsolated } from '../convert/isolated.js';
 
 function fileChanged(file: UploadFile, what: string, ctx: DecodeContext, extra: { ambiguous?: boolean; cause?: unknown } = {}): ApiError {
   return new ApiError({
@@ -62,7 +63,11 @@ interface OpenPart {
   file: UploadFile;
   opened: OpenedFile;
   header: Buffer;
+  /** The part's bytes when they are not the file's own (a conversion's Markdown). */
+  content?: Buffer;
 }
+
+const sizeOf = (p: OpenPart): number => p.content?.length ?? p.opened.stat.size;
 
 const CRLF = Buffer.from('\r\n');
 /** Read size while streaming: two of these per file in flight at most (one held back). */
@@ -99,12 +104,14 @@ export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promi
         });
       }
       const opened = await openChecked(file, within, ctx);
-      parts.push({ file, opened, header: partHeader(boundary, file) });
+      const part: OpenPart = { file, opened, header: partHeader(boundary, file) };
+      parts.push(part);
+      if (file.convert) part.content = await converted(part, file.convert, ctx);
     }
     await testPause('upload-send', files.map((f) => f.path));
     const closing = Buffer.from(`--${boundary}--\r\n`);
-    const contentLength = parts.reduce((n, p) => n + p.header.length + p.opened.stat.size + CRLF.length, 0) + closing.length;
-    if (contentLength <= SMALL_BODY_BYTES && parts.every((p) => p.opened.stat.size <= CHUNK_BYTES)) {
+    const contentLength = parts.reduce((n, p) => n + p.header.length + sizeOf(p) + CRLF.length, 0) + closing.length;
+    if (contentLength <= SMALL_BODY_BYTES && parts.every((p) => sizeOf(p) <= CHUNK_BYTES)) {
       const body = await wholeBody(parts, closing, contentLength, ctx);
       await close();
       return { body: { body, contentType: `multipart/form-data; boundary=${boundary}`, contentLength }, close };
@@ -154,12 +161,29 @@ async function openChecked(file: UploadFile, within: Confinement | undefined, ct
 }
 
 /**
+ * A file to be sent converted: read whole from its descriptor with readChecked's checks (the
+ * version hashed at planning, unchanged while read), then converted in a worker
+ * (convert/isolated.ts). A file its converter cannot read, or that goes past a limit, is
+ * E_CONVERT_FAILED with the reason, refused for this file until it changes; nothing is sent.
+ */
+async function converted(part: OpenPart, convert: NonNullable<UploadFile['convert']>, ctx: DecodeContext): Promise<Buffer> {
+  const bytes = Buffer.allocUnsafe(part.opened.stat.size + 1);
+  const n = await readChecked(part, bytes, 0, ctx);
+  await part.opened.handle.close().catch(() => undefined);
+  const outcome = await convertIsolated(convert.converter, bytes.subarray(0, n), convert.limits);
+  if (!outcome.ok) {
+    throw new ApiError({ code: 'E_CONVERT_FAILED', message: `${part.file.path}: not converted to Markdown: ${outcome.reason}`, method: ctx.method, path: ctx.path, retryable: false, file: part.file.path });
+  }
+  return Buffer.from(outcome.markdown);
+}
+
+/**
  * The part's head as undici's FormData writes it (same escaping of the file name, see
  * form-name.ts, so the service sees the same name whichever sends it).
  */
 function partHeader(boundary: string, file: UploadFile): Buffer {
   const name = escapeFormName(wellFormed(file.name));
-  const type = blobType(file.contentType ?? contentTypeFor(file.name)) || DEFAULT_CONTENT_TYPE;
+  const type = blobType(file.contentType ?? (file.convert ? 'text/markdown' : contentTypeFor(file.name))) || DEFAULT_CONTENT_TYPE;
   return Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="documents"; filename="${name}"\r\nContent-Type: ${type}\r\n\r\n`);
 }
 
@@ -182,7 +206,7 @@ async function wholeBody(parts: readonly OpenPart[], closing: Buffer, contentLen
   let at = 0;
   for (const part of parts) {
     at += part.header.copy(body, at);
-    at += await readChecked(part, body, at, ctx);
+    at += part.content ? part.content.copy(body, at) : await readChecked(part, body, at, ctx);
     at += CRLF.copy(body, at);
   }
   at += closing.copy(body, at);
@@ -244,7 +268,8 @@ async function checkUnchanged(part: OpenPart, bytes: number, hash: Hash, changed
 async function* streamParts(parts: OpenPart[], closing: Buffer, ctx: DecodeContext): AsyncGenerator<Uint8Array> {
   for (const part of parts) {
     yield part.header;
-    yield* streamFile(part, ctx);
+    if (part.content) yield part.content;
+    else yield* streamFile(part, ctx);
     yield CRLF;
   }
   yield closing;

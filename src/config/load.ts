@@ -375,7 +375,9 @@ function resolveMappings(
       id: mappingId(m) ?? '',
       path: resolve(m.path),
       include: m.include ?? [...DEFAULTS.mapping.include],
-      exclude: m.exclude ?? [...DEFAULTS.mapping.exclude],
+      // A format set to "skip" is excluded like any other file the mapping leaves out.
+      exclude: [...(m.exclude ?? DEFAULTS.mapping.exclude), ...Object.entries(m.formats ?? {}).flatMap(([ext, p]) => (p === 'skip' ? [`**/*${ext}`] : []))],
+      formats: { ...(m.formats ?? {}) },
       ignoreFile: m.ignoreFile ?? DEFAULTS.mapping.ignoreFile,
       maxFileBytes: m.maxFileBytes ?? DEFAULTS.mapping.maxFileBytes,
       urlTemplate: m.urlTemplate ?? DEFAULTS.mapping.urlTemplate,

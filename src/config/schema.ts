@@ -16,7 +16,7 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 const MiB = 1024 * 1024;
 
 /** The default file types: what the service cuts into chunks. Matched case-insensitively. */
-export const DEFAULT_INCLUDE = ['**/*.{txt,md,pdf,doc,docx,odt,rtf,html,htm,csv}'] as const;
+export const DEFAULT_INCLUDE = ['**/*.{txt,md,pdf,docx,html,htm,doc,odt,rtf,csv,tsv,pptx,xlsx,xlsm,ods,odp,epub,eml,msg}'] as const;
 
 /**
  * The one default of every option (p-queue's options file is the model: each key says what
@@ -201,6 +201,13 @@ export const MappingSchema = z.strictObject(
     exclude: globList('**/drafts/**').optional(),
     ignoreFile: text('a file name (e.g. ".dssyncignore")').optional(),
     maxFileBytes: intAtLeast(1, DEFAULTS.mapping.maxFileBytes).optional(),
+    formats: z
+      .record(
+        z.string().regex(/^\.[a-z0-9]+$/, { error: 'must be an extension in lower case with its dot (e.g. ".pptx")' }),
+        z.enum(['as-is', 'convert', 'skip'], { error: 'must be "as-is", "convert" (to Markdown) or "skip"' }),
+        { error: 'must be an object of extension → "as-is" | "convert" | "skip" (e.g. {".csv": "as-is"})' },
+      )
+      .optional(),
     urlTemplate: z
       .string({ error: `must be a string (e.g. "${DEFAULT_URL_TEMPLATE}")` })
       .check((ctx) => {

@@ -59,6 +59,8 @@ interface MappingCommon {
   readonly ignoreFile: string;
   /** Larger files are skipped and reported. */
   readonly maxFileBytes: number;
+  /** What happens to each extension, where the mapping overrides the default (docs/formats.md). */
+  readonly formats: Readonly<Record<string, 'as-is' | 'convert' | 'skip'>>;
   /** See url-template.ts. */
   readonly urlTemplate: string;
   /** Static metadata added to every document (dssync's own keys win). */

@@ -176,6 +176,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
       batchFiles: config.queue.uploadBatchFiles,
       batchBytes: config.queue.uploadBatchBytes,
       concurrency: config.queue.concurrency,
+      formats: mapping.formats,
     },
     api: lease ? leaseGated(api, () => lease.holds(), mapping.id) : api,
     lease: lease ? () => lease.view() : undefined,

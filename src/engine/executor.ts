@@ -23,6 +23,7 @@ import { disposition } from '../errors/disposition.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
 import { documentName, findUploadMark, markUploadName, uploadNonce } from './document-fields.js';
+import { conversionOf, type Conversion, type Formats } from '../convert/policy.js';
 import type { HashedFile, Op } from './plan.js';
 import { learnNameRule, nameAsStored, type ServiceNames } from './service-names.js';
 
@@ -91,6 +92,8 @@ export interface ExecutorOptions {
    * the state.
    */
   names?: NameCheck | undefined;
+  /** The mapping's formats (convert/policy.ts): which files are sent converted to Markdown. */
+  formats?: Formats | undefined;
 }
 
 /** What the service was seen to do to names (ExecutorOptions.names). */
@@ -144,6 +147,8 @@ type UploadOp = Extract<Op, { kind: 'upload' | 'replace' }>;
 interface NamedUpload {
   op: UploadOp;
   uploadName: string;
+  /** Sent as Markdown converted from the file (its upload name then ends in `.md`). */
+  conversion?: Conversion | undefined;
   marked: boolean;
 }
 
@@ -269,8 +274,11 @@ class UploadBatches {
     // A service that ignores a new name would show the marked name for good: the real one.
     const marked = this.o.names?.known.renamesIgnored !== true;
     const named = this.batches[i]!.map((op) => {
-      const name = this.o.desired(op.file).name;
-      return { op, uploadName: marked ? markUploadName(name, this.nonce()) : name, marked };
+      // A converted file is sent as Markdown under a name ending in .md, for a service that
+      // reads the type from it; the metadata update then gives the document its real name.
+      const conversion = conversionOf(op.path, this.o.formats);
+      const name = `${this.o.desired(op.file).name}${conversion ? '.md' : ''}`;
+      return { op, uploadName: marked ? markUploadName(name, this.nonce()) : name, marked, conversion };
     });
     return { named, intent: () => this.o.state.beginIntent(this.o.mappingId, uploadIntent(named, this.o)) };
   }
@@ -362,9 +370,10 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
   try {
     records = await o.api.uploadDocuments(
       o.dataSourceId,
-      named.map(({ op, uploadName }) => ({
+      named.map(({ op, uploadName, conversion }) => ({
         path: op.file.diskPath,
         name: uploadName,
+        ...(conversion ? { convert: conversion } : {}),
         expectedSize: op.file.size,
         expectedMtimeMs: op.file.mtimeMs,
         // The bytes sent must be the file walked and hashed (api/upload.ts).

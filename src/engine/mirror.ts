@@ -4,6 +4,7 @@
  * LocalSide interface and the service through DatastoreApi, so both can be faked.
  */
 import { listingBound } from './listing-bound.js';
+import type { Formats } from '../convert/policy.js';
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
@@ -55,6 +56,8 @@ export interface MirrorSpec extends DocumentFieldsSpec {
   massDeleteMinimum: number;
   batchFiles: number;
   batchBytes: number;
+  /** The mapping's formats (config `formats`): which files are converted to Markdown. */
+  formats?: Formats | undefined;
   concurrency: number;
 }
 
@@ -486,6 +489,7 @@ export class Mirror {
       uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
       session: this.session,
       names,
+      formats: spec.formats,
     });
     const renamesNowIgnored = names.known.renamesIgnored === true && !renamesWereIgnored;
     if (renamesNowIgnored) {

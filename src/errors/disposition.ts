@@ -130,7 +130,9 @@ function serviceDisposition(code: string, status: number | undefined, ambiguous:
     case 'E_PAYLOAD_TOO_LARGE':
     case 'E_UNSUPPORTED_TYPE':
     case 'E_BAD_REQUEST':
-      // 400/413/415/422 to a file's request: the service refuses something of that file.
+    case 'E_CONVERT_FAILED':
+      // 400/413/415/422 to a file's request: the service refuses something of that file; or
+      // its converter cannot read it (api/upload.ts). It waits until the file changes.
       return scope === 'file' ? d('refusedForFile', 1, `refused by the service (HTTP ${status ?? '?'})`) : d('fatalForMapping', 1, `request refused (HTTP ${status ?? '?'})`);
     case 'E_NOT_FOUND':
       // A document gone under us: the next plan looks again. The data source gone: the mapping stops.

@@ -2,7 +2,7 @@
  * The container image, built and run as far as this machine allows (docs/deploy.md, "What was
  * tested"). No registry is reachable and `podman run` does not work in this sandbox (crun:
  * cgroups, setrlimit), so:
- * - the base is a stand-in for node:20-bookworm-slim made from this machine's own files
+ * - the base is a stand-in for node:26-bookworm-slim made from this machine's own files
  *   (make-test-base.sh), imported with `podman import`;
  * - the image is built from deploy/container/Containerfile and the release tarball with
  *   `podman build --isolation=chroot`, in a private podman store (vfs) that is removed after;
@@ -28,6 +28,7 @@ const MAKE_BASE = fileURLToPath(new URL('make-test-base.sh', import.meta.url));
 const TOKEN = `image-test-${process.pid}-token`;
 const PIN = 'a1b2c3d4e5f60718';
 const UID = 10001;
+const IMAGE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Why this machine cannot run the test, or undefined. */
 function missing(): string | undefined {
@@ -99,7 +100,8 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     sh('cp', [join(ROOT, 'deploy/container/Containerfile'), join(work, 'context/deploy/container/')]);
 
     sh('bash', [MAKE_BASE, join(work, 'base.tar')]);
-    podman(['import', join(work, 'base.tar'), 'localhost/dssync-test-base:1']);
+    // The node images' PATH: node and the global installs (dssync) in /usr/local/bin.
+    podman(['import', '--change', `ENV PATH=${IMAGE_PATH}`, join(work, 'base.tar'), 'localhost/dssync-test-base:1']);
     rmSync(join(work, 'base.tar'));
     // --format docker: the OCI format has no HEALTHCHECK, and podman drops it with a warning.
     buildLog = podman(['build', '--format', 'docker', '--isolation=chroot', '--build-arg', 'BASE=localhost/dssync-test-base:1', '--build-arg', `VERSION=${version}`, '-f', 'deploy/container/Containerfile', '-t', `localhost/dssync:${version}`, join(work, 'context')]);
@@ -210,7 +212,7 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     expect(port).toBeDefined();
     expect(healthcheck[0]).toBe('CMD');
     const probe = healthcheck.slice(1).map((a) => a.replace('127.0.0.1:8787', `127.0.0.1:${port}`));
-    const health = spawnSync('nsenter', ['--target', String(pid), '--mount', '--root', '--wd', '-S', String(UID), '-G', String(UID), '/usr/bin/env', '-i', 'PATH=/usr/bin:/bin', ...probe], { encoding: 'utf8' });
+    const health = spawnSync('nsenter', ['--target', String(pid), '--mount', '--root', '--wd', '-S', String(UID), '-G', String(UID), '/usr/bin/env', '-i', `PATH=${IMAGE_PATH}`, ...probe], { encoding: 'utf8' });
     expect(health.status, health.stderr).toBe(0);
 
     // The watch works through the read-only bind mount of the share.

@@ -93,7 +93,7 @@ describe('deploy/kubernetes', () => {
 describe('deploy/container/Containerfile', () => {
   const text = readFileSync(`${DEPLOY}container/Containerfile`, 'utf8');
   it('takes its base as a build argument and runs dssync run as a non-root user with a healthcheck', () => {
-    expect(text).toMatch(/^ARG BASE=node:20-bookworm-slim$/m);
+    expect(text).toMatch(/^ARG BASE=node:26-bookworm-slim$/m);
     expect(text).toMatch(/^FROM \$\{BASE\}$/m);
     expect(text).toMatch(/^USER 10001:10001$/m);
     expect(text).toMatch(/^VOLUME \["\/var\/lib\/dssync"\]$/m);

@@ -63,10 +63,11 @@ describe('loadSettings: valid files', () => {
         id: 'ds:ds-1',
         path: '/srv/share/handbook',
         dataSourceId: 'ds-1',
-        include: ['**/*.{txt,md,pdf,doc,docx,odt,rtf,html,htm,csv}'],
+        include: ['**/*.{txt,md,pdf,docx,html,htm,doc,odt,rtf,csv,tsv,pptx,xlsx,xlsm,ods,odp,epub,eml,msg}'],
         exclude: [],
         ignoreFile: '.dssyncignore',
         maxFileBytes: 20 * 1024 * 1024,
+        formats: {},
         urlTemplate: 'file://{absPath}',
         metadata: {},
         prune: 'ours',
@@ -240,6 +241,7 @@ describe('bad config files: every error names the file, the field and the fix', 
     ['a number given as a string', { rescanIntervalSeconds: '3600' }, 'rescanIntervalSeconds', 'must be a whole number >= 0 (e.g. 3600), got "3600"'],
     ['maxDeletePercent above 100', { mappings: [{ ...mapping, maxDeletePercent: 150 }] }, 'mappings[0].maxDeletePercent', 'mappings[0].maxDeletePercent (line 6, column 27): must be a number from 0 to 100, got 150'],
     ['maxDeletePercent below 0', { mappings: [{ ...mapping, maxDeletePercent: -5 }] }, 'mappings[0].maxDeletePercent', 'must be a number from 0 to 100, got -5'],
+    ['a format policy that is none', { mappings: [{ ...mapping, formats: { '.pptx': 'markdown' } }] }, 'mappings[0].formats[".pptx"]', 'must be "as-is", "convert" (to Markdown) or "skip"'],
     ['a bad prune value', { mappings: [{ ...mapping, prune: 'none' }] }, 'mappings[0].prune', 'must be "ours" (only what dssync created) or "all", got "none"'],
     ['a bad log level', { logLevel: 'verbose' }, 'logLevel', 'logLevel (line 2, column 15): must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent", got "verbose"'],
     ['a bad listen address', { status: { listen: 'localhost' } }, 'status.listen', 'status.listen (line 3, column 15): "localhost" is not host:port'],
@@ -388,3 +390,11 @@ describe('plain http:// (issue 24.8)', () => {
   });
 });
 
+
+describe('mappings[].formats', () => {
+  it('a format set to "skip" is excluded from the mapping; the others are kept as the mapping gave them', () => {
+    const s = loadSettings({ file: writeConfig({ mappings: [{ ...mapping, exclude: ['**/tmp/**'], formats: { '.eml': 'skip', '.csv': 'as-is' } }] }), env: {} });
+    expect(s.mappings[0]?.exclude).toEqual(['**/tmp/**', '**/*.eml']);
+    expect(s.mappings[0]?.formats).toEqual({ '.eml': 'skip', '.csv': 'as-is' });
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * Saved e-mails to Markdown: the headers (subject as the title, from, to, cc, date), the body
+ * (its plain text, or the text of its HTML), and the names of its attachments (their content
+ * is not converted). .eml with mailparser, Outlook .msg with @kenjiuno/msgreader.
+ */
+import msgreader from '@kenjiuno/msgreader';
+import { simpleParser, type AddressObject } from 'mailparser';
+import { htmlBlocks } from './html.js';
+import type { ConvertLimits } from './limits.js';
+import { limitError } from './limits.js';
+import { MarkdownOut, squeeze } from './markdown.js';
+
+interface Mail {
+  subject: string;
+  headers: [string, string][];
+  body: string;
+  attachments: string[];
+}
+
+function toMarkdown(mail: Mail, limits: ConvertLimits): { markdown: string; notes: string[] } {
+  const out = new MarkdownOut(limits);
+  out.heading(1, mail.subject === '' ? '(no subject)' : mail.subject);
+  const headers = mail.headers.filter(([, v]) => v !== '').map(([k, v]) => `- **${k}:** ${squeeze(v)}`);
+  if (headers.length > 0) out.add(headers.join('\n'));
+  for (const p of mail.body.split(/\r?\n\s*\r?\n/)) {
+    const text = p.trim();
+    if (text !== '' && !out.add(text)) break;
+  }
+  if (mail.attachments.length > 0) {
+    out.heading(2, 'Attachments');
+    out.add(mail.attachments.map((a) => `- ${a}`).join('\n'));
+  }
+  return { markdown: out.text(), notes: out.notes };
+}
+
+const addresses = (a: AddressObject | AddressObject[] | undefined): string => (a === undefined ? '' : (Array.isArray(a) ? a : [a]).map((x) => x.text).join(', '));
+
+export async function emlToMarkdown(bytes: Uint8Array, limits: ConvertLimits): Promise<{ markdown: string; notes: string[] }> {
+  const parsed = await simpleParser(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
+  const body = parsed.text ?? (typeof parsed.html === 'string' ? htmlBlocks(parsed.html).map((b) => b.text).join('\n\n') : '');
+  return toMarkdown(
+    {
+      subject: parsed.subject ?? '',
+      headers: [
+        ['From', addresses(parsed.from)],
+        ['To', addresses(parsed.to)],
+        ['Cc', addresses(parsed.cc)],
+        ['Date', parsed.date?.toISOString() ?? ''],
+      ],
+      body,
+      attachments: parsed.attachments.map((a) => a.filename ?? '(unnamed)'),
+    },
+    limits,
+  );
+}
+
+export function msgToMarkdown(bytes: Uint8Array, limits: ConvertLimits): { markdown: string; notes: string[] } {
+  let data;
+  try {
+    // A CommonJS module whose class is its `default` export.
+    data = new msgreader.default(bytes.slice().buffer).getFileData();
+  } catch (e) {
+    throw limitError('format', `not a readable Outlook message (${(e as Error).message})`);
+  }
+  if (data.error !== undefined) throw limitError('format', `not a readable Outlook message (${data.error})`);
+  const who = (name?: string, email?: string): string => (email !== undefined && email !== '' ? `${name ?? ''} <${email}>`.trim() : (name ?? ''));
+  const recipients = (kind: string): string =>
+    (data.recipients ?? [])
+      .filter((r) => (r.recipType ?? 'to') === kind)
+      .map((r) => who(r.name, r.smtpAddress ?? r.email))
+      .join(', ');
+  return toMarkdown(
+    {
+      subject: data.subject ?? '',
+      headers: [
+        ['From', who(data.senderName, data.senderSmtpAddress ?? data.senderEmail)],
+        ['To', recipients('to')],
+        ['Cc', recipients('cc')],
+        ['Date', data.messageDeliveryTime ?? data.clientSubmitTime ?? ''],
+      ],
+      body: data.body ?? '',
+      attachments: (data.attachments ?? []).map((a) => a.fileName ?? a.name ?? '(unnamed)'),
+    },
+    limits,
+  );
+}

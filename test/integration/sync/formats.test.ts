@@ -1,0 +1,60 @@
+/**
+ * Office files reach the service as Markdown (issue 35, docs/formats.md): `dssync sync`, the
+ * built binary, on a folder of real office files (test/fixtures/office) against the emulator.
+ * Each converted document keeps its original's name and carries the original's marker words in
+ * its chunks; the formats the service reads go as they are; a file its converter cannot read
+ * is named with its reason and holds back none of the others.
+ */
+import { cp, readFile } from 'node:fs/promises';
+import { afterEach, beforeAll, expect, it } from 'vitest';
+import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { jsonOf, requireBuiltBinary } from '../cli/run-cli.js';
+
+interface SyncJson {
+  ok: boolean;
+  mappings: { counts: Record<string, number>; failures: { path: string; message: string }[] }[];
+}
+
+const FIXTURES = new URL('../../fixtures/office/', import.meta.url);
+let ws: Workspace | undefined;
+beforeAll(() => requireBuiltBinary());
+afterEach(async () => {
+  await ws?.close();
+  ws = undefined;
+});
+
+it('converts what the service cannot read, keeps the names, and names a broken file', { timeout: 90_000 }, async () => {
+  ws = await createWorkspace();
+  await cp(FIXTURES, ws.share, { recursive: true });
+  const manifest = JSON.parse(await readFile(new URL('manifest.json', FIXTURES), 'utf8')) as Record<string, { kind: string; markers: string[] }>;
+  const deck = await readFile(new URL('sales/deck.pptx', FIXTURES));
+  await ws.write('sales/broken.pptx', deck.subarray(0, deck.length >> 1));
+
+  const r = await ws.sync('--json');
+  const report = jsonOf<SyncJson>(r);
+  const failures = report.mappings[0]?.failures ?? [];
+  expect(failures.map((f) => f.path)).toEqual(['sales/broken.pptx']);
+  expect(failures[0]?.message).toMatch(/not converted to Markdown: .*(not a readable zip container|not a complete file)/);
+
+  const docs = ws.emu.store.listDocuments(ws.dataSourceId());
+  const byName = new Map(docs.map((d) => [d.name, d]));
+  for (const [file, { kind, markers }] of Object.entries(manifest)) {
+    if (file.endsWith('.xls')) {
+      expect(byName.has(file), `${file} is not mirrored (no converter)`).toBe(false);
+      continue;
+    }
+    const doc = byName.get(file);
+    expect(doc, `${file} is a document under its own name`).toBeDefined();
+    const text = ws.emu.store.listChunks(doc!.document_id).map((c) => c.text).join('\n');
+    for (const m of markers) expect(text, `${file} (${kind}) carries ${m}`).toContain(m);
+  }
+  // Sheets arrive as Markdown tables, not as the zip's bytes.
+  const budget = byName.get('finance/budget.xlsx')!;
+  expect(ws.emu.store.listChunks(budget.document_id).map((c) => c.text).join('\n')).toContain('| travel kwsheetonex | 1200 |');
+
+  // A second pass sends nothing again: the converted files are unchanged.
+  const uploadsBefore = ws.emu.stats().uploads;
+  const again = jsonOf<SyncJson>(await ws.sync('--json'));
+  expect(again.mappings[0]?.counts.uploaded ?? 0).toBe(0);
+  expect(ws.emu.stats().uploads - uploadsBefore).toBeLessThanOrEqual(1); // the broken file alone may be tried again
+});
