@@ -88,7 +88,7 @@ export async function runAdopt(args: AdoptArgs, env: NodeJS.ProcessEnv = process
     // Adopt writes: it takes the mapping's lease as a sync does (docs/reliability.md, "The
     // lease"); a live holder's documents are then refused without --force. A dry run takes none.
     const installationId = establishIdentity(state, { pinned: config.installationId, statePath: config.statePath }).installationId;
-    const lease = args.dryRun ? undefined : mappingLease({ api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger }, ds.id, installationId);
+    const lease = args.dryRun ? undefined : mappingLease({ api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger, filesTracked: () => state.mapping(mapping.id)?.files.size ?? 0 }, ds.id, installationId);
     await lease?.acquire();
     const r = await adoptDocuments({ api, state, config, mapping, dataSourceId: ds.id, from: args.from, dryRun: args.dryRun, force: args.force, lease: lease?.view(), now: () => realClock.now() }).finally(() => lease?.stop());
     if (r.refused) {

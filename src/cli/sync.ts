@@ -172,7 +172,7 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
       onNotice: (m) => notices.push(m),
       // The daemon's rule for every full pass: a file changed within the window is not read (a dry run previews all).
       stabilityMs: d.args.dryRun ? undefined : windowMs,
-      lease: (dataSourceId, installationId) => (lease = d.mappingLease({ api: d.api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger: d.logger }, dataSourceId, installationId)),
+      lease: (dataSourceId, installationId) => (lease = d.mappingLease({ api: d.api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger: d.logger, filesTracked: () => d.store.mapping(mapping.id)?.files.size ?? 0 }, dataSourceId, installationId)),
     });
     if (lease !== undefined && !(await lease.acquire())) return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, error: heldElsewhere(mapping.id, lease), exitCode: ExitCode.FAILURE, notices };
     lease?.start();

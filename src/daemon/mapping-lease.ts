@@ -16,6 +16,7 @@ import type { Clock } from '../time/clock.js';
 import type { LeaseStatus } from './status-schema.js';
 import { newSession } from '../engine/document-fields.js';
 import { nodeLockProbe } from '../state/lock.js';
+import { listingBound } from '../engine/listing-bound.js';
 
 export interface MappingLeaseDeps {
   api: DatastoreApi;
@@ -35,6 +36,8 @@ export interface MappingLeaseDeps {
   /** The lease was taken or lost (the pass loop starts or stops passes). */
   onChange?: ((held: boolean) => void) | undefined;
   timing?: typeof LEASE | undefined;
+  /** How many files the mapping tracks: sizes the bound of the marker's search (listing-bound.ts). */
+  filesTracked?: (() => number) | undefined;
 }
 
 export class MappingLease {
@@ -215,7 +218,8 @@ export class MappingLease {
   }
 
   private async list(signal: AbortSignal): Promise<LeaseMarker[]> {
-    const docs = await this.d.api.listDocuments(this.d.dataSourceId, { signal, form: 'sync', keep: (doc) => leaseMarkersOf([doc], this.d.mappingId).length > 0 });
+    // Bounded as the mirror's own listing is (listing-bound.ts): an endless listing never holds the lease's search.
+    const docs = await this.d.api.listDocuments(this.d.dataSourceId, { signal, form: 'sync', keep: (doc) => leaseMarkersOf([doc], this.d.mappingId).length > 0, ...listingBound(this.d.filesTracked?.() ?? 0) });
     return leaseMarkersOf(docs, this.d.mappingId);
   }
 
@@ -287,6 +291,8 @@ export interface LeaseSettings {
   logger: Logger;
   probe?: HostProbe | undefined;
   timing?: typeof LEASE | undefined;
+  /** How many files the mapping tracks (MappingLeaseDeps.filesTracked). */
+  filesTracked?: (() => number) | undefined;
 }
 
 /** A mapping's lease for a data source, this process its would-be holder (a new writer session). */
@@ -304,6 +310,7 @@ export function mappingLease(s: LeaseSettings, dataSourceId: string, installatio
     url: pathToFileURL(join(s.root, leaseDocumentName(s.mappingId))).href,
     onChange,
     timing: s.timing,
+    filesTracked: s.filesTracked,
   });
 }
 

@@ -174,7 +174,7 @@ export class PassLoop {
   private leaseFor(dataSourceId: string, installationId: string): MappingLease {
     if (this.lease?.dataSourceId === dataSourceId) return this.lease;
     void this.lease?.stop();
-    const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log };
+    const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log, filesTracked: () => this.d.state.fileCount(this.id) };
     const lease = mappingLease(settings, dataSourceId, installationId, (held) => {
       if (this.lease !== lease || this.d.isStopped()) return;
       if (held) this.retryNow();
