@@ -1,14 +1,8 @@
 /** The coverage table (docs/status.md, "Coverage") as `status --coverage` and a dry run print it. */
-import type { CoverageCounts, CoverageRow } from '../engine/coverage.js';
+import type { CoverageCounts } from '../engine/coverage.js';
+import type { MappingCoverage } from '../daemon/coverage.js';
 
-export interface MappingCoverage {
-  mappingId: string;
-  path: string;
-  /** Why the folder could not be looked at (nothing counted). */
-  error?: string | undefined;
-  rows: CoverageRow[];
-  total: CoverageCounts;
-}
+export type { MappingCoverage };
 
 const HEAD = ['extension', 'as is', 'converted', 'no text', 'unchecked', 'skipped: policy', 'too big', 'unsupported', 'failed: conversion', 'refused', 'pending'];
 

@@ -158,7 +158,7 @@ export async function runCoverage(args: StatusArgs, deps: Pick<StatusDeps, 'out'
   }
   const state = await readState(settings.statePath, deps.readState);
   const coverage: MappingCoverage[] = [];
-  const { mappingCoverage } = await import('./coverage.js');
+  const { mappingCoverage } = await import('../daemon/coverage.js');
   for (const m of mappings) coverage.push(await mappingCoverage(m, state?.mappings[m.id], false));
   out(args.json ? formatJson({ coverage }) : coverage.map((c) => formatCoverage(c, false)).join('\n'));
   const attention = coverage.some((c) => c.error !== undefined || c.total.failed.conversion + c.total.failed.refused + c.total.noText + c.total.unchecked > 0);

@@ -142,8 +142,12 @@ export class ProblemList {
     return this.put(path, 'not-ingested', reason);
   }
 
-  /** A PDF sent as it is without a text layer, or whose layer could not be checked (text-check.ts). */
+  /**
+   * A PDF sent as it is without a text layer, or whose layer could not be checked
+   * (text-check.ts). The service's own verdict (not-ingested) says more: it stays.
+   */
   textLayer(path: string, kind: 'no-text' | 'unchecked', reason: string): boolean {
+    if (this.problems.get(path)?.kind === 'not-ingested') return false;
     return this.put(path, kind, reason);
   }
 

@@ -63,3 +63,10 @@ describe('TextChecks', () => {
     expect(kinds()).toEqual({});
   });
 });
+
+it("the service's verdict (not ingested) is not replaced by the text check", async () => {
+  const problems = new ProblemList(() => 0);
+  problems.notIngested('scan.pdf', 'not ingested: failed: no text');
+  expect(problems.textLayer('scan.pdf', 'no-text', NO_TEXT_REASON)).toBe(false);
+  expect(problems.data().problems.map((p) => p.kind)).toEqual(['not-ingested']);
+});

@@ -1,17 +1,25 @@
 /**
- * `dssync status --coverage` and the dry run's table (docs/status.md, "Coverage"): the
+ * Coverage of a mapping for `dssync status --coverage`, the page's panel and the dry run's table (docs/status.md, "Coverage"): the
  * inputs of engine/coverage.ts gathered from the mapped folder (a walk of names and sizes,
  * nothing hashed), the mapping's filter, the state file (read without its lock) and the
  * text check of the PDFs sent as they are (daemon/text-check.ts, in conversion workers).
  */
 import type { MappingConfig } from '../config/types.js';
 import { conversionOf } from '../convert/policy.js';
-import { coverageOf, totalOf } from '../engine/coverage.js';
-import type { MappingCoverage } from './coverage-table.js';
-import { checksText, checkTextLayer } from '../daemon/text-check.js';
+import { coverageOf, totalOf, type CoverageCounts, type CoverageRow } from '../engine/coverage.js';
+import { checksText, checkTextLayer } from './text-check.js';
 import { createFilter, loadFilter } from '../local/filters.js';
 import { walkTree } from '../local/walk.js';
 import type { MappingState } from '../state/schema.js';
+
+export interface MappingCoverage {
+  mappingId: string;
+  path: string;
+  /** Why the folder could not be looked at (nothing counted). */
+  error?: string | undefined;
+  rows: CoverageRow[];
+  total: CoverageCounts;
+}
 
 /** PDFs checked at once (each in a conversion worker; two stay warm). */
 const CHECKS_AT_ONCE = 2;
