@@ -36,7 +36,7 @@ beforeAll(async () => {
   await ws.write('sales/broken.pptx', deck.subarray(0, deck.length >> 1));
   await ws.write('policies/truncated.pdf', await readFile(new URL('../truncated.pdf', FIXTURES)));
   daemon = await startDaemon(ws);
-  await waitFor(async () => (await daemon.status()).mappings.every((m) => m.lastFullPassOkAt !== undefined || m.lastPassOk === false), { timeout: 60_000, what: 'the first pass' });
+  await waitFor(async () => (await daemon.status()).mappings.every((m) => m.lastPass !== undefined), { timeout: 60_000, what: 'the first pass' });
   profile = await mkdtemp(join(tmpdir(), 'dssync-chromium-'));
   context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'], viewport: { width: 1360, height: 1000 } });
   page = context.pages()[0] ?? (await context.newPage());
