@@ -30,6 +30,7 @@ import type { Settings } from '../config/types.js';
 import { parseDaemonStatus, type DaemonStatus, type InstallationStatus, type MappingStatus, type PassRecordView } from '../daemon/status-schema.js';
 import { installationStatus } from '../daemon/status.js';
 import { readRecords, recordsPath, type MappingRecords } from '../daemon/records-file.js';
+import { formatCoverage, type MappingCoverage } from './coverage-table.js';
 import { stateWrittenAt } from '../state/state-check.js';
 import type { Intent, PassRecord, StateFile } from '../state/schema.js';
 import { ExitCode, CliError } from './exit.js';
@@ -52,6 +53,7 @@ interface StatusArgs extends GlobalArgs {
   history?: boolean | undefined;
   mapping?: string | undefined;
   pendingDeletes?: boolean | undefined;
+  coverage?: boolean | undefined;
 }
 
 export const statusCommand: CommandModule<GlobalArgs, StatusArgs> = {
@@ -63,16 +65,18 @@ export const statusCommand: CommandModule<GlobalArgs, StatusArgs> = {
       .option('url', { type: 'boolean', describe: 'print a link to the status page that signs the browser in (one use, one minute)' })
       .option('open', { type: 'boolean', describe: 'the same, and open it in the desktop\'s browser when there is one' })
       .option('history', { type: 'boolean', describe: 'the last passes of each mapping (kind, start, duration, counts, first errors), kept across restarts' })
-      .option('mapping', { type: 'string', describe: 'with --history or --pending-deletes: only this mapping' })
+      .option('coverage', { type: 'boolean', describe: 'per mapping and extension: files sent as they are, converted, without text, skipped (and why), failed, pending; read from the folder and the state file' })
+      .option('mapping', { type: 'string', describe: 'with --history, --coverage or --pending-deletes: only this mapping' })
       .option('pending-deletes', { type: 'boolean', describe: 'what the deletions stopped by the mass-delete guard would remove (ask the running daemon); confirm with dssync confirm-delete' })
       .example('$0 status --config /etc/dssync/config.json --mapping docs --pending-deletes', 'the documents a mass delete waiting for confirmation would remove')
       .example('$0 status --config /etc/dssync/config.json --history --mapping docs', 'the last 50 passes of mapping docs')
+      .example('$0 status --config /etc/dssync/config.json --coverage', 'what reached the App, per extension')
       .example('$0 status --config /etc/dssync/config.json', 'asks the running daemon, or reads the state file')
       .example('$0 status --config config.json --json', 'the same for scripts')
       .example('sudo $0 status --config /etc/dssync/config.json --open', 'the status page, signed in') as unknown as Argv<StatusArgs>,
   handler: async (args) => {
     process.exitCode =
-      args.url || args.open ? await runStatusLink(args, args.open === true) : args.history ? await runHistory(args) : args.pendingDeletes ? await runPendingDeletes(args) : await runStatus(args);
+      args.url || args.open ? await runStatusLink(args, args.open === true) : args.history ? await runHistory(args) : args.coverage ? await runCoverage(args) : args.pendingDeletes ? await runPendingDeletes(args) : await runStatus(args);
   },
 };
 
@@ -138,6 +142,27 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
     out(formatStateReport(report, now, modified, snapshotWritten));
   }
   return stateExitCode(report);
+}
+
+/**
+ * `status --coverage`: each mapping's coverage (cli/coverage.ts), from its folder and the
+ * state file, with or without a running daemon. Exit 1 when a file failed or has no text.
+ */
+export async function runCoverage(args: StatusArgs, deps: Pick<StatusDeps, 'out' | 'env' | 'readState'> = {}): Promise<number> {
+  const out = deps.out ?? ((t: string) => void process.stdout.write(t));
+  const settings = loadSettings({ file: args.config, env: deps.env ?? process.env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
+  const mappings = settings.mappings.filter((m) => args.mapping === undefined || m.id === args.mapping);
+  if (mappings.length === 0) {
+    process.stderr.write(args.mapping === undefined ? 'dssync status --coverage: the config has no mappings\n' : `dssync status --coverage: no mapping ${JSON.stringify(args.mapping)} in the config\n`);
+    return ExitCode.USAGE;
+  }
+  const state = await readState(settings.statePath, deps.readState);
+  const coverage: MappingCoverage[] = [];
+  const { mappingCoverage } = await import('../daemon/coverage.js');
+  for (const m of mappings) coverage.push(await mappingCoverage(m, state?.mappings[m.id], false));
+  out(args.json ? formatJson({ coverage }) : coverage.map((c) => formatCoverage(c, false)).join('\n'));
+  const attention = coverage.some((c) => c.error !== undefined || c.total.failed.conversion + c.total.failed.refused + c.total.noText + c.total.unchecked > 0);
+  return attention ? ExitCode.FAILURE : ExitCode.OK;
 }
 
 // ---- asking the daemon ----------------------------------------------------------------

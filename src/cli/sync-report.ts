@@ -5,6 +5,7 @@
 import type { Op } from '../engine/plan.js';
 import type { PassReport } from '../engine/mirror.js';
 import { printable } from '../printable.js';
+import { formatCoverage, type MappingCoverage } from './coverage-table.js';
 import type { DispositionExit } from '../errors/disposition.js';
 
 export interface MappingOutcome {
@@ -21,6 +22,8 @@ export interface MappingOutcome {
   exitCode?: DispositionExit | undefined;
   /** Files still changing when the sync stopped waiting (sync-settle.ts): not sent, the next run sends them. */
   changing?: { paths: string[]; windowMs: number } | undefined;
+  /** A dry run's coverage: what each extension's files will become. */
+  coverage?: MappingCoverage | undefined;
 }
 
 export interface NotIngestedFile {
@@ -88,6 +91,7 @@ export function formatSyncHuman(outcomes: readonly MappingOutcome[]): string {
     for (const u of r.unfoundUploads ?? []) {
       lines.push(printable(`  lost upload not found  ${u.path}: its answer was lost and no document named like ${JSON.stringify(u.uploadName)} (its mark) is listed: it never landed, or the service renamed it (a document without metadata named like the file would then be a duplicate)`));
     }
+    if (o.coverage) lines.push(printable(formatCoverage(o.coverage, true).trimEnd()));
   }
   lines.push(closingLine(outcomes));
   return `${lines.join('\n')}\n`;
@@ -128,6 +132,7 @@ export function formatSyncJson(outcomes: readonly MappingOutcome[]): string {
           ...(o.report.unfoundUploads ? { unfoundUploads: o.report.unfoundUploads } : {}),
           ...(o.report.renameIgnored ? { renameIgnored: true } : {}),
           ...(o.report.dryRun ? { plan: o.report.ops.map(planEntry) } : {}),
+          ...(o.coverage ? { coverage: { rows: o.coverage.rows, total: o.coverage.total, ...(o.coverage.error !== undefined ? { error: o.coverage.error } : {}) } } : {}),
           startedAt: o.report.startedAt,
           finishedAt: o.report.finishedAt,
         }

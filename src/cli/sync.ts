@@ -180,7 +180,9 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     const report = d.args.dryRun
       ? await mirror.fullPass(passOpts)
       : await fullPassSettled(mirror, passOpts, { windowMs, waitMs: (d.args.waitChanging ?? WAIT_CHANGING_S) * 1000, clock: realClock, logger: d.logger, signal: d.signal });
-    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested, notices, changing: report.settling?.length ? { paths: report.settling, windowMs } : undefined };
+    // A dry run shows what each extension's files will become (cli/coverage.ts) before anything is sent.
+    const coverage = d.args.dryRun ? await (await import('../daemon/coverage.js')).mappingCoverage(mapping, (d.store as ReadOnlyState).mapping(mapping.id), true) : undefined;
+    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested, notices, changing: report.settling?.length ? { paths: report.settling, windowMs } : undefined, coverage };
   } catch (e) {
     // What the error means is decided in one place (errors/disposition.ts); this only words it.
     const disp = disposition(e, 'mapping');

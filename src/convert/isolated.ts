@@ -9,9 +9,11 @@
 import { Worker } from 'node:worker_threads';
 import type { ConverterId } from './formats.js';
 import type { ConvertLimits } from './limits.js';
+import type { TextLayer } from './pdf-text.js';
 import type { ConvertAnswer, ConvertRequest } from './worker.js';
 
 export type ConvertOutcome = { ok: true; markdown: string; notes: string[] } | { ok: false; reason: string };
+export type TextLayerOutcome = { ok: true; layer: TextLayer } | { ok: false; reason: string };
 
 /**
  * The worker's module: the built worker.js beside this file. Run from the TypeScript sources
@@ -86,11 +88,27 @@ function retire(p: Pooled): void {
 let nextId = 1;
 
 export function convertIsolated(converter: ConverterId, bytes: Uint8Array, limits: ConvertLimits, workerUrl: URL = defaultWorkerUrl()): Promise<ConvertOutcome> {
+  return inWorker<ConvertOutcome>(converter, bytes, limits, workerUrl, (a) => {
+    if (!('markdown' in a)) return { ok: false, reason: 'the converter answered without Markdown' };
+    const size = Buffer.byteLength(a.markdown);
+    // MarkdownOut cuts at the bound; a converter that did not is refused here.
+    if (size > limits.outputBytes + 4096) return { ok: false, reason: `the Markdown is ${size} bytes (limit outputBytes, ${limits.outputBytes})` };
+    return { ok: true, markdown: a.markdown, notes: a.notes };
+  });
+}
+
+/** Does the PDF have a text layer (pdf-text.ts), checked in a worker under the same limits? */
+export function pdfTextLayerIsolated(bytes: Uint8Array, limits: ConvertLimits, workerUrl: URL = defaultWorkerUrl()): Promise<TextLayerOutcome> {
+  return inWorker<TextLayerOutcome>('pdf-text', bytes, limits, workerUrl, (a) => ('layer' in a ? { ok: true, layer: a.layer } : { ok: false, reason: 'the check answered without a result' }));
+}
+
+function inWorker<T>(converter: ConvertRequest['converter'], bytes: Uint8Array, limits: ConvertLimits, workerUrl: URL, answered: (a: Exclude<ConvertAnswer, { error: unknown }>) => T | { ok: false; reason: string }): Promise<T | { ok: false; reason: string }> {
+  type Outcome = T | { ok: false; reason: string };
   return new Promise((resolve) => {
     const id = nextId++;
     const p = take(workerUrl, limits.memoryMb);
     // A worker that answered is reused; one stopped by a limit, or that failed, is ended.
-    const done = (outcome: ConvertOutcome, reusable = false): void => {
+    const done = (outcome: Outcome, reusable = false): void => {
       if (p.job !== job) return;
       clearTimeout(timer);
       if (reusable) release(p);
@@ -100,11 +118,7 @@ export function convertIsolated(converter: ConverterId, bytes: Uint8Array, limit
     const job: Job = {
       message(a) {
         if (a.id !== id) return;
-        if ('error' in a) return done({ ok: false, reason: a.error.message }, true);
-        const size = Buffer.byteLength(a.markdown);
-        // MarkdownOut cuts at the bound; a converter that did not is refused here.
-        if (size > limits.outputBytes + 4096) return done({ ok: false, reason: `the Markdown is ${size} bytes (limit outputBytes, ${limits.outputBytes})` }, true);
-        done({ ok: true, markdown: a.markdown, notes: a.notes }, true);
+        done('error' in a ? { ok: false, reason: a.error.message } : answered(a), true);
       },
       failed(e) {
         done({ ok: false, reason: e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `conversion needed more than ${limits.memoryMb} MB of memory (limit memoryMb): stopped` : `the converter failed: ${e.message}` });

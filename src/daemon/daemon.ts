@@ -22,6 +22,7 @@ import { createStatusEndpoint, type StatusEndpoint } from './status-server.js';
 import { statusSocketPath } from './web/status-socket.js';
 import { generatedTokenPath, newStatusToken, readableWarning, readStatusToken, writeGeneratedToken } from './web/status-token.js';
 import { DaemonHistory } from './web/history.js';
+import { mappingCoverage, type MappingCoverage } from './coverage.js';
 import { errnoOf } from '../errors/errno.js';
 import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
 import { startWatchdog, watchdogSecondsFromEnv, type RunningWatchdog } from './watchdog.js';
@@ -143,6 +144,19 @@ export class Daemon {
     testBlockMainThread();
   }
 
+  /** A count running now: asked again meanwhile, its answer is shared. */
+  private counting: Promise<MappingCoverage[]> | undefined;
+
+  /** Each mapping's coverage (coverage.ts), one count at a time. */
+  private coverage(): Promise<MappingCoverage[]> {
+    this.counting ??= (async () => {
+      const out: MappingCoverage[] = [];
+      for (const { mapping } of this.runners.values()) out.push(await mappingCoverage(mapping, this.store.mapping(mapping.id), false));
+      return out;
+    })().finally(() => (this.counting = undefined));
+    return this.counting;
+  }
+
   /**
    * The status endpoint. An address taken by another program (a second daemon with another
    * config, or a local user squatting the port) does not stop the daemon: syncing matters
@@ -157,6 +171,7 @@ export class Daemon {
       status: () => this.status(),
       metrics: () => this.metrics.text(),
       history: this.history,
+      coverage: () => this.coverage(),
       actions: {
         rescan: (id) => {
           const r = this.runners.get(id);

@@ -24,7 +24,7 @@ import { IngestionChecker } from './ingestion.js';
 import { MappingHealth } from './mapping-health.js';
 import { PassHistory } from './pass-history.js';
 import { PassLoop, type PassSettings } from './pass-loop.js';
-import { ProblemList } from './problem-list.js';
+import { ProblemList, wasSent } from './problem-list.js';
 import type { MappingRecords } from './records-file.js';
 import { retryDelayMs } from './schedule.js';
 import { WATCH_PROBLEM } from './next-step.js';
@@ -204,7 +204,7 @@ export class MappingRunner {
   private problemStatus(): Pick<MappingStatus, 'skipped' | 'problems' | 'problemsTotal' | 'excluded' | 'excludedTotal' | 'history'> {
     const data = this.problems.data();
     return {
-      skipped: [...data.problems.filter((p) => p.kind !== 'not-ingested'), ...data.excluded].map((p) => ({ path: p.path, reason: p.reason })),
+      skipped: [...data.problems.filter((p) => !wasSent(p.kind)), ...data.excluded].map((p) => ({ path: p.path, reason: p.reason })),
       problems: data.problems,
       problemsTotal: this.problems.problemCount(),
       excluded: data.excluded,

@@ -25,6 +25,7 @@ import { failedRecord, recordOfReport, type PassHistory, type PassHistoryKind } 
 import type { ProblemList } from './problem-list.js';
 import { initialSchedule, step, type PassKind, type ScheduleAction, type ScheduleEvent, type ScheduleState } from './schedule.js';
 import { SkipAnnouncer } from './skip-announcer.js';
+import { TextChecks } from './text-check.js';
 import { mappingLease, type LeaseSettings, type MappingLease } from './mapping-lease.js';
 import type { LeaseStatus } from './status-schema.js';
 
@@ -90,11 +91,13 @@ export class PassLoop {
   /** The mapping stopped on a configuration problem (its data source by id is gone) until a reload. */
   private halted = false;
   private readonly announcer: SkipAnnouncer;
+  private readonly textChecks: TextChecks;
   /** The lease of the mirror's data source, kept from the first resolution on. */
   private lease: MappingLease | undefined;
 
   constructor(private readonly d: PassLoopDeps) {
     this.announcer = new SkipAnnouncer(d.log);
+    this.textChecks = new TextChecks({ mapping: d.mapping, problems: d.problems, onChanged: () => d.onRecordsChanged?.(), isStopped: d.isStopped });
     this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs }, { paused: d.paused });
   }
 
@@ -449,6 +452,7 @@ export class PassLoop {
     if (e.outcome === 'done' && e.kind === 'delete') ingestion?.forget(e.path);
     // Sent, renamed, adopted or deleted: the file and its document agree again.
     if (e.outcome === 'done' && this.d.problems.mirrored(e.path)) this.d.onRecordsChanged?.();
+    if (e.outcome === 'done') void this.textChecks.afterOp(e.kind, e.path);
     const start = this.lagStart.get(e.path);
     const lag = e.outcome === 'done' && start !== undefined ? this.d.clock.monotonic() - start : undefined;
     if (e.outcome === 'failed' || e.outcome === 'rejected') {

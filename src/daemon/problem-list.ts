@@ -16,8 +16,15 @@
 import type { ChangeScope, PassReport } from '../engine/mirror.js';
 import type { FileFailure } from '../engine/executor.js';
 import { TOO_LARGE_REASON } from '../local/side.js';
+import type { PROBLEM_KINDS } from './status-schema.js';
 
-export type ProblemKind = 'too-large' | 'skipped' | 'unreadable' | 'refused' | 'failed' | 'not-ingested' | 'conflict';
+export type ProblemKind = (typeof PROBLEM_KINDS)[number];
+
+/** Kinds a pass does not judge: the file was sent; what came after (the ingestion check, the PDF's text check) settles them. */
+const AFTER_SENDING: ReadonlySet<ProblemKind> = new Set(['not-ingested', 'no-text', 'unchecked']);
+
+/** Was the file sent (its problem came after)? Such a file is not "skipped". */
+export const wasSent = (kind: ProblemKind): boolean => AFTER_SENDING.has(kind);
 
 export interface Problem {
   path: string;
@@ -84,8 +91,8 @@ export class ProblemList {
   /**
    * A finished pass: what it reports replaces what the list said about the files it looked
    * at (everything for a full pass, `scope` for an incremental one); the rest stays. A pass
-   * stopped by a guard changed nothing: it only adds. Not-ingested entries are not the
-   * pass's to judge: operations and the ingestion check settle them.
+   * stopped by a guard changed nothing: it only adds. Entries of a file that was sent
+   * (AFTER_SENDING) are not the pass's to judge: operations and their checks settle them.
    */
   onPass(report: Pick<PassReport, 'skipped' | 'failures' | 'blocked' | 'settling'>, scope: ChangeScope | undefined, refused: (f: FileFailure) => boolean): boolean {
     const seenProblems = new Map<string, { kind: ProblemKind; reason: string }>();
@@ -106,7 +113,7 @@ export class ProblemList {
     const looked = (path: string): boolean => !report.blocked && !settling.has(path) && (scope === undefined || inScope(scope, path));
     let changed = false;
     for (const [path, p] of this.problems) {
-      if (p.kind === 'not-ingested' || seenProblems.has(path) || !looked(path)) continue;
+      if (AFTER_SENDING.has(p.kind) || seenProblems.has(path) || !looked(path)) continue;
       this.problems.delete(path);
       changed = true;
     }
@@ -133,6 +140,15 @@ export class ProblemList {
   /** A document without chunks after the ingestion delay (the ingestion check). */
   notIngested(path: string, reason: string): boolean {
     return this.put(path, 'not-ingested', reason);
+  }
+
+  /**
+   * A PDF sent as it is without a text layer, or whose layer could not be checked
+   * (text-check.ts). The service's own verdict (not-ingested) says more: it stays.
+   */
+  textLayer(path: string, kind: 'no-text' | 'unchecked', reason: string): boolean {
+    if (this.problems.get(path)?.kind === 'not-ingested') return false;
+    return this.put(path, kind, reason);
   }
 
   data(): ProblemListData {

@@ -15,7 +15,7 @@ import { SidecarFile } from './sidecar-file.js';
 import type { Logger } from '../log.js';
 import type { ProblemListData } from './problem-list.js';
 import type { PassRecord } from './pass-history.js';
-import { PassRecordSchema } from './status-schema.js';
+import { PassRecordSchema, PROBLEM_KINDS } from './status-schema.js';
 
 export interface MappingRecords {
   problems: ProblemListData;
@@ -27,7 +27,7 @@ export interface MappingRecords {
 const count = z.number().int().nonnegative();
 const ProblemSchema = z.object({
   path: z.string(),
-  kind: z.enum(['too-large', 'skipped', 'unreadable', 'refused', 'failed', 'not-ingested', 'conflict']),
+  kind: z.enum(PROBLEM_KINDS),
   reason: z.string(),
   since: z.string(),
 });

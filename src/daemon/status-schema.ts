@@ -51,10 +51,16 @@ export const LastPassSchema = PassCountsSchema.extend({
 
 export const SkippedFileSchema = z.object({ path: z.string(), reason: z.string() });
 
+/**
+ * What keeps a file from the App (docs/status.md "Problems"). `no-text` and `unchecked` are
+ * PDFs sent as they are whose text layer is missing or could not be checked.
+ */
+export const PROBLEM_KINDS = ['too-large', 'skipped', 'unreadable', 'refused', 'failed', 'not-ingested', 'conflict', 'no-text', 'unchecked'] as const;
+
 /** A file not mirrored as it is (issue 25.1, docs/status.md "Problems"). */
 export const ProblemSchema = z.object({
   path: z.string(),
-  kind: z.enum(['too-large', 'skipped', 'unreadable', 'refused', 'failed', 'not-ingested', 'conflict']),
+  kind: z.enum(PROBLEM_KINDS),
   reason: z.string(),
   /** First seen not mirrored (kept across passes and restarts). */
   since: isoTime,

@@ -7,6 +7,7 @@
  *   GET /status    the JSON status (status-schema.ts), lists cut to their first 100
  *   GET /status/problems?mapping=ID&list=skipped&offset=N   the rest of a list, paged
  *   GET /history   recent activity, problems, chart points (web/history.ts)
+ *   GET /coverage  per mapping and extension, what became of the files (coverage.ts; counted on demand)
  *   GET /session   the CSRF token and whether actions are on (for the page)
  *   GET /events    Server-Sent Events: activity, problems, status, chart points
  *   POST /login    token -> session cookie (the page's sign-in form)
@@ -25,6 +26,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DaemonStatus } from './status-schema.js';
+import type { MappingCoverage } from './coverage.js';
 import { readiness } from './readiness.js';
 import { AccessPolicy, type AccessOptions } from './web/access.js';
 import { loadAssets, type Asset } from './web/assets.js';
@@ -58,6 +60,8 @@ export interface StatusServerOptions {
   status: () => DaemonStatus;
   metrics: () => Promise<string>;
   history?: DaemonHistory | undefined;
+  /** Each mapping's coverage, counted when asked (a walk of the folder, the PDFs' text check). */
+  coverage?: (() => Promise<MappingCoverage[]>) | undefined;
   actions?: StatusActions | undefined;
   access?: Partial<Omit<AccessOptions, 'listenHost' | 'clock'>> | undefined;
   /** The one clock (the access policy's expiries); the daemon passes its own. */
@@ -236,6 +240,13 @@ export function createStatusEndpoint(o: StatusServerOptions): StatusEndpoint {
         return;
       case '/session':
         json(res, 200, sessionBody());
+        return;
+      case '/coverage':
+        if (!o.coverage) return json(res, 404, { error: 'no coverage here' });
+        o.coverage().then(
+          (coverage) => json(res, 200, { coverage }),
+          (e: unknown) => json(res, 500, { error: scrub(e instanceof Error ? e.message : String(e)) }),
+        );
         return;
       case '/events':
         openEvents(req, res, auth.who);

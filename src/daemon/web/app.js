@@ -84,6 +84,7 @@ async function load() {
   }
   renderAll();
   follow();
+  loadCoverage();
 }
 
 /** Follows /events; reconnects by itself (EventSource) and by hand when the stream was closed. */
@@ -471,6 +472,47 @@ function renderCharts() {
     new ResizeObserver(() => state.charts[id].setSize({ width: Math.max(200, el.clientWidth), height: 150 })).observe(el.parentElement);
   }
 }
+
+// ---- coverage (GET /coverage: counted by the daemon when asked) ------------------------
+
+const COVERAGE_COLUMNS = [
+  ['as is', (c) => c.asIs],
+  ['converted', (c) => c.converted],
+  ['no text', (c) => c.noText, 'warn'],
+  ['unchecked', (c) => c.unchecked, 'warn'],
+  ['skipped: policy', (c) => c.skipped.policy],
+  ['too big', (c) => c.skipped.tooBig, 'warn'],
+  ['unsupported', (c) => c.skipped.unsupported],
+  ['failed: conversion', (c) => c.failed.conversion, 'bad'],
+  ['refused', (c) => c.failed.refused, 'bad'],
+  ['pending', (c) => c.pending],
+];
+
+function coverageTable(m) {
+  const row = (label, c, cls) => h('tr', { class: cls }, h('td', { class: 'path' }, label), COVERAGE_COLUMNS.map(([, f, tone]) => h('td', { class: `num${tone && f(c) > 0 ? ` ${tone}-text` : ''}` }, num(f(c)))));
+  return h('div', { class: 'scroll' }, h('table', { class: 'grid coverage', 'data-mapping': m.mappingId },
+    h('thead', {}, h('tr', {}, h('th', {}, 'extension'), COVERAGE_COLUMNS.map(([label]) => h('th', { class: 'num' }, label)))),
+    h('tbody', {}, m.rows.map((r) => row(r.extension || '(none)', r)), row('total', m.total, 'total')),
+  ));
+}
+
+async function loadCoverage() {
+  const button = $('coverage-count');
+  button.disabled = true;
+  try {
+    const { coverage } = await getJson('coverage');
+    $('coverage').replaceChildren(...coverage.flatMap((m) => [
+      h('h3', { class: 'sub' }, `${m.mappingId} · ${m.path}`),
+      m.error ? h('p', { class: 'bad-text' }, `not counted: ${m.error}`) : m.rows.length ? coverageTable(m) : h('p', { class: 'muted' }, 'No files.'),
+    ]));
+  } catch (e) {
+    $('coverage').replaceChildren(h('p', { class: 'bad-text' }, `could not count: ${e.message}`));
+  } finally {
+    button.disabled = false;
+  }
+}
+
+$('coverage-count').addEventListener('click', () => loadCoverage());
 
 function renderAll() {
   renderHeader();

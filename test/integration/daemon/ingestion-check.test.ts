@@ -33,7 +33,8 @@ describe('dssync run: the ingestion check reads the listing', () => {
     await waitFor(() => filesUploaded(w.emu) >= N, { timeout: 60_000, interval: 10, what: 'the uploads' });
     w.emu.resetStats();
     const problem = async () => (await d!.status()).mappings[0]?.problems?.find((p) => p.path === 'broken.pdf');
-    await waitFor(async () => (await problem()) !== undefined, { timeout: 60_000, what: 'the not-ingested PDF in status' });
+    // The text check names the damaged PDF first (unchecked); the service's verdict takes its place.
+    await waitFor(async () => (await problem())?.kind === 'not-ingested', { timeout: 60_000, what: 'the not-ingested PDF in status' });
     expect((await problem())?.reason).toMatch(/^not ingested: failed: text extraction failed: /);
     const byRoute = w.emu.stats().byRoute;
     expect(byRoute[CHUNKS_ROUTE] ?? 0).toBe(0);
