@@ -1,6 +1,6 @@
 /**
- * The file types the emulator accepts, by extension first and, for a name without a known
- * format's extension, by the part's Content-Type. By default these are exactly the formats the real
+ * The file types the emulator accepts, by the name's extension or, for a name without
+ * one, by the part's Content-Type. By default these are exactly the formats the real
  * service reads (PDF, DOCX, TXT, HTML, Markdown and its pre-chunked JSON); the permissive
  * set (EmulatorOptions.permissiveFormats) adds .doc, .odt, .rtf and .csv. Anything else is
  * a 415 naming the file, its type and the formats read.
@@ -63,13 +63,13 @@ function mimeOf(partContentType: string | undefined): string {
 }
 
 /**
- * An extension of a known format decides (a .csv sent as text/plain is still a .csv);
- * a name without one is typed by the part's Content-Type.
+ * A name's extension decides (a .csv sent as text/plain is still a .csv); only a name
+ * without one is typed by the part's Content-Type.
  */
 export function detectFileType(name: string, partContentType: string | undefined, permissive = false): FileType | undefined {
   const set = permissive ? PERMISSIVE : SERVICE;
   const ext = extensionOf(name);
-  if (Object.hasOwn(PERMISSIVE.byExtension, ext)) return Object.hasOwn(set.byExtension, ext) ? set.byExtension[ext] : undefined;
+  if (ext !== '') return Object.hasOwn(set.byExtension, ext) ? set.byExtension[ext] : undefined;
   const mime = mimeOf(partContentType);
   return Object.hasOwn(set.byContentType, mime) ? set.byContentType[mime] : undefined;
 }
