@@ -63,7 +63,7 @@ export function preChunkedParts(json: string): string[] {
   try {
     doc = JSON.parse(json);
   } catch (err) {
-    throw new Error(`the JSON file does not parse: ${(err as Error).message}`);
+    throw new Error(`the JSON file does not parse: ${(err as Error).message}`, { cause: err });
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
     throw new Error('the JSON file is not an object with identifier, title, url and hasPart');
