@@ -1,6 +1,6 @@
 /**
  * Test trees for the benchmarks: small documents of mixed text types (the kinds the service
- * cuts into chunks without a heavy parser: txt, md, html, csv, rtf), each with unique
+ * reads and cuts into chunks without a heavy parser: txt, md, html), each with unique
  * content, spread over folders. Seeded, so every run builds the same tree.
  */
 import { createHash } from 'node:crypto';
@@ -23,11 +23,9 @@ export interface TreeFile {
 }
 
 const KINDS = [
-  { ext: 'txt', share: 0.4 },
-  { ext: 'md', share: 0.25 },
-  { ext: 'html', share: 0.15 },
-  { ext: 'csv', share: 0.15 },
-  { ext: 'rtf', share: 0.05 },
+  { ext: 'txt', share: 0.5 },
+  { ext: 'md', share: 0.3 },
+  { ext: 'html', share: 0.2 },
 ] as const;
 
 const WORDS =
@@ -81,15 +79,6 @@ export function contentFor(rel: string, size: number, version: number): Buffer {
       body = `<!doctype html><html><head><title>${head}</title></head><body><h1>${head}</h1>\n`;
       while (body.length < target) body += `<p>${words(50)}.</p>\n`;
       body += '</body></html>\n';
-      break;
-    case 'csv':
-      body = `id,name,value,note\n0,"${head}",0,start\n`;
-      for (let i = 1; body.length < target; i++) body += `${i},${words(2)},${Math.floor(rnd() * 1e6)},"${words(6)}"\n`;
-      break;
-    case 'rtf':
-      body = `{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Times;}}\\f0\\fs24 ${head}\\par\n`;
-      while (body.length < target) body += `${words(50)}.\\par\n`;
-      body += '}\n';
       break;
     default:
       body = `${head}\n\n`;

@@ -31,6 +31,7 @@ export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
   seed?: unknown;
   tokenTtl?: unknown;
   orgHeader?: string;
+  permissiveFormats?: boolean;
 }
 
 /**
@@ -96,6 +97,7 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, env: NodeJS.ProcessE
     if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(args.orgHeader)) throw usageError(`--org-header "${args.orgHeader}" is not a valid HTTP header name (e.g. X-Wikit-Organization-Id)`);
     opts.orgHeader = args.orgHeader;
   }
+  if (args.permissiveFormats) opts.permissiveFormats = true;
 
   const faults: FaultOptions = {};
   const latencyMs = numberOption(args.latencyMs, 'latency-ms', { min: 0, max: 600_000 });
@@ -142,6 +144,7 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
       .option('max-files', { requiresArg: true, describe: 'Most files in one upload (413 above) [default: 100] (a number)' })
       .option('token-ttl', { requiresArg: true, describe: 'Lifetime in seconds of the access tokens its OpenID Connect token endpoint (/realms/dssync/protocol/openid-connect/token) issues; 401 after [default: 300] (a number)' })
       .option('org-header', { type: 'string', requiresArg: true, describe: 'Header that carries the organization id [default: X-Service-Organization-Id]' })
+      .option('permissive-formats', { type: 'boolean', describe: 'Also accept .doc, .odt, .rtf and .csv, which the real service does not read (415 without)' })
       .option('latency-ms', { requiresArg: true, group: 'Faults:', describe: 'Delay added to every request (a number)' })
       .option('rate-limit-rps', { requiresArg: true, group: 'Faults:', describe: 'Requests per second per organization; excess gets 429 + Retry-After (a number)' })
       .option('error-rate', { requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of requests answered 500/502/503 (a number)' })

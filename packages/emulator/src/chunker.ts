@@ -1,6 +1,8 @@
 /**
  * Turns an uploaded file into chunks: extract the text by type, then cut it by paragraphs
- * into chunks of at most MAX_CHUNK_CHARS characters. Extraction never throws: a file with
+ * into chunks of at most MAX_CHUNK_CHARS characters. Markdown is first cut at its headings
+ * (a chunk never spans two sections); the service's pre-chunked JSON gives one chunk per
+ * part. Extraction never throws: a file with
  * no extractable text (an image-only PDF, a corrupt file, an empty file) becomes a
  * `failed` document with a reason and no chunks.
  */
@@ -17,14 +19,15 @@ export interface Extraction {
 }
 
 export async function extractChunks(kind: FileKind, data: Buffer): Promise<Extraction> {
-  let text: string;
+  let chunks: string[];
   try {
-    text = await extractText(kind, data);
+    if (kind === 'json') chunks = preChunkedParts(decodeUtf8(data));
+    else if (kind === 'markdown') chunks = chunkMarkdown(tidyKeepingLines(decodeUtf8(data)));
+    else chunks = chunkText(await extractText(kind, data));
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     return { status: 'failed', failureReason: `text extraction failed: ${why.slice(0, 300)}`, chunks: [] };
   }
-  const chunks = chunkText(text);
   if (chunks.length === 0) return { status: 'failed', failureReason: 'no text found in the file', chunks: [] };
   return { status: 'ready', failureReason: null, chunks };
 }
@@ -32,7 +35,10 @@ export async function extractChunks(kind: FileKind, data: Buffer): Promise<Extra
 export async function extractText(kind: FileKind, data: Buffer): Promise<string> {
   switch (kind) {
     case 'text':
+    case 'markdown':
       return tidyKeepingLines(decodeUtf8(data));
+    case 'json':
+      return preChunkedParts(decodeUtf8(data)).join('\n\n');
     case 'html':
       return htmlToText(decodeUtf8(data));
     case 'rtf':
@@ -46,6 +52,46 @@ export async function extractText(kind: FileKind, data: Buffer): Promise<string>
     case 'doc':
       throw new Error('legacy .doc (Word 97-2003) files are stored but their text is not extracted by the emulator');
   }
+}
+
+/**
+ * The service's pre-chunked JSON: an object with `identifier`, `title`, `url` and
+ * `hasPart`, a list of parts each with a `text`; each part with text is one chunk, as given.
+ */
+export function preChunkedParts(json: string): string[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(json);
+  } catch (err) {
+    throw new Error(`the JSON file does not parse: ${(err as Error).message}`, { cause: err });
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+    throw new Error('the JSON file is not an object with identifier, title, url and hasPart');
+  }
+  const { hasPart } = doc as { hasPart?: unknown };
+  if (!Array.isArray(hasPart)) throw new Error('the JSON file has no hasPart list of parts');
+  return hasPart.map((part: unknown, i) => {
+    const text = (part as { text?: unknown } | null)?.text;
+    if (typeof text !== 'string') throw new Error(`hasPart[${i}] has no text`);
+    return text.trim();
+  }).filter((t) => t !== '');
+}
+
+/** A heading line (ATX, `#` to `######`) starts a section; fenced code is never cut. */
+const HEADING = /^ {0,3}#{1,6}(?:[ \t]|$)/;
+const FENCE = /^ {0,3}(```|~~~)/;
+
+/** Markdown cut at its headings, each section then cut by size like plain text. */
+export function chunkMarkdown(text: string, max = MAX_CHUNK_CHARS): string[] {
+  const sections: string[][] = [[]];
+  let fence: string | null = null;
+  for (const line of text.split('\n')) {
+    const f = FENCE.exec(line)?.[1];
+    if (f !== undefined) fence = fence === null ? f : fence === f ? null : fence;
+    else if (fence === null && HEADING.test(line) && (sections.at(-1) as string[]).length > 0) sections.push([]);
+    (sections.at(-1) as string[]).push(line);
+  }
+  return sections.flatMap((lines) => chunkText(lines.join('\n'), max));
 }
 
 function decodeUtf8(data: Buffer): string {

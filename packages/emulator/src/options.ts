@@ -68,6 +68,11 @@ export interface EmulatorOptions {
   oidc?: OidcOptions;
   /** The header that carries the organization id. Default X-Service-Organization-Id. */
   orgHeader?: string;
+  /**
+   * Also accept .doc, .odt, .rtf and .csv, which the real service does not read. Default
+   * false: exactly the service's formats, anything else is a 415.
+   */
+  permissiveFormats?: boolean;
 }
 
 export const DEFAULTS = {
@@ -94,6 +99,7 @@ export interface ResolvedOptions {
   oidc: OidcOptions;
   /** As given (for messages); requests are read by its lower-case form. */
   orgHeader: string;
+  permissiveFormats: boolean;
 }
 
 const FAULT_KEYS = new Set(['latencyMs', 'rateLimitRps', 'retryAfter', 'errorRate', 'dropRate', 'ambiguousRate', 'down', 'seed', 'rewriteNames', 'holdUploads', 'ignoreRename', 'nameRules', 'nameMaxBytes']);
@@ -189,6 +195,7 @@ export function resolveOptions(opts: EmulatorOptions = {}): ResolvedOptions {
     logger: opts.logger ?? false,
     oidc: checkOidc(opts.oidc ?? {}),
     orgHeader: checkOrgHeader(opts.orgHeader ?? 'X-Service-Organization-Id'),
+    permissiveFormats: checkBoolean('permissiveFormats', opts.permissiveFormats ?? false),
   };
 }
 
@@ -200,6 +207,11 @@ function checkOidc(o: OidcOptions): OidcOptions {
     }
   }
   return o;
+}
+
+function checkBoolean(name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw new RangeError(`${name} must be true or false, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 function checkOrgHeader(name: string): string {

@@ -191,6 +191,17 @@ describe('dssync documents and chunks', () => {
     expect(oneHuman.stdout).toMatch(new RegExp(`^id: +${first.id}$`, 'm'));
     expect(oneHuman.stdout).toContain(first.text!.trim());
   });
+
+  it('names the file and the 415 when the service does not read its format (an .rtf sent as it is)', { timeout: 180_000 }, async () => {
+    const ds = await okJson('datasources', 'create', '--name', 'Refused', '--connector', 'conn-1');
+    await writeFile(join(dir, 'letter.rtf'), '{\\rtf1\\ansi Dear team\\par}');
+    const r = await cli('documents', 'upload', ds.id, join(dir, 'letter.rtf'));
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('letter.rtf');
+    expect(r.stderr).toContain('415');
+    expect(r.stderr).toContain('has type .rtf, which the service does not read');
+    expect(await okJson<Rec[]>('documents', 'list', ds.id)).toEqual([]);
+  });
 });
 
 describe('dssync apps', () => {

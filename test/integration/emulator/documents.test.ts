@@ -67,16 +67,44 @@ describe('emulator: documents and chunks', () => {
     expect(res.body.documents.map((d: Doc) => d.name)).toEqual(['déjà/vu.txt', 'señal/ñandú.txt']);
   });
 
-  it('extracts text from txt, md, pdf, docx, odt, rtf and html into chunks holding the text', async () => {
-    const files = ['handbook.md', 'handbook.pdf', 'handbook.docx', 'handbook.odt', 'handbook.rtf', 'handbook.html', 'notes.txt'];
-    const body = form(await Promise.all(files.map(async (f): Promise<[Blob, string]> => [await fixtureBlob(f), f])));
+  it('extracts text from txt, md, pdf, docx and html into chunks holding the text', async () => {
+    await expectReadable(emu.url, ds, ['handbook.md', 'handbook.pdf', 'handbook.docx', 'handbook.html', 'notes.txt']);
+  });
+
+  it('reads .odt and .rtf too when permissive, which the service does not', async () => {
+    const permissive = await startEmulator({ permissiveFormats: true });
+    try {
+      await expectReadable(permissive.url, await createDataSource(permissive.url), ['handbook.odt', 'handbook.rtf']);
+    } finally {
+      await permissive.close();
+    }
+  });
+
+  it('cuts Markdown at its headings and the pre-chunked JSON at its parts', async () => {
+    const json = JSON.stringify({ identifier: 'hb', title: 'Handbook', url: 'https://example.test/hb', hasPart: [{ text: 'Part one.' }, { text: 'Part two.' }] });
+    const body = form([[await fixtureBlob('handbook.md'), 'handbook.md'], [json, 'handbook.json']]);
     const res = await call<{ documents: Doc[] }>(emu.url, 'POST', `${DS}/${ds}/documents/upload`, { form: body });
+    expect(res.status).toBe(201);
+    const texts = async (doc: Doc | undefined): Promise<string[]> =>
+      (await walk<{ text: string }>(emu.url, `${DS}/${ds}/documents/${doc?.document_id}/chunks`)).items.map((c) => c.text);
+    const [md, parts] = res.body.documents;
+    const mdChunks = await texts(md);
+    expect(mdChunks[0]).toBe('# Northwind Field Office Handbook');
+    expect(mdChunks[1]).toMatch(/^## 1\. Opening hours\n\nThe field office opens/);
+    expect(mdChunks.every((c) => /^#{1,6} /.test(c))).toBe(true);
+    expect(parts).toMatchObject({ content_type: 'application/json', chunk_count: 2 });
+    expect(await texts(parts)).toEqual(['Part one.', 'Part two.']);
+  });
+
+  async function expectReadable(url: string, dsId: string, files: string[]): Promise<void> {
+    const body = form(await Promise.all(files.map(async (f): Promise<[Blob, string]> => [await fixtureBlob(f), f])));
+    const res = await call<{ documents: Doc[] }>(url, 'POST', `${DS}/${dsId}/documents/upload`, { form: body });
     expect(res.status).toBe(201);
     for (const doc of res.body.documents) {
       expect(doc.status, doc.name).toBe('ready');
       const chunks = await walk<{ chunk_id: string; document_id: string; index: number; text: string }>(
-        emu.url,
-        `${DS}/${ds}/documents/${doc.document_id}/chunks`,
+        url,
+        `${DS}/${dsId}/documents/${doc.document_id}/chunks`,
       );
       expect(chunks.items).toHaveLength(doc.chunk_count);
       expect(chunks.items.map((c) => c.index)).toEqual(chunks.items.map((_, i) => i));
@@ -88,11 +116,11 @@ describe('emulator: documents and chunks', () => {
         expect(text, doc.name).toContain('Northwind Field Office Handbook');
         expect(text, doc.name).not.toMatch(/<\/?p>|\\par|fonttbl/);
       }
-      const one = await call(emu.url, 'GET', `/datastore/v1/documents/${doc.document_id}/chunks/${chunks.items[0]?.chunk_id}`);
+      const one = await call(url, 'GET', `/datastore/v1/documents/${doc.document_id}/chunks/${chunks.items[0]?.chunk_id}`);
       expect(one.status).toBe(200);
       expect(one.body).toEqual(chunks.items[0]);
     }
-  });
+  }
 
   it('stores a PDF without text and a truncated PDF as failed documents with no chunks, and keeps serving', async () => {
     const body = form([
@@ -217,6 +245,18 @@ describe('emulator: upload rejections (the whole request is rejected, nothing is
     expect(byType.status).toBe(201);
     expect(byType.body.documents[0].content_type).toBe('text/plain');
     expect(emu.store.listDocuments(ds).map((d) => d.name)).toEqual(['exact.txt', 'README']);
+  });
+
+  it('answers 415 to each format the service does not read, naming the type and the formats it reads, and stores nothing', async () => {
+    const before = emu.store.listDocuments(ds).map((d) => d.name);
+    for (const name of ['old.doc', 'notes.odt', 'letter.rtf', 'sales.csv', 'deck.pptx', 'budget.xlsx']) {
+      const res = await call(emu.url, 'POST', upload, { form: form([['ok', 'fine.txt'], [new Blob(['x'], { type: 'text/plain' }), name]]) });
+      expect(res.status, name).toBe(415);
+      expect(res.body.error).toMatchObject({ code: 'unsupported_media_type', file: name });
+      expect(res.body.error.message).toContain(`has type ${name.slice(name.lastIndexOf('.'))}, which the service does not read`);
+      expect(res.body.error.message).toContain('it reads PDF, Word (.docx), plain text (.txt), HTML, Markdown (.md) and JSON');
+    }
+    expect(emu.store.listDocuments(ds).map((d) => d.name)).toEqual(before);
   });
 
   it('answers 415 to a body that is not multipart, and 400 to malformed or empty multipart', async () => {

@@ -58,3 +58,26 @@ it('converts what the service cannot read, keeps the names, and names a broken f
   expect(again.mappings[0]?.counts.uploaded ?? 0).toBe(0);
   expect(ws.emu.stats().uploads - uploadsBefore).toBeLessThanOrEqual(1); // the broken file alone may be tried again
 });
+
+it('lands a .csv, an .rtf and an .odt on the strict emulator, converted; the same .csv sent as-is is refused 415, named', { timeout: 90_000 }, async () => {
+  ws = await createWorkspace({ emulator: { permissiveFormats: false } });
+  await ws.write('sales/q3.csv', 'region,total\nnorth kwcsvx,1200\n');
+  await ws.write('letters/welcome.rtf', '{\\rtf1\\ansi{\\fonttbl{\\f0 Times;}}\\f0 Welcome kwrtfx\\par}');
+  await ws.write('hr/handbook.odt', await readFile(new URL('hr/handbook.odt', FIXTURES)));
+
+  const report = jsonOf<SyncJson>(await ws.sync('--json'));
+  expect(report.mappings[0]?.failures).toEqual([]);
+  const docs = new Map(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => [d.name, d]));
+  for (const [name, marker] of [['sales/q3.csv', 'kwcsvx'], ['letters/welcome.rtf', 'kwrtfx'], ['hr/handbook.odt', 'kwodtbodyx']] as const) {
+    const doc = docs.get(name);
+    expect(doc, name).toMatchObject({ status: 'ready', content_type: 'text/markdown' });
+    expect(ws.emu.store.listChunks(doc!.document_id).map((c) => c.text).join('\n'), name).toContain(marker);
+  }
+  await ws.close();
+
+  ws = await createWorkspace({ emulator: { permissiveFormats: false }, mapping: { formats: { '.csv': 'as-is' } } });
+  await ws.write('sales/q3.csv', 'region,total\nnorth,1200\n');
+  const refused = jsonOf<SyncJson>(await ws.sync('--json'));
+  expect(refused.mappings[0]?.failures.map((f) => f.path)).toEqual(['sales/q3.csv']);
+  expect(refused.mappings[0]?.failures[0]?.message).toMatch(/415.*has type \.csv, which the service does not read/);
+});

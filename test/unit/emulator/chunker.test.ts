@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkText, extractChunks, MAX_CHUNK_CHARS } from '../../../packages/emulator/src/chunker.js';
+import { chunkMarkdown, chunkText, extractChunks, MAX_CHUNK_CHARS } from '../../../packages/emulator/src/chunker.js';
 import { htmlToText, odtXmlToText, rtfToText } from '../../../packages/emulator/src/text-formats.js';
 
 describe('chunkText', () => {
@@ -48,6 +48,48 @@ describe('extractChunks', () => {
     expect((await extractChunks('odt', Buffer.from('PK nothing'))).status).toBe('failed');
     expect((await extractChunks('pdf', Buffer.from('%PDF-1.4 garbage'))).status).toBe('failed');
     expect((await extractChunks('doc', Buffer.from('\xd0\xcf\x11\xe0'))).failureReason).toContain('.doc');
+  });
+});
+
+describe('Markdown', () => {
+  it('is cut at its headings: each section is its own chunk, however short', async () => {
+    const md = '# Handbook\n\nIntro line.\n\n## Hours\n\nOpen at 08:00.\n\n### Fridays\nCloses at 15:00.\n\n## Travel\n\nBook ahead.\n';
+    expect(await extractChunks('markdown', Buffer.from(md))).toEqual({
+      status: 'ready',
+      failureReason: null,
+      chunks: ['# Handbook\n\nIntro line.', '## Hours\n\nOpen at 08:00.', '### Fridays\nCloses at 15:00.', '## Travel\n\nBook ahead.'],
+    });
+  });
+
+  it('cuts a long section by size, never cuts at a # inside fenced code, and keeps text before the first heading', () => {
+    const long = Array.from({ length: 30 }, (_, i) => `Paragraph ${i} of the long section, with enough words to count.`).join('\n\n');
+    const md = `Preface.\n\n# Long\n\n${long}\n\n## Code\n\n\`\`\`sh\n# not a heading\necho hi\n\`\`\`\n`;
+    const chunks = chunkMarkdown(md, 400);
+    expect(chunks[0]).toBe('Preface.');
+    expect(chunks[1]).toMatch(/^# Long\n\nParagraph 0 /);
+    expect(chunks.at(-1)).toBe('## Code\n\n```sh\n# not a heading\necho hi\n```');
+    expect(chunks.slice(1, -1).join('\n\n')).toBe(`# Long\n\n${long}`);
+    for (const c of chunks) expect(c.length).toBeLessThanOrEqual(400);
+  });
+});
+
+describe('the service\'s pre-chunked JSON', () => {
+  const doc = (hasPart: unknown): Buffer =>
+    Buffer.from(JSON.stringify({ identifier: 'hb-1', title: 'Handbook', url: 'https://example.test/hb', hasPart }));
+
+  it('gives one chunk per part, as written, skipping parts without text', async () => {
+    const long = 'x'.repeat(MAX_CHUNK_CHARS + 50);
+    const parts = [{ '@type': 'WebPageElement', text: 'Opening hours: 08:00 to 17:30.' }, { text: '  ' }, { text: long }];
+    expect(await extractChunks('json', doc(parts))).toEqual({ status: 'ready', failureReason: null, chunks: ['Opening hours: 08:00 to 17:30.', long] });
+  });
+
+  it('marks a file that is not the format as failed, naming what is wrong', async () => {
+    const reason = async (data: Buffer): Promise<string | null> => (await extractChunks('json', data)).failureReason;
+    expect(await reason(Buffer.from('{"hasPart": ['))).toMatch(/^text extraction failed: the JSON file does not parse/);
+    expect(await reason(Buffer.from('[1, 2]'))).toContain('not an object with identifier, title, url and hasPart');
+    expect(await reason(Buffer.from('{"title": "t"}'))).toContain('no hasPart list');
+    expect(await reason(doc([{ text: 'a' }, { body: 'b' }]))).toContain('hasPart[1] has no text');
+    expect(await reason(doc([]))).toBe('no text found in the file');
   });
 });
 

@@ -20,6 +20,7 @@ describe('dssync emulator options', () => {
           dropRate: '0',
           ambiguousRate: '1',
           seed: '42',
+          permissiveFormats: true,
         }),
         {},
       ),
@@ -31,6 +32,7 @@ describe('dssync emulator options', () => {
       pageSize: 5,
       maxFileBytes: 1024,
       maxFilesPerUpload: 10,
+      permissiveFormats: true,
       faults: { latencyMs: 20, rateLimitRps: 2.5, errorRate: 0.1, dropRate: 0, ambiguousRate: 1, seed: 42 },
     });
     expect(emulatorOptionsFromArgs(args({}), {})).toEqual({ host: '127.0.0.1' });

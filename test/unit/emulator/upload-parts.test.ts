@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { detectFileType, extensionOf } from '../../../packages/emulator/src/file-types.js';
+import { detectFileType, extensionOf, refusedTypeReason } from '../../../packages/emulator/src/file-types.js';
 import { documentNameFromPart } from '../../../packages/emulator/src/filename.js';
 import { SPOOL_MEMORY_BYTES, spoolPart } from '../../../packages/emulator/src/spool.js';
 
@@ -17,6 +17,35 @@ describe('file types', () => {
     expect(detectFileType('x', 'constructor')).toBeUndefined();
     expect(extensionOf('dir.v2/file')).toBe('');
     expect(extensionOf('.bashrc')).toBe('');
+  });
+
+  it('reads exactly the service\'s formats: PDF, DOCX, TXT, HTML, Markdown and its pre-chunked JSON', () => {
+    const kinds = ['a.pdf', 'a.docx', 'a.txt', 'a.html', 'a.htm', 'a.md', 'a.markdown', 'a.json'].map((n) => detectFileType(n, undefined)?.kind);
+    expect(kinds).toEqual(['pdf', 'docx', 'text', 'html', 'html', 'markdown', 'markdown', 'json']);
+    expect(detectFileType('README', 'application/json')?.kind).toBe('json');
+    for (const name of ['a.doc', 'a.odt', 'a.rtf', 'a.csv', 'a.pptx', 'a.xlsx', 'a.ods', 'a.eml']) {
+      expect(detectFileType(name, 'application/octet-stream'), name).toBeUndefined();
+    }
+    // A known format's extension decides, whatever the part claims to be.
+    expect(detectFileType('sales.csv', 'text/plain')).toBeUndefined();
+    expect(detectFileType('README', 'text/csv')).toBeUndefined();
+    expect(detectFileType('README', 'application/rtf')).toBeUndefined();
+  });
+
+  it('also reads .doc, .odt, .rtf and .csv when permissive', () => {
+    const kinds = ['a.doc', 'a.odt', 'a.rtf', 'a.csv'].map((n) => detectFileType(n, undefined, true)?.kind);
+    expect(kinds).toEqual(['doc', 'odt', 'rtf', 'text']);
+    expect(detectFileType('README', 'text/csv', true)?.contentType).toBe('text/csv');
+    expect(detectFileType('a.pptx', undefined, true)).toBeUndefined();
+  });
+
+  it('names the file, its type and the formats read in the reason of a refusal', () => {
+    expect(refusedTypeReason('sales/q3.xlsx', 'application/octet-stream')).toBe(
+      'file "sales/q3.xlsx" has type .xlsx, which the service does not read (it reads PDF, Word (.docx), plain text (.txt), HTML, Markdown (.md) and JSON in the pre-chunked format)',
+    );
+    expect(refusedTypeReason('README', 'application/octet-stream')).toContain('has type application/octet-stream,');
+    expect(refusedTypeReason('README', undefined)).toContain('has no known type,');
+    expect(refusedTypeReason('a.pptx', undefined, true)).toContain('(it reads .pdf .docx .txt .html .htm .md .markdown .json .csv .doc .odt .rtf)');
   });
 });
 

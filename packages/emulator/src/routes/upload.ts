@@ -10,7 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { extractChunks, type Extraction } from '../chunker.js';
 import { orgOf, requestState, type EmulatorContext } from '../context.js';
 import { EmulatorError, badRequest } from '../errors.js';
-import { ACCEPTED_EXTENSIONS, detectFileType, type FileType } from '../file-types.js';
+import { detectFileType, refusedTypeReason, type FileType } from '../file-types.js';
 import { documentNameFromPart, rewriteName, storedName } from '../filename.js';
 import { documentRecord } from '../records.js';
 import { spoolPart, type SpooledFile } from '../spool.js';
@@ -103,14 +103,13 @@ async function receiveFiles(ctx: EmulatorContext, req: FastifyRequest): Promise<
         });
       }
       const name = rewriteName(documentNameFromPart(part.filename), ctx.faults.get().rewriteNames);
-      const type = detectFileType(name, part.mimetype);
+      const { permissiveFormats } = ctx.options;
+      const type = detectFileType(name, part.mimetype, permissiveFormats);
       if (!type) {
-        throw new EmulatorError(
-          415,
-          'unsupported_media_type',
-          `file ${JSON.stringify(name)} has a type the service does not accept (accepted: ${ACCEPTED_EXTENSIONS.join(' ')})`,
-          { field: 'documents', file: name },
-        );
+        throw new EmulatorError(415, 'unsupported_media_type', refusedTypeReason(name, part.mimetype, permissiveFormats), {
+          field: 'documents',
+          file: name,
+        });
       }
       const spooled = await spoolPart(part.file, { name, maxBytes: maxFileBytes, tempDir: ctx.tempDir });
       files.push({ name: storedName(name, ctx.faults.get()), type, spooled });
