@@ -14,6 +14,7 @@ import { ConfigFileError } from '../../src/config/load.js';
 import { FolderChangedError, FolderUnavailableError, SharedDataSourceError } from '../../src/daemon/build-mirror.js';
 import { DataSourceMissingError } from '../../src/engine/data-source.js';
 import { ListingIncompleteError, LocalFileChangedError, LocalFileVanishedError } from '../../src/engine/mirror.js';
+import { LeaseNotHeldError } from '../../src/daemon/lease-gate.js';
 import { ConfigError } from '../../src/errors/config.js';
 import { disposition } from '../../src/errors/disposition.js';
 import { IgnoreFileError } from '../../src/local/filters.js';
@@ -37,6 +38,7 @@ const samples: Record<string, { error: Error; family?: true }> = {
   SharedDataSourceError: { error: new SharedDataSourceError('x') },
   DataSourceMissingError: { error: new DataSourceMissingError('x') },
   ListingIncompleteError: { error: new ListingIncompleteError('x') },
+  LeaseNotHeldError: { error: new LeaseNotHeldError('x') },
   LocalFileChangedError: { error: new LocalFileChangedError('x') },
   LocalFileVanishedError: { error: new LocalFileVanishedError('x') },
   StateCorruptError: { error: new StateCorruptError('/s', 'x') },

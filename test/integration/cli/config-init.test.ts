@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createWorkspace, ORG, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
+import { createWorkspace, fileDocuments, ORG, TOKEN, type Workspace } from '../../helpers/mirror-check.js';
 import { BIN, jsonOf, requireBuiltBinary, runCli, runCliWithInput } from './run-cli.js';
 
 const execFileAsync = promisify(execFile);
@@ -87,7 +87,7 @@ describe('dssync config init', () => {
     const sync = await runCli(['sync', '--config', target], { DSSYNC_TOKEN: TOKEN });
     expect(sync.code, sync.stdout + sync.stderr).toBe(0);
     const ds = w.emu.store.listDataSources(ORG).find((d) => d.name === 'Handbook');
-    expect(w.emu.store.listDocuments(ds!.data_source_id).map((d) => d.name)).toEqual(['a.txt']);
+    expect(fileDocuments(w.emu, ds!.data_source_id).map((d) => d.name)).toEqual(['a.txt']);
   });
 
   it('answering on stdin: a refused token is asked again, an existing data source is found by name, the token goes to a 0600 file', async () => {
