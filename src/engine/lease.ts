@@ -20,6 +20,7 @@
  */
 import type { DocumentRecord } from '../api/records.js';
 import { isLeaseDocument, LEASE_META_KEY, LEASE_NAME_PREFIX, type LeaseView } from './lease-view.js';
+import { learnNameRule } from './service-names.js';
 
 /** The lease's timings (ms), one place. */
 export const LEASE = {
@@ -142,10 +143,23 @@ export function leaseMarkersOf(docs: readonly DocumentRecord[], mappingId: strin
     const record = leaseRecordOf(doc);
     // Another mapping's marker (a data source shared by two configs) is not ours to judge.
     if (record !== undefined && record.mappingId !== mappingId) continue;
-    if (record === undefined && doc.name !== leaseDocumentName(mappingId)) continue;
+    if (record === undefined && !isMarkerName(doc.name ?? '', mappingId)) continue;
     out.push({ documentId: doc.id, record });
   }
   return out;
+}
+
+/**
+ * A record-less marker (just made: its first claim writes its metadata) is this mapping's
+ * when its name is the one sent, or what a service that rewrites names (service-names.ts:
+ * lower-cased, extension dropped, a suffix, cut) stores of it. A suffix that could continue
+ * a mapping id is another mapping's name (".dssync-lease-a" vs ".dssync-lease-ab").
+ */
+export function isMarkerName(name: string, mappingId: string): boolean {
+  const sent = leaseDocumentName(mappingId);
+  if (name === sent) return true;
+  const rule = learnNameRule(sent, name);
+  return rule !== undefined && (rule.suffix === undefined || !/^[A-Za-z0-9._-]/.test(rule.suffix));
 }
 
 /**

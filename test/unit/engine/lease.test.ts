@@ -5,6 +5,7 @@
  * cannot renew stopping its writes before anyone can judge the lease expired.
  */
 import { describe, expect, it } from 'vitest';
+import type { DocumentRecord } from '../../../src/api/records.js';
 import { LEASE, LeaseCore, isDeadPredecessor, leaseMarkersOf, leaseMetadata, leaseRecordOf, pickMarker, type HostProbe, type LeaseMarker, type LeaseRecord } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -39,6 +40,16 @@ describe('the lease record', () => {
       { id: 'd', name: '.dssync-lease-docs.txt', metadata: {}, raw: {} },
     ];
     expect(leaseMarkersOf(docs, 'docs').map((m) => m.documentId)).toEqual(['a', 'd']);
+  });
+
+  it("finds a just-made marker (no record yet) under the name a service that rewrites or cuts names stored, not another mapping's", () => {
+    const bare = (id: string, name: string): DocumentRecord => ({ id, name, metadata: {}, raw: {} });
+    const stored = ['.dssync-lease-name_share.txt', '.dssync-lease-name_Share', '.dssync-lease-name_Share.txt (1)', '.dssync-lease-name_share (1)', '.dssync-lease-name_Sh'];
+    const docs = stored.map((n, i) => bare(`s${i}`, n));
+    expect(leaseMarkersOf(docs, 'name:Share').map((m) => m.documentId)).toEqual(['s0', 's1', 's2', 's3', 's4']);
+    // Another mapping's marker, as sent or with its extension dropped, is not this one's.
+    const others = [bare('o1', '.dssync-lease-name_Share2.txt'), bare('o2', '.dssync-lease-name_Share2'), bare('o3', '.dssync-lease-docs.txt')];
+    expect(leaseMarkersOf(others, 'name:Share')).toEqual([]);
   });
 
   it('a creation race resolves to one marker for every process: the lowest id with a record', () => {
