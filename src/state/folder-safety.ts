@@ -3,9 +3,10 @@
  * writable by others and not sticky, another user can plant `state.json.journal` (or the
  * lock, the token) as a link and have the daemon write file names and ids through it.
  * Checked where the state is locked (every writer locks first) and by `config check`; the
- * same rule as `probe --save`'s folder.
+ * same rule as `probe --save`'s folder. A folder reached through a symbolic link is judged by
+ * the folder it leads to.
  */
-import { lstatSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError } from '../errors/config.js';
 
@@ -15,7 +16,10 @@ export function unsafeStateFolder(statePath: string): string | undefined {
   for (;;) {
     let mode: number;
     try {
-      mode = lstatSync(dir).mode;
+      // Through a link: the files are made in its target, whose mode is what protects them (a
+      // link's own mode is always 777). systemd's StateDirectory= under DynamicUser= is a link
+      // /var/lib/dssync -> private/dssync, a folder of mode 0700.
+      mode = statSync(dir).mode;
     } catch (e) {
       const parent = dirname(dir);
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || parent === dir) return undefined;

@@ -8,7 +8,8 @@ import { spawnSync } from 'node:child_process';
 import { cp, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CONVERGED, checkConvergence, createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, type Workspace, fileDocuments, writeRequests } from '../../helpers/mirror-check.js';
+import { startDaemon, waitFor } from '../daemon/daemon-process.js';
 import { requireBuiltBinary, runCli, type CliResult } from '../cli/run-cli.js';
 import { garbageStateText } from '../../helpers/state-fixture.js';
 
@@ -83,7 +84,7 @@ describe('identity: who owns a document (issue 23)', () => {
     expect(r2.code, r2.stdout + r2.stderr).toBe(0);
   });
 
-  it('a lost state: nothing re-uploaded or deleted, the report names adopt; after adopt the plan applies', { timeout: 60_000 }, async () => {
+  it('a state lost with its folder (no identity file): nothing re-uploaded or deleted, the report names adopt; after adopt the plan applies; lost again with its identity file kept: recovered with no command', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     for (const n of ['a', 'b', 'c']) await ws.write(`${n}.txt`, n);
     expect((await ws.sync()).code).toBe(0);
@@ -112,12 +113,15 @@ describe('identity: who owns a document (issue 23)', () => {
 
     // Adopt wrote its session into what it took (issue 34 case 9): the state lost again, its
     // identity file kept, the rebuild recognises them; no second adopt, nothing uploaded.
-    expect(new Set(ws.emu.store.listDocuments(ws.dataSourceId()).map((d) => typeof d.metadata?.dssync_session))).toEqual(new Set(['string']));
+    // (The lease's marker document is not a file's: it carries no writer session.)
+    expect(new Set(fileDocuments(ws.emu, ws.dataSourceId()).map((d) => typeof d.metadata?.dssync_session))).toEqual(new Set(['string']));
     const stateDir = dirname(ws.statePath);
     for (const f of await readdir(stateDir)) if (!f.endsWith('.identity.json')) await rm(join(stateDir, f), { recursive: true, force: true });
     const again = await ws.sync();
     expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(again.stdout + again.stderr).not.toMatch(/adopt/);
     expect(docs(ws).map((d) => d.id)).toEqual(now.map((d) => d.id));
+    expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
   it('a corrupt state file (garbage over it, as the chaos case does): the identity kept beside it recognises the documents; nothing re-uploaded or skipped, a file deleted meanwhile has its document deleted', { timeout: 60_000 }, async () => {
@@ -142,7 +146,7 @@ describe('identity: who owns a document (issue 23)', () => {
     expect(docs(ws)).toEqual(before.filter((d) => d.name !== 'c.txt'));
   });
 
-  it('a state file copied to a second host (a cloned image): a conflict naming the commands, nothing deleted', { timeout: 90_000 }, async () => {
+  it('a state file copied to a second host (a cloned image) while the clone runs: the live writer holds the lease, the other writes nothing and names it; after identity reset and adopt the plan applies', { timeout: 120_000 }, async () => {
     ws = await createWorkspace();
     for (const n of ['a', 'b']) await ws.write(`${n}.txt`, n);
     expect((await ws.sync()).code).toBe(0);
@@ -154,19 +158,29 @@ describe('identity: who owns a document (issue 23)', () => {
     const cfg2 = await configWith(ws, 'config2.json', (c) => {
       c.statePath = join(ws!.dir, 'state2', 'state.json');
       (c.mappings as Record<string, unknown>[])[0]!.path = share2;
+      c.status = { listen: '127.0.0.1:0' };
     });
     await writeFile(join(share2, 'clone-only.txt'), 'B');
     // The clone's state was copied with the folder's old path: a real move for it, said so once.
     const b = await runCli(['sync', '--config', cfg2, '--folder-moved'], ws.env);
     expect(b.code, b.stdout + b.stderr).toBe(0);
+    // The clone keeps running (its daemon): a live writer with our identity, holding the lease.
+    const clone = await startDaemon(ws, { configPath: cfg2 });
+    try {
+      await waitFor(async () => (await fetch(`${clone.url}/readyz`, { signal: AbortSignal.timeout(10_000) })).status === 200, { timeout: 30_000, what: 'the clone holds the lease' });
+      const before = docs(ws);
+      const writes = writeRequests(ws.emu);
+      // The first host: b.txt deleted, and a document of ours its state never recorded.
+      await rm(join(ws.share, 'b.txt'));
+      const a = await ws.sync();
+      expect(a.code, a.stdout + a.stderr).toBe(1);
+      expect(a.stdout + a.stderr).toMatch(/another dssync holds its lease .*\(host \S+, session [0-9a-f]+/);
+      expect(docs(ws)).toEqual(before);
+      expect(writeRequests(ws.emu)).toBe(writes);
+    } finally {
+      expect((await clone.stop()).code).toBe(0);
+    }
     const before = docs(ws);
-    // The first host: a document of ours its state never recorded.
-    await rm(join(ws.share, 'b.txt'));
-    const a = await ws.sync();
-    expect(a.code).not.toBe(0);
-    expect(a.stdout + a.stderr).toMatch(/another writer with our identity/);
-    expect(a.stdout + a.stderr).toMatch(/dssync identity reset --config F/);
-    expect(docs(ws)).toEqual(before);
 
     // The clone takes a new identity: it no longer owns (nor touches) the first host's documents.
     const reset = await runCli(['identity', 'reset', '--config', cfg2], ws.env);
