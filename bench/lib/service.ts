@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startEmulator, type FaultOptions, type RunningEmulator } from '@dssync/emulator';
+import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { ORG, TOKEN } from './dssync.js';
 import { mapLimit } from './util.js';
 
@@ -25,6 +26,40 @@ export function writeRequests(emu: RunningEmulator): number {
   let n = 0;
   for (const [route, count] of Object.entries(emu.stats().byRoute)) if (/^(POST|PUT|DELETE) /.test(route)) n += count;
   return n;
+}
+
+/**
+ * Counts the writes the service applies to lease marker documents (docs/reliability.md, "The
+ * lease"): the upload that makes one, its claims, renewals and release, a deletion. They are
+ * among writeRequests(); the benchmarks report them apart from the mirror's own writes.
+ * The emulator's store is patched in place (as onDocumentUpdate does); `stop` undoes it.
+ */
+export function countLeaseWrites(emu: RunningEmulator): { count(): number; stop(): void } {
+  type Doc = { name?: string | null; metadata?: Record<string, unknown> | null };
+  const store = emu.store as unknown as {
+    addDocuments: (ds: unknown, files: { name: string }[]) => unknown;
+    updateDocument: (doc: Doc, patch: Doc) => void;
+    deleteDocument: (ds: unknown, doc: Doc) => void;
+  };
+  const lease = (d: Doc): boolean => isLeaseDocument({ name: d.name ?? '', metadata: d.metadata ?? undefined });
+  const original = { addDocuments: store.addDocuments, updateDocument: store.updateDocument, deleteDocument: store.deleteDocument };
+  let n = 0;
+  store.addDocuments = function (this: unknown, ds, files) {
+    if (files.some((f) => lease(f))) n++;
+    return original.addDocuments.call(this, ds, files);
+  };
+  store.updateDocument = function (this: unknown, doc, patch) {
+    if (lease(doc) || lease(patch)) n++;
+    original.updateDocument.call(this, doc, patch);
+  };
+  store.deleteDocument = function (this: unknown, ds, doc) {
+    if (lease(doc)) n++;
+    original.deleteDocument.call(this, ds, doc);
+  };
+  return {
+    count: () => n,
+    stop: () => Object.assign(store, original),
+  };
 }
 
 /** Requests of one kind of route (e.g. the ingestion check's chunk listings). */
@@ -101,13 +136,15 @@ export interface ConvergenceReport {
 
 /**
  * The data source holds exactly the folder's files: one document per file, carrying the
- * file's current SHA-256 in its metadata, and nothing else.
+ * file's current SHA-256 in its metadata, and nothing else but the mapping's lease marker
+ * (docs/reliability.md, "The lease"), which is no file's document.
  */
 export async function checkMirror(emu: RunningEmulator, share: string, rels: readonly string[], dsName = 'Bench'): Promise<ConvergenceReport> {
   const docs = emu.store.listDocuments(dataSourceId(emu, dsName));
   const byPath = new Map<string, string[]>();
   const problems: string[] = [];
   for (const d of docs) {
+    if (isLeaseDocument(d)) continue;
     const p = d.metadata?.dssync_path;
     const s = d.metadata?.dssync_sha256;
     if (typeof p !== 'string' || typeof s !== 'string') {
@@ -127,5 +164,5 @@ export async function checkMirror(emu: RunningEmulator, share: string, rels: rea
     else if (got[0] !== sha) problems.push(`stale: ${rel}`);
   }
   for (const p of byPath.keys()) if (!expected.has(p)) problems.push(`orphan: ${p}`);
-  return { ok: problems.length === 0, documents: docs.length, files: rels.length, problems: problems.slice(0, 20) };
+  return { ok: problems.length === 0, documents: docs.filter((d) => !isLeaseDocument(d)).length, files: rels.length, problems: problems.slice(0, 20) };
 }

@@ -87,4 +87,10 @@ export interface UploadFile {
    * cannot read is E_CONVERT_FAILED, refused for that file until it changes.
    */
   convert?: { converter: ConverterId; limits: ConvertLimits } | undefined;
+  /**
+   * dssync's own file (the lease marker's body), not a file of the mapped folder: its bytes are
+   * not counted as content read (`dssync_content_bytes_read_total`, which a restart over an
+   * unchanged tree keeps at 0).
+   */
+  notFolderContent?: boolean | undefined;
 }

@@ -237,7 +237,7 @@ async function readChecked(part: OpenPart, into: Buffer, at: number, ctx: Decode
     }
     if (n === 0) break;
     pos += n;
-    addContentBytesRead(n);
+    if (!file.notFolderContent) addContentBytesRead(n);
     if (pos > before.size) throw changed(`it grew beyond ${before.size} bytes since it was opened`);
     // A short read that completes the size seen at open is the end of the file (growth
     // after it shows in the stats below).
@@ -297,7 +297,7 @@ async function* streamFile(part: OpenPart, ctx: DecodeContext): AsyncGenerator<U
     }
     if (n === 0) break;
     pos += n;
-    addContentBytesRead(n);
+    if (!file.notFolderContent) addContentBytesRead(n);
     if (pos > before.size) throw changed(`it grew beyond ${before.size} bytes while being sent`);
     const chunk = buffer.subarray(0, n);
     hash.update(chunk);

@@ -203,7 +203,7 @@ export class MappingLease {
       const files = this.d.files ?? nodeFiles;
       await files.write(this.d.bodyFile, leaseDocumentBody(this.d.mappingId));
       try {
-        await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain' }], { signal });
+        await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain', notFolderContent: true }], { signal });
       } finally {
         await files.remove(this.d.bodyFile);
       }

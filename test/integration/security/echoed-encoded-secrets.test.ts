@@ -39,20 +39,21 @@ function expectNoForm(text: string, where: string): void {
 
 /**
  * A token endpoint that quotes the request in a 400 invalid_grant: the Authorization header
- * and its decoded credential, the body with lower-case hex and as sent. With `firstFrom`, its
- * first grant is the emulator's own (a short-lived token, without a refresh token), so that
- * the daemon starts and meets the quoting refusal at its next renewal.
+ * and its decoded credential, the body with lower-case hex and as sent. With `grantsFrom`, it
+ * hands out the emulator's own grants (short-lived tokens, without a refresh token) until
+ * `refuse()`, so that the daemon starts, takes its mapping's lease and mirrors, and meets the
+ * quoting refusal at its next renewal after that.
  */
-function quotingTokenEndpoint(firstFrom?: string): Promise<{ server: Server; url: string }> {
-  let served = 0;
+function quotingTokenEndpoint(grantsFrom?: string): Promise<{ server: Server; url: string; refuse: () => void }> {
+  let granting = grantsFrom !== undefined;
   const server = createServer((req, res) => {
     let body = '';
     req.setEncoding('utf8').on('data', (d: string) => (body += d));
     req.on('end', () => {
       if (req.method !== 'POST') return void res.writeHead(404).end();
-      if (firstFrom !== undefined && served++ === 0) {
+      if (grantsFrom !== undefined && granting) {
         const grant = new URLSearchParams({ grant_type: 'password', username: 'dev-user', password: DEV_PASSWORD, client_id: 'dssync' });
-        void fetch(firstFrom, { method: 'POST', body: grant }).then(async (r) => {
+        void fetch(grantsFrom, { method: 'POST', body: grant }).then(async (r) => {
           const { refresh_token: _, ...got } = (await r.json()) as Record<string, unknown>;
           res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify(got));
         });
@@ -65,14 +66,17 @@ function quotingTokenEndpoint(firstFrom?: string): Promise<{ server: Server; url
       res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_grant', error_description: quoted }));
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })));
+  const refuse = (): void => {
+    granting = false;
+  };
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, refuse })));
 }
 
 const servers: Server[] = [];
-async function endpoint(firstFrom?: string): Promise<string> {
-  const { server, url } = await quotingTokenEndpoint(firstFrom);
+async function endpoint(grantsFrom?: string): Promise<{ url: string; refuse: () => void }> {
+  const { server, url, refuse } = await quotingTokenEndpoint(grantsFrom);
   servers.push(server);
-  return url;
+  return { url, refuse };
 }
 const ENV = { DSSYNC_PASSWORD: PASSWORD, DSSYNC_CLIENT_SECRET: CLIENT_SECRET, DSSYNC_TOKEN: '' };
 
@@ -97,7 +101,7 @@ afterAll(async () => {
 describe('secrets quoted back in the forms they were sent (issue 36.2)', () => {
   it('the CLI shows the quoted request without any form of the password or client secret, DSSYNC_DEBUG stack included', { timeout: 60_000 }, async () => {
     ws = await daemonWorkspace();
-    await useTokenEndpoint(ws, await endpoint());
+    await useTokenEndpoint(ws, (await endpoint()).url);
     for (const debug of [{}, { DSSYNC_DEBUG: '1' }] as Record<string, string>[]) {
       const r = await runCli(['documents', 'list', 'ds-1', '--config', ws.configPath], { ...ENV, ...debug });
       expect(r.code).not.toBe(0);
@@ -110,21 +114,33 @@ describe('secrets quoted back in the forms they were sent (issue 36.2)', () => {
   it('the daemon: its log, /status and the history file hold none of them', { timeout: 120_000 }, async () => {
     ws = await daemonWorkspace({ config: { ingestionCheck: { enabled: false } }, emulator: { oidc: { tokenTtlSeconds: 3, refreshTtlSeconds: 60 } } });
     const w = ws;
-    await useTokenEndpoint(w, await endpoint(`${w.emu.url}${TOKEN_PATH}`));
+    const tokens = await endpoint(`${w.emu.url}${TOKEN_PATH}`);
+    await useTokenEndpoint(w, tokens.url);
     await w.write('a.txt', 'alpha');
     d = await startDaemon(w, { env: ENV });
     const daemon = d;
-    // Once the emulator's token expires, the next pass's renewal is refused with the quoted
-    // request, and the mapping says why: a new file each look makes the pass that asks.
+    // The daemon takes its mapping's lease (which outlasts a token) and mirrors first.
     let status = '';
+    await waitFor(
+      async () => {
+        const s = await daemon.status();
+        status = JSON.stringify(s);
+        return s.mappings[0]?.lastPass?.ok === true;
+      },
+      { timeout: 60_000, what: 'the first pass', describe: () => status.slice(0, 3000) },
+    );
+    // Once the emulator's token expires, the next renewal is refused with the quoted request,
+    // and the mapping's pass history says why: a new file each look makes the pass that asks.
+    tokens.refuse();
     let n = 0;
     await waitFor(
       async () => {
         await w.write(`f${n++}.txt`, 'more');
-        status = JSON.stringify(await daemon.status());
-        return status.includes('WAF blocked');
+        const s = await daemon.status();
+        status = JSON.stringify(s);
+        return JSON.stringify(s.mappings[0]?.history ?? []).includes('WAF blocked');
       },
-      { timeout: 60_000, interval: 500, what: 'the quoted refusal in /status', describe: () => status.slice(0, 3000) },
+      { timeout: 60_000, interval: 500, what: 'the quoted refusal in the pass history of /status', describe: () => status.slice(0, 3000) },
     );
     expectNoForm(status, '/status');
     await daemon.stop();
