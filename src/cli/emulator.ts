@@ -26,6 +26,7 @@ export interface EmulatorArgs extends Omit<GlobalArgs, 'org'> {
   ambiguousRate?: unknown;
   rewriteNames?: string;
   ignoreRename?: boolean;
+  ignoreUrl?: boolean;
   nameRules?: string;
   nameMaxBytes?: unknown;
   seed?: unknown;
@@ -117,6 +118,7 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, env: NodeJS.ProcessE
     faults.rewriteNames = args.rewriteNames as NameRewrite;
   }
   if (args.ignoreRename) faults.ignoreRename = true;
+  if (args.ignoreUrl) faults.ignoreUrl = true;
   if (args.nameRules !== undefined) {
     const rules = args.nameRules.split(',').map((r) => r.trim());
     const bad = rules.find((r) => !(NAME_RULES as readonly string[]).includes(r));
@@ -152,6 +154,7 @@ export const emulatorCommand: CommandModule<GlobalArgs, EmulatorArgs> = {
       .option('ambiguous-rate', { requiresArg: true, group: 'Faults:', describe: 'Share (0..1) of writes committed, then dropped unanswered (a number)' })
       .option('rewrite-names', { type: 'string', requiresArg: true, group: 'Faults:', describe: `How uploaded names are rewritten: ${NAME_REWRITES.join(', ')} (quoted: a backslash escapes the next character and is dropped)` })
       .option('ignore-rename', { type: 'boolean', group: 'Faults:', describe: 'A metadata update keeps the document\'s name' })
+      .option('ignore-url', { type: 'boolean', group: 'Faults:', describe: 'A metadata update keeps the document\'s url' })
       .option('name-rules', { type: 'string', requiresArg: true, group: 'Faults:', describe: `How every stored name is rewritten, at an upload and an update, comma-separated: ${NAME_RULES.join(', ')} (lower-cased, extension dropped, " (1)" appended)` })
       .option('name-max-bytes', { requiresArg: true, group: 'Faults:', describe: 'Every stored name is cut to this many UTF-8 bytes (a number)' })
       .option('seed', { requiresArg: true, group: 'Faults:', describe: 'Seed for reproducible faults (a number)' })

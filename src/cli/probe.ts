@@ -39,6 +39,8 @@ export interface ProbeReport {
   updateClearsAbsentFields: boolean | null;
   /** Whether a metadata update's new name shows when the document is read back (null: not tested). */
   updateRenames: boolean | null;
+  /** Whether a metadata update's new url shows when the document is read back (null: not tested). */
+  updateSetsUrl: boolean | null;
   /**
    * What the service does to a name it stores, from the names an update gave and the names
    * read back (engine/service-names.ts: lower-cased, extension dropped, a suffix, cut at a
@@ -119,6 +121,7 @@ export async function runProbe(args: ProbeArgs, out: (s: string) => void = (s) =
     errorBodyShape: null,
     updateClearsAbsentFields: null,
     updateRenames: null,
+    updateSetsUrl: null,
     nameRule: null,
     nameRuleText: [],
     uploadNames: [],
@@ -182,10 +185,13 @@ async function writeRoundTrip(call: Call, connectors: string[], report: ProbeRep
     if (docId) {
       const docPath = `${dsPath}/documents/${encodeURIComponent(docId)}`;
       await call('update-all-fields', 'PUT', docPath, { json: { name: 'probe-a.txt', url: 'https://probe.invalid/a', metadata: { probe: 'yes' } } });
+      const full = await call('get-after-full-update', 'GET', docPath);
+      // A document read back (it has its name) without the url sent: the update did not set it.
+      const doc = innerRecord(full.body);
+      if (full.status < 300 && typeof doc.name === 'string') report.updateSetsUrl = doc.url === 'https://probe.invalid/a';
       await call('update-name-only', 'PUT', docPath, { json: { name: 'probe-a-renamed.txt' } });
       const back = await call('get-after-partial-update', 'GET', docPath);
-      const rec = isObj(back.body) ? (back.body as Record<string, unknown>) : {};
-      const inner = isObj(rec.data) ? (rec.data as Record<string, unknown>) : rec;
+      const inner = innerRecord(back.body);
       if (back.status < 300) report.updateClearsAbsentFields = inner.url !== 'https://probe.invalid/a';
       // dssync uploads under a marked name and renames with the metadata update: a service
       // that ignores or refuses the new name would show every document under its marked name.
@@ -306,6 +312,7 @@ function formatReport(r: ProbeReport): string {
     `error body shape: ${r.errorBodyShape ?? 'not seen'}`,
     `rate-limit headers: ${r.rateLimitHeaders.length > 0 ? r.rateLimitHeaders.join(', ') : 'none seen'}`,
     `an update without url/metadata clears them: ${r.updateClearsAbsentFields === null ? 'not tested (use --write)' : r.updateClearsAbsentFields ? 'yes' : 'no (kept)'}`,
+    `an update sets the url: ${r.updateSetsUrl === null ? 'not tested (use --write)' : r.updateSetsUrl ? 'yes' : 'NO: documents keep the url they were first given; dssync stops comparing urls once it sees this'}`,
     `an update renames the document: ${r.updateRenames === null ? 'not tested (use --write)' : r.updateRenames ? 'yes' : 'NO: dssync uploads under a marked name and renames it with the update; on this service documents would keep their marked names'}`,
     `names stored: ${r.nameRule === null ? 'not tested (use --write; not with renames ignored)' : r.nameRuleText.length === 0 ? 'as sent' : `the service ${r.nameRuleText.join(', ')} (dssync learns it at its first upload and compares names as stored)`}`,
     ...r.uploadNames.map((n) => `uploaded name ${JSON.stringify(n.sent)} shown as ${n.shown === null ? 'not read back' : n.shown === n.sent ? 'sent' : JSON.stringify(n.shown)}`),
@@ -328,3 +335,9 @@ export const probeCommand: CommandModule<GlobalArgs, ProbeArgs> = {
     await runProbe(args);
   },
 };
+
+/** A document's fields, whether or not the answer wraps them in `data`. */
+function innerRecord(body: unknown): Record<string, unknown> {
+  const rec = isObj(body) ? (body as Record<string, unknown>) : {};
+  return isObj(rec.data) ? (rec.data as Record<string, unknown>) : rec;
+}

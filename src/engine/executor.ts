@@ -331,7 +331,10 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
     }
     const desired = o.desired(op.file);
     const answer = await o.api.updateDocument(o.dataSourceId, op.documentId, desired, opts);
-    if (o.names) checkUpdateName(o.names, op, answer, desired.name);
+    if (o.names) {
+      checkUpdateName(o.names, op, answer, desired.name);
+      checkUrl(o.names, answer, desired.url);
+    }
     const entry = entryFor(op.file, op.documentId, o.now);
     if (op.kind === 'rename') {
       o.state.renameFile(o.mappingId, op.from, op.path, entry);
@@ -410,6 +413,7 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
         const desired = o.desired(op.file);
         const answer = await o.api.updateDocument(o.dataSourceId, record.id, desired, { signal: o.signal });
         if (named[i]!.marked && o.names) await checkUploadName(o, o.names, answer, desired.name);
+        if (o.names) checkUrl(o.names, answer, desired.url);
       } catch (e) {
         allMarked = false;
         fail(o, r, op.kind, op.path, e);
@@ -476,6 +480,17 @@ function checkUpdateName(check: NameCheck, op: Extract<Op, { kind: 'rename' | 'u
     return;
   }
   if (!check.known.renamesIgnored && nameAsStored(shown, documentName(op.from), { rule: check.known.rule })) check.known = { ...check.known, renamesIgnored: true };
+}
+
+/**
+ * An update's answer showing another url than the one sent (or null): the service ignores
+ * (or rewrites) a new url, so urls are not compared again (metadata.ts fieldsMatch). An
+ * answer without the field proves nothing.
+ */
+function checkUrl(check: NameCheck, answer: DocumentRecord, wanted: string): void {
+  const shown = answer.raw['url'];
+  if (check.known.urlsIgnored || !(typeof shown === 'string' || shown === null) || (shown ?? '') === wanted) return;
+  check.known = { ...check.known, urlsIgnored: true };
 }
 
 function learnRule(check: NameCheck, wanted: string, shown: string): void {

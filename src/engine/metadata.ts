@@ -89,7 +89,8 @@ export function readMeta(doc: DocumentRecord): DssyncMeta | undefined {
  */
 export function fieldsMatch(doc: DocumentRecord, desired: { name: string; url: string; metadata: JsonObject }, names?: ServiceNames): boolean {
   if (!nameAsStored(doc.name ?? '', desired.name, names)) return false;
-  if ((doc.url ?? '') !== desired.url) return false;
+  // A url the service is known to ignore in updates is not fought on every pass.
+  if (names?.urlsIgnored !== true && (doc.url ?? '') !== desired.url) return false;
   const have = doc.metadata ?? {};
   for (const [k, v] of Object.entries(desired.metadata)) {
     if (k === META.size || k === META.mtime || k === META.session) continue;

@@ -346,7 +346,7 @@ export class Mirror {
           ok: report.ok,
           summary: { ...report.counts },
           ...(report.blocked ? { error: report.blocked.message } : {}),
-          ...(names.known.renamesIgnored || names.known.rule ? { serviceNames: names.known } : {}),
+          ...(names.known.renamesIgnored || names.known.urlsIgnored || names.known.rule ? { serviceNames: names.known } : {}),
         });
       }
       await state.flush();
@@ -466,6 +466,7 @@ export class Mirror {
     const { spec, state, logger } = this.d;
     const names = this.names!;
     const renamesWereIgnored = names.known.renamesIgnored === true;
+    const urlsWereIgnored = names.known.urlsIgnored === true;
     pinIntents(state, spec.mappingId, plan.intentPins);
     for (const r of plan.refreshed) state.setFile(spec.mappingId, r.path, entryFor(r.file, r.documentId, this.d.now));
     this.d.onPlan?.(plan.ops);
@@ -491,6 +492,9 @@ export class Mirror {
       names,
       formats: spec.formats,
     });
+    if (names.known.urlsIgnored === true && !urlsWereIgnored) {
+      logger.warn({ dataSourceId: spec.dataSourceId }, `the service kept another url than the one sent in a document update: urls of mapping ${spec.mappingId} are no longer compared (a changed url template reaches only new documents); run 'dssync probe --write' and tell the service's operator`);
+    }
     const renamesNowIgnored = names.known.renamesIgnored === true && !renamesWereIgnored;
     if (renamesNowIgnored) {
       logger.error(

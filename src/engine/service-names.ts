@@ -88,6 +88,7 @@ export function describeServiceNames(names: ServiceNames): string[] {
   if (r?.suffix !== undefined) out.push(`appends ${JSON.stringify(r.suffix)}`);
   if (r?.maxBytes !== undefined) out.push(`cuts names at ${r.maxBytes} bytes`);
   if (names.renamesIgnored) out.push('ignores a new name in an update (the App keeps the name a document was uploaded under)');
+  if (names.urlsIgnored) out.push('ignores a new url in an update (the App keeps the url a document was first given)');
   return out;
 }
 

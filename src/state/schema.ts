@@ -150,6 +150,7 @@ export interface PassRecord {
 /** engine/service-names.ts ServiceNames, as the state keeps it. */
 export interface ServiceNamesRecord {
   renamesIgnored?: true | undefined;
+  urlsIgnored?: true | undefined;
   rule?: { lower?: true | undefined; noExtension?: true | undefined; suffix?: string | undefined; maxBytes?: number | undefined } | undefined;
 }
 

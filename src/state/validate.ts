@@ -115,6 +115,7 @@ export const PassRecordSchema = z.object({
   serviceNames: z
     .object({
       renamesIgnored: z.literal(true).optional(),
+      urlsIgnored: z.literal(true).optional(),
       rule: z
         .object({ lower: z.literal(true).optional(), noExtension: z.literal(true).optional(), suffix: z.string().optional(), maxBytes: z.number().int().positive().optional() })
         .optional(),

@@ -62,6 +62,7 @@ export class FakeApi implements DatastoreApi {
   baseNamesOnly = false;
   /** An update keeps the document's name (a service that ignores a new name). */
   ignoreRename = false;
+  ignoreUrl = false;
   /** The name stored for a name given, at an upload and an update (a service that rewrites or cuts names). */
   storeName: (name: string) => string = (name) => name;
   private nextId = 1;
@@ -108,7 +109,7 @@ export class FakeApi implements DatastoreApi {
   }
 
   private record(d: FakeDoc): DocumentRecord {
-    return { id: d.id, name: d.name, url: d.url, metadata: structuredClone(d.metadata), raw: { ...d } };
+    return { id: d.id, name: d.name, url: d.url, metadata: structuredClone(d.metadata), raw: { ...d, url: d.url ?? null } };
   }
 
   /** The data source, or a 404 (only when data sources are listed). */
@@ -191,7 +192,7 @@ export class FakeApi implements DatastoreApi {
     return this.call('updateDocument', [dataSourceId, id, update], { id, update }, () => {
       const d = this.mustGet(dataSourceId, id);
       if (!this.ignoreRename) d.name = this.storeName(update.name);
-      d.url = update.url;
+      if (!this.ignoreUrl) d.url = update.url;
       d.metadata = structuredClone(update.metadata);
       return this.record(d);
     });

@@ -36,6 +36,8 @@ export interface FaultOptions {
   holdUploads?: boolean;
   /** A metadata update keeps the document's name (a service that ignores the new name). */
   ignoreRename?: boolean;
+  /** A metadata update keeps the document's url (a service that ignores a new url). */
+  ignoreUrl?: boolean;
   /**
    * How the service rewrites every name it stores, at an upload as at an update, in this
    * order: 'lower' lower-cases it, 'no-extension' drops the extension, 'suffix' appends " (1)".
@@ -102,7 +104,7 @@ export interface ResolvedOptions {
   permissiveFormats: boolean;
 }
 
-const FAULT_KEYS = new Set(['latencyMs', 'rateLimitRps', 'retryAfter', 'errorRate', 'dropRate', 'ambiguousRate', 'down', 'seed', 'rewriteNames', 'holdUploads', 'ignoreRename', 'nameRules', 'nameMaxBytes']);
+const FAULT_KEYS = new Set(['latencyMs', 'rateLimitRps', 'retryAfter', 'errorRate', 'dropRate', 'ambiguousRate', 'down', 'seed', 'rewriteNames', 'holdUploads', 'ignoreRename', 'ignoreUrl', 'nameRules', 'nameMaxBytes']);
 
 /**
  * Checks fault options coming from code or from JSON (the admin route). Throws a
@@ -153,7 +155,7 @@ export function checkFaultOptions(input: unknown): FaultOptions {
     }
     out.retryAfter = raw.retryAfter;
   }
-  for (const key of ['down', 'holdUploads', 'ignoreRename'] as const) {
+  for (const key of ['down', 'holdUploads', 'ignoreRename', 'ignoreUrl'] as const) {
     const v = raw[key];
     if (v === undefined) continue;
     if (typeof v !== 'boolean') throw new RangeError(`faults.${key} must be true or false, got ${JSON.stringify(v)}`);

@@ -60,6 +60,7 @@ describe.each([
     expect(plain.code, plain.stderr).toBe(0);
     const as = jsonOf<Report>(plain);
     expect(as.updateRenames).toBe(true);
+    expect((as as Report & { updateSetsUrl: boolean | null }).updateSetsUrl).toBe(true);
     expect(as.uploadNames).toHaveLength(5);
     expect(as.uploadNames.find((n) => n.sent.includes('\\'))?.shown).toBe('probe-back\\slash.txt');
     // A service that reads the name as a quoted-string and ignores a new name.
@@ -68,7 +69,17 @@ describe.each([
       const r = await runCli(['probe', '--write', '--connector', 'conn-1'], env());
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/an update renames the document: NO/);
+      expect(r.stdout).toMatch(/an update sets the url: yes/);
       expect(r.stdout).toContain('uploaded name "probe-back\\\\slash.txt" shown as "probe-backslash.txt"');
+    } finally {
+      emu.setFaults({});
+    }
+    // A service that ignores a new url (issue 34, case 8's kin).
+    emu.setFaults({ ignoreUrl: true });
+    try {
+      const r = await runCli(['probe', '--write', '--connector', 'conn-1'], env());
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/an update sets the url: NO/);
     } finally {
       emu.setFaults({});
     }

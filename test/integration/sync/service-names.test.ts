@@ -50,6 +50,7 @@ describe('a service that rewrites, cuts or keeps names (issue 34, cases 6-8)', (
     ['cuts names at 100 bytes', { nameMaxBytes: 100 }],
     ['cuts at 60 bytes and lower-cases', { nameMaxBytes: 60, nameRules: ['lower'] }],
     ['ignores a new name in an update', { ignoreRename: true }],
+    ['ignores a new url in an update', { ignoreUrl: true }],
   ])('%s: converges, no orphan, and the next two syncs write nothing', { timeout: 90_000 }, async (_what, faults) => {
     ws = await createWorkspace({ emulator: { faults } });
     await writeAll(ws, FILES);

@@ -499,6 +499,35 @@ describe('a service that ignores the new name of an update (issue 23, defect 5)'
   });
 });
 
+describe('a service that ignores a new url in an update', () => {
+  it('is learned from the first answer and kept: urls are no longer compared, so no pass updates a document for its url again', async () => {
+    const { api, state, local, mirror } = setup();
+    api.ignoreUrl = true;
+    local.put('a.txt', 'h1');
+    local.put('b.txt', 'h2');
+    expect((await mirror.fullPass()).ok).toBe(true);
+    expect(state.m.lastPass?.serviceNames).toEqual({ urlsIgnored: true });
+    for (let i = 0; i < 2; i++) {
+      api.calls = [];
+      const again = await mirror.fullPass();
+      expect(again.ok).toBe(true);
+      expect(api.count('uploadDocuments') + api.count('updateDocument') + api.count('deleteDocument')).toBe(0);
+    }
+  });
+
+  it('without it, a document whose url differs is updated (the url is compared)', async () => {
+    const { api, local, mirror } = setup();
+    local.put('a.txt', 'h1');
+    await mirror.fullPass();
+    const doc = api.list()[0]!;
+    api.docs.get(doc.id)!.url = 'https://elsewhere.invalid/a';
+    api.calls = [];
+    await mirror.fullPass();
+    expect(api.count('updateDocument')).toBe(1);
+    expect(api.list()[0]!.url).not.toBe('https://elsewhere.invalid/a');
+  });
+});
+
 const DEEP = `${'folder-with-a-long-name/'.repeat(6)}Report.txt`;
 
 describe('a service that rewrites or cuts names (issue 34, cases 6 and 7)', () => {

@@ -39,6 +39,8 @@ export const documentRoutes: RouteDef[] = [
       const patch = parseUpdateDocument(jsonObjectBody(req));
       // A service that ignores the new name (FaultOptions.ignoreRename): the rest applies.
       if (ctx.faults.get().ignoreRename) delete patch.name;
+      // A service that ignores the new url (FaultOptions.ignoreUrl).
+      if (ctx.faults.get().ignoreUrl) delete patch.url;
       // A service that rewrites or cuts every name it stores (FaultOptions.nameRules, nameMaxBytes).
       if (patch.name !== undefined) patch.name = storedName(patch.name, ctx.faults.get());
       if (Object.keys(patch).length > 0) ctx.store.updateDocument(doc, patch);
