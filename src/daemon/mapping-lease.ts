@@ -17,6 +17,8 @@ import type { LeaseStatus } from './status-schema.js';
 import { newSession } from '../engine/document-fields.js';
 import { nodeLockProbe } from '../state/lock.js';
 import { listingBound } from '../engine/listing-bound.js';
+import { z } from 'zod';
+import { SidecarFile } from './sidecar-file.js';
 
 export interface MappingLeaseDeps {
   api: DatastoreApi;
@@ -38,6 +40,14 @@ export interface MappingLeaseDeps {
   timing?: typeof LEASE | undefined;
   /** How many files the mapping tracks: sizes the bound of the marker's search (listing-bound.ts). */
   filesTracked?: (() => number) | undefined;
+  /** The marker's id as an earlier start found it (kept beside the state): one read instead of a listing. */
+  memo?: MarkerMemo | undefined;
+}
+
+/** Where the marker's id is kept between starts (MappingLeaseDeps.memo). */
+export interface MarkerMemo {
+  load(): Promise<string | undefined>;
+  save(documentId: string): void;
 }
 
 export class MappingLease {
@@ -53,6 +63,8 @@ export class MappingLease {
   private toldHolder: string | undefined;
   private lastError: string | undefined;
   private released = false;
+  /** The remembered marker was tried (once per process: after that the data source is listed). */
+  private memoTried = false;
 
   constructor(private readonly d: MappingLeaseDeps) {
     this.timing = d.timing ?? LEASE;
@@ -146,7 +158,7 @@ export class MappingLease {
   private async attempt(): Promise<void> {
     const signal = this.controller.signal;
     try {
-      this.documentId ??= await this.discover(signal);
+      this.documentId ??= (await this.remembered(signal)) ?? (await this.discover(signal));
       const id = this.documentId;
       const readAt = this.d.clock.monotonic();
       const marker = await this.read(id, signal);
@@ -195,6 +207,29 @@ export class MappingLease {
     }
   }
 
+  /**
+   * The marker an earlier start found, when it is still this mapping's marker: every process
+   * picks the same one (pickMarker), and a second is made only when a listing finds none, so
+   * a remembered marker that still exists is the one a listing would pick.
+   */
+  private async remembered(signal: AbortSignal): Promise<string | undefined> {
+    if (this.memoTried || this.d.memo === undefined) return undefined;
+    const id = await this.d.memo.load();
+    if (id === undefined) {
+      this.memoTried = true;
+      return undefined;
+    }
+    try {
+      const doc = await this.d.api.getDocument(this.d.dataSourceId, id, { signal });
+      this.memoTried = true;
+      return leaseMarkersOf([doc], this.d.mappingId).length > 0 ? id : undefined;
+    } catch (e) {
+      if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
+      this.memoTried = true;
+      return undefined;
+    }
+  }
+
   /** The marker's id: the one every process picks, made when there is none. */
   private async discover(signal: AbortSignal): Promise<string> {
     let markers = await this.list(signal);
@@ -214,6 +249,7 @@ export class MappingLease {
     const chosen = pickMarker(markers);
     if (chosen === undefined) throw new Error('the lease document just made is not in the listing');
     this.extras = markers.filter((m) => m.documentId !== chosen.documentId).map((m) => m.documentId);
+    this.d.memo?.save(chosen.documentId);
     return chosen.documentId;
   }
 
@@ -311,7 +347,26 @@ export function mappingLease(s: LeaseSettings, dataSourceId: string, installatio
     onChange,
     timing: s.timing,
     filesTracked: s.filesTracked,
+    memo: markerMemo(`${s.statePath}.lease-${encodeURIComponent(s.mappingId)}.json`, dataSourceId, s.logger),
   });
+}
+
+const MemoSchema = z.object({ dataSourceId: z.string(), documentId: z.string() });
+
+/** The marker's id in a file beside the state, for this data source only (a data source made anew has another marker). */
+function markerMemo(path: string, dataSourceId: string, logger: Logger): MarkerMemo {
+  const file = new SidecarFile(path, MemoSchema, {
+    unreadable: 'lease marker id unreadable: the data source is listed to find the marker',
+    malformed: 'lease marker id malformed: the data source is listed to find the marker',
+    unwritable: 'lease marker id not kept: the next start lists the data source to find the marker',
+  }, logger);
+  return {
+    load: async () => {
+      const memo = await file.load();
+      return memo?.dataSourceId === dataSourceId ? memo.documentId : undefined;
+    },
+    save: (documentId) => void file.save(() => ({ dataSourceId, documentId })),
+  };
 }
 
 const nodeFiles = {

@@ -13,7 +13,7 @@ import type { DatastoreApi } from '../../../src/api/api.js';
 import { LEASE, leaseRecordOf, type HostProbe } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
 import { leaseGated } from '../../../src/daemon/lease-gate.js';
-import { MappingLease } from '../../../src/daemon/mapping-lease.js';
+import { MappingLease, type MarkerMemo } from '../../../src/daemon/mapping-lease.js';
 import { silentLogger } from '../../../src/log.js';
 import { apiError, FakeApi } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -36,9 +36,10 @@ function link(api: FakeApi): { api: DatastoreApi; down: { on: boolean } } {
   return { api: proxied, down };
 }
 
-function processOf(api: DatastoreApi, clock: FakeClock, name: string, pid: number, host = 'node-a'): MappingLease {
+function processOf(api: DatastoreApi, clock: FakeClock, name: string, pid: number, host = 'node-a', memo?: MarkerMemo): MappingLease {
   alive.add(pid);
   return new MappingLease({
+    memo,
     api,
     dataSourceId: 'ds1',
     mappingId: 'docs',
@@ -190,6 +191,58 @@ describe('the lease of one mapping, two processes', () => {
     expect(markers(api)).toHaveLength(1);
     expect(a.holds()).toBe(true);
     await a.stop();
+  });
+});
+
+describe("the marker's id kept between starts (a restart does not list the data source)", () => {
+  const memoOf = (): MarkerMemo & { id: string | undefined } => {
+    const m = { id: undefined as string | undefined, load: () => Promise.resolve(m.id), save: (id: string) => void (m.id = id) };
+    return m;
+  };
+
+  it('a restart reads the remembered marker and lists nothing; the first start listed and remembered it', async () => {
+    const api = new FakeApi();
+    const clock = new FakeClock(1_000);
+    const memo = memoOf();
+    const first = processOf(link(api).api, clock, 'first', 701, 'node-a', memo);
+    first.start();
+    await run(clock, [first], 10_000, () => first.holds());
+    expect(memo.id).toBe(markers(api)[0]!.id);
+    await first.stop();
+    api.calls = [];
+    const again = processOf(link(api).api, clock, 'again', 702, 'node-a', memo);
+    again.start();
+    await run(clock, [again], 10_000, () => again.holds());
+    expect(again.holds()).toBe(true);
+    expect(api.count('listDocuments')).toBe(0);
+    expect(markers(api)).toHaveLength(1);
+    await again.stop();
+  });
+
+  it("a remembered marker deleted since, or another mapping's document, is not used: the data source is listed", async () => {
+    const api = new FakeApi();
+    const clock = new FakeClock(1_000);
+    const memo = memoOf();
+    const first = processOf(link(api).api, clock, 'first', 711, 'node-a', memo);
+    first.start();
+    await run(clock, [first], 10_000, () => first.holds());
+    await first.stop();
+    const gone = memo.id!;
+    api.docs.delete(gone);
+    const person = api.add({ name: 'notes.txt', metadata: {}, size: 1 });
+    for (const id of [gone, person.id]) {
+      memo.id = id;
+      api.calls = [];
+      const next = processOf(link(api).api, clock, `next-${id}`, 712, 'node-a', memo);
+      next.start();
+      await run(clock, [next], 20_000, () => next.holds());
+      expect(next.holds()).toBe(true);
+      expect(api.count('listDocuments')).toBeGreaterThan(0);
+      expect(markers(api)).toHaveLength(1);
+      expect(memo.id).toBe(markers(api)[0]!.id);
+      expect(api.docs.has(person.id)).toBe(true);
+      await next.stop();
+    }
   });
 });
 
