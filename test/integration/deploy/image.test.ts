@@ -147,7 +147,9 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     );
   }, 900_000);
 
-  afterAll(() => {
+  afterAll(async () => {
+    // Every path ends its containers: a failed or timed-out test left `dssync run` running.
+    await Promise.all(containers.map(stopContainer));
     emulator?.kill();
     // Hundreds of MB of exported files: slow to remove on a loaded machine.
     rmSync(work, { recursive: true, force: true });
@@ -164,8 +166,15 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     expect(healthcheck.join(' ')).toContain('/healthz');
   });
 
+  interface Container {
+    child: ChildProcess;
+    log: () => string;
+    exited: Promise<number | null>;
+  }
+  const containers: Container[] = [];
+
   /** The entrypoint, run as the image says, in its own namespaces and with the given host name. */
-  function startContainer(hostName: string): { child: ChildProcess; log: () => string; exited: Promise<number | null> } {
+  function startContainer(hostName: string): Container {
     const [user, group] = config.User.split(':');
     const env = [...config.Env, `DSSYNC_INSTALLATION_ID=${PIN}`];
     const inner = `cd ${config.WorkingDir} && exec "$@"`;
@@ -179,7 +188,26 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     child.stdout!.on('data', (b: Buffer) => (log += b.toString()));
     child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    return { child, log: () => log, exited };
+    const container = { child, log: () => log, exited };
+    containers.push(container);
+    return container;
+  }
+
+  /**
+   * Ends a container still running: its PID 1 is killed, which ends its PID namespace.
+   * Killing `unshare` alone is not enough: `--kill-child`'s parent-death signal is cleared when
+   * chroot switches to the image's user.
+   */
+  async function stopContainer(c: Container): Promise<void> {
+    if (c.child.exitCode !== null || c.child.signalCode !== null) return;
+    try {
+      const pid = pidOne(c.child.pid!);
+      if (pid > 0) process.kill(pid, 'SIGKILL');
+    } catch {
+      // Not forked yet, or already gone: unshare's own end below is enough.
+    }
+    c.child.kill('SIGKILL');
+    await c.exited;
   }
 
   /** The host PID of the container's PID 1 (unshare's only child, once the exec chain has run). */
