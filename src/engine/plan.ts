@@ -51,10 +51,7 @@ export interface VouchedFiles {
 /** What a document's desired fields may depend on. */
 export type DesiredOf = Pick<HashedFile, 'path' | 'size' | 'mtimeMs' | 'sha256'>;
 
-/**
- * PlanInput.vouched's rule: the quick check (racy.ts) vouches for the entry's content at
- * `now` (the walk found the file with its entry's stat, every field known and equal).
- */
+/** PlanInput.vouched's rule: the quick check (racy.ts, its one stat rule) vouches for the entry at `now`. */
 export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: number): boolean {
   return !needsHash(entry, st, now);
 }
@@ -304,10 +301,7 @@ export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: Re
   return out;
 }
 
-/**
- * The entry as recorded, field for field (unknown equal to unknown): writing it again
- * changes nothing. A record's identity, not the file's change (that is racy.ts sameStat).
- */
+/** The entry as recorded, field for field: writing it again changes nothing (not a file's change: racy.ts sameStat). */
 function sameRecord(entry: FileEntry, file: HashedFile): boolean {
   return (
     entry.size === file.size &&

@@ -40,11 +40,9 @@ export interface StatNow {
 }
 
 /**
- * The one rule of "unchanged" between two stats of a file (the state's entry and the walk's
- * stat, or two looks of the stability window): size and mtime equal, and ctime, device and
- * inode each known on both sides and equal. An unknown field never vouches for "unchanged":
- * an entry written by an older version, or a stat that leaves a field out, is not the same
- * stat, so the file is hashed (or judged by the stability window) again.
+ * The one rule of "unchanged" between two stats of a file (the quick check, the stability
+ * window): size and mtime equal, and ctime, device and inode each known on both sides and
+ * equal. An unknown field never vouches for "unchanged" (an older version's entry is hashed again).
  */
 export function sameStat(recorded: StatNow, now: StatNow): boolean {
   return recorded.size === now.size && recorded.mtimeMs === now.mtimeMs && known(recorded.ctimeMs, now.ctimeMs) && known(recorded.dev, now.dev) && known(recorded.ino, now.ino);
