@@ -77,19 +77,23 @@ mount -o remount,bind,ro "$R"
 exec "$@"`;
 
 describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (skipped: ${missing()})` : ''}`, () => {
-  const work = mkdtempSync(join(tmpdir(), 'dssync-image-'));
+  // Made when the suite runs (not when it is collected, skipped or not): afterAll removes it.
+  let work = '';
   const podman = (args: readonly string[]): string =>
     sh('podman', ['--root', join(work, 'store/root'), '--runroot', join(work, 'store/run'), '--storage-driver', 'vfs', ...args], { cwd: work });
   let buildLog = '';
   let config: ImageConfig;
   let healthcheck: string[];
   let version: string;
-  const rootfs = join(work, 'rootfs');
-  const host = join(work, 'mounts');
+  let rootfs = '';
+  let host = '';
   let emulator: ChildProcess | undefined;
   let baseUrl = '';
 
   beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), 'dssync-image-'));
+    rootfs = join(work, 'rootfs');
+    host = join(work, 'mounts');
     // The release tarball of this checkout (dist/ is built by npm test before vitest runs).
     const out = sh(process.execPath, [join(ROOT, 'scripts/release.mjs'), '--no-build', '--out', join(work, 'release')], { cwd: ROOT });
     const tgz = /release: (\S+\.tgz)/.exec(out)?.[1];
@@ -152,7 +156,7 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     await Promise.all(containers.map(stopContainer));
     emulator?.kill();
     // Hundreds of MB of exported files: slow to remove on a loaded machine.
-    rmSync(work, { recursive: true, force: true });
+    if (work) rmSync(work, { recursive: true, force: true });
   }, 300_000);
 
   it('is built from the Containerfile with the release inside, and configured as the deployment rules say', () => {
