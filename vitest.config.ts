@@ -3,8 +3,8 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * The tests in tiers (issue 27.9), as vitest projects; `npm test` runs them all (what CI runs).
- * - unit: the pure core with fakes and the fake clock, and a short simulation (seconds):
- *   `npm run test:fast`.
+ * - unit: the pure core with fakes and the fake clock, and the simulation's named histories
+ *   (seconds): `npm run test:fast`.
  * - integration: real processes over loopback against the emulator, the bad-input catalogue.
  * - slow: what needs minutes or outside tools — the FUSE watch, the browser, the container
  *   image, the release tarball, the systemd units, the long operator cases, the full simulation.
@@ -37,8 +37,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts', 'test/sim/**/*.test.ts'],
-          // A short simulation here; the slow tier runs the full budget (`npm run sim` sets its own).
-          env: { SIM_RUNS: process.env.SIM_RUNS ?? '25' },
+          exclude: SLOW,
+          // One module graph per worker, not per file: imports were most of this tier's time.
+          // So a unit test leaves no module state behind (no vi.mock, no module-level mutation).
+          isolate: false,
         },
       },
       {

@@ -29,7 +29,7 @@ for (let i = 0; i < args.length; i++) {
   env[name] = value;
 }
 const vitest = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
-// The unit tier runs a short simulation (vitest.config.ts); this command runs its own budget.
+// The simulation runs in the slow tier (vitest.config.ts); this command runs its own budget.
 env.SIM_RUNS ??= '1000';
-const r = spawnSync(process.execPath, [vitest, 'run', '--project', 'unit', 'test/sim'], { stdio: 'inherit', env });
+const r = spawnSync(process.execPath, [vitest, 'run', '--project', 'slow', 'test/sim/sim.test.ts'], { stdio: 'inherit', env });
 process.exit(r.status ?? 1);

@@ -51,12 +51,9 @@ export interface VouchedFiles {
 /** What a document's desired fields may depend on. */
 export type DesiredOf = Pick<HashedFile, 'path' | 'size' | 'mtimeMs' | 'sha256'>;
 
-/**
- * PlanInput.vouched's rule: the walk found the file with its state entry's stat, field for
- * field, and the quick check (racy.ts) vouches for the entry's content at `now`.
- */
+/** PlanInput.vouched's rule: the quick check (racy.ts, its one stat rule) vouches for the entry at `now`. */
 export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: number): boolean {
-  return entry !== undefined && entry.size === st.size && entry.mtimeMs === st.mtimeMs && entry.ctimeMs === st.ctimeMs && entry.dev === st.dev && entry.ino === st.ino && !needsHash(entry, st, now);
+  return !needsHash(entry, st, now);
 }
 
 /**
@@ -304,8 +301,8 @@ export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: Re
   return out;
 }
 
-/** Same stat as when hashed, and the same hash time: writing the entry again changes nothing. */
-function sameStat(entry: FileEntry, file: HashedFile): boolean {
+/** The entry as recorded, field for field: writing it again changes nothing (not a file's change: racy.ts sameStat). */
+function sameRecord(entry: FileEntry, file: HashedFile): boolean {
   return (
     entry.size === file.size &&
     entry.mtimeMs === file.mtimeMs &&
@@ -497,7 +494,7 @@ export function planMirror(input: PlanInput): PlanResult {
         ops.push({ kind: 'adopt', path, documentId: good.id, file });
       } else {
         // Hashed again (touched, racy) and found the same: only the entry is brought up to date.
-        if (!sameStat(entry, file)) refreshed.push({ path, documentId: good.id, file });
+        if (!sameRecord(entry, file)) refreshed.push({ path, documentId: good.id, file });
         unchanged++;
       }
       continue;

@@ -9,8 +9,9 @@
  * its index (Documentation/technical/racy-git.txt), the entry keeps the file's device,
  * inode, size, mtime and ctime as they were when it was hashed, and the moment of the hash:
  *
- * - any of them differing means the file was written, replaced or renamed over: hash it.
- *   ctime cannot be set back by a user, so `touch -r` and `utimes` are seen through it;
+ * - any of them differing, or unknown (sameStat), means the file was written, replaced or
+ *   renamed over: hash it. ctime cannot be set back by a user, so `touch -r` and `utimes`
+ *   are seen through it;
  * - a file whose mtime OR ctime is not safely older than the hash is "racy": a write after
  *   the hash, in the same timestamp tick, would leave every stat field as recorded. ctime
  *   counts as much as mtime: a rename or a write whose mtime was put back moves only the
@@ -38,11 +39,18 @@ export interface StatNow {
   ino?: number | undefined;
 }
 
+/**
+ * The one rule of "unchanged" between two stats of a file (the quick check, the stability
+ * window): size and mtime equal, and ctime, device and inode each known on both sides and
+ * equal. An unknown field never vouches for "unchanged" (an older version's entry is hashed again).
+ */
+export function sameStat(recorded: StatNow, now: StatNow): boolean {
+  return recorded.size === now.size && recorded.mtimeMs === now.mtimeMs && known(recorded.ctimeMs, now.ctimeMs) && known(recorded.dev, now.dev) && known(recorded.ino, now.ino);
+}
+
 /** True when the state's entry cannot vouch for the file's content: hash it. */
 export function needsHash(entry: EntryStat | undefined, stat: StatNow, now: number): boolean {
-  if (entry === undefined) return true;
-  if (entry.size !== stat.size || entry.mtimeMs !== stat.mtimeMs) return true;
-  if (differs(entry.ctimeMs, stat.ctimeMs) || differs(entry.dev, stat.dev) || differs(entry.ino, stat.ino)) return true;
+  if (entry === undefined || !sameStat(entry, stat)) return true;
   // Written by an older version: nothing says when it was hashed; hashed once more.
   if (entry.hashedAt === undefined) return true;
   // The clock has been set back since the hash: its order with mtimes no longer proves anything.
@@ -53,7 +61,6 @@ export function needsHash(entry: EntryStat | undefined, stat: StatNow, now: numb
   return Math.max(entry.mtimeMs, entry.ctimeMs ?? -Infinity) >= entry.hashedAt - RACY_MARGIN_MS;
 }
 
-/** A field known on both sides and different (a fake or a filesystem may not give it). */
-function differs(recorded: number | undefined, now: number | undefined): boolean {
-  return recorded !== undefined && now !== undefined && recorded !== now;
+function known(a: number | undefined, b: number | undefined): boolean {
+  return a !== undefined && a === b;
 }

@@ -9,6 +9,7 @@ import type { EntryStat, MappingState } from '../state/schema.js';
 import type { ChangeScope, ScanResult } from './mirror.js';
 import type { OwnerOf } from './owner.js';
 import type { LocalFileInfo } from './plan.js';
+import { sameStat, type StatNow } from './racy.js';
 
 export interface StabilityOptions {
   /** The window (ms; 0: none). */
@@ -70,7 +71,7 @@ export class StabilityWindow {
       if (scan.files.has(path)) continue;
       // Vouched: unchanged from the state's record, so stable at that stat.
       const vouched = scan.vouched?.paths.has(path) ? mapping.files.statOf(path) : undefined;
-      if (!named && vouched) this.settling.set(path, { size: vouched.size, mtimeMs: vouched.mtimeMs, ctimeMs: vouched.ctimeMs, since: held.since, released: true });
+      if (!named && vouched) this.settling.set(path, { ...statOf(vouched), since: held.since, released: true });
       else if (!named) this.settling.set(path, { ...held, gone: true, released: undefined });
       else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.delete(path);
     }
@@ -83,7 +84,7 @@ export class StabilityWindow {
     if (held === undefined) return false;
     const unchanged = held.released === true && sameStat(held, file);
     if (unchanged && !full) this.settling.delete(file.path);
-    else if (!unchanged) this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: this.o.monotonic(), released: true });
+    else if (!unchanged) this.settling.set(file.path, { ...statOf(file), since: this.o.monotonic(), released: true });
     return false;
   }
 
@@ -106,7 +107,7 @@ export class StabilityWindow {
     const windowMs = this.o.windowMs;
     const held = this.settling.get(file.path);
     if (windowMs <= 0 || (!full && !held)) return false;
-    if (entry !== undefined && sameStatAsEntry(entry, file)) return this.release(file, full);
+    if (entry !== undefined && sameStat(entry, file)) return this.release(file, full);
     if (held?.released && sameStat(held, file)) return this.release(file, full);
     // File times are wall-clock: compared with the wall clock (a future time proves nothing).
     const age = this.o.now() - Math.max(file.mtimeMs, file.ctimeMs ?? -Infinity);
@@ -114,7 +115,7 @@ export class StabilityWindow {
     const same = held !== undefined && !held.gone && !held.released && sameStat(held, file);
     // Two stats a window apart that agree prove it too, whatever the wall clock did.
     if (age >= windowMs || (same && mono - held.since >= windowMs)) return this.release(file, full);
-    this.settling.set(file.path, { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, since: same ? held.since : mono });
+    this.settling.set(file.path, { ...statOf(file), since: same ? held.since : mono });
     return true;
   }
 }
@@ -163,10 +164,7 @@ function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly st
   return out;
 }
 
-interface SettlingRecord {
-  size: number;
-  mtimeMs: number;
-  ctimeMs: number | undefined;
+interface SettlingRecord extends StatNow {
   /** When this stat was first seen (monotonic). */
   since: number;
   gone?: true | undefined;
@@ -176,12 +174,6 @@ interface SettlingRecord {
 /** Records of set-aside files kept at most (Mirror.settling): released ones are dropped first past it. */
 const MAX_SETTLING = 100_000;
 
-function sameStat(held: SettlingRecord, file: LocalFileInfo): boolean {
-  return held.size === file.size && held.mtimeMs === file.mtimeMs && held.ctimeMs === file.ctimeMs;
-}
-
-/** The stat the state recorded, every field the walk gives known and equal (a fake may leave ctime, dev or inode out). */
-function sameStatAsEntry(entry: EntryStat, file: LocalFileInfo): boolean {
-  const known = (a: number | undefined, b: number | undefined): boolean => a !== undefined && b !== undefined && a === b;
-  return entry.size === file.size && entry.mtimeMs === file.mtimeMs && known(entry.ctimeMs, file.ctimeMs) && known(entry.ino, file.ino) && (entry.dev === undefined || entry.dev === file.dev);
+function statOf(st: StatNow): StatNow {
+  return { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino };
 }

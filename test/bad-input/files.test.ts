@@ -38,6 +38,20 @@ async function twoPasses(): Promise<PassReport> {
   return first;
 }
 
+/** Every document of the data source: id -> its path and content hash. */
+function documents(): Map<string, string> {
+  return new Map(world.ws.emu.store.listDocuments(world.dataSourceId).map((d) => [d.document_id, `${String(d.metadata?.dssync_path)} ${String(d.metadata?.dssync_sha256)}`]));
+}
+
+/** Nothing else affected: every document from before `act` is still there unchanged, and `act` added the documents of `paths` only. */
+async function addsOnly(paths: string[], act: () => Promise<unknown>): Promise<void> {
+  const before = documents();
+  await act();
+  const after = documents();
+  expect([...before].filter(([id, what]) => after.get(id) !== what).map(([, what]) => what), 'documents changed or deleted').toEqual([]);
+  expect([...after].filter(([id]) => !before.has(id)).map(([, what]) => what.split(' ')[0]).sort()).toEqual([...paths].sort());
+}
+
 function reasonOf(report: PassReport, path: string): string | undefined {
   return report.skipped.find((s) => s.path === path)?.reason ?? report.failures.find((f) => f.path === path)?.message;
 }
@@ -107,14 +121,16 @@ describe('bad-input catalogue: file names and contents', () => {
 
   it('F09 binary junk named .txt: sent; the service decides; nothing else affected', async () => {
     await world.ws.write('contents/junk.txt', Buffer.from([0, 1, 2, 0xff, 0xfe, 0, 0x80, 3]));
-    await twoPasses();
+    await world.ws.write('contents/beside-junk.txt', 'sent in the same pass');
+    await addsOnly(['contents/beside-junk.txt', 'contents/junk.txt'], twoPasses);
     expect(docsOf('contents/junk.txt')).toHaveLength(1);
   });
 
   it('F10 a truncated PDF: sent, stored (without text), nothing else affected', async () => {
     await mkdir(join(world.ws.share, 'contents'), { recursive: true });
     await copyFile(join(FIXTURES, 'truncated.pdf'), join(world.ws.share, 'contents', 'truncated.pdf'));
-    await twoPasses();
+    await world.ws.write('contents/beside-pdf.txt', 'sent in the same pass');
+    await addsOnly(['contents/beside-pdf.txt', 'contents/truncated.pdf'], twoPasses);
     expect(docsOf('contents/truncated.pdf')).toHaveLength(1);
   });
 

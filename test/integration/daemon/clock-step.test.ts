@@ -3,7 +3,8 @@
  * VM's boot). The daemon's wall clock is stepped through the test hook `wall-offset-file`
  * (src/test-hooks.ts: Date.now of that process only; its monotonic clock and the host's are
  * untouched). A file written just before the step must still be mirrored after its quiet
- * window: deadlines run on the monotonic clock.
+ * window: deadlines run on the monotonic clock. The step must land inside the window; where
+ * it did not (a slow machine), the case runs again with a longer window.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,23 +22,35 @@ afterAll(async () => {
   await rm(hookDir, { recursive: true, force: true });
 });
 
+/** Quiet windows tried in turn: the step must land inside one, however slow the machine. */
+const WINDOWS_MS = [3_000, 12_000, 48_000];
+
 describe('dssync run: the wall clock steps', () => {
   for (const stepMs of [-3_600_000, 3_600_000]) {
-    it(`a file written just before a ${stepMs < 0 ? 'backward' : 'forward'} step of 1 h is mirrored after its quiet window`, { timeout: 90_000 }, async () => {
-      const offsetFile = join(hookDir, `offset${stepMs}`);
-      // A quiet window long enough that the step lands inside it (the event is seen first).
-      const { w, d } = await daemons.start({
-        config: { debounceMs: 3_000 },
-        files: { 'a.txt': 'alpha' },
-        env: { DSSYNC_TEST_HOOKS: `wall-offset-file=${offsetFile}` },
-      });
-      await w.write('b.txt', 'bravo, written just before the step');
-      await waitFor(async () => (await d.status()).mappings.every((m) => m.pending > 0), { timeout: 10_000, what: 'the write to be pending' });
-      await writeFile(offsetFile, String(stepMs));
-      await waitFor(() => readFile(`${offsetFile}.applied`, 'utf8').then((s) => s === String(stepMs), () => false), { timeout: 10_000, what: 'the step to apply' });
-      // Before the fix a backward step held the file for the hour (the quiet window counted on Date.now).
-      await waitConverged(w, 'the file written before the step', 30_000);
-      expect(docAt(w, 'b.txt')).toHaveLength(1);
+    it(`a file written just before a ${stepMs < 0 ? 'backward' : 'forward'} step of 1 h is mirrored after its quiet window`, { timeout: 240_000 }, async () => {
+      for (const debounceMs of WINDOWS_MS) {
+        const offsetFile = join(hookDir, `offset${stepMs}-${debounceMs}`);
+        const { w, d } = await daemons.start({
+          config: { debounceMs },
+          files: { 'a.txt': 'alpha' },
+          env: { DSSYNC_TEST_HOOKS: `wall-offset-file=${offsetFile}` },
+        });
+        await w.write('b.txt', 'bravo, written just before the step');
+        await waitFor(async () => (await d.status()).mappings.every((m) => m.pending > 0), { timeout: 10_000, what: 'the write to be pending' });
+        await writeFile(offsetFile, String(stepMs));
+        await waitFor(() => readFile(`${offsetFile}.applied`, 'utf8').then((s) => s === String(stepMs), () => false), { timeout: 10_000, what: 'the step to apply' });
+        // A step after the window proves nothing: this machine needs a longer window.
+        if (!(await d.status()).mappings.every((m) => m.pending > 0)) {
+          await d.kill();
+          await w.close();
+          continue;
+        }
+        // Before the fix a backward step held the file for the hour (the quiet window counted on Date.now).
+        await waitConverged(w, 'the file written before the step', 30_000 + debounceMs);
+        expect(docAt(w, 'b.txt')).toHaveLength(1);
+        return;
+      }
+      throw new Error(`the step never landed inside the quiet window (tried ${WINDOWS_MS.join(', ')} ms)`);
     });
   }
 });

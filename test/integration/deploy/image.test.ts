@@ -77,19 +77,23 @@ mount -o remount,bind,ro "$R"
 exec "$@"`;
 
 describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (skipped: ${missing()})` : ''}`, () => {
-  const work = mkdtempSync(join(tmpdir(), 'dssync-image-'));
+  // Made when the suite runs (not when it is collected, skipped or not): afterAll removes it.
+  let work = '';
   const podman = (args: readonly string[]): string =>
     sh('podman', ['--root', join(work, 'store/root'), '--runroot', join(work, 'store/run'), '--storage-driver', 'vfs', ...args], { cwd: work });
   let buildLog = '';
   let config: ImageConfig;
   let healthcheck: string[];
   let version: string;
-  const rootfs = join(work, 'rootfs');
-  const host = join(work, 'mounts');
+  let rootfs = '';
+  let host = '';
   let emulator: ChildProcess | undefined;
   let baseUrl = '';
 
   beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), 'dssync-image-'));
+    rootfs = join(work, 'rootfs');
+    host = join(work, 'mounts');
     // The release tarball of this checkout (dist/ is built by npm test before vitest runs).
     const out = sh(process.execPath, [join(ROOT, 'scripts/release.mjs'), '--no-build', '--out', join(work, 'release')], { cwd: ROOT });
     const tgz = /release: (\S+\.tgz)/.exec(out)?.[1];
@@ -147,10 +151,12 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     );
   }, 900_000);
 
-  afterAll(() => {
+  afterAll(async () => {
+    // Every path ends its containers: a failed or timed-out test left `dssync run` running.
+    await Promise.all(containers.map(stopContainer));
     emulator?.kill();
     // Hundreds of MB of exported files: slow to remove on a loaded machine.
-    rmSync(work, { recursive: true, force: true });
+    if (work) rmSync(work, { recursive: true, force: true });
   }, 300_000);
 
   it('is built from the Containerfile with the release inside, and configured as the deployment rules say', () => {
@@ -164,8 +170,15 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     expect(healthcheck.join(' ')).toContain('/healthz');
   });
 
+  interface Container {
+    child: ChildProcess;
+    log: () => string;
+    exited: Promise<number | null>;
+  }
+  const containers: Container[] = [];
+
   /** The entrypoint, run as the image says, in its own namespaces and with the given host name. */
-  function startContainer(hostName: string): { child: ChildProcess; log: () => string; exited: Promise<number | null> } {
+  function startContainer(hostName: string): Container {
     const [user, group] = config.User.split(':');
     const env = [...config.Env, `DSSYNC_INSTALLATION_ID=${PIN}`];
     const inner = `cd ${config.WorkingDir} && exec "$@"`;
@@ -179,7 +192,26 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     child.stdout!.on('data', (b: Buffer) => (log += b.toString()));
     child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    return { child, log: () => log, exited };
+    const container = { child, log: () => log, exited };
+    containers.push(container);
+    return container;
+  }
+
+  /**
+   * Ends a container still running: its PID 1 is killed, which ends its PID namespace.
+   * Killing `unshare` alone is not enough: `--kill-child`'s parent-death signal is cleared when
+   * chroot switches to the image's user.
+   */
+  async function stopContainer(c: Container): Promise<void> {
+    if (c.child.exitCode !== null || c.child.signalCode !== null) return;
+    try {
+      const pid = pidOne(c.child.pid!);
+      if (pid > 0) process.kill(pid, 'SIGKILL');
+    } catch {
+      // Not forked yet, or already gone: unshare's own end below is enough.
+    }
+    c.child.kill('SIGKILL');
+    await c.exited;
   }
 
   /** The host PID of the container's PID 1 (unshare's only child, once the exec chain has run). */

@@ -6,7 +6,7 @@
  * browser is downloaded; where /usr/bin/chromium is missing this test FAILS (CI installs it).
  *
  * It checks what an operator relies on: each mapping and data source is named; a dropped
- * file shows in the feed within 2 s of the daemon's event, without a reload; a refused
+ * file shows in the feed as the daemon's event stream pushes it, without a reload; a refused
  * (415) file shows under problems; "rescan now" runs a pass; no request leaves the daemon's
  * address; no console error; the page says clearly when the daemon is gone. The browser
  * signs in the way an operator does (issue 24.1): the link `dssync status --url` prints,
@@ -120,22 +120,18 @@ describe('the status page in a real browser', () => {
     await expect.poll(() => page.locator('footer').innerText()).toContain(`installation ${id!} (drawn)`);
   });
 
-  it('shows a dropped file in the feed within 2 s of the daemon doing it, without a reload', async () => {
+  it('shows a dropped file in the feed as the daemon does it: pushed over its event stream, without a reload or a request', async () => {
     await page.evaluate(() => {
       (window as unknown as { marker: number }).marker = 42;
-      const seen: Record<string, number> = {};
-      (window as unknown as { seenAt: Record<string, number> }).seenAt = seen;
-      new MutationObserver(() => {
-        for (const td of document.querySelectorAll('#activity td.path')) if (!(td.textContent! in seen)) seen[td.textContent!] = Date.now();
-      }).observe(document.getElementById('activity')!, { childList: true, subtree: true });
     });
+    const before = requests.length;
     await ws.write('announcements/new-parking-rules.md', '# Parking\nLevel -2 is for visitors.\n');
     await page.waitForSelector('#activity td.path:text-is("announcements/new-parking-rules.md")', { timeout: 15_000 });
-    const history = (await (await fetch(`${daemon.url}/history`, { headers: authHeader(ws) })).json()) as { activity: { item: { path: string; at: string } }[] };
-    const entry = history.activity.find((e) => e.item.path === 'announcements/new-parking-rules.md')!;
-    const shownAt = await page.evaluate(() => (window as unknown as { seenAt: Record<string, number> }).seenAt['announcements/new-parking-rules.md']!);
-    expect(shownAt - Date.parse(entry.item.at)).toBeLessThanOrEqual(2000);
-    expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(42); // no reload
+    // Pushed: the page asked nothing (no reload, no poll of /history or /status); the long-lived /events brought it.
+    expect(requests.slice(before)).toEqual([]);
+    expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(42);
+    const history = (await (await fetch(`${daemon.url}/history`, { headers: authHeader(ws) })).json()) as { activity: { item: { path: string } }[] };
+    expect(history.activity.some((e) => e.item.path === 'announcements/new-parking-rules.md')).toBe(true);
   });
 
   it('shows a refused (415) file under problems, with what happens next', async () => {

@@ -517,15 +517,23 @@ describe('planMirror: one record per document', () => {
 
 describe('pathsToHash (quick check)', () => {
   it('hashes only files the state cannot vouch for (racy.ts)', () => {
-    const hashed = (id: string, sha: string, mtimeMs: number): FileEntry => ({ ...entry(id, sha, 10, mtimeMs), hashedAt: mtimeMs + 60_000 });
-    const files = { 'same.txt': hashed('d1', 'h1', 1000), 'touched.txt': hashed('d2', 'h2', 1000), 'racy.txt': { ...entry('d3', 'h3', 10, 1000), hashedAt: 1500 } };
+    const st = (ino: number) => ({ ctimeMs: 1000, dev: 1, ino });
+    const hashed = (id: string, sha: string, mtimeMs: number, ino: number): FileEntry => ({ ...entry(id, sha, 10, mtimeMs), ...st(ino), hashedAt: mtimeMs + 60_000 });
+    const files = {
+      'same.txt': hashed('d1', 'h1', 1000, 1),
+      'touched.txt': hashed('d2', 'h2', 1000, 2),
+      'racy.txt': { ...entry('d3', 'h3', 10, 1000), ...st(3), hashedAt: 1500 },
+      // An older version's entry: no ctime, device or inode (an unknown field never vouches).
+      'old.txt': { ...entry('d4', 'h4', 10, 1000), hashedAt: 61_000 },
+    };
     const localFiles = new Map([
-      ['same.txt', local('same.txt', undefined, 10, 1000)],
-      ['touched.txt', local('touched.txt', undefined, 10, 2000)],
-      ['racy.txt', local('racy.txt', undefined, 10, 1000)],
+      ['same.txt', { ...local('same.txt', undefined, 10, 1000), ...st(1) }],
+      ['touched.txt', { ...local('touched.txt', undefined, 10, 2000), ...st(2) }],
+      ['racy.txt', { ...local('racy.txt', undefined, 10, 1000), ...st(3) }],
+      ['old.txt', { ...local('old.txt', undefined, 10, 1000), ...st(4) }],
       ['new.txt', local('new.txt', undefined)],
     ]);
-    expect(pathsToHash(localFiles, FileTable.of(files), 120_000).sort()).toEqual(['new.txt', 'racy.txt', 'touched.txt']);
+    expect(pathsToHash(localFiles, FileTable.of(files), 120_000).sort()).toEqual(['new.txt', 'old.txt', 'racy.txt', 'touched.txt']);
   });
 });
 

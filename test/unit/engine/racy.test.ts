@@ -3,7 +3,7 @@
  * a fake clock. Each row: the entry as recorded at the hash, the stat now, the clock now.
  */
 import { describe, expect, it } from 'vitest';
-import { needsHash, RACY_MARGIN_MS, type StatNow } from '../../../src/engine/racy.js';
+import { needsHash, RACY_MARGIN_MS, sameStat, type StatNow } from '../../../src/engine/racy.js';
 import type { FileEntry } from '../../../src/state/schema.js';
 
 const T = Date.parse('2026-11-23T10:00:00Z');
@@ -60,13 +60,37 @@ const cases: [name: string, entry: FileEntry | undefined, stat: StatNow, now: nu
   ['racy: an mtime in the future of the hash (a server clock ahead)', { ...entry, mtimeMs: T + 10_000 }, { ...stat, mtimeMs: T + 10_000 }, later, true],
   ['an entry of an older version (no hash time): hashed once more', { documentId: 'd1', size: 10, mtimeMs: T - 60_000, sha256: 'h1', syncedAt: 't' }, stat, later, true],
   ['the clock set back since the hash: no order to rely on', entry, stat, T - 3_600_000, true],
-  ['a fake or a filesystem that gives no ctime, device or inode: size, mtime and the hash time decide', entry, { size: 10, mtimeMs: T - 60_000 }, later, false],
+  ['a stat that gives no ctime, device or inode: an unknown field never vouches, hashed', entry, { size: 10, mtimeMs: T - 60_000 }, later, true],
+  ['an entry of an older version without ctime, device or inode: hashed once more', { ...entry, ctimeMs: undefined, dev: undefined, ino: undefined }, stat, later, true],
 ];
 
 describe('needsHash (racy.ts)', () => {
   for (const [name, e, s, now, expected] of cases) {
     it(name, () => {
       expect(needsHash(e, s, now)).toBe(expected);
+    });
+  }
+});
+
+/** The one rule of "unchanged" (sameStat): every row is [name, recorded, now, same]. */
+const sameRows: [name: string, recorded: StatNow, now: StatNow, same: boolean][] = [
+  ['every field known and equal', stat, { ...stat }, true],
+  ['another size', stat, { ...stat, size: 11 }, false],
+  ['another mtime', stat, { ...stat, mtimeMs: stat.mtimeMs + 1 }, false],
+  ['another ctime', stat, { ...stat, ctimeMs: T }, false],
+  ['another device', stat, { ...stat, dev: 2050 }, false],
+  ['another inode', stat, { ...stat, ino: 78 }, false],
+  ['ctime unknown now', stat, { ...stat, ctimeMs: undefined }, false],
+  ['ctime unknown in the record', { ...stat, ctimeMs: undefined }, stat, false],
+  ['device unknown in the record (an older state)', { ...stat, dev: undefined }, stat, false],
+  ['inode unknown now', stat, { ...stat, ino: undefined }, false],
+  ['ctime, device and inode unknown on both sides: unknown never vouches', { size: 10, mtimeMs: T }, { size: 10, mtimeMs: T }, false],
+];
+
+describe('sameStat (racy.ts): an unknown field never vouches for "unchanged"', () => {
+  for (const [name, recorded, now, same] of sameRows) {
+    it(name, () => {
+      expect(sameStat(recorded, now)).toBe(same);
     });
   }
 });
