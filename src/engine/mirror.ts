@@ -12,7 +12,7 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, newSession, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
-import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type NameCheck, type StateWriter } from './executor.js';
+import { entryFor, executePlan, type ExecutionResult, type OpEvent, type NameCheck, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './guards.js';
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
