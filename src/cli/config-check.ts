@@ -32,8 +32,8 @@ import { identityChecks } from './identity.js';
 import { initCommand } from './config-init.js';
 import type { GlobalArgs } from './options.js';
 import { formatJson, formatSummary } from './output.js';
-import { configMismatch, probeDaemon, readDaemonToken, type DaemonProbe } from './status.js';
-import { daemonTarget, type DaemonTarget } from './daemon-link.js';
+import { probeDaemon, type DaemonProbe } from './status.js';
+import { configMismatch, daemonTarget, readDaemonToken, type DaemonTarget } from './daemon-link.js';
 import { formatWatchLines } from './watch-report.js';
 
 

@@ -18,8 +18,7 @@ import { parseDaemonStatus, type DaemonStatus } from '../daemon/status-schema.js
 import { CliError, ExitCode } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson } from './output.js';
-import { configMismatch, DAEMON_TIMEOUT_MS, readDaemonToken, statusUrl } from './status.js';
-import { callDaemon, daemonTarget, noDaemon, type DaemonTarget } from './daemon-link.js';
+import { callDaemon, configMismatch, DAEMON_TIMEOUT_MS, daemonTarget, noDaemon, readDaemonToken, statusUrl, type DaemonTarget } from './daemon-link.js';
 import { printable } from '../printable.js';
 
 interface ActionArgs extends GlobalArgs {

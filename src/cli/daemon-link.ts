@@ -14,7 +14,9 @@ import { statSync } from 'node:fs';
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { formatListenAddress, type ListenAddress } from '../config/listen.js';
-import { statusTokenPath } from '../daemon/web/status-token.js';
+import { readStatusToken, statusTokenPath } from '../daemon/web/status-token.js';
+import type { Settings } from '../config/types.js';
+import type { DaemonStatus } from '../daemon/status-schema.js';
 import { statusSocketPath } from '../daemon/web/status-socket.js';
 import { peerUid } from './listener-owner.js';
 
@@ -151,4 +153,36 @@ function send(req: ClientRequest, r: DaemonRequest, maxBytes: number): Promise<{
     });
     req.end(r.body);
   });
+}
+
+/** How long the daemon gets to answer: it answers from memory, so this is generous. */
+export const DAEMON_TIMEOUT_MS = 1_500;
+
+/** The daemon's status token as this user may read it, or why not. */
+export function readDaemonToken(settings: Pick<Settings, 'status' | 'statePath'>): { token: string; reason?: undefined } | { token?: undefined; reason: string } {
+  const path = statusTokenPath(settings.status, settings.statePath);
+  const configured = settings.status.tokenFile !== undefined;
+  try {
+    return { token: readStatusToken(path, configured ? 'status.tokenFile' : 'the status token file').token };
+  } catch (e) {
+    const code = ((e as Error).cause as NodeJS.ErrnoException | undefined)?.code;
+    if (code === 'ENOENT' && !configured) return { reason: `no daemon for this config has started: it writes its status token to ${path} (a daemon of another config?)` };
+    if (code === 'EACCES') return { reason: `this user cannot read the status token ${path}: run as the user dssync runs as, or root` };
+    return { reason: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/**
+ * The daemon that answered may run another config file (two configs, one port). Its
+ * state path may differ legitimately (systemd's STATE_DIRECTORY), so the file is compared,
+ * and without a file, the mappings.
+ */
+export function configMismatch(settings: Pick<Settings, 'file' | 'mappings'>, status: DaemonStatus): string | undefined {
+  if (settings.file !== undefined && status.configFile !== undefined) {
+    return status.configFile === settings.file ? undefined : `it runs the config ${status.configFile}, not ${settings.file}`;
+  }
+  const mine = settings.mappings.map((m) => m.id).sort().join(', ');
+  const theirs = status.mappings.map((m) => m.id).sort().join(', ');
+  if (settings.mappings.length === 0 || mine === theirs) return undefined;
+  return `it runs the mappings ${theirs || '(none)'}, not ${mine}`;
 }

@@ -22,8 +22,7 @@
 import { spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
-import { readStatusToken, statusTokenPath } from '../daemon/web/status-token.js';
-import { callDaemon, daemonTarget, noDaemon, type DaemonTarget } from './daemon-link.js';
+import { callDaemon, configMismatch, DAEMON_TIMEOUT_MS, daemonTarget, noDaemon, readDaemonToken, type DaemonTarget } from './daemon-link.js';
 import { childEnv } from '../secrets.js';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
@@ -40,8 +39,6 @@ import { printable } from '../printable.js';
 import { formatWatchLines } from './watch-report.js';
 import { realClock, type Clock } from '../time/clock.js';
 
-/** How long the daemon gets to answer: it answers from memory, so this is generous. */
-export const DAEMON_TIMEOUT_MS = 1_500;
 /** Longest list printed in full; longer ones end with "… and N more". */
 export const LIST_LIMIT = 10;
 /** A /status answer larger than this is not a dssync daemon's (it holds bounded lists). */
@@ -90,19 +87,6 @@ export interface StatusDeps {
   probe?: ((target: DaemonTarget) => Promise<DaemonProbe>) | undefined;
 }
 
-/** The daemon's status token as this user may read it, or why not. */
-export function readDaemonToken(settings: Pick<Settings, 'status' | 'statePath'>): { token: string; reason?: undefined } | { token?: undefined; reason: string } {
-  const path = statusTokenPath(settings.status, settings.statePath);
-  const configured = settings.status.tokenFile !== undefined;
-  try {
-    return { token: readStatusToken(path, configured ? 'status.tokenFile' : 'the status token file').token };
-  } catch (e) {
-    const code = ((e as Error).cause as NodeJS.ErrnoException | undefined)?.code;
-    if (code === 'ENOENT' && !configured) return { reason: `no daemon for this config has started: it writes its status token to ${path} (a daemon of another config?)` };
-    if (code === 'EACCES') return { reason: `this user cannot read the status token ${path}: run as the user dssync runs as, or root` };
-    return { reason: e instanceof Error ? e.message : String(e) };
-  }
-}
 
 export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promise<number> {
   const env = deps.env ?? process.env;
@@ -178,8 +162,6 @@ export type DaemonProbe =
   /** `status.listen` is false. */
   | { kind: 'off' };
 
-export { statusUrl } from './daemon-link.js';
-
 /** Asks the daemon for its status (daemon-link.ts: the socket, or a TCP listener of the daemon's user). */
 export async function probeDaemon(target: DaemonTarget, timeoutMs = DAEMON_TIMEOUT_MS): Promise<DaemonProbe> {
   const url = target.tcp?.url ?? `unix:${target.socketPath}`;
@@ -222,20 +204,6 @@ function describeProbe(p: DaemonProbe): StateFileReport['daemon'] {
   }
 }
 
-/**
- * The daemon that answered may run another config file (two configs, one port). Its
- * state path may differ legitimately (systemd's STATE_DIRECTORY), so the file is compared,
- * and without a file, the mappings.
- */
-export function configMismatch(settings: Pick<Settings, 'file' | 'mappings'>, status: DaemonStatus): string | undefined {
-  if (settings.file !== undefined && status.configFile !== undefined) {
-    return status.configFile === settings.file ? undefined : `it runs the config ${status.configFile}, not ${settings.file}`;
-  }
-  const mine = settings.mappings.map((m) => m.id).sort().join(', ');
-  const theirs = status.mappings.map((m) => m.id).sort().join(', ');
-  if (settings.mappings.length === 0 || mine === theirs) return undefined;
-  return `it runs the mappings ${theirs || '(none)'}, not ${mine}`;
-}
 
 export function daemonExitCode(status: DaemonStatus): number {
   return status.mappings.some(mappingNeedsAttention) ? ExitCode.FAILURE : ExitCode.OK;

@@ -51,162 +51,174 @@ class SyntaxProblem extends Error {
 
 export function parseJsonText(input: string): ParseJsonResult {
   // A UTF-8 byte order mark is common in files saved by Windows editors; it is not JSON.
-  const text = input.charCodeAt(0) === 0xfeff ? input.slice(1) : input;
-  const positions = new Map<string, TextPosition>();
-  const keyPositions = new Map<string, TextPosition>();
-  const lineStarts = computeLineStarts(text);
-  const posOf = (offset: number): TextPosition => toPosition(lineStarts, offset);
-  let i = 0;
+  const p = new JsonTextParser(input.charCodeAt(0) === 0xfeff ? input.slice(1) : input);
+  try {
+    return { ok: true, json: p.parseDocument() };
+  } catch (e) {
+    if (e instanceof SyntaxProblem) {
+      const at = p.posOf(e.offset);
+      return { ok: false, problem: { message: e.message, line: at.line, column: at.column } };
+    }
+    throw e;
+  }
+}
 
-  const ws = (): void => {
-    while (i < text.length) {
-      const c = text.charCodeAt(i);
-      if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) i++;
+/** A recursive-descent parser of one JSON text, keeping where each value and key starts. */
+class JsonTextParser {
+  private i = 0;
+  private readonly positions = new Map<string, TextPosition>();
+  private readonly keyPositions = new Map<string, TextPosition>();
+  private readonly lineStarts: number[];
+
+  constructor(private readonly text: string) {
+    this.lineStarts = computeLineStarts(text);
+  }
+
+  posOf(offset: number): TextPosition {
+    return toPosition(this.lineStarts, offset);
+  }
+
+  parseDocument(): ParsedJson {
+    this.ws();
+    if (this.i >= this.text.length) throw new SyntaxProblem('the file is empty; it must hold a JSON object', this.i);
+    const value = this.parseValue([]);
+    this.ws();
+    if (this.i < this.text.length) this.fail('unexpected text after the end of the JSON value');
+    return { value, positions: this.positions, keyPositions: this.keyPositions };
+  }
+
+  private ws(): void {
+    const text = this.text;
+    while (this.i < text.length) {
+      const c = text.charCodeAt(this.i);
+      if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) this.i++;
       else break;
     }
-  };
-  const describeAt = (at: number): string => {
-    if (at >= text.length) return 'the end of the file';
-    const ch = text[at] ?? '';
-    return `"${ch}"`;
-  };
-  const fail = (what: string, at = i): never => {
-    throw new SyntaxProblem(`${what}, found ${describeAt(at)}`, at);
-  };
+  }
 
-  const parseValue = (path: PropertyKey[]): unknown => {
-    ws();
-    positions.set(formatFieldPath(path), posOf(i));
-    const c = text[i];
-    if (c === '{') return parseObject(path);
-    if (c === '[') return parseArray(path);
-    if (c === '"') return parseString();
-    if (c === '-' || (c !== undefined && c >= '0' && c <= '9')) return parseNumber();
+  private fail(what: string, at = this.i): never {
+    const found = at >= this.text.length ? 'the end of the file' : `"${this.text[at] ?? ''}"`;
+    throw new SyntaxProblem(`${what}, found ${found}`, at);
+  }
+
+  /** The character at the cursor. */
+  private peek(): string | undefined {
+    return this.text[this.i];
+  }
+
+  private parseValue(path: PropertyKey[]): unknown {
+    this.ws();
+    this.positions.set(formatFieldPath(path), this.posOf(this.i));
+    const c = this.peek();
+    if (c === '{') return this.parseObject(path);
+    if (c === '[') return this.parseArray(path);
+    if (c === '"') return this.parseString();
+    if (c === '-' || (c !== undefined && c >= '0' && c <= '9')) return this.parseNumber();
     for (const [word, value] of [
       ['true', true],
       ['false', false],
       ['null', null],
     ] as const) {
-      if (text.startsWith(word, i)) {
-        i += word.length;
+      if (this.text.startsWith(word, this.i)) {
+        this.i += word.length;
         return value;
       }
     }
-    if (c === "'") return fail('strings must use double quotes');
-    return fail('expected a value (object, array, string, number, true, false or null)');
-  };
+    if (c === "'") return this.fail('strings must use double quotes');
+    return this.fail('expected a value (object, array, string, number, true, false or null)');
+  }
 
-  const parseObject = (path: PropertyKey[]): Record<string, unknown> => {
-    i++; // {
+  private parseObject(path: PropertyKey[]): Record<string, unknown> {
+    this.i++; // {
     const obj: Record<string, unknown> = {};
     const seen = new Set<string>();
-    ws();
-    if (text[i] === '}') {
-      i++;
+    this.ws();
+    if (this.peek() === '}') {
+      this.i++;
       return obj;
     }
     for (;;) {
-      ws();
-      if (text[i] !== '"') {
-        if (text[i] === '}') fail('a comma must not follow the last member of an object');
-        fail('expected a key in double quotes');
+      this.ws();
+      if (this.peek() !== '"') {
+        if (this.peek() === '}') this.fail('a comma must not follow the last member of an object');
+        this.fail('expected a key in double quotes');
       }
-      const keyAt = i;
-      const key = parseString();
+      const keyAt = this.i;
+      const key = this.parseString();
       if (seen.has(key)) {
         throw new SyntaxProblem(`the key "${key}" appears twice in the same object; remove one of them`, keyAt);
       }
       seen.add(key);
-      keyPositions.set(formatFieldPath([...path, key]), posOf(keyAt));
-      ws();
-      if (text[i] !== ':') fail(`expected ":" after the key "${key}"`);
-      i++;
-      const value = parseValue([...path, key]);
+      this.keyPositions.set(formatFieldPath([...path, key]), this.posOf(keyAt));
+      this.ws();
+      if (this.peek() !== ':') this.fail(`expected ":" after the key "${key}"`);
+      this.i++;
+      const value = this.parseValue([...path, key]);
       // Defined as an own property so a key like "__proto__" is data, not a prototype change.
       Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
-      ws();
-      if (text[i] === ',') {
-        i++;
-        continue;
-      }
-      if (text[i] === '}') {
-        i++;
-        return obj;
-      }
-      fail('expected "," or "}" after an object member');
+      if (this.closes('}', 'expected "," or "}" after an object member')) return obj;
     }
-  };
+  }
 
-  const parseArray = (path: PropertyKey[]): unknown[] => {
-    i++; // [
+  private parseArray(path: PropertyKey[]): unknown[] {
+    this.i++; // [
     const arr: unknown[] = [];
-    ws();
-    if (text[i] === ']') {
-      i++;
+    this.ws();
+    if (this.peek() === ']') {
+      this.i++;
       return arr;
     }
     for (;;) {
-      ws();
-      if (text[i] === ']') fail('a comma must not follow the last element of an array');
-      arr.push(parseValue([...path, arr.length]));
-      ws();
-      if (text[i] === ',') {
-        i++;
-        continue;
-      }
-      if (text[i] === ']') {
-        i++;
-        return arr;
-      }
-      fail('expected "," or "]" after an array element');
+      this.ws();
+      if (this.peek() === ']') this.fail('a comma must not follow the last element of an array');
+      arr.push(this.parseValue([...path, arr.length]));
+      if (this.closes(']', 'expected "," or "]" after an array element')) return arr;
     }
-  };
+  }
 
-  const parseString = (): string => {
-    const start = i;
-    i++; // opening quote
+  /** After a member or an element: "," (false: another follows) or `close` (true: consumed). */
+  private closes(close: string, expected: string): boolean {
+    this.ws();
+    if (this.peek() === ',') {
+      this.i++;
+      return false;
+    }
+    if (this.peek() !== close) this.fail(expected);
+    this.i++;
+    return true;
+  }
+
+  private parseString(): string {
+    const text = this.text;
+    const start = this.i;
+    this.i++; // opening quote
     for (;;) {
-      if (i >= text.length) throw new SyntaxProblem('a string is not closed (missing ")', start);
-      const c = text.charCodeAt(i);
+      if (this.i >= text.length) throw new SyntaxProblem('a string is not closed (missing ")', start);
+      const c = text.charCodeAt(this.i);
       if (c === 0x22) break;
-      if (c < 0x20) fail('control characters (such as a line break) must be escaped inside strings');
+      if (c < 0x20) this.fail('control characters (such as a line break) must be escaped inside strings');
       if (c === 0x5c) {
-        const e = text[i + 1];
+        const e = text[this.i + 1];
         if (e === 'u') {
-          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) fail('"\\u" must be followed by four hex digits', i);
-          i += 6;
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(this.i + 2, this.i + 6))) this.fail('"\\u" must be followed by four hex digits');
+          this.i += 6;
           continue;
         }
-        if (e === undefined || !'"\\/bfnrt'.includes(e)) fail('invalid escape sequence in a string', i);
-        i += 2;
+        if (e === undefined || !'"\\/bfnrt'.includes(e)) this.fail('invalid escape sequence in a string');
+        this.i += 2;
         continue;
       }
-      i++;
+      this.i++;
     }
-    i++; // closing quote
-    return JSON.parse(text.slice(start, i)) as string;
-  };
+    this.i++; // closing quote
+    return JSON.parse(text.slice(start, this.i)) as string;
+  }
 
-  const parseNumber = (): number => {
-    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
-    if (!m) return fail('invalid number');
-    i += m[0].length;
+  private parseNumber(): number {
+    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(this.text.slice(this.i, this.i + 400));
+    if (!m) return this.fail('invalid number');
+    this.i += m[0].length;
     return Number(m[0]);
-  };
-
-  try {
-    ws();
-    if (i >= text.length) throw new SyntaxProblem('the file is empty; it must hold a JSON object', i);
-    const value = parseValue([]);
-    ws();
-    if (i < text.length) fail('unexpected text after the end of the JSON value');
-    return { ok: true, json: { value, positions, keyPositions } };
-  } catch (e) {
-    if (e instanceof SyntaxProblem) {
-      const p = posOf(e.offset);
-      return { ok: false, problem: { message: e.message, line: p.line, column: p.column } };
-    }
-    throw e;
   }
 }
 

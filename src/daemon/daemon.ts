@@ -433,7 +433,8 @@ export class Daemon {
       clock: this.clock,
       onEvent: (e) => {
         this.metrics.onPacer(e);
-        this.history.onPacer(e);
+        if (e.type === 'response') this.history.onRequest(e.status === 429 ? 'throttled' : 'answered');
+        else if (e.type === 'retry') this.history.onRequest('retried');
       },
     });
   }

@@ -13,6 +13,7 @@ import { awaitingDecision, CONFIG_STOPPED, retriedWithBackoff } from './next-ste
 import type { FileFailure, OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
 import { disposition } from '../errors/disposition.js';
+import { errnoOf } from '../errors/errno.js';
 import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../time/clock.js';
@@ -376,7 +377,7 @@ export class PassLoop {
     );
     health.lastPass = { ...report.counts, ok: report.ok, finishedAt: report.finishedAt, kind };
     this.announcer.announce(kind, report.skipped);
-    for (const f of report.failures) health.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}` });
+    for (const f of report.failures) health.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}`, code: f.code });
     if (this.d.isStopped()) return { type: 'passFinished', kind, ok: report.ok };
     if (report.blocked?.confirmable) return this.awaitDecision(kind, report.blocked);
     if (report.blocked) return this.onFailure(kind, new Error(report.blocked.message), report.blocked.kind);
@@ -439,7 +440,7 @@ export class PassLoop {
     const message = scrub(e instanceof Error ? e.message : String(e));
     const disp = disposition(e, 'mapping');
     const reason = disp.exitCode === 3 ? `the service refused the credentials: ${message}` : message;
-    this.d.health.remember({ message: reason });
+    this.d.health.remember({ message: reason, code: errnoOf(e) });
     // The daemon retries whatever the disposition (credentials are renewed, a data source may
     // come back); the disposition names what the operator is looking at.
     this.d.log.error({ err: message, kind: blockedKind, disposition: disp.kind, cause: disp.reason, failures: this.sched.failures + 1 }, 'mapping degraded; will retry');
@@ -456,7 +457,7 @@ export class PassLoop {
     const start = this.lagStart.get(e.path);
     const lag = e.outcome === 'done' && start !== undefined ? this.d.clock.monotonic() - start : undefined;
     if (e.outcome === 'failed' || e.outcome === 'rejected') {
-      this.d.health.remember({ path: e.path, message: `${e.kind} ${e.outcome}: ${e.error?.message ?? ''}` });
+      this.d.health.remember({ path: e.path, message: `${e.kind} ${e.outcome}: ${e.error?.message ?? ''}`, code: errnoOf(e.error) });
     }
     this.d.events?.onOp?.(this.id, e, lag);
   }

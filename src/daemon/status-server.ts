@@ -23,7 +23,7 @@
  * make it hold is bounded: connections (web/connections.ts), event streams and their
  * backlog (web/sse.ts), the size of /status (web/status-lists.ts).
  */
-import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DaemonStatus } from './status-schema.js';
 import type { MappingCoverage } from './coverage.js';
@@ -31,7 +31,7 @@ import { readiness } from './readiness.js';
 import { AccessPolicy, type AccessOptions } from './web/access.js';
 import { loadAssets, type Asset } from './web/assets.js';
 import type { DaemonHistory } from './web/history.js';
-import { guardConnections, statusConnectionCap } from './web/connections.js';
+import { guardConnections, statusConnectionCap, type ConnectionGuard } from './web/connections.js';
 import { scrub } from '../secrets.js';
 import { formatSse, parseLastEventId, SseHub } from './web/sse.js';
 import { boundStatus, problemsPage } from './web/status-lists.js';
@@ -122,6 +122,20 @@ export async function startStatusServer(o: StatusServerOptions & { socketPath?: 
   }
 }
 
+/** What one endpoint holds for every address it answers on. */
+interface Endpoint {
+  o: StatusServerOptions;
+  access: AccessPolicy;
+  assets: ReadonlyMap<string, Asset>;
+  hub: SseHub;
+  connections: ConnectionGuard;
+  /** The TCP address's URL once bound. */
+  url(): string | undefined;
+}
+
+/** An answer of `status` with `type` and `body` (scrubbed, none for HEAD). */
+type Send = (status: number, type: string, body: string | Buffer) => void;
+
 export function createStatusEndpoint(o: StatusServerOptions): StatusEndpoint {
   const access = new AccessPolicy({
     listenHost: o.host,
@@ -130,226 +144,20 @@ export function createStatusEndpoint(o: StatusServerOptions): StatusEndpoint {
     token: o.access?.token,
     clock: o.clock,
   });
-  const assets = loadAssets();
   const hub = new SseHub(SSE_LIMITS);
   const feed = o.history ? startFeed(o, hub) : undefined;
-
-  const listener =
-    (local: boolean): RequestListener =>
-    (req, res) => {
-      handle(req, res, local).catch((e: unknown) => {
-        if (!res.headersSent) json(res, 500, { error: e instanceof Error ? e.message : String(e) });
-        else res.end();
-      });
-    };
-  const newServer = (local: boolean): Server =>
-    createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: 2_000 }, listener(local));
-  const server = newServer(false);
-  const connections = guardConnections(server, { max: statusConnectionCap(o.fdLimit), idleMs: IDLE_MS });
   let socketServer: Server | undefined;
   let url: string | undefined;
 
-  /** `local`: it came through the Unix socket, whose permissions are the authentication. */
-  async function handle(req: IncomingMessage, res: ServerResponse, local: boolean): Promise<void> {
-    const [path = '/', query = ''] = (req.url ?? '/').split('?', 2);
-    const method = req.method ?? 'GET';
-    const head = method === 'HEAD';
-    const post = path === '/login/code' || path.startsWith('/actions/');
-    const allowed = post ? method === 'POST' : path === '/login' ? method === 'GET' || method === 'POST' : method === 'GET' || head;
-    if (!allowed) {
-      const allow = post ? 'POST' : path === '/login' ? 'GET, POST' : 'GET, HEAD';
-      res.writeHead(405, { ...BASE_HEADERS, allow, 'content-type': 'application/json' }).end(`{"error":"method not allowed; use ${allow}"}\n`);
-      return;
-    }
-    const send = (status: number, type: string, body: string | Buffer): void => {
-      // No known secret leaves in an answer, whatever error text the status quotes (issue 24.5).
-      res.writeHead(status, { ...BASE_HEADERS, 'content-type': type }).end(head ? undefined : typeof body === 'string' ? scrub(body) : body);
-    };
-    const trusted = local || (access.hostAllowed(req) && access.authorize(req).ok);
-    if (trusted && !local) connections.trust(req.socket as Socket);
-
-    if (path === '/healthz') {
-      const s = o.status();
-      // Reasons can name files: only for a caller who may read /status.
-      const reasons = s.mappings.flatMap((m) => m.degraded.map((r) => (trusted ? `${m.id}: ${r}` : `${m.id}: degraded`)));
-      // Files not mirrored (a too-large PDF, an unreadable file): counted, never named here.
-      const problems = Object.fromEntries(s.mappings.filter((m) => (m.problemsTotal ?? 0) > 0).map((m) => [m.id, m.problemsTotal]));
-      const status = reasons.length ? 'degraded' : Object.keys(problems).length ? 'problems' : 'ok';
-      // Paused by the operator is not unhealthy: named (ids only) beside whatever the status is.
-      const paused = s.mappings.filter((m) => m.paused).map((m) => m.id);
-      // Each mapping's phase (a standby and a paused one included): liveness is the process's, readiness is /readyz.
-      const phases = Object.fromEntries(s.mappings.map((m) => [m.id, m.phase]));
-      const body = JSON.stringify({ status, reasons, phases, ...(Object.keys(problems).length ? { problems } : {}), ...(paused.length ? { paused } : {}) });
-      // Degraded or with problems, it still answers 200: the process is alive and serving;
-      // a restart would not mirror a too-large file. Monitors read `status` (and `problems`,
-      // the files not mirrored per mapping). 503 only while shutting down.
-      send(s.stopping ? 503 : 200, 'application/json', `${body}\n`);
-      return;
-    }
-    if (path === '/readyz') {
-      const r = readiness(o.status());
-      // Reasons name mapping ids, hosts and sessions only (as /healthz's mapping ids).
-      send(r.ready ? 200 : 503, 'application/json', `${JSON.stringify({ ready: r.ready, reasons: r.reasons })}\n`);
-      return;
-    }
-    if (path === '/metrics') {
-      const text = await o.metrics().catch((e: unknown) => e as Error);
-      if (text instanceof Error) send(500, 'text/plain', `metrics failed: ${text.message}\n`);
-      else send(200, 'text/plain; version=0.0.4; charset=utf-8', text);
-      return;
-    }
-    if (!local && !access.hostAllowed(req)) {
-      // 421: this server is not the one the name was meant for (DNS rebinding, a stray proxy).
-      json(res, 421, { error: `Host "${req.headers.host ?? ''}" is not this endpoint's address; add it to status.allowedHosts if it is a name of this machine` });
-      return;
-    }
-    // The page's files hold no data: served before the token check, so the page can ask for it.
-    const asset = assets.get(path);
-    if (path === '/' && asset && trusted && !head) {
-      // Signed in: the page arrives with its first state, so it draws the mappings as soon as
-      // its script runs instead of after three more round trips (issue 25.9).
-      send(200, asset.type, withFirstState(asset.body.toString('utf8'), { session: sessionBody(), status: boundStatus(o.status()), history: o.history?.snapshot() ?? null }));
-      return;
-    }
-    if (asset) return sendAsset(res, asset, head);
-    if (path === '/login') return method === 'GET' ? redeemCode(res, new URLSearchParams(query)) : login(req, res);
-    const auth = local ? ({ ok: true, who: 'socket' } as const) : access.authorize(req);
-    if (!auth.ok) {
-      json(res, auth.status, { error: auth.message, login: auth.status === 401 });
-      return;
-    }
-    switch (path) {
-      case '/status':
-        send(200, 'application/json', `${JSON.stringify(boundStatus(o.status()), null, 2)}\n`);
-        return;
-      case '/status/problems': {
-        const page = problemsPage(o.status(), new URLSearchParams(query));
-        if (page.ok) json(res, 200, page.body);
-        else json(res, page.status, { error: page.error });
-        return;
-      }
-      case '/login/code':
-        // Only a caller holding the token or the socket (`dssync status --open`) gets a code
-        // for a browser, and only while this endpoint holds its TCP address: the link must
-        // not lead the browser (and the code) to whoever holds the port meanwhile.
-        if (url === undefined) json(res, 503, { error: 'the page\'s address (status.listen) is not bound yet: another program holds it; the daemon tries again every 30 s' });
-        else json(res, 200, { code: access.newLoginCode(), path: '/login?code=' });
-        return;
-      case '/history':
-        send(200, 'application/json', `${JSON.stringify(o.history?.snapshot() ?? null)}\n`);
-        return;
-      case '/session':
-        json(res, 200, sessionBody());
-        return;
-      case '/coverage':
-        if (!o.coverage) return json(res, 404, { error: 'no coverage here' });
-        o.coverage().then(
-          (coverage) => json(res, 200, { coverage }),
-          (e: unknown) => json(res, 500, { error: scrub(e instanceof Error ? e.message : String(e)) }),
-        );
-        return;
-      case '/events':
-        openEvents(req, res, auth.who);
-        return;
-      case '/actions/rescan':
-      case '/actions/retry':
-      case '/actions/pause':
-      case '/actions/resume':
-      case '/actions/confirm-delete':
-        return act(req, res, path.slice('/actions/'.length) as ActionKind);
-    }
-    json(res, 404, { error: 'not found; try /, /healthz, /readyz, /status or /metrics' });
-  }
-
-  function sessionBody(): { csrf: string; actions: boolean; login: false } {
-    return { csrf: access.csrf, actions: access.actionsEnabled, login: false };
-  }
-
-  function sendAsset(res: ServerResponse, a: Asset, head: boolean): void {
-    res.writeHead(200, { ...BASE_HEADERS, 'content-type': a.type, 'content-length': a.body.length }).end(head ? undefined : a.body);
-  }
-
-  function openEvents(req: IncomingMessage, res: ServerResponse, who: string): void {
-    // A new stream starts with the status and the chart as they are now.
-    const first: string[] = [formatSse({ event: 'status', data: JSON.stringify(boundStatus(o.status())) })];
-    if (o.history) first.push(formatSse({ event: 'chart', data: JSON.stringify(o.history.chart()) }));
-    const last = parseLastEventId(req.headers['last-event-id']);
-    if (last !== undefined && o.history) {
-      const missed = o.history.activity.since(last);
-      if (!missed.complete) first.push(formatSse({ event: 'reset', data: '{}' }));
-      else for (const e of missed.entries) first.push(formatSse({ event: 'activity', id: e.seq, data: JSON.stringify(e.item) }));
-    }
-    if (hub.open(res, first, who) && who !== 'socket') connections.stream(req.socket as Socket);
-  }
-
-  /** GET /login?code=: a one-time code becomes a session cookie; the redirect drops the code from the address bar. */
-  function redeemCode(res: ServerResponse, query: URLSearchParams): void {
-    const code = query.get('code') ?? '';
-    if (!code || !access.redeemLoginCode(code)) {
-      res.writeHead(401, { ...BASE_HEADERS, 'content-type': 'text/plain; charset=utf-8' }).end('This login link is wrong, already used, or older than a minute. Run "dssync status --open" again for a new one.\n');
-      return;
-    }
-    res.writeHead(303, { ...BASE_HEADERS, location: '/', 'set-cookie': access.sessionCookie(access.newSession()) }).end();
-  }
-
-  async function login(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readJson(req);
-    const token = typeof body === 'object' && body !== null && typeof (body as { token?: unknown }).token === 'string' ? (body as { token: string }).token.trim() : '';
-    if (!token || !access.tokenMatches(token)) {
-      json(res, 401, { error: 'wrong token (the content of the status token file)' });
-      return;
-    }
-    res.setHeader('set-cookie', access.sessionCookie(access.newSession()));
-    json(res, 200, { ok: true });
-  }
-
-  async function act(req: IncomingMessage, res: ServerResponse, kind: ActionKind): Promise<void> {
-    const check = access.checkAction(req);
-    if (!check.ok || !o.actions) {
-      json(res, 403, { error: check.ok ? 'actions are not available' : check.message });
-      return;
-    }
-    const body = await readJson(req);
-    const mapping = typeof body === 'object' && body !== null ? (body as { mapping?: unknown }).mapping : undefined;
-    if (typeof mapping !== 'string') {
-      json(res, 400, { error: 'the body must be {"mapping": "<mapping id>"}' });
-      return;
-    }
-    if (kind === 'pause' || kind === 'resume') {
-      const done = o.actions[kind]?.(mapping);
-      if (done === undefined) json(res, 404, { error: `no mapping "${mapping}"` });
-      else
-        json(res, 200, {
-          ok: true,
-          mapping,
-          action: kind,
-          changed: done,
-          note: kind === 'pause' ? (done ? 'paused: no request for this mapping until resumed (a pass in progress finishes)' : 'already paused') : done ? 'resumed: a full pass sends what changed meanwhile' : 'was not paused',
-        });
-      return;
-    }
-    if (kind === 'confirm-delete') {
-      const raw = (body as { digest?: unknown }).digest;
-      if (raw !== undefined && typeof raw !== 'string') {
-        json(res, 400, { error: 'digest must be the string pendingDeletes.digest of /status' });
-        return;
-      }
-      const r = o.actions.confirmDelete?.(mapping, raw);
-      if (r === undefined) json(res, 404, { error: `no mapping "${mapping}"` });
-      else if (r.ok) json(res, 202, { ok: true, mapping, action: 'confirm-delete', deletes: r.total, note: 'the next pass (now) may delete these documents and no more' });
-      else if (r.reason === 'changed') json(res, 409, { error: 'the deletions waiting are no longer those shown (the folder changed): look at them again' });
-      else json(res, 409, { error: `mapping "${mapping}" has no deletions waiting for a decision` });
-      return;
-    }
-    if (kind === 'rescan') {
-      if (!o.actions.rescan(mapping)) json(res, 404, { error: `no mapping "${mapping}"` });
-      else json(res, 202, { ok: true, mapping, action: 'rescan', note: 'a full pass starts as soon as the current work allows' });
-      return;
-    }
-    const forgotten = o.actions.retry(mapping);
-    if (forgotten === undefined) json(res, 404, { error: `no mapping "${mapping}"` });
-    else json(res, 202, { ok: true, mapping, action: 'retry', refusalsForgotten: forgotten, note: 'a full pass retries every skipped and failed file' });
-  }
+  const newServer = (local: boolean): Server =>
+    createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: 2_000 }, (req, res) => {
+      handle(endpoint, req, res, local).catch((e: unknown) => {
+        if (!res.headersSent) json(res, 500, { error: e instanceof Error ? e.message : String(e) });
+        else res.end();
+      });
+    });
+  const server = newServer(false);
+  const endpoint: Endpoint = { o, access, assets: loadAssets(), hub, connections: guardConnections(server, { max: statusConnectionCap(o.fdLimit), idleMs: IDLE_MS }), url: () => url };
 
   return {
     get url() {
@@ -388,6 +196,223 @@ export function createStatusEndpoint(o: StatusServerOptions): StatusEndpoint {
       );
     },
   };
+}
+
+/** The methods `path` answers, as an `allow` header. */
+function allowedMethods(path: string): string {
+  if (path === '/login/code' || path.startsWith('/actions/')) return 'POST';
+  return path === '/login' ? 'GET, POST' : 'GET, HEAD';
+}
+
+/** `local`: it came through the Unix socket, whose permissions are the authentication. */
+async function handle(e: Endpoint, req: IncomingMessage, res: ServerResponse, local: boolean): Promise<void> {
+  const { o, access } = e;
+  const [path = '/', query = ''] = (req.url ?? '/').split('?', 2);
+  const method = req.method ?? 'GET';
+  const head = method === 'HEAD';
+  const allow = allowedMethods(path);
+  if (!allow.split(', ').includes(method)) {
+    res.writeHead(405, { ...BASE_HEADERS, allow, 'content-type': 'application/json' }).end(`{"error":"method not allowed; use ${allow}"}\n`);
+    return;
+  }
+  const send: Send = (status, type, body) => {
+    // No known secret leaves in an answer, whatever error text the status quotes (issue 24.5).
+    res.writeHead(status, { ...BASE_HEADERS, 'content-type': type }).end(head ? undefined : typeof body === 'string' ? scrub(body) : body);
+  };
+  const trusted = local || (access.hostAllowed(req) && access.authorize(req).ok);
+  if (trusted && !local) e.connections.trust(req.socket as Socket);
+
+  if (await answerProbe(o, path, trusted, send)) return;
+  if (!local && !access.hostAllowed(req)) {
+    // 421: this server is not the one the name was meant for (DNS rebinding, a stray proxy).
+    json(res, 421, { error: `Host "${req.headers.host ?? ''}" is not this endpoint's address; add it to status.allowedHosts if it is a name of this machine` });
+    return;
+  }
+  // The page's files hold no data: served before the token check, so the page can ask for it.
+  const asset = e.assets.get(path);
+  if (path === '/' && asset && trusted && !head) {
+    // Signed in: the page arrives with its first state, so it draws the mappings as soon as
+    // its script runs instead of after three more round trips (issue 25.9).
+    send(200, asset.type, withFirstState(asset.body.toString('utf8'), { session: sessionBody(access), status: boundStatus(o.status()), history: o.history?.snapshot() ?? null }));
+    return;
+  }
+  if (asset) return sendAsset(res, asset, head);
+  if (path === '/login') return method === 'GET' ? redeemCode(access, res, new URLSearchParams(query)) : login(access, req, res);
+  const auth = local ? ({ ok: true, who: 'socket' } as const) : access.authorize(req);
+  if (!auth.ok) {
+    json(res, auth.status, { error: auth.message, login: auth.status === 401 });
+    return;
+  }
+  return answerSignedIn(e, req, res, { path, query, who: auth.who, send });
+}
+
+/** /healthz, /readyz and /metrics (no Host check, no token): true when `path` was one. */
+async function answerProbe(o: StatusServerOptions, path: string, trusted: boolean, send: Send): Promise<boolean> {
+  if (path === '/healthz') {
+    const s = o.status();
+    // Reasons can name files: only for a caller who may read /status.
+    const reasons = s.mappings.flatMap((m) => m.degraded.map((r) => (trusted ? `${m.id}: ${r}` : `${m.id}: degraded`)));
+    // Files not mirrored (a too-large PDF, an unreadable file): counted, never named here.
+    const problems = Object.fromEntries(s.mappings.filter((m) => (m.problemsTotal ?? 0) > 0).map((m) => [m.id, m.problemsTotal]));
+    const status = reasons.length ? 'degraded' : Object.keys(problems).length ? 'problems' : 'ok';
+    // Paused by the operator is not unhealthy: named (ids only) beside whatever the status is.
+    const paused = s.mappings.filter((m) => m.paused).map((m) => m.id);
+    // Each mapping's phase (a standby and a paused one included): liveness is the process's, readiness is /readyz.
+    const phases = Object.fromEntries(s.mappings.map((m) => [m.id, m.phase]));
+    const body = JSON.stringify({ status, reasons, phases, ...(Object.keys(problems).length ? { problems } : {}), ...(paused.length ? { paused } : {}) });
+    // Degraded or with problems, it still answers 200: the process is alive and serving;
+    // a restart would not mirror a too-large file. Monitors read `status` (and `problems`,
+    // the files not mirrored per mapping). 503 only while shutting down.
+    send(s.stopping ? 503 : 200, 'application/json', `${body}\n`);
+    return true;
+  }
+  if (path === '/readyz') {
+    const r = readiness(o.status());
+    // Reasons name mapping ids, hosts and sessions only (as /healthz's mapping ids).
+    send(r.ready ? 200 : 503, 'application/json', `${JSON.stringify({ ready: r.ready, reasons: r.reasons })}\n`);
+    return true;
+  }
+  if (path !== '/metrics') return false;
+  const text = await o.metrics().catch((err: unknown) => err as Error);
+  if (text instanceof Error) send(500, 'text/plain', `metrics failed: ${text.message}\n`);
+  else send(200, 'text/plain; version=0.0.4; charset=utf-8', text);
+  return true;
+}
+
+/** What a caller holding the token, a session or the socket may ask. */
+function answerSignedIn(e: Endpoint, req: IncomingMessage, res: ServerResponse, r: { path: string; query: string; who: string; send: Send }): Promise<void> | void {
+  const { o, access } = e;
+  switch (r.path) {
+    case '/status':
+      r.send(200, 'application/json', `${JSON.stringify(boundStatus(o.status()), null, 2)}\n`);
+      return;
+    case '/status/problems': {
+      const page = problemsPage(o.status(), new URLSearchParams(r.query));
+      if (page.ok) json(res, 200, page.body);
+      else json(res, page.status, { error: page.error });
+      return;
+    }
+    case '/login/code':
+      // Only a caller holding the token or the socket (`dssync status --open`) gets a code
+      // for a browser, and only while this endpoint holds its TCP address: the link must
+      // not lead the browser (and the code) to whoever holds the port meanwhile.
+      if (e.url() === undefined) json(res, 503, { error: 'the page\'s address (status.listen) is not bound yet: another program holds it; the daemon tries again every 30 s' });
+      else json(res, 200, { code: access.newLoginCode(), path: '/login?code=' });
+      return;
+    case '/history':
+      r.send(200, 'application/json', `${JSON.stringify(o.history?.snapshot() ?? null)}\n`);
+      return;
+    case '/session':
+      json(res, 200, sessionBody(access));
+      return;
+    case '/coverage':
+      if (!o.coverage) return json(res, 404, { error: 'no coverage here' });
+      o.coverage().then(
+        (coverage) => json(res, 200, { coverage }),
+        (err: unknown) => json(res, 500, { error: scrub(err instanceof Error ? err.message : String(err)) }),
+      );
+      return;
+    case '/events':
+      openEvents(e, req, res, r.who);
+      return;
+    case '/actions/rescan':
+    case '/actions/retry':
+    case '/actions/pause':
+    case '/actions/resume':
+    case '/actions/confirm-delete':
+      return act(e, req, res, r.path.slice('/actions/'.length) as ActionKind);
+  }
+  json(res, 404, { error: 'not found; try /, /healthz, /readyz, /status or /metrics' });
+}
+
+function sessionBody(access: AccessPolicy): { csrf: string; actions: boolean; login: false } {
+  return { csrf: access.csrf, actions: access.actionsEnabled, login: false };
+}
+
+function sendAsset(res: ServerResponse, a: Asset, head: boolean): void {
+  res.writeHead(200, { ...BASE_HEADERS, 'content-type': a.type, 'content-length': a.body.length }).end(head ? undefined : a.body);
+}
+
+function openEvents({ o, hub, connections }: Endpoint, req: IncomingMessage, res: ServerResponse, who: string): void {
+  // A new stream starts with the status and the chart as they are now.
+  const first: string[] = [formatSse({ event: 'status', data: JSON.stringify(boundStatus(o.status())) })];
+  if (o.history) first.push(formatSse({ event: 'chart', data: JSON.stringify(o.history.chart()) }));
+  const last = parseLastEventId(req.headers['last-event-id']);
+  if (last !== undefined && o.history) {
+    const missed = o.history.activity.since(last);
+    if (!missed.complete) first.push(formatSse({ event: 'reset', data: '{}' }));
+    else for (const m of missed.entries) first.push(formatSse({ event: 'activity', id: m.seq, data: JSON.stringify(m.item) }));
+  }
+  if (hub.open(res, first, who) && who !== 'socket') connections.stream(req.socket as Socket);
+}
+
+/** GET /login?code=: a one-time code becomes a session cookie; the redirect drops the code from the address bar. */
+function redeemCode(access: AccessPolicy, res: ServerResponse, query: URLSearchParams): void {
+  const code = query.get('code') ?? '';
+  if (!code || !access.redeemLoginCode(code)) {
+    res.writeHead(401, { ...BASE_HEADERS, 'content-type': 'text/plain; charset=utf-8' }).end('This login link is wrong, already used, or older than a minute. Run "dssync status --open" again for a new one.\n');
+    return;
+  }
+  res.writeHead(303, { ...BASE_HEADERS, location: '/', 'set-cookie': access.sessionCookie(access.newSession()) }).end();
+}
+
+async function login(access: AccessPolicy, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readJson(req);
+  const token = typeof body === 'object' && body !== null && typeof (body as { token?: unknown }).token === 'string' ? (body as { token: string }).token.trim() : '';
+  if (!token || !access.tokenMatches(token)) {
+    json(res, 401, { error: 'wrong token (the content of the status token file)' });
+    return;
+  }
+  res.setHeader('set-cookie', access.sessionCookie(access.newSession()));
+  json(res, 200, { ok: true });
+}
+
+async function act({ o, access }: Endpoint, req: IncomingMessage, res: ServerResponse, kind: ActionKind): Promise<void> {
+  const check = access.checkAction(req);
+  if (!check.ok || !o.actions) {
+    json(res, 403, { error: check.ok ? 'actions are not available' : check.message });
+    return;
+  }
+  const body = await readJson(req);
+  const mapping = typeof body === 'object' && body !== null ? (body as { mapping?: unknown }).mapping : undefined;
+  if (typeof mapping !== 'string') {
+    json(res, 400, { error: 'the body must be {"mapping": "<mapping id>"}' });
+    return;
+  }
+  if (kind === 'pause' || kind === 'resume') {
+    const done = o.actions[kind]?.(mapping);
+    if (done === undefined) json(res, 404, { error: `no mapping "${mapping}"` });
+    else
+      json(res, 200, {
+        ok: true,
+        mapping,
+        action: kind,
+        changed: done,
+        note: kind === 'pause' ? (done ? 'paused: no request for this mapping until resumed (a pass in progress finishes)' : 'already paused') : done ? 'resumed: a full pass sends what changed meanwhile' : 'was not paused',
+      });
+    return;
+  }
+  if (kind === 'confirm-delete') {
+    const raw = (body as { digest?: unknown }).digest;
+    if (raw !== undefined && typeof raw !== 'string') {
+      json(res, 400, { error: 'digest must be the string pendingDeletes.digest of /status' });
+      return;
+    }
+    const r = o.actions.confirmDelete?.(mapping, raw);
+    if (r === undefined) json(res, 404, { error: `no mapping "${mapping}"` });
+    else if (r.ok) json(res, 202, { ok: true, mapping, action: 'confirm-delete', deletes: r.total, note: 'the next pass (now) may delete these documents and no more' });
+    else if (r.reason === 'changed') json(res, 409, { error: 'the deletions waiting are no longer those shown (the folder changed): look at them again' });
+    else json(res, 409, { error: `mapping "${mapping}" has no deletions waiting for a decision` });
+    return;
+  }
+  if (kind === 'rescan') {
+    if (!o.actions.rescan(mapping)) json(res, 404, { error: `no mapping "${mapping}"` });
+    else json(res, 202, { ok: true, mapping, action: 'rescan', note: 'a full pass starts as soon as the current work allows' });
+    return;
+  }
+  const forgotten = o.actions.retry(mapping);
+  if (forgotten === undefined) json(res, 404, { error: `no mapping "${mapping}"` });
+  else json(res, 202, { ok: true, mapping, action: 'retry', refusalsForgotten: forgotten, note: 'a full pass retries every skipped and failed file' });
 }
 
 /**

@@ -12,11 +12,11 @@ import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
 import { documentFields, newSession, uploadTag, type DocumentFieldsSpec } from './document-fields.js';
-import { entryFor, executePlan, type ExecutionResult, type FileFailure, type OpEvent, type NameCheck, type StateWriter } from './executor.js';
+import { entryFor, executePlan, type ExecutionResult, type OpEvent, type NameCheck, type StateWriter } from './executor.js';
 import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './guards.js';
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
-import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver } from './pass-report.js';
+import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver, type PassReport } from './pass-report.js';
 import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
 import { renamedFromVanished, StabilityWindow } from './stability.js';
 import { describeServiceNames, sameServiceNames } from './service-names.js';
@@ -26,6 +26,7 @@ import { nfc } from '../unicode.js';
 // The local side's port lives in local-side.ts; re-exported for the mirror's importers.
 export { LocalFileChangedError, LocalFileVanishedError } from './local-side.js';
 export type { ChangeScope, HashedContent, LocalSide, ScanOptions, ScanResult, SkippedFile } from './local-side.js';
+export type { PassReport } from './pass-report.js';
 
 /** The service's listing lacks documents that exist: planning from it would duplicate them. */
 export class ListingIncompleteError extends Error {
@@ -110,51 +111,6 @@ export interface PassOptions {
   maxRounds?: number;
 }
 
-export interface PassReport {
-  mappingId: string;
-  ok: boolean;
-  dryRun: boolean;
-  /** The guard that stopped the pass, if one did. */
-  blocked?: Extract<GuardVerdict, { ok: false }> | undefined;
-  /** The plan of the last round (the whole plan for a dry run). */
-  ops: Op[];
-  counts: { uploaded: number; replaced: number; renamed: number; updated: number; deleted: number; adopted: number; forgotten: number; unchanged: number; skipped: number; failed: number };
-  failures: FileFailure[];
-  skipped: SkippedFile[];
-  /**
-   * Documents in the data source that carry dssync metadata of another mapping or another
-   * installation: never touched; the operator must give each its own data source.
-   */
-  conflicts?: { path: string; documentId: string; reason: string }[] | undefined;
-  /**
-   * Files set aside because they may still be being written (MirrorDeps.stabilityMs): look
-   * at them again after the window (the daemon does, with an incremental pass).
-   */
-  settling?: string[] | undefined;
-  /**
-   * Ownership in doubt (docs/reliability.md, "Identity"): 'another-writer' — a document of
-   * ours the state never recorded, nothing was written; 'unadopted' — files held because
-   * another installation's documents of this mapping id hold them (`dssync adopt`).
-   */
-  identityConflict?: 'another-writer' | 'unadopted' | undefined;
-  /** An answer was lost in a pass without a listing: run a full pass to settle it. */
-  needsFullPass?: boolean | undefined;
-  /**
-   * Uploads whose answer was lost that the listing never showed under their mark, when their
-   * intent was settled: they never landed, or the service renamed them past recognition
-   * (look for a document without metadata named like the file).
-   */
-  unfoundUploads?: { path: string; uploadName: string }[] | undefined;
-  /**
-   * The service ignored the new name of this run's first upload: uploads are now sent
-   * under their real names (a lost answer told by name and size), and documents of ours
-   * under another name are replaced (docs/probe.md). Also a line of `skipped` (excluded:
-   * the pass still counts as in sync).
-   */
-  renameIgnored?: true | undefined;
-  startedAt: string;
-  finishedAt: string;
-}
 
 /**
  * Files hashed at once. Each hash is a handful of small filesystem calls in the libuv pool;

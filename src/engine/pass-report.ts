@@ -4,9 +4,57 @@
  */
 import type { Logger } from '../log.js';
 import type { MappingState } from '../state/schema.js';
-import type { ExecutionResult } from './executor.js';
-import type { PassReport, MirrorSpec, SkippedFile } from './mirror.js';
-import type { OtherOwner, PlanResult } from './plan.js';
+import type { DocumentFieldsSpec } from './document-fields.js';
+import type { ExecutionResult, FileFailure } from './executor.js';
+import type { GuardVerdict } from './guards.js';
+import type { SkippedFile } from './local-side.js';
+import type { Op, OtherOwner, PlanResult } from './plan.js';
+
+export interface PassReport {
+  mappingId: string;
+  ok: boolean;
+  dryRun: boolean;
+  /** The guard that stopped the pass, if one did. */
+  blocked?: Extract<GuardVerdict, { ok: false }> | undefined;
+  /** The plan of the last round (the whole plan for a dry run). */
+  ops: Op[];
+  counts: { uploaded: number; replaced: number; renamed: number; updated: number; deleted: number; adopted: number; forgotten: number; unchanged: number; skipped: number; failed: number };
+  failures: FileFailure[];
+  skipped: SkippedFile[];
+  /**
+   * Documents in the data source that carry dssync metadata of another mapping or another
+   * installation: never touched; the operator must give each its own data source.
+   */
+  conflicts?: { path: string; documentId: string; reason: string }[] | undefined;
+  /**
+   * Files set aside because they may still be being written (MirrorDeps.stabilityMs): look
+   * at them again after the window (the daemon does, with an incremental pass).
+   */
+  settling?: string[] | undefined;
+  /**
+   * Ownership in doubt (docs/reliability.md, "Identity"): 'another-writer' — a document of
+   * ours the state never recorded, nothing was written; 'unadopted' — files held because
+   * another installation's documents of this mapping id hold them (`dssync adopt`).
+   */
+  identityConflict?: 'another-writer' | 'unadopted' | undefined;
+  /** An answer was lost in a pass without a listing: run a full pass to settle it. */
+  needsFullPass?: boolean | undefined;
+  /**
+   * Uploads whose answer was lost that the listing never showed under their mark, when their
+   * intent was settled: they never landed, or the service renamed them past recognition
+   * (look for a document without metadata named like the file).
+   */
+  unfoundUploads?: { path: string; uploadName: string }[] | undefined;
+  /**
+   * The service ignored the new name of this run's first upload: uploads are now sent
+   * under their real names (a lost answer told by name and size), and documents of ours
+   * under another name are replaced (docs/probe.md). Also a line of `skipped` (excluded:
+   * the pass still counts as in sync).
+   */
+  renameIgnored?: true | undefined;
+  startedAt: string;
+  finishedAt: string;
+}
 
 /** Conflicts show in the skipped list (sync's output, status): the first few, then a count. */
 const CONFLICTS_LISTED = 50;
@@ -97,7 +145,7 @@ export function describePlan(report: PassReport, plan: PlanResult, mapping: Mapp
 }
 
 /** Said by a pass's first round: documents of ours the state never recorded, files held by another installation's, other owners. */
-export function logOwnership(logger: Logger, plan: PlanResult, report: PassReport, spec: Pick<MirrorSpec, 'dataSourceId' | 'mappingId' | 'installationId'>): void {
+export function logOwnership(logger: Logger, plan: PlanResult, report: PassReport, spec: Pick<DocumentFieldsSpec, 'mappingId' | 'installationId'> & { dataSourceId: string }): void {
   if (plan.sameIdentity.length > 0) {
     logger.error(
       { dataSourceId: spec.dataSourceId, documents: plan.sameIdentity.length, example: report.conflicts?.[0] },

@@ -336,6 +336,7 @@ export function planMirror(input: PlanInput): PlanResult {
   const { state, scope } = input;
   const inScope = (p: string): boolean => scope === undefined || scope.has(p);
   const untouchable = input.untouchable ?? ((): boolean => false);
+  const excluded = input.excluded ?? ((): boolean => false);
   const vouched = input.vouched?.paths ?? NO_PATHS;
   const confirmed = input.remote === undefined ? NO_PATHS : (input.confirmed ?? NO_PATHS);
 
@@ -347,28 +348,7 @@ export function planMirror(input: PlanInput): PlanResult {
   // A path found exactly as its entry says on both sides, with no other document and not
   // set aside, needs nothing: counted, never looked at again (a restart's million files).
   const needsNothing = (p: string): boolean => vouched.has(p) && confirmed.has(p) && !byPath.has(p) && !untouchable(p);
-  let unchanged = 0;
-  // The other confirmed documents take their place among the listing's (their record is
-  // what the entry says: ours, at that path, of the entry's content, fields as desired).
-  for (const p of confirmed) {
-    const entry = state.files.get(p);
-    if (entry === undefined) continue;
-    if (needsNothing(p)) {
-      if (inScope(p)) unchanged++;
-      continue;
-    }
-    const doc: KnownDoc = { doc: undefined, id: entry.documentId, path: p, sha256: entry.sha256, fromIntent: false };
-    const list = byPath.get(p);
-    if (list) list.unshift(doc);
-    else byPath.set(p, [doc]);
-  }
-  const fromEntry = (path: string): LocalFileInfo | undefined => {
-    const entry = state.files.get(path);
-    if (entry === undefined || input.vouched === undefined) return undefined;
-    return { path, diskPath: input.vouched.diskPath(path), size: entry.size, mtimeMs: entry.mtimeMs, ctimeMs: entry.ctimeMs, dev: entry.dev, ino: entry.ino };
-  };
-  const localFile = (path: string): LocalFileInfo | undefined => input.local.get(path) ?? (vouched.has(path) ? fromEntry(path) : undefined);
-  const isLocal = (path: string): boolean => input.local.has(path) || vouched.has(path);
+  const plan: PlanAccumulator = { ops: [], refreshed: [], skippedRejected: [], unchanged: addConfirmed(confirmed, state.files, byPath, needsNothing, inScope) };
 
   // Every path the plan must consider, sorted so that the plan is deterministic.
   const paths = new Set<string>();
@@ -376,159 +356,22 @@ export function planMirror(input: PlanInput): PlanResult {
   for (const p of vouched) if (inScope(p) && !needsNothing(p)) paths.add(p);
   for (const p of state.files.keys()) if (inScope(p) && !needsNothing(p)) paths.add(p);
   for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
-  const excluded = input.excluded ?? ((): boolean => false);
-  const ops: Op[] = [];
-  // An excluded file keeps one document of ours, its last synced version (the state's, else
-  // the first listed); its intents' unmarked uploads and other versions go: nothing would
-  // ever settle them while it stays excluded (sorted: deterministic).
-  for (const path of [...paths].filter((p) => untouchable(p) && excluded(p)).sort()) {
-    const docs = byPath.get(path) ?? NO_DOCS;
-    const stateId = state.files.documentIdOf(path);
-    const keep = docs.find((d) => d.id === stateId) ?? docs.find((d) => !d.byIntent);
-    for (const d of docs) {
-      if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
-      else if (d !== keep) ops.push(deleteOp(path, d, 'stale-version'));
-    }
-  }
-  // A file set aside in this pass (unreadable, being written) keeps its documents, but not
-  // two of them: a replace cut between its upload and its delete (a crash, a failure) left
-  // the older version beside the state's document, and nothing else would ever remove it
-  // while the file cannot be read. With a full listing showing the state's document, the
-  // other documents of ours that carry our metadata or that an upload's answer named are
-  // removed; a document tied to an upload by name and size only is left alone (it may be a
-  // person's, uploaded since), and so is everything when the state's document is not listed.
-  if (input.remote !== undefined && scope === undefined) {
-    for (const path of [...paths].filter((p) => untouchable(p) && !excluded(p)).sort()) {
-      const docs = byPath.get(path) ?? NO_DOCS;
-      const stateId = state.files.documentIdOf(path);
-      if (docs.length < 2 || !docs.some((d) => d.id === stateId)) continue;
-      for (const d of docs) if (d.id !== stateId && !d.byName) ops.push(deleteOp(path, d, 'stale-version'));
-    }
-  }
+  plan.ops.push(...setAsideOps(input, [...paths].filter(untouchable).sort(), byPath, excluded));
   const sorted = [...paths].filter((p) => !untouchable(p)).sort();
 
-  // A file's content hash: this pass's, else the state's (the caller's quick check,
-  // pathsToHash, vouched for it), in a copy (the caller's object stays as it was). Made
-  // when asked, not kept for every file: a map of a million copies is ~150 MB (issue 16).
-  const hashedFile = (path: string): HashedFile | undefined => {
-    const file = localFile(path);
-    if (!file) return undefined;
-    if (file.sha256 !== undefined) return file as HashedFile;
-    const entry = state.files.get(path);
-    if (!entry || entry.size !== file.size || entry.mtimeMs !== file.mtimeMs) throw new Error(`planMirror: ${path} needs a content hash (see pathsToHash)`);
-    return hashedRecord(file, { size: file.size, mtimeMs: file.mtimeMs, sha256: entry.sha256, ctimeMs: file.ctimeMs, dev: file.dev, ino: file.ino }, entry.hashedAt);
-  };
-
-  // Documents of ours whose path no longer exists locally can be renamed, by content hash.
-  const sources = new Map<string, KnownDoc[]>();
-  for (const path of sorted) {
-    if (isLocal(path)) continue;
-    // The state's document first (the one it tracks moves; other copies go as stale), then
-    // the listing's order: the same choice whether a document came as a record or confirmed.
-    const stateId = state.files.documentIdOf(path);
-    const docs = byPath.get(path) ?? NO_DOCS;
-    for (const d of [...docs.filter((x) => x.id === stateId), ...docs.filter((x) => x.id !== stateId)]) {
-      if (d.sha256 === undefined) continue;
-      const list = sources.get(d.sha256) ?? [];
-      list.push(d);
-      sources.set(d.sha256, list);
-    }
-  }
-
-  const skippedRejected: string[] = [];
-  const refreshed: PlanResult['refreshed'] = [];
-
-  // Files without a document of the right content: rejected before, renamed, or sent.
-  const consumed = new Set<string>();
-  const renames = new Map<string, KnownDoc>();
-  for (const path of sorted) {
-    const file = hashedFile(path);
-    if (!file) continue;
-    const docs = byPath.get(path) ?? [];
-    if (pickGood(docs, file.sha256, state.files.documentIdOf(path))) continue;
-    const rejected = state.rejected[path];
-    if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) continue;
-    const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id));
-    if (source) {
-      consumed.add(source.id);
-      renames.set(path, source);
-    }
-  }
-
-  for (const path of sorted) {
-    const file = hashedFile(path);
-    const known = byPath.get(path);
-    const docs = known === undefined ? NO_DOCS : consumed.size === 0 ? known : known.filter((d) => !consumed.has(d.id));
-    const entry = state.files.get(path);
-
-    if (!file) {
-      for (const d of docs) ops.push(deleteOp(path, d, 'deleted-locally'));
-      // When a rename took the document, the rename moves the state entry.
-      const renamedAway = entry !== undefined && consumed.has(entry.documentId);
-      if (docs.length === 0 && entry && !renamedAway) ops.push({ kind: 'forget', path });
-      continue;
-    }
-
-    const good = pickGood(docs, file.sha256, entry?.documentId);
-    if (good && input.serviceNames?.renamesIgnored && good.doc?.name !== undefined && findUploadMark(good.doc.name) !== undefined) {
-      const unmarkedOld = docs.filter((d) => d.fromIntent).length;
-      ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
-      continue;
-    }
-    if (good) {
-      for (const d of docs) {
-        if (d.id === good.id) continue;
-        ops.push(deleteOp(path, d, d.sha256 === file.sha256 ? 'duplicate' : 'stale-version'));
-      }
-      const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file), input.serviceNames));
-      // The document recorded at a path this plan leaves alone (set aside), yet listed here
-      // with this file's content (a rename whose answer was lost, the old path written anew
-      // since): the record goes with the document. Kept, two paths held one document, and
-      // every later listing "lacked" the set-aside path's: the mapping stopped for good
-      // (seed 18, history 3,627 of session 10's long run).
-      const recordedAt = entry?.documentId === good.id ? path : recordedPathOf(good.id);
-      if (recordedAt !== undefined && recordedAt !== path && untouchable(recordedAt)) ops.push({ kind: 'forget', path: recordedAt });
-      if (needsMeta) {
-        ops.push({ kind: 'update-meta', path, documentId: good.id, file });
-      } else if (!entry || entry.documentId !== good.id || entry.sha256 !== file.sha256) {
-        ops.push({ kind: 'adopt', path, documentId: good.id, file });
-      } else {
-        // Hashed again (touched, racy) and found the same: only the entry is brought up to date.
-        if (!sameRecord(entry, file)) refreshed.push({ path, documentId: good.id, file });
-        unchanged++;
-      }
-      continue;
-    }
-
-    const source = renames.get(path);
-    if (source) {
-      ops.push({ kind: 'rename', from: source.path, path, documentId: source.id, file });
-      for (const d of docs) ops.push(deleteOp(path, d, 'stale-version'));
-      continue;
-    }
-
-    const rejected = state.rejected[path];
-    if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) {
-      // Stale documents for it stay until the file can be sent: the App keeps the old
-      // version rather than nothing.
-      skippedRejected.push(path);
-      continue;
-    }
-
-    const unmarkedOld = docs.filter((d) => d.fromIntent).length;
-    if (docs.length > 0) ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
-    else ops.push({ kind: 'upload', path, file });
-  }
+  const hashedFile = hashedFileOf(input);
+  const renames = pickRenames(input, sorted, hashedFile, byPath);
+  for (const path of sorted) planPath(plan, { input, path, file: hashedFile(path), byPath, renames, recordedPathOf, untouchable });
 
   const full = input.remote !== undefined && scope === undefined;
   const prunableCount = full && input.prune === 'all' ? foreign.length : 0;
   if (full && input.prune === 'all') {
-    for (const d of foreign) ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'not-in-folder' });
+    for (const d of foreign) plan.ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'not-in-folder' });
   }
   // Our own uploads committed after their intent was closed: whenever one appears it goes,
   // never kept silently beside the file's document (issue 23, defect 4). It has no hash, so
   // it is never taken for the file's document: the file keeps (or is sent as) its own.
-  for (const d of lostUploads) ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'lost-upload', unmarked: true });
+  for (const d of lostUploads) plan.ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'lost-upload', unmarked: true });
 
   // A full listing taken after an intent's settle window accounts for everything its write
   // may have done: once this plan's operations are carried out, the intent is closed. An
@@ -542,13 +385,223 @@ export function planMirror(input: PlanInput): PlanResult {
   const resolvedIntentIds = resolvedIntents.map((i) => i.id);
   // A lost answer whose document this listing does not show under its mark: said, not hidden.
   const unfoundUploads = resolvedIntents.flatMap((i) => (i.kind === 'upload' ? uploadsOf.unfound(i) : []));
+  const { unchanged, skippedRejected } = plan;
 
   if (sameIdentity.length > 0) {
     // Another writer with our identity: whatever we would do may undo its work, or it ours.
     return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, prunableCount, recovered: 0, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [] };
   }
-  const held = holdDuplicates(ops, otherOwners, input.mappingId);
-  return { ops: held.ops, unchanged, refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, prunableCount, recovered, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
+  const held = holdDuplicates(plan.ops, otherOwners, input.mappingId);
+  return { ops: held.ops, unchanged, refreshed: plan.refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, prunableCount, recovered, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
+}
+
+/** What the plan gathers path by path. */
+interface PlanAccumulator {
+  ops: Op[];
+  refreshed: PlanResult['refreshed'];
+  skippedRejected: string[];
+  unchanged: number;
+}
+
+/**
+ * The confirmed documents take their place among the listing's (their record is what the
+ * entry says: ours, at that path, of the entry's content, fields as desired), but those that
+ * need nothing: counted as unchanged when in scope. Returns that count.
+ */
+function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, byPath: Map<string, KnownDoc[]>, needsNothing: (p: string) => boolean, inScope: (p: string) => boolean): number {
+  let unchanged = 0;
+  for (const p of confirmed) {
+    const entry = files.get(p);
+    if (entry === undefined) continue;
+    if (needsNothing(p)) {
+      if (inScope(p)) unchanged++;
+      continue;
+    }
+    const doc: KnownDoc = { doc: undefined, id: entry.documentId, path: p, sha256: entry.sha256, fromIntent: false };
+    const list = byPath.get(p);
+    if (list) list.unshift(doc);
+    else byPath.set(p, [doc]);
+  }
+  return unchanged;
+}
+
+/**
+ * The documents of files this plan leaves alone (`setAside`, sorted). An excluded file keeps
+ * one document of ours, its last synced version (the state's, else the first listed); its
+ * intents' unmarked uploads and other versions go: nothing would ever settle them while it
+ * stays excluded.
+ *
+ * A file set aside in this pass (unreadable, being written) keeps its documents, but not
+ * two of them: a replace cut between its upload and its delete (a crash, a failure) left
+ * the older version beside the state's document, and nothing else would ever remove it
+ * while the file cannot be read. With a full listing showing the state's document, the
+ * other documents of ours that carry our metadata or that an upload's answer named are
+ * removed; a document tied to an upload by name and size only is left alone (it may be a
+ * person's, uploaded since), and so is everything when the state's document is not listed.
+ */
+function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: ReadonlyMap<string, KnownDoc[]>, excluded: (p: string) => boolean): Op[] {
+  const ops: Op[] = [];
+  const files = input.state.files;
+  for (const path of setAside.filter(excluded)) {
+    const docs = byPath.get(path) ?? NO_DOCS;
+    const stateId = files.documentIdOf(path);
+    const keep = docs.find((d) => d.id === stateId) ?? docs.find((d) => !d.byIntent);
+    for (const d of docs) {
+      if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
+      else if (d !== keep) ops.push(deleteOp(path, d, 'stale-version'));
+    }
+  }
+  if (input.remote === undefined || input.scope !== undefined) return ops;
+  for (const path of setAside.filter((p) => !excluded(p))) {
+    const docs = byPath.get(path) ?? NO_DOCS;
+    const stateId = files.documentIdOf(path);
+    if (docs.length < 2 || !docs.some((d) => d.id === stateId)) continue;
+    for (const d of docs) if (d.id !== stateId && !d.byName) ops.push(deleteOp(path, d, 'stale-version'));
+  }
+  return ops;
+}
+
+/**
+ * A file's content hash: this pass's, else the state's (the caller's quick check,
+ * pathsToHash, vouched for it), in a copy (the caller's object stays as it was). Made
+ * when asked, not kept for every file: a map of a million copies is ~150 MB (issue 16).
+ */
+function hashedFileOf(input: PlanInput): (path: string) => HashedFile | undefined {
+  const { state, vouched } = input;
+  const localFile = (path: string): LocalFileInfo | undefined => {
+    const found = input.local.get(path);
+    if (found !== undefined || vouched === undefined || !vouched.paths.has(path)) return found;
+    const entry = state.files.get(path);
+    if (entry === undefined) return undefined;
+    return { path, diskPath: vouched.diskPath(path), size: entry.size, mtimeMs: entry.mtimeMs, ctimeMs: entry.ctimeMs, dev: entry.dev, ino: entry.ino };
+  };
+  return (path) => {
+    const file = localFile(path);
+    if (!file) return undefined;
+    if (file.sha256 !== undefined) return file as HashedFile;
+    const entry = state.files.get(path);
+    if (!entry || entry.size !== file.size || entry.mtimeMs !== file.mtimeMs) throw new Error(`planMirror: ${path} needs a content hash (see pathsToHash)`);
+    return hashedRecord(file, { size: file.size, mtimeMs: file.mtimeMs, sha256: entry.sha256, ctimeMs: file.ctimeMs, dev: file.dev, ino: file.ino }, entry.hashedAt);
+  };
+}
+
+/**
+ * Documents of ours whose path no longer exists locally can be renamed, by content hash, to
+ * a file without a document of the right content (and not rejected before).
+ */
+function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (path: string) => HashedFile | undefined, byPath: ReadonlyMap<string, KnownDoc[]>): Renames {
+  const { state } = input;
+  const vouched = input.vouched?.paths ?? NO_PATHS;
+  const sources = new Map<string, KnownDoc[]>();
+  for (const path of sorted) {
+    if (input.local.has(path) || vouched.has(path)) continue;
+    // The state's document first (the one it tracks moves; other copies go as stale), then
+    // the listing's order: the same choice whether a document came as a record or confirmed.
+    const stateId = state.files.documentIdOf(path);
+    const docs = byPath.get(path) ?? NO_DOCS;
+    for (const d of [...docs.filter((x) => x.id === stateId), ...docs.filter((x) => x.id !== stateId)]) {
+      if (d.sha256 === undefined) continue;
+      const list = sources.get(d.sha256) ?? [];
+      list.push(d);
+      sources.set(d.sha256, list);
+    }
+  }
+  const consumed = new Set<string>();
+  const renames = new Map<string, KnownDoc>();
+  for (const path of sorted) {
+    const file = hashedFile(path);
+    if (!file) continue;
+    if (pickGood(byPath.get(path) ?? [], file.sha256, state.files.documentIdOf(path))) continue;
+    const rejected = state.rejected[path];
+    if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) continue;
+    const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id));
+    if (source) {
+      consumed.add(source.id);
+      renames.set(path, source);
+    }
+  }
+  return { to: renames, taken: consumed };
+}
+
+/** The renames of a plan: path -> the document it takes there, and the ids of those documents. */
+interface Renames {
+  to: ReadonlyMap<string, KnownDoc>;
+  taken: ReadonlySet<string>;
+}
+
+/** One path the plan may touch: its file (undefined: gone locally) and its documents. */
+interface PathToPlan {
+  input: PlanInput;
+  path: string;
+  file: HashedFile | undefined;
+  byPath: ReadonlyMap<string, KnownDoc[]>;
+  renames: Renames;
+  recordedPathOf: (documentId: string) => string | undefined;
+  untouchable: (path: string) => boolean;
+}
+
+/** What one path needs: delete or forget (gone), keep, adopt or update, rename, skip, replace or upload. */
+function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, recordedPathOf, untouchable }: PathToPlan): void {
+  const { ops } = plan;
+  const known = byPath.get(path);
+  const docs = known === undefined ? NO_DOCS : renames.taken.size === 0 ? known : known.filter((d) => !renames.taken.has(d.id));
+  const entry = input.state.files.get(path);
+
+  if (!file) {
+    for (const d of docs) ops.push(deleteOp(path, d, 'deleted-locally'));
+    // When a rename took the document, the rename moves the state entry.
+    if (docs.length === 0 && entry && !renames.taken.has(entry.documentId)) ops.push({ kind: 'forget', path });
+    return;
+  }
+
+  const good = pickGood(docs, file.sha256, entry?.documentId);
+  if (good && input.serviceNames?.renamesIgnored && good.doc?.name !== undefined && findUploadMark(good.doc.name) !== undefined) {
+    const unmarkedOld = docs.filter((d) => d.fromIntent).length;
+    ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
+    return;
+  }
+  if (good) {
+    for (const d of docs) {
+      if (d.id === good.id) continue;
+      ops.push(deleteOp(path, d, d.sha256 === file.sha256 ? 'duplicate' : 'stale-version'));
+    }
+    const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file), input.serviceNames));
+    // The document recorded at a path this plan leaves alone (set aside), yet listed here
+    // with this file's content (a rename whose answer was lost, the old path written anew
+    // since): the record goes with the document, or two paths would hold one document, and
+    // every later listing would "lack" the set-aside path's.
+    const recordedAt = entry?.documentId === good.id ? path : recordedPathOf(good.id);
+    if (recordedAt !== undefined && recordedAt !== path && untouchable(recordedAt)) ops.push({ kind: 'forget', path: recordedAt });
+    if (needsMeta) {
+      ops.push({ kind: 'update-meta', path, documentId: good.id, file });
+    } else if (!entry || entry.documentId !== good.id || entry.sha256 !== file.sha256) {
+      ops.push({ kind: 'adopt', path, documentId: good.id, file });
+    } else {
+      // Hashed again (touched, racy) and found the same: only the entry is brought up to date.
+      if (!sameRecord(entry, file)) plan.refreshed.push({ path, documentId: good.id, file });
+      plan.unchanged++;
+    }
+    return;
+  }
+
+  const source = renames.to.get(path);
+  if (source) {
+    ops.push({ kind: 'rename', from: source.path, path, documentId: source.id, file });
+    for (const d of docs) ops.push(deleteOp(path, d, 'stale-version'));
+    return;
+  }
+
+  const rejected = input.state.rejected[path];
+  if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) {
+    // Stale documents for it stay until the file can be sent: the App keeps the old
+    // version rather than nothing.
+    plan.skippedRejected.push(path);
+    return;
+  }
+
+  const unmarkedOld = docs.filter((d) => d.fromIntent).length;
+  if (docs.length > 0) ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
+  else ops.push({ kind: 'upload', path, file });
 }
 
 /**

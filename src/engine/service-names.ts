@@ -8,7 +8,7 @@
  * bytes. Anything else it does is no rule: such a name is compared as sent.
  */
 import type { ServiceNamesRecord } from '../state/schema.js';
-import { findUploadMark } from './document-fields.js';
+import { findUploadMark } from './upload-mark.js';
 import { nfc } from '../unicode.js';
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { DocumentRecord } from '../api/records.js';
 import type { EntryStat, MappingState } from '../state/schema.js';
-import type { ChangeScope, ScanResult } from './mirror.js';
+import type { ChangeScope, ScanResult } from './local-side.js';
 import type { OwnerOf } from './owner.js';
 import type { LocalFileInfo } from './plan.js';
 import { sameStat, type StatNow } from './racy.js';

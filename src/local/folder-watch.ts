@@ -79,28 +79,59 @@ interface Watched {
 }
 
 export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> {
-  const fs = o.fs ?? nodeFs;
+  const watch = new FolderWatches(o);
+  await watch.addTree('', o.root, false);
+  return watch;
+}
+
+/** The watches of one mapped folder, and the looks at the paths their events name. */
+class FolderWatches implements FolderWatch {
+  private readonly fs: LocalFs;
   /** Absolute path -> its relative path ('' = root), watch and the identity it watches. */
-  const watches = new Map<string, Watched>();
-  let closed = false;
+  private readonly watches = new Map<string, Watched>();
+  private closed = false;
+  private readonly looks: PathLooks;
+
+  constructor(private readonly o: FolderWatchOptions) {
+    this.fs = o.fs ?? nodeFs;
+    this.looks = new PathLooks(LOOK_CONCURRENCY, (rel, abs, at, named) => this.look(rel, abs, at, named), () => this.closed, o.onWatchError);
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const w of this.watches.values()) w.watcher.close();
+    this.watches.clear();
+  }
+
+  watchedDirs(): number {
+    return this.watches.size;
+  }
+
+  async refilter(): Promise<void> {
+    for (const [abs, w] of [...this.watches]) {
+      if (w.rel !== '' && this.watches.has(abs) && !this.o.filter(w.rel, true)) this.unwatchTree(abs);
+    }
+    await this.addTree('', this.o.root, true, true);
+  }
 
   /** Stops watching `abs` and every folder below it; true when `abs` was watched. */
-  const unwatchTree = (abs: string): boolean => {
-    const was = watches.has(abs);
+  private unwatchTree(abs: string): boolean {
+    const was = this.watches.has(abs);
     const prefix = `${abs}/`;
-    for (const [p, w] of watches) {
+    for (const [p, w] of this.watches) {
       if (p === abs || p.startsWith(prefix)) {
         w.watcher.close();
-        watches.delete(p);
+        this.watches.delete(p);
       }
     }
     return was;
-  };
+  }
 
-  const onRaw = (dirAbs: string, dirRel: string, type: string, filename: string | Buffer | null): void => {
+  private onRaw(dirAbs: string, dirRel: string, type: string, filename: string | Buffer | null): void {
+    const o = this.o;
     // Counted even after close: the event took its room in the process's inotify queue.
     inotifyQueue.note();
-    if (closed) return;
+    if (this.closed) return;
     const at = o.clock.monotonic();
     const name = typeof filename === 'string' ? filename : filename?.toString('utf8');
     if (dirAbs === o.root && name === basename(o.root)) o.checkRoot();
@@ -112,12 +143,12 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
     }
     // A folder's own watch names the folder itself when it is moved or deleted (or this is
     // a child of the same name): is the path still the folder this watch follows?
-    if (dirAbs !== o.root && name === basename(dirAbs)) looks.request(dirRel, dirAbs, at, false);
+    if (dirAbs !== o.root && name === basename(dirAbs)) this.looks.request(dirRel, dirAbs, at, false);
     const abs = join(dirAbs, name);
     const rel = joinRel(dirRel, name);
     if (o.ignoreFile && rel === o.ignoreFile.rel) o.ignoreFile.onChange();
-    if (watches.has(abs) || o.filter(rel, true) || o.filter(rel, false)) looks.request(rel, abs, at, type === 'rename');
-  };
+    if (this.watches.has(abs) || o.filter(rel, true) || o.filter(rel, false)) this.looks.request(rel, abs, at, type === 'rename');
+  }
 
   /**
    * What is at a path an event named, by one lstat: a folder new (watched and reported as
@@ -128,27 +159,28 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
    * vanished under this name), so a file found there is new under this name (`add`: it may
    * still be written).
    */
-  const look = async (rel: string, abs: string, at: number, named: boolean): Promise<void> => {
+  private async look(rel: string, abs: string, at: number, named: boolean): Promise<void> {
+    const o = this.o;
     let st: FsStats | undefined;
     let failure: unknown;
     try {
-      st = await fs.lstat(abs);
+      st = await this.fs.lstat(abs);
     } catch (e) {
       failure = e;
     }
-    if (closed) return;
+    if (this.closed) return;
     if (st?.isDirectory()) {
-      const w = watches.get(abs);
+      const w = this.watches.get(abs);
       if (w && w.dev === st.dev && w.ino === st.ino) return;
       // New, or replaced under its own name: the old watch (if any) follows another folder.
-      unwatchTree(abs);
+      this.unwatchTree(abs);
       if (!o.filter(rel, true)) return;
       o.emit({ kind: 'addDir', path: rel, at });
       // Not awaited: listing a new tree must not hold a place meant for one path's lstat.
-      void addTree(rel, abs, true);
+      void this.addTree(rel, abs, true);
       return;
     }
-    if (unwatchTree(abs)) {
+    if (this.unwatchTree(abs)) {
       o.emit({ kind: 'unlinkDir', path: rel, at });
       return;
     }
@@ -165,14 +197,13 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
       // A symbolic link or a special file: let the engine decide what it is.
       o.emit({ kind: 'change', path: rel, at });
     }
-  };
-  const looks = new PathLooks(LOOK_CONCURRENCY, look, () => closed, o.onWatchError);
+  }
 
   /**
    * Watches `abs`, then lists it and does the same for each subfolder (bounded concurrency).
    * `descend`: also list folders already watched (a filter change may include folders below).
    */
-  const addTree = async (rel: string, abs: string, report: boolean, descend = false): Promise<void> => {
+  async addTree(rel: string, abs: string, report: boolean, descend = false): Promise<void> {
     // Last in, first out: deep before wide, so few folders wait to be listed.
     const queue = new PQueue({ concurrency: LIST_CONCURRENCY, queueClass: LifoQueue });
     const list = (dRel: string, dAbs: string): void => {
@@ -180,43 +211,45 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
       // again); anything else that fails is a watch error (events may be missed there).
       queue
         .add(async () => {
-          for (const sub of await visit(dRel, dAbs)) list(sub.rel, sub.abs);
+          for (const sub of await this.visit(dRel, dAbs, report, descend)) list(sub.rel, sub.abs);
         })
-        .catch((err: unknown) => o.onWatchError(err));
+        .catch((err: unknown) => this.o.onWatchError(err));
     };
     list(rel, abs);
     await queue.onIdle();
+  }
 
-    async function visit(dRel: string, dAbs: string): Promise<{ rel: string; abs: string }[]> {
-      if (closed) return [];
-      if (watches.has(dAbs)) {
-        if (!descend) return [];
-      } else if (!(await watchOne(dRel, dAbs))) {
-        return [];
-      }
-      let entries;
-      try {
-        entries = await fs.readdir(dAbs);
-      } catch {
-        return [];
-      }
-      const subs: { rel: string; abs: string }[] = [];
-      for (const d of entries) {
-        if (!d.isDirectory()) continue;
-        const r = joinRel(dRel, d.name);
-        if (!o.filter(r, true)) continue;
-        const a = join(dAbs, d.name);
-        if (watches.has(a)) {
-          if (descend) subs.push({ rel: r, abs: a });
-          continue;
-        }
-        // Found while setting up a new folder: reported, so its contents are walked too.
-        if (report) o.emit({ kind: 'addDir', path: r, at: o.clock.monotonic() });
-        subs.push({ rel: r, abs: a });
-      }
-      return subs;
+  /** Watches a folder (unless watched: then only with `descend`) and lists its subfolders to visit. */
+  private async visit(dRel: string, dAbs: string, report: boolean, descend: boolean): Promise<{ rel: string; abs: string }[]> {
+    const o = this.o;
+    if (this.closed) return [];
+    if (this.watches.has(dAbs)) {
+      if (!descend) return [];
+    } else if (!(await this.watchOne(dRel, dAbs))) {
+      return [];
     }
-  };
+    let entries;
+    try {
+      entries = await this.fs.readdir(dAbs);
+    } catch {
+      return [];
+    }
+    const subs: { rel: string; abs: string }[] = [];
+    for (const d of entries) {
+      if (!d.isDirectory()) continue;
+      const r = joinRel(dRel, d.name);
+      if (!o.filter(r, true)) continue;
+      const a = join(dAbs, d.name);
+      if (this.watches.has(a)) {
+        if (descend) subs.push({ rel: r, abs: a });
+        continue;
+      }
+      // Found while setting up a new folder: reported, so its contents are walked too.
+      if (report) o.emit({ kind: 'addDir', path: r, at: o.clock.monotonic() });
+      subs.push({ rel: r, abs: a });
+    }
+    return subs;
+  }
 
   /**
    * One folder's watch. Its identity is read BEFORE the watch is set up: if the folder is
@@ -224,7 +257,8 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
    * old one, and the next event on the path finds the mismatch and watches again (the other
    * order would hide the mismatch for good).
    */
-  const watchOne = async (dRel: string, dAbs: string): Promise<boolean> => {
+  private async watchOne(dRel: string, dAbs: string): Promise<boolean> {
+    const { o, fs, watches, looks } = this;
     let id: { dev: number; ino: number };
     try {
       const s = await fs.lstat(dAbs);
@@ -233,11 +267,11 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
     } catch {
       return false; // gone again: its parent's watch reports that
     }
-    if (closed || watches.has(dAbs)) return false;
+    if (this.closed || watches.has(dAbs)) return false;
     try {
-      const w = fs.watch(dAbs, (type, filename) => onRaw(dAbs, dRel, type, filename));
+      const w = fs.watch(dAbs, (type, filename) => this.onRaw(dAbs, dRel, type, filename));
       w.on('error', (err) => {
-        if (closed) return;
+        if (this.closed) return;
         if (dAbs === o.root) {
           o.checkRoot();
           return;
@@ -267,26 +301,7 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
       if (code !== 'ENOENT' && code !== 'ENOTDIR') o.onWatchError(err);
       return false;
     }
-  };
-
-  await addTree('', o.root, false);
-
-  return {
-    close() {
-      closed = true;
-      for (const w of watches.values()) w.watcher.close();
-      watches.clear();
-    },
-    watchedDirs() {
-      return watches.size;
-    },
-    async refilter() {
-      for (const [abs, w] of [...watches]) {
-        if (w.rel !== '' && watches.has(abs) && !o.filter(w.rel, true)) unwatchTree(abs);
-      }
-      await addTree('', o.root, true, true);
-    },
-  };
+  }
 }
 
 /**

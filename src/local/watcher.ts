@@ -165,100 +165,12 @@ export const RAISE_WATCH_LIMIT = 'sysctl fs.inotify.max_user_watches=524288 (and
  * WatchError('root-unusable') when the folder is missing or not a folder.
  */
 export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
-  const clock = opts.clock;
-  const now = (): number => clock.monotonic();
-  const given = resolve(opts.root);
-  let root: string;
-  let identity: { dev: number; ino: number };
-  try {
-    root = await realpath(given);
-    const st = await stat(root);
-    if (!st.isDirectory()) throw new Error('not a folder');
-    identity = { dev: st.dev, ino: st.ino };
-  } catch (e) {
-    throw new WatchError('root-unusable', given, `cannot watch ${given}: ${describe(e)}`, true, { cause: e });
-  }
-  let closed = false;
-
-  let rootGone = false;
-  const emit = (e: RawEvent): void => {
-    // After the root is gone, paths under it mean nothing (the daemon starts a new watcher).
-    if (closed || rootGone) return;
-    try {
-      opts.onEvent(e);
-    } catch (err) {
-      opts.onError(new WatchError('watch-failed', root, `the event handler failed on ${e.kind} ${e.path}: ${describe(err)}`, true, { cause: err }));
-    }
-  };
-  const fail = (err: WatchError): void => {
-    if (!closed) opts.onError(err);
-  };
-
-  const reportRootGone = (): void => {
-    if (rootGone) return;
-    rootGone = true;
-    fail(new WatchError('root-gone', root, `the watched folder ${root} is gone (deleted, renamed or unmounted); nothing under it is watched any more`, true));
-  };
-  /**
-   * The root's watch names the root itself when it is deleted or moved away. The inode check
-   * also catches a folder renamed away and another created in its place: the watches
-   * follow the old inode, so events would describe the wrong folder.
-   */
-  let rootMoved = false;
-  const checkRoot = async (): Promise<void> => {
-    let same = false;
-    try {
-      const st = await stat(root);
-      same = st.isDirectory() && st.dev === identity.dev && st.ino === identity.ino;
-    } catch {
-      // gone
-    }
-    if (!same) {
-      if (!closed) reportRootGone();
-      return;
-    }
-    // The path as configured, followed: a symlink (or a symlink above it) re-pointed leads
-    // elsewhere while the folder watched is still there.
-    try {
-      const st = await stat(given);
-      if (st.dev === identity.dev && st.ino === identity.ino) return;
-    } catch {
-      return; // the link is being replaced (ln -sfn renames over it) or gone: looked at again at the next check
-    }
-    if (closed || rootMoved) return;
-    rootMoved = true;
-    const now = await realpath(given).catch(() => given);
-    fail(new WatchError('root-moved', root, `${given} now leads to ${now}, no longer to ${root}: watching it again`, true));
-  };
-
-  let filter = opts.filter;
-
-  let refilterHook: () => Promise<void> = async () => undefined;
-  /** One reload at a time; an edit during a reload triggers one more afterwards. */
-  let reloading: Promise<void> | undefined;
-  let reloadAgain = false;
-  const onIgnoreFileChange = (): void => {
-    if (reloading) {
-      reloadAgain = true;
-      return;
-    }
-    reloading = (async () => {
-      do {
-        reloadAgain = false;
-        const at = now();
-        try {
-          if (opts.reloadFilter) filter = await opts.reloadFilter();
-        } catch {
-          // Kept the old filter: the full pass below reports the unreadable ignore file.
-        }
-        if (closed) return;
-        await refilterHook();
-        emit({ kind: 'raw', path: '', at, reason: `the ignore file ${opts.ignoreFile ?? ''} changed` });
-      } while (reloadAgain && !closed);
-    })().finally(() => {
-      reloading = undefined;
-    });
-  };
+  const run = await openRun(opts);
+  const { root, clock } = run;
+  let folders: FolderWatch | undefined;
+  const onIgnoreFileChange = ignoreFileReloader(run, opts, async () => {
+    await folders?.refilter();
+  });
   const ignoreRel = opts.ignoreFile ? toRelPath(root, resolve(root, opts.ignoreFile)) : undefined;
 
   // Which mounts get events and which are polled (auto: by filesystem type).
@@ -270,51 +182,34 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   let poller: Poller | undefined;
   /** Set once the start's first cycle ran: a poller created later starts at once. */
   let pollerStarted = false;
-  const pollTargetMs = opts.pollTargetMs;
-  const pollBudgetPercent = opts.pollBudgetPercent;
   const polledMounts = mounts.filter((m) => m.kind === 'poll').map((m) => m.rel);
   const usePoller = (): Poller => {
     if (poller) return poller;
-    poller = new Poller({
-      root,
-      subtrees: polledMounts,
-      filter: (p, isDir) => filter(p, isDir),
-      emit,
-      intervalMs: pollTargetMs,
-      budgetPercent: pollBudgetPercent,
-      fs: nodeFs,
-      clock,
-      cpuMs: () => {
-        const u = process.cpuUsage();
-        return (u.user + u.system) / 1000;
-      },
-      onProblems: (problems) => {
-        pollProblems = problems.map((p) => p.message);
-        // Logged (and the mapping shows degraded through status()); events are not lost.
-        for (const p of problems) fail(new WatchError('watch-degraded', root, p.message, false));
-      },
+    poller = newPoller(run, opts, polledMounts, (problems) => {
+      pollProblems = problems.map((p) => p.message);
+      // Logged (and the mapping shows degraded through status()); events are not lost.
+      for (const p of problems) run.fail(new WatchError('watch-degraded', root, p.message, false));
     });
-    if (pollerStarted && !closed) void poller.start();
+    if (pollerStarted && !run.closed) void poller.start();
     return poller;
   };
 
-  let folders: FolderWatch | undefined;
   let unsubscribeQueue: (() => void) | undefined;
   if (watchMode !== 'poll') {
     // Before the process's first watch creates the inotify queue: its size is fixed then.
     await inotifyQueue.prepare();
     folders = await watchFolders({
       root,
-      filter: (p, isDir) => filter(p, isDir),
-      emit,
-      checkRoot: () => void checkRoot(),
-      onWatchError: (err) => fail(classifyWatchError(root, err)),
+      filter: (p, isDir) => run.filter(p, isDir),
+      emit: run.emit,
+      checkRoot: () => void checkRoot(run),
+      onWatchError: (err) => run.fail(classifyWatchError(root, err)),
       // Past the inotify limit, folders are polled instead of going unwatched.
       onWatchLimit: (rel) => {
         overLimit.push(rel);
         const first = limitProblem === undefined;
         limitProblem = `the inotify watch limit is reached: ${overLimit.length} folder(s) under ${root} are polled instead of watched; raise it: ${RAISE_WATCH_LIMIT}`;
-        if (first) fail(new WatchError('watch-limit', root, limitProblem, false));
+        if (first) run.fail(new WatchError('watch-limit', root, limitProblem, false));
         usePoller().addSubtree(rel);
       },
       ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
@@ -322,55 +217,18 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     });
     // The queue is the process's: an overflow may have dropped events of any folder. (One
     // during the setup above is covered by the caller's full pass, which comes after it.)
-    unsubscribeQueue = inotifyQueue.subscribe((o) => fail(queueOverflowError(root, o)));
+    unsubscribeQueue = inotifyQueue.subscribe((o) => run.fail(queueOverflowError(root, o)));
   }
   if (polledMounts.length > 0) usePoller();
   pollerStarted = true;
-  if (poller && !closed) {
-    // Its first cycle learns the polled tree before the caller's full pass (see above).
-    const p = poller;
-    const giveUp = (): void => void p.stop();
-    if (opts.signal?.aborted) giveUp();
-    opts.signal?.addEventListener('abort', giveUp, { once: true });
-    await p.start();
-    opts.signal?.removeEventListener('abort', giveUp);
-  }
-  const refilter = async (): Promise<void> => {
-    await folders?.refilter();
-  };
-  refilterHook = refilter;
-
-  /**
-   * Mounts change without an event: a share unmounted leaves its watches silent, a share
-   * mounted again over the bare mount point hides the folder this watcher follows. The
-   * folder's identity and the mount table are looked at again every few seconds (one
-   * stat, one read of /proc/self/mountinfo; a check still waiting on a hung mount is not
-   * repeated).
-   */
-  const planKey = (plan: readonly MountPlanEntry[]): string => plan.map((m) => `${m.rel}\0${m.mountPoint}\0${m.fsType}\0${m.source}\0${m.kind}`).join('\n');
-  const startedPlan = planKey(mounts);
-  const watchMounts = async (): Promise<void> => {
-    while (!closed && !rootGone) {
-      // On the clock's timer, which keeps no stopping process alive (as the check must not).
-      await new Promise<void>((r) => clock.setTimeout(r, opts.mountCheckMs ?? 5_000));
-      if (closed || rootGone) return;
-      await checkRoot();
-      if (closed || rootGone) return;
-      const now = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), root, watchMode);
-      if (closed || rootGone) return;
-      if (planKey(now) !== startedPlan) {
-        const what = now.map((m) => `${m.mountPoint} ${m.fsType}`).join(', ');
-        fail(new WatchError('mounts-changed', root, `the filesystems mounted on or below ${root} changed (now: ${what}): watching it again`, true));
-        return;
-      }
-    }
-  };
-  void watchMounts();
+  // Its first cycle learns the polled tree before the caller's full pass (see above).
+  if (poller && !run.closed) await firstCycle(poller, opts.signal);
+  void watchMounts(run, opts, mounts);
   opts.onReady?.();
   return {
     root,
     async close() {
-      closed = true;
+      run.closed = true;
       unsubscribeQueue?.();
       folders?.close();
       await poller?.stop();
@@ -383,12 +241,188 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
         mounts: poll ? withPollFigures(mounts, poll) : mounts,
         overLimit: [...overLimit],
         limitFix: overLimit.length > 0 ? RAISE_WATCH_LIMIT : undefined,
-        poll: poll && { ...poll, targetIntervalMs: pollTargetMs, budgetPercent: pollBudgetPercent },
+        poll: poll && { ...poll, targetIntervalMs: opts.pollTargetMs, budgetPercent: opts.pollBudgetPercent },
         problems: [...(limitProblem ? [limitProblem] : []), ...pollProblems],
         queue: folders ? inotifyQueue.view() : undefined,
       };
     },
   };
+}
+
+/** One watcher's folder and what its parts share while it runs. */
+interface WatchRun {
+  /** The folder as configured, and as resolved (symbolic links followed) with its identity. */
+  readonly given: string;
+  readonly root: string;
+  readonly identity: { dev: number; ino: number };
+  readonly clock: Clock;
+  /** The mapping's filter, replaced when the ignore file is read again. */
+  filter: (relPath: string, isDir: boolean) => boolean;
+  closed: boolean;
+  rootGone: boolean;
+  rootMoved: boolean;
+  /** Hands an event to the caller (none once closed or the root is gone). */
+  emit(e: RawEvent): void;
+  /** Reports an error to the caller (none once closed). */
+  fail(err: WatchError): void;
+}
+
+/** The folder resolved and checked (WatchError 'root-unusable' when missing or not a folder). */
+async function openRun(opts: WatcherOptions): Promise<WatchRun> {
+  const given = resolve(opts.root);
+  let root: string;
+  let identity: { dev: number; ino: number };
+  try {
+    root = await realpath(given);
+    const st = await stat(root);
+    if (!st.isDirectory()) throw new Error('not a folder');
+    identity = { dev: st.dev, ino: st.ino };
+  } catch (e) {
+    throw new WatchError('root-unusable', given, `cannot watch ${given}: ${describe(e)}`, true, { cause: e });
+  }
+  const run: WatchRun = {
+    given,
+    root,
+    identity,
+    clock: opts.clock,
+    filter: opts.filter,
+    closed: false,
+    rootGone: false,
+    rootMoved: false,
+    emit: (e) => {
+      // After the root is gone, paths under it mean nothing (the daemon starts a new watcher).
+      if (run.closed || run.rootGone) return;
+      try {
+        opts.onEvent(e);
+      } catch (err) {
+        opts.onError(new WatchError('watch-failed', root, `the event handler failed on ${e.kind} ${e.path}: ${describe(err)}`, true, { cause: err }));
+      }
+    },
+    fail: (err) => {
+      if (!run.closed) opts.onError(err);
+    },
+  };
+  return run;
+}
+
+/**
+ * The root's watch names the root itself when it is deleted or moved away. The inode check
+ * also catches a folder renamed away and another created in its place: the watches
+ * follow the old inode, so events would describe the wrong folder.
+ */
+async function checkRoot(run: WatchRun): Promise<void> {
+  const { root, given, identity } = run;
+  let same = false;
+  try {
+    const st = await stat(root);
+    same = st.isDirectory() && st.dev === identity.dev && st.ino === identity.ino;
+  } catch {
+    // gone
+  }
+  if (!same) {
+    if (run.closed || run.rootGone) return;
+    run.rootGone = true;
+    run.fail(new WatchError('root-gone', root, `the watched folder ${root} is gone (deleted, renamed or unmounted); nothing under it is watched any more`, true));
+    return;
+  }
+  // The path as configured, followed: a symlink (or a symlink above it) re-pointed leads
+  // elsewhere while the folder watched is still there.
+  try {
+    const st = await stat(given);
+    if (st.dev === identity.dev && st.ino === identity.ino) return;
+  } catch {
+    return; // the link is being replaced (ln -sfn renames over it) or gone: looked at again at the next check
+  }
+  if (run.closed || run.rootMoved) return;
+  run.rootMoved = true;
+  const now = await realpath(given).catch(() => given);
+  run.fail(new WatchError('root-moved', root, `${given} now leads to ${now}, no longer to ${root}: watching it again`, true));
+}
+
+/**
+ * What an edit of the ignore file does: the filter read again, the watches refiltered, the
+ * folder reported as a whole. One reload at a time; an edit during a reload triggers one
+ * more afterwards.
+ */
+function ignoreFileReloader(run: WatchRun, opts: Pick<WatcherOptions, 'reloadFilter' | 'ignoreFile'>, refilter: () => Promise<void>): () => void {
+  let reloading: Promise<void> | undefined;
+  let reloadAgain = false;
+  return () => {
+    if (reloading) {
+      reloadAgain = true;
+      return;
+    }
+    reloading = (async () => {
+      do {
+        reloadAgain = false;
+        const at = run.clock.monotonic();
+        try {
+          if (opts.reloadFilter) run.filter = await opts.reloadFilter();
+        } catch {
+          // Kept the old filter: the full pass below reports the unreadable ignore file.
+        }
+        if (run.closed) return;
+        await refilter();
+        run.emit({ kind: 'raw', path: '', at, reason: `the ignore file ${opts.ignoreFile ?? ''} changed` });
+      } while (reloadAgain && !run.closed);
+    })().finally(() => {
+      reloading = undefined;
+    });
+  };
+}
+
+function newPoller(run: WatchRun, opts: WatcherOptions, subtrees: string[], onProblems: (problems: readonly { message: string }[]) => void): Poller {
+  return new Poller({
+    root: run.root,
+    subtrees,
+    filter: (p, isDir) => run.filter(p, isDir),
+    emit: run.emit,
+    intervalMs: opts.pollTargetMs,
+    budgetPercent: opts.pollBudgetPercent,
+    fs: nodeFs,
+    clock: run.clock,
+    cpuMs: () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    },
+    onProblems,
+  });
+}
+
+/** The poller's first cycle, given up (the poller stopped) when `signal` aborts. */
+async function firstCycle(poller: Poller, signal: AbortSignal | undefined): Promise<void> {
+  const giveUp = (): void => void poller.stop();
+  if (signal?.aborted) giveUp();
+  signal?.addEventListener('abort', giveUp, { once: true });
+  await poller.start();
+  signal?.removeEventListener('abort', giveUp);
+}
+
+/**
+ * Mounts change without an event: a share unmounted leaves its watches silent, a share
+ * mounted again over the bare mount point hides the folder this watcher follows. The
+ * folder's identity and the mount table are looked at again every few seconds (one
+ * stat, one read of /proc/self/mountinfo; a check still waiting on a hung mount is not
+ * repeated).
+ */
+async function watchMounts(run: WatchRun, opts: WatcherOptions, mounts: readonly MountPlanEntry[]): Promise<void> {
+  const planKey = (plan: readonly MountPlanEntry[]): string => plan.map((m) => `${m.rel}\0${m.mountPoint}\0${m.fsType}\0${m.source}\0${m.kind}`).join('\n');
+  const startedPlan = planKey(mounts);
+  const over = (): boolean => run.closed || run.rootGone;
+  while (!over()) {
+    // On the clock's timer, which keeps no stopping process alive (as the check must not).
+    await new Promise<void>((r) => run.clock.setTimeout(r, opts.mountCheckMs ?? 5_000));
+    if (over()) return;
+    await checkRoot(run);
+    if (over()) return;
+    const now = planMounts(parseMountInfo(await (opts.readMountInfo ?? readMountInfo)()), run.root, opts.watchMode);
+    if (over()) return;
+    if (planKey(now) !== startedPlan) {
+      const what = now.map((m) => `${m.mountPoint} ${m.fsType}`).join(', ');
+      run.fail(new WatchError('mounts-changed', run.root, `the filesystems mounted on or below ${run.root} changed (now: ${what}): watching it again`, true));
+      return;
+    }
+  }
 }
 
 /**

@@ -18,7 +18,30 @@
  * writer can forget it). A loaded table's rows are in the file's order, so a snapshot of
  * an unchanged state has the lines of the file it was loaded from, in the same order.
  */
-import type { EntryStat, FileEntry } from './schema.js';
+export interface FileEntry {
+  documentId: string;
+  size: number;
+  /** As Node reports it: milliseconds with a fraction (sub-microsecond where the filesystem keeps nanoseconds). */
+  mtimeMs: number;
+  sha256: string;
+  /** ISO time of the last successful remote write or verification. */
+  syncedAt: string;
+  /**
+   * When the content was hashed (ms since the epoch, the engine's clock, taken before the
+   * read): a file whose mtime is not safely older is hashed again (engine/racy.ts).
+   * Absent in entries written by older versions (hashed again once).
+   */
+  hashedAt?: number | undefined;
+  /** Inode change time when hashed: moves on every write and cannot be set back (`touch -r` restores only mtime). */
+  ctimeMs?: number | undefined;
+  /** Device and inode when hashed: a file swapped in under the name is another inode. */
+  dev?: number | undefined;
+  ino?: number | undefined;
+}
+
+/** A FileEntry's stat fields: what the quick check (engine/racy.ts) compares with a file's stat. */
+export type EntryStat = Pick<FileEntry, 'size' | 'mtimeMs' | 'hashedAt' | 'ctimeMs' | 'dev' | 'ino'>;
+
 
 /** Numbers per row, in this order. */
 const NUMS = 6;

@@ -37,6 +37,8 @@ export const FIRST_LINE_VERSION = 3;
 export const RETIRED_FORMATS_LAST_READ_BY = '0.3.0';
 
 import type { FileTable } from './file-table.js';
+// A file's entry is the file table's row (file-table.ts); re-exported for the state's readers.
+export type { EntryStat, FileEntry } from './file-table.js';
 
 export interface StateFile {
   version: typeof STATE_VERSION;
@@ -99,30 +101,6 @@ export interface MappingState {
   rejected: Record<string, RejectedFile>;
   lastPass?: PassRecord;
 }
-
-export interface FileEntry {
-  documentId: string;
-  size: number;
-  /** As Node reports it: milliseconds with a fraction (sub-microsecond where the filesystem keeps nanoseconds). */
-  mtimeMs: number;
-  sha256: string;
-  /** ISO time of the last successful remote write or verification. */
-  syncedAt: string;
-  /**
-   * When the content was hashed (ms since the epoch, the engine's clock, taken before the
-   * read): a file whose mtime is not safely older is hashed again (engine/racy.ts).
-   * Absent in entries written by older versions (hashed again once).
-   */
-  hashedAt?: number | undefined;
-  /** Inode change time when hashed: moves on every write and cannot be set back (`touch -r` restores only mtime). */
-  ctimeMs?: number | undefined;
-  /** Device and inode when hashed: a file swapped in under the name is another inode. */
-  dev?: number | undefined;
-  ino?: number | undefined;
-}
-
-/** A FileEntry's stat fields: what the quick check (engine/racy.ts) compares with a file's stat. */
-export type EntryStat = Pick<FileEntry, 'size' | 'mtimeMs' | 'hashedAt' | 'ctimeMs' | 'dev' | 'ino'>;
 
 export interface RejectedFile {
   size: number;

@@ -366,11 +366,21 @@ function renderProblems() {
   const parts = [];
   // What happens next comes with each reason (daemon/next-step.ts): the page words nothing itself.
   for (const m of s ? s.mappings : []) m.degraded.forEach((r, i) => parts.push(h('div', { class: 'problem' }, h('span', { class: 'what bad-text' }, `${m.id}: degraded`), ' ', r, (m.degradedNext || [])[i] ? h('div', { class: 'next' }, `next: ${m.degradedNext[i]}`) : undefined)));
-  const recent = state.problems.slice(0, 50);
+  // Each error's stable code beside its prose; the filter keeps one code's errors.
+  const sel = $('f-code');
+  const codes = new Set([...sel.options].map((o) => o.value));
+  for (const p of state.problems) {
+    if (!p.code || codes.has(p.code)) continue;
+    codes.add(p.code);
+    sel.append(h('option', { value: p.code }, p.code));
+  }
+  const fc = sel.value;
+  const recent = state.problems.filter((p) => !fc || p.code === fc).slice(0, 50);
   if (recent.length) parts.push(h('h3', { class: 'sub' }, 'Recent errors'));
   for (const p of recent) {
-    parts.push(h('div', { class: 'problem' },
+    parts.push(h('div', { class: 'problem', 'data-code': p.code },
       h('span', { class: 'time muted' }, clock(p.at)), ' ', h('span', { class: 'what' }, `${p.mapping} · ${p.what}`), ' ',
+      p.code ? h('code', { class: 'code' }, p.code) : undefined, p.code ? ' ' : undefined,
       p.path ? h('span', { class: 'path' }, p.path) : undefined,
       p.message ? h('div', {}, p.message) : undefined,
       h('div', { class: 'next' }, `next: ${p.next}`)));
@@ -544,6 +554,7 @@ $('login-form').addEventListener('submit', async (e) => {
 
 $('f-mapping').addEventListener('change', () => renderActivity());
 $('f-kind').addEventListener('change', () => renderActivity());
+$('f-code').addEventListener('change', () => renderProblems());
 // Relative times ("5s ago") move on even when nothing happens.
 setInterval(() => {
   renderHeader();

@@ -7,8 +7,8 @@
  * Pure bookkeeping: it is told about operations, requests and passes (by the daemon's
  * hooks) and reads time from the clock it is given.
  */
-import type { PacerEvent } from '../../api/pacer.js';
 import type { OpEvent } from '../../engine/executor.js';
+import { errnoOf } from '../../errors/errno.js';
 import { ANSWER_LOST, awaitingDecision, FILE_REFUSED, fileRetried, GUARD_STOPPED, retriedWithBackoff } from '../next-step.js';
 import { RingBuffer, type Sequenced } from './ring-buffer.js';
 
@@ -24,6 +24,9 @@ export const HISTORY_LIMITS = {
   lagSamplesPerPoint: 256,
 } as const;
 
+/** What the chart counts of a request (the daemon maps the client's events to it). */
+export type RequestSample = 'answered' | 'throttled' | 'retried';
+
 export interface ActivityEntry {
   at: string;
   mapping: string;
@@ -34,6 +37,8 @@ export interface ActivityEntry {
   lagMs?: number | undefined;
   /** Why it failed, for outcomes other than done. */
   message?: string | undefined;
+  /** The failure's stable error code (E_*, an errno), beside the prose: the page filters by it. */
+  code?: string | undefined;
 }
 
 export interface ProblemEntry {
@@ -42,6 +47,8 @@ export interface ProblemEntry {
   path?: string | undefined;
   what: string;
   message: string;
+  /** The error's stable code (E_*, an errno), when it has one: the page filters by it. */
+  code?: string | undefined;
   /** What dssync does about it next, in words. */
   next: string;
 }
@@ -108,7 +115,8 @@ export class DaemonHistory {
   onOp(mapping: string, e: OpEvent, lagMs: number | undefined): void {
     const at = new Date(this.now()).toISOString();
     const message = e.outcome === 'done' ? undefined : (e.error?.message ?? describeOutcome(e.outcome));
-    const entry: ActivityEntry = { at, mapping, kind: e.kind, path: e.path, outcome: e.outcome, lagMs, message };
+    const code = e.outcome === 'done' ? undefined : errnoOf(e.error);
+    const entry: ActivityEntry = { at, mapping, kind: e.kind, path: e.path, outcome: e.outcome, lagMs, message, code };
     const seq = this.activity.push(entry);
     this.emit({ type: 'activity', entry: { seq, item: entry } });
     const pass = this.passes.get(mapping);
@@ -121,17 +129,15 @@ export class DaemonHistory {
       p.lagCount++;
     }
     const next = nextStep(e, this.retryBaseMs);
-    if (next) this.problem({ at, mapping, path: e.path, what: `${e.kind} ${e.outcome}`, message: message ?? '', next });
+    if (next) this.problem({ at, mapping, path: e.path, what: `${e.kind} ${e.outcome}`, message: message ?? '', code, next });
   }
 
-  onPacer(e: PacerEvent): void {
-    if (e.type === 'response') {
-      const p = this.point();
-      p.requests++;
-      if (e.status === 429) p.throttled++;
-    } else if (e.type === 'retry') {
-      this.point().retries++;
-    }
+  /** A request the service answered (`throttled`: with 429), or one retried. */
+  onRequest(r: RequestSample): void {
+    const p = this.point();
+    if (r === 'retried') p.retries++;
+    else p.requests++;
+    if (r === 'throttled') p.throttled++;
   }
 
   onPassStart(mapping: string, kind: 'full' | 'changes'): void {
@@ -258,3 +264,4 @@ export function nextStep(e: Pick<OpEvent, 'outcome' | 'error'>, retryBaseMs?: nu
       return undefined;
   }
 }
+

@@ -125,6 +125,17 @@ class Hung extends Error {}
 /** Work between two budget checks (entries listed). */
 const SLICE = 256;
 
+/** One poll cycle's work in progress. */
+interface Cycle {
+  /** The snapshot being made: path -> what was seen. */
+  next: Map<string, Seen>;
+  problems: PollProblem[];
+  /** Waits, after each slice of calls, as long as the CPU budget needs. */
+  pace: () => Promise<void>;
+  /** A listing made no progress within the timeout: the cycle stops, nothing is reported. */
+  hung: boolean;
+}
+
 /** Looks at a listing's progress per timeout (call()). */
 const LOOKS = 4;
 
@@ -258,17 +269,62 @@ export class Poller {
     }
     const startedAt = clock.monotonic();
     const cpu0 = this.o.cpuMs();
+    const cycle: Cycle = { next: new Map(), problems, pace: this.budgetPacer(cpu0, startedAt), hung: false };
+    let files = 0;
+    const bySubtree: PollStats['bySubtree'] = {};
+    const events: RawEvent[] = [];
+    for (const sub of [...this.subtrees].sort()) {
+      if (this.stopped) return;
+      const first = !this.baselined.has(sub);
+      const subStartedAt = clock.monotonic();
+      const top = await this.checkTop(sub, problems);
+      if (top === 'hung') return this.setProblems(problems);
+      if (top === 'dropped') continue;
+      if (top === 'outage') {
+        // Keep what was known under it: nothing is reported gone while the share is away.
+        this.keep(cycle, sub, sub);
+        continue;
+      }
+      const subFiles = await this.walkSubtree(cycle, sub);
+      if (cycle.hung) {
+        problems.push({ kind: 'hung', path: sub, message: `a folder listing under ${this.abs(sub)} made no progress for ${this.timeout() / 1000} s: the mount looks hung; nothing is reported until it answers` });
+        this.setProblems(problems);
+        return; // the snapshot is kept as it was: nothing reported, nothing deleted
+      }
+      files += subFiles;
+      bySubtree[sub] = { files: subFiles, ms: clock.monotonic() - subStartedAt };
+      if (first) {
+        // Baselined only when the cycle completes: a cycle cut short by a hang stores no snapshot.
+        learned.push(sub);
+        continue;
+      }
+      this.diff(sub, cycle.next, events, startedAt);
+    }
+    if (this.stopped) return;
+    this.snapshot = cycle.next;
+    for (const sub of learned) {
+      this.baselined.add(sub);
+      // What changed in it before this walk learned it: the engine walks it as a whole.
+      if (reportLearned) events.push(sub === '' ? { kind: 'raw', path: '', at: startedAt, reason: `the poller learned ${this.o.root} after the start's full pass: looking at it whole` } : { kind: 'addDir', path: sub, at: startedAt });
+    }
+    for (const e of events) this.o.emit(e);
+    this.endCycle({ startedAt, cpu0, entries: cycle.next.size, files, bySubtree });
+    this.setProblems(problems);
+  }
+
+  /**
+   * Sleeps after each slice so that CPU stays under the budget: a slice that used C ms of
+   * CPU must last C × 100 / budget ms. The time it already took counts: waiting on a slow
+   * mount or for a busy CPU is not added to the pause (it would stretch the cycle twice).
+   */
+  private budgetPacer(cpu0: number, startedAt: number): () => Promise<void> {
+    const clock = this.o.clock;
     let sliceCpu0 = cpu0;
     let sliceAt0 = startedAt;
     let sliceCalls = 0;
     /** While set, every worker waits: the pause after a slice holds the whole walk. */
     let gate: Promise<void> | undefined;
-    /**
-     * Sleeps after each slice so that CPU stays under the budget: a slice that used C ms of
-     * CPU must last C × 100 / budget ms. The time it already took counts: waiting on a slow
-     * mount or for a busy CPU is not added to the pause (it would stretch the cycle twice).
-     */
-    const pace = async (): Promise<void> => {
+    return async () => {
       while (gate) await gate;
       if (++sliceCalls < SLICE) return;
       sliceCalls = 0;
@@ -286,156 +342,139 @@ export class Poller {
         sliceAt0 = clock.monotonic();
       }
     };
+  }
 
-    const next = new Map<string, Seen>();
+  /** The entries of `sub` (or of `dir` below it) as last seen, kept: not seen is not gone. */
+  private keep(cycle: Cycle, sub: string, dir: string): void {
+    for (const [p, s] of this.snapshot) if (p !== dir && under(p, dir) && this.owner(p) === sub) cycle.next.set(p, s);
+  }
+
+  /**
+   * Is the subtree's top still the polled filesystem: 'ok'; 'outage' (unmounted, replaced,
+   * unreadable); 'hung' (its stat did not answer); 'dropped' (a folder polled for the watch
+   * limit, deleted: its event-watched parent reports it).
+   */
+  private async checkTop(sub: string, problems: PollProblem[]): Promise<'ok' | 'outage' | 'hung' | 'dropped'> {
+    try {
+      const top = await this.call(() => this.o.fs.lstat(this.abs(sub)));
+      const known = this.devOf.get(sub);
+      if (!top.isDirectory() || (known !== undefined && known !== top.dev)) {
+        problems.push({ kind: 'unmounted', path: sub, message: `${this.abs(sub)} is no longer the polled filesystem (unmounted or replaced): treated as an outage, nothing under it is reported deleted` });
+        return 'outage';
+      }
+      this.devOf.set(sub, top.dev);
+      return 'ok';
+    } catch (e) {
+      if (e instanceof Hung) {
+        problems.push({ kind: 'hung', path: sub, message: `stat of ${this.abs(sub)} did not answer within ${this.timeout() / 1000} s: the mount looks hung; nothing is reported until it answers` });
+        return 'hung';
+      }
+      if (!this.mountSubtrees.has(sub) && codeOf(e) === 'ENOENT') {
+        this.dropSubtree(sub);
+        return 'dropped';
+      }
+      problems.push({ kind: 'unmounted', path: sub, message: `${this.abs(sub)} cannot be read (${codeOf(e)}): treated as an outage, nothing under it is reported deleted` });
+      return 'outage';
+    }
+  }
+
+  /** Breadth-first over the subtree's folders, `concurrency` listings at once: the files seen. */
+  private async walkSubtree(cycle: Cycle, sub: string): Promise<number> {
+    const queue: string[] = [sub];
+    const limit = this.o.concurrency ?? 2;
     let files = 0;
-    const bySubtree: PollStats['bySubtree'] = {};
-    const events: RawEvent[] = [];
-    /** The entries of `sub` (or of `dir` below it) as last seen, kept: not seen is not gone. */
-    const keep = (sub: string, dir: string): void => {
-      for (const [p, s] of this.snapshot) if (p !== dir && under(p, dir) && this.owner(p) === sub) next.set(p, s);
-    };
-    for (const sub of [...this.subtrees].sort()) {
-      if (this.stopped) return;
-      const first = !this.baselined.has(sub);
-      const subStartedAt = clock.monotonic();
-      let subFiles = 0;
-      let subOk = true;
-      try {
-        const top = await this.call(() => this.o.fs.lstat(this.abs(sub)));
-        const known = this.devOf.get(sub);
-        if (!top.isDirectory() || (known !== undefined && known !== top.dev)) {
-          problems.push({ kind: 'unmounted', path: sub, message: `${this.abs(sub)} is no longer the polled filesystem (unmounted or replaced): treated as an outage, nothing under it is reported deleted` });
-          subOk = false;
-        } else {
-          this.devOf.set(sub, top.dev);
+    await new Promise<void>((resolve) => {
+      let running = 0;
+      const pump = (): void => {
+        while (!cycle.hung && !this.stopped && running < limit && queue.length > 0) {
+          const dir = queue.shift()!;
+          running++;
+          void this.visit(cycle, sub, dir, queue).then(
+            (n) => {
+              files += n;
+            },
+          ).finally(() => {
+            running--;
+            pump();
+          });
         }
-      } catch (e) {
-        if (e instanceof Hung) {
-          problems.push({ kind: 'hung', path: sub, message: `stat of ${this.abs(sub)} did not answer within ${this.timeout() / 1000} s: the mount looks hung; nothing is reported until it answers` });
-          this.setProblems(problems);
-          return;
-        }
-        if (!this.mountSubtrees.has(sub) && codeOf(e) === 'ENOENT') {
-          // A folder polled for the watch limit, deleted: its event-watched parent reports it.
-          this.dropSubtree(sub);
-          continue;
-        }
-        problems.push({ kind: 'unmounted', path: sub, message: `${this.abs(sub)} cannot be read (${codeOf(e)}): treated as an outage, nothing under it is reported deleted` });
-        subOk = false;
-      }
-      if (!subOk) {
-        // Keep what was known under it: nothing is reported gone while the share is away.
-        keep(sub, sub);
-        continue;
-      }
-
-      // Breadth-first over folders, `concurrency` listings at once.
-      const queue: string[] = [sub];
-      const limit = this.o.concurrency ?? 2;
-      let hung = false;
-      const visit = async (dir: string): Promise<void> => {
-        let listing: FolderListing;
-        try {
-          // One call per folder: its entries and its files' lstat (LocalFs.listFolder). Never
-          // through a link (an entry that is a link is not polled; a folder swapped for one
-          // since its parent was listed is gone from here). No signal: see call().
-          const progress = new ListingProgress();
-          listing = await this.call(() => this.o.fs.listFolder(this.abs(dir), { noFollow: true, progress }), progress);
-        } catch (e) {
-          if (e instanceof Hung) {
-            hung = true;
-            return;
-          }
-          const code = codeOf(e);
-          if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return; // gone since its parent was read
-          problems.push({ kind: code === 'EACCES' || code === 'EPERM' ? 'denied' : 'failed', path: dir, message: `cannot list ${this.abs(dir)} (${code}): its content is not polled; the rest is` });
-          keep(sub, dir);
-          return;
-        }
-        const { names, types, stats } = listing;
-        const filter = this.o.filter;
-        for (let i = 0; i < names.length; i++) {
-          if (hung || this.stopped) return;
-          const type = types[i];
-          // Links, FIFOs, sockets and devices are neither folders nor files to poll.
-          if (type !== ENTRY_DIR && type !== ENTRY_FILE) continue;
-          const rel = joinRel(dir, names[i]!);
-          const isDir = type === ENTRY_DIR;
-          if (!filter(rel, isDir)) continue;
-          await pace();
-          if (isDir) {
-            // A subtree of its own (a mount inside this one) is walked on its own.
-            if (!this.subtrees.has(rel)) queue.push(rel);
-            next.set(rel, FOLDER);
-            continue;
-          }
-          const o = i * STAT_FIELDS;
-          const size = stats[o + STAT_SIZE]!;
-          if (size >= 0) {
-            subFiles++;
-            const ctimeMs = stats[o + STAT_CTIME]!;
-            next.set(rel, { dev: stats[o + STAT_DEV]!, ino: stats[o + STAT_INO]!, size, mtimeMs: stats[o + STAT_MTIME]!, ctimeMs: Number.isNaN(ctimeMs) ? 0 : ctimeMs, isDir: false });
-          } else if (size === STAT_FAILED) {
-            // Unreadable is not gone: it (and, were it a folder when last seen, what it held) is kept as last seen.
-            const old = this.snapshot.get(rel);
-            if (old) {
-              next.set(rel, old);
-              if (old.isDir) keep(sub, rel);
-            }
-          }
-          // STAT_GONE (deleted since listed) and STAT_OTHER_TYPE (no longer a regular file):
-          // not there as a file now.
-        }
+        if (running === 0 && (queue.length === 0 || cycle.hung || this.stopped)) resolve();
       };
-      await new Promise<void>((resolve) => {
-        let running = 0;
-        const pump = (): void => {
-          while (!hung && !this.stopped && running < limit && queue.length > 0) {
-            const dir = queue.shift()!;
-            running++;
-            void visit(dir).finally(() => {
-              running--;
-              pump();
-            });
-          }
-          if (running === 0 && (queue.length === 0 || hung || this.stopped)) resolve();
-        };
-        pump();
-      });
-      if (hung) {
-        problems.push({ kind: 'hung', path: sub, message: `a folder listing under ${this.abs(sub)} made no progress for ${this.timeout() / 1000} s: the mount looks hung; nothing is reported until it answers` });
-        this.setProblems(problems);
-        return; // the snapshot is kept as it was: nothing reported, nothing deleted
+      pump();
+    });
+    return files;
+  }
+
+  /** One folder of `sub`: its entries into the cycle's snapshot, its subfolders onto `queue`; the files seen. */
+  private async visit(cycle: Cycle, sub: string, dir: string, queue: string[]): Promise<number> {
+    let listing: FolderListing;
+    try {
+      // One call per folder: its entries and its files' lstat (LocalFs.listFolder). Never
+      // through a link (an entry that is a link is not polled; a folder swapped for one
+      // since its parent was listed is gone from here). No signal: see call().
+      const progress = new ListingProgress();
+      listing = await this.call(() => this.o.fs.listFolder(this.abs(dir), { noFollow: true, progress }), progress);
+    } catch (e) {
+      if (e instanceof Hung) {
+        cycle.hung = true;
+        return 0;
       }
-      files += subFiles;
-      bySubtree[sub] = { files: subFiles, ms: clock.monotonic() - subStartedAt };
-      if (first) {
-        // Baselined only when the cycle completes: a cycle cut short by a hang stores no snapshot.
-        learned.push(sub);
+      const code = codeOf(e);
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return 0; // gone since its parent was read
+      cycle.problems.push({ kind: code === 'EACCES' || code === 'EPERM' ? 'denied' : 'failed', path: dir, message: `cannot list ${this.abs(dir)} (${code}): its content is not polled; the rest is` });
+      this.keep(cycle, sub, dir);
+      return 0;
+    }
+    const { names, types, stats } = listing;
+    const { next } = cycle;
+    let files = 0;
+    for (let i = 0; i < names.length; i++) {
+      if (cycle.hung || this.stopped) return files;
+      const type = types[i];
+      // Links, FIFOs, sockets and devices are neither folders nor files to poll.
+      if (type !== ENTRY_DIR && type !== ENTRY_FILE) continue;
+      const rel = joinRel(dir, names[i]!);
+      const isDir = type === ENTRY_DIR;
+      if (!this.o.filter(rel, isDir)) continue;
+      await cycle.pace();
+      if (isDir) {
+        // A subtree of its own (a mount inside this one) is walked on its own.
+        if (!this.subtrees.has(rel)) queue.push(rel);
+        next.set(rel, FOLDER);
         continue;
       }
-      this.diff(sub, next, events, startedAt);
+      const o = i * STAT_FIELDS;
+      const size = stats[o + STAT_SIZE]!;
+      if (size >= 0) {
+        files++;
+        const ctimeMs = stats[o + STAT_CTIME]!;
+        next.set(rel, { dev: stats[o + STAT_DEV]!, ino: stats[o + STAT_INO]!, size, mtimeMs: stats[o + STAT_MTIME]!, ctimeMs: Number.isNaN(ctimeMs) ? 0 : ctimeMs, isDir: false });
+      } else if (size === STAT_FAILED) {
+        // Unreadable is not gone: it (and, were it a folder when last seen, what it held) is kept as last seen.
+        const old = this.snapshot.get(rel);
+        if (old) {
+          next.set(rel, old);
+          if (old.isDir) this.keep(cycle, sub, rel);
+        }
+      }
+      // STAT_GONE (deleted since listed) and STAT_OTHER_TYPE (no longer a regular file):
+      // not there as a file now.
     }
-    if (this.stopped) return;
-    this.snapshot = next;
-    for (const sub of learned) {
-      this.baselined.add(sub);
-      // What changed in it before this walk learned it: the engine walks it as a whole.
-      if (reportLearned) events.push(sub === '' ? { kind: 'raw', path: '', at: startedAt, reason: `the poller learned ${this.o.root} after the start's full pass: looking at it whole` } : { kind: 'addDir', path: sub, at: startedAt });
-    }
-    for (const e of events) this.o.emit(e);
-    const end = clock.monotonic();
+    return files;
+  }
+
+  /** A complete cycle's figures into the stats. */
+  private endCycle(c: { startedAt: number; cpu0: number; entries: number; files: number; bySubtree: PollStats['bySubtree'] }): void {
+    const end = this.o.clock.monotonic();
     this.stats.cycles++;
-    this.stats.lastEntries = next.size;
-    this.stats.lastFiles = files;
-    this.stats.bySubtree = bySubtree;
-    this.stats.achievedIntervalMs = this.lastStart === undefined ? undefined : startedAt - this.lastStart;
-    this.lastStart = startedAt;
-    this.stats.lastCycleMs = end - startedAt;
+    this.stats.lastEntries = c.entries;
+    this.stats.lastFiles = c.files;
+    this.stats.bySubtree = c.bySubtree;
+    this.stats.achievedIntervalMs = this.lastStart === undefined ? undefined : c.startedAt - this.lastStart;
+    this.lastStart = c.startedAt;
+    this.stats.lastCycleMs = end - c.startedAt;
     this.stats.lastCycleEndedAt = end;
-    this.stats.lastCycleCpuMs = this.o.cpuMs() - cpu0;
-    this.setProblems(problems);
+    this.stats.lastCycleCpuMs = this.o.cpuMs() - c.cpu0;
   }
 
   private lastStart: number | undefined;

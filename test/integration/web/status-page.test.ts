@@ -218,6 +218,23 @@ describe('the status page in a real browser', () => {
     await waitFor(async () => (await docs()) === 4, { timeout: 60_000, what: 'the 16 confirmed deletions' });
   });
 
+  it('shows each error\'s stable code beside its prose, in /status too, and filters the problems by it (issue 38.6)', async () => {
+    const refused = page.locator('#problems .problem[data-code="E_UNSUPPORTED_TYPE"]');
+    await expect.poll(() => refused.count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    expect(await refused.first().innerText()).toMatch(/E_UNSUPPORTED_TYPE[\s\S]*floor-plan\.dwg/);
+    const policiesStatus = (await daemon.status()).mappings.find((m) => m.id === 'policies')!;
+    expect(policiesStatus.recentErrors.find((e) => e.path === 'floor-plan.dwg')?.code).toBe('E_UNSUPPORTED_TYPE');
+    // The pass the mass-delete guard stopped is a problem without a code: the filter hides it.
+    const recent = page.locator('#problems .problem:has(.time)');
+    await expect.poll(() => recent.allInnerTexts(), { timeout: 15_000 }).toContainEqual(expect.stringMatching(/archive · pass stopped/));
+    await page.selectOption('#f-code', 'E_UNSUPPORTED_TYPE');
+    const shown = await recent.allInnerTexts();
+    expect(shown.length).toBeGreaterThan(0);
+    expect(shown.filter((t) => !t.includes('E_UNSUPPORTED_TYPE'))).toEqual([]);
+    await page.selectOption('#f-code', '');
+    expect(await recent.allInnerTexts()).toContainEqual(expect.stringMatching(/archive · pass stopped/));
+  });
+
   it('loads nothing from elsewhere, logs no console error, fits in 200 KB and on a phone', async () => {
     await ws.write('welcome.md', '# Welcome\nStart here. Updated.\n');
     await page.waitForSelector('#activity td.path:text-is("welcome.md")', { timeout: 15_000 });

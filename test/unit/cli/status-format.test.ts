@@ -21,9 +21,9 @@ import {
   runStatus,
   stateExitCode,
   stateFileReport,
-  statusUrl,
   type DaemonProbe,
 } from '../../../src/cli/status.js';
+import { statusUrl } from '../../../src/cli/daemon-link.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const ago = (ms: number): string => new Date(NOW - ms).toISOString();

@@ -20,6 +20,20 @@ describe('DaemonHistory', () => {
     expect(seen).toEqual(['activity', 'activity', 'problem']);
   });
 
+  it('keeps each failure\'s stable code beside its message, for the page to filter by (issue 38.6)', () => {
+    const c = new FakeClock(T0);
+    const h = new DaemonHistory(() => c.now());
+    const refused = Object.assign(new Error('HTTP 415 unsupported type'), { code: 'E_UNSUPPORTED_TYPE' });
+    h.onOp('docs', { kind: 'upload', path: 'b.bin', outcome: 'rejected', error: refused }, undefined);
+    h.onOp('docs', { kind: 'delete', path: 'c.txt', outcome: 'failed', error: new Error('no code') }, undefined);
+    const s = h.snapshot();
+    expect(s.activity.map((e) => e.item.code)).toEqual([undefined, 'E_UNSUPPORTED_TYPE']);
+    expect(s.problems.map((p) => [p.path, p.code])).toEqual([
+      ['c.txt', undefined],
+      ['b.bin', 'E_UNSUPPORTED_TYPE'],
+    ]);
+  });
+
   it('saves and restores the feed, the problems and the hour of chart points across a restart (issue 25.1)', () => {
     const c = new FakeClock(T0);
     const before = new DaemonHistory(() => c.now());
@@ -52,8 +66,8 @@ describe('DaemonHistory', () => {
     const c = new FakeClock(T0);
     const h = new DaemonHistory(() => c.now());
     h.onOp('m', { kind: 'upload', path: 'a', outcome: 'done' }, 100);
-    h.onPacer({ type: 'response', attempt: 1, ms: 5, ok: false, status: 429, method: 'POST', route: 'x' } as never);
-    h.onPacer({ type: 'retry', attempt: 1, delayMs: 10, code: 'E_THROTTLED', method: 'POST', route: 'x' } as never);
+    h.onRequest('throttled');
+    h.onRequest('retried');
     c.tick(35_000);
     h.onOp('m', { kind: 'delete', path: 'a', outcome: 'failed', error: new Error('boom') }, undefined);
     const pts = h.chart();
