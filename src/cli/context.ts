@@ -131,7 +131,7 @@ export function isNotFound(err: unknown): boolean {
 
 /** A 404 turned into a message naming what was looked for (exit 1). */
 export function notFound(message: string): CliError {
-  return new CliError(message, ExitCode.FAILURE);
+  return new CliError(message);
 }
 
 /**

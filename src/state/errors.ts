@@ -3,10 +3,11 @@
  * message; messages name the file and say what the operator can do.
  */
 
+import type { ErrorCode } from '../errors/codes.js';
 import { errnoOf } from '../errors/errno.js';
 import { FORMAT_RELEASES, RETIRED_FORMATS_LAST_READ_BY } from './schema.js';
 
-export type StateErrorCode = 'E_STATE_CORRUPT' | 'E_STATE_NEWER' | 'E_STATE_RETIRED' | 'E_STATE_LOCKED' | 'E_STATE_WRITE';
+export type StateErrorCode = Extract<ErrorCode, `E_STATE_${string}`>;
 
 export abstract class StateError extends Error {
   abstract readonly code: StateErrorCode;
@@ -29,7 +30,7 @@ export class StateCorruptError extends StateError {
   constructor(file: string, detail: string, options?: { cause?: unknown }) {
     super(
       file,
-      `state file ${file} is corrupt (${detail}); move it aside or start with onCorrupt 'reset' to rebuild the state from the service`,
+      `state file ${file} is corrupt (${detail}); the next "dssync sync" or "dssync run" moves it aside and rebuilds the state from the service`,
       options,
     );
     this.detail = detail;
@@ -104,6 +105,20 @@ export class StateLockedError extends StateError {
         (startedAt ? ` (since ${startedAt})` : '') +
         `; ${reason}`,
     );
+  }
+}
+
+/** Reading the state file failed (permission, I/O): its errno is kept. */
+export class StateReadError extends StateError {
+  override readonly name = 'StateReadError';
+  readonly code = 'E_STATE_READ' as const;
+  readonly errno: string | undefined;
+
+  constructor(file: string, cause: unknown) {
+    const errno = errnoOf(cause);
+    const denied = errno === 'EACCES' || errno === 'EPERM' ? '; run as the user dssync runs as, or root' : '';
+    super(file, `cannot read state file ${file}: ${cause instanceof Error ? cause.message : String(cause)}${denied}`, { cause });
+    this.errno = errno;
   }
 }
 

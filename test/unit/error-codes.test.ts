@@ -20,7 +20,7 @@ import { disposition } from '../../src/errors/disposition.js';
 import { IgnoreFileError } from '../../src/local/filters.js';
 import { FileAccessError, FileChangedError, FileReadError, FileTooLargeError, FileVanishedError, LocalFileError, NotRegularFileError, OutsideFolderError } from '../../src/local/errors.js';
 import { WatchError } from '../../src/local/watcher.js';
-import { StateCorruptError, StateFormatRetiredError, StateLockedError, StateVersionError, StateWriteError } from '../../src/state/errors.js';
+import { StateCorruptError, StateFormatRetiredError, StateLockedError, StateReadError, StateVersionError, StateWriteError } from '../../src/state/errors.js';
 
 /**
  * One instance of each class. Families whose code is per instance say so: ApiError (the
@@ -46,6 +46,7 @@ const samples: Record<string, { error: Error; family?: true }> = {
   StateFormatRetiredError: { error: new StateFormatRetiredError('/s') },
   StateLockedError: { error: new StateLockedError('/s.lock', 1, 'h', undefined, 'alive') },
   StateWriteError: { error: new StateWriteError('/s', new Error('x')) },
+  StateReadError: { error: new StateReadError('/s', Object.assign(new Error('x'), { code: 'EACCES' })) },
   IgnoreFileError: { error: new IgnoreFileError('/i', 'EACCES', 'x'), family: true },
   WatchError: { error: new WatchError('root-gone', '/r', 'x', true), family: true },
   LocalFileError: { error: new LocalFileError('/f', 'EIO', 'x'), family: true },
@@ -109,7 +110,7 @@ describe('error codes (issue 27.2)', () => {
     expect(exit('StateCorruptError')).toBe(2);
     expect(exit('CredentialsRefusedError')).toBe(3);
     expect(exit('SecretFileError')).toBe(2);
-    expect(disposition(new CliError('x', 3)).exitCode).toBe(3);
+    expect(disposition(new CliError('x', 'E_USAGE')).exitCode).toBe(2);
   });
 
   it('a class is never classified by its name: an error that only borrows one is unexpected', () => {

@@ -50,7 +50,6 @@ describe('disposition (one decision for every error, issue 9)', () => {
     expect(isRefusedForFile('E_PAYLOAD_TOO_LARGE')).toBe(true);
     expect(isRefusedForFile('E_UNSUPPORTED_TYPE')).toBe(true);
     expect(isRefusedForFile('E_SERVER')).toBe(false);
-    expect(isRefusedForFile('E_AMBIGUOUS')).toBe(false);
   });
 
   it('a failure recorded in a pass report ({ code, status }) decides as the error it records', () => {
@@ -62,7 +61,7 @@ describe('disposition (one decision for every error, issue 9)', () => {
   });
 
   it('a lost answer is settled by a listing (no back-off), recorded or not; other retries are not', () => {
-    expect(disposition({ code: 'E_AMBIGUOUS' }, 'file').settledByListing).toBe(true);
+    expect(disposition({ code: 'E_CONNECTION', ambiguous: true }, 'file').settledByListing).toBe(true);
     expect(disposition(api('E_CONNECTION', undefined, { ambiguous: true }), 'file').settledByListing).toBe(true);
     expect(disposition(api('E_SERVER', 503), 'file').settledByListing).toBeUndefined();
   });
