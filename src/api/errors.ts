@@ -145,8 +145,7 @@ export function apiErrorWith(e: ApiError, patch: Partial<Omit<ApiErrorOptions, '
 
 /**
  * A 400 to a GET: dssync's GETs carry no body, only headers and the paging it builds, so the
- * service is refusing a header, most likely the organization's (issue 25.3: the advice was
- * about baseUrl and tls.caFile). The message names the header sent and the settings.
+ * service is refusing a header, most likely the organization's. The message names the header sent and the settings.
  */
 export function headerRefusedError(e: ApiError, organizationHeader: string): ApiError {
   if (e.advice !== undefined) return e;

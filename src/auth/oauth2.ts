@@ -191,7 +191,7 @@ export class OAuth2TokenProvider extends RenewingProvider {
     return new ApiError({ code: 'E_BAD_RESPONSE', path, retryable: true, cause: e, message: `${where} did not answer with a token: ${preview(e instanceof Error ? e.message : String(e), 200)}${typeof code === 'string' ? ` (${code})` : ''}` });
   }
 
-  /** The settings to look at for a grant error (issue 25.3): never the token's. */
+  /** The settings to look at for a grant error: never the token's. */
   private advice(error: string): string {
     const secret = this.s.clientSecret
       ? `the client secret (from ${this.s.clientSecret.describe})`

@@ -91,7 +91,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   // replaces the per-document log lines.
   const progress = new ProgressLine(process.stderr, realClock);
   // On a terminal: one readable line per event, and none about a single file, which the
-  // summary names anyway (issue 14.14), unless a log level was asked for. JSON lines otherwise.
+  // summary names anyway, unless a log level was asked for. JSON lines otherwise.
   const quiet = progress.enabled && !env.DSSYNC_LOG_LEVEL && !args.logLevel;
   const logger = createLogger({
     level: quiet ? 'warn' : config.logLevel,

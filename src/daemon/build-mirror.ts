@@ -95,7 +95,7 @@ export function wouldCreateId(name: string | undefined): string {
 }
 
 /**
- * The state records this mapping with another folder (issue 23, defect 2b): two configs
+ * The state records this mapping with another folder: two configs
  * sharing one state file, or a real move. Never switched silently.
  */
 export class FolderChangedError extends Error {
@@ -119,7 +119,7 @@ export async function folderChangeProblem(statePath: string, mappingId: string, 
   );
 }
 
-/** Two mappings of one config writing into one data source: refused (issue 9, defect 6). */
+/** Two mappings of one config writing into one data source: refused. */
 export class SharedDataSourceError extends Error {
   override readonly name = 'SharedDataSourceError';
   /** Stable, for disposition() (errors/disposition.ts). */

@@ -53,14 +53,6 @@ export function disposition(e: unknown, scope: ErrorScope = 'mapping'): Disposit
   return d(entry.kind, entry.exit, entry.file === 'refusedForFile' ? `${entry.reason}${status}` : entry.reason);
 }
 
-/**
- * The same decision for a failure already recorded in a pass report (code only): true when
- * the file is set aside until it changes rather than retried.
- */
-export function isRefusedForFile(code: string): boolean {
-  return disposition({ code }, 'file').kind === 'refusedForFile';
-}
-
 function d(kind: DispositionKind, exitCode: DispositionExit, reason: string): Disposition {
   return { kind, exitCode, reason };
 }

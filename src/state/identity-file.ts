@@ -81,11 +81,6 @@ export async function writeIdentityFile(fs: StateFs, path: string, text: string)
   await writeFileAtomic(fs, path, [Buffer.from(text, 'utf8')]);
 }
 
-/** The identity part of a record, as the state keeps it. */
-export function identityOf(record: IdentityRecord): StateIdentity {
-  return { installationId: record.installationId, origin: record.origin, formerIds: [...record.formerIds] };
-}
-
 /**
  * The ops that restore what the record keeps and the state lacks: the identity, each
  * missing mapping (data source, folder, name) and the writer sessions the state does not
