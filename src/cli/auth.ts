@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { configFromArgs, oneShotReach } from './context.js';
-import { CliError, ExitCode, usageError } from './exit.js';
+import { CliError, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { prompter } from './prompter.js';
 

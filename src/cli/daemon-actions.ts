@@ -15,7 +15,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
 import { parseDaemonStatus, type DaemonStatus } from '../daemon/status-schema.js';
-import { CliError, ExitCode, usageError } from './exit.js';
+import { CliError, usageError } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson } from './output.js';
 import { configMismatch, DAEMON_TIMEOUT_MS, readDaemonToken, statusUrl } from './status.js';

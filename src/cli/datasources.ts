@@ -17,7 +17,7 @@ import {
   type CliContext,
 } from './context.js';
 import { askOnTerminal } from './confirm.js';
-import { CliError, ExitCode, usageError } from './exit.js';
+import { CliError, usageError } from './exit.js';
 import { wideOption, type GlobalArgs } from './options.js';
 import {
   formatDataSource,

@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { readIfExists, writeFileAtomic, type StateFs } from './atomic-file.js';
 import { parseJsonFile } from './json-file.js';
 import type { StateOp } from './ops.js';
-import type { StateFile, StateIdentity } from './schema.js';
+import type { StateFile } from './schema.js';
 
 export function identityPathOf(statePath: string): string {
   return `${statePath}.identity.json`;
