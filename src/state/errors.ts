@@ -18,6 +18,11 @@ export abstract class StateError extends Error {
     super(message, options);
     this.file = file;
   }
+
+  /** The errno of the cause when there is one (ENOSPC, EACCES, EROFS...). */
+  get errno(): string | undefined {
+    return errnoOf(this.cause);
+  }
 }
 
 /** The state file is not JSON, is truncated, or does not have the expected shape. */
@@ -108,17 +113,14 @@ export class StateLockedError extends StateError {
   }
 }
 
-/** Reading the state file failed (permission, I/O): its errno is kept. */
+/** Reading the state file failed (permission, I/O). */
 export class StateReadError extends StateError {
   override readonly name = 'StateReadError';
   readonly code = 'E_STATE_READ' as const;
-  readonly errno: string | undefined;
 
   constructor(file: string, cause: unknown) {
-    const errno = errnoOf(cause);
-    const denied = errno === 'EACCES' || errno === 'EPERM' ? '; run as the user dssync runs as, or root' : '';
+    const denied = errnoOf(cause) === 'EACCES' || errnoOf(cause) === 'EPERM' ? '; run as the user dssync runs as, or root' : '';
     super(file, `cannot read state file ${file}: ${cause instanceof Error ? cause.message : String(cause)}${denied}`, { cause });
-    this.errno = errno;
   }
 }
 
@@ -126,16 +128,9 @@ export class StateReadError extends StateError {
 export class StateWriteError extends StateError {
   override readonly name = 'StateWriteError';
   readonly code = 'E_STATE_WRITE' as const;
-  /** errno code of the cause when there is one (ENOSPC, EACCES, EROFS...). */
-  readonly errno: string | undefined;
 
   constructor(file: string, cause: unknown) {
-    const errno = errnoOf(cause);
-    const why = cause instanceof Error ? cause.message : String(cause);
-    super(file, `could not write state file ${file}: ${why} (the previous state file is intact; the write will be retried)`, {
-      cause,
-    });
-    this.errno = errno;
+    super(file, `could not write state file ${file}: ${cause instanceof Error ? cause.message : String(cause)} (the previous state file is intact; the write will be retried)`, { cause });
   }
 }
 
