@@ -8,10 +8,19 @@ import { connectProblem, isApiError } from '../api/errors.js';
 import type { ErrorCode } from '../errors/codes.js';
 import { disposition } from '../errors/disposition.js';
 import { scrub } from '../secrets.js';
-import { ExitCode } from './exit-codes.js';
 import { fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 
-export { ExitCode } from './exit-codes.js';
+/** Exit codes of the public interface (DESIGN §6; docs/cli.md, "Exit codes"). */
+export const ExitCode = {
+  OK: 0,
+  /** Some work could not be done (service error, not found, file failures). */
+  FAILURE: 1,
+  /** Usage or configuration error. */
+  USAGE: 2,
+  /** The service refused the credentials (401/403). */
+  AUTH: 3,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
 /** A command's own error: its code (the registry, errors/codes.ts) gives the exit code. */
 export class CliError extends Error {
