@@ -152,10 +152,7 @@ export async function runCoverage(args: StatusArgs, deps: Pick<StatusDeps, 'out'
   const out = deps.out ?? ((t: string) => void process.stdout.write(t));
   const settings = loadSettings({ file: args.config, env: deps.env ?? process.env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
   const mappings = settings.mappings.filter((m) => args.mapping === undefined || m.id === args.mapping);
-  if (mappings.length === 0) {
-    process.stderr.write(args.mapping === undefined ? 'dssync status --coverage: the config has no mappings\n' : `dssync status --coverage: no mapping ${JSON.stringify(args.mapping)} in the config\n`);
-    return ExitCode.USAGE;
-  }
+  if (mappings.length === 0) throw usageError(args.mapping === undefined ? 'status --coverage: the config has no mappings' : `status --coverage: no mapping ${JSON.stringify(args.mapping)} in the config`);
   const state = await readState(settings.statePath, deps.readState);
   const coverage: MappingCoverage[] = [];
   const { mappingCoverage } = await import('../daemon/coverage.js');
