@@ -48,6 +48,18 @@ const layerRules = Object.entries(layers).map(([folder, banned]) => ({
 }));
 
 /**
+ * The root modules of src/ (the logger, printable text, Unicode names, secrets, test hooks, a
+ * check's result) are leaves every folder may import: they import no dssync folder.
+ */
+const rootFolders = [...Object.keys(layers), 'cli'];
+const rootRule = {
+  files: ['src/*.ts'],
+  rules: {
+    'no-restricted-imports': ['error', { patterns: [{ group: rootFolders.map((f) => `./${f}/*`), message: 'a root module of src/ must not import a dssync folder (CONTRIBUTING.md, "Folders")' }] }],
+  },
+};
+
+/**
  * The two packages (CONTRIBUTING.md, "Packages"). The daemon's src/ reaches the emulator only
  * by a dynamic import in src/cli/emulator-package.ts (type imports are erased, so they are
  * allowed); the emulator imports nothing of the daemon, by path or by name: it stands alone
@@ -111,5 +123,6 @@ export default tseslint.config(
     rules: { 'max-lines-per-function': ['error', { max: 150, skipBlankLines: true, skipComments: true, IIFEs: true }] },
   },
   ...layerRules,
+  rootRule,
   ...packageRules,
 );

@@ -99,14 +99,3 @@ export function scrub(text: string): string {
   for (const s of ordered) if (out.includes(s)) out = out.split(s).join(REDACTED);
   return out;
 }
-
-/** Whether `text` holds a registered secret (tests and assertions). */
-export function holdsSecret(text: string): boolean {
-  return scrub(text) !== text;
-}
-
-/** Forgets every secret: tests only. */
-export function forgetSecretsForTests(): void {
-  secrets.clear();
-  ordered = [];
-}

@@ -6,52 +6,11 @@
  * secret the process knows is scrubbed from them as they are made (src/secrets.ts), since a
  * message may quote a service answer that echoes the Authorization header (issue 24.5).
  */
+import type { ErrorCode } from '../errors/codes.js';
 import { scrub } from '../secrets.js';
 
-export type ApiErrorCode =
-  /** 400 / 422: the service rejected the request as malformed. */
-  | 'E_BAD_REQUEST'
-  /** 401: the token was refused. Never retried. */
-  | 'E_UNAUTHORIZED'
-  /** The token's source (OAuth2 endpoint, token command) refused the credentials: CredentialsRefusedError. */
-  | 'E_AUTH_REFUSED'
-  /** 403: the token is valid but not allowed (or the organization is unknown). Never retried. */
-  | 'E_FORBIDDEN'
-  /** 404: the data source, document or chunk does not exist. */
-  | 'E_NOT_FOUND'
-  /** 409: conflicting state on the service. */
-  | 'E_CONFLICT'
-  /** 413: the file (or request) is too large for the service. */
-  | 'E_PAYLOAD_TOO_LARGE'
-  /** 415: the service cannot ingest this type of file. */
-  | 'E_UNSUPPORTED_TYPE'
-  /** The file's converter to Markdown could not read it (api/upload.ts, convert/). */
-  | 'E_CONVERT_FAILED'
-  /** 429: rate limited. */
-  | 'E_RATE_LIMITED'
-  /** 408 / 5xx: the service failed; worth retrying. */
-  | 'E_SERVER'
-  /** Any other 4xx. */
-  | 'E_HTTP'
-  /** Connect / header / body timeout. */
-  | 'E_TIMEOUT'
-  /** Connection refused, reset or closed before an answer. */
-  | 'E_CONNECTION'
-  /** A 2xx answer whose body could not be understood (not JSON, unexpected shape). */
-  | 'E_BAD_RESPONSE'
-  /** A listing held more documents than its caller's bound (a hostile or broken service's endless pages). */
-  | 'E_LIST_TOO_LONG'
-  /** A local file changed or vanished while it was being sent. */
-  | 'E_FILE_CHANGED'
-  /** The request was aborted by the caller (shutdown). */
-  | 'E_ABORTED'
-  /**
-   * baseUrl does not lead to the service's interface: the service has no such route (a 404
-   * that even the list of data sources gets), or the server does not speak TLS to https://.
-   */
-  | 'E_WRONG_ADDRESS'
-  /** A 400 to a request without a body: the service refuses a header, the organization's (a configuration error). */
-  | 'E_HEADER_REFUSED';
+/** The codes an ApiError carries: the registry's (errors/codes.ts says what each means). */
+export type ApiErrorCode = ErrorCode;
 
 export interface ApiErrorOptions {
   code: ApiErrorCode;
@@ -186,8 +145,7 @@ export function apiErrorWith(e: ApiError, patch: Partial<Omit<ApiErrorOptions, '
 
 /**
  * A 400 to a GET: dssync's GETs carry no body, only headers and the paging it builds, so the
- * service is refusing a header, most likely the organization's (issue 25.3: the advice was
- * about baseUrl and tls.caFile). The message names the header sent and the settings.
+ * service is refusing a header, most likely the organization's. The message names the header sent and the settings.
  */
 export function headerRefusedError(e: ApiError, organizationHeader: string): ApiError {
   if (e.advice !== undefined) return e;

@@ -1,8 +1,8 @@
 /**
  * `auth.type: "oauth2"`: access tokens from an OAuth2 / OpenID Connect token endpoint
  * (Keycloak for Wikit Semantics), through openid-client (LIBRARIES.md: a well-kept client
- * rather than hand-made requests). Its HTTP goes through undici with our TLS settings
- * (tls.caFile), client authentication is HTTP Basic (RFC 6749 §2.3.1) unless the server's
+ * rather than hand-made requests). Its HTTP goes through the client's undici dispatcher (TLS
+ * settings, timeouts) and the transport's one error mapping (api/http.ts), client authentication is HTTP Basic (RFC 6749 §2.3.1) unless the server's
  * discovery document offers only client_secret_post, and a refresh token, when one was
  * given, is used before the grant itself.
  */
@@ -10,7 +10,8 @@ import { chmodSync, closeSync, constants, fsyncSync, openSync, renameSync, write
 import { dirname } from 'node:path';
 import type * as Oidc from 'openid-client';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
-import { ApiError } from '../api/errors.js';
+import { ApiError, apiErrorWith } from '../api/errors.js';
+import { transportError } from '../api/http.js';
 import { preview } from '../api/decode.js';
 import { registerBasicCredential, registerSecret } from '../secrets.js';
 import { CredentialsRefusedError, RenewingProvider, type ObtainedToken, type RenewingOptions } from './renewing.js';
@@ -20,10 +21,8 @@ import type { ResolvedAuth } from './settings.js';
 type OAuth2Settings = Extract<ResolvedAuth, { type: 'oauth2' }>;
 
 export interface OAuth2Options extends RenewingOptions {
-  /** Carries our TLS settings (CA, verification on); the provider does not close it. */
+  /** The client's dispatcher (api/http.ts createAgent): its TLS settings and timeouts; the provider does not close it. */
   dispatcher: Dispatcher;
-  /** Per token request. Default 30 s. */
-  timeoutMs?: number | undefined;
 }
 
 /**
@@ -171,9 +170,9 @@ export class OAuth2TokenProvider extends RenewingProvider {
 
   private translate(e: unknown, path: string): ApiError {
     const where = `the token endpoint ${this.s.tokenUrl}`;
-    if (e instanceof ApiError) return e;
-    // openid-client wraps what our fetch threw ("something went wrong"): ours says what.
-    if ((e as { cause?: unknown } | undefined)?.cause instanceof ApiError) return (e as { cause: ApiError }).cause;
+    // What our fetch threw (the transport's one mapping, api/http.ts), maybe wrapped by openid-client.
+    const transport = e instanceof ApiError ? e : (e as { cause?: unknown } | undefined)?.cause;
+    if (transport instanceof ApiError) return transport.status === undefined ? apiErrorWith(transport, { message: `${where}: ${transport.message}`, advice: 'check "auth.tokenUrl" and the network' }) : transport;
     if (e instanceof oidc.ResponseBodyError) {
       const what = `${e.error}${e.error_description ? `: ${preview(e.error_description, 200)}` : ''}`;
       if (REFUSED.has(e.error) || e.status === 401) {
@@ -187,22 +186,12 @@ export class OAuth2TokenProvider extends RenewingProvider {
       const what = ch ? `${ch.parameters.error ?? ch.scheme}${ch.parameters.error_description ? `: ${preview(ch.parameters.error_description, 200)}` : ''}` : 'refused';
       return new CredentialsRefusedError(`credentials refused by ${where} for ${this.account}: ${what} (HTTP ${e.status})`, { path, cause: e, advice: this.advice(ch?.parameters.error ?? 'invalid_client') });
     }
-    const err = e as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } };
-    const code = err.code ?? err.cause?.code;
-    if (err.name === 'AbortError' || err.name === 'TimeoutError' || code === 'E_ABORTED') {
-      return new ApiError({ code: 'E_TIMEOUT', path, retryable: true, message: `${where}: no answer within ${this.timeoutMs() / 1000} s` });
-    }
-    if (code === 'OAUTH_RESPONSE_IS_NOT_JSON' || code === 'OAUTH_PARSE_ERROR' || code === 'OAUTH_INVALID_RESPONSE' || code === 'OAUTH_RESPONSE_IS_NOT_CONFORM') {
-      return new ApiError({ code: 'E_BAD_RESPONSE', path, retryable: true, message: `${where} did not answer with a token: ${preview(err.message ?? '', 200)}` });
-    }
-    if (typeof err.message === 'string' && /fetch failed/i.test(err.message)) {
-      const why = err.cause?.code ?? err.cause?.message ?? 'connection failed';
-      return new ApiError({ code: 'E_CONNECTION', path, retryable: true, message: `${where} cannot be reached (${why}); check "auth.tokenUrl" and the network` });
-    }
-    return new ApiError({ code: 'E_BAD_RESPONSE', path, retryable: true, message: `${where}: ${preview(err.message ?? String(e), 200)}${code ? ` (${code})` : ''}` });
+    // openid-client's own checks of the answer (not JSON, not a token answer...).
+    const code = (e as { code?: unknown }).code;
+    return new ApiError({ code: 'E_BAD_RESPONSE', path, retryable: true, cause: e, message: `${where} did not answer with a token: ${preview(e instanceof Error ? e.message : String(e), 200)}${typeof code === 'string' ? ` (${code})` : ''}` });
   }
 
-  /** The settings to look at for a grant error (issue 25.3): never the token's. */
+  /** The settings to look at for a grant error: never the token's. */
   private advice(error: string): string {
     const secret = this.s.clientSecret
       ? `the client secret (from ${this.s.clientSecret.describe})`
@@ -219,10 +208,6 @@ export class OAuth2TokenProvider extends RenewingProvider {
       case 'refresh_token':
         return `Run "dssync auth login" again: the refresh token it stored in ${this.s.refreshTokenFile} is no longer accepted.`;
     }
-  }
-
-  private timeoutMs(): number {
-    return this.o.timeoutMs ?? 30_000;
   }
 
   /** Built once: discovery (when the server has it) decides the client authentication. */
@@ -284,21 +269,30 @@ export class OAuth2TokenProvider extends RenewingProvider {
     }
   }
 
+  /** Every request of openid-client goes through the client's dispatcher, its failures through the transport's one mapping. */
   private fetcher(): Oidc.CustomFetch {
     const dispatcher = this.o.dispatcher;
-    const timeout = this.timeoutMs();
     return async (url, options) => {
-      const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout);
-      const res = await undiciFetch(url, {
-        method: options.method,
-        headers: options.headers as Record<string, string>,
-        ...(options.body === undefined || options.body === null ? {} : { body: options.body as string | URLSearchParams }),
-        redirect: 'manual',
-        signal,
-        dispatcher,
-      });
+      const target = new URL(String(url));
+      let res: Awaited<ReturnType<typeof undiciFetch>>;
+      try {
+        res = await undiciFetch(url, {
+          method: options.method,
+          headers: options.headers as Record<string, string>,
+          ...(options.body === undefined || options.body === null ? {} : { body: options.body as string | URLSearchParams }),
+          redirect: 'manual',
+          ...(options.signal ? { signal: options.signal } : {}),
+          dispatcher,
+        });
+      } catch (e) {
+        // fetch wraps undici's error ("fetch failed"): its cause carries the code.
+        const cause = e instanceof TypeError && e.cause !== undefined ? e.cause : e;
+        throw transportError(cause, options.method ?? 'GET', target.pathname, options.signal ?? undefined, target.origin);
+      }
       // Read here, capped, then handed to openid-client as a finished answer.
-      const body = await readCapped(res, String(url), MAX_TOKEN_ANSWER_BYTES);
+      const body = await readCapped(res, String(url), MAX_TOKEN_ANSWER_BYTES).catch((e: unknown) => {
+        throw transportError(e, options.method ?? 'GET', target.pathname, options.signal ?? undefined, target.origin);
+      });
       // A null body for an empty answer: a 204 or 304 cannot be built with one.
       return new Response(body.byteLength === 0 ? null : (body as unknown as ConstructorParameters<typeof Response>[0]), { status: res.status, statusText: res.statusText, headers: new Headers([...res.headers]) });
     };

@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { configFromArgs, oneShotReach } from './context.js';
-import { CliError, ExitCode } from './exit.js';
+import { CliError, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { prompter } from './prompter.js';
 
@@ -61,12 +61,12 @@ async function authLogin(args: LoginArgs): Promise<void> {
   const config = configFromArgs(args, env, warn);
   const auth = config.connection.auth;
   if (auth.type !== 'oauth2') {
-    throw new CliError('"dssync auth login" needs "auth": { "type": "oauth2", ... } in the config file (docs/auth.md)', ExitCode.USAGE);
+    throw usageError('"dssync auth login" needs "auth": { "type": "oauth2", ... } in the config file (docs/auth.md)');
   }
   const ask = prompter();
   try {
     const username = (args.username ?? (await ask.question(`Username${auth.username ? ` [${auth.username}]` : ''}: `)).trim()) || auth.username || '';
-    if (!username) throw new CliError('no username given', ExitCode.USAGE);
+    if (!username) throw usageError('no username given');
     const password = await ask.secret('Password: ');
     const otp = (await ask.question('One-time code (empty if none): ')).trim();
     const [{ OAuth2TokenProvider, storeRefreshToken }, { createAgent }] = await Promise.all([import('../auth/oauth2.js'), import('../api/http.js')]);
@@ -75,7 +75,7 @@ async function authLogin(args: LoginArgs): Promise<void> {
       const provider = new OAuth2TokenProvider(auth, { dispatcher: agent });
       const got = await provider.login(username, password, otp || undefined);
       if (got.refreshToken === undefined) {
-        throw new CliError(`${auth.tokenUrl} gave no refresh token (offline_access was asked for); the account cannot renew on its own`, ExitCode.FAILURE);
+        throw new CliError(`${auth.tokenUrl} gave no refresh token (offline_access was asked for); the account cannot renew on its own`);
       }
       mkdirSync(dirname(auth.refreshTokenFile), { recursive: true, mode: 0o700 });
       storeRefreshToken(auth.refreshTokenFile, got.refreshToken);

@@ -19,7 +19,8 @@ import { loadConfig } from '../config/load.js';
 import { folderProblem } from '../local/folder-check.js';
 import { registerSecret, scrub } from '../secrets.js';
 import { oneShotReach } from './context.js';
-import { CliError, describeFailure, ExitCode, usageError } from './exit.js';
+import { disposition } from '../errors/disposition.js';
+import { describeFailure, ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { prompter, type Prompter } from './prompter.js';
 
@@ -138,8 +139,9 @@ class Init {
   }
 
   /** A failed check of an answer: fatal when a flag gave it (or the input ended), else said and asked again. */
-  private failed(a: Answer | undefined, e: CliError): void {
-    this.out(`✗ ${e.message}\n`);
+  /** Says why an answer failed; a given one (or the input ended) ends the command with the error itself. */
+  private failed(a: Answer | undefined, e: unknown, lead = ''): void {
+    this.out(`✗ ${lead}${describeFailure(e).message}\n`);
     if (a === undefined || a.given || this.ask.ended()) throw e;
   }
 
@@ -167,8 +169,7 @@ class Init {
         this.ok(`${a.value} answers`);
         return;
       }
-      const { exitCode, message } = describeFailure(e);
-      this.failed(a, new CliError(`${a.value} (--base-url) cannot be used: ${message}`, exitCode));
+      this.failed(a, e, `${a.value} (--base-url) cannot be used: `);
     }
   }
 
@@ -196,9 +197,8 @@ class Init {
         this.ok(`the service accepts the credentials for organization ${org.value} (${this.dataSources?.length ?? 0} data sources)`);
         return;
       }
-      const { exitCode, message } = describeFailure(e);
-      const refused = exitCode === ExitCode.AUTH;
-      this.failed({ value: '', given: refused ? creds.given : org.given && header.given }, new CliError(message, exitCode));
+      const refused = disposition(e).exitCode === ExitCode.AUTH;
+      this.failed({ value: '', given: refused ? creds.given : org.given && header.given }, e);
       if (refused) {
         creds = undefined;
         this.typed.length = 0;

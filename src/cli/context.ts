@@ -11,7 +11,7 @@ import { isApiError } from '../api/errors.js';
 import type { ConfigError } from '../errors/config.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/types.js';
-import { CliError, ExitCode, usageError } from './exit.js';
+import { CliError, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 
 export interface CliContext {
@@ -131,7 +131,7 @@ export function isNotFound(err: unknown): boolean {
 
 /** A 404 turned into a message naming what was looked for (exit 1). */
 export function notFound(message: string): CliError {
-  return new CliError(message, ExitCode.FAILURE);
+  return new CliError(message);
 }
 
 /**

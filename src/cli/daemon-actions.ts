@@ -15,7 +15,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { loadSettings } from '../config/load.js';
 import type { Settings } from '../config/types.js';
 import { parseDaemonStatus, type DaemonStatus } from '../daemon/status-schema.js';
-import { CliError, ExitCode } from './exit.js';
+import { CliError, usageError } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson } from './output.js';
 import { callDaemon, configMismatch, DAEMON_TIMEOUT_MS, daemonTarget, noDaemon, readDaemonToken, statusUrl, type DaemonTarget } from './daemon-link.js';
@@ -89,7 +89,7 @@ export async function postAction(d: DaemonHandle, action: string, body: Record<s
 /** The mapping of the daemon's status, or a usage error naming the ones there are. */
 export function mappingOf(status: DaemonStatus, id: string): DaemonStatus['mappings'][number] {
   const m = status.mappings.find((x) => x.id === id);
-  if (!m) throw new CliError(`--mapping: no mapping "${id}" (the daemon runs: ${status.mappings.map((x) => x.id).join(', ') || 'none'})`, ExitCode.USAGE);
+  if (!m) throw usageError(`--mapping: no mapping "${id}" (the daemon runs: ${status.mappings.map((x) => x.id).join(', ') || 'none'})`);
   return m;
 }
 

@@ -17,7 +17,7 @@ import {
   type CliContext,
 } from './context.js';
 import { askOnTerminal } from './confirm.js';
-import { CliError, ExitCode, usageError } from './exit.js';
+import { CliError, usageError } from './exit.js';
 import { wideOption, type GlobalArgs } from './options.js';
 import {
   formatDataSource,
@@ -91,7 +91,7 @@ export async function deleteDataSource(ctx: CliContext, id: string, confirm: Del
       const what = `data source ${id}${record.name ? ` ("${record.name}")` : ''} holds ${count} document${count === 1 ? '' : 's'}`;
       const answer = await confirm.ask?.(`Delete ${what}? This cannot be undone.`);
       if (answer === undefined) throw usageError(`${what}; add --yes to delete it and them (nothing was deleted)`);
-      if (!answer) throw new CliError(`not deleted: ${what}`, ExitCode.FAILURE);
+      if (!answer) throw new CliError(`not deleted: ${what}`);
     }
   }
   await ctx.api.deleteDataSource(id);

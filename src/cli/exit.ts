@@ -1,24 +1,33 @@
 /**
- * Exit codes of the public interface (DESIGN §6) and the error type commands throw to
- * choose one. app.ts turns any thrown error into a one-line message and an exit code;
- * commands return or throw rather than call process.exit (the one exception: a second
- * stop signal to `run`, which must end a stop that hangs).
+ * The one way from an error to an exit code and a message: describeFailure(), whose exit code
+ * is the registry's (errors/codes.ts, through disposition()). app.ts applies it to whatever a
+ * command throws; commands return or throw rather than call process.exit (the one exception:
+ * a second stop signal to `run`, which must end a stop that hangs).
  */
 import { connectProblem, isApiError } from '../api/errors.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { disposition } from '../errors/disposition.js';
 import { scrub } from '../secrets.js';
-import { ExitCode } from './exit-codes.js';
 import { fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 
-export { ExitCode } from './exit-codes.js';
+/** Exit codes of the public interface (DESIGN §6; docs/cli.md, "Exit codes"). */
+export const ExitCode = {
+  OK: 0,
+  /** Some work could not be done (service error, not found, file failures). */
+  FAILURE: 1,
+  /** Usage or configuration error. */
+  USAGE: 2,
+  /** The service refused the credentials (401/403). */
+  AUTH: 3,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
+/** A command's own error: its code (the registry, errors/codes.ts) gives the exit code. */
 export class CliError extends Error {
   override readonly name = 'CliError';
-  /** Stable, for disposition() (errors/disposition.ts), which keeps the exit code chosen here. */
-  readonly code = 'E_CLI';
   constructor(
     message: string,
-    readonly exitCode: ExitCode = ExitCode.FAILURE,
+    readonly code: Extract<ErrorCode, 'E_FAILED' | 'E_USAGE'> = 'E_FAILED',
   ) {
     super(message);
   }
@@ -26,7 +35,7 @@ export class CliError extends Error {
 
 /** A usage or configuration error: exit 2. */
 export function usageError(message: string): CliError {
-  return new CliError(message, ExitCode.USAGE);
+  return new CliError(message, 'E_USAGE');
 }
 
 /**
@@ -62,8 +71,7 @@ function failure(err: unknown): { exitCode: ExitCode; message: string } {
     const hint = err.advice !== undefined ? `; ${err.advice}` : connectProblem(err) === undefined ? '' : '; is the service running, and is baseUrl right?';
     return { exitCode, message: `${err.message} (${where}${tries})${hint}` };
   }
-  // Out of file descriptors: the limit is the cause, not the file that happened to fail, and
-  // raising it is the operator's fix (a daemon retries the file: disposition() says retry).
-  if (isFdExhaustion(err)) return { exitCode: ExitCode.USAGE, message: `${err instanceof Error ? err.message : String(err)}: ${fdLimitAdvice(openFileLimit())}` };
+  // Out of file descriptors: the limit is the cause, not the file that happened to fail.
+  if (isFdExhaustion(err)) return { exitCode, message: `${err instanceof Error ? err.message : String(err)}: ${fdLimitAdvice(openFileLimit())}` };
   return { exitCode, message: err instanceof Error ? err.message : String(err) };
 }

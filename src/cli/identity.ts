@@ -9,7 +9,7 @@ import type { CheckResult } from '../check-result.js';
 import { requireMappings } from '../config/load.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import { configFromArgs } from './context.js';
-import { CliError, ExitCode, usageError } from './exit.js';
+import { ExitCode, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 import { realClock } from '../time/clock.js';
 
@@ -77,11 +77,7 @@ export async function runAdopt(args: AdoptArgs, env: NodeJS.ProcessEnv = process
     import('../daemon/mapping-lease.js'),
   ]);
   const logger = createLogger({ level: config.logLevel, fd: 2 });
-  const state = await (args.dryRun ? readStateFile(config.statePath).then((f) => new ReadOnlyState(f)) : StateStore.open(config.statePath, { logger, onCorrupt: 'reset' })).catch(
-    (e: unknown) => {
-      throw new CliError(e instanceof Error ? e.message : String(e), ExitCode.FAILURE);
-    },
-  );
+  const state = args.dryRun ? new ReadOnlyState(await readStateFile(config.statePath)) : await StateStore.open(config.statePath, { logger, onCorrupt: 'reset' });
   const api = createClientFromConfig(config, { logger });
   try {
     const ds = await resolveDataSource(api, mapping, `mappings[${config.mappings.indexOf(mapping)}]`, { create: false });
@@ -120,9 +116,7 @@ export async function runIdentityReset(args: ResetArgs, env: NodeJS.ProcessEnv =
     );
   }
   const [{ StateStore }, { resetIdentity }] = await Promise.all([import('../state/store.js'), import('../engine/installation.js')]);
-  const store = await StateStore.open(config.statePath).catch((e: unknown) => {
-    throw new CliError(e instanceof Error ? e.message : String(e), ExitCode.FAILURE);
-  });
+  const store = await StateStore.open(config.statePath);
   try {
     const before = store.identity?.installationId;
     const mappings = store.mappingIds();

@@ -8,7 +8,7 @@
  */
 import { FDS_TO_LOAD, FDS_WARN_DAEMON, fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 import { limitHeapGrowth } from './heap-growth.js';
-import { ExitCode } from './exit-codes.js';
+import { disposition } from '../errors/disposition.js';
 import { installSignalHandlers } from './signals.js';
 
 limitHeapGrowth();
@@ -30,6 +30,6 @@ import('./app.js').then(
   (err: unknown) => {
     const fds = isFdExhaustion(err);
     process.stderr.write(`dssync: ${fds ? `cannot start: ${fdLimitAdvice(limit)}` : `cannot load: ${err instanceof Error ? err.message : String(err)}`}\n`);
-    process.exitCode = fds ? ExitCode.USAGE : ExitCode.FAILURE;
+    process.exitCode = disposition(err).exitCode;
   },
 );

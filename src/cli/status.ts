@@ -32,7 +32,7 @@ import { readRecords, recordsPath, type MappingRecords } from '../daemon/records
 import { formatCoverage, type MappingCoverage } from './coverage-table.js';
 import { stateWrittenAt } from '../state/state-check.js';
 import type { Intent, PassRecord, StateFile } from '../state/schema.js';
-import { ExitCode, CliError } from './exit.js';
+import { CliError, ExitCode, usageError } from './exit.js';
 import { hideOptions, type GlobalArgs } from './options.js';
 import { formatJson, formatSummary, truncate } from './output.js';
 import { printable } from '../printable.js';
@@ -136,10 +136,7 @@ export async function runCoverage(args: StatusArgs, deps: Pick<StatusDeps, 'out'
   const out = deps.out ?? ((t: string) => void process.stdout.write(t));
   const settings = loadSettings({ file: args.config, env: deps.env ?? process.env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
   const mappings = settings.mappings.filter((m) => args.mapping === undefined || m.id === args.mapping);
-  if (mappings.length === 0) {
-    process.stderr.write(args.mapping === undefined ? 'dssync status --coverage: the config has no mappings\n' : `dssync status --coverage: no mapping ${JSON.stringify(args.mapping)} in the config\n`);
-    return ExitCode.USAGE;
-  }
+  if (mappings.length === 0) throw usageError(args.mapping === undefined ? 'status --coverage: the config has no mappings' : `status --coverage: no mapping ${JSON.stringify(args.mapping)} in the config`);
   const state = await readState(settings.statePath, deps.readState);
   const coverage: MappingCoverage[] = [];
   const { mappingCoverage } = await import('../daemon/coverage.js');
@@ -269,7 +266,7 @@ const now = (): number => realClock.now();
 export async function runStatusLink(args: GlobalArgs, open: boolean, env: NodeJS.ProcessEnv = process.env, out: (t: string) => void = (t) => void process.stdout.write(t)): Promise<number> {
   const settings = loadSettings({ file: args.config, env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
   const listen = settings.status.listen;
-  if (listen === false) throw new CliError('the status endpoint is off (status.listen is false): there is no page to open', ExitCode.FAILURE);
+  if (listen === false) throw new CliError('the status endpoint is off (status.listen is false): there is no page to open');
   const link = await loginLink(daemonTarget(settings, listen, readDaemonToken(settings).token));
   out(args.json ? formatJson({ url: link }) : `${link}\n(one use, within a minute; from another machine: ssh -L ${listen.port}:127.0.0.1:${listen.port} this-host, then open the link there)\n`);
   if (open && (env.DISPLAY || env.WAYLAND_DISPLAY)) {
@@ -284,8 +281,8 @@ export async function runStatusLink(args: GlobalArgs, open: boolean, env: NodeJS
 /** A one-time link to the page of the daemon at `target` (its TCP address: the page's). */
 export async function loginLink(target: DaemonTarget, timeoutMs = DAEMON_TIMEOUT_MS * 2): Promise<string> {
   const page = target.tcp?.url;
-  if (page === undefined) throw new CliError('the status endpoint is off (status.listen is false): there is no page to open', ExitCode.FAILURE);
-  const fail = (why: string): CliError => new CliError(`cannot get a login code from the daemon at ${page}: ${why}`, ExitCode.FAILURE);
+  if (page === undefined) throw new CliError('the status endpoint is off (status.listen is false): there is no page to open');
+  const fail = (why: string): CliError => new CliError(`cannot get a login code from the daemon at ${page}: ${why}`);
   let answer: { status: number; body: Buffer };
   try {
     answer = await callDaemon(target, { method: 'POST', path: '/login/code', timeoutMs }, 64 * 1024);
@@ -307,21 +304,7 @@ export async function loginLink(target: DaemonTarget, timeoutMs = DAEMON_TIMEOUT
 // ---- the state file -------------------------------------------------------------------
 
 async function readState(path: string, read?: (path: string) => Promise<StateFile | undefined>): Promise<StateFile | undefined> {
-  const reader = read ?? (await import('../state/store.js')).readStateFile;
-  try {
-    return await reader(path);
-  } catch (e) {
-    const { StateCorruptError } = await import('../state/errors.js');
-    if (e instanceof StateCorruptError) {
-      throw new CliError(
-        `the state file ${e.file} is corrupt (${e.detail}); the next "dssync sync" or "dssync run" moves it aside and rebuilds the state from the service`,
-        ExitCode.FAILURE,
-      );
-    }
-    const message = e instanceof Error ? e.message : String(e);
-    const denied = /\b(EACCES|EPERM)\b/.test(message) ? '; run as the user dssync runs as, or ask the daemon (status.listen)' : '';
-    throw new CliError(`${message}${denied}`, ExitCode.FAILURE);
-  }
+  return (read ?? (await import('../state/store.js')).readStateFile)(path);
 }
 
 export interface IntentView {
@@ -624,7 +607,7 @@ export async function runHistory(args: StatusArgs, deps: StatusDeps = {}): Promi
   }
   if (args.mapping !== undefined) {
     const known = report.mappings.map((m) => m.id);
-    if (!known.includes(args.mapping)) throw new CliError(`--mapping: no mapping "${args.mapping}" (the config has: ${known.join(', ') || 'none'})`, ExitCode.USAGE);
+    if (!known.includes(args.mapping)) throw usageError(`--mapping: no mapping "${args.mapping}" (the config has: ${known.join(', ') || 'none'})`);
     report = { ...report, mappings: report.mappings.filter((m) => m.id === args.mapping) };
   }
   out(args.json ? formatJson(report) : formatHistory(report, now));

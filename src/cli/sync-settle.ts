@@ -1,5 +1,5 @@
 /**
- * `dssync sync` and files being written (issue 23, defect 6, for the one-shot sync): its
+ * `dssync sync` and files being written: its
  * pass applies the daemon's stability window (build-mirror.ts passStabilityMs), so a file
  * changed within it is set aside, never sent half-written. The sync then waits a window and
  * looks again (a full pass: the mirror remembers what it set aside, so a file whose stat did

@@ -10,7 +10,7 @@ import { isApiError } from '../api/errors.js';
 import type { DatastoreClient } from '../api/client.js';
 import { requireMappings } from '../config/load.js';
 import type { Config } from '../config/types.js';
-import type { buildMirror as BuildMirror, passStabilityMs as PassStabilityMs } from '../daemon/build-mirror.js';
+import type { buildMirror as BuildMirror, lostDataSource as LostDataSource, passStabilityMs as PassStabilityMs } from '../daemon/build-mirror.js';
 import type { mappingLease as MappingLeaseOf, MappingLease } from '../daemon/mapping-lease.js';
 import type { Logger } from '../log.js';
 import type { ReadOnlyState } from '../state/read-only-state.js';
@@ -26,6 +26,7 @@ import { ingestionStatus } from '../api/ingestion-status.js';
 import type { OpEvent } from '../engine/executor.js';
 import { realClock } from '../time/clock.js';
 import { fullPassSettled } from './sync-settle.js';
+import { LeaseNotHeldError } from '../daemon/lease-gate.js';
 
 interface SyncArgs extends GlobalArgs {
   dryRun: boolean;
@@ -78,7 +79,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
     throw usageError(`--wait-changing must be a number of seconds, 0 or more (got ${String(args.waitChanging)})`);
   }
   // The engine loads only for this command: `dssync --help` and the admin commands stay fast.
-  const [{ createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { buildMirror, passStabilityMs }, { mappingLease }] = await Promise.all([
+  const [{ createLogger }, { StateStore, readStateFile }, { ReadOnlyState }, { createClientFromConfig }, { buildMirror, passStabilityMs, lostDataSource }, { mappingLease }] = await Promise.all([
     import('../log.js'),
     import('../state/store.js'),
     import('../state/read-only-state.js'),
@@ -90,7 +91,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   // replaces the per-document log lines.
   const progress = new ProgressLine(process.stderr, realClock);
   // On a terminal: one readable line per event, and none about a single file, which the
-  // summary names anyway (issue 14.14), unless a log level was asked for. JSON lines otherwise.
+  // summary names anyway, unless a log level was asked for. JSON lines otherwise.
   const quiet = progress.enabled && !env.DSSYNC_LOG_LEVEL && !args.logLevel;
   const logger = createLogger({
     level: quiet ? 'warn' : config.logLevel,
@@ -115,7 +116,7 @@ export async function runSync(args: SyncArgs, env: NodeJS.ProcessEnv = process.e
   const outcomes: MappingOutcome[] = [];
   try {
     for (let i = 0; i < config.mappings.length && !controller.signal.aborted; i++) {
-      outcomes.push(await syncMapping(config, i, { args, api, store, logger, progress, signal: controller.signal, buildMirror, passStabilityMs, mappingLease }));
+      outcomes.push(await syncMapping(config, i, { args, api, store, logger, progress, signal: controller.signal, buildMirror, passStabilityMs, lostDataSource, mappingLease }));
     }
   } finally {
     progress.clear();
@@ -136,6 +137,7 @@ interface SyncDeps {
   args: SyncArgs;
   buildMirror: typeof BuildMirror;
   passStabilityMs: typeof PassStabilityMs;
+  lostDataSource: typeof LostDataSource;
   mappingLease: typeof MappingLeaseOf;
   api: DatastoreClient;
   store: SyncState;
@@ -158,6 +160,17 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
   const windowMs = d.passStabilityMs(config);
   // The pass writes only while it holds the mapping's lease (docs/reliability.md, "The lease"); a dry run writes nothing and takes none.
   let lease: MappingLease | undefined;
+  let dataSourceId: string | undefined;
+  // An error into the outcome: its words, and its exit code from the registry (errors/codes.ts).
+  const failed = (e: unknown, log = true): MappingOutcome => {
+    const disp = disposition(e, 'mapping');
+    const message = e instanceof Error ? e.message : String(e);
+    // A configuration problem of the mapping has its fix in the message; anything else is logged too.
+    if (log && disp.exitCode !== ExitCode.USAGE) d.logger.error({ mapping: mapping.id, err: message, cause: disp.reason }, 'mapping failed');
+    return { mappingId: mapping.id, dataSourceId, error: message, exitCode: disp.exitCode, notices };
+  };
+  // A 404 met by the pass: the data source itself may be gone (the daemon's words and codes).
+  const lost = (sawNotFound: boolean) => (sawNotFound && dataSourceId !== undefined ? d.lostDataSource(d.api, mapping, index, dataSourceId, d.signal) : Promise.resolve(undefined));
   try {
     const mirror = await d.buildMirror(config, mapping, index, {
       api: d.api,
@@ -172,35 +185,26 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
       onNotice: (m) => notices.push(m),
       // The daemon's rule for every full pass: a file changed within the window is not read (a dry run previews all).
       stabilityMs: d.args.dryRun ? undefined : windowMs,
-      lease: (dataSourceId, installationId) => (lease = d.mappingLease({ api: d.api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger: d.logger, filesTracked: () => d.store.mapping(mapping.id)?.files.size ?? 0 }, dataSourceId, installationId)),
+      lease: (id, installationId) => (lease = d.mappingLease({ api: d.api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger: d.logger, filesTracked: () => d.store.mapping(mapping.id)?.files.size ?? 0 }, id, installationId)),
     });
-    if (lease !== undefined && !(await lease.acquire())) return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, error: heldElsewhere(mapping.id, lease), exitCode: ExitCode.FAILURE, notices };
+    dataSourceId = mirror.dataSourceId;
+    if (lease !== undefined && !(await lease.acquire())) return failed(new LeaseNotHeldError(heldElsewhere(mapping.id, lease)), false);
     lease?.start();
     const passOpts = { dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal };
     const report = d.args.dryRun
       ? await mirror.fullPass(passOpts)
       : await fullPassSettled(mirror, passOpts, { windowMs, waitMs: (d.args.waitChanging ?? WAIT_CHANGING_S) * 1000, clock: realClock, logger: d.logger, signal: d.signal });
+    const gone = await lost(report.failures.some((f) => f.code === 'E_NOT_FOUND'));
+    if (gone !== undefined) return failed(gone);
     // A dry run shows what each extension's files will become (cli/coverage.ts) before anything is sent.
     const coverage = d.args.dryRun ? await (await import('../daemon/coverage.js')).mappingCoverage(mapping, (d.store as ReadOnlyState).mapping(mapping.id), true) : undefined;
-    return { mappingId: mapping.id, dataSourceId: mirror.dataSourceId, report, notIngested, notices, changing: report.settling?.length ? { paths: report.settling, windowMs } : undefined, coverage };
+    return { mappingId: mapping.id, dataSourceId, report, notIngested, notices, changing: report.settling?.length ? { paths: report.settling, windowMs } : undefined, coverage };
   } catch (e) {
-    // What the error means is decided in one place (errors/disposition.ts); this only words it.
-    const disp = disposition(e, 'mapping');
     const interrupted = isApiError(e) && e.code === 'E_ABORTED';
-    // Fatal for the process (credentials refused, an unusable state...): no other mapping can do better.
-    if (disp.kind === 'fatalForProcess' && !interrupted) throw e;
     if (interrupted) return { mappingId: mapping.id, error: 'interrupted' };
-    if (isApiError(e) && e.code === 'E_NOT_FOUND') {
-      // Deleted during the pass: a mapping by name finds or creates it at the next sync, so
-      // for it this is a failure (1), not the configuration problem (2) of a mapping by id.
-      const next = mapping.dataSource ? `the next sync looks "${mapping.dataSource.name}" up again by name (and creates it when absent)` : 'check the config';
-      const exitCode = mapping.dataSource ? ExitCode.FAILURE : disp.exitCode;
-      return { mappingId: mapping.id, error: `the data source of ${mapping.id} no longer exists (${e.message}; deleted in the App?); ${next}`, exitCode, notices };
-    }
-    const message = e instanceof Error ? e.message : String(e);
-    // A configuration problem of the mapping has its fix in the message; anything else is logged too.
-    if (disp.exitCode !== ExitCode.USAGE) d.logger.error({ mapping: mapping.id, err: message, cause: disp.reason }, 'mapping failed');
-    return { mappingId: mapping.id, error: message, exitCode: disp.exitCode, notices };
+    // Fatal for the process (credentials refused, an unusable state...): no other mapping can do better.
+    if (disposition(e, 'mapping').kind === 'fatalForProcess') throw e;
+    return failed((await lost(isApiError(e) && e.code === 'E_NOT_FOUND')) ?? e);
   } finally {
     await lease?.stop();
   }

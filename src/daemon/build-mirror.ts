@@ -10,7 +10,7 @@ import { folderProblem } from '../local/folder-check.js';
 import { createLocalSide } from '../local/side.js';
 import { DEFAULT_AGGREGATOR_OPTIONS } from '../local/aggregator.js';
 import type { Logger } from '../log.js';
-import { DataSourceMissingError, resolveDataSource, type ResolvedDataSource } from '../engine/data-source.js';
+import { DataSourceMissingError, dataSourceGone, resolveDataSource, type ResolvedDataSource } from '../engine/data-source.js';
 import { establishIdentity, sharedDataSourceProblems, type IdentityHolder } from '../engine/installation.js';
 import type { OpEvent } from '../engine/executor.js';
 import type { Op } from '../engine/plan.js';
@@ -95,7 +95,7 @@ export function wouldCreateId(name: string | undefined): string {
 }
 
 /**
- * The state records this mapping with another folder (issue 23, defect 2b): two configs
+ * The state records this mapping with another folder: two configs
  * sharing one state file, or a real move. Never switched silently.
  */
 export class FolderChangedError extends Error {
@@ -119,7 +119,7 @@ export async function folderChangeProblem(statePath: string, mappingId: string, 
   );
 }
 
-/** Two mappings of one config writing into one data source: refused (issue 9, defect 6). */
+/** Two mappings of one config writing into one data source: refused. */
 export class SharedDataSourceError extends Error {
   override readonly name = 'SharedDataSourceError';
   /** Stable, for disposition() (errors/disposition.ts). */
@@ -250,6 +250,28 @@ export async function resolveMappingDataSource(mapping: MappingConfig, index: nu
   else deps.logger.warn(fields, notice);
   deps.onNotice?.(notice);
   return { ...ds, notice };
+}
+
+/** The data source of a mapping by name was deleted (in the App): the next pass finds or creates it by name. */
+export class DataSourceGoneError extends Error {
+  override readonly name = 'DataSourceGoneError';
+  /** Stable, for disposition() (errors/codes.ts). */
+  readonly code = 'E_DATA_SOURCE_GONE';
+}
+
+/**
+ * After a pass that met a 404 (a listing, an upload), or failed with one: is the mapping's
+ * data source itself gone? Then the error that says so, in the same words for `dssync sync`
+ * and the daemon: by name, DataSourceGoneError (the next pass finds or creates it: exit 1);
+ * by id, DataSourceMissingError (the mapping stops until the config names another: exit 2).
+ * Undefined when it is not gone: the pass's own outcome stands.
+ */
+export async function lostDataSource(api: DatastoreApi, mapping: MappingConfig, index: number, dataSourceId: string, signal?: AbortSignal): Promise<DataSourceGoneError | DataSourceMissingError | undefined> {
+  if (!(await dataSourceGone(api, dataSourceId, signal))) return undefined;
+  const gone = `data source ${dataSourceId} of mapping ${mapping.id} no longer exists (deleted in the App?)`;
+  return mapping.dataSource
+    ? new DataSourceGoneError(`${gone}: looked up again by the name ${JSON.stringify(mapping.dataSource.name)} (and created when absent) at the next pass; every file is uploaded again`)
+    : new DataSourceMissingError(`${gone}: the mapping stops until the config names another data source (mappings[${index}].dataSourceId)`);
 }
 
 /** The state records the data source now used, and the configured name it was found by. */

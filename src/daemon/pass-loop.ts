@@ -8,7 +8,7 @@ import { scrub } from '../secrets.js';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
 import type { Config, MappingConfig } from '../config/types.js';
-import { DataSourceMissingError, dataSourceGone } from '../engine/data-source.js';
+import { DataSourceMissingError } from '../engine/data-source.js';
 import { awaitingDecision, CONFIG_STOPPED, retriedWithBackoff } from './next-step.js';
 import type { FileFailure, OpEvent } from '../engine/executor.js';
 import type { ChangeScope, Mirror, PassReport } from '../engine/mirror.js';
@@ -17,7 +17,7 @@ import { errnoOf } from '../errors/errno.js';
 import type { Logger } from '../log.js';
 import type { StateStore } from '../state/store.js';
 import type { Clock } from '../time/clock.js';
-import { buildMirror, passStabilityMs } from './build-mirror.js';
+import { buildMirror, lostDataSource, passStabilityMs } from './build-mirror.js';
 import type { ChangeIntake } from './change-intake.js';
 import type { DeleteDecision } from './delete-decision.js';
 import type { IngestionChecker } from './ingestion.js';
@@ -336,16 +336,13 @@ export class PassLoop {
   private async dataSourceLost(kind: PassKind, sawNotFound: boolean): Promise<ScheduleEvent | undefined> {
     const mirror = this.mirror;
     if (!sawNotFound || !mirror || this.d.isStopped()) return undefined;
-    if (!(await dataSourceGone(this.d.api, mirror.dataSourceId, this.d.signal))) return undefined;
+    const lost = await lostDataSource(this.d.api, this.d.mapping, this.d.index, mirror.dataSourceId, this.d.signal);
+    if (lost === undefined) return undefined;
     this.mirror = undefined;
-    const next = this.d.mapping.dataSource
-      ? `looked up again by the name ${JSON.stringify(this.d.mapping.dataSource.name)} (and created when absent) at the next attempt; every file is uploaded again`
-      : 'the next attempt stops the mapping until the config names another data source';
-    const message = `data source ${mirror.dataSourceId} of mapping ${this.d.mapping.id} no longer exists (deleted in the App?): ${next}`;
-    this.d.health.dataSourceNotice = message;
-    this.d.health.remember({ message });
-    this.d.log.error({ dataSourceId: mirror.dataSourceId }, message);
-    return { type: 'passFinished', kind, ok: false, reason: message };
+    this.d.health.dataSourceNotice = lost.message;
+    this.d.health.remember({ message: lost.message });
+    this.d.log.error({ dataSourceId: mirror.dataSourceId }, lost.message);
+    return { type: 'passFinished', kind, ok: false, reason: lost.message };
   }
 
   /**

@@ -144,8 +144,3 @@ export function nonceSession(nonce: string, tag: string): string | undefined {
   if (rest === 8) return '';
   return rest === 8 + SESSION_LENGTH ? nonce.slice(tag.length, tag.length + SESSION_LENGTH) : undefined;
 }
-
-/** True when the nonce of a marked name is this installation's (uploadTag). */
-export function isOurNonce(nonce: string, tag: string): boolean {
-  return nonceSession(nonce, tag) !== undefined;
-}

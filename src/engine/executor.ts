@@ -19,6 +19,7 @@ import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { apiErrorWith, isApiError, type ApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
+import { codeEntry } from '../errors/codes.js';
 import { disposition } from '../errors/disposition.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
@@ -122,6 +123,8 @@ export interface FileFailure {
   op: Op['kind'];
   code: string;
   status?: number | undefined;
+  /** A write whose answer was lost: the next listing settles it (errors/disposition.ts). */
+  ambiguous?: true | undefined;
   message: string;
 }
 
@@ -573,10 +576,10 @@ export function entryFor(file: HashedFile, documentId: string, now: () => number
 }
 
 function failure(kind: Op['kind'], path: string, e: unknown): FileFailure {
-  if (isApiError(e)) return { path, op: kind, code: e.code, status: e.status, message: e.message };
-  // Typed errors of other layers (the state store's E_STATE_WRITE) keep their code.
+  if (isApiError(e)) return { path, op: kind, code: e.code, status: e.status, ...(e.ambiguous ? { ambiguous: true } : {}), message: e.message };
+  // Typed errors of other layers (the state store's E_STATE_WRITE) keep their registered code.
   const code = (e as { code?: unknown } | undefined)?.code;
-  return { path, op: kind, code: typeof code === 'string' && code.startsWith('E_') ? code : 'E_UNEXPECTED', message: e instanceof Error ? e.message : String(e) };
+  return { path, op: kind, code: typeof code === 'string' && code.startsWith('E_') && codeEntry(code) !== undefined ? code : 'E_UNEXPECTED', message: e instanceof Error ? e.message : String(e) };
 }
 
 function fail(o: ExecutorOptions, r: ExecutionResult, kind: Op['kind'], path: string, e: unknown): void {

@@ -207,7 +207,7 @@ export function reportLeftOver(report: PassReport, result: Pick<ExecutionResult,
   for (const path of result.changed) report.skipped.push({ path, reason: 'changed while being sent' });
   if (result.ambiguous) {
     report.needsFullPass = true;
-    report.failures.push({ path: '', op: 'upload', code: 'E_AMBIGUOUS', message: "a write's answer was lost (an upload, a delete or an update); the next full pass settles it" });
+    report.failures.push({ path: '', op: 'upload', code: 'E_CONNECTION', ambiguous: true, message: "a write's answer was lost (an upload, a delete or an update); the next full pass settles it" });
   }
 }
 

@@ -49,7 +49,7 @@ import type { Clock } from '../time/clock.js';
  *   deploy switch `ln -sfn releases/2 current`) while the old one still exists: this
  *   watcher follows the old folder; start a new one, and look at everything (full pass).
  */
-export type WatchErrorCode = 'root-gone' | 'root-unusable' | 'watch-limit' | 'watch-failed' | 'watch-degraded' | 'mounts-changed' | 'queue-overflow' | 'root-moved';
+import type { WatchErrorCode } from '../errors/codes.js';
 
 export class WatchError extends Error {
   override readonly name = 'WatchError';

@@ -3,10 +3,11 @@
  * message; messages name the file and say what the operator can do.
  */
 
+import type { ErrorCode } from '../errors/codes.js';
 import { errnoOf } from '../errors/errno.js';
 import { FORMAT_RELEASES, RETIRED_FORMATS_LAST_READ_BY } from './schema.js';
 
-export type StateErrorCode = 'E_STATE_CORRUPT' | 'E_STATE_NEWER' | 'E_STATE_RETIRED' | 'E_STATE_LOCKED' | 'E_STATE_WRITE';
+export type StateErrorCode = Extract<ErrorCode, `E_STATE_${string}`>;
 
 export abstract class StateError extends Error {
   abstract readonly code: StateErrorCode;
@@ -16,6 +17,11 @@ export abstract class StateError extends Error {
   constructor(file: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.file = file;
+  }
+
+  /** The errno of the cause when there is one (ENOSPC, EACCES, EROFS...). */
+  get errno(): string | undefined {
+    return errnoOf(this.cause);
   }
 }
 
@@ -29,7 +35,7 @@ export class StateCorruptError extends StateError {
   constructor(file: string, detail: string, options?: { cause?: unknown }) {
     super(
       file,
-      `state file ${file} is corrupt (${detail}); move it aside or start with onCorrupt 'reset' to rebuild the state from the service`,
+      `state file ${file} is corrupt (${detail}); the next "dssync sync" or "dssync run" moves it aside and rebuilds the state from the service`,
       options,
     );
     this.detail = detail;
@@ -107,20 +113,24 @@ export class StateLockedError extends StateError {
   }
 }
 
+/** Reading the state file failed (permission, I/O). */
+export class StateReadError extends StateError {
+  override readonly name = 'StateReadError';
+  readonly code = 'E_STATE_READ' as const;
+
+  constructor(file: string, cause: unknown) {
+    const denied = errnoOf(cause) === 'EACCES' || errnoOf(cause) === 'EPERM' ? '; run as the user dssync runs as, or root' : '';
+    super(file, `cannot read state file ${file}: ${cause instanceof Error ? cause.message : String(cause)}${denied}`, { cause });
+  }
+}
+
 /** Writing the state file failed (disk full, permission...). The previous file is intact. */
 export class StateWriteError extends StateError {
   override readonly name = 'StateWriteError';
   readonly code = 'E_STATE_WRITE' as const;
-  /** errno code of the cause when there is one (ENOSPC, EACCES, EROFS...). */
-  readonly errno: string | undefined;
 
   constructor(file: string, cause: unknown) {
-    const errno = errnoOf(cause);
-    const why = cause instanceof Error ? cause.message : String(cause);
-    super(file, `could not write state file ${file}: ${why} (the previous state file is intact; the write will be retried)`, {
-      cause,
-    });
-    this.errno = errno;
+    super(file, `could not write state file ${file}: ${cause instanceof Error ? cause.message : String(cause)} (the previous state file is intact; the write will be retried)`, { cause });
   }
 }
 

@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { readIfExists, writeFileAtomic, type StateFs } from './atomic-file.js';
 import { parseJsonFile } from './json-file.js';
 import type { StateOp } from './ops.js';
-import type { StateFile, StateIdentity } from './schema.js';
+import type { StateFile } from './schema.js';
 
 export function identityPathOf(statePath: string): string {
   return `${statePath}.identity.json`;
@@ -79,11 +79,6 @@ export function encodeIdentityRecord(record: IdentityRecord): string {
 
 export async function writeIdentityFile(fs: StateFs, path: string, text: string): Promise<void> {
   await writeFileAtomic(fs, path, [Buffer.from(text, 'utf8')]);
-}
-
-/** The identity part of a record, as the state keeps it. */
-export function identityOf(record: IdentityRecord): StateIdentity {
-  return { installationId: record.installationId, origin: record.origin, formerIds: [...record.formerIds] };
 }
 
 /**

@@ -30,7 +30,7 @@ import { ensureDir, nodeStateFs, readBytesIfExists, removeStaleTemps, restrictMo
 import { StateCodec } from './encoder.js';
 import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState, withIntentDocuments } from './validate.js';
 import { errnoOf } from '../errors/errno.js';
-import { isStateError, StateCorruptError, StateVersionError, StateWriteError } from './errors.js';
+import { isStateError, StateCorruptError, StateReadError, StateVersionError, StateWriteError } from './errors.js';
 import { Journal, journalPathOf, parseJournal } from './journal.js';
 import { acquireLock, type Lock } from './lock.js';
 import { applyOp, setFileOp, type StateOp } from './ops.js';
@@ -253,7 +253,7 @@ export class StateStore {
         } else if (isStateError(err) || errnoOf(err) === undefined) {
           throw err;
         } else {
-          throw new Error(`cannot read state file ${abs}: ${(err as Error).message}`, { cause: err });
+          throw new StateReadError(abs, err);
         }
       }
       if (loaded.torn !== undefined) {
@@ -747,7 +747,7 @@ export async function readStateFile(path: string, fs: StateFs = nodeStateFs): Pr
     }
   } catch (err) {
     if (isStateError(err) || errnoOf(err) === undefined) throw err;
-    throw new Error(`cannot read state file ${abs}: ${(err as Error).message}`, { cause: err });
+    throw new StateReadError(abs, err);
   }
 }
 

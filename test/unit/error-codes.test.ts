@@ -11,16 +11,18 @@ import { CredentialsRefusedError } from '../../src/auth/renewing.js';
 import { SecretFileError } from '../../src/auth/secret-file.js';
 import { CliError } from '../../src/cli/exit.js';
 import { ConfigFileError } from '../../src/config/load.js';
-import { FolderChangedError, FolderUnavailableError, SharedDataSourceError } from '../../src/daemon/build-mirror.js';
+import { DataSourceGoneError, FolderChangedError, FolderUnavailableError, SharedDataSourceError } from '../../src/daemon/build-mirror.js';
 import { DataSourceMissingError } from '../../src/engine/data-source.js';
 import { ListingIncompleteError, LocalFileChangedError, LocalFileVanishedError } from '../../src/engine/mirror.js';
 import { LeaseNotHeldError } from '../../src/daemon/lease-gate.js';
 import { ConfigError } from '../../src/errors/config.js';
+import { registeredCodes } from '../../src/errors/codes.js';
 import { disposition } from '../../src/errors/disposition.js';
+import { describeFailure } from '../../src/cli/exit.js';
 import { IgnoreFileError } from '../../src/local/filters.js';
 import { FileAccessError, FileChangedError, FileReadError, FileTooLargeError, FileVanishedError, LocalFileError, NotRegularFileError, OutsideFolderError } from '../../src/local/errors.js';
 import { WatchError } from '../../src/local/watcher.js';
-import { StateCorruptError, StateFormatRetiredError, StateLockedError, StateVersionError, StateWriteError } from '../../src/state/errors.js';
+import { StateCorruptError, StateFormatRetiredError, StateLockedError, StateReadError, StateVersionError, StateWriteError } from '../../src/state/errors.js';
 
 /**
  * One instance of each class. Families whose code is per instance say so: ApiError (the
@@ -37,6 +39,7 @@ const samples: Record<string, { error: Error; family?: true }> = {
   FolderChangedError: { error: new FolderChangedError('x') },
   SharedDataSourceError: { error: new SharedDataSourceError('x') },
   DataSourceMissingError: { error: new DataSourceMissingError('x') },
+  DataSourceGoneError: { error: new DataSourceGoneError('x') },
   ListingIncompleteError: { error: new ListingIncompleteError('x') },
   LeaseNotHeldError: { error: new LeaseNotHeldError('x') },
   LocalFileChangedError: { error: new LocalFileChangedError('x') },
@@ -46,6 +49,7 @@ const samples: Record<string, { error: Error; family?: true }> = {
   StateFormatRetiredError: { error: new StateFormatRetiredError('/s') },
   StateLockedError: { error: new StateLockedError('/s.lock', 1, 'h', undefined, 'alive') },
   StateWriteError: { error: new StateWriteError('/s', new Error('x')) },
+  StateReadError: { error: new StateReadError('/s', Object.assign(new Error('x'), { code: 'EACCES' })) },
   IgnoreFileError: { error: new IgnoreFileError('/i', 'EACCES', 'x'), family: true },
   WatchError: { error: new WatchError('root-gone', '/r', 'x', true), family: true },
   LocalFileError: { error: new LocalFileError('/f', 'EIO', 'x'), family: true },
@@ -109,11 +113,41 @@ describe('error codes (issue 27.2)', () => {
     expect(exit('StateCorruptError')).toBe(2);
     expect(exit('CredentialsRefusedError')).toBe(3);
     expect(exit('SecretFileError')).toBe(2);
-    expect(disposition(new CliError('x', 3)).exitCode).toBe(3);
+    expect(disposition(new CliError('x', 'E_USAGE')).exitCode).toBe(2);
   });
 
   it('a class is never classified by its name: an error that only borrows one is unexpected', () => {
     const impostor = Object.assign(new Error('x'), { name: 'FolderUnavailableError' });
     expect(disposition(impostor).reason).toBe('unexpected');
+  });
+});
+
+/** docs/cli.md's table of codes ("Exit codes"): each code (in backquotes) with its exit. */
+function documentedExits(): Map<string, number> {
+  const text = readFileSync(join(import.meta.dirname, '../../docs/cli.md'), 'utf8');
+  const table = text.slice(text.indexOf('| error (class) | code | exit |'));
+  const rows = table.slice(0, table.search(/\n\n/)).split('\n').slice(2);
+  const exits = new Map<string, number>();
+  for (const row of rows) {
+    const [, , codes = '', exit = ''] = row.split('|');
+    for (const m of codes.matchAll(/`([^`]+)`/g)) {
+      expect(exits.has(m[1]!), `${m[1]} documented twice`).toBe(false);
+      exits.set(m[1]!, Number(exit.trim()));
+    }
+  }
+  return exits;
+}
+
+describe('the registry (errors/codes.ts, issue 38.2)', () => {
+  it("docs/cli.md's exit-code table lists every registered code with the registry's exit code, and nothing else", () => {
+    const registry = new Map(registeredCodes().map(([code, entry]) => [code, entry.exit as number]));
+    expect(Object.fromEntries(documentedExits())).toEqual(Object.fromEntries(registry));
+  });
+
+  it('every registered code gives its exit code through the one error path of the commands (describeFailure)', () => {
+    for (const [code, entry] of registeredCodes()) {
+      expect(describeFailure(Object.assign(new Error(code), { code })).exitCode, code).toBe(entry.exit);
+      expect(disposition({ code }).reason, code).not.toBe(code === 'E_UNEXPECTED' ? '' : 'unexpected');
+    }
   });
 });

@@ -3,7 +3,7 @@ import { ApiError, type ApiErrorCode } from '../../src/api/errors.js';
 import { ConfigError } from '../../src/config/connection.js';
 import { LocalFileChangedError, ListingIncompleteError } from '../../src/engine/mirror.js';
 import { SharedDataSourceError } from '../../src/daemon/build-mirror.js';
-import { disposition, isRefusedForFile, type ErrorScope } from '../../src/errors/disposition.js';
+import { disposition, type ErrorScope } from '../../src/errors/disposition.js';
 import { StateWriteError } from '../../src/state/errors.js';
 
 const api = (code: ApiErrorCode, status?: number, extra: { ambiguous?: boolean } = {}) => new ApiError({ code, status, message: code, ...extra });
@@ -46,11 +46,10 @@ describe('disposition (one decision for every error, issue 9)', () => {
   }
 
   it('a recorded failure code: refused files are not retried as failures (the runner used to retry 400/422)', () => {
-    expect(isRefusedForFile('E_BAD_REQUEST')).toBe(true);
-    expect(isRefusedForFile('E_PAYLOAD_TOO_LARGE')).toBe(true);
-    expect(isRefusedForFile('E_UNSUPPORTED_TYPE')).toBe(true);
-    expect(isRefusedForFile('E_SERVER')).toBe(false);
-    expect(isRefusedForFile('E_AMBIGUOUS')).toBe(false);
+    expect(disposition({ code: 'E_BAD_REQUEST' }, 'file').kind === 'refusedForFile').toBe(true);
+    expect(disposition({ code: 'E_PAYLOAD_TOO_LARGE' }, 'file').kind === 'refusedForFile').toBe(true);
+    expect(disposition({ code: 'E_UNSUPPORTED_TYPE' }, 'file').kind === 'refusedForFile').toBe(true);
+    expect(disposition({ code: 'E_SERVER' }, 'file').kind === 'refusedForFile').toBe(false);
   });
 
   it('a failure recorded in a pass report ({ code, status }) decides as the error it records', () => {
@@ -62,7 +61,7 @@ describe('disposition (one decision for every error, issue 9)', () => {
   });
 
   it('a lost answer is settled by a listing (no back-off), recorded or not; other retries are not', () => {
-    expect(disposition({ code: 'E_AMBIGUOUS' }, 'file').settledByListing).toBe(true);
+    expect(disposition({ code: 'E_CONNECTION', ambiguous: true }, 'file').settledByListing).toBe(true);
     expect(disposition(api('E_CONNECTION', undefined, { ambiguous: true }), 'file').settledByListing).toBe(true);
     expect(disposition(api('E_SERVER', 503), 'file').settledByListing).toBeUndefined();
   });

@@ -2,10 +2,8 @@
  * Issue 36.2 and 36.5: a secret is scrubbed in every form the process puts it on the wire in,
  * and children do not inherit the variables that carry secrets.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { childEnv, forgetSecretsForTests, registerBasicCredential, registerSecret, scrub } from '../../src/secrets.js';
-
-afterEach(() => forgetSecretsForTests());
+import { describe, expect, it } from 'vitest';
+import { childEnv, registerBasicCredential, registerSecret, scrub } from '../../src/secrets.js';
 
 describe('scrub: encoded forms', () => {
   it('removes a password form-encoded (+ and %20, upper and lower hex) and percent-encoded', () => {

@@ -191,7 +191,7 @@ describe('a token endpoint that cannot be used', () => {
     const before = emu.stats().requests;
     const err = await rejectionOf(client(passwordAuth(`http://127.0.0.1:${port}/token`), { DSSYNC_PASSWORD: PASSWORD }).listDataSources(), ApiError);
     expect(err.message).toContain(`http://127.0.0.1:${port}/token`);
-    expect(err.message).toMatch(/cannot be reached|ECONNREFUSED/);
+    expect(err.message).toMatch(/connection refused/);
     expect(err.retryable).toBe(false);
     expect(err.ambiguous).toBe(false);
     expect(emu.stats().requests).toBe(before);

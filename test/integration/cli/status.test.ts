@@ -179,14 +179,14 @@ describe('dssync status without a daemon', () => {
     expect(json.mappings).toEqual([expect.objectContaining({ id: 'share', inConfig: true, synced: true, filesTracked: 3, unfinishedWrites: 0, lastPass: expect.objectContaining({ ok: true }) })]);
   });
 
-  it('names a corrupt state file and exits 1', { timeout: 30_000 }, async () => {
+  it('names a corrupt state file and exits 2 (the registry: as every command)', { timeout: 30_000 }, async () => {
     ws = await createWorkspace();
     await writeConfig(ws, false);
     await mkdir(join(ws.statePath, '..'), { recursive: true });
     await writeFile(ws.statePath, corruptStateText());
     const r = await status(ws);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`the state file ${ws.statePath} is corrupt`);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`state file ${ws.statePath} is corrupt`);
   });
 });
 

@@ -59,7 +59,11 @@ describe('the state file across versions', () => {
     expect((await readStateFile(ws.statePath))?.identity).toEqual({ installationId: derived, origin: 'derived', formerIds: [] });
   });
 
-  /** A state file refused with exit 2 by sync and run, left as it was, nothing moved aside (even with onCorrupt 'reset'), nothing sent. */
+  /**
+   * A state file refused with exit 2 by every command that reads it (sync, run, adopt,
+   * identity reset, status: one registry, errors/codes.ts), left as it was, nothing moved
+   * aside (even with onCorrupt 'reset'), nothing sent.
+   */
   const refusals: { name: string; text: string; says: (statePath: string) => string[] }[] = [
     {
       name: 'a state of a newer format is refused with exit 2, naming both formats and the release to install, and left alone',
@@ -78,9 +82,10 @@ describe('the state file across versions', () => {
       await ws.write('a.txt', 'alpha\n');
       await mkdir(dirname(ws.statePath), { recursive: true });
       await writeFile(ws.statePath, text);
-      for (const args of [['sync', '--config', ws.configPath], ['run', '--config', ws.configPath]]) {
+      const c = ['--config', ws.configPath];
+      for (const args of [['sync', ...c], ['run', ...c], ['adopt', ...c, '--mapping', 'name:Share'], ['identity', 'reset', ...c], ['status', ...c]]) {
         const r = await ws.cli(args);
-        expect(r.code, r.stderr).toBe(2);
+        expect(r.code, `${args[0]}: ${r.stderr}`).toBe(2);
         for (const words of says(ws.statePath)) expect(r.stderr).toContain(words);
         expect(await readFile(ws.statePath, 'utf8')).toBe(text);
       }
@@ -89,16 +94,17 @@ describe('the state file across versions', () => {
     });
   }
 
-  it('a state locked by a live process is exit 1 for sync and run, naming the holder', { timeout: 60_000 }, async () => {
+  it('a state locked by a live process is exit 1 for every command that locks it (sync, run, adopt, identity reset), naming the holder', { timeout: 60_000 }, async () => {
     ws = await createWorkspace();
     await ws.write('a.txt', 'alpha\n');
     await mkdir(dirname(ws.statePath), { recursive: true });
     // This test's own process holds the lock: alive for as long as the commands run.
     const lock = await acquireLock(ws.statePath);
     try {
-      for (const args of [['sync', '--config', ws.configPath], ['run', '--config', ws.configPath]]) {
+      const c = ['--config', ws.configPath];
+      for (const args of [['sync', ...c], ['run', ...c], ['adopt', ...c, '--mapping', 'name:Share'], ['identity', 'reset', ...c]]) {
         const r = await ws.cli(args);
-        expect(r.code, r.stderr).toBe(1);
+        expect(r.code, `${args[0]}: ${r.stderr}`).toBe(1);
         expect(r.stderr).toContain(`is held by process ${process.pid}`);
       }
     } finally {

@@ -9,7 +9,7 @@ import {
   listDataSources,
   updateDataSource,
 } from '../../../src/cli/datasources.js';
-import { CliError, ExitCode } from '../../../src/cli/exit.js';
+import { CliError, describeFailure, ExitCode } from '../../../src/cli/exit.js';
 import { FakeApi, fakeContext } from '../../helpers/fake-api.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
@@ -22,8 +22,8 @@ describe('--connector', () => {
     expect(connectorIds(['a', 'b,c', 'a'])).toEqual(['a', 'b', 'c']);
   });
   it('refuses an empty id as a usage error', async () => {
-    expect((await failure(() => connectorIds(['a', '']))).exitCode).toBe(ExitCode.USAGE);
-    expect((await failure(() => connectorIds([]))).exitCode).toBe(ExitCode.USAGE);
+    expect(describeFailure(await failure(() => connectorIds(['a', '']))).exitCode).toBe(ExitCode.USAGE);
+    expect(describeFailure(await failure(() => connectorIds([]))).exitCode).toBe(ExitCode.USAGE);
   });
 });
 
@@ -52,11 +52,11 @@ describe('data source operations', () => {
   it('an unknown id fails with exit 1 naming the id, for get (nor a name), update and delete (which take ids, and say how to find one)', async () => {
     const api = new FakeApi({ dataSources: 'listed' });
     const got = await failure(() => getDataSource(fakeContext(api), 'ds_x'));
-    expect(got.exitCode).toBe(ExitCode.FAILURE);
+    expect(describeFailure(got).exitCode).toBe(ExitCode.FAILURE);
     expect(got.message).toBe('no data source has the id or the name "ds_x" (`dssync datasources list` shows each one\'s id and name)');
     for (const run of [() => updateDataSource(fakeContext(api), 'ds_x', 'n'), () => deleteDataSource(fakeContext(api), 'ds_x')]) {
       const e = await failure(run);
-      expect(e.exitCode).toBe(ExitCode.FAILURE);
+      expect(describeFailure(e).exitCode).toBe(ExitCode.FAILURE);
       expect(e.message).toBe("data source ds_x not found (this takes a data source id; `dssync datasources list` shows each one's id and name)");
     }
     expect(api.ops()).not.toContain('deleteDataSource');

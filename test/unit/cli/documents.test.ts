@@ -14,7 +14,7 @@ import {
   updateDocument,
   uploadDocuments,
 } from '../../../src/cli/documents.js';
-import { CliError, ExitCode } from '../../../src/cli/exit.js';
+import { CliError, describeFailure, ExitCode } from '../../../src/cli/exit.js';
 import { FakeApi, fakeContext } from '../../helpers/fake-api.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
@@ -29,7 +29,7 @@ describe('--metadata', () => {
 
   it.each([['{team:hr}'], ['[1]'], ['null'], ['"text"'], ['3']])('rejects %s as a usage error naming the option', async (text) => {
     const e = await failure(() => parseMetadata(text));
-    expect(e.exitCode).toBe(ExitCode.USAGE);
+    expect(describeFailure(e).exitCode).toBe(ExitCode.USAGE);
     expect(e.message).toContain('--metadata');
   });
 });
@@ -38,7 +38,7 @@ describe('--url', () => {
   it('must be an absolute URL', async () => {
     expect(parseUrl('https://x.example/a b')).toBe('https://x.example/a b');
     const e = await failure(() => parseUrl('handbook.pdf'));
-    expect(e.exitCode).toBe(ExitCode.USAGE);
+    expect(describeFailure(e).exitCode).toBe(ExitCode.USAGE);
     expect(e.message).toContain('--url "handbook.pdf"');
   });
 });
@@ -100,7 +100,7 @@ describe('checking upload files', () => {
 
   it('names every missing file and directory, as a usage error', async () => {
     const e = await failure(checkUploadFiles([join(dir, 'a.txt'), join(dir, 'nope.txt'), join(dir, 'sub')]));
-    expect(e.exitCode).toBe(ExitCode.USAGE);
+    expect(describeFailure(e).exitCode).toBe(ExitCode.USAGE);
     expect(e.message).toContain(`${join(dir, 'nope.txt')}: no such file`);
     expect(e.message).toContain(`${join(dir, 'sub')}: is a directory`);
     expect(e.message).toContain('Nothing was sent');
@@ -108,7 +108,7 @@ describe('checking upload files', () => {
 
   it('refuses two files that would get the same document name', async () => {
     const e = await failure(checkUploadFiles([join(dir, 'a.txt'), join(dir, 'sub', 'a.txt')]));
-    expect(e.exitCode).toBe(ExitCode.USAGE);
+    expect(describeFailure(e).exitCode).toBe(ExitCode.USAGE);
     expect(e.message).toContain('"a.txt"');
   });
 });
@@ -133,7 +133,7 @@ describe('document operations', () => {
   it('an unknown document is named with its data source, and nothing is written', async () => {
     const api = setup();
     const e = await failure(updateDocument(fakeContext(api), 'ds_1', 'doc_x', { name: 'n' }));
-    expect(e.exitCode).toBe(ExitCode.FAILURE);
+    expect(describeFailure(e).exitCode).toBe(ExitCode.FAILURE);
     expect(e.message).toBe('document doc_x not found in data source ds_1');
     expect(api.ops()).not.toContain('updateDocument');
   });

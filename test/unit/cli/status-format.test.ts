@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { DaemonStatus } from '../../../src/daemon/status.js';
 import type { MappingStatus } from '../../../src/daemon/mapping-runner.js';
 import { StateCorruptError } from '../../../src/state/errors.js';
+import { describeFailure } from '../../../src/cli/exit.js';
 import type { StateFile } from '../../../src/state/schema.js';
 import { FileTable } from '../../../src/state/file-table.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -244,12 +245,10 @@ describe('runStatus', () => {
     expect(json.mappings.find((m) => m.id === 'handbook')?.filesTracked).toBe(2);
   });
 
-  it('names the corrupt state file and exits 1', async () => {
+  it('names the corrupt state file and exits 2, as every command does (the registry), saying that the next sync rebuilds it', async () => {
     const probe = async (): Promise<DaemonProbe> => ({ kind: 'off' });
     const readState = () => Promise.reject(new StateCorruptError('/var/lib/dssync/state.json', 'not valid JSON'));
-    await expect(runStatus({ json: false }, { env, out: () => undefined, probe, readState })).rejects.toMatchObject({
-      exitCode: 1,
-      message: expect.stringContaining('the state file /var/lib/dssync/state.json is corrupt (not valid JSON)'),
-    });
+    const e = await runStatus({ json: false }, { env, out: () => undefined, probe, readState }).then(() => undefined, (err: unknown) => err);
+    expect(describeFailure(e)).toEqual({ exitCode: 2, message: expect.stringMatching(/state file \/var\/lib\/dssync\/state.json is corrupt \(not valid JSON\); the next "dssync sync" or "dssync run" moves it aside/) });
   });
 });

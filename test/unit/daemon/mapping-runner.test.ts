@@ -344,7 +344,7 @@ describe('MappingRunner', () => {
     const { clock, mirror, runner } = setup();
     runner.start();
     await clock.settle();
-    mirror.last().resolve(report([{ path: '', op: 'upload', code: 'E_AMBIGUOUS', message: 'an upload answer was lost' }], { needsFullPass: true }));
+    mirror.last().resolve(report([{ path: '', op: 'upload', code: 'E_CONNECTION', ambiguous: true, message: 'an upload answer was lost' }], { needsFullPass: true }));
     await clock.settle();
     expect(runner.status()).toMatchObject({ phase: 'watching', degraded: [] });
     await runner.stop(8_000);

@@ -1,0 +1,135 @@
+/**
+ * The registry of every error code dssync gives (issue 38.2, after undici's error codes and
+ * rclone's fserrors): each code once, with what it means for a pass (`kind`), for one file's
+ * operation when that differs (`file`), and the exit code a command ends with. Every thrower
+ * types its code from here and `disposition()` decides from here alone; docs/cli.md's
+ * exit-code table is checked against it by a test (test/unit/errors/codes.test.ts).
+ */
+import type { DispositionExit, DispositionKind } from './disposition.js';
+
+export interface CodeEntry {
+  /** What it means for a mapping's pass, and for a command. */
+  kind: DispositionKind;
+  /** The exit code of every command that meets it. */
+  exit: DispositionExit;
+  /** What it means for one file's operation, when not `kind` (the exit stays 1 there). */
+  file?: DispositionKind;
+  /** Short and stable, for logs and tests. */
+  reason: string;
+}
+
+const c = (kind: DispositionKind, exit: DispositionExit, reason: string, file?: DispositionKind): CodeEntry => (file === undefined ? { kind, exit, reason } : { kind, exit, reason, file });
+
+/** A service's refusal of one file's request: that file waits until it changes. */
+const refused = (reason: string): CodeEntry => c('fatalForMapping', 1, reason, 'refusedForFile');
+const transient = (reason: string): CodeEntry => c('retry', 1, reason);
+
+export const ERROR_CODES = {
+  // Configuration: the operator must change a setting (exit 2: a systemd unit does not restart).
+  /** ConfigError (errors/config.ts): a missing or bad setting. */
+  E_CONFIG: c('fatalForProcess', 2, 'configuration'),
+  /** ConfigFileError (config/load.ts): the config file cannot be used. */
+  E_CONFIG_FILE: c('fatalForProcess', 2, 'configuration file'),
+  /** SecretFileError (auth/secret-file.ts): a token, password or secret file cannot be read. */
+  E_SECRET_FILE: c('fatalForProcess', 2, 'configuration: secret file'),
+  /** CliError (cli/exit.ts usageError): a command's own check of its arguments. */
+  E_USAGE: c('fatalForProcess', 2, 'usage'),
+  /** FolderUnavailableError (daemon/build-mirror.ts): the folder cannot be listed, nothing created. */
+  E_FOLDER_UNAVAILABLE: c('fatalForMapping', 2, 'folder unavailable'),
+  /** FolderChangedError: the state records another folder for the mapping. */
+  E_FOLDER_CHANGED: c('fatalForMapping', 2, 'configuration: folder changed'),
+  /** SharedDataSourceError: two mappings write into one data source. */
+  E_SHARED_DATA_SOURCE: c('fatalForMapping', 2, 'configuration of the mapping'),
+  /** DataSourceMissingError (engine/data-source.ts): by id, gone; by name, several or none (dry run). */
+  E_DATA_SOURCE_MISSING: c('fatalForMapping', 2, 'configuration of the mapping'),
+  /** ApiError: baseUrl leads nowhere the service answers (a route 404, no TLS). */
+  E_WRONG_ADDRESS: c('fatalForMapping', 2, 'configuration: baseUrl'),
+  /** ApiError: a 400 to a request without a body: a header refused, the organization's. */
+  E_HEADER_REFUSED: c('fatalForProcess', 2, 'configuration: organizationHeader'),
+  /** ApiError 404 of the data source (mapping scope); of a document, looked at again. */
+  E_NOT_FOUND: c('fatalForMapping', 2, 'data source not found', 'retry'),
+  /** Out of file descriptors (errno EMFILE, ENFILE): the limit is the fix; a daemon retries the file. */
+  EMFILE: c('retry', 2, 'out of file descriptors'),
+  ENFILE: c('retry', 2, 'out of file descriptors'),
+
+  // Credentials refused (exit 3).
+  /** CredentialsRefusedError (auth/renewing.ts): the token endpoint or command refused. */
+  E_AUTH_REFUSED: c('fatalForProcess', 3, 'credentials refused'),
+  /** ApiError 401 / 403. */
+  E_UNAUTHORIZED: c('fatalForProcess', 3, 'credentials refused'),
+  E_FORBIDDEN: c('fatalForProcess', 3, 'credentials refused'),
+
+  // The state file: the operator must act (2), or a later start may find it free (1).
+  /** StateCorruptError (without onCorrupt 'reset'). */
+  E_STATE_CORRUPT: c('fatalForProcess', 2, 'state file: E_STATE_CORRUPT'),
+  /** StateVersionError: written by a newer dssync (docs/upgrading.md). */
+  E_STATE_NEWER: c('fatalForProcess', 2, 'state file: E_STATE_NEWER'),
+  /** StateFormatRetiredError: format 1 or 2 (one JSON object), read by dssync 0.3.0 alone. */
+  E_STATE_RETIRED: c('fatalForProcess', 2, 'state file: E_STATE_RETIRED'),
+  /** StateLockedError: another process holds the lock. */
+  E_STATE_LOCKED: c('fatalForProcess', 1, 'state file: E_STATE_LOCKED'),
+  /** StateReadError: the state file cannot be read (its errno in `errno`). */
+  E_STATE_READ: c('fatalForProcess', 1, 'state file: E_STATE_READ'),
+  /** StateWriteError: the previous file is intact; the write is retried. */
+  E_STATE_WRITE: transient('state write failed'),
+
+  // Failures: the work could not be done (exit 1).
+  /** CliError (cli/exit.ts): a command's work could not be done. */
+  E_FAILED: c('fatalForProcess', 1, 'command'),
+  /** ApiError: a stop (shutdown, Ctrl-C) cut the request off. */
+  E_ABORTED: c('fatalForProcess', 1, 'interrupted'),
+  /** ListingIncompleteError (engine/mirror.ts): planning from it would duplicate documents. */
+  E_LISTING_INCOMPLETE: c('fatalForMapping', 1, 'incomplete listing'),
+  /** DataSourceGoneError (daemon/build-mirror.ts): a mapping by name's data source deleted; the next pass finds or creates it. */
+  E_DATA_SOURCE_GONE: transient('data source gone'),
+  /** An error without a registered code (a defect): a file's operation is retried, a mapping stops. */
+  E_UNEXPECTED: c('fatalForMapping', 1, 'unexpected', 'retry'),
+  /** ApiError 400/422, 413, 415, or the file's converter failed: that file is refused. */
+  E_BAD_REQUEST: refused('refused by the service'),
+  E_PAYLOAD_TOO_LARGE: refused('refused by the service'),
+  E_UNSUPPORTED_TYPE: refused('refused by the service'),
+  E_CONVERT_FAILED: refused('refused by the service'),
+  /** LocalFileChangedError / LocalFileVanishedError (engine/local-side.ts); ApiError: a file changed while sent. */
+  E_LOCAL_FILE_CHANGED: transient('file changed while read'),
+  E_LOCAL_FILE_VANISHED: transient('file changed while read'),
+  E_FILE_CHANGED: transient('file changed while sent'),
+  /** LeaseNotHeldError (daemon/lease-gate.ts): another process holds the mapping's lease. */
+  E_LEASE_NOT_HELD: transient('lease not held'),
+  /** ApiError: 409, 429, 5xx, other 4xx, timeouts, connections, answers not understood (an `ambiguous` one is settled by a listing). */
+  E_CONFLICT: transient('service: E_CONFLICT'),
+  E_RATE_LIMITED: transient('service: E_RATE_LIMITED'),
+  E_SERVER: transient('service: E_SERVER'),
+  E_HTTP: transient('service: E_HTTP'),
+  E_TIMEOUT: transient('service: E_TIMEOUT'),
+  E_CONNECTION: transient('service: E_CONNECTION'),
+  E_BAD_RESPONSE: transient('service: E_BAD_RESPONSE'),
+  E_LIST_TOO_LONG: transient('service: E_LIST_TOO_LONG'),
+} as const satisfies Record<string, CodeEntry>;
+
+/**
+ * LocalFileError's codes (local/errors.ts) are the system's errno, kept as it is (and
+ * ECHANGED, ENOTREG, EOUTSIDE for what errno cannot say): refused for the file, or retried.
+ */
+const LOCAL_REFUSED = ['EACCES', 'EPERM', 'EISDIR', 'ENOTDIR', 'ELOOP', 'EFBIG', 'ENAMETOOLONG', 'EINVAL', 'ENXIO'] as const;
+const LOCAL_TRANSIENT = ['ENOENT', 'EBUSY', 'EAGAIN', 'EIO', 'ESTALE', 'ENOSPC', 'EDQUOT', 'EROFS', 'ECHANGED', 'ENOTREG', 'EOUTSIDE'] as const;
+/** WatchError's codes (local/watcher.ts): the watch is set up again, a rescan settles the rest. */
+export const WATCH_CODES = ['root-gone', 'root-unusable', 'watch-limit', 'watch-failed', 'watch-degraded', 'mounts-changed', 'queue-overflow', 'root-moved'] as const;
+
+const LOCAL_CODES: Record<string, CodeEntry> = Object.fromEntries([
+  ...LOCAL_REFUSED.map((e) => [e, c('fatalForMapping', 1, `local: ${e}`, 'refusedForFile')]),
+  ...LOCAL_TRANSIENT.map((e) => [e, transient(`local: ${e}`)]),
+  ...WATCH_CODES.map((e) => [e, transient(`watch: ${e}`)]),
+]);
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+export type WatchErrorCode = (typeof WATCH_CODES)[number];
+
+/** The registered entry of `code`, or undefined when none is registered. */
+export function codeEntry(code: string): CodeEntry | undefined {
+  return Object.hasOwn(ERROR_CODES, code) ? ERROR_CODES[code as ErrorCode] : Object.hasOwn(LOCAL_CODES, code) ? LOCAL_CODES[code] : undefined;
+}
+
+/** Every registered code with its entry (the docs test walks them). */
+export function registeredCodes(): [string, CodeEntry][] {
+  return [...Object.entries(ERROR_CODES), ...Object.entries(LOCAL_CODES)];
+}
