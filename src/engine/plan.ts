@@ -20,7 +20,7 @@ import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName, findUploadMark } from './document-fields.js';
 import type { LeaseView } from './lease-view.js';
-import { fieldsMatch } from './metadata.js';
+import { fieldsMatch, META, sentConversion } from './metadata.js';
 import { ownerRule, type OpenUploadLookup, type OwnerOf } from './owner.js';
 import type { ServiceNames } from './service-names.js';
 import { needsHash, type StatNow } from './racy.js';
@@ -333,6 +333,11 @@ interface KnownDoc {
   byIntent?: true;
   /** Of those, tied to the upload only by name and size (a lost answer), not by its id. */
   byName?: true;
+  /**
+   * The conversion it was sent with (metadata.ts sentConversion: '' as it is); undefined
+   * when its metadata does not say (the state or an upload's intent stands in for it).
+   */
+  conversion?: string | undefined;
 }
 
 export function planMirror(input: PlanInput): PlanResult {
@@ -440,6 +445,7 @@ export function planMirror(input: PlanInput): PlanResult {
 
   const skippedRejected: string[] = [];
   const refreshed: PlanResult['refreshed'] = [];
+  const holds = contentRule(input.desired);
 
   // Files without a document of the right content: rejected before, renamed, or sent.
   const consumed = new Set<string>();
@@ -448,10 +454,11 @@ export function planMirror(input: PlanInput): PlanResult {
     const file = hashedFile(path);
     if (!file) continue;
     const docs = byPath.get(path) ?? [];
-    if (pickGood(docs, file.sha256, state.files.documentIdOf(path))) continue;
+    const fits = (d: KnownDoc): boolean => holds(d, path, file.sha256);
+    if (pickGood(docs, fits, state.files.documentIdOf(path))) continue;
     const rejected = state.rejected[path];
     if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) continue;
-    const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id));
+    const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id) && fits(d));
     if (source) {
       consumed.add(source.id);
       renames.set(path, source);
@@ -472,7 +479,8 @@ export function planMirror(input: PlanInput): PlanResult {
       continue;
     }
 
-    const good = pickGood(docs, file.sha256, entry?.documentId);
+    const fits = (d: KnownDoc): boolean => holds(d, path, file.sha256);
+    const good = pickGood(docs, fits, entry?.documentId);
     if (good && input.serviceNames?.renamesIgnored && good.doc?.name !== undefined && findUploadMark(good.doc.name) !== undefined) {
       const unmarkedOld = docs.filter((d) => d.fromIntent).length;
       ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
@@ -481,7 +489,7 @@ export function planMirror(input: PlanInput): PlanResult {
     if (good) {
       for (const d of docs) {
         if (d.id === good.id) continue;
-        ops.push(deleteOp(path, d, d.sha256 === file.sha256 ? 'duplicate' : 'stale-version'));
+        ops.push(deleteOp(path, d, fits(d) ? 'duplicate' : 'stale-version'));
       }
       const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file), input.serviceNames));
       // The document recorded at a path this plan leaves alone (set aside), yet listed here
@@ -601,9 +609,20 @@ function deleteOp(path: string, d: KnownDoc, reason: DeleteReason): Op {
   return { kind: 'delete', path, documentId: d.id, reason, ...(d.fromIntent ? { unmarked: true } : {}) };
 }
 
-/** The document to keep for a file: same content; the state's choice first, then the lowest id. */
-function pickGood(docs: readonly KnownDoc[], sha256: string, preferredId: string | undefined): KnownDoc | undefined {
-  const same = docs.filter((d) => d.sha256 === sha256);
+/**
+ * `holds(d, path, sha256)`: the document holds what the file at `path` with that content is
+ * sent as, the same content converted the same way (the converter `desired` names for the
+ * path, metadata.ts META.converter; it depends on the path alone). A document whose
+ * conversion is not known (the state stands in for it) was sent as its own path is today.
+ */
+function contentRule(desired: PlanInput['desired']): (d: KnownDoc, path: string, sha256: string) => boolean {
+  const conversionAt = (path: string): string => String(desired({ path, size: 0, mtimeMs: 0, sha256: '' }).metadata?.[META.converter] ?? '');
+  return (d, path, sha256) => d.sha256 === sha256 && (d.conversion === undefined ? d.path === path || conversionAt(d.path) === conversionAt(path) : d.conversion === conversionAt(path));
+}
+
+/** The document to keep for a file: one that `holds` it; the state's choice first, then the lowest id. */
+function pickGood(docs: readonly KnownDoc[], holds: (d: KnownDoc) => boolean, preferredId: string | undefined): KnownDoc | undefined {
+  const same = docs.filter(holds);
   if (same.length === 0) return undefined;
   return (
     same.find((d) => d.id === preferredId) ??
@@ -672,7 +691,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
         // Metadata is written last by every update, so its path is the newest; the content
         // of an id never changes, so the state's hash (when it knows the id) is as good. A
         // document the state alone vouches for, or recovered, gets its metadata written.
-        add({ doc, id: doc.id, path: o.path, sha256: o.sha256, fromIntent: o.kind === 'recovered' || (o.kind === 'ours' && o.rewrite) });
+        add({ doc, id: doc.id, path: o.path, sha256: o.sha256, fromIntent: o.kind === 'recovered' || (o.kind === 'ours' && o.rewrite), conversion: sentConversion(doc) });
         if (o.kind === 'recovered') recovered++;
         ourDocumentCount++;
         continue;
