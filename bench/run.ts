@@ -11,6 +11,9 @@
  *                   scale tree, BENCH_SCALE_DIR's when kept) runs only when named itself;
  *                   scaleListing (the listing of 100,000 and 1,000,000 documents by a client
  *                   process) too, and alone its results go to scale-listing-<mode>.json/.md
+ *                   office (issue 35.8: conversion of a mixed share of office files) runs
+ *                   only when named too, and alone its results go to office-<mode>.json/.md
+ *   npm run bench -- NAME...  the same as BENCH_ONLY=NAME,... (e.g. `npm run bench -- office`)
  *   BENCH_OUT=DIR   where to write the results (default bench/results)
  *   BENCH_KEEP=1    keep the temp folder (trees, state files, configs)
  *   BENCH_SIZES=J   sizes to change (a JSON object of lib/context.ts Sizes), e.g.
@@ -42,12 +45,13 @@ import { runRestart } from './scenarios/restart.js';
 import { runScale } from './scenarios/scale.js';
 import { runScaleWalk } from './scenarios/scale-walk.js';
 import { runScaleListing } from './scenarios/scale-listing.js';
+import { runOffice } from './scenarios/office.js';
 import { runPollLatency } from './scenarios/watch-fuse.js';
 import { DEFAULTS } from '../src/config/schema.js';
 
 const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint', 'pollLatency'] as const;
 /** Run only when named in BENCH_ONLY (the full size takes about an hour and 2 GB of disk). */
-const ON_DEMAND = ['scale', 'scaleCurve', 'scaleMemory', 'scaleDaemon', 'scaleWalk', 'scaleListing'] as const;
+const ON_DEMAND = ['scale', 'scaleCurve', 'scaleMemory', 'scaleDaemon', 'scaleWalk', 'scaleListing', 'office'] as const;
 type Scenario = (typeof ALL)[number] | (typeof ON_DEMAND)[number];
 
 export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL, tmpRoot = tmpdir()): Promise<Report> {
@@ -103,6 +107,7 @@ export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL,
       scenarios.scaleListing = { points } as unknown as Figures;
     }
     if (want('pollLatency')) scenarios.pollLatency = { ...(await runPollLatency(ctx)) };
+    if (want('office')) scenarios.office = { ...(await runOffice(ctx)) } as unknown as Figures;
   } finally {
     if (process.env.BENCH_KEEP === '1') log(`kept ${tmp}`);
     else await rm(tmp, { recursive: true, force: true });
@@ -139,13 +144,15 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (s.restart) n.push('restart: from the spawn of `dssync run` to the end of its first full pass (the time of the daemon\'s "full pass done" log line); writes = POST/PUT/DELETE requests the service received for the mirror, leaseWrites = those for the mapping\'s lease (making its marker document, the claim), reported apart; rssMB = peak (VmHWM) of the dssync process.');
   if (s.footprint) n.push(`footprint: the same daemon, idle after its first pass and ${z.settleSeconds} s of settling; rssMB = VmRSS; cpuPercent over ${z.cpuWindowSeconds} s; stateWriteMs = wall time of the state file's last write (at the end of the restart's pass: the whole file, fsync included), from /status.`);
   if (s.scaleWalk) n.push('scaleWalk: walkTree alone, each run in a process of its own (bench/walk-alone.ts), every file vouched for as in a restart; lister = folders listed and files lstat-ed in the folder lister\'s worker, none = the same walk with LocalFs.listFolder answered on the main thread (readdir, then an asynchronous lstat per file, as the fakes answer it); CPU of every thread, split into the main thread, the threads started during the walk (the workers) and the others (libuv\'s pool, the collector\'s helpers); loopMaxBlockMs includes the time the process waited for a core (the machine\'s load).');
+  if (s.office) n.push(`office: ${z.officePerFormat} files of each format (.xlsx, .pptx, .docx made by exceljs, pptxgenjs and docx; .csv, .tsv, .txt written; .odt, .ods, .odp, .rtf, .doc, .epub, .eml, .pdf copied from test/fixtures/office). throughput: one warm conversion worker, files one after another (one core), MB of the originals. large: each file converted alone in a process of its own (bench/convert-alone.ts), peak RSS = VmHWM of that process (main thread and worker), baseline = a small .csv. mirror and plain: \`dssync sync\` on its own service, conversion on (defaults) and off (every converted format skipped); plain is a share of .txt and .pdf only.`);
   if (s.pollLatency) n.push('pollLatency: a file changed in the backing folder of a bindfs (FUSE) mount, as a file server would; from just before the write to the service applying the new version\'s metadata (seen by polling: no event reaches the mount). daemonCpuPercent: the daemon over the sampling window, one core = 100. throughMount*: files written through the mount by this host afterwards (seen by events, as on a local disk).');
   return n;
 }
 
 async function main(): Promise<void> {
   const mode: BenchMode = process.env.BENCH_QUICK === '1' ? 'quick' : 'full';
-  const onlyEnv = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  const named = process.argv.slice(2);
+  const onlyEnv = named.length > 0 ? named : process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
   const known: readonly string[] = [...ALL, ...ON_DEMAND];
   for (const s of onlyEnv ?? []) if (!known.includes(s)) throw new Error(`BENCH_ONLY: unknown scenario "${s}" (known: ${known.join(', ')})`);
   const only = (onlyEnv ?? ALL) as Scenario[];
@@ -158,7 +165,7 @@ async function main(): Promise<void> {
   await mkdir(out, { recursive: true });
   const md = toMarkdown(report);
   const json = `${JSON.stringify(report, null, 2)}\n`;
-  const base = only.length === 1 && only[0] === 'scaleListing' ? `scale-listing-${mode}` : scaleRun ? `scale-${mode}` : partial ? `${mode}-partial` : mode;
+  const base = only.length === 1 && only[0] === 'scaleListing' ? `scale-listing-${mode}` : only.length === 1 && only[0] === 'office' ? `office-${mode}` : scaleRun ? `scale-${mode}` : partial ? `${mode}-partial` : mode;
   await writeFile(join(out, `${base}.json`), json);
   await writeFile(join(out, `${base}.md`), md);
   if (!partial && !scaleRun) {

@@ -32,6 +32,10 @@ export interface Sizes {
   scaleMemory: number[];
   /** scaleListing: data source sizes listed by a client process in the sync form (20 ms latency). */
   scaleListing: number[];
+  /** office: files of each format in the mixed share, and the large files converted alone. */
+  officePerFormat: number;
+  officeLargeXlsxMB: number;
+  officeLargeSlides: number;
 }
 
 export const SIZES: Record<BenchMode, Sizes> = {
@@ -55,6 +59,9 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleMemory: [100_000, 1_000_000],
     scaleListing: [100_000, 1_000_000],
     scaleSeeded: true,
+    officePerFormat: 30,
+    officeLargeXlsxMB: 50,
+    officeLargeSlides: 300,
   },
   quick: {
     initialFiles: 1_000,
@@ -76,6 +83,9 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleMemory: [5_000],
     scaleListing: [10_000],
     scaleSeeded: false,
+    officePerFormat: 8,
+    officeLargeXlsxMB: 10,
+    officeLargeSlides: 100,
   },
   smoke: {
     initialFiles: 60,
@@ -97,6 +107,9 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleMemory: [200],
     scaleListing: [2_000],
     scaleSeeded: false,
+    officePerFormat: 2,
+    officeLargeXlsxMB: 1,
+    officeLargeSlides: 10,
   },
 };
 

@@ -25,6 +25,8 @@ export interface ConfigSpec {
   /** Extra top-level keys (setups use generous queue settings; measured runs use none). */
   extra?: Record<string, unknown>;
   name?: string;
+  /** Extra keys of the mapping (e.g. `formats`). */
+  mapping?: Record<string, unknown>;
 }
 
 /**
@@ -48,7 +50,7 @@ export async function writeConfig(spec: ConfigSpec): Promise<string> {
     statePath: join(spec.dir, 'state', 'state.json'),
     status: { listen: '127.0.0.1:0' },
     ...(spec.extra ?? benchConfigOverride()),
-    mappings: [{ id: 'bench', path: spec.share, dataSource: { name: 'Bench', llmConnectorIds: ['conn-1'] } }],
+    mappings: [{ id: 'bench', path: spec.share, dataSource: { name: 'Bench', llmConnectorIds: ['conn-1'] }, ...spec.mapping }],
   };
   await writeFile(path, JSON.stringify(config, null, 2), { mode: 0o600 });
   return path;

@@ -60,7 +60,7 @@ const LIBRARY: Record<ConverterId, string> = {
   tsv: 'dssync',
   rtf: 'dssync',
   doc: `word-extractor@${versionOf('word-extractor')}`,
-  eml: `mailparser@${versionOf('mailparser')}`,
+  eml: `postal-mime@${versionOf('postal-mime')}`,
   msg: `@kenjiuno/msgreader@${versionOf('@kenjiuno/msgreader')}`,
 };
 

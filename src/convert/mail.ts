@@ -1,10 +1,10 @@
 /**
  * Saved e-mails to Markdown: the headers (subject as the title, from, to, cc, date), the body
  * (its plain text, or the text of its HTML), and the names of its attachments (their content
- * is not converted). .eml with mailparser, Outlook .msg with @kenjiuno/msgreader.
+ * is not converted). .eml with postal-mime, Outlook .msg with @kenjiuno/msgreader.
  */
 import msgreader from '@kenjiuno/msgreader';
-import { simpleParser, type AddressObject } from 'mailparser';
+import PostalMime, { type Address } from 'postal-mime';
 import { htmlBlocks } from './html.js';
 import type { ConvertLimits } from './limits.js';
 import { limitError } from './limits.js';
@@ -33,11 +33,23 @@ function toMarkdown(mail: Mail, limits: ConvertLimits): { markdown: string; note
   return { markdown: out.text(), notes: out.notes };
 }
 
-const addresses = (a: AddressObject | AddressObject[] | undefined): string => (a === undefined ? '' : (Array.isArray(a) ? a : [a]).map((x) => x.text).join(', '));
+/** An address as a mail client shows it: `"Name" <address>`, the address alone, or a group `Name: members;`. */
+function addressText(a: Address): string {
+  if (a.group !== undefined) return `${a.name}: ${a.group.map(addressText).join(', ')};`;
+  return a.name === '' ? a.address : `"${a.name.replace(/(["\\])/g, '\\$1')}" <${a.address}>`;
+}
+const addresses = (a: Address | Address[] | undefined): string => (a === undefined ? '' : (Array.isArray(a) ? a : [a]).map(addressText).join(', '));
+
+/** The Date header in ISO 8601 (UTC), or as written when it is not a date. */
+function isoDate(date: string | undefined): string {
+  const t = date === undefined ? NaN : Date.parse(date);
+  return Number.isNaN(t) ? (date ?? '') : new Date(t).toISOString();
+}
 
 export async function emlToMarkdown(bytes: Uint8Array, limits: ConvertLimits): Promise<{ markdown: string; notes: string[] }> {
-  const parsed = await simpleParser(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
-  const body = parsed.text ?? (typeof parsed.html === 'string' ? htmlBlocks(parsed.html).map((b) => b.text).join('\n\n') : '');
+  // The attachments' content is not read: left undecoded as the smallest form postal-mime has.
+  const parsed = await PostalMime.parse(bytes, { attachmentEncoding: 'base64' });
+  const body = parsed.text ?? (parsed.html !== undefined ? htmlBlocks(parsed.html).map((b) => b.text).join('\n\n') : '');
   return toMarkdown(
     {
       subject: parsed.subject ?? '',
@@ -45,7 +57,7 @@ export async function emlToMarkdown(bytes: Uint8Array, limits: ConvertLimits): P
         ['From', addresses(parsed.from)],
         ['To', addresses(parsed.to)],
         ['Cc', addresses(parsed.cc)],
-        ['Date', parsed.date?.toISOString() ?? ''],
+        ['Date', isoDate(parsed.date)],
       ],
       body,
       attachments: parsed.attachments.map((a) => a.filename ?? '(unnamed)'),

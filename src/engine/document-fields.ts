@@ -4,6 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import type { DocumentUpdate } from '../api/records.js';
+import { conversionOf, type Formats } from '../convert/policy.js';
 import { buildMetadata } from './metadata.js';
 import { DEFAULT_URL_TEMPLATE, renderUrlTemplate } from '../config/url-template.js';
 
@@ -18,6 +19,8 @@ export interface DocumentFieldsSpec {
   /** Placeholders: {absPath} {relPath} {name} {mappingId}. Default: file://{absPath}. */
   urlTemplate?: string | undefined;
   metadata?: Readonly<Record<string, string | number | boolean>> | undefined;
+  /** The mapping's formats (convert/policy.ts): a converted file's document names its converter's identity. */
+  formats?: Formats | undefined;
 }
 
 export interface FileFacts {
@@ -31,7 +34,7 @@ export function documentFields(spec: DocumentFieldsSpec, file: FileFacts): Docum
   return {
     name: documentName(file.path),
     url: renderUrl(spec, file.path),
-    metadata: buildMetadata(spec.metadata, { path: file.path, size: file.size, mtimeMs: file.mtimeMs, sha256: file.sha256, mappingId: spec.mappingId, installationId: spec.installationId, session: spec.session }),
+    metadata: buildMetadata(spec.metadata, { path: file.path, size: file.size, mtimeMs: file.mtimeMs, sha256: file.sha256, mappingId: spec.mappingId, installationId: spec.installationId, session: spec.session, converter: conversionOf(file.path, spec.formats)?.identity }),
   };
 }
 

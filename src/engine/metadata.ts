@@ -25,6 +25,12 @@ export const META = {
    */
   session: 'dssync_session',
   version: 'dssync_version',
+  /**
+   * The converter's identity (convert/formats.ts converterIdentity) of a document sent
+   * converted to Markdown; absent on a document sent as it is. Part of what decides
+   * "unchanged": a document of another conversion is sent again (plan.ts).
+   */
+  converter: 'dssync_converter',
 } as const;
 
 export const META_VERSION = '1';
@@ -46,7 +52,7 @@ export interface DssyncMeta {
 /** Metadata for one file: the mapping's static metadata, then dssync's keys (which win). */
 export function buildMetadata(
   user: Readonly<Record<string, string | number | boolean>> | undefined,
-  own: { path: string; sha256: string; size: number; mtimeMs: number; mappingId: string; installationId?: string | undefined; session?: string | undefined },
+  own: { path: string; sha256: string; size: number; mtimeMs: number; mappingId: string; installationId?: string | undefined; session?: string | undefined; converter?: string | undefined },
 ): JsonObject {
   const out: JsonObject = {};
   for (const [k, v] of Object.entries(user ?? {})) if (!OWN_KEYS.has(k)) out[k] = v;
@@ -57,6 +63,7 @@ export function buildMetadata(
   out[META.mapping] = own.mappingId;
   if (own.installationId !== undefined) out[META.installation] = own.installationId;
   if (own.session !== undefined) out[META.session] = own.session;
+  if (own.converter !== undefined) out[META.converter] = own.converter;
   out[META.version] = META_VERSION;
   return out;
 }
@@ -96,7 +103,17 @@ export function fieldsMatch(doc: DocumentRecord, desired: { name: string; url: s
     if (k === META.size || k === META.mtime || k === META.session) continue;
     if (!sameValue(have[k], v)) return false;
   }
-  return true;
+  return (sentConversion(doc) ?? '') === (desired.metadata[META.converter] ?? '');
+}
+
+/**
+ * The conversion a document says it was sent with (META.converter): its converter's
+ * identity, '' when it was sent as it is (so is every document written before the key
+ * existed: no release before it converted), undefined when it carries no dssync metadata.
+ */
+export function sentConversion(doc: DocumentRecord): string | undefined {
+  if (asString(doc.metadata?.[META.sha256]) === undefined) return undefined;
+  return asString(doc.metadata?.[META.converter]) ?? '';
 }
 
 function sameValue(a: unknown, b: unknown): boolean {

@@ -4,7 +4,6 @@
  * LocalSide interface and the service through DatastoreApi, so both can be faked.
  */
 import { listingBound } from './listing-bound.js';
-import type { Formats } from '../convert/policy.js';
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError } from '../api/errors.js';
@@ -57,8 +56,6 @@ export interface MirrorSpec extends DocumentFieldsSpec {
   massDeleteMinimum: number;
   batchFiles: number;
   batchBytes: number;
-  /** The mapping's formats (config `formats`): which files are converted to Markdown. */
-  formats?: Formats | undefined;
   concurrency: number;
 }
 

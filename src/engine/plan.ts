@@ -20,7 +20,7 @@ import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName, findUploadMark } from './document-fields.js';
 import type { LeaseView } from './lease-view.js';
-import { fieldsMatch } from './metadata.js';
+import { fieldsMatch, META, sentConversion } from './metadata.js';
 import { ownerRule, type OpenUploadLookup, type OwnerOf } from './owner.js';
 import type { ServiceNames } from './service-names.js';
 import { needsHash, type StatNow } from './racy.js';
@@ -330,6 +330,11 @@ interface KnownDoc {
   byIntent?: true;
   /** Of those, tied to the upload only by name and size (a lost answer), not by its id. */
   byName?: true;
+  /**
+   * The conversion it was sent with (metadata.ts sentConversion: '' as it is); undefined
+   * when its metadata does not say (the state or an upload's intent stands in for it).
+   */
+  conversion?: string | undefined;
 }
 
 export function planMirror(input: PlanInput): PlanResult {
@@ -360,8 +365,9 @@ export function planMirror(input: PlanInput): PlanResult {
   const sorted = [...paths].filter((p) => !untouchable(p)).sort();
 
   const hashedFile = hashedFileOf(input);
-  const renames = pickRenames(input, sorted, hashedFile, byPath);
-  for (const path of sorted) planPath(plan, { input, path, file: hashedFile(path), byPath, renames, recordedPathOf, untouchable });
+  const holds = contentRule(input.desired);
+  const renames = pickRenames(input, sorted, hashedFile, byPath, holds);
+  for (const path of sorted) planPath(plan, { input, path, file: hashedFile(path), byPath, renames, recordedPathOf, untouchable, holds });
 
   const full = input.remote !== undefined && scope === undefined;
   const prunableCount = full && input.prune === 'all' ? foreign.length : 0;
@@ -489,7 +495,7 @@ function hashedFileOf(input: PlanInput): (path: string) => HashedFile | undefine
  * Documents of ours whose path no longer exists locally can be renamed, by content hash, to
  * a file without a document of the right content (and not rejected before).
  */
-function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (path: string) => HashedFile | undefined, byPath: ReadonlyMap<string, KnownDoc[]>): Renames {
+function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (path: string) => HashedFile | undefined, byPath: ReadonlyMap<string, KnownDoc[]>, holds: ContentRule): Renames {
   const { state } = input;
   const vouched = input.vouched?.paths ?? NO_PATHS;
   const sources = new Map<string, KnownDoc[]>();
@@ -511,10 +517,11 @@ function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (p
   for (const path of sorted) {
     const file = hashedFile(path);
     if (!file) continue;
-    if (pickGood(byPath.get(path) ?? [], file.sha256, state.files.documentIdOf(path))) continue;
+    const fits = (d: KnownDoc): boolean => holds(d, path, file.sha256);
+    if (pickGood(byPath.get(path) ?? [], fits, state.files.documentIdOf(path))) continue;
     const rejected = state.rejected[path];
     if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) continue;
-    const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id));
+    const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id) && fits(d));
     if (source) {
       consumed.add(source.id);
       renames.set(path, source);
@@ -538,10 +545,11 @@ interface PathToPlan {
   renames: Renames;
   recordedPathOf: (documentId: string) => string | undefined;
   untouchable: (path: string) => boolean;
+  holds: ContentRule;
 }
 
 /** What one path needs: delete or forget (gone), keep, adopt or update, rename, skip, replace or upload. */
-function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, recordedPathOf, untouchable }: PathToPlan): void {
+function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, recordedPathOf, untouchable, holds }: PathToPlan): void {
   const { ops } = plan;
   const known = byPath.get(path);
   const docs = known === undefined ? NO_DOCS : renames.taken.size === 0 ? known : known.filter((d) => !renames.taken.has(d.id));
@@ -554,7 +562,8 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
     return;
   }
 
-  const good = pickGood(docs, file.sha256, entry?.documentId);
+  const fits = (d: KnownDoc): boolean => holds(d, path, file.sha256);
+  const good = pickGood(docs, fits, entry?.documentId);
   if (good && input.serviceNames?.renamesIgnored && good.doc?.name !== undefined && findUploadMark(good.doc.name) !== undefined) {
     const unmarkedOld = docs.filter((d) => d.fromIntent).length;
     ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
@@ -563,7 +572,7 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
   if (good) {
     for (const d of docs) {
       if (d.id === good.id) continue;
-      ops.push(deleteOp(path, d, d.sha256 === file.sha256 ? 'duplicate' : 'stale-version'));
+      ops.push(deleteOp(path, d, fits(d) ? 'duplicate' : 'stale-version'));
     }
     const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file), input.serviceNames));
     // The document recorded at a path this plan leaves alone (set aside), yet listed here
@@ -651,9 +660,22 @@ function deleteOp(path: string, d: KnownDoc, reason: DeleteReason): Op {
   return { kind: 'delete', path, documentId: d.id, reason, ...(d.fromIntent ? { unmarked: true } : {}) };
 }
 
-/** The document to keep for a file: same content; the state's choice first, then the lowest id. */
-function pickGood(docs: readonly KnownDoc[], sha256: string, preferredId: string | undefined): KnownDoc | undefined {
-  const same = docs.filter((d) => d.sha256 === sha256);
+/**
+ * `holds(d, path, sha256)`: the document holds what the file at `path` with that content is
+ * sent as, the same content converted the same way (the converter `desired` names for the
+ * path, metadata.ts META.converter; it depends on the path alone). A document whose
+ * conversion is not known (the state stands in for it) was sent as its own path is today.
+ */
+type ContentRule = (d: KnownDoc, path: string, sha256: string) => boolean;
+
+function contentRule(desired: PlanInput['desired']): ContentRule {
+  const conversionAt = (path: string): string => String(desired({ path, size: 0, mtimeMs: 0, sha256: '' }).metadata?.[META.converter] ?? '');
+  return (d, path, sha256) => d.sha256 === sha256 && (d.conversion === undefined ? d.path === path || conversionAt(d.path) === conversionAt(path) : d.conversion === conversionAt(path));
+}
+
+/** The document to keep for a file: one that `holds` it; the state's choice first, then the lowest id. */
+function pickGood(docs: readonly KnownDoc[], holds: (d: KnownDoc) => boolean, preferredId: string | undefined): KnownDoc | undefined {
+  const same = docs.filter(holds);
   if (same.length === 0) return undefined;
   return (
     same.find((d) => d.id === preferredId) ??
@@ -722,7 +744,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
         // Metadata is written last by every update, so its path is the newest; the content
         // of an id never changes, so the state's hash (when it knows the id) is as good. A
         // document the state alone vouches for, or recovered, gets its metadata written.
-        add({ doc, id: doc.id, path: o.path, sha256: o.sha256, fromIntent: o.kind === 'recovered' || (o.kind === 'ours' && o.rewrite) });
+        add({ doc, id: doc.id, path: o.path, sha256: o.sha256, fromIntent: o.kind === 'recovered' || (o.kind === 'ours' && o.rewrite), conversion: sentConversion(doc) });
         if (o.kind === 'recovered') recovered++;
         ourDocumentCount++;
         continue;

@@ -98,6 +98,11 @@ describe('the release tarball', () => {
     expect(existsSync(join(prefix, 'lib', 'node_modules', 'dssync', 'dist', 'src', 'emulator'))).toBe(false);
   });
 
+  it('stays under 25 MB installed (issue 35: the converters included)', async () => {
+    const { stdout } = await run('du', ['-sb', join(prefix, 'lib', 'node_modules', 'dssync')]);
+    expect(Number(stdout.split('\t')[0])).toBeLessThan(25_000_000);
+  });
+
   it('ships the changelog, the MIT licence and the bundled packages\' licences; no development script, no demo/ (issue 37.4)', () => {
     const installed = join(prefix, 'lib', 'node_modules', 'dssync');
     const top = readdirSync(installed).sort();

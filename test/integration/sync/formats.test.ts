@@ -5,7 +5,7 @@
  * its chunks; the formats the service reads go as they are; a file its converter cannot read
  * is named with its reason and holds back none of the others.
  */
-import { cp, readFile } from 'node:fs/promises';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary } from '../cli/run-cli.js';
@@ -80,4 +80,29 @@ it('lands a .csv, an .rtf and an .odt on the strict emulator, converted; the sam
   const refused = jsonOf<SyncJson>(await ws.sync('--json'));
   expect(refused.mappings[0]?.failures.map((f) => f.path)).toEqual(['sales/q3.csv']);
   expect(refused.mappings[0]?.failures[0]?.message).toMatch(/415.*has type \.csv, which the service does not read/);
+});
+
+it('a change of the formats re-sends the files it converts differently, once; the others are not sent again', { timeout: 90_000 }, async () => {
+  // An emulator that reads .csv as it is (the permissive set), so that the first sync can send it so.
+  ws = await createWorkspace({ emulator: { permissiveFormats: true }, mapping: { formats: { '.csv': 'as-is' } } });
+  await ws.write('sales/q3.csv', 'region,total\nnorth kwcsvy,1200\n');
+  await ws.write('notes/read-me.txt', 'plain kwtxty\n');
+  await ws.write('finance/budget.xlsx', await readFile(new URL('finance/budget.xlsx', FIXTURES)));
+  const first = jsonOf<SyncJson>(await ws.sync('--json'));
+  expect(first.mappings[0]?.counts).toMatchObject({ uploaded: 3, failed: 0 });
+  const typeOf = (name: string) => ws!.emu.store.listDocuments(ws!.dataSourceId()).find((d) => d.name === name)?.content_type;
+  expect(typeOf('sales/q3.csv')).not.toBe('text/markdown');
+
+  // The mapping now converts .csv (the default): that file alone is sent again, converted.
+  const config = JSON.parse(await readFile(ws.configPath, 'utf8')) as { mappings: { formats?: unknown }[] };
+  delete config.mappings[0]!.formats;
+  await writeFile(ws.configPath, JSON.stringify(config));
+  const second = jsonOf<SyncJson>(await ws.sync('--json'));
+  expect(second.mappings[0]?.counts).toMatchObject({ uploaded: 0, replaced: 1, updated: 0, failed: 0, unchanged: 2 });
+  const csv = ws.emu.store.listDocuments(ws.dataSourceId()).find((d) => d.name === 'sales/q3.csv')!;
+  expect(csv.content_type).toBe('text/markdown');
+  expect(ws.emu.store.listChunks(csv.document_id).map((c) => c.text).join('\n')).toContain('| north kwcsvy | 1200 |');
+
+  const third = jsonOf<SyncJson>(await ws.sync('--json'));
+  expect(third.mappings[0]?.counts).toMatchObject({ uploaded: 0, replaced: 0, updated: 0, failed: 0, unchanged: 3 });
 });

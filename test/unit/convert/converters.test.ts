@@ -110,3 +110,39 @@ it('RTF: tables of fonts and document info skipped, escapes and Unicode decoded'
   const rtf = "{\\rtf1\\ansi\\ansicpg1252{\\fonttbl{\\f0 Arial;}}{\\info{\\title Secret}}{\\*\\generator X;}caf\\'e9 \\u8364?\\par next}";
   expect(rtfToText(rtf)).toBe('café €\nnext');
 });
+
+it('mails: encoded words, a Latin-1 quoted-printable body, an RFC 2231 attachment name, an address group', async () => {
+  const eml = Buffer.from(
+    [
+      'From: =?ISO-8859-1?Q?Andr=E9_M=FCller?= <andre@example.org>',
+      'To: "Smith, Jane" <jane@example.org>, bob@example.org',
+      'Cc: Team: a@example.org, b@example.org;',
+      'Subject: =?UTF-8?B?UsOpdW5pb24gZCfDqXF1aXBl?=',
+      'Date: Tue, 3 Nov 2026 09:15:00 +0100',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="o"',
+      '',
+      '--o',
+      'Content-Type: text/plain; charset=iso-8859-1',
+      'Content-Transfer-Encoding: quoted-printable',
+      '',
+      'Caf=E9 cr=E8me kwlatin, coup=',
+      '=E9 en deux.',
+      '--o',
+      "Content-Disposition: attachment; filename*=UTF-8''Bilan%20%C3%A9t%C3%A9.xlsx",
+      'Content-Transfer-Encoding: base64',
+      '',
+      'UEsDBA==',
+      '--o--',
+      '',
+    ].join('\r\n'),
+  );
+  const { markdown } = await convertBytes('eml', eml, DEFAULT_LIMITS);
+  expect(markdown).toMatch(/^# Réunion d'équipe\n/);
+  expect(markdown).toContain('- **From:** "André Müller" <andre@example.org>');
+  expect(markdown).toContain('- **To:** "Smith, Jane" <jane@example.org>, bob@example.org');
+  expect(markdown).toContain('- **Cc:** Team: a@example.org, b@example.org;');
+  expect(markdown).toContain('- **Date:** 2026-11-03T08:15:00.000Z');
+  expect(markdown).toContain('Café crème kwlatin, coupé en deux.');
+  expect(markdown).toMatch(/## Attachments\n\n- Bilan été\.xlsx/);
+});
