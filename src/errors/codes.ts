@@ -5,7 +5,18 @@
  * types its code from here and `disposition()` decides from here alone; docs/cli.md's
  * exit-code table is checked against it by a test (test/unit/errors/codes.test.ts).
  */
-import type { DispositionExit, DispositionKind } from './disposition.js';
+export type DispositionKind =
+  /** Transient: try again later (the pacer already retried what it could). */
+  | 'retry'
+  /** The service or the disk refuses this file: skip it until it changes; the rest goes on. */
+  | 'refusedForFile'
+  /** This mapping cannot go on until the operator acts (its data source is gone...). */
+  | 'fatalForMapping'
+  /** Nothing can go on: credentials refused, bad configuration, unusable state, shutdown. */
+  | 'fatalForProcess';
+
+/** 0 ok, 1 failure, 2 usage/configuration, 3 credentials refused (cli/exit.ts). */
+export type DispositionExit = 1 | 2 | 3;
 
 export interface CodeEntry {
   /** What it means for a mapping's pass, and for a command. */

@@ -5,20 +5,9 @@
  * error's stable `code` alone, as the registry (errors/codes.ts) lists it, never by class
  * names or messages, so it imports no other dssync folder and every layer may ask it.
  */
-import { codeEntry, ERROR_CODES } from './codes.js';
+import { codeEntry, ERROR_CODES, type DispositionExit, type DispositionKind } from './codes.js';
 
-export type DispositionKind =
-  /** Transient: try again later (the pacer already retried what it could). */
-  | 'retry'
-  /** The service or the disk refuses this file: skip it until it changes; the rest goes on. */
-  | 'refusedForFile'
-  /** This mapping cannot go on until the operator acts (its data source is gone...). */
-  | 'fatalForMapping'
-  /** Nothing can go on: credentials refused, bad configuration, unusable state, shutdown. */
-  | 'fatalForProcess';
-
-/** 0 ok, 1 failure, 2 usage/configuration, 3 credentials refused (cli/exit.ts). */
-export type DispositionExit = 1 | 2 | 3;
+export type { DispositionExit, DispositionKind };
 
 export interface Disposition {
   kind: DispositionKind;

@@ -59,7 +59,7 @@ describe('dssync emulator options', () => {
       [{ token: 'has space' }, '--token'],
     ];
     for (const [extra, option] of cases) {
-      expect(() => emulatorOptionsFromArgs(args(extra), {}), option).toThrow(expect.objectContaining({ exitCode: 2 }));
+      expect(() => emulatorOptionsFromArgs(args(extra), {}), option).toThrow(expect.objectContaining({ code: 'E_USAGE' }));
       expect(() => emulatorOptionsFromArgs(args(extra), {}), option).toThrow(option);
     }
   });
