@@ -6,7 +6,9 @@
  * hangs, exhausts the heap, crashes the worker), the answer is an outcome with its reason,
  * never an exception, and no other file waits on it.
  */
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import PQueue from 'p-queue';
 import type { ConverterId } from './formats.js';
 import type { ConvertLimits } from './limits.js';
 import type { TextLayer } from './pdf-text.js';
@@ -24,8 +26,15 @@ export function defaultWorkerUrl(): URL {
   return here.endsWith('.ts') ? new URL('../../dist/src/convert/worker.js', here) : new URL('./worker.js', here);
 }
 
-/** Idle workers kept for the next file (their readers loaded): starting one costs far more than a conversion. */
-const IDLE_WORKERS = 2;
+/**
+ * Conversions at once, at most: they are CPU-bound (more than the cores gain nothing), and
+ * each may use its memory limit (memoryMb), so the mirror's request concurrency must not
+ * multiply it. As many workers are kept idle for the next files (their readers loaded):
+ * starting one costs far more than converting a small file.
+ */
+const WORKERS = Math.max(1, Math.min(4, availableParallelism()));
+const IDLE_WORKERS = WORKERS;
+const running = new PQueue({ concurrency: WORKERS });
 /** An idle worker is ended after this long without work. */
 const IDLE_MS = 30_000;
 
@@ -104,7 +113,8 @@ export function pdfTextLayerIsolated(bytes: Uint8Array, limits: ConvertLimits, w
 
 function inWorker<T>(converter: ConvertRequest['converter'], bytes: Uint8Array, limits: ConvertLimits, workerUrl: URL, answered: (a: Exclude<ConvertAnswer, { error: unknown }>) => T | { ok: false; reason: string }): Promise<T | { ok: false; reason: string }> {
   type Outcome = T | { ok: false; reason: string };
-  return new Promise((resolve) => {
+  // The time limit runs from the worker's start on this file, not from its wait in line.
+  return running.add(() => new Promise<Outcome>((resolve) => {
     const id = nextId++;
     const p = take(workerUrl, limits.memoryMb);
     // A worker that answered is reused; one stopped by a limit, or that failed, is ended.
@@ -132,5 +142,5 @@ function inWorker<T>(converter: ConvertRequest['converter'], bytes: Uint8Array, 
     const copy = new Uint8Array(bytes); // its own buffer, moved to the worker
     const request: ConvertRequest = { id, converter, bytes: copy, limits };
     p.worker.postMessage(request, [copy.buffer]);
-  });
+  }));
 }
