@@ -293,6 +293,8 @@ export interface LeaseSettings {
   timing?: typeof LEASE | undefined;
   /** How many files the mapping tracks (MappingLeaseDeps.filesTracked). */
   filesTracked?: (() => number) | undefined;
+  /** Where the marker's body is written (MappingLeaseDeps.files; the simulation's is in memory). */
+  files?: MappingLeaseDeps['files'];
 }
 
 /** A mapping's lease for a data source, this process its would-be holder (a new writer session). */
@@ -311,6 +313,7 @@ export function mappingLease(s: LeaseSettings, dataSourceId: string, installatio
     onChange,
     timing: s.timing,
     filesTracked: s.filesTracked,
+    files: s.files,
   });
 }
 

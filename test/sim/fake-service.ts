@@ -98,8 +98,12 @@ export class FakeService extends FakeApi {
    */
   duringCall: ((when: 'before' | 'after', write: boolean) => boolean) | undefined;
   private callHook(when: 'before' | 'after', write: boolean): void {
-    if (this.duringCall?.(when, write)) this.duringCall = undefined;
+    if (!this.hooksOff && this.duringCall?.(when, write)) this.duringCall = undefined;
   }
+  /** The call being made is not a pass's (a lease's request): duringCall does not see it. */
+  hooksOff = false;
+  /** Files a process writes outside the folder for an upload (the lease's marker body), by path. */
+  readonly sideFiles = new Map<string, string>();
   /** Something done by someone else between two pages of a listing. */
   betweenPages: (() => void) | undefined;
   /** The process crashes at this call (the world's crash). */
@@ -268,6 +272,9 @@ export class FakeService extends FakeApi {
     // walk saw and the hash read, else E_FILE_CHANGED and nothing is sent.
     const read = (): { name: string; content: string; size: number }[] =>
       files.map((f) => {
+        // A file outside the folder (the lease's marker body, written beside the state).
+        const side = f.notFolderContent ? this.sideFiles.get(f.path) : undefined;
+        if (side !== undefined) return { name: f.name, content: sha256(side), size: Buffer.byteLength(side) };
         const n = this.local.fileAt(f.path.slice(this.local.abs('').length + 1));
         const changed =
           !n ||

@@ -16,6 +16,7 @@
  */
 import { expect } from 'vitest';
 import { unmarkedName } from '../../src/engine/document-fields.js';
+import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { INTENT_SETTLE_MS } from '../../src/engine/mirror.js';
 import { FLAGS } from './commands.js';
 import type { World } from './world.js';
@@ -90,6 +91,18 @@ export async function checkInvariants(w: World): Promise<void> {
   // 3. The delete window.
   expect(w.guardViolations).toEqual([]);
 
+  // 5. The lease: every write of a mirror was sent by the process the marker names (so no
+  // document of another live writer is deleted, and no two processes with one identity
+  // both write: no duplicate survives the detection bound). Then the second process stops
+  // gracefully, and the daemon must take the lease over and recover what it wrote (its
+  // session is one this state never recorded) with no command.
+  expect(w.leaseViolations, 'writes sent by a process that did not hold the lease').toEqual([]);
+  if (w.twin !== undefined && !w.twin.crashed) {
+    await w.stopTwin();
+    await w.advance(QUIET_MS);
+    if (!w.remoteTampered && !w.blocked && !cloned) expect(mirrorProblems(w, false), 'after the second process stopped, the daemon did not take over').toEqual([]);
+  }
+
   // 4. After a restart, everything.
   if (w.blocked) await w.operatorAllowsMassDelete();
   w.clock.t += INTENT_SETTLE_MS + 1;
@@ -124,7 +137,7 @@ export async function checkInvariants(w: World): Promise<void> {
   // Uploads are sent under a marked name (engine/document-fields.ts markUploadName), so even
   // a lost answer of an incremental pass leaves no document dssync cannot tell for its own.
   const sentFor = unmarkedName;
-  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== w.installationId && !unreadable.has(sentFor(d.name)));
+  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && !isLeaseDocument(d) && d.metadata['dssync_installation'] !== w.installationId && !unreadable.has(sentFor(d.name)));
   // (While another writer has our identity nothing is written, cleaning up included.)
   if (!cloned) expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
   if (w.config.prune === 'all' && !cloned) {
