@@ -85,6 +85,7 @@ export const FLAGS = {
   clonedWriter: flag('SIM_CLONED_WRITER', true),
   restoreBackup: flag('SIM_RESTORE_BACKUP', true),
   twoProcesses: flag('SIM_TWO_PROCESSES', true),
+  nameRules: flag('SIM_NAME_RULES', true),
 };
 
 function flag(name: string, byDefault: boolean): boolean {

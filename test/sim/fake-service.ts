@@ -13,6 +13,7 @@
 import { ApiError } from '../../src/api/errors.js';
 import { keptRecords, type DatastoreApi, type ListDocumentsOptions } from '../../src/api/api.js';
 import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
+import { storedName, type NameRule } from '../../src/engine/service-names.js';
 import { FakeApi } from '../helpers/fake-api.js';
 import { sha256, type FakeLocal } from '../helpers/fake-local.js';
 
@@ -53,6 +54,14 @@ export interface ServiceVariant {
   updateClears: boolean;
   paging: 'none' | 'offset' | 'cursor';
   pageSize: number;
+  /**
+   * What the service does to the names it is given (issue 34 cases 6 to 8; the emulator's
+   * --name-rules, --name-max-bytes and ignored renames), by the one model of them
+   * (engine/service-names.ts): every name stored is rewritten by `nameRule`; an update's
+   * name is ignored with `renamesIgnored`.
+   */
+  nameRule?: NameRule | undefined;
+  renamesIgnored?: boolean | undefined;
 }
 
 export interface ServiceCounters {
@@ -100,7 +109,7 @@ export class FakeService extends FakeApi {
   private callHook(when: 'before' | 'after', write: boolean): void {
     if (!this.hooksOff && this.duringCall?.(when, write)) this.duringCall = undefined;
   }
-  /** The call being made is not a pass's (a lease's request): duringCall does not see it. */
+  /** The call being made is not a pass's (a lease's request): neither duringCall nor the faults see it. */
   hooksOff = false;
   /** Files a process writes outside the folder for an upload (the lease's marker body), by path. */
   readonly sideFiles = new Map<string, string>();
@@ -139,7 +148,7 @@ export class FakeService extends FakeApi {
     if (due.length === 0) return;
     this.late = this.late.filter((l) => l.dueAt > upTo);
     for (const l of due) {
-      for (const f of l.files) this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true });
+      for (const f of l.files) this.create({ name: storedName(f.name, this.variant.nameRule), url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true });
       this.counters.lateCommits++;
     }
   }
@@ -172,6 +181,8 @@ export class FakeService extends FakeApi {
   // ---- faults -------------------------------------------------------------------------
 
   private takeFault(): Fault {
+    // The history's faults are for the passes' calls (a lease's request takes none).
+    if (this.hooksOff) return 'none';
     const f = this.faults.shift() ?? 'none';
     if (f !== 'none') this.counters.faults++;
     return f;
@@ -291,7 +302,7 @@ export class FakeService extends FakeApi {
       true,
       () => {
         sent ??= read();
-        return sent.map((f) => this.recordOf(this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true })));
+        return sent.map((f) => this.recordOf(this.create({ name: storedName(f.name, this.variant.nameRule), url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true })));
       },
       (delayMs) => {
         sent = read();
@@ -303,7 +314,7 @@ export class FakeService extends FakeApi {
   override updateDocument(_ds: string, id: string, update: DocumentUpdate): Promise<DocumentRecord> {
     return this.act(true, () => {
       const d = this.must(id);
-      d.name = update.name;
+      if (!this.variant.renamesIgnored) d.name = storedName(update.name, this.variant.nameRule);
       if (this.variant.updateClears) {
         d.url = update.url;
         d.metadata = structuredClone(update.metadata ?? {});

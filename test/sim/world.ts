@@ -21,7 +21,7 @@ import { MappingRunner } from '../../src/daemon/mapping-runner.js';
 import { StateStore } from '../../src/state/store.js';
 import { establishIdentity } from '../../src/engine/installation.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
-import { leaseMarkersOf, pickMarker, type HostProbe } from '../../src/engine/lease.js';
+import { LEASE, leaseMarkersOf, pickMarker, type HostProbe } from '../../src/engine/lease.js';
 import { leaseGated } from '../../src/daemon/lease-gate.js';
 import type { MirrorLease } from '../../src/daemon/build-mirror.js';
 import type { DatastoreApi } from '../../src/api/api.js';
@@ -40,6 +40,14 @@ export const IGNORE_FILE = '.dssyncignore';
 const DEBOUNCE_MS = 300;
 /** The periodic rescan: long, so that the quiet check shows what the daemon does without it. */
 export const RESCAN_INTERVAL_S = 3600;
+
+/**
+ * The lease's timings in the simulation: the real expiry, renewal and check intervals; a
+ * shorter claim (the settle wait must only outlast a rival's read and write, and the
+ * simulated service answers at once), so that a start's first pass comes as soon after
+ * the start as it did before the lease, where the histories' classes look for it.
+ */
+export const SIM_LEASE: typeof LEASE = Object.create(LEASE, { settleMs: { value: 100 }, claimLatencyMs: { value: 50 } }) as typeof LEASE;
 
 export interface SimConfig {
   prune: 'ours' | 'all';
@@ -265,7 +273,7 @@ export class World {
         const w: Watcher = { root: ROOT, close: async () => void (proc.watcher = undefined), watchedDirs: () => 1 };
         return w;
       },
-      lease: { statePath: STATE_PATH, probe, files: { write: async (path: string, text: string) => void this.service.sideFiles.set(path, text), remove: async (path: string) => void this.service.sideFiles.delete(path) } },
+      lease: { statePath: STATE_PATH, probe, timing: SIM_LEASE, files: { write: async (path: string, text: string) => void this.service.sideFiles.set(path, text), remove: async (path: string) => void this.service.sideFiles.delete(path) } },
       // The runner's monotonic clock and full passes' stability window reach the mirror as buildMirror passes them.
       buildMirror: async (_c, _m, _i, deps) => {
         proc.lease = deps.lease?.(this.service.dataSourceId, proc.installationId);
@@ -320,6 +328,7 @@ export class World {
     if (call === 'uploadDocuments' && (args[1] as { notFolderContent?: boolean }[]).some((f) => !f.notFolderContent)) what = 'an upload';
     if ((call === 'updateDocument' || call === 'deleteDocument') && !this.isMarker(String(args[1]))) what = `${call === 'deleteDocument' ? 'a delete' : 'an update'} of ${String(args[1])}`;
     if (what === undefined) return;
+    this.mirrorWrites++;
     const docs = this.service.docs_().map((d) => ({ id: d.id, name: d.name, url: d.url, metadata: d.metadata }));
     const record = pickMarker(leaseMarkersOf(docs as never, MAPPING_ID))?.record;
     if (record?.session !== proc.lease.session || record.released) {
@@ -332,6 +341,8 @@ export class World {
     return d !== undefined && isLeaseDocument(d);
   }
 
+  /** Writes the mirrors sent (uploads, updates and deletes of documents but markers). */
+  mirrorWrites = 0;
   /** Writes sent by a process that did not hold the lease (checkLeaseWrite). */
   readonly leaseViolations: string[] = [];
 
