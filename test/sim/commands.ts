@@ -86,6 +86,7 @@ export const FLAGS = {
   restoreBackup: flag('SIM_RESTORE_BACKUP', true),
   twoProcesses: flag('SIM_TWO_PROCESSES', true),
   nameRules: flag('SIM_NAME_RULES', true),
+  journalDamage: flag('SIM_JOURNAL_DAMAGE', true),
 };
 
 function flag(name: string, byDefault: boolean): boolean {
@@ -283,7 +284,15 @@ export function commands(): fc.Arbitrary<Cmd>[] {
   // Another writer with our identity (a cloned host, a copied state, two configs on one state).
   if (FLAGS.clonedWriter) list.push(fc.tuple(file, content, fc.boolean()).map(([p, c, inFlight]) => cmd(`clonedHostUploads(${p}, ${c}${inFlight ? ', in flight' : ''})`, (w) => w.cloneUpload(p, c, inFlight))));
   // The state restored from an older backup (issue 34 case 4): recovered without a command.
-  if (FLAGS.restoreBackup) list.push(fc.constant(cmd('stateBackedUp()', (w) => w.takeBackup())), fc.constant(cmd('stateRestoredFromBackup()', (w) => w.restoreBackup())));
+  if (FLAGS.restoreBackup) list.push(fc.constant(cmd('stateBackedUp()', (w) => w.takeBackup())), fc.nat(3).map((i) => cmd(`stateRestoredFromBackup(#${i} from the newest)`, (w) => w.restoreBackup(i))));
+  // The journal damaged while the daemon is down, its identity file kept (issue 34 case 1).
+  if (FLAGS.journalDamage) {
+    list.push(
+      fc.tuple(fc.constantFrom<'flip' | 'cut' | 'empty'>('flip', 'flip', 'cut', 'cut', 'empty'), fc.double({ min: 0, max: 1, noNaN: true })).map(([kind, at]) =>
+        cmd(kind === 'empty' ? 'journalEmptiedByPowerCut()' : `journal${kind === 'flip' ? 'ByteFlipped' : 'Cut'}(at ${(at * 100).toFixed(1)}%)`, (w) => w.damageJournal(kind, at)),
+      ),
+    );
+  }
   if (FLAGS.twoProcesses) {
     const twinKind = fc.constantFrom<TwinKind>('copied-state', 'pinned-replica');
     list.push(

@@ -19,6 +19,7 @@ import type { Op } from '../../src/engine/plan.js';
 import { countDeletes, DELETE_WINDOW_MS } from '../../src/engine/guards.js';
 import { MappingRunner } from '../../src/daemon/mapping-runner.js';
 import { StateStore } from '../../src/state/store.js';
+import { journalPathOf } from '../../src/state/journal.js';
 import { establishIdentity } from '../../src/engine/installation.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { LEASE, leaseMarkersOf, pickMarker, type HostProbe } from '../../src/engine/lease.js';
@@ -535,23 +536,49 @@ export class World {
     this.service.endProcess();
   }
 
-  /** The state's volume as a backup took it (stateBackedUp); undefined: none taken yet. */
-  private backup: Map<string, Buffer> | undefined;
+  /** The state's volume as each backup took it (stateBackedUp), oldest first. */
+  private readonly backups: Map<string, Buffer>[] = [];
 
   /** A backup (a volume snapshot) of the state's folder is taken while the daemon runs. */
   takeBackup(): void {
-    this.backup = this.disk.backup();
+    this.backups.push(this.disk.backup());
   }
 
   /**
-   * The daemon is stopped, the state's folder restored from the last backup, and the daemon
-   * started again (the documented rollback, issue 34 case 4): what was written since the
-   * backup is in the data source and not in the state; it must converge with no command.
+   * The daemon is stopped, the state's folder restored from a backup (`pick`: any of those
+   * taken, counted from the newest), and the daemon started again (the documented rollback,
+   * issue 34 case 4): what was written since the backup is in the data source and not in
+   * the state; it must converge with no command.
    */
-  async restoreBackup(): Promise<void> {
-    if (this.backup === undefined) return;
+  async restoreBackup(pick = 0): Promise<void> {
+    const backup = this.backups[this.backups.length - 1 - (pick % Math.max(1, this.backups.length))];
+    if (backup === undefined) return;
     await this.stop();
-    this.disk.restore(this.backup);
+    this.disk.restore(backup);
+    this.restarts++;
+    await this.start();
+  }
+
+  /**
+   * The journal is damaged while the daemon is down (issue 34 case 1): a byte flipped or the
+   * file cut at `at` (a fraction of its length), or left empty by a power cut; the identity
+   * file beside it is kept. The state's reader (journal.ts) must tell damage from a torn
+   * tail and keep every valid record; the mapping must converge with no command.
+   */
+  async damageJournal(kind: 'flip' | 'cut' | 'empty', at: number): Promise<void> {
+    await this.stop();
+    const files = this.disk.backup();
+    const path = journalPathOf(STATE_PATH);
+    const journal = files.get(path);
+    if (journal !== undefined && journal.length > 0) {
+      const offset = Math.min(journal.length - 1, Math.floor(at * journal.length));
+      if (kind === 'flip') {
+        const copy = Buffer.from(journal);
+        copy[offset] = copy[offset]! ^ 0x20;
+        files.set(path, copy);
+      } else files.set(path, kind === 'cut' ? journal.subarray(0, offset) : Buffer.alloc(0));
+      this.disk.restore(files);
+    }
     this.restarts++;
     await this.start();
   }
