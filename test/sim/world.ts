@@ -27,6 +27,7 @@ import { leaseGated } from '../../src/daemon/lease-gate.js';
 import type { MirrorLease } from '../../src/daemon/build-mirror.js';
 import type { DatastoreApi } from '../../src/api/api.js';
 import { ApiError } from '../../src/api/errors.js';
+import { storedName } from '../../src/engine/service-names.js';
 import { FakeDisk } from './fake-disk.js';
 import { FakeLocal, sha256 } from '../helpers/fake-local.js';
 import { FakeService, type ServiceVariant } from './fake-service.js';
@@ -836,7 +837,8 @@ export class World {
   personRenamesOurs(pick: number, name: string): void {
     const ours = this.ourDocs();
     if (ours.length === 0) return;
-    this.service.store.get(ours[pick % ours.length]!)!.name = name;
+    // Renamed in the App: stored as the service stores any name (its rewrite rule).
+    this.service.store.get(ours[pick % ours.length]!)!.name = storedName(name, this.service.variant.nameRule);
     this.remoteTampered = true;
   }
 
