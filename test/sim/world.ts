@@ -837,7 +837,9 @@ export class World {
   personRenamesOurs(pick: number, name: string): void {
     const ours = this.ourDocs();
     if (ours.length === 0) return;
-    // Renamed in the App: stored as the service stores any name (its rewrite rule).
+    // Renamed in the App: stored as the service stores any name (its rewrite rule), and
+    // ignored by a service that ignores renames.
+    if (this.service.variant.renamesIgnored) return;
     this.service.store.get(ours[pick % ours.length]!)!.name = storedName(name, this.service.variant.nameRule);
     this.remoteTampered = true;
   }
