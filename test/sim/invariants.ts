@@ -99,6 +99,7 @@ export async function checkInvariants(w: World): Promise<void> {
   // gracefully, and the daemon must take the lease over and recover what it wrote (its
   // session is one this state never recorded) with no command.
   expect(w.leaseViolations, 'writes sent by a process that did not hold the lease').toEqual([]);
+  expect(w.stateViolations, 'a damaged journal').toEqual([]);
   if (w.twin !== undefined && !w.twin.crashed) {
     await w.stopTwin();
     await w.advance(QUIET_MS);

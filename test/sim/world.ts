@@ -571,18 +571,29 @@ export class World {
     const files = this.disk.backup();
     const path = journalPathOf(STATE_PATH);
     const journal = files.get(path);
+    /** A byte flipped in a record that valid records follow: damage, never a torn tail. */
+    let damage = false;
     if (journal !== undefined && journal.length > 0) {
       const offset = Math.min(journal.length - 1, Math.floor(at * journal.length));
       if (kind === 'flip') {
         const copy = Buffer.from(journal);
         copy[offset] = copy[offset]! ^ 0x20;
         files.set(path, copy);
+        const nl = journal.indexOf(0x0a, offset);
+        damage = journal[offset] !== 0x0a && copy[offset] !== 0x0a && nl >= 0 && nl < journal.length - 1;
       } else files.set(path, kind === 'cut' ? journal.subarray(0, offset) : Buffer.alloc(0));
       this.disk.restore(files);
     }
+    const copies = (): number => [...this.disk.backup().keys()].filter((f) => f.startsWith(`${path}.damaged-`)).length;
+    const before = copies();
     this.restarts++;
     await this.start();
+    // journal.ts: damage is copied aside before anything is cut (and every valid record after it kept).
+    if (damage && copies() === before) this.stateViolations.push(`at ${this.clock.t}: a byte flipped inside the journal (valid records after it) was not kept as a copy: taken for a torn tail`);
   }
+
+  /** What the state's reader did wrong with a damaged journal (damageJournal). */
+  readonly stateViolations: string[] = [];
 
   // ---- time ----------------------------------------------------------------------------
 
