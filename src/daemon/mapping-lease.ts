@@ -19,6 +19,7 @@ import { nodeLockProbe } from '../state/lock.js';
 import { listingBound } from '../engine/listing-bound.js';
 import { z } from 'zod';
 import { SidecarFile } from './sidecar-file.js';
+import { nodeStateFs, type StateFs } from '../state/atomic-file.js';
 
 export interface MappingLeaseDeps {
   api: DatastoreApi;
@@ -329,6 +330,10 @@ export interface LeaseSettings {
   timing?: typeof LEASE | undefined;
   /** How many files the mapping tracks (MappingLeaseDeps.filesTracked). */
   filesTracked?: (() => number) | undefined;
+  /** Where the marker's body is written (MappingLeaseDeps.files; the simulation's is in memory). */
+  files?: MappingLeaseDeps['files'];
+  /** The disk of the marker's id kept beside the state (the state's own: the simulation's is in memory). */
+  stateFs?: StateFs | undefined;
 }
 
 /** A mapping's lease for a data source, this process its would-be holder (a new writer session). */
@@ -347,19 +352,20 @@ export function mappingLease(s: LeaseSettings, dataSourceId: string, installatio
     onChange,
     timing: s.timing,
     filesTracked: s.filesTracked,
-    memo: markerMemo(`${s.statePath}.lease-${encodeURIComponent(s.mappingId)}.json`, dataSourceId, s.logger),
+    files: s.files,
+    memo: markerMemo(`${s.statePath}.lease-${encodeURIComponent(s.mappingId)}.json`, dataSourceId, s.logger, s.stateFs),
   });
 }
 
 const MemoSchema = z.object({ dataSourceId: z.string(), documentId: z.string() });
 
 /** The marker's id in a file beside the state, for this data source only (a data source made anew has another marker). */
-function markerMemo(path: string, dataSourceId: string, logger: Logger): MarkerMemo {
+function markerMemo(path: string, dataSourceId: string, logger: Logger, fs: StateFs = nodeStateFs): MarkerMemo {
   const file = new SidecarFile(path, MemoSchema, {
     unreadable: 'lease marker id unreadable: the data source is listed to find the marker',
     malformed: 'lease marker id malformed: the data source is listed to find the marker',
     unwritable: 'lease marker id not kept: the next start lists the data source to find the marker',
-  }, logger);
+  }, logger, fs);
   return {
     load: async () => {
       const memo = await file.load();

@@ -472,14 +472,17 @@ async function checkUploadName(o: ExecutorOptions, check: NameCheck, answer: Doc
 /**
  * What the answer to an update shows: the name sent, the name the learned rule gives, else
  * a new rule; a rename's answer showing its old name (as the service stores it), a rename
- * the service ignores (a rename's old name is never taken for a rewrite of its new one).
+ * the service ignores (a rename's old name is never taken for a rewrite of its new one, and
+ * a name still marked as its upload's is a rename ignored).
  */
 function checkUpdateName(check: NameCheck, op: Extract<Op, { kind: 'rename' | 'update-meta' }>, answer: DocumentRecord, wanted: string): void {
   if (typeof answer.raw['name'] !== 'string' || answer.name === undefined) return;
   const shown = answer.name;
   if (nameAsStored(shown, wanted, { rule: check.known.rule })) return;
   if (op.kind === 'update-meta') {
-    learnRule(check, wanted, shown);
+    // A document still under its upload's marked name after an update naming it: a rename ignored.
+    if (findUploadMark(shown) !== undefined) check.known = { ...check.known, renamesIgnored: true };
+    else learnRule(check, wanted, shown);
     return;
   }
   if (!check.known.renamesIgnored && nameAsStored(shown, documentName(op.from), { rule: check.known.rule })) check.known = { ...check.known, renamesIgnored: true };

@@ -301,6 +301,9 @@ export class Mirror {
           ...(report.blocked ? { error: report.blocked.message } : {}),
           ...(names.known.renamesIgnored || names.known.urlsIgnored || names.known.rule ? { serviceNames: names.known } : {}),
         });
+      } else if (!sameServiceNames(namesBefore, names.known) && mapping.lastPass !== undefined) {
+        // What an incremental pass learned of names is kept too: the next process plans around it.
+        state.setLastPass(spec.mappingId, { ...mapping.lastPass, serviceNames: names.known });
       }
       await state.flush();
     }

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { DEFAULT_AGGREGATOR_OPTIONS } from '../../src/local/aggregator.js';
 import { sha256 } from '../helpers/fake-local.js';
 import type { Fault } from './fake-service.js';
-import { IGNORE_FILE, type SimConfig, type World } from './world.js';
+import { IGNORE_FILE, type SimConfig, type TwinKind, type World } from './world.js';
 
 export type Cmd = fc.AsyncCommand<object, World>;
 
@@ -84,6 +84,9 @@ export const FLAGS = {
   wallBackRepair: flag('SIM_WALL_BACK_REPAIR', true),
   clonedWriter: flag('SIM_CLONED_WRITER', true),
   restoreBackup: flag('SIM_RESTORE_BACKUP', true),
+  twoProcesses: flag('SIM_TWO_PROCESSES', true),
+  nameRules: flag('SIM_NAME_RULES', true),
+  journalDamage: flag('SIM_JOURNAL_DAMAGE', true),
 };
 
 function flag(name: string, byDefault: boolean): boolean {
@@ -281,7 +284,24 @@ export function commands(): fc.Arbitrary<Cmd>[] {
   // Another writer with our identity (a cloned host, a copied state, two configs on one state).
   if (FLAGS.clonedWriter) list.push(fc.tuple(file, content, fc.boolean()).map(([p, c, inFlight]) => cmd(`clonedHostUploads(${p}, ${c}${inFlight ? ', in flight' : ''})`, (w) => w.cloneUpload(p, c, inFlight))));
   // The state restored from an older backup (issue 34 case 4): recovered without a command.
-  if (FLAGS.restoreBackup) list.push(fc.constant(cmd('stateBackedUp()', (w) => w.takeBackup())), fc.constant(cmd('stateRestoredFromBackup()', (w) => w.restoreBackup())));
+  if (FLAGS.restoreBackup) list.push(fc.constant(cmd('stateBackedUp()', (w) => w.takeBackup())), fc.nat(3).map((i) => cmd(`stateRestoredFromBackup(#${i} from the newest)`, (w) => w.restoreBackup(i))));
+  // The journal damaged while the daemon is down, its identity file kept (issue 34 case 1).
+  if (FLAGS.journalDamage) {
+    list.push(
+      fc.tuple(fc.constantFrom<'flip' | 'cut' | 'empty'>('flip', 'flip', 'cut', 'cut', 'empty'), fc.double({ min: 0, max: 1, noNaN: true })).map(([kind, at]) =>
+        cmd(kind === 'empty' ? 'journalEmptiedByPowerCut()' : `journal${kind === 'flip' ? 'ByteFlipped' : 'Cut'}(at ${(at * 100).toFixed(1)}%)`, (w) => w.damageJournal(kind, at)),
+      ),
+    );
+  }
+  if (FLAGS.twoProcesses) {
+    const twinKind = fc.constantFrom<TwinKind>('copied-state', 'pinned-replica');
+    list.push(
+      twinKind.map((k) => cmd(`secondProcessStarts(${k})`, (w) => w.startTwin(k))),
+      twinKind.map((k) => cmd(`bothStartTogether(${k})`, (w) => w.restartBothTogether(k))),
+      fc.constant(cmd('secondProcessKilled()', (w) => w.killTwin())),
+      fc.constant(cmd('secondProcessStopped()', (w) => w.stopTwin())),
+    );
+  }
   if (FLAGS.racy) {
     list.push(
       fc.tuple(file, content).map(([p, c]) =>

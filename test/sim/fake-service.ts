@@ -13,6 +13,7 @@
 import { ApiError } from '../../src/api/errors.js';
 import { keptRecords, type DatastoreApi, type ListDocumentsOptions } from '../../src/api/api.js';
 import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
+import { storedName, type NameRule } from '../../src/engine/service-names.js';
 import { FakeApi } from '../helpers/fake-api.js';
 import { sha256, type FakeLocal } from '../helpers/fake-local.js';
 
@@ -53,6 +54,14 @@ export interface ServiceVariant {
   updateClears: boolean;
   paging: 'none' | 'offset' | 'cursor';
   pageSize: number;
+  /**
+   * What the service does to the names it is given (issue 34 cases 6 to 8; the emulator's
+   * --name-rules, --name-max-bytes and ignored renames), by the one model of them
+   * (engine/service-names.ts): every name stored is rewritten by `nameRule`; an update's
+   * name is ignored with `renamesIgnored`.
+   */
+  nameRule?: NameRule | undefined;
+  renamesIgnored?: boolean | undefined;
 }
 
 export interface ServiceCounters {
@@ -98,8 +107,12 @@ export class FakeService extends FakeApi {
    */
   duringCall: ((when: 'before' | 'after', write: boolean) => boolean) | undefined;
   private callHook(when: 'before' | 'after', write: boolean): void {
-    if (this.duringCall?.(when, write)) this.duringCall = undefined;
+    if (!this.hooksOff && this.duringCall?.(when, write)) this.duringCall = undefined;
   }
+  /** The call being made is not a pass's (a lease's request): neither duringCall nor the faults see it. */
+  hooksOff = false;
+  /** Files a process writes outside the folder for an upload (the lease's marker body), by path. */
+  readonly sideFiles = new Map<string, string>();
   /** Something done by someone else between two pages of a listing. */
   betweenPages: (() => void) | undefined;
   /** The process crashes at this call (the world's crash). */
@@ -135,7 +148,7 @@ export class FakeService extends FakeApi {
     if (due.length === 0) return;
     this.late = this.late.filter((l) => l.dueAt > upTo);
     for (const l of due) {
-      for (const f of l.files) this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true });
+      for (const f of l.files) this.create({ name: storedName(f.name, this.variant.nameRule), url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true });
       this.counters.lateCommits++;
     }
   }
@@ -168,6 +181,8 @@ export class FakeService extends FakeApi {
   // ---- faults -------------------------------------------------------------------------
 
   private takeFault(): Fault {
+    // The history's faults are for the passes' calls (a lease's request takes none).
+    if (this.hooksOff) return 'none';
     const f = this.faults.shift() ?? 'none';
     if (f !== 'none') this.counters.faults++;
     return f;
@@ -268,6 +283,9 @@ export class FakeService extends FakeApi {
     // walk saw and the hash read, else E_FILE_CHANGED and nothing is sent.
     const read = (): { name: string; content: string; size: number }[] =>
       files.map((f) => {
+        // A file outside the folder (the lease's marker body, written beside the state).
+        const side = f.notFolderContent ? this.sideFiles.get(f.path) : undefined;
+        if (side !== undefined) return { name: f.name, content: sha256(side), size: Buffer.byteLength(side) };
         const n = this.local.fileAt(f.path.slice(this.local.abs('').length + 1));
         const changed =
           !n ||
@@ -284,7 +302,7 @@ export class FakeService extends FakeApi {
       true,
       () => {
         sent ??= read();
-        return sent.map((f) => this.recordOf(this.create({ name: f.name, url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true })));
+        return sent.map((f) => this.recordOf(this.create({ name: storedName(f.name, this.variant.nameRule), url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true })));
       },
       (delayMs) => {
         sent = read();
@@ -296,7 +314,7 @@ export class FakeService extends FakeApi {
   override updateDocument(_ds: string, id: string, update: DocumentUpdate): Promise<DocumentRecord> {
     return this.act(true, () => {
       const d = this.must(id);
-      d.name = update.name;
+      if (!this.variant.renamesIgnored) d.name = storedName(update.name, this.variant.nameRule);
       if (this.variant.updateClears) {
         d.url = update.url;
         d.metadata = structuredClone(update.metadata ?? {});

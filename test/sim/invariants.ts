@@ -15,7 +15,10 @@
  *    no other document exists (no duplicate, no orphan of a lost or late upload).
  */
 import { expect } from 'vitest';
-import { unmarkedName } from '../../src/engine/document-fields.js';
+import { findUploadMark, unmarkedName } from '../../src/engine/document-fields.js';
+import type { Doc } from './fake-service.js';
+import { isLeaseDocument } from '../../src/engine/lease-view.js';
+import { storedName } from '../../src/engine/service-names.js';
 import { INTENT_SETTLE_MS } from '../../src/engine/mirror.js';
 import { FLAGS } from './commands.js';
 import type { World } from './world.js';
@@ -55,7 +58,7 @@ function mirrorProblems(w: World, names: boolean): string[] {
     if (docs.length === 0) problems.push(`lost: ${path} has no document`);
     else if (docs.length > 1) problems.push(`duplicates: ${path} has ${docs.length} documents`);
     else if (docs[0]!.content !== content) problems.push(`stale: ${path}'s document ${docs[0]!.id} holds other content`);
-    else if (names && docs[0]!.name !== path) problems.push(`misnamed: ${path}'s document ${docs[0]!.id} is named ${docs[0]!.name}`);
+    else if (names && !w.service.variant.renamesIgnored && docs[0]!.name !== storedName(path, w.service.variant.nameRule)) problems.push(`misnamed: ${path}'s document ${docs[0]!.id} is named ${docs[0]!.name}`);
   }
   for (const [path, docs] of ours) {
     if (files.has(path)) continue;
@@ -89,6 +92,19 @@ export async function checkInvariants(w: World): Promise<void> {
 
   // 3. The delete window.
   expect(w.guardViolations).toEqual([]);
+
+  // 5. The lease: every write of a mirror was sent by the process the marker names (so no
+  // document of another live writer is deleted, and no two processes with one identity
+  // both write: no duplicate survives the detection bound). Then the second process stops
+  // gracefully, and the daemon must take the lease over and recover what it wrote (its
+  // session is one this state never recorded) with no command.
+  expect(w.leaseViolations, 'writes sent by a process that did not hold the lease').toEqual([]);
+  expect(w.stateViolations, 'a damaged journal').toEqual([]);
+  if (w.twin !== undefined && !w.twin.crashed) {
+    await w.stopTwin();
+    await w.advance(QUIET_MS);
+    if (!w.remoteTampered && !w.blocked && !cloned) expect(mirrorProblems(w, false), 'after the second process stopped, the daemon did not take over').toEqual([]);
+  }
 
   // 4. After a restart, everything.
   if (w.blocked) await w.operatorAllowsMassDelete();
@@ -124,11 +140,25 @@ export async function checkInvariants(w: World): Promise<void> {
   // Uploads are sent under a marked name (engine/document-fields.ts markUploadName), so even
   // a lost answer of an incremental pass leaves no document dssync cannot tell for its own.
   const sentFor = unmarkedName;
-  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && d.metadata['dssync_installation'] !== w.installationId && !unreadable.has(sentFor(d.name)));
+  // A service that ignores renames gets uploads under their real names: one whose answer
+  // was lost and that landed after its intent closed is a person's document to any client
+  // (docs/reliability.md, "Names the service rewrites"): left alone.
+  const undecidable = (d: Doc): boolean => w.service.variant.renamesIgnored === true && d.byUs && findUploadMark(d.name) === undefined;
+  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && !isLeaseDocument(d) && !undecidable(d) && d.metadata['dssync_installation'] !== w.installationId && !unreadable.has(sentFor(d.name)));
   // (While another writer has our identity nothing is written, cleaning up included.)
   if (!cloned) expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
   if (w.config.prune === 'all' && !cloned) {
     const left = w.people.filter((p) => !p.foreign && all.has(p.id));
     expect(left.map((p) => `${p.name} (${p.id}) not pruned with prune "all"`)).toEqual([]);
   }
+
+  // 6. Converged, the mirror writes nothing at its next start: what the service does to
+  // names (a rewrite, a cut, renames ignored) is learned once, never fought every pass.
+  if (!cloned) {
+    const before = w.mirrorWrites;
+    await w.restart();
+    await w.advance(QUIET_MS);
+    expect(w.mirrorWrites - before, 'writes by a converged mirror at its next start').toBe(0);
+  }
+  expect(w.leaseViolations, 'writes sent by a process that did not hold the lease').toEqual([]);
 }

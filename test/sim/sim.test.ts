@@ -11,6 +11,7 @@
  */
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
+import type { NameRule } from '../../src/engine/service-names.js';
 import { commands, configArb, FLAGS } from './commands.js';
 import { checkInvariants } from './invariants.js';
 import { World, type Totals } from './world.js';
@@ -26,6 +27,9 @@ const variantArb = fc.record({
   updateClears: fc.boolean(),
   paging: fc.constantFrom<'none' | 'offset' | 'cursor'>('none', 'offset', 'cursor'),
   pageSize: fc.constantFrom(2, 3),
+  // The service keeps names as given (mostly), or rewrites them (a cut reaching into the upload mark's second copy: 44 bytes).
+  nameRule: FLAGS.nameRules ? fc.constantFrom<NameRule | undefined>(undefined, undefined, undefined, { noExtension: true }, { suffix: ' (1)' }, { maxBytes: 44 }, { lower: true, maxBytes: 44 }) : fc.constant(undefined),
+  renamesIgnored: FLAGS.nameRules ? fc.constantFrom(false, false, false, true) : fc.constant(false),
 });
 
 /** A long run says how far it got every so many histories (a stopped run still has figures). */

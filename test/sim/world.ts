@@ -19,7 +19,15 @@ import type { Op } from '../../src/engine/plan.js';
 import { countDeletes, DELETE_WINDOW_MS } from '../../src/engine/guards.js';
 import { MappingRunner } from '../../src/daemon/mapping-runner.js';
 import { StateStore } from '../../src/state/store.js';
+import { journalPathOf } from '../../src/state/journal.js';
 import { establishIdentity } from '../../src/engine/installation.js';
+import { isLeaseDocument } from '../../src/engine/lease-view.js';
+import { LEASE, leaseMarkersOf, pickMarker, type HostProbe } from '../../src/engine/lease.js';
+import { leaseGated } from '../../src/daemon/lease-gate.js';
+import type { MirrorLease } from '../../src/daemon/build-mirror.js';
+import type { DatastoreApi } from '../../src/api/api.js';
+import { ApiError } from '../../src/api/errors.js';
+import { storedName } from '../../src/engine/service-names.js';
 import { FakeDisk } from './fake-disk.js';
 import { FakeLocal, sha256 } from '../helpers/fake-local.js';
 import { FakeService, type ServiceVariant } from './fake-service.js';
@@ -34,6 +42,14 @@ export const IGNORE_FILE = '.dssyncignore';
 const DEBOUNCE_MS = 300;
 /** The periodic rescan: long, so that the quiet check shows what the daemon does without it. */
 export const RESCAN_INTERVAL_S = 3600;
+
+/**
+ * The lease's timings in the simulation: the real expiry, renewal and check intervals; a
+ * shorter claim (the settle wait must only outlast a rival's read and write, and the
+ * simulated service answers at once), so that a start's first pass comes as soon after
+ * the start as it did before the lease, where the histories' classes look for it.
+ */
+export const SIM_LEASE: typeof LEASE = Object.create(LEASE, { settleMs: { value: 100 }, claimLatencyMs: { value: 50 } }) as typeof LEASE;
 
 export interface SimConfig {
   prune: 'ours' | 'all';
@@ -120,7 +136,16 @@ interface Process {
   crashed: boolean;
   /** The identity the process runs under (establishIdentity at its start, as buildMirror does). */
   installationId: string;
+  /** Its host (the lease record's), pid (unique in the world) and lease (mapping-lease.ts, made by its pass loop). */
+  host: string;
+  pid: number;
+  lease: MirrorLease | undefined;
+  /** The state's disk: the world's, or a second host's (a copied state, a replica's volume). */
+  disk: FakeDisk;
 }
+
+/** How a second process with our identity comes to be (issue 34 case 2 and 3). */
+export type TwinKind = 'copied-state' | 'pinned-replica';
 
 export interface PersonDoc {
   id: string;
@@ -184,10 +209,20 @@ export class World {
   // ---- the process -------------------------------------------------------------------
 
   async start(): Promise<void> {
+    this.proc = await this.launch(this.host, this.disk);
+    await this.settle();
+  }
+
+  /**
+   * One daemon process on `host` with its state on `disk`: the real MappingRunner, with the
+   * real lease (daemon/mapping-lease.ts over engine/lease.ts) on the world's clock, the
+   * marker read and written through the simulated service.
+   */
+  private async launch(host: string, disk: FakeDisk, twin = false, pinned?: string): Promise<Process> {
     if (this.config.prune === 'all') for (const p of this.people) p.prunable = true;
     const timers = new FakeTimers(this.clock);
     const store = await StateStore.open(STATE_PATH, {
-      fs: this.disk.fs(),
+      fs: disk.fs(),
       clock: timers,
       lock: false,
       onCorrupt: 'reset',
@@ -195,10 +230,14 @@ export class World {
       foldMinBytes: 2048,
       logger: silent,
     });
-    const api = this.service.forProcess();
     // A new state "draws" INSTALLATION; afterwards the id comes from the state, whatever the host is called.
-    const installationId = establishIdentity(store, { statePath: STATE_PATH, host: this.host, draw: () => INSTALLATION }).installationId;
-    const proc: Process = { timers, store, runner: undefined as never, watcher: undefined, inflight: 0, deletions: [], crashed: false, installationId };
+    const installationId = establishIdentity(store, { statePath: STATE_PATH, host, pinned, draw: () => INSTALLATION }).installationId;
+    const proc: Process = { timers, store, runner: undefined as never, watcher: undefined, inflight: 0, deletions: [], crashed: false, installationId, host, pid: ++this.pids, lease: undefined, disk };
+    // The runner's client (its lease's requests, the data source's checks) and the mirror's.
+    // The daemon's calls end with it (forProcess); the second process's with its own crash.
+    const base = twin ? this.service : this.service.forProcess();
+    const api = this.apiFor(proc, base, false);
+    const mirrorApi = this.apiFor(proc, base, true);
     const config = {
       debounceMs: DEBOUNCE_MS,
       rescanIntervalSeconds: RESCAN_INTERVAL_S,
@@ -220,6 +259,7 @@ export class World {
       // The simulation feeds the watcher's events itself (its watch function ignores these).
       watch: { mode: 'events', pollIntervalSeconds: 10, pollBudgetPercent: 5 },
     } as unknown as MappingConfig;
+    const probe: HostProbe = { hostname: host, bootId: 'sim-boot', alive: (pid) => this.live().some((q) => q.host === host && q.pid === pid), procStart: () => undefined };
     proc.runner = new MappingRunner({
       config,
       mapping,
@@ -235,21 +275,88 @@ export class World {
         const w: Watcher = { root: ROOT, close: async () => void (proc.watcher = undefined), watchedDirs: () => 1 };
         return w;
       },
+      lease: { statePath: STATE_PATH, stateFs: disk.fs(), probe, timing: SIM_LEASE, files: { write: async (path: string, text: string) => void this.service.sideFiles.set(path, text), remove: async (path: string) => void this.service.sideFiles.delete(path) } },
       // The runner's monotonic clock and full passes' stability window reach the mirror as buildMirror passes them.
-      buildMirror: async (_c, _m, _i, deps) => this.mirror(proc, deps.api, deps.onOp, { monotonic: () => deps.clock.monotonic(), stabilityMs: deps.stabilityMs }),
+      buildMirror: async (_c, _m, _i, deps) => {
+        proc.lease = deps.lease?.(this.service.dataSourceId, proc.installationId);
+        return this.mirror(proc, mirrorApi, deps.onOp, { monotonic: () => deps.clock.monotonic(), stabilityMs: deps.stabilityMs });
+      },
     });
-    this.proc = proc;
     proc.runner.start();
-    await this.settle();
+    return proc;
   }
+
+  private pids = 0;
+
+  /** The running processes: the daemon and a second one with our identity, when there is one. */
+  live(): Process[] {
+    return [this.proc, this.twin].filter((p): p is Process => p !== undefined && !p.crashed);
+  }
+
+  /**
+   * The service as one process reaches it: nothing after its crash, a crash fault crashes
+   * it, and every write of its mirror is checked against the lease's marker (checkLeaseWrite).
+   */
+  private apiFor(proc: Process, api: DatastoreApi, mirror: boolean): DatastoreApi {
+    return new Proxy(api, {
+      get: (target, key, receiver) => {
+        const v: unknown = Reflect.get(target, key, receiver);
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => {
+          if (proc.crashed) return Promise.reject(new ApiError({ code: 'E_ABORTED', message: 'the process crashed' }));
+          this.service.onCrash = () => this.crash(proc, this.tornNext);
+          if (mirror) this.checkLeaseWrite(proc, String(key), args);
+          // The history's hooks into a pass's calls (duringCall) see the mirror's, not the lease's.
+          this.service.hooksOff = !mirror;
+          try {
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          } finally {
+            this.service.hooksOff = false;
+          }
+        };
+      },
+    });
+  }
+
+  /**
+   * The lease's promise (DESIGN §7): a write of the mirror (an upload of the folder's
+   * content, an update or delete of a document that is not a marker) is sent only by the
+   * process the marker's record names, unreleased: so no document of another live writer
+   * is ever deleted, and two processes with one identity never both write.
+   */
+  private checkLeaseWrite(proc: Process, call: string, args: unknown[]): void {
+    if (proc.lease === undefined) return;
+    let what: string | undefined;
+    if (call === 'uploadDocuments' && (args[1] as { notFolderContent?: boolean }[]).some((f) => !f.notFolderContent)) what = 'an upload';
+    if ((call === 'updateDocument' || call === 'deleteDocument') && !this.isMarker(String(args[1]))) what = `${call === 'deleteDocument' ? 'a delete' : 'an update'} of ${String(args[1])}`;
+    if (what === undefined) return;
+    this.mirrorWrites++;
+    const docs = this.service.docs_().map((d) => ({ id: d.id, name: d.name, url: d.url, metadata: d.metadata }));
+    const record = pickMarker(leaseMarkersOf(docs as never, MAPPING_ID))?.record;
+    if (record?.session !== proc.lease.session || record.released) {
+      this.leaseViolations.push(`at ${this.clock.t}: ${what} by ${proc.host} (session ${proc.lease.session}) while the lease's record names ${record ? `${record.host} (session ${record.session}${record.released ? ', released' : ''})` : 'nobody'}`);
+    }
+  }
+
+  private isMarker(id: string): boolean {
+    const d = this.service.store.get(id);
+    return d !== undefined && isLeaseDocument(d);
+  }
+
+  /** Writes the mirrors sent (uploads, updates and deletes of documents but markers). */
+  mirrorWrites = 0;
+  /** Writes sent by a process that did not hold the lease (checkLeaseWrite). */
+  readonly leaseViolations: string[] = [];
 
   /** The mapping's Mirror for a process, as buildMirror makes it (the sim's spec and folder). */
   mirror(proc: Process, api: MirrorDeps['api'], onOp?: MirrorDeps['onOp'], windows: Partial<Pick<MirrorDeps, 'monotonic' | 'stabilityMs'>> = {}): Mirror {
     const cfg = this.config;
     const track = (kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> => this.track(proc, kind, run);
-    // The mapping's lease (lease-view.ts): held by this process while no other writer with
-    // our identity exists; with one (cloneUpload, which writes without a lease) it is not known.
-    const lease = (): LeaseView | undefined => (this.clones.size === 0 ? { held: true } : undefined);
+    // The mapping's lease (mapping-lease.ts, the pass loop's): what the owner rule knows of
+    // it, withheld while a writer that takes no lease has written with our identity
+    // (cloneUpload: a version before the lease); a one-shot mirror (operatorAllowsMassDelete) has none.
+    const held = proc.lease;
+    const lease = (): LeaseView | undefined => (this.clones.size === 0 ? held?.view() : undefined);
     class SimMirror extends Mirror {
       override async fullPass(opts: PassOptions = {}): Promise<PassReport> {
         return track('full', () => super.fullPass(opts));
@@ -271,7 +378,8 @@ export class World {
         batchBytes: 1e9,
         concurrency: 2,
       },
-      api,
+      api: held ? leaseGated(api, () => held.holds(), MAPPING_ID) : api,
+      session: held?.session,
       state: proc.store,
       local: createLocalSide({ path: ROOT, include: cfg.include, exclude: cfg.exclude, ignoreFile: IGNORE_FILE, maxFileBytes: cfg.maxFileBytes, followSymlinks: false }, { fs: this.local }),
       logger: silent,
@@ -294,6 +402,8 @@ export class World {
     await p.runner.stop(8_000);
     await this.settle();
     const api = this.service.forProcess();
+    // (`dssync sync` takes the lease; this stand-in for it runs while no other process does.)
+    p.lease = undefined;
     const run = this.mirror(p, api).fullPass({ allowMassDelete: true });
     await this.settle();
     await run.catch(() => undefined);
@@ -314,6 +424,7 @@ export class World {
       const r = await run();
       if (r.blocked?.kind === 'mass-delete' && !proc.crashed) this.blocked = true;
       if (r.identityConflict === 'another-writer' && !proc.crashed) this.anotherWriterReported = true;
+      if (proc !== this.proc) return r;
       // A full pass repairs what people did to our documents, but not for a file it set aside
       // (stability window; every file after the wall clock stepped back): the follow-up is
       // an incremental pass, which has no listing.
@@ -351,15 +462,20 @@ export class World {
 
   /** The machine stops at this instant: memory gone, unsynced state writes lost. */
   crashNow(torn: number): void {
-    const p = this.proc;
-    if (!p || p.crashed) return;
+    if (this.proc) this.crash(this.proc, torn);
+  }
+
+  /** A process dies at this instant (the daemon's machine, or the second process killed -9): its lease is not released. */
+  private crash(p: Process, torn: number): void {
+    if (p.crashed) return;
     p.crashed = true;
     p.timers.kill();
     p.watcher = undefined;
-    this.disk.crash(torn);
+    p.disk.crash(torn);
+    this.crashes++;
+    if (p !== this.proc) return;
     this.service.endProcess();
     this.service.activity = 'idle';
-    this.crashes++;
   }
 
   /** Restarts after a crash (the process's leftovers run to their end, touching nothing). */
@@ -401,12 +517,16 @@ export class World {
   /** A clean restart with a (possibly) new config: stop, flush, start again. */
   async restart(config: SimConfig = this.config): Promise<void> {
     await this.stop();
+    // A new config is deployed to the second process too (one mapping, one config).
+    const twinKind = config !== this.config && this.twin !== undefined && !this.twin.crashed ? this.twinKind : undefined;
+    if (twinKind !== undefined) await this.stopTwin();
     this.config = config;
     this.restarts++;
     await this.start();
+    if (twinKind !== undefined) await this.startTwin(twinKind, false);
   }
 
-  private async stop(): Promise<void> {
+  async stop(): Promise<void> {
     await this.restartIfCrashed();
     const p = this.proc!;
     await p.runner.stop(8_000);
@@ -417,55 +537,94 @@ export class World {
     this.service.endProcess();
   }
 
-  /** The state's volume as a backup took it (stateBackedUp); undefined: none taken yet. */
-  private backup: Map<string, Buffer> | undefined;
+  /** The state's volume as each backup took it (stateBackedUp), oldest first. */
+  private readonly backups: Map<string, Buffer>[] = [];
 
   /** A backup (a volume snapshot) of the state's folder is taken while the daemon runs. */
   takeBackup(): void {
-    this.backup = this.disk.backup();
+    this.backups.push(this.disk.backup());
   }
 
   /**
-   * The daemon is stopped, the state's folder restored from the last backup, and the daemon
-   * started again (the documented rollback, issue 34 case 4): what was written since the
-   * backup is in the data source and not in the state; it must converge with no command.
+   * The daemon is stopped, the state's folder restored from a backup (`pick`: any of those
+   * taken, counted from the newest), and the daemon started again (the documented rollback,
+   * issue 34 case 4): what was written since the backup is in the data source and not in
+   * the state; it must converge with no command.
    */
-  async restoreBackup(): Promise<void> {
-    if (this.backup === undefined) return;
+  async restoreBackup(pick = 0): Promise<void> {
+    const backup = this.backups[this.backups.length - 1 - (pick % Math.max(1, this.backups.length))];
+    if (backup === undefined) return;
     await this.stop();
-    this.disk.restore(this.backup);
+    this.disk.restore(backup);
     this.restarts++;
     await this.start();
   }
 
+  /**
+   * The journal is damaged while the daemon is down (issue 34 case 1): a byte flipped or the
+   * file cut at `at` (a fraction of its length), or left empty by a power cut; the identity
+   * file beside it is kept. The state's reader (journal.ts) must tell damage from a torn
+   * tail and keep every valid record; the mapping must converge with no command.
+   */
+  async damageJournal(kind: 'flip' | 'cut' | 'empty', at: number): Promise<void> {
+    await this.stop();
+    const files = this.disk.backup();
+    const path = journalPathOf(STATE_PATH);
+    const journal = files.get(path);
+    /** A byte flipped in a record that valid records follow: damage, never a torn tail. */
+    let damage = false;
+    if (journal !== undefined && journal.length > 0) {
+      const offset = Math.min(journal.length - 1, Math.floor(at * journal.length));
+      if (kind === 'flip') {
+        const copy = Buffer.from(journal);
+        copy[offset] = copy[offset]! ^ 0x20;
+        files.set(path, copy);
+        const nl = journal.indexOf(0x0a, offset);
+        damage = journal[offset] !== 0x0a && copy[offset] !== 0x0a && nl >= 0 && nl < journal.length - 1;
+      } else files.set(path, kind === 'cut' ? journal.subarray(0, offset) : Buffer.alloc(0));
+      this.disk.restore(files);
+    }
+    const copies = (): number => [...this.disk.backup().keys()].filter((f) => f.startsWith(`${path}.damaged-`)).length;
+    const before = copies();
+    this.restarts++;
+    await this.start();
+    // journal.ts: damage is copied aside before anything is cut (and every valid record after it kept).
+    if (damage && copies() === before) this.stateViolations.push(`at ${this.clock.t}: a byte flipped inside the journal (valid records after it) was not kept as a copy: taken for a torn tail`);
+  }
+
+  /** What the state's reader did wrong with a damaged journal (damageJournal). */
+  readonly stateViolations: string[] = [];
+
   // ---- time ----------------------------------------------------------------------------
 
-  /** Lets every pass, write and due timer of the process run to its end. */
+  /** Lets every pass, write and due timer of the processes run to their end. */
   async settle(): Promise<void> {
     for (let quiet = 0, i = 0; quiet < 3 && i < 100_000; i++) {
       await new Promise<void>((r) => setImmediate(r));
-      const p = this.proc;
-      const fired = p !== undefined && !p.crashed && p.timers.fireDue();
-      const folding = p !== undefined && (p.store as unknown as { folding?: Promise<void> }).folding !== undefined;
-      if (fired || folding || (p?.inflight ?? 0) > 0) quiet = 0;
-      else quiet++;
+      let busy = false;
+      for (const p of this.live()) {
+        const fired = p.timers.fireDue();
+        const folding = (p.store as unknown as { folding?: Promise<void> }).folding !== undefined;
+        busy ||= fired || folding || p.inflight > 0;
+      }
+      // A crashed process's leftovers run to their end too (touching nothing).
+      busy ||= (this.proc?.inflight ?? 0) > 0;
+      quiet = busy ? 0 : quiet + 1;
     }
     this.service.landLate();
   }
 
-  /** Moves the clock forward, firing the process's timers on the way. */
+  /** Moves the clock forward, firing the processes' timers on the way. */
   async advance(ms: number): Promise<void> {
     const end = this.clock.t + ms;
     for (;;) {
       await this.restartIfCrashed();
-      const p = this.proc!;
-      const next = p.timers.next();
+      const next = Math.min(...this.live().map((p) => p.timers.next() ?? Infinity));
       const late = this.service.lateDue();
-      const at = Math.min(next ?? Infinity, late ?? Infinity);
+      const at = Math.min(next, late ?? Infinity);
       if (at > end) break;
       this.clock.t = Math.max(this.clock.t, at);
       this.service.landLate();
-      p.timers.fireDue();
       await this.settle();
     }
     // A request that took simulated time (a deadline waited out) may have carried the
@@ -476,20 +635,77 @@ export class World {
     await this.restartIfCrashed();
   }
 
+  // ---- a second process with our identity (issue 34 cases 2 and 3) ----------------------
+
+  /** The second process, while it runs (or its crashed remains until the next twin). */
+  twin: Process | undefined;
+  /** The state's disk of the second host, and how the second process came to be. */
+  private twinDisk: FakeDisk | undefined;
+  private twinKind: TwinKind = 'pinned-replica';
+
+  /**
+   * A second process with our identity starts on another host: with a copy of the state
+   * (a migration started before the old host stops: the volume copied as it is on disk), or
+   * as a replica of a pinned id with a state of its own (`--replicas=2`). It mirrors the
+   * same folder (the share both mount). Only the lease's holder writes.
+   */
+  async startTwin(kind: TwinKind, fresh = true): Promise<void> {
+    if (this.twin !== undefined && !this.twin.crashed) return;
+    this.twinKind = kind;
+    if (kind === 'copied-state' && fresh) {
+      this.twinDisk = new FakeDisk();
+      this.twinDisk.restore(this.disk.backup());
+    } else this.twinDisk ??= new FakeDisk();
+    this.twin = await this.launch('sim-host-b', this.twinDisk, true, kind === 'pinned-replica' ? this.installationId : undefined);
+    await this.settle();
+  }
+
+  /** The second process is killed -9 (its lease is not released: it expires). */
+  killTwin(): void {
+    if (this.twin) this.crash(this.twin, 0);
+  }
+
+  /** The second process stops gracefully (its lease released: the other takes it at its next check). */
+  async stopTwin(): Promise<void> {
+    const t = this.twin;
+    if (!t || t.crashed) return;
+    const stopped = t.runner.stop(8_000);
+    await this.settle();
+    await stopped;
+    await t.store.close().catch(() => undefined);
+    t.timers.kill();
+    t.crashed = true;
+    t.disk.stopProcess();
+  }
+
+  /** Both processes (re)start at the same instant: their first claims race. */
+  async restartBothTogether(kind: TwinKind): Promise<void> {
+    await this.stopTwin();
+    await this.stop();
+    this.restarts++;
+    this.proc = await this.launch(this.host, this.disk);
+    this.twin = undefined;
+    await this.startTwin(kind);
+  }
+
   // ---- the watcher: what the real one reports for each change ------------------------------
 
   private emit(kind: 'add' | 'change' | 'unlink' | 'addDir' | 'unlinkDir', rel: string): void {
-    const w = this.proc?.watcher;
-    if (!w) return;
-    const isDir = kind === 'addDir' || kind === 'unlinkDir';
-    if (!w.filter(rel, isDir)) return;
-    const f = this.local.fileAt(rel);
-    w.onEvent({ kind, path: rel, at: this.clock.t, ...(f && !isDir ? { size: f.data.length, mtimeMs: f.mtimeMs } : {}) });
+    for (const p of this.live()) {
+      const w = p.watcher;
+      const isDir = kind === 'addDir' || kind === 'unlinkDir';
+      if (!w || !w.filter(rel, isDir)) continue;
+      const f = this.local.fileAt(rel);
+      w.onEvent({ kind, path: rel, at: this.clock.t, ...(f && !isDir ? { size: f.data.length, mtimeMs: f.mtimeMs } : {}) });
+    }
   }
 
-  /** An edit of the ignore file: the watcher reloads its filter and reports the folder as a whole. */
+  /** An edit of the ignore file: each watcher reloads its filter and reports the folder as a whole. */
   private ignoreFileChanged(): void {
-    const w = this.proc?.watcher;
+    for (const p of this.live()) this.ignoreFileChangedFor(p.watcher);
+  }
+
+  private ignoreFileChangedFor(w: WatcherOptions | undefined): void {
     if (!w?.ignoreFile) return;
     const at = this.clock.t;
     void (async () => {
@@ -632,7 +848,10 @@ export class World {
   personRenamesOurs(pick: number, name: string): void {
     const ours = this.ourDocs();
     if (ours.length === 0) return;
-    this.service.store.get(ours[pick % ours.length]!)!.name = name;
+    // Renamed in the App: stored as the service stores any name (its rewrite rule), and
+    // ignored by a service that ignores renames.
+    if (this.service.variant.renamesIgnored) return;
+    this.service.store.get(ours[pick % ours.length]!)!.name = storedName(name, this.service.variant.nameRule);
     this.remoteTampered = true;
   }
 

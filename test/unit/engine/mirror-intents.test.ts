@@ -599,4 +599,31 @@ describe('a service that ignores a new name (issue 34, case 8)', () => {
       ['b.txt', 'b.txt'],
     ]);
   });
+
+  it('learned by an incremental pass, is kept in the state for the next process', async () => {
+    const { api, state, local, mirror } = setup();
+    local.put('a.txt', 'h1');
+    await mirror.fullPass();
+    api.ignoreRename = true;
+    local.put('b.txt', 'h2');
+    expect((await mirror.changedPass({ files: ['b.txt'], dirs: [] })).renameIgnored).toBe(true);
+    expect(state.m.lastPass?.serviceNames?.renamesIgnored).toBe(true);
+  });
+
+  it('is learned from a metadata update that leaves a document under its marked name (a state that never learned it), and the document is sent again once', async () => {
+    const { api, state, local, another: mirror } = setup();
+    const writes = (): number => api.count('uploadDocuments') + api.count('updateDocument') + api.count('deleteDocument');
+    api.ignoreRename = true;
+    local.put('a.txt', 'h1');
+    await mirror().fullPass({ maxRounds: 1 });
+    expect(api.list().map((d) => d.name)).toEqual([expect.stringMatching(/^\.dssync-upload-/)]);
+    // Another process learned it (a replica, a copied state): this state did not.
+    state.m.lastPass = { ...state.m.lastPass!, serviceNames: undefined };
+    await mirror().fullPass();
+    expect(state.m.lastPass?.serviceNames?.renamesIgnored).toBe(true);
+    expect(api.list().map((d) => d.name)).toEqual(['a.txt']);
+    const before = writes();
+    expect((await mirror().fullPass()).counts).toMatchObject({ updated: 0, uploaded: 0, unchanged: 1 });
+    expect(writes()).toBe(before);
+  });
 });
