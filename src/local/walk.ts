@@ -14,8 +14,8 @@
  *
  * On the real disk a folder's listing and its files' `lstat`s come in one answer from a
  * worker thread (folder-lister.ts): the main thread handles names and numbers only, and a
- * hung filesystem blocks the worker, not the event loop. The fakes answer listFolder the
- * same way (test/helpers/list-folder.ts), so the tests and the simulation run this one path.
+ * hung filesystem blocks the worker, not the event loop. The fakes answer listFolder with
+ * the worker's steps (list-steps.ts), so the tests and the simulation run this one path.
  */
 import { isAbsolute, join, relative } from 'node:path';
 import PQueue from 'p-queue';
