@@ -204,6 +204,8 @@ export class FolderLister {
     installExitHook();
     const flags = new Int32Array(new SharedArrayBuffer(FLAGS * 4));
     const worker = new Worker(workerUrl(), {
+      // A file, not a string: a process run with --input-type (node -e) must not pass it on.
+      execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')),
       workerData: { flags: flags.buffer, testHook: this.testHook, testEntryHook: this.testEntryHook },
       stdout: false,
       stderr: false,
