@@ -19,10 +19,9 @@
  * of parts, and the descriptors are closed before the request rather than after its answer.
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { realpath } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
-import { errorCode, openRegularFile, type Confinement, type FsStats, type OpenedFile } from '../local/fs.js';
+import { errorCode, openRegularFile, type FsStats, type OpenedFile } from '../local/fs.js';
 import { addContentBytesRead } from '../local/hash.js';
 import { testPause } from '../test-hooks.js';
 import { ApiError } from './errors.js';
@@ -91,19 +90,9 @@ export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promi
     await Promise.all(parts.map((p) => p.opened.handle.close().catch(() => undefined)));
   };
   try {
-    const roots = new Map<string, Promise<Confinement>>();
     const boundary = `----dssync-${randomBytes(16).toString('hex')}`;
     for (const file of files) {
-      let within: Confinement | undefined;
-      if (file.within !== undefined) {
-        const root = file.within;
-        let c = roots.get(root);
-        if (!c) roots.set(root, (c = realpath(root).then((rootReal) => ({ root, rootReal, exact: false }))));
-        within = await c.catch((e: unknown) => {
-          throw fileChanged(file, `its folder ${root} cannot be resolved (${errorCode(e)})`, ctx, { cause: e });
-        });
-      }
-      const opened = await openChecked(file, within, ctx);
+      const opened = await openChecked(file, ctx);
       const part: OpenPart = { file, opened, header: partHeader(boundary, file) };
       parts.push(part);
       if (file.convert) part.content = await converted(part, file.convert, ctx);
@@ -126,10 +115,10 @@ export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promi
   }
 }
 
-async function openChecked(file: UploadFile, within: Confinement | undefined, ctx: DecodeContext): Promise<OpenedFile> {
+async function openChecked(file: UploadFile, ctx: DecodeContext): Promise<OpenedFile> {
   let opened: OpenedFile;
   try {
-    opened = await openRegularFile(file.path, { within, expect: file.identity, noFollow: file.noFollow });
+    opened = await (file.open ? file.open() : openRegularFile(file.path));
   } catch (e) {
     const code = errorCode(e);
     const what =
@@ -138,7 +127,7 @@ async function openChecked(file: UploadFile, within: Confinement | undefined, ct
         : code === 'ELOOP'
           ? 'it was replaced by a symbolic link; not sent'
           : code === 'EOUTSIDE'
-            ? `now leads outside ${file.within ?? 'its folder'} (replaced by a symbolic link?); not sent`
+            ? 'now leads outside its folder (replaced by a symbolic link?); not sent'
             : code === 'ENOTREG'
               ? `not a regular file (${(e as Error).message}); not sent`
               : code === 'ECHANGED'
