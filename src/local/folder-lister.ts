@@ -39,7 +39,20 @@ import { Worker } from 'node:worker_threads';
 import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
 import type { HashRequest, RawHash } from './hash-steps.js';
-import { BUSY, FLAGS, PROGRESS, STOP, type ListerAnswer, type ListerRequest } from './lister-protocol.js';
+
+/**
+ * Shared with each worker (Int32Array): [BUSY] 1 while it works, [STOP] 1 once it must
+ * stop, [PROGRESS] a count it bumps as it moves on (a system call made, a request
+ * answered): what a caller's ListingProgress reads.
+ */
+export const BUSY = 0;
+export const STOP = 1;
+export const PROGRESS = 2;
+export const FLAGS = 3;
+
+export type ListerRequest = { id: number; path: string; noFollow: boolean } | { id: number; hash: HashRequest } | { stop: true };
+
+export type ListerAnswer = { id: number; listing: FolderListing } | { id: number; hashed: RawHash } | { id: number; error: { code: string; message: string; step?: string | undefined } };
 
 /** The worker's module: the built lister-worker.js beside this file (from the TypeScript sources, the build's). */
 function workerUrl(): URL {

@@ -17,15 +17,15 @@
  * Behind the LocalFs interface so that tests can inject failures (EACCES as root, EIO, a
  * file vanishing between two calls) that a real disk cannot produce on demand.
  */
-import { close, closeSync, constants, fstat, fstatSync, lstat, open, openSync, read, readdir, readlink, readSync, realpath, stat, watch as fsWatch } from 'node:fs';
+import { close, constants, fstat, lstat, open, read, readdir, readlink, realpath, stat, watch as fsWatch } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
-import { kindOf, openCheckedSteps, type OpenRequest, type RawStats, type Refusal } from './hash-steps.js';
+import { openCheckedSteps, type OpenRequest, type RawStats, type Refusal } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
-import { errorCode, runAsync, type AsyncSysCalls, type FsDirent, type FsStats } from './sys-calls.js';
+import { call, errorCode, nodeCalls, runAsync, runSync, type AsyncSysCalls, type FsDirent, type FsStats, type Steps } from './sys-calls.js';
 
 export type { FsDirent, FsStats } from './sys-calls.js';
 export { errorCode };
@@ -297,49 +297,33 @@ export const DEFAULT_SMALL_FILE_BYTES = 1024 * 1024;
  * size cap: a FIFO, device or folder is NotRegularFileError, a file over the cap (or one
  * that grows past it while read) FileTooLargeError naming it.
  */
-export async function readSmallFile(path: string, o: SmallFileOptions = {}): Promise<string> {
-  const max = o.maxBytes ?? DEFAULT_SMALL_FILE_BYTES;
-  const what = o.what ?? 'the file';
-  const file = await openRegularFile(path, { fs: o.fs, noFollow: o.noFollow, within: o.within });
-  try {
-    if (file.stat.size > max) throw new FileTooLargeError(path, file.stat.size, max, what);
-    const buffer = Buffer.allocUnsafe(max + 1);
-    let total = 0;
-    for (;;) {
-      const { bytesRead } = await file.handle.read(buffer, total, buffer.length - total, null);
-      if (bytesRead === 0) break;
-      total += bytesRead;
-      if (total > max) throw new FileTooLargeError(path, total, max, what);
-    }
-    return buffer.toString('utf8', 0, total);
-  } finally {
-    await file.handle.close().catch(() => undefined);
-  }
+export function readSmallFile(path: string, o: SmallFileOptions = {}): Promise<string> {
+  return runAsync(readSmallSteps(path, o), callsOf(o.fs ?? nodeFs));
 }
 
-/**
- * The synchronous twin of readSmallFile, for start-up files read before anything runs
- * (a token file named in the configuration, a systemd credential). Never blocks on a FIFO.
- */
+/** readSmallFile with node:fs's synchronous calls, for start-up files read before anything runs (a token file, a systemd credential). */
 export function readSmallFileSync(path: string, o: { maxBytes?: number; what?: string; noFollow?: boolean } = {}): string {
+  return runSync(readSmallSteps(path, o), nodeCalls);
+}
+
+function* readSmallSteps(path: string, o: SmallFileOptions): Steps<string> {
   const max = o.maxBytes ?? DEFAULT_SMALL_FILE_BYTES;
   const what = o.what ?? 'the file';
-  const fd = openSync(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (o.noFollow ? O_NOFOLLOW : 0));
+  const opened = yield* openCheckedSteps(openRequest(path, o));
+  if (opened.refused !== undefined) throw refusedError(path, opened.refused, opened.before, o.within);
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new NotRegularFileError(path, kindOf(st) as SpecialFileKind);
-    if (st.size > max) throw new FileTooLargeError(path, st.size, max, what);
+    if (opened.before.size > max) throw new FileTooLargeError(path, opened.before.size, max, what);
     const buffer = Buffer.allocUnsafe(max + 1);
     let total = 0;
     for (;;) {
-      const n = readSync(fd, buffer, total, buffer.length - total, null);
+      const n = yield* call('read', opened.fd, buffer, total, buffer.length - total, null);
       if (n === 0) break;
       total += n;
       if (total > max) throw new FileTooLargeError(path, total, max, what);
     }
     return buffer.toString('utf8', 0, total);
   } finally {
-    closeSync(fd);
+    yield* call('close', opened.fd);
   }
 }
 

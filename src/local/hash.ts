@@ -5,21 +5,11 @@
  * hashed are one version of the file — the descriptor is stat'ed before and after, and the
  * path after; any difference in size, mtime, ctime or identity means it changed while read.
  */
-import { callsOf, errorCode, errorMessage, nodeFs, openRequest, refusedError, type Confinement, type LocalFs } from './fs.js';
+import { callsOf, errorCode, errorMessage, nodeFs, openRequest, refusedError, type OpenFileOptions } from './fs.js';
 import { FileAccessError, FileChangedError, FileReadError, FileVanishedError, LocalFileError } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
 import { hashSteps, type HashRequest, type RawHash, type RawStats } from './hash-steps.js';
 import { runAsync } from './sys-calls.js';
-
-export {
-  FileAccessError,
-  FileChangedError,
-  FileReadError,
-  FileVanishedError,
-  LocalFileError,
-  NotRegularFileError,
-  OutsideFolderError,
-} from './errors.js';
 
 export interface FileHash {
   /** Lowercase hex. */
@@ -32,15 +22,9 @@ export interface FileHash {
   ctimeMs?: number | undefined;
 }
 
-export interface HashOptions {
+/** How the file is opened (fs.ts OpenFileOptions), and read. */
+export interface HashOptions extends OpenFileOptions {
   signal?: AbortSignal | undefined;
-  /** Refuse to read through a symbolic link (the file was a regular file when walked). */
-  noFollow?: boolean | undefined;
-  /** The file must lie beneath this folder (fs.ts). */
-  within?: Confinement | undefined;
-  /** Device and inode the walk saw: another file there now is a change. */
-  expect?: { dev: number; ino: number } | undefined;
-  fs?: LocalFs | undefined;
   /** Read size; default 1 MiB. */
   chunkBytes?: number | undefined;
   /**

@@ -5,42 +5,19 @@
  * Int32Array): [BUSY] 1 while it works, [STOP] 1 once it must stop, [PROGRESS] a count it
  * bumps after each system call and each answer.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 import { hashSteps, type HashRequest } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
-import { BUSY, PROGRESS, STOP, type ListerAnswer, type ListerRequest } from './lister-protocol.js';
-import { errorCode, runSync, type CallObserver, type SysCalls } from './sys-calls.js';
-
-const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW, O_NOCTTY } = constants;
-
-const nodeCalls: SysCalls = {
-  open: (path, o) => openSync(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (o.folder ? O_DIRECTORY : 0) | (o.noFollow ? O_NOFOLLOW : 0)),
-  fstat: (fd) => fstatSync(fd),
-  read: (fd, buffer, offset, length, position) => readSync(fd, buffer, offset, length, position),
-  close: (fd) => closeSync(fd),
-  fdPath: (fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`);
-    } catch {
-      return undefined;
-    }
-  },
-  readdir: (path) => readdirSync(path, { withFileTypes: true }),
-  lstat: (path) => lstatSync(path),
-  stat: (path) => statSync(path),
-  realpath: (path) => realpathSync(path),
-};
+import { BUSY, PROGRESS, STOP, type ListerAnswer, type ListerRequest } from './folder-lister.js';
+import { errorCode, nodeCalls, runSync, type CallObserver } from './sys-calls.js';
 
 const data = workerData as { flags: SharedArrayBuffer; testHook?: string | undefined; testEntryHook?: string | undefined };
 const flags = new Int32Array(data.flags);
 const require = createRequire(import.meta.url);
 type Hook = (path: string, req: NodeJS.Require) => void;
 // Tests only: the bodies of functions of (path, require), run before each listing and before each file's lstat.
-// eslint-disable-next-line @typescript-eslint/no-implied-eval
 const testHook = data.testHook === undefined ? undefined : (new Function('path', 'require', data.testHook) as Hook);
-// eslint-disable-next-line @typescript-eslint/no-implied-eval
 const testEntryHook = data.testEntryHook === undefined ? undefined : (new Function('path', 'require', data.testEntryHook) as Hook);
 
 const moved = (): void => void Atomics.add(flags, PROGRESS, 1);

@@ -1,3 +1,5 @@
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
+
 /**
  * The small synchronous system-call interface the listing and the hashing are written
  * against (list-steps.ts, hash-steps.ts), after Syncthing's lib/fs: the production worker
@@ -47,6 +49,27 @@ export interface SysCalls {
   stat(path: string): FsStats;
   realpath(path: string): string;
 }
+
+const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW, O_NOCTTY } = constants;
+
+/** node:fs's synchronous calls (the worker's; start-up files read before anything runs). */
+export const nodeCalls: SysCalls = {
+  open: (path, o) => openSync(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (o.folder ? O_DIRECTORY : 0) | (o.noFollow ? O_NOFOLLOW : 0)),
+  fstat: (fd) => fstatSync(fd),
+  read: (fd, buffer, offset, length, position) => readSync(fd, buffer, offset, length, position),
+  close: (fd) => closeSync(fd),
+  fdPath: (fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      return undefined;
+    }
+  },
+  readdir: (path) => readdirSync(path, { withFileTypes: true }),
+  lstat: (path) => lstatSync(path),
+  stat: (path) => statSync(path),
+  realpath: (path) => realpathSync(path),
+};
 
 export type AsyncSysCalls = { [K in keyof SysCalls]: (...args: Parameters<SysCalls[K]>) => Promise<ReturnType<SysCalls[K]>> };
 
