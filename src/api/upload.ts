@@ -18,7 +18,7 @@
  * (not ambiguous). It costs a first mirror of small files a fraction of the CPU of a stream
  * of parts, and the descriptors are closed before the request rather than after its answer.
  */
-import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { errorCode, openRegularFile, type FsStats, type OpenedFile } from '../local/fs.js';

@@ -8,9 +8,8 @@
  * (folder-listing.ts), handed over without a copy. The main thread's event loop never
  * waits on the filesystem.
  *
- * The worker (lister-worker.ts) runs the steps every filesystem runs (list-steps.ts,
- * hash-steps.ts) with node:fs's synchronous calls, under the rules of fs.ts.
- *
+ * The worker (lister-worker.ts) runs the steps every filesystem runs (list-steps.ts, and
+ * hash-steps.ts for hash.ts's small files) with node:fs's synchronous calls. *
  * A hung filesystem (a dead network mount) blocks the worker in a system call, never the
  * main thread. A caller tells hung from slow by the listing's `progress` (a count the worker
  * bumps in shared memory after the folder's read and each file's `lstat`: a large folder on
@@ -28,8 +27,6 @@
  *   ends the process with a signal instead (SIGTERM's default action after a clean stop,
  *   SIGKILL otherwise), as it would have ended without workers (the kernel kills a thread
  *   waiting in a killable sleep, as NFS waits are).
- *
- * The same workers hash small files for hash.ts (`hash`).
  *
  * A worker idle for `idleMs` ends (a daemon between passes holds none); the next listing
  * starts one again (~30 ms).

@@ -6,7 +6,7 @@
  * path after; any difference in size, mtime, ctime or identity means it changed while read.
  */
 import { callsOf, errorCode, errorMessage, nodeFs, openRequest, refusedError, type OpenFileOptions } from './fs.js';
-import { FileAccessError, FileChangedError, FileReadError, FileVanishedError, LocalFileError } from './errors.js';
+import { FileAccessError, FileChangedError, FileReadError, FileVanishedError } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
 import { hashSteps, type HashRequest, type RawHash, type RawStats } from './hash-steps.js';
 import { runAsync } from './sys-calls.js';
@@ -110,8 +110,6 @@ function describeChange(before: StatFacts, after: StatFacts, bytesRead: number):
 }
 
 function openError(path: string, e: unknown): Error {
-  // fs.ts's own verdicts (not a regular file, outside the folder, another file) stand as they are.
-  if (e instanceof LocalFileError) return e;
   const code = errorCode(e);
   if (code === 'ENOENT' || code === 'ENOTDIR') return new FileVanishedError(path, code);
   if (code === 'EACCES' || code === 'EPERM') return new FileAccessError(path, code);
