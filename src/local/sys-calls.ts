@@ -92,17 +92,8 @@ export interface CallObserver {
 export function runSync<R>(steps: Steps<R>, sys: SysCalls, observe: CallObserver = {}): R {
   let r = steps.next();
   while (!r.done) {
-    let result: unknown;
-    try {
-      observe.before?.(r.value);
-      result = (sys[r.value.name] as (...a: unknown[]) => unknown)(...r.value.args);
-    } catch (e) {
-      observe.after?.();
-      r = steps.throw(e);
-      continue;
-    }
-    observe.after?.();
-    r = steps.next(result);
+    const c = r.value;
+    r = resume(steps, observe, () => ({ value: (sys[c.name] as (...a: unknown[]) => unknown)(...c.args) }), c);
   }
   return r.value;
 }
@@ -110,19 +101,32 @@ export function runSync<R>(steps: Steps<R>, sys: SysCalls, observe: CallObserver
 export async function runAsync<R>(steps: Steps<R>, sys: AsyncSysCalls, observe: CallObserver = {}): Promise<R> {
   let r = steps.next();
   while (!r.done) {
-    let result: unknown;
+    const c = r.value;
+    let outcome: Outcome;
     try {
-      observe.before?.(r.value);
-      result = await (sys[r.value.name] as (...a: unknown[]) => Promise<unknown>)(...r.value.args);
-    } catch (e) {
-      observe.after?.();
-      r = steps.throw(e);
-      continue;
+      observe.before?.(c);
+      outcome = { value: await (sys[c.name] as (...a: unknown[]) => Promise<unknown>)(...c.args) };
+    } catch (error) {
+      outcome = { error };
     }
-    observe.after?.();
-    r = steps.next(result);
+    r = resume(steps, observe, () => outcome);
   }
   return r.value;
+}
+
+type Outcome = { value: unknown } | { error: unknown };
+
+/** The steps go on with a call's outcome: its result, or its error thrown into them. */
+function resume<R>(steps: Steps<R>, observe: CallObserver, make: () => Outcome, before?: SysCall): IteratorResult<SysCall, R> {
+  let outcome: Outcome;
+  try {
+    if (before !== undefined) observe.before?.(before);
+    outcome = make();
+  } catch (error) {
+    outcome = { error };
+  }
+  observe.after?.();
+  return 'error' in outcome ? steps.throw(outcome.error) : steps.next(outcome.value);
 }
 
 /** The errno code of a filesystem error ('EIO', 'ENOENT'...), or 'EUNKNOWN'. */
