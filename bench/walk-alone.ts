@@ -9,19 +9,18 @@
  * RSS, files and folders seen, load average. With vouching on (the default), every file is
  * vouched for as in a restart over an unchanged tree: the walk keeps only its path.
  * `--workers N`: a folder lister of N workers instead of the default; `--no-lister`: each
- * folder listed on the main thread, as the fakes answer listFolder (test/helpers/list-folder.ts:
- * readdir, then an asynchronous lstat per file, one at a time; before issue 27.4 the walk's own
+ * folder listed on the main thread, as the fakes answer listFolder (local/fs.ts listFolderWith:
+ * the worker's steps with asynchronous calls, one at a time; before issue 27.4 the walk's own
  * fallback stat-ed 8 at a time, so figures recorded before then are not comparable).
  */
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createFilter } from '../src/local/filters.js';
 import { FolderLister } from '../src/local/folder-lister.js';
-import { nodeFs, type LocalFs } from '../src/local/fs.js';
+import { listFolderWith, nodeFs, type LocalFs } from '../src/local/fs.js';
 import { walkTree } from '../src/local/walk.js';
 import { DEFAULT_INCLUDE } from '../src/config/index.js';
 import { ballast, runAlone, threadCpu } from './lib/alone.js';
-import { listFolderOf } from '../test/helpers/list-folder.js';
 
 function heapAfterMB(keep: unknown): number | undefined {
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -39,7 +38,7 @@ async function main(): Promise<void> {
   const at = process.argv.indexOf('--workers');
   const workers = at > 0 ? Number(process.argv[at + 1]) : undefined;
   let fs: LocalFs = nodeFs;
-  if (process.argv.includes('--no-lister')) fs = { ...nodeFs, listFolder: (path, o) => listFolderOf(nodeFs, path, o?.signal) };
+  if (process.argv.includes('--no-lister')) fs = { ...nodeFs, listFolder: (path, o) => listFolderWith(nodeFs, path, o) };
   else if (workers !== undefined) {
     const lister = new FolderLister({ workers });
     fs = { ...nodeFs, listFolder: (path, o) => lister.list(path, o) };

@@ -7,7 +7,7 @@
  * - `lister`: the real disk's LocalFs, folders listed and files `lstat`ed in the folder
  *   lister's worker (local/folder-lister.ts);
  * - `noLister`: the same walk with listFolder answered on the main thread as the fakes answer
- *   it (test/helpers/list-folder.ts: readdir, then an asynchronous `lstat` per file, one at a
+ *   it (local/fs.ts listFolderWith: the worker's steps with asynchronous calls, one at a
  *   time, on libuv's pool); before issue 27.4 the walk's own fallback (8 at a time).
  *
  * The tree is BENCH_SCALE_DIR's (its share/, never written) when that folder holds a kept

@@ -4,6 +4,9 @@
  */
 import type { ConverterId } from '../convert/formats.js';
 import type { ConvertLimits } from '../convert/limits.js';
+import type { OpenedFile } from '../local/fs.js';
+
+export type { OpenedFile } from '../local/fs.js';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -64,23 +67,17 @@ export interface UploadFile {
   expectedSize?: number;
   expectedMtimeMs?: number;
   /**
-   * A folder the file must really lie in (symbolic links resolved), checked right before
-   * sending: a file replaced by a link leading elsewhere since it was planned is not sent
-   * (E_FILE_CHANGED). The mirror passes the mapped folder.
+   * Opens the file, checked by the local side that walked and hashed it (LocalSide.open: a
+   * regular file, beneath the mapped folder, the very file hashed), right before each
+   * attempt; a refusal is E_FILE_CHANGED and nothing is sent. Without it the client opens
+   * the path as a regular file.
    */
-  within?: string;
-  /**
-   * Device and inode of the file the walk saw and the hash read: another file at the path
-   * now is not sent (E_FILE_CHANGED). See api/upload.ts.
-   */
-  identity?: { dev: number; ino: number } | undefined;
+  open?: (() => Promise<OpenedFile>) | undefined;
   /**
    * SHA-256 recorded for the file: the bytes streamed must hash to it, or the part is
    * abandoned before it ends (E_FILE_CHANGED, ambiguous).
    */
   expectedSha256?: string | undefined;
-  /** Refuse a symbolic link as the file itself (O_NOFOLLOW). */
-  noFollow?: boolean | undefined;
   /**
    * Send the file converted to Markdown (convert/, in a worker): the file is read and checked
    * whole first, and the part is the Markdown, typed text/markdown. A file its converter

@@ -18,11 +18,10 @@
  * (not ambiguous). It costs a first mirror of small files a fraction of the CPU of a stream
  * of parts, and the descriptors are closed before the request rather than after its answer.
  */
-import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { realpath } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
-import { errorCode, openRegularFile, type Confinement, type FsStats, type OpenedFile } from '../local/fs.js';
+import { errorCode, openRegularFile, type FsStats, type OpenedFile } from '../local/fs.js';
 import { addContentBytesRead } from '../local/hash.js';
 import { testPause } from '../test-hooks.js';
 import { ApiError } from './errors.js';
@@ -91,19 +90,9 @@ export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promi
     await Promise.all(parts.map((p) => p.opened.handle.close().catch(() => undefined)));
   };
   try {
-    const roots = new Map<string, Promise<Confinement>>();
     const boundary = `----dssync-${randomBytes(16).toString('hex')}`;
     for (const file of files) {
-      let within: Confinement | undefined;
-      if (file.within !== undefined) {
-        const root = file.within;
-        let c = roots.get(root);
-        if (!c) roots.set(root, (c = realpath(root).then((rootReal) => ({ root, rootReal, exact: false }))));
-        within = await c.catch((e: unknown) => {
-          throw fileChanged(file, `its folder ${root} cannot be resolved (${errorCode(e)})`, ctx, { cause: e });
-        });
-      }
-      const opened = await openChecked(file, within, ctx);
+      const opened = await openChecked(file, ctx);
       const part: OpenPart = { file, opened, header: partHeader(boundary, file) };
       parts.push(part);
       if (file.convert) part.content = await converted(part, file.convert, ctx);
@@ -126,10 +115,10 @@ export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promi
   }
 }
 
-async function openChecked(file: UploadFile, within: Confinement | undefined, ctx: DecodeContext): Promise<OpenedFile> {
+async function openChecked(file: UploadFile, ctx: DecodeContext): Promise<OpenedFile> {
   let opened: OpenedFile;
   try {
-    opened = await openRegularFile(file.path, { within, expect: file.identity, noFollow: file.noFollow });
+    opened = await (file.open ? file.open() : openRegularFile(file.path));
   } catch (e) {
     const code = errorCode(e);
     const what =
@@ -138,7 +127,7 @@ async function openChecked(file: UploadFile, within: Confinement | undefined, ct
         : code === 'ELOOP'
           ? 'it was replaced by a symbolic link; not sent'
           : code === 'EOUTSIDE'
-            ? `now leads outside ${file.within ?? 'its folder'} (replaced by a symbolic link?); not sent`
+            ? 'now leads outside its folder (replaced by a symbolic link?); not sent'
             : code === 'ENOTREG'
               ? `not a regular file (${(e as Error).message}); not sent`
               : code === 'ECHANGED'
@@ -161,16 +150,17 @@ async function openChecked(file: UploadFile, within: Confinement | undefined, ct
 }
 
 /**
- * A file to be sent converted: read whole from its descriptor with readChecked's checks (the
+ * A file to be sent converted: read whole from its descriptor with readParts's checks (the
  * version hashed at planning, unchanged while read), then converted in a worker
  * (convert/isolated.ts). A file its converter cannot read, or that goes past a limit, is
  * E_CONVERT_FAILED with the reason, refused for this file until it changes; nothing is sent.
  */
 async function converted(part: OpenPart, convert: NonNullable<UploadFile['convert']>, ctx: DecodeContext): Promise<Buffer> {
-  const bytes = Buffer.allocUnsafe(part.opened.stat.size + 1);
-  const n = await readChecked(part, bytes, 0, ctx);
+  const chunks: Buffer[] = [];
+  for await (const chunk of readPart(part, ctx, false)) chunks.push(chunk);
+  const bytes = Buffer.concat(chunks);
   await part.opened.handle.close().catch(() => undefined);
-  const outcome = await convertIsolated(convert.converter, bytes.subarray(0, n), convert.limits);
+  const outcome = await convertIsolated(convert.converter, bytes, convert.limits);
   if (!outcome.ok) {
     throw new ApiError({ code: 'E_CONVERT_FAILED', message: `${part.file.path}: not converted to Markdown: ${outcome.reason}`, method: ctx.method, path: ctx.path, retryable: false, file: part.file.path });
   }
@@ -198,15 +188,16 @@ function wellFormed(s: string): string {
 }
 
 /**
- * The body of a batch of small files, read and verified whole (readChecked) before the
- * request starts: a file that changed is refused here, before anything is sent.
+ * The body of a batch of small files, read and verified whole (readPart) before the
+ * request starts: a file that changed is refused here, before anything is sent (not ambiguous).
  */
 async function wholeBody(parts: readonly OpenPart[], closing: Buffer, contentLength: number, ctx: DecodeContext): Promise<Buffer> {
   const body = Buffer.allocUnsafe(contentLength);
   let at = 0;
   for (const part of parts) {
     at += part.header.copy(body, at);
-    at += part.content ? part.content.copy(body, at) : await readChecked(part, body, at, ctx);
+    if (part.content) at += part.content.copy(body, at);
+    else for await (const chunk of readPart(part, ctx, false)) at += chunk.copy(body, at);
     at += CRLF.copy(body, at);
   }
   at += closing.copy(body, at);
@@ -214,62 +205,11 @@ async function wholeBody(parts: readonly OpenPart[], closing: Buffer, contentLen
   return body;
 }
 
-/**
- * One small file's bytes into `into` at `at`, from its descriptor at explicit offsets, with
- * streamFile's checks (the size seen at open, unchanged stats after the read, the hash
- * recorded at planning); nothing has been sent, so a failure is not ambiguous. Returns the
- * bytes read (the file's size).
- */
-async function readChecked(part: OpenPart, into: Buffer, at: number, ctx: DecodeContext): Promise<number> {
-  const { file, opened } = part;
-  const before = opened.stat;
-  const changed = (what: string): ApiError => fileChanged(file, what, ctx);
-  // Read in place, one byte more than the size (the CRLF after the part is written over it):
-  // a file that grew is noticed without a further read.
-  const end = at + before.size + 1;
-  let pos = 0;
-  for (;;) {
-    let n: number;
-    try {
-      ({ bytesRead: n } = await opened.handle.read(into, at + pos, end - at - pos, pos));
-    } catch (e) {
-      throw fileChanged(file, `could not be read before being sent (${errorCode(e)})`, ctx, { cause: e });
-    }
-    if (n === 0) break;
-    pos += n;
-    if (!file.notFolderContent) addContentBytesRead(n);
-    if (pos > before.size) throw changed(`it grew beyond ${before.size} bytes since it was opened`);
-    // A short read that completes the size seen at open is the end of the file (growth
-    // after it shows in the stats below).
-    if (pos === before.size) break;
-  }
-  if (pos !== before.size) throw changed(`it shrank since it was opened (read ${pos} of ${before.size} bytes)`);
-  await checkUnchanged(part, pos, createHash('sha256').update(into.subarray(at, at + pos)), changed, ctx, false);
-  return pos;
-}
-
-/** The checks after a file's last byte was read: its stats as at open, its hash as planned. */
-async function checkUnchanged(part: OpenPart, bytes: number, hash: Hash, changed: (what: string) => ApiError, ctx: DecodeContext, sending: boolean): Promise<void> {
-  const { file, opened } = part;
-  const before = opened.stat;
-  let after: FsStats;
-  try {
-    after = await opened.handle.stat();
-  } catch (e) {
-    throw fileChanged(file, `could not be checked after it was read (${errorCode(e)})`, ctx, { ambiguous: sending, cause: e });
-  }
-  if (bytes !== before.size) throw changed(`it shrank while being sent (read ${bytes} of ${before.size} bytes)`);
-  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed(sending ? 'it was modified while being sent' : 'it was modified while being read');
-  if (file.expectedSha256 !== undefined && hash.digest('hex') !== file.expectedSha256) {
-    throw changed('its content is not the version that was hashed (modified in place since)');
-  }
-}
-
 async function* streamParts(parts: OpenPart[], closing: Buffer, ctx: DecodeContext): AsyncGenerator<Uint8Array> {
   for (const part of parts) {
     yield part.header;
     if (part.content) yield part.content;
-    else yield* streamFile(part, ctx);
+    else yield* readPart(part, ctx, true);
     yield CRLF;
   }
   yield closing;
@@ -277,13 +217,16 @@ async function* streamParts(parts: OpenPart[], closing: Buffer, ctx: DecodeConte
 
 /**
  * One file's bytes, from its descriptor, at explicit offsets. The last chunk is yielded
- * only once the whole file has been read and found to be the version planned.
+ * only once the whole file has been read and found to be the version planned: its stats as
+ * at open, its hash as recorded at planning. `sending`: the request is under way, so a
+ * failure is ambiguous.
  */
-async function* streamFile(part: OpenPart, ctx: DecodeContext): AsyncGenerator<Uint8Array> {
+async function* readPart(part: OpenPart, ctx: DecodeContext, sending: boolean): AsyncGenerator<Buffer> {
   const { file, opened } = part;
   const before = opened.stat;
   const hash = createHash('sha256');
-  const changed = (what: string): ApiError => fileChanged(file, what, ctx, { ambiguous: true });
+  const when = sending ? 'while being sent' : 'while being read';
+  const changed = (what: string, cause?: unknown): ApiError => fileChanged(file, what, ctx, { ambiguous: sending, cause });
   let held: Buffer | undefined;
   let pos = 0;
   for (;;) {
@@ -293,12 +236,12 @@ async function* streamFile(part: OpenPart, ctx: DecodeContext): AsyncGenerator<U
     try {
       ({ bytesRead: n } = await opened.handle.read(buffer, 0, buffer.length, pos));
     } catch (e) {
-      throw fileChanged(file, `could not be read while being sent (${errorCode(e)})`, ctx, { ambiguous: true, cause: e });
+      throw changed(`could not be read ${when} (${errorCode(e)})`, e);
     }
     if (n === 0) break;
     pos += n;
     if (!file.notFolderContent) addContentBytesRead(n);
-    if (pos > before.size) throw changed(`it grew beyond ${before.size} bytes while being sent`);
+    if (pos > before.size) throw changed(`it grew beyond ${before.size} bytes ${when}`);
     const chunk = buffer.subarray(0, n);
     hash.update(chunk);
     if (held) yield held;
@@ -307,10 +250,19 @@ async function* streamFile(part: OpenPart, ctx: DecodeContext): AsyncGenerator<U
     // that would return 0 is skipped (growth after it shows in the stats below).
     if (pos === before.size) break;
   }
-  await checkUnchanged(part, pos, hash, changed, ctx, true);
+  let after: FsStats;
+  try {
+    after = await opened.handle.stat();
+  } catch (e) {
+    throw changed(`could not be checked after it was read (${errorCode(e)})`, e);
+  }
+  if (pos !== before.size) throw changed(`it shrank ${when} (read ${pos} of ${before.size} bytes)`);
+  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed(`it was modified ${when}`);
+  if (file.expectedSha256 !== undefined && hash.digest('hex') !== file.expectedSha256) {
+    throw changed('its content is not the version that was hashed (modified in place since)');
+  }
   if (held) yield held;
 }
-
 
 /**
  * Matches the returned documents to the uploaded files: by name (exact, then base name,

@@ -18,7 +18,7 @@
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
 import { apiErrorWith, isApiError, type ApiError } from '../api/errors.js';
-import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
+import type { DocumentRecord, DocumentUpdate, OpenedFile } from '../api/records.js';
 import { codeEntry } from '../errors/codes.js';
 import { disposition } from '../errors/disposition.js';
 import type { Logger } from '../log.js';
@@ -61,8 +61,8 @@ export interface ExecutorOptions {
   signal?: AbortSignal | undefined;
   /** Called once per finished operation (progress, metrics, the demo's output). */
   onOp?: ((event: OpEvent) => void) | undefined;
-  /** The mapped folder: an upload never sends a file that now leads outside it. */
-  root?: string | undefined;
+  /** Opens a file to upload, checked by the local side (LocalSide.open); absent: opened by path. */
+  open?: ((file: HashedFile) => Promise<OpenedFile>) | undefined;
   /**
    * Unmarked documents that the last full listing showed under the name a file is uploaded
    * as (people's, never this upload's); undefined when no listing is known. Recorded in the
@@ -361,6 +361,11 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
   }
 }
 
+/** The upload's open of one file (UploadFile.open), by the local side's checks. */
+function openOf(open: (file: HashedFile) => Promise<OpenedFile>, file: HashedFile): () => Promise<OpenedFile> {
+  return () => open(file);
+}
+
 async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions, r: ExecutionResult, intent?: () => Promise<string>): Promise<void> {
   const batch = named.map((n) => n.op);
   let intentId: string;
@@ -384,8 +389,7 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
         expectedMtimeMs: op.file.mtimeMs,
         // The bytes sent must be the file walked and hashed (api/upload.ts).
         expectedSha256: op.file.sha256,
-        ...(op.file.dev !== undefined && op.file.ino !== undefined ? { identity: { dev: op.file.dev, ino: op.file.ino } } : {}),
-        ...(o.root === undefined ? {} : { within: o.root }),
+        ...(o.open === undefined ? {} : { open: openOf(o.open, op.file) }),
       })),
       { signal: o.signal },
     );

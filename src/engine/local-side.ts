@@ -4,7 +4,8 @@
  */
 import type { RootStatus } from './guards.js';
 import type { StatNow } from './racy.js';
-import type { LocalFileInfo, VouchedFiles } from './plan.js';
+import type { OpenedFile } from '../api/records.js';
+import type { HashedFile, LocalFileInfo, VouchedFiles } from './plan.js';
 
 /** What a scan of the mapped folder found. */
 export interface ScanResult {
@@ -67,6 +68,12 @@ export interface LocalSide {
    * changed while read, LocalFileVanishedError when it is gone.
    */
   hash(file: LocalFileInfo): Promise<HashedContent>;
+  /**
+   * Opens a file to upload with the hash's checks (a regular file, beneath the mapped
+   * folder, the very file hashed): what the client sends is read from it. Absent on a side
+   * whose files are never read (the engine's fakes): the client opens the path.
+   */
+  open?(file: HashedFile): Promise<OpenedFile>;
 }
 
 /** A file's content hash, with the stat of the very file read (taken before the read). */

@@ -8,12 +8,8 @@
  * (folder-listing.ts), handed over without a copy. The main thread's event loop never
  * waits on the filesystem.
  *
- * The rules of fs.ts hold in the worker: the folder is opened `O_DIRECTORY | O_NONBLOCK`
- * (and `O_NOFOLLOW` when asked), listed through its descriptor (/proc/self/fd/N, whose
- * path is the answer's `realPath`), and nothing but the folder is ever opened: its entries
- * are only `lstat`ed, so a FIFO, a device or a link swapped in cannot block or lead
- * elsewhere.
- *
+ * The worker (lister-worker.ts) runs the steps every filesystem runs (list-steps.ts, and
+ * hash-steps.ts for hash.ts's small files) with node:fs's synchronous calls. *
  * A hung filesystem (a dead network mount) blocks the worker in a system call, never the
  * main thread. A caller tells hung from slow by the listing's `progress` (a count the worker
  * bumps in shared memory after the folder's read and each file's `lstat`: a large folder on
@@ -32,195 +28,34 @@
  *   SIGKILL otherwise), as it would have ended without workers (the kernel kills a thread
  *   waiting in a killable sleep, as NFS waits are).
  *
- * The same workers hash small files for hash.ts (`hash`): the open, checks, reads and stats
- * of one file made synchronously, under the same rules (`O_NONBLOCK | O_NOCTTY`, the
- * descriptor's fstat and /proc/self/fd path checked before a byte is read).
- *
  * A worker idle for `idleMs` ends (a daemon between passes holds none); the next listing
  * starts one again (~30 ms).
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
-import {
-  ENTRY_DIR,
-  ENTRY_FILE,
-  ENTRY_LINK,
-  ENTRY_OTHER,
-  STAT_CTIME,
-  STAT_DEV,
-  STAT_FAILED,
-  STAT_FIELDS,
-  STAT_GONE,
-  STAT_INO,
-  STAT_MTIME,
-  STAT_OTHER_TYPE,
-  STAT_SIZE,
-  type FolderListing,
-  type ListingProgress,
-} from './folder-listing.js';
+import type { FolderListing, ListingProgress } from './folder-listing.js';
+import type { HashRequest, RawHash } from './hash-steps.js';
 
 /**
- * Shared with each worker (Int32Array): [BUSY] 1 while it lists a folder, [STOP] 1 once it
- * must stop, [PROGRESS] a count it bumps as it moves on (a folder read, a file `lstat`ed, a
- * chunk hashed, a request answered): what a caller's ListingProgress reads.
+ * Shared with each worker (Int32Array): [BUSY] 1 while it works, [STOP] 1 once it must
+ * stop, [PROGRESS] a count it bumps as it moves on (a system call made, a request
+ * answered): what a caller's ListingProgress reads.
  */
-const BUSY = 0;
-const STOP = 1;
-const PROGRESS = 2;
-const FLAGS = 3;
+export const BUSY = 0;
+export const STOP = 1;
+export const PROGRESS = 2;
+export const FLAGS = 3;
 
-// Plain JavaScript, evaluated in the worker: no module to locate at run time (the same code
-// runs from dist/ and under vitest), as the watchdog's. Node's modules come from
-// process.getBuiltinModule, which works whether the worker evaluates it as a script or, when
-// the process runs with --input-type=module, as a module (where there is no require).
-const WORKER_SOURCE = `
-const load = process.getBuiltinModule;
-const { parentPort, workerData } = load('node:worker_threads');
-const { openSync, closeSync, readlinkSync, readdirSync, lstatSync, fstatSync, statSync, readSync, constants } = load('node:fs');
-const { createHash } = load('node:crypto');
-const { join, sep } = load('node:path');
-const { O_RDONLY, O_DIRECTORY, O_NONBLOCK, O_NOFOLLOW, O_NOCTTY } = constants;
-const flags = new Int32Array(workerData.flags);
-const testHook = workerData.testHook ? new Function('path', 'require', workerData.testHook) : undefined;
-const testEntryHook = workerData.testEntryHook ? new Function('path', 'require', workerData.testEntryHook) : undefined;
-const moved = () => Atomics.add(flags, ${PROGRESS}, 1);
+export type ListerRequest = { id: number; path: string; noFollow: boolean } | { id: number; hash: HashRequest } | { stop: true };
 
-function list(path, noFollow) {
-  if (testHook) testHook(path, load);
-  const fd = openSync(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | (noFollow ? O_NOFOLLOW : 0));
-  let realPath;
-  let entries;
-  try {
-    try { realPath = readlinkSync('/proc/self/fd/' + fd); } catch { realPath = undefined; }
-    // /proc/self/fd/N names the opened folder itself: its path can no longer be swapped.
-    entries = readdirSync(realPath === undefined ? path : '/proc/self/fd/' + fd, { withFileTypes: true });
-  } finally {
-    closeSync(fd);
-  }
-  moved();
-  const n = entries.length;
-  const names = new Array(n);
-  const types = new Uint8Array(n);
-  const stats = new Float64Array(n * ${STAT_FIELDS}).fill(NaN);
-  let statErrors;
-  for (let i = 0; i < n; i++) {
-    const e = entries[i];
-    names[i] = e.name;
-    const type = e.isFile() ? ${ENTRY_FILE} : e.isDirectory() ? ${ENTRY_DIR} : e.isSymbolicLink() ? ${ENTRY_LINK} : ${ENTRY_OTHER};
-    types[i] = type;
-    if (type !== ${ENTRY_FILE}) continue;
-    if ((i & 63) === 0 && Atomics.load(flags, ${STOP}) !== 0) throw Object.assign(new Error('stopped'), { code: 'ESTOPPED' });
-    const o = i * ${STAT_FIELDS};
-    if (testEntryHook) testEntryHook(join(path, e.name), load);
-    let st;
-    try {
-      st = lstatSync(join(path, e.name), { throwIfNoEntry: false });
-      moved();
-    } catch (err) {
-      moved();
-      if (err.code === 'ENOTDIR') { stats[o] = ${STAT_GONE}; continue; }
-      stats[o] = ${STAT_FAILED};
-      (statErrors ??= []).push({ index: i, code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message) });
-      continue;
-    }
-    if (st === undefined) stats[o + ${STAT_SIZE}] = ${STAT_GONE};
-    else if (!st.isFile()) stats[o + ${STAT_SIZE}] = ${STAT_OTHER_TYPE};
-    else {
-      stats[o + ${STAT_SIZE}] = st.size;
-      stats[o + ${STAT_MTIME}] = st.mtimeMs;
-      stats[o + ${STAT_CTIME}] = st.ctimeMs;
-      stats[o + ${STAT_DEV}] = st.dev;
-      stats[o + ${STAT_INO}] = st.ino;
-    }
-  }
-  return { realPath, names, types, stats, statErrors };
+export type ListerAnswer = { id: number; listing: FolderListing } | { id: number; hashed: RawHash } | { id: number; error: { code: string; message: string; step?: string | undefined } };
+
+/** The worker's module: the built lister-worker.js beside this file (from the TypeScript sources, the build's). */
+function workerUrl(): URL {
+  const here = import.meta.url;
+  return here.endsWith('.ts') ? new URL('../../dist/src/local/lister-worker.js', here) : new URL('./lister-worker.js', here);
 }
-
-// paths.ts isInside, word for word (a function's source cannot be passed: under vitest it
-// refers to the transformed module's imports).
-function isInside(parent, child) {
-  if (child === parent) return true;
-  const withSep = parent.endsWith(sep) ? parent : parent + sep;
-  return child.startsWith(withSep);
-}
-
-function facts(st) {
-  return { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino, kind: st.isFile() ? 'file' : st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a FIFO (named pipe)' : st.isSocket() ? 'a socket' : st.isCharacterDevice() ? 'a character device' : st.isBlockDevice() ? 'a block device' : 'not a regular file' };
-}
-
-function failed(step, err) {
-  return Object.assign(err, { step });
-}
-
-let buffer;
-
-// hash.ts hashFileInWorker: the calls of fs.ts openRegularFile and hash.ts hashFile, made
-// synchronously. What must hold before a byte is read is checked here (a regular file, the
-// identity the walk saw, the place the kernel says it is); every other verdict is the main
-// thread's, from the facts returned.
-function hash(req) {
-  let fd;
-  try { fd = openSync(req.path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (req.noFollow ? O_NOFOLLOW : 0)); } catch (err) { throw failed('open', err); }
-  try {
-    let st;
-    try { st = fstatSync(fd); } catch (err) { throw failed('open', err); }
-    const before = facts(st);
-    if (before.kind !== 'file') return { before, refused: 'special' };
-    if (req.expect && (before.dev !== req.expect.dev || before.ino !== req.expect.ino)) return { before, refused: 'replaced' };
-    if (req.within) {
-      let where;
-      try { where = readlinkSync('/proc/self/fd/' + fd); } catch { where = undefined; }
-      // No /proc: the main thread checks the way fs.ts does without it.
-      if (where === undefined) return { before, refused: 'no-proc' };
-      const ok = req.within.exact ? where === req.within.expected : isInside(req.within.rootReal, where);
-      if (!ok) return { before, refused: 'outside' };
-    }
-    if (buffer === undefined || buffer.length !== req.chunkBytes) buffer = Buffer.allocUnsafe(req.chunkBytes);
-    const h = createHash('sha256');
-    let total = 0;
-    for (;;) {
-      let n;
-      try { n = readSync(fd, buffer, 0, buffer.length, null); } catch (err) { throw failed('read', err); }
-      if (n === 0) break;
-      h.update(buffer.subarray(0, n));
-      total += n;
-      moved();
-      if (total > before.size) return { before, total, refused: 'grew' };
-      if (total === before.size && n < buffer.length) break;
-    }
-    let afterHandle;
-    try { afterHandle = facts(fstatSync(fd)); } catch (err) { throw failed('read', err); }
-    let afterPath;
-    try { afterPath = facts(statSync(req.path)); } catch (err) { throw failed('open', err); }
-    return { before, total, sha256: h.digest('hex'), afterHandle, afterPath };
-  } finally {
-    closeSync(fd);
-  }
-}
-
-// BUSY is set before STOP is read: a main thread that sets STOP and then reads BUSY 0 knows
-// this worker lists nothing more. The worker ends itself (never terminated from outside: a
-// termination skips the finally below and would leave BUSY set for good).
-parentPort.on('message', (req) => {
-  Atomics.store(flags, ${BUSY}, 1);
-  let answer;
-  try {
-    if (req.stop || Atomics.load(flags, ${STOP}) !== 0) answer = undefined;
-    else if (req.hash) answer = { id: req.id, hashed: hash(req.hash) };
-    else answer = { id: req.id, listing: list(req.path, req.noFollow) };
-  } catch (err) {
-    answer = { id: req.id, error: { code: typeof err.code === 'string' ? err.code : 'EUNKNOWN', message: String(err.message), step: err.step } };
-  } finally {
-    moved();
-    Atomics.store(flags, ${BUSY}, 0);
-    Atomics.notify(flags, ${BUSY});
-  }
-  if (answer === undefined) process.exit(0);
-  else if (answer.listing) parentPort.postMessage(answer, [answer.listing.types.buffer, answer.listing.stats.buffer]);
-  else parentPort.postMessage(answer);
-});
-`;
 
 export interface FolderListerOptions {
   /** Workers used at once when several folders wait. Default: 2, or 1 on a machine of 2 cores or fewer. */
@@ -249,41 +84,6 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-/** What a worker found of one file's stats (hash.ts). */
-export interface RawStats {
-  size: number;
-  mtimeMs: number;
-  ctimeMs: number;
-  dev: number;
-  ino: number;
-  /** 'file', or what else it is ('a FIFO (named pipe)'...: NotRegularFileError's words). */
-  kind: string;
-}
-
-/**
- * A worker's hash of one file: the facts, for hash.ts to judge. `refused`: nothing more was
- * read ('special': not a regular file; 'replaced': another inode than expected; 'outside':
- * not where the confinement says; 'no-proc': /proc did not say where; 'grew': more bytes
- * than its size at open).
- */
-export interface RawHash {
-  before: RawStats;
-  refused?: 'special' | 'replaced' | 'outside' | 'no-proc' | 'grew';
-  total?: number;
-  sha256?: string;
-  afterHandle?: RawStats;
-  afterPath?: RawStats;
-}
-
-export interface HashRequest {
-  path: string;
-  noFollow: boolean;
-  expect: { dev: number; ino: number } | undefined;
-  /** exact: the kernel's path must be `expected`; else it must lie beneath `rootReal`. */
-  within: { exact: boolean; expected: string | undefined; rootReal: string } | undefined;
-  chunkBytes: number;
-}
-
 interface ListerWorker {
   worker: Worker;
   flags: Int32Array;
@@ -299,8 +99,6 @@ interface ListerWorker {
   /** Ended, ending, or failed: takes no more requests. */
   retired: boolean;
 }
-
-type Answer = { id: number; listing: FolderListing } | { id: number; hashed: RawHash } | { id: number; error: { code: string; message: string; step?: string } };
 
 /** Workers not yet exited, of every lister: looked at when the process exits. */
 const live = new Set<ListerWorker>();
@@ -379,7 +177,7 @@ export class FolderLister {
         // Only a worker with work keeps the process alive.
         w.worker.ref();
       }
-      w.worker.postMessage({ id, ...message });
+      w.worker.postMessage({ id, ...message } satisfies ListerRequest);
     });
   }
 
@@ -415,8 +213,9 @@ export class FolderLister {
   private spawn(): ListerWorker {
     installExitHook();
     const flags = new Int32Array(new SharedArrayBuffer(FLAGS * 4));
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
+    const worker = new Worker(workerUrl(), {
+      // A file, not a string: a process run with --input-type (node -e) must not pass it on.
+      execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')),
       workerData: { flags: flags.buffer, testHook: this.testHook, testEntryHook: this.testEntryHook },
       stdout: false,
       stderr: false,
@@ -426,7 +225,7 @@ export class FolderLister {
     const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: now, count: 0, countAt: now, idleTimer: undefined, retired: false };
     this.workers.push(w);
     live.add(w);
-    worker.on('message', (a: Answer) => {
+    worker.on('message', (a: ListerAnswer) => {
       const p = w.pending.get(a.id);
       w.lastProgress = this.clock.monotonic();
       if (!p) return; // abandoned (its signal aborted)
@@ -469,7 +268,7 @@ export class FolderLister {
     // in a system call (module comment). Nobody waits for it; it keeps nothing alive.
     Atomics.store(w.flags, STOP, 1);
     try {
-      w.worker.postMessage({ stop: true });
+      w.worker.postMessage({ stop: true } satisfies ListerRequest);
     } catch {
       // already gone
     }

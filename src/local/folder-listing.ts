@@ -1,7 +1,7 @@
 /**
  * What `LocalFs.listFolder` answers: a folder's entries and its files' numbers in flat
  * arrays (no object per entry), so that a worker thread can hand them over in one message
- * (folder-lister.ts). No imports: the worker's source is built from these constants.
+ * (folder-lister.ts).
  */
 
 /**

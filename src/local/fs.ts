@@ -17,36 +17,18 @@
  * Behind the LocalFs interface so that tests can inject failures (EACCES as root, EIO, a
  * file vanishing between two calls) that a real disk cannot produce on demand.
  */
-import { close, closeSync, constants, fstat, fstatSync, lstat, open, openSync, read, readdir, readlink, readSync, realpath, stat, watch as fsWatch, type Stats } from 'node:fs';
+import { close, constants, fstat, lstat, open, read, readdir, readlink, realpath, stat, watch as fsWatch } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
-import { isInside } from './paths.js';
+import { openCheckedSteps, type OpenRequest, type RawStats, type Refusal } from './hash-steps.js';
+import { listFolderSteps } from './list-steps.js';
+import { call, errorCode, nodeCalls, runAsync, runSync, type AsyncSysCalls, type FsDirent, type FsStats, type Steps } from './sys-calls.js';
 
-export interface FsStats {
-  isFile(): boolean;
-  isDirectory(): boolean;
-  isSymbolicLink(): boolean;
-  isFIFO?(): boolean;
-  isSocket?(): boolean;
-  isCharacterDevice?(): boolean;
-  isBlockDevice?(): boolean;
-  size: number;
-  mtimeMs: number;
-  /** Inode change time: moves on every content or metadata change, and cannot be set back. */
-  ctimeMs?: number;
-  dev: number;
-  ino: number;
-}
-
-export interface FsDirent {
-  name: string;
-  isFile(): boolean;
-  isDirectory(): boolean;
-  isSymbolicLink(): boolean;
-}
+export type { FsDirent, FsStats } from './sys-calls.js';
+export { errorCode };
 
 export interface FsFileHandle {
   read(buffer: Buffer, offset: number, length: number, position: number | null): Promise<{ bytesRead: number }>;
@@ -81,7 +63,7 @@ export interface LocalFs {
    * thread, so that a million files cost the main thread no filesystem call and no Stats
    * object). Opens nothing but the folder. `signal`: the promise rejects with its reason
    * when it aborts, whatever the filesystem does. The walk's only way to list: the fakes
-   * answer it as the worker does (test/helpers/list-folder.ts). `progress`: followed while
+   * answer it with the worker's steps (`listFolderWith`). `progress`: followed while
    * the listing runs, for a deadline on progress rather than on the whole listing (the
    * poller's).
    */
@@ -93,10 +75,10 @@ export interface LocalFs {
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;
   /**
    * Opens for reading without blocking (a FIFO opens at once); `noFollow` refuses a
-   * symbolic link as the last component (ELOOP). Use openRegularFile, which checks what
-   * was opened.
+   * symbolic link as the last component (ELOOP); `folder` opens only a folder (ENOTDIR).
+   * Use openRegularFile, which checks what was opened.
    */
-  open(path: string, opts?: { noFollow?: boolean }): Promise<FsFileHandle>;
+  open(path: string, opts?: { noFollow?: boolean; folder?: boolean }): Promise<FsFileHandle>;
 }
 
 // The callback API, promisified, is markedly cheaper per call than fs.promises (measured
@@ -116,7 +98,7 @@ function readP(fd: number, buffer: Buffer, offset: number, length: number, posit
   });
 }
 
-const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
+const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 
 /** The kernel's path of an open descriptor, or undefined when /proc does not say. */
 async function procPath(fd: number): Promise<string | undefined> {
@@ -136,7 +118,7 @@ export const nodeFs: LocalFs = {
   realpath: (path) => realpathP(path),
   readFile: (path, opts) => readSmallFile(path, { ...opts, fs: nodeFs }),
   async open(path, opts) {
-    return fdHandle(await openP(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (opts?.noFollow ? O_NOFOLLOW : 0)));
+    return fdHandle(await openP(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (opts?.folder ? O_DIRECTORY : 0) | (opts?.noFollow ? O_NOFOLLOW : 0)));
   },
 };
 
@@ -197,43 +179,93 @@ export interface OpenedFile {
   path: string;
   handle: FsFileHandle;
   /** fstat of the descriptor right after it was opened. */
-  stat: FsStats;
+  stat: RawStats;
 }
 
 /**
- * Opens a regular file for reading, with every check of the module comment. Throws the
- * errno error of the open itself (ENOENT, EACCES, ELOOP...), NotRegularFileError,
- * OutsideFolderError, or FileChangedError (another file than the one expected).
+ * Opens a regular file for reading, with every check of the module comment (hash-steps.ts
+ * `openCheckedSteps`, the steps the hash runs). Throws the errno error of the open itself
+ * (ENOENT, EACCES, ELOOP...), NotRegularFileError, OutsideFolderError, or FileChangedError
+ * (another file than the one expected).
  */
 export async function openRegularFile(path: string, o: OpenFileOptions = {}): Promise<OpenedFile> {
-  const fs = o.fs ?? nodeFs;
-  const handle = await fs.open(path, { noFollow: o.noFollow === true });
-  try {
-    const st = await handle.stat();
-    if (!st.isFile()) throw new NotRegularFileError(path, specialKind(st));
-    if (o.expect && (st.dev !== o.expect.dev || st.ino !== o.expect.ino)) {
-      throw new FileChangedError(path, 'it was replaced by another file');
-    }
-    if (o.within) await checkConfined(fs, path, handle, st, o.within);
-    return { path, handle, stat: st };
-  } catch (e) {
-    await handle.close().catch(() => undefined);
-    throw e;
+  const calls = callsOf(o.fs ?? nodeFs);
+  const opened = await runAsync(openCheckedSteps(openRequest(path, o)), calls);
+  if (opened.refused !== undefined) throw refusedError(path, opened.refused, opened.before, o.within);
+  return { path, handle: calls.take(opened.fd), stat: opened.before };
+}
+
+/** What the steps need of a file's open (hash-steps.ts). */
+export function openRequest(path: string, o: OpenFileOptions): OpenRequest {
+  const c = o.within;
+  return {
+    path,
+    noFollow: o.noFollow === true,
+    expect: o.expect,
+    within: c === undefined ? undefined : { exact: c.exact, expected: c.exact ? expectedRealPath(c, path) : undefined, rootReal: c.rootReal },
+  };
+}
+
+/** The typed error of a file the steps would not read. */
+export function refusedError(path: string, refused: Refusal, before: RawStats, within: Confinement | undefined): Error {
+  switch (refused) {
+    case 'special':
+      return new NotRegularFileError(path, before.kind as SpecialFileKind);
+    case 'replaced':
+      return new FileChangedError(path, 'it was replaced by another file');
+    case 'outside':
+      return outsideFolder(path, within as Confinement);
+    case 'grew':
+      return new FileChangedError(path, `it grew beyond ${before.size} bytes while read`);
   }
 }
 
-async function checkConfined(fs: LocalFs, path: string, handle: FsFileHandle, st: FsStats, c: Confinement): Promise<void> {
-  let where = await handle.realPath?.();
-  if (where === undefined) {
-    // No /proc: resolve the path, and make sure it still names the opened file.
-    const resolved = await fs.realpath(path).catch(() => undefined);
-    const now = resolved === undefined ? undefined : await fs.stat(resolved).catch(() => undefined);
-    if (resolved === undefined || now === undefined || now.dev !== st.dev || now.ino !== st.ino) throw new FileChangedError(path, 'it was replaced by another file');
-    where = resolved;
-  }
-  const expected = c.exact ? expectedRealPath(c, path) : undefined;
-  const ok = c.exact ? where === expected : isInside(c.rootReal, where);
-  if (!ok) throw outsideFolder(path, c);
+/**
+ * A LocalFs's calls as the steps ask for them (sys-calls.ts), its open files by number;
+ * `take(fd)` hands an open file over to the caller.
+ */
+export function callsOf(fs: LocalFs): AsyncSysCalls & { take(fd: number): FsFileHandle } {
+  const files = new Map<number, FsFileHandle>();
+  let next = 0;
+  const file = (fd: number): FsFileHandle => {
+    const h = files.get(fd);
+    if (h === undefined) throw closedError('a call');
+    return h;
+  };
+  return {
+    open: async (path, opts) => {
+      files.set(++next, await fs.open(path, opts));
+      return next;
+    },
+    fstat: (fd) => file(fd).stat(),
+    read: async (fd, buffer, offset, length, position) => (await file(fd).read(buffer, offset, length, position)).bytesRead,
+    close: async (fd) => {
+      const h = files.get(fd);
+      files.delete(fd);
+      await h?.close();
+    },
+    fdPath: async (fd) => file(fd).realPath?.(),
+    readdir: (path) => fs.readdir(path),
+    lstat: (path) => fs.lstat(path),
+    stat: (path) => fs.stat(path),
+    realpath: (path) => fs.realpath(path),
+    take: (fd) => {
+      const h = file(fd);
+      files.delete(fd);
+      return h;
+    },
+  };
+}
+
+/**
+ * `LocalFs.listFolder` made with a LocalFs's own calls, by the worker's steps (list-steps.ts):
+ * how the fakes list. `progress` moves after each call.
+ */
+export async function listFolderWith(fs: LocalFs, path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing> {
+  opts?.signal?.throwIfAborted();
+  let moved = 0;
+  opts?.progress?.follow(() => moved);
+  return runAsync(listFolderSteps(path, opts?.noFollow === true), callsOf(fs), { after: () => void moved++ });
 }
 
 /** The refusal of a file whose kernel path is not where the confinement says. */
@@ -246,15 +278,6 @@ export function expectedRealPath(c: Confinement, path: string): string | undefin
   const rel = relative(c.root, path);
   if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return undefined;
   return join(c.rootReal, rel);
-}
-
-function specialKind(st: FsStats | Stats): SpecialFileKind {
-  if (st.isDirectory()) return 'a folder';
-  if (st.isFIFO?.()) return 'a FIFO (named pipe)';
-  if (st.isSocket?.()) return 'a socket';
-  if (st.isCharacterDevice?.()) return 'a character device';
-  if (st.isBlockDevice?.()) return 'a block device';
-  return 'not a regular file';
 }
 
 export interface SmallFileOptions {
@@ -274,56 +297,34 @@ export const DEFAULT_SMALL_FILE_BYTES = 1024 * 1024;
  * size cap: a FIFO, device or folder is NotRegularFileError, a file over the cap (or one
  * that grows past it while read) FileTooLargeError naming it.
  */
-export async function readSmallFile(path: string, o: SmallFileOptions = {}): Promise<string> {
-  const max = o.maxBytes ?? DEFAULT_SMALL_FILE_BYTES;
-  const what = o.what ?? 'the file';
-  const file = await openRegularFile(path, { fs: o.fs, noFollow: o.noFollow, within: o.within });
-  try {
-    if (file.stat.size > max) throw new FileTooLargeError(path, file.stat.size, max, what);
-    const buffer = Buffer.allocUnsafe(max + 1);
-    let total = 0;
-    for (;;) {
-      const { bytesRead } = await file.handle.read(buffer, total, buffer.length - total, null);
-      if (bytesRead === 0) break;
-      total += bytesRead;
-      if (total > max) throw new FileTooLargeError(path, total, max, what);
-    }
-    return buffer.toString('utf8', 0, total);
-  } finally {
-    await file.handle.close().catch(() => undefined);
-  }
+export function readSmallFile(path: string, o: SmallFileOptions = {}): Promise<string> {
+  return runAsync(readSmallSteps(path, o), callsOf(o.fs ?? nodeFs));
 }
 
-/**
- * The synchronous twin of readSmallFile, for start-up files read before anything runs
- * (a token file named in the configuration, a systemd credential). Never blocks on a FIFO.
- */
+/** readSmallFile with node:fs's synchronous calls, for start-up files read before anything runs (a token file, a systemd credential). */
 export function readSmallFileSync(path: string, o: { maxBytes?: number; what?: string; noFollow?: boolean } = {}): string {
+  return runSync(readSmallSteps(path, o), nodeCalls);
+}
+
+function* readSmallSteps(path: string, o: SmallFileOptions): Steps<string> {
   const max = o.maxBytes ?? DEFAULT_SMALL_FILE_BYTES;
   const what = o.what ?? 'the file';
-  const fd = openSync(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (o.noFollow ? O_NOFOLLOW : 0));
+  const opened = yield* openCheckedSteps(openRequest(path, o));
+  if (opened.refused !== undefined) throw refusedError(path, opened.refused, opened.before, o.within);
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new NotRegularFileError(path, specialKind(st));
-    if (st.size > max) throw new FileTooLargeError(path, st.size, max, what);
+    if (opened.before.size > max) throw new FileTooLargeError(path, opened.before.size, max, what);
     const buffer = Buffer.allocUnsafe(max + 1);
     let total = 0;
     for (;;) {
-      const n = readSync(fd, buffer, total, buffer.length - total, null);
+      const n = yield* call('read', opened.fd, buffer, total, buffer.length - total, null);
       if (n === 0) break;
       total += n;
       if (total > max) throw new FileTooLargeError(path, total, max, what);
     }
     return buffer.toString('utf8', 0, total);
   } finally {
-    closeSync(fd);
+    yield* call('close', opened.fd);
   }
-}
-
-/** The errno code of a filesystem error ('EIO', 'ENOENT'...), or 'EUNKNOWN'. */
-export function errorCode(e: unknown): string {
-  const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  return typeof code === 'string' ? code : 'EUNKNOWN';
 }
 
 /** A short message for an fs error without the stack: "permission denied (EACCES)". */

@@ -5,20 +5,11 @@
  * hashed are one version of the file — the descriptor is stat'ed before and after, and the
  * path after; any difference in size, mtime, ctime or identity means it changed while read.
  */
-import { createHash } from 'node:crypto';
-import { errorCode, errorMessage, expectedRealPath, nodeFs, openRegularFile, outsideFolder, type Confinement, type FsFileHandle, type FsStats, type LocalFs } from './fs.js';
-import { FileAccessError, FileChangedError, FileReadError, FileVanishedError, LocalFileError, NotRegularFileError, type SpecialFileKind } from './errors.js';
-import { sharedFolderLister, type RawHash, type RawStats } from './folder-lister.js';
-
-export {
-  FileAccessError,
-  FileChangedError,
-  FileReadError,
-  FileVanishedError,
-  LocalFileError,
-  NotRegularFileError,
-  OutsideFolderError,
-} from './errors.js';
+import { callsOf, errorCode, errorMessage, nodeFs, openRequest, refusedError, type OpenFileOptions } from './fs.js';
+import { FileAccessError, FileChangedError, FileReadError, FileVanishedError } from './errors.js';
+import { sharedFolderLister } from './folder-lister.js';
+import { hashSteps, type HashRequest, type RawHash, type RawStats } from './hash-steps.js';
+import { runAsync } from './sys-calls.js';
 
 export interface FileHash {
   /** Lowercase hex. */
@@ -31,15 +22,9 @@ export interface FileHash {
   ctimeMs?: number | undefined;
 }
 
-export interface HashOptions {
+/** How the file is opened (fs.ts OpenFileOptions), and read. */
+export interface HashOptions extends OpenFileOptions {
   signal?: AbortSignal | undefined;
-  /** Refuse to read through a symbolic link (the file was a regular file when walked). */
-  noFollow?: boolean | undefined;
-  /** The file must lie beneath this folder (fs.ts). */
-  within?: Confinement | undefined;
-  /** Device and inode the walk saw: another file there now is a change. */
-  expect?: { dev: number; ino: number } | undefined;
-  fs?: LocalFs | undefined;
   /** Read size; default 1 MiB. */
   chunkBytes?: number | undefined;
   /**
@@ -73,103 +58,30 @@ export function resetContentBytesRead(): void {
   bytesReadTotal = 0;
 }
 
+/**
+ * The file hashed by the steps every filesystem runs (hash-steps.ts): a small file of the
+ * real disk by a worker thread (folder-lister.ts: one message instead of seven asynchronous
+ * calls, and a hung filesystem blocks the worker, not the main thread), anything else with
+ * the filesystem's own asynchronous calls. The abort of `signal` rejects at once.
+ */
 export async function hashFile(diskPath: string, opts: HashOptions = {}): Promise<FileHash> {
   const fs = opts.fs ?? nodeFs;
   const signal = opts.signal;
   signal?.throwIfAborted();
-  if (fs === nodeFs && process.platform === 'linux' && opts.size !== undefined && opts.size <= WORKER_MAX_BYTES) {
-    const hashed = await hashInWorker(diskPath, opts);
-    if (hashed !== undefined) return hashed;
-  }
-  let handle: FsFileHandle;
-  let before: FsStats;
-  try {
-    ({ handle, stat: before } = await openRegularFile(diskPath, { fs, noFollow: opts.noFollow, within: opts.within, expect: opts.expect }));
-  } catch (e) {
-    throw openError(diskPath, e);
-  }
-  try {
-
-    const hash = createHash('sha256');
-    // Sized to the file: most files are small, and a fresh 1 MiB buffer per file made an
-    // initial hash of 10,000 small files spend more time collecting garbage than hashing.
-    const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(chunkBytes(opts), before.size + 1)));
-    let total = 0;
-    for (;;) {
-      signal?.throwIfAborted();
-      let n: number;
-      try {
-        ({ bytesRead: n } = await handle.read(buffer, 0, buffer.length, null));
-      } catch (e) {
-        throw readError(diskPath, e);
-      }
-      if (n === 0) break;
-      hash.update(buffer.subarray(0, n));
-      total += n;
-      bytesReadTotal += n;
-      // Growing past the size it had when opened: no need to read the rest.
-      if (total > before.size) throw new FileChangedError(diskPath, `it grew beyond ${before.size} bytes while read`);
-      // A short read that completes the size seen at open is the end of the file: skip the
-      // read that would return 0 (growth after it is caught by the stats below).
-      if (total === before.size && n < buffer.length) break;
-    }
-
-    const afterHandle = await handle.stat().catch((e: unknown) => {
-      throw readError(diskPath, e);
-    });
-    let afterPath: FsStats;
-    try {
-      afterPath = await fs.stat(diskPath);
-    } catch (e) {
-      throw openError(diskPath, e);
-    }
-    return judged(diskPath, before, afterHandle, afterPath, total, hash.digest('hex'));
-  } finally {
-    await handle.close().catch(() => undefined);
-  }
-}
-
-/**
- * The same open, checks, reads and stats as above, made synchronously by a worker thread
- * (folder-lister.ts): a small file costs the main thread one message instead of seven
- * asynchronous calls (issue 28.1). A hung filesystem blocks the worker, not the main
- * thread; the abort of `signal` rejects at once. Undefined when /proc does not say where
- * the descriptor is (the checks then need fs.ts's fallback, above).
- */
-async function hashInWorker(diskPath: string, opts: HashOptions): Promise<FileHash | undefined> {
-  const c = opts.within;
+  const req: HashRequest = { ...openRequest(diskPath, opts), chunkBytes: chunkBytes(opts) };
   let raw: RawHash;
   try {
-    raw = await sharedFolderLister().hash(
-      {
-        path: diskPath,
-        noFollow: opts.noFollow === true,
-        expect: opts.expect,
-        within: c === undefined ? undefined : { exact: c.exact, expected: c.exact ? expectedRealPath(c, diskPath) : undefined, rootReal: c.rootReal },
-        chunkBytes: chunkBytes(opts),
-      },
-      opts.signal,
-    );
+    raw =
+      fs === nodeFs && process.platform === 'linux' && opts.size !== undefined && opts.size <= WORKER_MAX_BYTES
+        ? await sharedFolderLister().hash(req, signal)
+        : await runAsync(hashSteps(req), callsOf(fs), { before: (c) => c.name !== 'close' && signal?.throwIfAborted() });
   } catch (e) {
-    if (opts.signal?.aborted) throw e;
+    if (signal?.aborted) throw signal.reason;
     throw (e as { step?: unknown }).step === 'read' ? readError(diskPath, e) : openError(diskPath, e);
   }
-  const before = raw.before;
   bytesReadTotal += raw.total ?? 0;
-  switch (raw.refused) {
-    case 'no-proc':
-      return undefined;
-    case 'special':
-      throw new NotRegularFileError(diskPath, before.kind as SpecialFileKind);
-    case 'replaced':
-      throw new FileChangedError(diskPath, 'it was replaced by another file');
-    case 'outside':
-      throw outsideFolder(diskPath, c as Confinement);
-    case 'grew':
-      throw new FileChangedError(diskPath, `it grew beyond ${before.size} bytes while read`);
-    case undefined:
-      return judged(diskPath, before, raw.afterHandle as RawStats, raw.afterPath as RawStats, raw.total ?? 0, raw.sha256 as string);
-  }
+  if (raw.refused !== undefined) throw refusedError(diskPath, raw.refused, raw.before, opts.within);
+  return judged(diskPath, raw.before, raw.afterHandle as RawStats, raw.afterPath as RawStats, raw.total ?? 0, raw.sha256 as string);
 }
 
 /** Read size: sized to the file by the caller; default 1 MiB, at least 4 KiB. */
@@ -177,7 +89,7 @@ function chunkBytes(opts: HashOptions): number {
   return Math.max(4096, opts.chunkBytes ?? 1024 * 1024);
 }
 
-type StatFacts = Pick<FsStats, 'size' | 'mtimeMs' | 'ctimeMs' | 'dev' | 'ino'>;
+type StatFacts = Pick<RawStats, 'size' | 'mtimeMs' | 'ctimeMs' | 'dev' | 'ino'>;
 
 /** The hash, if the stats before, of the descriptor after and of the path after say one version was read. */
 function judged(diskPath: string, before: StatFacts, afterHandle: StatFacts, afterPath: StatFacts, total: number, sha256: string): FileHash {
@@ -198,8 +110,6 @@ function describeChange(before: StatFacts, after: StatFacts, bytesRead: number):
 }
 
 function openError(path: string, e: unknown): Error {
-  // fs.ts's own verdicts (not a regular file, outside the folder, another file) stand as they are.
-  if (e instanceof LocalFileError) return e;
   const code = errorCode(e);
   if (code === 'ENOENT' || code === 'ENOTDIR') return new FileVanishedError(path, code);
   if (code === 'EACCES' || code === 'EPERM') return new FileAccessError(path, code);

@@ -9,7 +9,7 @@ import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type L
 import type { StatNow } from '../engine/racy.js';
 import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from './errors.js';
 import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';
-import { confinementOf, errorCode, errorMessage, nodeFs, type Confinement, type LocalFs } from './fs.js';
+import { confinementOf, errorCode, errorMessage, nodeFs, openRegularFile, type Confinement, type LocalFs, type OpenFileOptions } from './fs.js';
 import { hashFile } from './hash.js';
 import { resolveDiskPath, walkTree, type SkippedEntry, type WalkResult } from './walk.js';
 import type { LocalFileInfo } from '../engine/plan.js';
@@ -50,6 +50,15 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       if (e instanceof IgnoreFileError) return outage({ path: mapping.ignoreFile ?? e.path, reason: `${e.message}; nothing is mirrored until it can be read` });
       throw e;
     }
+  };
+  /** How a file of the folder is opened, by the hash and the upload alike (fs.ts). */
+  const openChecks = async (file: { diskPath: string; dev?: number | undefined; ino?: number | undefined }): Promise<OpenFileOptions & { fs: LocalFs }> => {
+    if (!confinement) refreshConfinement();
+    const within = await (confinement as Promise<Confinement>).catch(() => {
+      throw new FileVanishedError(file.diskPath, 'ENOENT');
+    });
+    const expect = file.dev !== undefined && file.ino !== undefined ? { dev: file.dev, ino: file.ino } : undefined;
+    return { fs, noFollow: !mapping.followSymlinks, within, expect };
   };
   /** The whole tree, or only `subtrees` (an incremental look). */
   const walkWith = (filter: PathFilter, subtrees?: readonly string[], vouch?: ScanOptions['vouch']): Promise<WalkResult> =>
@@ -109,13 +118,9 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
 
     async hash(file: LocalFileInfo & { dev?: number | undefined; ino?: number | undefined }) {
       try {
-        if (!confinement) refreshConfinement();
-        const within = await (confinement as Promise<Confinement>).catch(() => {
-          throw new FileVanishedError(file.diskPath, 'ENOENT');
-        });
-        const expect = file.dev !== undefined && file.ino !== undefined ? { dev: file.dev, ino: file.ino } : undefined;
+        const checks = await openChecks(file);
         await testPause('before-hash', file.path);
-        return await hashFile(file.diskPath, { fs, signal: opts.signal, noFollow: !mapping.followSymlinks, within, expect, size: file.size });
+        return await hashFile(file.diskPath, { ...checks, signal: opts.signal, size: file.size });
       } catch (e) {
         if (e instanceof FileVanishedError) throw new LocalFileVanishedError(e.message);
         // Swapped for a link, a FIFO or another file since the walk: look again next pass
@@ -123,6 +128,9 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
         if (e instanceof FileChangedError || e instanceof NotRegularFileError || e instanceof OutsideFolderError) throw new LocalFileChangedError(e.message);
         throw e;
       }
+    },
+    async open(file) {
+      return openRegularFile(file.diskPath, await openChecks(file));
     },
   };
 }

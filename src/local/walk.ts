@@ -14,8 +14,8 @@
  *
  * On the real disk a folder's listing and its files' `lstat`s come in one answer from a
  * worker thread (folder-lister.ts): the main thread handles names and numbers only, and a
- * hung filesystem blocks the worker, not the event loop. The fakes answer listFolder the
- * same way (test/helpers/list-folder.ts), so the tests and the simulation run this one path.
+ * hung filesystem blocks the worker, not the event loop. The fakes answer listFolder with
+ * the worker's steps (list-steps.ts), so the tests and the simulation run this one path.
  */
 import { isAbsolute, join, relative } from 'node:path';
 import PQueue from 'p-queue';
@@ -166,43 +166,117 @@ interface Chain {
 
 export async function walkTree(root: string, filter: PathFilter, opts: WalkOptions = {}): Promise<WalkResult> {
   const fs = opts.fs ?? nodeFs;
-  const maxFileBytes = opts.maxFileBytes ?? Infinity;
-  const follow = opts.followSymlinks === true;
   const result: WalkResult = { rootStatus: 'ok', files: new Map(), errors: [], skipped: [], dirCount: 0, vouched: new Set() };
-  const vouch = opts.subtrees === undefined ? opts.vouch : undefined;
-
   const rootCheck = await checkRoot(fs, root);
   if (rootCheck.status !== 'ok') return { ...result, rootStatus: rootCheck.status, rootError: rootCheck.error };
-  let rootReal: string | undefined;
+  let rootReal: string;
   try {
     rootReal = await fs.realpath(root);
   } catch (e) {
     return { ...result, rootStatus: 'unreadable', rootError: { code: errorCode(e), message: errorMessage(e) } };
   }
+  const walk = new Walk(root, rootReal, filter, fs, opts, result);
+  await walk.run();
+  if (walk.rootReadError) {
+    const status: RootStatus = walk.rootReadError.code === 'ENOENT' ? 'missing' : 'unreadable';
+    return { ...result, files: new Map(), vouched: new Set(), rootStatus: status, rootError: walk.rootReadError };
+  }
+  // The drive may have gone while we walked (an unmount turns folders into ENOENT): then
+  // the snapshot is incomplete and must not be taken for the truth.
+  const after = await checkRoot(fs, root);
+  if (after.status !== 'ok') return { ...result, files: new Map(), vouched: new Set(), rootStatus: after.status, rootError: after.error };
+  result.skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  result.errors.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return result;
+}
 
-  // Last in, first out: the walk goes deep before wide and the tasks waiting stay few.
-  const queue = new PQueue({ concurrency: Math.max(1, opts.concurrency ?? 32), queueClass: LifoQueue });
+/** One walk's steps: the folders listed (a queue of tasks), their entries sorted into the result. */
+class Walk {
+  private readonly maxFileBytes: number;
+  private readonly follow: boolean;
+  private readonly vouch: WalkOptions['vouch'];
+  /** Last in, first out: the walk goes deep before wide and the tasks waiting stay few. */
+  private readonly queue: PQueue;
   /** The first task that threw (or the abort): the walk stops and rejects with it. */
-  let failure: { error: unknown } | undefined;
-  const spawn = (task: () => Promise<void>): void => {
-    if (failure) return;
-    queue
+  private failure: { error: unknown } | undefined;
+  /** What `vouch` is given, filled anew for each file (WalkStat). */
+  private readonly vstat = { size: 0, mtimeMs: 0, ctimeMs: undefined as number | undefined, dev: 0, ino: 0 };
+  /** The root could not be listed. */
+  rootReadError: { code: string; message: string } | undefined;
+
+  constructor(
+    private readonly root: string,
+    private readonly rootReal: string,
+    private readonly filter: PathFilter,
+    private readonly fs: LocalFs,
+    private readonly opts: WalkOptions,
+    private readonly result: WalkResult,
+  ) {
+    this.maxFileBytes = opts.maxFileBytes ?? Infinity;
+    this.follow = opts.followSymlinks === true;
+    this.vouch = opts.subtrees === undefined ? opts.vouch : undefined;
+    this.queue = new PQueue({ concurrency: Math.max(1, opts.concurrency ?? 32), queueClass: LifoQueue });
+  }
+
+  /** The whole tree, or the subtrees asked for; rejects with the first task's failure. */
+  async run(): Promise<void> {
+    if (this.opts.subtrees === undefined) this.spawn(() => this.listDir(this.rootTask()));
+    else for (const rel of this.opts.subtrees) this.spawn(() => this.walkSubtree(rel));
+    await this.queue.onIdle();
+    if (this.failure) throw this.failure.error;
+  }
+
+  private spawn(task: () => Promise<void>): void {
+    if (this.failure) return;
+    this.queue
       .add(async () => {
-        if (failure) return;
-        opts.signal?.throwIfAborted();
+        if (this.failure) return;
+        this.opts.signal?.throwIfAborted();
         await task();
       })
       .catch((error: unknown) => {
-        if (failure) return;
-        failure = { error };
-        queue.clear();
+        if (this.failure) return;
+        this.failure = { error };
+        this.queue.clear();
       });
-  };
+  }
+
+  private rootTask(): DirTask {
+    return { rel: '', disk: this.root, real: this.rootReal, chain: this.follow ? { real: this.rootReal } : undefined, exact: true };
+  }
+
+  private async walkSubtree(rel: string): Promise<void> {
+    if (rel === '') return this.listDir(this.rootTask());
+    if (!this.filter.includes(rel, true)) return;
+    const disk = await resolveDiskPath(this.fs, this.root, rel);
+    if (disk === undefined) return;
+    if (this.follow) {
+      let real: string;
+      try {
+        real = await this.fs.realpath(disk);
+      } catch {
+        return;
+      }
+      if (!isInside(this.rootReal, real)) return;
+      return this.listDir({ rel, disk, real, chain: { real } });
+    }
+    // Without links followed, a subtree reached through a link is not ours to walk
+    // (listFolder checks it again on the descriptor).
+    try {
+      if (!(await this.fs.lstat(disk)).isDirectory()) return;
+    } catch {
+      return;
+    }
+    const below = relative(this.root, disk);
+    return this.listDir({ rel, disk, real: below.startsWith('..') || isAbsolute(below) ? undefined : join(this.rootReal, below) });
+  }
+
   // Name collisions are settled by disk path so the winner does not depend on timing. A
   // vouched file is the NFC-named one, at join(root, path); its size is not kept.
-  const addFile = (file: LocalFile, vouched: boolean): void => {
+  private addFile(file: LocalFile, vouched: boolean): void {
+    const { result } = this;
     const existing: Pick<LocalFile, 'path' | 'diskPath'> & { size?: number } | undefined =
-      result.files.get(file.path) ?? (result.vouched.has(file.path) ? { path: file.path, diskPath: join(root, file.path) } : undefined);
+      result.files.get(file.path) ?? (result.vouched.has(file.path) ? { path: file.path, diskPath: join(this.root, file.path) } : undefined);
     if (!existing) {
       if (vouched) result.vouched.add(file.path);
       else result.files.set(file.path, file);
@@ -215,13 +289,12 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     result.vouched.delete(file.path);
     result.files.set(file.path, file);
     result.skipped.push({ path: existing.path, reason: 'name-collision', size: existing.size, diskPath: existing.diskPath });
-  };
+  }
 
-  /** What `vouch` is given, filled anew for each file (WalkStat). */
-  const vstat = { size: 0, mtimeMs: 0, ctimeMs: undefined as number | undefined, dev: 0, ino: 0 };
   /** A regular file named `name` in folder `dirDisk` (its path `rel`, NFC), with its lstat's numbers. */
-  const considerFile = (rel: string, dirDisk: string, name: string, exact: boolean, size: number, mtimeMs: number, ctimeMs: number | undefined, dev: number, ino: number): void => {
-    if (size > maxFileBytes) {
+  private considerFile(rel: string, dirDisk: string, name: string, exact: boolean, size: number, mtimeMs: number, ctimeMs: number | undefined, dev: number, ino: number): void {
+    const { result, vouch, vstat } = this;
+    if (size > this.maxFileBytes) {
       result.skipped.push({ path: rel, reason: 'too-large', size });
       return;
     }
@@ -239,31 +312,20 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
         return;
       }
     }
-    addFile({ path: rel, diskPath: join(dirDisk, name), size, mtimeMs, dev, ino, ctimeMs }, vouched);
-  };
+    this.addFile({ path: rel, diskPath: join(dirDisk, name), size, mtimeMs, dev, ino, ctimeMs }, vouched);
+  }
 
-  const listDir = async (dir: DirTask): Promise<void> => {
+  private async listDir(dir: DirTask): Promise<void> {
     let listing: FolderListing;
     try {
-      listing = await listFolder(dir);
+      listing = await this.listFolder(dir);
     } catch (e) {
-      const code = errorCode(e);
-      // Gone, or replaced by a file or (ELOOP) a link since its parent was listed: nothing
-      // is there now.
-      if (code === 'ENOENT' || code === 'ENOTDIR' || (code === 'ELOOP' && !follow)) return notUtf8(dir.rel);
-      if (code === 'EMOVED') {
-        result.errors.push({ path: dir.rel, kind: 'dir', code, message: 'the folder was moved or replaced while it was listed; it is looked at again at the next pass' });
-        return;
-      }
-      if (dir.rel === '') {
-        rootReadError = { code, message: errorMessage(e) };
-        return;
-      }
-      result.errors.push({ path: dir.rel, kind: 'dir', code, message: `cannot list the folder: ${errorMessage(e)}` });
+      this.listFailed(dir, e);
       return;
     }
-    if (dir.rel !== '') result.dirCount++;
+    if (dir.rel !== '') this.result.dirCount++;
     const { names, types } = listing;
+    const { filter, result } = this;
     const prefix = dir.rel === '' ? '' : `${dir.rel}/`;
     // The disk path is join(root, rel) while every name on the way is NFC already.
     const exactDir = dir.exact === true;
@@ -286,80 +348,100 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
       if (type === ENTRY_DIR) {
         if (filter.includesEntry(rel, true)) {
           const disk = join(dir.disk, name);
-          spawn(() => listDir(subdir(dir, rel, disk, name, exact)));
+          this.spawn(() => this.listDir(this.subdir(dir, rel, disk, name, exact)));
         }
       } else if (type === ENTRY_LINK) {
-        if (!follow) {
+        if (!this.follow) {
           if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) {
             result.skipped.push({ path: rel, reason: 'symlink' });
           }
         } else {
-          spawn(() => followLink(dir, rel, name, exact));
+          this.spawn(() => this.followLink(dir, rel, name, exact));
         }
       } else if (filter.includesEntry(rel, false)) {
         result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
       }
     }
-    if (kept.length === 0) return;
-    const stats = listing.stats;
+    this.keepFiles(dir, listing, kept, keptRels);
+  }
+
+  private listFailed(dir: DirTask, e: unknown): void {
+    const code = errorCode(e);
+    // Gone, or replaced by a file or (ELOOP) a link since its parent was listed: nothing
+    // is there now.
+    if (code === 'ENOENT' || code === 'ENOTDIR' || (code === 'ELOOP' && !this.follow)) return this.notUtf8(dir.rel);
+    if (code === 'EMOVED') {
+      this.result.errors.push({ path: dir.rel, kind: 'dir', code, message: 'the folder was moved or replaced while it was listed; it is looked at again at the next pass' });
+      return;
+    }
+    if (dir.rel === '') {
+      this.rootReadError = { code, message: errorMessage(e) };
+      return;
+    }
+    this.result.errors.push({ path: dir.rel, kind: 'dir', code, message: `cannot list the folder: ${errorMessage(e)}` });
+  }
+
+  /** The files kept of a listing (`kept`: entry indexes, ~index when the name is not NFC), by their lstat's numbers. */
+  private keepFiles(dir: DirTask, listing: FolderListing, kept: readonly number[], keptRels: readonly string[]): void {
+    const { names, stats } = listing;
+    const exactDir = dir.exact === true;
     for (let k = 0; k < kept.length; k++) {
       const ki = kept[k]!;
       const i = ki < 0 ? ~ki : ki;
       const rel = keptRels[k]!;
-      const name = names[i]!;
       const o = i * STAT_FIELDS;
       const size = stats[o + STAT_SIZE]!;
       if (size >= 0) {
         const ctime = stats[o + STAT_CTIME]!;
-        considerFile(rel, dir.disk, name, exactDir && ki >= 0, size, stats[o + STAT_MTIME]!, Number.isNaN(ctime) ? undefined : ctime, stats[o + STAT_DEV]!, stats[o + STAT_INO]!);
+        this.considerFile(rel, dir.disk, names[i]!, exactDir && ki >= 0, size, stats[o + STAT_MTIME]!, Number.isNaN(ctime) ? undefined : ctime, stats[o + STAT_DEV]!, stats[o + STAT_INO]!);
       } else if (size === STAT_GONE) {
-        notUtf8(rel); // deleted since listed
+        this.notUtf8(rel); // deleted since listed
       } else if (size === STAT_FAILED) {
         const failure = listing.statErrors?.find((f) => f.index === i);
         const code = failure?.code ?? 'EUNKNOWN';
         const e = Object.assign(new Error(failure?.message ?? 'unknown error'), { code });
-        result.errors.push({ path: rel, kind: 'file', code, message: `cannot read its size and time: ${errorMessage(e)}` });
+        this.result.errors.push({ path: rel, kind: 'file', code, message: `cannot read its size and time: ${errorMessage(e)}` });
       }
       // STAT_OTHER_TYPE: replaced by something else between the listing and the stat: looked
       // at again next pass.
     }
-  };
+  }
 
-  const subdir = (parent: DirTask, rel: string, disk: string, name: string, exact: boolean): DirTask => {
+  private subdir(parent: DirTask, rel: string, disk: string, name: string, exact: boolean): DirTask {
     if (parent.real === undefined) return { rel, disk, exact };
     const real = join(parent.real, name);
-    return follow ? { rel, disk, real, chain: { real, up: parent.chain }, exact } : { rel, disk, real, exact };
-  };
+    return this.follow ? { rel, disk, real, chain: { real, up: parent.chain }, exact } : { rel, disk, real, exact };
+  }
 
   /**
    * The entries of the folder the task names and its files' lstats, listed through its
-   * descriptor; the folder opened must really be
-   * where the task expects it (EMOVED otherwise: a folder on the way was swapped or moved
-   * while the walk ran).
+   * descriptor; the folder opened must really be where the task expects it (EMOVED
+   * otherwise: a folder on the way was swapped or moved while the walk ran).
    */
-  const listFolder = async (dir: DirTask): Promise<FolderListing> => {
+  private async listFolder(dir: DirTask): Promise<FolderListing> {
     // The root may be a link the operator configured; below it, links are not folders.
-    const noFollow = !follow && dir.rel !== '';
-    const listing = await fs.listFolder(dir.disk, { noFollow, signal: opts.signal });
+    const noFollow = !this.follow && dir.rel !== '';
+    const listing = await this.fs.listFolder(dir.disk, { noFollow, signal: this.opts.signal });
     if (listing.realPath !== undefined && dir.real !== undefined && listing.realPath !== dir.real) {
       throw Object.assign(new Error(`${dir.disk} is no longer where it was`), { code: 'EMOVED' });
     }
     return listing;
-  };
+  }
 
   // A name that is not valid UTF-8 reaches us with U+FFFD in it, and the path built from it
   // does not exist: say so, or the file would silently never be mirrored.
-  const notUtf8 = (rel: string): void => {
-    if (rel.includes('\uFFFD')) result.skipped.push({ path: rel, reason: 'name-not-utf8' });
-  };
+  private notUtf8(rel: string): void {
+    if (rel.includes('\uFFFD')) this.result.skipped.push({ path: rel, reason: 'name-not-utf8' });
+  }
 
-  const followLink = async (dir: DirTask, rel: string, name: string, exact: boolean): Promise<void> => {
+  private async followLink(dir: DirTask, rel: string, name: string, exact: boolean): Promise<void> {
+    const { filter, result } = this;
     const disk = join(dir.disk, name);
     let real: string;
     let st: FsStats;
     try {
-      real = await fs.realpath(disk);
-      st = await fs.stat(real);
+      real = await this.fs.realpath(disk);
+      st = await this.fs.stat(real);
     } catch (e) {
       const code = errorCode(e);
       if (code === 'ENOENT' || code === 'ENOTDIR') {
@@ -375,78 +457,26 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
     }
     const isDir = st.isDirectory();
     if (!filter.includesEntry(rel, isDir)) return;
-    if (rootReal === undefined || !isInside(rootReal, real)) {
+    if (!isInside(this.rootReal, real)) {
       result.skipped.push({ path: rel, reason: 'symlink-outside-root' });
       return;
     }
     if (isDir) {
       // A loop: the target is a folder we are inside of (really, or along the links taken).
-      const here = dir.real ?? rootReal;
+      const here = dir.real ?? this.rootReal;
       let looping = real === here || isInside(real, here);
       for (let c = dir.chain; c && !looping; c = c.up) looping = c.real === real;
       if (looping) {
         result.skipped.push({ path: rel, reason: 'symlink-loop' });
         return;
       }
-      spawn(() => listDir({ rel, disk, real, chain: { real, up: dir.chain }, exact }));
+      this.spawn(() => this.listDir({ rel, disk, real, chain: { real, up: dir.chain }, exact }));
     } else if (st.isFile()) {
-      considerFile(rel, dir.disk, name, exact, st.size, st.mtimeMs, st.ctimeMs, st.dev, st.ino);
+      this.considerFile(rel, dir.disk, name, exact, st.size, st.mtimeMs, st.ctimeMs, st.dev, st.ino);
     } else {
       result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
     }
-  };
-
-  const rootTask = (): DirTask => ({ rel: '', disk: root, real: rootReal, chain: follow && rootReal ? { real: rootReal } : undefined, exact: true });
-  let rootReadError: { code: string; message: string } | undefined;
-  if (opts.subtrees === undefined) {
-    spawn(() => listDir(rootTask()));
-  } else {
-    for (const rel of opts.subtrees) {
-      spawn(async () => {
-        if (rel === '') {
-          await listDir(rootTask());
-          return;
-        }
-        if (!filter.includes(rel, true)) return;
-        const disk = await resolveDiskPath(fs, root, rel);
-        if (disk === undefined) return;
-        let real: string | undefined;
-        if (follow) {
-          try {
-            real = await fs.realpath(disk);
-          } catch {
-            return;
-          }
-          if (rootReal === undefined || !isInside(rootReal, real)) return;
-          await listDir({ rel, disk, real, chain: { real } });
-        } else {
-          // Without links followed, a subtree reached through a link is not ours to walk
-          // (listFolder checks it again on the descriptor).
-          try {
-            if (!(await fs.lstat(disk)).isDirectory()) return;
-          } catch {
-            return;
-          }
-          const below = relative(root, disk);
-          await listDir({ rel, disk, real: below.startsWith('..') || isAbsolute(below) ? undefined : join(rootReal as string, below) });
-        }
-      });
-    }
   }
-  await queue.onIdle();
-  if (failure) throw failure.error;
-
-  if (rootReadError) {
-    const status: RootStatus = rootReadError.code === 'ENOENT' ? 'missing' : 'unreadable';
-    return { ...result, files: new Map(), vouched: new Set(), rootStatus: status, rootError: rootReadError };
-  }
-  // The drive may have gone while we walked (an unmount turns folders into ENOENT): then
-  // the snapshot is incomplete and must not be taken for the truth.
-  const after = await checkRoot(fs, root);
-  if (after.status !== 'ok') return { ...result, files: new Map(), vouched: new Set(), rootStatus: after.status, rootError: after.error };
-  result.skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  result.errors.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return result;
 }
 
 /**

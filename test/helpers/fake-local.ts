@@ -21,8 +21,7 @@
  */
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import { readSmallFile, type FolderListing, type FolderWatcher, type ListingProgress, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
-import { listFolderOf } from './list-folder.js';
+import { listFolderWith, readSmallFile, type FolderListing, type FolderWatcher, type ListingProgress, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
 
 interface FileNode {
   kind: 'file';
@@ -398,7 +397,7 @@ export class FakeLocal implements LocalFs {
     return { close: () => void this.watchers.delete(path), on: () => undefined };
   }
 
-  /** As the production lister answers (test/helpers/list-folder.ts): readdir, then lstat of each file. */
+  /** By the production lister's steps (src/local/list-steps.ts), made with this fake's calls. */
   listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing> {
     const held = this.enter(path, 'listFolder');
     return held ? held.then(() => this.listNow(path, opts)) : this.listNow(path, opts);
@@ -407,12 +406,10 @@ export class FakeLocal implements LocalFs {
   private listNow(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing> {
     try {
       this.check(path, 'listFolder');
-      // O_NOFOLLOW: a folder swapped for a link is refused, not listed through it.
-      if (opts?.noFollow === true && this.nodes.get(path)?.kind === 'link') throw fsError('ELOOP', path);
     } catch (e) {
       return Promise.reject(e);
     }
-    return listFolderOf(this, path, opts?.signal, opts?.progress);
+    return listFolderWith(this, path, opts);
   }
 
   readdir = async (path: string): Promise<FsDirent[]> => {
@@ -441,7 +438,7 @@ export class FakeLocal implements LocalFs {
     return readSmallFile(path, { ...opts, fs: this });
   }
 
-  open = async (path: string, opts?: { noFollow?: boolean }): Promise<FsFileHandle> => {
+  open = async (path: string, opts?: { noFollow?: boolean; folder?: boolean }): Promise<FsFileHandle> => {
     const held = this.enter(path, 'open');
     if (held) await held;
     this.check(path, 'open');
@@ -449,6 +446,7 @@ export class FakeLocal implements LocalFs {
     const n = this.nodes.get(real)!;
     const dev = this.devAt(real);
     if (n.kind === 'link') throw fsError('ELOOP', path);
+    if (opts?.folder === true && n.kind !== 'dir') throw fsError('ENOTDIR', path);
     if (n.kind === 'file' && n.unreadable) throw fsError('EACCES', path);
     let pos = 0;
     // A descriptor reads its inode, whatever happens to the path meanwhile.

@@ -15,7 +15,8 @@ import { keptRecords, type DatastoreApi, type ListDocumentsOptions } from '../..
 import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
 import { storedName, type NameRule } from '../../src/engine/service-names.js';
 import { FakeApi } from '../helpers/fake-api.js';
-import { sha256, type FakeLocal } from '../helpers/fake-local.js';
+import { openUpload } from '../../src/api/upload.js';
+import { sha256 } from '../helpers/fake-local.js';
 
 export type Fault =
   | 'none'
@@ -122,7 +123,6 @@ export class FakeService extends FakeApi {
   private generation = 0;
 
   constructor(
-    private readonly local: FakeLocal,
     private readonly now: () => number,
     readonly variant: ServiceVariant,
   ) {
@@ -278,37 +278,23 @@ export class FakeService extends FakeApi {
     return this.act(false, () => this.recordOf(this.must(id)));
   }
 
-  override uploadDocuments(_ds: string, files: UploadFile[]): Promise<DocumentRecord[]> {
-    // What the real client checks right before sending (api/upload.ts): the very file the
-    // walk saw and the hash read, else E_FILE_CHANGED and nothing is sent.
-    const read = (): { name: string; content: string; size: number }[] =>
-      files.map((f) => {
-        // A file outside the folder (the lease's marker body, written beside the state).
-        const side = f.notFolderContent ? this.sideFiles.get(f.path) : undefined;
-        if (side !== undefined) return { name: f.name, content: sha256(side), size: Buffer.byteLength(side) };
-        const n = this.local.fileAt(f.path.slice(this.local.abs('').length + 1));
-        const changed =
-          !n ||
-          n.unreadable ||
-          (f.identity !== undefined && f.identity.ino !== n.ino) ||
-          (f.expectedSize !== undefined && f.expectedSize !== n.data.length) ||
-          (f.expectedMtimeMs !== undefined && Math.trunc(f.expectedMtimeMs) !== Math.trunc(n.mtimeMs)) ||
-          (f.expectedSha256 !== undefined && f.expectedSha256 !== sha256(n.data));
-        if (changed) throw new ApiError({ code: 'E_FILE_CHANGED', message: `${f.path}: changed since it was hashed; not uploaded (sim)`, file: f.path });
-        return { name: f.name, content: sha256(n.data), size: n.data.length };
-      });
-    let sent: { name: string; content: string; size: number }[] | undefined;
+  override async uploadDocuments(_ds: string, files: UploadFile[]): Promise<DocumentRecord[]> {
+    // What the real client reads and checks before it sends (api/upload.ts over the engine's
+    // opened files): a file not the one walked and hashed is E_FILE_CHANGED, and no request
+    // is made.
+    const sent = await this.bodyOf(files);
     return this.act(
       true,
-      () => {
-        sent ??= read();
-        return sent.map((f) => this.recordOf(this.create({ name: storedName(f.name, this.variant.nameRule), url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true })));
-      },
-      (delayMs) => {
-        sent = read();
-        this.late.push({ dueAt: this.now() + (delayMs ?? lateCommitDelay(this.counters.calls)), files: sent });
-      },
+      () => sent.map((f) => this.recordOf(this.create({ name: storedName(f.name, this.variant.nameRule), url: undefined, metadata: {}, size: f.size, content: f.content, byUs: true }))),
+      (delayMs) => this.late.push({ dueAt: this.now() + (delayMs ?? lateCommitDelay(this.counters.calls)), files: sent }),
     );
+  }
+
+  /** The upload's parts as the client builds them; the lease's marker body (written beside the state, not folder content) as written. */
+  private async bodyOf(files: UploadFile[]): Promise<{ name: string; content: string; size: number }[]> {
+    const side = files.map((f) => (f.notFolderContent ? this.sideFiles.get(f.path) : undefined));
+    if (side.every((t) => t !== undefined)) return files.map((f, i) => ({ name: f.name, content: sha256(side[i]!), size: Buffer.byteLength(side[i]!) }));
+    return bodyParts(files);
   }
 
   override updateDocument(_ds: string, id: string, update: DocumentUpdate): Promise<DocumentRecord> {
@@ -339,5 +325,24 @@ export class FakeService extends FakeApi {
 
   get dataSourceId(): string {
     return DS;
+  }
+}
+
+/** Each file's part of the body the real client builds for an upload (openUpload), in order. */
+async function bodyParts(files: UploadFile[]): Promise<{ name: string; content: string; size: number }[]> {
+  const upload = await openUpload(files, { method: 'POST', path: '/upload (sim)' });
+  try {
+    const { body, contentType } = upload.body;
+    const whole = Buffer.isBuffer(body) ? body : Buffer.concat(await body.toArray());
+    const delimiter = Buffer.from(`\r\n--${contentType.slice(contentType.indexOf('boundary=') + 'boundary='.length)}`);
+    let at = 0;
+    return files.map((f) => {
+      const start = whole.indexOf('\r\n\r\n', at) + 4;
+      at = whole.indexOf(delimiter, start);
+      const content = whole.subarray(start, at);
+      return { name: f.name, content: sha256(content), size: content.length };
+    });
+  } finally {
+    await upload.close();
   }
 }

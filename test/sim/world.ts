@@ -197,7 +197,7 @@ export class World {
     public config: SimConfig,
     variant: ServiceVariant,
   ) {
-    this.service = new FakeService(this.local, () => this.clock.t, variant);
+    this.service = new FakeService(() => this.clock.t, variant);
     this.service.onCrash = () => this.crashNow(this.tornNext);
     this.service.elapse = (ms) => void (this.clock.t += ms);
   }

@@ -9,15 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { confinementOf } from '../../../src/local/fs.js';
 import { sharedFolderLister } from '../../../src/local/folder-lister.js';
-import {
-  contentBytesRead,
-  FileChangedError,
-  FileVanishedError,
-  hashFile,
-  NotRegularFileError,
-  OutsideFolderError,
-  resetContentBytesRead,
-} from '../../../src/local/hash.js';
+import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from '../../../src/local/errors.js';
+import { contentBytesRead, hashFile, resetContentBytesRead } from '../../../src/local/hash.js';
 
 let dir: string;
 beforeAll(async () => {

@@ -5,13 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeFs, type LocalFs } from '../../../src/local/fs.js';
-import {
-  contentBytesRead,
-  FileChangedError,
-  FileVanishedError,
-  hashFile,
-  resetContentBytesRead,
-} from '../../../src/local/hash.js';
+import { FileChangedError, FileVanishedError } from '../../../src/local/errors.js';
+import { contentBytesRead, hashFile, resetContentBytesRead } from '../../../src/local/hash.js';
 
 let dir: string;
 beforeAll(async () => {

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createClientFromConfig } from '../../../src/compose/client.js';
 import { isApiError, type ApiError } from '../../../src/api/errors.js';
 import type { UploadFile } from '../../../src/api/records.js';
+import { confinementOf, openRegularFile } from '../../../src/local/fs.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { createWorkspace, type Workspace, fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
 
@@ -39,6 +40,11 @@ async function upload(w: Workspace, files: UploadFile[]): Promise<{ ok: true } |
   }
 }
 
+/** The engine's open of a file of the share: the local side's checks (local/fs.ts). */
+function checked(w: Workspace, path: string, o: { identity?: { dev: number; ino: number }; noFollow?: boolean } = {}): Pick<UploadFile, 'open'> {
+  return { open: async () => openRegularFile(path, { within: await confinementOf(w.share, { followSymlinks: o.noFollow !== true }), expect: o.identity, noFollow: o.noFollow }) };
+}
+
 function storedText(w: Workspace): string {
   const ds = w.emu.store.listDataSources().find((d) => d.name === 'Share');
   if (!ds) return '';
@@ -59,7 +65,7 @@ describe('security: uploads stream the checked descriptor', () => {
     await ws.write('big.txt', text);
     const path = join(ws.share, 'big.txt');
     const st = await stat(path);
-    const r = await upload(ws, [{ path, name: 'big.txt', within: ws.share, expectedSha256: sha(text), identity: { dev: st.dev, ino: st.ino }, expectedSize: st.size, expectedMtimeMs: st.mtimeMs }]);
+    const r = await upload(ws, [{ path, name: 'big.txt', ...checked(ws, path, { identity: { dev: st.dev, ino: st.ino } }), expectedSha256: sha(text), expectedSize: st.size, expectedMtimeMs: st.mtimeMs }]);
     expect(r).toEqual({ ok: true });
     expect(storedText(ws).replace(/\s+/g, ' ').trim()).toBe(text.replace(/\s+/g, ' ').trim());
   });
@@ -69,7 +75,7 @@ describe('security: uploads stream the checked descriptor', () => {
     const text = 'B'.repeat(600 * 1024);
     await ws.write('b.txt', text);
     const path = join(ws.share, 'b.txt');
-    const r = await upload(ws, [{ path, name: 'b.txt', within: ws.share, expectedSha256: sha('A'.repeat(600 * 1024)) }]);
+    const r = await upload(ws, [{ path, name: 'b.txt', ...checked(ws, path), expectedSha256: sha('A'.repeat(600 * 1024)) }]);
     expect(r.ok).toBe(false);
     const e = (r as { error: ApiError }).error;
     expect(e.code).toBe('E_FILE_CHANGED');
@@ -88,7 +94,7 @@ describe('security: uploads stream the checked descriptor', () => {
       await ws.write(`f${i}.txt`, text);
       const path = join(ws.share, `f${i}.txt`);
       const st = await stat(path);
-      files.push({ path, name: `f${i}.txt`, within: ws.share, expectedSha256: sha(text), identity: { dev: st.dev, ino: st.ino }, expectedSize: st.size, expectedMtimeMs: st.mtimeMs });
+      files.push({ path, name: `f${i}.txt`, ...checked(ws, path, { identity: { dev: st.dev, ino: st.ino } }), expectedSha256: sha(text), expectedSize: st.size, expectedMtimeMs: st.mtimeMs });
     }
     expect(await upload(ws, files)).toEqual({ ok: true });
     expect(documentCount(ws)).toBe(3);
@@ -103,8 +109,8 @@ describe('security: uploads stream the checked descriptor', () => {
     const good = join(ws.share, 'good.txt');
     const bad = join(ws.share, 'bad.txt');
     const r = await upload(ws, [
-      { path: good, name: 'good.txt', within: ws.share, expectedSha256: sha('the good one') },
-      { path: bad, name: 'bad.txt', within: ws.share, expectedSha256: sha('A'.repeat(1000)) },
+      { path: good, name: 'good.txt', ...checked(ws, good), expectedSha256: sha('the good one') },
+      { path: bad, name: 'bad.txt', ...checked(ws, bad), expectedSha256: sha('A'.repeat(1000)) },
     ]);
     expect(r.ok).toBe(false);
     const e = (r as { error: ApiError }).error;
@@ -124,7 +130,7 @@ describe('security: uploads stream the checked descriptor', () => {
     const st = await stat(path);
     await writeFile(join(ws.share, 'a.new'), 'second version');
     await rename(join(ws.share, 'a.new'), path);
-    const r = await upload(ws, [{ path, name: 'a.txt', within: ws.share, identity: { dev: st.dev, ino: st.ino } }]);
+    const r = await upload(ws, [{ path, name: 'a.txt', ...checked(ws, path, { identity: { dev: st.dev, ino: st.ino } }) }]);
     expect(r.ok).toBe(false);
     expect((r as { error: ApiError }).error.message).toContain('replaced by another file');
     expect((r as { error: ApiError }).error.ambiguous).toBe(false);
@@ -146,7 +152,7 @@ describe('security: uploads stream the checked descriptor', () => {
     for (const rel of ['b.txt', 'team/notes.txt']) {
       const path = join(ws.share, rel);
       for (const noFollow of [false, true]) {
-        const r = await upload(ws, [{ path, name: rel, within: ws.share, noFollow }]);
+        const r = await upload(ws, [{ path, name: rel, ...checked(ws, path, { noFollow }) }]);
         expect(r.ok, rel).toBe(false);
         expect((r as { error: ApiError }).error.code).toBe('E_FILE_CHANGED');
       }
@@ -159,7 +165,7 @@ describe('security: uploads stream the checked descriptor', () => {
     ws = await createWorkspace();
     const path = join(ws.share, 'pipe.txt');
     execFileSync('mkfifo', [path]);
-    const r = await upload(ws, [{ path, name: 'pipe.txt', within: ws.share }]);
+    const r = await upload(ws, [{ path, name: 'pipe.txt', ...checked(ws, path) }]);
     expect(r.ok).toBe(false);
     expect((r as { error: ApiError }).error.message).toContain('FIFO');
     expect(filesUploaded(ws.emu)).toBe(0);

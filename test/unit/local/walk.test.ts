@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
 import { createFilter } from '../../../src/local/filters.js';
-import { FileAccessError, FileChangedError, FileReadError, FileVanishedError, hashFile } from '../../../src/local/hash.js';
+import { FileAccessError, FileChangedError, FileReadError, FileVanishedError } from '../../../src/local/errors.js';
+import { hashFile } from '../../../src/local/hash.js';
 import { createLocalSide } from '../../../src/local/side.js';
 import { walkTree } from '../../../src/local/walk.js';
 import { FakeLocal } from '../../helpers/fake-local.js';

@@ -1,0 +1,160 @@
+/**
+ * What opening a file of a mapped folder and hashing it are, as steps over the system-call
+ * interface (sys-calls.ts), the same on every filesystem: the open of docs/security.md
+ * (non-blocking, a regular file only, the identity the walk saw, lying where the
+ * confinement says: the kernel's path of the descriptor, or without /proc the path
+ * resolved and still naming the opened file), then SHA-256 in chunks with the facts that
+ * prove one version was read (the descriptor's stats before and after, the path's after).
+ * The steps find facts; hash.ts and fs.ts turn a refusal into its typed error.
+ */
+import { createHash } from 'node:crypto';
+import { call, type FsStats, type Steps } from './sys-calls.js';
+import type { SpecialFileKind } from './errors.js';
+import { isInside } from './paths.js';
+
+/** What a file is, in NotRegularFileError's words ('file' for a regular file). */
+export type FileKind = 'file' | SpecialFileKind;
+
+export function kindOf(st: FsStats): FileKind {
+  if (st.isFile()) return 'file';
+  if (st.isDirectory()) return 'a folder';
+  if (st.isFIFO?.()) return 'a FIFO (named pipe)';
+  if (st.isSocket?.()) return 'a socket';
+  if (st.isCharacterDevice?.()) return 'a character device';
+  if (st.isBlockDevice?.()) return 'a block device';
+  return 'not a regular file';
+}
+
+/** A file's stats as plain numbers (they cross to the main thread). */
+export interface RawStats {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number | undefined;
+  dev: number;
+  ino: number;
+  kind: FileKind;
+}
+
+function facts(st: FsStats): RawStats {
+  return { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino, kind: kindOf(st) };
+}
+
+/** Why a file was not read: 'special' not a regular file; 'replaced' another inode than expected; 'outside' not where the confinement says; 'grew' more bytes than its size at open. */
+export type Refusal = 'special' | 'replaced' | 'outside' | 'grew';
+
+export interface OpenRequest {
+  path: string;
+  noFollow: boolean;
+  /** Device and inode the walk saw. */
+  expect: { dev: number; ino: number } | undefined;
+  /** exact: the kernel's path must be `expected`; else it must lie beneath `rootReal`. */
+  within: { exact: boolean; expected: string | undefined; rootReal: string } | undefined;
+}
+
+export interface HashRequest extends OpenRequest {
+  chunkBytes: number;
+}
+
+export type Opened = { fd: number; before: RawStats; refused?: undefined } | { before: RawStats; refused: Refusal };
+
+/** A failed call, with the step it failed in ('open': open or stat; 'read': read). */
+function failed(step: 'open' | 'read', err: unknown): unknown {
+  if (err !== null && typeof err === 'object') Object.assign(err, { step });
+  return err;
+}
+
+/** Opens and checks a file; a refusal closes it. Errors of the calls carry `step: 'open'`. */
+export function* openCheckedSteps(req: OpenRequest): Steps<Opened> {
+  let fd: number;
+  try {
+    fd = yield* call('open', req.path, { folder: false, noFollow: req.noFollow });
+  } catch (err) {
+    throw failed('open', err);
+  }
+  let before: RawStats;
+  let refused: Refusal | undefined;
+  try {
+    before = facts(yield* call('fstat', fd));
+    refused = yield* refusal(req, fd, before);
+  } catch (err) {
+    yield* call('close', fd);
+    throw failed('open', err);
+  }
+  if (refused === undefined) return { fd, before };
+  yield* call('close', fd);
+  return { before, refused };
+}
+
+function* refusal(req: OpenRequest, fd: number, before: RawStats): Steps<Refusal | undefined> {
+  if (before.kind !== 'file') return 'special';
+  if (req.expect && (before.dev !== req.expect.dev || before.ino !== req.expect.ino)) return 'replaced';
+  const c = req.within;
+  if (c === undefined) return undefined;
+  let where = yield* call('fdPath', fd);
+  if (where === undefined) {
+    // No /proc: the path resolved, and it must still name the opened file.
+    let now: FsStats;
+    try {
+      where = yield* call('realpath', req.path);
+      now = yield* call('stat', where);
+    } catch {
+      return 'replaced';
+    }
+    if (now.dev !== before.dev || now.ino !== before.ino) return 'replaced';
+  }
+  return (c.exact ? where === c.expected : isInside(c.rootReal, where)) ? undefined : 'outside';
+}
+
+/** One file's hash, or why not: the facts for hash.ts to judge. */
+export interface RawHash {
+  before: RawStats;
+  refused?: Refusal | undefined;
+  total?: number;
+  sha256?: string;
+  afterHandle?: RawStats;
+  afterPath?: RawStats;
+}
+
+export function* hashSteps(req: HashRequest): Steps<RawHash> {
+  const opened = yield* openCheckedSteps(req);
+  if (opened.refused !== undefined) return opened;
+  const { fd, before } = opened;
+  try {
+    const h = createHash('sha256');
+    // Sized to the file: most files are small, and a fresh 1 MiB buffer per file made an
+    // initial hash of 10,000 small files spend more time collecting garbage than hashing.
+    const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(req.chunkBytes, before.size + 1)));
+    let total = 0;
+    for (;;) {
+      let n: number;
+      try {
+        n = yield* call('read', fd, buffer, 0, buffer.length, null);
+      } catch (err) {
+        throw failed('read', err);
+      }
+      if (n === 0) break;
+      h.update(buffer.subarray(0, n));
+      total += n;
+      // Growing past the size it had when opened: no need to read the rest.
+      if (total > before.size) return { before, total, refused: 'grew' };
+      // A short read that completes the size seen at open is the end of the file: the read
+      // that would return 0 is skipped (growth after it shows in the stats below).
+      if (total === before.size && n < buffer.length) break;
+    }
+    let afterHandle: RawStats;
+    try {
+      afterHandle = facts(yield* call('fstat', fd));
+    } catch (err) {
+      throw failed('read', err);
+    }
+    let afterPath: RawStats;
+    try {
+      afterPath = facts(yield* call('stat', req.path));
+    } catch (err) {
+      throw failed('open', err);
+    }
+    return { before, total, sha256: h.digest('hex'), afterHandle, afterPath };
+  } finally {
+    yield* call('close', fd);
+  }
+}

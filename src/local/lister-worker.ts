@@ -1,0 +1,58 @@
+/**
+ * The folder lister's worker thread (folder-lister.ts): lists folders and hashes small files
+ * with node:fs's synchronous calls, running the same steps as every other filesystem
+ * (list-steps.ts, hash-steps.ts). Shared with the main thread (workerData.flags, an
+ * Int32Array): [BUSY] 1 while it works, [STOP] 1 once it must stop, [PROGRESS] a count it
+ * bumps after each system call and each answer.
+ */
+import { createRequire } from 'node:module';
+import { parentPort, workerData } from 'node:worker_threads';
+import { hashSteps, type HashRequest } from './hash-steps.js';
+import { listFolderSteps } from './list-steps.js';
+import { BUSY, PROGRESS, STOP, type ListerAnswer, type ListerRequest } from './folder-lister.js';
+import { errorCode, nodeCalls, runSync, type CallObserver } from './sys-calls.js';
+
+const data = workerData as { flags: SharedArrayBuffer; testHook?: string | undefined; testEntryHook?: string | undefined };
+const flags = new Int32Array(data.flags);
+const require = createRequire(import.meta.url);
+type Hook = (path: string, req: NodeJS.Require) => void;
+// Tests only: the bodies of functions of (path, require), run before each listing and before each file's lstat.
+const testHook = data.testHook === undefined ? undefined : (new Function('path', 'require', data.testHook) as Hook);
+const testEntryHook = data.testEntryHook === undefined ? undefined : (new Function('path', 'require', data.testEntryHook) as Hook);
+
+const moved = (): void => void Atomics.add(flags, PROGRESS, 1);
+
+const observer: CallObserver = {
+  before(c) {
+    if (c.name === 'close') return;
+    if (Atomics.load(flags, STOP) !== 0) throw Object.assign(new Error('stopped'), { code: 'ESTOPPED' });
+    if (c.name === 'lstat') testEntryHook?.(c.args[0], require);
+  },
+  after: moved,
+};
+
+function answer(req: Exclude<ListerRequest, { stop: true }>): ListerAnswer {
+  if ('hash' in req) return { id: req.id, hashed: runSync(hashSteps(req.hash as HashRequest), nodeCalls, observer) };
+  testHook?.(req.path, require);
+  return { id: req.id, listing: runSync(listFolderSteps(req.path, req.noFollow), nodeCalls, observer) };
+}
+
+// BUSY is set before STOP is read: a main thread that sets STOP and then reads BUSY 0 knows
+// this worker lists nothing more. The worker ends itself (never terminated from outside: a
+// termination skips the finally below and would leave BUSY set for good).
+parentPort?.on('message', (req: ListerRequest) => {
+  Atomics.store(flags, BUSY, 1);
+  let a: ListerAnswer | undefined;
+  try {
+    a = 'stop' in req || Atomics.load(flags, STOP) !== 0 ? undefined : answer(req);
+  } catch (err) {
+    a = { id: (req as { id: number }).id, error: { code: errorCode(err), message: err instanceof Error ? err.message : String(err), step: (err as { step?: string }).step } };
+  } finally {
+    moved();
+    Atomics.store(flags, BUSY, 0);
+    Atomics.notify(flags, BUSY);
+  }
+  if (a === undefined) process.exit(0);
+  else if ('listing' in a) parentPort?.postMessage(a, [a.listing.types.buffer as ArrayBuffer, a.listing.stats.buffer as ArrayBuffer]);
+  else parentPort?.postMessage(a);
+});

@@ -1,0 +1,125 @@
+/**
+ * The listing's and the hash's steps (src/local/list-steps.ts, hash-steps.ts), the code the
+ * worker runs with node:fs and the fakes with their own calls (issue 38.1): driven here by a
+ * synchronous fake of the system-call interface, and through FakeLocal, where the local
+ * side's open is what an upload reads.
+ */
+import { describe, expect, it } from 'vitest';
+import { openUpload } from '../../../src/api/upload.js';
+import { hashSteps } from '../../../src/local/hash-steps.js';
+import { listFolderSteps } from '../../../src/local/list-steps.js';
+import { ENTRY_DIR, ENTRY_FILE, STAT_FIELDS, STAT_GONE, STAT_SIZE } from '../../../src/local/folder-listing.js';
+import { createLocalSide } from '../../../src/local/side.js';
+import { runSync, type FsStats, type SysCalls } from '../../../src/local/sys-calls.js';
+import { FakeLocal, fsError, sha256 } from '../../helpers/fake-local.js';
+
+const fileStat = (size: number, ino: number): FsStats => ({ isFile: () => true, isDirectory: () => false, isSymbolicLink: () => false, size, mtimeMs: 5, ctimeMs: 6, dev: 1, ino });
+
+/** A disk of one folder /d with a.txt ("hello") and sub/, that logs every call; `fail` makes one call throw. */
+function disk(fail: Partial<Record<keyof SysCalls, string>> = {}): { sys: SysCalls; log: string[] } {
+  const log: string[] = [];
+  const data = Buffer.from('hello');
+  const may = (name: keyof SysCalls, what: string): void => {
+    log.push(`${name} ${what}`);
+    const code = fail[name];
+    if (code !== undefined) throw fsError(code, what);
+  };
+  const sys: SysCalls = {
+    open: (path, o) => (may('open', `${path}${o.folder ? ' folder' : ''}`), path === '/d' ? 3 : 4),
+    fstat: (fd) => (may('fstat', String(fd)), fileStat(data.length, 7)),
+    read: (fd, buffer, offset, length, position) => {
+      may('read', String(fd));
+      return data.copy(buffer, offset, position ?? 0, Math.min(data.length, length));
+    },
+    close: (fd) => void log.push(`close ${fd}`),
+    fdPath: (fd) => (may('fdPath', String(fd)), undefined),
+    readdir: (path) => {
+      may('readdir', path);
+      return [
+        { name: 'a.txt', isFile: () => true, isDirectory: () => false, isSymbolicLink: () => false },
+        { name: 'gone.txt', isFile: () => true, isDirectory: () => false, isSymbolicLink: () => false },
+        { name: 'sub', isFile: () => false, isDirectory: () => true, isSymbolicLink: () => false },
+      ];
+    },
+    lstat: (path) => {
+      may('lstat', path);
+      if (path.endsWith('gone.txt')) throw fsError('ENOENT', path);
+      return fileStat(data.length, 7);
+    },
+    stat: (path) => (may('stat', path), fileStat(data.length, 7)),
+    realpath: (path) => (may('realpath', path), path),
+  };
+  return { sys, log };
+}
+
+describe('the listing steps', () => {
+  it('open the folder as a folder, list it, close it, then lstat each file: a file gone since is marked, not an error', () => {
+    const { sys, log } = disk();
+    const l = runSync(listFolderSteps('/d', true), sys);
+    expect(log).toEqual(['open /d folder', 'fdPath 3', 'readdir /d', 'close 3', 'lstat /d/a.txt', 'lstat /d/gone.txt']);
+    expect(l.names).toEqual(['a.txt', 'gone.txt', 'sub']);
+    expect([...l.types]).toEqual([ENTRY_FILE, ENTRY_FILE, ENTRY_DIR]);
+    expect(l.stats[STAT_SIZE]).toBe(5);
+    expect(l.stats[STAT_FIELDS + STAT_SIZE]).toBe(STAT_GONE);
+    expect(l.realPath).toBeUndefined();
+  });
+
+  it('close the folder when its read fails, and give the read\'s error', () => {
+    const { sys, log } = disk({ readdir: 'EIO' });
+    expect(() => runSync(listFolderSteps('/d', true), sys)).toThrow(expect.objectContaining({ code: 'EIO' }));
+    expect(log.at(-1)).toBe('close 3');
+  });
+});
+
+describe('the hash steps', () => {
+  it('hash what was read, with the facts before and after', () => {
+    const { sys, log } = disk();
+    const h = runSync(hashSteps({ path: '/d/a.txt', noFollow: true, expect: { dev: 1, ino: 7 }, within: undefined, chunkBytes: 4096 }), sys);
+    expect(h).toMatchObject({ sha256: sha256('hello'), total: 5, before: { size: 5, kind: 'file' }, afterPath: { ino: 7 } });
+    expect(log.at(-1)).toBe('close 4');
+  });
+
+  it('refuse another inode than the walk saw before reading a byte, and close it', () => {
+    const { sys, log } = disk();
+    const h = runSync(hashSteps({ path: '/d/a.txt', noFollow: true, expect: { dev: 1, ino: 8 }, within: undefined, chunkBytes: 4096 }), sys);
+    expect(h.refused).toBe('replaced');
+    expect(log.some((c) => c.startsWith('read'))).toBe(false);
+    expect(log.at(-1)).toBe('close 4');
+  });
+
+  it('without the kernel\'s path of the descriptor, confine by the path resolved (and still the file opened)', () => {
+    const { sys } = disk();
+    const req = { path: '/d/a.txt', noFollow: true, expect: undefined, chunkBytes: 4096 };
+    expect(runSync(hashSteps({ ...req, within: { exact: true, expected: '/d/a.txt', rootReal: '/d' } }), sys).sha256).toBe(sha256('hello'));
+    expect(runSync(hashSteps({ ...req, within: { exact: true, expected: '/elsewhere/a.txt', rootReal: '/elsewhere' } }), sys).refused).toBe('outside');
+  });
+
+  it('a read error is the read step\'s, and the file is closed', () => {
+    const { sys, log } = disk({ read: 'EIO' });
+    expect(() => runSync(hashSteps({ path: '/d/a.txt', noFollow: true, expect: undefined, within: undefined, chunkBytes: 4096 }), sys)).toThrow(expect.objectContaining({ code: 'EIO', step: 'read' }));
+    expect(log.at(-1)).toBe('close 4');
+  });
+});
+
+describe('an upload reads the file the local side opened and checked', () => {
+  const side = (fs: FakeLocal) => createLocalSide({ path: '/r', include: ['**'], exclude: [], maxFileBytes: 1e9, followSymlinks: false }, { fs });
+  const ctx = { method: 'POST', path: '/upload' };
+
+  it('sends the bytes of the file hashed, from the side\'s descriptor (the fake\'s, not a path of the real disk)', async () => {
+    const fs = new FakeLocal().dir('/r').file('/r/a.txt', 'the text');
+    const st = await fs.lstat('/r/a.txt');
+    const file = { path: 'a.txt', diskPath: '/r/a.txt', size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, sha256: sha256('the text') };
+    const up = await openUpload([{ path: '/r/a.txt', name: 'a.txt', expectedSha256: file.sha256, open: () => side(fs).open!(file) }], ctx);
+    expect((up.body.body as Buffer).toString()).toContain('\r\n\r\nthe text\r\n');
+    await up.close();
+  });
+
+  it('refuses another file at the path (replaced since it was hashed): E_FILE_CHANGED, nothing built', async () => {
+    const fs = new FakeLocal().dir('/r').file('/r/a.txt', 'the text');
+    const st = await fs.lstat('/r/a.txt');
+    fs.remove('/r/a.txt');
+    fs.file('/r/a.txt', 'the text');
+    const file = { path: 'a.txt', diskPath: '/r/a.txt', size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, sha256: sha256('the text') };
+    await expect(openUpload([{ path: '/r/a.txt', name: 'a.txt', open: () => side(fs).open!(file) }], ctx)).rejects.toMatchObject({ code: 'E_FILE_CHANGED', message: expect.stringContaining('replaced by another file') });
+  });
+});
