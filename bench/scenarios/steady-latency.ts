@@ -39,8 +39,8 @@ function series<P extends 'rewrite' | 'newFile'>(p: P, ms: number[]): Record<`${
 }
 
 /**
- * `documents`: how many documents the data source holds (back to `rels.length` once the
- * new files are deleted). `watchingSince`: performance.now() when the daemon was first seen watching (its
+ * `documents`: how many documents the data source holds (back to what it was once the new
+ * files are deleted). `watchingSince`: performance.now() when the daemon was first seen watching (its
  * aggregator, whose start window this waits out, started before).
  */
 export async function runSteadyLatency(ctx: BenchContext, daemon: DaemonHandle, share: string, rels: readonly string[], save: Save, documents: () => number, watchingSince: number): Promise<SteadyLatencyFigures> {
@@ -58,6 +58,7 @@ export async function runSteadyLatency(ctx: BenchContext, daemon: DaemonHandle, 
     rewrites.push(await sample(save, rels[Math.floor(rnd() * rels.length)]!, false));
     await sleep(sizes.latencySpacingMs);
   }
+  const documentsBefore = documents();
   const created: string[] = [];
   const fresh: number[] = [];
   for (let i = 0; i < sizes.latencySamples; i++) {
@@ -70,7 +71,7 @@ export async function runSteadyLatency(ctx: BenchContext, daemon: DaemonHandle, 
   log(`steadyLatency: rewrite p50 ${figures.rewriteP50Ms} ms, p99 ${figures.rewriteP99Ms} ms; new file p50 ${figures.newFileP50Ms} ms, p99 ${figures.newFileP99Ms} ms`);
 
   await Promise.all(created.map((rel) => rm(join(share, rel), { force: true })));
-  await waitFor('the new files to be deleted', () => (documents() === rels.length ? true : undefined), 60_000, 100);
+  await waitFor('the new files to be deleted', () => (documents() === documentsBefore ? true : undefined), 60_000, 100);
   await idle();
   return figures;
 }
