@@ -3,9 +3,6 @@
  * the journal is folded (store.ts), encoded in slices and copy-on-write (encoder.ts) and
  * streamed into a temp file that then replaces it durably (atomic-file.ts). Neither the
  * read nor the write holds the whole file in memory or blocks the event loop for long.
- *
- * (lowdb held this role until the state of a million files measured 305 s to load and
- * blocked the event loop 8.8 s per fold as one JSON document: docs/performance.md.)
  */
 import { performance } from 'node:perf_hooks';
 import { writeFileAtomic, type StateFs } from './atomic-file.js';
