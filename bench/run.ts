@@ -3,7 +3,7 @@
  * (DESIGN §5). Writes bench/results/latest.json and latest.md (and <mode>.json/.md).
  *
  *   BENCH_QUICK=1   smaller sizes (under 3 minutes)
- *   BENCH_ONLY=a,b  only these scenarios (initialMirror, rateCap, restart, latency, burst,
+ *   BENCH_ONLY=a,b  only these scenarios (initialMirror, rateCap, restart, latency, burst, steadyLatency,
  *                   footprint, pollLatency); results then go to <mode>-partial.json/.md only.
  *                   `scale` (a million files, issue 16) runs ONLY when named here:
  *                   BENCH_ONLY=scale (curve + memory + daemon), scaleCurve, scaleMemory or scaleDaemon; its
@@ -49,7 +49,7 @@ import { runOffice } from './scenarios/office.js';
 import { runPollLatency } from './scenarios/watch-fuse.js';
 import { DEFAULTS } from '../src/config/schema.js';
 
-const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'footprint', 'pollLatency'] as const;
+const ALL = ['initialMirror', 'rateCap', 'restart', 'latency', 'burst', 'steadyLatency', 'footprint', 'pollLatency'] as const;
 /** Run only when named in BENCH_ONLY (the full size takes about an hour and 2 GB of disk). */
 const ON_DEMAND = ['scale', 'scaleCurve', 'scaleMemory', 'scaleDaemon', 'scaleWalk', 'scaleListing', 'office'] as const;
 type Scenario = (typeof ALL)[number] | (typeof ON_DEMAND)[number];
@@ -65,16 +65,17 @@ export async function runBench(mode: BenchMode, only: readonly Scenario[] = ALL,
   const want = (s: Scenario): boolean => only.includes(s);
   const scenarios: Record<string, Figures> = {};
   try {
-    if (want('initialMirror') || want('rateCap') || want('latency') || want('burst')) {
+    if (want('initialMirror') || want('rateCap') || want('latency') || want('burst') || want('steadyLatency')) {
       const { share, files } = await buildInitialTree(ctx);
-      if (want('initialMirror') || want('latency') || want('burst')) {
+      if (want('initialMirror') || want('latency') || want('burst') || want('steadyLatency')) {
         const { figures, tree } = await runInitialMirror(ctx, share, files);
         if (want('initialMirror')) scenarios.initialMirror = { ...figures };
         try {
-          if (want('latency') || want('burst')) {
-            const { latency, burst } = await runDaemonChanges(ctx, tree);
+          if (want('latency') || want('burst') || want('steadyLatency')) {
+            const { latency, burst, steady } = await runDaemonChanges(ctx, tree, want('steadyLatency'));
             if (want('latency')) scenarios.latency = { ...latency };
             if (want('burst')) scenarios.burst = { ...burst };
+            if (steady) scenarios.steadyLatency = { ...steady };
           }
         } finally {
           await tree.emu.close();
@@ -140,6 +141,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   }
   if (s.rateCap) n.push('rateCap: achievedRps = requests accepted by the service (not answered 429) per second, between the first upload and the last request of the pass.');
   if (s.latency) n.push('latency: from just before the file is written to the moment the service applies the new version\'s metadata (upload, then metadata update, are both done then).');
+  if (s.steadyLatency) n.push('steadyLatency: the same daemon after the burst, once its start window (the first 30 s of its watcher, which hold a first change on purpose) is over; measured as latency, apart for rewrites of existing files (`writeFile`: truncate, then write) and new files (which wait the 2 s stability window by design); the new files are deleted afterwards.');
   if (s.burst) n.push('burst: from the first write to the moment the data source holds exactly the new versions (old ones deleted); requests exclude the ingestion check\'s chunk listings, shown apart.');
   if (s.restart) n.push('restart: from the spawn of `dssync run` to the end of its first full pass (the time of the daemon\'s "full pass done" log line); writes = POST/PUT/DELETE requests the service received for the mirror, leaseWrites = those for the mapping\'s lease (making its marker document, the claim), reported apart; rssMB = peak (VmHWM) of the dssync process.');
   if (s.footprint) n.push(`footprint: the same daemon, idle after its first pass and ${z.settleSeconds} s of settling; rssMB = VmRSS; cpuPercent over ${z.cpuWindowSeconds} s; stateWriteMs = wall time of the state file's last write (at the end of the restart's pass: the whole file, fsync included), from /status.`);

@@ -15,6 +15,7 @@ import { contentFor, sha256 } from '../lib/tree.js';
 import { log, mapLimit, quantile, round, seeded, waitFor } from '../lib/util.js';
 import type { MirroredTree } from './initial-mirror.js';
 import { DEFAULTS } from '../../src/config/schema.js';
+import { runSteadyLatency, type SteadyLatencyFigures } from './steady-latency.js';
 
 export interface LatencyFigures {
   files: number;
@@ -51,7 +52,8 @@ export async function waitForWatching(d: DaemonHandle, folders: number, timeoutM
   );
 }
 
-export async function runDaemonChanges(ctx: BenchContext, tree: MirroredTree): Promise<{ latency: LatencyFigures; burst: BurstFigures }> {
+/** `steady`: also the steady-state latency after the burst (steady-latency.ts). */
+export async function runDaemonChanges(ctx: BenchContext, tree: MirroredTree, steady = false): Promise<{ latency: LatencyFigures; burst: BurstFigures; steady?: SteadyLatencyFigures }> {
   const { sizes } = ctx;
   const rels = tree.files.map((f) => f.rel);
   const sizeOf = new Map(tree.files.map((f) => [f.rel, f.size]));
@@ -65,19 +67,20 @@ export async function runDaemonChanges(ctx: BenchContext, tree: MirroredTree): P
       done(performance.now());
     }
   });
-  /** Writes a new version of `rel`; `seen` resolves when the service has it. */
-  const change = async (rel: string): Promise<{ seen: Promise<number> }> => {
+  /** Writes a new version of `rel` (`fresh`: a new file); `seen` resolves when the service has it. */
+  const change = async (rel: string, fresh = false): Promise<{ seen: Promise<number> }> => {
     const v = (versions.get(rel) ?? 0) + 1;
     versions.set(rel, v);
     const body = contentFor(rel, sizeOf.get(rel) ?? 4096, v);
     const seen = new Promise<number>((resolve) => waiting.set(`${rel}\n${sha256(body)}`, resolve));
-    await writeFile(join(tree.share, rel), body);
+    await writeFile(join(tree.share, rel), body, { flag: fresh ? 'wx' : 'w' });
     return { seen };
   };
 
   const daemon = await startDaemon(tree.configPath);
   try {
     await waitForWatching(daemon, tree.folders, 120_000);
+    const watchingSince = performance.now();
     await sleep(500);
     tree.emu.resetStats();
 
@@ -112,6 +115,8 @@ export async function runDaemonChanges(ctx: BenchContext, tree: MirroredTree): P
     const brnd = seeded(11);
     while (picked.size < Math.min(sizes.burstFiles, rels.length)) picked.add(rels[Math.floor(brnd() * rels.length)]!);
     log(`burst: ${picked.size} files changed at once...`);
+    // The mirror's documents and the lease's marker.
+    const documentsBefore = tree.emu.stats().store.documents;
     const t0 = performance.now();
     const seen: Promise<number>[] = [];
     await mapLimit([...picked], 64, async (rel) => {
@@ -119,7 +124,7 @@ export async function runDaemonChanges(ctx: BenchContext, tree: MirroredTree): P
     });
     await Promise.race([Promise.all(seen), sleep(300_000, undefined, { ref: false }).then(() => Promise.reject(new Error('burst: not converged within 300 s')))]);
     // Converged once the old versions are gone too.
-    await waitFor('the old versions to be deleted', () => (tree.emu.stats().store.documents === rels.length ? true : undefined), 120_000, 10);
+    await waitFor('the old versions to be deleted', () => (tree.emu.stats().store.documents === documentsBefore ? true : undefined), 120_000, 10);
     const seconds = (performance.now() - t0) / 1000;
     await sleep(500);
     const s = tree.emu.stats();
@@ -135,7 +140,9 @@ export async function runDaemonChanges(ctx: BenchContext, tree: MirroredTree): P
     log(`burst: ${burst.seconds} s, ${burst.requests} requests (minimum ${burst.minimumRequests})`);
     const check = await checkMirror(tree.emu, tree.share, rels);
     if (!check.ok) throw new Error(`after the burst the data source is not in sync: ${check.problems.join('; ')}`);
-    return { latency, burst };
+    if (!steady) return { latency, burst };
+    const documents = (): number => tree.emu.stats().store.documents;
+    return { latency, burst, steady: await runSteadyLatency(ctx, daemon, tree.share, rels, change, documents, watchingSince) };
   } finally {
     undo();
     log('stopping the daemon...');

@@ -127,13 +127,12 @@ export async function writeFileAtomic(fs: StateFs, path: string, content: readon
 /**
  * A streamed file is fsynced every SYNC_EVERY_BYTES as it is written, not only once at the
  * end. On ext4 (data=ordered) an fsync of the journal commits the file system's journal,
- * which first writes out the dirty data of every file in the transaction: with a 230 MB
- * snapshot being written beside it (a fold at 1,000,000 files), a journal append waited for
- * whatever of the snapshot the kernel had not written yet (p99 43 ms during a fold at
- * 1,000,000 files, 1.6 ms otherwise). Synced as it goes, the snapshot never has more than
- * this much unwritten, and the final fsync has little left to do.
+ * which first writes out the dirty data of every file in the transaction: a journal append
+ * made beside a snapshot being written waits for whatever of the snapshot the kernel has not
+ * written yet. Synced as it goes, the snapshot never has more than this much unwritten (a
+ * few ms of a disk's writing), and the final fsync has little left to do.
  */
-export const SYNC_EVERY_BYTES = 8 * 1024 * 1024;
+export const SYNC_EVERY_BYTES = 1024 * 1024;
 
 function syncingSink(fh: StateFileHandle): ChunkSink {
   let unsynced = 0;

@@ -249,6 +249,11 @@ export class Journal {
     });
   }
 
+  /** Resolves once the appends (and rewrite) started so far are done, whether or not they failed. */
+  settled(): Promise<void> {
+    return this.chain.then(() => undefined);
+  }
+
   /** Forgets the pending ops up to `seq`: a durable snapshot holds them. */
   dropPendingThrough(seq: number): void {
     const n = Math.min(this.pending.length, seq - this.pendingFirst + 1);

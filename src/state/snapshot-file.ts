@@ -3,9 +3,6 @@
  * the journal is folded (store.ts), encoded in slices and copy-on-write (encoder.ts) and
  * streamed into a temp file that then replaces it durably (atomic-file.ts). Neither the
  * read nor the write holds the whole file in memory or blocks the event loop for long.
- *
- * (lowdb held this role until the state of a million files measured 305 s to load and
- * blocked the event loop 8.8 s per fold as one JSON document: docs/performance.md.)
  */
 import { performance } from 'node:perf_hooks';
 import { writeFileAtomic, type StateFs } from './atomic-file.js';
@@ -67,20 +64,26 @@ export class SnapshotFile {
   /**
    * Not `async` on purpose: the snapshot is taken synchronously in the call, so mutations
    * made while the write goes on belong to the next write.
+   *
+   * `giveWay`: awaited at every yield between two slices, so that what it returns (the
+   * journal's append in flight) goes first. A durable write then waits for at most one
+   * slice, not for one slice per step of its own (open, write, fsync, close each take a
+   * turn of the event loop).
    */
-  write(data: StateFile): Promise<void> {
+  write(data: StateFile, giveWay?: () => Promise<void>): Promise<void> {
     const t0 = performance.now();
     const plan = this.codec.snapshot(data);
     const snapshotMs = performance.now() - t0;
-    return this.finish(plan, t0, snapshotMs);
+    const slices = giveWay ? { ...this.slices, yieldNow: () => this.slices.yieldNow().then(giveWay) } : this.slices;
+    return this.finish(plan, slices, t0, snapshotMs);
   }
 
-  private async finish(plan: EncodePlan, t0: number, snapshotMs: number): Promise<void> {
+  private async finish(plan: EncodePlan, slices: SliceOptions, t0: number, snapshotMs: number): Promise<void> {
     try {
-      await this.slices.yieldNow(); // the snapshot and the first slice are two separate blocks
+      await slices.yieldNow(); // the snapshot and the first slice are two separate blocks
       let enc: Awaited<ReturnType<EncodePlan['run']>> | undefined;
       await writeFileAtomic(this.fs, this.path, async (write) => {
-        enc = await plan.run(this.slices, write);
+        enc = await plan.run(slices, write);
       });
       if (!enc) throw new Error('the snapshot was not encoded');
       this.stats.writes++;

@@ -688,7 +688,7 @@ export class StateStore {
       this.state.journalSeq = seq;
       this.journal.keepTail();
       try {
-        await this.snapshotFile.write(this.state);
+        await this.snapshotFile.write(this.state, () => this.journal.settled());
       } catch (err) {
         this.journal.dropTail();
         throw err;

@@ -168,6 +168,26 @@ describe('StateStore journal', () => {
     await again.close();
   });
 
+  it('a fold gives way to a durable write: nothing of the snapshot is written while a journal append is in flight', async () => {
+    const fs = new MemFs();
+    const store = await open(fs);
+    store.ensureMapping('m', 'ds', '/r');
+    for (let i = 0; i < 2000; i++) store.setFile('m', `dir/f${i}`, entry(i));
+    await store.flush();
+    const written = fs.writes.length;
+    const releaseSync = fs.gate('sync'); // the journal's fsync of the write below, held
+    const fold = store.fold();
+    store.setFile('m', 'dir/f1', entry(99));
+    const write = store.beginIntent('m', { kind: 'upload', files: [{ path: 'new', size: 1, mtimeMs: 1, sha256: 'h' }] });
+    for (let k = 0; k < 20; k++) await settle();
+    expect(fs.writes.slice(written).filter((p) => p.includes('.tmp-'))).toEqual([]);
+    releaseSync();
+    await write;
+    await fold;
+    expect(fs.writes.slice(written).some((p) => p.includes('.tmp-'))).toBe(true);
+    await store.close();
+  });
+
   it('a torn final record is ignored with a warning and cut off; later writes load again', async () => {
     const { fs, good } = await tornJournal();
     const { logger, lines } = captureLogger();

@@ -229,17 +229,17 @@ describe('a streamed snapshot reaches the disk as it is written (writeFileAtomic
     fs.dirs.add('/var/lib/dssync');
     const steps: string[] = [];
     fs.onStep = (op, path) => steps.push(`${op} ${path.includes('.tmp-') ? 'tmp' : path}`);
-    const MiB = 1024 * 1024;
-    const chunk = Buffer.alloc(MiB, 0x61);
+    const part = SYNC_EVERY_BYTES / 4;
+    const chunk = Buffer.alloc(part, 0x61);
     await writeFileAtomic(fs, PATH, async (write) => {
-      for (let i = 0; i < (2 * SYNC_EVERY_BYTES) / MiB + 3; i++) await write([chunk]);
+      for (let i = 0; i < 2 * 4 + 3; i++) await write([chunk]);
     });
     const tmpSteps = steps.filter((s) => s.endsWith(' tmp'));
     // Two syncs on the way (after each SYNC_EVERY_BYTES), one at the end, then the rename.
     expect(tmpSteps.filter((s) => s === 'sync tmp')).toHaveLength(3);
     const firstSync = tmpSteps.indexOf('sync tmp');
-    expect(tmpSteps.slice(0, firstSync).filter((s) => s === 'writev tmp')).toHaveLength(SYNC_EVERY_BYTES / MiB);
+    expect(tmpSteps.slice(0, firstSync).filter((s) => s === 'writev tmp')).toHaveLength(4);
     expect(tmpSteps.at(-1)).toBe('rename tmp');
-    expect(fs.files.get(PATH)?.data.length).toBe(2 * SYNC_EVERY_BYTES + 3 * MiB);
+    expect(fs.files.get(PATH)?.data.length).toBe(2 * SYNC_EVERY_BYTES + 3 * part);
   });
 });
