@@ -111,6 +111,34 @@ it('issue 23, defect 4: an upload given up after its 60 s deadline, the process 
   await checkInvariants(w);
 }, 60_000);
 
+// Seeds 2001 and 2005: a second process started from a copied state takes the lease, its
+// uploads land while it dies (answer lost) and nothing of ours is recorded. The daemon,
+// holding the lease again, plans them as lost uploads (owner rule O19): three deletes out of
+// three documents, held by the mass-delete guard; `dssync sync --allow-mass-delete` takes
+// the lease too, so it recovers them.
+it('seeds 2001, 2005: what a second process with a copied state uploaded as it crashed is recovered once the operator allows the deletes', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  const slowWrite = async (p: string): Promise<void> => {
+    w.write(p, '');
+    let text = '';
+    for (let i = 0; i < 2; i++) {
+      await w.advance(200);
+      text += `slow${p}.${i}|`;
+      w.write(p, text);
+    }
+  };
+  await step(() => void (w.service.faults = ['crash-before', 'none', 'crash-after']));
+  await step(() => w.startTwin('copied-state'));
+  await step(() => slowWrite('a.txt'));
+  await step(() => slowWrite('other/e.txt'));
+  await step(() => w.advance(2500));
+  await step(() => w.startTwin('copied-state'));
+  await step(() => w.advance(100));
+  await step(() => w.personDeletesOurs(0));
+  await checkInvariants(w);
+}, 60_000);
+
 // Found by the long run of seed 7 (history 266) once the simulated daemon's full passes got
 // their stability window, as the real daemon's have (issue 23 defect 6): three hand uploads
 // under one name, then a restart with prune "all" at the same instant as keep.txt was

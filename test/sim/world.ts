@@ -24,6 +24,7 @@ import { establishIdentity } from '../../src/engine/installation.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { LEASE, leaseMarkersOf, pickMarker, type HostProbe } from '../../src/engine/lease.js';
 import { leaseGated } from '../../src/daemon/lease-gate.js';
+import { mappingLease, type LeaseSettings } from '../../src/daemon/mapping-lease.js';
 import type { MirrorLease } from '../../src/daemon/build-mirror.js';
 import type { DatastoreApi } from '../../src/api/api.js';
 import { ApiError } from '../../src/api/errors.js';
@@ -259,7 +260,6 @@ export class World {
       // The simulation feeds the watcher's events itself (its watch function ignores these).
       watch: { mode: 'events', pollIntervalSeconds: 10, pollBudgetPercent: 5 },
     } as unknown as MappingConfig;
-    const probe: HostProbe = { hostname: host, bootId: 'sim-boot', alive: (pid) => this.live().some((q) => q.host === host && q.pid === pid), procStart: () => undefined };
     proc.runner = new MappingRunner({
       config,
       mapping,
@@ -275,7 +275,7 @@ export class World {
         const w: Watcher = { root: ROOT, close: async () => void (proc.watcher = undefined), watchedDirs: () => 1 };
         return w;
       },
-      lease: { statePath: STATE_PATH, stateFs: disk.fs(), probe, timing: SIM_LEASE, files: { write: async (path: string, text: string) => void this.service.sideFiles.set(path, text), remove: async (path: string) => void this.service.sideFiles.delete(path) } },
+      lease: this.leaseSettings(host, disk),
       // The runner's monotonic clock and full passes' stability window reach the mirror as buildMirror passes them.
       buildMirror: async (_c, _m, _i, deps) => {
         proc.lease = deps.lease?.(this.service.dataSourceId, proc.installationId);
@@ -287,6 +287,13 @@ export class World {
   }
 
   private pids = 0;
+
+  /** The lease's settings of a process on `host` with its state on `disk` (its marker's body and memo in memory). */
+  private leaseSettings(host: string, disk: FakeDisk): Pick<LeaseSettings, 'statePath' | 'stateFs' | 'probe' | 'timing' | 'files'> {
+    const probe: HostProbe = { hostname: host, bootId: 'sim-boot', alive: (pid) => this.live().some((q) => q.host === host && q.pid === pid), procStart: () => undefined };
+    const files = { write: async (path: string, text: string) => void this.service.sideFiles.set(path, text), remove: async (path: string) => void this.service.sideFiles.delete(path) };
+    return { statePath: STATE_PATH, stateFs: disk.fs(), probe, timing: SIM_LEASE, files };
+  }
 
   /** The running processes: the daemon and a second one with our identity, when there is one. */
   live(): Process[] {
@@ -402,11 +409,18 @@ export class World {
     await p.runner.stop(8_000);
     await this.settle();
     const api = this.service.forProcess();
-    // (`dssync sync` takes the lease; this stand-in for it runs while no other process does.)
-    p.lease = undefined;
-    const run = this.mirror(p, api).fullPass({ allowMassDelete: true });
-    await this.settle();
-    await run.catch(() => undefined);
+    // `dssync sync` writes only once it holds the mapping's lease (cli/sync.ts), as the
+    // daemon's passes do: so it recovers what a gone writer with our identity left (owner
+    // rule O19). When another process holds it, it writes nothing.
+    const lease = mappingLease({ ...this.leaseSettings(p.host, p.disk), api, mappingId: MAPPING_ID, root: ROOT, clock: p.timers, logger: silent }, this.service.dataSourceId, p.installationId);
+    if (await this.untilDone(lease.acquire())) {
+      lease.start();
+      p.lease = lease;
+      const run = this.mirror(p, api).fullPass({ allowMassDelete: true });
+      await this.settle();
+      await run.catch(() => undefined);
+    }
+    await this.untilDone(lease.stop());
     await p.store.close().catch(() => undefined);
     p.timers.kill();
     this.disk.stopProcess();
@@ -414,6 +428,14 @@ export class World {
     this.blocked = false;
     this.restarts++;
     await this.start();
+  }
+
+  /** Moves the clock on (a lease's settle time at a time) until `work` is done. */
+  private async untilDone<T>(work: Promise<T>): Promise<T> {
+    let done = false;
+    const watched = work.finally(() => void (done = true));
+    for (let i = 0; !done && i < 1_000; i++) await this.advance(SIM_LEASE.settleMs);
+    return watched;
   }
 
   private async track(proc: Process, kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> {
