@@ -2,6 +2,7 @@
  * "Never delete on doubt" (DESIGN §4), as a pure verdict on a pass before anything is
  * carried out.
  */
+import { unmarkedName } from './document-fields.js';
 import type { Op } from './plan.js';
 
 export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
@@ -95,8 +96,9 @@ export function checkGuards(g: GuardInput): GuardVerdict {
 /** The paths of the deletions `countDeletes` counts (what an operator is asked to confirm). */
 export function deletedPaths(ops: readonly Op[]): string[] {
   const paths: string[] = [];
+  const counted = countedDelete(ops);
   for (const o of ops) {
-    if (o.kind === 'delete' && (o.reason === 'deleted-locally' || o.reason === 'not-in-folder' || o.unmarked)) paths.push(o.path);
+    if (counted(o)) paths.push(o.path);
     else if (o.kind === 'replace' && (o.unmarkedOld ?? 0) > 0) paths.push(o.path);
   }
   return paths;
@@ -106,12 +108,14 @@ export function deletedPaths(ops: readonly Op[]): string[] {
  * Deletions that take something away: documents of files deleted locally, foreign ones
  * pruned, and every document without dssync metadata (ours only by an upload intent or the
  * state's word), whatever the reason, in a replace too. A duplicate or stale version that
- * carries our metadata is not counted: its file is still in the data source.
+ * carries our metadata is not counted: its file is still in the data source; nor is a lost
+ * upload of ours (its mark names this installation) whose file the same plan sends again.
  */
 export function countDeletes(ops: readonly Op[]): number {
   let n = 0;
+  const counted = countedDelete(ops);
   for (const o of ops) {
-    if (o.kind === 'delete' && (o.reason === 'deleted-locally' || o.reason === 'not-in-folder' || o.unmarked)) n++;
+    if (counted(o)) n++;
     else if (o.kind === 'replace') n += o.unmarkedOld ?? 0;
   }
   return n;
@@ -146,4 +150,15 @@ export class DeleteWindow {
   private prune(now: number): void {
     while (this.events.length > 0 && this.events[0]!.at <= now - this.windowMs) this.events.shift();
   }
+}
+
+/** countDeletes' rule for one delete op, given the plan it is part of. */
+function countedDelete(ops: readonly Op[]): (o: Op) => boolean {
+  let resent: Set<string> | undefined;
+  return (o) => {
+    if (o.kind !== 'delete' || !(o.reason === 'deleted-locally' || o.reason === 'not-in-folder' || o.unmarked)) return false;
+    if (o.reason !== 'lost-upload') return true;
+    resent ??= new Set(ops.filter((x) => x.kind === 'upload' || x.kind === 'replace').map((x) => x.path));
+    return !resent.has(unmarkedName(o.path));
+  };
 }

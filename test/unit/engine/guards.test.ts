@@ -34,6 +34,15 @@ describe('checkGuards', () => {
     expect(!v.ok && v.message).toMatch(/51 of 100 documents.*--allow-mass-delete/);
   });
 
+  it("a lost upload of ours whose file the same plan sends again is not counted; one whose file is not sent again is", () => {
+    const lost = (name: string): Op => ({ kind: 'delete', path: `.dssync-upload-0a1b2c3d4e5f60718293a4b5.${name}`, documentId: `lost-${name}`, reason: 'lost-upload', unmarked: true });
+    const upload = (path: string) => ({ kind: 'upload', path }) as unknown as Op;
+    const three = { ...base, knownDocuments: 3, massDeleteMinimum: 3 };
+    // A second writer crashed after its uploads: their leftovers go as the files are sent again.
+    expect(checkGuards({ ...three, ops: [lost('a.txt'), lost('keep.txt'), lost('e.txt'), upload('a.txt'), upload('keep.txt'), upload('e.txt')] })).toMatchObject({ ok: true, deletes: 0 });
+    expect(checkGuards({ ...three, ops: [lost('a.txt'), lost('keep.txt'), lost('e.txt')] })).toMatchObject({ ok: false, kind: 'mass-delete', deletes: 3 });
+  });
+
   it('deleting up to the share, or with --allow-mass-delete, goes ahead', () => {
     expect(checkGuards({ ...base, ops: deletes(50) })).toMatchObject({ ok: true, deletes: 50 });
     expect(checkGuards({ ...base, ops: deletes(90), allowMassDelete: true })).toMatchObject({ ok: true });
