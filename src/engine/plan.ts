@@ -196,8 +196,8 @@ export type Op =
   | { kind: 'replace'; path: string; file: HashedFile; oldDocumentIds: string[]; unmarkedOld?: number }
   /** Same content at a new path: update name, url and metadata of the existing document. */
   | { kind: 'rename'; from: string; path: string; documentId: string; file: HashedFile }
-  /** The document is right but its name, url or metadata are not. */
-  | { kind: 'update-meta'; path: string; documentId: string; file: HashedFile }
+  /** The document is right but its name, url or metadata are not (`listedName`: its name as listed). */
+  | { kind: 'update-meta'; path: string; documentId: string; file: HashedFile; listedName?: string }
   /** `unmarked`: the document carries no dssync metadata (ours by an intent or the state). */
   | { kind: 'delete'; path: string; documentId: string; reason: DeleteReason; unmarked?: boolean }
   /** State only: record that `documentId` holds this file (no remote write). */
@@ -594,7 +594,7 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
     const recordedAt = entry?.documentId === good.id ? path : recordedPathOf(good.id);
     if (recordedAt !== undefined && recordedAt !== path && untouchable(recordedAt)) ops.push({ kind: 'forget', path: recordedAt });
     if (needsMeta) {
-      ops.push({ kind: 'update-meta', path, documentId: good.id, file });
+      ops.push({ kind: 'update-meta', path, documentId: good.id, file, ...(good.doc?.name === undefined ? {} : { listedName: good.doc.name }) });
     } else if (!entry || entry.documentId !== good.id || entry.sha256 !== file.sha256) {
       ops.push({ kind: 'adopt', path, documentId: good.id, file });
     } else {
