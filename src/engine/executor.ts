@@ -484,9 +484,10 @@ function checkUpdateName(check: NameCheck, op: Extract<Op, { kind: 'rename' | 'u
   const shown = answer.name;
   if (nameAsStored(shown, wanted, { rule: check.known.rule })) return;
   if (op.kind === 'update-meta') {
-    // A document still under its upload's marked name after an update naming it: a rename ignored.
-    if (findUploadMark(shown) !== undefined) check.known = { ...check.known, renamesIgnored: true };
-    else learnRule(check, wanted, shown);
+    // A document still under its upload's marked name after an update naming it, or under
+    // the name it was listed with that no rule makes of the name sent: a rename ignored.
+    if (findUploadMark(shown) === undefined) learnRule(check, wanted, shown);
+    if (findUploadMark(shown) !== undefined || (shown === op.listedName && !nameAsStored(shown, wanted, { rule: check.known.rule }))) check.known = { ...check.known, renamesIgnored: true };
     return;
   }
   if (!check.known.renamesIgnored && nameAsStored(shown, documentName(op.from), { rule: check.known.rule })) check.known = { ...check.known, renamesIgnored: true };

@@ -20,7 +20,7 @@ import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName, findUploadMark } from './document-fields.js';
 import type { LeaseView } from './lease-view.js';
-import { fieldsMatch, META, sentConversion } from './metadata.js';
+import { fieldsMatch, META, readMeta, sentConversion } from './metadata.js';
 import { ownerRule, type OpenUploadLookup, type OwnerOf } from './owner.js';
 import type { ServiceNames } from './service-names.js';
 import { needsHash, type StatNow } from './racy.js';
@@ -196,8 +196,8 @@ export type Op =
   | { kind: 'replace'; path: string; file: HashedFile; oldDocumentIds: string[]; unmarkedOld?: number }
   /** Same content at a new path: update name, url and metadata of the existing document. */
   | { kind: 'rename'; from: string; path: string; documentId: string; file: HashedFile }
-  /** The document is right but its name, url or metadata are not. */
-  | { kind: 'update-meta'; path: string; documentId: string; file: HashedFile }
+  /** The document is right but its name, url or metadata are not (`listedName`: its name as listed). */
+  | { kind: 'update-meta'; path: string; documentId: string; file: HashedFile; listedName?: string }
   /** `unmarked`: the document carries no dssync metadata (ours by an intent or the state). */
   | { kind: 'delete'; path: string; documentId: string; reason: DeleteReason; unmarked?: boolean }
   /** State only: record that `documentId` holds this file (no remote write). */
@@ -361,7 +361,7 @@ export function planMirror(input: PlanInput): PlanResult {
   for (const p of vouched) if (inScope(p) && !needsNothing(p)) paths.add(p);
   for (const p of state.files.keys()) if (inScope(p) && !needsNothing(p)) paths.add(p);
   for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
-  plan.ops.push(...setAsideOps(input, [...paths].filter(untouchable).sort(), byPath, excluded));
+  plan.ops.push(...setAsideOps(input, [...paths].filter(untouchable).sort(), byPath, excluded, recordedPathOf));
   const sorted = [...paths].filter((p) => !untouchable(p)).sort();
 
   const hashedFile = hashedFileOf(input);
@@ -445,7 +445,7 @@ function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, 
  * removed; a document tied to an upload by name and size only is left alone (it may be a
  * person's, uploaded since), and so is everything when the state's document is not listed.
  */
-function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: ReadonlyMap<string, KnownDoc[]>, excluded: (p: string) => boolean): Op[] {
+function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: ReadonlyMap<string, KnownDoc[]>, excluded: (p: string) => boolean, recordedPathOf: (documentId: string) => string | undefined): Op[] {
   const ops: Op[] = [];
   const files = input.state.files;
   for (const path of setAside.filter(excluded)) {
@@ -456,6 +456,7 @@ function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: Read
       if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
       else if (d !== keep) ops.push(deleteOp(path, d, 'stale-version'));
     }
+    if (stateId === undefined && keep !== undefined) ops.push(...recordKept(path, keep, recordedPathOf));
   }
   if (input.remote === undefined || input.scope !== undefined) return ops;
   for (const path of setAside.filter((p) => !excluded(p))) {
@@ -465,6 +466,17 @@ function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: Read
     for (const d of docs) if (d.id !== stateId && !d.byName) ops.push(deleteOp(path, d, 'stale-version'));
   }
   return ops;
+}
+
+/**
+ * The kept document of an excluded path that the state records nowhere (recovered, an own
+ * write) is recorded as its metadata describes it, so that an incremental pass deletes it
+ * when the file goes. The entry has no hash time: it never vouches for the local file.
+ */
+function recordKept(path: string, keep: KnownDoc, recordedPathOf: (documentId: string) => string | undefined): Op[] {
+  const meta = keep.doc === undefined ? undefined : readMeta(keep.doc);
+  if (meta === undefined || recordedPathOf(keep.id) !== undefined) return [];
+  return [{ kind: 'adopt', path, documentId: keep.id, file: { path, diskPath: path, size: meta.size ?? -1, mtimeMs: meta.mtimeMs ?? -1, sha256: meta.sha256 } }];
 }
 
 /**
@@ -582,7 +594,7 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
     const recordedAt = entry?.documentId === good.id ? path : recordedPathOf(good.id);
     if (recordedAt !== undefined && recordedAt !== path && untouchable(recordedAt)) ops.push({ kind: 'forget', path: recordedAt });
     if (needsMeta) {
-      ops.push({ kind: 'update-meta', path, documentId: good.id, file });
+      ops.push({ kind: 'update-meta', path, documentId: good.id, file, ...(good.doc?.name === undefined ? {} : { listedName: good.doc.name }) });
     } else if (!entry || entry.documentId !== good.id || entry.sha256 !== file.sha256) {
       ops.push({ kind: 'adopt', path, documentId: good.id, file });
     } else {

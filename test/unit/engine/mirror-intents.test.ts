@@ -610,6 +610,25 @@ describe('a service that ignores a new name (issue 34, case 8)', () => {
     expect(state.m.lastPass?.serviceNames?.renamesIgnored).toBe(true);
   });
 
+  it("is learned from a metadata update that leaves a person's name as it was (a state that never learned it): no update at every start", async () => {
+    const { api, state, local, another: mirror } = setup();
+    local.put('a.txt', 'h1');
+    await mirror().fullPass();
+    // A person renamed the document in the App; the service now ignores a new name in an
+    // update, and the state comes from a backup that never learned it.
+    const [doc] = api.list();
+    api.docs.get(doc!.id)!.name = 'notes from bob';
+    api.ignoreRename = true;
+    state.m.lastPass = { ...state.m.lastPass!, serviceNames: undefined };
+    const first = await mirror().fullPass();
+    expect(first.renameIgnored).toBe(true);
+    expect(state.m.lastPass?.serviceNames?.renamesIgnored).toBe(true);
+    const updates = api.count('updateDocument');
+    expect((await mirror().fullPass()).counts).toMatchObject({ updated: 0, uploaded: 0, unchanged: 1 });
+    expect(api.count('updateDocument')).toBe(updates);
+    expect(api.list().map((d) => d.name)).toEqual(['notes from bob']);
+  });
+
   it('is learned from a metadata update that leaves a document under its marked name (a state that never learned it), and the document is sent again once', async () => {
     const { api, state, local, another: mirror } = setup();
     const writes = (): number => api.count('uploadDocuments') + api.count('updateDocument') + api.count('deleteDocument');

@@ -475,6 +475,22 @@ describe('planMirror', () => {
     expect(summary(plan({ ...c, excluded: ['b.txt'] }).ops)).toEqual(['delete d1 b.txt (stale-version)']);
   });
 
+  it('a file excluded by a setting whose document of ours the state records nowhere (recovered after a restore) has it recorded, so that its deletion from the folder deletes the document with no full pass (the simulation, seed 2002)', () => {
+    const c = { remote: [ours('d1', 'a.txt', 'h1', 1, 500)], untouchable: ['a.txt'], excluded: ['a.txt'] };
+    const r = plan(c);
+    expect(summary(r.ops)).toEqual(['adopt d1 a.txt']);
+    const adopt = r.ops[0] as Extract<Op, { kind: 'adopt' }>;
+    // Recorded as the document describes it, with no hash time: it never vouches for the file.
+    expect(adopt.file).toMatchObject({ sha256: 'h1', size: 1, mtimeMs: 500 });
+    expect(adopt.file.hashedAt).toBeUndefined();
+    // The file deleted: the incremental pass (no listing) deletes the recorded document.
+    const gone = plan({ files: { 'a.txt': entry('d1', 'h1', 1, 500) }, remote: undefined, scope: ['a.txt'] });
+    expect(summary(gone.ops)).toEqual(['delete d1 a.txt (deleted-locally)']);
+    // A document the state records at another path is not recorded twice; a file waiting to be read (not excluded) records nothing.
+    expect(plan({ ...c, files: { 'b.txt': entry('d1', 'h1') } }).ops.filter((o) => o.kind === 'adopt')).toEqual([]);
+    expect(plan({ ...c, excluded: [] }).ops).toEqual([]);
+  });
+
   it('an unreadable file whose replace a crash cut keeps one document of ours: the older version beside the state\'s goes (the simulation, seed 20261201)', () => {
     const c = { files: { 'b.txt': entry('d2', 'h2') }, remote: [ours('d1', 'b.txt', 'h1'), ours('d2', 'b.txt', 'h2')], untouchable: ['b.txt'] };
     expect(summary(plan(c).ops)).toEqual(['delete d1 b.txt (stale-version)']);
