@@ -10,6 +10,12 @@ import type { ConvertLimits } from './limits.js';
 import { limitError } from './limits.js';
 import { MarkdownOut, squeeze } from './markdown.js';
 
+/**
+ * msgreader is CommonJS with its class as `exports.default`: Node's ESM import gives the
+ * exports object (the class at `.default`), a bundler's interop the class itself.
+ */
+const MsgReader = ((msgreader as unknown as { default?: typeof msgreader.default }).default ?? msgreader) as typeof msgreader.default;
+
 interface Mail {
   subject: string;
   headers: [string, string][];
@@ -69,8 +75,7 @@ export async function emlToMarkdown(bytes: Uint8Array, limits: ConvertLimits): P
 export function msgToMarkdown(bytes: Uint8Array, limits: ConvertLimits): { markdown: string; notes: string[] } {
   let data;
   try {
-    // A CommonJS module whose class is its `default` export.
-    data = new msgreader.default(bytes.slice().buffer).getFileData();
+    data = new MsgReader(bytes.slice().buffer).getFileData();
   } catch (e) {
     throw limitError('format', `not a readable Outlook message (${(e as Error).message})`);
   }

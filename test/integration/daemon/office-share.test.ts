@@ -1,7 +1,7 @@
 /**
  * A real share reaches the App (issue 35, "Done when"): `dssync run`, the built binary, on a
  * folder of real office files (test/fixtures/office: every converted format, a scanned PDF)
- * plus hostile ones (a truncated deck, a zip bomb workbook), against the strict emulator.
+ * and an Outlook message, plus hostile ones (a truncated deck, a zip bomb workbook), against the strict emulator.
  * Each document carries its original's words in its chunks under the original's name; the
  * scan is named "no text", each hostile file is named with its reason, and the daemon stays
  * healthy and goes on serving the folder.
@@ -10,6 +10,7 @@ import { cp, readFile } from 'node:fs/promises';
 import { strToU8, zipSync } from 'fflate';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import type { Workspace } from '../../helpers/mirror-check.js';
+import { outlookMsg } from '../../helpers/outlook-msg.js';
 import { requireBuiltBinary } from '../cli/run-cli.js';
 import { daemonWorkspace, startDaemon, waitFor, type DaemonProcess } from './daemon-process.js';
 
@@ -44,6 +45,9 @@ it('mirrors every format with its text, names the scan and the hostile files, an
   const bomb = zipBomb();
   expect(bomb.length).toBeLessThan(1024 * 1024);
   await ws.write('finance/bomb.xlsx', Buffer.from(bomb));
+  // An Outlook message (no fixture of a real mailbox may be shared: built as Outlook stores one).
+  manifest['mail/outlook.msg'] = { kind: 'convert', markers: ['kwmsgsubjectx', 'kwmsgbodyx', 'kwmsgattachx'] };
+  await ws.write('mail/outlook.msg', outlookMsg({ subject: 'Quarterly kwmsgsubjectx', body: 'The figures kwmsgbodyx are in.', from: { name: 'Alice', email: 'alice@example.com' }, to: [{ name: 'Bob', email: 'bob@example.com' }], attachments: [{ name: 'budget kwmsgattachx.xlsx', data: Buffer.from('PK') }] }));
   daemon = await startDaemon(ws);
   const d = daemon;
 

@@ -10,6 +10,7 @@ import { parseDelimited } from '../../../src/convert/delimited.js';
 import { formatOf } from '../../../src/convert/formats.js';
 import { DEFAULT_LIMITS } from '../../../src/convert/limits.js';
 import { rtfToText } from '../../../src/convert/rtf.js';
+import { outlookMsg } from '../../helpers/outlook-msg.js';
 
 const DIR = new URL('../../fixtures/office/', import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL('manifest.json', DIR), 'utf8')) as Record<string, { kind: string; markers: string[] }>;
@@ -97,6 +98,26 @@ it('mails: subject as title, headers, body, attachment names', async () => {
   expect(markdown).toContain('- **To:** "Bob" <bob@example.org>');
   expect(markdown).toContain('Hello kwbody');
   expect(markdown).toMatch(/## Attachments\n\n- q3\.pdf/);
+});
+
+it('an Outlook .msg gives its subject, sender, recipients, body, and names its attachments', async () => {
+  const msg = outlookMsg({
+    subject: 'Quarterly kwmsgsubjectx',
+    body: 'Hello team,\r\nthe figures kwmsgbodyx are in.',
+    from: { name: 'Alice Example', email: 'alice@example.com' },
+    to: [{ name: 'Bob Example', email: 'bob@example.com' }],
+    attachments: [{ name: 'budget kwmsgattachx.xlsx', data: Buffer.from('PK') }],
+  });
+  const { markdown } = await convertBytes('msg', msg, DEFAULT_LIMITS);
+  expect(markdown).toMatch(/^# Quarterly kwmsgsubjectx\n/);
+  expect(markdown).toContain('- **From:** Alice Example <alice@example.com>');
+  expect(markdown).toContain('- **To:** Bob Example <bob@example.com>');
+  expect(markdown).toContain('the figures kwmsgbodyx are in.');
+  expect(markdown).toMatch(/## Attachments\n\n- budget kwmsgattachx\.xlsx/);
+});
+
+it('a file named .msg that is no compound file is refused with its reason', async () => {
+  await expect(convertBytes('msg', Buffer.from('not an Outlook message'), DEFAULT_LIMITS)).rejects.toThrow(/not a readable Outlook message/);
 });
 
 it('CSV quoting: delimiters, doubled quotes and line breaks inside quotes', () => {
