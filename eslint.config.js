@@ -107,7 +107,7 @@ export default tseslint.config(
   },
   {
     // The status page's script: plain browser JavaScript served as is (no build step).
-    files: ['src/daemon/web/**/*.js'],
+    files: ['src/daemon/status/web/**/*.js'],
     languageOptions: {
       sourceType: 'script',
       globals: Object.fromEntries(

@@ -1,5 +1,5 @@
 /**
- * The watcher's set-up alone (`watchFolders`, local/folder-watch.ts) over a folder, in a
+ * The watcher's set-up alone (`watchFolders`, local/watch/folder-watch.ts) over a folder, in a
  * process of its own: the part of a daemon's start that watches every folder before the
  * first pass.
  *
@@ -14,7 +14,7 @@ import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DEFAULT_INCLUDE } from '../src/config/index.js';
 import { createFilter } from '../src/local/filters.js';
-import { watchFolders } from '../src/local/folder-watch.js';
+import { watchFolders } from '../src/local/watch/folder-watch.js';
 import { realClock } from '../src/time/clock.js';
 import { ballast, mainThreadCpuMs, runAlone } from './lib/alone.js';
 

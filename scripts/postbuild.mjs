@@ -15,8 +15,8 @@ if (existsSync(bin)) chmodSync(bin, 0o755);
 // dist/src/emulator left by a build from before the split would otherwise be released.
 rmSync(join(root, 'dist/src/emulator'), { recursive: true, force: true });
 
-const src = join(root, 'src/daemon/web');
-const out = join(root, 'dist/src/daemon/web');
+const src = join(root, 'src/daemon/status/web');
+const out = join(root, 'dist/src/daemon/status/web');
 mkdirSync(join(out, 'vendor'), { recursive: true });
 for (const f of readdirSync(src)) if (/\.(html|js|css|svg)$/.test(f)) copyFileSync(join(src, f), join(out, f));
 const uplot = join(dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');

@@ -9,7 +9,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULT_AGGREGATOR_OPTIONS } from '../../src/local/aggregator.js';
+import { DEFAULT_AGGREGATOR_OPTIONS } from '../../src/local/watch/aggregator.js';
 import type { BenchContext } from '../lib/context.js';
 import type { DaemonHandle } from '../lib/dssync.js';
 import { log, quantile, round, seeded, waitFor } from '../lib/util.js';

@@ -7,7 +7,7 @@ import { describeFailure, ExitCode, usageError } from './exit.js';
 import { globalOptions } from './options.js';
 import { printableLines } from '../printable.js';
 import { scrub } from '../secrets.js';
-import { commandModules } from './commands.js';
+import { commandModules } from './commands/index.js';
 import { explainUsageError, type UsageContext } from './arg-errors.js';
 import { versionLine } from './version.js';
 

@@ -1,6 +1,6 @@
 /** The coverage table (docs/status.md, "Coverage") as `status --coverage` and a dry run print it. */
 import type { CoverageCounts } from '../engine/coverage.js';
-import type { MappingCoverage } from '../daemon/coverage.js';
+import type { MappingCoverage } from '../daemon/status/coverage.js';
 
 export type { MappingCoverage };
 

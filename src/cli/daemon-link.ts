@@ -14,10 +14,10 @@ import { statSync } from 'node:fs';
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { formatListenAddress, type ListenAddress } from '../config/listen.js';
-import { readStatusToken, statusTokenPath } from '../daemon/web/status-token.js';
+import { readStatusToken, statusTokenPath } from '../daemon/status/web/status-token.js';
 import type { Settings } from '../config/types.js';
-import type { DaemonStatus } from '../daemon/status-schema.js';
-import { statusSocketPath } from '../daemon/web/status-socket.js';
+import type { DaemonStatus } from '../daemon/status/schema.js';
+import { statusSocketPath } from '../daemon/status/web/status-socket.js';
 import { peerUid } from './listener-owner.js';
 
 export interface DaemonTarget {

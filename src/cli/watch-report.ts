@@ -7,7 +7,7 @@
  *   /srv/share is cifs (//fileserver/Public): polling every 10 s, 48,000 files, last cycle 2.1 s; events for this host's writes
  *   /srv/share/local is ext4 (/dev/sda1): events
  */
-import type { WatchStatusView } from '../daemon/status-schema.js';
+import type { WatchStatusView } from '../daemon/status/schema.js';
 import { RAISE_QUEUE_LIMIT } from '../local/watch/queue-overflow.js';
 
 /** Mount lines shown before "… and N more mounts" (a folder with many mounts below it). */

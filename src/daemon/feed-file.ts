@@ -15,7 +15,7 @@ import { z } from 'zod';
 import type { StateFs } from '../state/atomic-file.js';
 import { SidecarFile } from './sidecar-file.js';
 import type { Logger } from '../log.js';
-import type { SavedHistory } from './web/history.js';
+import type { SavedHistory } from './status/web/history.js';
 
 /** How often a running daemon saves the feed (and at a clean stop). */
 export const FEED_SAVE_EVERY_MS = 5 * 60_000;

@@ -7,7 +7,7 @@
 import { createServer } from 'node:net';
 import type { CheckResult } from '../check-result.js';
 import { formatListenAddress, isLoopbackHost, type ListenAddress } from '../config/listen.js';
-import { readableWarning, readStatusToken } from './web/status-token.js';
+import { readableWarning, readStatusToken } from './status/web/status-token.js';
 
 export function listenCheck(listen: ListenAddress | false, status: { tokenFile?: string | undefined } = {}): CheckResult {
   const base = { check: 'status-listen' };

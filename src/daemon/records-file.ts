@@ -13,9 +13,9 @@ import { nodeStateFs, readIfExists, type StateFs } from '../state/atomic-file.js
 import { parseJsonFile } from '../state/json-file.js';
 import { SidecarFile } from './sidecar-file.js';
 import type { Logger } from '../log.js';
-import type { ProblemListData } from './problem-list.js';
-import type { PassRecord } from './pass-history.js';
-import { PassRecordSchema, PROBLEM_KINDS } from './status-schema.js';
+import type { ProblemListData } from './mapping/problem-list.js';
+import type { PassRecord } from './mapping/pass-history.js';
+import { PassRecordSchema, PROBLEM_KINDS } from './status/schema.js';
 
 export interface MappingRecords {
   problems: ProblemListData;
@@ -31,7 +31,7 @@ const ProblemSchema = z.object({
   reason: z.string(),
   since: z.string(),
 });
-// A pass is kept as /status shows it: one schema for both (status-schema.ts).
+// A pass is kept as /status shows it: one schema for both (status/schema.ts).
 const RecordsFileSchema = z.object({
   version: z.literal(1),
   mappings: z.record(

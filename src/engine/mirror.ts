@@ -89,7 +89,7 @@ export interface MirrorDeps {
    */
   requestTimeoutMs?: number | undefined;
   /**
-   * The mapping's lease as it stands at each listing and plan (daemon/mapping-lease.ts; the
+   * The mapping's lease as it stands at each listing and plan (daemon/mapping/lease.ts; the
    * owner rule reads it, owner.ts). Absent, or answering undefined: not known, and the
    * owner rule stays conservative (nothing of an unrecorded session is taken).
    */

@@ -45,7 +45,7 @@ export const ERROR_CODES = {
   E_SECRET_FILE: c('fatalForProcess', 2, 'configuration: secret file'),
   /** CliError (cli/exit.ts usageError): a command's own check of its arguments. */
   E_USAGE: c('fatalForProcess', 2, 'usage'),
-  /** FolderUnavailableError (daemon/build-mirror.ts): the folder cannot be listed, nothing created. */
+  /** FolderUnavailableError (daemon/mapping/build-mirror.ts): the folder cannot be listed, nothing created. */
   E_FOLDER_UNAVAILABLE: c('fatalForMapping', 2, 'folder unavailable'),
   /** FolderChangedError: the state records another folder for the mapping. */
   E_FOLDER_CHANGED: c('fatalForMapping', 2, 'configuration: folder changed'),
@@ -91,7 +91,7 @@ export const ERROR_CODES = {
   E_ABORTED: c('fatalForProcess', 1, 'interrupted'),
   /** ListingIncompleteError (engine/mirror.ts): planning from it would duplicate documents. */
   E_LISTING_INCOMPLETE: c('fatalForMapping', 1, 'incomplete listing'),
-  /** DataSourceGoneError (daemon/build-mirror.ts): a mapping by name's data source deleted; the next pass finds or creates it. */
+  /** DataSourceGoneError (daemon/mapping/build-mirror.ts): a mapping by name's data source deleted; the next pass finds or creates it. */
   E_DATA_SOURCE_GONE: transient('data source gone'),
   /** An error without a registered code (a defect): a file's operation is retried, a mapping stops. */
   E_UNEXPECTED: c('fatalForMapping', 1, 'unexpected', 'retry'),
@@ -104,7 +104,7 @@ export const ERROR_CODES = {
   E_LOCAL_FILE_CHANGED: transient('file changed while read'),
   E_LOCAL_FILE_VANISHED: transient('file changed while read'),
   E_FILE_CHANGED: transient('file changed while sent'),
-  /** LeaseNotHeldError (daemon/lease-gate.ts): another process holds the mapping's lease. */
+  /** LeaseNotHeldError (daemon/mapping/lease-gate.ts): another process holds the mapping's lease. */
   E_LEASE_NOT_HELD: transient('lease not held'),
   /** ApiError: 409, 429, 5xx, other 4xx, timeouts, connections, answers not understood (an `ambiguous` one is settled by a listing). */
   E_CONFLICT: transient('service: E_CONFLICT'),
@@ -123,7 +123,7 @@ export const ERROR_CODES = {
  */
 const LOCAL_REFUSED = ['EACCES', 'EPERM', 'EISDIR', 'ENOTDIR', 'ELOOP', 'EFBIG', 'ENAMETOOLONG', 'EINVAL', 'ENXIO'] as const;
 const LOCAL_TRANSIENT = ['ENOENT', 'EBUSY', 'EAGAIN', 'EIO', 'ESTALE', 'ENOSPC', 'EDQUOT', 'EROFS', 'ECHANGED', 'ENOTREG', 'EOUTSIDE'] as const;
-/** WatchError's codes (local/watcher.ts): the watch is set up again, a rescan settles the rest. */
+/** WatchError's codes (local/watch/watcher.ts): the watch is set up again, a rescan settles the rest. */
 export const WATCH_CODES = ['root-gone', 'root-unusable', 'watch-limit', 'watch-failed', 'watch-degraded', 'mounts-changed', 'queue-overflow', 'root-moved'] as const;
 
 const LOCAL_CODES: Record<string, CodeEntry> = Object.fromEntries([

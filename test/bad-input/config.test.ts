@@ -8,7 +8,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runSync } from '../../src/cli/sync.js';
+import { runSync } from '../../src/cli/commands/sync.js';
 import { createWorld, TOKEN, variantConfig, type World } from './world.js';
 
 let world: World;

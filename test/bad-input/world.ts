@@ -12,7 +12,7 @@ import { createClientFromConfig } from '../../src/compose/client.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/types.js';
 import type { PassReport } from '../../src/engine/mirror.js';
-import { buildMirror } from '../../src/daemon/build-mirror.js';
+import { buildMirror } from '../../src/daemon/mapping/build-mirror.js';
 import { silentLogger } from '../../src/log.js';
 import { readStateFile, StateStore } from '../../src/state/store.js';
 import { realClock } from '../../src/time/clock.js';

@@ -4,7 +4,7 @@
  * instant done; a crashed process restarted).
  */
 import fc from 'fast-check';
-import { DEFAULT_AGGREGATOR_OPTIONS } from '../../src/local/aggregator.js';
+import { DEFAULT_AGGREGATOR_OPTIONS } from '../../src/local/watch/aggregator.js';
 import { sha256 } from '../helpers/fake-local.js';
 import type { Fault } from './fake-service.js';
 import { IGNORE_FILE, type SimConfig, type TwinKind, type World } from './world.js';

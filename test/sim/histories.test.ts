@@ -12,7 +12,7 @@ import { World, type SimConfig } from './world.js';
 
 const config: SimConfig = { prune: 'ours', exclude: [], include: ['**/*.{txt,md}'], maxFileBytes: 1_000_000, maxDeletePercent: 50, massDeleteMinimum: 3 };
 
-/** One command of a history, as commands.ts runs it: the change, then the daemon settled (restarted if it crashed). */
+/** One command of a history, as commands/index.ts runs it: the change, then the daemon settled (restarted if it crashed). */
 function stepper(w: World): (run: () => void | Promise<void>) => Promise<void> {
   return async (run) => {
     await run();

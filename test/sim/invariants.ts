@@ -111,7 +111,7 @@ export async function checkInvariants(w: World): Promise<void> {
   w.clock.t += INTENT_SETTLE_MS + 1;
   // SIM_WALL_BACK_REPAIR off: files' mtimes in the future after a backward step (or a
   // forward step undone) are set aside by every full pass until the wall clock passes them
-  // (commands.ts FLAGS); the restart's pass comes once it has, and a window more.
+  // (commands/index.ts FLAGS); the restart's pass comes once it has, and a window more.
   const ahead = w.mtimeAhead();
   if (!FLAGS.wallBackRepair && ahead > 0) w.clock.t += ahead + 60_000;
   await w.restart();

@@ -7,25 +7,25 @@
  * that loses what was not fsync'd at a crash (fake-disk.ts) and the service (fake-service.ts).
  */
 import type { Config, MappingConfig } from '../../src/config/types.js';
-import type { BatchItem } from '../../src/local/aggregator.js';
+import type { BatchItem } from '../../src/local/watch/aggregator.js';
 import { createFilter } from '../../src/local/filters.js';
 import { createLocalSide } from '../../src/local/side.js';
-import type { Watcher, WatcherOptions } from '../../src/local/watcher.js';
+import type { Watcher, WatcherOptions } from '../../src/local/watch/watcher.js';
 import { Mirror, type ChangeScope, type MirrorDeps, type PassOptions, type PassReport } from '../../src/engine/mirror.js';
 import type { LeaseView } from '../../src/engine/lease-view.js';
 import { buildMetadata } from '../../src/engine/metadata.js';
 import { markUploadName, uploadTag } from '../../src/engine/document-fields.js';
 import type { Op } from '../../src/engine/plan.js';
 import { countDeletes, DELETE_WINDOW_MS } from '../../src/engine/guards.js';
-import { MappingRunner } from '../../src/daemon/mapping-runner.js';
+import { MappingRunner } from '../../src/daemon/mapping/runner.js';
 import { StateStore } from '../../src/state/store.js';
 import { journalPathOf } from '../../src/state/journal.js';
 import { establishIdentity } from '../../src/engine/installation.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { LEASE, leaseMarkersOf, pickMarker, type HostProbe } from '../../src/engine/lease.js';
-import { leaseGated } from '../../src/daemon/lease-gate.js';
-import { mappingLease, type LeaseSettings } from '../../src/daemon/mapping-lease.js';
-import type { MirrorLease } from '../../src/daemon/build-mirror.js';
+import { leaseGated } from '../../src/daemon/mapping/lease-gate.js';
+import { mappingLease, type LeaseSettings } from '../../src/daemon/mapping/lease.js';
+import type { MirrorLease } from '../../src/daemon/mapping/build-mirror.js';
 import type { DatastoreApi } from '../../src/api/api.js';
 import { ApiError } from '../../src/api/errors.js';
 import { storedName } from '../../src/engine/service-names.js';
@@ -137,7 +137,7 @@ interface Process {
   crashed: boolean;
   /** The identity the process runs under (establishIdentity at its start, as buildMirror does). */
   installationId: string;
-  /** Its host (the lease record's), pid (unique in the world) and lease (mapping-lease.ts, made by its pass loop). */
+  /** Its host (the lease record's), pid (unique in the world) and lease (mapping/lease.ts, made by its pass loop). */
   host: string;
   pid: number;
   lease: MirrorLease | undefined;
@@ -216,7 +216,7 @@ export class World {
 
   /**
    * One daemon process on `host` with its state on `disk`: the real MappingRunner, with the
-   * real lease (daemon/mapping-lease.ts over engine/lease.ts) on the world's clock, the
+   * real lease (daemon/mapping/lease.ts over engine/lease.ts) on the world's clock, the
    * marker read and written through the simulated service.
    */
   private async launch(host: string, disk: FakeDisk, twin = false, pinned?: string): Promise<Process> {
@@ -359,7 +359,7 @@ export class World {
   mirror(proc: Process, api: MirrorDeps['api'], onOp?: MirrorDeps['onOp'], windows: Partial<Pick<MirrorDeps, 'monotonic' | 'stabilityMs'>> = {}): Mirror {
     const cfg = this.config;
     const track = (kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> => this.track(proc, kind, run);
-    // The mapping's lease (mapping-lease.ts, the pass loop's): what the owner rule knows of
+    // The mapping's lease (mapping/lease.ts, the pass loop's): what the owner rule knows of
     // it, withheld while a writer that takes no lease has written with our identity
     // (cloneUpload: a version before the lease); a one-shot mirror (operatorAllowsMassDelete) has none.
     const held = proc.lease;
@@ -409,7 +409,7 @@ export class World {
     await p.runner.stop(8_000);
     await this.settle();
     const api = this.service.forProcess();
-    // `dssync sync` writes only once it holds the mapping's lease (cli/sync.ts), as the
+    // `dssync sync` writes only once it holds the mapping's lease (cli/commands/sync.ts), as the
     // daemon's passes do: so it recovers what a gone writer with our identity left (owner
     // rule O19). When another process holds it, it writes nothing.
     const lease = mappingLease({ ...this.leaseSettings(p.host, p.disk), api, mappingId: MAPPING_ID, root: ROOT, clock: p.timers, logger: silent }, this.service.dataSourceId, p.installationId);

@@ -11,17 +11,17 @@ import { CredentialsRefusedError } from '../../src/auth/renewing.js';
 import { SecretFileError } from '../../src/auth/secret-file.js';
 import { CliError } from '../../src/cli/exit.js';
 import { ConfigFileError } from '../../src/config/load.js';
-import { DataSourceGoneError, FolderChangedError, FolderUnavailableError, SharedDataSourceError } from '../../src/daemon/build-mirror.js';
+import { DataSourceGoneError, FolderChangedError, FolderUnavailableError, SharedDataSourceError } from '../../src/daemon/mapping/build-mirror.js';
 import { DataSourceMissingError } from '../../src/engine/data-source.js';
 import { ListingIncompleteError, LocalFileChangedError, LocalFileVanishedError } from '../../src/engine/mirror.js';
-import { LeaseNotHeldError } from '../../src/daemon/lease-gate.js';
+import { LeaseNotHeldError } from '../../src/daemon/mapping/lease-gate.js';
 import { ConfigError } from '../../src/errors/config.js';
 import { registeredCodes } from '../../src/errors/codes.js';
 import { disposition } from '../../src/errors/disposition.js';
 import { describeFailure } from '../../src/cli/exit.js';
 import { IgnoreFileError } from '../../src/local/filters.js';
 import { FileAccessError, FileChangedError, FileReadError, FileTooLargeError, FileVanishedError, LocalFileError, NotRegularFileError, OutsideFolderError } from '../../src/local/errors.js';
-import { WatchError } from '../../src/local/watcher.js';
+import { WatchError } from '../../src/local/watch/watcher.js';
 import { StateCorruptError, StateFormatRetiredError, StateLockedError, StateReadError, StateVersionError, StateWriteError } from '../../src/state/errors.js';
 
 /**

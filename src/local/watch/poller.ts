@@ -38,7 +38,7 @@
  * full pass and the walk that learned its folder was absorbed into the snapshot and never
  * reported (issue 12: the watch-limit test lost the edits of the folders polled last).
  */
-import type { RawEvent } from '../aggregator.js';
+import type { RawEvent } from './aggregator.js';
 import { joinRel } from '../paths.js';
 import { errnoOf } from '../../errors/errno.js';
 import type { Clock, TimerHandle } from '../../time/clock.js';

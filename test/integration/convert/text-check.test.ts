@@ -1,5 +1,5 @@
 /**
- * Scanned PDFs named (src/daemon/text-check.ts, the built worker: npm run build): PDFs sent
+ * Scanned PDFs named (src/daemon/mapping/text-check.ts, the built worker: npm run build): PDFs sent
  * as they are, read from a real folder and checked in a conversion worker; a scan is a
  * `no-text` problem, a damaged PDF an `unchecked` one, a text PDF nothing.
  */
@@ -7,8 +7,8 @@ import { copyFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ProblemList } from '../../../src/daemon/problem-list.js';
-import { NO_TEXT_REASON, TextChecks } from '../../../src/daemon/text-check.js';
+import { ProblemList } from '../../../src/daemon/mapping/problem-list.js';
+import { NO_TEXT_REASON, TextChecks } from '../../../src/daemon/mapping/text-check.js';
 
 const fixture = (f: string): string => new URL(`../../fixtures/${f}`, import.meta.url).pathname;
 

@@ -4,7 +4,7 @@
  * (kubernetes-models; the prometheus-operator's for ServiceMonitor and PrometheusRule), the
  * config it writes loaded with dssync's own loader, the heap set from the memory limit, a
  * hostPath share pinned to its node, and every metric an alert or a dashboard panel names
- * one that src/daemon/metrics.ts exports.
+ * one that src/daemon/status/metrics.ts exports.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,7 @@ import { loadSettings } from '../../../src/config/load.js';
 import { readYamlDocuments, renderChart } from '../../helpers/helm-template.js';
 
 const CHART = fileURLToPath(new URL('../../../deploy/helm/dssync', import.meta.url));
-const METRICS_SOURCE = readFileSync(fileURLToPath(new URL('../../../src/daemon/metrics.ts', import.meta.url)), 'utf8');
+const METRICS_SOURCE = readFileSync(fileURLToPath(new URL('../../../src/daemon/status/metrics.ts', import.meta.url)), 'utf8');
 const REQUIRED = { credentials: { token: 'service-token', statusToken: 'status-token' }, installationId: 'share1-prod' };
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RawEvent } from '../../../src/local/aggregator.js';
+import type { RawEvent } from '../../../src/local/watch/aggregator.js';
 import { FolderLister } from '../../../src/local/folder-lister.js';
 import { nodeFs } from '../../../src/local/fs.js';
 import { Poller, type PollFs, type PollProblem } from '../../../src/local/watch/poller.js';

@@ -9,8 +9,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { RawEvent } from '../../../src/local/aggregator.js';
-import { startWatcher, type Watcher, type WatchError } from '../../../src/local/watcher.js';
+import type { RawEvent } from '../../../src/local/watch/aggregator.js';
+import { startWatcher, type Watcher, type WatchError } from '../../../src/local/watch/watcher.js';
 import { realClock } from '../../../src/time/clock.js';
 import { waitFor } from '../../helpers/wait-for.js';
 

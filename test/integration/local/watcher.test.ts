@@ -8,9 +8,9 @@ import { appendFile, mkdir, mkdtemp, realpath, rename, rm, unlink, writeFile } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EventAggregator } from '../../../src/local/aggregator.js';
-import type { RawEvent } from '../../../src/local/aggregator.js';
-import { classifyWatchError, startWatcher, WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watcher.js';
+import { EventAggregator } from '../../../src/local/watch/aggregator.js';
+import type { RawEvent } from '../../../src/local/watch/aggregator.js';
+import { classifyWatchError, startWatcher, WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watch/watcher.js';
 import { realClock } from '../../../src/time/clock.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { DEFAULTS } from '../../../src/config/schema.js';

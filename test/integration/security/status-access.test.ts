@@ -7,9 +7,9 @@
 import { request } from 'node:http';
 import { hostname, networkInterfaces } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startStatusServer, type RunningStatusServer, type StatusServerOptions } from '../../../src/daemon/status-server.js';
-import type { DaemonStatus } from '../../../src/daemon/status-schema.js';
-import { DaemonHistory } from '../../../src/daemon/web/history.js';
+import { startStatusServer, type RunningStatusServer, type StatusServerOptions } from '../../../src/daemon/status/server.js';
+import type { DaemonStatus } from '../../../src/daemon/status/schema.js';
+import { DaemonHistory } from '../../../src/daemon/status/web/history.js';
 import { realClock } from '../../../src/time/clock.js';
 
 const status = (): DaemonStatus => ({

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { daemonTests } from '../../helpers/daemon-test.js';
-import type { MappingStatus } from '../../../src/daemon/status-schema.js';
+import type { MappingStatus } from '../../../src/daemon/status/schema.js';
 import { authHeader, waitFor } from '../daemon/daemon-process.js';
 
 const run = promisify(execFile);

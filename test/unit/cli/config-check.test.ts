@@ -6,9 +6,9 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { formatCheck, formatVerdict } from '../../../src/cli/config-check.js';
+import { formatCheck, formatVerdict } from '../../../src/cli/commands/config-check.js';
 import { listenCheck } from '../../../src/daemon/listen-check.js';
-import { inotifyCheck, readInotifyLimits, suggestedWatchLimit, watchesNeeded } from '../../../src/local/inotify-budget.js';
+import { inotifyCheck, readInotifyLimits, suggestedWatchLimit, watchesNeeded } from '../../../src/local/watch/inotify-budget.js';
 
 const proc = (files: Record<string, string>) => async (path: string): Promise<string> => {
   const v = files[path];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { getChunk, listChunks } from '../../../src/cli/chunks.js';
-import { listAppDataSources } from '../../../src/cli/apps.js';
+import { getChunk, listChunks } from '../../../src/cli/commands/chunks.js';
+import { listAppDataSources } from '../../../src/cli/commands/apps.js';
 import {
   connectorIds,
   createDataSource,
@@ -8,7 +8,7 @@ import {
   getDataSource,
   listDataSources,
   updateDataSource,
-} from '../../../src/cli/datasources.js';
+} from '../../../src/cli/commands/datasources.js';
 import { CliError, describeFailure, ExitCode } from '../../../src/cli/exit.js';
 import { FakeApi, fakeContext } from '../../helpers/fake-api.js';
 import { rejectionOf } from '../../helpers/rejection.js';

@@ -13,7 +13,7 @@ import {
   parseUrl,
   updateDocument,
   uploadDocuments,
-} from '../../../src/cli/documents.js';
+} from '../../../src/cli/commands/documents.js';
 import { CliError, describeFailure, ExitCode } from '../../../src/cli/exit.js';
 import { FakeApi, fakeContext } from '../../helpers/fake-api.js';
 import { rejectionOf } from '../../helpers/rejection.js';

@@ -5,10 +5,10 @@
  */
 import yargs, { type CommandModule } from 'yargs';
 import { describe, expect, it } from 'vitest';
-import { appsCommand } from '../../../src/cli/apps.js';
-import { chunksCommand } from '../../../src/cli/chunks.js';
-import { datasourcesCommand } from '../../../src/cli/datasources.js';
-import { documentsCommand } from '../../../src/cli/documents.js';
+import { appsCommand } from '../../../src/cli/commands/apps.js';
+import { chunksCommand } from '../../../src/cli/commands/chunks.js';
+import { datasourcesCommand } from '../../../src/cli/commands/datasources.js';
+import { documentsCommand } from '../../../src/cli/commands/documents.js';
 import { globalOptions } from '../../../src/cli/options.js';
 
 async function helpOf(args: string[]): Promise<string> {

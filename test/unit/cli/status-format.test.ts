@@ -4,8 +4,8 @@
  */
 import { STATE_VERSION } from '../../../src/state/schema.js';
 import { describe, expect, it } from 'vitest';
-import type { DaemonStatus } from '../../../src/daemon/status.js';
-import type { MappingStatus } from '../../../src/daemon/mapping-runner.js';
+import type { DaemonStatus } from '../../../src/daemon/status/status.js';
+import type { MappingStatus } from '../../../src/daemon/mapping/runner.js';
 import { StateCorruptError } from '../../../src/state/errors.js';
 import { describeFailure } from '../../../src/cli/exit.js';
 import type { StateFile } from '../../../src/state/schema.js';
@@ -23,7 +23,7 @@ import {
   stateExitCode,
   stateFileReport,
   type DaemonProbe,
-} from '../../../src/cli/status.js';
+} from '../../../src/cli/commands/status.js';
 import { statusUrl } from '../../../src/cli/daemon-link.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');

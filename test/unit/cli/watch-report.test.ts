@@ -3,9 +3,9 @@
  * per mount with the interval achieved, files and last cycle; the watch limit with its fix.
  */
 import { describe, expect, it } from 'vitest';
-import type { WatchStatusView } from '../../../src/daemon/status-schema.js';
-import type { MappingStatus } from '../../../src/daemon/mapping-runner.js';
-import { formatDaemonStatus } from '../../../src/cli/status.js';
+import type { WatchStatusView } from '../../../src/daemon/status/schema.js';
+import type { MappingStatus } from '../../../src/daemon/mapping/runner.js';
+import { formatDaemonStatus } from '../../../src/cli/commands/status.js';
 import { formatCount, formatSeconds, formatWatchLines } from '../../../src/cli/watch-report.js';
 
 const cifs = { mountPoint: '/srv/share', rel: '', fsType: 'cifs', source: '//fileserver/Public', kind: 'poll' as const, why: 'cifs is a network filesystem' };

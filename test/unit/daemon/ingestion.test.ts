@@ -5,7 +5,7 @@
  */
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { FALLBACK_PER_SECOND, IN_PROGRESS_RECHECKS, IngestionChecker, MAX_TRACKED, SUMMARY_INTERVAL_MS } from '../../../src/daemon/ingestion.js';
+import { FALLBACK_PER_SECOND, IN_PROGRESS_RECHECKS, IngestionChecker, MAX_TRACKED, SUMMARY_INTERVAL_MS } from '../../../src/daemon/mapping/ingestion.js';
 import { createLogger } from '../../../src/log.js';
 import { apiError, FakeApi } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';

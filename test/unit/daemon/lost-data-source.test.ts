@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeFailure } from '../../../src/cli/exit.js';
 import type { MappingConfig } from '../../../src/config/types.js';
-import { lostDataSource } from '../../../src/daemon/build-mirror.js';
+import { lostDataSource } from '../../../src/daemon/mapping/build-mirror.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 
 const byName = { id: 'name:Share', path: '/srv/share', dataSource: { name: 'Share', llmConnectorIds: ['c'] } } as unknown as MappingConfig;

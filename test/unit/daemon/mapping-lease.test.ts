@@ -1,5 +1,5 @@
 /**
- * A mapping's lease at run time (daemon/mapping-lease.ts) over the fake service and a fake
+ * A mapping's lease at run time (daemon/mapping/lease.ts) over the fake service and a fake
  * clock: two processes of one installation on one data source. One holds, the other is a
  * standby naming it; a graceful stop hands over at the standby's next read; a crash hands
  * over once the record went unchanged for the duration as the standby saw it; a creation
@@ -12,8 +12,8 @@ import { describe, expect, it } from 'vitest';
 import type { DatastoreApi } from '../../../src/api/api.js';
 import { LEASE, leaseRecordOf, type HostProbe } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
-import { leaseGated } from '../../../src/daemon/lease-gate.js';
-import { MappingLease, type MarkerMemo } from '../../../src/daemon/mapping-lease.js';
+import { leaseGated } from '../../../src/daemon/mapping/lease-gate.js';
+import { MappingLease, type MarkerMemo } from '../../../src/daemon/mapping/lease.js';
 import { silentLogger } from '../../../src/log.js';
 import { apiError, FakeApi } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';

@@ -10,12 +10,12 @@ import { DataSourceMissingError } from '../../../src/engine/data-source.js';
 import type { Config, MappingConfig } from '../../../src/config/types.js';
 import type { ChangeScope, Mirror, PassOptions, PassReport } from '../../../src/engine/mirror.js';
 import type { FileFailure } from '../../../src/engine/executor.js';
-import type { RawEvent } from '../../../src/local/aggregator.js';
-import { WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watcher.js';
+import type { RawEvent } from '../../../src/local/watch/aggregator.js';
+import { WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watch/watcher.js';
 import { silentLogger } from '../../../src/log.js';
 import type { StateStore } from '../../../src/state/store.js';
-import { MappingRunner, type MappingRunnerDeps } from '../../../src/daemon/mapping-runner.js';
-import { retryDelayMs } from '../../../src/daemon/schedule.js';
+import { MappingRunner, type MappingRunnerDeps } from '../../../src/daemon/mapping/runner.js';
+import { retryDelayMs } from '../../../src/daemon/mapping/schedule.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 
 interface Call {

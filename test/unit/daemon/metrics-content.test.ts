@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DaemonMetrics } from '../../../src/daemon/metrics.js';
+import { DaemonMetrics } from '../../../src/daemon/status/metrics.js';
 import { addContentBytesRead, contentBytesRead } from '../../../src/local/hash.js';
 
 describe('DaemonMetrics: content read', () => {

@@ -2,8 +2,8 @@
  * The daemon's Prometheus text: what a monitoring setup relies on.
  */
 import { describe, expect, it } from 'vitest';
-import { DaemonMetrics, MOUNT_SERIES } from '../../../src/daemon/metrics.js';
-import type { MappingStatus } from '../../../src/daemon/mapping-runner.js';
+import { DaemonMetrics, MOUNT_SERIES } from '../../../src/daemon/status/metrics.js';
+import type { MappingStatus } from '../../../src/daemon/mapping/runner.js';
 
 const status = (over: Partial<MappingStatus> = {}): MappingStatus => ({
   id: 'm1',

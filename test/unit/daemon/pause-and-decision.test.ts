@@ -5,8 +5,8 @@
  * confirmed deletions. Times are the `now` of each step: a fake clock.
  */
 import { describe, expect, it } from 'vitest';
-import { initialSchedule, step, type ScheduleEvent, type ScheduleState } from '../../../src/daemon/schedule.js';
-import { DeleteDecision, deletesDigest } from '../../../src/daemon/delete-decision.js';
+import { initialSchedule, step, type ScheduleEvent, type ScheduleState } from '../../../src/daemon/mapping/schedule.js';
+import { DeleteDecision, deletesDigest } from '../../../src/daemon/mapping/delete-decision.js';
 import { checkGuards, type GuardInput } from '../../../src/engine/guards.js';
 import type { Op } from '../../../src/engine/plan.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ProblemList } from '../../../src/daemon/problem-list.js';
-import { HISTORY_PASSES, PassHistory, recordOfReport } from '../../../src/daemon/pass-history.js';
+import { ProblemList } from '../../../src/daemon/mapping/problem-list.js';
+import { HISTORY_PASSES, PassHistory, recordOfReport } from '../../../src/daemon/mapping/pass-history.js';
 import { TOO_LARGE_REASON } from '../../../src/local/side.js';
 import { registerSecret } from '../../../src/secrets.js';
 import { FakeClock } from '../../helpers/fake-clock.js';

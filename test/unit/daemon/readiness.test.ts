@@ -1,10 +1,10 @@
 /**
- * `/readyz` (daemon/readiness.ts): ready only when every mapping holds its lease and
+ * `/readyz` (daemon/status/readiness.ts): ready only when every mapping holds its lease and
  * mirrors; a standby names the holder, a paused, stopped or unresolved mapping says so.
  */
 import { describe, expect, it } from 'vitest';
-import { readiness } from '../../../src/daemon/readiness.js';
-import type { DaemonStatus, MappingStatus } from '../../../src/daemon/status-schema.js';
+import { readiness } from '../../../src/daemon/status/readiness.js';
+import type { DaemonStatus, MappingStatus } from '../../../src/daemon/status/schema.js';
 
 const held = { state: 'held' as const, since: '2026-01-01T00:00:00.000Z' };
 

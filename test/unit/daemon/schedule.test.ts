@@ -3,7 +3,7 @@
  * schedule must do. A fake clock is just the `now` of each step.
  */
 import { describe, expect, it } from 'vitest';
-import { initialSchedule, MAX_RETRY_DELAY_MS, retryDelayMs, step, type ScheduleAction, type ScheduleConfig, type ScheduleEvent, type ScheduleState } from '../../../src/daemon/schedule.js';
+import { initialSchedule, MAX_RETRY_DELAY_MS, retryDelayMs, step, type ScheduleAction, type ScheduleConfig, type ScheduleEvent, type ScheduleState } from '../../../src/daemon/mapping/schedule.js';
 
 type Row = [at: number, event: ScheduleEvent, actions: ScheduleAction['type'][], deadline?: number | undefined];
 

@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { SseHub } from '../../../src/daemon/web/sse.js';
+import { SseHub } from '../../../src/daemon/status/web/sse.js';
 
 /** A response whose reader takes nothing: every write stays buffered. */
 class StuckResponse extends EventEmitter {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { DaemonStatusSchema, parseDaemonStatus, type DaemonStatus } from '../../../src/daemon/status-schema.js';
+import { DaemonStatusSchema, parseDaemonStatus, type DaemonStatus } from '../../../src/daemon/status/schema.js';
 
 const status: DaemonStatus = {
   version: '0.1.0',

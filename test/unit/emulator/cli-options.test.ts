@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emulatorOptionsFromArgs, type EmulatorArgs } from '../../../src/cli/emulator.js';
+import { emulatorOptionsFromArgs, type EmulatorArgs } from '../../../src/cli/commands/emulator.js';
 
 const args = (extra: Partial<EmulatorArgs>): EmulatorArgs => ({ host: '127.0.0.1', json: false, ...extra });
 

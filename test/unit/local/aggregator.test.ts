@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EventAggregator, isEmptyBatch, type AggregatorOptions, type Batch, type RawEvent, type RawEventKind } from '../../../src/local/aggregator.js';
+import { EventAggregator, isEmptyBatch, type AggregatorOptions, type Batch, type RawEvent, type RawEventKind } from '../../../src/local/watch/aggregator.js';
 
 const ev = (at: number, kind: RawEventKind, path: string, size?: number): RawEvent => ({ at, kind, path, ...(size !== undefined ? { size } : {}) });
 

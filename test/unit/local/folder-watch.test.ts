@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
-import { PendingScope } from '../../../src/daemon/pending-scope.js';
-import { EventAggregator, type RawEvent } from '../../../src/local/aggregator.js';
-import { watchFolders } from '../../../src/local/folder-watch.js';
+import { PendingScope } from '../../../src/daemon/mapping/pending-scope.js';
+import { EventAggregator, type RawEvent } from '../../../src/local/watch/aggregator.js';
+import { watchFolders } from '../../../src/local/watch/folder-watch.js';
 import type { LocalFs } from '../../../src/local/fs.js';
 import { createLocalSide } from '../../../src/local/side.js';
 import { FakeClock } from '../../helpers/fake-clock.js';

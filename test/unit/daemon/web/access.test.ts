@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { AccessPolicy, SESSION_COOKIE } from '../../../../src/daemon/web/access.js';
+import { AccessPolicy, SESSION_COOKIE } from '../../../../src/daemon/status/web/access.js';
 import { FakeClock } from '../../../helpers/fake-clock.js';
 
 const withSession = (id: string): IncomingMessage => ({ headers: { cookie: `${SESSION_COOKIE}=${id}` } }) as unknown as IncomingMessage;

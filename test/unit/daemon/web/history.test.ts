@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DaemonHistory, HISTORY_LIMITS, percentiles } from '../../../../src/daemon/web/history.js';
+import { DaemonHistory, HISTORY_LIMITS, percentiles } from '../../../../src/daemon/status/web/history.js';
 import { FakeClock } from '../../../helpers/fake-clock.js';
 
 const T0 = Date.parse('2026-03-01T10:00:00Z');

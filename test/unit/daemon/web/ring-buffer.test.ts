@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RingBuffer } from '../../../../src/daemon/web/ring-buffer.js';
+import { RingBuffer } from '../../../../src/daemon/status/web/ring-buffer.js';
 
 describe('RingBuffer', () => {
   it('keeps the newest `capacity` items, oldest first, with increasing sequence numbers', () => {

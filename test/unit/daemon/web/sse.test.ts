@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatSse, formatSseComment, parseLastEventId } from '../../../../src/daemon/web/sse.js';
+import { formatSse, formatSseComment, parseLastEventId } from '../../../../src/daemon/status/web/sse.js';
 
 /** A minimal parser following the HTML spec's event-stream rules, to read back what we frame. */
 function parse(stream: string): { event: string; data: string; id: string; retry?: number }[] {

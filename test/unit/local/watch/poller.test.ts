@@ -4,7 +4,7 @@
  * read as deletions.
  */
 import { describe, expect, it } from 'vitest';
-import type { RawEvent } from '../../../../src/local/aggregator.js';
+import type { RawEvent } from '../../../../src/local/watch/aggregator.js';
 import { Poller, type PollProblem } from '../../../../src/local/watch/poller.js';
 import { realClock, type Clock, type TimerHandle } from '../../../../src/time/clock.js';
 import { FakeClock as SharedFakeClock } from '../../../helpers/fake-clock.js';

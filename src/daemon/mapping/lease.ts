@@ -1,0 +1,385 @@
+/**
+ * A mapping's lease at run time (engine/lease.ts is the rule): finds or makes the marker
+ * document, claims it, renews it, watches it as a standby, releases it on a graceful stop.
+ * Used by the daemon's pass loop and by `dssync sync`. Every request goes through the
+ * mapping's client (its pacer); every wait through the one clock.
+ */
+import { writeFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { DatastoreApi } from '../../api/api.js';
+import { isApiError } from '../../api/errors.js';
+import { LEASE, LeaseCore, leaseDocumentBody, leaseDocumentName, leaseMarkersOf, leaseMetadata, leaseRecordOf, pickMarker, type HostProbe, type LeaseHolder, type LeaseMarker, type LeaseRecord } from '../../engine/lease.js';
+import type { LeaseView } from '../../engine/lease-view.js';
+import type { Logger } from '../../log.js';
+import type { Clock } from '../../time/clock.js';
+import type { LeaseStatus } from '../status/schema.js';
+import { newSession } from '../../engine/document-fields.js';
+import { nodeLockProbe } from '../../state/lock.js';
+import { listingBound } from '../../engine/listing-bound.js';
+import { z } from 'zod';
+import { SidecarFile } from '../sidecar-file.js';
+import { nodeStateFs, type StateFs } from '../../state/atomic-file.js';
+
+export interface MappingLeaseDeps {
+  api: DatastoreApi;
+  dataSourceId: string;
+  mappingId: string;
+  /** This process, as its records name it. */
+  holder: LeaseHolder;
+  probe: HostProbe;
+  clock: Clock;
+  logger: Logger;
+  /** Where the marker's body is written before its upload (beside the state). */
+  bodyFile: string;
+  /** The marker's address: a file URL in the mapped folder, the form the mapping's documents have. */
+  url: string;
+  /** Writes and removes that file (tests: in memory). */
+  files?: { write(path: string, text: string): Promise<void>; remove(path: string): Promise<void> } | undefined;
+  /** The lease was taken or lost (the pass loop starts or stops passes). */
+  onChange?: ((held: boolean) => void) | undefined;
+  timing?: typeof LEASE | undefined;
+  /** How many files the mapping tracks: sizes the bound of the marker's search (listing-bound.ts). */
+  filesTracked?: (() => number) | undefined;
+  /** The marker's id as an earlier start found it (kept beside the state): one read instead of a listing. */
+  memo?: MarkerMemo | undefined;
+}
+
+/** Where the marker's id is kept between starts (MappingLeaseDeps.memo). */
+export interface MarkerMemo {
+  load(): Promise<string | undefined>;
+  save(documentId: string): void;
+}
+
+export class MappingLease {
+  private readonly core: LeaseCore;
+  private readonly timing: typeof LEASE;
+  private documentId: string | undefined;
+  /** Markers a creation race left beside the chosen one: the holder deletes them. */
+  private extras: string[] = [];
+  private controller = new AbortController();
+  private loop: Promise<void> | undefined;
+  private wasHeld = false;
+  /** The session of the holder last logged, so that the log says it once. */
+  private toldHolder: string | undefined;
+  private lastError: string | undefined;
+  private released = false;
+  /** The remembered marker was tried (once per process: after that the data source is listed). */
+  private memoTried = false;
+
+  constructor(private readonly d: MappingLeaseDeps) {
+    this.timing = d.timing ?? LEASE;
+    this.core = new LeaseCore({ ...d.holder, mappingId: d.mappingId }, d.probe, this.timing);
+  }
+
+  get dataSourceId(): string {
+    return this.d.dataSourceId;
+  }
+
+  /** The writer session this process's records name (and its documents carry). */
+  get session(): string {
+    return this.d.holder.session;
+  }
+
+  /** Stopped (released): a later claim needs a new lease. */
+  get stopped(): boolean {
+    return this.released;
+  }
+
+  /** This process may write now. */
+  holds(): boolean {
+    return !this.released && this.core.holds(this.d.clock.monotonic());
+  }
+
+  view(): LeaseView {
+    return this.released ? { held: false } : this.core.view(this.d.clock.monotonic());
+  }
+
+  status(): LeaseStatus {
+    const mono = this.d.clock.monotonic();
+    if (this.holds()) return { state: 'held', since: this.core.since, documentId: this.documentId };
+    const other = this.core.standby;
+    if (other !== undefined) {
+      return {
+        state: 'standby',
+        documentId: other.documentId,
+        holder: { host: other.holder.host, session: other.holder.session, installationId: other.holder.installationId, since: other.holder.acquiredAt || undefined },
+      };
+    }
+    return { state: this.released ? 'released' : this.core.atRisk(mono) ? 'at-risk' : 'acquiring', documentId: this.documentId, ...(this.lastError !== undefined ? { error: this.lastError } : {}) };
+  }
+
+  /** Keeps the lease from now on: claims it, renews it, or waits as a standby (again after a stop). */
+  start(): void {
+    if (this.released) {
+      this.released = false;
+      this.controller = new AbortController();
+      this.loop = undefined;
+    }
+    this.loop ??= this.run();
+  }
+
+  /** One attempt to take the lease (`dssync sync`); true when this process holds it after. */
+  async acquire(): Promise<boolean> {
+    await this.attempt();
+    return this.holds();
+  }
+
+  /** Stops keeping the lease; releases it when held (a graceful stop: a standby takes it at once). */
+  async stop(): Promise<void> {
+    this.controller.abort();
+    await this.loop?.catch(() => undefined);
+    const held = this.core.holds(this.d.clock.monotonic());
+    this.released = true;
+    this.changed();
+    if (!held || this.documentId === undefined) return;
+    try {
+      await this.write(this.documentId, this.core.releasedRecord(this.d.clock.now()), AbortSignal.timeout(this.timing.settleMs * 2));
+      this.d.logger.info({ documentId: this.documentId }, 'lease released');
+    } catch (e) {
+      this.d.logger.warn({ err: messageOf(e) }, `lease not released (it expires ${this.timing.durationMs / 1000} s after its last renewal)`);
+    }
+    this.core.lose();
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.controller.signal;
+    // Taken by acquire() just before: the first renewal is due an interval later.
+    if (this.holds()) await this.d.clock.sleep(this.timing.renewMs, signal).catch(() => undefined);
+    while (!signal.aborted) {
+      if (this.holds()) await this.renew();
+      else await this.attempt();
+      this.changed();
+      const wait = this.holds() ? this.timing.renewMs : this.timing.checkMs;
+      await this.d.clock.sleep(wait, signal).catch(() => undefined);
+    }
+  }
+
+  /** read -> claim -> settle -> read again (engine/lease.ts); a standby when another holds it. */
+  private async attempt(): Promise<void> {
+    const signal = this.controller.signal;
+    try {
+      this.documentId ??= (await this.remembered(signal)) ?? (await this.discover(signal));
+      const id = this.documentId;
+      const readAt = this.d.clock.monotonic();
+      const marker = await this.read(id, signal);
+      if (marker === undefined) return;
+      const j = this.core.judge(marker, readAt);
+      if (j.kind === 'live') {
+        this.lost();
+        if (this.toldHolder !== j.holder.session) {
+          this.toldHolder = j.holder.session;
+          this.d.logger.warn(
+            { holderHost: j.holder.host, holderSession: j.holder.session, since: j.holder.acquiredAt, expiresInS: Math.ceil(j.expiresInMs / 1000) },
+            `standby: the lease of mapping ${this.d.mappingId} is held by ${j.holder.host} (session ${j.holder.session}) since ${j.holder.acquiredAt}; nothing is written until it is released or expires`,
+          );
+        }
+        return;
+      }
+      const claimedAt = this.d.clock.monotonic();
+      const claim = this.core.nextRecord(this.d.clock.now());
+      if (!(await this.write(id, claim, signal))) return;
+      if (!this.core.claimInTime(readAt, this.d.clock.monotonic())) {
+        this.d.logger.info('lease claim took too long to be trusted; tried again');
+        return;
+      }
+      await this.d.clock.sleep(this.timing.settleMs, signal);
+      const after = await this.read(id, signal);
+      if (after === undefined) return;
+      if (this.core.confirm(after, claim, claimedAt, this.d.clock.monotonic())) {
+        this.lastError = undefined;
+        this.toldHolder = undefined;
+        if (!this.wasHeld) this.d.logger.info({ documentId: id, why: j.kind === 'free' ? j.why : 'ours' }, `lease of mapping ${this.d.mappingId} taken: this process writes`);
+        await this.deleteExtras(signal);
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      this.note(e);
+    }
+  }
+
+  private async renew(): Promise<void> {
+    const id = this.documentId;
+    if (id === undefined) return;
+    const startedAt = this.d.clock.monotonic();
+    if (await this.write(id, this.core.nextRecord(this.d.clock.now()), this.controller.signal).catch((e: unknown) => this.note(e))) this.core.renewed(startedAt);
+    else if (this.core.atRisk(this.d.clock.monotonic())) {
+      this.d.logger.error(`lease of mapping ${this.d.mappingId} not renewed for ${this.timing.atRiskMs / 1000} s: writes stopped until it is claimed again`);
+    }
+  }
+
+  /**
+   * The marker an earlier start found, when it is still this mapping's marker: every process
+   * picks the same one (pickMarker), and a second is made only when a listing finds none, so
+   * a remembered marker that still exists is the one a listing would pick.
+   */
+  private async remembered(signal: AbortSignal): Promise<string | undefined> {
+    if (this.memoTried || this.d.memo === undefined) return undefined;
+    const id = await this.d.memo.load();
+    if (id === undefined) {
+      this.memoTried = true;
+      return undefined;
+    }
+    try {
+      const doc = await this.d.api.getDocument(this.d.dataSourceId, id, { signal });
+      this.memoTried = true;
+      return leaseMarkersOf([doc], this.d.mappingId).length > 0 ? id : undefined;
+    } catch (e) {
+      if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
+      this.memoTried = true;
+      return undefined;
+    }
+  }
+
+  /** The marker's id: the one every process picks, made when there is none. */
+  private async discover(signal: AbortSignal): Promise<string> {
+    let markers = await this.list(signal);
+    if (markers.length === 0) {
+      const name = leaseDocumentName(this.d.mappingId);
+      const files = this.d.files ?? nodeFiles;
+      await files.write(this.d.bodyFile, leaseDocumentBody(this.d.mappingId));
+      try {
+        await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain', notFolderContent: true }], { signal });
+      } finally {
+        await files.remove(this.d.bodyFile);
+      }
+      // Two processes that both found none each made one: after the settle wait, both see both.
+      await this.d.clock.sleep(this.timing.settleMs, signal);
+      markers = await this.list(signal);
+    }
+    const chosen = pickMarker(markers);
+    if (chosen === undefined) throw new Error('the lease document just made is not in the listing');
+    this.extras = markers.filter((m) => m.documentId !== chosen.documentId).map((m) => m.documentId);
+    this.d.memo?.save(chosen.documentId);
+    return chosen.documentId;
+  }
+
+  private async list(signal: AbortSignal): Promise<LeaseMarker[]> {
+    // Bounded as the mirror's own listing is (listing-bound.ts): an endless listing never holds the lease's search.
+    const docs = await this.d.api.listDocuments(this.d.dataSourceId, { signal, form: 'sync', keep: (doc) => leaseMarkersOf([doc], this.d.mappingId).length > 0, ...listingBound(this.d.filesTracked?.() ?? 0) });
+    return leaseMarkersOf(docs, this.d.mappingId);
+  }
+
+  /** The marker, or undefined when it is gone (found again at the next attempt). */
+  private async read(id: string, signal: AbortSignal): Promise<LeaseMarker | undefined> {
+    try {
+      const doc = await this.d.api.getDocument(this.d.dataSourceId, id, { signal });
+      return { documentId: id, record: leaseRecordOf(doc) };
+    } catch (e) {
+      if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
+      this.gone();
+      return undefined;
+    }
+  }
+
+  /** Writes a record; false when the marker is gone (deleted in the App). */
+  private async write(id: string, record: LeaseRecord, signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.d.api.updateDocument(this.d.dataSourceId, id, { name: leaseDocumentName(this.d.mappingId), url: this.d.url, metadata: leaseMetadata(record) }, { signal });
+      return true;
+    } catch (e) {
+      if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
+      this.gone();
+      return false;
+    }
+  }
+
+  private async deleteExtras(signal: AbortSignal): Promise<void> {
+    for (const id of this.extras) {
+      await this.d.api.deleteDocument(this.d.dataSourceId, id, { signal });
+      this.d.logger.info({ documentId: id }, 'deleted a second lease document (a creation race)');
+    }
+    this.extras = [];
+  }
+
+  private gone(): void {
+    this.d.logger.warn({ documentId: this.documentId }, 'the lease document is gone (deleted in the App?): looked up again');
+    this.documentId = undefined;
+    this.core.lose();
+  }
+
+  private lost(): void {
+    this.core.lose();
+  }
+
+  private note(e: unknown): false {
+    this.lastError = messageOf(e);
+    this.d.logger.warn({ err: this.lastError }, 'lease request failed; tried again');
+    return false;
+  }
+
+  private changed(): void {
+    const held = this.holds();
+    if (held === this.wasHeld) return;
+    this.wasHeld = held;
+    this.d.onChange?.(held);
+  }
+}
+
+/** What makes a mapping's lease: the same for every mapping of a process, but its data source. */
+export interface LeaseSettings {
+  api: DatastoreApi;
+  mappingId: string;
+  /** The marker's body is written beside it before its upload. */
+  statePath: string;
+  /** The mapped folder: the marker's address names a file in it (that is never there). */
+  root: string;
+  clock: Clock;
+  logger: Logger;
+  probe?: HostProbe | undefined;
+  timing?: typeof LEASE | undefined;
+  /** How many files the mapping tracks (MappingLeaseDeps.filesTracked). */
+  filesTracked?: (() => number) | undefined;
+  /** Where the marker's body is written (MappingLeaseDeps.files; the simulation's is in memory). */
+  files?: MappingLeaseDeps['files'];
+  /** The disk of the marker's id kept beside the state (the state's own: the simulation's is in memory). */
+  stateFs?: StateFs | undefined;
+}
+
+/** A mapping's lease for a data source, this process its would-be holder (a new writer session). */
+export function mappingLease(s: LeaseSettings, dataSourceId: string, installationId: string, onChange?: (held: boolean) => void): MappingLease {
+  const probe = s.probe ?? nodeLockProbe;
+  return new MappingLease({
+    api: s.api,
+    dataSourceId,
+    mappingId: s.mappingId,
+    holder: { installationId, session: newSession(), host: probe.hostname, boot: probe.bootId, pid: process.pid, procStart: probe.procStart(process.pid) },
+    probe,
+    clock: s.clock,
+    logger: s.logger,
+    bodyFile: `${s.statePath}.lease-${process.pid}.txt`,
+    url: pathToFileURL(join(s.root, leaseDocumentName(s.mappingId))).href,
+    onChange,
+    timing: s.timing,
+    filesTracked: s.filesTracked,
+    files: s.files,
+    memo: markerMemo(`${s.statePath}.lease-${encodeURIComponent(s.mappingId)}.json`, dataSourceId, s.logger, s.stateFs),
+  });
+}
+
+const MemoSchema = z.object({ dataSourceId: z.string(), documentId: z.string() });
+
+/** The marker's id in a file beside the state, for this data source only (a data source made anew has another marker). */
+function markerMemo(path: string, dataSourceId: string, logger: Logger, fs: StateFs = nodeStateFs): MarkerMemo {
+  const file = new SidecarFile(path, MemoSchema, {
+    unreadable: 'lease marker id unreadable: the data source is listed to find the marker',
+    malformed: 'lease marker id malformed: the data source is listed to find the marker',
+    unwritable: 'lease marker id not kept: the next start lists the data source to find the marker',
+  }, logger, fs);
+  return {
+    load: async () => {
+      const memo = await file.load();
+      return memo?.dataSourceId === dataSourceId ? memo.documentId : undefined;
+    },
+    save: (documentId) => void file.save(() => ({ dataSourceId, documentId })),
+  };
+}
+
+const nodeFiles = {
+  write: (path: string, text: string): Promise<void> => writeFile(path, text, { mode: 0o600 }),
+  remove: (path: string): Promise<void> => rm(path, { force: true }),
+};
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,369 @@
+/**
+ * The watcher's 'folders' mode on plain fs.watch: one inotify watch per mapped folder, no
+ * watch and no stat per file. chokidar, even told to ignore files, reads every folder at
+ * start and stats every file in it (its readdirp runs with alwaysStat): over 100,000 files
+ * in 5,000 folders that is 100,000 lstats at each daemon start, alongside the full pass's
+ * own walk, and ~330 MB of memory the process keeps afterwards (performance.md). Here the
+ * start lists folders only (bounded concurrency) and watches each one.
+ *
+ * Events (the RawEvent kinds of aggregator.ts, which watcher.ts passes on): a folder's watch
+ * names every entry created, written, renamed or deleted in it; each named path is stat-ed
+ * (at most one stat per path at a time) and reported as `change` (with size and mtime, and
+ * the stat itself, which the engine takes instead of statting the file again),
+ * `unlink`, `raw` (unknown), or — for folders — `addDir` / `unlinkDir`. A new folder is
+ * watched before it is listed, so a subfolder created meanwhile is found either way; files
+ * written into it before its watch exists are found by the engine's walk of the `addDir`.
+ *
+ * Watches are tied to a folder's identity (device, inode), not only its path: an inotify
+ * watch follows its inode, so after `mv docs old; mkdir docs` (or the deploy pattern
+ * `rm -rf docs; mv staging docs`) the watch kept under "docs" would describe another folder
+ * and the new "docs" would go unwatched. Whenever an event names a watched folder (the
+ * parent's event, or the folder's own watch reporting itself moved, deleted or failing),
+ * its identity is checked; a folder replaced under its own name is watched again (and
+ * reported as `addDir`, so the engine walks it and pairs moved files as renames).
+ */
+import { basename, join } from 'node:path';
+import PQueue from 'p-queue';
+import type { RawEvent } from './aggregator.js';
+import { errorCode, nodeFs, type FolderWatcher, type FsStats, type LocalFs } from '../fs.js';
+import { LifoQueue } from '../lifo-queue.js';
+import { joinRel, nfc } from '../paths.js';
+import { inotifyQueue } from './queue-overflow.js';
+import type { Clock } from '../../time/clock.js';
+
+export interface FolderWatchOptions {
+  /** The mapped folder, resolved (no symbolic link). */
+  root: string;
+  /** Read at every use: the watcher may swap the filter (an edited ignore file). */
+  filter: (relPath: string, isDir: boolean) => boolean;
+  emit: (e: RawEvent) => void;
+  /** The root's own watch named the root (deleted, moved away?): look whether it is still there. */
+  checkRoot: () => void;
+  /** A watch could not be set up or failed (events may be missed there). */
+  onWatchError: (err: unknown) => void;
+  /**
+   * A folder could not get a watch because the inotify limit is reached (ENOSPC): it and
+   * everything below it are left to the caller (polled). Without it, that is a watch error.
+   */
+  onWatchLimit?: ((rel: string) => void) | undefined;
+  /** The ignore file's path relative to the root, and what to do when an event names it. */
+  ignoreFile?: { rel: string; onChange: () => void } | undefined;
+  /** Events are stamped with its monotonic reading (the aggregator's windows run on it). */
+  clock: Clock;
+  /** The filesystem calls (tests count them); default the real ones. */
+  fs?: LocalFs | undefined;
+}
+
+export interface FolderWatch {
+  close(): void;
+  /** Folders watched (the root included). */
+  watchedDirs(): number;
+  /**
+   * The filter changed: stops watching folders it now excludes, watches (and reports as
+   * `addDir`) folders it now includes. Resolves once done.
+   */
+  refilter(): Promise<void>;
+}
+
+/** Folders listed at once while setting up watches. */
+const LIST_CONCURRENCY = 16;
+
+/** Paths looked at (lstat) at once after their events (a burst of 10,000 files queues). */
+const LOOK_CONCURRENCY = 16;
+
+interface Watched {
+  rel: string;
+  watcher: FolderWatcher;
+  dev: number;
+  ino: number;
+}
+
+export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> {
+  const watch = new FolderWatches(o);
+  await watch.addTree('', o.root, false);
+  return watch;
+}
+
+/** The watches of one mapped folder, and the looks at the paths their events name. */
+class FolderWatches implements FolderWatch {
+  private readonly fs: LocalFs;
+  /** Absolute path -> its relative path ('' = root), watch and the identity it watches. */
+  private readonly watches = new Map<string, Watched>();
+  private closed = false;
+  private readonly looks: PathLooks;
+
+  constructor(private readonly o: FolderWatchOptions) {
+    this.fs = o.fs ?? nodeFs;
+    this.looks = new PathLooks(LOOK_CONCURRENCY, (rel, abs, at, named) => this.look(rel, abs, at, named), () => this.closed, o.onWatchError);
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const w of this.watches.values()) w.watcher.close();
+    this.watches.clear();
+  }
+
+  watchedDirs(): number {
+    return this.watches.size;
+  }
+
+  async refilter(): Promise<void> {
+    for (const [abs, w] of [...this.watches]) {
+      if (w.rel !== '' && this.watches.has(abs) && !this.o.filter(w.rel, true)) this.unwatchTree(abs);
+    }
+    await this.addTree('', this.o.root, true, true);
+  }
+
+  /** Stops watching `abs` and every folder below it; true when `abs` was watched. */
+  private unwatchTree(abs: string): boolean {
+    const was = this.watches.has(abs);
+    const prefix = `${abs}/`;
+    for (const [p, w] of this.watches) {
+      if (p === abs || p.startsWith(prefix)) {
+        w.watcher.close();
+        this.watches.delete(p);
+      }
+    }
+    return was;
+  }
+
+  private onRaw(dirAbs: string, dirRel: string, type: string, filename: string | Buffer | null): void {
+    const o = this.o;
+    // Counted even after close: the event took its room in the process's inotify queue.
+    inotifyQueue.note();
+    if (this.closed) return;
+    const at = o.clock.monotonic();
+    const name = typeof filename === 'string' ? filename : filename?.toString('utf8');
+    if (dirAbs === o.root && name === basename(o.root)) o.checkRoot();
+    if (!name) {
+      // Linux always names the entry; if not, only a walk of the folder can tell what changed.
+      if (dirRel === '') o.emit({ kind: 'raw', path: '', at });
+      else o.emit({ kind: 'addDir', path: dirRel, at });
+      return;
+    }
+    // A folder's own watch names the folder itself when it is moved or deleted (or this is
+    // a child of the same name): is the path still the folder this watch follows?
+    if (dirAbs !== o.root && name === basename(dirAbs)) this.looks.request(dirRel, dirAbs, at, false);
+    const abs = join(dirAbs, name);
+    const rel = joinRel(dirRel, name);
+    if (o.ignoreFile && rel === o.ignoreFile.rel) o.ignoreFile.onChange();
+    if (this.watches.has(abs) || o.filter(rel, true) || o.filter(rel, false)) this.looks.request(rel, abs, at, type === 'rename');
+  }
+
+  /**
+   * What is at a path an event named, by one lstat: a folder new (watched and reported as
+   * `addDir`), replaced under its own name (another device/inode: watched again) or gone
+   * (`unlinkDir`); a file created or written (`add` or `change`, with its size and the stat
+   * itself, so that the engine need not stat it again); gone (`unlink`); or unknown (`raw`:
+   * the lstat failed otherwise). `named`: the event was a 'rename' (the entry appeared or
+   * vanished under this name), so a file found there is new under this name (`add`: it may
+   * still be written).
+   */
+  private async look(rel: string, abs: string, at: number, named: boolean): Promise<void> {
+    const o = this.o;
+    let st: FsStats | undefined;
+    let failure: unknown;
+    try {
+      st = await this.fs.lstat(abs);
+    } catch (e) {
+      failure = e;
+    }
+    if (this.closed) return;
+    if (st?.isDirectory()) {
+      const w = this.watches.get(abs);
+      if (w && w.dev === st.dev && w.ino === st.ino) return;
+      // New, or replaced under its own name: the old watch (if any) follows another folder.
+      this.unwatchTree(abs);
+      if (!o.filter(rel, true)) return;
+      o.emit({ kind: 'addDir', path: rel, at });
+      // Not awaited: listing a new tree must not hold a place meant for one path's lstat.
+      void this.addTree(rel, abs, true);
+      return;
+    }
+    if (this.unwatchTree(abs)) {
+      o.emit({ kind: 'unlinkDir', path: rel, at });
+      return;
+    }
+    if (!o.filter(rel, false)) return;
+    if (st === undefined) {
+      const code = errorCode(failure);
+      o.emit({ kind: code === 'ENOENT' || code === 'ENOTDIR' ? 'unlink' : 'raw', path: rel, at });
+    } else if (st.isFile()) {
+      // The stat goes along only when the path is the file's name as on disk: the engine
+      // finds a name in another Unicode form by listing its folder, and stats it then.
+      const stat = rel === nfc(rel) ? { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino } : undefined;
+      o.emit({ kind: named ? 'add' : 'change', path: rel, size: st.size, mtimeMs: st.mtimeMs, at, stat });
+    } else {
+      // A symbolic link or a special file: let the engine decide what it is.
+      o.emit({ kind: 'change', path: rel, at });
+    }
+  }
+
+  /**
+   * Watches `abs`, then lists it and does the same for each subfolder (bounded concurrency).
+   * `descend`: also list folders already watched (a filter change may include folders below).
+   */
+  async addTree(rel: string, abs: string, report: boolean, descend = false): Promise<void> {
+    // Last in, first out: deep before wide, so few folders wait to be listed.
+    const queue = new PQueue({ concurrency: LIST_CONCURRENCY, queueClass: LifoQueue });
+    const list = (dRel: string, dAbs: string): void => {
+      // A folder that cannot be listed is left to its parent's watch (an event names it
+      // again); anything else that fails is a watch error (events may be missed there).
+      queue
+        .add(async () => {
+          for (const sub of await this.visit(dRel, dAbs, report, descend)) list(sub.rel, sub.abs);
+        })
+        .catch((err: unknown) => this.o.onWatchError(err));
+    };
+    list(rel, abs);
+    await queue.onIdle();
+  }
+
+  /** Watches a folder (unless watched: then only with `descend`) and lists its subfolders to visit. */
+  private async visit(dRel: string, dAbs: string, report: boolean, descend: boolean): Promise<{ rel: string; abs: string }[]> {
+    const o = this.o;
+    if (this.closed) return [];
+    if (this.watches.has(dAbs)) {
+      if (!descend) return [];
+    } else if (!(await this.watchOne(dRel, dAbs))) {
+      return [];
+    }
+    let entries;
+    try {
+      entries = await this.fs.readdir(dAbs);
+    } catch {
+      return [];
+    }
+    const subs: { rel: string; abs: string }[] = [];
+    for (const d of entries) {
+      if (!d.isDirectory()) continue;
+      const r = joinRel(dRel, d.name);
+      if (!o.filter(r, true)) continue;
+      const a = join(dAbs, d.name);
+      if (this.watches.has(a)) {
+        if (descend) subs.push({ rel: r, abs: a });
+        continue;
+      }
+      // Found while setting up a new folder: reported, so its contents are walked too.
+      if (report) o.emit({ kind: 'addDir', path: r, at: o.clock.monotonic() });
+      subs.push({ rel: r, abs: a });
+    }
+    return subs;
+  }
+
+  /**
+   * One folder's watch. Its identity is read BEFORE the watch is set up: if the folder is
+   * replaced in between, the identity kept is the new folder's while the watch follows the
+   * old one, and the next event on the path finds the mismatch and watches again (the other
+   * order would hide the mismatch for good).
+   */
+  private async watchOne(dRel: string, dAbs: string): Promise<boolean> {
+    const { o, fs, watches, looks } = this;
+    let id: { dev: number; ino: number };
+    try {
+      const s = await fs.lstat(dAbs);
+      if (!s.isDirectory()) return false;
+      id = { dev: s.dev, ino: s.ino };
+    } catch {
+      return false; // gone again: its parent's watch reports that
+    }
+    if (this.closed || watches.has(dAbs)) return false;
+    try {
+      const w = fs.watch(dAbs, (type, filename) => this.onRaw(dAbs, dRel, type, filename));
+      w.on('error', (err) => {
+        if (this.closed) return;
+        if (dAbs === o.root) {
+          o.checkRoot();
+          return;
+        }
+        // The folder itself went away or was replaced (its watch ends with it): look again;
+        // a folder still there under the same identity means the watch really failed.
+        void fs.lstat(dAbs).then(
+          (s) => {
+            const cur = watches.get(dAbs);
+            if (cur?.watcher === w && s.isDirectory() && s.dev === id.dev && s.ino === id.ino) o.onWatchError(err);
+            else if (cur?.watcher === w) looks.request(dRel, dAbs, o.clock.monotonic(), false);
+          },
+          () => {
+            if (watches.get(dAbs)?.watcher === w) looks.request(dRel, dAbs, o.clock.monotonic(), false);
+          },
+        );
+      });
+      watches.set(dAbs, { rel: dRel, watcher: w, ...id });
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOSPC' && o.onWatchLimit) {
+        o.onWatchLimit(dRel);
+        return false;
+      }
+      // Gone again before its watch was set up: its parent's watch reports that.
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') o.onWatchError(err);
+      return false;
+    }
+  }
+}
+
+/**
+ * The looks at paths named by events: at most `limit` at once, first in, first out, and at
+ * most one per path: a path that gets more events while its look runs is looked at once
+ * more afterwards (its final state is what counts), with the time of the earliest event
+ * not yet covered. Events on a path waiting for its look fold into it.
+ */
+class PathLooks {
+  private readonly state = new Map<string, PathLook>();
+  private readonly queue: PQueue;
+
+  constructor(
+    limit: number,
+    private readonly look: (rel: string, abs: string, at: number, named: boolean) => Promise<void>,
+    private readonly closed: () => boolean,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    this.queue = new PQueue({ concurrency: limit });
+  }
+
+  request(rel: string, abs: string, at: number, named: boolean): void {
+    const s = this.state.get(rel);
+    if (!s) {
+      const fresh: PathLook = { abs, at, named, running: false, again: undefined };
+      this.state.set(rel, fresh);
+      this.enqueue(rel, fresh);
+      return;
+    }
+    if (s.running && s.again === undefined) s.again = at;
+    // A 'rename' among the events folded here: the next look reports a file as new.
+    if (named) s.named = true;
+  }
+
+  private enqueue(rel: string, s: PathLook): void {
+    this.queue
+      .add(async () => {
+        s.running = true;
+        const named = s.named;
+        s.named = false;
+        try {
+          await this.look(rel, s.abs, s.at, named);
+        } finally {
+          if (s.again !== undefined && !this.closed()) {
+            s.at = s.again;
+            s.again = undefined;
+            s.running = false;
+            this.enqueue(rel, s);
+          } else {
+            this.state.delete(rel);
+          }
+        }
+      })
+      // A look reports what it finds; one that throws (an emit that failed) may have missed an event.
+      .catch(this.onError);
+  }
+}
+
+interface PathLook {
+  abs: string;
+  at: number;
+  named: boolean;
+  running: boolean;
+  again: number | undefined;
+}
