@@ -1,6 +1,6 @@
 /**
  * The status page's files, read once when the endpoint starts and served from memory. They
- * sit next to this module: src/daemon/web/ in the sources, dist/src/daemon/web/ once built
+ * sit next to this module: src/daemon/status/web/ in the sources, dist/src/daemon/status/web/ once built
  * (scripts/postbuild.mjs copies them there, with uPlot's browser build under vendor/). From
  * the sources (tests), uPlot is read from node_modules. Nothing is fetched from elsewhere.
  */
