@@ -33,7 +33,7 @@ export const demoCommand: CommandModule<GlobalArgs, DemoArgs> = {
   },
 };
 
-const SAMPLES = fileURLToPath(new URL('../../../demo/samples/', import.meta.url));
+const SAMPLES = fileURLToPath(new URL('../../../../demo/samples/', import.meta.url));
 
 async function runDemo(folderArg: string | undefined): Promise<number> {
   const [{ startEmulator }, { Daemon }, { loadConfig }, { createLogger }] = await Promise.all([
