@@ -360,3 +360,37 @@ it('seed 18, history 3,627: a rename whose answer was lost, its old path written
   await step(() => w.write('.dssyncignore', ''));
   await checkInvariants(w);
 }, 60_000);
+
+// Seed 3001, history 6,805: names lower-cased and cut at 44 bytes by the service, a.txt's
+// upload answered but its metadata update failed, then a.txt unreadable. Its open intent
+// keeps that upload (".dssync-upload-<nonce>.a.ds" as stored) until the file can be read.
+it('seed 3001, history 6,805: an unreadable file keeps its open upload under a name the service cut', async () => {
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2, nameRule: { lower: true, maxBytes: 44 }, renamesIgnored: false });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = stepper(w);
+  const editorSave = (p: string, c: string): void => {
+    const tmp = p.includes('/') ? `${p.slice(0, p.lastIndexOf('/'))}/.save-tmp` : '.save-tmp';
+    w.write(tmp, c);
+    w.rename(tmp, p);
+  };
+  await step(() => w.write('a.txt', 'x'));
+  await step(() => editorSave('b.txt', 'x'));
+  await step(() => void (w.service.faults = ['none', 'server-error', 'ambiguous', 'server-error', 'none']));
+  await step(() => editorSave('sub/a.txt', 'x'));
+  await step(() => w.damageJournal('flip', 0));
+  await step(() => w.advance(1_000));
+  // writeInHalvesAcrossReload(x.log, 800 ms): a file not included, across a restart.
+  await step(async () => {
+    w.write('x.log', '');
+    await w.advance(800);
+    w.write('x.log', 'half1|');
+    await w.advance(800);
+    await w.restart();
+    await w.advance(800);
+    w.write('x.log', 'half1|rest1|');
+  });
+  await step(() => w.setUnreadable('a.txt', true));
+  await step(() => w.crashNow(0));
+  await checkInvariants(w);
+}, 60_000);
