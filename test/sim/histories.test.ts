@@ -361,9 +361,11 @@ it('seed 18, history 3,627: a rename whose answer was lost, its old path written
   await checkInvariants(w);
 }, 60_000);
 
-// Seed 3001, history 6,805: names lower-cased and cut at 44 bytes by the service, a.txt's
-// upload answered but its metadata update failed, then a.txt unreadable. Its open intent
-// keeps that upload (".dssync-upload-<nonce>.a.ds" as stored) until the file can be read.
+// Seed 3001, history 6,805 (a fault of the oracle): names lower-cased and cut at 44 bytes by
+// the service; a.txt, b.txt and keep.txt sent in one upload whose answer was lost; a.txt made
+// unreadable before any listing showed them. The next start recognises the three by their
+// marks: b.txt and keep.txt get their metadata, a.txt is set aside and its open intent keeps
+// its upload, stored as ".dssync-upload-<nonce>.a.ds", until the file can be read.
 it('seed 3001, history 6,805: an unreadable file keeps its open upload under a name the service cut', async () => {
   const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2, nameRule: { lower: true, maxBytes: 44 }, renamesIgnored: false });
   w.local.write('keep.txt', 'keep');
