@@ -15,7 +15,7 @@
  *    no other document exists (no duplicate, no orphan of a lost or late upload).
  */
 import { expect } from 'vitest';
-import { findUploadMark, unmarkedName } from '../../src/engine/document-fields.js';
+import { documentName, findUploadMark, markUploadName } from '../../src/engine/document-fields.js';
 import type { Doc } from './fake-service.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { storedName } from '../../src/engine/service-names.js';
@@ -139,12 +139,17 @@ export async function checkInvariants(w: World): Promise<void> {
   const { unreadable } = w.expected();
   // Uploads are sent under a marked name (engine/document-fields.ts markUploadName), so even
   // a lost answer of an incremental pass leaves no document dssync cannot tell for its own.
-  const sentFor = unmarkedName;
+  // An unreadable file's upload is told by that name as the service stored it (lower-cased,
+  // cut, its extension dropped, a suffix added: service-names.ts), its nonce whatever it was.
+  const sentForUnreadable = (d: Doc): boolean => {
+    const nonce = findUploadMark(d.name);
+    return nonce !== undefined && [...unreadable].some((p) => storedName(markUploadName(documentName(p), nonce), w.service.variant.nameRule) === d.name);
+  };
   // A service that ignores renames gets uploads under their real names: one whose answer
   // was lost and that landed after its intent closed is a person's document to any client
   // (docs/reliability.md, "Names the service rewrites"): left alone.
   const undecidable = (d: Doc): boolean => w.service.variant.renamesIgnored === true && d.byUs && findUploadMark(d.name) === undefined;
-  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && !isLeaseDocument(d) && !undecidable(d) && d.metadata['dssync_installation'] !== w.installationId && !unreadable.has(sentFor(d.name)));
+  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && !isLeaseDocument(d) && !undecidable(d) && d.metadata['dssync_installation'] !== w.installationId && !sentForUnreadable(d));
   // (While another writer has our identity nothing is written, cleaning up included.)
   if (!cloned) expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
   if (w.config.prune === 'all' && !cloned) {
