@@ -586,10 +586,8 @@ function failure(kind: Op['kind'], path: string, e: unknown): FileFailure {
 }
 
 /**
- * A write that failed. One whose answer was lost (a connection reset, a timeout: a delete,
- * a rename, an update, an uploaded document's metadata, an old version's delete) may or may
- * not have happened: like a lost upload, a listing settles it, so the caller lists again now
- * or asks for a full pass (`ambiguous`); left to the hourly rescan otherwise.
+ * A failed write. One whose answer was lost, whatever the write, may have happened: a listing
+ * settles it, so the caller lists again now or asks for a full pass (`ambiguous`).
  */
 function fail(o: ExecutorOptions, r: ExecutionResult, kind: Op['kind'], path: string, e: unknown): void {
   const f = failure(kind, path, e);
