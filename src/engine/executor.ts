@@ -352,11 +352,6 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
       // The document vanished under us (deleted remotely): the next plan uploads again.
       o.state.deleteFile(o.mappingId, op.kind === 'rename' ? op.from : op.path);
     }
-    // A delete, rename or update whose answer was lost (a connection reset, a timeout) may
-    // or may not have happened: like a lost upload, a listing settles it, so the caller lists
-    // again now or asks for a full pass. Without this, the document of a file deleted or
-    // moved stayed until the hourly rescan (the chaos run's dropped-connection case).
-    if (isApiError(e) && e.ambiguous) r.ambiguous = true;
     fail(o, r, op.kind, op.path, e);
   }
 }
@@ -590,9 +585,14 @@ function failure(kind: Op['kind'], path: string, e: unknown): FileFailure {
   return { path, op: kind, code: typeof code === 'string' && code.startsWith('E_') && codeEntry(code) !== undefined ? code : 'E_UNEXPECTED', message: e instanceof Error ? e.message : String(e) };
 }
 
+/**
+ * A failed write. One whose answer was lost, whatever the write, may have happened: a listing
+ * settles it, so the caller lists again now or asks for a full pass (`ambiguous`).
+ */
 function fail(o: ExecutorOptions, r: ExecutionResult, kind: Op['kind'], path: string, e: unknown): void {
   const f = failure(kind, path, e);
   r.failures.push(f);
+  if (f.ambiguous) r.ambiguous = true;
   emit(o, { kind, path, outcome: 'failed', error: e instanceof Error ? e : undefined });
   if (f.code === 'E_ABORTED' || o.signal?.aborted === true) {
     // Cut off by the stop: counted for executePlan's one summary line, not an error each.

@@ -113,6 +113,16 @@ it('seed 20261132: a file renamed over another right after a slow write leaves n
   await checkInvariants(w);
 }, 60_000);
 
+it('seed 3002, history 4,121: an uploaded document whose metadata update was dropped is settled by the next listing, not left without metadata until the hourly rescan', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  // The start's listing, keep.txt's upload, then its metadata update: the connection drops.
+  await step(() => void (w.service.faults = ['none', 'none', 'dropped']));
+  await step(() => w.advance(2500));
+  await step(() => w.stepWall(-3_600_000));
+  await checkInvariants(w);
+}, 60_000);
+
 it('issue 23, defect 4: an upload given up after its 60 s deadline, the process gone, the service committing 15 s after the next one listed: no document left behind', async () => {
   const w = await startedWorld();
   const step = stepper(w);

@@ -347,6 +347,28 @@ describe('a lost answer of a delete or a rename (the chaos run, dropped connecti
     expect(full.needsFullPass).toBeFalsy();
     expect(api.list().map((d) => d.metadata['dssync_path'])).toEqual(['keep.txt']);
   });
+
+  it("an uploaded document whose metadata update lost its answer is settled by a listing: an incremental pass asks for a full pass, a full pass lists again at once (the simulation, seed 3002)", async () => {
+    const { api, local, mirror } = setup();
+    const paths = (): unknown[] => api.list().map((d) => d.metadata['dssync_path']).sort();
+    local.put('keep.txt', 'hk');
+    await mirror.fullPass();
+    // a.txt is uploaded; the connection drops before the service sees its metadata update.
+    local.put('a.txt', 'h1');
+    let drops = 1;
+    api.failBefore = (op) => (op === 'updateDocument' && drops-- > 0 ? apiError('E_CONNECTION', undefined, { ambiguous: true }) : undefined);
+    const changed = await mirror.changedPass({ files: ['a.txt'], dirs: [] });
+    expect(changed.needsFullPass).toBe(true);
+    await mirror.fullPass();
+    expect(paths()).toEqual(['a.txt', 'keep.txt']);
+    // In a full pass, the same loss is settled by its next round's listing, in the same pass.
+    local.put('b.txt', 'h2');
+    drops = 1;
+    const full = await mirror.fullPass();
+    expect(full.needsFullPass).toBeFalsy();
+    expect(paths()).toEqual(['a.txt', 'b.txt', 'keep.txt']);
+    expect(api.list()).toHaveLength(3);
+  });
 });
 
 describe('an open intent of a file that becomes excluded (the simulation, seed 7)', () => {
