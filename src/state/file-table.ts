@@ -18,7 +18,7 @@
  * writer can forget it). A loaded table's rows are in the file's order, so a snapshot of
  * an unchanged state has the lines of the file it was loaded from, in the same order.
  */
-import { CTIME, DEV, encodeRows, HASHED, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
+import { CTIME, DEV, DIGIT, encodeRows, HASHED, ID_BYTES, idFrom, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
 
 export interface FileEntry {
   documentId: string;
@@ -152,8 +152,6 @@ function nibble(c: number): number {
   return -1;
 }
 
-/** Char codes of the lowercase hex digits. */
-const HEX_CODES = [...'0123456789abcdef'].map((c) => c.charCodeAt(0));
 
 /** FNV-1a of the path's UTF-16 code units: its slot in the index. */
 function hashOf(path: string): number {
@@ -172,11 +170,8 @@ function hashOf(path: string): number {
  * (`doc_` + 32 digits has 34: the `d` and `c` are digits too).
  * An id of another form (more digits, a 256th shape) is kept as a string.
  */
-const ID_BYTES = 18;
 const ID_DIGITS = 2 * ID_BYTES;
 const MAX_SHAPES = 255;
-/** Stands for a digit in a shape (an id holding this character is kept as a string). */
-const DIGIT = 0xffff;
 
 export class FileTable implements ReadonlyFileTable {
   /** Row -> path (undefined: a free row). */
@@ -539,22 +534,7 @@ export class FileTable implements ReadonlyFileTable {
     const block = this.blocks[row >>> BLOCK_SHIFT]!;
     const shape = block.idShape[row & BLOCK_MASK]!;
     if (shape === 0) return this.oddIds?.get(row) as string;
-    const codes = this.shapes[shape]!;
-    const digits = block.idDigits;
-    const at = (row & BLOCK_MASK) * ID_BYTES;
-    const out = new Array<number>(codes.length);
-    let k = 0;
-    for (let i = 0; i < codes.length; i++) {
-      const c = codes[i]!;
-      if (c !== DIGIT) {
-        out[i] = c;
-        continue;
-      }
-      const b = digits[at + (k >> 1)]!;
-      out[i] = HEX_CODES[k & 1 ? b & 15 : b >> 4]!;
-      k++;
-    }
-    return String.fromCharCode(...out);
+    return idFrom(this.shapes[shape]!, block.idDigits, (row & BLOCK_MASK) * ID_BYTES);
   }
 
   private writeSha(row: number, sha256: string): void {
@@ -706,27 +686,43 @@ export class FileTable implements ReadonlyFileTable {
     const a = from & BLOCK_MASK;
     const b = a + (to - from);
     const paths = this.paths.slice(from, to);
-    const ids = new Array<string | undefined>(paths.length);
     const synced = new Uint32Array(paths.length);
     const syncedJson: string[] = [];
-    const local = new Map<number, number>();
+    const syncedLocal = new Map<number, number>();
+    const idShape = new Uint8Array(paths.length);
+    const shapes: number[][] = [[]];
+    const shapeLocal: number[] = [];
+    let oddIds: Map<number, string> | undefined;
     let oddSha: Map<number, string> | undefined;
     for (let i = 0; i < paths.length; i++) {
       if (paths[i] === undefined) continue;
       const row = from + i;
-      ids[i] = this.idAt(row);
       const s = block.synced[a + i]!;
-      let l = local.get(s);
+      let l = syncedLocal.get(s);
       if (l === undefined) {
         l = syncedJson.length;
         syncedJson.push(this.syncedJson[s]!);
-        local.set(s, l);
+        syncedLocal.set(s, l);
       }
       synced[i] = l;
+      const shape = block.idShape[a + i]!;
+      if (shape === 0) (oddIds ??= new Map()).set(i, this.oddIds?.get(row) as string);
+      else idShape[i] = shapeLocal[shape] ??= shapes.push(this.shapes[shape]!) - 1;
       const odd = this.oddSha?.get(row);
       if (odd !== undefined) (oddSha ??= new Map()).set(i, odd);
     }
     // Copies with buffers of their own: a view would carry its whole block to a worker.
-    return { paths, ids, nums: block.nums.slice(a * NUMS, b * NUMS), sha: new Uint8Array(block.sha.subarray(a * SHA_BYTES, b * SHA_BYTES)), oddSha, synced, syncedJson };
+    return {
+      paths,
+      nums: block.nums.slice(a * NUMS, b * NUMS),
+      sha: new Uint8Array(block.sha.subarray(a * SHA_BYTES, b * SHA_BYTES)),
+      oddSha,
+      synced,
+      syncedJson,
+      idShape,
+      idDigits: block.idDigits.slice(a * ID_BYTES, b * ID_BYTES),
+      shapes,
+      oddIds,
+    };
   }
 }

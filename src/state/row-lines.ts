@@ -16,11 +16,23 @@ export const CTIME = 3;
 export const DEV = 4;
 export const INO = 5;
 export const SHA_BYTES = 32;
+/** Bytes of a packed document id's digits (file-table.ts packId): two digits a byte. */
+export const ID_BYTES = 18;
+/** Stands for a digit in an id's shape (an id holding this character is kept as a string). */
+export const DIGIT = 0xffff;
+/** Char codes of the lowercase hex digits. */
+const HEX_CODES = [...'0123456789abcdef'].map((c) => c.charCodeAt(0));
 
 /** Consecutive rows of a table, free rows included (their path undefined). */
 export interface RowsData {
   paths: (string | undefined)[];
-  ids: (string | undefined)[];
+  /** The shape of each row's document id, an index into `shapes` (0: the id is in `oddIds`). */
+  idShape: Uint8Array;
+  /** ID_BYTES of digits per row. */
+  idDigits: Uint8Array;
+  /** The char codes of each shape of the chunk, DIGIT where a digit goes (index 0 unused). */
+  shapes: number[][];
+  oddIds: Map<number, string> | undefined;
   /** NUMS per row. */
   nums: Float64Array;
   /** SHA_BYTES per row. */
@@ -50,10 +62,29 @@ export function encodeRows(d: RowsData): EncodedRows {
     const n = d.nums;
     const odd = d.oddSha?.get(i);
     const sha = odd === undefined ? `"${hex.toString('hex', i * SHA_BYTES, i * SHA_BYTES + SHA_BYTES)}"` : JSON.stringify(odd);
-    text += lineOf(path, d.ids[i] as string, n[o + SIZE] as number, n[o + MTIME] as number, sha, d.syncedJson[d.synced[i] as number] as string, n, o);
+    const shape = d.idShape[i] as number;
+    const id = shape === 0 ? (d.oddIds?.get(i) as string) : idFrom(d.shapes[shape] as number[], d.idDigits, i * ID_BYTES);
+    text += lineOf(path, id, n[o + SIZE] as number, n[o + MTIME] as number, sha, d.syncedJson[d.synced[i] as number] as string, n, o);
     lines++;
   }
   return { text, lines };
+}
+
+/** The document id of shape `codes` whose digits start at `digits[at]`. */
+export function idFrom(codes: readonly number[], digits: Uint8Array, at: number): string {
+  const out = new Array<number>(codes.length);
+  let k = 0;
+  for (let i = 0; i < codes.length; i++) {
+    const c = codes[i] as number;
+    if (c !== DIGIT) {
+      out[i] = c;
+      continue;
+    }
+    const b = digits[at + (k >> 1)] as number;
+    out[i] = HEX_CODES[k & 1 ? b & 15 : b >> 4] as number;
+    k++;
+  }
+  return String.fromCharCode(...out);
 }
 
 /**

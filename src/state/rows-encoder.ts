@@ -63,7 +63,7 @@ export function workerRowsEncoder(url: URL = workerUrl()): RowsEncoder {
       return new Promise<EncodedBatch>((resolve, reject) => {
         waiting.set(id, { resolve, reject });
         const req: EncodeRequest = { id, rows };
-        worker.postMessage(req, rows.flatMap((r) => [r.nums.buffer, r.sha.buffer, r.synced.buffer] as ArrayBuffer[]));
+        worker.postMessage(req, rows.flatMap((r) => [r.nums.buffer, r.sha.buffer, r.synced.buffer, r.idShape.buffer, r.idDigits.buffer] as ArrayBuffer[]));
       });
     },
     async close() {
