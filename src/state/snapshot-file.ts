@@ -1,8 +1,9 @@
 /**
  * The snapshot file (`<path>`): read as a stream at start, written in the background when
- * the journal is folded (store.ts), encoded in slices and copy-on-write (encoder.ts) and
- * streamed into a temp file that then replaces it durably (atomic-file.ts). Neither the
- * read nor the write holds the whole file in memory or blocks the event loop for long.
+ * the journal is folded (store.ts), encoded in slices and copy-on-write (encoder.ts; a large
+ * one's rows in a worker thread, rows-encoder.ts) and streamed into a temp file that then
+ * replaces it durably (atomic-file.ts). Neither the read nor the write holds the whole file
+ * in memory or blocks the event loop for long.
  */
 import { performance } from 'node:perf_hooks';
 import { writeFileAtomic, type StateFs } from './atomic-file.js';
