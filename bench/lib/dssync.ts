@@ -188,7 +188,8 @@ export interface DaemonStatusView {
 export async function startDaemon(configPath: string, env: Record<string, string> = {}): Promise<DaemonHandle> {
   const startedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs(), BIN, 'run', '--config', configPath], {
-    env: childEnv({ DSSYNC_LOG_LEVEL: 'info', ...env }),
+    // The bench's own DSSYNC_LOG_LEVEL (debug: every pass, with BENCH_DAEMON_LOG) wins over info.
+    env: childEnv({ DSSYNC_LOG_LEVEL: process.env.DSSYNC_LOG_LEVEL ?? 'info', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const spawnedAtMs = Date.now();

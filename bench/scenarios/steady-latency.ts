@@ -25,11 +25,16 @@ export type Save = (rel: string, fresh: boolean) => Promise<{ seen: Promise<numb
 
 const SEEN_TIMEOUT_MS = 30_000;
 
+/** A sample slower than this is logged with its path and time, to find in the daemon's log (BENCH_DAEMON_LOG). */
+const SLOW_MS = 2_500;
+
 async function sample(save: Save, rel: string, fresh: boolean): Promise<number> {
   const t0 = performance.now();
+  const writtenAt = new Date().toISOString();
   const { seen } = await save(rel, fresh);
   const t1 = await Promise.race([seen, sleep(SEEN_TIMEOUT_MS, undefined, { ref: false }).then(() => -1)]);
   if (t1 < 0) throw new Error(`steadyLatency: ${rel} did not reach the service within ${SEEN_TIMEOUT_MS / 1000} s`);
+  if (t1 - t0 > SLOW_MS) log(`steadyLatency: slow sample: ${rel} written at ${writtenAt}, at the service ${Math.round(t1 - t0)} ms later`);
   return t1 - t0;
 }
 

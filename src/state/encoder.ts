@@ -32,6 +32,8 @@
 import { crc32 } from 'node:zlib';
 import type { ChunkSink } from './atomic-file.js';
 import type { PinnedChunk } from './file-table.js';
+import type { RowsData } from './row-lines.js';
+import type { EncodedBatch, RowsEncoder } from './rows-encoder.js';
 import { FORMAT_RELEASES, STATE_VERSION, type MappingState, type StateFile } from './schema.js';
 
 interface MappingPlan {
@@ -96,6 +98,46 @@ class Output {
   }
 }
 
+/** Chunks of rows sent to a worker at once (~1 MiB of lines). */
+const BATCH_CHUNKS = 4;
+
+/** The chunks copied for a worker, sent BATCH_CHUNKS at a time, their lines added to the output in order. */
+class Batches {
+  private batch: RowsData[] = [];
+  private inFlight: Promise<EncodedBatch> | undefined;
+
+  constructor(
+    private readonly rows: RowsEncoder,
+    private readonly out: Output,
+  ) {}
+
+  /** Adds a chunk; when that fills a batch, sends it and returns the wait for the batch before it. */
+  add(r: RowsData): Promise<void> | undefined {
+    this.batch.push(r);
+    return this.batch.length >= BATCH_CHUNKS ? this.send() : undefined;
+  }
+
+  /** Every chunk added so far, in the output. */
+  async drain(): Promise<void> {
+    if (this.batch.length) await this.send();
+    await this.settle();
+  }
+
+  private async send(): Promise<void> {
+    const next = this.rows.encode(this.batch);
+    next.catch(() => undefined); // awaited below, after the batch before it
+    this.batch = [];
+    await this.settle();
+    this.inFlight = next;
+  }
+
+  private async settle(): Promise<void> {
+    const e = await this.inFlight;
+    this.inFlight = undefined;
+    if (e) this.out.add(e.bytes, e.lines);
+  }
+}
+
 /**
  * A snapshot of the state to write. Taking it is cheap and synchronous: heads are encoded,
  * the files' chunks of rows are pinned. The chunks are then encoded in slices between other
@@ -106,6 +148,8 @@ export class EncodePlan {
   constructor(
     private readonly header: Buffer,
     private readonly mappings: MappingPlan[],
+    /** Files in the snapshot. */
+    readonly rows: number,
   ) {}
 
   /** Encodes without yielding (tests, tools, small states). */
@@ -129,39 +173,43 @@ export class EncodePlan {
 
   /**
    * Encodes in slices of at most about `sliceMs` (one chunk of rows is the unit), yielding in
-   * between, and hands the bytes to `write` about every MiB (which also yields).
+   * between, and hands the bytes to `write` about every MiB (which also yields). With
+   * `rows` (a worker), the chunks are only copied out of the table here, BATCH_CHUNKS at a
+   * time, and their lines are made there: one batch is encoded while the next is copied.
    */
-  async run(opts: SliceOptions, write: ChunkSink): Promise<EncodeResult> {
+  async run(opts: SliceOptions, write: ChunkSink, rows?: RowsEncoder): Promise<EncodeResult> {
     try {
       const out = new Output();
       let totalMs = 0;
       let maxBlockMs = 0;
       let sliceStart = opts.now();
-      const endSlice = (): void => {
+      /** Ends the slice, awaits `p` (a turn of the event loop at least), starts the next slice. */
+      const pause = async (p: Promise<void>): Promise<void> => {
         const elapsed = opts.now() - sliceStart;
         totalMs += elapsed;
         maxBlockMs = Math.max(maxBlockMs, elapsed);
+        await p;
+        sliceStart = opts.now();
       };
+      const batches = rows ? new Batches(rows, out) : undefined;
       out.add(this.header, 1);
       for (const m of this.mappings) {
         out.add(m.head, 1);
         for (const c of m.chunks) {
-          const e = c.table.encodePinned(c);
-          out.add(Buffer.from(e.text), e.lines);
-          if (out.pending >= WRITE_BYTES) {
-            endSlice();
-            await write(out.take());
-            sliceStart = opts.now();
-          } else if (opts.now() - sliceStart >= opts.sliceMs) {
-            endSlice();
-            await opts.yieldNow();
-            sliceStart = opts.now();
+          if (batches) {
+            const sent = batches.add(c.table.takePinned(c));
+            if (sent) await pause(sent);
+          } else {
+            const e = c.table.encodePinned(c);
+            out.add(Buffer.from(e.text), e.lines);
           }
+          if (out.pending >= WRITE_BYTES) await pause(write(out.take()));
+          else if (opts.now() - sliceStart >= opts.sliceMs) await pause(opts.yieldNow());
         }
+        if (batches) await pause(batches.drain()); // the next mapping's line comes after these rows
       }
       out.addTrailer();
-      endSlice();
-      await write(out.take());
+      await pause(write(out.take()));
       return { bytes: out.bytes, lines: out.lines, totalMs, maxBlockMs };
     } finally {
       this.release();
@@ -200,14 +248,16 @@ export class StateCodec {
    */
   snapshot(state: StateFile): EncodePlan {
     const plans: MappingPlan[] = [];
+    let rows = 0;
     for (const id of Object.keys(state.mappings)) {
       const m = state.mappings[id];
       if (!m) continue;
       plans.push({ head: Buffer.from(`${encodeHead(id, m)}\n`), chunks: m.files.pin() });
+      rows += m.files.size;
     }
     const head = { needs: FORMAT_RELEASES[STATE_VERSION], journalSeq: state.journalSeq, ...(state.identity ? { identity: state.identity } : {}) };
     const header = Buffer.from(`${SNAPSHOT_MAGIC} ${STATE_VERSION} ${JSON.stringify(head)}\n`);
-    return new EncodePlan(header, plans);
+    return new EncodePlan(header, plans, rows);
   }
 
   /** Encodes the whole state at once (tests, tools, small states). */

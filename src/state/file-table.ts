@@ -18,6 +18,8 @@
  * writer can forget it). A loaded table's rows are in the file's order, so a snapshot of
  * an unchanged state has the lines of the file it was loaded from, in the same order.
  */
+import { CTIME, DEV, DIGIT, encodeRows, HASHED, ID_BYTES, idFrom, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
+
 export interface FileEntry {
   documentId: string;
   size: number;
@@ -43,15 +45,6 @@ export interface FileEntry {
 export type EntryStat = Pick<FileEntry, 'size' | 'mtimeMs' | 'hashedAt' | 'ctimeMs' | 'dev' | 'ino'>;
 
 
-/** Numbers per row, in this order. */
-const NUMS = 6;
-const SIZE = 0;
-const MTIME = 1;
-const HASHED = 2;
-const CTIME = 3;
-const DEV = 4;
-const INO = 5;
-const SHA_BYTES = 32;
 const CHUNK_SHIFT = 10;
 /** Rows per chunk: the unit of a snapshot's copy-on-write and of its encoding slices. */
 export const CHUNK_ROWS = 1 << CHUNK_SHIFT;
@@ -148,13 +141,8 @@ export interface PinnedChunk {
   readonly chunk: number;
   /** The rows of the snapshot end before this one. */
   readonly end: number;
-  /** The chunk's lines as they were at the snapshot, taken when a row of it changed first. */
-  copy: EncodedRows | undefined;
-}
-
-export interface EncodedRows {
-  text: string;
-  lines: number;
+  /** The chunk's rows as they were at the snapshot, taken when a row of it changed first. */
+  copy: RowsData | undefined;
 }
 
 /** The value of a lowercase hex digit, or -1. */
@@ -164,8 +152,6 @@ function nibble(c: number): number {
   return -1;
 }
 
-/** Char codes of the lowercase hex digits. */
-const HEX_CODES = [...'0123456789abcdef'].map((c) => c.charCodeAt(0));
 
 /** FNV-1a of the path's UTF-16 code units: its slot in the index. */
 function hashOf(path: string): number {
@@ -184,11 +170,8 @@ function hashOf(path: string): number {
  * (`doc_` + 32 digits has 34: the `d` and `c` are digits too).
  * An id of another form (more digits, a 256th shape) is kept as a string.
  */
-const ID_BYTES = 18;
 const ID_DIGITS = 2 * ID_BYTES;
 const MAX_SHAPES = 255;
-/** Stands for a digit in a shape (an id holding this character is kept as a string). */
-const DIGIT = 0xffff;
 
 export class FileTable implements ReadonlyFileTable {
   /** Row -> path (undefined: a free row). */
@@ -551,22 +534,7 @@ export class FileTable implements ReadonlyFileTable {
     const block = this.blocks[row >>> BLOCK_SHIFT]!;
     const shape = block.idShape[row & BLOCK_MASK]!;
     if (shape === 0) return this.oddIds?.get(row) as string;
-    const codes = this.shapes[shape]!;
-    const digits = block.idDigits;
-    const at = (row & BLOCK_MASK) * ID_BYTES;
-    const out = new Array<number>(codes.length);
-    let k = 0;
-    for (let i = 0; i < codes.length; i++) {
-      const c = codes[i]!;
-      if (c !== DIGIT) {
-        out[i] = c;
-        continue;
-      }
-      const b = digits[at + (k >> 1)]!;
-      out[i] = HEX_CODES[k & 1 ? b & 15 : b >> 4]!;
-      k++;
-    }
-    return String.fromCharCode(...out);
+    return idFrom(this.shapes[shape]!, block.idDigits, (row & BLOCK_MASK) * ID_BYTES);
   }
 
   private writeSha(row: number, sha256: string): void {
@@ -685,7 +653,12 @@ export class FileTable implements ReadonlyFileTable {
 
   /** The lines of a pinned chunk as they were at the snapshot; unpins it. */
   encodePinned(p: PinnedChunk): EncodedRows {
-    const out = p.copy ?? this.encodeRows(p.chunk << CHUNK_SHIFT, Math.min((p.chunk + 1) << CHUNK_SHIFT, p.end));
+    return encodeRows(this.takePinned(p));
+  }
+
+  /** The rows of a pinned chunk as they were at the snapshot (to encode elsewhere); unpins it. */
+  takePinned(p: PinnedChunk): RowsData {
+    const out = p.copy ?? this.rowsAt(p.chunk << CHUNK_SHIFT, Math.min((p.chunk + 1) << CHUNK_SHIFT, p.end));
     this.unpin(p);
     return out;
   }
@@ -698,57 +671,58 @@ export class FileTable implements ReadonlyFileTable {
     if (--this.pinned === 0) this.pins = undefined;
   }
 
-  /** Row `row` is about to change: a pinned chunk holding it keeps its lines first. */
+  /** Row `row` is about to change: a pinned chunk holding it keeps its rows first. */
   private beforeChange(row: number): void {
     const pins = this.pins;
     if (pins === undefined) return;
     const p = pins[row >>> CHUNK_SHIFT];
     if (p === undefined || p.copy !== undefined || row >= p.end) return;
-    p.copy = this.encodeRows(p.chunk << CHUNK_SHIFT, Math.min((p.chunk + 1) << CHUNK_SHIFT, p.end));
+    p.copy = this.rowsAt(p.chunk << CHUNK_SHIFT, Math.min((p.chunk + 1) << CHUNK_SHIFT, p.end));
   }
 
-  /** The snapshot lines of the live rows in [from, to). */
-  private encodeRows(from: number, to: number): EncodedRows {
-    let text = '';
-    let lines = 0;
-    for (let row = from; row < to; row++) {
-      const path = this.paths[row];
-      if (path === undefined) continue;
-      text += this.lineAt(row, path);
-      lines++;
+  /** A copy of the rows in [from, to) (within one chunk, so within one block). */
+  private rowsAt(from: number, to: number): RowsData {
+    const block = this.blocks[from >>> BLOCK_SHIFT]!;
+    const a = from & BLOCK_MASK;
+    const b = a + (to - from);
+    const paths = this.paths.slice(from, to);
+    const synced = new Uint32Array(paths.length);
+    const syncedJson: string[] = [];
+    const syncedLocal = new Map<number, number>();
+    const idShape = new Uint8Array(paths.length);
+    const shapes: number[][] = [[]];
+    const shapeLocal: number[] = [];
+    let oddIds: Map<number, string> | undefined;
+    let oddSha: Map<number, string> | undefined;
+    for (let i = 0; i < paths.length; i++) {
+      if (paths[i] === undefined) continue;
+      const row = from + i;
+      const s = block.synced[a + i]!;
+      let l = syncedLocal.get(s);
+      if (l === undefined) {
+        l = syncedJson.length;
+        syncedJson.push(this.syncedJson[s]!);
+        syncedLocal.set(s, l);
+      }
+      synced[i] = l;
+      const shape = block.idShape[a + i]!;
+      if (shape === 0) (oddIds ??= new Map()).set(i, this.oddIds?.get(row) as string);
+      else idShape[i] = shapeLocal[shape] ??= shapes.push(this.shapes[shape]!) - 1;
+      const odd = this.oddSha?.get(row);
+      if (odd !== undefined) (oddSha ??= new Map()).set(i, odd);
     }
-    return { text, lines };
-  }
-
-  /**
-   * A row's snapshot line, `[path, …FileTuple]` and a newline: what
-   * `JSON.stringify([path, ...entryToTuple(entry)])` makes of its entry (JSON writes a
-   * finite number as String does; the stat fields are null when unknown, and all four are
-   * left out when none is known).
-   */
-  lineAt(row: number, path: string): string {
-    const block = this.blocks[row >>> BLOCK_SHIFT]!;
-    const n = block.nums;
-    const r = row & BLOCK_MASK;
-    const o = r * NUMS;
-    const odd = this.oddSha?.get(row);
-    const sha = odd === undefined ? `"${block.sha.toString('hex', r * SHA_BYTES, r * SHA_BYTES + SHA_BYTES)}"` : JSON.stringify(odd);
-    const head = `[${JSON.stringify(path)},${JSON.stringify(this.idAt(row))},${num(n[o + SIZE] as number)},${num(n[o + MTIME] as number)},${sha},${this.syncedJson[block.synced[r]!] as string}`;
-    const hashedAt = n[o + HASHED] as number;
-    const ctimeMs = n[o + CTIME] as number;
-    const dev = n[o + DEV] as number;
-    const ino = n[o + INO] as number;
-    if (hashedAt !== hashedAt && ctimeMs !== ctimeMs && dev !== dev && ino !== ino) return `${head}]\n`;
-    return `${head},${opt(hashedAt)},${opt(ctimeMs)},${opt(dev)},${opt(ino)}]\n`;
+    // Copies with buffers of their own: a view would carry its whole block to a worker.
+    return {
+      paths,
+      nums: block.nums.slice(a * NUMS, b * NUMS),
+      sha: new Uint8Array(block.sha.subarray(a * SHA_BYTES, b * SHA_BYTES)),
+      oddSha,
+      synced,
+      syncedJson,
+      idShape,
+      idDigits: block.idDigits.slice(a * ID_BYTES, b * ID_BYTES),
+      shapes,
+      oddIds,
+    };
   }
 }
-
-/** A finite number as JSON writes it (-0 as 0). */
-function num(x: number): string {
-  return x === 0 ? '0' : String(x);
-}
-
-function opt(x: number): string {
-  return x === x ? num(x) : 'null';
-}
-

@@ -1,17 +1,28 @@
 /**
  * The snapshot file (`<path>`): read as a stream at start, written in the background when
- * the journal is folded (store.ts), encoded in slices and copy-on-write (encoder.ts) and
- * streamed into a temp file that then replaces it durably (atomic-file.ts). Neither the
- * read nor the write holds the whole file in memory or blocks the event loop for long.
+ * the journal is folded (store.ts), encoded in slices and copy-on-write (encoder.ts; a large
+ * one's rows in a worker thread, rows-encoder.ts) and streamed into a temp file that then
+ * replaces it durably (atomic-file.ts). Neither the read nor the write holds the whole file
+ * in memory or blocks the event loop for long.
  */
 import { performance } from 'node:perf_hooks';
 import { writeFileAtomic, type StateFs } from './atomic-file.js';
 import { readSnapshot } from './decode.js';
 import type { EncodePlan, SliceOptions, StateCodec } from './encoder.js';
+import { workerRowsEncoder, type RowsEncoder } from './rows-encoder.js';
 import type { StateFile } from './schema.js';
 
 /** Longest stretch of encoding or decoding between two turns of the event loop. */
 const SLICE_MS = 8;
+
+/** Where a snapshot's rows are encoded: in a worker (`start`) from `minRows` files, below that in this thread. */
+export interface SnapshotWorker {
+  minRows: number;
+  start: () => RowsEncoder;
+}
+
+/** A worker's start (~30 ms of CPU) costs more than the encoding of fewer files than this. */
+const realWorker: SnapshotWorker = { minRows: 50_000, start: () => workerRowsEncoder() };
 
 const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const realSlices: SliceOptions = { sliceMs: SLICE_MS, yieldNow, now: () => performance.now() };
@@ -49,6 +60,7 @@ export class SnapshotFile {
     private readonly fs: StateFs,
     private readonly codec: StateCodec,
     private readonly slices: SliceOptions = realSlices,
+    private readonly worker: SnapshotWorker = realWorker,
   ) {}
 
   /** The state in the file, or null when there is none. */
@@ -79,11 +91,13 @@ export class SnapshotFile {
   }
 
   private async finish(plan: EncodePlan, slices: SliceOptions, t0: number, snapshotMs: number): Promise<void> {
+    let rows: RowsEncoder | undefined;
     try {
+      if (plan.rows >= this.worker.minRows) rows = this.worker.start();
       await slices.yieldNow(); // the snapshot and the first slice are two separate blocks
       let enc: Awaited<ReturnType<EncodePlan['run']>> | undefined;
       await writeFileAtomic(this.fs, this.path, async (write) => {
-        enc = await plan.run(slices, write);
+        enc = await plan.run(slices, write, rows);
       });
       if (!enc) throw new Error('the snapshot was not encoded');
       this.stats.writes++;
@@ -95,6 +109,8 @@ export class SnapshotFile {
       plan.release(); // the temp file could not even be opened: the plan never ran
       this.stats.failures++;
       throw err;
+    } finally {
+      await rows?.close();
     }
   }
 }

@@ -14,7 +14,8 @@
  *   mutation made before it was called.
  * - When the journal grows past max(`foldMinBytes`, a quarter of the snapshot), it is
  *   folded: a new snapshot is written in the background (encoded in slices of a few ms,
- *   copy-on-write, then replaced atomically: temp + fsync + rename + directory fsync), and
+ *   copy-on-write, a large one's rows in a worker thread, then replaced atomically: temp +
+ *   fsync + rename + directory fsync), and
  *   then the journal is cut to what came after it. A load reads the snapshot and replays
  *   the journal's later ops; the replay is thus bounded by a quarter of the snapshot.
  * - Files are mode 0600, guarded by a lock file so that two daemons never share them. What

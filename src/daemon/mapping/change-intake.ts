@@ -113,6 +113,7 @@ export class ChangeIntake {
   private take(batch: Batch): void {
     if (isEmptyBatch(batch)) return;
     if (batch.rescan) this.d.log.info({ reasons: batch.reasons }, 'watcher lost events: full rescan');
+    else this.d.log.debug({ files: batch.items.length, paths: batch.items.slice(0, 3).map((i) => i.path) }, 'changes queued for a pass');
     this.pending.add(batch);
     this.d.onBatch(batch.rescan);
   }

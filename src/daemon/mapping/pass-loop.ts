@@ -369,7 +369,7 @@ export class PassLoop {
     // One line per full pass (start, periodic rescan, recovery): when the mirror was last
     // known in sync, and what it took. Incremental passes only at debug level.
     this.d.log[kind === 'full' ? 'info' : 'debug'](
-      { kind, ok: report.ok, ...report.counts, ms: Date.parse(report.finishedAt) - Date.parse(report.startedAt) },
+      { kind, ok: report.ok, ...report.counts, settling: report.settling?.length ?? 0, startedAt: report.startedAt, ms: Date.parse(report.finishedAt) - Date.parse(report.startedAt) },
       `${kind === 'full' ? 'full' : 'incremental'} pass done`,
     );
     health.lastPass = { ...report.counts, ok: report.ok, finishedAt: report.finishedAt, kind };
