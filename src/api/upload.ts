@@ -3,9 +3,9 @@
  * multipart body from those very descriptors, and matching the service's answer back to
  * the files.
  *
- * Each file is opened once (local/fs.ts: non-blocking, a regular file only, lying beneath
- * the mapped folder, the very file the walk and the hash saw) and its part is read from that
- * descriptor only — never by path again, so a file or folder swapped for a symbolic link
+ * Each file is opened once, by its owner (`UploadFile.open`, records.ts: non-blocking, a
+ * regular file only, lying beneath the mapped folder, the very file the walk and the hash
+ * saw) and its part is read from that descriptor only — never by path again, so a file or folder swapped for a symbolic link
  * after the check cannot redirect what is sent. While streaming, the bytes are hashed; the
  * last chunk of a file is held back until the hash matches the one recorded at planning and
  * the descriptor's size, mtime and ctime are unchanged. Otherwise the body is abandoned
@@ -21,14 +21,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
-import { errorCode, openRegularFile, type FsStats, type OpenedFile } from '../local/fs.js';
-import { addContentBytesRead } from '../local/hash.js';
+import { errnoOf } from '../errors/errno.js';
 import { testPause } from '../test-hooks.js';
 import { ApiError } from './errors.js';
 import { contentTypeFor, DEFAULT_CONTENT_TYPE } from './content-type.js';
 import { escapeFormName, formNameForms } from './form-name.js';
 import { badResponse, type DecodeContext } from './decode.js';
-import type { DocumentRecord, UploadFile } from './records.js';
+import type { DocumentRecord, OpenedFile, OpenedStat, UploadFile } from './records.js';
 import { nfc } from '../unicode.js';
 import { convertIsolated } from '../convert/isolated.js';
 
@@ -118,9 +117,9 @@ export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promi
 async function openChecked(file: UploadFile, ctx: DecodeContext): Promise<OpenedFile> {
   let opened: OpenedFile;
   try {
-    opened = await (file.open ? file.open() : openRegularFile(file.path));
+    opened = await file.open();
   } catch (e) {
-    const code = errorCode(e);
+    const code = errnoOf(e) ?? 'EUNKNOWN';
     const what =
       code === 'ENOENT'
         ? 'the file is gone (ENOENT)'
@@ -236,11 +235,10 @@ async function* readPart(part: OpenPart, ctx: DecodeContext, sending: boolean): 
     try {
       ({ bytesRead: n } = await opened.handle.read(buffer, 0, buffer.length, pos));
     } catch (e) {
-      throw changed(`could not be read ${when} (${errorCode(e)})`, e);
+      throw changed(`could not be read ${when} (${errnoOf(e) ?? 'EUNKNOWN'})`, e);
     }
     if (n === 0) break;
     pos += n;
-    if (!file.notFolderContent) addContentBytesRead(n);
     if (pos > before.size) throw changed(`it grew beyond ${before.size} bytes ${when}`);
     const chunk = buffer.subarray(0, n);
     hash.update(chunk);
@@ -250,11 +248,11 @@ async function* readPart(part: OpenPart, ctx: DecodeContext, sending: boolean): 
     // that would return 0 is skipped (growth after it shows in the stats below).
     if (pos === before.size) break;
   }
-  let after: FsStats;
+  let after: OpenedStat;
   try {
     after = await opened.handle.stat();
   } catch (e) {
-    throw changed(`could not be checked after it was read (${errorCode(e)})`, e);
+    throw changed(`could not be checked after it was read (${errnoOf(e) ?? 'EUNKNOWN'})`, e);
   }
   if (pos !== before.size) throw changed(`it shrank ${when} (read ${pos} of ${before.size} bytes)`);
   if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed(`it was modified ${when}`);

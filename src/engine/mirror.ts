@@ -439,7 +439,7 @@ export class Mirror {
       logger,
       signal: opts.signal,
       onOp: this.d.onOp,
-      open: this.d.local.open?.bind(this.d.local),
+      open: this.d.local.open.bind(this.d.local),
       preexisting: this.preexisting(),
       // Only a listing of this very pass says what existed right before its uploads.
       preexistingFresh: l.remote !== undefined,

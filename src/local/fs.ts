@@ -25,6 +25,7 @@ import { sharedFolderLister } from './folder-lister.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
 import { openCheckedSteps, type OpenRequest, type RawStats, type Refusal } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
+import type { OpenedFile as UploadOpenedFile } from '../api/records.js';
 import { call, errorCode, nodeCalls, runAsync, runSync, type AsyncSysCalls, type FsDirent, type FsStats, type Steps } from './sys-calls.js';
 
 export type { FsDirent, FsStats } from './sys-calls.js';
@@ -175,10 +176,9 @@ export interface OpenFileOptions {
   within?: Confinement | undefined;
 }
 
-export interface OpenedFile {
-  path: string;
+/** An opened, checked file (the upload's port, api/records.ts), with the facts of its open. */
+export interface OpenedFile extends UploadOpenedFile {
   handle: FsFileHandle;
-  /** fstat of the descriptor right after it was opened. */
   stat: RawStats;
 }
 

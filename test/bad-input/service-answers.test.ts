@@ -17,6 +17,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PassReport } from '../../src/engine/mirror.js';
 import { isListDocuments, isUpload, startMeddler, writes, type Forwarded, type Meddler } from './meddler.js';
 import { createWorld, TOKEN, type PassOptions, type World } from './world.js';
+import { onDisk } from '../helpers/upload-file.js';
 
 let world: World;
 let meddler: Meddler;
@@ -299,7 +300,7 @@ describe('bad-input catalogue: service answers', () => {
     meddler.reset();
     meddler.setRule(hostileIds);
     try {
-      const e = await api.uploadDocuments(scratch.id, [{ path: scratchFile, name: 's20-scratch.txt' }]).then(
+      const e = await api.uploadDocuments(scratch.id, [onDisk(scratchFile, 's20-scratch.txt')]).then(
         () => undefined,
         (err: unknown) => err as ApiError,
       );

@@ -4,8 +4,11 @@
  */
 import type { LocalSide, ScanResult } from '../../src/engine/mirror.js';
 import type { LocalFileInfo } from '../../src/engine/plan.js';
+import { neverOpened } from './upload-file.js';
 
 export class HashedLocal implements LocalSide {
+  /** The FakeApi reads no file. */
+  open = neverOpened;
   files = new Map<string, LocalFileInfo>();
   private inodes = 0;
   /** Writes `content` at `path` at wall time `at` (the same inode when the file exists). */

@@ -334,7 +334,7 @@ export class World {
   private checkLeaseWrite(proc: Process, call: string, args: unknown[]): void {
     if (proc.lease === undefined) return;
     let what: string | undefined;
-    if (call === 'uploadDocuments' && (args[1] as { notFolderContent?: boolean }[]).some((f) => !f.notFolderContent)) what = 'an upload';
+    if (call === 'uploadDocuments' && (args[1] as { path: string }[]).some((f) => !this.service.sideFiles.has(f.path))) what = 'an upload';
     if ((call === 'updateDocument' || call === 'deleteDocument') && !this.isMarker(String(args[1]))) what = `${call === 'deleteDocument' ? 'a delete' : 'an update'} of ${String(args[1])}`;
     if (what === undefined) return;
     this.mirrorWrites++;

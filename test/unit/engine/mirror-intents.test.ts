@@ -11,6 +11,7 @@ import type { Intent, MappingState, PassRecord } from '../../../src/state/schema
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { MemoryState } from '../../helpers/memory-state.js';
+import { neverOpened } from '../../helpers/upload-file.js';
 
 
 class State extends MemoryState implements MirrorState {
@@ -32,6 +33,8 @@ class State extends MemoryState implements MirrorState {
 }
 
 class Local implements LocalSide {
+  /** The FakeApi reads no file. */
+  open = neverOpened;
   files = new Map<string, LocalFileInfo>();
   unreadable = new Set<string>();
   /** Left out by a setting (larger than maxFileBytes): reported as excluded, as side.ts does. */

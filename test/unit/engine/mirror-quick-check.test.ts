@@ -12,6 +12,7 @@ import type { MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { neverOpened } from '../../helpers/upload-file.js';
 
 const T0 = Date.parse('2026-11-23T10:00:00.250Z');
 
@@ -24,6 +25,8 @@ interface FakeFile {
 
 /** A folder whose timestamps have 1-second granularity, like ext4 with 128-byte inodes. */
 class CoarseFolder implements LocalSide {
+  /** The FakeApi reads no file. */
+  open = neverOpened;
   files = new Map<string, FakeFile>();
   hashes = 0;
   private nextIno = 100;
