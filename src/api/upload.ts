@@ -125,11 +125,11 @@ async function openChecked(file: UploadFile, ctx: DecodeContext): Promise<Opened
         ? 'the file is gone (ENOENT)'
         : code === 'ELOOP'
           ? 'it was replaced by a symbolic link; not sent'
-          : code === 'EOUTSIDE'
+          : code === 'E_LOCAL_OUTSIDE'
             ? 'now leads outside its folder (replaced by a symbolic link?); not sent'
-            : code === 'ENOTREG'
+            : code === 'E_LOCAL_NOT_REGULAR'
               ? `not a regular file (${(e as Error).message}); not sent`
-              : code === 'ECHANGED'
+              : code === 'E_LOCAL_FILE_CHANGED'
                 ? 'it was replaced by another file since it was hashed; not sent'
                 : `the file cannot be opened (${code})`;
     throw fileChanged(file, what, ctx, { cause: e });

@@ -26,7 +26,7 @@ export const RecentErrorSchema = z.object({
   at: isoTime,
   path: z.string().optional(),
   message: z.string(),
-  /** The error's stable code (E_*, an errno), beside the prose, when it has one. */
+  /** The error's stable code (E_*, errors/codes.ts), beside the prose, when it has one. */
   code: z.string().optional(),
 });
 export type RecentError = z.infer<typeof RecentErrorSchema>;

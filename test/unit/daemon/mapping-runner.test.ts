@@ -118,7 +118,7 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
     },
     watch: (opts) => {
       watchStarts++;
-      if (watchStarts <= (o.watchFails ?? 0)) return Promise.reject(new WatchError('root-unusable', opts.root, `cannot watch ${opts.root}: ENOENT`, true));
+      if (watchStarts <= (o.watchFails ?? 0)) return Promise.reject(new WatchError('E_WATCH_ROOT_UNUSABLE', opts.root, `cannot watch ${opts.root}: ENOENT`, true));
       watcherClosed = false;
       watcherOpts = opts;
       const w: Watcher = {
@@ -519,7 +519,7 @@ describe('MappingRunner: back-off and the watcher', () => {
     mirror.last().resolve(report());
     await clock.settle();
 
-    watchError(new WatchError('root-gone', '/srv/share', 'the watched folder /srv/share is gone', true));
+    watchError(new WatchError('E_WATCH_ROOT_GONE', '/srv/share', 'the watched folder /srv/share is gone', true));
     await clock.advance(200);
     expect(runner.status().degraded).toEqual([expect.stringContaining('/srv/share')]);
     // The rescan the lost events ask for finds the folder missing: blocked, retried later.
@@ -551,7 +551,7 @@ describe('MappingRunner: back-off and the watcher', () => {
     await clock.settle();
     const calls = mirror.calls.length;
 
-    watchError(new WatchError('mounts-changed', '/srv/share', 'the filesystems mounted on or below /srv/share changed', true));
+    watchError(new WatchError('E_WATCH_MOUNTS_CHANGED', '/srv/share', 'the filesystems mounted on or below /srv/share changed', true));
     await clock.advance(1_000);
     expect(watchStarts()).toBe(2);
     // A pass now could miss what changes before the new poller has learned the tree.
