@@ -22,11 +22,6 @@ import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
 import { nfc } from '../unicode.js';
 
-// The local side's port lives in local-side.ts; re-exported for the mirror's importers.
-export { LocalFileChangedError, LocalFileVanishedError } from './local-side.js';
-export type { ChangeScope, HashedContent, LocalSide, ScanOptions, ScanResult, SkippedFile } from './local-side.js';
-export type { PassReport } from './pass-report.js';
-
 /** The service's listing lacks documents that exist: planning from it would duplicate them. */
 export class ListingIncompleteError extends Error {
   override readonly name = 'ListingIncompleteError';

@@ -28,10 +28,8 @@ import { listFolderSteps } from './list-steps.js';
 import type { OpenedFile as UploadOpenedFile } from '../api/records.js';
 import { call, errorCode, nodeCalls, runAsync, runSync, type AsyncSysCalls, type Steps } from './sys-calls.js';
 
-export type { FsDirent, FsStats } from './sys-calls.js';
 export { errorCode };
 
-export * from './folder-listing.js';
 
 /** A folder's watch (LocalFs.watch). */
 export interface FolderWatcher {

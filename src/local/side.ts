@@ -5,7 +5,7 @@
  * root's condition (an outage, never a mass deletion).
  */
 import { join } from 'node:path';
-import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanOptions, type ScanResult } from '../engine/mirror.js';
+import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanOptions, type ScanResult } from '../engine/local-side.js';
 import type { StatNow } from '../engine/racy.js';
 import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from './errors.js';
 import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';

@@ -14,7 +14,7 @@ import type { ApiError } from '../../src/api/errors.js';
 import { createClientFromConfig } from '../../src/compose/client.js';
 import { loadConfig } from '../../src/config/index.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { PassReport } from '../../src/engine/mirror.js';
+import type { PassReport } from '../../src/engine/pass-report.js';
 import { isListDocuments, isUpload, startMeddler, writes, type Forwarded, type Meddler } from './meddler.js';
 import { createWorld, TOKEN, type PassOptions, type World } from './world.js';
 import { onDisk } from '../helpers/upload-file.js';

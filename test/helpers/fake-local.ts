@@ -21,7 +21,9 @@
  */
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import { listFolderWith, readSmallFile, type FolderListing, type FolderWatcher, type ListingProgress, type FsDirent, type FsStats, type LocalFs } from '../../src/local/fs.js';
+import { listFolderWith, readSmallFile, type FolderWatcher, type LocalFs } from '../../src/local/fs.js';
+import type { FolderListing, ListingProgress } from '../../src/local/folder-listing.js';
+import type { FsDirent, FsStats } from '../../src/local/sys-calls.js';
 
 interface FileNode {
   kind: 'file';

@@ -2,7 +2,7 @@
  * A mapped folder for the mirror's unit tests (the engine's LocalSide, no disk): each file
  * carries its content's hash as it is now and the time of its last write.
  */
-import type { LocalSide, ScanResult } from '../../src/engine/mirror.js';
+import type { LocalSide, ScanResult } from '../../src/engine/local-side.js';
 import type { LocalFileInfo } from '../../src/engine/plan.js';
 import { neverOpened } from './upload-file.js';
 

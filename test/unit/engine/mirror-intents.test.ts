@@ -3,7 +3,8 @@
  * clock), a late-landing upload recognised as ours, and a skipped file keeping its intent.
  */
 import { describe, expect, it } from 'vitest';
-import { Mirror, INTENT_SETTLE_MS, INTENT_STALE_MS, REQUEST_TIMEOUT_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import { Mirror, INTENT_SETTLE_MS, INTENT_STALE_MS, REQUEST_TIMEOUT_MS, type MirrorState } from '../../../src/engine/mirror.js';
+import type { LocalSide, ScanResult } from '../../../src/engine/local-side.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import { storedName } from '../../../src/engine/service-names.js';
 import { unmarkedName } from '../../../src/engine/document-fields.js';

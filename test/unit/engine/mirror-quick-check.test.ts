@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Mirror, type ChangeScope, type HashedContent, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import { Mirror, type MirrorState } from '../../../src/engine/mirror.js';
+import type { ChangeScope, HashedContent, LocalSide, ScanResult } from '../../../src/engine/local-side.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import type { MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi } from '../../helpers/fake-api.js';
