@@ -275,57 +275,32 @@ export function matchUploadResults(files: UploadFile[], records: DocumentRecord[
   }
   const result: (DocumentRecord | undefined)[] = new Array<DocumentRecord | undefined>(files.length).fill(undefined);
   const unnamed: DocumentRecord[] = [];
-  const keys: ((f: UploadFile) => string)[] = [(f) => f.name, (f) => basename(f.name), (f) => nfc(f.name), (f) => nfc(basename(f.name))];
-  const recKeys: ((n: string) => string)[] = [(n) => n, (n) => basename(n), (n) => nfc(n), (n) => nfc(basename(n))];
-
-  const named = records.filter((r) => {
+  let pending = records.filter((r) => {
     if (r.name === undefined || r.name === '') {
       unnamed.push(r);
       return false;
     }
     return true;
   });
+  /** Gives each pending record the file `pick` finds for it (-1: none), in order; the others stay pending. */
+  const match = (pick: (name: string) => number): void => {
+    pending = pending.filter((rec) => {
+      const i = pick(rec.name as string);
+      if (i >= 0) result[i] = rec;
+      return i < 0;
+    });
+  };
+  const free = (pred: (f: UploadFile) => boolean): number => files.findIndex((f, idx) => result[idx] === undefined && pred(f));
   // Match in rounds of increasing tolerance, so an exact match is never taken by a looser one.
-  let pending = named;
-  for (let round = 0; round < keys.length && pending.length > 0; round++) {
-    const fileKey = keys[round] as (f: UploadFile) => string;
-    const recKey = recKeys[round] as (n: string) => string;
-    const left: DocumentRecord[] = [];
-    for (const rec of pending) {
-      const k = recKey(rec.name as string);
-      const i = files.findIndex((f, idx) => result[idx] === undefined && fileKey(f) === k);
-      if (i >= 0) result[i] = rec;
-      else left.push(rec);
-    }
-    pending = left;
-  }
+  for (const form of [(n: string) => n, (n: string) => basename(n), nfc, (n: string) => nfc(basename(n))]) match((name) => free((f) => form(f.name) === form(name)));
   // Names changed by the multipart encoding (escaped, or decoded by the service).
-  if (pending.length > 0) {
-    const left: DocumentRecord[] = [];
-    for (const rec of pending) {
-      const name = nfc(rec.name as string);
-      const i = files.findIndex(
-        (f, idx) => result[idx] === undefined && (formNameForms(nfc(f.name)).includes(name) || formNameForms(nfc(basename(f.name))).includes(name)),
-      );
-      if (i >= 0) result[i] = rec;
-      else left.push(rec);
-    }
-    pending = left;
-  }
+  match((name) => free((f) => formNameForms(nfc(f.name)).includes(nfc(name)) || formNameForms(nfc(basename(f.name))).includes(nfc(name))));
   // Names the service rewrote as it stored them (lower-cased, the extension dropped, a
   // suffix appended, cut at a length): the one file whose name shares the longest start with
   // the record's, ignoring case, when no other file shares as long a one, and that start is
   // the record's whole name or long enough to be no accident (a marked upload name starts
   // with its own nonce, engine/document-fields.ts).
-  if (pending.length > 0) {
-    const left: DocumentRecord[] = [];
-    for (const rec of pending) {
-      const i = longestStart(rec.name as string, files, result);
-      if (i >= 0) result[i] = rec;
-      else left.push(rec);
-    }
-    pending = left;
-  }
+  match((name) => longestStart(name, files, result));
   // One file sent, one document created: it is that file's, whatever the service named it
   // (otherwise the document would be an orphan and the file sent again, pass after pass).
   if (files.length === 1 && records.length === 1 && pending.length === 1) {
