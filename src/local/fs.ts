@@ -26,7 +26,7 @@ import type { FolderListing, ListingProgress } from './folder-listing.js';
 import { openCheckedSteps, type OpenRequest, type RawStats, type Refusal } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
 import type { OpenedFile as UploadOpenedFile } from '../api/records.js';
-import { call, errorCode, nodeCalls, runAsync, runSync, type AsyncSysCalls, type Steps } from './sys-calls.js';
+import { call, errorCode, runAsync, type AsyncSysCalls, type Steps } from './sys-calls.js';
 
 export { errorCode };
 
@@ -238,11 +238,6 @@ export const DEFAULT_SMALL_FILE_BYTES = 1024 * 1024;
  */
 export function readSmallFile(path: string, o: SmallFileOptions = {}): Promise<string> {
   return runAsync(readSmallSteps(path, o), o.fs ?? nodeFs);
-}
-
-/** readSmallFile with node:fs's synchronous calls, for start-up files read before anything runs (a token file, a systemd credential). */
-export function readSmallFileSync(path: string, o: { maxBytes?: number; what?: string; noFollow?: boolean } = {}): string {
-  return runSync(readSmallSteps(path, o), nodeCalls);
 }
 
 function* readSmallSteps(path: string, o: SmallFileOptions): Steps<string> {
