@@ -6,7 +6,7 @@ import type { Op } from '../../engine/plan.js';
 import type { PassReport } from '../../engine/pass-report.js';
 import { printable } from '../../printable.js';
 import { formatCoverage, type MappingCoverage } from '../coverage-table.js';
-import type { DispositionExit } from '../../errors/disposition.js';
+import type { DispositionExit } from '../../errors/codes.js';
 
 export interface MappingOutcome {
   mappingId: string;
