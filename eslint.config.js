@@ -23,12 +23,8 @@ const layers = {
   // The one disposition decides by codes: it imports nothing, so every layer may ask it.
   errors: ['api', 'auth', 'config', 'engine', 'local', 'state', 'daemon', 'cli', 'compose', 'time'],
 };
-/**
- * Allowed exceptions. The client's upload streams each file from the descriptor that
- * local/fs.ts opened and checked (the one place that opens files), so api/ may use it.
- */
+/** Allowed exceptions. */
 const exceptions = {
-  api: { local: ['!../local/fs.js', '!../local/hash.js'] },
   // The config file's `auth` key is validated by the schema that lives beside the providers.
   config: { auth: ['!../auth/settings.js'] },
 };

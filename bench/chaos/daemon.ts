@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { DaemonStatus } from '../../src/daemon/status/status.js';
+import type { DaemonStatus } from '../../src/daemon/status/schema.js';
 import { statusAuthHeader } from '../lib/status-auth.js';
 import { waitFor } from './util.js';
 

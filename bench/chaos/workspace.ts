@@ -6,7 +6,7 @@
  */
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DaemonStatus } from '../../src/daemon/status/status.js';
+import type { DaemonStatus } from '../../src/daemon/status/schema.js';
 import { CONVERGED, TOKEN, checkConvergence, createWorkspace, type Convergence, type Workspace, type WorkspaceOptions } from '../../test/helpers/mirror-check.js';
 import { DaemonProcess, isIdle } from './daemon.js';
 import { waitFor } from './util.js';

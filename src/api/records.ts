@@ -4,9 +4,6 @@
  */
 import type { ConverterId } from '../convert/formats.js';
 import type { ConvertLimits } from '../convert/limits.js';
-import type { OpenedFile } from '../local/fs.js';
-
-export type { OpenedFile } from '../local/fs.js';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -52,6 +49,28 @@ export interface DocumentUpdate {
   metadata: JsonObject;
 }
 
+/** A file's size and times, as `fstat` of its descriptor gives them. */
+export interface OpenedStat {
+  size: number;
+  mtimeMs: number;
+  ctimeMs?: number | undefined;
+}
+
+/**
+ * The port an upload reads through (issue 38.5): a file opened and checked by the side that
+ * owns the files (local/fs.ts `openRegularFile` implements it), read from that descriptor only.
+ */
+export interface OpenedFile {
+  path: string;
+  handle: {
+    read(buffer: Buffer, offset: number, length: number, position: number | null): Promise<{ bytesRead: number }>;
+    stat(): Promise<OpenedStat>;
+    close(): Promise<void>;
+  };
+  /** fstat of the descriptor right after it was opened. */
+  stat: OpenedStat;
+}
+
 /** One file of an upload request, streamed from disk. */
 export interface UploadFile {
   /** Absolute path on disk. */
@@ -67,12 +86,11 @@ export interface UploadFile {
   expectedSize?: number;
   expectedMtimeMs?: number;
   /**
-   * Opens the file, checked by the local side that walked and hashed it (LocalSide.open: a
-   * regular file, beneath the mapped folder, the very file hashed), right before each
-   * attempt; a refusal is E_FILE_CHANGED and nothing is sent. Without it the client opens
-   * the path as a regular file.
+   * Opens the file, checked by the side that owns it (LocalSide.open: a regular file,
+   * beneath the mapped folder, the very file hashed), right before each attempt; a refusal
+   * is E_FILE_CHANGED and nothing is sent. The client opens nothing itself.
    */
-  open?: (() => Promise<OpenedFile>) | undefined;
+  open: () => Promise<OpenedFile>;
   /**
    * SHA-256 recorded for the file: the bytes streamed must hash to it, or the part is
    * abandoned before it ends (E_FILE_CHANGED, ambiguous).
@@ -84,10 +102,4 @@ export interface UploadFile {
    * cannot read is E_CONVERT_FAILED, refused for that file until it changes.
    */
   convert?: { converter: ConverterId; limits: ConvertLimits } | undefined;
-  /**
-   * dssync's own file (the lease marker's body), not a file of the mapped folder: its bytes are
-   * not counted as content read (`dssync_content_bytes_read_total`, which a restart over an
-   * unchanged tree keeps at 0).
-   */
-  notFolderContent?: boolean | undefined;
 }

@@ -3,9 +3,9 @@
  * multipart body from those very descriptors, and matching the service's answer back to
  * the files.
  *
- * Each file is opened once (local/fs.ts: non-blocking, a regular file only, lying beneath
- * the mapped folder, the very file the walk and the hash saw) and its part is read from that
- * descriptor only — never by path again, so a file or folder swapped for a symbolic link
+ * Each file is opened once, by its owner (`UploadFile.open`, records.ts: non-blocking, a
+ * regular file only, lying beneath the mapped folder, the very file the walk and the hash
+ * saw) and its part is read from that descriptor only — never by path again, so a file or folder swapped for a symbolic link
  * after the check cannot redirect what is sent. While streaming, the bytes are hashed; the
  * last chunk of a file is held back until the hash matches the one recorded at planning and
  * the descriptor's size, mtime and ctime are unchanged. Otherwise the body is abandoned
@@ -21,14 +21,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
 import { Readable } from 'node:stream';
-import { errorCode, openRegularFile, type FsStats, type OpenedFile } from '../local/fs.js';
-import { addContentBytesRead } from '../local/hash.js';
+import { errnoOf } from '../errors/errno.js';
 import { testPause } from '../test-hooks.js';
 import { ApiError } from './errors.js';
 import { contentTypeFor, DEFAULT_CONTENT_TYPE } from './content-type.js';
 import { escapeFormName, formNameForms } from './form-name.js';
 import { badResponse, type DecodeContext } from './decode.js';
-import type { DocumentRecord, UploadFile } from './records.js';
+import type { DocumentRecord, OpenedFile, OpenedStat, UploadFile } from './records.js';
 import { nfc } from '../unicode.js';
 import { convertIsolated } from '../convert/isolated.js';
 
@@ -118,19 +117,19 @@ export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promi
 async function openChecked(file: UploadFile, ctx: DecodeContext): Promise<OpenedFile> {
   let opened: OpenedFile;
   try {
-    opened = await (file.open ? file.open() : openRegularFile(file.path));
+    opened = await file.open();
   } catch (e) {
-    const code = errorCode(e);
+    const code = errnoOf(e) ?? 'EUNKNOWN';
     const what =
       code === 'ENOENT'
         ? 'the file is gone (ENOENT)'
         : code === 'ELOOP'
           ? 'it was replaced by a symbolic link; not sent'
-          : code === 'EOUTSIDE'
+          : code === 'E_LOCAL_OUTSIDE'
             ? 'now leads outside its folder (replaced by a symbolic link?); not sent'
-            : code === 'ENOTREG'
+            : code === 'E_LOCAL_NOT_REGULAR'
               ? `not a regular file (${(e as Error).message}); not sent`
-              : code === 'ECHANGED'
+              : code === 'E_LOCAL_FILE_CHANGED'
                 ? 'it was replaced by another file since it was hashed; not sent'
                 : `the file cannot be opened (${code})`;
     throw fileChanged(file, what, ctx, { cause: e });
@@ -236,11 +235,10 @@ async function* readPart(part: OpenPart, ctx: DecodeContext, sending: boolean): 
     try {
       ({ bytesRead: n } = await opened.handle.read(buffer, 0, buffer.length, pos));
     } catch (e) {
-      throw changed(`could not be read ${when} (${errorCode(e)})`, e);
+      throw changed(`could not be read ${when} (${errnoOf(e) ?? 'EUNKNOWN'})`, e);
     }
     if (n === 0) break;
     pos += n;
-    if (!file.notFolderContent) addContentBytesRead(n);
     if (pos > before.size) throw changed(`it grew beyond ${before.size} bytes ${when}`);
     const chunk = buffer.subarray(0, n);
     hash.update(chunk);
@@ -250,11 +248,11 @@ async function* readPart(part: OpenPart, ctx: DecodeContext, sending: boolean): 
     // that would return 0 is skipped (growth after it shows in the stats below).
     if (pos === before.size) break;
   }
-  let after: FsStats;
+  let after: OpenedStat;
   try {
     after = await opened.handle.stat();
   } catch (e) {
-    throw changed(`could not be checked after it was read (${errorCode(e)})`, e);
+    throw changed(`could not be checked after it was read (${errnoOf(e) ?? 'EUNKNOWN'})`, e);
   }
   if (pos !== before.size) throw changed(`it shrank ${when} (read ${pos} of ${before.size} bytes)`);
   if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed(`it was modified ${when}`);
@@ -277,57 +275,32 @@ export function matchUploadResults(files: UploadFile[], records: DocumentRecord[
   }
   const result: (DocumentRecord | undefined)[] = new Array<DocumentRecord | undefined>(files.length).fill(undefined);
   const unnamed: DocumentRecord[] = [];
-  const keys: ((f: UploadFile) => string)[] = [(f) => f.name, (f) => basename(f.name), (f) => nfc(f.name), (f) => nfc(basename(f.name))];
-  const recKeys: ((n: string) => string)[] = [(n) => n, (n) => basename(n), (n) => nfc(n), (n) => nfc(basename(n))];
-
-  const named = records.filter((r) => {
+  let pending = records.filter((r) => {
     if (r.name === undefined || r.name === '') {
       unnamed.push(r);
       return false;
     }
     return true;
   });
+  /** Gives each pending record the file `pick` finds for it (-1: none), in order; the others stay pending. */
+  const match = (pick: (name: string) => number): void => {
+    pending = pending.filter((rec) => {
+      const i = pick(rec.name as string);
+      if (i >= 0) result[i] = rec;
+      return i < 0;
+    });
+  };
+  const free = (pred: (f: UploadFile) => boolean): number => files.findIndex((f, idx) => result[idx] === undefined && pred(f));
   // Match in rounds of increasing tolerance, so an exact match is never taken by a looser one.
-  let pending = named;
-  for (let round = 0; round < keys.length && pending.length > 0; round++) {
-    const fileKey = keys[round] as (f: UploadFile) => string;
-    const recKey = recKeys[round] as (n: string) => string;
-    const left: DocumentRecord[] = [];
-    for (const rec of pending) {
-      const k = recKey(rec.name as string);
-      const i = files.findIndex((f, idx) => result[idx] === undefined && fileKey(f) === k);
-      if (i >= 0) result[i] = rec;
-      else left.push(rec);
-    }
-    pending = left;
-  }
+  for (const form of [(n: string) => n, (n: string) => basename(n), nfc, (n: string) => nfc(basename(n))]) match((name) => free((f) => form(f.name) === form(name)));
   // Names changed by the multipart encoding (escaped, or decoded by the service).
-  if (pending.length > 0) {
-    const left: DocumentRecord[] = [];
-    for (const rec of pending) {
-      const name = nfc(rec.name as string);
-      const i = files.findIndex(
-        (f, idx) => result[idx] === undefined && (formNameForms(nfc(f.name)).includes(name) || formNameForms(nfc(basename(f.name))).includes(name)),
-      );
-      if (i >= 0) result[i] = rec;
-      else left.push(rec);
-    }
-    pending = left;
-  }
+  match((name) => free((f) => formNameForms(nfc(f.name)).includes(nfc(name)) || formNameForms(nfc(basename(f.name))).includes(nfc(name))));
   // Names the service rewrote as it stored them (lower-cased, the extension dropped, a
   // suffix appended, cut at a length): the one file whose name shares the longest start with
   // the record's, ignoring case, when no other file shares as long a one, and that start is
   // the record's whole name or long enough to be no accident (a marked upload name starts
   // with its own nonce, engine/document-fields.ts).
-  if (pending.length > 0) {
-    const left: DocumentRecord[] = [];
-    for (const rec of pending) {
-      const i = longestStart(rec.name as string, files, result);
-      if (i >= 0) result[i] = rec;
-      else left.push(rec);
-    }
-    pending = left;
-  }
+  match((name) => longestStart(name, files, result));
   // One file sent, one document created: it is that file's, whatever the service named it
   // (otherwise the document would be an orphan and the file sent again, pass after pass).
   if (files.length === 1 && records.length === 1 && pending.length === 1) {

@@ -6,6 +6,8 @@
  * Imports nothing but Node's own modules.
  */
 import { readFileSync } from 'node:fs';
+import { registryCode } from '../errors/codes.js';
+import { errnoOf } from '../errors/errno.js';
 
 /** Below this, loading dssync's modules may fail with EMFILE (measured: about 100). */
 export const FDS_TO_LOAD = 256;
@@ -40,6 +42,6 @@ export function fdLimitAdvice(limit: number | undefined): string {
 }
 
 export function isFdExhaustion(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'EMFILE' || code === 'ENFILE';
+  const code = errnoOf(err);
+  return code !== undefined && registryCode(code) === 'E_TOO_MANY_OPEN_FILES';
 }

@@ -6,7 +6,6 @@
 import { nfc } from '../unicode.js';
 
 export const URL_PLACEHOLDERS = ['absPath', 'relPath', 'name', 'mappingId'] as const;
-export type UrlPlaceholder = (typeof URL_PLACEHOLDERS)[number];
 
 export const DEFAULT_URL_TEMPLATE = 'file://{absPath}';
 

@@ -14,12 +14,15 @@
 import { z } from 'zod';
 import type { StateFs } from '../state/atomic-file.js';
 import { SidecarFile } from './sidecar-file.js';
+import { registryCode } from '../errors/codes.js';
 import type { Logger } from '../log.js';
 import type { SavedHistory } from './status/web/history.js';
 
 /** How often a running daemon saves the feed (and at a clean stop). */
 export const FEED_SAVE_EVERY_MS = 5 * 60_000;
 
+/** An entry's error code, as the page filters by it: a name of before issue 38.2 reads as its E_* code. */
+const code = z.string().transform(registryCode).optional();
 const ActivitySchema = z.object({
   at: z.string(),
   mapping: z.string(),
@@ -28,8 +31,9 @@ const ActivitySchema = z.object({
   outcome: z.enum(['done', 'failed', 'rejected', 'changed', 'ambiguous']),
   lagMs: z.number().optional(),
   message: z.string().optional(),
+  code,
 });
-const ProblemSchema = z.object({ at: z.string(), mapping: z.string(), path: z.string().optional(), what: z.string(), message: z.string(), next: z.string() });
+const ProblemSchema = z.object({ at: z.string(), mapping: z.string(), path: z.string().optional(), what: z.string(), message: z.string(), code, next: z.string() });
 const count = z.number().int().nonnegative();
 const PointSchema = z.object({ t: z.number(), ops: count, failed: count, requests: count, throttled: count, retries: count, lagP50: z.number().optional(), lagP95: z.number().optional() });
 const FeedFileSchema = z.object({ version: z.literal(1), activity: z.array(ActivitySchema), problems: z.array(ProblemSchema), points: z.array(PointSchema) });

@@ -98,8 +98,6 @@ export function markUploadName(name: string, nonce: string): string {
   return `${UPLOAD_MARK}${nonce}.${name.slice(0, ext)}${UPLOAD_MARK}${nonce}${name.slice(ext)}`;
 }
 
-export { findUploadMark } from './upload-mark.js';
-
 /** A marked name without its marks (markUploadName): the document's name it was sent for. */
 export function unmarkedName(name: string): string {
   return name.replace(/^\.dssync-upload-[0-9a-z]+\./i, '').replace(/\.dssync-upload-[0-9a-z]+/gi, '');

@@ -23,7 +23,8 @@ import { codeEntry } from '../errors/codes.js';
 import { disposition } from '../errors/disposition.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
-import { documentName, findUploadMark, markUploadName, uploadNonce } from './document-fields.js';
+import { documentName, markUploadName, uploadNonce } from './document-fields.js';
+import { findUploadMark } from './upload-mark.js';
 import { conversionOf, type Conversion, type Formats } from '../convert/policy.js';
 import type { HashedFile, Op } from './plan.js';
 import { learnNameRule, nameAsStored, type ServiceNames } from './service-names.js';
@@ -61,8 +62,8 @@ export interface ExecutorOptions {
   signal?: AbortSignal | undefined;
   /** Called once per finished operation (progress, metrics, the demo's output). */
   onOp?: ((event: OpEvent) => void) | undefined;
-  /** Opens a file to upload, checked by the local side (LocalSide.open); absent: opened by path. */
-  open?: ((file: HashedFile) => Promise<OpenedFile>) | undefined;
+  /** Opens a file to upload, checked by the local side (LocalSide.open). */
+  open: (file: HashedFile) => Promise<OpenedFile>;
   /**
    * Unmarked documents that the last full listing showed under the name a file is uploaded
    * as (people's, never this upload's); undefined when no listing is known. Recorded in the
@@ -356,11 +357,6 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
   }
 }
 
-/** The upload's open of one file (UploadFile.open), by the local side's checks. */
-function openOf(open: (file: HashedFile) => Promise<OpenedFile>, file: HashedFile): () => Promise<OpenedFile> {
-  return () => open(file);
-}
-
 async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions, r: ExecutionResult, intent?: () => Promise<string>): Promise<void> {
   const batch = named.map((n) => n.op);
   let intentId: string;
@@ -384,7 +380,7 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
         expectedMtimeMs: op.file.mtimeMs,
         // The bytes sent must be the file walked and hashed (api/upload.ts).
         expectedSha256: op.file.sha256,
-        ...(o.open === undefined ? {} : { open: openOf(o.open, op.file) }),
+        open: () => o.open(op.file),
       })),
       { signal: o.signal },
     );

@@ -70,10 +70,9 @@ export interface LocalSide {
   hash(file: LocalFileInfo): Promise<HashedContent>;
   /**
    * Opens a file to upload with the hash's checks (a regular file, beneath the mapped
-   * folder, the very file hashed): what the client sends is read from it. Absent on a side
-   * whose files are never read (the engine's fakes): the client opens the path.
+   * folder, the very file hashed): what the client sends is read from it.
    */
-  open?(file: HashedFile): Promise<OpenedFile>;
+  open(file: HashedFile): Promise<OpenedFile>;
 }
 
 /** A file's content hash, with the stat of the very file read (taken before the read). */

@@ -22,11 +22,6 @@ import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
 import { nfc } from '../unicode.js';
 
-// The local side's port lives in local-side.ts; re-exported for the mirror's importers.
-export { LocalFileChangedError, LocalFileVanishedError } from './local-side.js';
-export type { ChangeScope, HashedContent, LocalSide, ScanOptions, ScanResult, SkippedFile } from './local-side.js';
-export type { PassReport } from './pass-report.js';
-
 /** The service's listing lacks documents that exist: planning from it would duplicate them. */
 export class ListingIncompleteError extends Error {
   override readonly name = 'ListingIncompleteError';
@@ -439,7 +434,7 @@ export class Mirror {
       logger,
       signal: opts.signal,
       onOp: this.d.onOp,
-      open: this.d.local.open?.bind(this.d.local),
+      open: this.d.local.open.bind(this.d.local),
       preexisting: this.preexisting(),
       // Only a listing of this very pass says what existed right before its uploads.
       preexistingFresh: l.remote !== undefined,

@@ -10,7 +10,8 @@
 import type { DocumentRecord } from '../api/records.js';
 import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { IntentFile } from '../state/schema.js';
-import { findUploadMark, nonceSession, unmarkedName, uploadTag } from './document-fields.js';
+import { nonceSession, unmarkedName, uploadTag } from './document-fields.js';
+import { findUploadMark } from './upload-mark.js';
 import { isLeaseDocument, type LeaseView } from './lease-view.js';
 import { readMeta, type DssyncMeta } from './metadata.js';
 

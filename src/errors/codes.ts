@@ -34,6 +34,8 @@ const c = (kind: DispositionKind, exit: DispositionExit, reason: string, file?: 
 /** A service's refusal of one file's request: that file waits until it changes. */
 const refused = (reason: string): CodeEntry => c('fatalForMapping', 1, reason, 'refusedForFile');
 const transient = (reason: string): CodeEntry => c('retry', 1, reason);
+/** The disk refuses one file of the folder: that file waits until it changes. */
+const localRefused = (reason: string): CodeEntry => c('fatalForMapping', 1, `local: ${reason}`, 'refusedForFile');
 
 export const ERROR_CODES = {
   // Configuration: the operator must change a setting (exit 2: a systemd unit does not restart).
@@ -60,8 +62,7 @@ export const ERROR_CODES = {
   /** ApiError 404 of the data source (mapping scope); of a document, looked at again. */
   E_NOT_FOUND: c('fatalForMapping', 2, 'data source not found', 'retry'),
   /** Out of file descriptors (errno EMFILE, ENFILE): the limit is the fix; a daemon retries the file. */
-  EMFILE: c('retry', 2, 'out of file descriptors'),
-  ENFILE: c('retry', 2, 'out of file descriptors'),
+  E_TOO_MANY_OPEN_FILES: c('retry', 2, 'out of file descriptors'),
 
   // Credentials refused (exit 3).
   /** CredentialsRefusedError (auth/renewing.ts): the token endpoint or command refused. */
@@ -100,10 +101,29 @@ export const ERROR_CODES = {
   E_PAYLOAD_TOO_LARGE: refused('refused by the service'),
   E_UNSUPPORTED_TYPE: refused('refused by the service'),
   E_CONVERT_FAILED: refused('refused by the service'),
-  /** LocalFileChangedError / LocalFileVanishedError (engine/local-side.ts); ApiError: a file changed while sent. */
+  /** LocalFileChangedError / LocalFileVanishedError (engine/local-side.ts), LocalFileError; ApiError: a file changed while sent. */
   E_LOCAL_FILE_CHANGED: transient('file changed while read'),
   E_LOCAL_FILE_VANISHED: transient('file changed while read'),
   E_FILE_CHANGED: transient('file changed while sent'),
+  /** LocalFileError, IgnoreFileError (local/): a file of the folder refused until it changes; its errno in `errno`. */
+  E_LOCAL_ACCESS: localRefused('permission denied'),
+  E_LOCAL_NOT_A_FILE: localRefused('not a file'),
+  E_LOCAL_LINK_LOOP: localRefused('too many symbolic links'),
+  E_LOCAL_BAD_NAME: localRefused('name not usable'),
+  E_LOCAL_TOO_LARGE: localRefused('too large'),
+  /** LocalFileError: retried (an I/O error, busy, a stale handle, a full or read-only disk; a file not regular or outside its folder now). */
+  E_LOCAL_IO: transient('local: I/O error'),
+  E_LOCAL_NOT_REGULAR: transient('local: not a regular file now'),
+  E_LOCAL_OUTSIDE: transient('local: outside the folder now'),
+  /** WatchError (local/watch/watcher.ts): the watch is set up again, a rescan settles the rest. */
+  E_WATCH_ROOT_GONE: transient('watch: root gone'),
+  E_WATCH_ROOT_UNUSABLE: transient('watch: root unusable'),
+  E_WATCH_ROOT_MOVED: transient('watch: root moved'),
+  E_WATCH_LIMIT: transient('watch: limit reached'),
+  E_WATCH_FAILED: transient('watch: failed'),
+  E_WATCH_DEGRADED: transient('watch: degraded'),
+  E_WATCH_MOUNTS_CHANGED: transient('watch: mounts changed'),
+  E_WATCH_QUEUE_OVERFLOW: transient('watch: queue overflow'),
   /** LeaseNotHeldError (daemon/mapping/lease-gate.ts): another process holds the mapping's lease. */
   E_LEASE_NOT_HELD: transient('lease not held'),
   /** ApiError: 409, 429, 5xx, other 4xx, timeouts, connections, answers not understood (an `ambiguous` one is settled by a listing). */
@@ -118,29 +138,52 @@ export const ERROR_CODES = {
 } as const satisfies Record<string, CodeEntry>;
 
 /**
- * LocalFileError's codes (local/errors.ts) are the system's errno, kept as it is (and
- * ECHANGED, ENOTREG, EOUTSIDE for what errno cannot say): refused for the file, or retried.
+ * The system's errno of a local failure, and the names before issue 38.2 (the errno itself,
+ * ECHANGED, ENOTREG, EOUTSIDE, the watch's kebab-case codes), as the registry's code: the
+ * code a user sees and filters by is E_*; a LocalFileError keeps the errno as its `errno`.
  */
-const LOCAL_REFUSED = ['EACCES', 'EPERM', 'EISDIR', 'ENOTDIR', 'ELOOP', 'EFBIG', 'ENAMETOOLONG', 'EINVAL', 'ENXIO'] as const;
-const LOCAL_TRANSIENT = ['ENOENT', 'EBUSY', 'EAGAIN', 'EIO', 'ESTALE', 'ENOSPC', 'EDQUOT', 'EROFS', 'ECHANGED', 'ENOTREG', 'EOUTSIDE'] as const;
-/** WatchError's codes (local/watch/watcher.ts): the watch is set up again, a rescan settles the rest. */
-export const WATCH_CODES = ['root-gone', 'root-unusable', 'watch-limit', 'watch-failed', 'watch-degraded', 'mounts-changed', 'queue-overflow', 'root-moved'] as const;
-
-const LOCAL_CODES: Record<string, CodeEntry> = Object.fromEntries([
-  ...LOCAL_REFUSED.map((e) => [e, c('fatalForMapping', 1, `local: ${e}`, 'refusedForFile')]),
-  ...LOCAL_TRANSIENT.map((e) => [e, transient(`local: ${e}`)]),
-  ...WATCH_CODES.map((e) => [e, transient(`watch: ${e}`)]),
-]);
+const AS_REGISTERED: Readonly<Record<string, ErrorCode>> = {
+  EACCES: 'E_LOCAL_ACCESS',
+  EPERM: 'E_LOCAL_ACCESS',
+  EISDIR: 'E_LOCAL_NOT_A_FILE',
+  ENOTDIR: 'E_LOCAL_NOT_A_FILE',
+  ENXIO: 'E_LOCAL_NOT_A_FILE',
+  ELOOP: 'E_LOCAL_LINK_LOOP',
+  ENAMETOOLONG: 'E_LOCAL_BAD_NAME',
+  EINVAL: 'E_LOCAL_BAD_NAME',
+  EFBIG: 'E_LOCAL_TOO_LARGE',
+  ENOENT: 'E_LOCAL_FILE_VANISHED',
+  ...Object.fromEntries(['EBUSY', 'EAGAIN', 'EIO', 'ESTALE', 'ENOSPC', 'EDQUOT', 'EROFS'].map((e) => [e, 'E_LOCAL_IO'] as const)),
+  EMFILE: 'E_TOO_MANY_OPEN_FILES',
+  ENFILE: 'E_TOO_MANY_OPEN_FILES',
+  ECHANGED: 'E_LOCAL_FILE_CHANGED',
+  ENOTREG: 'E_LOCAL_NOT_REGULAR',
+  EOUTSIDE: 'E_LOCAL_OUTSIDE',
+  'root-gone': 'E_WATCH_ROOT_GONE',
+  'root-unusable': 'E_WATCH_ROOT_UNUSABLE',
+  'root-moved': 'E_WATCH_ROOT_MOVED',
+  'watch-limit': 'E_WATCH_LIMIT',
+  'watch-failed': 'E_WATCH_FAILED',
+  'watch-degraded': 'E_WATCH_DEGRADED',
+  'mounts-changed': 'E_WATCH_MOUNTS_CHANGED',
+  'queue-overflow': 'E_WATCH_QUEUE_OVERFLOW',
+};
 
 export type ErrorCode = keyof typeof ERROR_CODES;
-export type WatchErrorCode = (typeof WATCH_CODES)[number];
+export type WatchErrorCode = Extract<ErrorCode, `E_WATCH_${string}`>;
 
-/** The registered entry of `code`, or undefined when none is registered. */
+/** The registry's code for `code`: itself, or the E_* code of an errno or an older name (unknown ones stay as they are). */
+export function registryCode(code: string): string {
+  return Object.hasOwn(AS_REGISTERED, code) ? (AS_REGISTERED[code] as ErrorCode) : code;
+}
+
+/** The registered entry of `code` (an errno through its E_* code), or undefined when none is registered. */
 export function codeEntry(code: string): CodeEntry | undefined {
-  return Object.hasOwn(ERROR_CODES, code) ? ERROR_CODES[code as ErrorCode] : Object.hasOwn(LOCAL_CODES, code) ? LOCAL_CODES[code] : undefined;
+  const registered = registryCode(code);
+  return Object.hasOwn(ERROR_CODES, registered) ? ERROR_CODES[registered as ErrorCode] : undefined;
 }
 
 /** Every registered code with its entry (the docs test walks them). */
 export function registeredCodes(): [string, CodeEntry][] {
-  return [...Object.entries(ERROR_CODES), ...Object.entries(LOCAL_CODES)];
+  return Object.entries(ERROR_CODES);
 }

@@ -7,8 +7,6 @@
  */
 import { codeEntry, ERROR_CODES, type DispositionExit, type DispositionKind } from './codes.js';
 
-export type { DispositionExit, DispositionKind };
-
 export interface Disposition {
   kind: DispositionKind;
   exitCode: DispositionExit;

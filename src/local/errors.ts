@@ -1,17 +1,25 @@
+import { registryCode } from '../errors/codes.js';
+
 /**
  * Typed failures of reading a local file. Each names the file; the engine decides what
  * each means (vanished: gone; changed: look again later; access: report and skip).
  */
 export class LocalFileError extends Error {
   override name = 'LocalFileError';
+  /** The registry's code (errors/codes.ts: E_LOCAL_*). */
+  readonly code: string;
+  /** The system's errno behind it (EACCES, EIO...), when the system gave one. */
+  readonly errno: string | undefined;
   constructor(
     /** The file as on disk. */
     readonly path: string,
-    /** errno code, or 'ECHANGED' for a file that changed while read. */
-    readonly code: string,
+    /** The system's errno, or a registry code for what errno cannot say. */
+    code: string,
     message: string,
   ) {
     super(message);
+    this.code = registryCode(code);
+    this.errno = code.startsWith('E_') ? undefined : code;
   }
 }
 
@@ -19,7 +27,7 @@ export class LocalFileError extends Error {
 export class FileChangedError extends LocalFileError {
   override name = 'FileChangedError';
   constructor(path: string, detail: string) {
-    super(path, 'ECHANGED', `${path} changed while it was being read (${detail}); it will be read again once it is stable`);
+    super(path, 'E_LOCAL_FILE_CHANGED', `${path} changed while it was being read (${detail}); it will be read again once it is stable`);
   }
 }
 
@@ -58,7 +66,7 @@ export class NotRegularFileError extends LocalFileError {
     path: string,
     readonly kind: SpecialFileKind,
   ) {
-    super(path, 'ENOTREG', `${path} is ${kind}, not a regular file; it is not read`);
+    super(path, 'E_LOCAL_NOT_REGULAR', `${path} is ${kind}, not a regular file; it is not read`);
   }
 }
 
@@ -69,7 +77,7 @@ export class NotRegularFileError extends LocalFileError {
 export class OutsideFolderError extends LocalFileError {
   override name = 'OutsideFolderError';
   constructor(path: string, root: string, detail: string) {
-    super(path, 'EOUTSIDE', `${path} now leads outside the mapped folder ${root} (${detail}); it is not read`);
+    super(path, 'E_LOCAL_OUTSIDE', `${path} now leads outside the mapped folder ${root} (${detail}); it is not read`);
   }
 }
 

@@ -17,6 +17,7 @@ import picomatch from 'picomatch';
 import { join } from 'node:path';
 import { nodeFs, errorCode, errorMessage, type LocalFs } from './fs.js';
 import { ancestorsOf, baseName, normalizeRelPath } from './paths.js';
+import { registryCode } from '../errors/codes.js';
 
 export type ExcludeReason = 'hidden' | 'temporary' | 'system' | 'exclude' | 'ignore-file' | 'not-included';
 
@@ -104,12 +105,15 @@ function toPathGlob(glob: string): string {
 
 export class IgnoreFileError extends Error {
   override readonly name = 'IgnoreFileError';
+  /** The registry's code (errors/codes.ts: E_LOCAL_*); the system's errno in `errno`. */
+  readonly code: string;
   constructor(
     readonly path: string,
-    readonly code: string,
+    readonly errno: string,
     message: string,
   ) {
     super(message);
+    this.code = registryCode(errno);
   }
 }
 

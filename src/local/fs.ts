@@ -25,23 +25,11 @@ import { sharedFolderLister } from './folder-lister.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
 import { openCheckedSteps, type OpenRequest, type RawStats, type Refusal } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
-import { call, errorCode, nodeCalls, runAsync, runSync, type AsyncSysCalls, type FsDirent, type FsStats, type Steps } from './sys-calls.js';
+import type { OpenedFile as UploadOpenedFile } from '../api/records.js';
+import { call, errorCode, runAsync, type AsyncSysCalls, type Steps } from './sys-calls.js';
 
-export type { FsDirent, FsStats } from './sys-calls.js';
 export { errorCode };
 
-export interface FsFileHandle {
-  read(buffer: Buffer, offset: number, length: number, position: number | null): Promise<{ bytesRead: number }>;
-  stat(): Promise<FsStats>;
-  close(): Promise<void>;
-  /**
-   * Where the opened file really is: the kernel's path for the descriptor. Undefined when
-   * the system does not tell (no /proc), or for a fake.
-   */
-  realPath?(): Promise<string | undefined>;
-}
-
-export * from './folder-listing.js';
 
 /** A folder's watch (LocalFs.watch). */
 export interface FolderWatcher {
@@ -49,13 +37,11 @@ export interface FolderWatcher {
   on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
-export interface LocalFs {
-  /** Follows symbolic links. */
-  stat(path: string): Promise<FsStats>;
-  /** Does not follow a final symbolic link. */
-  lstat(path: string): Promise<FsStats>;
-  /** Entries with their types (one call per folder; no per-entry stat for folders). */
-  readdir(path: string): Promise<FsDirent[]>;
+/**
+ * The system calls the listing and hashing steps make (sys-calls.ts: `stat` follows links,
+ * `lstat` does not, `open` reads without blocking, a file's calls by its descriptor), and:
+ */
+export interface LocalFs extends AsyncSysCalls {
   /**
    * Opens the folder (`O_DIRECTORY`, and `O_NOFOLLOW` with `noFollow`: a folder swapped
    * for a link fails with ELOOP or ENOTDIR), lists that very folder whatever happens to its
@@ -68,17 +54,10 @@ export interface LocalFs {
    * poller's).
    */
   listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing>;
-  realpath(path: string): Promise<string>;
   /** A folder's watch (fs.watch): each event names the entry of the folder it is about. */
   watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher;
   /** A small text file (the ignore file), with the checks of readSmallFile. */
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;
-  /**
-   * Opens for reading without blocking (a FIFO opens at once); `noFollow` refuses a
-   * symbolic link as the last component (ELOOP); `folder` opens only a folder (ENOTDIR).
-   * Use openRegularFile, which checks what was opened.
-   */
-  open(path: string, opts?: { noFollow?: boolean; folder?: boolean }): Promise<FsFileHandle>;
 }
 
 // The callback API, promisified, is markedly cheaper per call than fs.promises (measured
@@ -92,9 +71,9 @@ const openP = promisify(open);
 const fstatP = promisify(fstat);
 const closeP = promisify(close);
 /** fs.read's callback has two results (bytesRead, buffer): wrapped by hand, not promisified. */
-function readP(fd: number, buffer: Buffer, offset: number, length: number, position: number | null): Promise<{ bytesRead: number }> {
+function readP(fd: number, buffer: Buffer, offset: number, length: number, position: number | null): Promise<number> {
   return new Promise((resolve, reject) => {
-    read(fd, buffer, offset, length, position, (err, bytesRead) => (err ? reject(err) : resolve({ bytesRead })));
+    read(fd, buffer, offset, length, position, (err, bytesRead) => (err ? reject(err) : resolve(bytesRead)));
   });
 }
 
@@ -117,33 +96,32 @@ export const nodeFs: LocalFs = {
   watch: (path, listener) => fsWatch(path, { persistent: true }, listener),
   realpath: (path) => realpathP(path),
   readFile: (path, opts) => readSmallFile(path, { ...opts, fs: nodeFs }),
-  async open(path, opts) {
-    return fdHandle(await openP(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (opts?.folder ? O_DIRECTORY : 0) | (opts?.noFollow ? O_NOFOLLOW : 0)));
-  },
+  // A bare descriptor and the callback API: fs.promises' FileHandle costs markedly more CPU
+  // per call (a first mirror makes ~14 of these calls per file).
+  open: (path, o) => openP(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (o.folder ? O_DIRECTORY : 0) | (o.noFollow ? O_NOFOLLOW : 0)),
+  fstat: (fd) => fstatP(fd),
+  read: readP,
+  close: (fd) => closeP(fd),
+  fdPath: procPath,
 };
 
 /**
- * A file handle over a bare descriptor and the callback API: a file's open, stat, read and
- * close through fs.promises' FileHandle cost markedly more CPU per call (a first mirror makes
- * ~14 of these calls per file). The descriptor is closed once, by close(); a second close is
- * a no-op (never a close of a number the kernel may have handed to another open since).
+ * An open file handed to its caller (the upload), read through `fs` by its descriptor. It is
+ * closed once, by close(); a second close is a no-op (never a close of a number the kernel
+ * may have handed to another open since), and a call after it is EBADF.
  */
-function fdHandle(fd: number): FsFileHandle {
+function handleOf(fs: LocalFs, fd: number): OpenedFile['handle'] {
   let open = true;
+  const closed = (syscall: string): Promise<never> => Promise.reject(Object.assign(new Error(`${syscall} on a closed file (EBADF)`), { code: 'EBADF', syscall }));
   return {
-    read: (buffer, offset, length, position) => (open ? readP(fd, buffer, offset, length, position) : Promise.reject(closedError('read'))),
-    stat: () => (open ? fstatP(fd) : Promise.reject(closedError('fstat'))),
+    read: async (buffer, offset, length, position) => (open ? { bytesRead: await fs.read(fd, buffer, offset, length, position) } : closed('read')),
+    stat: () => (open ? fs.fstat(fd) : closed('fstat')),
     close: () => {
       if (!open) return Promise.resolve();
       open = false;
-      return closeP(fd);
+      return fs.close(fd);
     },
-    realPath: () => (open ? procPath(fd) : Promise.resolve(undefined)),
   };
-}
-
-function closedError(syscall: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`${syscall} on a closed file (EBADF)`), { code: 'EBADF', syscall });
 }
 
 /** Where a file must lie: beneath a mapped folder. */
@@ -175,10 +153,8 @@ export interface OpenFileOptions {
   within?: Confinement | undefined;
 }
 
-export interface OpenedFile {
-  path: string;
-  handle: FsFileHandle;
-  /** fstat of the descriptor right after it was opened. */
+/** An opened, checked file (the upload's port, api/records.ts), with the facts of its open. */
+export interface OpenedFile extends UploadOpenedFile {
   stat: RawStats;
 }
 
@@ -189,10 +165,10 @@ export interface OpenedFile {
  * (another file than the one expected).
  */
 export async function openRegularFile(path: string, o: OpenFileOptions = {}): Promise<OpenedFile> {
-  const calls = callsOf(o.fs ?? nodeFs);
-  const opened = await runAsync(openCheckedSteps(openRequest(path, o)), calls);
+  const fs = o.fs ?? nodeFs;
+  const opened = await runAsync(openCheckedSteps(openRequest(path, o)), fs);
   if (opened.refused !== undefined) throw refusedError(path, opened.refused, opened.before, o.within);
-  return { path, handle: calls.take(opened.fd), stat: opened.before };
+  return { path, handle: handleOf(fs, opened.fd), stat: opened.before };
 }
 
 /** What the steps need of a file's open (hash-steps.ts). */
@@ -221,43 +197,6 @@ export function refusedError(path: string, refused: Refusal, before: RawStats, w
 }
 
 /**
- * A LocalFs's calls as the steps ask for them (sys-calls.ts), its open files by number;
- * `take(fd)` hands an open file over to the caller.
- */
-export function callsOf(fs: LocalFs): AsyncSysCalls & { take(fd: number): FsFileHandle } {
-  const files = new Map<number, FsFileHandle>();
-  let next = 0;
-  const file = (fd: number): FsFileHandle => {
-    const h = files.get(fd);
-    if (h === undefined) throw closedError('a call');
-    return h;
-  };
-  return {
-    open: async (path, opts) => {
-      files.set(++next, await fs.open(path, opts));
-      return next;
-    },
-    fstat: (fd) => file(fd).stat(),
-    read: async (fd, buffer, offset, length, position) => (await file(fd).read(buffer, offset, length, position)).bytesRead,
-    close: async (fd) => {
-      const h = files.get(fd);
-      files.delete(fd);
-      await h?.close();
-    },
-    fdPath: async (fd) => file(fd).realPath?.(),
-    readdir: (path) => fs.readdir(path),
-    lstat: (path) => fs.lstat(path),
-    stat: (path) => fs.stat(path),
-    realpath: (path) => fs.realpath(path),
-    take: (fd) => {
-      const h = file(fd);
-      files.delete(fd);
-      return h;
-    },
-  };
-}
-
-/**
  * `LocalFs.listFolder` made with a LocalFs's own calls, by the worker's steps (list-steps.ts):
  * how the fakes list. `progress` moves after each call.
  */
@@ -265,7 +204,7 @@ export async function listFolderWith(fs: LocalFs, path: string, opts?: { noFollo
   opts?.signal?.throwIfAborted();
   let moved = 0;
   opts?.progress?.follow(() => moved);
-  return runAsync(listFolderSteps(path, opts?.noFollow === true), callsOf(fs), { after: () => void moved++ });
+  return runAsync(listFolderSteps(path, opts?.noFollow === true), fs, { after: () => void moved++ });
 }
 
 /** The refusal of a file whose kernel path is not where the confinement says. */
@@ -298,12 +237,7 @@ export const DEFAULT_SMALL_FILE_BYTES = 1024 * 1024;
  * that grows past it while read) FileTooLargeError naming it.
  */
 export function readSmallFile(path: string, o: SmallFileOptions = {}): Promise<string> {
-  return runAsync(readSmallSteps(path, o), callsOf(o.fs ?? nodeFs));
-}
-
-/** readSmallFile with node:fs's synchronous calls, for start-up files read before anything runs (a token file, a systemd credential). */
-export function readSmallFileSync(path: string, o: { maxBytes?: number; what?: string; noFollow?: boolean } = {}): string {
-  return runSync(readSmallSteps(path, o), nodeCalls);
+  return runAsync(readSmallSteps(path, o), o.fs ?? nodeFs);
 }
 
 function* readSmallSteps(path: string, o: SmallFileOptions): Steps<string> {

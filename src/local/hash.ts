@@ -5,7 +5,7 @@
  * hashed are one version of the file — the descriptor is stat'ed before and after, and the
  * path after; any difference in size, mtime, ctime or identity means it changed while read.
  */
-import { callsOf, errorCode, errorMessage, nodeFs, openRequest, refusedError, type OpenFileOptions } from './fs.js';
+import { errorCode, errorMessage, nodeFs, openRequest, refusedError, type OpenFileOptions } from './fs.js';
 import { FileAccessError, FileChangedError, FileReadError, FileVanishedError } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
 import { hashSteps, type HashRequest, type RawHash, type RawStats } from './hash-steps.js';
@@ -74,7 +74,7 @@ export async function hashFile(diskPath: string, opts: HashOptions = {}): Promis
     raw =
       fs === nodeFs && process.platform === 'linux' && opts.size !== undefined && opts.size <= WORKER_MAX_BYTES
         ? await sharedFolderLister().hash(req, signal)
-        : await runAsync(hashSteps(req), callsOf(fs), { before: (c) => c.name !== 'close' && signal?.throwIfAborted() });
+        : await runAsync(hashSteps(req), fs, { before: (c) => c.name !== 'close' && signal?.throwIfAborted() });
   } catch (e) {
     if (signal?.aborted) throw signal.reason;
     throw (e as { step?: unknown }).step === 'read' ? readError(diskPath, e) : openError(diskPath, e);

@@ -8,8 +8,6 @@
 import { isAbsolute, relative, sep } from 'node:path';
 import { nfc } from '../unicode.js';
 
-/** NFC form of a name or relative path (src/unicode.ts, the one normalisation). */
-export { nfc } from '../unicode.js';
 
 /** Joins a relative directory path ('' = the root) and an entry name, normalised. */
 export function joinRel(dir: string, name: string): string {

@@ -5,12 +5,13 @@
  * root's condition (an outage, never a mass deletion).
  */
 import { join } from 'node:path';
-import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanOptions, type ScanResult } from '../engine/mirror.js';
+import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanOptions, type ScanResult } from '../engine/local-side.js';
 import type { StatNow } from '../engine/racy.js';
 import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from './errors.js';
 import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';
 import { confinementOf, errorCode, errorMessage, nodeFs, openRegularFile, type Confinement, type LocalFs, type OpenFileOptions } from './fs.js';
-import { hashFile } from './hash.js';
+import { addContentBytesRead, hashFile } from './hash.js';
+import type { OpenedFile } from '../api/records.js';
 import { resolveDiskPath, walkTree, type SkippedEntry, type WalkResult } from './walk.js';
 import type { LocalFileInfo } from '../engine/plan.js';
 import { testPause } from '../test-hooks.js';
@@ -130,7 +131,24 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       }
     },
     async open(file) {
-      return openRegularFile(file.diskPath, await openChecks(file));
+      return countingReads(await openRegularFile(file.diskPath, await openChecks(file)));
+    },
+  };
+}
+
+/** The upload's reads of a folder's file count as content read (hash.ts `contentBytesRead`). */
+function countingReads(opened: OpenedFile): OpenedFile {
+  const { handle } = opened;
+  return {
+    ...opened,
+    handle: {
+      read: async (buffer, offset, length, position) => {
+        const r = await handle.read(buffer, offset, length, position);
+        addContentBytesRead(r.bytesRead);
+        return r;
+      },
+      stat: () => handle.stat(),
+      close: () => handle.close(),
     },
   };
 }

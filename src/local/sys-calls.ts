@@ -4,7 +4,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, read
  * The small synchronous system-call interface the listing and the hashing are written
  * against (list-steps.ts, hash-steps.ts), after Syncthing's lib/fs: the production worker
  * makes these calls with node:fs (lister-worker.ts), the main thread and the fakes with
- * their own asynchronous calls (fs.ts `callsOf`). The steps never call anything: each
+ * their own asynchronous calls (fs.ts `LocalFs`). The steps never call anything: each
  * yields the call it needs (`call`) and a driver (`runSync`, `runAsync`) makes it and hands
  * back its result, or throws its error into the steps, so one piece of code decides what a
  * listing and a hash are on every filesystem.

@@ -19,28 +19,13 @@
  */
 import { isAbsolute, join, relative } from 'node:path';
 import PQueue from 'p-queue';
-import {
-  ENTRY_DIR,
-  ENTRY_FILE,
-  ENTRY_LINK,
-  STAT_CTIME,
-  STAT_DEV,
-  STAT_FAILED,
-  STAT_FIELDS,
-  STAT_GONE,
-  STAT_INO,
-  STAT_MTIME,
-  STAT_SIZE,
-  errorCode,
-  errorMessage,
-  nodeFs,
-  type FolderListing,
-  type FsStats,
-  type LocalFs,
-} from './fs.js';
+import { errorCode, errorMessage, nodeFs, type LocalFs } from './fs.js';
+import { ENTRY_DIR, ENTRY_FILE, ENTRY_LINK, STAT_CTIME, STAT_DEV, STAT_FAILED, STAT_FIELDS, STAT_GONE, STAT_INO, STAT_MTIME, STAT_SIZE, type FolderListing } from './folder-listing.js';
+import type { FsStats } from './sys-calls.js';
 import type { PathFilter } from './filters.js';
 import { LifoQueue } from './lifo-queue.js';
-import { isInside, nfc } from './paths.js';
+import { isInside } from './paths.js';
+import { nfc } from '../unicode.js';
 
 export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
 

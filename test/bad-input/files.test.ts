@@ -10,7 +10,7 @@ import { copyFile, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PassReport } from '../../src/engine/mirror.js';
+import type { PassReport } from '../../src/engine/pass-report.js';
 import { createWorld, sha, type World } from './world.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));

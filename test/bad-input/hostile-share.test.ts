@@ -11,7 +11,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PassReport } from '../../src/engine/mirror.js';
+import type { PassReport } from '../../src/engine/pass-report.js';
 import { createWorld, type World } from './world.js';
 
 let world: World;

@@ -14,9 +14,10 @@ import type { ApiError } from '../../src/api/errors.js';
 import { createClientFromConfig } from '../../src/compose/client.js';
 import { loadConfig } from '../../src/config/index.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { PassReport } from '../../src/engine/mirror.js';
+import type { PassReport } from '../../src/engine/pass-report.js';
 import { isListDocuments, isUpload, startMeddler, writes, type Forwarded, type Meddler } from './meddler.js';
 import { createWorld, TOKEN, type PassOptions, type World } from './world.js';
+import { onDisk } from '../helpers/upload-file.js';
 
 let world: World;
 let meddler: Meddler;
@@ -299,7 +300,7 @@ describe('bad-input catalogue: service answers', () => {
     meddler.reset();
     meddler.setRule(hostileIds);
     try {
-      const e = await api.uploadDocuments(scratch.id, [{ path: scratchFile, name: 's20-scratch.txt' }]).then(
+      const e = await api.uploadDocuments(scratch.id, [onDisk(scratchFile, 's20-scratch.txt')]).then(
         () => undefined,
         (err: unknown) => err as ApiError,
       );

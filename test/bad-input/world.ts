@@ -11,7 +11,7 @@ import { expect } from 'vitest';
 import { createClientFromConfig } from '../../src/compose/client.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/types.js';
-import type { PassReport } from '../../src/engine/mirror.js';
+import type { PassReport } from '../../src/engine/pass-report.js';
 import { buildMirror } from '../../src/daemon/mapping/build-mirror.js';
 import { silentLogger } from '../../src/log.js';
 import { readStateFile, StateStore } from '../../src/state/store.js';

@@ -21,7 +21,9 @@
  */
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import { listFolderWith, readSmallFile, type FolderListing, type FolderWatcher, type ListingProgress, type FsDirent, type FsFileHandle, type FsStats, type LocalFs } from '../../src/local/fs.js';
+import { listFolderWith, readSmallFile, type FolderWatcher, type LocalFs } from '../../src/local/fs.js';
+import type { FolderListing, ListingProgress } from '../../src/local/folder-listing.js';
+import type { FsDirent, FsStats } from '../../src/local/sys-calls.js';
 
 interface FileNode {
   kind: 'file';
@@ -44,8 +46,8 @@ interface LinkNode {
 }
 type Node = FileNode | DirNode | LinkNode;
 
-/** A call of the fake that `fail` can make fail: a `LocalFs` method, or an open file's `read`. */
-export type FakeCall = keyof LocalFs | 'read';
+/** A call of the fake that `fail` can make fail: a `LocalFs` method (an open file's `read` by its path). */
+export type FakeCall = keyof LocalFs;
 
 export interface FakeLocalOptions {
   /** The folder relative paths are below; it and its parents exist from the start. Default `/`. */
@@ -438,32 +440,49 @@ export class FakeLocal implements LocalFs {
     return readSmallFile(path, { ...opts, fs: this });
   }
 
-  open = async (path: string, opts?: { noFollow?: boolean; folder?: boolean }): Promise<FsFileHandle> => {
+  /** Open descriptors: a descriptor reads its inode, whatever happens to the path meanwhile. */
+  private readonly fds = new Map<number, { path: string; n: Node; dev: number; pos: number }>();
+  private lastFd = 2;
+
+  open = async (path: string, opts: { noFollow: boolean; folder: boolean }): Promise<number> => {
     const held = this.enter(path, 'open');
     if (held) await held;
     this.check(path, 'open');
-    const real = this.resolve(path, opts?.noFollow !== true);
+    const real = this.resolve(path, !opts.noFollow);
     const n = this.nodes.get(real)!;
-    const dev = this.devAt(real);
     if (n.kind === 'link') throw fsError('ELOOP', path);
-    if (opts?.folder === true && n.kind !== 'dir') throw fsError('ENOTDIR', path);
+    if (opts.folder && n.kind !== 'dir') throw fsError('ENOTDIR', path);
     if (n.kind === 'file' && n.unreadable) throw fsError('EACCES', path);
-    let pos = 0;
-    // A descriptor reads its inode, whatever happens to the path meanwhile.
-    return {
-      read: async (buffer, offset, length, position) => {
-        const held = this.enter(path, 'read');
-        if (held) await held;
-        this.check(path, 'read');
-        if (n.kind !== 'file') throw fsError('EISDIR', path);
-        const at = position ?? pos;
-        const bytesRead = Math.max(0, Math.min(length, n.data.length - at));
-        n.data.copy(buffer, offset, at, at + bytesRead);
-        if (position === null) pos += bytesRead;
-        return { bytesRead };
-      },
-      stat: async () => this.stats(n, dev),
-      close: async () => undefined,
-    };
+    this.fds.set(++this.lastFd, { path, n, dev: this.devAt(real), pos: 0 });
+    return this.lastFd;
   };
+
+  read = async (fd: number, buffer: Buffer, offset: number, length: number, position: number | null): Promise<number> => {
+    const f = this.fd(fd);
+    const held = this.enter(f.path, 'read');
+    if (held) await held;
+    this.check(f.path, 'read');
+    if (f.n.kind !== 'file') throw fsError('EISDIR', f.path);
+    const at = position ?? f.pos;
+    const bytesRead = Math.max(0, Math.min(length, f.n.data.length - at));
+    f.n.data.copy(buffer, offset, at, at + bytesRead);
+    if (position === null) f.pos += bytesRead;
+    return bytesRead;
+  };
+
+  fstat = async (fd: number): Promise<FsStats> => {
+    const f = this.fd(fd);
+    return this.stats(f.n, f.dev);
+  };
+
+  close = async (fd: number): Promise<void> => void this.fds.delete(fd);
+
+  /** No /proc here: the kernel's path of a descriptor is not told. */
+  fdPath = async (): Promise<undefined> => undefined;
+
+  private fd(fd: number): { path: string; n: Node; dev: number; pos: number } {
+    const f = this.fds.get(fd);
+    if (f === undefined) throw fsError('EBADF', `descriptor ${fd}`);
+    return f;
+  }
 }

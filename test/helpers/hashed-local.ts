@@ -2,10 +2,13 @@
  * A mapped folder for the mirror's unit tests (the engine's LocalSide, no disk): each file
  * carries its content's hash as it is now and the time of its last write.
  */
-import type { LocalSide, ScanResult } from '../../src/engine/mirror.js';
+import type { LocalSide, ScanResult } from '../../src/engine/local-side.js';
 import type { LocalFileInfo } from '../../src/engine/plan.js';
+import { neverOpened } from './upload-file.js';
 
 export class HashedLocal implements LocalSide {
+  /** The FakeApi reads no file. */
+  open = neverOpened;
   files = new Map<string, LocalFileInfo>();
   private inodes = 0;
   /** Writes `content` at `path` at wall time `at` (the same inode when the file exists). */

@@ -292,7 +292,7 @@ export class FakeService extends FakeApi {
 
   /** The upload's parts as the client builds them; the lease's marker body (written beside the state, not folder content) as written. */
   private async bodyOf(files: UploadFile[]): Promise<{ name: string; content: string; size: number }[]> {
-    const side = files.map((f) => (f.notFolderContent ? this.sideFiles.get(f.path) : undefined));
+    const side = files.map((f) => this.sideFiles.get(f.path));
     if (side.every((t) => t !== undefined)) return files.map((f, i) => ({ name: f.name, content: sha256(side[i]!), size: Buffer.byteLength(side[i]!) }));
     return bodyParts(files);
   }

@@ -15,7 +15,8 @@
  *    no other document exists (no duplicate, no orphan of a lost or late upload).
  */
 import { expect } from 'vitest';
-import { documentName, findUploadMark, markUploadName } from '../../src/engine/document-fields.js';
+import { documentName, markUploadName } from '../../src/engine/document-fields.js';
+import { findUploadMark } from '../../src/engine/upload-mark.js';
 import type { Doc } from './fake-service.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { storedName } from '../../src/engine/service-names.js';

@@ -11,7 +11,9 @@ import type { BatchItem } from '../../src/local/watch/aggregator.js';
 import { createFilter } from '../../src/local/filters.js';
 import { createLocalSide } from '../../src/local/side.js';
 import type { Watcher, WatcherOptions } from '../../src/local/watch/watcher.js';
-import { Mirror, type ChangeScope, type MirrorDeps, type PassOptions, type PassReport } from '../../src/engine/mirror.js';
+import { Mirror, type MirrorDeps, type PassOptions } from '../../src/engine/mirror.js';
+import type { ChangeScope } from '../../src/engine/local-side.js';
+import type { PassReport } from '../../src/engine/pass-report.js';
 import type { LeaseView } from '../../src/engine/lease-view.js';
 import { buildMetadata } from '../../src/engine/metadata.js';
 import { markUploadName, uploadTag } from '../../src/engine/document-fields.js';
@@ -334,7 +336,7 @@ export class World {
   private checkLeaseWrite(proc: Process, call: string, args: unknown[]): void {
     if (proc.lease === undefined) return;
     let what: string | undefined;
-    if (call === 'uploadDocuments' && (args[1] as { notFolderContent?: boolean }[]).some((f) => !f.notFolderContent)) what = 'an upload';
+    if (call === 'uploadDocuments' && (args[1] as { path: string }[]).some((f) => !this.service.sideFiles.has(f.path))) what = 'an upload';
     if ((call === 'updateDocument' || call === 'deleteDocument') && !this.isMarker(String(args[1]))) what = `${call === 'deleteDocument' ? 'a delete' : 'an update'} of ${String(args[1])}`;
     if (what === undefined) return;
     this.mirrorWrites++;

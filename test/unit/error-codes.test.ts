@@ -13,10 +13,11 @@ import { CliError } from '../../src/cli/exit.js';
 import { ConfigFileError } from '../../src/config/load.js';
 import { DataSourceGoneError, FolderChangedError, FolderUnavailableError, SharedDataSourceError } from '../../src/daemon/mapping/build-mirror.js';
 import { DataSourceMissingError } from '../../src/engine/data-source.js';
-import { ListingIncompleteError, LocalFileChangedError, LocalFileVanishedError } from '../../src/engine/mirror.js';
+import { ListingIncompleteError } from '../../src/engine/mirror.js';
+import { LocalFileChangedError, LocalFileVanishedError } from '../../src/engine/local-side.js';
 import { LeaseNotHeldError } from '../../src/daemon/mapping/lease-gate.js';
 import { ConfigError } from '../../src/errors/config.js';
-import { registeredCodes } from '../../src/errors/codes.js';
+import { registeredCodes, registryCode } from '../../src/errors/codes.js';
 import { disposition } from '../../src/errors/disposition.js';
 import { describeFailure } from '../../src/cli/exit.js';
 import { IgnoreFileError } from '../../src/local/filters.js';
@@ -51,7 +52,7 @@ const samples: Record<string, { error: Error; family?: true }> = {
   StateWriteError: { error: new StateWriteError('/s', new Error('x')) },
   StateReadError: { error: new StateReadError('/s', Object.assign(new Error('x'), { code: 'EACCES' })) },
   IgnoreFileError: { error: new IgnoreFileError('/i', 'EACCES', 'x'), family: true },
-  WatchError: { error: new WatchError('root-gone', '/r', 'x', true), family: true },
+  WatchError: { error: new WatchError('E_WATCH_ROOT_GONE', '/r', 'x', true), family: true },
   LocalFileError: { error: new LocalFileError('/f', 'EIO', 'x'), family: true },
   FileChangedError: { error: new FileChangedError('/f', 'x'), family: true },
   FileVanishedError: { error: new FileVanishedError('/f'), family: true },
@@ -149,5 +150,31 @@ describe('the registry (errors/codes.ts, issue 38.2)', () => {
       expect(describeFailure(Object.assign(new Error(code), { code })).exitCode, code).toBe(entry.exit);
       expect(disposition({ code }).reason, code).not.toBe(code === 'E_UNEXPECTED' ? '' : 'unexpected');
     }
+  });
+
+  it('every registered code is E_* (issue 38.2)', () => {
+    expect(registeredCodes().filter(([code]) => !/^E_[A-Z_]+$/.test(code))).toEqual([]);
+  });
+
+  it('reads an errno, or a name of before issue 38.2, as its E_* code with the same decision (one table)', () => {
+    const renamed: Record<string, string> = {
+      EACCES: 'E_LOCAL_ACCESS',
+      ENOTDIR: 'E_LOCAL_NOT_A_FILE',
+      ENOENT: 'E_LOCAL_FILE_VANISHED',
+      EIO: 'E_LOCAL_IO',
+      ECHANGED: 'E_LOCAL_FILE_CHANGED',
+      ENOTREG: 'E_LOCAL_NOT_REGULAR',
+      EOUTSIDE: 'E_LOCAL_OUTSIDE',
+      EMFILE: 'E_TOO_MANY_OPEN_FILES',
+      'root-gone': 'E_WATCH_ROOT_GONE',
+      'queue-overflow': 'E_WATCH_QUEUE_OVERFLOW',
+    };
+    for (const [old, code] of Object.entries(renamed)) {
+      expect(registryCode(old), old).toBe(code);
+      expect(disposition({ code: old }), old).toEqual(disposition({ code }));
+    }
+    expect([registryCode('E_SERVER'), registryCode('EWHATEVER')]).toEqual(['E_SERVER', 'EWHATEVER']);
+    expect(new FileAccessError('/f', 'EACCES')).toMatchObject({ code: 'E_LOCAL_ACCESS', errno: 'EACCES' });
+    expect(new IgnoreFileError('/i', 'EIO', 'x')).toMatchObject({ code: 'E_LOCAL_IO', errno: 'EIO' });
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiErrorCode } from '../../src/api/errors.js';
 import { ConfigError } from '../../src/config/connection.js';
-import { LocalFileChangedError, ListingIncompleteError } from '../../src/engine/mirror.js';
+import { ListingIncompleteError } from '../../src/engine/mirror.js';
+import { LocalFileChangedError } from '../../src/engine/local-side.js';
 import { SharedDataSourceError } from '../../src/daemon/mapping/build-mirror.js';
 import { disposition, type ErrorScope } from '../../src/errors/disposition.js';
 import { StateWriteError } from '../../src/state/errors.js';

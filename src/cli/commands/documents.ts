@@ -20,6 +20,7 @@ import { ingestionStatus } from '../../api/ingestion-status.js';
 import { CliError, usageError } from '../exit.js';
 import { wideOption, type GlobalArgs } from '../options.js';
 import { errnoOf } from '../../errors/errno.js';
+import { openRegularFile } from '../../local/fs.js';
 import {
   formatDocument,
   formatDocuments,
@@ -79,7 +80,7 @@ export async function checkUploadFiles(paths: readonly string[]): Promise<Upload
       }
       // stat does not tell whether we may read it; opening does.
       await (await open(path, 'r')).close();
-      files.push({ path, name: basename(path), expectedSize: st.size, expectedMtimeMs: st.mtimeMs });
+      files.push({ path, name: basename(path), expectedSize: st.size, expectedMtimeMs: st.mtimeMs, open: () => openRegularFile(path) });
     } catch (e) {
       const code = errnoOf(e) ?? 'error';
       problems.push(`${given}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : `cannot be read (${code})`}`);

@@ -27,7 +27,7 @@ import { childEnv } from '../../secrets.js';
 import { loadSettings } from '../../config/load.js';
 import type { Settings } from '../../config/types.js';
 import { parseDaemonStatus, type DaemonStatus, type InstallationStatus, type MappingStatus, type PassRecordView } from '../../daemon/status/schema.js';
-import { installationStatus } from '../../daemon/status/status.js';
+import { installationStatus } from '../../daemon/status/schema.js';
 import { readRecords, recordsPath, type MappingRecords } from '../../daemon/records-file.js';
 import { formatCoverage, type MappingCoverage } from '../coverage-table.js';
 import { stateWrittenAt } from '../../state/state-check.js';

@@ -3,10 +3,10 @@
  * same as JSON for scripts.
  */
 import type { Op } from '../../engine/plan.js';
-import type { PassReport } from '../../engine/mirror.js';
+import type { PassReport } from '../../engine/pass-report.js';
 import { printable } from '../../printable.js';
 import { formatCoverage, type MappingCoverage } from '../coverage-table.js';
-import type { DispositionExit } from '../../errors/disposition.js';
+import type { DispositionExit } from '../../errors/codes.js';
 
 export interface MappingOutcome {
   mappingId: string;

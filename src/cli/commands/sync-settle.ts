@@ -7,7 +7,8 @@
  * What is still changing then is reported ("changing", not in sync: exit 1) and sent by the
  * next run. One summary for the whole: the writes of every pass, the rest from the last.
  */
-import type { Mirror, PassOptions, PassReport } from '../../engine/mirror.js';
+import type { Mirror, PassOptions } from '../../engine/mirror.js';
+import type { PassReport } from '../../engine/pass-report.js';
 import type { Logger } from '../../log.js';
 import type { Clock } from '../../time/clock.js';
 

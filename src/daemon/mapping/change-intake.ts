@@ -5,7 +5,7 @@
  * passed. One drain timer and one follow-up timer (DESIGN §1.2).
  */
 import type { Config } from '../../config/types.js';
-import type { ChangeScope } from '../../engine/mirror.js';
+import type { ChangeScope } from '../../engine/local-side.js';
 import { EventAggregator, isEmptyBatch, type Batch, type RawEvent } from '../../local/watch/aggregator.js';
 import type { Logger } from '../../log.js';
 import type { StateStore } from '../../state/store.js';

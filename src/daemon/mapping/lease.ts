@@ -19,6 +19,7 @@ import { nodeLockProbe } from '../../state/lock.js';
 import { listingBound } from '../../engine/listing-bound.js';
 import { z } from 'zod';
 import { SidecarFile } from '../sidecar-file.js';
+import { openRegularFile } from '../../local/fs.js';
 import { nodeStateFs, type StateFs } from '../../state/atomic-file.js';
 
 export interface MappingLeaseDeps {
@@ -239,7 +240,7 @@ export class MappingLease {
       const files = this.d.files ?? nodeFiles;
       await files.write(this.d.bodyFile, leaseDocumentBody(this.d.mappingId));
       try {
-        await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain', notFolderContent: true }], { signal });
+        await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain', open: () => openRegularFile(this.d.bodyFile) }], { signal });
       } finally {
         await files.remove(this.d.bodyFile);
       }

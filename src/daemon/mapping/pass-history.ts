@@ -4,7 +4,7 @@
  * beside the state (records-file.ts), so a restart keeps it.
  */
 import { scrub } from '../../secrets.js';
-import type { PassReport } from '../../engine/mirror.js';
+import type { PassReport } from '../../engine/pass-report.js';
 
 /** start: the first full pass after the daemon (or the mapping) started; rescan: the periodic or asked-for one. */
 export type PassHistoryKind = 'start' | 'full' | 'incremental' | 'rescan';

@@ -11,9 +11,11 @@ import type { Config, MappingConfig } from '../../config/types.js';
 import { DataSourceMissingError } from '../../engine/data-source.js';
 import { awaitingDecision, CONFIG_STOPPED, retriedWithBackoff } from './next-step.js';
 import type { FileFailure, OpEvent } from '../../engine/executor.js';
-import type { ChangeScope, Mirror, PassReport } from '../../engine/mirror.js';
+import type { Mirror } from '../../engine/mirror.js';
+import type { ChangeScope } from '../../engine/local-side.js';
+import type { PassReport } from '../../engine/pass-report.js';
 import { disposition } from '../../errors/disposition.js';
-import { errnoOf } from '../../errors/errno.js';
+import { shownCodeOf } from '../../errors/errno.js';
 import type { Logger } from '../../log.js';
 import type { StateStore } from '../../state/store.js';
 import type { Clock } from '../../time/clock.js';
@@ -437,7 +439,7 @@ export class PassLoop {
     const message = scrub(e instanceof Error ? e.message : String(e));
     const disp = disposition(e, 'mapping');
     const reason = disp.exitCode === 3 ? `the service refused the credentials: ${message}` : message;
-    this.d.health.remember({ message: reason, code: errnoOf(e) });
+    this.d.health.remember({ message: reason, code: shownCodeOf(e) });
     // The daemon retries whatever the disposition (credentials are renewed, a data source may
     // come back); the disposition names what the operator is looking at.
     this.d.log.error({ err: message, kind: blockedKind, disposition: disp.kind, cause: disp.reason, failures: this.sched.failures + 1 }, 'mapping degraded; will retry');
@@ -454,7 +456,7 @@ export class PassLoop {
     const start = this.lagStart.get(e.path);
     const lag = e.outcome === 'done' && start !== undefined ? this.d.clock.monotonic() - start : undefined;
     if (e.outcome === 'failed' || e.outcome === 'rejected') {
-      this.d.health.remember({ path: e.path, message: `${e.kind} ${e.outcome}: ${e.error?.message ?? ''}`, code: errnoOf(e.error) });
+      this.d.health.remember({ path: e.path, message: `${e.kind} ${e.outcome}: ${e.error?.message ?? ''}`, code: shownCodeOf(e.error) });
     }
     this.d.events?.onOp?.(this.id, e, lag);
   }

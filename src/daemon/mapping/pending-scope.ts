@@ -4,7 +4,7 @@
  * reports), and the watcher's stat of each file it saw after its last event, which the
  * local side takes instead of statting the file again (one stat per path per change).
  */
-import type { ChangeScope } from '../../engine/mirror.js';
+import type { ChangeScope } from '../../engine/local-side.js';
 import type { StatNow } from '../../engine/racy.js';
 import type { Batch } from '../../local/watch/aggregator.js';
 

@@ -13,7 +13,8 @@
  * others are only counted. Persisted by records-file.ts beside the state, so a restart
  * keeps the list (and each entry's first sighting).
  */
-import type { ChangeScope, PassReport } from '../../engine/mirror.js';
+import type { ChangeScope } from '../../engine/local-side.js';
+import type { PassReport } from '../../engine/pass-report.js';
 import type { FileFailure } from '../../engine/executor.js';
 import { TOO_LARGE_REASON } from '../../local/side.js';
 import type { PROBLEM_KINDS } from '../status/schema.js';

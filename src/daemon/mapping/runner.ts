@@ -31,11 +31,6 @@ import { WATCH_PROBLEM } from './next-step.js';
 import type { MappingStatus } from '../status/schema.js';
 import { WatchSupervisor } from './watch-supervisor.js';
 
-// The status shape lives in status/schema.ts (one zod schema shared with `dssync status`
-// and the page); re-exported here for the runner's existing importers.
-export type { MappingStatus, RecentError, RunnerPhase } from '../status/schema.js';
-export type { RunnerEvents } from './pass-loop.js';
-
 export interface MappingRunnerDeps extends PassSettings {
   /** Starts the watcher (tests may swap it). */
   watch?: ((opts: WatcherOptions) => Promise<Watcher>) | undefined;

@@ -2,7 +2,7 @@
  * Each skipped or excluded file is named in the log once (the status lists them all the
  * time): a link leading outside the folder or a FIFO is heard of, without a line per pass.
  */
-import type { PassReport } from '../../engine/mirror.js';
+import type { PassReport } from '../../engine/pass-report.js';
 import type { Logger } from '../../log.js';
 import type { PassKind } from './schedule.js';
 

@@ -138,9 +138,9 @@ export class WatchSupervisor {
     this.d.log.warn({ code: err.code }, err.message);
     // A new watcher's full pass waits for it (below): run before its first poll cycle, a change
     // made between the pass and that cycle would be seen by neither.
-    const rewatch = err.code === 'mounts-changed' || err.code === 'root-moved';
+    const rewatch = err.code === 'E_WATCH_MOUNTS_CHANGED' || err.code === 'E_WATCH_ROOT_MOVED';
     if (err.lostEvents && !rewatch) intake.overflow(err.code);
-    if (err.code === 'root-gone') {
+    if (err.code === 'E_WATCH_ROOT_GONE') {
       const w = this.watcher;
       this.watcher = undefined;
       void w?.close().catch(() => undefined);

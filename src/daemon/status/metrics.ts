@@ -8,7 +8,7 @@ import type { PacerEvent } from '../../api/pacer.js';
 import { contentBytesRead } from '../../local/hash.js';
 import { inotifyQueue } from '../../local/watch/queue-overflow.js';
 import type { OpEvent } from '../../engine/executor.js';
-import type { MappingStatus } from '../mapping/runner.js';
+import type { MappingStatus } from './schema.js';
 import type { WatchStatusView } from './schema.js';
 
 type WatchedMountView = WatchStatusView['mounts'][number];

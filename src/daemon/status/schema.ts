@@ -14,6 +14,8 @@
  * counters only (never the token, a password, or a client secret).
  */
 import { z } from 'zod';
+import type { StateIdentity } from '../../state/schema.js';
+import type { StateRecovery } from '../../state/store.js';
 
 const count = z.number().int().nonnegative();
 const isoTime = z.string();
@@ -26,7 +28,7 @@ export const RecentErrorSchema = z.object({
   at: isoTime,
   path: z.string().optional(),
   message: z.string(),
-  /** The error's stable code (E_*, an errno), beside the prose, when it has one. */
+  /** The error's stable code (E_*, errors/codes.ts), beside the prose, when it has one. */
   code: z.string().optional(),
 });
 export type RecentError = z.infer<typeof RecentErrorSchema>;
@@ -293,6 +295,17 @@ export const InstallationStatusSchema = z.object({
   stateRebuilt: z.object({ kind: z.enum(['corrupt', 'missing', 'empty', 'damaged']), identity: z.enum(['recovered', 'none', 'unreadable']), movedTo: z.string().optional() }).optional(),
 });
 export type InstallationStatus = z.infer<typeof InstallationStatusSchema>;
+
+/** The status's view of the installation's identity (undefined until it is established). */
+export function installationStatus(identity: StateIdentity | undefined, recovery: StateRecovery | undefined): InstallationStatus | undefined {
+  if (identity === undefined) return undefined;
+  return {
+    id: identity.installationId,
+    origin: identity.origin,
+    formerIds: identity.formerIds.length,
+    ...(recovery ? { stateRebuilt: { kind: recovery.kind, identity: recovery.identity, ...(recovery.movedTo !== undefined ? { movedTo: recovery.movedTo } : {}) } } : {}),
+  };
+}
 
 export const DaemonStatusSchema = z.object({
   version: z.string(),

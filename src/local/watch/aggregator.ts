@@ -47,7 +47,7 @@
  *   still goes after the debounce.
  */
 import type { StatNow } from '../../engine/racy.js';
-import { nfc } from '../paths.js';
+import { nfc } from '../../unicode.js';
 
 export type RawEventKind = 'add' | 'change' | 'unlink' | 'addDir' | 'unlinkDir' | 'raw';
 

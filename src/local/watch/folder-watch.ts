@@ -25,9 +25,11 @@
 import { basename, join } from 'node:path';
 import PQueue from 'p-queue';
 import type { RawEvent } from './aggregator.js';
-import { errorCode, nodeFs, type FolderWatcher, type FsStats, type LocalFs } from '../fs.js';
+import { errorCode, nodeFs, type FolderWatcher, type LocalFs } from '../fs.js';
+import type { FsStats } from '../sys-calls.js';
 import { LifoQueue } from '../lifo-queue.js';
-import { joinRel, nfc } from '../paths.js';
+import { joinRel } from '../paths.js';
+import { nfc } from '../../unicode.js';
 import { inotifyQueue } from './queue-overflow.js';
 import type { Clock } from '../../time/clock.js';
 

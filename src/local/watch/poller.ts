@@ -42,7 +42,8 @@ import type { RawEvent } from './aggregator.js';
 import { joinRel } from '../paths.js';
 import { errnoOf } from '../../errors/errno.js';
 import type { Clock, TimerHandle } from '../../time/clock.js';
-import { ENTRY_DIR, ENTRY_FILE, ListingProgress, STAT_CTIME, STAT_DEV, STAT_FAILED, STAT_FIELDS, STAT_INO, STAT_MTIME, STAT_SIZE, type FolderListing, type LocalFs } from '../fs.js';
+import { type LocalFs } from '../fs.js';
+import { ENTRY_DIR, ENTRY_FILE, ListingProgress, STAT_CTIME, STAT_DEV, STAT_FAILED, STAT_FIELDS, STAT_INO, STAT_MTIME, STAT_SIZE, type FolderListing } from '../folder-listing.js';
 
 /** The part of the one LocalFs the poller calls (nodeFs, or a fake in tests). */
 export type PollFs = Pick<LocalFs, 'lstat' | 'listFolder'>;

@@ -32,20 +32,20 @@ import type { Clock } from '../../time/clock.js';
 
 /**
  * What went wrong, for the daemon:
- * - 'root-gone': the mapped folder vanished (deleted, renamed, unmounted); the watcher no
+ * - 'E_WATCH_ROOT_GONE': the mapped folder vanished (deleted, renamed, unmounted); the watcher no
  *   longer sees anything: mark the mapping degraded, start a new watcher once it is back;
- * - 'root-unusable': the mapped folder could not be watched at start (missing, not a folder);
- * - 'watch-limit': the system's watch limit is reached (ENOSPC/EMFILE): events are being
+ * - 'E_WATCH_ROOT_UNUSABLE': the mapped folder could not be watched at start (missing, not a folder);
+ * - 'E_WATCH_LIMIT': the system's watch limit is reached (ENOSPC/EMFILE): events are being
  *   missed in some folders from now on; rescan periodically and raise the limit;
- * - 'watch-failed': any other watcher failure; events may have been missed: rescan;
- * - 'watch-degraded': the poller cannot see part of the folder (a hung or unmounted share,
+ * - 'E_WATCH_FAILED': any other watcher failure; events may have been missed: rescan;
+ * - 'E_WATCH_DEGRADED': the poller cannot see part of the folder (a hung or unmounted share,
  *   a folder it may not read); nothing is reported deleted there; status() lists it;
- * - 'mounts-changed': a filesystem was mounted or unmounted on or below the folder since the
+ * - 'E_WATCH_MOUNTS_CHANGED': a filesystem was mounted or unmounted on or below the folder since the
  *   watcher started (a share mounted again over the bare mount point, a share mounted into
  *   a subfolder): this watcher's events and polling plan no longer fit; start a new one;
- * - 'queue-overflow': so many events arrived at once that the kernel's inotify queue may
+ * - 'E_WATCH_QUEUE_OVERFLOW': so many events arrived at once that the kernel's inotify queue may
  *   have overflowed and dropped some (watch/queue-overflow.ts): rescan;
- * - 'root-moved': the mapped path now leads to another folder (a symlink re-pointed, the
+ * - 'E_WATCH_ROOT_MOVED': the mapped path now leads to another folder (a symlink re-pointed, the
  *   deploy switch `ln -sfn releases/2 current`) while the old one still exists: this
  *   watcher follows the old folder; start a new one, and look at everything (full pass).
  */
@@ -162,7 +162,7 @@ export const RAISE_WATCH_LIMIT = 'sysctl fs.inotify.max_user_watches=524288 (and
  * Starts watching `opts.root`; resolves once the initial watch is ready and, when something
  * is polled, the poller's first cycle has learned it (the caller's full pass comes after it,
  * so a change made meanwhile is seen by one or the other). Rejects with a
- * WatchError('root-unusable') when the folder is missing or not a folder.
+ * WatchError('E_WATCH_ROOT_UNUSABLE') when the folder is missing or not a folder.
  */
 export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
   const run = await openRun(opts);
@@ -188,7 +188,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
     poller = newPoller(run, opts, polledMounts, (problems) => {
       pollProblems = problems.map((p) => p.message);
       // Logged (and the mapping shows degraded through status()); events are not lost.
-      for (const p of problems) run.fail(new WatchError('watch-degraded', root, p.message, false));
+      for (const p of problems) run.fail(new WatchError('E_WATCH_DEGRADED', root, p.message, false));
     });
     if (pollerStarted && !run.closed) void poller.start();
     return poller;
@@ -209,7 +209,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
         overLimit.push(rel);
         const first = limitProblem === undefined;
         limitProblem = `the inotify watch limit is reached: ${overLimit.length} folder(s) under ${root} are polled instead of watched; raise it: ${RAISE_WATCH_LIMIT}`;
-        if (first) run.fail(new WatchError('watch-limit', root, limitProblem, false));
+        if (first) run.fail(new WatchError('E_WATCH_LIMIT', root, limitProblem, false));
         usePoller().addSubtree(rel);
       },
       ignoreFile: ignoreRel ? { rel: ignoreRel, onChange: onIgnoreFileChange } : undefined,
@@ -267,7 +267,7 @@ interface WatchRun {
   fail(err: WatchError): void;
 }
 
-/** The folder resolved and checked (WatchError 'root-unusable' when missing or not a folder). */
+/** The folder resolved and checked (WatchError 'E_WATCH_ROOT_UNUSABLE' when missing or not a folder). */
 async function openRun(opts: WatcherOptions): Promise<WatchRun> {
   const given = resolve(opts.root);
   let root: string;
@@ -278,7 +278,7 @@ async function openRun(opts: WatcherOptions): Promise<WatchRun> {
     if (!st.isDirectory()) throw new Error('not a folder');
     identity = { dev: st.dev, ino: st.ino };
   } catch (e) {
-    throw new WatchError('root-unusable', given, `cannot watch ${given}: ${describe(e)}`, true, { cause: e });
+    throw new WatchError('E_WATCH_ROOT_UNUSABLE', given, `cannot watch ${given}: ${describe(e)}`, true, { cause: e });
   }
   const run: WatchRun = {
     given,
@@ -295,7 +295,7 @@ async function openRun(opts: WatcherOptions): Promise<WatchRun> {
       try {
         opts.onEvent(e);
       } catch (err) {
-        opts.onError(new WatchError('watch-failed', root, `the event handler failed on ${e.kind} ${e.path}: ${describe(err)}`, true, { cause: err }));
+        opts.onError(new WatchError('E_WATCH_FAILED', root, `the event handler failed on ${e.kind} ${e.path}: ${describe(err)}`, true, { cause: err }));
       }
     },
     fail: (err) => {
@@ -322,7 +322,7 @@ async function checkRoot(run: WatchRun): Promise<void> {
   if (!same) {
     if (run.closed || run.rootGone) return;
     run.rootGone = true;
-    run.fail(new WatchError('root-gone', root, `the watched folder ${root} is gone (deleted, renamed or unmounted); nothing under it is watched any more`, true));
+    run.fail(new WatchError('E_WATCH_ROOT_GONE', root, `the watched folder ${root} is gone (deleted, renamed or unmounted); nothing under it is watched any more`, true));
     return;
   }
   // The path as configured, followed: a symlink (or a symlink above it) re-pointed leads
@@ -336,7 +336,7 @@ async function checkRoot(run: WatchRun): Promise<void> {
   if (run.closed || run.rootMoved) return;
   run.rootMoved = true;
   const now = await realpath(given).catch(() => given);
-  run.fail(new WatchError('root-moved', root, `${given} now leads to ${now}, no longer to ${root}: watching it again`, true));
+  run.fail(new WatchError('E_WATCH_ROOT_MOVED', root, `${given} now leads to ${now}, no longer to ${root}: watching it again`, true));
 }
 
 /**
@@ -419,7 +419,7 @@ async function watchMounts(run: WatchRun, opts: WatcherOptions, mounts: readonly
     if (over()) return;
     if (planKey(now) !== startedPlan) {
       const what = now.map((m) => `${m.mountPoint} ${m.fsType}`).join(', ');
-      run.fail(new WatchError('mounts-changed', run.root, `the filesystems mounted on or below ${run.root} changed (now: ${what}): watching it again`, true));
+      run.fail(new WatchError('E_WATCH_MOUNTS_CHANGED', run.root, `the filesystems mounted on or below ${run.root} changed (now: ${what}): watching it again`, true));
       return;
     }
   }
@@ -447,7 +447,7 @@ function withPollFigures(mounts: readonly MountPlanEntry[], poll: PollStats): Wa
 /** A possible inotify queue overflow: what happened, what dssync does, and the fix if it repeats. */
 function queueOverflowError(root: string, o: QueueOverflow): WatchError {
   return new WatchError(
-    'queue-overflow',
+    'E_WATCH_QUEUE_OVERFLOW',
     root,
     `the inotify event queue may have overflowed: ${o.events} events arrived at once and it holds ${o.queueSize} (fs.inotify.max_queued_events); the kernel drops what does not fit, so everything under ${root} is looked at again (full pass); if this repeats, raise it: ${RAISE_QUEUE_LIMIT}`,
     true,
@@ -459,7 +459,7 @@ export function classifyWatchError(root: string, err: unknown): WatchError {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') {
     return new WatchError(
-      'watch-limit',
+      'E_WATCH_LIMIT',
       root,
       code === 'ENOSPC'
         ? `cannot watch more folders under ${root} (ENOSPC: the inotify watch limit): changes there are missed until the next rescan; raise it: ${RAISE_WATCH_LIMIT}`
@@ -468,7 +468,7 @@ export function classifyWatchError(root: string, err: unknown): WatchError {
       { cause: err },
     );
   }
-  return new WatchError('watch-failed', root, `watching ${root} failed: ${describe(err)}`, true, { cause: err });
+  return new WatchError('E_WATCH_FAILED', root, `watching ${root} failed: ${describe(err)}`, true, { cause: err });
 }
 
 function describe(e: unknown): string {

@@ -18,6 +18,7 @@ import { fixedToken } from '../../../src/api/token-provider.js';
 import { QUEUE } from '../../helpers/queue-defaults.js';
 import { waitFor } from '../../helpers/wait-for.js';
 import { DEFAULT_ORGANIZATION_HEADER } from '../../../src/config/connection.js';
+import { onDisk } from '../../helpers/upload-file.js';
 
 const TOKEN = 'sk-live-SECRET-abc123xyz';
 const ORG = 'org-7';
@@ -281,9 +282,9 @@ describe('upload', () => {
       ]),
     );
     const docs = await client().uploadDocuments('ds', [
-      { path: a, name: 'a.txt' },
-      { path: b, name: 'notes/b.md' },
-      { path: c, name: 'reports/2024/Ünïcode report.pdf' },
+      onDisk(a, 'a.txt'),
+      onDisk(b, 'notes/b.md'),
+      onDisk(c, 'reports/2024/Ünïcode report.pdf'),
     ]);
     expect(docs.map((d) => d.id)).toEqual(['d-a', 'd-b', 'd-c']);
     expect(server.requests).toHaveLength(1);
@@ -302,17 +303,17 @@ describe('upload', () => {
   it('accepts a single record as the answer to a one-file upload', async () => {
     const a = await file('single.docx', 'PK');
     server.handle((_req, res) => json(res, 200, { document: { document_id: 'd-1', file_name: 'single.docx' } }));
-    expect((await client().uploadDocuments('ds', [{ path: a, name: 'single.docx' }]))[0]).toMatchObject({ id: 'd-1' });
+    expect((await client().uploadDocuments('ds', [onDisk(a, 'single.docx')]))[0]).toMatchObject({ id: 'd-1' });
     expect(multipartParts(server.requests[0]!.body)[0]?.contentType).toBe('application/vnd.openxmlformats-officedocument.wordprocessingml.document');
   });
 
   it('a file that changed or vanished since it was planned is E_FILE_CHANGED naming it, and nothing is sent', async () => {
     const a = await file('changed.txt', 'v2 longer');
     server.handle((_req, res) => json(res, 201, []));
-    const changed = await failure(client().uploadDocuments('ds', [{ path: a, name: 'changed.txt', expectedSize: 2 }]));
+    const changed = await failure(client().uploadDocuments('ds', [onDisk(a, 'changed.txt', { expectedSize: 2 })]));
     expect(changed).toMatchObject({ code: 'E_FILE_CHANGED', file: a, ambiguous: false });
     expect(changed.message).toContain(a);
-    const gone = await failure(client().uploadDocuments('ds', [{ path: join(dir, 'nope.txt'), name: 'nope.txt' }]));
+    const gone = await failure(client().uploadDocuments('ds', [onDisk(join(dir, 'nope.txt'), 'nope.txt')]));
     expect(gone).toMatchObject({ code: 'E_FILE_CHANGED', file: join(dir, 'nope.txt') });
     expect(gone.message).toContain('ENOENT');
     expect(server.requests).toHaveLength(0);
@@ -321,7 +322,7 @@ describe('upload', () => {
   it('a connection reset after the body was sent is ambiguous and NOT retried', async () => {
     const a = await file('reset.txt', 'x'.repeat(10_000));
     server.handle((_req, res) => void res.socket?.destroy());
-    const err = await failure(client().uploadDocuments('ds', [{ path: a, name: 'reset.txt' }]));
+    const err = await failure(client().uploadDocuments('ds', [onDisk(a, 'reset.txt')]));
     expect(err).toMatchObject({ code: 'E_CONNECTION', ambiguous: true, retryable: true, attempts: 1 });
     expect(server.requests).toHaveLength(1);
     expect(server.requests[0]!.body.length).toBeGreaterThan(10_000);
@@ -330,19 +331,19 @@ describe('upload', () => {
   it('a 500 answer to an upload is ambiguous and not retried; a 503 is retried', async () => {
     const a = await file('fivehundred.txt', 'x');
     server.handle((_req, res) => json(res, 500, { message: 'internal' }));
-    const err = await failure(client().uploadDocuments('ds', [{ path: a, name: 'fivehundred.txt' }]));
+    const err = await failure(client().uploadDocuments('ds', [onDisk(a, 'fivehundred.txt')]));
     expect(err).toMatchObject({ code: 'E_SERVER', status: 500, ambiguous: true, retryable: true });
     expect(server.requests).toHaveLength(1);
     let n = 0;
     server.handle((_req, res) => (n++ === 0 ? json(res, 503, { message: 'busy' }, { 'retry-after': '0' }) : json(res, 201, [{ id: 'd1', name: 'fivehundred.txt' }])));
-    expect((await client().uploadDocuments('ds', [{ path: a, name: 'fivehundred.txt' }]))[0]?.id).toBe('d1');
+    expect((await client().uploadDocuments('ds', [onDisk(a, 'fivehundred.txt')]))[0]?.id).toBe('d1');
     expect(server.requests).toHaveLength(3);
   });
 
   it('a 413 to a one-file upload names the file and is not retried', async () => {
     const a = await file('big.pdf', 'x');
     server.handle((_req, res) => json(res, 413, { error: { message: 'file too large (max 20 MB)' } }));
-    const err = await failure(client().uploadDocuments('ds', [{ path: a, name: 'big.pdf' }]));
+    const err = await failure(client().uploadDocuments('ds', [onDisk(a, 'big.pdf')]));
     expect(err).toMatchObject({ code: 'E_PAYLOAD_TOO_LARGE', status: 413, file: a, retryable: false });
     expect(err.message).toContain('file too large (max 20 MB)');
     expect(server.requests).toHaveLength(1);
@@ -352,7 +353,7 @@ describe('upload', () => {
     const a = await file('m1.txt', '1');
     const b = await file('m2.txt', '2');
     server.handle((_req, res) => json(res, 201, { items: [{ id: 'd1', name: 'm1.txt' }] }));
-    const err = await failure(client().uploadDocuments('ds', [{ path: a, name: 'm1.txt' }, { path: b, name: 'm2.txt' }]));
+    const err = await failure(client().uploadDocuments('ds', [onDisk(a, 'm1.txt'), onDisk(b, 'm2.txt')]));
     expect(err).toMatchObject({ code: 'E_BAD_RESPONSE', ambiguous: true, status: 201 });
   });
 });
@@ -511,7 +512,7 @@ describe('the token', () => {
       await failure(c.getDataSource('ds')),
       await failure(c.getDataSource('echo')),
       await failure(c.getDataSource('slow')),
-      await failure(c.uploadDocuments('ds', [{ path: join(dir, 'missing'), name: 'missing' }])),
+      await failure(c.uploadDocuments('ds', [onDisk(join(dir, 'missing'), 'missing')])),
     ];
     // A 400 to a read is the service refusing a header of ours (a configuration error, issue 37.2).
     expect(errors.map((e) => e.code)).toEqual(['E_UNAUTHORIZED', 'E_HEADER_REFUSED', 'E_TIMEOUT', 'E_FILE_CHANGED']);

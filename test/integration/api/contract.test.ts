@@ -16,6 +16,7 @@ import { rejectionOf } from '../../helpers/rejection.js';
 import { fixedToken } from '../../../src/api/token-provider.js';
 import { QUEUE } from '../../helpers/queue-defaults.js';
 import { DEFAULT_ORGANIZATION_HEADER } from '../../../src/config/connection.js';
+import { onDisk } from '../../helpers/upload-file.js';
 
 let emu: RunningEmulator;
 let dir: string;
@@ -110,9 +111,9 @@ describe('documents and chunks', () => {
     const c = client();
     const ds = await c.createDataSource({ name: 'Docs', llmConnectorIds: ['conn-1'] });
     const files = [
-      { path: await file('intro.txt', 'Welcome to the handbook.\n\nIt has two paragraphs.'), name: 'intro.txt' },
-      { path: await file('straße.md', '# Straße\n\nÜber die Brücke.'), name: 'guides/straße.md' },
-      { path: await file('日本語.txt', 'こんにちは世界'), name: 'intl/日本語.txt' },
+      onDisk(await file('intro.txt', 'Welcome to the handbook.\n\nIt has two paragraphs.'), 'intro.txt'),
+      onDisk(await file('straße.md', '# Straße\n\nÜber die Brücke.'), 'guides/straße.md'),
+      onDisk(await file('日本語.txt', 'こんにちは世界'), 'intl/日本語.txt'),
     ];
     const docs = await c.uploadDocuments(ds.id, files);
     expect(emu.stats()).toMatchObject({ uploads: 1, filesUploaded: 3 });
@@ -145,7 +146,7 @@ describe('documents and chunks', () => {
   it("the sync form of a listing: every page's documents, with the id, name, url, metadata and size a mirror reads, and nothing else", async () => {
     const c = client();
     const ds = await c.createDataSource({ name: 'SyncForm', llmConnectorIds: ['conn-1'] });
-    const files = await Promise.all(Array.from({ length: 12 }, async (_, i) => ({ path: await file(`form-${i}.txt`, `text ${i}`), name: `form/${i}.txt` })));
+    const files = await Promise.all(Array.from({ length: 12 }, async (_, i) => (onDisk(await file(`form-${i}.txt`, `text ${i}`), `form/${i}.txt`))));
     const uploaded = await c.uploadDocuments(ds.id, files);
     for (const d of uploaded) {
       await c.updateDocument(ds.id, d.id, { name: d.name!, url: `file:///srv/${d.name!}`, metadata: { dssync_path: d.name!, dssync_mapping: 'docs', team: 'legal' } });
@@ -165,7 +166,7 @@ describe('documents and chunks', () => {
   it('lists documents past the page size, with and without our page size', async () => {
     const c = client();
     const ds = await c.createDataSource({ name: 'Many', llmConnectorIds: ['conn-1'] });
-    const files = await Promise.all(Array.from({ length: 23 }, async (_, i) => ({ path: await file(`many-${i}.txt`, `document ${i}`), name: `many/${i}.txt` })));
+    const files = await Promise.all(Array.from({ length: 23 }, async (_, i) => (onDisk(await file(`many-${i}.txt`, `document ${i}`), `many/${i}.txt`))));
     const uploaded = await c.uploadDocuments(ds.id, files);
     const expected = uploaded.map((d) => d.id).sort();
     emu.resetStats();
@@ -193,7 +194,7 @@ describe('documents and chunks', () => {
     for (let written = 0; written < size; written += line.length) await fh.write(line);
     await fh.close();
     const { size: actual } = await stat(path);
-    const docs = await c.uploadDocuments(ds.id, [{ path, name: 'big.txt', expectedSize: actual }]);
+    const docs = await c.uploadDocuments(ds.id, [onDisk(path, 'big.txt', { expectedSize: actual })]);
     expect(docs).toHaveLength(1);
     expect(emu.stats()).toMatchObject({ uploads: 1, filesUploaded: 1 });
     expect((await c.getDocument(ds.id, docs[0]!.id)).raw).toMatchObject({ size: actual });
@@ -206,7 +207,7 @@ describe('documents and chunks', () => {
     try {
       const ds = await c.createDataSource({ name: 'Small', llmConnectorIds: ['conn-1'] });
       const path = await file('too-big.txt', 'x'.repeat(5000));
-      const err = await failure(c.uploadDocuments(ds.id, [{ path, name: 'too-big.txt' }]));
+      const err = await failure(c.uploadDocuments(ds.id, [onDisk(path, 'too-big.txt')]));
       expect(err).toMatchObject({ code: 'E_PAYLOAD_TOO_LARGE', status: 413, file: path, retryable: false, ambiguous: false });
     } finally {
       await c.close();
@@ -247,7 +248,7 @@ describe('faults', () => {
     const ds = await c.createDataSource({ name: 'Ambiguous', llmConnectorIds: ['conn-1'] });
     const path = await file('ambiguous.txt', 'committed, then the connection dropped');
     emu.setFaults({ ambiguousRate: 1, seed: 7 });
-    const err = await failure(c.uploadDocuments(ds.id, [{ path, name: 'ambiguous.txt' }]));
+    const err = await failure(c.uploadDocuments(ds.id, [onDisk(path, 'ambiguous.txt')]));
     expect(err).toMatchObject({ ambiguous: true, retryable: true, attempts: 1 });
     expect(['E_CONNECTION', 'E_TIMEOUT']).toContain(err.code);
     emu.setFaults({});

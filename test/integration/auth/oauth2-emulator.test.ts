@@ -19,6 +19,7 @@ import { TOKEN_PATH } from '@dssync/emulator';
 import { createLogger } from '../../../src/log.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 import { QUEUE } from '../../helpers/queue-defaults.js';
+import { onDisk } from '../../helpers/upload-file.js';
 
 const PASSWORD = 'dev-password';
 const SECRET = 'dev-client-secret';
@@ -91,7 +92,7 @@ describe('oauth2 against the emulator (2-second tokens)', () => {
     const c = client(passwordAuth(), { DSSYNC_PASSWORD: PASSWORD });
     const ds = await c.createDataSource({ name: 'oauth-upload', llmConnectorIds: ['c1'] });
     emu.oidc.revokeAll();
-    const docs = await c.uploadDocuments(ds.id, [{ path: join(dir, 'a.txt'), name: 'a.txt' }]);
+    const docs = await c.uploadDocuments(ds.id, [onDisk(join(dir, 'a.txt'), 'a.txt')]);
     expect(docs).toHaveLength(1);
     expect(await c.listDocuments(ds.id)).toHaveLength(1);
   });

@@ -14,7 +14,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { BIN } from '../cli/run-cli.js';
 import { CONVERGED, checkConvergence, createWorkspace, type Convergence, type Workspace, type WorkspaceOptions, fileDocuments } from '../../helpers/mirror-check.js';
-import type { DaemonStatus } from '../../../src/daemon/status/status.js';
+import type { DaemonStatus } from '../../../src/daemon/status/schema.js';
 import { StopWaiting, waitFor, type WaitOptions } from '../../helpers/wait-for.js';
 
 /** Settings every daemon test shares; a test's own `config` keys win. */

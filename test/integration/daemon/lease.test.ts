@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LEASE } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
-import type { DaemonStatus } from '../../../src/daemon/status/status.js';
+import type { DaemonStatus } from '../../../src/daemon/status/schema.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { CONVERGED, checkConvergence, writeRequests, type Workspace } from '../../helpers/mirror-check.js';
 import { daemonWorkspace, startDaemon, statusToken, waitConverged, waitFor, type DaemonProcess } from './daemon-process.js';

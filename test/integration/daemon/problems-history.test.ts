@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Workspace } from '../../helpers/mirror-check.js';
 import { recordsPath } from '../../../src/daemon/records-file.js';
-import type { MappingStatus } from '../../../src/daemon/status/status.js';
+import type { MappingStatus } from '../../../src/daemon/status/schema.js';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { authHeader, daemonWorkspace, docAt, freePort, startDaemon, waitFor, type DaemonProcess } from './daemon-process.js';
 

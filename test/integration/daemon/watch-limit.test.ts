@@ -74,7 +74,7 @@ describe('dssync run past the inotify watch limit', () => {
     expect(metrics).toMatch(new RegExp(`^dssync_watch_folders_over_limit\\{mapping="${id}"\\} ${FOLDERS + 1 - LIMIT}$`, 'm'));
     expect(metrics).toMatch(new RegExp(`^dssync_watched_folders\\{mapping="${id}"\\} ${LIMIT}$`, 'm'));
 
-    expect(d.logs().filter((l) => l.level === 40 && l.code === 'watch-limit').map((l) => l.msg)).toEqual([
+    expect(d.logs().filter((l) => l.level === 40 && l.code === 'E_WATCH_LIMIT').map((l) => l.msg)).toEqual([
       expect.stringMatching(/inotify watch limit is reached: .* raise it: sysctl fs\.inotify\.max_user_watches=/),
     ]);
 

@@ -92,11 +92,11 @@ describe('dssync run when the inotify queue overflows', () => {
     // Not a lasting problem: the pass repaired it.
     expect(m.degraded).toEqual([]);
 
-    const warnings = d.logs().filter((l) => l.code === 'queue-overflow');
+    const warnings = d.logs().filter((l) => l.code === 'E_WATCH_QUEUE_OVERFLOW');
     expect(warnings.map((l) => [l.level, l.msg])).toEqual([
       [40, expect.stringMatching(new RegExp(`^the inotify event queue may have overflowed: \\d+ events arrived at once and it holds ${size} \\(fs\\.inotify\\.max_queued_events\\);.*full pass.*raise it: sysctl fs\\.inotify\\.max_queued_events=65536`))],
     ]);
-    expect(d.logs().filter((l) => l.msg === 'watcher lost events: full rescan').map((l) => l.reasons)).toEqual([['queue-overflow']]);
+    expect(d.logs().filter((l) => l.msg === 'watcher lost events: full rescan').map((l) => l.reasons)).toEqual([['E_WATCH_QUEUE_OVERFLOW']]);
     expect(d.logs().filter((l) => l.msg === 'full pass done')).toHaveLength(2);
 
     expect(await d.metrics()).toMatch(/^dssync_inotify_queue_overflows_total 1$/m);

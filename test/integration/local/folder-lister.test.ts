@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FolderLister } from '../../../src/local/folder-lister.js';
-import { ENTRY_DIR, ENTRY_FILE, ENTRY_LINK, ENTRY_OTHER, STAT_FIELDS, STAT_GONE, type FolderListing } from '../../../src/local/fs.js';
+import { ENTRY_DIR, ENTRY_FILE, ENTRY_LINK, ENTRY_OTHER, STAT_FIELDS, STAT_GONE, type FolderListing } from '../../../src/local/folder-listing.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { heldLstats } from '../../helpers/held-lstats.js';
 import { waitFor } from '../../helpers/wait-for.js';

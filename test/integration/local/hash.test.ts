@@ -18,21 +18,14 @@ afterAll(async () => {
 
 /** Real fs, with a hook run after each chunk is read: changes the file at a chosen moment. */
 function fsWithHook(afterRead: (chunk: number) => Promise<void>, onRead?: () => void): LocalFs {
+  let chunk = 0;
   return {
     ...nodeFs,
-    open: async (path, opts) => {
-      const handle = await nodeFs.open(path, opts);
-      let chunk = 0;
-      return {
-        read: async (buffer, offset, length, position) => {
-          const r = await handle.read(buffer, offset, length, position);
-          onRead?.();
-          await afterRead(chunk++);
-          return r;
-        },
-        stat: () => handle.stat(),
-        close: () => handle.close(),
-      };
+    read: async (fd, buffer, offset, length, position) => {
+      const n = await nodeFs.read(fd, buffer, offset, length, position);
+      onRead?.();
+      await afterRead(chunk++);
+      return n;
     },
   };
 }

@@ -63,7 +63,7 @@ describe('startWatcher past the inotify watch limit', () => {
     expect(st.overLimit).toEqual(['deep']);
     expect(st.limitFix).toMatch(/sysctl fs\.inotify\.max_user_watches=/);
     expect(st.problems[0]).toMatch(/watch limit is reached: 1 folder.*max_user_watches/);
-    expect(errors.map((e) => e.code)).toEqual(['watch-limit']);
+    expect(errors.map((e) => e.code)).toEqual(['E_WATCH_LIMIT']);
 
     // Ready only once the first poll cycle has learned the folder it polls instead.
     expect(st.poll).toMatchObject({ subtrees: ['deep'], bySubtree: { deep: { files: 1 } } });

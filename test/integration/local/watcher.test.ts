@@ -197,9 +197,9 @@ describe.each([
       if (how === 'renamed away') await rename(root, `${root}-moved`);
       else await rm(root, { recursive: true });
       try {
-        await waitSeen('a root-gone error', () => h.errors.some((e) => e.code === 'root-gone'), () => h.errors);
+        await waitSeen('a root-gone error', () => h.errors.some((e) => e.code === 'E_WATCH_ROOT_GONE'), () => h.errors);
         expect(h.errors[0]).toBeInstanceOf(WatchError);
-        expect(h.errors[0]).toMatchObject({ code: 'root-gone', lostEvents: true });
+        expect(h.errors[0]).toMatchObject({ code: 'E_WATCH_ROOT_GONE', lostEvents: true });
         expect(h.errors[0]!.message).toContain(h.watcher.root);
       } finally {
         await rm(`${root}-moved`, { recursive: true, force: true });
@@ -213,7 +213,7 @@ describe('startWatcher, other cases', () => {
     const missing = join(root, 'does-not-exist');
     const err = await startWatcher({ root: missing, clock: realClock, ...WATCH, filter: () => true, onEvent: () => {}, onError: () => {} }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WatchError);
-    expect(err).toMatchObject({ code: 'root-unusable' });
+    expect(err).toMatchObject({ code: 'E_WATCH_ROOT_UNUSABLE' });
     expect((err as Error).message).toContain(missing);
   });
 
@@ -228,7 +228,7 @@ describe('startWatcher, other cases', () => {
     });
     await writeFile(join(root, 'bad.txt'), 'x');
     await waitSeen('the handler error', () => h.errors.length > 0, () => calls);
-    expect(h.errors[0]).toMatchObject({ code: 'watch-failed' });
+    expect(h.errors[0]).toMatchObject({ code: 'E_WATCH_FAILED' });
     expect(h.errors[0]!.message).toMatch(/handler broke/);
     await writeFile(join(root, 'good.txt'), 'y');
     await h.waitEvent('good.txt', (e) => e.path === 'good.txt');
@@ -236,9 +236,9 @@ describe('startWatcher, other cases', () => {
 
   it('tells a watch limit (ENOSPC) from other watcher errors', () => {
     const limit = classifyWatchError('/srv/share', Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' }));
-    expect(limit).toMatchObject({ code: 'watch-limit', lostEvents: true, root: '/srv/share' });
+    expect(limit).toMatchObject({ code: 'E_WATCH_LIMIT', lostEvents: true, root: '/srv/share' });
     expect(limit.message).toMatch(/max_user_watches/);
-    expect(classifyWatchError('/srv/share', new Error('EIO'))).toMatchObject({ code: 'watch-failed', lostEvents: true });
+    expect(classifyWatchError('/srv/share', new Error('EIO'))).toMatchObject({ code: 'E_WATCH_FAILED', lostEvents: true });
   });
 
   it('says when the mounts on or below the folder change (a share mounted into it): mounts-changed, to be watched again', { timeout: TIMEOUT }, async () => {
@@ -247,8 +247,8 @@ describe('startWatcher, other cases', () => {
     const h = await watchRoot({ readMountInfo: async () => table, mountCheckMs: 20 });
     expect(h.watcher.status!().mounts).toEqual([expect.objectContaining({ fsType: 'ext4', kind: 'events' })]);
     table += `\n2 1 0:50 / ${real.replace(/ /g, '\\040')}/share rw - cifs //fileserver/Public rw`;
-    await waitSeen('mounts-changed', () => h.errors.some((e) => e.code === 'mounts-changed'), () => h.errors);
-    const err = h.errors.find((e) => e.code === 'mounts-changed')!;
+    await waitSeen('mounts-changed', () => h.errors.some((e) => e.code === 'E_WATCH_MOUNTS_CHANGED'), () => h.errors);
+    const err = h.errors.find((e) => e.code === 'E_WATCH_MOUNTS_CHANGED')!;
     expect(err.message).toContain(`${real}/share cifs`);
     expect(err.lostEvents).toBe(true);
   });

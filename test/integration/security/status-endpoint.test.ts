@@ -8,7 +8,7 @@ import { networkInterfaces } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { loadSettings } from '../../../src/config/load.js';
 import { startStatusServer } from '../../../src/daemon/status/server.js';
-import type { DaemonStatus } from '../../../src/daemon/status/status.js';
+import type { DaemonStatus } from '../../../src/daemon/status/schema.js';
 import { realClock } from '../../../src/time/clock.js';
 
 const status = (): DaemonStatus =>

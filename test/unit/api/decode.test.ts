@@ -18,6 +18,7 @@ import { nextPage, nextPageUrl } from '../../../src/api/paging.js';
 import { matchUploadResults } from '../../../src/api/upload.js';
 import { ApiError } from '../../../src/api/errors.js';
 import type { UploadFile } from '../../../src/api/records.js';
+import { onDisk } from '../../helpers/upload-file.js';
 
 const FIXTURES = new URL('../../fixtures/api-variants/', import.meta.url);
 const text = (rel: string): string => readFileSync(new URL(rel, FIXTURES), 'utf8');
@@ -215,14 +216,14 @@ describe('error bodies: the message, in every shape', () => {
 
 describe('upload answers: one record, an array, or a wrapped list, matched to the files', () => {
   const files: UploadFile[] = [
-    { path: '/srv/a.txt', name: 'a.txt' },
-    { path: '/srv/b.txt', name: 'b.txt' },
+    onDisk('/srv/a.txt', 'a.txt'),
+    onDisk('/srv/b.txt', 'b.txt'),
   ];
   const ctx = { method: 'POST', path: '/datastore/v1/data-sources/ds/documents/upload', status: 201 };
 
   it('a single record for a single file', () => {
     const recs = decodeUploadResponse(json('upload/single-record.json'), ctx);
-    expect(matchUploadResults([{ path: '/srv/notes/a.txt', name: 'notes/a.txt' }], recs, ctx).map((r) => r.id)).toEqual(['d-1']);
+    expect(matchUploadResults([onDisk('/srv/notes/a.txt', 'notes/a.txt')], recs, ctx).map((r) => r.id)).toEqual(['d-1']);
   });
 
   it.each(['upload/array.json', 'upload/wrapped-documents.json', 'upload/wrapped-data-basenames.json', 'upload/unnamed.json'])(
@@ -235,8 +236,8 @@ describe('upload answers: one record, an array, or a wrapped list, matched to th
 
   it('matches names the service rewrote as it stored them (lower-cased, extension dropped, suffixed, cut) by their longest start; a tie is no match (issue 34)', () => {
     const marked: UploadFile[] = [
-      { path: '/srv/A.txt', name: '.dssync-upload-aaaa1111.Sub/A.dssync-upload-aaaa1111.txt' },
-      { path: '/srv/B.txt', name: '.dssync-upload-bbbb2222.Sub/B.dssync-upload-bbbb2222.txt' },
+      onDisk('/srv/A.txt', '.dssync-upload-aaaa1111.Sub/A.dssync-upload-aaaa1111.txt'),
+      onDisk('/srv/B.txt', '.dssync-upload-bbbb2222.Sub/B.dssync-upload-bbbb2222.txt'),
     ];
     const recs = [
       { id: 'd-2', name: '.dssync-upload-bbbb2222.sub/b.dssync-upload-bbbb2222 (1)', raw: {} },
@@ -244,21 +245,21 @@ describe('upload answers: one record, an array, or a wrapped list, matched to th
     ];
     expect(matchUploadResults(marked, recs, ctx).map((r) => r.id)).toEqual(['d-1', 'd-2']);
     const plain: UploadFile[] = [
-      { path: '/srv/Report.txt', name: 'Report.txt' },
-      { path: '/srv/notes.md', name: 'notes.md' },
+      onDisk('/srv/Report.txt', 'Report.txt'),
+      onDisk('/srv/notes.md', 'notes.md'),
     ];
     expect(matchUploadResults(plain, [{ id: 'd-2', name: 'notes', raw: {} }, { id: 'd-1', name: 'report', raw: {} }], ctx).map((r) => r.id)).toEqual(['d-1', 'd-2']);
     const alike: UploadFile[] = [
-      { path: '/srv/x1.txt', name: 'x1.txt' },
-      { path: '/srv/x2.txt', name: 'x2.txt' },
+      onDisk('/srv/x1.txt', 'x1.txt'),
+      onDisk('/srv/x2.txt', 'x2.txt'),
     ];
     expect(() => matchUploadResults(alike, [{ id: 'd-1', name: 'x', raw: {} }, { id: 'd-2', name: 'y', raw: {} }], ctx)).toThrow(/match none/);
   });
 
   it('matches a base name and a differently normalised name', () => {
     const nested: UploadFile[] = [
-      { path: '/srv/x/Cafe\u0301.txt', name: 'x/Cafe\u0301.txt' },
-      { path: '/srv/y/notes.md', name: 'y/notes.md' },
+      onDisk('/srv/x/Cafe\u0301.txt', 'x/Cafe\u0301.txt'),
+      onDisk('/srv/y/notes.md', 'y/notes.md'),
     ];
     const recs = [
       { id: 'd-2', name: 'notes.md', raw: {} },
@@ -269,8 +270,8 @@ describe('upload answers: one record, an array, or a wrapped list, matched to th
 
   it('two files with the same base name are matched in order among themselves', () => {
     const same: UploadFile[] = [
-      { path: '/srv/a/readme.md', name: 'a/readme.md' },
-      { path: '/srv/b/readme.md', name: 'b/readme.md' },
+      onDisk('/srv/a/readme.md', 'a/readme.md'),
+      onDisk('/srv/b/readme.md', 'b/readme.md'),
     ];
     const recs = [
       { id: 'd-1', name: 'readme.md', raw: {} },

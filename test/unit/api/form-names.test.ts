@@ -14,6 +14,7 @@ import { silentLogger } from '../../../src/log.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
 import { FileTable } from '../../../src/state/file-table.js';
+import { neverOpened, onDisk } from '../../helpers/upload-file.js';
 
 const ctx = { method: 'POST', path: '/datastore/v1/data-sources/ds/documents/upload', status: 201 };
 const rec = (id: string, name: string): DocumentRecord => ({ id, name, raw: {} });
@@ -30,16 +31,16 @@ describe('formNameForms', () => {
 describe('matchUploadResults with names changed in transit', () => {
   it('matches a name the service decoded (%22 -> ") or kept escaped (%0A)', () => {
     const files: UploadFile[] = [
-      { path: '/s/a%22b.txt', name: 'a%22b.txt' },
-      { path: '/s/new\nline.txt', name: 'new\nline.txt' },
-      { path: '/s/ok.txt', name: 'ok.txt' },
+      onDisk('/s/a%22b.txt', 'a%22b.txt'),
+      onDisk('/s/new\nline.txt', 'new\nline.txt'),
+      onDisk('/s/ok.txt', 'ok.txt'),
     ];
     const recs = [rec('d-ok', 'ok.txt'), rec('d-nl', 'new%0Aline.txt'), rec('d-q', 'a"b.txt')];
     expect(matchUploadResults(files, recs, ctx).map((r) => r.id)).toEqual(['d-q', 'd-nl', 'd-ok']);
   });
 
   it('one file sent, one document returned: it is that file, whatever its name', () => {
-    expect(matchUploadResults([{ path: '/s/x.txt', name: 'dir/x.txt' }], [rec('d-1', 'dir_x.txt')], ctx).map((r) => r.id)).toEqual(['d-1']);
+    expect(matchUploadResults([onDisk('/s/x.txt', 'dir/x.txt')], [rec('d-1', 'dir_x.txt')], ctx).map((r) => r.id)).toEqual(['d-1']);
   });
 });
 
@@ -91,6 +92,7 @@ describe('a file whose name the service refuses (400)', () => {
         concurrency: 1,
         now: () => 0,
         logger: silentLogger,
+        open: neverOpened,
       },
     );
     expect([...state.m.files.keys()].sort()).toEqual(['a.txt', 'c.txt', 'd.txt']);

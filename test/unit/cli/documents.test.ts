@@ -17,6 +17,7 @@ import {
 import { CliError, describeFailure, ExitCode } from '../../../src/cli/exit.js';
 import { FakeApi, fakeContext } from '../../helpers/fake-api.js';
 import { rejectionOf } from '../../helpers/rejection.js';
+import { onDisk } from '../../helpers/upload-file.js';
 
 function failure(p: Promise<unknown> | (() => unknown)): Promise<CliError> {
   return rejectionOf(p, CliError);
@@ -162,8 +163,8 @@ describe('document operations', () => {
     const api = setup();
     const ctx = fakeContext(api);
     await uploadDocuments(ctx, 'ds_1', [
-      { path: '/x/a.txt', name: 'a.txt' },
-      { path: '/x/b.txt', name: 'b.txt' },
+      onDisk('/x/a.txt', 'a.txt'),
+      onDisk('/x/b.txt', 'b.txt'),
     ]);
     expect(api.ops()).toEqual(['uploadDocuments']);
     expect(ctx.printed()).toMatch(/^Uploaded 2 documents to data source ds_1\.\nID +NAME +URL\n/);

@@ -4,8 +4,8 @@
  */
 import { STATE_VERSION } from '../../../src/state/schema.js';
 import { describe, expect, it } from 'vitest';
-import type { DaemonStatus } from '../../../src/daemon/status/status.js';
-import type { MappingStatus } from '../../../src/daemon/mapping/runner.js';
+import type { DaemonStatus } from '../../../src/daemon/status/schema.js';
+import type { MappingStatus } from '../../../src/daemon/status/schema.js';
 import { StateCorruptError } from '../../../src/state/errors.js';
 import { describeFailure } from '../../../src/cli/exit.js';
 import type { StateFile } from '../../../src/state/schema.js';

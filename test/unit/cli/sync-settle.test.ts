@@ -1,7 +1,7 @@
 /** `dssync sync` waits for files being written (cli/commands/sync-settle.ts), with the fake clock. */
 import { describe, expect, it } from 'vitest';
 import { fullPassSettled } from '../../../src/cli/commands/sync-settle.js';
-import type { PassReport } from '../../../src/engine/mirror.js';
+import type { PassReport } from '../../../src/engine/pass-report.js';
 import { silentLogger } from '../../../src/log.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 

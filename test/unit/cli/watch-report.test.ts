@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { WatchStatusView } from '../../../src/daemon/status/schema.js';
-import type { MappingStatus } from '../../../src/daemon/mapping/runner.js';
+import type { MappingStatus } from '../../../src/daemon/status/schema.js';
 import { formatDaemonStatus } from '../../../src/cli/commands/status.js';
 import { formatCount, formatSeconds, formatWatchLines } from '../../../src/cli/watch-report.js';
 

@@ -8,7 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/api/errors.js';
 import { DataSourceMissingError } from '../../../src/engine/data-source.js';
 import type { Config, MappingConfig } from '../../../src/config/types.js';
-import type { ChangeScope, Mirror, PassOptions, PassReport } from '../../../src/engine/mirror.js';
+import type { Mirror, PassOptions } from '../../../src/engine/mirror.js';
+import type { ChangeScope } from '../../../src/engine/local-side.js';
+import type { PassReport } from '../../../src/engine/pass-report.js';
 import type { FileFailure } from '../../../src/engine/executor.js';
 import type { RawEvent } from '../../../src/local/watch/aggregator.js';
 import { WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watch/watcher.js';
@@ -118,7 +120,7 @@ function setup(o: { buildFails?: number; watchFails?: number; rescanIntervalSeco
     },
     watch: (opts) => {
       watchStarts++;
-      if (watchStarts <= (o.watchFails ?? 0)) return Promise.reject(new WatchError('root-unusable', opts.root, `cannot watch ${opts.root}: ENOENT`, true));
+      if (watchStarts <= (o.watchFails ?? 0)) return Promise.reject(new WatchError('E_WATCH_ROOT_UNUSABLE', opts.root, `cannot watch ${opts.root}: ENOENT`, true));
       watcherClosed = false;
       watcherOpts = opts;
       const w: Watcher = {
@@ -519,7 +521,7 @@ describe('MappingRunner: back-off and the watcher', () => {
     mirror.last().resolve(report());
     await clock.settle();
 
-    watchError(new WatchError('root-gone', '/srv/share', 'the watched folder /srv/share is gone', true));
+    watchError(new WatchError('E_WATCH_ROOT_GONE', '/srv/share', 'the watched folder /srv/share is gone', true));
     await clock.advance(200);
     expect(runner.status().degraded).toEqual([expect.stringContaining('/srv/share')]);
     // The rescan the lost events ask for finds the folder missing: blocked, retried later.
@@ -551,7 +553,7 @@ describe('MappingRunner: back-off and the watcher', () => {
     await clock.settle();
     const calls = mirror.calls.length;
 
-    watchError(new WatchError('mounts-changed', '/srv/share', 'the filesystems mounted on or below /srv/share changed', true));
+    watchError(new WatchError('E_WATCH_MOUNTS_CHANGED', '/srv/share', 'the filesystems mounted on or below /srv/share changed', true));
     await clock.advance(1_000);
     expect(watchStarts()).toBe(2);
     // A pass now could miss what changes before the new poller has learned the tree.

@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DaemonMetrics, MOUNT_SERIES } from '../../../src/daemon/status/metrics.js';
-import type { MappingStatus } from '../../../src/daemon/mapping/runner.js';
+import type { MappingStatus } from '../../../src/daemon/status/schema.js';
 
 const status = (over: Partial<MappingStatus> = {}): MappingStatus => ({
   id: 'm1',

@@ -26,6 +26,18 @@ describe('the feed file', () => {
     expect(await new FeedFile('/s/state.json.feed.json', logger, fs).load()).toEqual(history(3));
   });
 
+  it("keeps each entry's error code across a restart, an older name read as its E_* code (issue 38.2)", async () => {
+    const fs = new MemFs();
+    const { logger } = recordingLogger();
+    const at = '2026-11-29T00:00:00.000Z';
+    const entry = (code: string) => ({ at, mapping: 'docs', kind: 'upload' as const, path: 'a.txt', outcome: 'failed' as const, message: 'x', code });
+    const problem = (code: string) => ({ at, mapping: 'docs', path: 'a.txt', what: 'upload failed', message: 'x', code, next: 'retried' });
+    await new FeedFile('/s/f.json', logger, fs).save({ activity: [entry('E_LOCAL_ACCESS'), entry('EACCES')], problems: [problem('queue-overflow')], points: [] });
+    const loaded = await new FeedFile('/s/f.json', logger, fs).load();
+    expect(loaded?.activity.map((a) => a.code)).toEqual(['E_LOCAL_ACCESS', 'E_LOCAL_ACCESS']);
+    expect(loaded?.problems.map((p) => p.code)).toEqual(['E_WATCH_QUEUE_OVERFLOW']);
+  });
+
   it('a save asked for while one is written ends with the newest history on disk', async () => {
     const fs = new MemFs();
     const { logger } = recordingLogger();

@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Config, MappingConfig } from '../../../src/config/types.js';
 import { MappingRunner, type MappingRunnerDeps } from '../../../src/daemon/mapping/runner.js';
-import type { Mirror, PassReport } from '../../../src/engine/mirror.js';
+import type { Mirror } from '../../../src/engine/mirror.js';
+import type { PassReport } from '../../../src/engine/pass-report.js';
 import type { Watcher } from '../../../src/local/watch/watcher.js';
 import { silentLogger } from '../../../src/log.js';
 import type { StateStore } from '../../../src/state/store.js';

@@ -11,6 +11,7 @@ import { silentLogger } from '../../../src/log.js';
 import type { Intent } from '../../../src/state/schema.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
+import { neverOpened } from '../../helpers/upload-file.js';
 
 /** Intents become durable together, one "write" per turn of the event loop (group commit). */
 class GroupCommitState extends MemoryState {
@@ -85,6 +86,7 @@ describe('executePlan: upload intents', () => {
       concurrency: 4,
       now: () => 0,
       logger: silentLogger,
+        open: neverOpened,
     });
     expect(result.failures).toEqual([]);
     expect(api.count('uploadDocuments')).toBe(40);
@@ -112,6 +114,7 @@ describe('executePlan: an upload answer names our documents (issue 9, found by t
     concurrency: 2,
     now: () => 0,
     logger: silentLogger,
+        open: neverOpened,
     preexisting,
   });
 

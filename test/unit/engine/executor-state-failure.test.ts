@@ -12,6 +12,7 @@ import { silentLogger } from '../../../src/log.js';
 import { StateWriteError } from '../../../src/state/errors.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
+import { neverOpened } from '../../helpers/upload-file.js';
 
 class FullDiskState extends MemoryState {
   override async beginIntent(): Promise<string> {
@@ -43,6 +44,7 @@ describe('executePlan when the state cannot be written', () => {
         concurrency: 2,
         now: () => 0,
         logger: silentLogger,
+        open: neverOpened,
       });
       await new Promise((r) => setImmediate(r));
       expect(rejections).toEqual([]);

@@ -6,6 +6,7 @@ import { readMeta } from '../../../src/engine/metadata.js';
 import { createLogger, silentLogger } from '../../../src/log.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
+import { neverOpened } from '../../helpers/upload-file.js';
 
 const spec = { mappingId: 'm1', root: '/srv/share' };
 const desired = (f: Parameters<typeof documentFields>[1]) => documentFields(spec, f);
@@ -15,7 +16,7 @@ function files(n: number, prefix = 'f', size = 10): LocalFileInfo[] {
 }
 
 function opts(api: FakeApi, state: MemoryState, over: Partial<ExecutorOptions> = {}): ExecutorOptions {
-  return { api, state, mappingId: 'm1', dataSourceId: 'ds1', desired, batchFiles: 20, batchBytes: 1 << 20, concurrency: 4, now: () => 0, logger: silentLogger, ...over };
+  return { api, state, mappingId: 'm1', dataSourceId: 'ds1', desired, batchFiles: 20, batchBytes: 1 << 20, concurrency: 4, now: () => 0, logger: silentLogger, open: neverOpened, ...over };
 }
 
 /** One full pass of the engine: list, plan, execute. */

@@ -3,7 +3,8 @@
  * clock), a late-landing upload recognised as ours, and a skipped file keeping its intent.
  */
 import { describe, expect, it } from 'vitest';
-import { Mirror, INTENT_SETTLE_MS, INTENT_STALE_MS, REQUEST_TIMEOUT_MS, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import { Mirror, INTENT_SETTLE_MS, INTENT_STALE_MS, REQUEST_TIMEOUT_MS, type MirrorState } from '../../../src/engine/mirror.js';
+import type { LocalSide, ScanResult } from '../../../src/engine/local-side.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import { storedName } from '../../../src/engine/service-names.js';
 import { unmarkedName } from '../../../src/engine/document-fields.js';
@@ -11,6 +12,7 @@ import type { Intent, MappingState, PassRecord } from '../../../src/state/schema
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { MemoryState } from '../../helpers/memory-state.js';
+import { neverOpened } from '../../helpers/upload-file.js';
 
 
 class State extends MemoryState implements MirrorState {
@@ -32,6 +34,8 @@ class State extends MemoryState implements MirrorState {
 }
 
 class Local implements LocalSide {
+  /** The FakeApi reads no file. */
+  open = neverOpened;
   files = new Map<string, LocalFileInfo>();
   unreadable = new Set<string>();
   /** Left out by a setting (larger than maxFileBytes): reported as excluded, as side.ts does. */

@@ -6,12 +6,14 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Mirror, type ChangeScope, type HashedContent, type LocalSide, type MirrorState, type ScanResult } from '../../../src/engine/mirror.js';
+import { Mirror, type MirrorState } from '../../../src/engine/mirror.js';
+import type { ChangeScope, HashedContent, LocalSide, ScanResult } from '../../../src/engine/local-side.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import type { MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 import { MemoryState } from '../../helpers/memory-state.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { neverOpened } from '../../helpers/upload-file.js';
 
 const T0 = Date.parse('2026-11-23T10:00:00.250Z');
 
@@ -24,6 +26,8 @@ interface FakeFile {
 
 /** A folder whose timestamps have 1-second granularity, like ext4 with 128-byte inodes. */
 class CoarseFolder implements LocalSide {
+  /** The FakeApi reads no file. */
+  open = neverOpened;
   files = new Map<string, FakeFile>();
   hashes = 0;
   private nextIno = 100;

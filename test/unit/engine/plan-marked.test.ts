@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DocumentRecord } from '../../../src/api/records.js';
-import { documentFields, findUploadMark, markUploadName, uploadTag } from '../../../src/engine/document-fields.js';
+import { documentFields, markUploadName, uploadTag } from '../../../src/engine/document-fields.js';
+import { findUploadMark } from '../../../src/engine/upload-mark.js';
 import { planMirror, type Op } from '../../../src/engine/plan.js';
 import { FileTable } from '../../../src/state/file-table.js';
 import type { FileEntry, Intent } from '../../../src/state/schema.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { findUploadMark, markUploadName, nonceSession, unmarkedName } from '../../../src/engine/document-fields.js';
+import { markUploadName, nonceSession, unmarkedName } from '../../../src/engine/document-fields.js';
+import { findUploadMark } from '../../../src/engine/upload-mark.js';
 import { cutToBytes } from '../../../src/engine/service-names.js';
 
 describe('markUploadName: the name an upload is sent under', () => {

@@ -245,6 +245,6 @@ describe('hashFile on a fake filesystem: typed failures', () => {
   it('throws FileReadError with the code on an I/O error mid-read', async () => {
     const err = await hashFile('/r/a.txt', { fs: tree().fail('/r/a.txt', 'read', 'EIO') }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FileReadError);
-    expect(err).toMatchObject({ code: 'EIO', path: '/r/a.txt', message: '/r/a.txt cannot be read: input/output error (EIO)' });
+    expect(err).toMatchObject({ code: 'E_LOCAL_IO', errno: 'EIO', path: '/r/a.txt', message: '/r/a.txt cannot be read: input/output error (EIO)' });
   });
 });

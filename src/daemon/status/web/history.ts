@@ -8,7 +8,7 @@
  * hooks) and reads time from the clock it is given.
  */
 import type { OpEvent } from '../../../engine/executor.js';
-import { errnoOf } from '../../../errors/errno.js';
+import { shownCodeOf } from '../../../errors/errno.js';
 import { ANSWER_LOST, awaitingDecision, FILE_REFUSED, fileRetried, GUARD_STOPPED, retriedWithBackoff } from '../../mapping/next-step.js';
 import { RingBuffer, type Sequenced } from './ring-buffer.js';
 
@@ -37,7 +37,7 @@ export interface ActivityEntry {
   lagMs?: number | undefined;
   /** Why it failed, for outcomes other than done. */
   message?: string | undefined;
-  /** The failure's stable error code (E_*, an errno), beside the prose: the page filters by it. */
+  /** The failure's stable error code (E_*, errors/codes.ts), beside the prose: the page filters by it. */
   code?: string | undefined;
 }
 
@@ -47,7 +47,7 @@ export interface ProblemEntry {
   path?: string | undefined;
   what: string;
   message: string;
-  /** The error's stable code (E_*, an errno), when it has one: the page filters by it. */
+  /** The error's stable code (E_*, errors/codes.ts), when it has one: the page filters by it. */
   code?: string | undefined;
   /** What dssync does about it next, in words. */
   next: string;
@@ -115,7 +115,7 @@ export class DaemonHistory {
   onOp(mapping: string, e: OpEvent, lagMs: number | undefined): void {
     const at = new Date(this.now()).toISOString();
     const message = e.outcome === 'done' ? undefined : (e.error?.message ?? describeOutcome(e.outcome));
-    const code = e.outcome === 'done' ? undefined : errnoOf(e.error);
+    const code = e.outcome === 'done' ? undefined : shownCodeOf(e.error);
     const entry: ActivityEntry = { at, mapping, kind: e.kind, path: e.path, outcome: e.outcome, lagMs, message, code };
     const seq = this.activity.push(entry);
     this.emit({ type: 'activity', entry: { seq, item: entry } });

@@ -34,6 +34,13 @@ describe('DaemonHistory', () => {
     ]);
   });
 
+  it("shows a system errno as the registry's E_* code, the one a user filters by (issue 38.2)", () => {
+    const h = new DaemonHistory(() => T0);
+    const denied = Object.assign(new Error('EACCES: permission denied, open /srv/share/a.txt'), { code: 'EACCES' });
+    h.onOp('docs', { kind: 'upload', path: 'a.txt', outcome: 'failed', error: denied }, undefined);
+    expect(h.snapshot().activity.map((e) => e.item.code)).toEqual(['E_LOCAL_ACCESS']);
+  });
+
   it('saves and restores the feed, the problems and the hour of chart points across a restart (issue 25.1)', () => {
     const c = new FakeClock(T0);
     const before = new DaemonHistory(() => c.now());
