@@ -1,8 +1,8 @@
 /**
  * What the watcher saw, on its way to a pass: events go through the aggregator (quiet and
  * stability windows), its batches gather in the pending scope until a pass takes them, and
- * files a pass set aside as maybe being written come back as a batch once the window has
- * passed. One drain timer and one follow-up timer (DESIGN §1.2).
+ * files a pass set aside as maybe being written join it when the schedule looks at them
+ * again (`lookAgain`). One drain timer (DESIGN §1.2).
  */
 import type { Config } from '../../config/types.js';
 import type { ChangeScope } from '../../engine/mirror.js';
@@ -10,7 +10,6 @@ import { EventAggregator, isEmptyBatch, type Batch, type RawEvent } from '../../
 import type { Logger } from '../../log.js';
 import type { StateStore } from '../../state/store.js';
 import type { Clock } from '../../time/clock.js';
-import { passStabilityMs } from './build-mirror.js';
 import { PendingScope } from './pending-scope.js';
 
 export interface ChangeIntakeDeps {
@@ -27,11 +26,10 @@ export interface ChangeIntakeDeps {
 export class ChangeIntake {
   private readonly aggregator: EventAggregator;
   private readonly pending = new PendingScope();
-  /** Files a pass set aside as maybe being written, waiting for their follow-up pass. */
+  /** Files a pass set aside as maybe being written, until the schedule looks at them again. */
   private readonly settling = new Set<string>();
   private drainTimer: unknown;
   private drainAt: number | undefined;
-  private settleTimer: unknown;
 
   constructor(private readonly d: ChangeIntakeDeps) {
     this.aggregator = new EventAggregator({
@@ -87,27 +85,21 @@ export class ChangeIntake {
     }, Math.max(0, at - this.d.clock.monotonic()));
   }
 
-  /**
-   * Files a pass set aside because they changed within the stability window: an incremental
-   * pass looks at them again once the window has passed (it sets them aside again while
-   * they keep changing). One timer for all of them.
-   */
-  followUp(paths: readonly string[]): void {
-    if (this.d.isStopped() || paths.length === 0) return;
+  /** Files a pass set aside because they changed within the stability window. */
+  setAside(paths: readonly string[]): void {
     for (const p of paths) this.settling.add(p);
-    if (this.settleTimer !== undefined) return;
-    this.settleTimer = this.d.clock.setTimeout(() => {
-      this.settleTimer = undefined;
-      const at = this.d.clock.monotonic();
-      const items = [...this.settling].map((path) => ({ path, isDir: false, gone: false, firstEventAt: at, lastEventAt: at, events: 0 }));
-      this.settling.clear();
-      this.take({ items, rescan: false, reasons: [] });
-    }, passStabilityMs(this.d.config));
   }
 
-  /** Stops both timers (the mapping stops). */
+  /** The schedule's `lookAgain`: the files set aside join the next pass's scope. */
+  lookAgain(): void {
+    const at = this.d.clock.monotonic();
+    this.pending.add({ items: [...this.settling].map((path) => ({ path, isDir: false, gone: false, firstEventAt: at, lastEventAt: at, events: 0 })), rescan: false, reasons: [] });
+    this.settling.clear();
+  }
+
+  /** Stops the drain timer (the mapping stops). */
   stop(): void {
-    for (const t of [this.drainTimer, this.settleTimer]) if (t !== undefined) this.d.clock.clearTimeout(t);
+    if (this.drainTimer !== undefined) this.d.clock.clearTimeout(this.drainTimer);
   }
 
   private take(batch: Batch): void {

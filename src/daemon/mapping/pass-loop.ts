@@ -99,7 +99,7 @@ export class PassLoop {
   constructor(private readonly d: PassLoopDeps) {
     this.announcer = new SkipAnnouncer(d.log);
     this.textChecks = new TextChecks({ mapping: d.mapping, problems: d.problems, onChanged: () => d.onRecordsChanged?.(), isStopped: d.isStopped });
-    this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs }, { paused: d.paused });
+    this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs, settleMs: passStabilityMs(d.config) }, { paused: d.paused });
   }
 
   private get id(): string {
@@ -218,6 +218,9 @@ export class PassLoop {
         break;
       case 'leaveDegraded':
         this.d.health.clear('pass', 'service');
+        break;
+      case 'lookAgain':
+        this.d.intake.lookAgain();
         break;
       case 'retryAt':
       case 'scheduleRescan':
@@ -365,7 +368,10 @@ export class PassLoop {
   private afterPass(kind: PassKind, report: PassReport): ScheduleEvent {
     const { health } = this.d;
     this.d.events?.onPass?.(this.id, kind, report);
-    this.d.intake.followUp(report.settling ?? []);
+    if (report.settling?.length && !this.d.isStopped()) {
+      this.d.intake.setAside(report.settling);
+      this.dispatch({ type: 'setAside' });
+    }
     // One line per full pass (start, periodic rescan, recovery): when the mirror was last
     // known in sync, and what it took. Incremental passes only at debug level.
     this.d.log[kind === 'full' ? 'info' : 'debug'](

@@ -10,7 +10,7 @@ import { DeleteDecision, deletesDigest } from '../../../src/daemon/mapping/delet
 import { checkGuards, type GuardInput } from '../../../src/engine/guards.js';
 import type { Op } from '../../../src/engine/plan.js';
 
-const config = { rescanIntervalMs: 3_600_000, retryBaseMs: 5_000 };
+const config = { rescanIntervalMs: 3_600_000, retryBaseMs: 5_000, settleMs: 2_000 };
 
 function drive(s: ScheduleState, rows: [number, ScheduleEvent][]): { state: ScheduleState; actions: string[][]; deadlines: (number | undefined)[] } {
   const actions: string[][] = [];
