@@ -36,7 +36,6 @@ export class ChangeIntake {
       quietMs: d.config.debounceMs,
       startedAt: d.clock.monotonic(),
       syncedSize: (p) => d.state.mapping(d.mappingId)?.files.get(p)?.size,
-      tracked: (p) => d.state.mapping(d.mappingId)?.files.has(p) === true,
     });
   }
 

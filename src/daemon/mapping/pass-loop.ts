@@ -19,6 +19,7 @@ import type { StateStore } from '../../state/store.js';
 import type { Clock } from '../../time/clock.js';
 import { buildMirror, lostDataSource, passStabilityMs } from './build-mirror.js';
 import type { ChangeIntake } from './change-intake.js';
+import type { ObservedStats } from '../../local/observed-stats.js';
 import type { DeleteDecision } from './delete-decision.js';
 import type { IngestionChecker } from './ingestion.js';
 import type { MappingHealth } from './health.js';
@@ -64,6 +65,8 @@ export interface PassLoopDeps extends PassSettings {
   log: Logger;
   health: MappingHealth;
   intake: ChangeIntake;
+  /** The watcher's stats of changed files, for the local side. */
+  observed: ObservedStats;
   problems: ProblemList;
   history: PassHistory;
   deletes: DeleteDecision;
@@ -317,6 +320,7 @@ export class PassLoop {
       signal: this.d.signal,
       clock: this.d.clock,
       stabilityMs: passStabilityMs(this.d.config),
+      observed: this.d.observed,
       onNotice: (m) => {
         notice = m;
         health.remember({ message: m });

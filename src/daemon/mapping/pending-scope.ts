@@ -1,24 +1,18 @@
 /**
  * What the watcher's batches named since the last pass began: the files and folders the
  * next pass looks at, each with the time of its first event (the lag a finished operation
- * reports), and the watcher's stat of each file it saw after its last event, which the
- * local side takes instead of statting the file again (one stat per path per change).
+ * reports).
  */
 import type { ChangeScope } from '../../engine/mirror.js';
-import type { StatNow } from '../../engine/racy.js';
 import type { Batch } from '../../local/watch/aggregator.js';
 
 export class PendingScope {
   private readonly files = new Map<string, number>();
   private readonly dirs = new Map<string, number>();
-  private readonly seen = new Map<string, StatNow>();
 
   add(batch: Batch): void {
     for (const item of batch.items) {
       note(this.files, item.path, item.firstEventAt);
-      // A later batch's word on a path replaces the earlier one's stat (or drops it).
-      if (!item.isDir && item.stat !== undefined) this.seen.set(item.path, item.stat);
-      else this.seen.delete(item.path);
       // A folder item also stands for a file that was at its path (a file replaced by a
       // folder of the same name: the aggregator folds the file's removal into the folder),
       // and a ChangeScope folder covers only what is below it: it is noted as both.
@@ -37,11 +31,10 @@ export class PendingScope {
    * files' times count for it; folders are walked by either).
    */
   take(kind: 'full' | 'changes'): { scope: ChangeScope; firstEventAt: Map<string, number> } {
-    const scope: ChangeScope = { files: [...this.files.keys()], dirs: [...this.dirs.keys()], seen: new Map(this.seen) };
+    const scope: ChangeScope = { files: [...this.files.keys()], dirs: [...this.dirs.keys()] };
     const firstEventAt = kind === 'full' ? new Map(this.files) : new Map([...this.files, ...this.dirs]);
     this.files.clear();
     this.dirs.clear();
-    this.seen.clear();
     return { scope, firstEventAt };
   }
 }

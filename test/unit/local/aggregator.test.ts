@@ -333,7 +333,7 @@ describe('EventAggregator: folders', () => {
   });
 
   it('a path the state tracks is never dropped as created and deleted while pending (its document exists)', () => {
-    const agg = make({ tracked: (p) => p === 'known.txt' });
+    const agg = make({ syncedSize: (p) => (p === 'known.txt' ? 5 : undefined) });
     agg.push(ev(0, 'add', 'known.txt', 5));
     agg.push(ev(100, 'unlink', 'known.txt'));
     expect(agg.drain(60_000).items).toMatchObject([{ path: 'known.txt', gone: true }]);
