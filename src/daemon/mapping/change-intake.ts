@@ -92,7 +92,7 @@ export class ChangeIntake {
   /** The schedule's `lookAgain`: the files set aside join the next pass's scope. */
   lookAgain(): void {
     const at = this.d.clock.monotonic();
-    this.pending.add({ items: [...this.settling].map((path) => ({ path, isDir: false, gone: false, firstEventAt: at, lastEventAt: at, events: 0 })), rescan: false, reasons: [] });
+    this.pending.add({ items: [...this.settling].map((path) => ({ path, isDir: false, gone: false, firstEventAt: at })), rescan: false, reasons: [] });
     this.settling.clear();
   }
 

@@ -84,8 +84,6 @@ export class PassLoop {
   private running: Promise<void> | undefined;
   private deadlineTimer: unknown;
   private deadlineAt: number | undefined;
-  /** The schedule's next periodic rescan (monotonic ms). */
-  private rescanAt: number | undefined;
   /** What the next full pass is, for the history: the first one, a rescan, or another. */
   private nextFullKind: PassHistoryKind = 'start';
   /** First event time of each path in the pass running now, for the lag metric. */
@@ -120,14 +118,13 @@ export class PassLoop {
 
   /** The next periodic rescan (monotonic ms), if one is planned. */
   get nextRescanAt(): number | undefined {
-    return this.rescanAt;
+    return this.sched.rescanAt;
   }
 
   /** The schedule hears of something (see ScheduleEvent); its actions are carried out. */
   dispatch(e: ScheduleEvent): void {
     const r = step(this.sched, e, this.d.clock.monotonic(), this.d.random ?? Math.random);
     this.sched = r.state;
-    this.rescanAt = r.state.rescanAt;
     for (const a of r.actions) this.carryOut(a);
     this.armDeadline(r.nextDeadline);
   }

@@ -134,9 +134,6 @@ export interface BatchItem {
   /** The last event said the path is gone (a hint: the planner checks the disk). */
   gone: boolean;
   firstEventAt: number;
-  lastEventAt: number;
-  /** Events folded into this item. */
-  events: number;
 }
 
 export interface Batch {
@@ -506,8 +503,6 @@ export class EventAggregator {
       isDir: e.isDir,
       gone: e.gone,
       firstEventAt: e.firstAt,
-      lastEventAt: e.lastAt,
-      events: e.events,
     }));
     items.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { items, rescan, reasons };
