@@ -131,7 +131,7 @@ export class PassLoop {
 
   /** A full pass right away, cancelling the back-off (the cause of the failures is gone). */
   retryNow(): void {
-    this.dispatch({ type: 'fullPassRequested', now: true });
+    this.dispatch({ type: 'fullPassRequested' });
   }
 
   /** "Rescan now": the next full pass is a rescan in the history (unless it is the first). */

@@ -80,9 +80,8 @@ export type ScheduleEvent =
   | { type: 'setAside' }
   /** The timer at `nextDeadline` fired (rescan, retry or a look at files set aside, whichever is due). */
   | { type: 'tick' }
-  | { type: 'rescanDue' }
   /** A full pass right away, cancelling the back-off (SIGHUP, the folder is watched again). */
-  | { type: 'fullPassRequested'; now?: boolean | undefined }
+  | { type: 'fullPassRequested' }
   /** SIGHUP: the settings as read again (maybe unchanged); a full pass follows at once. */
   | { type: 'configChanged'; config: ScheduleConfig }
   | { type: 'pause' }
@@ -153,10 +152,7 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
       n = { ...n, fullWanted: true, retryAt: undefined };
       break;
     case 'fullPassRequested':
-      n = { ...n, fullWanted: true, retryAt: e.now ? undefined : n.retryAt };
-      break;
-    case 'rescanDue':
-      n = { ...n, fullWanted: true, rescanAt: undefined };
+      n = { ...n, fullWanted: true, retryAt: undefined };
       break;
     case 'setAside': {
       const at = now + n.config.settleMs;

@@ -46,6 +46,7 @@
  *   when the daemon (re)started is not caught between two writes, while a same-size save
  *   still goes after the debounce.
  */
+import type { ChangeScope } from '../../engine/local-side.js';
 import type { StatNow } from '../../engine/racy.js';
 import { nfc } from '../paths.js';
 
@@ -107,12 +108,6 @@ export interface AggregatorOptions {
    * removal is always told (a second guard to passStarted's).
    */
   syncedSize?: ((relPath: string) => number | undefined) | undefined;
-}
-
-/** The files and folders an incremental pass looks at (a full pass: everything). */
-export interface PassScope {
-  files: readonly string[];
-  dirs: readonly string[];
 }
 
 /** The aggregator's own tuning; `quietMs` is the config's and has no default here. */
@@ -313,7 +308,7 @@ export class EventAggregator {
    * way while the walk may have sent it (issue 23, defect 11: three documents kept after the
    * quick chaos run's outage-503-10s, the daemon saying it was in sync): it is covered too.
    */
-  passStarted(scope?: PassScope): void {
+  passStarted(scope?: ChangeScope): void {
     this.passCovers = coverage(scope);
     this.passMaySend(this.passCovers);
   }
@@ -510,7 +505,7 @@ export class EventAggregator {
 }
 
 /** What a pass may send: `scope` undefined is everything; a folder covers what is below it ('' the whole tree). */
-function coverage(scope: PassScope | undefined): (path: string) => boolean {
+function coverage(scope: ChangeScope | undefined): (path: string) => boolean {
   if (!scope) return () => true;
   const files = new Set(scope.files);
   return (path) => files.has(path) || scope.dirs.some((d) => d === '' || path === d || path.startsWith(`${d}/`));

@@ -79,14 +79,13 @@ describe('schedule', () => {
     ]);
   });
 
-  it('lost events ask for a full pass; a request "now" cancels the back-off', () => {
+  it('lost events ask for a full pass; a request cancels the back-off', () => {
     run(hourly, [
       [0, { type: 'started' }, ['runFullPass']],
       [0, ok('full'), ['leaveDegraded', 'scheduleRescan']],
       [10, { type: 'batchReady', rescan: true }, ['runFullPass']],
       [20, failed, ['retryAt', 'enterDegraded'], 5_020],
-      [30, { type: 'fullPassRequested' }, [], 5_020],
-      [40, { type: 'fullPassRequested', now: true }, ['runFullPass']],
+      [40, { type: 'fullPassRequested' }, ['runFullPass']],
     ]);
   });
 
