@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { initialSchedule, MAX_RETRY_DELAY_MS, retryDelayMs, step, type ScheduleAction, type ScheduleConfig, type ScheduleEvent, type ScheduleState } from '../../../src/daemon/mapping/schedule.js';
-import { fullPassSettled } from '../../../src/cli/commands/sync-settle.js';
+import { fullPassSettled } from '../../../src/cli/commands/sync.js';
 import type { PassReport } from '../../../src/engine/mirror.js';
 import { silentLogger } from '../../../src/log.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -175,7 +175,7 @@ async function settle(m: ReturnType<typeof mirror>, waitMs: number, clock = new 
   return done;
 }
 
-describe('dssync sync: the same rule, full passes until settled or --wait-changing is over (cli/commands/sync-settle.ts)', () => {
+describe('dssync sync: the same rule, full passes until settled or --wait-changing is over (cli/commands/sync.ts)', () => {
   it('nothing settling: one pass, its report', async () => {
     const m = mirror(report({ uploaded: 2 }));
     const r = await settle(m, 30_000);
