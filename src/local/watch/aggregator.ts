@@ -196,7 +196,7 @@ export class EventAggregator {
   private passCovers: ((path: string) => boolean) | undefined;
 
   constructor(opts: Partial<AggregatorOptions> & Pick<AggregatorOptions, 'quietMs'>) {
-    this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...stripUndefined(opts), quietMs: opts.quietMs };
+    this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...opts };
     for (const k of ['quietMs', 'maxWaitMs', 'renameWindowMs', 'settleMs', 'maxStabilityMs', 'writeFinishMaxMs', 'refillMs', 'maxPending', 'batchTickMs'] as const) {
       const v = this.o[k];
       if (!Number.isFinite(v) || v < 0) throw new RangeError(`EventAggregator: ${k} must be a number >= 0, got ${String(v)}`);
@@ -519,8 +519,4 @@ function fold(e: Entry, at: number): void {
 
 function normalize(path: string): string {
   return nfc(path.replace(/^(\.\/)+/, '').replace(/\/+$/, ''));
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
