@@ -97,7 +97,7 @@ describe.each([
     await h.waitEvent('b.txt unlinked', (e) => e.path === 'b.txt' && e.kind === 'unlink');
     expect(observed.take('b.txt')).toBeUndefined();
     await writeFile(join(root, 'c.txt'), 'abc');
-    await h.waitEvent('c.txt present', (e) => e.path === 'c.txt' && exists(e));
+    await h.waitEvent('c.txt written', (e) => e.path === 'c.txt' && exists(e) && e.size === 3);
     expect(observed.take('c.txt')).toMatchObject({ size: 3, ino: (await lstat(join(root, 'c.txt'))).ino });
     expect(h.errors).toEqual([]);
   });
