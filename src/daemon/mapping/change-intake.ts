@@ -1,6 +1,7 @@
 /**
  * What the watcher saw, on its way to a pass: events go through the aggregator (quiet and
- * stability windows), its batches gather in the pending scope until a pass takes them, and
+ * stability windows), its batches gather in the pending scope (each path with the time of
+ * its first event, the lag a finished operation reports) until a pass takes them, and
  * files a pass set aside as maybe being written join it when the schedule looks at them
  * again (`lookAgain`). One drain timer (DESIGN §1.2).
  */
@@ -10,7 +11,6 @@ import { EventAggregator, isEmptyBatch, type Batch, type RawEvent } from '../../
 import type { Logger } from '../../log.js';
 import type { StateStore } from '../../state/store.js';
 import type { Clock } from '../../time/clock.js';
-import { PendingScope } from './pending-scope.js';
 
 export interface ChangeIntakeDeps {
   config: Config;
@@ -25,7 +25,9 @@ export interface ChangeIntakeDeps {
 
 export class ChangeIntake {
   private readonly aggregator: EventAggregator;
-  private readonly pending = new PendingScope();
+  /** The pending scope: files and folders the batches named since the last pass began. */
+  private readonly files = new Map<string, number>();
+  private readonly dirs = new Map<string, number>();
   /** Files a pass set aside as maybe being written, until the schedule looks at them again. */
   private readonly settling = new Set<string>();
   private drainTimer: unknown;
@@ -51,17 +53,21 @@ export class ChangeIntake {
 
   /** Paths waiting for a pass: in the aggregator, pending, and set aside. */
   pendingCount(): number {
-    return this.aggregator.pendingCount() + this.pending.size + this.settling.size;
+    return this.aggregator.pendingCount() + new Set([...this.files.keys(), ...this.dirs.keys()]).size + this.settling.size;
   }
 
   /**
-   * A pass of `kind` begins: it takes the pending scope (a full pass looks at everything the
-   * events named) and tells the aggregator what it may send.
+   * A pass of `kind` begins: it takes the pending scope and the first-event time of each path
+   * (a full pass looks at every file, so only files' times count for it; folders are walked
+   * by either), and tells the aggregator what it may send.
    */
   passStarted(kind: 'full' | 'changes'): { scope: ChangeScope; firstEventAt: Map<string, number> } {
-    const taken = this.pending.take(kind);
-    this.aggregator.passStarted(kind === 'full' ? undefined : taken.scope);
-    return taken;
+    const scope: ChangeScope = { files: [...this.files.keys()], dirs: [...this.dirs.keys()] };
+    const firstEventAt = kind === 'full' ? new Map(this.files) : new Map([...this.files, ...this.dirs]);
+    this.files.clear();
+    this.dirs.clear();
+    this.aggregator.passStarted(kind === 'full' ? undefined : scope);
+    return { scope, firstEventAt };
   }
 
   /** The pass ended, succeeded or not: what was created while it ran, its walk may have sent. */
@@ -91,8 +97,7 @@ export class ChangeIntake {
 
   /** The schedule's `lookAgain`: the files set aside join the next pass's scope. */
   lookAgain(): void {
-    const at = this.d.clock.monotonic();
-    this.pending.add({ items: [...this.settling].map((path) => ({ path, isDir: false, gone: false, firstEventAt: at })), rescan: false, reasons: [] });
+    for (const path of this.settling) note(this.files, path, this.d.clock.monotonic());
     this.settling.clear();
   }
 
@@ -104,7 +109,18 @@ export class ChangeIntake {
   private take(batch: Batch): void {
     if (isEmptyBatch(batch)) return;
     if (batch.rescan) this.d.log.info({ reasons: batch.reasons }, 'watcher lost events: full rescan');
-    this.pending.add(batch);
+    for (const item of batch.items) {
+      note(this.files, item.path, item.firstEventAt);
+      // A folder item also stands for a file that was at its path (a file replaced by a
+      // folder of the same name: the aggregator folds the file's removal into the folder),
+      // and a ChangeScope folder covers only what is below it: it is noted as both.
+      if (item.isDir) note(this.dirs, item.path, item.firstEventAt);
+    }
     this.d.onBatch(batch.rescan);
   }
+}
+
+function note(map: Map<string, number>, path: string, at: number): void {
+  const prev = map.get(path);
+  map.set(path, prev === undefined ? at : Math.min(prev, at));
 }

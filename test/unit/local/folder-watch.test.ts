@@ -2,12 +2,11 @@
  * The folder watch on a fake filesystem whose stats are counted: a changed file is stat-ed
  * once, by the watch's look after its event, and that stat stays on the local side
  * (ObservedStats, as watcher.ts notes it) until the side's look at the path takes it
- * instead of statting the file again (issue 13, "one stat per path per change"); the batch
- * and the pending scope carry paths only (issue 38.6).
+ * instead of statting the file again (issue 13, "one stat per path per change"); the
+ * aggregator's batch carries paths only (issue 38.6).
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
-import { PendingScope } from '../../../src/daemon/mapping/pending-scope.js';
 import { EventAggregator, type RawEvent } from '../../../src/local/watch/aggregator.js';
 import { watchFolders } from '../../../src/local/watch/folder-watch.js';
 import type { LocalFs } from '../../../src/local/fs.js';
@@ -68,7 +67,7 @@ async function watching(t: ReturnType<typeof setup>, clock: FakeClock) {
   return { aggregator, observed, emitted, watch, looked };
 }
 
-describe('folder watch → local side (its stat), aggregator → pending scope (the path): one stat per changed path', () => {
+describe('folder watch → local side (its stat), aggregator (the path): one stat per changed path', () => {
   it('stats a written file once, and the local side reports it by that stat', async () => {
     const t = setup();
     const clock = new FakeClock(10_000);
@@ -83,9 +82,7 @@ describe('folder watch → local side (its stat), aggregator → pending scope (
     await done;
 
     clock.tick(5_000);
-    const pending = new PendingScope();
-    pending.add(w.aggregator.drain(clock.now()));
-    const { scope } = pending.take('changes');
+    const scope = { files: w.aggregator.drain(clock.now()).items.map((i) => i.path), dirs: [] };
     expect(scope.files).toEqual(['a.txt', 'sub/b.md']);
     const scan = await createLocalSide(mapping, { fs: t.counted, observed: w.observed }).scanScope(scope);
     w.watch.close();
@@ -141,9 +138,7 @@ describe('folder watch → local side (its stat), aggregator → pending scope (
     expect(w.emitted).toEqual([{ kind: 'unlink', path: 'a.txt', at: 10_000 }]);
 
     clock.tick(5_000);
-    const pending = new PendingScope();
-    pending.add(w.aggregator.drain(clock.now()));
-    const { scope } = pending.take('changes');
+    const scope = { files: w.aggregator.drain(clock.now()).items.map((i) => i.path), dirs: [] };
     const scan = await createLocalSide(mapping, { fs: t.counted, observed: w.observed }).scanScope(scope);
     w.watch.close();
     expect(scan.files.has('a.txt')).toBe(false);
