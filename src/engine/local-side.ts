@@ -89,10 +89,4 @@ export interface HashedContent {
 export interface ChangeScope {
   files: readonly string[];
   dirs: readonly string[];
-  /**
-   * The watcher's stat of files it saw after their last event: the local side takes it
-   * instead of statting the file again (one stat per path per change). A file without one
-   * is stat-ed by the side.
-   */
-  seen?: ReadonlyMap<string, StatNow> | undefined;
 }

@@ -15,6 +15,7 @@ import type { OpenedFile } from '../api/records.js';
 import { resolveDiskPath, walkTree, type SkippedEntry, type WalkResult } from './walk.js';
 import type { LocalFileInfo } from '../engine/plan.js';
 import { testPause } from '../test-hooks.js';
+import type { ObservedStats } from './observed-stats.js';
 
 export interface LocalSideMapping extends FilterSpec {
   path: string;
@@ -27,6 +28,8 @@ export interface LocalSideOptions {
   /** Folders looked at at once during a scan (default 32; walk.ts WalkOptions.concurrency). */
   concurrency?: number | undefined;
   signal?: AbortSignal | undefined;
+  /** The watcher's stats of changed files, taken instead of a stat of one's own. */
+  observed?: ObservedStats | undefined;
 }
 
 export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOptions = {}): LocalSide {
@@ -87,6 +90,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
   };
   return {
     async scan(scanOpts: ScanOptions = {}): Promise<ScanResult> {
+      opts.observed?.clear();
       refreshConfinement();
       const filter = await filterOrOutage();
       if (isScanResult(filter)) return filter;
@@ -103,11 +107,11 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       const walk = await walkWith(filter, dirs);
       if (walk.rootStatus !== 'ok') return toScanResult(walk, mapping.maxFileBytes);
       // Single files outside those folders: looked at one by one, by the watcher's stat
-      // when it passed one (taken after the file's last event), else by a stat now.
+      // when it kept one (taken after the file's last event), else by a stat now.
       const under = (p: string): boolean => dirs.some((d) => d === '' || p.startsWith(`${d}/`));
       for (const path of new Set(scope.files)) {
         if (under(path) || walk.files.has(path) || !filter.includes(path, false)) continue;
-        const seen = scope.seen?.get(path);
+        const seen = opts.observed?.take(path);
         const found = seen ? { disk: join(mapping.path, ...path.split('/')), st: seen } : await statNow(path, walk);
         if (found === undefined) continue;
         const { disk, st } = found;

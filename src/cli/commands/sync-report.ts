@@ -20,7 +20,7 @@ export interface MappingOutcome {
   notices?: string[] | undefined;
   /** The exit code the error asks for (its disposition: errors/disposition.ts). */
   exitCode?: DispositionExit | undefined;
-  /** Files still changing when the sync stopped waiting (sync-settle.ts): not sent, the next run sends them. */
+  /** Files still changing when the sync stopped waiting (sync.ts fullPassSettled): not sent, the next run sends them. */
   changing?: { paths: string[]; windowMs: number } | undefined;
   /** A dry run's coverage: what each extension's files will become. */
   coverage?: MappingCoverage | undefined;

@@ -24,8 +24,10 @@ import { testWallOffset } from '../../test-hooks.js';
 import { formatSyncHuman, formatSyncJson, outcomeOk, type MappingOutcome, type NotIngestedFile } from './sync-report.js';
 import { ingestionStatus } from '../../api/ingestion-status.js';
 import type { OpEvent } from '../../engine/executor.js';
-import { realClock } from '../../time/clock.js';
-import { fullPassSettled } from './sync-settle.js';
+import type { Mirror, PassOptions } from '../../engine/mirror.js';
+import type { PassReport } from '../../engine/pass-report.js';
+import { initialSchedule, step } from '../../daemon/mapping/schedule.js';
+import { realClock, type Clock } from '../../time/clock.js';
 import { LeaseNotHeldError } from '../../daemon/mapping/lease-gate.js';
 
 interface SyncArgs extends GlobalArgs {
@@ -217,4 +219,51 @@ function heldElsewhere(mappingId: string, lease: MappingLease): string {
     return `mapping ${mappingId}: another dssync holds its lease and writes to this data source (host ${s.holder.host}, session ${s.holder.session}${s.holder.since ? `, since ${s.holder.since}` : ''}); nothing was written. Stop that process first, or let it mirror (docs/reliability.md, "The lease")`;
   }
   return `mapping ${mappingId}: the lease could not be taken${s.error !== undefined ? ` (${s.error})` : ''}; nothing was written`;
+}
+
+export interface SettleOptions {
+  windowMs: number;
+  /** The longest the sync waits for files being written (0: not at all). */
+  waitMs: number;
+  clock: Pick<Clock, 'monotonic' | 'sleep'>;
+  logger: Logger;
+  signal: AbortSignal;
+}
+
+/** Counts of a pass that are writes done (kept across passes); the others are the last pass's. */
+const WRITES = ['uploaded', 'replaced', 'renamed', 'updated', 'deleted', 'adopted', 'forgotten'] as const;
+
+/**
+ * Files being written: the pass applies the daemon's stability window (passStabilityMs), so
+ * a file changed within it is set aside, never sent half-written. When to look again and
+ * when to give up is the daemon's schedule (schedule.ts `setAside`) with `waitMs` as its
+ * deadline; each look is a full pass (the mirror remembers what it set aside). What still
+ * changes then is reported ("changing": exit 1) and sent by the next run. One summary: the
+ * writes of every pass, the rest from the last.
+ */
+export async function fullPassSettled(mirror: Pick<Mirror, 'fullPass'>, passOpts: PassOptions, o: SettleOptions): Promise<PassReport> {
+  let sched = initialSchedule({ rescanIntervalMs: 0, settleMs: o.windowMs, giveUpAt: o.clock.monotonic() + o.waitMs });
+  const earlier = Object.fromEntries(WRITES.map((k) => [k, 0])) as Record<(typeof WRITES)[number], number>;
+  let report = await mirror.fullPass(passOpts);
+  while (report.settling?.length && !report.blocked && !o.signal.aborted) {
+    const next = step(sched, { type: 'setAside' }, o.clock.monotonic());
+    if (next.nextDeadline === undefined) break; // past the deadline
+    o.logger.info(
+      { files: report.settling.length, first: report.settling[0], waitMs: o.windowMs },
+      `${report.settling.length} file(s) changed within the last ${o.windowMs / 1000} s (being written?): looking again in ${o.windowMs / 1000} s`,
+    );
+    try {
+      await o.clock.sleep(next.nextDeadline - o.clock.monotonic(), o.signal);
+    } catch {
+      break; // interrupted: report what was done
+    }
+    sched = step(next.state, { type: 'tick' }, o.clock.monotonic()).state;
+    for (const k of WRITES) earlier[k] += report.counts[k];
+    report = await mirror.fullPass(passOpts);
+  }
+  const counts = { ...report.counts };
+  for (const k of WRITES) counts[k] += earlier[k];
+  // What an earlier pass wrote the last one found unchanged: counted once, as written.
+  counts.unchanged = Math.max(0, counts.unchanged - (earlier.uploaded + earlier.replaced + earlier.renamed + earlier.updated + earlier.adopted));
+  return { ...report, counts, ok: report.ok && !report.settling?.length };
 }

@@ -8,6 +8,7 @@ import type { MappingState } from '../../state/schema.js';
 import type { Config, MappingConfig } from '../../config/types.js';
 import { folderProblem } from '../../local/folder-check.js';
 import { createLocalSide } from '../../local/side.js';
+import type { ObservedStats } from '../../local/observed-stats.js';
 import { DEFAULT_AGGREGATOR_OPTIONS } from '../../local/watch/aggregator.js';
 import type { Logger } from '../../log.js';
 import { DataSourceMissingError, dataSourceGone, resolveDataSource, type ResolvedDataSource } from '../../engine/data-source.js';
@@ -58,6 +59,8 @@ export interface BuildMirrorDeps {
   /** Each round's plan, before it is carried out (a progress display's total). */
   onPlan?: ((ops: readonly Op[]) => void) | undefined;
   signal?: AbortSignal | undefined;
+  /** The watcher's stats of changed files (the daemon's; `sync` has no watcher). */
+  observed?: ObservedStats | undefined;
   /** Create a data source named by `dataSource` when absent (sync and run: yes; dry run: no). */
   create?: boolean;
   /**
@@ -182,7 +185,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     lease: lease ? () => lease.view() : undefined,
     session: lease?.session,
     state: deps.state,
-    local: createLocalSide(mapping, { signal: deps.signal }),
+    local: createLocalSide(mapping, { signal: deps.signal, observed: deps.observed }),
     logger: deps.logger.child({ mapping: mapping.id }),
     now: () => deps.clock.now(),
     monotonic: () => deps.clock.monotonic(),

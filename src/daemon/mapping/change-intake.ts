@@ -1,8 +1,9 @@
 /**
  * What the watcher saw, on its way to a pass: events go through the aggregator (quiet and
- * stability windows), its batches gather in the pending scope until a pass takes them, and
- * files a pass set aside as maybe being written come back as a batch once the window has
- * passed. One drain timer and one follow-up timer (DESIGN §1.2).
+ * stability windows), its batches gather in the pending scope (each path with the time of
+ * its first event, the lag a finished operation reports) until a pass takes them, and
+ * files a pass set aside as maybe being written join it when the schedule looks at them
+ * again (`lookAgain`). One drain timer (DESIGN §1.2).
  */
 import type { Config } from '../../config/types.js';
 import type { ChangeScope } from '../../engine/local-side.js';
@@ -10,8 +11,6 @@ import { EventAggregator, isEmptyBatch, type Batch, type RawEvent } from '../../
 import type { Logger } from '../../log.js';
 import type { StateStore } from '../../state/store.js';
 import type { Clock } from '../../time/clock.js';
-import { passStabilityMs } from './build-mirror.js';
-import { PendingScope } from './pending-scope.js';
 
 export interface ChangeIntakeDeps {
   config: Config;
@@ -26,19 +25,19 @@ export interface ChangeIntakeDeps {
 
 export class ChangeIntake {
   private readonly aggregator: EventAggregator;
-  private readonly pending = new PendingScope();
-  /** Files a pass set aside as maybe being written, waiting for their follow-up pass. */
+  /** The pending scope: files and folders the batches named since the last pass began. */
+  private readonly files = new Map<string, number>();
+  private readonly dirs = new Map<string, number>();
+  /** Files a pass set aside as maybe being written, until the schedule looks at them again. */
   private readonly settling = new Set<string>();
   private drainTimer: unknown;
   private drainAt: number | undefined;
-  private settleTimer: unknown;
 
   constructor(private readonly d: ChangeIntakeDeps) {
     this.aggregator = new EventAggregator({
       quietMs: d.config.debounceMs,
       startedAt: d.clock.monotonic(),
       syncedSize: (p) => d.state.mapping(d.mappingId)?.files.get(p)?.size,
-      tracked: (p) => d.state.mapping(d.mappingId)?.files.has(p) === true,
     });
   }
 
@@ -54,17 +53,21 @@ export class ChangeIntake {
 
   /** Paths waiting for a pass: in the aggregator, pending, and set aside. */
   pendingCount(): number {
-    return this.aggregator.pendingCount() + this.pending.size + this.settling.size;
+    return this.aggregator.pendingCount() + new Set([...this.files.keys(), ...this.dirs.keys()]).size + this.settling.size;
   }
 
   /**
-   * A pass of `kind` begins: it takes the pending scope (a full pass looks at everything the
-   * events named) and tells the aggregator what it may send.
+   * A pass of `kind` begins: it takes the pending scope and the first-event time of each path
+   * (a full pass looks at every file, so only files' times count for it; folders are walked
+   * by either), and tells the aggregator what it may send.
    */
   passStarted(kind: 'full' | 'changes'): { scope: ChangeScope; firstEventAt: Map<string, number> } {
-    const taken = this.pending.take(kind);
-    this.aggregator.passStarted(kind === 'full' ? undefined : taken.scope);
-    return taken;
+    const scope: ChangeScope = { files: [...this.files.keys()], dirs: [...this.dirs.keys()] };
+    const firstEventAt = kind === 'full' ? new Map(this.files) : new Map([...this.files, ...this.dirs]);
+    this.files.clear();
+    this.dirs.clear();
+    this.aggregator.passStarted(kind === 'full' ? undefined : scope);
+    return { scope, firstEventAt };
   }
 
   /** The pass ended, succeeded or not: what was created while it ran, its walk may have sent. */
@@ -87,34 +90,38 @@ export class ChangeIntake {
     }, Math.max(0, at - this.d.clock.monotonic()));
   }
 
-  /**
-   * Files a pass set aside because they changed within the stability window: an incremental
-   * pass looks at them again once the window has passed (it sets them aside again while
-   * they keep changing). One timer for all of them.
-   */
-  followUp(paths: readonly string[]): void {
-    if (this.d.isStopped() || paths.length === 0) return;
+  /** Files a pass set aside because they changed within the stability window. */
+  setAside(paths: readonly string[]): void {
     for (const p of paths) this.settling.add(p);
-    if (this.settleTimer !== undefined) return;
-    this.settleTimer = this.d.clock.setTimeout(() => {
-      this.settleTimer = undefined;
-      const at = this.d.clock.monotonic();
-      const items = [...this.settling].map((path) => ({ path, isDir: false, gone: false, firstEventAt: at, lastEventAt: at, events: 0 }));
-      this.settling.clear();
-      this.take({ items, rescan: false, reasons: [] });
-    }, passStabilityMs(this.d.config));
   }
 
-  /** Stops both timers (the mapping stops). */
+  /** The schedule's `lookAgain`: the files set aside join the next pass's scope. */
+  lookAgain(): void {
+    for (const path of this.settling) note(this.files, path, this.d.clock.monotonic());
+    this.settling.clear();
+  }
+
+  /** Stops the drain timer (the mapping stops). */
   stop(): void {
-    for (const t of [this.drainTimer, this.settleTimer]) if (t !== undefined) this.d.clock.clearTimeout(t);
+    if (this.drainTimer !== undefined) this.d.clock.clearTimeout(this.drainTimer);
   }
 
   private take(batch: Batch): void {
     if (isEmptyBatch(batch)) return;
     if (batch.rescan) this.d.log.info({ reasons: batch.reasons }, 'watcher lost events: full rescan');
     else this.d.log.debug({ files: batch.items.length, paths: batch.items.slice(0, 3).map((i) => i.path) }, 'changes queued for a pass');
-    this.pending.add(batch);
+    for (const item of batch.items) {
+      note(this.files, item.path, item.firstEventAt);
+      // A folder item also stands for a file that was at its path (a file replaced by a
+      // folder of the same name: the aggregator folds the file's removal into the folder),
+      // and a ChangeScope folder covers only what is below it: it is noted as both.
+      if (item.isDir) note(this.dirs, item.path, item.firstEventAt);
+    }
     this.d.onBatch(batch.rescan);
   }
+}
+
+function note(map: Map<string, number>, path: string, at: number): void {
+  const prev = map.get(path);
+  map.set(path, prev === undefined ? at : Math.min(prev, at));
 }

@@ -21,6 +21,7 @@ import type { StateStore } from '../../state/store.js';
 import type { Clock } from '../../time/clock.js';
 import { buildMirror, lostDataSource, passStabilityMs } from './build-mirror.js';
 import type { ChangeIntake } from './change-intake.js';
+import type { ObservedStats } from '../../local/observed-stats.js';
 import type { DeleteDecision } from './delete-decision.js';
 import type { IngestionChecker } from './ingestion.js';
 import type { MappingHealth } from './health.js';
@@ -66,6 +67,8 @@ export interface PassLoopDeps extends PassSettings {
   log: Logger;
   health: MappingHealth;
   intake: ChangeIntake;
+  /** The watcher's stats of changed files, for the local side. */
+  observed: ObservedStats;
   problems: ProblemList;
   history: PassHistory;
   deletes: DeleteDecision;
@@ -83,8 +86,6 @@ export class PassLoop {
   private running: Promise<void> | undefined;
   private deadlineTimer: unknown;
   private deadlineAt: number | undefined;
-  /** The schedule's next periodic rescan (monotonic ms). */
-  private rescanAt: number | undefined;
   /** What the next full pass is, for the history: the first one, a rescan, or another. */
   private nextFullKind: PassHistoryKind = 'start';
   /** First event time of each path in the pass running now, for the lag metric. */
@@ -101,7 +102,7 @@ export class PassLoop {
   constructor(private readonly d: PassLoopDeps) {
     this.announcer = new SkipAnnouncer(d.log);
     this.textChecks = new TextChecks({ mapping: d.mapping, problems: d.problems, onChanged: () => d.onRecordsChanged?.(), isStopped: d.isStopped });
-    this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs }, { paused: d.paused });
+    this.sched = initialSchedule({ rescanIntervalMs: d.config.rescanIntervalSeconds * 1000, retryBaseMs: d.retryBaseMs, settleMs: passStabilityMs(d.config) }, { paused: d.paused });
   }
 
   private get id(): string {
@@ -119,21 +120,20 @@ export class PassLoop {
 
   /** The next periodic rescan (monotonic ms), if one is planned. */
   get nextRescanAt(): number | undefined {
-    return this.rescanAt;
+    return this.sched.rescanAt;
   }
 
   /** The schedule hears of something (see ScheduleEvent); its actions are carried out. */
   dispatch(e: ScheduleEvent): void {
     const r = step(this.sched, e, this.d.clock.monotonic(), this.d.random ?? Math.random);
     this.sched = r.state;
-    this.rescanAt = r.state.rescanAt;
     for (const a of r.actions) this.carryOut(a);
     this.armDeadline(r.nextDeadline);
   }
 
   /** A full pass right away, cancelling the back-off (the cause of the failures is gone). */
   retryNow(): void {
-    this.dispatch({ type: 'fullPassRequested', now: true });
+    this.dispatch({ type: 'fullPassRequested' });
   }
 
   /** "Rescan now": the next full pass is a rescan in the history (unless it is the first). */
@@ -220,6 +220,9 @@ export class PassLoop {
         break;
       case 'leaveDegraded':
         this.d.health.clear('pass', 'service');
+        break;
+      case 'lookAgain':
+        this.d.intake.lookAgain();
         break;
       case 'retryAt':
       case 'scheduleRescan':
@@ -316,6 +319,7 @@ export class PassLoop {
       signal: this.d.signal,
       clock: this.d.clock,
       stabilityMs: passStabilityMs(this.d.config),
+      observed: this.d.observed,
       onNotice: (m) => {
         notice = m;
         health.remember({ message: m });
@@ -367,7 +371,10 @@ export class PassLoop {
   private afterPass(kind: PassKind, report: PassReport): ScheduleEvent {
     const { health } = this.d;
     this.d.events?.onPass?.(this.id, kind, report);
-    this.d.intake.followUp(report.settling ?? []);
+    if (report.settling?.length && !this.d.isStopped()) {
+      this.d.intake.setAside(report.settling);
+      this.dispatch({ type: 'setAside' });
+    }
     // One line per full pass (start, periodic rescan, recovery): when the mirror was last
     // known in sync, and what it took. Incremental passes only at debug level.
     this.d.log[kind === 'full' ? 'info' : 'debug'](

@@ -19,6 +19,7 @@ import type { LocalFs } from '../../local/fs.js';
 import type { Watcher, WatcherOptions } from '../../local/watch/watcher.js';
 import type { Logger } from '../../log.js';
 import { ChangeIntake } from './change-intake.js';
+import { ObservedStats } from '../../local/observed-stats.js';
 import { DeleteDecision, type ConfirmResult } from './delete-decision.js';
 import { IngestionChecker } from './ingestion.js';
 import { MappingHealth } from './health.js';
@@ -75,8 +76,10 @@ export class MappingRunner {
       onBatch: (rescan) => this.passes.dispatch({ type: 'batchReady', rescan }),
     });
     this.pausedSince = d.records?.paused?.since;
+    const observed = new ObservedStats();
     this.passes = new PassLoop({
       ...d,
+      observed,
       log: this.log,
       health: this.health,
       intake: this.intake,
@@ -95,6 +98,7 @@ export class MappingRunner {
       watch: d.watch,
       localFs: d.localFs,
       intake: this.intake,
+      observed,
       health: this.health,
       isStopped,
       retryDelay: (failures) => retryDelayMs(failures, d.random, d.retryBaseMs),

@@ -11,6 +11,9 @@
  * - changes seen during a pass or during a back-off wait; after a back-off the retry's full
  *   pass covers them (a failing pass is not retried in a loop);
  * - a failed pass backs off exponentially (`retryDelayMs`); a refused file is not a failure;
+ * - files a pass set aside (changed within the stability window: being written?) are looked
+ *   at again one window later (`lookAgain`), until they settle or, for `dssync sync`, until
+ *   its deadline (`giveUpAt`): the one settle rule of the daemon and of `sync`;
  * - `rescanIntervalMs: 0` means a full pass at start (and on demand) only: no periodic rescan;
  * - a paused mapping starts no pass and arms no timer (the pass in progress finishes);
  *   resuming runs a full pass, which sends whatever changed meanwhile;
@@ -37,6 +40,10 @@ export interface ScheduleConfig {
   rescanIntervalMs: number;
   /** First retry delay after a failure (ms). */
   retryBaseMs?: number | undefined;
+  /** The stability window (ms): files a pass set aside are looked at again this long after it. */
+  settleMs: number;
+  /** No look at files set aside after this (monotonic ms): `dssync sync`'s deadline. */
+  giveUpAt?: number | undefined;
 }
 
 export interface ScheduleState {
@@ -52,6 +59,8 @@ export interface ScheduleState {
   readonly failures: number;
   readonly retryAt: number | undefined;
   readonly rescanAt: number | undefined;
+  /** When the files a pass set aside are looked at again. */
+  readonly settleAt: number | undefined;
   /** Paused by the operator (`dssync pause`): no pass starts. */
   readonly paused: boolean;
   /** A pass was stopped by the mass-delete guard: waiting for the operator's decision. */
@@ -67,11 +76,12 @@ export type ScheduleEvent =
    * `awaitDecision`: the mass-delete guard stopped it; no retry until a decision or a change.
    */
   | { type: 'passFinished'; kind: PassKind; ok: boolean; reason?: string | undefined; awaitDecision?: boolean | undefined }
-  /** The timer at `nextDeadline` fired (rescan or retry, whichever is due). */
+  /** A pass set files aside as maybe being written. */
+  | { type: 'setAside' }
+  /** The timer at `nextDeadline` fired (rescan, retry or a look at files set aside, whichever is due). */
   | { type: 'tick' }
-  | { type: 'rescanDue' }
   /** A full pass right away, cancelling the back-off (SIGHUP, the folder is watched again). */
-  | { type: 'fullPassRequested'; now?: boolean | undefined }
+  | { type: 'fullPassRequested' }
   /** SIGHUP: the settings as read again (maybe unchanged); a full pass follows at once. */
   | { type: 'configChanged'; config: ScheduleConfig }
   | { type: 'pause' }
@@ -85,6 +95,8 @@ export type ScheduleAction =
   | { type: 'runFullPass' }
   | { type: 'runChangesPass' }
   | { type: 'scheduleRescan'; at: number }
+  /** The files set aside join the next pass's scope (a changes pass, or the full pass a decision waits for). */
+  | { type: 'lookAgain' }
   | { type: 'retryAt'; at: number; failures: number }
   | { type: 'enterDegraded'; reason: string }
   | { type: 'leaveDegraded' };
@@ -109,6 +121,7 @@ export function initialSchedule(config: ScheduleConfig, opts: { paused?: boolean
     failures: 0,
     retryAt: undefined,
     rescanAt: undefined,
+    settleAt: undefined,
   };
 }
 
@@ -139,12 +152,18 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
       n = { ...n, fullWanted: true, retryAt: undefined };
       break;
     case 'fullPassRequested':
-      n = { ...n, fullWanted: true, retryAt: e.now ? undefined : n.retryAt };
+      n = { ...n, fullWanted: true, retryAt: undefined };
       break;
-    case 'rescanDue':
-      n = { ...n, fullWanted: true, rescanAt: undefined };
+    case 'setAside': {
+      const at = now + n.config.settleMs;
+      if (n.settleAt === undefined && at <= (n.config.giveUpAt ?? Infinity)) n = { ...n, settleAt: at };
       break;
+    }
     case 'tick':
+      if (n.settleAt !== undefined && n.settleAt <= now) {
+        n = { ...n, settleAt: undefined, ...(n.awaitingDecision ? { fullWanted: true } : { changesWaiting: true }) };
+        actions.push({ type: 'lookAgain' });
+      }
       if (n.retryAt !== undefined && n.retryAt <= now) n = { ...n, retryAt: undefined, fullWanted: true };
       // Waiting for a decision, the periodic rescan would only list everything again.
       if (n.rescanAt !== undefined && n.rescanAt <= now) n = { ...n, rescanAt: undefined, fullWanted: n.fullWanted || !n.awaitingDecision };
@@ -161,7 +180,7 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
       break;
     }
     case 'stop':
-      return { state: { ...n, stopped: true, retryAt: undefined, rescanAt: undefined }, actions, nextDeadline: undefined };
+      return { state: { ...n, stopped: true, retryAt: undefined, rescanAt: undefined, settleAt: undefined }, actions, nextDeadline: undefined };
     case 'passFinished': {
       n = { ...n, running: undefined, awaitingDecision: e.awaitDecision === true };
       if (e.awaitDecision) {
@@ -206,6 +225,6 @@ function rescanTime(c: ScheduleConfig, now: number, random: () => number): numbe
 
 function deadline(s: ScheduleState): number | undefined {
   if (s.paused) return undefined;
-  const ds = [s.retryAt, s.rescanAt].filter((d): d is number => d !== undefined);
+  const ds = [s.retryAt, s.rescanAt, s.settleAt].filter((d): d is number => d !== undefined);
   return ds.length === 0 ? undefined : Math.min(...ds);
 }

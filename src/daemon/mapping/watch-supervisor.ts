@@ -10,6 +10,7 @@ import { startWatcher, type WatchError, type Watcher, type WatcherOptions, type 
 import type { Logger } from '../../log.js';
 import type { Clock } from '../../time/clock.js';
 import type { ChangeIntake } from './change-intake.js';
+import type { ObservedStats } from '../../local/observed-stats.js';
 import type { MappingHealth } from './health.js';
 import { WATCH_RETRIED } from './next-step.js';
 
@@ -22,6 +23,7 @@ export interface WatchSupervisorDeps {
   /** Reads the ignore file for the watcher's filter (the simulation's in-memory folder). */
   localFs?: LocalFs | undefined;
   intake: Pick<ChangeIntake, 'push' | 'overflow' | 'scheduleDrain'>;
+  observed: ObservedStats;
   health: Pick<MappingHealth, 'setDegraded' | 'clear'>;
   isStopped: () => boolean;
   /** The delay before the n-th retry of a watcher that failed (ms). */
@@ -109,6 +111,7 @@ export class WatchSupervisor {
         clock: this.d.clock,
         signal: this.stopping.signal,
         onEvent: (e) => this.d.intake.push(e),
+        observed: this.d.observed,
         onError: (err) => this.onError(err),
       });
       if (this.d.isStopped()) {

@@ -35,7 +35,7 @@
  * - a file or folder created and deleted again while pending (editor temp files, vim's
  *   "4913" probe, office lock files, build folders) is dropped: the service never knew it —
  *   unless a pass that may have sent it ran meanwhile (passStarted..passEnded, created
- *   during that pass included) or the state tracks the file;
+ *   during that pass included) or the state tracks the file (`syncedSize` knows it);
  * - events under a pending folder event fold into it: the folder is re-walked as a whole
  *   (a deleted folder is one entry, not one per file). A file written under it makes the
  *   folder unsettled like the file itself (the walk would read it half-written), and its
@@ -46,6 +46,7 @@
  *   when the daemon (re)started is not caught between two writes, while a same-size save
  *   still goes after the debounce.
  */
+import type { ChangeScope } from '../../engine/local-side.js';
 import type { StatNow } from '../../engine/racy.js';
 import { nfc } from '../../unicode.js';
 
@@ -61,11 +62,7 @@ export interface RawEvent {
   path: string;
   size?: number | undefined;
   mtimeMs?: number | undefined;
-  /**
-   * The lstat the watcher took of the file after this event (a regular file under its name
-   * as on disk). The batch hands it on, so the engine's look at the path does not stat it
-   * again (one stat per path per change); absent, the engine stats the path itself.
-   */
+  /** The watcher's lstat of the file after this event: kept on the local side (ObservedStats), not here. */
   stat?: StatNow | undefined;
   /** When the event happened (ms, the same clock as `drain(now)`). */
   at: number;
@@ -105,19 +102,12 @@ export interface AggregatorOptions {
    * treated as after a loss of memory (see the rules). Default: never (no start window).
    */
   startedAt?: number | undefined;
-  /** The size last synced for a path (the state's), for that start window; none: unknown. */
-  syncedSize?: ((relPath: string) => number | undefined) | undefined;
   /**
-   * True when the state tracks a file: its document exists, so its removal is always told,
-   * never dropped as "created and deleted while pending" (a second guard to passStarted's).
+   * The one read of the state: the size last synced for a file, undefined when the state
+   * does not track it. For the start window, and a tracked file's document exists, so its
+   * removal is always told (a second guard to passStarted's).
    */
-  tracked?: ((relPath: string) => boolean) | undefined;
-}
-
-/** The files and folders an incremental pass looks at (a full pass: everything). */
-export interface PassScope {
-  files: readonly string[];
-  dirs: readonly string[];
+  syncedSize?: ((relPath: string) => number | undefined) | undefined;
 }
 
 /** The aggregator's own tuning; `quietMs` is the config's and has no default here. */
@@ -139,11 +129,6 @@ export interface BatchItem {
   /** The last event said the path is gone (a hint: the planner checks the disk). */
   gone: boolean;
   firstEventAt: number;
-  lastEventAt: number;
-  /** Events folded into this item. */
-  events: number;
-  /** The stat taken after the last event (a file still there), when the watcher passed one. */
-  stat?: StatNow | undefined;
 }
 
 export interface Batch {
@@ -173,8 +158,6 @@ interface Entry {
   /** The last event removed the path. */
   gone: boolean;
   size: number | undefined;
-  /** The last event's stat: taken after every earlier event's, so the file as it is now. */
-  stat: StatNow | undefined;
   /** Unsettled (created, size changed or empty) since this time; undefined: settled. */
   unsettledSince: number | undefined;
   /** The last event that made or kept the file unsettled. */
@@ -213,7 +196,7 @@ export class EventAggregator {
   private passCovers: ((path: string) => boolean) | undefined;
 
   constructor(opts: Partial<AggregatorOptions> & Pick<AggregatorOptions, 'quietMs'>) {
-    this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...stripUndefined(opts), quietMs: opts.quietMs };
+    this.o = { ...DEFAULT_AGGREGATOR_OPTIONS, ...opts };
     for (const k of ['quietMs', 'maxWaitMs', 'renameWindowMs', 'settleMs', 'maxStabilityMs', 'writeFinishMaxMs', 'refillMs', 'maxPending', 'batchTickMs'] as const) {
       const v = this.o[k];
       if (!Number.isFinite(v) || v < 0) throw new RangeError(`EventAggregator: ${k} must be a number >= 0, got ${String(v)}`);
@@ -246,8 +229,8 @@ export class EventAggregator {
     if (!entry) {
       // Created while a pass that may send it runs, or a path the state tracks: the
       // service may know it, so its removal is told.
-      const maybeKnown = this.mayBeSent(path) || this.o.tracked?.(path) === true;
-      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created && !maybeKnown, gone: false, size: undefined, stat: undefined, unsettledSince: undefined, lastChangeAt: undefined, emptied: undefined, dropped: false };
+      const maybeKnown = this.mayBeSent(path) || this.o.syncedSize?.(path) !== undefined;
+      entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created && !maybeKnown, gone: false, size: undefined, unsettledSince: undefined, lastChangeAt: undefined, emptied: undefined, dropped: false };
       const mem = isDir ? undefined : this.recent.get(path);
       if (mem && e.at - mem.lastAt <= this.o.maxStabilityMs) {
         // Released a moment ago and written again: the same write may still be going on.
@@ -259,7 +242,6 @@ export class EventAggregator {
     }
     fold(entry, e.at);
     entry.gone = removed;
-    entry.stat = isDir || removed ? undefined : e.stat;
     if (removed) {
       this.recent.delete(path);
       entry.size = undefined;
@@ -326,7 +308,7 @@ export class EventAggregator {
    * way while the walk may have sent it (issue 23, defect 11: three documents kept after the
    * quick chaos run's outage-503-10s, the daemon saying it was in sync): it is covered too.
    */
-  passStarted(scope?: PassScope): void {
+  passStarted(scope?: ChangeScope): void {
     this.passCovers = coverage(scope);
     this.passMaySend(this.passCovers);
   }
@@ -516,9 +498,6 @@ export class EventAggregator {
       isDir: e.isDir,
       gone: e.gone,
       firstEventAt: e.firstAt,
-      lastEventAt: e.lastAt,
-      events: e.events,
-      ...(e.stat === undefined ? {} : { stat: e.stat }),
     }));
     items.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { items, rescan, reasons };
@@ -526,7 +505,7 @@ export class EventAggregator {
 }
 
 /** What a pass may send: `scope` undefined is everything; a folder covers what is below it ('' the whole tree). */
-function coverage(scope: PassScope | undefined): (path: string) => boolean {
+function coverage(scope: ChangeScope | undefined): (path: string) => boolean {
   if (!scope) return () => true;
   const files = new Set(scope.files);
   return (path) => files.has(path) || scope.dirs.some((d) => d === '' || path === d || path.startsWith(`${d}/`));
@@ -540,8 +519,4 @@ function fold(e: Entry, at: number): void {
 
 function normalize(path: string): string {
   return nfc(path.replace(/^(\.\/)+/, '').replace(/\/+$/, ''));
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

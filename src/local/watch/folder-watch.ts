@@ -9,7 +9,7 @@
  * Events (the RawEvent kinds of aggregator.ts, which watcher.ts passes on): a folder's watch
  * names every entry created, written, renamed or deleted in it; each named path is stat-ed
  * (at most one stat per path at a time) and reported as `change` (with size and mtime, and
- * the stat itself, which the engine takes instead of statting the file again),
+ * the stat itself, which the local side keeps for the pass's look: ObservedStats),
  * `unlink`, `raw` (unknown), or — for folders — `addDir` / `unlinkDir`. A new folder is
  * watched before it is listed, so a subfolder created meanwhile is found either way; files
  * written into it before its watch exists are found by the engine's walk of the `addDir`.
@@ -191,7 +191,7 @@ class FolderWatches implements FolderWatch {
       const code = errorCode(failure);
       o.emit({ kind: code === 'ENOENT' || code === 'ENOTDIR' ? 'unlink' : 'raw', path: rel, at });
     } else if (st.isFile()) {
-      // The stat goes along only when the path is the file's name as on disk: the engine
+      // The stat is kept only when the path is the file's name as on disk: the local side
       // finds a name in another Unicode form by listing its folder, and stats it then.
       const stat = rel === nfc(rel) ? { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, dev: st.dev, ino: st.ino } : undefined;
       o.emit({ kind: named ? 'add' : 'change', path: rel, size: st.size, mtimeMs: st.mtimeMs, at, stat });

@@ -7,7 +7,7 @@
  * - events: one plain fs.watch per folder (folder-watch.ts), no watch and no stat per file.
  *   A folder's watch names every file created, written, renamed or deleted in it; each named
  *   file is then lstat-ed once (at most one stat per path at a time) to tell "exists, with
- *   this size" from "gone", and that stat goes along to the engine. Files created in a brand-new folder before its watch exists have no
+ *   this size" from "gone", and that stat is kept for the pass's look (ObservedStats). Files created in a brand-new folder before its watch exists have no
  *   event, but the folder's `addDir` makes the engine walk it whole;
  * - polling (watch/poller.ts): a stat-only walk of the mounts where inotify cannot see other
  *   hosts' changes (network, FUSE, unknown: watch/mounts.ts), and of folders past the
@@ -22,6 +22,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { RawEvent } from './aggregator.js';
+import type { ObservedStats } from '../observed-stats.js';
 import { watchFolders, type FolderWatch } from './folder-watch.js';
 import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './mounts.js';
 import { Poller, type PollStats } from './poller.js';
@@ -82,6 +83,8 @@ export interface WatcherOptions {
   ignoreFile?: string | undefined;
   reloadFilter?: (() => Promise<(relPath: string, isDir: boolean) => boolean>) | undefined;
   onEvent: (e: RawEvent) => void;
+  /** Where the stat of each event's file is kept for the local side's look at it. */
+  observed?: ObservedStats | undefined;
   onError: (err: WatchError) => void;
   /** Called once the initial watch is set up (startWatcher resolves then too). */
   onReady?: (() => void) | undefined;
@@ -293,6 +296,7 @@ async function openRun(opts: WatcherOptions): Promise<WatchRun> {
       // After the root is gone, paths under it mean nothing (the daemon starts a new watcher).
       if (run.closed || run.rootGone) return;
       try {
+        opts.observed?.note(e.path, e.stat);
         opts.onEvent(e);
       } catch (err) {
         opts.onError(new WatchError('E_WATCH_FAILED', root, `the event handler failed on ${e.kind} ${e.path}: ${describe(err)}`, true, { cause: err }));

@@ -4,11 +4,12 @@
  * checked after a later event (a marker file, or a second watcher) proves the watcher saw
  * what came after.
  */
-import { appendFile, mkdir, mkdtemp, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { appendFile, lstat, mkdir, mkdtemp, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventAggregator } from '../../../src/local/watch/aggregator.js';
+import { ObservedStats } from '../../../src/local/observed-stats.js';
 import type { RawEvent } from '../../../src/local/watch/aggregator.js';
 import { classifyWatchError, startWatcher, WatchError, type Watcher, type WatcherOptions } from '../../../src/local/watch/watcher.js';
 import { realClock } from '../../../src/time/clock.js';
@@ -84,6 +85,20 @@ describe.each([
     await waitSeen('the final size', () => h.events.filter((e) => e.path === 'a.txt').at(-1)?.size === 11, () => h.events);
     await unlink(join(root, 'a.txt'));
     await h.waitEvent('a.txt unlinked', (e) => e.path === 'a.txt' && e.kind === 'unlink');
+    expect(h.errors).toEqual([]);
+  });
+
+  it("keeps each written file's stat on the local side for the pass's look, and forgets it when the file goes (issue 38.6)", { timeout: TIMEOUT }, async () => {
+    const observed = new ObservedStats();
+    const h = await watchRoot({ ...opts, observed });
+    await writeFile(join(root, 'b.txt'), 'twelve bytes');
+    await h.waitEvent('b.txt present', (e) => e.path === 'b.txt' && exists(e));
+    await unlink(join(root, 'b.txt'));
+    await h.waitEvent('b.txt unlinked', (e) => e.path === 'b.txt' && e.kind === 'unlink');
+    expect(observed.take('b.txt')).toBeUndefined();
+    await writeFile(join(root, 'c.txt'), 'abc');
+    await h.waitEvent('c.txt written', (e) => e.path === 'c.txt' && exists(e) && e.size === 3);
+    expect(observed.take('c.txt')).toMatchObject({ size: 3, ino: (await lstat(join(root, 'c.txt'))).ino });
     expect(h.errors).toEqual([]);
   });
 

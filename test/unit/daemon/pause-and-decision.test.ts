@@ -10,7 +10,7 @@ import { DeleteDecision, deletesDigest } from '../../../src/daemon/mapping/delet
 import { checkGuards, type GuardInput } from '../../../src/engine/guards.js';
 import type { Op } from '../../../src/engine/plan.js';
 
-const config = { rescanIntervalMs: 3_600_000, retryBaseMs: 5_000 };
+const config = { rescanIntervalMs: 3_600_000, retryBaseMs: 5_000, settleMs: 2_000 };
 
 function drive(s: ScheduleState, rows: [number, ScheduleEvent][]): { state: ScheduleState; actions: string[][]; deadlines: (number | undefined)[] } {
   const actions: string[][] = [];
@@ -29,7 +29,7 @@ describe('schedule: pause and resume', () => {
     const r = drive(initialSchedule(config, { paused: true }), [
       [0, { type: 'started' }],
       [10, { type: 'batchReady' }],
-      [20, { type: 'fullPassRequested', now: true }],
+      [20, { type: 'fullPassRequested' }],
       [30, { type: 'tick' }],
       [40, { type: 'resume' }],
     ]);
@@ -63,7 +63,7 @@ describe('schedule: a mass delete waiting for a decision', () => {
     const r = drive(initialSchedule(config), [
       [0, { type: 'started' }],
       [100, { type: 'passFinished', kind: 'full', ok: true }],
-      [200, { type: 'rescanDue' }],
+      [200, { type: 'fullPassRequested' }],
       [300, blocked],
       [10_000_000, { type: 'tick' }],
     ]);

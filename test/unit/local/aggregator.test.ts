@@ -49,7 +49,7 @@ describe('EventAggregator: per-path debounce', () => {
     expect(batches).toHaveLength(1);
     expect(batches[0]!.at).toBe(990 + 1000);
     expect(filesOf(batches[0]!.batch)).toEqual(['notes.txt']);
-    expect(batches[0]!.batch.items[0]).toMatchObject({ path: 'notes.txt', events: 100, firstEventAt: 0, lastEventAt: 990, gone: false });
+    expect(batches[0]!.batch.items[0]).toEqual({ path: 'notes.txt', isDir: false, firstEventAt: 0, gone: false });
     expect(agg.pendingCount()).toBe(0);
   });
 
@@ -67,7 +67,6 @@ describe('EventAggregator: per-path debounce', () => {
     const agg = make();
     const { batches } = simulate(agg, [ev(0, 'add', 'new.md', 10), ev(50, 'change', 'new.md', 10), ev(100, 'change', 'new.md', 10)]);
     expect(batches.map((b) => filesOf(b.batch))).toEqual([['new.md']]);
-    expect(batches[0]!.batch.items[0]!.events).toBe(3);
   });
 
   it('debounces each path on its own: a quiet path is not held back by a busy one', () => {
@@ -234,7 +233,7 @@ describe('EventAggregator: removals and renames', () => {
   it('a file deleted and created again is one non-removal entry', () => {
     const agg = make();
     const { batches } = simulate(agg, [ev(0, 'unlink', 'x.txt'), ev(300, 'add', 'x.txt', 3)]);
-    expect(batches.flatMap((b) => b.batch.items)).toEqual([expect.objectContaining({ path: 'x.txt', gone: false, events: 2 })]);
+    expect(batches.flatMap((b) => b.batch.items)).toEqual([expect.objectContaining({ path: 'x.txt', gone: false })]);
   });
 });
 
@@ -260,7 +259,7 @@ describe('EventAggregator: folders', () => {
       expect(batches).toHaveLength(1);
       expect(dirsOf(batches[0]!.batch)).toEqual(['big']);
       expect(filesOf(batches[0]!.batch)).toEqual([]);
-      expect(batches[0]!.batch.items[0]).toMatchObject({ gone: true, events: 1011 });
+      expect(batches[0]!.batch.items[0]).toMatchObject({ path: 'big', isDir: true, gone: true });
     }
   });
 
@@ -333,7 +332,7 @@ describe('EventAggregator: folders', () => {
   });
 
   it('a path the state tracks is never dropped as created and deleted while pending (its document exists)', () => {
-    const agg = make({ tracked: (p) => p === 'known.txt' });
+    const agg = make({ syncedSize: (p) => (p === 'known.txt' ? 5 : undefined) });
     agg.push(ev(0, 'add', 'known.txt', 5));
     agg.push(ev(100, 'unlink', 'known.txt'));
     expect(agg.drain(60_000).items).toMatchObject([{ path: 'known.txt', gone: true }]);
@@ -395,9 +394,9 @@ describe('EventAggregator: overflow and bounds', () => {
     const agg = make();
     for (const e of [ev(1000, 'change', 'b.txt', 1), ev(1200, 'change', 'a.txt', 1), ev(1300, 'change', 'b.txt', 1)]) agg.push(e);
     const batch = agg.drain(2300);
-    expect(batch.items.map((i) => [i.path, i.firstEventAt, i.lastEventAt])).toEqual([
-      ['a.txt', 1200, 1200],
-      ['b.txt', 1000, 1300],
+    expect(batch.items.map((i) => [i.path, i.firstEventAt])).toEqual([
+      ['a.txt', 1200],
+      ['b.txt', 1000],
     ]);
   });
 

@@ -1,15 +1,16 @@
 /**
  * The folder watch on a fake filesystem whose stats are counted: a changed file is stat-ed
- * once, by the watch's look after its event, and that stat goes along — through the
- * aggregator's batch and the daemon's pending scope — to the local side, which takes it
- * instead of statting the file again (issue 13, "one stat per path per change").
+ * once, by the watch's look after its event, and that stat stays on the local side
+ * (ObservedStats, as watcher.ts notes it) until the side's look at the path takes it
+ * instead of statting the file again (issue 13, "one stat per path per change"); the
+ * aggregator's batch carries paths only (issue 38.6).
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
-import { PendingScope } from '../../../src/daemon/mapping/pending-scope.js';
 import { EventAggregator, type RawEvent } from '../../../src/local/watch/aggregator.js';
 import { watchFolders } from '../../../src/local/watch/folder-watch.js';
 import type { LocalFs } from '../../../src/local/fs.js';
+import { ObservedStats } from '../../../src/local/observed-stats.js';
 import { createLocalSide } from '../../../src/local/side.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { FakeLocal } from '../../helpers/fake-local.js';
@@ -38,12 +39,14 @@ function setup() {
 /** Watches /r, feeding an aggregator; `looked()` resolves once `n` more events were emitted. */
 async function watching(t: ReturnType<typeof setup>, clock: FakeClock) {
   const aggregator = new EventAggregator({ quietMs: 300 });
+  const observed = new ObservedStats();
   const emitted: RawEvent[] = [];
   let waiter: { n: number; resolve: () => void } | undefined;
   const watch = await watchFolders({
     root: '/r',
     filter: () => true,
     emit: (e) => {
+      observed.note(e.path, e.stat); // as watcher.ts does with each event
       emitted.push(e);
       aggregator.push(e);
       if (waiter && emitted.length >= waiter.n) waiter.resolve();
@@ -61,10 +64,10 @@ async function watching(t: ReturnType<typeof setup>, clock: FakeClock) {
       waiter = { n: target, resolve };
     });
   };
-  return { aggregator, emitted, watch, looked };
+  return { aggregator, observed, emitted, watch, looked };
 }
 
-describe('folder watch → aggregator → pending scope → local side: one stat per changed path', () => {
+describe('folder watch → local side (its stat), aggregator (the path): one stat per changed path', () => {
   it('stats a written file once, and the local side reports it by that stat', async () => {
     const t = setup();
     const clock = new FakeClock(10_000);
@@ -79,11 +82,9 @@ describe('folder watch → aggregator → pending scope → local side: one stat
     await done;
 
     clock.tick(5_000);
-    const pending = new PendingScope();
-    pending.add(w.aggregator.drain(clock.now()));
-    const { scope } = pending.take('changes');
+    const scope = { files: w.aggregator.drain(clock.now()).items.map((i) => i.path), dirs: [] };
     expect(scope.files).toEqual(['a.txt', 'sub/b.md']);
-    const scan = await createLocalSide(mapping, { fs: t.counted }).scanScope(scope);
+    const scan = await createLocalSide(mapping, { fs: t.counted, observed: w.observed }).scanScope(scope);
     w.watch.close();
 
     expect(scan.files.get('a.txt')).toMatchObject({ diskPath: '/r/a.txt', size: 12, mtimeMs: 2000 });
@@ -92,7 +93,7 @@ describe('folder watch → aggregator → pending scope → local side: one stat
     expect(t.stats.get('/r/sub/b.md')).toBe(1);
   });
 
-  it('events during a look fold into one more look, whose stat is the one handed on', async () => {
+  it('events during a look fold into one more look, whose stat is the one kept', async () => {
     const t = setup();
     const clock = new FakeClock(10_000);
     // The first look at a.txt reads the file as it was, then waits until the test lets it answer.
@@ -122,9 +123,7 @@ describe('folder watch → aggregator → pending scope → local side: one stat
 
     expect(t.stats.get('/r/a.txt')).toBe(2);
     expect(w.emitted.map((e) => e.stat?.size)).toEqual([5, 21]);
-    clock.tick(5_000);
-    const [item] = w.aggregator.drain(clock.now()).items;
-    expect(item?.stat).toMatchObject({ size: 21, mtimeMs: 3000 });
+    expect(w.observed.take('a.txt')).toMatchObject({ size: 21, mtimeMs: 3000 });
     w.watch.close();
   });
 
@@ -139,23 +138,23 @@ describe('folder watch → aggregator → pending scope → local side: one stat
     expect(w.emitted).toEqual([{ kind: 'unlink', path: 'a.txt', at: 10_000 }]);
 
     clock.tick(5_000);
-    const pending = new PendingScope();
-    pending.add(w.aggregator.drain(clock.now()));
-    const { scope } = pending.take('changes');
-    expect(scope.seen?.size).toBe(0);
-    const scan = await createLocalSide(mapping, { fs: t.counted }).scanScope(scope);
+    const scope = { files: w.aggregator.drain(clock.now()).items.map((i) => i.path), dirs: [] };
+    const scan = await createLocalSide(mapping, { fs: t.counted, observed: w.observed }).scanScope(scope);
     w.watch.close();
     expect(scan.files.has('a.txt')).toBe(false);
   });
 
-  it('a later batch without a stat for the path drops the earlier one: the side looks again', () => {
-    const pending = new PendingScope();
+  it('a later event without a stat forgets the earlier one, a stat is taken once, a full scan forgets all: the side looks again', async () => {
+    const observed = new ObservedStats();
     const stat = { size: 1, mtimeMs: 1, dev: 1, ino: 2 };
-    const item = { path: 'a.txt', isDir: false, gone: false, firstEventAt: 1, lastEventAt: 1, events: 1 };
-    pending.add({ items: [{ ...item, stat }], rescan: false, reasons: [] });
-    pending.add({ items: [item], rescan: false, reasons: [] });
-    expect(pending.take('changes').scope.seen?.has('a.txt')).toBe(false);
-    pending.add({ items: [{ ...item, stat }], rescan: false, reasons: [] });
-    expect(pending.take('changes').scope.seen?.get('a.txt')).toEqual(stat);
+    observed.note('a.txt', stat);
+    observed.note('a.txt', undefined);
+    expect(observed.take('a.txt')).toBeUndefined();
+    observed.note('a.txt', stat);
+    expect(observed.take('a.txt')).toEqual(stat);
+    expect(observed.take('a.txt')).toBeUndefined();
+    observed.note('a.txt', stat);
+    await createLocalSide(mapping, { fs: setup().counted, observed }).scan();
+    expect(observed.take('a.txt')).toBeUndefined();
   });
 });
