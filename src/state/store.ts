@@ -408,6 +408,19 @@ export class StateStore {
   }
 
   /**
+   * Adds ids this installation used before to its identity (engine/mirror.ts: a listing
+   * showed them on documents the state records); durable with the next flush, and in the
+   * identity file. True when one was not held yet.
+   */
+  addFormerIds(ids: readonly string[]): boolean {
+    const id = this.identity;
+    const added = id === undefined ? [] : ids.filter((f) => f !== id.installationId && !id.formerIds.includes(f));
+    if (id === undefined || added.length === 0) return false;
+    this.setIdentity({ ...id, formerIds: [...id.formerIds, ...added] });
+    return true;
+  }
+
+  /**
    * Records a writer session of the mapping (schema.ts MappingState.sessions); durable with
    * the next flush. True when it was not recorded yet.
    */

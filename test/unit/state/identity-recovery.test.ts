@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { StateStore } from '../../../src/state/store.js';
-import { identityPathOf } from '../../../src/state/identity-file.js';
+import { identityPathOf, missingIdentityOps } from '../../../src/state/identity-file.js';
+import type { StateFile } from '../../../src/state/schema.js';
 import { rebuildFromListing } from '../../../src/engine/rebuild.js';
 import { documentFields } from '../../../src/engine/document-fields.js';
 import { silentLogger } from '../../../src/log.js';
@@ -83,6 +84,27 @@ describe('the identity file', () => {
     const store = await open(fs);
     expect(store.recovery).toMatchObject({ kind: 'missing', identity: 'recovered' });
     expect(store.identity?.installationId).toBe('inst-A');
+  });
+
+  it('former ids a listing taught (addFormerIds) are kept across a restart, in the identity file, and after the state is lost', async () => {
+    const fs = new MemFs();
+    await synced(fs);
+    const store = await open(fs);
+    expect(store.addFormerIds(['derived-old', 'inst-A'])).toBe(true);
+    expect(store.addFormerIds(['derived-old'])).toBe(false);
+    await store.close();
+    expect((await open(fs)).identity).toEqual({ installationId: 'inst-A', origin: 'drawn', formerIds: ['derived-old'] });
+    expect((JSON.parse(fs.text(ID_PATH) ?? '{}') as { formerIds?: string[] }).formerIds).toEqual(['derived-old']);
+    fs.files.delete(PATH);
+    fs.files.delete(`${PATH}.journal`);
+    expect((await open(fs)).identity?.formerIds).toEqual(['derived-old']);
+  });
+
+  it('a state that kept its identity but not the former ids its identity file holds (a damaged journal) gets them back; another id in the file changes nothing', () => {
+    const state = { identity: { installationId: 'inst-A', origin: 'drawn', formerIds: ['x'] }, mappings: {} } as unknown as StateFile;
+    const record = { version: 1, installationId: 'inst-A', origin: 'drawn', formerIds: ['x', 'derived-old'], mappings: {} } as const;
+    expect(missingIdentityOps(state, { ...record, formerIds: [...record.formerIds] })).toEqual([['identity', 'inst-A', 'drawn', ['x', 'derived-old']]]);
+    expect(missingIdentityOps(state, { ...record, installationId: 'inst-B', formerIds: ['y'] })).toEqual([]);
   });
 
   it('a corrupt state without an identity file starts with no identity (as before: adopt)', async () => {
