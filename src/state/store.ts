@@ -602,6 +602,9 @@ export class StateStore {
       if (record) {
         for (const id of record.rebuild ?? []) if (this.state.mappings[id]) this.rebuild.add(id);
         this.identityText = encodeIdentityRecord(record);
+        // A state that lost its identity record (its journal emptied after a snapshot written
+        // without one, as the upgrade from 0.1.0 writes it) takes the file's: used, never overwritten.
+        if (this.state.identity === undefined) this.restoreIdentityOf(record);
       }
       this.identityDirty = true;
       return;
@@ -630,6 +633,14 @@ export class StateStore {
     // The rebuild is pending on disk before the state is: a crash before its records repeats it.
     this.identityDirty = true;
     await this.writeIdentity();
+  }
+
+  /** The identity file's identity, and the mappings it holds that the state lacks (their documents recognised again: needsRebuild). */
+  private restoreIdentityOf(record: IdentityRecord): void {
+    const had = new Set(Object.keys(this.state.mappings));
+    for (const op of missingIdentityOps(this.state, record)) this.commit(op);
+    for (const id of Object.keys(this.state.mappings)) if (!had.has(id)) this.rebuild.add(id);
+    this.logger.warn({ file: this.path, identityFile: this.identityPath, installationId: record.installationId }, `state file ${this.path} holds no installation id: kept the one of ${this.identityPath} (${record.installationId})`);
   }
 
   /** Rewrites the identity file when what it holds changed; a failure is logged, tried again at the next write. */
