@@ -4,7 +4,9 @@
  * (engine/rebuild.ts); a clone's documents stay someone else's.
  */
 import { describe, expect, it } from 'vitest';
-import { StateStore } from '../../../src/state/store.js';
+import { readStateFile, StateStore } from '../../../src/state/store.js';
+import { encodeStateToString } from '../../../src/state/encoder.js';
+import { establishIdentity } from '../../../src/engine/installation.js';
 import { identityPathOf, missingIdentityOps } from '../../../src/state/identity-file.js';
 import type { StateFile } from '../../../src/state/schema.js';
 import { rebuildFromListing } from '../../../src/engine/rebuild.js';
@@ -105,6 +107,21 @@ describe('the identity file', () => {
     const record = { version: 1, installationId: 'inst-A', origin: 'drawn', formerIds: ['x', 'derived-old'], mappings: {} } as const;
     expect(missingIdentityOps(state, { ...record, formerIds: [...record.formerIds] })).toEqual([['identity', 'inst-A', 'drawn', ['x', 'derived-old']]]);
     expect(missingIdentityOps(state, { ...record, installationId: 'inst-B', formerIds: ['y'] })).toEqual([]);
+  });
+
+  it('a state that lost its identity record with no damage to see (a snapshot written without one, as the 0.1.0 upgrade writes it, and its journal emptied) takes the identity file\'s, never draws over it', async () => {
+    const fs = new MemFs();
+    await synced(fs);
+    const state = await readStateFile(PATH, fs);
+    fs.put(PATH, encodeStateToString({ ...state!, identity: undefined }));
+    fs.put(`${PATH}.journal`, '');
+    const { logger, lines } = captureLogger();
+    const store = await open(fs, logger);
+    expect(store.identity).toEqual({ installationId: 'inst-A', origin: 'drawn', formerIds: [] });
+    expect(lines().some((l) => String(l['msg']).includes('holds no installation id: kept the one of'))).toBe(true);
+    expect(establishIdentity(store, { statePath: PATH, draw: () => 'inst-NEW' }).installationId).toBe('inst-A');
+    await store.close();
+    expect((JSON.parse(fs.text(ID_PATH) ?? '{}') as { installationId?: string }).installationId).toBe('inst-A');
   });
 
   it('a corrupt state without an identity file starts with no identity (as before: adopt)', async () => {
