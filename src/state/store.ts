@@ -602,9 +602,9 @@ export class StateStore {
       if (record) {
         for (const id of record.rebuild ?? []) if (this.state.mappings[id]) this.rebuild.add(id);
         this.identityText = encodeIdentityRecord(record);
-        // A state that lost its identity record (its journal emptied after a snapshot written
-        // without one, as the upgrade from 0.1.0 writes it) takes the file's: used, never overwritten.
-        if (this.state.identity === undefined) this.restoreIdentityOf(record);
+        // A state that lost records the file holds (a journal emptied or cut short after a
+        // snapshot: its identity, former ids, sessions) takes them back: used, never overwritten.
+        if (this.state.identity === undefined || this.state.identity.installationId === record.installationId) this.restoreIdentityOf(record);
       }
       this.identityDirty = true;
       return;
@@ -635,12 +635,14 @@ export class StateStore {
     await this.writeIdentity();
   }
 
-  /** The identity file's identity, and the mappings it holds that the state lacks (their documents recognised again: needsRebuild). */
+  /** What the identity file holds and the state lacks (identity-file.ts missingIdentityOps); a mapping restored so is recognised again (needsRebuild). */
   private restoreIdentityOf(record: IdentityRecord): void {
     const had = new Set(Object.keys(this.state.mappings));
-    for (const op of missingIdentityOps(this.state, record)) this.commit(op);
+    const ops = missingIdentityOps(this.state, record);
+    if (ops.length === 0) return;
+    for (const op of ops) this.commit(op);
     for (const id of Object.keys(this.state.mappings)) if (!had.has(id)) this.rebuild.add(id);
-    this.logger.warn({ file: this.path, identityFile: this.identityPath, installationId: record.installationId }, `state file ${this.path} holds no installation id: kept the one of ${this.identityPath} (${record.installationId})`);
+    this.logger.warn({ file: this.path, identityFile: this.identityPath, installationId: record.installationId, restored: ops.map((o) => o[0]) }, `state file ${this.path} lacked what ${this.identityPath} holds of the installation's identity (${record.installationId}): kept from it`);
   }
 
   /** Rewrites the identity file when what it holds changed; a failure is logged, tried again at the next write. */

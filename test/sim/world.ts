@@ -638,9 +638,10 @@ export class World {
   /** Every installation id a process of this world ran under. */
   readonly idsUsed = new Set<string>();
   /**
-   * Ids the daemon must keep as former ids (owner rule O4): the old id of an upgrade or of a
+   * Ids the daemon must keep as former ids (owner rule O4): the old id of the last upgrade or
    * state that lost its identity, when a record its next state kept names a document of it.
-   * Their documents are never another installation's to the oracle.
+   * Their documents are never another installation's to the oracle, and the daemon's state
+   * must still know them after a restart.
    */
   readonly mustKnow = new Set<string>();
   /** The old id and its documents, checked at the next start (launch). */
@@ -671,6 +672,7 @@ export class World {
     const id = this.installationId;
     const docs = this.service.docs_().filter((d) => d.metadata['dssync_installation'] === id);
     this.orphaned = { installationId: id, docs: new Map(docs.map((d) => [d.id, { name: d.name, content: d.content }])) };
+    this.mustKnow.clear();
     this.expectFormer = { id, docIds: new Set(docs.map((d) => d.id)) };
     this.drawnId = `${INSTALLATION}-after-loss`;
   }
@@ -702,6 +704,7 @@ export class World {
     this.upgraded = true;
     await this.stop();
     const id = this.installationId;
+    this.mustKnow.clear();
     this.expectFormer = { id, docIds: new Set(this.service.docs_().filter((d) => d.metadata['dssync_installation'] === id).map((d) => d.id)) };
     const state = await readStateFile(STATE_PATH, this.disk.fs());
     if (state !== undefined) {

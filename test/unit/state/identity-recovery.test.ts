@@ -118,10 +118,30 @@ describe('the identity file', () => {
     const { logger, lines } = captureLogger();
     const store = await open(fs, logger);
     expect(store.identity).toEqual({ installationId: 'inst-A', origin: 'drawn', formerIds: [] });
-    expect(lines().some((l) => String(l['msg']).includes('holds no installation id: kept the one of'))).toBe(true);
+    expect(lines().some((l) => String(l['msg']).includes('holds of the installation\'s identity (inst-A): kept from it'))).toBe(true);
     expect(establishIdentity(store, { statePath: PATH, draw: () => 'inst-NEW' }).installationId).toBe('inst-A');
     await store.close();
     expect((JSON.parse(fs.text(ID_PATH) ?? '{}') as { installationId?: string }).installationId).toBe('inst-A');
+  });
+
+  it('a state whose journal lost the record of a former id (cut short after a snapshot, no damage to see) gets it back from the identity file; a file of another id adds nothing', async () => {
+    const fs = new MemFs();
+    await synced(fs);
+    const store = await open(fs);
+    store.addFormerIds(['derived-old']);
+    await store.close();
+    const state = await readStateFile(PATH, fs);
+    const lost = encodeStateToString({ ...state!, identity: { installationId: 'inst-A', origin: 'drawn', formerIds: [] } });
+    fs.put(PATH, lost);
+    fs.put(`${PATH}.journal`, '');
+    expect((await open(fs)).identity?.formerIds).toEqual(['derived-old']);
+    // After `identity reset` cut short before the file was rewritten: the file's older id restores nothing.
+    fs.put(PATH, encodeStateToString({ ...state!, identity: { installationId: 'inst-B', origin: 'drawn', formerIds: [] }, mappings: {} }));
+    fs.put(`${PATH}.journal`, '');
+    fs.put(ID_PATH, JSON.stringify({ version: 1, installationId: 'inst-A', origin: 'drawn', formerIds: ['derived-old'], mappings: { m1: { dataSourceId: 'ds-1', root: '/srv/share', sessions: {} } } }));
+    const reset = await open(fs);
+    expect(reset.identity).toEqual({ installationId: 'inst-B', origin: 'drawn', formerIds: [] });
+    expect(reset.mapping('m1')).toBeUndefined();
   });
 
   it('a corrupt state without an identity file starts with no identity (as before: adopt)', async () => {
