@@ -386,6 +386,8 @@ export class World {
       spec: {
         mappingId: MAPPING_ID,
         installationId: proc.installationId,
+        // As buildMirror: the former ids the state's identity keeps.
+        formerInstallationIds: proc.store.identity?.formerIds,
         root: ROOT,
         dataSourceId: this.service.dataSourceId,
         prune: cfg.prune,
