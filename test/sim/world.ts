@@ -777,6 +777,9 @@ export class World {
    */
   async startTwin(kind: TwinKind, fresh = true): Promise<void> {
     if (this.twin !== undefined && !this.twin.crashed) return;
+    // A replica pins the daemon's id; after an upgrade or a lost identity that id is derived or
+    // drawn, and its former ids live in the daemon's state alone: nobody pins it on a second pod.
+    if (kind === 'pinned-replica' && this.mustKnow.size > 0) return;
     this.twinKind = kind;
     if (kind === 'copied-state' && fresh) {
       this.twinDisk = new FakeDisk();
