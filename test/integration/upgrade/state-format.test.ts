@@ -40,13 +40,15 @@ describe('the state file across versions', () => {
     const first = await runCli(['sync', '--config', ws.configPath, '--json'], { ...ws.env, DSSYNC_INSTALLATION_ID: derived });
     expect(first.code, first.stderr).toBe(0);
     expect(jsonOf<SyncJson>(first).mappings[0]?.counts.uploaded).toBe(3);
-    // The state as 0.1.0 left it: a snapshot in format 3 (no identity), no journal after it.
+    // The state as 0.1.0 left it: a snapshot in format 3 (no identity), no journal after it, no identity file.
     const state = await readStateFile(ws.statePath);
     expect(state?.identity?.installationId).toBe(derived);
     const old = toFormat3(encodeStateToString({ ...state!, identity: undefined }));
     expect(old.split('\n')[0]).toMatch(/^dssync-state 3 \{"journalSeq":\d+\}$/);
     await writeFile(ws.statePath, old);
     await rm(`${ws.statePath}.journal`, { force: true });
+    // (0.1.0 wrote no identity file: one beside a state without an identity is used.)
+    await rm(`${ws.statePath}.identity.json`, { force: true });
     const uploadsBefore = fileDocuments(ws.emu, ws.dataSourceId()).length;
 
     const second = await ws.sync('--json');
