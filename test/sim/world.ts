@@ -285,7 +285,7 @@ export class World {
         const w: Watcher = { root: ROOT, close: async () => void (proc.watcher = undefined), watchedDirs: () => 1 };
         return w;
       },
-      lease: this.leaseSettings(host, disk),
+      lease: this.leaseSettings(host, disk, proc.pid),
       // The runner's monotonic clock and full passes' stability window reach the mirror as buildMirror passes them.
       buildMirror: async (_c, _m, _i, deps) => {
         proc.lease = deps.lease?.(this.service.dataSourceId, proc.installationId);
@@ -298,11 +298,15 @@ export class World {
 
   private pids = 0;
 
-  /** The lease's settings of a process on `host` with its state on `disk` (its marker's body and memo in memory). */
-  private leaseSettings(host: string, disk: FakeDisk): Pick<LeaseSettings, 'statePath' | 'stateFs' | 'probe' | 'timing' | 'files'> {
-    const probe: HostProbe = { hostname: host, bootId: 'sim-boot', alive: (pid) => this.live().some((q) => q.host === host && q.pid === pid), procStart: () => undefined };
+  /**
+   * The lease's settings of process `pid` on `host` with its state on `disk` (its marker's
+   * body and memo in memory): its record names the simulated pid, so whether a holder on
+   * this host lives is answered by the world, not by the test runner's own pid.
+   */
+  private leaseSettings(host: string, disk: FakeDisk, pid: number): Pick<LeaseSettings, 'statePath' | 'stateFs' | 'probe' | 'timing' | 'files' | 'pid'> {
+    const probe: HostProbe = { hostname: host, bootId: 'sim-boot', alive: (p) => this.live().some((q) => q.host === host && q.pid === p), procStart: () => undefined };
     const files = { write: async (path: string, text: string) => void this.service.sideFiles.set(path, text), remove: async (path: string) => void this.service.sideFiles.delete(path) };
-    return { statePath: STATE_PATH, stateFs: disk.fs(), probe, timing: SIM_LEASE, files };
+    return { statePath: STATE_PATH, stateFs: disk.fs(), probe, timing: SIM_LEASE, files, pid };
   }
 
   /** The running processes: the daemon and a second one with our identity, when there is one. */
@@ -424,7 +428,8 @@ export class World {
     // `dssync sync` writes only once it holds the mapping's lease (cli/sync.ts), as the
     // daemon's passes do: so it recovers what a gone writer with our identity left (owner
     // rule O19). When another process holds it, it writes nothing.
-    const lease = mappingLease({ ...this.leaseSettings(p.host, p.disk), api, mappingId: MAPPING_ID, root: ROOT, clock: p.timers, logger: silent }, this.service.dataSourceId, p.installationId);
+    // `dssync sync` is a process of its own on the daemon's host.
+    const lease = mappingLease({ ...this.leaseSettings(p.host, p.disk, ++this.pids), api, mappingId: MAPPING_ID, root: ROOT, clock: p.timers, logger: silent }, this.service.dataSourceId, p.installationId);
     if (await this.untilDone(lease.acquire())) {
       lease.start();
       p.lease = lease;
