@@ -40,6 +40,11 @@ export interface MirrorState extends StateWriter {
    * state), no session is used: documents carry none, as before sessions existed.
    */
   recordSession?(mappingId: string, session: string, at: number): boolean;
+  /**
+   * Adds former ids of this installation to the state's identity (StateStore.addFormerIds);
+   * true when it did not hold them yet (the mirror then flushes before writing anything).
+   */
+  addFormerIds?(ids: readonly string[]): boolean;
 }
 
 export interface MirrorSpec extends DocumentFieldsSpec {
@@ -194,12 +199,15 @@ export class Mirror {
 
   /** What the stability window sets aside, across passes. */
   private readonly stability: StabilityWindow;
+  /** Ids this installation used before: the spec's, and those a listing taught since (keepFormerIds). */
+  private formerIds: readonly string[];
 
   constructor(private readonly d: MirrorDeps) {
     this.monotonic = d.monotonic;
     this.stability = new StabilityWindow({ windowMs: d.stabilityMs ?? 0, now: () => d.now(), monotonic: this.monotonic });
     this.session = d.spec.installationId !== undefined && d.state.recordSession !== undefined ? (d.session ?? newSession()) : undefined;
     this.fieldsSpec = { ...d.spec, session: this.session };
+    this.formerIds = d.spec.formerInstallationIds ?? [];
   }
 
   /**
@@ -320,7 +328,7 @@ export class Mirror {
     // restart over a million unchanged files holds two sets, not a million records of each.
     const confirmed = new Set<string>();
     const lease = this.d.lease?.();
-    const whose = ownerOfListing({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, lease });
+    const whose = ownerOfListing({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: this.formerIds, state: mapping, lease });
     const confirm = (doc: DocumentRecord): boolean => {
       const path = confirmedPath(doc, whose, { desired, files: mapping.files });
       // The state's copy of the path: a million confirmed paths hold no copies of their own.
@@ -352,7 +360,7 @@ export class Mirror {
     const plan = planMirror({
       mappingId: spec.mappingId,
       installationId: spec.installationId,
-      formerInstallationIds: spec.formerInstallationIds,
+      formerInstallationIds: this.formerIds,
       local: l.local,
       vouched: l.scan.vouched,
       state: mapping,
@@ -418,6 +426,7 @@ export class Mirror {
     const names = this.names!;
     const renamesWereIgnored = names.known.renamesIgnored === true;
     const urlsWereIgnored = names.known.urlsIgnored === true;
+    await this.keepFormerIds(plan.formerIds);
     pinIntents(state, spec.mappingId, plan.intentPins);
     for (const r of plan.refreshed) state.setFile(spec.mappingId, r.path, entryFor(r.file, r.documentId, this.d.now));
     this.d.onPlan?.(plan.ops);
@@ -467,6 +476,19 @@ export class Mirror {
   }
 
   /**
+   * Ids a listing showed to be former ids of ours (plan.ts formerIds) stay ours: kept in the
+   * state's identity, durable before this plan's writes re-mark the documents that showed
+   * them, so a later process or a state rebuilt from the listing still knows them.
+   */
+  private async keepFormerIds(ids: readonly string[]): Promise<void> {
+    const learned = ids.filter((id) => !this.formerIds.includes(id));
+    if (learned.length === 0) return;
+    this.formerIds = [...this.formerIds, ...learned];
+    this.d.logger.info({ mapping: this.d.spec.mappingId, formerIds: learned }, 'documents the state records carry another installation id of this mapping: kept as a former id of this installation');
+    if (this.d.state.addFormerIds?.(learned) === true) await this.d.state.flush();
+  }
+
+  /**
    * Right after a lost upload answer with no round left to look again: a listing now shows
    * what the upload made before anyone else can upload a document of the same name and
    * size, and the documents it ties to files are recorded in their intents as if the
@@ -477,7 +499,7 @@ export class Mirror {
     const { spec, logger } = this.d;
     try {
       const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', ...listingBound(mapping.files.size) });
-      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: spec.formerInstallationIds, state: mapping, remote, lease: this.d.lease?.() }));
+      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: this.formerIds, state: mapping, remote, lease: this.d.lease?.() }));
     } catch (e) {
       logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');
     }

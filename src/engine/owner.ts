@@ -64,11 +64,7 @@ export type OwnerOf<U> = (doc: DocumentRecord) => Owner<U>;
 export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>): OwnerOf<U> {
   const { mappingId, installationId, state, uploads, lease } = input;
   const sessions = state.sessions;
-  const former = new Set(input.formerInstallationIds ?? []);
-  for (const doc of input.remote ?? []) {
-    const meta = readMeta(doc);
-    if (meta?.installationId !== undefined && meta.mappingId === mappingId && meta.installationId !== installationId && input.recordedPathOf(doc.id) !== undefined) former.add(meta.installationId);
-  }
+  const former = new Set([...(input.formerInstallationIds ?? []), ...formerIdsIn(input)]);
   const tag = installationId === undefined ? undefined : uploadTag(mappingId, installationId);
   /** A session this state recorded, or none at all (written before sessions: the older rule). */
   const recordedSession = (s: string | undefined): boolean => s === undefined || s === '' || sessions === undefined || sessions[s] !== undefined;
@@ -121,6 +117,24 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
     const tracked = state.files.sha256Of(meta.path);
     return tracked !== undefined && tracked !== meta.sha256;
   }
+}
+
+/**
+ * The installation ids, other than ours, that listed documents of this mapping carry while
+ * the state records them by id: former ids of ours (O4: a 0.1.0 state upgraded under a new
+ * host name, a state that lost its identity but kept its records). The mirror keeps them in
+ * the state's identity, so that a later process, or a state rebuilt from the listing, still
+ * knows them once no recorded document carries them any more.
+ */
+export function formerIdsIn(input: Pick<OwnerInput<never>, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'remote' | 'recordedPathOf'>): string[] {
+  if (input.installationId === undefined) return [];
+  const known = new Set([input.installationId, ...(input.formerInstallationIds ?? [])]);
+  const found = new Set<string>();
+  for (const doc of input.remote ?? []) {
+    const meta = readMeta(doc);
+    if (meta?.installationId !== undefined && meta.mappingId === input.mappingId && !known.has(meta.installationId) && input.recordedPathOf(doc.id) !== undefined) found.add(meta.installationId);
+  }
+  return [...found].sort();
 }
 
 /** Owner classes whose document this mapping plans as its own. */

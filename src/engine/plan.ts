@@ -22,7 +22,7 @@ import { documentName } from './document-fields.js';
 import { findUploadMark } from './upload-mark.js';
 import type { LeaseView } from './lease-view.js';
 import { fieldsMatch, META, readMeta, sentConversion } from './metadata.js';
-import { ownerRule, type OpenUploadLookup, type OwnerOf } from './owner.js';
+import { formerIdsIn, ownerRule, type OpenUploadLookup, type OwnerOf } from './owner.js';
 import type { ServiceNames } from './service-names.js';
 import { needsHash, type StatNow } from './racy.js';
 import { nfc } from '../unicode.js';
@@ -283,6 +283,8 @@ export interface PlanResult {
    * the service renamed it past recognition. Reported, never silent.
    */
   unfoundUploads: { path: string; uploadName: string }[];
+  /** Ids this listing shows to be former ids of ours, not known as such yet (owner.ts formerIdsIn): the mirror keeps them. */
+  formerIds: string[];
 }
 
 export interface OtherOwner {
@@ -393,13 +395,14 @@ export function planMirror(input: PlanInput): PlanResult {
   // A lost answer whose document this listing does not show under its mark: said, not hidden.
   const unfoundUploads = resolvedIntents.flatMap((i) => (i.kind === 'upload' ? uploadsOf.unfound(i) : []));
   const { unchanged, skippedRejected } = plan;
+  const formerIds = formerIdsIn({ ...input, recordedPathOf });
 
   if (sameIdentity.length > 0) {
     // Another writer with our identity: whatever we would do may undo its work, or it ours.
-    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, prunableCount, recovered: 0, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [] };
+    return { ops: [], unchanged, refreshed: [], skippedRejected, resolvedIntentIds: [], ourDocumentCount, prunableCount, recovered: 0, otherOwners, intentPins: [], doubtful, sameIdentity, held: [], lostUploads: [], foreignMarked, unfoundUploads: [], formerIds };
   }
   const held = holdDuplicates(plan.ops, otherOwners, input.mappingId);
-  return { ops: held.ops, unchanged, refreshed: plan.refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, prunableCount, recovered, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads };
+  return { ops: held.ops, unchanged, refreshed: plan.refreshed, skippedRejected, resolvedIntentIds, ourDocumentCount, prunableCount, recovered, otherOwners, intentPins, doubtful, sameIdentity, held: held.held, lostUploads, foreignMarked, unfoundUploads, formerIds };
 }
 
 /** What the plan gathers path by path. */

@@ -82,14 +82,18 @@ export async function writeIdentityFile(fs: StateFs, path: string, text: string)
 }
 
 /**
- * The ops that restore what the record keeps and the state lacks: the identity, each
+ * The ops that restore what the record keeps and the state lacks: the identity (or the former ids of the same id it lacks), each
  * missing mapping (data source, folder, name) and the writer sessions the state does not
  * record. Never one that changes what the state holds (a mapping it records on another
  * data source stays as the state says): the file is used, never trusted over the state.
  */
 export function missingIdentityOps(state: StateFile, record: IdentityRecord): StateOp[] {
   const ops: StateOp[] = [];
-  if (state.identity === undefined) ops.push(['identity', record.installationId, record.origin, [...record.formerIds]]);
+  const id = state.identity;
+  if (id === undefined) ops.push(['identity', record.installationId, record.origin, [...record.formerIds]]);
+  else if (id.installationId === record.installationId && record.formerIds.some((f) => !id.formerIds.includes(f))) {
+    ops.push(['identity', id.installationId, id.origin, [...new Set([...id.formerIds, ...record.formerIds])]]);
+  }
   for (const [id, m] of Object.entries(record.mappings)) {
     const have = state.mappings[id];
     if (have === undefined) {

@@ -409,6 +409,19 @@ export class StateStore {
   }
 
   /**
+   * Adds ids this installation used before to its identity (engine/mirror.ts: a listing
+   * showed them on documents the state records); durable with the next flush, and in the
+   * identity file. True when one was not held yet.
+   */
+  addFormerIds(ids: readonly string[]): boolean {
+    const id = this.identity;
+    const added = id === undefined ? [] : ids.filter((f) => f !== id.installationId && !id.formerIds.includes(f));
+    if (id === undefined || added.length === 0) return false;
+    this.setIdentity({ ...id, formerIds: [...id.formerIds, ...added] });
+    return true;
+  }
+
+  /**
    * Records a writer session of the mapping (schema.ts MappingState.sessions); durable with
    * the next flush. True when it was not recorded yet.
    */
@@ -590,6 +603,9 @@ export class StateStore {
       if (record) {
         for (const id of record.rebuild ?? []) if (this.state.mappings[id]) this.rebuild.add(id);
         this.identityText = encodeIdentityRecord(record);
+        // A state that lost records the file holds (a journal emptied or cut short after a
+        // snapshot: its identity, former ids, sessions) takes them back: used, never overwritten.
+        if (this.state.identity === undefined || this.state.identity.installationId === record.installationId) this.restoreIdentityOf(record);
       }
       this.identityDirty = true;
       return;
@@ -618,6 +634,16 @@ export class StateStore {
     // The rebuild is pending on disk before the state is: a crash before its records repeats it.
     this.identityDirty = true;
     await this.writeIdentity();
+  }
+
+  /** What the identity file holds and the state lacks (identity-file.ts missingIdentityOps); a mapping restored so is recognised again (needsRebuild). */
+  private restoreIdentityOf(record: IdentityRecord): void {
+    const had = new Set(Object.keys(this.state.mappings));
+    const ops = missingIdentityOps(this.state, record);
+    if (ops.length === 0) return;
+    for (const op of ops) this.commit(op);
+    for (const id of Object.keys(this.state.mappings)) if (!had.has(id)) this.rebuild.add(id);
+    this.logger.warn({ file: this.path, identityFile: this.identityPath, installationId: record.installationId, restored: ops.map((o) => o[0]) }, `state file ${this.path} lacked what ${this.identityPath} holds of the installation's identity (${record.installationId}): kept from it`);
   }
 
   /** Rewrites the identity file when what it holds changed; a failure is logged, tried again at the next write. */

@@ -87,6 +87,8 @@ export const FLAGS = {
   twoProcesses: flag('SIM_TWO_PROCESSES', true),
   nameRules: flag('SIM_NAME_RULES', true),
   journalDamage: flag('SIM_JOURNAL_DAMAGE', true),
+  identityFileLost: flag('SIM_IDENTITY_FILE_LOST', true),
+  upgradeNewHostName: flag('SIM_UPGRADE_NEW_HOST_NAME', true),
 };
 
 function flag(name: string, byDefault: boolean): boolean {
@@ -285,14 +287,16 @@ export function commands(): fc.Arbitrary<Cmd>[] {
   if (FLAGS.clonedWriter) list.push(fc.tuple(file, content, fc.boolean()).map(([p, c, inFlight]) => cmd(`clonedHostUploads(${p}, ${c}${inFlight ? ', in flight' : ''})`, (w) => w.cloneUpload(p, c, inFlight))));
   // The state restored from an older backup (issue 34 case 4): recovered without a command.
   if (FLAGS.restoreBackup) list.push(fc.constant(cmd('stateBackedUp()', (w) => w.takeBackup())), fc.nat(3).map((i) => cmd(`stateRestoredFromBackup(#${i} from the newest)`, (w) => w.restoreBackup(i))));
-  // The journal damaged while the daemon is down, its identity file kept (issue 34 case 1).
+  // The journal damaged while the daemon is down, its identity file kept (issue 34 case 1), or lost with it.
   if (FLAGS.journalDamage) {
     list.push(
-      fc.tuple(fc.constantFrom<'flip' | 'cut' | 'empty'>('flip', 'flip', 'cut', 'cut', 'empty'), fc.double({ min: 0, max: 1, noNaN: true })).map(([kind, at]) =>
-        cmd(kind === 'empty' ? 'journalEmptiedByPowerCut()' : `journal${kind === 'flip' ? 'ByteFlipped' : 'Cut'}(at ${(at * 100).toFixed(1)}%)`, (w) => w.damageJournal(kind, at)),
+      fc.tuple(fc.constantFrom<'flip' | 'cut' | 'empty'>('flip', 'flip', 'cut', 'cut', 'empty'), fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom(false, false, FLAGS.identityFileLost)).map(([kind, at, lost]) =>
+        cmd(`${kind === 'empty' ? 'journalEmptiedByPowerCut(' : `journal${kind === 'flip' ? 'ByteFlipped' : 'Cut'}(at ${(at * 100).toFixed(1)}%`}${lost ? ', identity file lost' : ''})`, (w) => w.damageJournal(kind, at, lost)),
       ),
     );
   }
+  // A state of dssync 0.1.0 started under a new host name (issue 34 case 5).
+  if (FLAGS.upgradeNewHostName) list.push(fc.constant(cmd('upgradedFrom010UnderNewHostName()', (w) => w.upgradeFrom010UnderNewHostName())));
   if (FLAGS.twoProcesses) {
     const twinKind = fc.constantFrom<TwinKind>('copied-state', 'pinned-replica');
     list.push(

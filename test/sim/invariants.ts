@@ -46,10 +46,12 @@ function mirrorProblems(w: World, names: boolean): string[] {
   const ours = oursByPath(w);
   // Another installation's document of this mapping id with a file's path and content: the
   // upload is held rather than duplicated (docs/reliability.md, "Identity"; `dssync adopt`).
+  // A former id of ours is no other installation: its documents are re-marked, never holding.
+  const known = w.knownIds();
   const held = new Set(
     w.service
       .docs_()
-      .filter((d) => d.metadata['dssync_installation'] !== undefined && d.metadata['dssync_installation'] !== w.installationId)
+      .filter((d) => d.metadata['dssync_installation'] !== undefined && !known.has(String(d.metadata['dssync_installation'])) && !w.mustKnow.has(String(d.metadata['dssync_installation'])))
       .map((d) => `${String(d.metadata['dssync_path'])}\0${d.content}`),
   );
   const problems: string[] = [];
@@ -67,6 +69,12 @@ function mirrorProblems(w: World, names: boolean): string[] {
     problems.push(`orphan: ${docs.length} document(s) of ours for ${path}, which is not an included file${kept.has(path) ? ' (kept: at most one)' : ''}`);
   }
   return problems;
+}
+
+/** Ids of ours that the daemon no longer knows and need not know (World.mustKnow). */
+function lostIds(w: World): Set<string> {
+  const known = w.knownIds();
+  return new Set([...w.idsUsed].filter((id) => !known.has(id) && !w.mustKnow.has(id)));
 }
 
 export async function checkInvariants(w: World): Promise<void> {
@@ -121,8 +129,14 @@ export async function checkInvariants(w: World): Promise<void> {
     await w.operatorAllowsMassDelete();
     await w.advance(60_000);
   }
-  if (cloned) expect(w.anotherWriterReported, 'another writer with our identity was not reported').toBe(true);
-  else expect(mirrorProblems(w, true), 'after a restart').toEqual([]);
+  // (A clone of an id the daemon no longer knows, its state restored from before that id, is another installation.)
+  const known = w.knownIds();
+  if (cloned && [...w.clones.values()].some((id) => known.has(id))) expect(w.anotherWriterReported, 'another writer with our identity was not reported').toBe(true);
+  if (!cloned) expect(mirrorProblems(w, true), 'after a restart').toEqual([]);
+  // Former ids a listing taught are kept in the state: a restart still knows them (or the
+  // second process's state does, when it was the one that learned them and re-marked their documents).
+  const keptByTwin = w.twin === undefined ? new Set<string>() : w.knownIds(w.twin);
+  expect([...w.mustKnow].filter((id) => !known.has(id) && !keptByTwin.has(id)), 'former ids of ours the restarted daemon no longer knows').toEqual([]);
   const all = new Map(w.service.docs_().map((d) => [d.id, d]));
   for (const p of w.people) {
     const d = all.get(p.id);
@@ -150,7 +164,18 @@ export async function checkInvariants(w: World): Promise<void> {
   // was lost and that landed after its intent closed is a person's document to any client
   // (docs/reliability.md, "Names the service rewrites"): left alone.
   const undecidable = (d: Doc): boolean => w.service.variant.renamesIgnored === true && d.byUs && findUploadMark(d.name) === undefined;
-  const foreignLeft = [...all.values()].filter((d) => !people.has(d.id) && !isLeaseDocument(d) && !undecidable(d) && d.metadata['dssync_installation'] !== w.installationId && !sentForUnreadable(d));
+  // An id of ours that no identity knows any more (a state lost with its identity file, none
+  // of its records left to tell): its documents are another installation's (docs/reliability.md, "Identity").
+  const lost = lostIds(w);
+  const foreignLeft = [...all.values()].filter(
+    (d) => !people.has(d.id) && !isLeaseDocument(d) && !undecidable(d) && d.metadata['dssync_installation'] !== w.installationId && !lost.has(String(d.metadata['dssync_installation'])) && !sentForUnreadable(d),
+  );
+  // ... and stay as they were: nothing of theirs deleted or changed by an installation that does not own them.
+  const orphaned = w.orphaned;
+  if (orphaned !== undefined && lost.has(orphaned.installationId) && !w.knownSinceOrphaned.has(orphaned.installationId)) {
+    const touched = [...orphaned.docs].filter(([id, d]) => all.get(id)?.name !== d.name || all.get(id)?.content !== d.content);
+    expect(touched.map(([id, d]) => `${id} ${d.name}: a document of the lost id ${orphaned.installationId} was ${all.has(id) ? 'changed' : 'deleted'}`)).toEqual([]);
+  }
   // (While another writer has our identity nothing is written, cleaning up included.)
   if (!cloned) expect(foreignLeft.map((d) => `${d.id} ${d.name}: no metadata of ours and nobody's (a lost or late upload left behind)`)).toEqual([]);
   if (w.config.prune === 'all' && !cloned) {

@@ -20,8 +20,11 @@ import { markUploadName, uploadTag } from '../../src/engine/document-fields.js';
 import type { Op } from '../../src/engine/plan.js';
 import { countDeletes, DELETE_WINDOW_MS } from '../../src/engine/guards.js';
 import { MappingRunner } from '../../src/daemon/mapping/runner.js';
-import { StateStore } from '../../src/state/store.js';
+import { readStateFile, StateStore } from '../../src/state/store.js';
 import { journalPathOf } from '../../src/state/journal.js';
+import { identityPathOf } from '../../src/state/identity-file.js';
+import { encodeStateToString } from '../../src/state/encoder.js';
+import { toFormat3 } from '../helpers/state-v3.js';
 import { establishIdentity } from '../../src/engine/installation.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { LEASE, leaseMarkersOf, pickMarker, type HostProbe } from '../../src/engine/lease.js';
@@ -233,8 +236,15 @@ export class World {
       foldMinBytes: 2048,
       logger: silent,
     });
-    // A new state "draws" INSTALLATION; afterwards the id comes from the state, whatever the host is called.
-    const installationId = establishIdentity(store, { statePath: STATE_PATH, host, pinned, draw: () => INSTALLATION }).installationId;
+    // A new state "draws" INSTALLATION (after its identity file was lost, another id);
+    // afterwards the id comes from the state, whatever the host is called.
+    const installationId = establishIdentity(store, { statePath: STATE_PATH, host, pinned, draw: () => this.drawnId }).installationId;
+    this.idsUsed.add(installationId);
+    // The daemon's first state after the id changed: does a record it kept name a document of the old id?
+    const expect = twin ? undefined : this.expectFormer;
+    const recorded = store.mapping(MAPPING_ID)?.files;
+    if (expect !== undefined && recorded !== undefined && [...recorded.entries()].some(([, e]) => expect.docIds.has(e.documentId))) this.mustKnow.add(expect.id);
+    if (!twin) this.expectFormer = undefined;
     const proc: Process = { timers, store, runner: undefined as never, watcher: undefined, inflight: 0, deletions: [], crashed: false, installationId, host, pid: ++this.pids, lease: undefined, disk };
     // The runner's client (its lease's requests, the data source's checks) and the mirror's.
     // The daemon's calls end with it (forProcess); the second process's with its own crash.
@@ -277,7 +287,7 @@ export class World {
         const w: Watcher = { root: ROOT, close: async () => void (proc.watcher = undefined), watchedDirs: () => 1 };
         return w;
       },
-      lease: this.leaseSettings(host, disk),
+      lease: this.leaseSettings(host, disk, proc.pid),
       // The runner's monotonic clock and full passes' stability window reach the mirror as buildMirror passes them.
       buildMirror: async (_c, _m, _i, deps) => {
         proc.lease = deps.lease?.(this.service.dataSourceId, proc.installationId);
@@ -290,11 +300,15 @@ export class World {
 
   private pids = 0;
 
-  /** The lease's settings of a process on `host` with its state on `disk` (its marker's body and memo in memory). */
-  private leaseSettings(host: string, disk: FakeDisk): Pick<LeaseSettings, 'statePath' | 'stateFs' | 'probe' | 'timing' | 'files'> {
-    const probe: HostProbe = { hostname: host, bootId: 'sim-boot', alive: (pid) => this.live().some((q) => q.host === host && q.pid === pid), procStart: () => undefined };
+  /**
+   * The lease's settings of process `pid` on `host` with its state on `disk` (its marker's
+   * body and memo in memory): its record names the simulated pid, so whether a holder on
+   * this host lives is answered by the world, not by the test runner's own pid.
+   */
+  private leaseSettings(host: string, disk: FakeDisk, pid: number): Pick<LeaseSettings, 'statePath' | 'stateFs' | 'probe' | 'timing' | 'files' | 'pid'> {
+    const probe: HostProbe = { hostname: host, bootId: 'sim-boot', alive: (p) => this.live().some((q) => q.host === host && q.pid === p), procStart: () => undefined };
     const files = { write: async (path: string, text: string) => void this.service.sideFiles.set(path, text), remove: async (path: string) => void this.service.sideFiles.delete(path) };
-    return { statePath: STATE_PATH, stateFs: disk.fs(), probe, timing: SIM_LEASE, files };
+    return { statePath: STATE_PATH, stateFs: disk.fs(), probe, timing: SIM_LEASE, files, pid };
   }
 
   /** The running processes: the daemon and a second one with our identity, when there is one. */
@@ -378,6 +392,8 @@ export class World {
       spec: {
         mappingId: MAPPING_ID,
         installationId: proc.installationId,
+        // As buildMirror: the former ids the state's identity keeps.
+        formerInstallationIds: proc.store.identity?.formerIds,
         root: ROOT,
         dataSourceId: this.service.dataSourceId,
         prune: cfg.prune,
@@ -414,7 +430,8 @@ export class World {
     // `dssync sync` writes only once it holds the mapping's lease (cli/commands/sync.ts), as the
     // daemon's passes do: so it recovers what a gone writer with our identity left (owner
     // rule O19). When another process holds it, it writes nothing.
-    const lease = mappingLease({ ...this.leaseSettings(p.host, p.disk), api, mappingId: MAPPING_ID, root: ROOT, clock: p.timers, logger: silent }, this.service.dataSourceId, p.installationId);
+    // `dssync sync` is a process of its own on the daemon's host.
+    const lease = mappingLease({ ...this.leaseSettings(p.host, p.disk, ++this.pids), api, mappingId: MAPPING_ID, root: ROOT, clock: p.timers, logger: silent }, this.service.dataSourceId, p.installationId);
     if (await this.untilDone(lease.acquire())) {
       lease.start();
       p.lease = lease;
@@ -448,6 +465,7 @@ export class World {
       const r = await run();
       if (r.blocked?.kind === 'mass-delete' && !proc.crashed) this.blocked = true;
       if (r.identityConflict === 'another-writer' && !proc.crashed) this.anotherWriterReported = true;
+      if (this.orphaned !== undefined) for (const id of this.knownIds(proc)) this.knownSinceOrphaned.add(id);
       if (proc !== this.proc) return r;
       // A full pass repairs what people did to our documents, but not for a file it set aside
       // (stability window; every file after the wall clock stepped back): the follow-up is
@@ -580,6 +598,8 @@ export class World {
     if (backup === undefined) return;
     await this.stop();
     this.disk.restore(backup);
+    // The state as it was then: former ids learned since are not in it (their documents may be another installation's to it).
+    this.mustKnow.clear();
     this.restarts++;
     await this.start();
   }
@@ -587,14 +607,19 @@ export class World {
   /**
    * The journal is damaged while the daemon is down (issue 34 case 1): a byte flipped or the
    * file cut at `at` (a fraction of its length), or left empty by a power cut; the identity
-   * file beside it is kept. The state's reader (journal.ts) must tell damage from a torn
-   * tail and keep every valid record; the mapping must converge with no command.
+   * file beside it is kept, or lost with it (`identityFileLost`). The state's reader
+   * (journal.ts) must tell damage from a torn tail and keep every valid record; the mapping
+   * must converge with no command — without the identity file, only when a record that
+   * survived names a document (its id becomes a former id of the new one: owner rule O4);
+   * else the documents of the lost id are another installation's (docs/reliability.md,
+   * "Identity"), left untouched, and a file of the same path and content held.
    */
-  async damageJournal(kind: 'flip' | 'cut' | 'empty', at: number): Promise<void> {
+  async damageJournal(kind: 'flip' | 'cut' | 'empty', at: number, identityFileLost = false): Promise<void> {
     await this.stop();
     const files = this.disk.backup();
     const path = journalPathOf(STATE_PATH);
     const journal = files.get(path);
+    if (identityFileLost) this.loseIdentityFile(files);
     /** A byte flipped in a record that valid records follow: damage, never a torn tail. */
     let damage = false;
     if (journal !== undefined && journal.length > 0) {
@@ -606,8 +631,8 @@ export class World {
         const nl = journal.indexOf(0x0a, offset);
         damage = journal[offset] !== 0x0a && copy[offset] !== 0x0a && nl >= 0 && nl < journal.length - 1;
       } else files.set(path, kind === 'cut' ? journal.subarray(0, offset) : Buffer.alloc(0));
-      this.disk.restore(files);
     }
+    this.disk.restore(files);
     const copies = (): number => [...this.disk.backup().keys()].filter((f) => f.startsWith(`${path}.damaged-`)).length;
     const before = copies();
     this.restarts++;
@@ -618,6 +643,90 @@ export class World {
 
   /** What the state's reader did wrong with a damaged journal (damageJournal). */
   readonly stateViolations: string[] = [];
+
+  /** Every installation id a process of this world ran under. */
+  readonly idsUsed = new Set<string>();
+  /**
+   * Ids the daemon must keep as former ids (owner rule O4): the old id of the last upgrade or
+   * state that lost its identity, when a record its next state kept names a document of it.
+   * Their documents are never another installation's to the oracle, and the daemon's state
+   * must still know them after a restart.
+   */
+  readonly mustKnow = new Set<string>();
+  /** The old id and its documents, checked at the next start (launch). */
+  private expectFormer: { id: string; docIds: Set<string> } | undefined;
+  /** Ids any process knew (its own or former ones) after the identity file was lost. */
+  readonly knownSinceOrphaned = new Set<string>();
+
+  /** The ids the running daemon (else the last one) knows as its own: its id and former ids. */
+  knownIds(p: Process | undefined = this.proc): Set<string> {
+    const id = p?.store.identity;
+    return new Set(id === undefined ? [this.installationId] : [id.installationId, ...id.formerIds]);
+  }
+  /**
+   * The documents of the id a state lost with its identity file (damageJournal), as they
+   * were then: while no later identity knows that id (its own or a former one), they are
+   * another installation's, and must be left as they are (invariants.ts).
+   */
+  orphaned: { installationId: string; docs: Map<string, { name: string; content: string }> } | undefined;
+
+  /**
+   * The identity file is lost with the journal's damage (a restore of the journal alone, a
+   * careless cleanup): once per history (the oracle keeps one orphaned id), never while
+   * another writer shares the id (underOneId).
+   */
+  private loseIdentityFile(files: Map<string, Buffer>): void {
+    if (this.orphaned !== undefined || this.underOneId()) return;
+    files.delete(identityPathOf(STATE_PATH));
+    const id = this.installationId;
+    const docs = this.service.docs_().filter((d) => d.metadata['dssync_installation'] === id);
+    this.orphaned = { installationId: id, docs: new Map(docs.map((d) => [d.id, { name: d.name, content: d.content }])) };
+    this.mustKnow.clear();
+    this.expectFormer = { id, docIds: new Set(docs.map((d) => d.id)) };
+    this.drawnId = `${INSTALLATION}-after-loss`;
+  }
+
+  /** What a state with no identity (and no identity file to take it from) draws. */
+  private drawnId = INSTALLATION;
+
+  /**
+   * Issue 34 case 5: the state as dssync 0.1.0 left it (format 3: no identity, no writer
+   * sessions, no identity file) is started on a host with another name, so the id derived
+   * from the host name is not the one its documents carry. The documents the state records
+   * teach that id as a former one (owner rule O4), kept in the state: the mapping must
+   * converge with no command, nothing uploaded twice, nobody else's document touched. Once
+   * per history (a state upgraded is no longer 0.1.0's), never while another writer shares
+   * the id (underOneId).
+   */
+  private upgraded = false;
+
+  /**
+   * Another writer shares the daemon's id (a second process running, a clone's documents):
+   * the daemon's id is not changed under it (the oracle expects that writer reported as one
+   * with our identity, which an old id's documents no longer are).
+   */
+  private underOneId(): boolean {
+    return this.clones.size > 0 || (this.twin !== undefined && !this.twin.crashed);
+  }
+  async upgradeFrom010UnderNewHostName(): Promise<void> {
+    if (this.upgraded || this.underOneId()) return;
+    this.upgraded = true;
+    await this.stop();
+    const id = this.installationId;
+    this.mustKnow.clear();
+    this.expectFormer = { id, docIds: new Set(this.service.docs_().filter((d) => d.metadata['dssync_installation'] === id).map((d) => d.id)) };
+    const state = await readStateFile(STATE_PATH, this.disk.fs());
+    if (state !== undefined) {
+      const mappings = Object.fromEntries(Object.entries(state.mappings).map(([id, m]) => [id, { ...m, sessions: undefined }]));
+      const files = this.disk.backup();
+      for (const f of [journalPathOf(STATE_PATH), identityPathOf(STATE_PATH)]) files.delete(f);
+      files.set(STATE_PATH, Buffer.from(toFormat3(encodeStateToString({ ...state, identity: undefined, mappings }))));
+      this.disk.restore(files);
+    }
+    this.host = `sim-host-${this.restarts + 1}`;
+    this.restarts++;
+    await this.start();
+  }
 
   // ---- time ----------------------------------------------------------------------------
 
@@ -675,6 +784,9 @@ export class World {
    */
   async startTwin(kind: TwinKind, fresh = true): Promise<void> {
     if (this.twin !== undefined && !this.twin.crashed) return;
+    // A replica pins the daemon's id; after an upgrade or a lost identity that id is derived or
+    // drawn, and its former ids live in the daemon's state alone: nobody pins it on a second pod.
+    if (kind === 'pinned-replica' && this.mustKnow.size > 0) return;
     this.twinKind = kind;
     if (kind === 'copied-state' && fresh) {
       this.twinDisk = new FakeDisk();
@@ -847,11 +959,11 @@ export class World {
     const name = inFlight ? markUploadName(path, `${uploadTag(MAPPING_ID, this.installationId)}${session}0badf00d`) : path;
     const d = this.service.create({ name, url: undefined, metadata, size: Buffer.byteLength(content), content: sha256(content), byUs: false });
     this.people.push({ id: d.id, name, content: d.content, foreign: true, prunable: false });
-    this.clones.add(d.id);
+    this.clones.set(d.id, this.installationId);
   }
 
-  /** Documents of another writer with our identity (cloneUpload). */
-  readonly clones = new Set<string>();
+  /** Documents of another writer with our identity (cloneUpload), and that identity. */
+  readonly clones = new Map<string, string>();
   /** A pass reported another writer with this installation's identity (PassReport.identityConflict). */
   anotherWriterReported = false;
 

@@ -335,20 +335,23 @@ export interface LeaseSettings {
   files?: MappingLeaseDeps['files'];
   /** The disk of the marker's id kept beside the state (the state's own: the simulation's is in memory). */
   stateFs?: StateFs | undefined;
+  /** This process's id in the lease's record (default process.pid; the simulation's processes have their own). */
+  pid?: number | undefined;
 }
 
 /** A mapping's lease for a data source, this process its would-be holder (a new writer session). */
 export function mappingLease(s: LeaseSettings, dataSourceId: string, installationId: string, onChange?: (held: boolean) => void): MappingLease {
   const probe = s.probe ?? nodeLockProbe;
+  const pid = s.pid ?? process.pid;
   return new MappingLease({
     api: s.api,
     dataSourceId,
     mappingId: s.mappingId,
-    holder: { installationId, session: newSession(), host: probe.hostname, boot: probe.bootId, pid: process.pid, procStart: probe.procStart(process.pid) },
+    holder: { installationId, session: newSession(), host: probe.hostname, boot: probe.bootId, pid, procStart: probe.procStart(pid) },
     probe,
     clock: s.clock,
     logger: s.logger,
-    bodyFile: `${s.statePath}.lease-${process.pid}.txt`,
+    bodyFile: `${s.statePath}.lease-${pid}.txt`,
     url: pathToFileURL(join(s.root, leaseDocumentName(s.mappingId))).href,
     onChange,
     timing: s.timing,

@@ -9,7 +9,7 @@
  */
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { installationIdFor } from '../../../src/engine/installation.js';
 import { encodeStateToString } from '../../../src/state/encoder.js';
@@ -40,13 +40,15 @@ describe('the state file across versions', () => {
     const first = await runCli(['sync', '--config', ws.configPath, '--json'], { ...ws.env, DSSYNC_INSTALLATION_ID: derived });
     expect(first.code, first.stderr).toBe(0);
     expect(jsonOf<SyncJson>(first).mappings[0]?.counts.uploaded).toBe(3);
-    // The state as 0.1.0 left it: a snapshot in format 3 (no identity), no journal after it.
+    // The state as 0.1.0 left it: a snapshot in format 3 (no identity), no journal after it, no identity file.
     const state = await readStateFile(ws.statePath);
     expect(state?.identity?.installationId).toBe(derived);
     const old = toFormat3(encodeStateToString({ ...state!, identity: undefined }));
     expect(old.split('\n')[0]).toMatch(/^dssync-state 3 \{"journalSeq":\d+\}$/);
     await writeFile(ws.statePath, old);
     await rm(`${ws.statePath}.journal`, { force: true });
+    // (0.1.0 wrote no identity file: one beside a state without an identity is used.)
+    await rm(`${ws.statePath}.identity.json`, { force: true });
     const uploadsBefore = fileDocuments(ws.emu, ws.dataSourceId()).length;
 
     const second = await ws.sync('--json');
@@ -57,6 +59,48 @@ describe('the state file across versions', () => {
     // Rewritten in format 4 at once; the identity derived as 0.1.0's documents carry it.
     expect((await readFile(ws.statePath, 'utf8')).startsWith('dssync-state 5 {"needs":"0.3.0",')).toBe(true);
     expect((await readStateFile(ws.statePath))?.identity).toEqual({ installationId: derived, origin: 'derived', formerIds: [] });
+  });
+
+  it('a format-3 state (dssync 0.1.0) started under a new host name: its documents stay ours, re-marked; the old id is kept, so a later run recovers a document of it the state never recorded', { timeout: 90_000 }, async () => {
+    ws = await createWorkspace();
+    for (const n of ['a.txt', 'b.md', 'sub/c.txt']) await ws.write(n, `${n}\n`);
+    // 0.1.0 on the host before the move marked its documents with the id derived from that host name.
+    const old = installationIdFor(ws.statePath, 'host-before-the-move');
+    const now = installationIdFor(ws.statePath, hostname());
+    expect(old).not.toBe(now);
+    expect((await runCli(['sync', '--config', ws.configPath], { ...ws.env, DSSYNC_INSTALLATION_ID: old })).code).toBe(0);
+    const state = await readStateFile(ws.statePath);
+    await writeFile(ws.statePath, toFormat3(encodeStateToString({ ...state!, identity: undefined })));
+    await rm(`${ws.statePath}.journal`, { force: true });
+    await rm(`${ws.statePath}.identity.json`, { force: true });
+    await ws.write('a.txt', 'a.txt edited\n');
+    await rm(`${ws.share}/b.md`);
+
+    // The first start in the container: nothing uploaded again, the changed file replaced, the deleted one's document deleted.
+    const moved = await ws.sync('--json');
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(jsonOf<SyncJson>(moved).mappings[0]?.counts).toMatchObject({ uploaded: 0, replaced: 1, deleted: 1 });
+    const installations = () => fileDocuments(ws!.emu, ws!.dataSourceId()).map((d) => `${String(d.metadata?.['dssync_path'])} ${String(d.metadata?.['dssync_installation'])}`).sort();
+    expect(installations()).toEqual([`a.txt ${now}`, `sub/c.txt ${now}`]);
+    expect((await readStateFile(ws.statePath))?.identity).toEqual({ installationId: now, origin: 'derived', formerIds: [old] });
+    expect(JSON.parse(await readFile(`${ws.statePath}.identity.json`, 'utf8'))).toMatchObject({ formerIds: [old] });
+
+    // The old host, still running during the move, uploaded one more file of the share (its own folder and state).
+    const oldHost = join(ws.dir, 'old-host');
+    await mkdir(join(oldHost, 'share'), { recursive: true });
+    await writeFile(join(oldHost, 'share', 'late.txt'), 'late\n');
+    await ws.write('late.txt', 'late\n');
+    const config = JSON.parse(await readFile(ws.configPath, 'utf8')) as { statePath: string; mappings: { path: string }[] };
+    await writeFile(join(oldHost, 'config.json'), JSON.stringify({ ...config, statePath: join(oldHost, 'state.json'), mappings: [{ ...config.mappings[0], path: join(oldHost, 'share') }] }));
+    // (It sees the container's documents as another installation's: reported, exit 1.)
+    await runCli(['sync', '--config', join(oldHost, 'config.json')], { ...ws.env, DSSYNC_INSTALLATION_ID: old });
+    expect(installations()).toContain(`late.txt ${old}`);
+
+    // A later run: no document it records carries the old id any more; the kept former id makes late.txt's ours.
+    const later = await ws.sync('--json');
+    expect(later.code, later.stderr).toBe(0);
+    expect(jsonOf<SyncJson>(later).mappings[0]?.counts).toMatchObject({ uploaded: 0, deleted: 0 });
+    expect(installations()).toEqual([`a.txt ${now}`, `late.txt ${now}`, `sub/c.txt ${now}`]);
   });
 
   /**

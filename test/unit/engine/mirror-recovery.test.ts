@@ -26,6 +26,13 @@ class State extends MemoryState implements MirrorState {
       };
     }
   }
+  /** The identity's former ids (StateStore.addFormerIds): what the next process is built with. */
+  formerIds: string[] = [];
+  addFormerIds(ids: readonly string[]): boolean {
+    const added = ids.filter((id) => !this.formerIds.includes(id));
+    this.formerIds.push(...added);
+    return added.length > 0;
+  }
   ensureMapping(): MappingState {
     return this.m;
   }
@@ -51,7 +58,8 @@ function world() {
   /** A process: a new mirror (a new writer session) over `state`, as installation `installationId`, with the lease as it sees it. */
   const spec = { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune: 'ours', maxDeletePercent: 100, massDeleteMinimum: 100, batchFiles: 10, batchBytes: 1e9, concurrency: 2 } as const;
   const clocks = { now: () => clock.now(), monotonic: () => clock.monotonic() };
-  const processOf = (state: State, installationId = 'inst-A', lease?: LeaseView) => new Mirror({ spec: { ...spec, installationId }, api, state, local, logger: silent, ...clocks, lease: () => lease });
+  const processOf = (state: State, installationId = 'inst-A', lease?: LeaseView) =>
+    new Mirror({ spec: { ...spec, installationId, formerInstallationIds: [...state.formerIds] }, api, state, local, logger: silent, ...clocks, lease: () => lease });
   /** Path -> [document ids, sessions] as the data source holds them. */
   const held = () => {
     const out: Record<string, { ids: string[]; sessions: string[] }> = {};
@@ -120,6 +128,32 @@ describe('recovery without commands (issue 34)', () => {
     expect(Object.keys(held())).toEqual(['a.txt']);
     expect(held()['a.txt']!.ids).toHaveLength(1);
     expect(api.list()[0]!.metadata.dssync_installation).toBe('derived-new');
+  });
+
+  it('case 5 across processes: the former id a listing taught is kept in the state, so a document of it left unrecorded is recovered by the next process, when no recorded document carries that id any more', async () => {
+    const { api, local, processOf, held } = world();
+    const state = new State(false);
+    local.write('a.txt', 'a1', 1000);
+    local.write('b.txt', 'b1', 1000);
+    expect((await processOf(state, 'derived-old').fullPass()).ok).toBe(true);
+    // b.txt's entry never reached 0.1.0's disk (its journal cut short): its document carries the old id, unrecorded.
+    state.m.files.delete('b.txt');
+    const before = held();
+
+    // Under the new host name, without the lease: a.txt's document re-marked (O4), b.txt's held (O13).
+    const first = await processOf(state, 'derived-new').fullPass();
+    expect(first.counts.uploaded).toBe(0);
+    expect(state.formerIds).toEqual(['derived-old']);
+    expect(api.list().find((d) => d.metadata.dssync_path === 'a.txt')!.metadata.dssync_installation).toBe('derived-new');
+    expect(state.m.files.documentIdOf('b.txt')).toBeUndefined();
+
+    // The next process holds the lease: b.txt's document is recovered, nothing uploaded again.
+    const r = await processOf(state, 'derived-new', HELD).fullPass();
+    expect(r.ok).toBe(true);
+    expect(r.counts.uploaded).toBe(0);
+    expect(held()['b.txt']!.ids).toEqual(before['b.txt']!.ids);
+    expect(state.m.files.documentIdOf('b.txt')).toBe(before['b.txt']!.ids[0]);
+    expect(api.list().map((d) => d.metadata.dssync_installation)).toEqual(['derived-new', 'derived-new']);
   });
 
   it('case 9: documents without a writer session (adopted, or 0.1.0\'s) and a lost state with its identity kept: recovered with the lease, never uploaded again', async () => {

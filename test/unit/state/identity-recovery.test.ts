@@ -4,8 +4,11 @@
  * (engine/rebuild.ts); a clone's documents stay someone else's.
  */
 import { describe, expect, it } from 'vitest';
-import { StateStore } from '../../../src/state/store.js';
-import { identityPathOf } from '../../../src/state/identity-file.js';
+import { readStateFile, StateStore } from '../../../src/state/store.js';
+import { encodeStateToString } from '../../../src/state/encoder.js';
+import { establishIdentity } from '../../../src/engine/installation.js';
+import { identityPathOf, missingIdentityOps } from '../../../src/state/identity-file.js';
+import type { StateFile } from '../../../src/state/schema.js';
 import { rebuildFromListing } from '../../../src/engine/rebuild.js';
 import { documentFields } from '../../../src/engine/document-fields.js';
 import { silentLogger } from '../../../src/log.js';
@@ -83,6 +86,62 @@ describe('the identity file', () => {
     const store = await open(fs);
     expect(store.recovery).toMatchObject({ kind: 'missing', identity: 'recovered' });
     expect(store.identity?.installationId).toBe('inst-A');
+  });
+
+  it('former ids a listing taught (addFormerIds) are kept across a restart, in the identity file, and after the state is lost', async () => {
+    const fs = new MemFs();
+    await synced(fs);
+    const store = await open(fs);
+    expect(store.addFormerIds(['derived-old', 'inst-A'])).toBe(true);
+    expect(store.addFormerIds(['derived-old'])).toBe(false);
+    await store.close();
+    expect((await open(fs)).identity).toEqual({ installationId: 'inst-A', origin: 'drawn', formerIds: ['derived-old'] });
+    expect((JSON.parse(fs.text(ID_PATH) ?? '{}') as { formerIds?: string[] }).formerIds).toEqual(['derived-old']);
+    fs.files.delete(PATH);
+    fs.files.delete(`${PATH}.journal`);
+    expect((await open(fs)).identity?.formerIds).toEqual(['derived-old']);
+  });
+
+  it('a state that kept its identity but not the former ids its identity file holds (a damaged journal) gets them back; another id in the file changes nothing', () => {
+    const state = { identity: { installationId: 'inst-A', origin: 'drawn', formerIds: ['x'] }, mappings: {} } as unknown as StateFile;
+    const record = { version: 1, installationId: 'inst-A', origin: 'drawn', formerIds: ['x', 'derived-old'], mappings: {} } as const;
+    expect(missingIdentityOps(state, { ...record, formerIds: [...record.formerIds] })).toEqual([['identity', 'inst-A', 'drawn', ['x', 'derived-old']]]);
+    expect(missingIdentityOps(state, { ...record, installationId: 'inst-B', formerIds: ['y'] })).toEqual([]);
+  });
+
+  it('a state that lost its identity record with no damage to see (a snapshot written without one, as the 0.1.0 upgrade writes it, and its journal emptied) takes the identity file\'s, never draws over it', async () => {
+    const fs = new MemFs();
+    await synced(fs);
+    const state = await readStateFile(PATH, fs);
+    fs.put(PATH, encodeStateToString({ ...state!, identity: undefined }));
+    fs.put(`${PATH}.journal`, '');
+    const { logger, lines } = captureLogger();
+    const store = await open(fs, logger);
+    expect(store.identity).toEqual({ installationId: 'inst-A', origin: 'drawn', formerIds: [] });
+    expect(lines().some((l) => String(l['msg']).includes('holds of the installation\'s identity (inst-A): kept from it'))).toBe(true);
+    expect(establishIdentity(store, { statePath: PATH, draw: () => 'inst-NEW' }).installationId).toBe('inst-A');
+    await store.close();
+    expect((JSON.parse(fs.text(ID_PATH) ?? '{}') as { installationId?: string }).installationId).toBe('inst-A');
+  });
+
+  it('a state whose journal lost the record of a former id (cut short after a snapshot, no damage to see) gets it back from the identity file; a file of another id adds nothing', async () => {
+    const fs = new MemFs();
+    await synced(fs);
+    const store = await open(fs);
+    store.addFormerIds(['derived-old']);
+    await store.close();
+    const state = await readStateFile(PATH, fs);
+    const lost = encodeStateToString({ ...state!, identity: { installationId: 'inst-A', origin: 'drawn', formerIds: [] } });
+    fs.put(PATH, lost);
+    fs.put(`${PATH}.journal`, '');
+    expect((await open(fs)).identity?.formerIds).toEqual(['derived-old']);
+    // After `identity reset` cut short before the file was rewritten: the file's older id restores nothing.
+    fs.put(PATH, encodeStateToString({ ...state!, identity: { installationId: 'inst-B', origin: 'drawn', formerIds: [] }, mappings: {} }));
+    fs.put(`${PATH}.journal`, '');
+    fs.put(ID_PATH, JSON.stringify({ version: 1, installationId: 'inst-A', origin: 'drawn', formerIds: ['derived-old'], mappings: { m1: { dataSourceId: 'ds-1', root: '/srv/share', sessions: {} } } }));
+    const reset = await open(fs);
+    expect(reset.identity).toEqual({ installationId: 'inst-B', origin: 'drawn', formerIds: [] });
+    expect(reset.mapping('m1')).toBeUndefined();
   });
 
   it('a corrupt state without an identity file starts with no identity (as before: adopt)', async () => {
