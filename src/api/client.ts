@@ -167,17 +167,8 @@ export class DatastoreClient implements DatastoreApi {
           `request retried, the service cannot be reached: attempt ${r.attempt} of ${r.maxAttempts} failed; next in ${seconds(r.delayMs)}`,
         ));
     this.connectMs = opts.timeouts.connectMs;
-    this.pacer =
-      opts.pacer ??
-      new Pacer({
-        requestsPerSecond: opts.requestsPerSecond,
-        concurrency: opts.concurrency,
-        maxAttempts: opts.maxAttempts,
-        ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
-        ...(opts.clock === undefined ? {} : { clock: opts.clock }),
-        ...(opts.signal === undefined ? {} : { signal: opts.signal }),
-        ...(opts.breaker === false ? { breaker: false as const } : {}),
-      });
+    const { requestsPerSecond, concurrency, maxAttempts, onEvent, clock, signal, breaker } = opts;
+    this.pacer = opts.pacer ?? new Pacer({ requestsPerSecond, concurrency, maxAttempts, onEvent, clock, signal, breaker });
     let dispatcher = opts.dispatcher;
     if (dispatcher === undefined) {
       // As many connections as requests may be in flight: fewer would queue them in undici,
