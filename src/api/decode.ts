@@ -39,7 +39,7 @@ export function isObject(v: unknown): v is JsonObject {
 }
 
 /** A string, or a finite number as a string; anything else (incl. '') is undefined. */
-function asId(v: unknown): string | undefined {
+export function asId(v: unknown): string | undefined {
   if (typeof v === 'string') return v.trim() === '' ? undefined : v;
   if (typeof v === 'number' && Number.isFinite(v)) return String(v);
   return undefined;
