@@ -83,8 +83,7 @@ export interface DatastoreClientOptions {
   onUnreachableRetry?: ((retry: UnreachableRetry) => void) | undefined;
   /**
    * false: no circuit breaker. One-shot commands turn it off, so that each request retries
-   * for at most the time their notice states: an open breaker held a later request for up
-   * to 30 s more, in silence (a second mapping's sync against a dead port took 54 s).
+   * for at most the time their notice states (an open breaker would hold it longer, silently).
    */
   breaker?: false | undefined;
 }
@@ -167,21 +166,11 @@ export class DatastoreClient implements DatastoreApi {
           `request retried, the service cannot be reached: attempt ${r.attempt} of ${r.maxAttempts} failed; next in ${seconds(r.delayMs)}`,
         ));
     this.connectMs = opts.timeouts.connectMs;
-    this.pacer =
-      opts.pacer ??
-      new Pacer({
-        requestsPerSecond: opts.requestsPerSecond,
-        concurrency: opts.concurrency,
-        maxAttempts: opts.maxAttempts,
-        ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
-        ...(opts.clock === undefined ? {} : { clock: opts.clock }),
-        ...(opts.signal === undefined ? {} : { signal: opts.signal }),
-        ...(opts.breaker === false ? { breaker: false as const } : {}),
-      });
+    const { requestsPerSecond, concurrency, maxAttempts, onEvent, clock, signal, breaker } = opts;
+    this.pacer = opts.pacer ?? new Pacer({ requestsPerSecond, concurrency, maxAttempts, onEvent, clock, signal, breaker });
     let dispatcher = opts.dispatcher;
     if (dispatcher === undefined) {
-      // As many connections as requests may be in flight: fewer would queue them in undici,
-      // out of the pacer's sight (measured: 32 in flight over 16 connections ran no faster).
+      // As many connections as requests may be in flight: fewer would queue them in undici, out of the pacer's sight.
       this.ownAgent = createAgent({ timeouts: opts.timeouts, ca: opts.ca, connections: Math.max(16, opts.concurrency) });
       dispatcher = this.ownAgent;
     }

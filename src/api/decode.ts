@@ -39,7 +39,7 @@ export function isObject(v: unknown): v is JsonObject {
 }
 
 /** A string, or a finite number as a string; anything else (incl. '') is undefined. */
-function asId(v: unknown): string | undefined {
+export function asId(v: unknown): string | undefined {
   if (typeof v === 'string') return v.trim() === '' ? undefined : v;
   if (typeof v === 'number' && Number.isFinite(v)) return String(v);
   return undefined;
@@ -155,56 +155,48 @@ function stringArray(v: unknown): string[] | undefined {
   return out;
 }
 
+/** The record with each of `fields` that is defined, in their order (a field left out is absent, not undefined). */
+function withDefined<R extends { id: string; raw: JsonObject }>(rec: R, fields: { [K in keyof R]?: R[K] | undefined }): R {
+  for (const k in fields) if (fields[k] !== undefined) (rec as Record<string, unknown>)[k] = fields[k];
+  return rec;
+}
+
 /**
  * Decoders. `fallbackId` is the id the caller already knows (get/update of a known id): a
  * response that does not repeat it is still usable.
  */
 export function decodeDataSource(value: unknown, ctx: DecodeContext = {}, fallbackId?: string): DataSourceRecord {
   const { obj, id } = recordObject(value, 'data source', ctx, fallbackId);
-  const rec: DataSourceRecord = { id, raw: obj };
-  const name = firstString(obj, ['name', 'display_name', 'displayName', 'title']);
-  if (name !== undefined) rec.name = name;
-  const connectors = stringArray(obj.llm_connector_ids ?? obj.llmConnectorIds ?? obj.connector_ids ?? obj.llm_connectors);
-  if (connectors !== undefined) rec.llmConnectorIds = connectors;
-  return rec;
+  return withDefined<DataSourceRecord>({ id, raw: obj }, {
+    name: firstString(obj, ['name', 'display_name', 'displayName', 'title']),
+    llmConnectorIds: stringArray(obj.llm_connector_ids ?? obj.llmConnectorIds ?? obj.connector_ids ?? obj.llm_connectors),
+  });
 }
 
 export function decodeDocument(value: unknown, ctx: DecodeContext = {}, fallbackId?: string): DocumentRecord {
   const { obj, id } = recordObject(value, 'document', ctx, fallbackId);
-  const rec: DocumentRecord = { id, raw: obj };
-  const name = firstString(obj, ['name', 'file_name', 'filename', 'fileName', 'original_filename', 'title']);
-  if (name !== undefined) rec.name = name;
-  const url = firstString(obj, ['url', 'source_url', 'sourceUrl', 'uri']);
-  if (url !== undefined) rec.url = url;
-  const metadata = decodeMetadata(obj.metadata ?? obj.meta ?? obj.metadata_json);
-  if (metadata !== undefined) rec.metadata = metadata;
-  const title = firstString(obj, ['title']);
-  if (title !== undefined) rec.title = title;
-  const storageName = firstString(obj, ['storage_name', 'storageName']);
-  if (storageName !== undefined) rec.storageName = storageName;
-  const publicLink = firstString(obj, ['public_link', 'publicLink']);
-  if (publicLink !== undefined) rec.publicLink = publicLink;
-  return rec;
+  return withDefined<DocumentRecord>({ id, raw: obj }, {
+    name: firstString(obj, ['name', 'file_name', 'filename', 'fileName', 'original_filename', 'title']),
+    url: firstString(obj, ['url', 'source_url', 'sourceUrl', 'uri']),
+    metadata: decodeMetadata(obj.metadata ?? obj.meta ?? obj.metadata_json),
+    title: firstString(obj, ['title']),
+    storageName: firstString(obj, ['storage_name', 'storageName']),
+    publicLink: firstString(obj, ['public_link', 'publicLink']),
+  });
 }
 
 export function decodeChunk(value: unknown, ctx: DecodeContext = {}, fallbackId?: string): ChunkRecord {
   const { obj, id } = recordObject(value, 'chunk', ctx, fallbackId);
-  const rec: ChunkRecord = { id, raw: obj };
-  const documentId = asId(obj.document_id ?? obj.documentId);
-  if (documentId !== undefined) rec.documentId = documentId;
-  // Wikit Semantics holds the text (Markdown) under `data`; a record with an id is never
-  // unwrapped (unwrapRecord), so its `data` string is its own text.
-  const text = firstString(obj, ['text', 'content', 'data', 'chunk', 'body']);
-  if (text !== undefined) rec.text = text;
-  const index = firstInteger(obj, ['index', 'chunk_index', 'chunkIndex', 'position', 'seq', 'order']);
-  if (index !== undefined) rec.index = index;
-  const position = firstInteger(obj, ['position']);
-  if (position !== undefined) rec.position = position;
-  const pageStart = firstInteger(obj, ['page_start', 'pageStart']);
-  if (pageStart !== undefined) rec.pageStart = pageStart;
-  const pageEnd = firstInteger(obj, ['page_end', 'pageEnd']);
-  if (pageEnd !== undefined) rec.pageEnd = pageEnd;
-  return rec;
+  return withDefined<ChunkRecord>({ id, raw: obj }, {
+    documentId: asId(obj.document_id ?? obj.documentId),
+    // Wikit Semantics holds the text (Markdown) under `data`; a record with an id is never
+    // unwrapped (unwrapRecord), so its `data` string is its own text.
+    text: firstString(obj, ['text', 'content', 'data', 'chunk', 'body']),
+    index: firstInteger(obj, ['index', 'chunk_index', 'chunkIndex', 'position', 'seq', 'order']),
+    position: firstInteger(obj, ['position']),
+    pageStart: firstInteger(obj, ['page_start', 'pageStart']),
+    pageEnd: firstInteger(obj, ['page_end', 'pageEnd']),
+  });
 }
 
 /**

@@ -40,13 +40,13 @@ export interface PacerOptions {
   backoffMaxMs?: number;
   /** A longer Retry-After is clamped to this. Default 10 min. */
   maxRetryAfterMs?: number;
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Uniform in [0, 1). Default Math.random. */
   random?: () => number;
   /** Shutdown: queued and waiting work rejects with E_ABORTED, running requests are aborted. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Observations for metrics and logs. Must not throw. */
-  onEvent?: (event: PacerEvent) => void;
+  onEvent?: ((event: PacerEvent) => void) | undefined;
   /** Learn the service's rate from its 429s (adaptive-rate.ts). Default true. */
   adaptiveRate?: boolean;
   /**
@@ -55,7 +55,7 @@ export interface PacerOptions {
    */
   adaptiveMaxRetryAfterMs?: number;
   /** The circuit breaker (breaker.ts); false: none. Default: 5 failures, steps from backoffBaseMs to backoffMaxMs. */
-  breaker?: BreakerOptions | false;
+  breaker?: BreakerOptions | false | undefined;
 }
 
 export interface CallInfo {

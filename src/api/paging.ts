@@ -3,7 +3,7 @@
  * style is recognised — cursors (`next_cursor`, `cursor`, `next_page_token`, ...), next
  * links (`next`, `links.next`), and `has_more`/`total` with `page` or `offset`. Pure.
  */
-import { badResponse, isObject, type DecodeContext } from './decode.js';
+import { asId, badResponse, isObject, type DecodeContext } from './decode.js';
 import type { JsonObject } from './records.js';
 
 export type NextPage =
@@ -36,12 +36,6 @@ function containers(body: JsonObject): JsonObject[] {
 
 function has(obj: JsonObject, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(obj, key);
-}
-
-function cursorValue(v: unknown): string | undefined {
-  if (typeof v === 'string') return v.trim() === '' ? undefined : v;
-  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
-  return undefined;
 }
 
 function looksLikeLink(s: string): boolean {
@@ -85,7 +79,7 @@ export function nextPage(body: unknown, itemCount: number, currentUrl: URL): Nex
   for (const p of places) {
     for (const [field, param] of CURSOR_FIELDS) {
       if (!has(p, field)) continue;
-      const v = cursorValue(p[field]);
+      const v = asId(p[field]);
       if (v === undefined) return undefined;
       return looksLikeLink(v) ? { kind: 'link', href: v } : { kind: 'params', params: { [param]: v } };
     }
@@ -109,7 +103,7 @@ export function nextPage(body: unknown, itemCount: number, currentUrl: URL): Nex
         const n = num(v);
         if (n !== undefined) return { kind: 'params', params: { page: String(n) } };
       }
-      const c = cursorValue(v);
+      const c = asId(v);
       if (c !== undefined) return { kind: 'params', params: { cursor: c } };
     }
   }
@@ -117,7 +111,7 @@ export function nextPage(body: unknown, itemCount: number, currentUrl: URL): Nex
   // 3. A bare `cursor` field: only when nothing more explicit was there.
   for (const p of places) {
     if (has(p, 'cursor')) {
-      const c = cursorValue(p.cursor);
+      const c = asId(p.cursor);
       if (c === undefined) return undefined;
       // Some services echo the cursor that was sent: that is not a next page.
       if (c === currentUrl.searchParams.get('cursor')) return undefined;

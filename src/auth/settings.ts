@@ -10,7 +10,8 @@ import { ConfigError } from '../errors/config.js';
 import { registerSecret } from '../secrets.js';
 import { readSecretFile } from './secret-file.js';
 
-export type GrantType = 'password' | 'client_credentials' | 'refresh_token';
+export const GRANT_TYPES = ['password', 'client_credentials', 'refresh_token'] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
 
 /** The "auth" object of the config file, as written (paths resolved against the file's folder). */
 export type AuthFileSettings =

@@ -2,6 +2,7 @@
  * The parser's complaints, said in dssync's words: which argument is missing (by its name
  * in the usage line), and for an unknown option the one that was probably meant. Pure.
  */
+import { editDistance } from '../config/load.js';
 
 export interface UsageContext {
   /** The command's usage line, e.g. "$0 documents delete <ds> <doc>". */
@@ -48,18 +49,4 @@ export function closestOption(typed: string, options: readonly string[]): string
     if (d <= 2 && (!best || d < best.d)) best = { name: o, d };
   }
   return best?.name;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return row[b.length]!;
 }

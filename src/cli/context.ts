@@ -9,8 +9,8 @@ import type { UnreachableNotice, UnreachableRetry } from '../api/client.js';
 import type { ClientFromConfigOptions } from '../compose/client.js';
 import { isApiError } from '../api/errors.js';
 import type { ConfigError } from '../errors/config.js';
-import { loadConfig } from '../config/load.js';
-import type { Config } from '../config/types.js';
+import { loadConfig, loadSettings } from '../config/load.js';
+import type { Config, Settings } from '../config/types.js';
 import { CliError, usageError } from './exit.js';
 import type { GlobalArgs } from './options.js';
 
@@ -52,6 +52,11 @@ export function configFromArgs(
     warn,
     onSecretError,
   });
+}
+
+/** The settings without the connection's secret, for commands that never talk to the service. */
+export function settingsFromArgs(args: GlobalArgs, env: NodeJS.ProcessEnv = process.env): Settings {
+  return loadSettings({ file: args.config, env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
 }
 
 /** The real client, with the rate cap, retries, timeouts and CA of the configuration. */

@@ -339,7 +339,8 @@ export function closestKey(key: string, known: readonly string[]): string | unde
   return bestDistance <= allowed ? best : undefined;
 }
 
-function editDistance(a: string, b: string): number {
+/** Levenshtein distance: the fewest single-letter edits that turn `a` into `b`. */
+export function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];

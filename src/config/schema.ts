@@ -6,6 +6,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
+import { GRANT_TYPES } from '../auth/settings.js';
 import { DEFAULT_ORGANIZATION_HEADER, organizationHeaderProblem } from './connection.js';
 import { parseListenAddress } from './listen.js';
 import { objectKeys } from './schema-keys.js';
@@ -242,7 +243,7 @@ export const AuthSchema = z.discriminatedUnion(
         tokenUrl: text('the token endpoint URL (e.g. "https://auth.example.com/realms/r/protocol/openid-connect/token")').refine(isHttpUrl, {
           error: 'must be an http:// or https:// URL without credentials (the token endpoint, e.g. "https://auth.example.com/realms/r/protocol/openid-connect/token")',
         }),
-        grantType: z.enum(['password', 'client_credentials', 'refresh_token'], {
+        grantType: z.enum(GRANT_TYPES, {
           error: 'must be "password", "client_credentials" or "refresh_token" (after dssync auth login)',
         }),
         clientId: text('the OAuth2 client id (e.g. "semantics-console")'),

@@ -15,27 +15,15 @@ export interface Converted {
   notes: string[];
 }
 
+type Converter = (bytes: Uint8Array, limits: ConvertLimits) => Converted | Promise<Converted>;
+
+const CONVERTERS: Record<ConverterId, Converter> = {
+  pptx: pptxToMarkdown, xlsx: xlsxToMarkdown, odf: odfToMarkdown, epub: epubToMarkdown, rtf: rtfToMarkdown,
+  doc: docToMarkdown, eml: emlToMarkdown, msg: msgToMarkdown,
+  csv: (bytes, limits) => delimitedToMarkdown(bytes, ',', limits),
+  tsv: (bytes, limits) => delimitedToMarkdown(bytes, '\t', limits),
+};
+
 export async function convertBytes(id: ConverterId, bytes: Uint8Array, limits: ConvertLimits): Promise<Converted> {
-  switch (id) {
-    case 'pptx':
-      return pptxToMarkdown(bytes, limits);
-    case 'xlsx':
-      return xlsxToMarkdown(bytes, limits);
-    case 'odf':
-      return odfToMarkdown(bytes, limits);
-    case 'epub':
-      return epubToMarkdown(bytes, limits);
-    case 'csv':
-      return delimitedToMarkdown(bytes, ',', limits);
-    case 'tsv':
-      return delimitedToMarkdown(bytes, '\t', limits);
-    case 'rtf':
-      return rtfToMarkdown(bytes, limits);
-    case 'doc':
-      return docToMarkdown(bytes, limits);
-    case 'eml':
-      return emlToMarkdown(bytes, limits);
-    case 'msg':
-      return msgToMarkdown(bytes, limits);
-  }
+  return CONVERTERS[id](bytes, limits);
 }

@@ -14,6 +14,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import type { DataSourceRecord } from '../../api/records.js';
+import { GRANT_TYPES } from '../../auth/settings.js';
 import { DEFAULT_ORGANIZATION_HEADER } from '../../config/connection.js';
 import { loadConfig } from '../../config/load.js';
 import { folderProblem } from '../../local/folder-check.js';
@@ -25,7 +26,6 @@ import type { GlobalArgs } from '../options.js';
 import { prompter, type Prompter } from '../prompter.js';
 
 const AUTH_TYPES = ['static', 'oauth2', 'command'] as const;
-const GRANT_TYPES = ['password', 'client_credentials', 'refresh_token'] as const;
 
 interface InitArgs extends GlobalArgs {
   orgHeader?: string | undefined;

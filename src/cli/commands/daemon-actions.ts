@@ -12,7 +12,7 @@
  * daemon's socket (daemon-link.ts: the token only over TCP, to the daemon's user).
  */
 import type { Argv, CommandModule } from 'yargs';
-import { loadSettings } from '../../config/load.js';
+import { settingsFromArgs } from '../context.js';
 import type { Settings } from '../../config/types.js';
 import { parseDaemonStatus, type DaemonStatus } from '../../daemon/status/schema.js';
 import { CliError, usageError } from '../exit.js';
@@ -93,10 +93,6 @@ export function mappingOf(status: DaemonStatus, id: string): DaemonStatus['mappi
   return m;
 }
 
-function settingsOf(args: GlobalArgs): Settings {
-  return loadSettings({ file: args.config, env: process.env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
-}
-
 const out = (t: string): void => void process.stdout.write(t);
 
 function builder(y: Argv<GlobalArgs>, example: string): Argv<ActionArgs> {
@@ -114,7 +110,7 @@ function pauseOrResume(kind: 'pause' | 'resume'): CommandModule<GlobalArgs, Acti
         : 'Resume a paused mapping on the running daemon: a full pass sends what changed meanwhile',
     builder: (y) => builder(y, `$0 ${kind} --config /etc/dssync/config.json --mapping docs`),
     handler: async (args) => {
-      const d = await connectDaemon(settingsOf(args), `Start the daemon (dssync run, or systemctl start dssync), then ${kind} again.`);
+      const d = await connectDaemon(settingsFromArgs(args), `Start the daemon (dssync run, or systemctl start dssync), then ${kind} again.`);
       mappingOf(d.status, args.mapping);
       const r = await postAction(d, kind, { mapping: args.mapping });
       if (r.status !== 200) throw new CliError(`the daemon refused to ${kind} mapping ${args.mapping}: HTTP ${r.status}: ${String(r.body.error ?? '')}`);
@@ -131,7 +127,7 @@ export const confirmDeleteCommand: CommandModule<GlobalArgs, ActionArgs> = {
   describe: 'Confirm the deletions the mass-delete guard stopped on the running daemon (those shown by dssync status --pending-deletes, and no more)',
   builder: (y) => builder(y, '$0 confirm-delete --config /etc/dssync/config.json --mapping docs'),
   handler: async (args) => {
-    const d = await connectDaemon(settingsOf(args), 'Without a daemon, run dssync sync --allow-mass-delete.');
+    const d = await connectDaemon(settingsFromArgs(args), 'Without a daemon, run dssync sync --allow-mass-delete.');
     const pending = mappingOf(d.status, args.mapping).pendingDeletes;
     if (!pending) throw new CliError(`mapping ${args.mapping} has no deletions waiting for a decision (dssync status shows when one waits)`);
     // The set shown here, named by its digest: if the folder changed since, the daemon refuses.

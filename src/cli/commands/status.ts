@@ -24,7 +24,7 @@ import { stat } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import { callDaemon, configMismatch, DAEMON_TIMEOUT_MS, daemonTarget, noDaemon, readDaemonToken, type DaemonTarget } from '../daemon-link.js';
 import { childEnv } from '../../secrets.js';
-import { loadSettings } from '../../config/load.js';
+import { settingsFromArgs } from '../context.js';
 import type { Settings } from '../../config/types.js';
 import { parseDaemonStatus, type DaemonStatus, type InstallationStatus, type MappingStatus, type PassRecordView } from '../../daemon/status/schema.js';
 import { installationStatus } from '../../daemon/status/schema.js';
@@ -94,11 +94,7 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
   const now = (deps.clock ?? realClock).now();
   // Load warnings (a non-loopback status address...) are `config check`'s business: here
   // they would repeat on every look.
-  const settings = loadSettings({
-    file: args.config,
-    env,
-    flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile },
-  });
+  const settings = settingsFromArgs(args, env);
 
   const listen = settings.status.listen;
   const read = listen === false ? undefined : readDaemonToken(settings);
@@ -134,7 +130,7 @@ export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promis
  */
 export async function runCoverage(args: StatusArgs, deps: Pick<StatusDeps, 'out' | 'env' | 'readState'> = {}): Promise<number> {
   const out = deps.out ?? ((t: string) => void process.stdout.write(t));
-  const settings = loadSettings({ file: args.config, env: deps.env ?? process.env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
+  const settings = settingsFromArgs(args, deps.env);
   const mappings = settings.mappings.filter((m) => args.mapping === undefined || m.id === args.mapping);
   if (mappings.length === 0) throw usageError(args.mapping === undefined ? 'status --coverage: the config has no mappings' : `status --coverage: no mapping ${JSON.stringify(args.mapping)} in the config`);
   const state = await readState(settings.statePath, deps.readState);
@@ -234,7 +230,7 @@ function stateNeedsAttention(m: StateMappingView): boolean {
  */
 export async function runPendingDeletes(args: StatusArgs, out: (t: string) => void = (t) => void process.stdout.write(t)): Promise<number> {
   const { connectDaemon, mappingOf } = await import('./daemon-actions.js');
-  const settings = loadSettings({ file: args.config, env: process.env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
+  const settings = settingsFromArgs(args);
   const d = await connectDaemon(settings, 'Without a daemon nothing waits: dssync sync --dry-run shows what a pass would delete.');
   const mappings = args.mapping === undefined ? d.status.mappings : [mappingOf(d.status, args.mapping)];
   if (args.json) {
@@ -264,7 +260,7 @@ const now = (): number => realClock.now();
 
 /** `--url` / `--open`: asks the daemon for a one-time login code and prints the page's link. */
 export async function runStatusLink(args: GlobalArgs, open: boolean, env: NodeJS.ProcessEnv = process.env, out: (t: string) => void = (t) => void process.stdout.write(t)): Promise<number> {
-  const settings = loadSettings({ file: args.config, env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
+  const settings = settingsFromArgs(args, env);
   const listen = settings.status.listen;
   if (listen === false) throw new CliError('the status endpoint is off (status.listen is false): there is no page to open');
   const link = await loginLink(daemonTarget(settings, listen, readDaemonToken(settings).token));
@@ -594,7 +590,7 @@ export async function runHistory(args: StatusArgs, deps: StatusDeps = {}): Promi
   const env = deps.env ?? process.env;
   const out = deps.out ?? ((t: string) => void process.stdout.write(t));
   const now = (deps.clock ?? realClock).now();
-  const settings = loadSettings({ file: args.config, env, flags: { baseUrl: args.baseUrl, org: args.org, tokenFile: args.tokenFile } });
+  const settings = settingsFromArgs(args, env);
   const listen = settings.status.listen;
   const probe: DaemonProbe = listen === false ? { kind: 'off' } : await (deps.probe ?? probeDaemon)(daemonTarget(settings, listen, readDaemonToken(settings).token));
   let report: HistoryReport;

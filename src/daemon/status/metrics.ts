@@ -72,24 +72,15 @@ export class DaemonMetrics {
         },
       });
     };
-    new Counter({
-      name: 'dssync_content_bytes_read_total',
-      help: 'Bytes of file content read to hash files (a restart over an unchanged tree reads none)',
-      registers,
-      collect() {
-        this.reset();
-        this.inc(contentBytesRead());
-      },
-    });
-    new Counter({
-      name: 'dssync_inotify_queue_overflows_total',
-      help: "Possible overflows of the process's inotify queue (fs.inotify.max_queued_events): each one made every mapping look at everything again",
-      registers,
-      collect() {
-        this.reset();
-        this.inc(inotifyQueue.view().overflows);
-      },
-    });
+    const perProcess = (name: string, help: string, value: () => number): void => {
+      new Counter({ name, help, registers, collect() { this.reset(); this.inc(value()); } });
+    };
+    perProcess('dssync_content_bytes_read_total', 'Bytes of file content read to hash files (a restart over an unchanged tree reads none)', contentBytesRead);
+    perProcess(
+      'dssync_inotify_queue_overflows_total',
+      "Possible overflows of the process's inotify queue (fs.inotify.max_queued_events): each one made every mapping look at everything again",
+      () => inotifyQueue.view().overflows,
+    );
     perMapping('dssync_queue_depth', 'Paths waiting to be looked at', (s) => s.pending);
     perMapping('dssync_files_tracked', 'Files mirrored (entries in the state)', (s) => s.filesTracked);
     perMapping('dssync_mapping_degraded', '1 when the mapping is degraded', (s) => (s.degraded.length > 0 ? 1 : 0));

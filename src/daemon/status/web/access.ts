@@ -91,12 +91,7 @@ export class AccessPolicy {
 
   /** A one-time code that signs a browser in (GET /login?code=): for a caller that has the token. */
   newLoginCode(): string {
-    const code = randomBytes(24).toString('base64url');
-    const now = this.o.clock.monotonic();
-    for (const [k, exp] of this.loginCodes) if (exp <= now) this.loginCodes.delete(k);
-    if (this.loginCodes.size >= MAX_LOGIN_CODES) this.loginCodes.delete(this.loginCodes.keys().next().value!);
-    this.loginCodes.set(code, now + LOGIN_CODE_TTL_MS);
-    return code;
+    return issue(this.loginCodes, MAX_LOGIN_CODES, LOGIN_CODE_TTL_MS, this.o.clock.monotonic());
   }
 
   /** True once for a code given out in the last minute; the code is spent either way. */
@@ -115,12 +110,7 @@ export class AccessPolicy {
 
   /** A new session id for the cookie (after the token was checked). */
   newSession(): string {
-    const id = randomBytes(24).toString('base64url');
-    const now = this.o.clock.monotonic();
-    for (const [k, exp] of this.sessions) if (exp <= now) this.sessions.delete(k);
-    if (this.sessions.size >= MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
-    this.sessions.set(id, now + SESSION_TTL_MS);
-    return id;
+    return issue(this.sessions, MAX_SESSIONS, SESSION_TTL_MS, this.o.clock.monotonic());
   }
 
   sessionCookie(id: string): string {
@@ -177,4 +167,13 @@ function digest(s: string): Buffer {
 
 function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
+}
+
+/** A new random id held in `held` until `now + ttlMs` (expired ones dropped first; the oldest when full). */
+function issue(held: Map<string, number>, max: number, ttlMs: number, now: number): string {
+  const id = randomBytes(24).toString('base64url');
+  for (const [k, exp] of held) if (exp <= now) held.delete(k);
+  if (held.size >= max) held.delete(held.keys().next().value!);
+  held.set(id, now + ttlMs);
+  return id;
 }
