@@ -376,11 +376,11 @@ export class PassLoop {
       this.dispatch({ type: 'setAside' });
     }
     // One line per full pass (start, periodic rescan, recovery): when the mirror was last
-    // known in sync, and what it took. Incremental passes only at debug level.
-    this.d.log[kind === 'full' ? 'info' : 'debug'](
-      { kind, ok: report.ok, ...report.counts, settling: report.settling?.length ?? 0, startedAt: report.startedAt, ms: Date.parse(report.finishedAt) - Date.parse(report.startedAt) },
-      `${kind === 'full' ? 'full' : 'incremental'} pass done`,
-    );
+    // known in sync, and what it took. Incremental passes only at debug level, with when they
+    // started and how many files they set aside (a latency trace).
+    const done = { kind, ok: report.ok, ...report.counts, ms: Date.parse(report.finishedAt) - Date.parse(report.startedAt) };
+    if (kind === 'full') this.d.log.info(done, 'full pass done');
+    else this.d.log.debug({ ...done, settling: report.settling?.length ?? 0, startedAt: report.startedAt }, 'incremental pass done');
     health.lastPass = { ...report.counts, ok: report.ok, finishedAt: report.finishedAt, kind };
     this.announcer.announce(kind, report.skipped);
     for (const f of report.failures) health.remember({ path: f.path || undefined, message: `${f.op}: ${f.message}`, code: f.code });
