@@ -246,6 +246,7 @@ export class World {
     if (expect !== undefined && recorded !== undefined && [...recorded.entries()].some(([, e]) => expect.docIds.has(e.documentId))) this.mustKnow.add(expect.id);
     if (!twin) this.expectFormer = undefined;
     const proc: Process = { timers, store, runner: undefined as never, watcher: undefined, inflight: 0, deletions: [], crashed: false, installationId, host, pid: ++this.pids, lease: undefined, disk };
+    this.noteKnownIds(proc);
     // The runner's client (its lease's requests, the data source's checks) and the mirror's.
     // The daemon's calls end with it (forProcess); the second process's with its own crash.
     const base = twin ? this.service : this.service.forProcess();
@@ -465,7 +466,7 @@ export class World {
       const r = await run();
       if (r.blocked?.kind === 'mass-delete' && !proc.crashed) this.blocked = true;
       if (r.identityConflict === 'another-writer' && !proc.crashed) this.anotherWriterReported = true;
-      if (this.orphaned !== undefined) for (const id of this.knownIds(proc)) this.knownSinceOrphaned.add(id);
+      this.noteKnownIds(proc);
       if (proc !== this.proc) return r;
       // A full pass repairs what people did to our documents, but not for a file it set aside
       // (stability window; every file after the wall clock stepped back): the follow-up is
@@ -657,6 +658,13 @@ export class World {
   private expectFormer: { id: string; docIds: Set<string> } | undefined;
   /** Ids any process knew (its own or former ones) after the identity file was lost. */
   readonly knownSinceOrphaned = new Set<string>();
+  /**
+   * A process knows its ids from its state when it starts (a journal's damage may leave the
+   * identity in the state: then the id was not lost), and former ids it learns at a pass.
+   */
+  private noteKnownIds(proc: Process): void {
+    if (this.orphaned !== undefined) for (const id of this.knownIds(proc)) this.knownSinceOrphaned.add(id);
+  }
 
   /** The ids the running daemon (else the last one) knows as its own: its id and former ids. */
   knownIds(p: Process | undefined = this.proc): Set<string> {
