@@ -15,14 +15,14 @@
  *    no other document exists (no duplicate, no orphan of a lost or late upload).
  */
 import { expect } from 'vitest';
-import { documentName, markUploadName } from '../../src/engine/document-fields.js';
+import { documentName, markUploadName, nonceSession, uploadTag } from '../../src/engine/document-fields.js';
 import { findUploadMark } from '../../src/engine/upload-mark.js';
 import type { Doc } from './fake-service.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { storedName } from '../../src/engine/service-names.js';
 import { INTENT_SETTLE_MS } from '../../src/engine/mirror.js';
 import { FLAGS } from './commands.js';
-import type { World } from './world.js';
+import { MAPPING_ID, type World } from './world.js';
 
 /** Quiet time the daemon gets to converge on its own (fake clock). */
 export const QUIET_MS = 10 * 60_000;
@@ -167,8 +167,15 @@ export async function checkInvariants(w: World): Promise<void> {
   // An id of ours that no identity knows any more (a state lost with its identity file, none
   // of its records left to tell): its documents are another installation's (docs/reliability.md, "Identity").
   const lost = lostIds(w);
+  // So are the marked uploads whose nonce carries a lost id's tag (a lost answer whose intent
+  // went with the journal): no tag of ours, so owner rule O21 leaves them (foreign-upload).
+  const lostTags = [...lost].map((id) => uploadTag(MAPPING_ID, id));
+  const lostIdsUpload = (d: Doc): boolean => {
+    const nonce = findUploadMark(d.name);
+    return nonce !== undefined && lostTags.some((tag) => nonceSession(nonce, tag) !== undefined);
+  };
   const foreignLeft = [...all.values()].filter(
-    (d) => !people.has(d.id) && !isLeaseDocument(d) && !undecidable(d) && d.metadata['dssync_installation'] !== w.installationId && !lost.has(String(d.metadata['dssync_installation'])) && !sentForUnreadable(d),
+    (d) => !people.has(d.id) && !isLeaseDocument(d) && !undecidable(d) && d.metadata['dssync_installation'] !== w.installationId && !lost.has(String(d.metadata['dssync_installation'])) && !lostIdsUpload(d) && !sentForUnreadable(d),
   );
   // ... and stay as they were: nothing of theirs deleted or changed by an installation that does not own them.
   const orphaned = w.orphaned;
