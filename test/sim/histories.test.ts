@@ -394,3 +394,25 @@ it('seed 3001, history 6,805: an unreadable file keeps its open upload under a n
   await step(() => w.crashNow(0));
   await checkInvariants(w);
 }, 60_000);
+
+it('seed 4002: a journal damaged with its identity file lost but the identity kept, our document deleted by a person, then the 0.1.0 upgrade: no lost id', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.advance(61_000));
+  await step(() => w.damageJournal('flip', 0, true));
+  await step(() => w.personDeletesOurs(0));
+  await step(() => w.upgradeFrom010UnderNewHostName());
+  await step(() => churnDuringStartPass(w, 'a.txt', 'x'));
+  await checkInvariants(w);
+});
+
+it('seed 4001: a lost upload whose intent went with the journal, then the 0.1.0 upgrade: its mark carries an id nobody knows any more, and it is left', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => void (w.service.faults = ['none', 'late-commit-after-deadline', 'none']));
+  await step(() => w.advance(10_000));
+  await step(() => w.damageJournal('cut', 0));
+  await step(() => w.upgradeFrom010UnderNewHostName());
+  await step(() => w.stepWall(-3_600_000));
+  await checkInvariants(w);
+});
