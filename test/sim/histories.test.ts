@@ -394,3 +394,14 @@ it('seed 3001, history 6,805: an unreadable file keeps its open upload under a n
   await step(() => w.crashNow(0));
   await checkInvariants(w);
 }, 60_000);
+
+it('seeds 4003, 4004: a file touched as the 0.1.0 state starts under a new host name is re-marked within the quiet time, not at the hourly rescan', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.write('sub/a.txt', 'x'));
+  await step(() => w.advance(2500));
+  await step(() => w.upgradeFrom010UnderNewHostName());
+  // chmod 644: a new ctime, so the start's full pass sets the file aside.
+  await step(() => w.setUnreadable('sub/a.txt', false));
+  await checkInvariants(w);
+}, 60_000);
