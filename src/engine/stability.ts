@@ -35,7 +35,9 @@ export class StabilityWindow {
    * answer): their remote side was left unjudged, and the state cannot stand in for it. An
    * incremental pass (the follow-up) that finds one stable does not send it blind — that
    * made a duplicate of the document the listing showed (seed 7, history 4,302 of the
-   * sim2 long run) — but holds it and asks for a full pass (`needsFullPass`).
+   * sim2 long run) — but holds it and asks for a full pass (`needsFullPass`). So too a
+   * recorded document the listing would re-mark (owner rule O4): the follow-up has no
+   * listing to re-mark it with.
    */
   private unjudged = new Set<string>();
 
@@ -150,7 +152,9 @@ export function renamedFromVanished(files: MappingState['files'], present: (path
 
 /**
  * Set-aside paths for which `remote` holds a document of this mapping (ours, or another
- * writer's of this mapping id, by the owner rule) that the state does not record at that path.
+ * writer's of this mapping id, by the owner rule) that the state does not record at that
+ * path, or that it records there and the plan would re-mark (another id of ours, metadata
+ * missing: owner rule O4).
  */
 function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, whose: OwnerOf<unknown>): Set<string> {
   const out = new Set<string>();
@@ -159,7 +163,7 @@ function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly st
   for (const doc of remote) {
     const o = whose(doc);
     if (!('path' in o) || o.kind === 'other-mapping' || !aside.has(o.path)) continue;
-    if (mapping.files.documentIdOf(o.path) !== doc.id) out.add(o.path);
+    if (mapping.files.documentIdOf(o.path) !== doc.id || (o.kind === 'ours' && o.rewrite)) out.add(o.path);
   }
   return out;
 }

@@ -416,3 +416,14 @@ it('seed 4001: a lost upload whose intent went with the journal, then the 0.1.0 
   await step(() => w.stepWall(-3_600_000));
   await checkInvariants(w);
 });
+
+it('seeds 4003, 4004: a file touched as the 0.1.0 state starts under a new host name is re-marked within the quiet time, not at the hourly rescan', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.write('sub/a.txt', 'x'));
+  await step(() => w.advance(2500));
+  await step(() => w.upgradeFrom010UnderNewHostName());
+  // chmod 644: a new ctime, so the start's full pass sets the file aside.
+  await step(() => w.setUnreadable('sub/a.txt', false));
+  await checkInvariants(w);
+}, 60_000);

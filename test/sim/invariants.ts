@@ -77,6 +77,25 @@ function lostIds(w: World): Set<string> {
   return new Set([...w.idsUsed].filter((id) => !known.has(id) && !w.mustKnow.has(id)));
 }
 
+/**
+ * A file set aside (unreadable, too large) keeps its document as it was (plan.ts setAsideOps),
+ * under a former id of ours too (owner rule O4: re-marked once the file can be read): the
+ * one document of such a path when none carries our id.
+ */
+function keptUnderFormerId(w: World): Set<string> {
+  const { kept } = w.expected();
+  const ours = oursByPath(w);
+  const known = w.knownIds();
+  const byPath = new Map<string, string[]>();
+  for (const d of w.service.docs_()) {
+    const id = d.metadata['dssync_installation'];
+    const path = String(d.metadata['dssync_path']);
+    if (id === undefined || id === w.installationId || !known.has(String(id)) || !kept.has(path) || ours.has(path)) continue;
+    byPath.set(path, [...(byPath.get(path) ?? []), d.id]);
+  }
+  return new Set([...byPath.values()].filter((ids) => ids.length === 1).map((ids) => ids[0]!));
+}
+
 export async function checkInvariants(w: World): Promise<void> {
   w.service.faults = [];
   await w.restartIfCrashed();
@@ -174,8 +193,9 @@ export async function checkInvariants(w: World): Promise<void> {
     const nonce = findUploadMark(d.name);
     return nonce !== undefined && lostTags.some((tag) => nonceSession(nonce, tag) !== undefined);
   };
+  const keptOld = keptUnderFormerId(w);
   const foreignLeft = [...all.values()].filter(
-    (d) => !people.has(d.id) && !isLeaseDocument(d) && !undecidable(d) && d.metadata['dssync_installation'] !== w.installationId && !lost.has(String(d.metadata['dssync_installation'])) && !lostIdsUpload(d) && !sentForUnreadable(d),
+    (d) => !people.has(d.id) && !isLeaseDocument(d) && !undecidable(d) && d.metadata['dssync_installation'] !== w.installationId && !lost.has(String(d.metadata['dssync_installation'])) && !lostIdsUpload(d) && !sentForUnreadable(d) && !keptOld.has(d.id),
   );
   // ... and stay as they were: nothing of theirs deleted or changed by an installation that does not own them.
   const orphaned = w.orphaned;

@@ -58,8 +58,8 @@ function world() {
   /** A process: a new mirror (a new writer session) over `state`, as installation `installationId`, with the lease as it sees it. */
   const spec = { mappingId: 'm1', root: '/srv/share', dataSourceId: 'ds1', prune: 'ours', maxDeletePercent: 100, massDeleteMinimum: 100, batchFiles: 10, batchBytes: 1e9, concurrency: 2 } as const;
   const clocks = { now: () => clock.now(), monotonic: () => clock.monotonic() };
-  const processOf = (state: State, installationId = 'inst-A', lease?: LeaseView) =>
-    new Mirror({ spec: { ...spec, installationId, formerInstallationIds: [...state.formerIds] }, api, state, local, logger: silent, ...clocks, lease: () => lease });
+  const processOf = (state: State, installationId = 'inst-A', lease?: LeaseView, stabilityMs?: number) =>
+    new Mirror({ spec: { ...spec, installationId, formerInstallationIds: [...state.formerIds] }, api, state, local, logger: silent, ...clocks, lease: () => lease, stabilityMs });
   /** Path -> [document ids, sessions] as the data source holds them. */
   const held = () => {
     const out: Record<string, { ids: string[]; sessions: string[] }> = {};
@@ -128,6 +128,27 @@ describe('recovery without commands (issue 34)', () => {
     expect(Object.keys(held())).toEqual(['a.txt']);
     expect(held()['a.txt']!.ids).toHaveLength(1);
     expect(api.list()[0]!.metadata.dssync_installation).toBe('derived-new');
+  });
+
+  it('case 5, a file set aside by the first pass under the new id: its follow-up asks for a full pass, which re-marks the document with no upload', async () => {
+    const { clock, api, local, processOf } = world();
+    const state = new State(false);
+    local.write('a.txt', 'a1', 1000);
+    local.write('keep.txt', 'k', 1000);
+    expect((await processOf(state, 'derived-old').fullPass()).ok).toBe(true);
+    // chmod just before the upgraded daemon's first pass: a new ctime, the same content.
+    local.files.set('a.txt', { ...local.files.get('a.txt')!, ctimeMs: clock.now() });
+    const upgraded = processOf(state, 'derived-new', undefined, 2_000);
+    expect((await upgraded.fullPass()).settling).toEqual(['a.txt']);
+    await clock.advance(2_000);
+    // The follow-up has no listing to re-mark the document with.
+    expect((await upgraded.changedPass({ files: ['a.txt'], dirs: [] })).needsFullPass).toBe(true);
+    const r = await upgraded.fullPass();
+    expect(r.counts.uploaded).toBe(0);
+    expect(api.list().map((d) => [d.metadata.dssync_path, d.metadata.dssync_installation])).toEqual([
+      ['a.txt', 'derived-new'],
+      ['keep.txt', 'derived-new'],
+    ]);
   });
 
   it('case 5 across processes: the former id a listing taught is kept in the state, so a document of it left unrecorded is recovered by the next process, when no recorded document carries that id any more', async () => {
