@@ -761,6 +761,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
         // of an id never changes, so the state's hash (when it knows the id) is as good. A
         // document the state alone vouches for, or recovered, gets its metadata written.
         add({ doc, id: doc.id, path: o.path, sha256: o.sha256, fromIntent: o.kind === 'recovered' || (o.kind === 'ours' && o.rewrite), conversion: sentConversion(doc) });
+        uploads.witnessByName(doc, o.sha256);
         if (o.kind === 'recovered') recovered++;
         ourDocumentCount++;
         continue;
@@ -870,9 +871,29 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
   const groups = new Map<OpenFile, { docs: DocumentRecord[]; files: Set<OpenFile> }>();
   /** Candidates that only files without a fresh "before" could have made: undecidable. */
   const unknowable: DocumentRecord[] = [];
+  /** Our documents (by metadata or the state) of the content of a file sent unmarked, per newest file that can have made them. */
+  const witnessed = new Map<OpenFile, string[]>();
+  /** The files sent unmarked whose lost answer a document of this name and size may be, oldest first. */
+  const couldHaveMade = (doc: DocumentRecord): OpenFile[] => {
+    const size = doc.name === undefined ? undefined : documentSize(doc);
+    // A service that reports no size gives no evidence: left alone.
+    if (size === undefined) return [];
+    return (byName.get(nfc(doc.name!)) ?? []).filter((f) => f.file.size === size && !f.before?.has(doc.id));
+  };
   return {
     byId,
     paths,
+    /**
+     * Notes a document of ours of the name, size and content of a file sent unmarked, other
+     * than the one it replaces: that upload's answer, found (its metadata is written after
+     * it). A document without metadata of the same name and size is then one more than the
+     * files that could have made them: never claimed.
+     */
+    witnessByName(doc: DocumentRecord, sha256: string): void {
+      const could = couldHaveMade(doc).filter((f) => f.file.sha256 === sha256 && f.file.replacesDocumentId !== doc.id);
+      const newest = could[could.length - 1];
+      if (newest) witnessed.set(newest, [...(witnessed.get(newest) ?? []), doc.id]);
+    },
     /** The open file whose upload nonce a document's name bears (documentId not yet known). */
     byMark(nonce: string, documentId: string): OpenFile | undefined {
       const open = marked.get(nonce);
@@ -892,11 +913,7 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
     },
     /** Notes an unmarked document as a candidate; false when no lost upload can have made it. */
     claimByName(doc: DocumentRecord): boolean {
-      if (doc.name === undefined) return false;
-      const size = documentSize(doc);
-      // A service that reports no size gives no evidence: left alone.
-      if (size === undefined) return false;
-      const could = (byName.get(nfc(doc.name)) ?? []).filter((f) => f.file.size === size && !f.before?.has(doc.id));
+      const could = couldHaveMade(doc);
       const newest = could[could.length - 1];
       if (!newest) return false;
       if (!could.some((f) => f.fresh)) {
@@ -916,8 +933,9 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
       const doubtful: DocumentRecord[] = [...unknowable];
       const pins: IntentPin[] = [];
       for (const [open, ids] of byMarkFound) if (ids.length === 1) pins.push({ intentId: open.intentId, index: open.index, documentId: ids[0]! });
+      for (const [open, ids] of witnessed) if (ids.length === 1) pins.push({ intentId: open.intentId, index: open.index, documentId: ids[0]! });
       for (const [newest, { docs, files }] of groups) {
-        if (docs.length > files.size) {
+        if (docs.length + (witnessed.get(newest)?.length ?? 0) > files.size) {
           doubtful.push(...docs);
           continue;
         }
