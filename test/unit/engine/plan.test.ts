@@ -448,6 +448,19 @@ describe('planMirror', () => {
     expect(summary(plan({ local: [local('a.txt', 'h1')], intents: fresh, remote: [unmarked('p1', 'a.txt', 10)] }).ops)).toEqual(['update-meta p1 a.txt']);
   });
 
+  it("an upload sent unmarked whose answer a document of ours shows (the state rolled back past it): a person's document of the same name and size is never taken for it (the simulation, seed 4021)", () => {
+    // The state came back from a damaged journal as it was before the answer: the intent open,
+    // the old (marked) document recorded. d5 carries our metadata, name, size and content: the answer.
+    const intents: Record<string, Intent> = {
+      i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'other/e.txt', size: 10, mtimeMs: 1000, sha256: 'h1', replacesDocumentId: 'd3' }], preexisting: [], preexistingFresh: true },
+    };
+    const d5 = { ...ours('d5', 'other/e.txt', 'h1'), raw: { size: 10 } };
+    const r = plan({ local: [local('other/e.txt', 'h1')], files: { 'other/e.txt': entry('d3', 'h1') }, intents, remote: [d5, unmarked('p6', 'other/e.txt', 10)] });
+    expect(summary(r.ops).filter((o) => o.includes('p6'))).toEqual([]);
+    expect(r.intentPins).toEqual([{ intentId: 'i1', index: 0, documentId: 'd5' }]);
+    expect(r.doubtful.map((d) => d.id)).toEqual(['p6']);
+  });
+
   it('a file excluded by a setting (maxFileBytes): what its open intent uploaded is deleted and the intent resolves; its marked document stays (the simulation, seed 7)', () => {
     const intents: Record<string, Intent> = {
       i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 1, mtimeMs: 1000, sha256: 'h2', documentId: 'd7' }, { path: 'b.txt', size: 1, mtimeMs: 1000, sha256: 'h3' }], preexisting: [], preexistingFresh: true },
