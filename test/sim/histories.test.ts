@@ -427,3 +427,22 @@ it('seeds 4003, 4004: a file touched as the 0.1.0 state starts under a new host 
   await step(() => w.setUnreadable('sub/a.txt', false));
   await checkInvariants(w);
 }, 60_000);
+
+it("seed 4021: a person uploads a document of our file's name and content after our unmarked upload (a service that ignores new names), then the journal's first record is damaged: the person's document is kept", async () => {
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2, renamesIgnored: true });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = stepper(w);
+  await step(() => w.write('other/e.txt', '12'));
+  await step(() => w.stepWall(5_000));
+  await step(async () => {
+    w.write('a.txt', '');
+    for (let i = 0; i < 2; i++) {
+      await w.advance(200);
+      w.write('a.txt', `slow1.${'0'.repeat(i)}|`);
+    }
+  });
+  await step(() => w.personUpload('other/e.txt', '12'));
+  await step(() => w.damageJournal('flip', 0));
+  await checkInvariants(w);
+});
