@@ -875,6 +875,8 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
   const witnessed = new Map<OpenFile, string[]>();
   /** The files sent unmarked whose lost answer a document of this name and size may be, oldest first. */
   const couldHaveMade = (doc: DocumentRecord): OpenFile[] => {
+    // Asked of every document of ours in a listing: no unmarked upload open, nothing to find.
+    if (byName.size === 0) return [];
     const size = doc.name === undefined ? undefined : documentSize(doc);
     // A service that reports no size gives no evidence: left alone.
     if (size === undefined) return [];
