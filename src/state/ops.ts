@@ -105,10 +105,11 @@ export function applyOp(state: StateFile, codec: StateCodec | undefined, op: Sta
       const sessions = (m.sessions ??= emptySessions());
       if (op[2] in sessions) return;
       sessions[op[2]] = op[3];
-      const ids = Object.keys(sessions);
-      if (ids.length > MAX_SESSIONS) {
+      // The oldest go first, never the one just recorded (times can tie; key order is no age).
+      const ids = Object.keys(sessions).filter((s) => s !== op[2]);
+      if (ids.length >= MAX_SESSIONS) {
         ids.sort((a, b) => sessions[a]! - sessions[b]!);
-        for (const old of ids.slice(0, ids.length - MAX_SESSIONS)) delete sessions[old];
+        for (const old of ids.slice(0, ids.length - MAX_SESSIONS + 1)) delete sessions[old];
       }
       break;
     }

@@ -116,6 +116,18 @@ describe('the state keeps the identity', () => {
     await s3.close();
   });
 
+  it('a session just recorded is never the one dropped, even when times tie and its key is all digits', async () => {
+    const s = await StateStore.open(PATH, { fs: new MemFs(), clock: clock(), lock: false });
+    s.ensureMapping('m', 'ds1', '/srv');
+    for (let i = 0; i < MAX_SESSIONS; i++) s.recordSession('m', `c${String(i).padStart(7, '0')}`, 7);
+    // A digit-only key sorts first in a record; at the same time it is still the newest.
+    s.recordSession('m', '39776268', 7);
+    const kept = s.mapping('m')!.sessions!;
+    expect(Object.keys(kept)).toHaveLength(MAX_SESSIONS);
+    expect(kept['39776268']).toBe(7);
+    await s.close();
+  });
+
   it('a version-3 state file written before ids were stored loads, and takes the derived id', async () => {
     const fs = new MemFs();
     const old = newState();
