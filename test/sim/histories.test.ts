@@ -446,3 +446,17 @@ it("seed 4021: a person uploads a document of our file's name and content after 
   await step(() => w.damageJournal('flip', 0));
   await checkInvariants(w);
 });
+
+it('seed 4021, history 8,593: a clone uploads under the upgraded id, then the state is restored from before the upgrade: a writer of a former id is another installation (listed, untouched), not another writer with our identity', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.advance(2_500));
+  await step(() => w.takeBackup());
+  // The upgraded daemon re-marks keep.txt's document with its new id (owner rule O4).
+  await step(() => w.upgradeFrom010UnderNewHostName());
+  await step(() => w.advance(1_000));
+  await step(() => w.cloneUpload('other/e.txt', '12', true));
+  // The restored state records keep.txt's document, which carries the upgraded id: a former id of ours.
+  await step(() => w.restoreBackup(0));
+  await checkInvariants(w);
+}, 60_000);

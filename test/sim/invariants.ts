@@ -148,9 +148,15 @@ export async function checkInvariants(w: World): Promise<void> {
     await w.operatorAllowsMassDelete();
     await w.advance(60_000);
   }
-  // (A clone of an id the daemon no longer knows, its state restored from before that id, is another installation.)
+  // Another writer with our identity writes with the id the daemon writes with. A clone of
+  // an id the daemon no longer knows is another installation (its state restored from before
+  // that id); so is, while no lease vouches, a clone of a former id of ours (the state
+  // restored from before the upgrade that drew the clone's id, whose re-marks a record still
+  // names: owner rule O4): listed among a pass's conflicts and left untouched (O13, O21).
   const known = w.knownIds();
-  if (cloned && [...w.clones.values()].some((id) => known.has(id))) expect(w.anotherWriterReported, 'another writer with our identity was not reported').toBe(true);
+  if ([...w.clones.values()].includes(w.installationId)) expect(w.anotherWriterReported, 'another writer with our identity was not reported').toBe(true);
+  const unlisted = [...w.clones].filter(([doc, id]) => id !== w.installationId && known.has(id) && !w.conflictsListed.has(doc));
+  expect(unlisted.map(([doc, id]) => `${doc}: a document of ${id}, a former id of ours, was not listed among the conflicts`)).toEqual([]);
   if (!cloned) expect(mirrorProblems(w, true), 'after a restart').toEqual([]);
   // Former ids a listing taught are kept in the state: a restart still knows them (or the
   // second process's state does, when it was the one that learned them and re-marked their documents).

@@ -466,6 +466,7 @@ export class World {
       const r = await run();
       if (r.blocked?.kind === 'mass-delete' && !proc.crashed) this.blocked = true;
       if (r.identityConflict === 'another-writer' && !proc.crashed) this.anotherWriterReported = true;
+      if (!proc.crashed) for (const c of r.conflicts ?? []) this.conflictsListed.add(c.documentId);
       this.noteKnownIds(proc);
       if (proc !== this.proc) return r;
       // A full pass repairs what people did to our documents, but not for a file it set aside
@@ -974,6 +975,8 @@ export class World {
   readonly clones = new Map<string, string>();
   /** A pass reported another writer with this installation's identity (PassReport.identityConflict). */
   anotherWriterReported = false;
+  /** Documents a pass listed among its conflicts (PassReport.conflicts). */
+  readonly conflictsListed = new Set<string>();
 
   private ourDocs(): string[] {
     return this.service
