@@ -64,6 +64,7 @@ const rows: Row[] = [
   { label: 'O18', doc: bare('n1', markUploadName('b.txt', `${TAG}${RECORDED_SESSION}00000001`)), kind: 'lost-upload' },
   { label: 'O19', doc: bare('n1', markUploadName('b.txt', `${TAG}c1c1c1c100000001`)), lease: HELD, kind: 'lost-upload' },
   { label: 'O20', doc: bare('n1', markUploadName('b.txt', `${TAG}c1c1c1c100000001`)), kind: 'same-identity' },
+  { label: 'O23', doc: bare('n1', markUploadName('b.txt', `${uploadTag(MAPPING, 'host-derived-0')}c1c1c1c100000001`)), files: { 'a.txt': entry('d1') }, listing: [meta('d1', 'a.txt', { installationId: 'host-derived-0' })], lease: HELD, kind: 'lost-upload' },
   { label: 'O21', doc: bare('n1', markUploadName('b.txt', '0123456789abcdef')), lease: HELD, kind: 'foreign-upload' },
   { label: 'O22', doc: bare('p1', 'b.txt'), lease: HELD, kind: 'person' },
 ];
