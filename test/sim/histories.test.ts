@@ -460,3 +460,18 @@ it('seed 4021, history 8,593: a clone uploads under the upgraded id, then the st
   await step(() => w.restoreBackup(0));
   await checkInvariants(w);
 }, 60_000);
+
+it('beside seed 4021, history 8,593 (written by hand): an upload of the upgraded id lands late, then the state is restored from before the upgrade: a late commit of a former id of ours, deleted', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.advance(2_500));
+  await step(() => w.takeBackup());
+  await step(() => w.upgradeFrom010UnderNewHostName());
+  await step(() => w.advance(2_500));
+  lateCommitOfNextUpload(w, 'a.txt', 'late-commit-after-deadline');
+  await step(() => w.write('a.txt', 'x'));
+  await step(() => w.advance(10_000));
+  // Its mark carries the upgraded id's tag, which keep.txt's re-marked document makes a former id (O4).
+  await step(() => w.restoreBackup(0));
+  await checkInvariants(w);
+}, 60_000);
