@@ -447,31 +447,33 @@ it("seed 4021: a person uploads a document of our file's name and content after 
   await checkInvariants(w);
 });
 
-it('seed 4021, history 8,593: a clone uploads under the upgraded id, then the state is restored from before the upgrade: a writer of a former id is another installation (listed, untouched), not another writer with our identity', async () => {
+/**
+ * A backup of the state, then the 0.1.0 upgrade under a new host name, whose first pass
+ * re-marks keep.txt's document with the new id (owner rule O4): restored from that backup,
+ * the state records a document carrying the upgraded id, a former id of ours from then on.
+ */
+async function backedUpThenUpgraded(): Promise<{ w: World; step: ReturnType<typeof stepper> }> {
   const w = await startedWorld();
   const step = stepper(w);
   await step(() => w.advance(2_500));
   await step(() => w.takeBackup());
-  // The upgraded daemon re-marks keep.txt's document with its new id (owner rule O4).
   await step(() => w.upgradeFrom010UnderNewHostName());
-  await step(() => w.advance(1_000));
+  await step(() => w.advance(2_500));
+  return { w, step };
+}
+
+it('seed 4021, history 8,593: a clone uploads under the upgraded id, then the state is restored from before the upgrade: a writer of a former id is another installation (listed, untouched), not another writer with our identity', async () => {
+  const { w, step } = await backedUpThenUpgraded();
   await step(() => w.cloneUpload('other/e.txt', '12', true));
-  // The restored state records keep.txt's document, which carries the upgraded id: a former id of ours.
   await step(() => w.restoreBackup(0));
   await checkInvariants(w);
 }, 60_000);
 
 it('beside seed 4021, history 8,593 (written by hand): an upload of the upgraded id lands late, then the state is restored from before the upgrade: a late commit of a former id of ours, deleted', async () => {
-  const w = await startedWorld();
-  const step = stepper(w);
-  await step(() => w.advance(2_500));
-  await step(() => w.takeBackup());
-  await step(() => w.upgradeFrom010UnderNewHostName());
-  await step(() => w.advance(2_500));
+  const { w, step } = await backedUpThenUpgraded();
   lateCommitOfNextUpload(w, 'a.txt', 'late-commit-after-deadline');
   await step(() => w.write('a.txt', 'x'));
   await step(() => w.advance(10_000));
-  // Its mark carries the upgraded id's tag, which keep.txt's re-marked document makes a former id (O4).
   await step(() => w.restoreBackup(0));
   await checkInvariants(w);
 }, 60_000);
