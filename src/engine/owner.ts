@@ -66,6 +66,7 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
   const sessions = state.sessions;
   const former = new Set([...(input.formerInstallationIds ?? []), ...formerIdsIn(input)]);
   const tag = installationId === undefined ? undefined : uploadTag(mappingId, installationId);
+  const formerTags = tag === undefined ? [] : [...former].map((id) => uploadTag(mappingId, id));
   /** A session this state recorded, or none at all (written before sessions: the older rule). */
   const recordedSession = (s: string | undefined): boolean => s === undefined || s === '' || sessions === undefined || sessions[s] !== undefined;
   /** Its writer is gone: we hold the lease and it is not the live holder, or a rebuild vouches for its session. */
@@ -88,7 +89,7 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
     if (upload !== undefined) return { kind: 'open-upload', upload };
     if (nonce === undefined) return { kind: 'person' };
     const session = tag === undefined ? undefined : nonceSession(nonce, tag);
-    if (session === undefined) return { kind: 'foreign-upload' };
+    if (session === undefined) return formerLostUpload(nonce) ? { kind: 'lost-upload' } : { kind: 'foreign-upload' };
     if (recordedSession(session) || writerGone(session)) return { kind: 'lost-upload' };
     return { kind: 'same-identity', path: unmarkedName(doc.name ?? doc.id), sha256: undefined, mappingId, installationId };
   };
@@ -101,6 +102,17 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
     if (ours(meta.installationId) && (installationId === undefined || ownWrite(meta, documentId))) return { kind: 'own-write', path: meta.path, sha256: meta.sha256 };
     if (writerGone(meta.session)) return { kind: 'recovered', path: meta.path, sha256: meta.sha256 };
     return { kind: isFormer ? 'other-installation' : 'same-identity', ...who };
+  }
+
+  /**
+   * A marked upload under a former id's tag is ours as that id's documents are (O12): a
+   * lost upload once its writer is gone; without the lease, nobody's to touch (O21).
+   */
+  function formerLostUpload(nonce: string): boolean {
+    return formerTags.some((t) => {
+      const s = nonceSession(nonce, t);
+      return s !== undefined && writerGone(s);
+    });
   }
 
   /**
