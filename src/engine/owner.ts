@@ -73,6 +73,8 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
   const writerGone = (s: string | undefined): boolean =>
     (lease?.held === true && (s === undefined || s !== lease.liveSession)) || (input.rebuilding === true && s !== undefined && s !== '' && sessions?.[s] !== undefined);
   const ours = (id: string | undefined): boolean => installationId === undefined || id === installationId;
+  /** A mark of a former id's tag is ours as that id's documents are (O12): a lost upload once its writer is gone, else nobody's (O21). */
+  const formerLostUpload = (nonce: string): boolean => formerTags.map((t) => nonceSession(nonce, t)).some((s) => s !== undefined && writerGone(s));
 
   return (doc) => {
     if (isLeaseDocument(doc)) return { kind: 'lease' };
@@ -102,17 +104,6 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
     if (ours(meta.installationId) && (installationId === undefined || ownWrite(meta, documentId))) return { kind: 'own-write', path: meta.path, sha256: meta.sha256 };
     if (writerGone(meta.session)) return { kind: 'recovered', path: meta.path, sha256: meta.sha256 };
     return { kind: isFormer ? 'other-installation' : 'same-identity', ...who };
-  }
-
-  /**
-   * A marked upload under a former id's tag is ours as that id's documents are (O12): a
-   * lost upload once its writer is gone; without the lease, nobody's to touch (O21).
-   */
-  function formerLostUpload(nonce: string): boolean {
-    return formerTags.some((t) => {
-      const s = nonceSession(nonce, t);
-      return s !== undefined && writerGone(s);
-    });
   }
 
   /**
