@@ -73,6 +73,8 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
   const writerGone = (s: string | undefined): boolean =>
     (lease?.held === true && (s === undefined || s !== lease.liveSession)) || (input.rebuilding === true && s !== undefined && s !== '' && sessions?.[s] !== undefined);
   const ours = (id: string | undefined): boolean => installationId === undefined || id === installationId;
+  /** A mark of a former id's tag is ours as that id's documents are (O12): a lost upload once its writer is gone (O23), else another installation's (O21). */
+  const formerLostUpload = (nonce: string): boolean => formerTags.map((t) => nonceSession(nonce, t)).some((s) => s !== undefined && writerGone(s));
 
   return (doc) => {
     if (isLeaseDocument(doc)) return { kind: 'lease' };
@@ -89,7 +91,7 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
     if (upload !== undefined) return { kind: 'open-upload', upload };
     if (nonce === undefined) return { kind: 'person' };
     const session = tag === undefined ? undefined : nonceSession(nonce, tag);
-    if (session === undefined) return formerUploadGone(nonce) ? { kind: 'lost-upload' } : { kind: 'foreign-upload' };
+    if (session === undefined) return formerLostUpload(nonce) ? { kind: 'lost-upload' } : { kind: 'foreign-upload' };
     if (recordedSession(session) || writerGone(session)) return { kind: 'lost-upload' };
     return { kind: 'same-identity', path: unmarkedName(doc.name ?? doc.id), sha256: undefined, mappingId, installationId };
   };
@@ -102,14 +104,6 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
     if (ours(meta.installationId) && (installationId === undefined || ownWrite(meta, documentId))) return { kind: 'own-write', path: meta.path, sha256: meta.sha256 };
     if (writerGone(meta.session)) return { kind: 'recovered', path: meta.path, sha256: meta.sha256 };
     return { kind: isFormer ? 'other-installation' : 'same-identity', ...who };
-  }
-
-  /** A marked upload of a former id of ours whose writer is gone (O23); live or unknown, it stays another installation's (O21). */
-  function formerUploadGone(nonce: string): boolean {
-    return formerTags.some((t) => {
-      const session = nonceSession(nonce, t);
-      return session !== undefined && writerGone(session);
-    });
   }
 
   /**

@@ -477,3 +477,26 @@ it('beside seed 4021, history 8,593 (written by hand): an upload of the upgraded
   await step(() => w.restoreBackup(0));
   await checkInvariants(w);
 }, 60_000);
+
+it("seed 4031: a marked upload left by a crash, the state restored from a backup before it, then the 0.1.0 upgrade under a new host name: its mark carries a former id's tag, and it is deleted as our lost upload", async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(async () => {
+    w.write('a.txt', '');
+    for (let i = 0; i < 2; i++) {
+      await w.advance(900);
+      w.write('a.txt', `slow1.${i}|`);
+    }
+  });
+  await step(async () => void (await writeInHalvesAcrossReload(w, 'a.txt', 300, 2)));
+  await step(() => w.stepWall(3_600_000));
+  await step(() => w.takeBackup());
+  // The upload of a.txt is committed under its marked name; its metadata update never comes.
+  await step(() => w.crashNow(0));
+  await step(() => void (w.service.faults = ['none', 'none', 'rate-limited']));
+  await step(() => w.advance(100));
+  await step(() => w.restoreBackup(0));
+  await step(() => w.upgradeFrom010UnderNewHostName());
+  await step(() => w.personUpload('a.txt', 'x'));
+  await checkInvariants(w);
+});

@@ -15,7 +15,7 @@ import { installationIdFor } from '../../../src/engine/installation.js';
 import { encodeStateToString } from '../../../src/state/encoder.js';
 import { acquireLock } from '../../../src/state/lock.js';
 import { readStateFile } from '../../../src/state/store.js';
-import { createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, type Workspace, fileDocuments } from '../../helpers/mirror-check.js';
 import { toFormat3 } from '../../helpers/state-v3.js';
 import { jsonOf, requireBuiltBinary, runCli } from '../cli/run-cli.js';
 
@@ -101,6 +101,35 @@ describe('the state file across versions', () => {
     expect(later.code, later.stderr).toBe(0);
     expect(jsonOf<SyncJson>(later).mappings[0]?.counts).toMatchObject({ uploaded: 0, deleted: 0 });
     expect(installations()).toEqual([`a.txt ${now}`, `late.txt ${now}`, `sub/c.txt ${now}`]);
+  });
+
+  it('a 0.1.0 state restored on a new host after a later run lost an upload: the upload left under its marked name, of the old id, is deleted as ours (sim seed 4031)', { timeout: 90_000 }, async () => {
+    ws = await createWorkspace();
+    await ws.write('a.txt', 'a.txt\n');
+    const old = installationIdFor(ws.statePath, 'host-before-the-move');
+    const onOldHost = { ...ws.env, DSSYNC_INSTALLATION_ID: old };
+    expect((await runCli(['sync', '--config', ws.configPath], onOldHost)).code).toBe(0);
+    // The backup: the state as 0.1.0 left it.
+    const backup = toFormat3(encodeStateToString({ ...(await readStateFile(ws.statePath))!, identity: undefined }));
+    // A later run on the old host loses the answer of an upload; the service commits it afterwards, under its marked name.
+    await ws.write('b.txt', 'b.txt\n');
+    ws.emu.setFaults({ holdUploads: true });
+    expect((await runCli(['sync', '--config', ws.configPath], onOldHost)).code).not.toBe(0);
+    ws.emu.setFaults({});
+    expect(ws.emu.commitHeld()).toBeGreaterThan(0);
+    const names = (): string[] => fileDocuments(ws!.emu, ws!.dataSourceId()).map((d) => d.name ?? '').sort();
+    expect(names().filter((n) => n.startsWith('.dssync-upload-')).length).toBeGreaterThan(0);
+    // The backup restored on the new host: no intent names the upload, and the id is derived from the new host name.
+    await writeFile(ws.statePath, backup);
+    await rm(`${ws.statePath}.journal`, { force: true });
+    await rm(`${ws.statePath}.identity.json`, { force: true });
+
+    const moved = await ws.sync('--json');
+    expect(moved.code, moved.stderr).toBe(0);
+    expect((await readStateFile(ws.statePath))?.identity).toMatchObject({ installationId: installationIdFor(ws.statePath, hostname()), formerIds: [old] });
+    expect(jsonOf<SyncJson>(moved).mappings[0]?.counts).toMatchObject({ uploaded: 1, deleted: 3 });
+    expect(names()).toEqual(['a.txt', 'b.txt']);
+    expect(await checkConvergence(ws)).toEqual(CONVERGED);
   });
 
   /**

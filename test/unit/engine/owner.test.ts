@@ -84,6 +84,22 @@ describe('the owner rule, row by row (docs/reliability.md "The owner rule")', ()
     });
   }
 
+  it("O23 and O21: a mark of a former id's tag (O4) is a lost upload of ours with the lease, nobody's to touch without it (sim seed 4031)", () => {
+    const former = 'host-derived-0';
+    const doc = bare('n1', markUploadName('b.txt', `${uploadTag(MAPPING, former)}c1c1c1c100000001`));
+    const whose = (lease: LeaseView | undefined): string =>
+      ownerOfListing({
+        mappingId: MAPPING,
+        installationId: ME,
+        state: { files: FileTable.of({ 'a.txt': entry('d1') }), intents: {}, rejected: {}, sessions: { [RECORDED_SESSION]: 1 } },
+        remote: [meta('d1', 'a.txt', { installationId: former }), doc],
+        lease,
+      })(doc).kind;
+    expect(whose(HELD)).toBe('lost-upload');
+    expect(whose({ held: false, liveSession: 'c1c1c1c1' })).toBe('foreign-upload');
+    expect(whose(undefined)).toBe('foreign-upload');
+  });
+
   it('the documented table has these rows, each with this class', () => {
     const doc = readFileSync(new URL('../../../docs/reliability.md', import.meta.url), 'utf8');
     const section = doc.slice(doc.indexOf('### The owner rule'));
