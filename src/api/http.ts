@@ -1,5 +1,5 @@
 /**
- * One HTTP exchange with the service over undici's `request()` (streams bodies; fetch()
+ * One HTTP exchange with the service over undici's `Dispatcher.request()` (streams bodies; fetch()
  * buffers multipart uploads, LIBRARIES.md): headers, size-capped body reading, same-origin
  * redirects for reads, and the translation of every failure into an ApiError. No retries
  * here: those are the pacer's.
@@ -7,7 +7,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
-import { Agent, request, type Dispatcher, type FormData } from 'undici';
+import { Agent, type Dispatcher, type FormData } from 'undici';
 import { ApiError, classifyStatus, CONNECT_PROBLEMS } from './errors.js';
 import { badResponse, errorMessageFromBody, preview } from './decode.js';
 import { parseRetryAfter } from './retry-after.js';
@@ -138,11 +138,13 @@ export class HttpTransport {
       body = req.stream.body;
     }
     try {
-      return await request(url, {
+      // The dispatcher's own request(): undici's top-level request() only parses the URL again and copies these options.
+      return await this.opts.dispatcher.request({
+        origin: url.origin,
+        path: url.search ? `${url.pathname}${url.search}` : url.pathname,
         method: req.method,
         headers,
         ...(body === undefined ? {} : { body }),
-        dispatcher: this.opts.dispatcher,
         ...(req.signal ? { signal: req.signal } : {}),
       });
     } catch (e) {
@@ -239,10 +241,16 @@ function collect(body: Dispatcher.ResponseData['body'], cap: number, tooLarge: (
       }
       chunks.push(chunk);
     });
-    body.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    let ended = false;
+    body.once('end', () => {
+      ended = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
     body.once('error', reject);
-    // After 'end' this changes nothing (the promise is settled); before it, the body was cut.
-    body.once('close', () => reject(new Error('aborted')));
+    // A close before the end: the body was cut. After the end, no error is made (one per answer, with its stack, was a visible part of a request's CPU).
+    body.once('close', () => {
+      if (!ended) reject(new Error('aborted'));
+    });
   });
 }
 

@@ -5,7 +5,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { RowsData } from './row-lines.js';
-import type { EncodeAnswer, EncodeRequest } from './snapshot-worker.js';
+import type { EncodeRequest, WorkerMessage } from './snapshot-worker.js';
 
 export interface EncodedBatch {
   bytes: Buffer;
@@ -28,13 +28,18 @@ function workerUrl(): URL {
   return here.endsWith('.ts') ? new URL('../../dist/src/state/snapshot-worker.js', here) : new URL('./snapshot-worker.js', here);
 }
 
-interface Waiting {
-  resolve: (b: EncodedBatch) => void;
+interface Waiting<T = EncodedBatch> {
+  resolve: (value: T) => void;
   reject: (err: Error) => void;
 }
 
-/** A worker thread that encodes rows; its failure (it could not start, it crashed) rejects every batch waiting. */
-export function workerRowsEncoder(url: URL = workerUrl()): RowsEncoder {
+/**
+ * A worker thread that encodes rows, once it has started (its module loaded and listening).
+ * Rejects when it cannot start: no thread (`ERR_WORKER_INIT_FAILED`, resource limits) or no
+ * module (a broken install). Once started, its failure (it crashed, it ended) rejects every
+ * batch waiting and every batch after.
+ */
+export async function startRowsEncoder(url: URL = workerUrl()): Promise<RowsEncoder> {
   const worker = new Worker(url, {
     // None of the process's flags: it needs none, and a V8 flag (--expose-gc) is refused in a worker.
     execArgv: [],
@@ -44,19 +49,13 @@ export function workerRowsEncoder(url: URL = workerUrl()): RowsEncoder {
   const waiting = new Map<number, Waiting>();
   let nextId = 0;
   let failure: Error | undefined;
+  let started: Waiting<RowsEncoder> | undefined;
   const fail = (err: Error): void => {
     failure ??= err;
     for (const w of waiting.values()) w.reject(failure);
     waiting.clear();
   };
-  worker.on('message', (a: EncodeAnswer) => {
-    const w = waiting.get(a.id);
-    waiting.delete(a.id);
-    w?.resolve({ bytes: Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength), lines: a.lines });
-  });
-  worker.on('error', (e) => fail(new Error(`the snapshot's worker failed: ${e.message}`)));
-  worker.on('exit', (code) => fail(new Error(`the snapshot's worker ended (exit code ${code})`)));
-  return {
+  const encoder: RowsEncoder = {
     encode(rows) {
       if (failure) return Promise.reject(failure);
       const id = nextId++;
@@ -70,4 +69,24 @@ export function workerRowsEncoder(url: URL = workerUrl()): RowsEncoder {
       await worker.terminate();
     },
   };
+  worker.on('message', (a: WorkerMessage) => {
+    if ('ready' in a) {
+      started?.resolve(encoder);
+      started = undefined;
+      return;
+    }
+    const w = waiting.get(a.id);
+    waiting.delete(a.id);
+    w?.resolve({ bytes: Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength), lines: a.lines });
+  });
+  const ended = (err: Error): void => {
+    started?.reject(err);
+    started = undefined;
+    fail(err);
+  };
+  worker.on('error', (e) => ended(new Error(`the snapshot's worker failed: ${e.message}`)));
+  worker.on('exit', (code) => ended(new Error(`the snapshot's worker ended (exit code ${code})`)));
+  return new Promise<RowsEncoder>((resolve, reject) => {
+    started = { resolve, reject };
+  });
 }

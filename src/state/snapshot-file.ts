@@ -9,20 +9,28 @@ import { performance } from 'node:perf_hooks';
 import { writeFileAtomic, type StateFs } from './atomic-file.js';
 import { readSnapshot } from './decode.js';
 import type { EncodePlan, SliceOptions, StateCodec } from './encoder.js';
-import { workerRowsEncoder, type RowsEncoder } from './rows-encoder.js';
+import { silentLogger, type Logger } from '../log.js';
+import { startRowsEncoder, type RowsEncoder } from './rows-encoder.js';
 import type { StateFile } from './schema.js';
 
 /** Longest stretch of encoding or decoding between two turns of the event loop. */
 const SLICE_MS = 8;
 
-/** Where a snapshot's rows are encoded: in a worker (`start`) from `minRows` files, below that in this thread. */
+/**
+ * Where a snapshot's rows are encoded: in a worker (`start`, resolved once it has started)
+ * from `minRows` files, below that in this thread. A worker that cannot start leaves that
+ * snapshot to this thread.
+ */
 export interface SnapshotWorker {
   minRows: number;
-  start: () => RowsEncoder;
+  start: () => Promise<RowsEncoder>;
 }
 
 /** A worker's start (~30 ms of CPU) costs more than the encoding of fewer files than this. */
-const realWorker: SnapshotWorker = { minRows: 50_000, start: () => workerRowsEncoder() };
+const realWorker: SnapshotWorker = { minRows: 50_000, start: () => startRowsEncoder() };
+
+/** The workers whose failure to start was logged: the process's one real worker warns once, not at every fold. */
+const warnedOf = new WeakSet<SnapshotWorker>();
 
 const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const realSlices: SliceOptions = { sliceMs: SLICE_MS, yieldNow, now: () => performance.now() };
@@ -49,19 +57,32 @@ export interface ReadStats {
   loadMs: number;
 }
 
+export interface SnapshotFileOptions {
+  slices?: SliceOptions;
+  worker?: SnapshotWorker;
+  logger?: Logger;
+}
+
 export class SnapshotFile {
   /** Set by read() when the file had an older version. */
   migratedFrom: number | undefined;
   readStats: ReadStats | undefined;
   readonly stats: SnapshotStats = { writes: 0, failures: 0, lastBytes: 0, lastEncodeMs: 0, lastMaxBlockMs: 0, lastWriteMs: 0 };
 
+  private readonly slices: SliceOptions;
+  private readonly worker: SnapshotWorker;
+  private readonly logger: Logger;
+
   constructor(
     readonly path: string,
     private readonly fs: StateFs,
     private readonly codec: StateCodec,
-    private readonly slices: SliceOptions = realSlices,
-    private readonly worker: SnapshotWorker = realWorker,
-  ) {}
+    opts: SnapshotFileOptions = {},
+  ) {
+    this.slices = opts.slices ?? realSlices;
+    this.worker = opts.worker ?? realWorker;
+    this.logger = opts.logger ?? silentLogger;
+  }
 
   /** The state in the file, or null when there is none. */
   async read(): Promise<StateFile | null> {
@@ -93,7 +114,7 @@ export class SnapshotFile {
   private async finish(plan: EncodePlan, slices: SliceOptions, t0: number, snapshotMs: number): Promise<void> {
     let rows: RowsEncoder | undefined;
     try {
-      if (plan.rows >= this.worker.minRows) rows = this.worker.start();
+      if (plan.rows >= this.worker.minRows) rows = await this.startWorker();
       await slices.yieldNow(); // the snapshot and the first slice are two separate blocks
       let enc: Awaited<ReturnType<EncodePlan['run']>> | undefined;
       await writeFileAtomic(this.fs, this.path, async (write) => {
@@ -111,6 +132,19 @@ export class SnapshotFile {
       throw err;
     } finally {
       await rows?.close();
+    }
+  }
+
+  /** A started worker, or undefined when none could start: the rows are then encoded in this thread, in slices. */
+  private async startWorker(): Promise<RowsEncoder | undefined> {
+    try {
+      return await this.worker.start();
+    } catch (err) {
+      if (!warnedOf.has(this.worker)) {
+        warnedOf.add(this.worker);
+        this.logger.warn({ file: this.path, err }, `state snapshot ${this.path}: its worker thread could not start (${(err as Error).message}); snapshots are encoded in the main thread until one can (durable writes may wait for the encoding meanwhile)`);
+      }
+      return undefined;
     }
   }
 }

@@ -19,6 +19,9 @@ export interface EncodeAnswer {
   lines: number;
 }
 
+/** What the worker sends: `ready` once, when it listens (rows-encoder.ts waits for it), then answers. */
+export type WorkerMessage = { ready: true } | EncodeAnswer;
+
 const port = parentPort;
 if (!port) throw new Error('snapshot-worker.js runs as a worker thread');
 const utf8 = new TextEncoder();
@@ -34,3 +37,5 @@ port.on('message', (req: EncodeRequest) => {
   const answer: EncodeAnswer = { id: req.id, bytes, lines };
   port.postMessage(answer, [bytes.buffer]);
 });
+const ready: WorkerMessage = { ready: true };
+port.postMessage(ready);

@@ -26,7 +26,7 @@ import { randomUUID } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../log.js';
-import { SnapshotFile, type ReadStats, type SnapshotStats } from './snapshot-file.js';
+import { SnapshotFile, type ReadStats, type SnapshotStats, type SnapshotWorker } from './snapshot-file.js';
 import { ensureDir, nodeStateFs, readBytesIfExists, removeStaleTemps, restrictMode, writeFileAtomic, type StateFs } from './atomic-file.js';
 import { StateCodec } from './encoder.js';
 import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState, withIntentDocuments } from './validate.js';
@@ -69,6 +69,8 @@ export interface StateStoreOptions {
   lock?: boolean;
   /** The journal is folded into a new snapshot past max(this, snapshot size / 4). Default 8 MiB. */
   foldMinBytes?: number;
+  /** Where a large snapshot's rows are encoded (snapshot-file.ts). Only for tests: one that cannot start. */
+  snapshotWorker?: SnapshotWorker;
 }
 
 /** Figures of the durable writes (journal appends) and of the snapshots. */
@@ -221,7 +223,7 @@ export class StateStore {
       // Read before the journal: past a damaged range of it, what this file keeps is restored first.
       const idFile = await readIdentityFile(fs, identityPathOf(abs));
       const codec = new StateCodec();
-      const snapshotFile = new SnapshotFile(abs, fs, codec);
+      const snapshotFile = new SnapshotFile(abs, fs, codec, { logger, worker: opts.snapshotWorker });
       let state = newState();
       const t0 = performance.now();
       let loaded: Loaded;

@@ -3,17 +3,20 @@
  * snapshot-worker.ts), so that no durable write waits for the encoding on the main thread:
  * the file holds the same bytes as an encoding in this thread, changes made meanwhile belong
  * to the next snapshot, and a worker that fails leaves the previous snapshot as it was.
- * The worker is the built module: `npm run build` first.
+ * A worker that cannot start leaves the snapshot to this thread. The worker is the built
+ * module: `npm run build` first.
  */
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { setImmediate as turn } from 'node:timers/promises';
+import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nodeStateFs } from '../../../src/state/atomic-file.js';
 import { StateCodec, encodeStateToString, type SliceOptions } from '../../../src/state/encoder.js';
 import { CHUNK_ROWS } from '../../../src/state/file-table.js';
-import { workerRowsEncoder } from '../../../src/state/rows-encoder.js';
+import { startRowsEncoder } from '../../../src/state/rows-encoder.js';
 import type { FileEntry, StateFile } from '../../../src/state/schema.js';
 import { SnapshotFile, type SnapshotWorker } from '../../../src/state/snapshot-file.js';
 import { readStateFile, StateStore } from '../../../src/state/store.js';
@@ -78,16 +81,16 @@ describe('a snapshot encoded in a worker thread', () => {
       minRows: 1000,
       start: () => {
         started++;
-        return workerRowsEncoder();
+        return startRowsEncoder();
       },
     };
     const path = join(dir, 'state.json');
-    await new SnapshotFile(path, nodeStateFs, new StateCodec(), changingSlices(change), worker).write(s);
+    await new SnapshotFile(path, nodeStateFs, new StateCodec(), { slices: changingSlices(change), worker }).write(s);
     expect(started).toBe(1);
     expect(n).toBeGreaterThan(5); // it did change rows between chunks
     expect(await readFile(path, 'utf8')).toBe(expected);
     // The changes are the next snapshot's.
-    await new SnapshotFile(path, nodeStateFs, new StateCodec(), changingSlices(() => undefined), worker).write(s);
+    await new SnapshotFile(path, nodeStateFs, new StateCodec(), { slices: changingSlices(() => undefined), worker }).write(s);
     expect(await readFile(path, 'utf8')).toBe(encodeStateToString(s));
   });
 
@@ -96,9 +99,9 @@ describe('a snapshot encoded in a worker thread', () => {
     const s = state(3 * CHUNK_ROWS);
     await writeFile(path, encodeStateToString(state(5)));
     const before = await readFile(path, 'utf8');
-    const dies = new URL(`data:text/javascript,${encodeURIComponent("import { parentPort } from 'node:worker_threads'; parentPort.on('message', () => process.exit(3));")}`);
-    const worker: SnapshotWorker = { minRows: 1, start: () => workerRowsEncoder(dies) };
-    const file = new SnapshotFile(path, nodeStateFs, new StateCodec(), changingSlices(() => undefined), worker);
+    const dies = new URL(`data:text/javascript,${encodeURIComponent("import { parentPort } from 'node:worker_threads'; parentPort.on('message', () => process.exit(3)); parentPort.postMessage({ ready: true });")}`);
+    const worker: SnapshotWorker = { minRows: 1, start: () => startRowsEncoder(dies) };
+    const file = new SnapshotFile(path, nodeStateFs, new StateCodec(), { slices: changingSlices(() => undefined), worker });
     await expect(file.write(s)).rejects.toThrow(/the snapshot's worker ended \(exit code 3\)/);
     expect(file.stats.failures).toBe(1);
     expect(await readFile(path, 'utf8')).toBe(before);
@@ -116,5 +119,39 @@ describe('a snapshot encoded in a worker thread', () => {
     const held = JSON.stringify(store.mapping('docs'));
     await store.close();
     expect(JSON.stringify((await readStateFile(path))?.mappings['docs'])).toBe(held);
+  });
+
+  it('a worker that cannot start leaves the fold to this thread: the same bytes, the journal cut, one warning however many folds', async () => {
+    const path = join(dir, 'state.json');
+    await writeFile(path, encodeStateToString(state(3 * CHUNK_ROWS)), { mode: 0o600 });
+    // What a broken install gives: the worker's module missing.
+    const missing = new URL('./no-such-snapshot-worker.js', pathToFileURL(join(dir, '/')));
+    let starts = 0;
+    const worker: SnapshotWorker = {
+      minRows: 1,
+      start: () => {
+        starts++;
+        return startRowsEncoder(missing);
+      },
+    };
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg as string) });
+    const store = await StateStore.open(path, { writeDelayMs: 5, snapshotWorker: worker, logger });
+    for (let fold = 1; fold <= 2; fold++) {
+      for (let i = 0; i < 50; i++) store.setFile('docs', `changed-${fold}-${i}`, entry(i));
+      await store.flush();
+      expect(store.writeStats.journalBytes).toBeGreaterThan(0);
+      await store.fold();
+      expect(store.writeStats.snapshot.writes).toBe(fold);
+      expect(store.writeStats.journalBytes).toBe(0);
+      const held = await readStateFile(path);
+      expect(held?.mappings['docs']?.files.get(`changed-${fold}-49`)).toEqual(entry(49));
+      expect(await readFile(path, 'utf8')).toBe(encodeStateToString(held!));
+    }
+    await store.close();
+    expect(starts).toBe(2); // every fold tries a worker again
+    expect(warnings.filter((w) => w.includes('worker thread could not start'))).toHaveLength(1);
+    expect(warnings.join('\n')).not.toMatch(/could not be written/);
+    expect((await readdir(dir)).filter((f) => f.includes('.tmp'))).toEqual([]);
   });
 });

@@ -67,12 +67,12 @@ describe('snapshot file', () => {
     const s = big(12_000);
     const fs = new MemFs();
     fs.dirs.add('/var/lib/dssync');
-    await new SnapshotFile(PATH, fs, new StateCodec(), noYield).write(s);
+    await new SnapshotFile(PATH, fs, new StateCodec(), { slices: noYield }).write(s);
     expect(fs.files.get(PATH)?.data.length).toBeGreaterThan(2 * (1 << 20)); // more than two chunks of the reader
     expect(fs.files.get(PATH)?.mode).toBe(0o600);
     expect(fs.text(PATH)).toBe(encodeStateToString(s));
     const codec = new StateCodec();
-    const file = new SnapshotFile(PATH, fs, codec, noYield);
+    const file = new SnapshotFile(PATH, fs, codec, { slices: noYield });
     const back = await file.read();
     expect(plain(back)).toEqual(plain(s));
     expect(file.migratedFrom).toBeUndefined();
