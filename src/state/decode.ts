@@ -17,7 +17,6 @@ import { SNAPSHOT_MAGIC, type SliceOptions } from './encoder.js';
 import { FIRST_LINE_VERSION, STATE_VERSION, type MappingState, type StateIdentity } from './schema.js';
 import { isFileLine, mappingFromHead, newState, type DecodedState } from './validate.js';
 
-
 const NEWLINE = 0x0a;
 const OPEN_BRACE = 0x7b;
 const OPEN_BRACKET = 0x5b;
