@@ -12,8 +12,6 @@
  * - polling (watch/poller.ts): a stat-only walk of the mounts where inotify cannot see other
  *   hosts' changes (network, FUSE, unknown: watch/mounts.ts), and of folders past the
  *   inotify watch limit.
- * chokidar's polling mode was measured against the stat walk on a FUSE mount and dropped
- * (docs/performance.md): one stat timer per file, over the CPU budget at 100,000 files.
  *
  * The mapping's filter applies here too: excluded folders are not watched at all, events
  * for excluded files are not reported (temp, lock and swap files are excluded by the
@@ -89,7 +87,7 @@ export interface WatcherOptions {
   /** Called once the initial watch is set up (startWatcher resolves then too). */
   onReady?: (() => void) | undefined;
   /**
-   * How changes are learned of (issue 12, docs/watch.md): 'auto' (the config's default) watches events
+   * How changes are learned of (docs/watch.md): 'auto' (the config's default) watches events
    * everywhere and also polls the mounts where events miss what other hosts change
    * (network, FUSE, unknown); 'events' never polls (but folders past the inotify limit);
    * 'poll' polls everything and watches no event.
