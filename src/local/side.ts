@@ -143,18 +143,12 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
 /** The upload's reads of a folder's file count as content read (hash.ts `contentBytesRead`). */
 function countingReads(opened: OpenedFile): OpenedFile {
   const { handle } = opened;
-  return {
-    ...opened,
-    handle: {
-      read: async (buffer, offset, length, position) => {
-        const r = await handle.read(buffer, offset, length, position);
-        addContentBytesRead(r.bytesRead);
-        return r;
-      },
-      stat: () => handle.stat(),
-      close: () => handle.close(),
-    },
+  const read: typeof handle.read = async (...args) => {
+    const r = await handle.read(...args);
+    addContentBytesRead(r.bytesRead);
+    return r;
   };
+  return { ...opened, handle: { read, stat: () => handle.stat(), close: () => handle.close() } };
 }
 
 function outage(why: { path: string; reason: string }): ScanResult {
@@ -167,12 +161,8 @@ function isScanResult(v: PathFilter | ScanResult): v is ScanResult {
 
 /** The folders of a list that are not inside another one of the list ('' is the root). */
 function outermost(dirs: readonly string[]): string[] {
-  const sorted = [...new Set(dirs)].sort();
   const out: string[] = [];
-  for (const d of sorted) {
-    if (out.some((o) => o === '' || d === o || d.startsWith(`${o}/`))) continue;
-    out.push(d);
-  }
+  for (const d of [...new Set(dirs)].sort()) if (!out.some((o) => o === '' || d === o || d.startsWith(`${o}/`))) out.push(d);
   return out;
 }
 
@@ -193,12 +183,7 @@ export function toScanResult(walk: WalkResult, maxFileBytes: number): ScanResult
   for (const e of walk.errors) {
     skipped.push(e.kind === 'file' ? { path: e.path, reason: e.message } : { path: `${e.path}/`, reason: `${e.message}; the documents of its files are kept as they are` });
   }
-  return {
-    rootStatus: walk.rootStatus,
-    files: walk.files,
-    skipped,
-    unreadableDirs: walk.errors.filter((e) => e.kind === 'dir').map((e) => e.path),
-  };
+  return { rootStatus: walk.rootStatus, files: walk.files, skipped, unreadableDirs: walk.errors.filter((e) => e.kind === 'dir').map((e) => e.path) };
 }
 
 /** How the reason of a file over maxFileBytes begins (the daemon lists it as a problem). */
