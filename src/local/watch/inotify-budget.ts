@@ -43,10 +43,7 @@ export function suggestedWatchLimit(folders: number): number {
   return Math.max(524_288, Math.ceil((watchesNeeded(folders) * 2) / step) * step);
 }
 
-/**
- * dssync watches folders only (one inotify watch per folder: files are reported by their
- * folder's events), so the budget is the folder count of every mapping. Pure.
- */
+/** The budget's check (pure): the folders to watch against max_user_watches and max_user_instances. */
 export function inotifyCheck(folders: number, uncounted: number, limits: InotifyLimits): CheckResult {
   const base = { check: 'inotify' };
   const partial = uncounted ? ` (${uncounted} mapping${uncounted === 1 ? '' : 's'} not counted: folder unavailable)` : '';
