@@ -38,7 +38,7 @@ import { applyOp, setFileOp, type StateOp } from './ops.js';
 import { STATE_VERSION, type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile, type StateIdentity } from './schema.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { WriteScheduler } from './write-scheduler.js';
-import { encodeIdentityRecord, identityPathOf, identityRecordOf, missingIdentityOps, readIdentityFile, writeIdentityFile, type IdentityRecord } from './identity-file.js';
+import { encodeIdentityRecord, identityPathOf, identityRecordOf, missingIdentityOps, readIdentityFile, type IdentityRecord } from './identity-file.js';
 
 /** Ops that change what the identity file holds (identity-file.ts). */
 const IDENTITY_OPS = new Set<StateOp[0]>(['identity', 'map', 'dsname', 'unmap', 'session']);
@@ -632,7 +632,7 @@ export class StateStore {
     const text = encodeIdentityRecord(record);
     if (text === this.identityText) return;
     try {
-      await writeIdentityFile(this.fs, this.identityPath, text);
+      await writeFileAtomic(this.fs, this.identityPath, [Buffer.from(text, 'utf8')]);
       this.identityText = text;
     } catch (err) {
       this.identityDirty = true;
