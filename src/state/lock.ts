@@ -59,11 +59,7 @@ export async function acquireLock(statePath: string, opts: AcquireLockOptions = 
   const lockPath = lockPathOf(statePath);
   const logger = opts.logger ?? silentLogger;
   const clock = opts.clock ?? realClock;
-  const me: LockInfo = {
-    pid: process.pid,
-    hostname: osHostname(),
-    startedAt: new Date(clock.now()).toISOString(),
-  };
+  const me: LockInfo = { pid: process.pid, hostname: osHostname(), startedAt: new Date(clock.now()).toISOString() };
   const bootId = readBootId();
   const procStart = procStartOf(process.pid);
   if (bootId) me.bootId = bootId;
@@ -146,11 +142,7 @@ export function parseLockInfo(text: string): LockInfo | undefined {
     const o = v as Record<string, unknown>;
     if (typeof o['pid'] !== 'number' || !Number.isInteger(o['pid']) || o['pid'] <= 0) return undefined;
     if (typeof o['hostname'] !== 'string') return undefined;
-    const info: LockInfo = {
-      pid: o['pid'],
-      hostname: o['hostname'],
-      startedAt: typeof o['startedAt'] === 'string' ? o['startedAt'] : '',
-    };
+    const info: LockInfo = { pid: o['pid'], hostname: o['hostname'], startedAt: typeof o['startedAt'] === 'string' ? o['startedAt'] : '' };
     if (typeof o['bootId'] === 'string') info.bootId = o['bootId'];
     if (typeof o['procStart'] === 'string') info.procStart = o['procStart'];
     return info;
@@ -179,7 +171,7 @@ async function refreshedAgo(lockPath: string, clock: Clock): Promise<number | un
   }
 }
 
-export type LockVerdict = { alive: true; reason: string } | { alive: false; reason: string };
+export type LockVerdict = { alive: boolean; reason: string };
 
 /** What the judgement reads of this machine (a seam: tests give a fake /proc). */
 export interface LockProbe {
@@ -223,10 +215,8 @@ export function judgeLock(info: LockInfo | undefined, probe: LockProbe, lockPath
   if (!sameBoot) {
     if (info.hostname !== probe.hostname) {
       if (refreshedAgoMs !== undefined && refreshedAgoMs > LOCK_LEASE_MS) {
-        return {
-          alive: false,
-          reason: `it was taken on another host (${info.hostname}) and not refreshed for ${Math.round(refreshedAgoMs / 60_000)} min (a running dssync refreshes it every ${LOCK_HEARTBEAT_MS / 1000} s): its holder is gone`,
-        };
+        const reason = `it was taken on another host (${info.hostname}) and not refreshed for ${Math.round(refreshedAgoMs / 60_000)} min (a running dssync refreshes it every ${LOCK_HEARTBEAT_MS / 1000} s): its holder is gone`;
+        return { alive: false, reason };
       }
       return {
         alive: true,
@@ -326,21 +316,21 @@ function makeLock(lockPath: string, info: LockInfo, content: string, logger: Log
   };
 }
 
-function readBootId(): string | undefined {
+/** A file of /proc, or undefined where it cannot be read (not Linux, a process gone). */
+function readProc(path: string): string | undefined {
   try {
-    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+    return readFileSync(path, 'utf8');
   } catch {
     return undefined;
   }
 }
 
+function readBootId(): string | undefined {
+  return readProc('/proc/sys/kernel/random/boot_id')?.trim() || undefined;
+}
+
 /** Field 22 (starttime) of /proc/<pid>/stat; the command name (field 2) may hold spaces. */
 function procStartOf(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19];
-  } catch {
-    return undefined;
-  }
+  const stat = readProc(`/proc/${pid}/stat`);
+  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
 }
