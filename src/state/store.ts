@@ -71,20 +71,8 @@ export interface StateStoreOptions {
   foldMinBytes?: number;
 }
 
-/** Figures of the durable writes (journal appends) and of the snapshots. */
-export interface WriteStats {
-  /** Successful durable writes (journal appends) since open. */
-  writes: number;
-  /** Failed durable writes since open. */
-  failures: number;
-  /** Size of the last record appended. */
-  lastBytes: number;
-  /** Time to encode the last record (ms). */
-  lastEncodeMs: number;
-  /** Longest stretch the last write blocked the event loop (ms). */
-  lastMaxBlockMs: number;
-  /** Wall time of the last durable write: encoding, append and fsync (ms). */
-  lastWriteMs: number;
+/** Figures of the durable writes (the journal's appends, as SnapshotStats says them of a snapshot's) and of the snapshots. */
+export interface WriteStats extends SnapshotStats {
   /** Size of the journal now. */
   journalBytes: number;
   /** The snapshot's writes (folds). */
@@ -124,14 +112,7 @@ export class StateStore {
   private readonly scheduler: WriteScheduler;
   private closing: Promise<void> | undefined;
   private closed = false;
-  private readonly stats: Omit<WriteStats, 'journalBytes' | 'snapshot'> = {
-    writes: 0,
-    failures: 0,
-    lastBytes: 0,
-    lastEncodeMs: 0,
-    lastMaxBlockMs: 0,
-    lastWriteMs: 0,
-  };
+  private readonly stats: SnapshotStats = { writes: 0, failures: 0, lastBytes: 0, lastEncodeMs: 0, lastMaxBlockMs: 0, lastWriteMs: 0 };
   /** The fold in progress. */
   private folding: Promise<void> | undefined;
   /** No new fold before the journal reaches this size (after a failed one). */
