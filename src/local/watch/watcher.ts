@@ -28,6 +28,7 @@ import { inotifyQueue, RAISE_QUEUE_LIMIT, type QueueOverflow, type QueueView } f
 import { toRelPath } from '../paths.js';
 import { nodeFs } from '../fs.js';
 import type { Clock } from '../../time/clock.js';
+import { errnoOf } from '../../errors/errno.js';
 
 /**
  * What went wrong, for the daemon:
@@ -458,17 +459,10 @@ function queueOverflowError(root: string, o: QueueOverflow): WatchError {
 
 /** A watch error as a WatchError: a watch limit is told apart (it needs the operator). */
 export function classifyWatchError(root: string, err: unknown): WatchError {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const code = errnoOf(err);
   if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') {
-    return new WatchError(
-      'E_WATCH_LIMIT',
-      root,
-      code === 'ENOSPC'
-        ? `cannot watch more folders under ${root} (ENOSPC: the inotify watch limit): changes there are missed until the next rescan; raise it: ${RAISE_WATCH_LIMIT}`
-        : `cannot watch more folders under ${root} (${code}: the open-file limit): changes there are missed until the next rescan; raise LimitNOFILE= (systemd) or ulimit -n`,
-      true,
-      { cause: err },
-    );
+    const which = code === 'ENOSPC' ? `ENOSPC: the inotify watch limit): changes there are missed until the next rescan; raise it: ${RAISE_WATCH_LIMIT}` : `${code}: the open-file limit): changes there are missed until the next rescan; raise LimitNOFILE= (systemd) or ulimit -n`;
+    return new WatchError('E_WATCH_LIMIT', root, `cannot watch more folders under ${root} (${which}`, true, { cause: err });
   }
   return new WatchError('E_WATCH_FAILED', root, `watching ${root} failed: ${describe(err)}`, true, { cause: err });
 }
