@@ -191,7 +191,7 @@ export async function syncDir(fs: StateFs, dir: string): Promise<void> {
 }
 
 /** What `call` resolves to, or undefined when it fails because the file does not exist. */
-async function unlessMissing<T>(call: Promise<T>): Promise<T | undefined> {
+export async function unlessMissing<T>(call: Promise<T>): Promise<T | undefined> {
   try {
     return await call;
   } catch (err) {

@@ -19,7 +19,7 @@ import { resolve } from 'node:path';
 import { silentLogger, type Logger } from '../log.js';
 import { errnoOf } from '../errors/errno.js';
 import { StateLockedError } from './errors.js';
-import { FILE_MODE } from './atomic-file.js';
+import { FILE_MODE, unlessMissing } from './atomic-file.js';
 import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
 
 export interface LockInfo {
@@ -298,13 +298,8 @@ function makeLock(lockPath: string, info: LockInfo, content: string, logger: Log
       released = true;
       clock.clearTimeout(heartbeat);
       held.delete(lockPath);
-      let text: string;
-      try {
-        text = await fsp.readFile(lockPath, 'utf8');
-      } catch (err) {
-        if (errnoOf(err) === 'ENOENT') return;
-        throw err;
-      }
+      const text = await unlessMissing(fsp.readFile(lockPath, 'utf8'));
+      if (text === undefined) return;
       if (text !== content) {
         logger.warn({ lock: lockPath }, `lock file ${lockPath} was replaced by another process; leaving it`);
         return;

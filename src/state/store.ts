@@ -27,7 +27,7 @@ import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../log.js';
 import { SnapshotFile, type ReadStats, type SnapshotStats } from './snapshot-file.js';
-import { ensureDir, nodeStateFs, readBytesIfExists, removeStaleTemps, restrictMode, writeFileAtomic, type StateFs } from './atomic-file.js';
+import { ensureDir, nodeStateFs, readBytesIfExists, removeStaleTemps, restrictMode, unlessMissing, writeFileAtomic, type StateFs } from './atomic-file.js';
 import { StateCodec } from './encoder.js';
 import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState, withIntentDocuments } from './validate.js';
 import { errnoOf } from '../errors/errno.js';
@@ -212,12 +212,7 @@ export class StateStore {
           const moved: string[] = [];
           for (const file of [abs, journalPath]) {
             const aside = `${file}.corrupt-${stamp}`;
-            try {
-              await fs.rename(file, aside);
-              moved.push(aside);
-            } catch (e) {
-              if (errnoOf(e) !== 'ENOENT') throw e;
-            }
+            if (await unlessMissing(fs.rename(file, aside).then(() => true))) moved.push(aside);
           }
           const aside = moved[0] ?? `${abs}.corrupt-${stamp}`;
           logger.warn(
@@ -313,8 +308,7 @@ export class StateStore {
 
   /** Files tracked in a mapping (cheap: for status and metrics, however large the state). */
   fileCount(id: string): number {
-    const m = this.state.mappings[id];
-    return m ? m.files.size : 0;
+    return this.state.mappings[id]?.files.size ?? 0;
   }
 
   /** True while some mutation is not yet on disk (or being written). */
@@ -474,8 +468,7 @@ export class StateStore {
   /** The remote write is done (or known not to have happened). Coalesced. */
   endIntent(mappingId: string, intentId: string): boolean {
     this.assertOpen();
-    const m = this.state.mappings[mappingId];
-    if (!m || !m.intents[intentId]) return false;
+    if (!this.state.mappings[mappingId]?.intents[intentId]) return false;
     this.commit(['endIntent', mappingId, intentId]);
     return true;
   }
