@@ -44,10 +44,12 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     confinement.catch(() => undefined);
   };
   /**
-   * Without its ignore file the folder cannot be mirrored safely: an outage, reported with
-   * the reason (a FIFO, a folder, an oversized or unreadable ignore file).
+   * A scan begins: the confinement taken again, the filter read. Without its ignore file the
+   * folder cannot be mirrored safely: an outage, reported with the reason (a FIFO, a folder,
+   * an oversized or unreadable ignore file).
    */
   const filterOrOutage = async (): Promise<PathFilter | ScanResult> => {
+    refreshConfinement();
     try {
       return await loadFilter(mapping, fs);
     } catch (e) {
@@ -91,7 +93,6 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
   return {
     async scan(scanOpts: ScanOptions = {}): Promise<ScanResult> {
       opts.observed?.clear();
-      refreshConfinement();
       const filter = await filterOrOutage();
       if (isScanResult(filter)) return filter;
       const walk = await walkWith(filter, undefined, scanOpts.vouch);
@@ -100,7 +101,6 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     },
 
     async scanScope(scope: ChangeScope): Promise<ScanResult> {
-      refreshConfinement();
       const filter = await filterOrOutage();
       if (isScanResult(filter)) return filter;
       const dirs = outermost(scope.dirs);
