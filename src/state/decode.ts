@@ -69,8 +69,7 @@ export class SnapshotParser {
 
   /**
    * The lines of `buf[start, end)`, which ends with a newline: decoded once, each line
-   * parsed from a slice of that text (a slice is not a copy; a string per line made by the
-   * Buffer was a call into the runtime and a copy of the line each time).
+   * parsed from a slice of that text (a slice is not a copy).
    */
   private window(buf: Buffer, start: number, end: number): void {
     const text = buf.toString('utf8', start, end);
