@@ -88,9 +88,8 @@ export interface AggregatorOptions {
   writeFinishMaxMs: number;
   /**
    * A file seen empty (a truncation) and then with content within this long (ms) is one
-   * save in one go, not a truncate-then-rewrite in progress (see the rules). Far below the
-   * pauses of a writer that truncates and then waits (the simulation's are 200 ms and more)
-   * and far above the microseconds between a save's truncation and its write.
+   * save in one go, not a truncate-then-rewrite in progress (see the rules): far below a
+   * writer's pauses, far above the microseconds between a save's truncation and its write.
    */
   refillMs: number;
   /** More pending paths than this: drop them all and ask for a rescan (bounded memory). */
