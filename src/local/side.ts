@@ -68,15 +68,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
   };
   /** The whole tree, or only `subtrees` (an incremental look). */
   const walkWith = (filter: PathFilter, subtrees?: readonly string[], vouch?: ScanOptions['vouch']): Promise<WalkResult> =>
-    walkTree(mapping.path, filter, {
-      vouch,
-      fs,
-      maxFileBytes: mapping.maxFileBytes,
-      followSymlinks: mapping.followSymlinks,
-      concurrency: opts.concurrency,
-      signal: opts.signal,
-      subtrees,
-    });
+    walkTree(mapping.path, filter, { vouch, fs, maxFileBytes: mapping.maxFileBytes, followSymlinks: mapping.followSymlinks, concurrency: opts.concurrency, signal: opts.signal, subtrees });
   /** A regular file's disk path and stat now; undefined when it is not (any more) a file. */
   const statNow = async (path: string, walk: WalkResult): Promise<{ disk: string; st: StatNow } | undefined> => {
     const disk = await resolveDiskPath(fs, mapping.path, path);
