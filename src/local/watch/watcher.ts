@@ -283,14 +283,7 @@ async function openRun(opts: WatcherOptions): Promise<WatchRun> {
     throw new WatchError('E_WATCH_ROOT_UNUSABLE', given, `cannot watch ${given}: ${describe(e)}`, true, { cause: e });
   }
   const run: WatchRun = {
-    given,
-    root,
-    identity,
-    clock: opts.clock,
-    filter: opts.filter,
-    closed: false,
-    rootGone: false,
-    rootMoved: false,
+    given, root, identity, clock: opts.clock, filter: opts.filter, closed: false, rootGone: false, rootMoved: false,
     emit: (e) => {
       // After the root is gone, paths under it mean nothing (the daemon starts a new watcher).
       if (run.closed || run.rootGone) return;
