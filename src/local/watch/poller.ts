@@ -460,15 +460,10 @@ export class Poller {
   /** A complete cycle's figures into the stats. */
   private endCycle(c: { startedAt: number; cpu0: number; entries: number; files: number; bySubtree: PollStats['bySubtree'] }): void {
     const end = this.o.clock.monotonic();
-    this.stats.cycles++;
-    this.stats.lastEntries = c.entries;
-    this.stats.lastFiles = c.files;
-    this.stats.bySubtree = c.bySubtree;
-    this.stats.achievedIntervalMs = this.lastStart === undefined ? undefined : c.startedAt - this.lastStart;
+    const achievedIntervalMs = this.lastStart === undefined ? undefined : c.startedAt - this.lastStart;
     this.lastStart = c.startedAt;
-    this.stats.lastCycleMs = end - c.startedAt;
-    this.stats.lastCycleEndedAt = end;
-    this.stats.lastCycleCpuMs = this.o.cpuMs() - c.cpu0;
+    const cycle = { lastEntries: c.entries, lastFiles: c.files, bySubtree: c.bySubtree, achievedIntervalMs, lastCycleMs: end - c.startedAt, lastCycleEndedAt: end, lastCycleCpuMs: this.o.cpuMs() - c.cpu0 };
+    Object.assign(this.stats, { cycles: this.stats.cycles + 1 }, cycle);
   }
 
   private lastStart: number | undefined;
