@@ -236,8 +236,7 @@ export class Journal {
         recs.push(frameRecord(first + i, ops.slice(i, i + RECORD_OPS)));
         encodeMs = Math.max(encodeMs, now() - t0);
       }
-      const prev = this.chain;
-      const write = prev.then(() => this.appendNow(recs));
+      const write = this.chain.then(() => this.appendNow(recs));
       this.chain = write.catch(() => undefined);
       await write;
       return { bytes: recs.reduce((n, r) => n + r.length, 0), encodeMs };
