@@ -218,10 +218,9 @@ export function judgeLock(info: LockInfo | undefined, probe: LockProbe, lockPath
         const reason = `it was taken on another host (${info.hostname}) and not refreshed for ${Math.round(refreshedAgoMs / 60_000)} min (a running dssync refreshes it every ${LOCK_HEARTBEAT_MS / 1000} s): its holder is gone`;
         return { alive: false, reason };
       }
-      return {
-        alive: true,
-        reason: `it was taken on another host (${info.hostname}${info.bootId ? `, boot ${info.bootId}` : ''}), another machine whose processes cannot be checked from here and which refreshed it ${refreshedAgoMs === undefined ? 'at an unknown time' : `${Math.max(0, Math.round(refreshedAgoMs / 1000))} s ago`}; it is taken over once it has not been refreshed for ${LOCK_LEASE_MS / 60_000} min. If no dssync runs there with this state, delete ${lockPath} now (two hosts must not share one state file: give each its own statePath)`,
-      };
+      const refreshed = refreshedAgoMs === undefined ? 'at an unknown time' : `${Math.max(0, Math.round(refreshedAgoMs / 1000))} s ago`;
+      const reason = `it was taken on another host (${info.hostname}${info.bootId ? `, boot ${info.bootId}` : ''}), another machine whose processes cannot be checked from here and which refreshed it ${refreshed}; it is taken over once it has not been refreshed for ${LOCK_LEASE_MS / 60_000} min. If no dssync runs there with this state, delete ${lockPath} now (two hosts must not share one state file: give each its own statePath)`;
+      return { alive: true, reason };
     }
     if (info.bootId !== undefined && probe.bootId !== undefined) {
       return { alive: false, reason: `it was taken before the last reboot (process ${info.pid})` };
