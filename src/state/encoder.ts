@@ -105,10 +105,7 @@ class Batches {
   private batch: RowsData[] = [];
   private inFlight: Promise<EncodedBatch> | undefined;
 
-  constructor(
-    private readonly rows: RowsEncoder,
-    private readonly out: Output,
-  ) {}
+  constructor(private readonly rows: RowsEncoder, private readonly out: Output) {}
 
   /** Adds a chunk; when that fills a batch, sends it and returns the wait for the batch before it. */
   add(r: RowsData): Promise<void> | undefined {
