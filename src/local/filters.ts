@@ -107,11 +107,7 @@ export class IgnoreFileError extends Error {
   override readonly name = 'IgnoreFileError';
   /** The registry's code (errors/codes.ts: E_LOCAL_*); the system's errno in `errno`. */
   readonly code: string;
-  constructor(
-    readonly path: string,
-    readonly errno: string,
-    message: string,
-  ) {
+  constructor(readonly path: string, readonly errno: string, message: string) {
     super(message);
     this.code = registryCode(errno);
   }
