@@ -94,10 +94,7 @@ export interface WalkOptions {
   maxFileBytes?: number | undefined;
   /** Follow symbolic links whose target lies inside the root. Default false. */
   followSymlinks?: boolean | undefined;
-  /**
-   * Folders (and links) looked at at once. Default 32: the listings asked of the folder
-   * lister's workers at once.
-   */
+  /** Folders (and links) looked at at once: the listings asked of the folder lister at once. Default 32. */
   concurrency?: number | undefined;
   fs?: LocalFs | undefined;
   signal?: AbortSignal | undefined;
