@@ -310,12 +310,7 @@ class PathLooks {
   private readonly state = new Map<string, PathLook>();
   private readonly queue: PQueue;
 
-  constructor(
-    limit: number,
-    private readonly look: (rel: string, abs: string, at: number, named: boolean) => Promise<void>,
-    private readonly closed: () => boolean,
-    private readonly onError: (err: unknown) => void,
-  ) {
+  constructor(limit: number, private readonly look: (rel: string, abs: string, at: number, named: boolean) => Promise<void>, private readonly closed: () => boolean, private readonly onError: (err: unknown) => void) {
     this.queue = new PQueue({ concurrency: limit });
   }
 
