@@ -62,10 +62,7 @@ export type SpecialFileKind = 'a folder' | 'a FIFO (named pipe)' | 'a socket' | 
  */
 export class NotRegularFileError extends LocalFileError {
   override name = 'NotRegularFileError';
-  constructor(
-    path: string,
-    readonly kind: SpecialFileKind,
-  ) {
+  constructor(path: string, readonly kind: SpecialFileKind) {
     super(path, 'E_LOCAL_NOT_REGULAR', `${path} is ${kind}, not a regular file; it is not read`);
   }
 }

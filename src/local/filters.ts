@@ -57,10 +57,10 @@ export function createFilter(spec: FilterSpec, ignoreText?: string): PathFilter 
     if (glob.endsWith('/')) dirExcludes.push(toPathGlob(glob.replace(/\/+$/, '')));
     else anyExcludes.push(toPathGlob(glob));
   }
-  const matchExclude = anyExcludes.length ? picomatch(anyExcludes, GLOB_OPTIONS) : () => false;
-  const matchDirExclude = dirExcludes.length ? picomatch(dirExcludes, GLOB_OPTIONS) : () => false;
-  const includes = spec.include.map((g) => g.trim()).filter((g) => g !== '');
-  const matchInclude = includes.length ? picomatch(includes.map(toPathGlob), GLOB_OPTIONS) : () => false;
+  const matcher = (globs: string[]): ((path: string) => boolean) => (globs.length ? picomatch(globs, GLOB_OPTIONS) : () => false);
+  const matchExclude = matcher(anyExcludes);
+  const matchDirExclude = matcher(dirExcludes);
+  const matchInclude = matcher(spec.include.map((g) => g.trim()).filter((g) => g !== '').map(toPathGlob));
 
   const ig: Ignore | undefined = ignoreText?.trim() ? ignore({ ignorecase: true }).add(ignoreText) : undefined;
   const ignoreFileRel = spec.ignoreFile ? normalizeRelPath(spec.ignoreFile).toLowerCase() : undefined;
@@ -107,19 +107,10 @@ export class IgnoreFileError extends Error {
   override readonly name = 'IgnoreFileError';
   /** The registry's code (errors/codes.ts: E_LOCAL_*); the system's errno in `errno`. */
   readonly code: string;
-  constructor(
-    readonly path: string,
-    readonly errno: string,
-    message: string,
-  ) {
+  constructor(readonly path: string, readonly errno: string, message: string) {
     super(message);
     this.code = registryCode(errno);
   }
-}
-
-/** Absolute path of a mapping's ignore file. */
-export function ignoreFilePath(mapping: { path: string; ignoreFile?: string | undefined }): string | undefined {
-  return mapping.ignoreFile ? join(mapping.path, mapping.ignoreFile) : undefined;
 }
 
 /**
@@ -127,20 +118,15 @@ export function ignoreFilePath(mapping: { path: string; ignoreFile?: string | un
  * that exists but cannot be read throws IgnoreFileError: mirroring without it could publish
  * exactly the files the operator meant to keep out.
  */
-export async function loadFilter(
-  mapping: FilterSpec & { path: string },
-  fs: LocalFs = nodeFs,
-): Promise<PathFilter> {
-  const file = ignoreFilePath(mapping);
+export async function loadFilter(mapping: FilterSpec & { path: string }, fs: LocalFs = nodeFs): Promise<PathFilter> {
+  const file = mapping.ignoreFile ? join(mapping.path, mapping.ignoreFile) : undefined;
   let text: string | undefined;
   if (file) {
     try {
       text = await fs.readFile(file);
     } catch (e) {
       const code = errorCode(e);
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') {
-        throw new IgnoreFileError(file, code, `cannot read the ignore file ${file}: ${errorMessage(e)}`);
-      }
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new IgnoreFileError(file, code, `cannot read the ignore file ${file}: ${errorMessage(e)}`);
     }
   }
   return createFilter(mapping, text);

@@ -15,22 +15,21 @@ import { walkTree } from './walk.js';
  * undefined when it can be listed.
  */
 export async function folderProblem(path: string): Promise<string | undefined> {
+  const unreadable = (e: unknown): string => `${cannotRead(path, (e as NodeJS.ErrnoException).code)}; ${READ_ACCESS_FIX}`;
   let isDir: boolean;
   try {
     isDir = (await stat(path)).isDirectory();
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return `the folder ${path} does not exist (not mounted?); check "path"`;
-    return `the folder ${path} cannot be read by this user (${code ?? 'error'}); give the user dssync runs as read access to it (systemd: ReadOnlyPaths= and the folder permissions)`;
+    return code === 'ENOENT' || code === 'ENOTDIR' ? `the folder ${path} does not exist (not mounted?); check "path"` : unreadable(e);
   }
-  if (!isDir) return `${path} is not a folder; "path" must name the folder to mirror`;
-  try {
-    await access(path, constants.R_OK | constants.X_OK);
-  } catch (e) {
-    return `the folder ${path} cannot be read by this user (${(e as NodeJS.ErrnoException).code ?? 'error'}); give the user dssync runs as read access to it (systemd: ReadOnlyPaths= and the folder permissions)`;
-  }
-  return undefined;
+  if (!isDir) return notAFolder(path);
+  return access(path, constants.R_OK | constants.X_OK).then(() => undefined, unreadable);
 }
+
+const READ_ACCESS_FIX = 'give the user dssync runs as read access to it (systemd: ReadOnlyPaths= and the folder permissions)';
+const cannotRead = (path: string, code: string | undefined): string => `the folder ${path} cannot be read by this user (${code ?? 'error'})`;
+const notAFolder = (path: string): string => `${path} is not a folder; "path" must name the folder to mirror`;
 
 /**
  * The check's verdict, the folder count (the inotify budget) and the included files'
@@ -52,16 +51,9 @@ export async function checkFolder(m: MappingConfig): Promise<{ result: CheckResu
     case 'missing':
       return { result: { ...base, level: 'fail', message: `the folder ${m.path} does not exist (not mounted?); nothing would be mirrored (and nothing deleted)` } };
     case 'not-a-directory':
-      return { result: { ...base, level: 'fail', message: `${m.path} is not a folder; "path" must name the folder to mirror` } };
+      return { result: { ...base, level: 'fail', message: notAFolder(m.path) } };
     case 'unreadable':
-      return {
-        result: {
-          ...base,
-          level: 'fail',
-          message: `the folder ${m.path} cannot be read by this user (${walk.rootError?.code ?? 'error'})`,
-          fix: 'give the user dssync runs as read access to it (systemd: ReadOnlyPaths= and the folder permissions)',
-        },
-      };
+      return { result: { ...base, level: 'fail', message: cannotRead(m.path, walk.rootError?.code), fix: READ_ACCESS_FIX } };
     case 'ok':
       break;
   }
@@ -76,21 +68,12 @@ export async function checkFolder(m: MappingConfig): Promise<{ result: CheckResu
   // The mapped folder itself counts: it is watched like the ones below it.
   const dirs = walk.dirCount + 1;
   const counts = `${m.path}: ${dirs} folder${dirs === 1 ? '' : 's'}, ${files} file${files === 1 ? '' : 's'} included${notes.length ? `; ${notes.join('; ')}` : ''}`;
+  const walked = (result: CheckResult): { result: CheckResult; folders: number; files: readonly string[] } => ({ folders: dirs, files: paths, result });
   if (walk.errors.length) {
     const first = walk.errors[0];
-    return {
-      folders: dirs,
-      files: paths,
-      result: {
-        ...base,
-        level: 'warn',
-        message: `${counts}; ${walk.errors.length} unreadable entr${walk.errors.length === 1 ? 'y' : 'ies'}, e.g. ${first?.path ?? ''} (${first?.code ?? ''})`,
-        fix: 'dssync leaves what it cannot read alone; give the user dssync runs as read access to mirror it',
-      },
-    };
+    const message = `${counts}; ${walk.errors.length} unreadable entr${walk.errors.length === 1 ? 'y' : 'ies'}, e.g. ${first?.path ?? ''} (${first?.code ?? ''})`;
+    return walked({ ...base, level: 'warn', message, fix: 'dssync leaves what it cannot read alone; give the user dssync runs as read access to mirror it' });
   }
-  if (files === 0) {
-    return { folders: dirs, files: paths, result: { ...base, level: 'warn', message: `${counts}: no file would be mirrored; check "include", "exclude" and the ignore file` } };
-  }
-  return { folders: dirs, files: paths, result: { ...base, level: 'ok', message: counts } };
+  if (files === 0) return walked({ ...base, level: 'warn', message: `${counts}: no file would be mirrored; check "include", "exclude" and the ignore file` });
+  return walked({ ...base, level: 'ok', message: counts });
 }

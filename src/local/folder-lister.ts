@@ -1,15 +1,11 @@
 /**
  * Folders listed, and their files `lstat`ed, in worker threads (`LocalFs.listFolder` of
- * the real disk). A walk of a million files made a million asynchronous `lstat`s: each a
- * request through libuv's pool, a Stats object, a promise and its callback on the main
- * thread, ~20 µs of JavaScript per file besides the kernel's work. Here a worker lists a
- * folder with synchronous calls (readdir, then one `lstat` per file, ~4 µs each here) and
- * answers once per folder with the names and the numbers packed in typed arrays
- * (folder-listing.ts), handed over without a copy. The main thread's event loop never
- * waits on the filesystem.
+ * the real disk): a worker lists a folder with synchronous calls and answers once per
+ * folder with the names and the numbers packed in typed arrays (folder-listing.ts), handed
+ * over without a copy, so the main thread's event loop never waits on the filesystem. The
+ * worker (lister-worker.ts) runs the steps every filesystem runs (list-steps.ts, and
+ * hash-steps.ts for hash.ts's small files) with node:fs's synchronous calls.
  *
- * The worker (lister-worker.ts) runs the steps every filesystem runs (list-steps.ts, and
- * hash-steps.ts for hash.ts's small files) with node:fs's synchronous calls. *
  * A hung filesystem (a dead network mount) blocks the worker in a system call, never the
  * main thread. A caller tells hung from slow by the listing's `progress` (a count the worker
  * bumps in shared memory after the folder's read and each file's `lstat`: a large folder on
@@ -145,7 +141,7 @@ export class FolderLister {
   }
 
   private request(message: { path: string; noFollow: boolean } | { hash: HashRequest }, signal: AbortSignal | undefined, progress?: ListingProgress | undefined): Promise<FolderListing | RawHash> {
-    if (this.closed) return Promise.reject(Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' }));
+    if (this.closed) return Promise.reject(listerClosed());
     if (signal?.aborted) return Promise.reject(signal.reason);
     const w = this.pick();
     // A worker runs its requests one after another: its count is this request's progress,
@@ -159,16 +155,11 @@ export class FolderLister {
           reject(signal?.reason);
         }
       };
-      w.pending.set(id, {
-        resolve: (l) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(l);
-        },
-        reject: (e) => {
-          signal?.removeEventListener('abort', onAbort);
-          reject(e);
-        },
-      });
+      const unhooked = <T>(settle: (v: T) => void) => (v: T): void => {
+        signal?.removeEventListener('abort', onAbort);
+        settle(v);
+      };
+      w.pending.set(id, { resolve: unhooked(resolve), reject: unhooked(reject) });
       signal?.addEventListener('abort', onAbort, { once: true });
       if (w.pending.size === 1) {
         w.lastProgress = this.clock.monotonic();
@@ -184,7 +175,7 @@ export class FolderLister {
   /** Ends every worker; requests waiting reject. Does not wait (see the module comment). */
   close(): void {
     this.closed = true;
-    for (const w of [...this.workers]) this.retire(w, Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' }));
+    for (const w of [...this.workers]) this.retire(w, listerClosed());
   }
 
   /** The least busy worker not stuck; a new one while fewer than `size` are busy, or all are stuck. */
@@ -213,13 +204,9 @@ export class FolderLister {
   private spawn(): ListerWorker {
     installExitHook();
     const flags = new Int32Array(new SharedArrayBuffer(FLAGS * 4));
-    const worker = new Worker(workerUrl(), {
-      // A file, not a string: a process run with --input-type (node -e) must not pass it on.
-      execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')),
-      workerData: { flags: flags.buffer, testHook: this.testHook, testEntryHook: this.testEntryHook },
-      stdout: false,
-      stderr: false,
-    });
+    // A file, not a string: a process run with --input-type (node -e) must not pass it on.
+    const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
+    const worker = new Worker(workerUrl(), { execArgv, workerData: { flags: flags.buffer, testHook: this.testHook, testEntryHook: this.testEntryHook }, stdout: false, stderr: false });
     worker.unref();
     const now = this.clock.monotonic();
     const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: now, count: 0, countAt: now, idleTimer: undefined, retired: false };
@@ -275,6 +262,8 @@ export class FolderLister {
     w.worker.unref();
   }
 }
+
+const listerClosed = (): Error => Object.assign(new Error('the folder lister is closed'), { code: 'ESTOPPED' });
 
 let shared: FolderLister | undefined;
 

@@ -1,14 +1,8 @@
 /**
- * What `LocalFs.listFolder` answers: a folder's entries and its files' numbers in flat
- * arrays (no object per entry), so that a worker thread can hand them over in one message
- * (folder-lister.ts).
- */
-
-/**
- * A folder's entries and its files' `lstat`, as one answer (`LocalFs.listFolder`): what a
- * walk needs of a folder, without an object per entry. Entry `i` is `names[i]`, of type
- * `types[i]` (ENTRY_*: what the listing said), and for a file its numbers are
- * `stats[i * STAT_FIELDS + STAT_*]`.
+ * What `LocalFs.listFolder` answers: a folder's entries and its files' `lstat` numbers in
+ * flat arrays (no object per entry), so that a worker thread can hand them over in one
+ * message (folder-lister.ts). Entry `i` is `names[i]`, of type `types[i]` (ENTRY_*: what
+ * the listing said), and for a file its numbers are `stats[i * STAT_FIELDS + STAT_*]`.
  */
 export interface FolderListing {
   /** The kernel's path of the folder listed; undefined when the system does not tell. */
@@ -18,9 +12,8 @@ export interface FolderListing {
   /**
    * The `lstat` of each entry listed as a file: size, mtimeMs, ctimeMs (NaN: unknown), dev,
    * ino. In place of the size: STAT_OTHER_TYPE (no longer a regular file: replaced by a
-   * folder, a link...), STAT_GONE (ENOENT
-   * or ENOTDIR: gone since listed), STAT_FAILED (the error is in `statErrors`), NaN (not
-   * stat-ed: not a file).
+   * folder, a link...), STAT_GONE (ENOENT or ENOTDIR: gone since listed), STAT_FAILED (the
+   * error is in `statErrors`), NaN (not stat-ed: not a file).
    */
   stats: Float64Array;
   /** The `lstat`s that failed otherwise, by entry. */

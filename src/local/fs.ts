@@ -30,7 +30,6 @@ import { call, errorCode, runAsync, type AsyncSysCalls, type Steps } from './sys
 
 export { errorCode };
 
-
 /** A folder's watch (LocalFs.watch). */
 export interface FolderWatcher {
   close(): void;
@@ -48,10 +47,9 @@ export interface LocalFs extends AsyncSysCalls {
    * path meanwhile, and `lstat`s every file listed, in one call (folder-lister.ts: a worker
    * thread, so that a million files cost the main thread no filesystem call and no Stats
    * object). Opens nothing but the folder. `signal`: the promise rejects with its reason
-   * when it aborts, whatever the filesystem does. The walk's only way to list: the fakes
-   * answer it with the worker's steps (`listFolderWith`). `progress`: followed while
-   * the listing runs, for a deadline on progress rather than on the whole listing (the
-   * poller's).
+   * when it aborts, whatever the filesystem does. The fakes answer it with the worker's
+   * steps (`listFolderWith`). `progress`: followed while the listing runs, for a deadline
+   * on progress rather than on the whole listing (the poller's).
    */
   listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing>;
   /** A folder's watch (fs.watch): each event names the entry of the folder it is about. */
@@ -60,8 +58,7 @@ export interface LocalFs extends AsyncSysCalls {
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;
 }
 
-// The callback API, promisified, is markedly cheaper per call than fs.promises (measured
-// ~1.5x on 100,000 lstat calls): it matters for a walk of a large tree.
+// The callback API, promisified: cheaper per call than fs.promises (a walk makes many).
 const lstatP = promisify(lstat);
 const statP = promisify(stat);
 const readdirP = promisify(readdir);
@@ -96,8 +93,7 @@ export const nodeFs: LocalFs = {
   watch: (path, listener) => fsWatch(path, { persistent: true }, listener),
   realpath: (path) => realpathP(path),
   readFile: (path, opts) => readSmallFile(path, { ...opts, fs: nodeFs }),
-  // A bare descriptor and the callback API: fs.promises' FileHandle costs markedly more CPU
-  // per call (a first mirror makes ~14 of these calls per file).
+  // A bare descriptor and the callback API: cheaper per call than fs.promises' FileHandle.
   open: (path, o) => openP(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (o.folder ? O_DIRECTORY : 0) | (o.noFollow ? O_NOFOLLOW : 0)),
   fstat: (fd) => fstatP(fd),
   read: readP,

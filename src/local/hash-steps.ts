@@ -63,14 +63,18 @@ function failed(step: 'open' | 'read', err: unknown): unknown {
   return err;
 }
 
+/** `steps`, whose error is `failed(step, …)`. */
+function* tagged<R>(step: 'open' | 'read', steps: Steps<R>): Steps<R> {
+  try {
+    return yield* steps;
+  } catch (err) {
+    throw failed(step, err);
+  }
+}
+
 /** Opens and checks a file; a refusal closes it. Errors of the calls carry `step: 'open'`. */
 export function* openCheckedSteps(req: OpenRequest): Steps<Opened> {
-  let fd: number;
-  try {
-    fd = yield* call('open', req.path, { folder: false, noFollow: req.noFollow });
-  } catch (err) {
-    throw failed('open', err);
-  }
+  const fd = yield* tagged('open', call('open', req.path, { folder: false, noFollow: req.noFollow }));
   let before: RawStats;
   let refused: Refusal | undefined;
   try {
@@ -121,17 +125,11 @@ export function* hashSteps(req: HashRequest): Steps<RawHash> {
   const { fd, before } = opened;
   try {
     const h = createHash('sha256');
-    // Sized to the file: most files are small, and a fresh 1 MiB buffer per file made an
-    // initial hash of 10,000 small files spend more time collecting garbage than hashing.
+    // Sized to the file: most files are small (a 1 MiB buffer per small file is garbage).
     const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(req.chunkBytes, before.size + 1)));
     let total = 0;
     for (;;) {
-      let n: number;
-      try {
-        n = yield* call('read', fd, buffer, 0, buffer.length, null);
-      } catch (err) {
-        throw failed('read', err);
-      }
+      const n = yield* tagged('read', call('read', fd, buffer, 0, buffer.length, null));
       if (n === 0) break;
       h.update(buffer.subarray(0, n));
       total += n;
@@ -141,18 +139,8 @@ export function* hashSteps(req: HashRequest): Steps<RawHash> {
       // that would return 0 is skipped (growth after it shows in the stats below).
       if (total === before.size && n < buffer.length) break;
     }
-    let afterHandle: RawStats;
-    try {
-      afterHandle = facts(yield* call('fstat', fd));
-    } catch (err) {
-      throw failed('read', err);
-    }
-    let afterPath: RawStats;
-    try {
-      afterPath = facts(yield* call('stat', req.path));
-    } catch (err) {
-      throw failed('open', err);
-    }
+    const afterHandle = facts(yield* tagged('read', call('fstat', fd)));
+    const afterPath = facts(yield* tagged('open', call('stat', req.path)));
     return { before, total, sha256: h.digest('hex'), afterHandle, afterPath };
   } finally {
     yield* call('close', fd);

@@ -68,7 +68,8 @@ export async function hashFile(diskPath: string, opts: HashOptions = {}): Promis
   const fs = opts.fs ?? nodeFs;
   const signal = opts.signal;
   signal?.throwIfAborted();
-  const req: HashRequest = { ...openRequest(diskPath, opts), chunkBytes: chunkBytes(opts) };
+  // Read size: sized to the file by the caller; default 1 MiB, at least 4 KiB.
+  const req: HashRequest = { ...openRequest(diskPath, opts), chunkBytes: Math.max(4096, opts.chunkBytes ?? 1024 * 1024) };
   let raw: RawHash;
   try {
     raw =
@@ -82,11 +83,6 @@ export async function hashFile(diskPath: string, opts: HashOptions = {}): Promis
   bytesReadTotal += raw.total ?? 0;
   if (raw.refused !== undefined) throw refusedError(diskPath, raw.refused, raw.before, opts.within);
   return judged(diskPath, raw.before, raw.afterHandle as RawStats, raw.afterPath as RawStats, raw.total ?? 0, raw.sha256 as string);
-}
-
-/** Read size: sized to the file by the caller; default 1 MiB, at least 4 KiB. */
-function chunkBytes(opts: HashOptions): number {
-  return Math.max(4096, opts.chunkBytes ?? 1024 * 1024);
 }
 
 type StatFacts = Pick<RawStats, 'size' | 'mtimeMs' | 'ctimeMs' | 'dev' | 'ino'>;
@@ -116,10 +112,9 @@ function openError(path: string, e: unknown): Error {
   // O_NOFOLLOW met a symbolic link where a regular file was walked.
   if (code === 'ELOOP') return new FileChangedError(path, 'it was replaced by a symbolic link');
   if (code === 'EISDIR') return new FileChangedError(path, 'it is now a folder');
-  return new FileReadError(path, code, `${path} cannot be read: ${errorMessage(e)}`);
+  return readError(path, e);
 }
 
 function readError(path: string, e: unknown): Error {
-  const code = errorCode(e);
-  return new FileReadError(path, code, `${path} cannot be read: ${errorMessage(e)}`);
+  return new FileReadError(path, errorCode(e), `${path} cannot be read: ${errorMessage(e)}`);
 }

@@ -8,7 +8,6 @@
 import { isAbsolute, relative, sep } from 'node:path';
 import { nfc } from '../unicode.js';
 
-
 /** Joins a relative directory path ('' = the root) and an entry name, normalised. */
 export function joinRel(dir: string, name: string): string {
   return dir === '' ? nfc(name) : `${dir}/${nfc(name)}`;
@@ -26,12 +25,7 @@ export function toRelPath(root: string, absPath: string): string | undefined {
 
 /** Normalises a relative path: POSIX separators, no empty or "." segments, NFC. */
 export function normalizeRelPath(rel: string): string {
-  return nfc(
-    rel
-      .split(sep === '/' ? '/' : /[\\/]/)
-      .filter((s) => s !== '' && s !== '.')
-      .join('/'),
-  );
+  return nfc(rel.split(sep === '/' ? '/' : /[\\/]/).filter((s) => s !== '' && s !== '.').join('/'));
 }
 
 /** True when `child` is `parent` or lies below it (both absolute, normalised). */

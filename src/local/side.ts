@@ -44,10 +44,12 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     confinement.catch(() => undefined);
   };
   /**
-   * Without its ignore file the folder cannot be mirrored safely: an outage, reported with
-   * the reason (a FIFO, a folder, an oversized or unreadable ignore file).
+   * A scan begins: the confinement taken again, the filter read. Without its ignore file the
+   * folder cannot be mirrored safely: an outage, reported with the reason (a FIFO, a folder,
+   * an oversized or unreadable ignore file).
    */
   const filterOrOutage = async (): Promise<PathFilter | ScanResult> => {
+    refreshConfinement();
     try {
       return await loadFilter(mapping, fs);
     } catch (e) {
@@ -66,15 +68,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
   };
   /** The whole tree, or only `subtrees` (an incremental look). */
   const walkWith = (filter: PathFilter, subtrees?: readonly string[], vouch?: ScanOptions['vouch']): Promise<WalkResult> =>
-    walkTree(mapping.path, filter, {
-      vouch,
-      fs,
-      maxFileBytes: mapping.maxFileBytes,
-      followSymlinks: mapping.followSymlinks,
-      concurrency: opts.concurrency,
-      signal: opts.signal,
-      subtrees,
-    });
+    walkTree(mapping.path, filter, { vouch, fs, maxFileBytes: mapping.maxFileBytes, followSymlinks: mapping.followSymlinks, concurrency: opts.concurrency, signal: opts.signal, subtrees });
   /** A regular file's disk path and stat now; undefined when it is not (any more) a file. */
   const statNow = async (path: string, walk: WalkResult): Promise<{ disk: string; st: StatNow } | undefined> => {
     const disk = await resolveDiskPath(fs, mapping.path, path);
@@ -91,7 +85,6 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
   return {
     async scan(scanOpts: ScanOptions = {}): Promise<ScanResult> {
       opts.observed?.clear();
-      refreshConfinement();
       const filter = await filterOrOutage();
       if (isScanResult(filter)) return filter;
       const walk = await walkWith(filter, undefined, scanOpts.vouch);
@@ -100,7 +93,6 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     },
 
     async scanScope(scope: ChangeScope): Promise<ScanResult> {
-      refreshConfinement();
       const filter = await filterOrOutage();
       if (isScanResult(filter)) return filter;
       const dirs = outermost(scope.dirs);
@@ -143,18 +135,12 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
 /** The upload's reads of a folder's file count as content read (hash.ts `contentBytesRead`). */
 function countingReads(opened: OpenedFile): OpenedFile {
   const { handle } = opened;
-  return {
-    ...opened,
-    handle: {
-      read: async (buffer, offset, length, position) => {
-        const r = await handle.read(buffer, offset, length, position);
-        addContentBytesRead(r.bytesRead);
-        return r;
-      },
-      stat: () => handle.stat(),
-      close: () => handle.close(),
-    },
+  const read: typeof handle.read = async (...args) => {
+    const r = await handle.read(...args);
+    addContentBytesRead(r.bytesRead);
+    return r;
   };
+  return { ...opened, handle: { read, stat: () => handle.stat(), close: () => handle.close() } };
 }
 
 function outage(why: { path: string; reason: string }): ScanResult {
@@ -167,12 +153,8 @@ function isScanResult(v: PathFilter | ScanResult): v is ScanResult {
 
 /** The folders of a list that are not inside another one of the list ('' is the root). */
 function outermost(dirs: readonly string[]): string[] {
-  const sorted = [...new Set(dirs)].sort();
   const out: string[] = [];
-  for (const d of sorted) {
-    if (out.some((o) => o === '' || d === o || d.startsWith(`${o}/`))) continue;
-    out.push(d);
-  }
+  for (const d of [...new Set(dirs)].sort()) if (!out.some((o) => o === '' || d === o || d.startsWith(`${o}/`))) out.push(d);
   return out;
 }
 
@@ -193,12 +175,7 @@ export function toScanResult(walk: WalkResult, maxFileBytes: number): ScanResult
   for (const e of walk.errors) {
     skipped.push(e.kind === 'file' ? { path: e.path, reason: e.message } : { path: `${e.path}/`, reason: `${e.message}; the documents of its files are kept as they are` });
   }
-  return {
-    rootStatus: walk.rootStatus,
-    files: walk.files,
-    skipped,
-    unreadableDirs: walk.errors.filter((e) => e.kind === 'dir').map((e) => e.path),
-  };
+  return { rootStatus: walk.rootStatus, files: walk.files, skipped, unreadableDirs: walk.errors.filter((e) => e.kind === 'dir').map((e) => e.path) };
 }
 
 /** How the reason of a file over maxFileBytes begins (the daemon lists it as a problem). */

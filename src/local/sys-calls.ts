@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
+import { errnoOf } from '../errors/errno.js';
 
 /**
  * The small synchronous system-call interface the listing and the hashing are written
@@ -131,6 +132,5 @@ function resume<R>(steps: Steps<R>, observe: CallObserver, make: () => Outcome, 
 
 /** The errno code of a filesystem error ('EIO', 'ENOENT'...), or 'EUNKNOWN'. */
 export function errorCode(e: unknown): string {
-  const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  return typeof code === 'string' ? code : 'EUNKNOWN';
+  return errnoOf(e) ?? 'EUNKNOWN';
 }

@@ -11,11 +11,6 @@
  * following a link when links are not followed, and the kernel's path of the folder opened
  * must be the one expected below the root's real path. A folder swapped for a link to
  * somewhere else while the walk runs is therefore never listed (docs/security.md).
- *
- * On the real disk a folder's listing and its files' `lstat`s come in one answer from a
- * worker thread (folder-lister.ts): the main thread handles names and numbers only, and a
- * hung filesystem blocks the worker, not the event loop. The fakes answer listFolder with
- * the worker's steps (list-steps.ts), so the tests and the simulation run this one path.
  */
 import { isAbsolute, join, relative } from 'node:path';
 import PQueue from 'p-queue';
@@ -99,10 +94,7 @@ export interface WalkOptions {
   maxFileBytes?: number | undefined;
   /** Follow symbolic links whose target lies inside the root. Default false. */
   followSymlinks?: boolean | undefined;
-  /**
-   * Folders (and links) looked at at once. Default 32: the listings asked of the folder
-   * lister's workers at once.
-   */
+  /** Folders (and links) looked at at once: the listings asked of the folder lister at once. Default 32. */
   concurrency?: number | undefined;
   fs?: LocalFs | undefined;
   signal?: AbortSignal | undefined;
@@ -170,8 +162,9 @@ export async function walkTree(root: string, filter: PathFilter, opts: WalkOptio
   // the snapshot is incomplete and must not be taken for the truth.
   const after = await checkRoot(fs, root);
   if (after.status !== 'ok') return { ...result, files: new Map(), vouched: new Set(), rootStatus: after.status, rootError: after.error };
-  result.skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  result.errors.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const byPath = (a: { path: string }, b: { path: string }): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  result.skipped.sort(byPath);
+  result.errors.sort(byPath);
   return result;
 }
 
@@ -336,13 +329,8 @@ class Walk {
           this.spawn(() => this.listDir(this.subdir(dir, rel, disk, name, exact)));
         }
       } else if (type === ENTRY_LINK) {
-        if (!this.follow) {
-          if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) {
-            result.skipped.push({ path: rel, reason: 'symlink' });
-          }
-        } else {
-          this.spawn(() => this.followLink(dir, rel, name, exact));
-        }
+        if (this.follow) this.spawn(() => this.followLink(dir, rel, name, exact));
+        else if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) result.skipped.push({ path: rel, reason: 'symlink' });
       } else if (filter.includesEntry(rel, false)) {
         result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
       }
@@ -430,9 +418,7 @@ class Walk {
     } catch (e) {
       const code = errorCode(e);
       if (code === 'ENOENT' || code === 'ENOTDIR') {
-        if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) {
-          result.skipped.push({ path: rel, reason: 'symlink-broken' });
-        }
+        if (filter.includesEntry(rel, false) || filter.includesEntry(rel, true)) result.skipped.push({ path: rel, reason: 'symlink-broken' });
       } else if (code === 'ELOOP') {
         result.skipped.push({ path: rel, reason: 'symlink-loop' });
       } else {
@@ -491,10 +477,7 @@ export async function resolveDiskPath(fs: LocalFs, root: string, rel: string): P
   return disk;
 }
 
-async function checkRoot(
-  fs: LocalFs,
-  root: string,
-): Promise<{ status: RootStatus; error?: { code: string; message: string } }> {
+async function checkRoot(fs: LocalFs, root: string): Promise<{ status: RootStatus; error?: { code: string; message: string } }> {
   try {
     const st = await fs.stat(root);
     if (!st.isDirectory()) return { status: 'not-a-directory', error: { code: 'ENOTDIR', message: `${root} is not a folder` } };

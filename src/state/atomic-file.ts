@@ -1,9 +1,8 @@
 /**
  * Durable, atomic replacement of a file: write a temp file in the same directory, fsync it,
  * rename it over the target, fsync the directory. A crash, a kill -9 or a full disk at any
- * point leaves either the old file or the new one, never a truncated mix (steno, lowdb's
- * writer, which an earlier version used, renames without fsync: after a power cut the
- * rename can land before the data).
+ * point leaves either the old file or the new one, never a truncated mix (a rename without
+ * the fsyncs can land before the data after a power cut).
  *
  * The file system is injected (StateFs) so tests can make any step fail.
  */
@@ -191,24 +190,24 @@ export async function syncDir(fs: StateFs, dir: string): Promise<void> {
   }
 }
 
-/** Reads the file, or undefined when it does not exist. */
-export async function readIfExists(fs: StateFs, path: string): Promise<string | undefined> {
+/** What `call` resolves to, or undefined when it fails because the file does not exist. */
+export async function unlessMissing<T>(call: Promise<T>): Promise<T | undefined> {
   try {
-    return await fs.readFile(path, 'utf8');
+    return await call;
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return undefined;
     throw err;
   }
 }
 
+/** Reads the file, or undefined when it does not exist. */
+export function readIfExists(fs: StateFs, path: string): Promise<string | undefined> {
+  return unlessMissing(fs.readFile(path, 'utf8'));
+}
+
 /** The file opened for reading, or undefined when it does not exist. */
-export async function openIfExists(fs: StateFs, path: string): Promise<StateFileHandle | undefined> {
-  try {
-    return await fs.open(path, 'r');
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    throw err;
-  }
+export function openIfExists(fs: StateFs, path: string): Promise<StateFileHandle | undefined> {
+  return unlessMissing(fs.open(path, 'r'));
 }
 
 /** Reads the file's bytes as they are on disk (no decoding), or undefined when it does not exist. */
@@ -236,13 +235,8 @@ export async function ensureDir(fs: StateFs, dir: string): Promise<void> {
 
 /** Restricts an existing file to its owner. Returns the old mode when it had to change it. */
 export async function restrictMode(fs: StateFs, path: string): Promise<number | undefined> {
-  let mode: number;
-  try {
-    mode = (await fs.stat(path)).mode & 0o777;
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    throw err;
-  }
+  const st = await unlessMissing(fs.stat(path));
+  const mode = st === undefined ? 0 : st.mode & 0o777;
   if ((mode & 0o077) === 0) return undefined;
   await fs.chmod(path, FILE_MODE);
   return mode;

@@ -17,7 +17,6 @@ import { SNAPSHOT_MAGIC, type SliceOptions } from './encoder.js';
 import { FIRST_LINE_VERSION, STATE_VERSION, type MappingState, type StateIdentity } from './schema.js';
 import { isFileLine, mappingFromHead, newState, type DecodedState } from './validate.js';
 
-
 const NEWLINE = 0x0a;
 const OPEN_BRACE = 0x7b;
 const OPEN_BRACKET = 0x5b;
@@ -70,8 +69,7 @@ export class SnapshotParser {
 
   /**
    * The lines of `buf[start, end)`, which ends with a newline: decoded once, each line
-   * parsed from a slice of that text (a slice is not a copy; a string per line made by the
-   * Buffer was a call into the runtime and a copy of the line each time).
+   * parsed from a slice of that text (a slice is not a copy).
    */
   private window(buf: Buffer, start: number, end: number): void {
     const text = buf.toString('utf8', start, end);

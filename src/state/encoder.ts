@@ -1,9 +1,8 @@
 /**
  * The encoding of the snapshot file (decoding: decode.ts).
  *
- * Format (version 4; 3 had no "needs" and no identity): lines, UTF-8, so that the file is written and read as a stream in
- * pieces of a few milliseconds, whatever its size (one JSON document of a million files is
- * a 191 MB string whose parse blocks for minutes: docs/performance.md, "A million files"):
+ * Format (version 4; 3 had no "needs" and no identity): lines, UTF-8, so that the file is
+ * written and read as a stream in pieces of a few milliseconds, whatever its size:
  *
  *   dssync-state 5 {"needs":"0.3.0","journalSeq":N,"identity":{…}}     the header (needs: the first release that reads it; identity: schema.ts StateIdentity)
  *   {"mapping":"<id>","dataSourceId":"…","root":"…","intents":{…},"rejected":{…},"lastPass":{…}}
@@ -106,10 +105,7 @@ class Batches {
   private batch: RowsData[] = [];
   private inFlight: Promise<EncodedBatch> | undefined;
 
-  constructor(
-    private readonly rows: RowsEncoder,
-    private readonly out: Output,
-  ) {}
+  constructor(private readonly rows: RowsEncoder, private readonly out: Output) {}
 
   /** Adds a chunk; when that fills a batch, sends it and returns the wait for the batch before it. */
   add(r: RowsData): Promise<void> | undefined {
@@ -218,18 +214,13 @@ export class EncodePlan {
 
   /** Unpins what was not encoded (after a failure, or a plan that never ran). Idempotent. */
   release(): void {
-    for (const m of this.mappings) {
-      for (const c of m.chunks) c.table.unpin(c);
-    }
+    for (const m of this.mappings) for (const c of m.chunks) c.table.unpin(c);
   }
 }
 
 /**
- * Takes the snapshots of the state. Nothing is cached: with the journal, a snapshot is
- * written only when the journal is folded, and a cache of every entry's encoding would cost
- * ~150 bytes per file of memory for that rare write. The copy-on-write of a snapshot being
- * encoded is the files table's (file-table.ts); applyOp (ops.ts) still reports the other
- * changes (headChanged), should a cache come back.
+ * Takes the snapshots of the state. Nothing is cached (a snapshot is written only when the
+ * journal is folded); the copy-on-write of a snapshot being encoded is the files table's.
  */
 export class StateCodec {
   /** dataSourceId, root, intents, rejected or lastPass of the mapping changed (heads are encoded at each snapshot). */

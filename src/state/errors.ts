@@ -33,11 +33,7 @@ export class StateCorruptError extends StateError {
   readonly detail: string;
 
   constructor(file: string, detail: string, options?: { cause?: unknown }) {
-    super(
-      file,
-      `state file ${file} is corrupt (${detail}); the next "dssync sync" or "dssync run" moves it aside and rebuilds the state from the service`,
-      options,
-    );
+    super(file, `state file ${file} is corrupt (${detail}); the next "dssync sync" or "dssync run" moves it aside and rebuilds the state from the service`, options);
     this.detail = detail;
   }
 }
@@ -70,12 +66,9 @@ export class StateVersionError extends StateError {
 }
 
 /**
- * The state file is one JSON object (first byte `{`): state format 1 or 2, written only by
- * development builds of dssync 0.1.0, which this dssync no longer reads (issue 27.7).
- * Refused and left as it is, not treated as corrupt: a corrupt state is moved aside and
- * rebuilt through the identity file, which no state this old has, so the rebuilt state
- * would own none of its documents; the last release that reads the format migrates it
- * without losing anything.
+ * The state file is one JSON object (first byte `{`): state format 1 or 2, no longer read.
+ * Refused and left as it is, not treated as corrupt: a state this old has no identity file
+ * to rebuild through, and the last release that reads the format migrates it whole.
  */
 export class StateFormatRetiredError extends StateError {
   override readonly name = 'StateFormatRetiredError';
@@ -104,12 +97,7 @@ export class StateLockedError extends StateError {
     /** Why the holder is considered alive (shown to the operator). */
     reason: string,
   ) {
-    super(
-      lockFile,
-      `state file is in use: lock ${lockFile} is held by process ${pid} on ${hostname}` +
-        (startedAt ? ` (since ${startedAt})` : '') +
-        `; ${reason}`,
-    );
+    super(lockFile, `state file is in use: lock ${lockFile} is held by process ${pid} on ${hostname}${startedAt ? ` (since ${startedAt})` : ''}; ${reason}`);
   }
 }
 

@@ -4,9 +4,7 @@
  * One row per file, in columns: the numbers of a FileEntry in one Float64Array (NaN for a
  * stat field that is unknown), the sha256 as 32 raw bytes, `syncedAt` as the index of one of
  * a few distinct strings (the entries of a pass were synced within seconds), the document id
- * as a string. A `Map` finds a path's row; a deleted row goes to a free list and is reused.
- * Held as a record of nine-field objects the state cost ~400 bytes of heap per file (each
- * double boxed, the hash an 80-byte string, a dictionary-mode object of a million keys).
+ * as a string. An index finds a path's row; a deleted row goes to a free list and is reused.
  *
  * Readers see `ReadonlyFileTable`: `get` makes a fresh FileEntry (read-only by contract: a
  * change to it changes nothing), `documentIdOf` reads one field without making one. The
@@ -44,23 +42,20 @@ export interface FileEntry {
 /** A FileEntry's stat fields: what the quick check (engine/racy.ts) compares with a file's stat. */
 export type EntryStat = Pick<FileEntry, 'size' | 'mtimeMs' | 'hashedAt' | 'ctimeMs' | 'dev' | 'ino'>;
 
-
 const CHUNK_SHIFT = 10;
 /** Rows per chunk: the unit of a snapshot's copy-on-write and of its encoding slices. */
 export const CHUNK_ROWS = 1 << CHUNK_SHIFT;
 const FIRST_CAPACITY = 8;
 /**
  * Rows per block of the columns. A table grows by doubling up to one block, then block by
- * block: no column is ever copied whole (a doubling at 524,288 rows allocated ~75 MB, copied
- * ~40 MB and blocked the event loop ~60 ms), and a table of a few files stays small.
+ * block: no column is ever copied whole, and a table of a few files stays small.
  */
 const BLOCK_SHIFT = 16;
 const BLOCK_ROWS = 1 << BLOCK_SHIFT;
 const BLOCK_MASK = BLOCK_ROWS - 1;
 /**
  * The index is split into 2^(32 - PART_SHIFT) parts by the top bits of a path's hash, each
- * rehashed on its own when it fills: one rehash of a million rows (random writes into 8 MB)
- * blocked the event loop ~50 ms; a part's is 1/64 of that.
+ * rehashed on its own when it fills: no rehash touches the whole index at once.
  */
 const PART_SHIFT = 26;
 const PARTS = 1 << (32 - PART_SHIFT);
@@ -113,9 +108,7 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
   get(path: string): FileEntry | undefined;
   /**
    * The table's own copy of `path`, or undefined when it has no entry: a caller that keeps
-   * many paths (a pass's sets) keeps this one and no copy of its own. (A record of entries
-   * did that unasked: a property look-up turns the key looked up into a reference to the
-   * record's own key.)
+   * many paths (a pass's sets) keeps this one and no copy of its own.
    */
   heldPath(path: string): string | undefined;
   /** The entry's stat fields (what the quick check compares), without its strings. */
@@ -128,8 +121,7 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
   keys(): IterableIterator<string>;
   /**
    * The path whose entry has a document id (the last in row order when several have it),
-   * through an index of the table as it is now: build it, ask, drop it (~12 bytes per file,
-   * no string of its own; a Map of the ids cost ~85).
+   * through an index of the table as it is now: build it, ask, drop it (no string of its own).
    */
   documentIndex(): (documentId: string) => string | undefined;
   entries(): IterableIterator<[string, FileEntry]>;
@@ -151,7 +143,6 @@ function nibble(c: number): number {
   if (c >= 97 && c <= 102) return c - 87;
   return -1;
 }
-
 
 /** FNV-1a of the path's UTF-16 code units: its slot in the index. */
 function hashOf(path: string): number {
@@ -180,9 +171,7 @@ export class FileTable implements ReadonlyFileTable {
   private readonly blocks: Block[];
   /**
    * The index: open addressing with linear probing, row + 1 per slot (0: empty), at most
-   * half full. A `Map` of a million paths cost ~30 bytes per path and blocked the event loop
-   * for 0.3-0.5 s each time it doubled; this one costs ~12 and rehashes a part at a time
-   * from the rows' hashes. One array per part (PARTS).
+   * half full, rehashed a part at a time from the rows' hashes. One array per part (PARTS).
    */
   private readonly index: Int32Array[] = [];
   /** Rows in each part of the index. */
@@ -249,18 +238,8 @@ export class FileTable implements ReadonlyFileTable {
     if (row < 0) return undefined;
     const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
     const o = (row & BLOCK_MASK) * NUMS;
-    const hashedAt = n[o + HASHED]!;
-    const ctimeMs = n[o + CTIME]!;
-    const dev = n[o + DEV]!;
-    const ino = n[o + INO]!;
-    return {
-      size: n[o + SIZE]!,
-      mtimeMs: n[o + MTIME]!,
-      hashedAt: hashedAt === hashedAt ? hashedAt : undefined,
-      ctimeMs: ctimeMs === ctimeMs ? ctimeMs : undefined,
-      dev: dev === dev ? dev : undefined,
-      ino: ino === ino ? ino : undefined,
-    };
+    const known = (v: number): number | undefined => (v === v ? v : undefined);
+    return { size: n[o + SIZE]!, mtimeMs: n[o + MTIME]!, hashedAt: known(n[o + HASHED]!), ctimeMs: known(n[o + CTIME]!), dev: known(n[o + DEV]!), ino: known(n[o + INO]!) };
   }
 
   documentIdOf(path: string): string | undefined {
@@ -273,7 +252,6 @@ export class FileTable implements ReadonlyFileTable {
     return row < 0 ? undefined : this.shaAt(row);
   }
 
-  /** Paths in row order (a loaded table: the file's order; a deleted row is reused). */
   *keys(): IterableIterator<string> {
     const paths = this.paths;
     for (let row = 0; row < this.end; row++) {
@@ -348,18 +326,8 @@ export class FileTable implements ReadonlyFileTable {
    */
   setTuple(path: string, t: readonly unknown[], at: number): void {
     const full = t.length === at + 9;
-    this.write(
-      path,
-      t[at] as string,
-      t[at + 1] as number,
-      t[at + 2] as number,
-      t[at + 3] as string,
-      t[at + 4] as string,
-      full ? ((t[at + 5] as number | null) ?? NaN) : NaN,
-      full ? ((t[at + 6] as number | null) ?? NaN) : NaN,
-      full ? ((t[at + 7] as number | null) ?? NaN) : NaN,
-      full ? ((t[at + 8] as number | null) ?? NaN) : NaN,
-    );
+    const known = (i: number): number => (full ? ((t[at + i] as number | null) ?? NaN) : NaN);
+    this.write(path, t[at] as string, t[at + 1] as number, t[at + 2] as number, t[at + 3] as string, t[at + 4] as string, known(5), known(6), known(7), known(8));
   }
 
   /** Removes the entry of `path`; false when it had none. */
@@ -386,7 +354,8 @@ export class FileTable implements ReadonlyFileTable {
     const part = h >>> PART_SHIFT;
     let slot = this.slotOf(path, h);
     let row = this.index[part]![slot]! - 1;
-    if (row < 0) {
+    const fresh = row < 0;
+    if (fresh) {
       const reused = this.free.pop();
       if (reused === undefined) {
         if (this.end === this.capacity) this.grow();
@@ -405,19 +374,14 @@ export class FileTable implements ReadonlyFileTable {
       this.index[part]![slot] = row + 1;
       this.partCounts[part] = this.partCounts[part]! + 1;
       this.count++;
-      this.writeId(row, documentId);
     } else {
       this.beforeChange(row);
-      this.writeId(row, documentId);
-      const held = this.holdSynced(syncedAt);
-      const synced = this.blocks[row >>> BLOCK_SHIFT]!.synced;
-      this.releaseSynced(synced[row & BLOCK_MASK]!);
-      synced[row & BLOCK_MASK] = held;
-      this.writeNums(row, size, mtimeMs, hashedAt, ctimeMs, dev, ino);
-      this.writeSha(row, sha256);
-      return;
     }
-    this.blocks[row >>> BLOCK_SHIFT]!.synced[row & BLOCK_MASK] = this.holdSynced(syncedAt);
+    this.writeId(row, documentId);
+    const synced = this.blocks[row >>> BLOCK_SHIFT]!.synced;
+    const held = this.holdSynced(syncedAt);
+    if (!fresh) this.releaseSynced(synced[row & BLOCK_MASK]!);
+    synced[row & BLOCK_MASK] = held;
     this.writeNums(row, size, mtimeMs, hashedAt, ctimeMs, dev, ino);
     this.writeSha(row, sha256);
   }

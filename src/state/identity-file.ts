@@ -17,7 +17,7 @@
  * repeats the rebuild at the next start instead of leaving the documents unrecognised.
  */
 import { z } from 'zod';
-import { readIfExists, writeFileAtomic, type StateFs } from './atomic-file.js';
+import { readIfExists, type StateFs } from './atomic-file.js';
 import { parseJsonFile } from './json-file.js';
 import type { StateOp } from './ops.js';
 import type { StateFile } from './schema.js';
@@ -31,15 +31,7 @@ const IdentityFileSchema = z.object({
   installationId: z.string().min(1),
   origin: z.enum(['drawn', 'derived', 'pinned']),
   formerIds: z.array(z.string()),
-  mappings: z.record(
-    z.string(),
-    z.object({
-      dataSourceId: z.string(),
-      root: z.string(),
-      dataSourceName: z.string().optional(),
-      sessions: z.record(z.string(), z.number()),
-    }),
-  ),
+  mappings: z.record(z.string(), z.object({ dataSourceId: z.string(), root: z.string(), dataSourceName: z.string().optional(), sessions: z.record(z.string(), z.number()) })),
   rebuild: z.array(z.string()).optional(),
 });
 
@@ -51,12 +43,7 @@ export function identityRecordOf(state: StateFile, rebuild: ReadonlySet<string>)
   if (id === undefined) return undefined;
   const mappings: IdentityRecord['mappings'] = {};
   for (const [mid, m] of Object.entries(state.mappings)) {
-    mappings[mid] = {
-      dataSourceId: m.dataSourceId,
-      root: m.root,
-      ...(m.dataSourceName !== undefined ? { dataSourceName: m.dataSourceName } : {}),
-      sessions: { ...(m.sessions ?? {}) },
-    };
+    mappings[mid] = { dataSourceId: m.dataSourceId, root: m.root, ...(m.dataSourceName !== undefined ? { dataSourceName: m.dataSourceName } : {}), sessions: { ...(m.sessions ?? {}) } };
   }
   const pending = [...rebuild].filter((mid) => mappings[mid] !== undefined).sort();
   return { version: 1, installationId: id.installationId, origin: id.origin, formerIds: [...id.formerIds], mappings, ...(pending.length ? { rebuild: pending } : {}) };
@@ -75,10 +62,6 @@ export async function readIdentityFile(fs: StateFs, path: string): Promise<{ rec
 
 export function encodeIdentityRecord(record: IdentityRecord): string {
   return `${JSON.stringify(record, null, 1)}\n`;
-}
-
-export async function writeIdentityFile(fs: StateFs, path: string, text: string): Promise<void> {
-  await writeFileAtomic(fs, path, [Buffer.from(text, 'utf8')]);
 }
 
 /**

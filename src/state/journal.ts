@@ -29,7 +29,7 @@
  */
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { FILE_MODE, ensureDir, syncDir, writeAll, writeFileAtomic, type StateFileHandle, type StateFs } from './atomic-file.js';
+import { FILE_MODE, ensureDir, syncDir, unlessMissing, writeAll, writeFileAtomic, type StateFileHandle, type StateFs } from './atomic-file.js';
 import { errnoOf } from '../errors/errno.js';
 import { parseOp, type StateOp } from './ops.js';
 import { STATE_VERSION } from './schema.js';
@@ -236,8 +236,7 @@ export class Journal {
         recs.push(frameRecord(first + i, ops.slice(i, i + RECORD_OPS)));
         encodeMs = Math.max(encodeMs, now() - t0);
       }
-      const prev = this.chain;
-      const write = prev.then(() => this.appendNow(recs));
+      const write = this.chain.then(() => this.appendNow(recs));
       this.chain = write.catch(() => undefined);
       await write;
       return { bytes: recs.reduce((n, r) => n + r.length, 0), encodeMs };
@@ -325,11 +324,8 @@ export class Journal {
   }
 
   private async cutBack(): Promise<void> {
-    let fh: StateFileHandle;
-    try {
-      fh = await this.fs.open(this.path, 'r+');
-    } catch (err) {
-      if (errnoOf(err) !== 'ENOENT') throw err;
+    const fh = await unlessMissing(this.fs.open(this.path, 'r+'));
+    if (fh === undefined) {
       this.damaged = false; // nothing left to cut: the next append recreates the file
       return;
     }

@@ -19,7 +19,7 @@ import { resolve } from 'node:path';
 import { silentLogger, type Logger } from '../log.js';
 import { errnoOf } from '../errors/errno.js';
 import { StateLockedError } from './errors.js';
-import { FILE_MODE } from './atomic-file.js';
+import { FILE_MODE, unlessMissing } from './atomic-file.js';
 import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
 
 export interface LockInfo {
@@ -59,11 +59,7 @@ export async function acquireLock(statePath: string, opts: AcquireLockOptions = 
   const lockPath = lockPathOf(statePath);
   const logger = opts.logger ?? silentLogger;
   const clock = opts.clock ?? realClock;
-  const me: LockInfo = {
-    pid: process.pid,
-    hostname: osHostname(),
-    startedAt: new Date(clock.now()).toISOString(),
-  };
+  const me: LockInfo = { pid: process.pid, hostname: osHostname(), startedAt: new Date(clock.now()).toISOString() };
   const bootId = readBootId();
   const procStart = procStartOf(process.pid);
   if (bootId) me.bootId = bootId;
@@ -146,11 +142,7 @@ export function parseLockInfo(text: string): LockInfo | undefined {
     const o = v as Record<string, unknown>;
     if (typeof o['pid'] !== 'number' || !Number.isInteger(o['pid']) || o['pid'] <= 0) return undefined;
     if (typeof o['hostname'] !== 'string') return undefined;
-    const info: LockInfo = {
-      pid: o['pid'],
-      hostname: o['hostname'],
-      startedAt: typeof o['startedAt'] === 'string' ? o['startedAt'] : '',
-    };
+    const info: LockInfo = { pid: o['pid'], hostname: o['hostname'], startedAt: typeof o['startedAt'] === 'string' ? o['startedAt'] : '' };
     if (typeof o['bootId'] === 'string') info.bootId = o['bootId'];
     if (typeof o['procStart'] === 'string') info.procStart = o['procStart'];
     return info;
@@ -179,7 +171,7 @@ async function refreshedAgo(lockPath: string, clock: Clock): Promise<number | un
   }
 }
 
-export type LockVerdict = { alive: true; reason: string } | { alive: false; reason: string };
+export type LockVerdict = { alive: boolean; reason: string };
 
 /** What the judgement reads of this machine (a seam: tests give a fake /proc). */
 export interface LockProbe {
@@ -223,15 +215,12 @@ export function judgeLock(info: LockInfo | undefined, probe: LockProbe, lockPath
   if (!sameBoot) {
     if (info.hostname !== probe.hostname) {
       if (refreshedAgoMs !== undefined && refreshedAgoMs > LOCK_LEASE_MS) {
-        return {
-          alive: false,
-          reason: `it was taken on another host (${info.hostname}) and not refreshed for ${Math.round(refreshedAgoMs / 60_000)} min (a running dssync refreshes it every ${LOCK_HEARTBEAT_MS / 1000} s): its holder is gone`,
-        };
+        const reason = `it was taken on another host (${info.hostname}) and not refreshed for ${Math.round(refreshedAgoMs / 60_000)} min (a running dssync refreshes it every ${LOCK_HEARTBEAT_MS / 1000} s): its holder is gone`;
+        return { alive: false, reason };
       }
-      return {
-        alive: true,
-        reason: `it was taken on another host (${info.hostname}${info.bootId ? `, boot ${info.bootId}` : ''}), another machine whose processes cannot be checked from here and which refreshed it ${refreshedAgoMs === undefined ? 'at an unknown time' : `${Math.max(0, Math.round(refreshedAgoMs / 1000))} s ago`}; it is taken over once it has not been refreshed for ${LOCK_LEASE_MS / 60_000} min. If no dssync runs there with this state, delete ${lockPath} now (two hosts must not share one state file: give each its own statePath)`,
-      };
+      const refreshed = refreshedAgoMs === undefined ? 'at an unknown time' : `${Math.max(0, Math.round(refreshedAgoMs / 1000))} s ago`;
+      const reason = `it was taken on another host (${info.hostname}${info.bootId ? `, boot ${info.bootId}` : ''}), another machine whose processes cannot be checked from here and which refreshed it ${refreshed}; it is taken over once it has not been refreshed for ${LOCK_LEASE_MS / 60_000} min. If no dssync runs there with this state, delete ${lockPath} now (two hosts must not share one state file: give each its own statePath)`;
+      return { alive: true, reason };
     }
     if (info.bootId !== undefined && probe.bootId !== undefined) {
       return { alive: false, reason: `it was taken before the last reboot (process ${info.pid})` };
@@ -308,13 +297,8 @@ function makeLock(lockPath: string, info: LockInfo, content: string, logger: Log
       released = true;
       clock.clearTimeout(heartbeat);
       held.delete(lockPath);
-      let text: string;
-      try {
-        text = await fsp.readFile(lockPath, 'utf8');
-      } catch (err) {
-        if (errnoOf(err) === 'ENOENT') return;
-        throw err;
-      }
+      const text = await unlessMissing(fsp.readFile(lockPath, 'utf8'));
+      if (text === undefined) return;
       if (text !== content) {
         logger.warn({ lock: lockPath }, `lock file ${lockPath} was replaced by another process; leaving it`);
         return;
@@ -326,21 +310,21 @@ function makeLock(lockPath: string, info: LockInfo, content: string, logger: Log
   };
 }
 
-function readBootId(): string | undefined {
+/** A file of /proc, or undefined where it cannot be read (not Linux, a process gone). */
+function readProc(path: string): string | undefined {
   try {
-    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+    return readFileSync(path, 'utf8');
   } catch {
     return undefined;
   }
 }
 
+function readBootId(): string | undefined {
+  return readProc('/proc/sys/kernel/random/boot_id')?.trim() || undefined;
+}
+
 /** Field 22 (starttime) of /proc/<pid>/stat; the command name (field 2) may hold spaces. */
 function procStartOf(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19];
-  } catch {
-    return undefined;
-  }
+  const stat = readProc(`/proc/${pid}/stat`);
+  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
 }

@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import type { StateCodec } from './encoder.js';
-import { IntentSchema, PassRecordSchema, RejectedSchema, entryToTuple, isFileTuple, newMappingState, type FileTuple } from './validate.js';
+import { IntentSchema, PassRecordSchema, RejectedSchema, emptyRecord, entryToTuple, isFileTuple, newMappingState, type FileTuple } from './validate.js';
 import type { FileEntry, Intent, PassRecord, RejectedFile, StateFile, StateIdentity } from './schema.js';
 
 export type StateOp =
@@ -102,7 +102,7 @@ export function applyOp(state: StateFile, codec: StateCodec | undefined, op: Sta
       m.lastPass = op[2];
       break;
     case 'session': {
-      const sessions = (m.sessions ??= emptySessions());
+      const sessions = (m.sessions ??= emptyRecord<number>());
       if (op[2] in sessions) return;
       sessions[op[2]] = op[3];
       // The oldest go first, never the one just recorded (times can tie; key order is no age).
@@ -118,15 +118,10 @@ export function applyOp(state: StateFile, codec: StateCodec | undefined, op: Sta
 }
 
 const str = z.string();
-const num = z.number().nullable();
-const FileTupleSchema = z.union([
-  z.tuple([z.string(), z.number(), z.number(), z.string(), z.string()]),
-  z.tuple([z.string(), z.number(), z.number(), z.string(), z.string(), num, num, num, num]),
-]);
+/** Every op but 'set', which parseOp checks itself (the hot case of a replay). */
 const OpSchema = z.union([
   z.tuple([z.literal('map'), str, str, str]),
   z.tuple([z.literal('dsname'), str, str]),
-  z.tuple([z.literal('set'), str, str, FileTupleSchema]),
   z.tuple([z.literal('del'), str, str]),
   z.tuple([z.literal('intent'), str, IntentSchema]),
   z.tuple([z.literal('endIntent'), str, str]),
@@ -138,19 +133,12 @@ const OpSchema = z.union([
   z.tuple([z.literal('session'), str, str, z.number()]),
 ]);
 
-function emptySessions(): Record<string, number> {
-  return Object.create(null) as Record<string, number>;
-}
-
 /** Checks an op read back from the journal; undefined when it is not one. */
 export function parseOp(v: unknown): StateOp | undefined {
   // The hot case of a replay (file changes) without zod.
-  if (Array.isArray(v) && v[0] === 'set' && v.length === 4 && typeof v[1] === 'string' && typeof v[2] === 'string') {
+  if (Array.isArray(v) && v[0] === 'set') {
     const t: unknown = v[3];
-    if (Array.isArray(t) && isFileTuple(t, 0)) {
-      return v as StateOp;
-    }
-    return undefined;
+    return v.length === 4 && typeof v[1] === 'string' && typeof v[2] === 'string' && Array.isArray(t) && isFileTuple(t, 0) ? (v as StateOp) : undefined;
   }
   const r = OpSchema.safeParse(v);
   return r.success ? (r.data as StateOp) : undefined;

@@ -9,14 +9,12 @@
 
 /**
  * 5: each mapping keeps its writer sessions (MappingState.sessions, the journal's `session`
- * op): dssync 0.2.0 does not know that op, so it must refuse the state rather than stop
- * reading the journal there; format 4 is read and rewritten as 5.
+ * op), which an older reader must refuse rather than stop reading the journal there;
  * 4: the header stores the installation identity and the release a reader needs ("needs");
- * 3: the snapshot is lines (encoder.ts), read and rewritten as 4; 1 and 2 were one JSON
- * object, written only by development builds of 0.1.0 and no longer read (issue 27.7:
- * StateFormatRetiredError). A newer format is refused, never misread (StateVersionError).
- * Bumped so that dssync 0.1.0, which reads up to 3 and would drop the identity, refuses
- * a state written by 0.2.0 (docs/upgrading.md).
+ * 3: the snapshot is lines (encoder.ts); 1 and 2 were one JSON object, no longer read
+ * (StateFormatRetiredError). Formats 3 and 4 are read and rewritten as 5. A newer format is
+ * refused, never misread (StateVersionError): a format is bumped whenever an older reader
+ * would drop what it holds (docs/upgrading.md).
  */
 export const STATE_VERSION = 5;
 

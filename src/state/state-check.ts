@@ -53,23 +53,12 @@ export async function checkStatePath(statePath: string): Promise<CheckResult[]> 
   if (existing.path === dir) {
     if (!existing.isDir) results.push({ ...base, level: 'fail', message: `${dir} (the state file's folder) is not a folder` });
     else if (await isWritableDir(dir)) results.push({ ...base, level: 'ok', message: `state file ${statePath}: its folder is writable` });
-    else {
-      results.push({
-        ...base,
-        level: 'fail',
-        message: `state file ${statePath}: its folder ${dir} is not writable by ${currentUser()}`,
-        fix: 'run dssync as a user that can write it (systemd: StateDirectory=dssync), or set "statePath"',
-      });
-    }
+    else results.push({ ...base, level: 'fail', message: `state file ${statePath}: its folder ${dir} is not writable by ${currentUser()}`, fix: 'run dssync as a user that can write it (systemd: StateDirectory=dssync), or set "statePath"' });
   } else if (existing.isDir && (await isWritableDir(existing.path))) {
     results.push({ ...base, level: 'ok', message: `state file ${statePath}: its folder ${dir} will be created (under ${existing.path}, writable)` });
   } else {
-    results.push({
-      ...base,
-      level: 'fail',
-      message: `state file ${statePath}: its folder ${dir} does not exist and ${existing.path} is not writable by ${currentUser()}`,
-      fix: `create it for the user dssync runs as (systemd: StateDirectory=dssync), or set "statePath"`,
-    });
+    const message = `state file ${statePath}: its folder ${dir} does not exist and ${existing.path} is not writable by ${currentUser()}`;
+    results.push({ ...base, level: 'fail', message, fix: `create it for the user dssync runs as (systemd: StateDirectory=dssync), or set "statePath"` });
   }
 
   const unsafe = unsafeStateFolder(statePath);
@@ -86,12 +75,7 @@ export async function checkStatePath(statePath: string): Promise<CheckResult[]> 
     return results;
   }
   if ((st.mode & 0o004) !== 0) {
-    results.push({
-      ...base,
-      level: 'warn',
-      message: `the state file ${statePath} is readable by every user (it lists file names and document ids)`,
-      fix: `chmod 600 ${statePath}`,
-    });
+    results.push({ ...base, level: 'warn', message: `the state file ${statePath} is readable by every user (it lists file names and document ids)`, fix: `chmod 600 ${statePath}` });
   }
   try {
     await readStateFile(statePath);
@@ -105,10 +89,7 @@ export async function checkStatePath(statePath: string): Promise<CheckResult[]> 
   return results;
 }
 
-/**
- * When the state was last written: the newer of the snapshot and its journal. Since the
- * journal (issue 16) the snapshot changes only at a fold, so its mtime alone looks stale.
- */
+/** When the state was last written: the newer of the snapshot and its journal (the snapshot changes only at a fold). */
 export async function stateWrittenAt(statePath: string): Promise<Date | undefined> {
   const times = await Promise.all([statePath, journalPathOf(statePath)].map((p) => stat(p).then((s) => s.mtimeMs, () => undefined)));
   const known = times.filter((t): t is number => t !== undefined);

@@ -27,7 +27,7 @@ import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { silentLogger, type Logger } from '../log.js';
 import { SnapshotFile, type ReadStats, type SnapshotStats, type SnapshotWorker } from './snapshot-file.js';
-import { ensureDir, nodeStateFs, readBytesIfExists, removeStaleTemps, restrictMode, writeFileAtomic, type StateFs } from './atomic-file.js';
+import { ensureDir, nodeStateFs, readBytesIfExists, removeStaleTemps, restrictMode, unlessMissing, writeFileAtomic, type StateFs } from './atomic-file.js';
 import { StateCodec } from './encoder.js';
 import { IntentSchema, PassRecordSchema, RejectedSchema, checked, fileEntryProblem, newState, withIntentDocuments } from './validate.js';
 import { errnoOf } from '../errors/errno.js';
@@ -38,7 +38,7 @@ import { applyOp, setFileOp, type StateOp } from './ops.js';
 import { STATE_VERSION, type FileEntry, type Intent, type MappingState, type PassRecord, type RejectedFile, type StateFile, type StateIdentity } from './schema.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { WriteScheduler } from './write-scheduler.js';
-import { encodeIdentityRecord, identityPathOf, identityRecordOf, missingIdentityOps, readIdentityFile, writeIdentityFile, type IdentityRecord } from './identity-file.js';
+import { encodeIdentityRecord, identityPathOf, identityRecordOf, missingIdentityOps, readIdentityFile, type IdentityRecord } from './identity-file.js';
 
 /** Ops that change what the identity file holds (identity-file.ts). */
 const IDENTITY_OPS = new Set<StateOp[0]>(['identity', 'map', 'dsname', 'unmap', 'session']);
@@ -73,20 +73,8 @@ export interface StateStoreOptions {
   snapshotWorker?: SnapshotWorker;
 }
 
-/** Figures of the durable writes (journal appends) and of the snapshots. */
-export interface WriteStats {
-  /** Successful durable writes (journal appends) since open. */
-  writes: number;
-  /** Failed durable writes since open. */
-  failures: number;
-  /** Size of the last record appended. */
-  lastBytes: number;
-  /** Time to encode the last record (ms). */
-  lastEncodeMs: number;
-  /** Longest stretch the last write blocked the event loop (ms). */
-  lastMaxBlockMs: number;
-  /** Wall time of the last durable write: encoding, append and fsync (ms). */
-  lastWriteMs: number;
+/** Figures of the durable writes (the journal's appends, as SnapshotStats says them of a snapshot's) and of the snapshots. */
+export interface WriteStats extends SnapshotStats {
   /** Size of the journal now. */
   journalBytes: number;
   /** The snapshot's writes (folds). */
@@ -108,17 +96,13 @@ const RECOVERY_WHY = {
   empty: () => 'is lost: no snapshot and an empty journal (a power cut?)',
   damaged: (movedTo?: string) => `had a damaged journal (a copy is at ${movedTo ?? '?'})`,
 } as const;
-export type RecoveryKind = keyof typeof RECOVERY_WHY;
 
 /**
- * The state was rebuilt at open: 'corrupt' (moved aside), 'missing' (no state file, but an
- * identity file beside it), 'empty' (no snapshot and a journal without a record: a lost
- * state) or 'damaged' (a journal with damaged ranges: a copy kept, every valid record
- * recovered); `identity` says whether the identity file was there to keep
- * the installation's identity and writer sessions (identity-file.ts).
+ * The state was rebuilt at open (RECOVERY_WHY says why); `identity` says whether the
+ * identity file was there to keep the installation's identity and writer sessions.
  */
 export interface StateRecovery {
-  kind: RecoveryKind;
+  kind: keyof typeof RECOVERY_WHY;
   identity: 'recovered' | 'none' | 'unreadable';
   /** Where the corrupt files were moved (kind 'corrupt'). */
   movedTo?: string | undefined;
@@ -130,14 +114,7 @@ export class StateStore {
   private readonly scheduler: WriteScheduler;
   private closing: Promise<void> | undefined;
   private closed = false;
-  private readonly stats: Omit<WriteStats, 'journalBytes' | 'snapshot'> = {
-    writes: 0,
-    failures: 0,
-    lastBytes: 0,
-    lastEncodeMs: 0,
-    lastMaxBlockMs: 0,
-    lastWriteMs: 0,
-  };
+  private readonly stats: SnapshotStats = { writes: 0, failures: 0, lastBytes: 0, lastEncodeMs: 0, lastMaxBlockMs: 0, lastWriteMs: 0 };
   /** The fold in progress. */
   private folding: Promise<void> | undefined;
   /** No new fold before the journal reaches this size (after a failed one). */
@@ -237,12 +214,7 @@ export class StateStore {
           const moved: string[] = [];
           for (const file of [abs, journalPath]) {
             const aside = `${file}.corrupt-${stamp}`;
-            try {
-              await fs.rename(file, aside);
-              moved.push(aside);
-            } catch (e) {
-              if (errnoOf(e) !== 'ENOENT') throw e;
-            }
+            if (await unlessMissing(fs.rename(file, aside).then(() => true))) moved.push(aside);
           }
           const aside = moved[0] ?? `${abs}.corrupt-${stamp}`;
           logger.warn(
@@ -253,17 +225,13 @@ export class StateStore {
           codec.reset();
           loaded = { lastSeq: 0, bytes: 0, exists: false, replayed: 0, records: 0 };
           recovery = { kind: 'corrupt', movedTo: aside };
-        } else if (isStateError(err) || errnoOf(err) === undefined) {
-          throw err;
         } else {
-          throw new StateReadError(abs, err);
+          throw readFailure(abs, err);
         }
       }
       if (loaded.torn !== undefined) {
-        // Cut the torn record off before anything is appended after it: in place, which needs
-        // no free space (a copy of the valid part did, and a disk filled up by the very write
-        // that was cut short kept the daemon from starting: the chaos run's state-disk-full).
-        // A crash during the cut leaves the same torn end, cut again at the next start.
+        // Cut the torn record off in place (it needs no free space) before anything is
+        // appended after it; a crash during the cut leaves the same torn end, cut again.
         logger.warn({ file: journalPath, detail: loaded.torn.problem }, `state journal ${journalPath}: ignored ${loaded.torn.problem} (a write cut short by a crash)`);
         const fh = await fs.open(journalPath, 'r+');
         try {
@@ -304,11 +272,9 @@ export class StateStore {
         await store.fold();
         if (!store.snapshotCurrent) throw new StateWriteError(abs, new Error(`the state recovered from the damaged journal could not be written (a copy of the journal is at ${recovery.movedTo ?? '?'})`));
       }
-      if (snapshotFile.readStats) {
-        store.loadStats = { ...snapshotFile.readStats, loadMs: performance.now() - t0, journalBytes: loaded.bytes, replayedOps: loaded.replayed };
-        logger.debug({ file: abs, ...store.loadStats }, 'state loaded');
-      } else if (loaded.exists) {
-        store.loadStats = { bytes: 0, loadMs: performance.now() - t0, journalBytes: loaded.bytes, replayedOps: loaded.replayed };
+      if (snapshotFile.readStats || loaded.exists) {
+        store.loadStats = { bytes: 0, ...snapshotFile.readStats, loadMs: performance.now() - t0, journalBytes: loaded.bytes, replayedOps: loaded.replayed };
+        if (snapshotFile.readStats) logger.debug({ file: abs, ...store.loadStats }, 'state loaded');
       }
       if (snapshotFile.migratedFrom !== undefined) {
         logger.info({ file: abs, from: snapshotFile.migratedFrom }, `state file migrated from version ${snapshotFile.migratedFrom}`);
@@ -334,7 +300,7 @@ export class StateStore {
 
   /** True when the state records any mapping. */
   hasRecords(): boolean {
-    return Object.keys(this.state.mappings).length > 0;
+    return this.mappingIds().length > 0;
   }
 
   /** Ids of the mappings the state records. */
@@ -344,8 +310,7 @@ export class StateStore {
 
   /** Files tracked in a mapping (cheap: for status and metrics, however large the state). */
   fileCount(id: string): number {
-    const m = this.state.mappings[id];
-    return m ? m.files.size : 0;
+    return this.state.mappings[id]?.files.size ?? 0;
   }
 
   /** True while some mutation is not yet on disk (or being written). */
@@ -379,16 +344,8 @@ export class StateStore {
       return m;
     }
     if (m) {
-      this.logger.warn(
-        {
-          mapping: id,
-          from: m.dataSourceId,
-          to: dataSourceId,
-          files: this.fileCount(id),
-          openIntents: Object.keys(m.intents).length,
-        },
-        `mapping ${id} now points to data source ${dataSourceId} instead of ${m.dataSourceId}: its state is reset`,
-      );
+      const fields = { mapping: id, from: m.dataSourceId, to: dataSourceId, files: this.fileCount(id), openIntents: Object.keys(m.intents).length };
+      this.logger.warn(fields, `mapping ${id} now points to data source ${dataSourceId} instead of ${m.dataSourceId}: its state is reset`);
     }
     this.commit(['map', id, dataSourceId, root]);
     return this.state.mappings[id] as MappingState;
@@ -458,10 +415,7 @@ export class StateStore {
 
   setFile(mappingId: string, path: string, entry: FileEntry): void {
     this.need(mappingId);
-    checkPath(mappingId, path);
-    const problem = fileEntryProblem(entry);
-    if (problem) throw new TypeError(`state: file entry of ${JSON.stringify(path)} in mapping ${mappingId}: ${problem}`);
-    // Only the known fields reach the op; the entry kept in memory is a frozen copy of them.
+    checkEntry(mappingId, path, entry);
     this.commit(setFileOp(mappingId, path, entry));
   }
 
@@ -474,9 +428,7 @@ export class StateStore {
   /** `from` disappears and `to` gets `entry`, in the same write. */
   renameFile(mappingId: string, from: string, to: string, entry: FileEntry): void {
     this.need(mappingId);
-    checkPath(mappingId, to);
-    const problem = fileEntryProblem(entry);
-    if (problem) throw new TypeError(`state: file entry of ${JSON.stringify(to)} in mapping ${mappingId}: ${problem}`);
+    checkEntry(mappingId, to, entry);
     if (from !== to) this.deleteFile(mappingId, from);
     this.setFile(mappingId, to, entry);
   }
@@ -518,8 +470,7 @@ export class StateStore {
   /** The remote write is done (or known not to have happened). Coalesced. */
   endIntent(mappingId: string, intentId: string): boolean {
     this.assertOpen();
-    const m = this.state.mappings[mappingId];
-    if (!m || !m.intents[intentId]) return false;
+    if (!this.state.mappings[mappingId]?.intents[intentId]) return false;
     this.commit(['endIntent', mappingId, intentId]);
     return true;
   }
@@ -657,7 +608,7 @@ export class StateStore {
     const text = encodeIdentityRecord(record);
     if (text === this.identityText) return;
     try {
-      await writeIdentityFile(this.fs, this.identityPath, text);
+      await writeFileAtomic(this.fs, this.identityPath, [Buffer.from(text, 'utf8')]);
       this.identityText = text;
     } catch (err) {
       this.identityDirty = true;
@@ -775,9 +726,13 @@ export async function readStateFile(path: string, fs: StateFs = nodeStateFs): Pr
       }
     }
   } catch (err) {
-    if (isStateError(err) || errnoOf(err) === undefined) throw err;
-    throw new StateReadError(abs, err);
+    throw readFailure(abs, err);
   }
+}
+
+/** A failed read as thrown: a state error or a bug as it is, an errno as a StateReadError. */
+function readFailure(file: string, err: unknown): unknown {
+  return isStateError(err) || errnoOf(err) === undefined ? err : new StateReadError(file, err);
 }
 
 const JOURNAL_GAP = 'the journal resumes at op';
@@ -831,10 +786,11 @@ async function loadJournal(
   let crossed = 0;
   const lostOps: string[] = [];
   const damaged = parsed.damaged;
+  const seedLost = (): void => void (seed && missingIdentityOps(state, seed).forEach((op) => applyOp(state, codec, op)));
   for (const rec of parsed.records) {
     const afterDamage = damaged.filter((d) => d.to <= rec.at).length;
     if (afterDamage > crossed) {
-      if (crossed === 0 && seed) seedFromIdentity(state, codec, seed);
+      if (crossed === 0) seedLost();
       crossed = afterDamage;
       if (rec.first > applied + 1) {
         lostOps.push(`${applied + 1}-${rec.first - 1}`);
@@ -851,7 +807,7 @@ async function loadJournal(
       replayed++;
     }
   }
-  if (damaged.length > 0 && crossed === 0 && seed) seedFromIdentity(state, codec, seed);
+  if (damaged.length > 0 && crossed === 0) seedLost();
   const loaded: Loaded = { lastSeq: applied, bytes: parsed.validBytes, exists: true, replayed, records: parsed.records.length };
   if (parsed.torn !== undefined) loaded.torn = { valid: parsed.validBytes, problem: parsed.torn };
   if (damaged.length > 0) {
@@ -861,15 +817,14 @@ async function loadJournal(
   return loaded;
 }
 
-/** The identity and mappings the identity file keeps that the state lacks (a damaged journal took them). */
-function seedFromIdentity(state: StateFile, codec: StateCodec | undefined, record: IdentityRecord): void {
-  for (const op of missingIdentityOps(state, record)) applyOp(state, codec, op);
+function checkPath(mappingId: string, path: string): void {
+  if (typeof path !== 'string' || path === '') throw new TypeError(`state: empty or invalid file path in mapping ${mappingId}`);
 }
 
-function checkPath(mappingId: string, path: string): void {
-  if (typeof path !== 'string' || path === '') {
-    throw new TypeError(`state: empty or invalid file path in mapping ${mappingId}`);
-  }
+function checkEntry(mappingId: string, path: string, entry: FileEntry): void {
+  checkPath(mappingId, path);
+  const problem = fileEntryProblem(entry);
+  if (problem) throw new TypeError(`state: file entry of ${JSON.stringify(path)} in mapping ${mappingId}: ${problem}`);
 }
 
 /** 2026-11-22T02-14-28-123Z: sortable, and valid in a file name everywhere. */

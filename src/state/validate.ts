@@ -116,21 +116,15 @@ export const PassRecordSchema = z.object({
     .object({
       renamesIgnored: z.literal(true).optional(),
       urlsIgnored: z.literal(true).optional(),
-      rule: z
-        .object({ lower: z.literal(true).optional(), noExtension: z.literal(true).optional(), suffix: z.string().optional(), maxBytes: z.number().int().positive().optional() })
-        .optional(),
+      rule: z.object({ lower: z.literal(true).optional(), noExtension: z.literal(true).optional(), suffix: z.string().optional(), maxBytes: z.number().int().positive().optional() }).optional(),
     })
     .optional(),
 });
 
 // The zod schemas must describe exactly the schema.ts types (checked at compile time).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const _intentMatches: Same<z.infer<typeof IntentSchema>, Intent> = true;
-const _rejectedMatches: Same<z.infer<typeof RejectedSchema>, RejectedFile> = true;
-const _passMatches: Same<z.infer<typeof PassRecordSchema>, PassRecord> = true;
-void _intentMatches;
-void _rejectedMatches;
-void _passMatches;
+const _schemasMatch: [Same<z.infer<typeof IntentSchema>, Intent>, Same<z.infer<typeof RejectedSchema>, RejectedFile>, Same<z.infer<typeof PassRecordSchema>, PassRecord>] = [true, true, true];
+void _schemasMatch;
 
 export function firstIssue(err: z.ZodError): string {
   const issue = err.issues[0];
@@ -176,7 +170,6 @@ function hasNonFinite(v: unknown): boolean {
   return false;
 }
 
-
 // ---------------------------------------------------------------------------------------
 // Reading a snapshot (decode.ts).
 
@@ -208,23 +201,18 @@ export function mappingFromHead(file: string, at: string, v: Record<string, unkn
   if (sessions !== undefined && (!isRecord(sessions) || !Object.values(sessions).every((t) => typeof t === 'number'))) return bad('.sessions: not an object of numbers');
   const m = newMappingState(dataSourceId, root);
   if (dataSourceName !== undefined) m.dataSourceName = dataSourceName;
-  if (sessions !== undefined) m.sessions = Object.assign(Object.create(null) as Record<string, number>, sessions);
+  if (sessions !== undefined) m.sessions = Object.assign(emptyRecord<number>(), sessions);
+  const parse = <T>(schema: z.ZodType<T>, value: unknown, where: string): T => {
+    const r = schema.safeParse(value);
+    return r.success ? r.data : bad(`${where}: ${firstIssue(r.error)}`);
+  };
   for (const key of Object.keys(intents)) {
-    const r = IntentSchema.safeParse(intents[key]);
-    if (!r.success) return bad(`.intents.${key}: ${firstIssue(r.error)}`);
-    if (r.data.id !== key) return bad(`.intents.${key}: id ${JSON.stringify(r.data.id)} differs from its key`);
-    m.intents[key] = r.data;
+    const intent = parse(IntentSchema, intents[key], `.intents.${key}`);
+    if (intent.id !== key) return bad(`.intents.${key}: id ${JSON.stringify(intent.id)} differs from its key`);
+    m.intents[key] = intent;
   }
-  for (const key of Object.keys(rejected)) {
-    const r = RejectedSchema.safeParse(rejected[key]);
-    if (!r.success) return bad(`.rejected.${JSON.stringify(key)}: ${firstIssue(r.error)}`);
-    m.rejected[key] = r.data;
-  }
-  if (lastPass !== undefined) {
-    const r = PassRecordSchema.safeParse(lastPass);
-    if (!r.success) return bad(`.lastPass: ${firstIssue(r.error)}`);
-    m.lastPass = r.data;
-  }
+  for (const key of Object.keys(rejected)) m.rejected[key] = parse(RejectedSchema, rejected[key], `.rejected.${JSON.stringify(key)}`);
+  if (lastPass !== undefined) m.lastPass = parse(PassRecordSchema, lastPass, '.lastPass');
   return m;
 }
 

@@ -153,9 +153,6 @@ export class WriteScheduler {
     }
     if (!this.dirtyFlag) return;
     // After n failures: delay * 2^n, up to the ceiling.
-    const delay = failed
-      ? backoffCeiling(this.failures + 1, { baseMs: this.opts.delayMs, maxMs: this.opts.maxRetryDelayMs })
-      : this.opts.delayMs;
-    this.arm(delay);
+    this.arm(failed ? backoffCeiling(this.failures + 1, { baseMs: this.opts.delayMs, maxMs: this.opts.maxRetryDelayMs }) : this.opts.delayMs);
   }
 }

@@ -88,9 +88,8 @@ export interface AggregatorOptions {
   writeFinishMaxMs: number;
   /**
    * A file seen empty (a truncation) and then with content within this long (ms) is one
-   * save in one go, not a truncate-then-rewrite in progress (see the rules). Far below the
-   * pauses of a writer that truncates and then waits (the simulation's are 200 ms and more)
-   * and far above the microseconds between a save's truncation and its write.
+   * save in one go, not a truncate-then-rewrite in progress (see the rules): far below a
+   * writer's pauses, far above the microseconds between a save's truncation and its write.
    */
   refillMs: number;
   /** More pending paths than this: drop them all and ask for a rescan (bounded memory). */
@@ -300,13 +299,7 @@ export class EventAggregator {
    * A pass begins that may send what is pending here (a file held by its stability window,
    * say; all of it for a full pass, what is under its scope otherwise), and, until
    * passEnded(), whatever its walk finds created meanwhile: such a path is no longer
-   * "created here", and its removal is told like any other. Without this, a file uploaded
-   * by a pass while its events were held, then deleted or renamed away, was dropped as
-   * created and deleted while pending, its document left behind (the simulation, seed
-   * 20261132; the chaos run's latency-spike case, a file added during the start's pass).
-   * A path created AFTER the pass began and deleted before it ended was still dropped that
-   * way while the walk may have sent it (issue 23, defect 11: three documents kept after the
-   * quick chaos run's outage-503-10s, the daemon saying it was in sync): it is covered too.
+   * "created here", and its removal is told like any other (its document may exist).
    */
   passStarted(scope?: ChangeScope): void {
     this.passCovers = coverage(scope);
@@ -493,12 +486,7 @@ export class EventAggregator {
   }
 
   private toBatch(released: Entry[], rescan: boolean, reasons: string[]): Batch {
-    const items: BatchItem[] = released.map((e) => ({
-      path: e.path,
-      isDir: e.isDir,
-      gone: e.gone,
-      firstEventAt: e.firstAt,
-    }));
+    const items: BatchItem[] = released.map((e) => ({ path: e.path, isDir: e.isDir, gone: e.gone, firstEventAt: e.firstAt }));
     items.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { items, rescan, reasons };
   }

@@ -1,10 +1,7 @@
 /**
  * The watcher's 'folders' mode on plain fs.watch: one inotify watch per mapped folder, no
- * watch and no stat per file. chokidar, even told to ignore files, reads every folder at
- * start and stats every file in it (its readdirp runs with alwaysStat): over 100,000 files
- * in 5,000 folders that is 100,000 lstats at each daemon start, alongside the full pass's
- * own walk, and ~330 MB of memory the process keeps afterwards (performance.md). Here the
- * start lists folders only (bounded concurrency) and watches each one.
+ * watch and no stat per file: the start lists folders only (bounded concurrency) and
+ * watches each one.
  *
  * Events (the RawEvent kinds of aggregator.ts, which watcher.ts passes on): a folder's watch
  * names every entry created, written, renamed or deleted in it; each named path is stat-ed
@@ -139,8 +136,7 @@ class FolderWatches implements FolderWatch {
     if (dirAbs === o.root && name === basename(o.root)) o.checkRoot();
     if (!name) {
       // Linux always names the entry; if not, only a walk of the folder can tell what changed.
-      if (dirRel === '') o.emit({ kind: 'raw', path: '', at });
-      else o.emit({ kind: 'addDir', path: dirRel, at });
+      o.emit(dirRel === '' ? { kind: 'raw', path: '', at } : { kind: 'addDir', path: dirRel, at });
       return;
     }
     // A folder's own watch names the folder itself when it is moved or deleted (or this is
@@ -281,15 +277,13 @@ class FolderWatches implements FolderWatch {
         // The folder itself went away or was replaced (its watch ends with it): look again;
         // a folder still there under the same identity means the watch really failed.
         void fs.lstat(dAbs).then(
-          (s) => {
-            const cur = watches.get(dAbs);
-            if (cur?.watcher === w && s.isDirectory() && s.dev === id.dev && s.ino === id.ino) o.onWatchError(err);
-            else if (cur?.watcher === w) looks.request(dRel, dAbs, o.clock.monotonic(), false);
-          },
-          () => {
-            if (watches.get(dAbs)?.watcher === w) looks.request(dRel, dAbs, o.clock.monotonic(), false);
-          },
-        );
+          (s) => s,
+          () => undefined,
+        ).then((s) => {
+          if (watches.get(dAbs)?.watcher !== w) return;
+          if (s?.isDirectory() && s.dev === id.dev && s.ino === id.ino) o.onWatchError(err);
+          else looks.request(dRel, dAbs, o.clock.monotonic(), false);
+        });
       });
       watches.set(dAbs, { rel: dRel, watcher: w, ...id });
       return true;
@@ -316,12 +310,7 @@ class PathLooks {
   private readonly state = new Map<string, PathLook>();
   private readonly queue: PQueue;
 
-  constructor(
-    limit: number,
-    private readonly look: (rel: string, abs: string, at: number, named: boolean) => Promise<void>,
-    private readonly closed: () => boolean,
-    private readonly onError: (err: unknown) => void,
-  ) {
+  constructor(limit: number, private readonly look: (rel: string, abs: string, at: number, named: boolean) => Promise<void>, private readonly closed: () => boolean, private readonly onError: (err: unknown) => void) {
     this.queue = new PQueue({ concurrency: limit });
   }
 

@@ -43,10 +43,7 @@ export function suggestedWatchLimit(folders: number): number {
   return Math.max(524_288, Math.ceil((watchesNeeded(folders) * 2) / step) * step);
 }
 
-/**
- * dssync watches folders only (one inotify watch per folder: files are reported by their
- * folder's events), so the budget is the folder count of every mapping. Pure.
- */
+/** The budget's check (pure): the folders to watch against max_user_watches and max_user_instances. */
 export function inotifyCheck(folders: number, uncounted: number, limits: InotifyLimits): CheckResult {
   const base = { check: 'inotify' };
   const partial = uncounted ? ` (${uncounted} mapping${uncounted === 1 ? '' : 's'} not counted: folder unavailable)` : '';
@@ -60,12 +57,8 @@ export function inotifyCheck(folders: number, uncounted: number, limits: Inotify
   const summary = `${folders} folder${folders === 1 ? '' : 's'} to watch${partial}, ${needed} with a margin: ${share}% of max_user_watches ${limit}${instances}`;
   if (needed > limit * INOTIFY_WARN_SHARE) {
     const n = suggestedWatchLimit(folders);
-    return {
-      ...base,
-      level: 'warn',
-      message: `${summary}: too tight; the folders past the limit would be polled instead of watched (changes seen within a poll cycle, at some CPU)`,
-      fix: `raise it now: sudo sysctl -w fs.inotify.max_user_watches=${n}\nand at boot: echo 'fs.inotify.max_user_watches=${n}' | sudo tee /etc/sysctl.d/90-dssync.conf`,
-    };
+    const fix = `raise it now: sudo sysctl -w fs.inotify.max_user_watches=${n}\nand at boot: echo 'fs.inotify.max_user_watches=${n}' | sudo tee /etc/sysctl.d/90-dssync.conf`;
+    return { ...base, level: 'warn', message: `${summary}: too tight; the folders past the limit would be polled instead of watched (changes seen within a poll cycle, at some CPU)`, fix };
   }
   if (limits.maxUserInstances !== undefined && limits.maxUserInstances < 1) {
     return { ...base, level: 'warn', message: `${summary}: max_user_instances is 0, so no folder can be watched`, fix: 'sudo sysctl -w fs.inotify.max_user_instances=128' };

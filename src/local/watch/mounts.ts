@@ -1,5 +1,5 @@
 /**
- * Which filesystems a mapped folder spans, and how each is watched (issue 12). PURE: the
+ * Which filesystems a mapped folder spans, and how each is watched. PURE: the
  * text of /proc/self/mountinfo comes in, a plan comes out; only readMountInfo touches disk.
  *
  * inotify sees only changes made through this host. On a network share (NFS, SMB), a FUSE
@@ -67,14 +67,7 @@ export function parseMountInfo(text: string): MountEntry[] {
     const mountId = Number(left[0]);
     const parentId = Number(left[1]);
     if (!Number.isInteger(mountId) || !Number.isInteger(parentId)) continue;
-    out.push({
-      mountId,
-      parentId,
-      root: unescapeMountField(left[3]!),
-      mountPoint: unescapeMountField(left[4]!),
-      fsType: right[0]!,
-      source: unescapeMountField(right[1]!),
-    });
+    out.push({ mountId, parentId, root: unescapeMountField(left[3]!), mountPoint: unescapeMountField(left[4]!), fsType: right[0]!, source: unescapeMountField(right[1]!) });
   }
   return out;
 }
@@ -120,11 +113,7 @@ export function planMounts(mounts: readonly MountEntry[], root: string, mode: 'a
 /** The plan entry deciding for a relative path: the deepest mount holding it. */
 export function mountFor(plan: readonly MountPlanEntry[], rel: string): MountPlanEntry {
   let best = plan[0]!;
-  for (const e of plan) {
-    if (e.rel === '' || rel === e.rel || rel.startsWith(`${e.rel}/`)) {
-      if (e.rel.length >= best.rel.length) best = e;
-    }
-  }
+  for (const e of plan) if ((e.rel === '' || rel === e.rel || rel.startsWith(`${e.rel}/`)) && e.rel.length >= best.rel.length) best = e;
   return best;
 }
 
@@ -143,12 +132,7 @@ export async function readMountInfo(path = '/proc/self/mountinfo'): Promise<stri
  * 48,000 files, events for this host's writes". `files`: the included files' relative
  * paths, when the folder was walked (each counted for the deepest mount holding it).
  */
-export function describeMountPlan(
-  plan: readonly MountPlanEntry[],
-  root: string,
-  watch: { mode: string; pollIntervalSeconds: number; pollBudgetPercent: number },
-  files?: readonly string[],
-): string[] {
+export function describeMountPlan(plan: readonly MountPlanEntry[], root: string, watch: { mode: string; pollIntervalSeconds: number; pollBudgetPercent: number }, files?: readonly string[]): string[] {
   const counts = new Map<MountPlanEntry, number>();
   if (files) {
     for (const e of plan) counts.set(e, 0);

@@ -5,13 +5,11 @@
  * are reported as the same RawEvents the event watcher sends, so that they go through the
  * same aggregator and planner (renames paired by content, deletions guarded).
  *
- * Each folder is listed in one call, `LocalFs.listFolder` (issue 27.4: the walk's one way
- * to list): its entries and its files' `lstat` numbers in one answer, from a worker thread on
- * the disk (folder-lister.ts), so that a folder of N files costs the main thread one
- * request instead of N + 1, and a hung mount blocks a worker, not libuv's thread pool (which
- * the daemon's reads and state writes share). Folders are listed without following a link.
+ * Each folder is listed in one call, `LocalFs.listFolder`: its entries and its files' `lstat`
+ * numbers in one answer, from a worker thread on the disk (folder-lister.ts), so that a hung
+ * mount blocks a worker, not libuv's thread pool. Folders are listed without following a link.
  *
- * Cost control (issue 12): the walk runs at most `concurrency` listings at once (I/O), and
+ * Cost control: the walk runs at most `concurrency` listings at once (I/O), and
  * after each slice of entries it sleeps long enough that the CPU it used (the workers'
  * included: process CPU) stays under `budgetPercent` of one core. A tree too large for one
  * cycle per interval is therefore not skipped: its cycle takes longer (spread over time),
@@ -34,9 +32,8 @@
  * once that cycle ended); for a subtree learned later (a folder past the inotify limit found
  * after start, a first cycle cut short by a hung call), the poller itself reports the subtree
  * as a whole once learned (`addDir`, or a `raw` event of the mapped folder: the engine walks
- * it against what was synced). Without that, an edit made between the end of the start's
- * full pass and the walk that learned its folder was absorbed into the snapshot and never
- * reported (issue 12: the watch-limit test lost the edits of the folders polled last).
+ * it against what was synced), so that an edit made between the start's full pass and the
+ * walk that learned its folder is not absorbed into the snapshot unreported.
  */
 import type { RawEvent } from './aggregator.js';
 import { joinRel } from '../paths.js';
@@ -390,11 +387,7 @@ export class Poller {
         while (!cycle.hung && !this.stopped && running < limit && queue.length > 0) {
           const dir = queue.shift()!;
           running++;
-          void this.visit(cycle, sub, dir, queue).then(
-            (n) => {
-              files += n;
-            },
-          ).finally(() => {
+          void this.visit(cycle, sub, dir, queue).then((n) => void (files += n)).finally(() => {
             running--;
             pump();
           });
@@ -467,15 +460,10 @@ export class Poller {
   /** A complete cycle's figures into the stats. */
   private endCycle(c: { startedAt: number; cpu0: number; entries: number; files: number; bySubtree: PollStats['bySubtree'] }): void {
     const end = this.o.clock.monotonic();
-    this.stats.cycles++;
-    this.stats.lastEntries = c.entries;
-    this.stats.lastFiles = c.files;
-    this.stats.bySubtree = c.bySubtree;
-    this.stats.achievedIntervalMs = this.lastStart === undefined ? undefined : c.startedAt - this.lastStart;
+    const achievedIntervalMs = this.lastStart === undefined ? undefined : c.startedAt - this.lastStart;
     this.lastStart = c.startedAt;
-    this.stats.lastCycleMs = end - c.startedAt;
-    this.stats.lastCycleEndedAt = end;
-    this.stats.lastCycleCpuMs = this.o.cpuMs() - c.cpu0;
+    const cycle = { lastEntries: c.entries, lastFiles: c.files, bySubtree: c.bySubtree, achievedIntervalMs, lastCycleMs: end - c.startedAt, lastCycleEndedAt: end, lastCycleCpuMs: this.o.cpuMs() - c.cpu0 };
+    Object.assign(this.stats, { cycles: this.stats.cycles + 1 }, cycle);
   }
 
   private lastStart: number | undefined;
@@ -555,20 +543,13 @@ export class Poller {
         reject(new Hung());
       };
       t = this.o.clock.setTimeout(look, this.timeout() / looks);
-      p.then(
-        (v) => {
-          if (done) return;
-          done = true;
-          this.o.clock.clearTimeout(t);
-          resolve(v);
-        },
-        (e: unknown) => {
-          if (done) return;
-          done = true;
-          this.o.clock.clearTimeout(t);
-          reject(e);
-        },
-      );
+      const settle = <V>(f: (v: V) => void) => (v: V): void => {
+        if (done) return;
+        done = true;
+        this.o.clock.clearTimeout(t);
+        f(v);
+      };
+      p.then(settle(resolve), settle(reject));
     });
   }
 }

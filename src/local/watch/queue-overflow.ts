@@ -1,5 +1,5 @@
 /**
- * inotify's queue overflow, as far as Node's fs.watch lets it be seen (issue 12).
+ * inotify's queue overflow, as far as Node's fs.watch lets it be seen.
  *
  * The kernel queues at most fs.inotify.max_queued_events events per inotify instance (16,384
  * by default); past that it drops events and queues one IN_Q_OVERFLOW record (watch
@@ -73,14 +73,10 @@ export class InotifyQueueMonitor {
 
   /** Reads the queue's size, once per process; call before the first watch. */
   prepare(): Promise<void> {
-    this.sizeRead ??= this.o.readQueueSize().then(
-      (n) => {
-        this.size = Number.isSafeInteger(n) && n > 0 ? n : DEFAULT_MAX_QUEUED_EVENTS;
-      },
-      () => {
-        this.size = DEFAULT_MAX_QUEUED_EVENTS;
-      },
-    );
+    this.sizeRead ??= this.o
+      .readQueueSize()
+      .catch(() => DEFAULT_MAX_QUEUED_EVENTS)
+      .then((n) => void (this.size = Number.isSafeInteger(n) && n > 0 ? n : DEFAULT_MAX_QUEUED_EVENTS));
     return this.sizeRead;
   }
 
@@ -96,12 +92,7 @@ export class InotifyQueueMonitor {
   }
 
   view(): QueueView {
-    return {
-      queueSize: this.queueSize(),
-      overflows: this.overflows,
-      lastOverflowAt: this.last && new Date(this.last.at).toISOString(),
-      lastBurst: this.last?.events,
-    };
+    return { queueSize: this.queueSize(), overflows: this.overflows, lastOverflowAt: this.last && new Date(this.last.at).toISOString(), lastBurst: this.last?.events };
   }
 
   private queueSize(): number {

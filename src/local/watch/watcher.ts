@@ -12,8 +12,6 @@
  * - polling (watch/poller.ts): a stat-only walk of the mounts where inotify cannot see other
  *   hosts' changes (network, FUSE, unknown: watch/mounts.ts), and of folders past the
  *   inotify watch limit.
- * chokidar's polling mode was measured against the stat walk on a FUSE mount and dropped
- * (docs/performance.md): one stat timer per file, over the CPU budget at 100,000 files.
  *
  * The mapping's filter applies here too: excluded folders are not watched at all, events
  * for excluded files are not reported (temp, lock and swap files are excluded by the
@@ -30,6 +28,7 @@ import { inotifyQueue, RAISE_QUEUE_LIMIT, type QueueOverflow, type QueueView } f
 import { toRelPath } from '../paths.js';
 import { nodeFs } from '../fs.js';
 import type { Clock } from '../../time/clock.js';
+import { errnoOf } from '../../errors/errno.js';
 
 /**
  * What went wrong, for the daemon:
@@ -89,7 +88,7 @@ export interface WatcherOptions {
   /** Called once the initial watch is set up (startWatcher resolves then too). */
   onReady?: (() => void) | undefined;
   /**
-   * How changes are learned of (issue 12, docs/watch.md): 'auto' (the config's default) watches events
+   * How changes are learned of (docs/watch.md): 'auto' (the config's default) watches events
    * everywhere and also polls the mounts where events miss what other hosts change
    * (network, FUSE, unknown); 'events' never polls (but folders past the inotify limit);
    * 'poll' polls everything and watches no event.
@@ -284,14 +283,7 @@ async function openRun(opts: WatcherOptions): Promise<WatchRun> {
     throw new WatchError('E_WATCH_ROOT_UNUSABLE', given, `cannot watch ${given}: ${describe(e)}`, true, { cause: e });
   }
   const run: WatchRun = {
-    given,
-    root,
-    identity,
-    clock: opts.clock,
-    filter: opts.filter,
-    closed: false,
-    rootGone: false,
-    rootMoved: false,
+    given, root, identity, clock: opts.clock, filter: opts.filter, closed: false, rootGone: false, rootMoved: false,
     emit: (e) => {
       // After the root is gone, paths under it mean nothing (the daemon starts a new watcher).
       if (run.closed || run.rootGone) return;
@@ -460,17 +452,10 @@ function queueOverflowError(root: string, o: QueueOverflow): WatchError {
 
 /** A watch error as a WatchError: a watch limit is told apart (it needs the operator). */
 export function classifyWatchError(root: string, err: unknown): WatchError {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const code = errnoOf(err);
   if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') {
-    return new WatchError(
-      'E_WATCH_LIMIT',
-      root,
-      code === 'ENOSPC'
-        ? `cannot watch more folders under ${root} (ENOSPC: the inotify watch limit): changes there are missed until the next rescan; raise it: ${RAISE_WATCH_LIMIT}`
-        : `cannot watch more folders under ${root} (${code}: the open-file limit): changes there are missed until the next rescan; raise LimitNOFILE= (systemd) or ulimit -n`,
-      true,
-      { cause: err },
-    );
+    const which = code === 'ENOSPC' ? `ENOSPC: the inotify watch limit): changes there are missed until the next rescan; raise it: ${RAISE_WATCH_LIMIT}` : `${code}: the open-file limit): changes there are missed until the next rescan; raise LimitNOFILE= (systemd) or ulimit -n`;
+    return new WatchError('E_WATCH_LIMIT', root, `cannot watch more folders under ${root} (${which}`, true, { cause: err });
   }
   return new WatchError('E_WATCH_FAILED', root, `watching ${root} failed: ${describe(err)}`, true, { cause: err });
 }
