@@ -581,25 +581,31 @@ export class World {
     this.service.endProcess();
   }
 
-  /** The state's volume as each backup took it (stateBackedUp), oldest first. */
-  private readonly backups: Map<string, Buffer>[] = [];
+  /** The state's volume as each backup took it (stateBackedUp), oldest first, with the id of the daemon whose state it is. */
+  private readonly backups: { files: Map<string, Buffer>; installationId: string }[] = [];
 
   /** A backup (a volume snapshot) of the state's folder is taken while the daemon runs. */
   takeBackup(): void {
-    this.backups.push(this.disk.backup());
+    this.backups.push({ files: this.disk.backup(), installationId: this.installationId });
   }
 
   /**
    * The daemon is stopped, the state's folder restored from a backup (`pick`: any of those
    * taken, counted from the newest), and the daemon started again (the documented rollback,
    * issue 34 case 4): what was written since the backup is in the data source and not in
-   * the state; it must converge with no command.
+   * the state; it must converge with no command. A backup of another id (taken before an
+   * upgrade or a lost identity file) is not restored while another writer shares the
+   * daemon's id (underOneId), as neither of those happens then: it would change the daemon's
+   * id under that writer, and the oracle's "ours" is one id. (The writer, the lease's holder,
+   * would be another installation to the restored daemon, a standby that may write nothing
+   * while that holder lives; and the holder knows nothing that makes the old id's documents
+   * its own.)
    */
   async restoreBackup(pick = 0): Promise<void> {
     const backup = this.backups[this.backups.length - 1 - (pick % Math.max(1, this.backups.length))];
-    if (backup === undefined) return;
+    if (backup === undefined || (backup.installationId !== this.installationId && this.underOneId())) return;
     await this.stop();
-    this.disk.restore(backup);
+    this.disk.restore(backup.files);
     // The state as it was then: former ids learned since are not in it (their documents may be another installation's to it).
     this.mustKnow.clear();
     this.restarts++;
