@@ -562,7 +562,7 @@ export class World {
   async restart(config: SimConfig = this.config): Promise<void> {
     await this.stop();
     // A new config is deployed to the second process too (one mapping, one config).
-    const twinKind = config !== this.config && this.twin !== undefined && !this.twin.crashed ? this.twinKind : undefined;
+    const twinKind = config !== this.config && this.twinLive() ? this.twinKind : undefined;
     if (twinKind !== undefined) await this.stopTwin();
     this.config = config;
     this.restarts++;
@@ -594,16 +594,16 @@ export class World {
    * taken, counted from the newest), and the daemon started again (the documented rollback,
    * issue 34 case 4): what was written since the backup is in the data source and not in
    * the state; it must converge with no command. A backup of another id (taken before an
-   * upgrade or a lost identity file) is not restored while another writer shares the
-   * daemon's id (underOneId), as neither of those happens then: it would change the daemon's
-   * id under that writer, and the oracle's "ours" is one id. (The writer, the lease's holder,
-   * would be another installation to the restored daemon, a standby that may write nothing
-   * while that holder lives; and the holder knows nothing that makes the old id's documents
-   * its own.)
+   * upgrade or a lost identity file) is not restored while a second process runs: that
+   * process, under the id the backup would replace, takes the lease while the daemon
+   * restarts, so the restored daemon is the standby of another installation, writing nothing
+   * while it lives, and the holder knows nothing that makes the old id's documents its own
+   * (the oracle's "ours" is the daemon's id). A clone's documents are no live writer: such a
+   * restore is modelled (owner rules O13, O21).
    */
   async restoreBackup(pick = 0): Promise<void> {
     const backup = this.backups[this.backups.length - 1 - (pick % Math.max(1, this.backups.length))];
-    if (backup === undefined || (backup.installationId !== this.installationId && this.underOneId())) return;
+    if (backup === undefined || (backup.installationId !== this.installationId && this.twinLive())) return;
     await this.stop();
     this.disk.restore(backup.files);
     // The state as it was then: former ids learned since are not in it (their documents may be another installation's to it).
@@ -721,7 +721,12 @@ export class World {
    * with our identity, which an old id's documents no longer are).
    */
   private underOneId(): boolean {
-    return this.clones.size > 0 || (this.twin !== undefined && !this.twin.crashed);
+    return this.clones.size > 0 || this.twinLive();
+  }
+
+  /** The second process runs (started and neither stopped, killed nor crashed). */
+  twinLive(): boolean {
+    return this.twin !== undefined && !this.twin.crashed;
   }
   async upgradeFrom010UnderNewHostName(): Promise<void> {
     if (this.upgraded || this.underOneId()) return;
@@ -798,7 +803,7 @@ export class World {
    * same folder (the share both mount). Only the lease's holder writes.
    */
   async startTwin(kind: TwinKind, fresh = true): Promise<void> {
-    if (this.twin !== undefined && !this.twin.crashed) return;
+    if (this.twinLive()) return;
     // A replica pins the daemon's id; after an upgrade or a lost identity that id is derived or
     // drawn, and its former ids live in the daemon's state alone: nobody pins it on a second pod.
     if (kind === 'pinned-replica' && this.mustKnow.size > 0) return;
