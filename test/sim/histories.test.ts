@@ -42,6 +42,15 @@ async function writeInHalvesAcrossReload(w: World, p: string, pauseMs: number, i
   return half;
 }
 
+/** slowWrite(p, 2 chunks, pauseMs apart) as commands.ts runs it (the first slow write): truncated, then two appends. */
+async function slowWriteTwoChunks(w: World, p: string, pauseMs: number): Promise<void> {
+  w.write(p, '');
+  await w.advance(pauseMs);
+  w.write(p, 'slow1.0|');
+  await w.advance(pauseMs);
+  w.write(p, 'slow1.0|slow1.1|');
+}
+
 /** The service takes the next upload of `name` but commits it only later (its answer lost). */
 function lateCommitOfNextUpload(w: World, name: string, fault: 'late-commit' | 'late-commit-after-deadline' = 'late-commit'): void {
   const real = w.service.uploadDocuments.bind(w.service);
@@ -63,11 +72,7 @@ it('seed 7: the late-landing upload of a file that then grows past maxFileBytes 
   w.crashNow(0);
   await w.restartIfCrashed();
   // slowWrite(a.txt, 2 chunks, 200 ms apart), restartWithConfig(maxFileBytes: 5), chmod644(a.txt)
-  w.write('a.txt', '');
-  await w.advance(200);
-  w.write('a.txt', 'slow1.0|');
-  await w.advance(200);
-  w.write('a.txt', 'slow1.0|slow1.1|');
+  await slowWriteTwoChunks(w, 'a.txt', 200);
   await w.settle();
   await w.restart({ ...config, maxFileBytes: 5 });
   w.setUnreadable('a.txt', false);
@@ -352,13 +357,7 @@ it('seed 18, history 3,627: a rename whose answer was lost, its old path written
   });
   await step(() => void (w.service.faults = ['ambiguous', 'none']));
   // slowWrite(a.txt, 2 chunks, 200 ms apart)
-  await step(async () => {
-    w.write('a.txt', '');
-    await w.advance(200);
-    w.write('a.txt', 'slow1.0|');
-    await w.advance(200);
-    w.write('a.txt', 'slow1.0|slow1.1|');
-  });
+  await step(() => slowWriteTwoChunks(w, 'a.txt', 200));
   // writeInHalvesAcrossReload(sub/deep/d.txt, 300 ms): the start's pass sets it aside
   // while adopting the renamed document at sub.old/deep/d.txt.
   await step(async () => void (await writeInHalvesAcrossReload(w, 'sub/deep/d.txt', 300, 2)));
@@ -507,13 +506,7 @@ it('seed 5001, history 8,294: a backup of the id from before the upgrade is not 
   await w.start();
   const step = stepper(w);
   // slowWrite(sub/deep/d.txt, 2 chunks, 500 ms apart): too large at maxFileBytes 5, then rewritten at its size limit with its mtime put back.
-  await step(async () => {
-    w.write('sub/deep/d.txt', '');
-    await w.advance(500);
-    w.write('sub/deep/d.txt', 'slow1.0|');
-    await w.advance(500);
-    w.write('sub/deep/d.txt', 'slow1.0|slow1.1|');
-  });
+  await step(() => slowWriteTwoChunks(w, 'sub/deep/d.txt', 500));
   await step(() => w.write('sub/deep/d.txt', 'zzz', w.local.fileAt('sub/deep/d.txt')!.mtimeMs));
   // The backup holds the drawn id and no record (taken before the first pass recorded anything).
   await step(() => w.takeBackup());
