@@ -4,11 +4,11 @@
  * invariants (invariants.ts).
  */
 import { unmarkedName } from '../../src/engine/document-fields.js';
-import { it } from 'vitest';
+import { expect, it } from 'vitest';
 import { churnDuringStartPass } from './commands.js';
 import { checkInvariants } from './invariants.js';
 import { sha256 } from '../helpers/fake-local.js';
-import { World, type SimConfig } from './world.js';
+import { IGNORE_FILE, World, type SimConfig } from './world.js';
 
 const config: SimConfig = { prune: 'ours', exclude: [], include: ['**/*.{txt,md}'], maxFileBytes: 1_000_000, maxDeletePercent: 50, massDeleteMinimum: 3 };
 
@@ -42,6 +42,15 @@ async function writeInHalvesAcrossReload(w: World, p: string, pauseMs: number, i
   return half;
 }
 
+/** slowWrite(p, 2 chunks, pauseMs apart) as commands.ts runs it (the first slow write): truncated, then two appends. */
+async function slowWriteTwoChunks(w: World, p: string, pauseMs: number): Promise<void> {
+  w.write(p, '');
+  await w.advance(pauseMs);
+  w.write(p, 'slow1.0|');
+  await w.advance(pauseMs);
+  w.write(p, 'slow1.0|slow1.1|');
+}
+
 /** The service takes the next upload of `name` but commits it only later (its answer lost). */
 function lateCommitOfNextUpload(w: World, name: string, fault: 'late-commit' | 'late-commit-after-deadline' = 'late-commit'): void {
   const real = w.service.uploadDocuments.bind(w.service);
@@ -63,11 +72,7 @@ it('seed 7: the late-landing upload of a file that then grows past maxFileBytes 
   w.crashNow(0);
   await w.restartIfCrashed();
   // slowWrite(a.txt, 2 chunks, 200 ms apart), restartWithConfig(maxFileBytes: 5), chmod644(a.txt)
-  w.write('a.txt', '');
-  await w.advance(200);
-  w.write('a.txt', 'slow1.0|');
-  await w.advance(200);
-  w.write('a.txt', 'slow1.0|slow1.1|');
+  await slowWriteTwoChunks(w, 'a.txt', 200);
   await w.settle();
   await w.restart({ ...config, maxFileBytes: 5 });
   w.setUnreadable('a.txt', false);
@@ -352,13 +357,7 @@ it('seed 18, history 3,627: a rename whose answer was lost, its old path written
   });
   await step(() => void (w.service.faults = ['ambiguous', 'none']));
   // slowWrite(a.txt, 2 chunks, 200 ms apart)
-  await step(async () => {
-    w.write('a.txt', '');
-    await w.advance(200);
-    w.write('a.txt', 'slow1.0|');
-    await w.advance(200);
-    w.write('a.txt', 'slow1.0|slow1.1|');
-  });
+  await step(() => slowWriteTwoChunks(w, 'a.txt', 200));
   // writeInHalvesAcrossReload(sub/deep/d.txt, 300 ms): the start's pass sets it aside
   // while adopting the renamed document at sub.old/deep/d.txt.
   await step(async () => void (await writeInHalvesAcrossReload(w, 'sub/deep/d.txt', 300, 2)));
@@ -500,3 +499,30 @@ it("seed 4031: a marked upload left by a crash, the state restored from a backup
   await step(() => w.personUpload('a.txt', 'x'));
   await checkInvariants(w);
 });
+
+it('seed 5001, history 8,294: a backup of the id from before the upgrade is not restored under a second process of the upgraded id; once that process stops, the restored daemon deletes its document of a folder now ignored', async () => {
+  const w = new World({ ...config, include: ['**/*.txt'], maxFileBytes: 5, maxDeletePercent: 100, massDeleteMinimum: 1000 }, { updateClears: false, paging: 'offset', pageSize: 3, renamesIgnored: true });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = stepper(w);
+  // slowWrite(sub/deep/d.txt, 2 chunks, 500 ms apart): too large at maxFileBytes 5, then rewritten at its size limit with its mtime put back.
+  await step(() => slowWriteTwoChunks(w, 'sub/deep/d.txt', 500));
+  await step(() => w.write('sub/deep/d.txt', 'zzz', w.local.fileAt('sub/deep/d.txt')!.mtimeMs));
+  // The backup holds the drawn id and no record (taken before the first pass recorded anything).
+  await step(() => w.takeBackup());
+  await step(() => w.advance(2_500));
+  await step(() => w.restoreBackup(0));
+  // The upgrade's state records nothing, so the drawn id is not a former id of the derived one.
+  await step(() => w.upgradeFrom010UnderNewHostName());
+  const upgraded = w.installationId;
+  await step(() => w.restartBothTogether('copied-state'));
+  await step(() => w.write(IGNORE_FILE, 'sub/\n'));
+  await step(() => w.restoreBackup(0));
+  expect(w.installationId, 'restored under the second process').toBe(upgraded);
+  await checkInvariants(w);
+  await step(() => w.stopTwin());
+  await step(() => w.restoreBackup(0));
+  expect(w.installationId).not.toBe(upgraded);
+  await checkInvariants(w);
+  expect(w.service.docs_().filter((d) => d.metadata['dssync_path'] === 'sub/deep/d.txt')).toEqual([]);
+}, 60_000);

@@ -128,7 +128,7 @@ export async function checkInvariants(w: World): Promise<void> {
   // session is one this state never recorded) with no command.
   expect(w.leaseViolations, 'writes sent by a process that did not hold the lease').toEqual([]);
   expect(w.stateViolations, 'a damaged journal').toEqual([]);
-  if (w.twin !== undefined && !w.twin.crashed) {
+  if (w.twinLive()) {
     await w.stopTwin();
     await w.advance(QUIET_MS);
     if (!w.remoteTampered && !w.blocked && !cloned) expect(mirrorProblems(w, false), 'after the second process stopped, the daemon did not take over').toEqual([]);

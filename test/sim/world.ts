@@ -562,7 +562,7 @@ export class World {
   async restart(config: SimConfig = this.config): Promise<void> {
     await this.stop();
     // A new config is deployed to the second process too (one mapping, one config).
-    const twinKind = config !== this.config && this.twin !== undefined && !this.twin.crashed ? this.twinKind : undefined;
+    const twinKind = config !== this.config && this.twinLive() ? this.twinKind : undefined;
     if (twinKind !== undefined) await this.stopTwin();
     this.config = config;
     this.restarts++;
@@ -581,25 +581,31 @@ export class World {
     this.service.endProcess();
   }
 
-  /** The state's volume as each backup took it (stateBackedUp), oldest first. */
-  private readonly backups: Map<string, Buffer>[] = [];
+  /** The state's volume as each backup took it (stateBackedUp), oldest first, with the id of the daemon whose state it is. */
+  private readonly backups: { files: Map<string, Buffer>; installationId: string }[] = [];
 
   /** A backup (a volume snapshot) of the state's folder is taken while the daemon runs. */
   takeBackup(): void {
-    this.backups.push(this.disk.backup());
+    this.backups.push({ files: this.disk.backup(), installationId: this.installationId });
   }
 
   /**
    * The daemon is stopped, the state's folder restored from a backup (`pick`: any of those
    * taken, counted from the newest), and the daemon started again (the documented rollback,
    * issue 34 case 4): what was written since the backup is in the data source and not in
-   * the state; it must converge with no command.
+   * the state; it must converge with no command. A backup of another id (taken before an
+   * upgrade or a lost identity file) is not restored while a second process runs: that
+   * process, under the id the backup would replace, takes the lease while the daemon
+   * restarts, so the restored daemon is the standby of another installation, writing nothing
+   * while it lives, and the holder knows nothing that makes the old id's documents its own
+   * (the oracle's "ours" is the daemon's id). A clone's documents are no live writer: such a
+   * restore is modelled (owner rules O13, O21).
    */
   async restoreBackup(pick = 0): Promise<void> {
     const backup = this.backups[this.backups.length - 1 - (pick % Math.max(1, this.backups.length))];
-    if (backup === undefined) return;
+    if (backup === undefined || (backup.installationId !== this.installationId && this.twinLive())) return;
     await this.stop();
-    this.disk.restore(backup);
+    this.disk.restore(backup.files);
     // The state as it was then: former ids learned since are not in it (their documents may be another installation's to it).
     this.mustKnow.clear();
     this.restarts++;
@@ -715,7 +721,12 @@ export class World {
    * with our identity, which an old id's documents no longer are).
    */
   private underOneId(): boolean {
-    return this.clones.size > 0 || (this.twin !== undefined && !this.twin.crashed);
+    return this.clones.size > 0 || this.twinLive();
+  }
+
+  /** The second process runs (started and neither stopped, killed nor crashed). */
+  twinLive(): boolean {
+    return this.twin !== undefined && !this.twin.crashed;
   }
   async upgradeFrom010UnderNewHostName(): Promise<void> {
     if (this.upgraded || this.underOneId()) return;
@@ -792,7 +803,7 @@ export class World {
    * same folder (the share both mount). Only the lease's holder writes.
    */
   async startTwin(kind: TwinKind, fresh = true): Promise<void> {
-    if (this.twin !== undefined && !this.twin.crashed) return;
+    if (this.twinLive()) return;
     // A replica pins the daemon's id; after an upgrade or a lost identity that id is derived or
     // drawn, and its former ids live in the daemon's state alone: nobody pins it on a second pod.
     if (kind === 'pinned-replica' && this.mustKnow.size > 0) return;
