@@ -6,7 +6,7 @@
 import { listingBound } from './listing-bound.js';
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
-import { isApiError } from '../api/errors.js';
+import { unlessGone } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
@@ -509,12 +509,7 @@ export class Mirror {
     if (missing.length === 0) return;
     const probes = [...new Set([0, Math.floor(missing.length / 2), missing.length - 1])].map((i) => missing[i]!);
     for (const [path, entry] of probes) {
-      try {
-        await this.d.api.getDocument(this.d.spec.dataSourceId, entry.documentId, { signal });
-      } catch (e) {
-        if (isApiError(e) && e.code === 'E_NOT_FOUND') continue;
-        throw e;
-      }
+      if ((await unlessGone(this.d.api.getDocument(this.d.spec.dataSourceId, entry.documentId, { signal }))) === undefined) continue;
       throw new ListingIncompleteError(
         `the listing of data source ${this.d.spec.dataSourceId} lacks document ${entry.documentId} (${path}), which exists; ${missing.length} known document(s) are missing from it: the service's list is incomplete (paged in a way dssync does not understand?); nothing was changed`,
       );

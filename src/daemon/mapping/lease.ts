@@ -8,7 +8,7 @@ import { writeFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DatastoreApi } from '../../api/api.js';
-import { isApiError } from '../../api/errors.js';
+import { unlessGone } from '../../api/errors.js';
 import { LEASE, LeaseCore, leaseDocumentBody, leaseDocumentName, leaseMarkersOf, leaseMetadata, leaseRecordOf, pickMarker, type HostProbe, type LeaseHolder, type LeaseMarker, type LeaseRecord } from '../../engine/lease.js';
 import type { LeaseView } from '../../engine/lease-view.js';
 import type { Logger } from '../../log.js';
@@ -362,14 +362,4 @@ const nodeFiles = {
 
 function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
-}
-
-/** The request's answer, or undefined when its document is gone (404); any other error is thrown. */
-async function unlessGone<T>(request: Promise<T>): Promise<T | undefined> {
-  try {
-    return await request;
-  } catch (e) {
-    if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
-    return undefined;
-  }
 }
