@@ -83,10 +83,6 @@ export class RecordsFile {
     this.file = new SidecarFile(path, RecordsFileSchema, MESSAGES, logger, fs);
   }
 
-  get path(): string {
-    return this.file.path;
-  }
-
   /** The records as last written, by mapping id; empty when none could be read (logged). */
   async load(): Promise<Map<string, MappingRecords>> {
     const saved = await this.file.load();

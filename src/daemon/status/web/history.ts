@@ -157,10 +157,6 @@ export class DaemonHistory {
     this.problem({ at: new Date(this.now()).toISOString(), mapping, what: 'mapping degraded', message, next: retriedWithBackoff(this.retryBaseMs) });
   }
 
-  forgetMapping(mapping: string): void {
-    this.passes.delete(mapping);
-  }
-
   currentPass(mapping: string): CurrentPass | undefined {
     const p = this.passes.get(mapping);
     return p && { ...p };
