@@ -76,14 +76,7 @@ export interface LocalSide {
 }
 
 /** A file's content hash, with the stat of the very file read (taken before the read). */
-export interface HashedContent {
-  sha256: string;
-  size: number;
-  mtimeMs: number;
-  ctimeMs?: number | undefined;
-  dev?: number | undefined;
-  ino?: number | undefined;
-}
+export type HashedContent = StatNow & { sha256: string };
 
 /** What watcher events say to look at. */
 export interface ChangeScope {
