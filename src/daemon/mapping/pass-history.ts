@@ -41,6 +41,8 @@ export function recordOfReport(kind: PassHistoryKind, r: Pick<PassReport, 'ok' |
   };
 }
 
+const NOTHING_DONE = { uploaded: 0, replaced: 0, renamed: 0, deleted: 0, skipped: 0, failed: 0 };
+
 /** A pass that failed as a whole (no report): the service unreachable, the folder gone. */
 export function failedRecord(kind: PassHistoryKind, startedAt: number, now: number, message: string): PassRecord {
   return {
@@ -48,12 +50,7 @@ export function failedRecord(kind: PassHistoryKind, startedAt: number, now: numb
     startedAt: new Date(startedAt).toISOString(),
     durationMs: Math.max(0, now - startedAt),
     ok: false,
-    uploaded: 0,
-    replaced: 0,
-    renamed: 0,
-    deleted: 0,
-    skipped: 0,
-    failed: 0,
+    ...NOTHING_DONE,
     error: short(message),
     errors: [],
   };
