@@ -13,7 +13,6 @@ import type { DataSourceRecord } from '../api/records.js';
 
 export class DataSourceMissingError extends Error {
   override readonly name = 'DataSourceMissingError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_DATA_SOURCE_MISSING';
   constructor(
     message: string,

@@ -45,12 +45,10 @@ export interface SkippedFile {
 
 export class LocalFileChangedError extends Error {
   override readonly name = 'LocalFileChangedError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_LOCAL_FILE_CHANGED';
 }
 export class LocalFileVanishedError extends Error {
   override readonly name = 'LocalFileVanishedError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_LOCAL_FILE_VANISHED';
 }
 

@@ -25,7 +25,6 @@ import { nfc } from '../unicode.js';
 /** The service's listing lacks documents that exist: planning from it would duplicate them. */
 export class ListingIncompleteError extends Error {
   override readonly name = 'ListingIncompleteError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_LISTING_INCOMPLETE';
 }
 
