@@ -90,6 +90,16 @@ export function isApiError(e: unknown): e is ApiError {
   return e instanceof ApiError;
 }
 
+/** The request's answer, or undefined when what it names is gone (404); any other error is thrown. */
+export async function unlessGone<T>(request: Promise<T>): Promise<T | undefined> {
+  try {
+    return await request;
+  } catch (e) {
+    if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
+    return undefined;
+  }
+}
+
 /** Maps an HTTP status to the stable code and whether it is worth retrying. */
 export function classifyStatus(status: number): { code: ApiErrorCode; retryable: boolean } {
   if (status === 400 || status === 422) return { code: 'E_BAD_REQUEST', retryable: false };

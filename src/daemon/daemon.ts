@@ -440,7 +440,6 @@ export class Daemon {
     });
   }
 
-  /** Each mapping's problem list and pass history, into `<statePath>.problems.json`. */
   /** The page's feed, saved every FEED_SAVE_EVERY_MS and at a clean stop (feed-file.ts). */
   private scheduleFeedSave(): void {
     this.feedTimer = this.clock.setTimeout(() => {
@@ -449,6 +448,7 @@ export class Daemon {
     }, FEED_SAVE_EVERY_MS);
   }
 
+  /** Each mapping's problem list and pass history, into `<statePath>.problems.json`. */
   private saveRecords(): Promise<void> {
     return this.recordsFile.save(() => new Map([...this.runners].map(([id, r]) => [id, r.runner.records()])));
   }

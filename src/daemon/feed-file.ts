@@ -57,10 +57,6 @@ export class FeedFile {
     this.file = new SidecarFile(path, FeedFileSchema, MESSAGES, logger, fs);
   }
 
-  get path(): string {
-    return this.file.path;
-  }
-
   /** The saved history, or undefined when there is none to use (logged when unusable). */
   async load(): Promise<SavedHistory | undefined> {
     const saved = await this.file.load();

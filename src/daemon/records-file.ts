@@ -15,7 +15,7 @@ import { SidecarFile } from './sidecar-file.js';
 import type { Logger } from '../log.js';
 import type { ProblemListData } from './mapping/problem-list.js';
 import type { PassRecord } from './mapping/pass-history.js';
-import { PassRecordSchema, PROBLEM_KINDS } from './status/schema.js';
+import { ExclusionSchema, PassRecordSchema, ProblemSchema } from './status/schema.js';
 
 export interface MappingRecords {
   problems: ProblemListData;
@@ -25,13 +25,7 @@ export interface MappingRecords {
 }
 
 const count = z.number().int().nonnegative();
-const ProblemSchema = z.object({
-  path: z.string(),
-  kind: z.enum(PROBLEM_KINDS),
-  reason: z.string(),
-  since: z.string(),
-});
-// A pass is kept as /status shows it: one schema for both (status/schema.ts).
+// A problem and a pass are kept as /status shows them: one schema for both (status/schema.ts).
 const RecordsFileSchema = z.object({
   version: z.literal(1),
   mappings: z.record(
@@ -39,7 +33,7 @@ const RecordsFileSchema = z.object({
     z.object({
       problems: z.object({
         problems: z.array(ProblemSchema),
-        excluded: z.array(z.object({ path: z.string(), reason: z.string(), since: z.string() })),
+        excluded: z.array(ExclusionSchema),
         problemsOver: count,
         excludedOver: count,
       }),
@@ -81,10 +75,6 @@ export class RecordsFile {
 
   constructor(path: string, logger: Logger, fs?: StateFs) {
     this.file = new SidecarFile(path, RecordsFileSchema, MESSAGES, logger, fs);
-  }
-
-  get path(): string {
-    return this.file.path;
   }
 
   /** The records as last written, by mapping id; empty when none could be read (logged). */

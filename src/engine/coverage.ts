@@ -104,16 +104,9 @@ function count(row: CoverageRow, f: CoverageFile, extension: string, input: Cove
 export function totalOf(rows: readonly CoverageRow[]): CoverageCounts {
   const t = emptyCounts();
   for (const r of rows) {
-    t.asIs += r.asIs;
-    t.converted += r.converted;
-    t.noText += r.noText;
-    t.unchecked += r.unchecked;
-    t.skipped.policy += r.skipped.policy;
-    t.skipped.tooBig += r.skipped.tooBig;
-    t.skipped.unsupported += r.skipped.unsupported;
-    t.failed.conversion += r.failed.conversion;
-    t.failed.refused += r.failed.refused;
-    t.pending += r.pending;
+    for (const k of ['asIs', 'converted', 'noText', 'unchecked', 'pending'] as const) t[k] += r[k];
+    for (const k of ['policy', 'tooBig', 'unsupported'] as const) t.skipped[k] += r.skipped[k];
+    for (const k of ['conversion', 'refused'] as const) t.failed[k] += r.failed[k];
   }
   return t;
 }

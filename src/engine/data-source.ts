@@ -2,19 +2,17 @@
  * Finds the data source a mapping names: by id (it must exist), or by name (found, or
  * created with the mapping's connector ids when absent). DESIGN §6.
  *
- * A mapping by name that the state already records is followed by the recorded id (issue
- * 23, defects 8 and 9): a data source renamed in the App keeps being mirrored (and the
- * rename is reported) instead of a second, empty one being created under the old name; a
- * recorded data source that no longer exists is reported and replaced by the one the name
- * finds or creates now.
+ * A mapping by name that the state already records is followed by the recorded id: a data
+ * source renamed in the App keeps being mirrored (and the rename is reported) instead of a
+ * second, empty one being created under the old name; a recorded data source that no longer
+ * exists is reported and replaced by the one the name finds or creates now.
  */
 import type { DatastoreApi } from '../api/api.js';
-import { isApiError } from '../api/errors.js';
+import { isApiError, unlessGone } from '../api/errors.js';
 import type { DataSourceRecord } from '../api/records.js';
 
 export class DataSourceMissingError extends Error {
   override readonly name = 'DataSourceMissingError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_DATA_SOURCE_MISSING';
   constructor(
     message: string,
@@ -61,19 +59,13 @@ export interface ResolveOptions {
 
 export async function resolveDataSource(api: DatastoreApi, ref: DataSourceRef, where: string, opts: ResolveOptions = { create: true }): Promise<ResolvedDataSource> {
   if (ref.dataSourceId) {
-    try {
-      const record = await api.getDataSource(ref.dataSourceId, { signal: opts.signal });
-      return { id: record.id || ref.dataSourceId, record, created: false };
-    } catch (e) {
-      if (isApiError(e) && e.code === 'E_NOT_FOUND') {
-        // Named by id, it cannot be created: which one to use instead is the operator's call.
-        throw new DataSourceMissingError(
-          `data source ${ref.dataSourceId} (${where}.dataSourceId) does not exist for this organization; check the id with: dssync datasources list. ` +
-            `If it was deleted in the App, the mapping stops until the config names another (${where}.dataSourceId), or names it by "dataSource": { "name", "llmConnectorIds" } to have it created`,
-        );
-      }
-      throw e;
-    }
+    const record = await unlessGone(api.getDataSource(ref.dataSourceId, { signal: opts.signal }));
+    if (record !== undefined) return { id: record.id || ref.dataSourceId, record, created: false };
+    // Named by id, it cannot be created: which one to use instead is the operator's call.
+    throw new DataSourceMissingError(
+      `data source ${ref.dataSourceId} (${where}.dataSourceId) does not exist for this organization; check the id with: dssync datasources list. ` +
+        `If it was deleted in the App, the mapping stops until the config names another (${where}.dataSourceId), or names it by "dataSource": { "name", "llmConnectorIds" } to have it created`,
+    );
   }
   if (!ref.dataSource) throw new DataSourceMissingError(`${where} names no data source (dataSourceId or dataSource)`);
   const { name } = ref.dataSource;
@@ -94,13 +86,8 @@ type Followed = { kind: 'follow'; resolved: ResolvedDataSource } | { kind: 'gone
 /** The recorded data source of a mapping by name: followed, gone, or no longer what the config names. */
 async function followRecorded(api: DatastoreApi, name: string, recorded: RecordedDataSource, where: string, opts: ResolveOptions): Promise<Followed> {
   const id = recorded.dataSourceId;
-  let record: DataSourceRecord;
-  try {
-    record = await api.getDataSource(id, { signal: opts.signal });
-  } catch (e) {
-    if (isApiError(e) && e.code === 'E_NOT_FOUND') return { kind: 'gone' };
-    throw e;
-  }
+  const record = await unlessGone(api.getDataSource(id, { signal: opts.signal }));
+  if (record === undefined) return { kind: 'gone' };
   if (record.name === name) return { kind: 'follow', resolved: { id: record.id || id, record, created: false } };
   // The operator changed the name in the config: a new choice, looked up by name.
   if (recorded.configuredName !== undefined && recorded.configuredName !== name) return { kind: 'configChanged' };

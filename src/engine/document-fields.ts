@@ -6,6 +6,7 @@ import { posix } from 'node:path';
 import type { DocumentUpdate } from '../api/records.js';
 import { conversionOf, type Formats } from '../convert/policy.js';
 import { buildMetadata } from './metadata.js';
+import { extensionStart } from './service-names.js';
 import { DEFAULT_URL_TEMPLATE, renderUrlTemplate } from '../config/url-template.js';
 
 export interface DocumentFieldsSpec {
@@ -91,10 +92,7 @@ const UPLOAD_MARK = '.dssync-upload-';
  * service that guesses the type from it.
  */
 export function markUploadName(name: string, nonce: string): string {
-  const slash = name.lastIndexOf('/');
-  const dot = name.lastIndexOf('.');
-  // A dot that starts the base name (".bashrc") is not an extension.
-  const ext = dot > slash + 1 ? dot : name.length;
+  const ext = extensionStart(name);
   return `${UPLOAD_MARK}${nonce}.${name.slice(0, ext)}${UPLOAD_MARK}${nonce}${name.slice(ext)}`;
 }
 

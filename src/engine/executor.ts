@@ -140,8 +140,7 @@ export interface ExecutionResult {
   ambiguous: boolean;
   /**
    * Operations cut off mid-request by a stop (shutdown, Ctrl-C), per kind: each is still one
-   * of `failures`, but they are logged as one summary line with what never started, not each
-   * as an error (a first mirror's SIGTERM logged hundreds of `E_ABORTED` lines).
+   * of `failures`, but they are logged as one summary line with what never started.
    */
   interrupted: Partial<Record<Op['kind'], number>>;
 }
@@ -207,13 +206,8 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
     void queue.add(() => (o.signal?.aborted ? skip(ops) : task()));
   };
   for (const op of singles) await feed([op], () => runSingle(op, o, result));
-  const batches = new UploadBatches(o, makeBatches(uploads, o.batchFiles, o.batchBytes));
-  for (let i = 0; i < batches.count; i++) {
-    await feed(batches.ops(i), () => {
-      const { named, intent } = batches.take(i);
-      return runUploadBatch(named, o, result, intent);
-    });
-  }
+  const nonce = o.uploadNonce ?? ((): string => uploadNonce(o.uploadTag, o.session));
+  for (const batch of makeBatches(uploads, o.batchFiles, o.batchBytes)) await feed(batch, () => runUploadBatch(nameUploads(batch, o, nonce), o, result));
   await queue.onIdle();
   for (const [kind, n] of notStarted) {
     result.failures.push({ path: '', op: kind, code: 'E_ABORTED', message: `stopped before ${n} ${kind} operation(s) started; the next pass carries them out` });
@@ -244,48 +238,18 @@ function logAbandoned(o: ExecutorOptions, interrupted: ExecutionResult['interrup
 }
 
 /**
- * The upload batches, each named (markUploadName: the names its intent records and its
- * request sends) only shortly before it is sent: the names of a million files are not all
- * held at once.
- *
- * Every upload needs a durable intent first, begun right before its own batch is sent, not
- * ahead of it: the intent's start is what an earlier process's settle window counts from
- * (mirror.ts settledAt), and an intent begun while other batches were still being sent
- * started long before its request did, so a late commit could outlive its window (issue
- * 23, defect 4). Batches running side by side (the queue's concurrency) still begin their
- * intents in the same turn, and the store writes those together (group commit).
+ * A batch under the names its intent records and its request sends, named right before it is
+ * sent (the names of a million files are never all held at once): marked (markUploadName),
+ * unless the service ignores new names (the marked name would show for good). A converted
+ * file is sent as Markdown under a name ending in .md; the metadata update gives the real name.
  */
-class UploadBatches {
-  private readonly nonce: () => string;
-
-  constructor(
-    private readonly o: ExecutorOptions,
-    private readonly batches: readonly UploadOp[][],
-  ) {
-    this.nonce = o.uploadNonce ?? ((): string => uploadNonce(o.uploadTag, o.session));
-  }
-
-  get count(): number {
-    return this.batches.length;
-  }
-
-  ops(i: number): readonly UploadOp[] {
-    return this.batches[i]!;
-  }
-
-  /** Batch `i` under its marked names, and its intent, begun when asked (right before the send). */
-  take(i: number): { named: NamedUpload[]; intent: () => Promise<string> } {
-    // A service that ignores a new name would show the marked name for good: the real one.
-    const marked = this.o.names?.known.renamesIgnored !== true;
-    const named = this.batches[i]!.map((op) => {
-      // A converted file is sent as Markdown under a name ending in .md, for a service that
-      // reads the type from it; the metadata update then gives the document its real name.
-      const conversion = conversionOf(op.path, this.o.formats);
-      const name = `${this.o.desired(op.file).name}${conversion ? '.md' : ''}`;
-      return { op, uploadName: marked ? markUploadName(name, this.nonce()) : name, marked, conversion };
-    });
-    return { named, intent: () => this.o.state.beginIntent(this.o.mappingId, uploadIntent(named, this.o)) };
-  }
+function nameUploads(batch: readonly UploadOp[], o: ExecutorOptions, nonce: () => string): NamedUpload[] {
+  const marked = o.names?.known.renamesIgnored !== true;
+  return batch.map((op) => {
+    const conversion = conversionOf(op.path, o.formats);
+    const name = `${o.desired(op.file).name}${conversion ? '.md' : ''}`;
+    return { op, uploadName: marked ? markUploadName(name, nonce()) : name, marked, conversion };
+  });
 }
 
 function uploadIntent(batch: readonly NamedUpload[], o: ExecutorOptions): DistributiveOmit<Intent, 'id' | 'startedAt'> {
@@ -298,8 +262,7 @@ function uploadIntent(batch: readonly NamedUpload[], o: ExecutorOptions): Distri
     ...(op.kind === 'replace' && op.oldDocumentIds[0] !== undefined ? { replacesDocumentId: op.oldDocumentIds[0] } : {}),
   }));
   // Only a file sent under its real name is told by name and size after a lost answer
-  // (plan.ts openUploads); a marked one is told by its mark. The documents that existed
-  // before the upload are journalled for the former alone (issue 27.7).
+  // (plan.ts openUploads), so the documents that existed before are journalled for it alone.
   if (!o.preexisting || batch.every((n) => n.marked)) return { kind: 'upload', files };
   const preexisting = [...new Set(batch.flatMap(({ op }) => o.preexisting!(op.path)))];
   return { kind: 'upload', files, preexisting, ...(o.preexistingFresh ? { preexistingFresh: true } : {}) };
@@ -357,11 +320,17 @@ async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'del
   }
 }
 
-async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions, r: ExecutionResult, intent?: () => Promise<string>): Promise<void> {
+/**
+ * Every upload needs a durable intent first, begun right before its own batch is sent, not
+ * ahead of it: the intent's start is what an earlier process's settle window counts from
+ * (mirror.ts settledAt). Batches running side by side begin theirs in the same turn, and the
+ * store writes those together (group commit).
+ */
+async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions, r: ExecutionResult): Promise<void> {
   const batch = named.map((n) => n.op);
   let intentId: string;
   try {
-    intentId = await (intent ? intent() : o.state.beginIntent(o.mappingId, uploadIntent(named, o)));
+    intentId = await o.state.beginIntent(o.mappingId, uploadIntent(named, o));
   } catch (e) {
     // The intent could not be made durable (disk full...): an upload whose answer got lost
     // could then not be recognised after a crash, so nothing is sent; a later pass retries.
@@ -506,7 +475,7 @@ async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: 
     // The service may have created some documents: the intent stays open, and the caller
     // lists the data source and plans again, adopting what landed.
     r.ambiguous = true;
-    for (const op of batch) emit(o, { kind: op.kind, path: op.path, outcome: 'ambiguous', error: e });
+    for (const op of batch) o.onOp?.({ kind: op.kind, path: op.path, outcome: 'ambiguous', error: e });
     o.logger.warn({ files: batch.length, code: e.code }, 'upload answer lost; will list the data source and adopt what landed');
     return;
   }
@@ -541,11 +510,11 @@ async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: 
       });
       r.rejected.push(failure(op.kind, op.path, err));
       o.logger.warn({ path: op.path, status: err.status, reason: err.message }, 'the service refused the file; skipped until it changes');
-      emit(o, { kind: op.kind, path: op.path, outcome: 'rejected', error: err });
+      o.onOp?.({ kind: op.kind, path: op.path, outcome: 'rejected', error: err });
     } else if (changed) {
       r.changed.push(op.path);
       o.logger.info({ path: op.path }, 'file changed while being sent; will look again');
-      emit(o, { kind: op.kind, path: op.path, outcome: 'changed' });
+      o.onOp?.({ kind: op.kind, path: op.path, outcome: 'changed' });
     } else {
       fail(o, r, op.kind, op.path, e);
     }
@@ -589,7 +558,7 @@ function fail(o: ExecutorOptions, r: ExecutionResult, kind: Op['kind'], path: st
   const f = failure(kind, path, e);
   r.failures.push(f);
   if (f.ambiguous) r.ambiguous = true;
-  emit(o, { kind, path, outcome: 'failed', error: e instanceof Error ? e : undefined });
+  o.onOp?.({ kind, path, outcome: 'failed', error: e instanceof Error ? e : undefined });
   if (f.code === 'E_ABORTED' || o.signal?.aborted === true) {
     // Cut off by the stop: counted for executePlan's one summary line, not an error each.
     r.interrupted[kind] = (r.interrupted[kind] ?? 0) + 1;
@@ -600,9 +569,5 @@ function fail(o: ExecutorOptions, r: ExecutionResult, kind: Op['kind'], path: st
 
 function done(o: ExecutorOptions, r: ExecutionResult, op: Op, documentId?: string, record?: DocumentRecord): void {
   r.counts[op.kind]++;
-  emit(o, { kind: op.kind, path: op.path, outcome: 'done', documentId, ...(record ? { record } : {}) });
-}
-
-function emit(o: ExecutorOptions, e: OpEvent): void {
-  o.onOp?.(e);
+  o.onOp?.({ kind: op.kind, path: op.path, outcome: 'done', documentId, ...(record ? { record } : {}) });
 }

@@ -45,12 +45,10 @@ export interface SkippedFile {
 
 export class LocalFileChangedError extends Error {
   override readonly name = 'LocalFileChangedError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_LOCAL_FILE_CHANGED';
 }
 export class LocalFileVanishedError extends Error {
   override readonly name = 'LocalFileVanishedError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_LOCAL_FILE_VANISHED';
 }
 
@@ -76,14 +74,7 @@ export interface LocalSide {
 }
 
 /** A file's content hash, with the stat of the very file read (taken before the read). */
-export interface HashedContent {
-  sha256: string;
-  size: number;
-  mtimeMs: number;
-  ctimeMs?: number | undefined;
-  dev?: number | undefined;
-  ino?: number | undefined;
-}
+export type HashedContent = StatNow & { sha256: string };
 
 /** What watcher events say to look at. */
 export interface ChangeScope {

@@ -6,7 +6,7 @@
 import { listingBound } from './listing-bound.js';
 import PQueue from 'p-queue';
 import type { DatastoreApi } from '../api/api.js';
-import { isApiError } from '../api/errors.js';
+import { unlessGone } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
 import type { Logger } from '../log.js';
 import type { FileEntry, Intent, MappingState, PassRecord } from '../state/schema.js';
@@ -25,7 +25,6 @@ import { nfc } from '../unicode.js';
 /** The service's listing lacks documents that exist: planning from it would duplicate them. */
 export class ListingIncompleteError extends Error {
   override readonly name = 'ListingIncompleteError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_LISTING_INCOMPLETE';
 }
 
@@ -36,8 +35,8 @@ export interface MirrorState extends StateWriter {
   flush(): Promise<void>;
   /**
    * Records this process's writer session (StateStore.recordSession); true when it was not
-   * recorded yet (the mirror then flushes it before writing anything). Without it (a test's
-   * state), no session is used: documents carry none, as before sessions existed.
+   * recorded yet (the mirror then flushes it before writing anything). Without it, documents
+   * carry no session.
    */
   recordSession?(mappingId: string, session: string, at: number): boolean;
   /**
@@ -73,13 +72,8 @@ export interface MirrorDeps {
   /** The operations about to be carried out (each round's plan): a progress display's total. */
   onPlan?: ((ops: readonly Op[]) => void) | undefined;
   /**
-   * The stability window of every full pass (ms; 0 or absent: none). A file the walk finds
-   * changed (to be hashed) whose mtime or ctime is younger than this by the wall clock is
-   * set aside for the pass (untouchable: neither sent nor its document touched) and named
-   * in the report's `settling`; a later pass sends it once it is older, or once its stat is
-   * seen unchanged this long apart on the monotonic clock (a clock stepped back, a future
-   * mtime). A file whose stat is the one the state recorded is never set aside. The event aggregator holds a file being written the same way; this covers the
-   * passes that do not go through it (start, periodic rescan, reload, lost events, retry).
+   * The stability window of every full pass (ms; 0 or absent: none): stability.ts. A file
+   * set aside is untouchable for the pass and named in the report's `settling`.
    */
   stabilityMs?: number | undefined;
   /**
@@ -108,12 +102,7 @@ export interface PassOptions {
   maxRounds?: number;
 }
 
-
-/**
- * Files hashed at once. Each hash is a handful of small filesystem calls in the libuv pool;
- * with more of them in flight the pool stays busy (10,000 small files: ~1.8 s at 4, ~1.1 s
- * at 16). Read buffers are sized to the file (at most 1 MiB each).
- */
+/** Files hashed at once: enough to keep the libuv pool busy (each hash is a few small calls). */
 const HASH_CONCURRENCY = 16;
 
 /**
@@ -213,15 +202,10 @@ export class Mirror {
   /**
    * True when a listing begun at `listedAt` (wall) / `listedAtMono` (monotonic) is late
    * enough to show everything the intent's request did. An intent of this process ended at
-   * the latest when its last execution returned: counted on the monotonic clock, so that a
-   * wall clock stepped forward does not close it at once (a late commit would then stay as
-   * a duplicate) nor one stepped back hold it for the size of the step. An intent of an
-   * earlier process (a crash, a kill, a one-shot sync that gave up on an answer) is settled
-   * only a full window after this process first saw it, and once its request's own timeout
-   * and a window have passed since its wall-clock start: the earlier process may have
-   * exited the moment it gave up, and the service commit later still; counting from the
-   * start alone closed it at this process's first listing, and the late document stayed
-   * (issue 23, defect 4; a late commit after that is recognised by its nonce, plan.ts).
+   * the latest when its last execution returned: counted on the monotonic clock, which no
+   * clock step moves. An intent of an earlier process is settled only a full window after
+   * this process first saw it, and once its request's own timeout and a window have passed
+   * since its wall-clock start (the earlier process may have exited the moment it gave up).
    */
   private settledAt(listedAt: number, listedAtMono: number): (intent: Intent) => boolean {
     const requestMs = this.d.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
@@ -233,10 +217,6 @@ export class Mirror {
       if (listedAt >= started + INTENT_STALE_MS) return true;
       return listedAtMono >= seen + INTENT_SETTLE_MS && listedAt >= started + requestMs + INTENT_SETTLE_MS;
     };
-  }
-
-  get mappingId(): string {
-    return this.d.spec.mappingId;
   }
 
   get dataSourceId(): string {
@@ -268,9 +248,8 @@ export class Mirror {
     this.inherited ??= new Set(Object.keys(mapping.intents));
     const names = (this.names ??= { known: mapping.lastPass?.serviceNames ?? {}, verified: false });
     const namesBefore = names.known;
-    // Durable before anything this process writes carries it: a metadata update is not
-    // preceded by an intent's flush, and a session lost in a crash made the next process
-    // take its own documents for a clone's (seed 7, history 5,468 of the sim2 long run).
+    // Durable before anything this process writes carries it (a metadata update is not
+    // preceded by an intent's flush), or the next process takes its documents for a clone's.
     if (this.session !== undefined && !opts.dryRun && state.recordSession?.(spec.mappingId, this.session, this.d.now())) await state.flush();
     const maxRounds = opts.maxRounds ?? 3;
     const fieldsSpec = this.fieldsSpec;
@@ -381,10 +360,9 @@ export class Mirror {
       outageCause: l.scan.outageCause,
       // A partial look says nothing about the folder being empty.
       localFiles: scope ? Math.max(1, l.scanned) : l.scanned,
-      // An incremental plan's count is the state's already: not counted twice at every change.
-      // With prune "all", what it may prune is the mapping's too (plan.ts prunableCount):
-      // added to what the listing shows of ours, not to the state's count, whose entries
-      // of documents people deleted would count twice beside them (seed 7, history 6,427).
+      // An incremental plan's count is the state's already. With prune "all", what it may
+      // prune is the mapping's too (plan.ts prunableCount): added to what the listing shows of
+      // ours, not to the state's count (entries of documents people deleted would count twice).
       knownDocuments: l.remote ? Math.max(plan.ourDocumentCount + plan.prunableCount, mapping.files.size) : plan.ourDocumentCount,
       ops: plan.ops,
       maxDeletePercent: spec.maxDeletePercent,
@@ -530,12 +508,7 @@ export class Mirror {
     if (missing.length === 0) return;
     const probes = [...new Set([0, Math.floor(missing.length / 2), missing.length - 1])].map((i) => missing[i]!);
     for (const [path, entry] of probes) {
-      try {
-        await this.d.api.getDocument(this.d.spec.dataSourceId, entry.documentId, { signal });
-      } catch (e) {
-        if (isApiError(e) && e.code === 'E_NOT_FOUND') continue;
-        throw e;
-      }
+      if ((await unlessGone(this.d.api.getDocument(this.d.spec.dataSourceId, entry.documentId, { signal }))) === undefined) continue;
       throw new ListingIncompleteError(
         `the listing of data source ${this.d.spec.dataSourceId} lacks document ${entry.documentId} (${path}), which exists; ${missing.length} known document(s) are missing from it: the service's list is incomplete (paged in a way dssync does not understand?); nothing was changed`,
       );
@@ -589,9 +562,7 @@ export class Mirror {
     const settling: string[] = [];
     this.stability.forget(scan, scope, mapping);
     // A set-aside path whose document of ours the last listing left unjudged, gone when its
-    // follow-up comes: only a listing can judge that document (an orphan of a lost answer to
-    // delete). Without it the follow-up found nothing to do and the document stayed (seed 16,
-    // history 35,859 of session 9's long run).
+    // follow-up comes: only a listing can judge that document (an orphan of a lost answer).
     let listingNeeded = !full && scope !== undefined && scope.files.some((path) => !local.has(path) && this.stability.needsListing(path));
     const renamed = renamedFromVanished(mapping.files, (p) => local.has(p) || scan.vouched?.paths.has(p) === true || blocked.has(p) || dirs.some((d) => p.startsWith(d)));
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
@@ -630,9 +601,7 @@ export class Mirror {
         }
       }
     };
-    // A file that cannot be hashed is set aside above (vanished, or skipped for now). The
-    // queue is fed as it drains: a task waiting in p-queue costs ~1 KB, so a million queued
-    // at once held a gigabyte through the whole hash of a first mirror.
+    // Fed as it drains: a task waiting in p-queue costs ~1 KB (a million: a gigabyte).
     let failure: { error: unknown } | undefined;
     for (const path of toHash) {
       if (failure) break;

@@ -139,8 +139,3 @@ export function formerIdsIn(input: Pick<OwnerInput<never>, 'mappingId' | 'instal
   }
   return [...found].sort();
 }
-
-/** Owner classes whose document this mapping plans as its own. */
-export function plannedAsOurs<U>(o: Owner<U>): o is Extract<Owner<U>, { kind: 'ours' | 'own-write' | 'recovered' }> {
-  return o.kind === 'ours' || o.kind === 'own-write' || o.kind === 'recovered';
-}

@@ -116,16 +116,12 @@ export function emptyReport(mappingId: string, dryRun: boolean, startedAt: strin
   };
 }
 
-export function addCounts(report: PassReport, r: ExecutionResult): void {
-  report.counts.uploaded += r.counts.upload;
-  report.counts.replaced += r.counts.replace;
-  report.counts.renamed += r.counts.rename;
-  report.counts.updated += r.counts['update-meta'];
-  report.counts.deleted += r.counts.delete;
-  report.counts.adopted += r.counts.adopt;
-  report.counts.forgotten += r.counts.forget;
-}
+/** The report's count of each kind of operation. */
+const COUNTED = { upload: 'uploaded', replace: 'replaced', rename: 'renamed', 'update-meta': 'updated', delete: 'deleted', adopt: 'adopted', forget: 'forgotten' } as const;
 
+export function addCounts(report: PassReport, r: ExecutionResult): void {
+  for (const kind of Object.keys(COUNTED) as Op['kind'][]) report.counts[COUNTED[kind]] += r.counts[kind];
+}
 
 /** A round's plan into the report: its operations, the documents it leaves alone and why, what it skips. */
 export function describePlan(report: PassReport, plan: PlanResult, mapping: MappingState, mappingId: string, skipped: readonly SkippedFile[]): void {

@@ -82,11 +82,8 @@ export interface HashedFile extends LocalFileInfo {
 
 /**
  * A file's record once its content is hashed: `file` with what the hash saw (a field the
- * hash does not know keeps the walk's value). Written as one literal, every field always
- * present and in one order, on purpose: an object spread (`{ ...file, sha256 }`) gave each
- * of a million records a hidden class of its own once V8's inline cache went generic,
- * ~290 B per file of maps and descriptor arrays held through a first mirror (a heap
- * snapshot at 100,000 files: 98,688 distinct maps for as many records).
+ * hash does not know keeps the walk's value). One literal, every field always present and
+ * in one order: an object spread gives each of a million records a hidden class of its own.
  */
 export function hashedRecord(
   file: LocalFileInfo,
@@ -124,7 +121,7 @@ export interface PlanInput {
    * Local files too, kept as paths only: each as if `local` held it with its state entry's
    * stat (size, mtime, ctime, device, inode: the walk found exactly those) at
    * `diskPath(path)`. A restart over a million unchanged files holds a set, not a million
-   * records (issue 16).
+   * records.
    */
   vouched?: VouchedFiles | undefined;
   state: { files: ReadonlyFileTable } & Pick<MappingState, 'intents' | 'rejected' | 'sessions'>;
@@ -224,9 +221,8 @@ export interface PlanResult {
   ourDocumentCount: number;
   /**
    * Documents nobody owns that this full pass may prune (`prune: "all"`; else 0): with
-   * prune "all" they are the mapping's too, so the mass-delete guard's base counts them.
-   * Without them a pass holding none of ours (its only file set aside, a first sync)
-   * pruned any number unguarded (seed 7, history 266).
+   * prune "all" they are the mapping's too, so the mass-delete guard's base counts them
+   * (else a pass holding none of ours would prune any number unguarded).
    */
   prunableCount: number;
   /**
@@ -377,9 +373,8 @@ export function planMirror(input: PlanInput): PlanResult {
   if (full && input.prune === 'all') {
     for (const d of foreign) plan.ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'not-in-folder' });
   }
-  // Our own uploads committed after their intent was closed: whenever one appears it goes,
-  // never kept silently beside the file's document (issue 23, defect 4). It has no hash, so
-  // it is never taken for the file's document: the file keeps (or is sent as) its own.
+  // Our own uploads committed after their intent was closed go, whenever one appears. It has
+  // no hash, so it is never taken for the file's document: the file keeps (or is sent as) its own.
   for (const d of lostUploads) plan.ops.push({ kind: 'delete', path: d.name ?? d.id, documentId: d.id, reason: 'lost-upload', unmarked: true });
 
   // A full listing taken after an intent's settle window accounts for everything its write
@@ -486,7 +481,7 @@ function recordKept(path: string, keep: KnownDoc, recordedPathOf: (documentId: s
 /**
  * A file's content hash: this pass's, else the state's (the caller's quick check,
  * pathsToHash, vouched for it), in a copy (the caller's object stays as it was). Made
- * when asked, not kept for every file: a map of a million copies is ~150 MB (issue 16).
+ * when asked, not kept for every file: a map of a million copies is ~150 MB.
  */
 function hashedFileOf(input: PlanInput): (path: string) => HashedFile | undefined {
   const { state, vouched } = input;
@@ -692,12 +687,7 @@ function contentRule(desired: PlanInput['desired']): ContentRule {
 /** The document to keep for a file: one that `holds` it; the state's choice first, then the lowest id. */
 function pickGood(docs: readonly KnownDoc[], holds: (d: KnownDoc) => boolean, preferredId: string | undefined): KnownDoc | undefined {
   const same = docs.filter(holds);
-  if (same.length === 0) return undefined;
-  return (
-    same.find((d) => d.id === preferredId) ??
-    same.find((d) => !d.fromIntent) ??
-    same[0]
-  );
+  return same.find((d) => d.id === preferredId) ?? same.find((d) => !d.fromIntent) ?? same[0];
 }
 
 interface RemoteView {
@@ -730,7 +720,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
 
   if (input.remote === undefined) {
     // Only paths in scope are ever looked at: an incremental pass over a million-file state
-    // makes a handful of these, not a million (issue 16).
+    // makes a handful of these, not a million.
     const files = input.state.files;
     const standIn = (path: string): void => {
       const entry = files.get(path);
@@ -957,12 +947,7 @@ function uploadLookup(uploads: ReturnType<typeof openUploads>): OpenUploadLookup
 
 /** Every name under which the service may list the upload of `path`. */
 export function intentNameKeys(path: string): string[] {
-  return nameForms(path, documentName(path));
-}
-
-/** The names, in NFC, under which the service may list a file part named so. */
-function nameForms(...names: string[]): string[] {
-  return [...new Set(names.flatMap((k) => formNameForms(k)).map(nfc))];
+  return [...new Set([path, documentName(path)].flatMap((k) => formNameForms(k)).map(nfc))];
 }
 
 /** The document's size in bytes as the service reports it, if it does. */

@@ -92,11 +92,14 @@ export function describeServiceNames(names: ServiceNames): string[] {
   return out;
 }
 
-function withoutExtension(name: string): string {
-  const slash = name.lastIndexOf('/');
+/** Where `name`'s extension starts (its length when it has none): a dot that starts the base name (".bashrc") does not. */
+export function extensionStart(name: string): number {
   const dot = name.lastIndexOf('.');
-  // A dot that starts the base name (".bashrc") is not an extension.
-  return dot > slash + 1 ? name.slice(0, dot) : name;
+  return dot > name.lastIndexOf('/') + 1 ? dot : name.length;
+}
+
+function withoutExtension(name: string): string {
+  return name.slice(0, extensionStart(name));
 }
 
 function utf8Bytes(s: string): number {

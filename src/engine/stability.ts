@@ -33,11 +33,10 @@ export class StabilityWindow {
    * Files the last full pass set aside while its listing showed a document of ours for the
    * path that the state does not record there (a move whose record a crash cut, a lost
    * answer): their remote side was left unjudged, and the state cannot stand in for it. An
-   * incremental pass (the follow-up) that finds one stable does not send it blind — that
-   * made a duplicate of the document the listing showed (seed 7, history 4,302 of the
-   * sim2 long run) — but holds it and asks for a full pass (`needsFullPass`). So too a
-   * recorded document the listing would re-mark (owner rule O4): the follow-up has no
-   * listing to re-mark it with.
+   * incremental pass (the follow-up) that finds one stable does not send it blind (a
+   * duplicate of the listed document) but holds it and asks for a full pass
+   * (`needsFullPass`). So too a recorded document the listing would re-mark (owner rule O4):
+   * the follow-up has no listing to re-mark it with.
    */
   private unjudged = new Set<string>();
 
@@ -57,10 +56,8 @@ export class StabilityWindow {
    * What is no longer waited for. The runner's follow-up of a set-aside file is an
    * incremental pass naming it a window later, and an incremental pass judges only a file it
    * has a record of (the aggregator holds the others). So a record outlives the file's
-   * release and its absence from a full walk: forgotten early, the follow-up met a new
-   * writer's first chunk there with no record and sent it half-written (seed 8, history
-   * 623: set aside, swapped away, a slow writer at the same path; seed 7, history 2,645:
-   * released by another pass, then truncated and rewritten before the follow-up came). A
+   * release and its absence from a full walk (forgotten early, the follow-up could meet a
+   * new writer's first chunk there with no record and send it half-written). A
    * file a full walk does not find is remembered as gone; a released one keeps the stat it
    * was released at, and any other stat at the follow-up is judged by the window again. A
    * record is dropped when a pass that names the path (the follow-up) finds the file gone,
@@ -100,10 +97,8 @@ export class StabilityWindow {
    * when it was last read whole (nothing wrote it since: a write moves the ctime to the
    * writer's "now", whatever that is); two looks a window apart on the monotonic clock saw
    * the same stat; or, when its times are behind the wall clock, they are a window old.
-   * Without the first, a file written before a backward step (its mtime now in the future)
-   * was set aside by every full pass until the wall clock caught up, so a document of it
-   * that a person deleted was not uploaded again for up to the size of the step (issue 23,
-   * the simulation's SIM_WALL_BACK_REPAIR).
+   * The first keeps a file written before a backward clock step (its mtime in the future)
+   * from being set aside by every full pass until the wall clock catches up.
    */
   mayBeBeingWritten(file: LocalFileInfo, full: boolean, entry: EntryStat | undefined): boolean {
     const windowMs = this.o.windowMs;

@@ -88,7 +88,6 @@ export interface BuildMirrorDeps {
 /** The mapped folder cannot be listed, so its data source was not created. */
 export class FolderUnavailableError extends Error {
   override readonly name = 'FolderUnavailableError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_FOLDER_UNAVAILABLE';
 }
 
@@ -103,7 +102,6 @@ export function wouldCreateId(name: string | undefined): string {
  */
 export class FolderChangedError extends Error {
   override readonly name = 'FolderChangedError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_FOLDER_CHANGED';
 }
 
@@ -125,7 +123,6 @@ export async function folderChangeProblem(statePath: string, mappingId: string, 
 /** Two mappings of one config writing into one data source: refused. */
 export class SharedDataSourceError extends Error {
   override readonly name = 'SharedDataSourceError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_SHARED_DATA_SOURCE';
 }
 
@@ -258,7 +255,6 @@ export async function resolveMappingDataSource(mapping: MappingConfig, index: nu
 /** The data source of a mapping by name was deleted (in the App): the next pass finds or creates it by name. */
 export class DataSourceGoneError extends Error {
   override readonly name = 'DataSourceGoneError';
-  /** Stable, for disposition() (errors/codes.ts). */
   readonly code = 'E_DATA_SOURCE_GONE';
 }
 

@@ -25,14 +25,11 @@ import { ingestionStatus, type IngestionStatus } from '../../api/ingestion-statu
 import type { DocumentRecord } from '../../api/records.js';
 import type { Logger } from '../../log.js';
 import type { Clock } from '../../time/clock.js';
+import type { z } from 'zod';
+import type { NotIngestedSchema } from '../status/schema.js';
 
-export interface NotIngested {
-  path: string;
-  documentId: string;
-  uploadedAt: string;
-  /** The service's word: "failed: text extraction failed: Invalid PDF structure."; absent when it said nothing (no chunks). */
-  reason?: string | undefined;
-}
+/** A document found not ingested, with the service's word when it said one (status/schema.ts). */
+export type NotIngested = z.infer<typeof NotIngestedSchema>;
 
 interface Due {
   path: string;

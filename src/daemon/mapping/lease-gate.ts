@@ -8,7 +8,6 @@ import type { DatastoreApi } from '../../api/api.js';
 /** A write refused because this process does not hold the mapping's lease. */
 export class LeaseNotHeldError extends Error {
   override readonly name = 'LeaseNotHeldError';
-  /** Stable, for disposition() (errors/disposition.ts). */
   readonly code = 'E_LEASE_NOT_HELD';
 }
 

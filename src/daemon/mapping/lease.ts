@@ -8,7 +8,7 @@ import { writeFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DatastoreApi } from '../../api/api.js';
-import { isApiError } from '../../api/errors.js';
+import { unlessGone } from '../../api/errors.js';
 import { LEASE, LeaseCore, leaseDocumentBody, leaseDocumentName, leaseMarkersOf, leaseMetadata, leaseRecordOf, pickMarker, type HostProbe, type LeaseHolder, type LeaseMarker, type LeaseRecord } from '../../engine/lease.js';
 import type { LeaseView } from '../../engine/lease-view.js';
 import type { Logger } from '../../log.js';
@@ -167,7 +167,7 @@ export class MappingLease {
       if (marker === undefined) return;
       const j = this.core.judge(marker, readAt);
       if (j.kind === 'live') {
-        this.lost();
+        this.core.lose();
         if (this.toldHolder !== j.holder.session) {
           this.toldHolder = j.holder.session;
           this.d.logger.warn(
@@ -217,19 +217,9 @@ export class MappingLease {
   private async remembered(signal: AbortSignal): Promise<string | undefined> {
     if (this.memoTried || this.d.memo === undefined) return undefined;
     const id = await this.d.memo.load();
-    if (id === undefined) {
-      this.memoTried = true;
-      return undefined;
-    }
-    try {
-      const doc = await this.d.api.getDocument(this.d.dataSourceId, id, { signal });
-      this.memoTried = true;
-      return leaseMarkersOf([doc], this.d.mappingId).length > 0 ? id : undefined;
-    } catch (e) {
-      if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
-      this.memoTried = true;
-      return undefined;
-    }
+    const doc = id === undefined ? undefined : await unlessGone(this.d.api.getDocument(this.d.dataSourceId, id, { signal }));
+    this.memoTried = true;
+    return doc !== undefined && leaseMarkersOf([doc], this.d.mappingId).length > 0 ? id : undefined;
   }
 
   /** The marker's id: the one every process picks, made when there is none. */
@@ -263,26 +253,16 @@ export class MappingLease {
 
   /** The marker, or undefined when it is gone (found again at the next attempt). */
   private async read(id: string, signal: AbortSignal): Promise<LeaseMarker | undefined> {
-    try {
-      const doc = await this.d.api.getDocument(this.d.dataSourceId, id, { signal });
-      return { documentId: id, record: leaseRecordOf(doc) };
-    } catch (e) {
-      if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
-      this.gone();
-      return undefined;
-    }
+    const doc = await unlessGone(this.d.api.getDocument(this.d.dataSourceId, id, { signal }));
+    if (doc === undefined) this.gone();
+    return doc && { documentId: id, record: leaseRecordOf(doc) };
   }
 
   /** Writes a record; false when the marker is gone (deleted in the App). */
   private async write(id: string, record: LeaseRecord, signal: AbortSignal): Promise<boolean> {
-    try {
-      await this.d.api.updateDocument(this.d.dataSourceId, id, { name: leaseDocumentName(this.d.mappingId), url: this.d.url, metadata: leaseMetadata(record) }, { signal });
-      return true;
-    } catch (e) {
-      if (!isApiError(e) || e.code !== 'E_NOT_FOUND') throw e;
-      this.gone();
-      return false;
-    }
+    const answer = await unlessGone(this.d.api.updateDocument(this.d.dataSourceId, id, { name: leaseDocumentName(this.d.mappingId), url: this.d.url, metadata: leaseMetadata(record) }, { signal }));
+    if (answer === undefined) this.gone();
+    return answer !== undefined;
   }
 
   private async deleteExtras(signal: AbortSignal): Promise<void> {
@@ -296,10 +276,6 @@ export class MappingLease {
   private gone(): void {
     this.d.logger.warn({ documentId: this.documentId }, 'the lease document is gone (deleted in the App?): looked up again');
     this.documentId = undefined;
-    this.core.lose();
-  }
-
-  private lost(): void {
     this.core.lose();
   }
 

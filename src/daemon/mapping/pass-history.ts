@@ -5,26 +5,12 @@
  */
 import { scrub } from '../../secrets.js';
 import type { PassReport } from '../../engine/pass-report.js';
+import type { PassRecordView } from '../status/schema.js';
 
+/** One pass of the history (status/schema.ts PassRecordSchema): its errors scrubbed of secrets. */
+export type PassRecord = PassRecordView;
 /** start: the first full pass after the daemon (or the mapping) started; rescan: the periodic or asked-for one. */
-export type PassHistoryKind = 'start' | 'full' | 'incremental' | 'rescan';
-
-export interface PassRecord {
-  kind: PassHistoryKind;
-  startedAt: string;
-  durationMs: number;
-  ok: boolean;
-  uploaded: number;
-  replaced: number;
-  renamed: number;
-  deleted: number;
-  skipped: number;
-  failed: number;
-  /** Why the pass stopped or failed as a whole (a guard, the service unreachable). */
-  error?: string | undefined;
-  /** The first few files' errors, scrubbed of secrets. */
-  errors: string[];
-}
+export type PassHistoryKind = PassRecord['kind'];
 
 export const HISTORY_PASSES = 50;
 export const ERRORS_PER_PASS = 5;
@@ -55,6 +41,8 @@ export function recordOfReport(kind: PassHistoryKind, r: Pick<PassReport, 'ok' |
   };
 }
 
+const NOTHING_DONE = { uploaded: 0, replaced: 0, renamed: 0, deleted: 0, skipped: 0, failed: 0 };
+
 /** A pass that failed as a whole (no report): the service unreachable, the folder gone. */
 export function failedRecord(kind: PassHistoryKind, startedAt: number, now: number, message: string): PassRecord {
   return {
@@ -62,12 +50,7 @@ export function failedRecord(kind: PassHistoryKind, startedAt: number, now: numb
     startedAt: new Date(startedAt).toISOString(),
     durationMs: Math.max(0, now - startedAt),
     ok: false,
-    uploaded: 0,
-    replaced: 0,
-    renamed: 0,
-    deleted: 0,
-    skipped: 0,
-    failed: 0,
+    ...NOTHING_DONE,
     error: short(message),
     errors: [],
   };

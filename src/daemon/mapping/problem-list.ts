@@ -17,29 +17,19 @@ import type { ChangeScope } from '../../engine/local-side.js';
 import type { PassReport } from '../../engine/pass-report.js';
 import type { FileFailure } from '../../engine/executor.js';
 import { TOO_LARGE_REASON } from '../../local/side.js';
-import type { PROBLEM_KINDS } from '../status/schema.js';
+import type { z } from 'zod';
+import type { ExclusionSchema, PROBLEM_KINDS, ProblemSchema } from '../status/schema.js';
 
 export type ProblemKind = (typeof PROBLEM_KINDS)[number];
+/** A file not mirrored as it is, since when (kept while the reason changes). */
+export type Problem = z.infer<typeof ProblemSchema>;
+export type Exclusion = z.infer<typeof ExclusionSchema>;
 
 /** Kinds a pass does not judge: the file was sent; what came after (the ingestion check, the PDF's text check) settles them. */
 const AFTER_SENDING: ReadonlySet<ProblemKind> = new Set(['not-ingested', 'no-text', 'unchecked']);
 
 /** Was the file sent (its problem came after)? Such a file is not "skipped". */
 export const wasSent = (kind: ProblemKind): boolean => AFTER_SENDING.has(kind);
-
-export interface Problem {
-  path: string;
-  kind: ProblemKind;
-  reason: string;
-  /** When this file was first seen not mirrored (ISO), kept while the reason changes. */
-  since: string;
-}
-
-export interface Exclusion {
-  path: string;
-  reason: string;
-  since: string;
-}
 
 export interface ProblemListData {
   problems: Problem[];

@@ -217,7 +217,6 @@ export class MappingRunner {
     return { problems: this.problems.data(), history: this.passHistory.list(), ...(this.pausedSince !== undefined ? { paused: { since: this.pausedSince } } : {}) };
   }
 
-
   /**
    * SIGHUP with this mapping's settings unchanged: its ignore file is read again — the
    * watcher restarts with the filter as it is now, so a folder the file no longer excludes

@@ -149,8 +149,6 @@ export function step(s: ScheduleState, e: ScheduleEvent, now: number, random: ()
       if (n.paused) n = { ...n, paused: false, fullWanted: true, retryAt: undefined };
       break;
     case 'deletesConfirmed':
-      n = { ...n, fullWanted: true, retryAt: undefined };
-      break;
     case 'fullPassRequested':
       n = { ...n, fullWanted: true, retryAt: undefined };
       break;

@@ -4,6 +4,7 @@
  * nothing hashed), the mapping's filter, the state file (read without its lock) and the
  * text check of the PDFs sent as they are (daemon/mapping/text-check.ts, in conversion workers).
  */
+import PQueue from 'p-queue';
 import type { MappingConfig } from '../../config/types.js';
 import { conversionOf } from '../../convert/policy.js';
 import { coverageOf, totalOf, type CoverageCounts, type CoverageRow } from '../../engine/coverage.js';
@@ -53,10 +54,12 @@ export async function mappingCoverage(mapping: MappingConfig, state: MappingStat
   const sent = (path: string): boolean => planned || tracked.has(path);
   const layers = new Map<string, 'text' | 'no-text' | 'unchecked'>();
   const toCheck = files.filter((f) => included(f.path) && f.size <= mapping.maxFileBytes && sent(f.path) && refusedNow(f.path) === undefined && checksText(f.path, mapping.formats) && conversionOf(f.path, mapping.formats) === undefined);
-  await inTurn(toCheck, CHECKS_AT_ONCE, async (f) => {
-    const r = await checkTextLayer(mapping.path, f.path, mapping.followSymlinks);
-    if (r !== undefined) layers.set(f.path, r.kind);
-  });
+  await new PQueue({ concurrency: CHECKS_AT_ONCE }).addAll(
+    toCheck.map((f) => async () => {
+      const r = await checkTextLayer(mapping.path, f.path, mapping.followSymlinks);
+      if (r !== undefined) layers.set(f.path, r.kind);
+    }),
+  );
   const rows = coverageOf({
     files,
     included,
@@ -67,12 +70,4 @@ export async function mappingCoverage(mapping: MappingConfig, state: MappingStat
     textLayer: (path) => layers.get(path),
   });
   return { ...base, rows, total: totalOf(rows) };
-}
-
-async function inTurn<T>(items: readonly T[], atOnce: number, run: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < items.length) await run(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, lane));
 }

@@ -11,6 +11,7 @@ import type { OpEvent } from '../../../engine/executor.js';
 import { shownCodeOf } from '../../../errors/errno.js';
 import { ANSWER_LOST, awaitingDecision, FILE_REFUSED, fileRetried, GUARD_STOPPED, retriedWithBackoff } from '../../mapping/next-step.js';
 import { RingBuffer, type Sequenced } from './ring-buffer.js';
+import type { MappingStatus } from '../schema.js';
 
 export const HISTORY_LIMITS = {
   /** Operations shown in the feed (all mappings together). */
@@ -70,12 +71,8 @@ interface OpenPoint extends ChartPoint {
   lagCount: number;
 }
 
-export interface CurrentPass {
-  kind: 'full' | 'changes';
-  startedAt: string;
-  /** Operations finished in this pass so far (any outcome). */
-  done: number;
-}
+/** The pass running now: operations finished so far (status/schema.ts). */
+export type CurrentPass = NonNullable<MappingStatus['currentPass']>;
 
 export interface HistorySnapshot {
   activity: Sequenced<ActivityEntry>[];
@@ -155,10 +152,6 @@ export class DaemonHistory {
   onMappingFailure(mapping: string, message: string): void {
     this.passes.delete(mapping);
     this.problem({ at: new Date(this.now()).toISOString(), mapping, what: 'mapping degraded', message, next: retriedWithBackoff(this.retryBaseMs) });
-  }
-
-  forgetMapping(mapping: string): void {
-    this.passes.delete(mapping);
   }
 
   currentPass(mapping: string): CurrentPass | undefined {

@@ -22,15 +22,15 @@ export function statusTokenPath(status: { tokenFile?: string | undefined }, stat
   return status.tokenFile ?? generatedTokenPath(statePath);
 }
 
-/**
- * Writes a new random token to `path` (0600, created exclusively without following links,
- * then renamed over the old one: a reader never sees half a token). Returns the token.
- */
 /** A new status token: 32 random bytes, hex. */
 export function newStatusToken(): string {
   return randomBytes(32).toString('hex');
 }
 
+/**
+ * Writes a new random token to `path` (0600, created exclusively without following links,
+ * then renamed over the old one: a reader never sees half a token). Returns the token.
+ */
 export function writeGeneratedToken(path: string, token: string = newStatusToken()): string {
   const tmp = `${path}.${process.pid}.tmp`;
   rmSync(tmp, { force: true });
