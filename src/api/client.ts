@@ -6,7 +6,7 @@
 import type { Agent, Dispatcher } from 'undici';
 import type { DatastoreApi, ListDocumentsOptions, RequestOptions } from './api.js';
 import { SyncForm } from './listing-form.js';
-import { ApiError, apiErrorWith, connectProblem, headerRefusedError, isApiError } from './errors.js';
+import { ApiError, apiErrorWith, connectProblem, headerRefusedError, isApiError, unexpectedError } from './errors.js';
 import { DATA_SOURCES_PATH, wrongAddressError } from './address.js';
 import { disposition } from '../errors/disposition.js';
 import type { ChunkRecord, DataSourceRecord, DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from './records.js';
@@ -368,7 +368,7 @@ export class DatastoreClient implements DatastoreApi {
             this.answered();
             return res;
           } catch (e) {
-            const err = isApiError(e) ? e : unexpected(e, method, path);
+            const err = isApiError(e) ? e : unexpectedError(e, method, path);
             this.logger.debug(
               { method, path, status: err.status, code: err.code, ms: Math.round(performance.now() - started), attempt },
               'service request failed',
@@ -598,15 +598,6 @@ function withTokenSource(e: ApiError, tokenSource: string): ApiError {
   return apiErrorWith(e, { tokenSource });
 }
 
-function unexpected(e: unknown, method: string, path: string): ApiError {
-  return new ApiError({
-    code: 'E_HTTP',
-    message: `${method} ${path}: ${e instanceof Error ? e.message : String(e)}`,
-    method,
-    path,
-    cause: e,
-  });
-}
 /** A wait as the operator reads it: "1.2 s". */
 function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
