@@ -8,17 +8,10 @@
  * confirmed once and kept once, changed in between) looks like two documents with one id,
  * and the planner may then act on it twice, down to deleting the only copy as a duplicate.
  *
- * The rule: **every id is remembered for the whole listing, but as a 128-bit hash, not as
- * the string**. A `Set` of a million 37-character ids held ~77 B per id (the string ~64 B,
- * its slot ~13 B: 77 MB, and ~1.1 s of CPU at a million, most of it page faults and cache
- * misses over the growing table); here each id is 16 B in one typed array of at most
- * twice the slots needed: ~32 MB at a million, no string kept alive. A repeat always has
- * the same hash, so **a repeated document is never let through**. The other way round, two
- * different ids with the same 128 bits would drop the second one from the listing; for
- * MurmurHash3's 128 bits the chance is about n² / 2¹²⁹ (~10⁻²⁷ for a million ids), far
- * below the SHA-256 identity that the whole mirror rests on; such a document would be
- * missing from that one listing, as if someone had deleted it meanwhile (the mirror would
- * upload its file again), never seen twice.
+ * The rule: **every id is remembered for the whole listing, as a 128-bit hash (16 B in one
+ * typed array), not as the string**. A repeat always has the same hash, so **a repeated
+ * document is never let through**. Two ids with the same 128 bits (about n² / 2¹²⁹) would
+ * drop the second from that one listing, as if deleted meanwhile, never seen twice.
  */
 
 /** Slots of the table (4 × Int32 each: the id's hash). A power of two. */
