@@ -2,7 +2,7 @@
  * Options shared by every command. Connection settings follow DESIGN §6: flag, then
  * environment, then the config file. There is deliberately no --token flag.
  */
-import type { Argv, Options } from 'yargs';
+import type { Argv, CommandModule, Options } from 'yargs';
 
 export const globalOptions = {
   config: {
@@ -60,4 +60,10 @@ export interface DsArgs extends GlobalArgs {
 }
 export interface DocArgs extends DsArgs {
   doc: string;
+}
+
+/** A command that only groups subcommands: its builder demands one of them. */
+export function commandGroup(command: string, describe: string, builder: (y: Argv<GlobalArgs>) => Argv<GlobalArgs>): CommandModule<GlobalArgs, GlobalArgs> {
+  // Never reached: demandCommand requires a subcommand.
+  return { command, describe, builder, handler: () => undefined };
 }

@@ -4,7 +4,7 @@
  */
 import type { CommandModule } from 'yargs';
 import { explainNotFound, missingDocumentMessage, requireValue, withContext, type CliContext } from '../context.js';
-import { DOC, DS, wideOption, withDoc, withDs, type DocArgs, type GlobalArgs } from '../options.js';
+import { commandGroup, DOC, DS, wideOption, withDoc, withDs, type DocArgs, type GlobalArgs } from '../options.js';
 import { formatChunk, formatChunks, formatJsonRecord, formatJsonRecords } from '../output.js';
 
 // ---- operations --------------------------------------------------------------------
@@ -61,15 +61,10 @@ const getCommand: CommandModule<GlobalArgs, GetArgs> = {
   },
 };
 
-export const chunksCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'chunks',
-  describe: 'Read the chunks of a document: list, get',
-  builder: (y) =>
-    y
-      .command(listCommand)
-      .command(getCommand)
-      .demandCommand(1, 'Name a chunks subcommand: list or get.')
-      .example('$0 chunks list ds_123 doc_456', 'List the chunks of doc_456'),
-  // Never reached: demandCommand requires a subcommand.
-  handler: () => undefined,
-};
+export const chunksCommand = commandGroup('chunks', 'Read the chunks of a document: list, get', (y) =>
+  y
+    .command(listCommand)
+    .command(getCommand)
+    .demandCommand(1, 'Name a chunks subcommand: list or get.')
+    .example('$0 chunks list ds_123 doc_456', 'List the chunks of doc_456'),
+);

@@ -18,7 +18,7 @@ import {
 } from '../context.js';
 import { askOnTerminal } from '../confirm.js';
 import { CliError, usageError } from '../exit.js';
-import { DS, wideOption, withDs, type DsArgs, type GlobalArgs } from '../options.js';
+import { commandGroup, DS, wideOption, withDs, type DsArgs, type GlobalArgs } from '../options.js';
 import {
   formatDataSource,
   formatDataSources,
@@ -195,18 +195,13 @@ const deleteCommand: CommandModule<GlobalArgs, DsArgs & { yes: boolean }> = {
   },
 };
 
-export const datasourcesCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'datasources',
-  describe: 'Administer data sources: list, get, create, update, delete',
-  builder: (y) =>
-    y
-      .command(listCommand)
-      .command(getCommand)
-      .command(createCommand)
-      .command(updateCommand)
-      .command(deleteCommand)
-      .demandCommand(1, 'Name a datasources subcommand: list, get, create, update or delete.')
-      .example('$0 datasources list', 'List the data sources'),
-  // Never reached: demandCommand requires a subcommand.
-  handler: () => undefined,
-};
+export const datasourcesCommand = commandGroup('datasources', 'Administer data sources: list, get, create, update, delete', (y) =>
+  y
+    .command(listCommand)
+    .command(getCommand)
+    .command(createCommand)
+    .command(updateCommand)
+    .command(deleteCommand)
+    .demandCommand(1, 'Name a datasources subcommand: list, get, create, update or delete.')
+    .example('$0 datasources list', 'List the data sources'),
+);

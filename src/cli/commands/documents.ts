@@ -18,7 +18,7 @@ import {
 } from '../context.js';
 import { ingestionStatus } from '../../api/ingestion-status.js';
 import { CliError, usageError } from '../exit.js';
-import { DOC, DS, wideOption, withDoc, withDs, type DocArgs, type DsArgs, type GlobalArgs } from '../options.js';
+import { commandGroup, DOC, DS, wideOption, withDoc, withDs, type DocArgs, type DsArgs, type GlobalArgs } from '../options.js';
 import { errnoOf } from '../../errors/errno.js';
 import { openRegularFile } from '../../local/fs.js';
 import {
@@ -287,18 +287,13 @@ const deleteCommand: CommandModule<GlobalArgs, DocArgs> = {
   },
 };
 
-export const documentsCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'documents',
-  describe: 'Administer documents: list, get, upload, update, delete',
-  builder: (y) =>
-    y
-      .command(listCommand)
-      .command(getCommand)
-      .command(uploadCommand)
-      .command(updateCommand)
-      .command(deleteCommand)
-      .demandCommand(1, 'Name a documents subcommand: list, get, upload, update or delete.')
-      .example('$0 documents list ds_123', 'List the documents of ds_123'),
-  // Never reached: demandCommand requires a subcommand.
-  handler: () => undefined,
-};
+export const documentsCommand = commandGroup('documents', 'Administer documents: list, get, upload, update, delete', (y) =>
+  y
+    .command(listCommand)
+    .command(getCommand)
+    .command(uploadCommand)
+    .command(updateCommand)
+    .command(deleteCommand)
+    .demandCommand(1, 'Name a documents subcommand: list, get, upload, update or delete.')
+    .example('$0 documents list ds_123', 'List the documents of ds_123'),
+);
