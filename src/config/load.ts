@@ -432,10 +432,7 @@ function pickLogLevel(flag: string | undefined, envValue: string | undefined, fi
   const check = (value: string, from: string): LogLevel => {
     const v = value.trim().toLowerCase();
     if ((LOG_LEVELS as readonly string[]).includes(v)) return v as LogLevel;
-    throw new ConfigError(
-      `${from} "${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`,
-      'logLevel',
-    );
+    throw new ConfigError(`${from} "${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`, 'logLevel');
   };
   if (flag?.trim()) return check(flag, '--log-level');
   if (envValue?.trim()) return check(envValue, 'DSSYNC_LOG_LEVEL');
@@ -456,8 +453,7 @@ function pickInstallationId(envValue: string | undefined, fileValue: string | un
 }
 
 function firstSet(...values: (string | undefined)[]): string | undefined {
-  for (const v of values) if (v !== undefined && v.trim() !== '') return v.trim();
-  return undefined;
+  return values.find((v) => v?.trim())?.trim();
 }
 
 /** Freezes an object graph (functions included) so no layer can change the config. */
