@@ -19,9 +19,8 @@
  *   second (a burst of 429s, after the service stalled, is one signal, not ten).
  * - Up: while the learned rate holds requests back and no 429 came for `probeAfterMs` (3 s),
  *   +`probeStep` per second, doubling each second the service keeps taking it (3 %, 6 %,
- *   12 % … at most ×2 a second), so a lifted limit is found again within seconds, not
- *   minutes (issue 28.2: after a 20 s storm, +3 % a second took ~50 s to climb from 5 to
- *   20 requests/s). The few 429s this costs are flow control for the pacer, not failures.
+ *   12 % … at most ×2 a second), so a lifted limit is found again within seconds. The few
+ *   429s this costs are flow control for the pacer, not failures.
  * - The first 429 after a probe raised the rate says the probe went past the limit: the
  *   answers of the last second say where it is (as for the first 429), so the rate drops
  *   there at once instead of 3 % a second — over the limit for at most about a second.

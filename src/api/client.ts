@@ -6,7 +6,7 @@
 import type { Agent, Dispatcher } from 'undici';
 import type { DatastoreApi, ListDocumentsOptions, RequestOptions } from './api.js';
 import { SyncForm } from './listing-form.js';
-import { ApiError, apiErrorWith, connectProblem, headerRefusedError, isApiError } from './errors.js';
+import { ApiError, apiErrorWith, connectProblem, headerRefusedError, isApiError, unexpectedError } from './errors.js';
 import { DATA_SOURCES_PATH, wrongAddressError } from './address.js';
 import { disposition } from '../errors/disposition.js';
 import type { ChunkRecord, DataSourceRecord, DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from './records.js';
@@ -199,8 +199,7 @@ export class DatastoreClient implements DatastoreApi {
   // ---- data sources ----
 
   async createDataSource(input: { name: string; llmConnectorIds: string[] }, opts?: RequestOptions): Promise<DataSourceRecord> {
-    const path = '/datastore/v1/data-sources';
-    const res = await this.send('POST', path, { json: { name: input.name, llm_connector_ids: input.llmConnectorIds }, idempotent: false, signal: opts?.signal });
+    const res = await this.send('POST', DATA_SOURCES_PATH, { json: { name: input.name, llm_connector_ids: input.llmConnectorIds }, idempotent: false, signal: opts?.signal });
     const ctx = this.ctx('POST', res, true);
     const body = this.json(res, ctx);
     const rec = body === undefined ? recordFromLocation(res, ctx) : decodeDataSource(body, ctx);
@@ -210,17 +209,17 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async getDataSource(dataSourceId: string, opts?: RequestOptions): Promise<DataSourceRecord> {
-    const res = await this.send('GET', `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}`, { signal: opts?.signal });
+    const res = await this.send('GET', dsPath(dataSourceId), { signal: opts?.signal });
     const ctx = this.ctx('GET', res);
     return decodeDataSource(this.requiredJson(res, ctx), ctx, dataSourceId);
   }
 
   listDataSources(opts?: RequestOptions): Promise<DataSourceRecord[]> {
-    return this.listAll('/datastore/v1/data-sources', decodeDataSource, opts?.signal);
+    return this.listAll(DATA_SOURCES_PATH, decodeDataSource, opts?.signal);
   }
 
   async updateDataSource(dataSourceId: string, input: { name: string }, opts?: RequestOptions): Promise<DataSourceRecord> {
-    const res = await this.send('PUT', `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}`, { json: { name: input.name }, signal: opts?.signal });
+    const res = await this.send('PUT', dsPath(dataSourceId), { json: { name: input.name }, signal: opts?.signal });
     const ctx = this.ctx('PUT', res);
     const body = this.updateAnswer(res, ctx);
     const rec: DataSourceRecord = isRecordLike(body) ? decodeDataSource(body, ctx, dataSourceId) : { id: dataSourceId, raw: {} };
@@ -229,7 +228,7 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async deleteDataSource(dataSourceId: string, opts?: RequestOptions): Promise<void> {
-    await this.deleteIgnoringNotFound(`/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}`, opts?.signal);
+    await this.deleteIgnoringNotFound(dsPath(dataSourceId), opts?.signal);
   }
 
   listAppDataSources(llmAppId: string, opts?: RequestOptions): Promise<DataSourceRecord[]> {
@@ -239,7 +238,7 @@ export class DatastoreClient implements DatastoreApi {
   // ---- documents ----
 
   listDocuments(dataSourceId: string, opts?: ListDocumentsOptions): Promise<DocumentRecord[]> {
-    const path = `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents`;
+    const path = `${dsPath(dataSourceId)}/documents`;
     const bound = opts?.maxRecords === undefined ? undefined : { max: opts.maxRecords, reason: opts.boundReason };
     if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal, opts?.keep, undefined, bound);
     // Each page's records turned into their compact form as they arrive: the whole records
@@ -250,15 +249,14 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord> {
-    const res = await this.send('GET', `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/${pathSegment(documentId, 'document')}`, { signal: opts?.signal });
+    const res = await this.send('GET', docPath(dataSourceId, documentId), { signal: opts?.signal });
     const ctx = this.ctx('GET', res);
     return decodeDocument(this.requiredJson(res, ctx), ctx, documentId);
   }
 
   async uploadDocuments(dataSourceId: string, files: UploadFile[], opts?: RequestOptions): Promise<DocumentRecord[]> {
     if (files.length === 0) return [];
-    const path = `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/upload`;
-    const url = this.url(path);
+    const url = this.url(`${dsPath(dataSourceId)}/documents/upload`);
     const reqCtx: DecodeContext = { method: 'POST', path: url.pathname };
     const res = await this.exchange('POST', url.pathname, false, opts?.signal, async (token, signal) => {
       // Opened and checked right before each attempt, and streamed from those descriptors
@@ -288,7 +286,7 @@ export class DatastoreClient implements DatastoreApi {
     if (update.name != null) json.name = update.name;
     if (update.url != null) json.url = update.url;
     if (update.metadata != null) json.metadata = update.metadata;
-    const res = await this.send('PUT', `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/${pathSegment(documentId, 'document')}`, { json, signal: opts?.signal });
+    const res = await this.send('PUT', docPath(dataSourceId, documentId), { json, signal: opts?.signal });
     const ctx = this.ctx('PUT', res);
     const body = this.updateAnswer(res, ctx);
     const rec: DocumentRecord = isRecordLike(body) ? decodeDocument(body, ctx, documentId) : { id: documentId, raw: {} };
@@ -299,17 +297,13 @@ export class DatastoreClient implements DatastoreApi {
   }
 
   async deleteDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<void> {
-    await this.deleteIgnoringNotFound(`/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/${pathSegment(documentId, 'document')}`, opts?.signal);
+    await this.deleteIgnoringNotFound(docPath(dataSourceId, documentId), opts?.signal);
   }
 
   // ---- chunks ----
 
   async listChunks(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<ChunkRecord[]> {
-    const chunks = await this.listAll(
-      `/datastore/v1/data-sources/${pathSegment(dataSourceId, 'data source')}/documents/${pathSegment(documentId, 'document')}/chunks`,
-      decodeChunk,
-      opts?.signal,
-    );
+    const chunks = await this.listAll(`${docPath(dataSourceId, documentId)}/chunks`, decodeChunk, opts?.signal);
     for (const c of chunks) c.documentId ??= documentId;
     return chunks;
   }
@@ -374,7 +368,7 @@ export class DatastoreClient implements DatastoreApi {
             this.answered();
             return res;
           } catch (e) {
-            const err = isApiError(e) ? e : unexpected(e, method, path);
+            const err = isApiError(e) ? e : unexpectedError(e, method, path);
             this.logger.debug(
               { method, path, status: err.status, code: err.code, ms: Math.round(performance.now() - started), attempt },
               'service request failed',
@@ -591,6 +585,9 @@ function recordFromLocation(res: HttpResponse, ctx: DecodeContext): DataSourceRe
   return { id, raw: {} };
 }
 
+const dsPath = (dataSourceId: string): string => `${DATA_SOURCES_PATH}/${pathSegment(dataSourceId, 'data source')}`;
+const docPath = (dataSourceId: string, documentId: string): string => `${dsPath(dataSourceId)}/documents/${pathSegment(documentId, 'document')}`;
+
 function withFile(e: ApiError, file: string): ApiError {
   return apiErrorWith(e, { message: `${e.message} (file ${file})`, file });
 }
@@ -601,15 +598,6 @@ function withTokenSource(e: ApiError, tokenSource: string): ApiError {
   return apiErrorWith(e, { tokenSource });
 }
 
-function unexpected(e: unknown, method: string, path: string): ApiError {
-  return new ApiError({
-    code: 'E_HTTP',
-    message: `${method} ${path}: ${e instanceof Error ? e.message : String(e)}`,
-    method,
-    path,
-    cause: e,
-  });
-}
 /** A wait as the operator reads it: "1.2 s". */
 function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;

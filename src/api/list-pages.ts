@@ -3,8 +3,8 @@
  * a list come one after the other: the next page's cursor or link is in this page's
  * answer. But once this page is parsed and the next one's URL known, the next request can
  * go out while this page's records are decoded and kept: the client's CPU per page (the
- * records' decoding, `keep`, the sync form's compaction: ~8 of ~11 ms per page of 1,000
- * documents) then runs during the next request's round trip instead of before it. At most
+ * records' decoding, `keep`, the sync form's compaction) then runs during the next
+ * request's round trip instead of before it. At most
  * one request ahead, and everything else as when the pages were fetched in turn:
  *
  * - the errors come in the same order: a bad record of this page (or `keep` throwing)

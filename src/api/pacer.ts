@@ -15,7 +15,7 @@
  *  - the retry loop (bounded attempts, exponential back-off with full jitter), following
  *    the one policy of retry-policy.ts.
  */
-import { ApiError, isApiError, type ApiErrorCode } from './errors.js';
+import { ApiError, isApiError, unexpectedError, type ApiErrorCode } from './errors.js';
 import { backoffCeiling, backoffDelay } from '../time/backoff.js';
 import { realClock, type Clock } from '../time/clock.js';
 import { MAX_RETRY_AFTER_MS } from './retry-after.js';
@@ -344,14 +344,7 @@ export class Pacer {
   private asApiError(e: unknown, signal: AbortSignal, opts: RunOptions): ApiError {
     if (isApiError(e)) return e;
     if (signal.aborted) return aborted(opts, 0, e);
-    // Not an ApiError: a bug in the attempt function. Never retried.
-    return new ApiError({
-      code: 'E_HTTP',
-      message: `${opts.method} ${opts.path}: ${e instanceof Error ? e.message : String(e)}`,
-      method: opts.method,
-      path: opts.path,
-      cause: e,
-    });
+    return unexpectedError(e, opts.method, opts.path);
   }
 
   private throwIfAborted(signal: AbortSignal, opts: RunOptions, attempts: number): void {

@@ -34,10 +34,6 @@ function containers(body: JsonObject): JsonObject[] {
   return out;
 }
 
-function has(obj: JsonObject, key: string): boolean {
-  return Object.prototype.hasOwnProperty.call(obj, key);
-}
-
 function looksLikeLink(s: string): boolean {
   return /^https?:\/\//i.test(s) || s.startsWith('/') || s.startsWith('?');
 }
@@ -62,23 +58,15 @@ export function nextPage(body: unknown, itemCount: number, currentUrl: URL): Nex
   if (!isObject(body)) return undefined; // a bare array carries no paging
   const places = containers(body);
 
-  let hasMore: boolean | undefined;
-  for (const p of places) {
-    for (const k of ['has_more', 'hasMore', 'has_next', 'hasNext', 'more']) {
-      if (typeof p[k] === 'boolean') {
-        hasMore = p[k] as boolean;
-        break;
-      }
-    }
-    if (hasMore !== undefined) break;
-  }
+  const MORE = ['has_more', 'hasMore', 'has_next', 'hasNext', 'more'];
+  const hasMore = places.flatMap((p) => MORE.map((k) => p[k])).find((v): v is boolean => typeof v === 'boolean');
   // An explicit "no more" wins over any cursor left in the answer.
   if (hasMore === false) return undefined;
 
   // 1. Explicit next cursors. A present-but-empty one (null, '') means: last page.
   for (const p of places) {
     for (const [field, param] of CURSOR_FIELDS) {
-      if (!has(p, field)) continue;
+      if (!Object.hasOwn(p, field)) continue;
       const v = asId(p[field]);
       if (v === undefined) return undefined;
       return looksLikeLink(v) ? { kind: 'link', href: v } : { kind: 'params', params: { [param]: v } };
@@ -88,13 +76,13 @@ export function nextPage(body: unknown, itemCount: number, currentUrl: URL): Nex
   // 2. Next links.
   for (const p of places) {
     for (const holder of [p.links, p._links]) {
-      if (isObject(holder) && has(holder, 'next')) {
+      if (isObject(holder) && Object.hasOwn(holder, 'next')) {
         const href = linkValue(holder.next);
         return href === undefined ? undefined : { kind: 'link', href };
       }
     }
     for (const field of ['next', 'next_page', 'nextPage', 'next_url', 'nextUrl']) {
-      if (!has(p, field)) continue;
+      if (!Object.hasOwn(p, field)) continue;
       const v = p[field];
       if (v === null || v === false || v === '') return undefined;
       const href = linkValue(v);
@@ -110,7 +98,7 @@ export function nextPage(body: unknown, itemCount: number, currentUrl: URL): Nex
 
   // 3. A bare `cursor` field: only when nothing more explicit was there.
   for (const p of places) {
-    if (has(p, 'cursor')) {
+    if (Object.hasOwn(p, 'cursor')) {
       const c = asId(p.cursor);
       if (c === undefined) return undefined;
       // Some services echo the cursor that was sent: that is not a next page.

@@ -8,17 +8,10 @@
  * confirmed once and kept once, changed in between) looks like two documents with one id,
  * and the planner may then act on it twice, down to deleting the only copy as a duplicate.
  *
- * The rule: **every id is remembered for the whole listing, but as a 128-bit hash, not as
- * the string**. A `Set` of a million 37-character ids held ~77 B per id (the string ~64 B,
- * its slot ~13 B: 77 MB, and ~1.1 s of CPU at a million, most of it page faults and cache
- * misses over the growing table); here each id is 16 B in one typed array of at most
- * twice the slots needed: ~32 MB at a million, no string kept alive. A repeat always has
- * the same hash, so **a repeated document is never let through**. The other way round, two
- * different ids with the same 128 bits would drop the second one from the listing; for
- * MurmurHash3's 128 bits the chance is about n² / 2¹²⁹ (~10⁻²⁷ for a million ids), far
- * below the SHA-256 identity that the whole mirror rests on; such a document would be
- * missing from that one listing, as if someone had deleted it meanwhile (the mirror would
- * upload its file again), never seen twice.
+ * The rule: **every id is remembered for the whole listing, as a 128-bit hash (16 B in one
+ * typed array), not as the string**. A repeat always has the same hash, so **a repeated
+ * document is never let through**. Two ids with the same 128 bits (about n² / 2¹²⁹) would
+ * drop the second from that one listing, as if deleted meanwhile, never seen twice.
  */
 
 /** Slots of the table (4 × Int32 each: the id's hash). A power of two. */
@@ -99,58 +92,21 @@ export class SeenIds {
     const blocks = len - (len % 8);
     let i = 0;
     for (; i < blocks; i += 8) {
-      let k1 = s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16);
-      let k2 = s.charCodeAt(i + 2) | (s.charCodeAt(i + 3) << 16);
-      let k3 = s.charCodeAt(i + 4) | (s.charCodeAt(i + 5) << 16);
-      let k4 = s.charCodeAt(i + 6) | (s.charCodeAt(i + 7) << 16);
-      k1 = Math.imul(k1, c1);
-      k1 = (k1 << 15) | (k1 >>> 17);
-      h1 ^= Math.imul(k1, c2);
-      h1 = (h1 << 19) | (h1 >>> 13);
-      h1 = (Math.imul(h1 + h2, 5) + 0x561ccd1b) | 0;
-      k2 = Math.imul(k2, c2);
-      k2 = (k2 << 16) | (k2 >>> 16);
-      h2 ^= Math.imul(k2, c3);
-      h2 = (h2 << 17) | (h2 >>> 15);
-      h2 = (Math.imul(h2 + h3, 5) + 0x0bcaa747) | 0;
-      k3 = Math.imul(k3, c3);
-      k3 = (k3 << 17) | (k3 >>> 15);
-      h3 ^= Math.imul(k3, c4);
-      h3 = (h3 << 15) | (h3 >>> 17);
-      h3 = (Math.imul(h3 + h4, 5) + 0x96cd1c35) | 0;
-      k4 = Math.imul(k4, c4);
-      k4 = (k4 << 18) | (k4 >>> 14);
-      h4 ^= Math.imul(k4, c1);
-      h4 = (h4 << 13) | (h4 >>> 19);
-      h4 = (Math.imul(h4 + h1, 5) + 0x32ac3b17) | 0;
+      h1 ^= mixK(s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16), c1, 15, c2);
+      h1 = (Math.imul(rotl(h1, 19) + h2, 5) + 0x561ccd1b) | 0;
+      h2 ^= mixK(s.charCodeAt(i + 2) | (s.charCodeAt(i + 3) << 16), c2, 16, c3);
+      h2 = (Math.imul(rotl(h2, 17) + h3, 5) + 0x0bcaa747) | 0;
+      h3 ^= mixK(s.charCodeAt(i + 4) | (s.charCodeAt(i + 5) << 16), c3, 17, c4);
+      h3 = (Math.imul(rotl(h3, 15) + h4, 5) + 0x96cd1c35) | 0;
+      h4 ^= mixK(s.charCodeAt(i + 6) | (s.charCodeAt(i + 7) << 16), c4, 18, c1);
+      h4 = (Math.imul(rotl(h4, 13) + h1, 5) + 0x32ac3b17) | 0;
     }
     // The tail: 0 to 7 code units, in words k1..k4 (missing units are 0).
     const rest = len - i;
-    if (rest > 0) {
-      const u = (j: number): number => (i + j < len ? s.charCodeAt(i + j) : 0);
-      let k1 = u(0) | (u(1) << 16);
-      k1 = Math.imul(k1, c1);
-      k1 = (k1 << 15) | (k1 >>> 17);
-      h1 ^= Math.imul(k1, c2);
-      if (rest > 2) {
-        let k2 = u(2) | (u(3) << 16);
-        k2 = Math.imul(k2, c2);
-        k2 = (k2 << 16) | (k2 >>> 16);
-        h2 ^= Math.imul(k2, c3);
-      }
-      if (rest > 4) {
-        let k3 = u(4) | (u(5) << 16);
-        k3 = Math.imul(k3, c3);
-        k3 = (k3 << 17) | (k3 >>> 15);
-        h3 ^= Math.imul(k3, c4);
-      }
-      if (rest > 6) {
-        let k4 = u(6);
-        k4 = Math.imul(k4, c4);
-        k4 = (k4 << 18) | (k4 >>> 14);
-        h4 ^= Math.imul(k4, c1);
-      }
-    }
+    if (rest > 0) h1 ^= mixK(unit(s, i) | (unit(s, i + 1) << 16), c1, 15, c2);
+    if (rest > 2) h2 ^= mixK(unit(s, i + 2) | (unit(s, i + 3) << 16), c2, 16, c3);
+    if (rest > 4) h3 ^= mixK(unit(s, i + 4) | (unit(s, i + 5) << 16), c3, 17, c4);
+    if (rest > 6) h4 ^= mixK(unit(s, i + 6), c4, 18, c1);
     h1 ^= len;
     h2 ^= len;
     h3 ^= len;
@@ -172,6 +128,20 @@ export class SeenIds {
     this.h3 = h3;
     this.h4 = h4;
   }
+}
+
+function rotl(x: number, r: number): number {
+  return (x << r) | (x >>> (32 - r));
+}
+
+/** One word's mixing into its lane: multiply, rotate, multiply. */
+function mixK(k: number, a: number, r: number, b: number): number {
+  return Math.imul(rotl(Math.imul(k, a), r), b);
+}
+
+/** The code unit at `j`, 0 past the end. */
+function unit(s: string, j: number): number {
+  return j < s.length ? s.charCodeAt(j) : 0;
 }
 
 function fmix(h: number): number {

@@ -15,8 +15,7 @@
  * SMALL_BODY_BYTES) is read and verified whole, with the same checks, before the request
  * starts, and sent as one buffer: for such a file the streaming would hold back its only
  * chunk anyway, and a file found changed is then refused before a byte of the batch is sent
- * (not ambiguous). It costs a first mirror of small files a fraction of the CPU of a stream
- * of parts, and the descriptors are closed before the request rather than after its answer.
+ * (not ambiguous), and the descriptors are closed before the request.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { basename } from 'node:path';

@@ -2,7 +2,7 @@
  * The parser's complaints, said in dssync's words: which argument is missing (by its name
  * in the usage line), and for an unknown option the one that was probably meant. Pure.
  */
-import { editDistance } from '../config/load.js';
+import { closest } from '../config/load.js';
 
 export interface UsageContext {
   /** The command's usage line, e.g. "$0 documents delete <ds> <doc>". */
@@ -43,10 +43,5 @@ export function closestOption(typed: string, options: readonly string[]): string
   const squash = (s: string): string => s.replace(/[-_]/g, '').toLowerCase();
   const same = options.find((o) => squash(o) === squash(bare));
   if (same) return same;
-  let best: { name: string; d: number } | undefined;
-  for (const o of options) {
-    const d = editDistance(bare, o.toLowerCase());
-    if (d <= 2 && (!best || d < best.d)) best = { name: o, d };
-  }
-  return best?.name;
+  return closest(bare, options, 2);
 }

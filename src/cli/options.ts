@@ -2,7 +2,7 @@
  * Options shared by every command. Connection settings follow DESIGN §6: flag, then
  * environment, then the config file. There is deliberately no --token flag.
  */
-import type { Argv, Options } from 'yargs';
+import type { Argv, CommandModule, Options } from 'yargs';
 
 export const globalOptions = {
   config: {
@@ -49,3 +49,21 @@ export function hideOptions<T>(y: Argv<T>, names: ReadonlyArray<keyof typeof glo
 
 /** --wide for the commands that print tables. */
 export const wideOption = { type: 'boolean', default: false, describe: 'Show values in full (tables cut long ones to fit)' } as const satisfies Options;
+
+/** The positionals `<ds>` and `<doc>` of the administration commands, and their names when one is empty. */
+export const withDs = <T>(y: Argv<T>) => y.positional('ds', { type: 'string', describe: 'Data source id', demandOption: true });
+export const withDoc = <T>(y: Argv<T>) => y.positional('doc', { type: 'string', describe: 'Document id', demandOption: true });
+export const DS = 'the data source id <ds>';
+export const DOC = 'the document id <doc>';
+export interface DsArgs extends GlobalArgs {
+  ds: string;
+}
+export interface DocArgs extends DsArgs {
+  doc: string;
+}
+
+/** A command that only groups subcommands: its builder demands one of them. */
+export function commandGroup(command: string, describe: string, builder: (y: Argv<GlobalArgs>) => Argv<GlobalArgs>): CommandModule<GlobalArgs, GlobalArgs> {
+  // Never reached: demandCommand requires a subcommand.
+  return { command, describe, builder, handler: () => undefined };
+}

@@ -288,7 +288,9 @@ function zodIssues(
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const keyField = formatFieldPath([...issue.path, key]);
-        const suggestion = closestKey(key, KNOWN_KEYS[field.replace(/\[\d+\]/g, '[]')] ?? []);
+        // A likely typo: within a third of the key's length (at least 2 edits).
+        const known = (KNOWN_KEYS[field.replace(/\[\d+\]/g, '[]')] ?? []).filter((k) => !k.startsWith('$'));
+        const suggestion = closest(key, known, Math.max(2, Math.floor(key.length / 3)));
         const hint = suggestion ? `; did you mean "${suggestion}"?` : '';
         out.push({ field: keyField, message: `unknown key${hint} (remove it or fix its spelling)`, ...keyPositions.get(keyField) });
       }
@@ -323,24 +325,19 @@ function describeInput(input: unknown): string | undefined {
   return undefined;
 }
 
-/** The known key closest to a misspelt one, when it is close enough to be a likely typo. */
-export function closestKey(key: string, known: readonly string[]): string | undefined {
+/** The candidate nearest to `word` (case-insensitive edits) within `maxDistance`; the first of equals. */
+export function closest(word: string, candidates: readonly string[], maxDistance: number): string | undefined {
   let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const k of known) {
-    if (k.startsWith('$')) continue;
-    const d = k.toLowerCase() === key.toLowerCase() ? 0 : editDistance(key.toLowerCase(), k.toLowerCase());
-    if (d < bestDistance) {
-      best = k;
-      bestDistance = d;
-    }
+  let bestDistance = maxDistance + 1;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [c, d];
   }
-  const allowed = Math.max(2, Math.floor(key.length / 3));
-  return bestDistance <= allowed ? best : undefined;
+  return best;
 }
 
 /** Levenshtein distance: the fewest single-letter edits that turn `a` into `b`. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];
@@ -435,10 +432,7 @@ function pickLogLevel(flag: string | undefined, envValue: string | undefined, fi
   const check = (value: string, from: string): LogLevel => {
     const v = value.trim().toLowerCase();
     if ((LOG_LEVELS as readonly string[]).includes(v)) return v as LogLevel;
-    throw new ConfigError(
-      `${from} "${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`,
-      'logLevel',
-    );
+    throw new ConfigError(`${from} "${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`, 'logLevel');
   };
   if (flag?.trim()) return check(flag, '--log-level');
   if (envValue?.trim()) return check(envValue, 'DSSYNC_LOG_LEVEL');
@@ -459,8 +453,7 @@ function pickInstallationId(envValue: string | undefined, fileValue: string | un
 }
 
 function firstSet(...values: (string | undefined)[]): string | undefined {
-  for (const v of values) if (v !== undefined && v.trim() !== '') return v.trim();
-  return undefined;
+  return values.find((v) => v?.trim())?.trim();
 }
 
 /** Freezes an object graph (functions included) so no layer can change the config. */

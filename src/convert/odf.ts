@@ -24,17 +24,16 @@ export function odfToMarkdown(bytes: Uint8Array, limits: ConvertLimits): { markd
   let inNotes = false;
   let notesStarted = false;
   // A sheet's table, when inside one (text documents' tables are read as paragraphs).
-  let sheet: { name: string; rows: string[][]; total: number; row?: string[]; rowRepeat: number; cellRepeat: number; cell?: string[] } | undefined;
+  let sheet: Sheet | undefined;
   let depthInTable = 0;
-  const isSheet = (bytes: string): boolean => bytes.includes('spreadsheet');
-  const mime = zip.text('mimetype') ?? '';
+  const isSheet = (zip.text('mimetype') ?? '').includes('spreadsheet');
   for (const t of xmlTokens(xml)) {
     if (out.isFull) break;
     if (t.kind === 'open') {
       switch (t.name) {
         case 'table:table':
           depthInTable++;
-          if (isSheet(mime) && depthInTable === 1 && !t.selfClosing) sheet = { name: attr(t.attrs, 'table:name') ?? '', rows: [], total: 0, rowRepeat: 1, cellRepeat: 1 };
+          if (isSheet && depthInTable === 1 && !t.selfClosing) sheet = { name: attr(t.attrs, 'table:name') ?? '', rows: [], total: 0, rowRepeat: 1, cellRepeat: 1 };
           break;
         case 'table:table-row':
           if (sheet) {
@@ -133,7 +132,7 @@ export function odfToMarkdown(bytes: Uint8Array, limits: ConvertLimits): { markd
   return { markdown: out.text(), notes: out.notes };
 }
 
-type Sheet = { rows: string[][]; total: number; row?: string[]; rowRepeat: number; cellRepeat: number; cell?: string[] };
+type Sheet = { name: string; rows: string[][]; total: number; row?: string[]; rowRepeat: number; cellRepeat: number; cell?: string[] };
 
 function endCell(sheet: Sheet): void {
   const text = (sheet.cell ?? []).join(' ');

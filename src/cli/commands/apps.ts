@@ -4,7 +4,7 @@
  */
 import type { CommandModule } from 'yargs';
 import { explainNotFound, requireValue, withContext, type CliContext } from '../context.js';
-import { wideOption, type GlobalArgs } from '../options.js';
+import { commandGroup, wideOption, type GlobalArgs } from '../options.js';
 import { formatDataSources, formatJsonRecords } from '../output.js';
 
 export async function listAppDataSources(ctx: CliContext, appId: string): Promise<void> {
@@ -31,14 +31,9 @@ const dataSourcesCommand: CommandModule<GlobalArgs, AppArgs> = {
   },
 };
 
-export const appsCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'apps',
-  describe: 'Read what an App uses: data-sources',
-  builder: (y) =>
-    y
-      .command(dataSourcesCommand)
-      .demandCommand(1, 'Name an apps subcommand: data-sources.')
-      .example('$0 apps data-sources app_42', 'List the data sources of app_42'),
-  // Never reached: demandCommand requires a subcommand.
-  handler: () => undefined,
-};
+export const appsCommand = commandGroup('apps', 'Read what an App uses: data-sources', (y) =>
+  y
+    .command(dataSourcesCommand)
+    .demandCommand(1, 'Name an apps subcommand: data-sources.')
+    .example('$0 apps data-sources app_42', 'List the data sources of app_42'),
+);

@@ -12,7 +12,7 @@ import { dirname } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { configFromArgs, oneShotReach } from '../context.js';
 import { CliError, usageError } from '../exit.js';
-import type { GlobalArgs } from '../options.js';
+import { commandGroup, type GlobalArgs } from '../options.js';
 import { prompter } from '../prompter.js';
 
 type StatusArgs = GlobalArgs;
@@ -108,9 +108,6 @@ const loginCommand: CommandModule<GlobalArgs, LoginArgs> = {
   handler: (args) => authLogin(args),
 };
 
-export const authCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'auth',
-  describe: 'Credentials: status, login',
-  builder: (y) => y.command(statusCommand).command(loginCommand).demandCommand(1, 'name a subcommand: status or login'),
-  handler: () => undefined,
-};
+export const authCommand = commandGroup('auth', 'Credentials: status, login', (y) =>
+  y.command(statusCommand).command(loginCommand).demandCommand(1, 'name a subcommand: status or login'),
+);

@@ -2,9 +2,9 @@
  * `dssync chunks list | get` (DESIGN §6). Note that reading one chunk names no data
  * source: the service's path for it has none.
  */
-import type { Argv, CommandModule } from 'yargs';
+import type { CommandModule } from 'yargs';
 import { explainNotFound, missingDocumentMessage, requireValue, withContext, type CliContext } from '../context.js';
-import { wideOption, type GlobalArgs } from '../options.js';
+import { commandGroup, DOC, DS, wideOption, withDoc, withDs, type DocArgs, type GlobalArgs } from '../options.js';
 import { formatChunk, formatChunks, formatJsonRecord, formatJsonRecords } from '../output.js';
 
 // ---- operations --------------------------------------------------------------------
@@ -27,28 +27,22 @@ export async function getChunk(ctx: CliContext, doc: string, chunk: string): Pro
 
 // ---- yargs -------------------------------------------------------------------------
 
-interface ListArgs extends GlobalArgs {
-  ds: string;
-  doc: string;
-}
 interface GetArgs extends GlobalArgs {
   doc: string;
   chunk: string;
 }
 
-const withDoc = <T>(y: Argv<T>) => y.positional('doc', { type: 'string', describe: 'Document id', demandOption: true });
-
-const listCommand: CommandModule<GlobalArgs, ListArgs> = {
+const listCommand: CommandModule<GlobalArgs, DocArgs> = {
   command: 'list <ds> <doc>',
   describe: 'List the chunks the service cut a document into',
   builder: (y) =>
-    withDoc(y.positional('ds', { type: 'string', describe: 'Data source id', demandOption: true }))
+    withDoc(withDs(y))
       .option('wide', wideOption)
       .example('$0 chunks list ds_123 doc_456', 'Table of id, index and the start of each text')
       .example('$0 chunks list ds_123 doc_456 --json', 'Normalised records with the whole text'),
   handler: async (args) => {
-    const ds = requireValue(args.ds, 'the data source id <ds>');
-    const doc = requireValue(args.doc, 'the document id <doc>');
+    const ds = requireValue(args.ds, DS);
+    const doc = requireValue(args.doc, DOC);
     await withContext(args, (ctx) => listChunks(ctx, ds, doc));
   },
 };
@@ -61,21 +55,16 @@ const getCommand: CommandModule<GlobalArgs, GetArgs> = {
       .positional('chunk', { type: 'string', describe: 'Chunk id', demandOption: true })
       .example('$0 chunks get doc_456 chunk_789', 'Show the chunk and its text'),
   handler: async (args) => {
-    const doc = requireValue(args.doc, 'the document id <doc>');
+    const doc = requireValue(args.doc, DOC);
     const chunk = requireValue(args.chunk, 'the chunk id <chunk>');
     await withContext(args, (ctx) => getChunk(ctx, doc, chunk));
   },
 };
 
-export const chunksCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'chunks',
-  describe: 'Read the chunks of a document: list, get',
-  builder: (y) =>
-    y
-      .command(listCommand)
-      .command(getCommand)
-      .demandCommand(1, 'Name a chunks subcommand: list or get.')
-      .example('$0 chunks list ds_123 doc_456', 'List the chunks of doc_456'),
-  // Never reached: demandCommand requires a subcommand.
-  handler: () => undefined,
-};
+export const chunksCommand = commandGroup('chunks', 'Read the chunks of a document: list, get', (y) =>
+  y
+    .command(listCommand)
+    .command(getCommand)
+    .demandCommand(1, 'Name a chunks subcommand: list or get.')
+    .example('$0 chunks list ds_123 doc_456', 'List the chunks of doc_456'),
+);

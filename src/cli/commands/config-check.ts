@@ -30,7 +30,7 @@ import { configFromArgs, oneShotReach } from '../context.js';
 import { describeFailure, ExitCode } from '../exit.js';
 import { identityChecks } from './identity.js';
 import { initCommand } from './config-init.js';
-import type { GlobalArgs } from '../options.js';
+import { commandGroup, type GlobalArgs } from '../options.js';
 import { formatJson, formatSummary } from '../output.js';
 import { probeDaemon, type DaemonProbe } from './status.js';
 import { configMismatch, daemonTarget, readDaemonToken, type DaemonTarget } from '../daemon-link.js';
@@ -54,19 +54,14 @@ const checkCommand: CommandModule<GlobalArgs, GlobalArgs> = {
   },
 };
 
-export const configCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'config',
-  describe: 'Write the configuration (init) or check it (check)',
-  builder: (y) =>
-    y
-      .command(initCommand)
-      .command(checkCommand)
-      .demandCommand(1, 'Name a config subcommand: init or check.')
-      .example('$0 config init --config /etc/dssync/config.json', 'asks each setting, checking it against the service')
-      .example('$0 config check --config /etc/dssync/config.json', 'validate, resolve, report'),
-  // Never reached: demandCommand requires a subcommand.
-  handler: () => undefined,
-};
+export const configCommand = commandGroup('config', 'Write the configuration (init) or check it (check)', (y) =>
+  y
+    .command(initCommand)
+    .command(checkCommand)
+    .demandCommand(1, 'Name a config subcommand: init or check.')
+    .example('$0 config init --config /etc/dssync/config.json', 'asks each setting, checking it against the service')
+    .example('$0 config check --config /etc/dssync/config.json', 'validate, resolve, report'),
+);
 
 export interface ConfigCheckDeps {
   env?: NodeJS.ProcessEnv | undefined;

@@ -18,7 +18,7 @@ import {
 } from '../context.js';
 import { askOnTerminal } from '../confirm.js';
 import { CliError, usageError } from '../exit.js';
-import { wideOption, type GlobalArgs } from '../options.js';
+import { commandGroup, DS, wideOption, withDs, type DsArgs, type GlobalArgs } from '../options.js';
 import {
   formatDataSource,
   formatDataSources,
@@ -114,9 +114,6 @@ export function connectorIds(values: unknown): string[] {
 
 // ---- yargs -------------------------------------------------------------------------
 
-interface DsArgs extends GlobalArgs {
-  ds: string;
-}
 interface CreateArgs extends GlobalArgs {
   name: string;
   connector: string[];
@@ -125,10 +122,6 @@ interface UpdateArgs extends DsArgs {
   name: string;
 }
 
-const dsPositional = <T>(y: Argv<T>) =>
-  y.positional('ds', { type: 'string', describe: 'Data source id', demandOption: true });
-
-const DS = 'the data source id <ds>';
 
 const listCommand: CommandModule<GlobalArgs, GlobalArgs> = {
   command: 'list',
@@ -178,7 +171,7 @@ const updateCommand: CommandModule<GlobalArgs, UpdateArgs> = {
   command: 'update <ds>',
   describe: 'Rename a data source',
   builder: (y) =>
-    dsPositional(y)
+    withDs(y)
       .option('name', { type: 'string', describe: 'New display name', demandOption: true, requiresArg: true })
       .example('$0 datasources update ds_123 --name "Staff handbook"', 'Rename ds_123'),
   handler: async (args) => {
@@ -192,7 +185,7 @@ const deleteCommand: CommandModule<GlobalArgs, DsArgs & { yes: boolean }> = {
   command: 'delete <ds>',
   describe: 'Delete a data source and its documents (asks first when it holds documents)',
   builder: (y) =>
-    dsPositional(y)
+    withDs(y)
       .option('yes', { type: 'boolean', default: false, describe: 'Delete without asking, even when it holds documents (for scripts)' })
       .example('$0 datasources delete ds_123', 'Delete ds_123; asks when it holds documents')
       .example('$0 datasources delete ds_123 --yes', 'Delete without asking') as unknown as Argv<DsArgs & { yes: boolean }>,
@@ -202,18 +195,13 @@ const deleteCommand: CommandModule<GlobalArgs, DsArgs & { yes: boolean }> = {
   },
 };
 
-export const datasourcesCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'datasources',
-  describe: 'Administer data sources: list, get, create, update, delete',
-  builder: (y) =>
-    y
-      .command(listCommand)
-      .command(getCommand)
-      .command(createCommand)
-      .command(updateCommand)
-      .command(deleteCommand)
-      .demandCommand(1, 'Name a datasources subcommand: list, get, create, update or delete.')
-      .example('$0 datasources list', 'List the data sources'),
-  // Never reached: demandCommand requires a subcommand.
-  handler: () => undefined,
-};
+export const datasourcesCommand = commandGroup('datasources', 'Administer data sources: list, get, create, update, delete', (y) =>
+  y
+    .command(listCommand)
+    .command(getCommand)
+    .command(createCommand)
+    .command(updateCommand)
+    .command(deleteCommand)
+    .demandCommand(1, 'Name a datasources subcommand: list, get, create, update or delete.')
+    .example('$0 datasources list', 'List the data sources'),
+);

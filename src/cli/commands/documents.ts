@@ -5,7 +5,7 @@
  */
 import { open, stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import type { Argv, CommandModule } from 'yargs';
+import type { CommandModule } from 'yargs';
 import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../api/records.js';
 import { META } from '../../engine/metadata.js';
 import {
@@ -18,7 +18,7 @@ import {
 } from '../context.js';
 import { ingestionStatus } from '../../api/ingestion-status.js';
 import { CliError, usageError } from '../exit.js';
-import { wideOption, type GlobalArgs } from '../options.js';
+import { commandGroup, DOC, DS, wideOption, withDoc, withDs, type DocArgs, type DsArgs, type GlobalArgs } from '../options.js';
 import { errnoOf } from '../../errors/errno.js';
 import { openRegularFile } from '../../local/fs.js';
 import {
@@ -195,12 +195,6 @@ export async function deleteDocument(ctx: CliContext, ds: string, doc: string): 
 
 // ---- yargs -------------------------------------------------------------------------
 
-interface DsArgs extends GlobalArgs {
-  ds: string;
-}
-interface DocArgs extends DsArgs {
-  doc: string;
-}
 interface UploadArgs extends DsArgs {
   file: string[];
 }
@@ -210,12 +204,6 @@ interface UpdateArgs extends DocArgs {
   metadata?: string;
 }
 
-const DS = 'the data source id <ds>';
-const DOC = 'the document id <doc>';
-
-const withDs = <T>(y: Argv<T>) => y.positional('ds', { type: 'string', describe: 'Data source id', demandOption: true });
-const withDoc = <T>(y: Argv<T>) =>
-  withDs(y).positional('doc', { type: 'string', describe: 'Document id', demandOption: true });
 
 const listCommand: CommandModule<GlobalArgs, DsArgs> = {
   command: 'list <ds>',
@@ -234,7 +222,7 @@ const listCommand: CommandModule<GlobalArgs, DsArgs> = {
 const getCommand: CommandModule<GlobalArgs, DocArgs> = {
   command: 'get <ds> <doc>',
   describe: 'Show one document and its metadata',
-  builder: (y) => withDoc(y).example('$0 documents get ds_123 doc_456', 'Show the document doc_456'),
+  builder: (y) => withDoc(withDs(y)).example('$0 documents get ds_123 doc_456', 'Show the document doc_456'),
   handler: async (args) => {
     const ds = requireValue(args.ds, DS);
     const doc = requireValue(args.doc, DOC);
@@ -263,7 +251,7 @@ const updateCommand: CommandModule<GlobalArgs, UpdateArgs> = {
   command: 'update <ds> <doc>',
   describe: 'Change the name, url or metadata of a document; fields not given keep their values',
   builder: (y) =>
-    withDoc(y)
+    withDoc(withDs(y))
       .option('name', { type: 'string', describe: 'New name', requiresArg: true })
       .option('url', { type: 'string', describe: 'New url (absolute URL)', requiresArg: true })
       .option('metadata', {
@@ -291,7 +279,7 @@ const updateCommand: CommandModule<GlobalArgs, UpdateArgs> = {
 const deleteCommand: CommandModule<GlobalArgs, DocArgs> = {
   command: 'delete <ds> <doc>',
   describe: 'Delete a document',
-  builder: (y) => withDoc(y).example('$0 documents delete ds_123 doc_456', 'Delete doc_456 from ds_123'),
+  builder: (y) => withDoc(withDs(y)).example('$0 documents delete ds_123 doc_456', 'Delete doc_456 from ds_123'),
   handler: async (args) => {
     const ds = requireValue(args.ds, DS);
     const doc = requireValue(args.doc, DOC);
@@ -299,18 +287,13 @@ const deleteCommand: CommandModule<GlobalArgs, DocArgs> = {
   },
 };
 
-export const documentsCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'documents',
-  describe: 'Administer documents: list, get, upload, update, delete',
-  builder: (y) =>
-    y
-      .command(listCommand)
-      .command(getCommand)
-      .command(uploadCommand)
-      .command(updateCommand)
-      .command(deleteCommand)
-      .demandCommand(1, 'Name a documents subcommand: list, get, upload, update or delete.')
-      .example('$0 documents list ds_123', 'List the documents of ds_123'),
-  // Never reached: demandCommand requires a subcommand.
-  handler: () => undefined,
-};
+export const documentsCommand = commandGroup('documents', 'Administer documents: list, get, upload, update, delete', (y) =>
+  y
+    .command(listCommand)
+    .command(getCommand)
+    .command(uploadCommand)
+    .command(updateCommand)
+    .command(deleteCommand)
+    .demandCommand(1, 'Name a documents subcommand: list, get, upload, update or delete.')
+    .example('$0 documents list ds_123', 'List the documents of ds_123'),
+);

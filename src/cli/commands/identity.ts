@@ -10,7 +10,7 @@ import { requireMappings } from '../../config/load.js';
 import type { Config, MappingConfig } from '../../config/types.js';
 import { configFromArgs } from '../context.js';
 import { ExitCode, usageError } from '../exit.js';
-import type { GlobalArgs } from '../options.js';
+import { commandGroup, type GlobalArgs } from '../options.js';
 import { realClock } from '../../time/clock.js';
 
 interface AdoptArgs extends GlobalArgs {
@@ -40,22 +40,18 @@ interface ResetArgs extends GlobalArgs {
   dryRun: boolean;
 }
 
-export const identityCommand: CommandModule<GlobalArgs, GlobalArgs> = {
-  command: 'identity <command>',
-  describe: "The installation's identity (who owns a document)",
-  builder: (y) =>
-    y
-      .command({
-        command: 'reset',
-        describe: 'Draw a new installation id and forget what the state records (a cloned host, a copied state file)',
-        builder: (yy) => yy.option('dry-run', { type: 'boolean', default: false, describe: 'Say what would change; change nothing' }) as unknown as Argv<ResetArgs>,
-        handler: async (args: ResetArgs) => {
-          process.exitCode = await runIdentityReset(args);
-        },
-      } as CommandModule<GlobalArgs, ResetArgs>)
-      .demandCommand(1, 'name a subcommand: reset'),
-  handler: () => undefined,
-};
+export const identityCommand = commandGroup('identity <command>', "The installation's identity (who owns a document)", (y) =>
+  y
+    .command({
+      command: 'reset',
+      describe: 'Draw a new installation id and forget what the state records (a cloned host, a copied state file)',
+      builder: (yy) => yy.option('dry-run', { type: 'boolean', default: false, describe: 'Say what would change; change nothing' }) as unknown as Argv<ResetArgs>,
+      handler: async (args: ResetArgs) => {
+        process.exitCode = await runIdentityReset(args);
+      },
+    } as CommandModule<GlobalArgs, ResetArgs>)
+    .demandCommand(1, 'name a subcommand: reset'),
+);
 
 function findMapping(config: Config, id: string): MappingConfig {
   const m = config.mappings.find((x) => x.id === id);

@@ -8,10 +8,6 @@
  * or the one the daemon writes beside its state): as the daemon's user or root, it asks the
  * daemon; as anyone else, it says why not and reads the state file if it may.
  *
- * `--url` / `--open`: a link to the status page carrying a one-time login code (good for one
- * minute, one use), which the page exchanges for a session cookie; `--open` also starts the
- * desktop's browser when there is one.
- *
  * Exit codes (the /healthz semantics, so scripts and monitors can use it): 0 when every
  * mapping is fine; 1 when a mapping is degraded or its last pass did not complete cleanly
  * (failed or skipped files, a stopped pass), the same condition under which `dssync sync`
@@ -86,7 +82,6 @@ export interface StatusDeps {
   readState?: ((path: string) => Promise<StateFile | undefined>) | undefined;
   probe?: ((target: DaemonTarget) => Promise<DaemonProbe>) | undefined;
 }
-
 
 export async function runStatus(args: GlobalArgs, deps: StatusDeps = {}): Promise<number> {
   const env = deps.env ?? process.env;
@@ -196,7 +191,6 @@ function describeProbe(p: DaemonProbe): StateFileReport['daemon'] {
       return { url: p.url, reason: 'the daemon answered' };
   }
 }
-
 
 export function daemonExitCode(status: DaemonStatus): number {
   return status.mappings.some(mappingNeedsAttention) ? ExitCode.FAILURE : ExitCode.OK;

@@ -39,28 +39,11 @@ export function outcomeOk(o: MappingOutcome): boolean {
   return o.report?.ok === true;
 }
 
-/** One planned or done operation, its names made safe for a terminal. */
+/** One planned or done operation, its names made safe for a terminal: the action in a column of 9, then the path. */
 export function describeOp(op: Op): string {
-  return printable(describeOpRaw(op));
-}
-
-function describeOpRaw(op: Op): string {
-  switch (op.kind) {
-    case 'upload':
-      return `upload   ${op.path}`;
-    case 'replace':
-      return `replace  ${op.path}`;
-    case 'rename':
-      return `rename   ${op.from} -> ${op.path}`;
-    case 'update-meta':
-      return `update   ${op.path}`;
-    case 'delete':
-      return `delete   ${op.path}${op.reason === 'deleted-locally' ? '' : ` (${op.reason})`}`;
-    case 'adopt':
-      return `adopt    ${op.path}`;
-    case 'forget':
-      return `forget   ${op.path}`;
-  }
+  const action = (op.kind === 'update-meta' ? 'update' : op.kind).padEnd(9);
+  if (op.kind === 'rename') return printable(`${action}${op.from} -> ${op.path}`);
+  return printable(`${action}${op.path}${op.kind === 'delete' && op.reason !== 'deleted-locally' ? ` (${op.reason})` : ''}`);
 }
 
 export function formatSyncHuman(outcomes: readonly MappingOutcome[]): string {
