@@ -332,9 +332,11 @@ it('seed 7: prune "all" after a person deleted one of our documents keeps the de
 it('seed 16, history 35,859: a file created and deleted during two starts, its metadata answer lost, leaves no document of ours', async () => {
   const w = await startedWorld();
   const step = stepper(w);
-  // The first start's follow-up uploads a.txt, whose metadata answer is lost; the second
-  // start sets a.txt aside with that document unjudged, and the follow-up finds it gone.
-  await step(() => void (w.service.faults = ['none', 'none', 'ambiguous']));
+  // The first start's follow-up uploads a.txt, whose metadata answer is lost, and fails
+  // keep.txt's metadata update (503), left for the next start. The second start sets a.txt
+  // aside with that document unjudged; a.txt is deleted once keep.txt's update acted, and
+  // the follow-up finds it gone.
+  await step(() => void (w.service.faults = ['none', 'none', 'ambiguous', 'server-error']));
   await step(() => churnDuringStartPass(w, 'a.txt', 'x'));
   await step(() => w.advance(2_500));
   await step(() => churnDuringStartPass(w, 'a.txt', 'x'));
