@@ -238,35 +238,22 @@ it('a clone\'s edit of a file both track (our identity, another hash, its own se
 // Found by the long run of seed 7 (history 2,645) on the sim2 branch: a file set aside, then
 // released by another pass, truncated and rewritten before the runner's follow-up came; the
 // follow-up (an incremental pass naming it) had no record left and sent the first half.
+// Re-made for today's schedule (the long run's steps no longer reached it): b.txt is set
+// aside by a full pass 200 ms after it is written, released by the incremental pass of its
+// creation's events a window after the write, then truncated and half rewritten just before
+// the full pass's follow-up.
 it('seed 7: a file released before its follow-up and rewritten meanwhile is not sent half-written by the follow-up', async () => {
   const w = await startedWorld();
   const step = stepper(w);
-  await step(() => void w.service.faults.unshift('crash-before'));
-  const slow = async (p: string, chunks: number, pauseMs: number, id: number): Promise<void> => {
-    w.write(p, '');
-    let text = '';
-    for (let i = 0; i < chunks; i++) {
-      const t0 = w.now;
-      await w.advance(pauseMs);
-      if (i > 0 && w.now - t0 < 2_000) w.partials.add(sha256(text));
-      text += `slow${id}.${i}|`;
-      w.write(p, text);
-    }
-  };
-  await step(() => slow('b.txt', 5, 900, 1));
-  await step(() => slow('a.txt', 2, 1500, 2));
   await step(async () => {
+    w.write('b.txt', 'one|');
+    await w.advance(2_150);
     w.write('b.txt', '');
-    await w.advance(300);
-    w.write('b.txt', 'half3|');
-    const t0 = w.now;
-    await w.advance(300);
-    await w.restart();
-    await w.advance(300);
-    if (w.now - t0 < 2_000) w.partials.add(sha256('half3|'));
-    w.write('b.txt', 'half3|rest3|');
+    w.write('b.txt', 'half|');
+    w.partials.add(sha256('half|'));
+    await w.advance(400);
+    w.write('b.txt', 'half|rest|');
   });
-  await step(() => w.renameHost());
   await checkInvariants(w);
 }, 60_000);
 
