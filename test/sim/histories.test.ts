@@ -230,6 +230,8 @@ it('a clone\'s edit of a file both track (our identity, another hash, its own se
   const w = await startedWorld();
   const step = stepper(w);
   await step(() => w.write('sub/a.txt', 'x'));
+  // The daemon's document of sub/a.txt first (its follow-up comes a window after the write).
+  await step(() => w.advance(2_500));
   await step(() => w.cloneUpload('sub/a.txt', 'yy'));
   await step(() => w.restart());
   await checkInvariants(w);
@@ -238,35 +240,22 @@ it('a clone\'s edit of a file both track (our identity, another hash, its own se
 // Found by the long run of seed 7 (history 2,645) on the sim2 branch: a file set aside, then
 // released by another pass, truncated and rewritten before the runner's follow-up came; the
 // follow-up (an incremental pass naming it) had no record left and sent the first half.
+// Re-made for today's schedule (the long run's steps no longer reached it): b.txt is set
+// aside by a full pass 200 ms after it is written, released by the incremental pass of its
+// creation's events a window after the write, then truncated and half rewritten just before
+// the full pass's follow-up.
 it('seed 7: a file released before its follow-up and rewritten meanwhile is not sent half-written by the follow-up', async () => {
   const w = await startedWorld();
   const step = stepper(w);
-  await step(() => void w.service.faults.unshift('crash-before'));
-  const slow = async (p: string, chunks: number, pauseMs: number, id: number): Promise<void> => {
-    w.write(p, '');
-    let text = '';
-    for (let i = 0; i < chunks; i++) {
-      const t0 = w.now;
-      await w.advance(pauseMs);
-      if (i > 0 && w.now - t0 < 2_000) w.partials.add(sha256(text));
-      text += `slow${id}.${i}|`;
-      w.write(p, text);
-    }
-  };
-  await step(() => slow('b.txt', 5, 900, 1));
-  await step(() => slow('a.txt', 2, 1500, 2));
   await step(async () => {
+    w.write('b.txt', 'one|');
+    await w.advance(2_150);
     w.write('b.txt', '');
-    await w.advance(300);
-    w.write('b.txt', 'half3|');
-    const t0 = w.now;
-    await w.advance(300);
-    await w.restart();
-    await w.advance(300);
-    if (w.now - t0 < 2_000) w.partials.add(sha256('half3|'));
-    w.write('b.txt', 'half3|rest3|');
+    w.write('b.txt', 'half|');
+    w.partials.add(sha256('half|'));
+    await w.advance(400);
+    w.write('b.txt', 'half|rest|');
   });
-  await step(() => w.renameHost());
   await checkInvariants(w);
 }, 60_000);
 
@@ -301,12 +290,16 @@ it('seed 7: a set-aside file whose document the full pass could not judge is not
 // a process's session was made durable only by its first upload's intent, but a metadata
 // update (adopting a lost answer's document) needs none; cut by a crash after the request,
 // the next process found its own document carrying an unrecorded session and took it for a
-// clone's: the mapping stopped, the file never converged.
+// clone's: the mapping stopped, the file never converged. Since ownership v2 the process that
+// holds the lease also recovers a document of a session nobody holds (owner.ts `writerGone`),
+// so the history fails only with both that and the session's flush reverted.
 it('seed 7: a crash after a metadata update leaves no document of ours under a session the state lost', async () => {
   const w = await startedWorld();
   const step = stepper(w);
   await step(() => w.write('sub/deep/d.txt', 'x'));
-  await step(() => void (w.service.faults = ['crash-after', 'none', 'crash-after']));
+  // The upload's answer lost to a crash; the next process's metadata update adopting its
+  // document cut by a crash after the request.
+  await step(() => void (w.service.faults = ['none', 'crash-after', 'none', 'crash-after']));
   await step(() => w.advance(61_000));
   await step(() => w.setUnreadable('a.txt', false));
   await checkInvariants(w);
@@ -315,7 +308,11 @@ it('seed 7: a crash after a metadata update leaves no document of ours under a s
 // Found by the long run of seed 7 (history 6,427) on the sim2 branch: the guard's base with
 // prune "all" added what it may prune to the state's count, which still held the entry of a
 // document a person deleted: 3 deletions out of "6" passed, out of 5 in the data source.
-it('seed 7: prune "all" after a person deleted one of our documents keeps the delete window', async () => {
+// Two of ours are deleted here: the check's base counts every document of the data source,
+// the lease's marker included, so one entry counted twice is within its over-count (the
+// guard's 6 is the check's 6); with two, 3 deletions out of "6" pass where the data source
+// holds 5, the marker included.
+it('seed 7: prune "all" after a person deleted two of our documents keeps the delete window', async () => {
   const w = new World({ ...config }, { updateClears: false, paging: 'offset', pageSize: 2 });
   w.local.write('keep.txt', 'keep');
   await w.start();
@@ -325,6 +322,7 @@ it('seed 7: prune "all" after a person deleted one of our documents keeps the de
   await step(() => w.advance(61_000));
   for (let i = 0; i < 3; i++) await step(() => w.personUpload('c.md', 'x'));
   await step(() => w.personDeletesOurs(0));
+  await step(() => w.personDeletesOurs(0));
   await step(() => w.restart({ ...config, prune: 'all', include: ['**/*.txt'] }));
   await checkInvariants(w);
 }, 60_000);
@@ -332,9 +330,11 @@ it('seed 7: prune "all" after a person deleted one of our documents keeps the de
 it('seed 16, history 35,859: a file created and deleted during two starts, its metadata answer lost, leaves no document of ours', async () => {
   const w = await startedWorld();
   const step = stepper(w);
-  // The first start's follow-up uploads a.txt, whose metadata answer is lost; the second
-  // start sets a.txt aside with that document unjudged, and the follow-up finds it gone.
-  await step(() => void (w.service.faults = ['none', 'none', 'ambiguous']));
+  // The first start's follow-up uploads a.txt, whose metadata answer is lost, and fails
+  // keep.txt's metadata update (503), left for the next start. The second start sets a.txt
+  // aside with that document unjudged; a.txt is deleted once keep.txt's update acted, and
+  // the follow-up finds it gone.
+  await step(() => void (w.service.faults = ['none', 'none', 'ambiguous', 'server-error']));
   await step(() => churnDuringStartPass(w, 'a.txt', 'x'));
   await step(() => w.advance(2_500));
   await step(() => churnDuringStartPass(w, 'a.txt', 'x'));
