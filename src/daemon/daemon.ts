@@ -404,26 +404,23 @@ export class Daemon {
   private scheduleReclaim(): void {
     if (this.reclaimTimer !== undefined || this.stopping) return;
     const before = rssOrUndefined();
+    // A timer's exception is uncaught and would end the daemon: a failed collection or
+    // measure (EMFILE when descriptors run out) is logged at either step, the sync goes on.
     const collect = (again: boolean): void => {
       this.reclaimTimer = undefined;
-      if (this.stopping || !collectGarbage()) return;
-      if (again) {
-        this.reclaimTimer = this.clock.setTimeout(() => collect(false), RECLAIM_DELAY_MS * 2);
-        return;
-      }
-      const mb = (n: number | undefined): number | undefined => (n === undefined ? undefined : Math.round(n / 1024 / 1024));
-      this.o.logger.debug({ rssMB: mb(rssOrUndefined()), beforeMB: mb(before) }, 'memory of the full pass released');
-    };
-    // A timer's exception is uncaught and would end the daemon: a failed collection or
-    // measure (EMFILE when descriptors run out, issue 24.2) is logged, the sync goes on.
-    const guarded = (again: boolean): void => {
       try {
-        collect(again);
+        if (this.stopping || !collectGarbage()) return;
+        if (again) {
+          this.reclaimTimer = this.clock.setTimeout(() => collect(false), RECLAIM_DELAY_MS * 2);
+          return;
+        }
+        const mb = (n: number | undefined): number | undefined => (n === undefined ? undefined : Math.round(n / 1024 / 1024));
+        this.o.logger.debug({ rssMB: mb(rssOrUndefined()), beforeMB: mb(before) }, 'memory of the full pass released');
       } catch (e) {
         this.o.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'reclaiming the memory of the full pass failed');
       }
     };
-    this.reclaimTimer = this.clock.setTimeout(() => guarded(true), RECLAIM_DELAY_MS);
+    this.reclaimTimer = this.clock.setTimeout(() => collect(true), RECLAIM_DELAY_MS);
   }
 
   private newClient(config: Config, tokens?: TokenProvider): DatastoreClient {
