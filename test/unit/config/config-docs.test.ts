@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigFileSchema, DEFAULTS } from '../../../src/config/schema.js';
 import { keyPaths } from '../../../src/config/schema-keys.js';
-import { loadConfig } from '../../../src/config/index.js';
+import { loadConfig } from '../../../src/config/load.js';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const DOC = readFileSync(join(ROOT, 'docs/config.md'), 'utf8');
