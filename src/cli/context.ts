@@ -5,7 +5,6 @@
  * arguments were checked.
  */
 import type { DatastoreApi } from '../api/api.js';
-import type { UnreachableNotice, UnreachableRetry } from '../api/client.js';
 import type { ClientFromConfigOptions } from '../compose/client.js';
 import { isApiError } from '../api/errors.js';
 import type { ConfigError } from '../errors/config.js';
@@ -67,32 +66,19 @@ async function defaultCreateApi(config: Config): Promise<ClosableApi> {
 }
 
 /**
- * A one-shot command cannot reach the service: say so at once, with what is retried and
- * for how long, or the retries look like a hang (issue 14.10). Once per command.
- */
-export function tellUnreachable(n: UnreachableNotice, write: (text: string) => void = (t) => void process.stderr.write(t)): void {
-  write(`dssync: cannot connect to ${n.origin} (${n.problem}): retrying each request for up to ${Math.ceil(n.retryForMs / 1000)} s; is the service running, and is baseUrl right?\n`);
-}
-
-/** Each retry of a request that cannot reach the service, so that no wait is silent (issue 25.10). */
-export function tellUnreachableRetry(r: UnreachableRetry, write: (text: string) => void = (t) => void process.stderr.write(t)): void {
-  write(`dssync: warning: cannot connect to ${r.origin} (${r.problem}): attempt ${r.attempt} of ${r.maxAttempts} failed; next in ${(r.delayMs / 1000).toFixed(1)} s\n`);
-}
-
-/**
- * How a one-shot command's client tells an unreachable service: the notice, each retry, and
- * no circuit breaker (an open one held a later request past the stated time, in silence).
+ * How a one-shot command's client tells an unreachable service: at once, with what is
+ * retried and for how long, or the retries look like a hang; then each retry, so that no
+ * wait is silent; and no circuit breaker (an open one would hold a later request past the
+ * stated time, in silence).
  */
 export function oneShotReach(before: () => void = () => undefined): Pick<ClientFromConfigOptions, 'onUnreachable' | 'onUnreachableRetry' | 'oneShot'> {
+  const tell = (text: string): void => {
+    before();
+    process.stderr.write(text);
+  };
   return {
-    onUnreachable: (n) => {
-      before();
-      tellUnreachable(n);
-    },
-    onUnreachableRetry: (r) => {
-      before();
-      tellUnreachableRetry(r);
-    },
+    onUnreachable: (n) => tell(`dssync: cannot connect to ${n.origin} (${n.problem}): retrying each request for up to ${Math.ceil(n.retryForMs / 1000)} s; is the service running, and is baseUrl right?\n`),
+    onUnreachableRetry: (r) => tell(`dssync: warning: cannot connect to ${r.origin} (${r.problem}): attempt ${r.attempt} of ${r.maxAttempts} failed; next in ${(r.delayMs / 1000).toFixed(1)} s\n`),
     oneShot: true,
   };
 }
@@ -134,11 +120,6 @@ export function isNotFound(err: unknown): boolean {
   return isApiError(err) && err.code === 'E_NOT_FOUND';
 }
 
-/** A 404 turned into a message naming what was looked for (exit 1). */
-export function notFound(message: string): CliError {
-  return new CliError(message);
-}
-
 /**
  * Runs `call`; a 404 becomes the error `describe()` resolves to. `describe` may ask the
  * service which of several ids is the missing one (only on that failure path).
@@ -147,7 +128,7 @@ export async function explainNotFound<T>(call: () => Promise<T>, describe: () =>
   try {
     return await call();
   } catch (err) {
-    if (isNotFound(err)) throw notFound(await describe());
+    if (isNotFound(err)) throw new CliError(await describe());
     throw err;
   }
 }
