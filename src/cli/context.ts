@@ -6,7 +6,7 @@
  */
 import type { DatastoreApi } from '../api/api.js';
 import type { ClientFromConfigOptions } from '../compose/client.js';
-import { isApiError } from '../api/errors.js';
+import { isApiError, unlessGone } from '../api/errors.js';
 import type { ConfigError } from '../errors/config.js';
 import { loadConfig, loadSettings } from '../config/load.js';
 import type { Config, Settings } from '../config/types.js';
@@ -135,12 +135,9 @@ export async function explainNotFound<T>(call: () => Promise<T>, describe: () =>
 
 /** Which is missing when a call on (data source, document) answers 404. */
 export async function missingDocumentMessage(api: DatastoreApi, dataSourceId: string, documentId: string): Promise<string> {
-  try {
-    await api.getDataSource(dataSourceId);
-  } catch (err) {
-    if (isNotFound(err)) return `data source ${dataSourceId} not found`;
-    // Could not tell (e.g. the service failed now): name both ids.
-  }
+  // Could not tell (e.g. the service failed now): name both ids.
+  const found = await unlessGone(api.getDataSource(dataSourceId)).catch(() => true);
+  if (found === undefined) return `data source ${dataSourceId} not found`;
   return `document ${documentId} not found in data source ${dataSourceId}`;
 }
 
