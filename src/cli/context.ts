@@ -59,7 +59,7 @@ export function settingsFromArgs(args: GlobalArgs, env: NodeJS.ProcessEnv = proc
 }
 
 /** The real client, with the rate cap, retries, timeouts and CA of the configuration. */
-async function defaultCreateApi(config: Config): Promise<ClosableApi> {
+export async function createCliApi(config: Config): Promise<ClosableApi> {
   // Loaded on demand so that `--help` and usage errors do not pay for undici.
   const { createClientFromConfig } = await import('../compose/client.js');
   return createClientFromConfig(config, oneShotReach());
@@ -95,7 +95,7 @@ export async function withContext(
   const env = deps.env ?? process.env;
   const warn = deps.warn ?? ((m: string) => void process.stderr.write(`dssync: warning: ${m}\n`));
   const config = configFromArgs(args, env, warn);
-  const api = await (deps.createApi ?? defaultCreateApi)(config);
+  const api = await (deps.createApi ?? createCliApi)(config);
   const ctx: CliContext = {
     api,
     json: args.json === true,
