@@ -19,7 +19,7 @@ import { createFilter } from '../src/local/filters.js';
 import { FolderLister } from '../src/local/folder-lister.js';
 import { listFolderWith, nodeFs, type LocalFs } from '../src/local/fs.js';
 import { walkTree } from '../src/local/walk.js';
-import { DEFAULT_INCLUDE } from '../src/config/index.js';
+import { DEFAULT_INCLUDE } from '../src/config/schema.js';
 import { ballast, runAlone, threadCpu } from './lib/alone.js';
 
 function heapAfterMB(keep: unknown): number | undefined {

@@ -12,7 +12,7 @@
  */
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { DEFAULT_INCLUDE } from '../src/config/index.js';
+import { DEFAULT_INCLUDE } from '../src/config/schema.js';
 import { createFilter } from '../src/local/filters.js';
 import { watchFolders } from '../src/local/watch/folder-watch.js';
 import { realClock } from '../src/time/clock.js';

@@ -100,12 +100,12 @@ export async function unlessGone<T>(request: Promise<T>): Promise<T | undefined>
   }
 }
 
-/** Maps an HTTP status to the stable code and whether it is worth retrying. */
 /** Not an ApiError: a bug in the code that sent the request. Never retried. */
 export function unexpectedError(e: unknown, method: string, path: string): ApiError {
   return new ApiError({ code: 'E_HTTP', message: `${method} ${path}: ${e instanceof Error ? e.message : String(e)}`, method, path, cause: e });
 }
 
+/** Maps an HTTP status to the stable code and whether it is worth retrying. */
 export function classifyStatus(status: number): { code: ApiErrorCode; retryable: boolean } {
   if (status === 400 || status === 422) return { code: 'E_BAD_REQUEST', retryable: false };
   if (status === 401) return { code: 'E_UNAUTHORIZED', retryable: false };

@@ -10,10 +10,6 @@ import type { TokenProvider } from '../api/token-provider.js';
 import { StaticTokenProvider } from './static.js';
 import type { ResolvedAuth } from './settings.js';
 
-export type { TokenProvider, TokenStatus } from '../api/token-provider.js';
-export { fixedToken } from '../api/token-provider.js';
-export { CredentialsRefusedError } from './renewing.js';
-
 export interface ProviderOptions {
   /** Carries the TLS settings for a token endpoint (oauth2). */
   dispatcher: Dispatcher;

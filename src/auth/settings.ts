@@ -65,15 +65,11 @@ export const CREDENTIALS = { token: ['dssync-token', 'token'], password: ['dssyn
  */
 export const CREDENTIAL_ABSENT = 'dssync-credential-absent';
 
-export interface TokenFlags {
-  tokenFile?: string | undefined;
-}
-
 export interface ResolveAuthInput {
   auth?: AuthFileSettings | undefined;
   /** The top-level "tokenFile" of the config (static). */
   tokenFile?: string | undefined;
-  flags: TokenFlags;
+  flags: { tokenFile?: string | undefined };
   env: NodeJS.ProcessEnv;
   statePath: string;
   warn?: ((message: string) => void) | undefined;

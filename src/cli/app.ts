@@ -50,9 +50,8 @@ export async function main(argv: string[]): Promise<number> {
     .help()
     .alias('help', 'h')
     .version(versionLine())
-    // Wrapped to the terminal only when help is asked for: yargs renders the whole help
-    // text in advance on every command run (to show it on a later failure, which our
-    // fail() never does), and wrapping it cost ~0.1 s of CPU per run (issue 28.1).
+    // Wrapped to the terminal only when help is asked for: yargs renders (and wraps, at a
+    // cost in CPU) the whole help text on every run, for a failure our fail() never shows.
     .wrap(asksForHelp(argv) ? Math.min(110, process.stdout.columns || 100) : null)
     .fail((msg, err, usage) => {
       // Usage errors from yargs come with a message; errors thrown by handlers with err.

@@ -5,9 +5,8 @@
  * arguments were checked.
  */
 import type { DatastoreApi } from '../api/api.js';
-import type { UnreachableNotice, UnreachableRetry } from '../api/client.js';
 import type { ClientFromConfigOptions } from '../compose/client.js';
-import { isApiError } from '../api/errors.js';
+import { isApiError, unlessGone } from '../api/errors.js';
 import type { ConfigError } from '../errors/config.js';
 import { loadConfig, loadSettings } from '../config/load.js';
 import type { Config, Settings } from '../config/types.js';
@@ -60,39 +59,26 @@ export function settingsFromArgs(args: GlobalArgs, env: NodeJS.ProcessEnv = proc
 }
 
 /** The real client, with the rate cap, retries, timeouts and CA of the configuration. */
-async function defaultCreateApi(config: Config): Promise<ClosableApi> {
+export async function createCliApi(config: Config): Promise<ClosableApi> {
   // Loaded on demand so that `--help` and usage errors do not pay for undici.
   const { createClientFromConfig } = await import('../compose/client.js');
   return createClientFromConfig(config, oneShotReach());
 }
 
 /**
- * A one-shot command cannot reach the service: say so at once, with what is retried and
- * for how long, or the retries look like a hang (issue 14.10). Once per command.
- */
-export function tellUnreachable(n: UnreachableNotice, write: (text: string) => void = (t) => void process.stderr.write(t)): void {
-  write(`dssync: cannot connect to ${n.origin} (${n.problem}): retrying each request for up to ${Math.ceil(n.retryForMs / 1000)} s; is the service running, and is baseUrl right?\n`);
-}
-
-/** Each retry of a request that cannot reach the service, so that no wait is silent (issue 25.10). */
-export function tellUnreachableRetry(r: UnreachableRetry, write: (text: string) => void = (t) => void process.stderr.write(t)): void {
-  write(`dssync: warning: cannot connect to ${r.origin} (${r.problem}): attempt ${r.attempt} of ${r.maxAttempts} failed; next in ${(r.delayMs / 1000).toFixed(1)} s\n`);
-}
-
-/**
- * How a one-shot command's client tells an unreachable service: the notice, each retry, and
- * no circuit breaker (an open one held a later request past the stated time, in silence).
+ * How a one-shot command's client tells an unreachable service: at once, with what is
+ * retried and for how long, or the retries look like a hang; then each retry, so that no
+ * wait is silent; and no circuit breaker (an open one would hold a later request past the
+ * stated time, in silence).
  */
 export function oneShotReach(before: () => void = () => undefined): Pick<ClientFromConfigOptions, 'onUnreachable' | 'onUnreachableRetry' | 'oneShot'> {
+  const tell = (text: string): void => {
+    before();
+    process.stderr.write(text);
+  };
   return {
-    onUnreachable: (n) => {
-      before();
-      tellUnreachable(n);
-    },
-    onUnreachableRetry: (r) => {
-      before();
-      tellUnreachableRetry(r);
-    },
+    onUnreachable: (n) => tell(`dssync: cannot connect to ${n.origin} (${n.problem}): retrying each request for up to ${Math.ceil(n.retryForMs / 1000)} s; is the service running, and is baseUrl right?\n`),
+    onUnreachableRetry: (r) => tell(`dssync: warning: cannot connect to ${r.origin} (${r.problem}): attempt ${r.attempt} of ${r.maxAttempts} failed; next in ${(r.delayMs / 1000).toFixed(1)} s\n`),
     oneShot: true,
   };
 }
@@ -109,7 +95,7 @@ export async function withContext(
   const env = deps.env ?? process.env;
   const warn = deps.warn ?? ((m: string) => void process.stderr.write(`dssync: warning: ${m}\n`));
   const config = configFromArgs(args, env, warn);
-  const api = await (deps.createApi ?? defaultCreateApi)(config);
+  const api = await (deps.createApi ?? createCliApi)(config);
   const ctx: CliContext = {
     api,
     json: args.json === true,
@@ -134,11 +120,6 @@ export function isNotFound(err: unknown): boolean {
   return isApiError(err) && err.code === 'E_NOT_FOUND';
 }
 
-/** A 404 turned into a message naming what was looked for (exit 1). */
-export function notFound(message: string): CliError {
-  return new CliError(message);
-}
-
 /**
  * Runs `call`; a 404 becomes the error `describe()` resolves to. `describe` may ask the
  * service which of several ids is the missing one (only on that failure path).
@@ -147,19 +128,16 @@ export async function explainNotFound<T>(call: () => Promise<T>, describe: () =>
   try {
     return await call();
   } catch (err) {
-    if (isNotFound(err)) throw notFound(await describe());
+    if (isNotFound(err)) throw new CliError(await describe());
     throw err;
   }
 }
 
 /** Which is missing when a call on (data source, document) answers 404. */
 export async function missingDocumentMessage(api: DatastoreApi, dataSourceId: string, documentId: string): Promise<string> {
-  try {
-    await api.getDataSource(dataSourceId);
-  } catch (err) {
-    if (isNotFound(err)) return `data source ${dataSourceId} not found`;
-    // Could not tell (e.g. the service failed now): name both ids.
-  }
+  // Could not tell (e.g. the service failed now): name both ids.
+  const found = await unlessGone(api.getDataSource(dataSourceId)).catch(() => true);
+  if (found === undefined) return `data source ${dataSourceId} not found`;
   return `document ${documentId} not found in data source ${dataSourceId}`;
 }
 

@@ -1,9 +1,9 @@
 /**
  * The one way the CLI reaches the service emulator: a dynamic import of the workspace
  * package `@dssync/emulator` (packages/emulator). The daemon package does not depend on
- * it: a clone has it (npm workspaces link it into node_modules), an installed release does
- * not (issue 27.1: fastify, mammoth and pdfjs-dist stay off the servers that run the
- * daemon). Only `dssync emulator` and `dssync demo` load it, and only when they run.
+ * it (its dependencies stay off the servers that run the daemon): a clone has it (npm
+ * workspaces link it into node_modules), an installed release does not. Only `dssync
+ * emulator` and `dssync demo` load it, and only when they run.
  */
 import { CliError } from './exit.js';
 

@@ -7,52 +7,32 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Agent } from 'undici';
-import { DatastoreClient, type DatastoreClientOptions, type UnreachableNotice, type UnreachableRetry } from '../api/client.js';
+import { DatastoreClient, type DatastoreClientOptions } from '../api/client.js';
 import { createAgent } from '../api/http.js';
-import type { Pacer, PacerEvent } from '../api/pacer.js';
 import type { TokenProvider } from '../api/token-provider.js';
 import { createTokenProvider } from '../auth/index.js';
 import type { Connection } from '../config/connection.js';
 import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors/config.js';
 import type { Logger } from '../log.js';
-import type { Clock } from '../time/clock.js';
 import { errnoOf } from '../errors/errno.js';
 
-export interface ClientFromConfigOptions {
-  logger?: Logger | undefined;
-  /** Shared by every client of the same service (one pacer per service: DESIGN §2). */
-  pacer?: Pacer | undefined;
-  onEvent?: ((event: PacerEvent) => void) | undefined;
-  /** Told once when the service cannot be reached and requests are retried (default: logged). */
-  onUnreachable?: ((notice: UnreachableNotice) => void) | undefined;
-  /** Told at each retry of a request that could not reach the service (default: logged). */
-  onUnreachableRetry?: ((retry: UnreachableRetry) => void) | undefined;
+/** What a caller adds to the configuration's settings (api/client.ts DatastoreClientOptions says what each is). */
+export type ClientFromConfigOptions = Pick<ClientFromConnectionOptions, 'logger' | 'pacer' | 'onEvent' | 'onUnreachable' | 'onUnreachableRetry' | 'clock' | 'tokens' | 'ownsTokens'> & {
   /** A one-shot command: no circuit breaker, so each request gives up within its stated retry time. */
   oneShot?: boolean | undefined;
-  /** The pacer's time (the daemon's clock). */
-  clock?: Clock | undefined;
-  /** A token provider made by createTokenProviderFromConfig; default: the client's own. */
-  tokens?: TokenProvider | undefined;
-  /** The client closes `tokens` when it closes (it was handed over); default: the caller does. */
-  ownsTokens?: boolean | undefined;
-}
+};
 
 export function createClientFromConfig(config: Config, opts: ClientFromConfigOptions = {}): DatastoreClient {
+  const { oneShot, ...callers } = opts;
   return createClientFromConnection(config.connection, {
     requestsPerSecond: config.queue.requestsPerSecond,
     concurrency: config.queue.concurrency,
     maxAttempts: config.queue.maxAttempts,
     timeouts: config.queue.timeouts,
     ca: config.tls.caFile === undefined ? undefined : readCa(config.tls.caFile),
-    ...(opts.logger ? { logger: opts.logger } : {}),
-    ...(opts.pacer ? { pacer: opts.pacer } : {}),
-    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
-    ...(opts.onUnreachable ? { onUnreachable: opts.onUnreachable } : {}),
-    ...(opts.onUnreachableRetry ? { onUnreachableRetry: opts.onUnreachableRetry } : {}),
-    ...(opts.oneShot === true ? { breaker: false as const } : {}),
-    ...(opts.clock ? { clock: opts.clock } : {}),
-    ...(opts.tokens ? { tokens: opts.tokens, ownsTokens: opts.ownsTokens === true } : {}),
+    ...callers,
+    ...(oneShot === true ? { breaker: false as const } : {}),
   });
 }
 

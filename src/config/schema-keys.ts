@@ -54,16 +54,3 @@ export function objectKeys(schema: Schema): Record<string, string[]> {
   visit(schema, '');
   return out;
 }
-
-/**
- * Every key of the file by its path, objects included (`queue`, `queue.concurrency`,
- * `mappings`, `mappings[].path`...), in the schema's order.
- */
-export function keyPaths(schema: Schema): string[] {
-  const objects = objectKeys(schema);
-  return [
-    ...new Set(
-      Object.entries(objects).flatMap(([path, keys]) => keys.map((k) => join(path, k))),
-    ),
-  ];
-}

@@ -34,8 +34,6 @@ export interface DataSourceSpec {
   readonly llmConnectorIds: readonly string[];
 }
 
-export type MetadataValue = string | number | boolean;
-
 /** How a mapping learns of changes (docs/watch.md). */
 export interface WatchConfig {
   /** auto: events on local filesystems, polling on network and FUSE mounts. */
@@ -64,7 +62,7 @@ interface MappingCommon {
   /** See url-template.ts. */
   readonly urlTemplate: string;
   /** Static metadata added to every document (dssync's own keys win). */
-  readonly metadata: Readonly<Record<string, MetadataValue>>;
+  readonly metadata: Readonly<Record<string, string | number | boolean>>;
   /** 'ours': only documents carrying dssync metadata are ever deleted. */
   readonly prune: 'ours' | 'all';
   /** A pass that would delete more than this share (0-100) of the data source stops. */

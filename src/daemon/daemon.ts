@@ -35,7 +35,7 @@ import { FEED_SAVE_EVERY_MS, FeedFile, feedPath } from './feed-file.js';
  * How long a pass in progress may go on after SIGTERM before its requests are aborted. Short:
  * a small pass ends well within it, a large one would not end anyway, and an abandoned upload
  * is settled by its intent at the next start. It leaves room for the state flush within the
- * 10 s operators expect (measured: ~8.4 s with a 7 s grace on a loaded 2-core machine).
+ * 10 s operators expect.
  */
 const STOP_GRACE_MS = 4_000;
 

@@ -1,7 +1,6 @@
 /**
- * The status page's recent history across restarts (issue 25.1: after a restart the feed,
- * the recent problems and the charts were empty): `<statePath>.feed.json`, written
- * atomically (owner-only) every few minutes and at a clean stop, read once at start.
+ * The status page's recent history (feed, problems, charts) across restarts: `<statePath>.feed.json`,
+ * written atomically (owner-only) every few minutes and at a clean stop, read once at start.
  *
  * Apart from the records file (records-file.ts) on purpose: that one is written after every
  * pass that changes a problem list or a history, and the feed (up to ~300 KB) would make each

@@ -55,9 +55,8 @@ export function needsHash(entry: EntryStat | undefined, stat: StatNow, now: numb
   if (entry.hashedAt === undefined) return true;
   // The clock has been set back since the hash: its order with mtimes no longer proves anything.
   if (entry.hashedAt > now + RACY_MARGIN_MS) return true;
-  // Racy: a write after the hash, within the tick of the newest timestamp, would look
-  // exactly like this (the simulation found the ctime case: a rename, then a same-size
-  // rewrite with its mtime put back in the same tick as the hash).
+  // Racy: a write after the hash, within the tick of the newest timestamp (its mtime put
+  // back, its ctime then the newest), would look exactly like this.
   return Math.max(entry.mtimeMs, entry.ctimeMs ?? -Infinity) >= entry.hashedAt - RACY_MARGIN_MS;
 }
 

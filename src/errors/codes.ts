@@ -182,8 +182,3 @@ export function codeEntry(code: string): CodeEntry | undefined {
   const registered = registryCode(code);
   return Object.hasOwn(ERROR_CODES, registered) ? ERROR_CODES[registered as ErrorCode] : undefined;
 }
-
-/** Every registered code with its entry (the docs test walks them). */
-export function registeredCodes(): [string, CodeEntry][] {
-  return Object.entries(ERROR_CODES);
-}

@@ -12,7 +12,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ApiError } from '../../src/api/errors.js';
 import { createClientFromConfig } from '../../src/compose/client.js';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../../src/config/load.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PassReport } from '../../src/engine/pass-report.js';
 import { isListDocuments, isUpload, startMeddler, writes, type Forwarded, type Meddler } from './meddler.js';

@@ -26,7 +26,7 @@ import { sharedDataSourceProblems } from '../../engine/installation.js';
 import { disposition } from '../../errors/disposition.js';
 import { describeMountPlan, parseMountInfo, planMounts, readMountInfo } from '../../local/watch/mounts.js';
 import type { DaemonStatus } from '../../daemon/status/schema.js';
-import { configFromArgs, oneShotReach } from '../context.js';
+import { configFromArgs, createCliApi, type ClosableApi } from '../context.js';
 import { describeFailure, ExitCode } from '../exit.js';
 import { identityChecks } from './identity.js';
 import { initCommand } from './config-init.js';
@@ -229,12 +229,8 @@ async function checkServiceSide(config: Config, deps: ConfigCheckDeps, report: (
   return { authRefused, shared };
 }
 
-async function defaultCreateApi(config: Config): Promise<DatastoreApi & { close: () => Promise<void> }> {
-  const { createClientFromConfig } = await import('../../compose/client.js');
-  return createClientFromConfig(
-    { ...config, queue: { ...config.queue, maxAttempts: Math.min(CHECK_MAX_ATTEMPTS, config.queue.maxAttempts) } },
-    oneShotReach(),
-  );
+function defaultCreateApi(config: Config): Promise<ClosableApi> {
+  return createCliApi({ ...config, queue: { ...config.queue, maxAttempts: Math.min(CHECK_MAX_ATTEMPTS, config.queue.maxAttempts) } });
 }
 
 // ---- output (pure) --------------------------------------------------------------------

@@ -11,7 +11,6 @@ import {
   explainNotFound,
   isNotFound,
   missingDataSourceMessage,
-  notFound,
   requireValue,
   withContext,
   type CliContext,
@@ -50,7 +49,7 @@ export async function getDataSource(ctx: CliContext, idOrName: string): Promise<
     if (!isNotFound(e) && !(isApiError(e) && e.status === 400)) throw e;
     const named = (await ctx.api.listDataSources()).filter((d) => d.name === idOrName);
     if (named.length === 0) {
-      throw notFound(`no data source has the id or the name "${idOrName}" (\`dssync datasources list\` shows each one's id and name)`);
+      throw new CliError(`no data source has the id or the name "${idOrName}" (\`dssync datasources list\` shows each one's id and name)`);
     }
     if (named.length > 1) {
       throw usageError(`${named.length} data sources are named "${idOrName}": ${named.map((d) => d.id).join(', ')}; name one by its id`);

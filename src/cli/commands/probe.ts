@@ -73,10 +73,9 @@ export async function runProbe(args: ProbeArgs, out: (s: string) => void = (s) =
   }
   // Refused before anything is asked of the service.
   if (args.save) preparePrivateDir(args.save, '--save');
-  const [{ createAgent }, { createTokenProvider }, { request }, { FormData }] = await Promise.all([
+  const [{ createAgent }, { createTokenProvider }, { request, FormData }] = await Promise.all([
     import('../../api/http.js'),
     import('../../auth/index.js'),
-    import('undici'),
     import('undici'),
   ]);
   const { readFileSync } = await import('node:fs');

@@ -441,8 +441,8 @@ function startFeed(o: StatusServerOptions, hub: SseHub): { stop(): void } {
     if (ticks++ % 2 === 0) hub.broadcast(formatSse({ event: 'chart', data: JSON.stringify(history.chart().slice(-2)) }));
   };
   const timer = setInterval(() => {
-    // A throw here would be uncaught and end the daemon (issue 24.2: EMFILE in
-    // process.memoryUsage() under descriptor exhaustion): the next tick tries again.
+    // A throw here (EMFILE in process.memoryUsage()...) would end the daemon: the next tick
+    // tries again.
     try {
       tick();
     } catch (e) {

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile, chmod, truncate } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
+import { DEFAULT_INCLUDE } from '../../../src/config/schema.js';
 import { createFilter, loadFilter } from '../../../src/local/filters.js';
 import { walkTree, type WalkResult } from '../../../src/local/walk.js';
 import { createLocalSide } from '../../../src/local/side.js';

@@ -3,15 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  ConfigError,
-  ConfigFileError,
-  DEFAULTS,
-  describeConfig,
-  loadConfig,
-  loadSettings,
-  requireMappings,
-} from '../../../src/config/index.js';
+import { ConfigError } from '../../../src/config/connection.js';
+import { ConfigFileError, loadConfig, loadSettings, requireMappings } from '../../../src/config/load.js';
+import { DEFAULTS } from '../../../src/config/schema.js';
+import { describeConfig } from '../../../src/config/describe.js';
 import { staticToken } from '../../../src/auth/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'dssync-config-'));

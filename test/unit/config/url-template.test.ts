@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderUrlTemplate } from '../../../src/config/index.js';
+import { renderUrlTemplate } from '../../../src/config/url-template.js';
 import { absPathOf } from '../../../src/engine/document-fields.js';
 import { parseListenAddress, isLoopbackHost } from '../../../src/config/listen.js';
 

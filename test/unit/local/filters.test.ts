@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
+import { DEFAULT_INCLUDE } from '../../../src/config/schema.js';
 import { createFilter, loadFilter, IgnoreFileError, type ExcludeReason } from '../../../src/local/filters.js';
 import type { LocalFs } from '../../../src/local/fs.js';
 

@@ -6,7 +6,7 @@
  * aggregator's batch carries paths only (issue 38.6).
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
+import { DEFAULT_INCLUDE } from '../../../src/config/schema.js';
 import { EventAggregator, type RawEvent } from '../../../src/local/watch/aggregator.js';
 import { watchFolders } from '../../../src/local/watch/folder-watch.js';
 import type { LocalFs } from '../../../src/local/fs.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_INCLUDE } from '../../../src/config/index.js';
+import { DEFAULT_INCLUDE } from '../../../src/config/schema.js';
 import { createFilter } from '../../../src/local/filters.js';
 import { FileAccessError, FileChangedError, FileReadError, FileVanishedError } from '../../../src/local/errors.js';
 import { hashFile } from '../../../src/local/hash.js';

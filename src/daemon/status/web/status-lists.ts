@@ -1,8 +1,7 @@
 /**
- * /status stays small however many files a mapping skips (issue 24.3: 50,000 FIFOs made it
- * 8.9 MB, sent every second to every open page). Each mapping's lists carry their first
- * STATUS_LIST_LIMIT entries and their full length; the rest is read a page at a time from
- * /status/problems?mapping=ID&list=skipped&offset=N.
+ * /status, sent every second to every open page, stays small however many files a mapping
+ * skips: each mapping's lists carry their first STATUS_LIST_LIMIT entries and their full
+ * length; the rest is read a page at a time from /status/problems?mapping=ID&list=skipped&offset=N.
  */
 import type { DaemonStatus, MappingStatus } from '../schema.js';
 
