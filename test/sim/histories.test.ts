@@ -42,13 +42,15 @@ async function writeInHalvesAcrossReload(w: World, p: string, pauseMs: number, i
   return half;
 }
 
-/** slowWrite(p, 2 chunks, pauseMs apart) as commands.ts runs it (the first slow write): truncated, then two appends. */
-async function slowWriteTwoChunks(w: World, p: string, pauseMs: number): Promise<void> {
-  w.write(p, '');
-  await w.advance(pauseMs);
-  w.write(p, 'slow1.0|');
-  await w.advance(pauseMs);
-  w.write(p, 'slow1.0|slow1.1|');
+/** slowWrite(p, chunks, pauseMs apart) as commands.ts runs it (the `id`th slow write): truncated, then appended. */
+async function slowWrite(w: World, p: string, pauseMs: number, chunks = 2, id = 1): Promise<void> {
+  let text = '';
+  w.write(p, text);
+  for (let i = 0; i < chunks; i++) {
+    await w.advance(pauseMs);
+    text += `slow${id}.${i}|`;
+    w.write(p, text);
+  }
 }
 
 /** The service takes the next upload of `name` but commits it only later (its answer lost). */
@@ -72,7 +74,7 @@ it('seed 7: the late-landing upload of a file that then grows past maxFileBytes 
   w.crashNow(0);
   await w.restartIfCrashed();
   // slowWrite(a.txt, 2 chunks, 200 ms apart), restartWithConfig(maxFileBytes: 5), chmod644(a.txt)
-  await slowWriteTwoChunks(w, 'a.txt', 200);
+  await slowWrite(w, 'a.txt', 200);
   await w.settle();
   await w.restart({ ...config, maxFileBytes: 5 });
   w.setUnreadable('a.txt', false);
@@ -357,7 +359,7 @@ it('seed 18, history 3,627: a rename whose answer was lost, its old path written
   });
   await step(() => void (w.service.faults = ['ambiguous', 'none']));
   // slowWrite(a.txt, 2 chunks, 200 ms apart)
-  await step(() => slowWriteTwoChunks(w, 'a.txt', 200));
+  await step(() => slowWrite(w, 'a.txt', 200));
   // writeInHalvesAcrossReload(sub/deep/d.txt, 300 ms): the start's pass sets it aside
   // while adopting the renamed document at sub.old/deep/d.txt.
   await step(async () => void (await writeInHalvesAcrossReload(w, 'sub/deep/d.txt', 300, 2)));
@@ -506,7 +508,7 @@ it('seed 5001, history 8,294: a backup of the id from before the upgrade is not 
   await w.start();
   const step = stepper(w);
   // slowWrite(sub/deep/d.txt, 2 chunks, 500 ms apart): too large at maxFileBytes 5, then rewritten at its size limit with its mtime put back.
-  await step(() => slowWriteTwoChunks(w, 'sub/deep/d.txt', 500));
+  await step(() => slowWrite(w, 'sub/deep/d.txt', 500));
   await step(() => w.write('sub/deep/d.txt', 'zzz', w.local.fileAt('sub/deep/d.txt')!.mtimeMs));
   // The backup holds the drawn id and no record (taken before the first pass recorded anything).
   await step(() => w.takeBackup());
@@ -525,4 +527,30 @@ it('seed 5001, history 8,294: a backup of the id from before the upgrade is not 
   expect(w.installationId).not.toBe(upgraded);
   await checkInvariants(w);
   expect(w.service.docs_().filter((d) => d.metadata['dssync_path'] === 'sub/deep/d.txt')).toEqual([]);
+}, 60_000);
+
+it("seed 6002, history 3,791: a copy of an upgraded 0.1.0 state taken before the daemon wrote its identity is another installation, not a second process with our identity: not started", async () => {
+  const w = new World({ ...config, exclude: ['**/deep/**'], maxFileBytes: 5 }, { updateClears: true, paging: 'offset', pageSize: 2, nameRule: { maxBytes: 44 }, renamesIgnored: false });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = stepper(w);
+  await step(() => w.advance(400));
+  await step(() => w.write('a.txt', 'same'));
+  await step(() => slowWrite(w, 'other/e.txt', 900, 4, 1));
+  await step(() => slowWrite(w, 'sub/a.txt', 500, 3, 2));
+  // The record of a.txt's document is lost; the upgraded daemon waits for the old lease to expire.
+  await step(() => w.damageJournal('cut', 0));
+  await step(() => w.upgradeFrom010UnderNewHostName());
+  // a.txt too large from now on: its document stays as it was, under the id before the upgrade.
+  await step(() => {
+    w.rename('a.txt', '.swap-tmp');
+    w.rename('sub/a.txt', 'a.txt');
+    w.rename('.swap-tmp', 'sub/a.txt');
+  });
+  // A process on another host with this copy would derive its own id and re-mark keep.txt's
+  // document, the one record that teaches the daemon the id before the upgrade.
+  await step(() => w.startTwin('copied-state'));
+  expect(w.twinLive(), 'a copy without our identity started as a second process of ours').toBe(false);
+  await step(() => w.damageJournal('empty', 0));
+  await checkInvariants(w);
 }, 60_000);

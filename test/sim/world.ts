@@ -22,7 +22,7 @@ import { countDeletes, DELETE_WINDOW_MS } from '../../src/engine/guards.js';
 import { MappingRunner } from '../../src/daemon/mapping/runner.js';
 import { readStateFile, StateStore } from '../../src/state/store.js';
 import { journalPathOf } from '../../src/state/journal.js';
-import { identityPathOf } from '../../src/state/identity-file.js';
+import { identityPathOf, readIdentityFile } from '../../src/state/identity-file.js';
 import { encodeStateToString } from '../../src/state/encoder.js';
 import { toFormat3 } from '../helpers/state-v3.js';
 import { establishIdentity } from '../../src/engine/installation.js';
@@ -807,6 +807,7 @@ export class World {
     // A replica pins the daemon's id; after an upgrade or a lost identity that id is derived or
     // drawn, and its former ids live in the daemon's state alone: nobody pins it on a second pod.
     if (kind === 'pinned-replica' && this.mustKnow.size > 0) return;
+    if (kind === 'copied-state' && fresh && !(await this.identityDurable())) return;
     this.twinKind = kind;
     if (kind === 'copied-state' && fresh) {
       this.twinDisk = new FakeDisk();
@@ -814,6 +815,19 @@ export class World {
     } else this.twinDisk ??= new FakeDisk();
     this.twin = await this.launch('sim-host-b', this.twinDisk, true, kind === 'pinned-replica' ? this.installationId : undefined);
     await this.settle();
+  }
+
+  /**
+   * A copy of the state carries our identity only once the daemon wrote it (the identity
+   * file, at its first flush), with every former id the daemon must know (mustKnow): a copy
+   * taken earlier is another installation (an upgraded 0.1.0 state derives its id from the
+   * new host's name) or lacks those former ids, and its process may re-mark the recorded
+   * documents that would teach them to the daemon before the daemon lists them. Such a copy
+   * is not a second process with our identity.
+   */
+  private async identityDurable(): Promise<boolean> {
+    const { record } = await readIdentityFile(this.disk.fs(), identityPathOf(STATE_PATH));
+    return record?.installationId === this.installationId && [...this.mustKnow].every((id) => record.formerIds.includes(id));
   }
 
   /** The second process is killed -9 (its lease is not released: it expires). */
