@@ -43,7 +43,7 @@ async function writeInHalvesAcrossReload(w: World, p: string, pauseMs: number, i
 }
 
 /** slowWrite(p, chunks, pauseMs apart) as commands.ts runs it (the `id`th slow write): truncated, then appended. */
-async function slowWrite(w: World, p: string, pauseMs: number, chunks = 2, id = 1): Promise<void> {
+async function slowWrite(w: World, p: string, pauseMs: number, chunks = 2, id: number | string = 1): Promise<void> {
   let text = '';
   w.write(p, text);
   for (let i = 0; i < chunks; i++) {
@@ -149,19 +149,10 @@ it('issue 23, defect 4: an upload given up after its 60 s deadline, the process 
 it('seeds 2001, 2005: what a second process with a copied state uploaded as it crashed is recovered once the operator allows the deletes', async () => {
   const w = await startedWorld();
   const step = stepper(w);
-  const slowWrite = async (p: string): Promise<void> => {
-    w.write(p, '');
-    let text = '';
-    for (let i = 0; i < 2; i++) {
-      await w.advance(200);
-      text += `slow${p}.${i}|`;
-      w.write(p, text);
-    }
-  };
   await step(() => void (w.service.faults = ['crash-before', 'none', 'crash-after']));
   await step(() => w.startTwin('copied-state'));
-  await step(() => slowWrite('a.txt'));
-  await step(() => slowWrite('other/e.txt'));
+  await step(() => slowWrite(w, 'a.txt', 200, 2, 'a.txt'));
+  await step(() => slowWrite(w, 'other/e.txt', 200, 2, 'other/e.txt'));
   await step(() => w.advance(2500));
   await step(() => w.startTwin('copied-state'));
   await step(() => w.advance(100));
@@ -482,13 +473,7 @@ it('beside seed 4021, history 8,593 (written by hand): an upload of the upgraded
 it("seed 4031: a marked upload left by a crash, the state restored from a backup before it, then the 0.1.0 upgrade under a new host name: its mark carries a former id's tag, and it is deleted as our lost upload", async () => {
   const w = await startedWorld();
   const step = stepper(w);
-  await step(async () => {
-    w.write('a.txt', '');
-    for (let i = 0; i < 2; i++) {
-      await w.advance(900);
-      w.write('a.txt', `slow1.${i}|`);
-    }
-  });
+  await step(() => slowWrite(w, 'a.txt', 900));
   await step(async () => void (await writeInHalvesAcrossReload(w, 'a.txt', 300, 2)));
   await step(() => w.stepWall(3_600_000));
   await step(() => w.takeBackup());
