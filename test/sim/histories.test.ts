@@ -523,7 +523,8 @@ it("seed 6002, history 3,791: a copy of an upgraded 0.1.0 state taken before the
   await step(() => w.write('a.txt', 'same'));
   await step(() => slowWrite(w, 'other/e.txt', 900, 4, 1));
   await step(() => slowWrite(w, 'sub/a.txt', 500, 3, 2));
-  // The record of a.txt's document is lost; the upgraded daemon waits for the old lease to expire.
+  // The record of a.txt's document is lost. The process the cut restarted is stopped while its
+  // first claim is in flight: the claim ends and is released, so the upgraded daemon takes over at once.
   await step(() => w.damageJournal('cut', 0));
   await step(() => w.upgradeFrom010UnderNewHostName());
   // a.txt too large from now on: its document stays as it was, under the id before the upgrade.

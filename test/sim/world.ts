@@ -425,8 +425,7 @@ export class World {
   async operatorAllowsMassDelete(): Promise<void> {
     await this.restartIfCrashed();
     const p = this.proc!;
-    await p.runner.stop(8_000);
-    await this.settle();
+    await this.stopRunner(p);
     const api = this.service.forProcess();
     // `dssync sync` writes only once it holds the mapping's lease (cli/commands/sync.ts), as the
     // daemon's passes do: so it recovers what a gone writer with our identity left (owner
@@ -573,8 +572,7 @@ export class World {
   async stop(): Promise<void> {
     await this.restartIfCrashed();
     const p = this.proc!;
-    await p.runner.stop(8_000);
-    await this.settle();
+    await this.stopRunner(p);
     await p.store.close().catch(() => undefined);
     p.timers.kill();
     this.disk.stopProcess();
@@ -767,11 +765,25 @@ export class World {
     this.service.landLate();
   }
 
-  /** Moves the clock forward, firing the processes' timers on the way. */
-  async advance(ms: number): Promise<void> {
+  /**
+   * A graceful stop of process `p`'s runner (its lease released after its last pass). It takes
+   * time when a lease claim is in flight: the claim ends, its settle wait included, before
+   * the release (mapping/lease.ts stop), so the clock moves on until the stop is done. Not
+   * awaited once `p` crashed meanwhile (its timers are gone), and no restart meanwhile.
+   */
+  private async stopRunner(p: Process): Promise<void> {
+    let done = false;
+    const stopped = p.runner.stop(8_000).finally(() => void (done = true));
+    await this.settle();
+    for (let i = 0; !done && !p.crashed && i < 1_000; i++) await this.advance(SIM_LEASE.settleMs, false);
+    if (!p.crashed) await stopped;
+  }
+
+  /** Moves the clock forward, firing the processes' timers on the way (restarting a crashed daemon, unless `restart` is false). */
+  async advance(ms: number, restart = true): Promise<void> {
     const end = this.clock.t + ms;
     for (;;) {
-      await this.restartIfCrashed();
+      if (restart) await this.restartIfCrashed();
       const next = Math.min(...this.live().map((p) => p.timers.next() ?? Infinity));
       const late = this.service.lateDue();
       const at = Math.min(next, late ?? Infinity);
@@ -785,7 +797,7 @@ export class World {
     this.clock.t = Math.max(this.clock.t, end);
     this.service.landLate();
     await this.settle();
-    await this.restartIfCrashed();
+    if (restart) await this.restartIfCrashed();
   }
 
   // ---- a second process with our identity (issue 34 cases 2 and 3) ----------------------
@@ -839,9 +851,7 @@ export class World {
   async stopTwin(): Promise<void> {
     const t = this.twin;
     if (!t || t.crashed) return;
-    const stopped = t.runner.stop(8_000);
-    await this.settle();
-    await stopped;
+    await this.stopRunner(t);
     await t.store.close().catch(() => undefined);
     t.timers.kill();
     t.crashed = true;

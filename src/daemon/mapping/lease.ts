@@ -58,7 +58,10 @@ export class MappingLease {
   private documentId: string | undefined;
   /** Markers a creation race left beside the chosen one: the holder deletes them. */
   private extras: string[] = [];
+  /** Aborted by stop(): the loop's waits, and a step that has sent no record yet. */
   private controller = new AbortController();
+  /** Aborted by stop() once a claim or renewal already sent had LEASE.settleMs * 2 to end. */
+  private sent = new AbortController();
   private loop: Promise<void> | undefined;
   private wasHeld = false;
   /** The session of the holder last logged, so that the log says it once. */
@@ -115,6 +118,7 @@ export class MappingLease {
     if (this.released) {
       this.released = false;
       this.controller = new AbortController();
+      this.sent = new AbortController();
       this.loop = undefined;
     }
     this.loop ??= this.run();
@@ -126,10 +130,17 @@ export class MappingLease {
     return this.holds();
   }
 
-  /** Stops keeping the lease; releases it when held (a graceful stop: a standby takes it at once). */
+  /**
+   * Stops keeping the lease; releases it when held (a graceful stop: a standby takes it at
+   * once). A claim or renewal already sent ends first, within LEASE.settleMs * 2: a claim
+   * confirmed is then released like any hold, one that lost is left to its winner, and no
+   * release is sent while a record of ours may still land after it.
+   */
   async stop(): Promise<void> {
     this.controller.abort();
+    const deadline = this.d.clock.setTimeout(() => this.sent.abort(), this.timing.settleMs * 2);
     await this.loop?.catch(() => undefined);
+    this.d.clock.clearTimeout(deadline);
     const held = this.core.holds(this.d.clock.monotonic());
     this.released = true;
     this.changed();
@@ -158,7 +169,8 @@ export class MappingLease {
 
   /** read -> claim -> settle -> read again (engine/lease.ts); a standby when another holds it. */
   private async attempt(): Promise<void> {
-    const signal = this.controller.signal;
+    const stopped = this.controller.signal;
+    let signal = stopped;
     try {
       this.documentId ??= (await this.remembered(signal)) ?? (await this.discover(signal));
       const id = this.documentId;
@@ -177,6 +189,9 @@ export class MappingLease {
         }
         return;
       }
+      if (stopped.aborted) return;
+      // Sent, the claim runs to its confirmation even through a stop (stop()).
+      signal = this.sent.signal;
       const claimedAt = this.d.clock.monotonic();
       const claim = this.core.nextRecord(this.d.clock.now());
       if (!(await this.write(id, claim, signal))) return;
@@ -203,7 +218,7 @@ export class MappingLease {
     const id = this.documentId;
     if (id === undefined) return;
     const startedAt = this.d.clock.monotonic();
-    if (await this.write(id, this.core.nextRecord(this.d.clock.now()), this.controller.signal).catch((e: unknown) => this.note(e))) this.core.renewed(startedAt);
+    if (await this.write(id, this.core.nextRecord(this.d.clock.now()), this.sent.signal).catch((e: unknown) => this.note(e))) this.core.renewed(startedAt);
     else if (this.core.atRisk(this.d.clock.monotonic())) {
       this.d.logger.error(`lease of mapping ${this.d.mappingId} not renewed for ${this.timing.atRiskMs / 1000} s: writes stopped until it is claimed again`);
     }

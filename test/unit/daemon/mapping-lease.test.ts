@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DatastoreApi } from '../../../src/api/api.js';
-import { LEASE, leaseRecordOf, type HostProbe } from '../../../src/engine/lease.js';
+import { LEASE, leaseMetadata, leaseRecordOf, type HostProbe } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
 import { leaseGated } from '../../../src/daemon/mapping/lease-gate.js';
 import { MappingLease, type MarkerMemo } from '../../../src/daemon/mapping/lease.js';
@@ -114,6 +114,48 @@ describe('the lease of one mapping, two processes', () => {
     expect(b.holds()).toBe(true);
     expect(took).toBeLessThanOrEqual(LEASE.checkMs + LEASE.settleMs + 500);
     await b.stop();
+  });
+
+  it('a stop while its claim is in flight confirms the claim and releases it: the next process takes over at once, not at expiry', async () => {
+    const api = new FakeApi();
+    const clock = new FakeClock(1_000);
+    const a = processOf(link(api).api, clock, 'a', 111);
+    a.start();
+    // The claim is written and waits out its settle time: the marker names a, who does not hold yet.
+    await run(clock, [a], 10_000, () => leaseRecordOf(markers(api)[0] ?? { metadata: {} })?.session === 'session-a');
+    expect(a.holds()).toBe(false);
+    let stopped = false;
+    const stopping = a.stop().then(() => void (stopped = true));
+    await run(clock, [a], LEASE.settleMs * 2, () => stopped);
+    await stopping;
+    expect(a.holds()).toBe(false);
+    expect(leaseRecordOf(markers(api)[0]!)).toMatchObject({ session: 'session-a', released: true });
+    // Another host (no dead predecessor to see): free at its first read.
+    const b = processOf(link(api).api, clock, 'b', 112, 'node-b');
+    b.start();
+    const took = await run(clock, [a, b], LEASE.durationMs, () => b.holds());
+    expect(b.holds()).toBe(true);
+    expect(took).toBeLessThanOrEqual(LEASE.settleMs + 500);
+    await b.stop();
+  });
+
+  it('a stop while its claim is in flight, a rival having written over it, releases nothing: the rival keeps its record', async () => {
+    const api = new FakeApi();
+    const clock = new FakeClock(1_000);
+    const a = processOf(link(api).api, clock, 'a', 121);
+    a.start();
+    await run(clock, [a], 10_000, () => leaseRecordOf(markers(api)[0] ?? { metadata: {} })?.session === 'session-a');
+    // A rival that read the lease free before a's claim landed: its own claim lands after a's.
+    const rival = { mappingId: 'docs', installationId: 'pinned', session: 'session-r', host: 'node-r', pid: 7, renew: 1, durationMs: LEASE.durationMs, acquiredAt: '', released: false };
+    markers(api)[0]!.metadata = leaseMetadata(rival);
+    const updates = api.count('updateDocument');
+    let stopped = false;
+    const stopping = a.stop().then(() => void (stopped = true));
+    await run(clock, [a], LEASE.settleMs * 2, () => stopped);
+    await stopping;
+    expect(a.holds()).toBe(false);
+    expect(api.count('updateDocument')).toBe(updates);
+    expect(leaseRecordOf(markers(api)[0]!)).toEqual(rival);
   });
 
   it('a crashed holder is replaced once its record went unchanged for the duration, as the standby saw it', async () => {
