@@ -21,6 +21,7 @@ import { z } from 'zod';
 import { SidecarFile } from '../sidecar-file.js';
 import { openRegularFile } from '../../local/fs.js';
 import { nodeStateFs, type StateFs } from '../../state/atomic-file.js';
+import { testPause } from '../../test-hooks.js';
 
 export interface MappingLeaseDeps {
   api: DatastoreApi;
@@ -199,6 +200,7 @@ export class MappingLease {
         this.d.logger.info('lease claim took too long to be trusted; tried again');
         return;
       }
+      await testPause('lease-claimed', id);
       await this.d.clock.sleep(this.timing.settleMs, signal);
       const after = await this.read(id, signal);
       if (after === undefined) return;

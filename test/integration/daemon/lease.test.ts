@@ -4,14 +4,17 @@
  * case 3): one mirrors, the other is a standby that writes nothing, names the holder and
  * answers /readyz 503; no document is ever duplicated. SIGKILL of the holder: the standby
  * takes over (a dead predecessor on this host is taken at its next read). SIGTERM: released,
- * taken at once. `dssync sync` beside a live daemon writes nothing and exits 1.
+ * taken at once. `dssync sync` beside a live daemon writes nothing and exits 1. SIGTERM while
+ * the holder's first claim waits out its settle time (held there by a test pause): the claim
+ * ends, is released, and the standby takes it as released.
  *
  * The bounds measured here are printed with DSSYNC_TEST_VERBOSE=1 (docs/reliability.md, "The lease").
  */
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LEASE } from '../../../src/engine/lease.js';
+import { LEASE, leaseRecordOf } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
 import type { DaemonStatus } from '../../../src/daemon/status/schema.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
@@ -122,5 +125,41 @@ describe('the lease: two live daemons with one pinned id', () => {
     if (process.env.DSSYNC_TEST_VERBOSE) {
       console.log(`lease bounds: second writer detected ${detectedMs} ms after its start; taken ${afterKillMs} ms after SIGKILL, ${afterStopMs} ms after SIGTERM; marker chunks: ${chunks}`);
     }
+  });
+
+  it('SIGTERM while its claim is in flight: the claim ends and is released, the standby takes it as released', { timeout: 180_000 }, async () => {
+    const ws = (w = await daemonWorkspace({ config: { installationId: PINNED } }));
+    for (let i = 0; i < 3; i++) await ws.write(`doc-${i}.txt`, `content ${i}`);
+    const hooks = join(ws.dir, 'hooks');
+    await mkdir(hooks);
+    // A writes its claim and stops there, before the settle wait that confirms it.
+    const a = await startDaemon(ws, { env: { DSSYNC_TEST_HOOKS: `pause:lease-claimed=${hooks}` } });
+    daemons.push(a);
+    await waitFor(() => existsSync(join(hooks, 'lease-claimed.0.paused')), { timeout: 30_000, what: "A's claim written" });
+    const claim = leaseRecordOf(markers(ws)[0]!);
+    expect(claim).toMatchObject({ pid: a.pid, released: false });
+    expect((await a.status()).mappings[0]?.lease?.state).toBe('acquiring');
+
+    // B: the same id, its own state: A's claim is a live holder's.
+    const b = await replicaConfig(ws, 'replica-b');
+    const db = await startDaemon(ws, { configPath: b.configPath });
+    daemons.push(db);
+    await waitFor(async () => (await statusOf(db, b.configPath, b.statePath)).mappings[0]?.lease?.state === 'standby', { timeout: 30_000, what: 'B standby' });
+
+    // SIGTERM A inside its claim, then let the claim go on.
+    a.child.kill('SIGTERM');
+    await waitFor(() => a.logs().some((l) => l.msg === 'signal received'), { timeout: 10_000, what: 'A stopping' });
+    await writeFile(join(hooks, 'lease-claimed.0.resume'), '');
+    expect((await a.exited).code).toBe(0);
+    expect(a.logs().some((l) => l.msg === 'lease released')).toBe(true);
+    expect(leaseRecordOf(markers(ws)[0]!)).toMatchObject({ session: claim!.session, released: true });
+
+    // B takes the lease because it was released (not because A's pid is gone from this host, nor at expiry), and mirrors.
+    await waitFor(async () => (await readyz(db)).status === 200, { timeout: LEASE.durationMs, interval: 100, what: 'B takes over after the stop' });
+    const taken = db.logs().find((l) => l.msg.endsWith('taken: this process writes'));
+    expect(String(taken?.why)).toMatch(/^released by /);
+    await waitConverged(ws, 'the folder, mirrored by B');
+    expect(fileDocuments(ws)).toHaveLength(3);
+    expect(markers(ws)).toHaveLength(1);
   });
 });
