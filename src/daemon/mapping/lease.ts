@@ -61,7 +61,7 @@ export class MappingLease {
   private extras: string[] = [];
   /** Aborted by stop(): the loop's waits, and a step that has sent no record yet. */
   private controller = new AbortController();
-  /** Aborted by stop() once a claim or renewal already sent had LEASE.settleMs * 2 to end. */
+  /** Aborted at stop()'s deadline: a claim or renewal already sent, then the release, end within it. */
   private sent = new AbortController();
   private loop: Promise<void> | undefined;
   private wasHeld = false;
@@ -133,26 +133,29 @@ export class MappingLease {
 
   /**
    * Stops keeping the lease; releases it when held (a graceful stop: a standby takes it at
-   * once). A claim or renewal already sent ends first, within LEASE.settleMs * 2: a claim
-   * confirmed is then released like any hold, one that lost is left to its winner, and no
-   * release is sent while a record of ours may still land after it.
+   * once). A claim or renewal already sent ends first, so that no record of ours lands after
+   * the release: a claim confirmed is then released like any hold, one that lost is left to
+   * its winner. The whole stop takes at most LEASE.settleMs * 2.
    */
   async stop(): Promise<void> {
     this.controller.abort();
     const deadline = this.d.clock.setTimeout(() => this.sent.abort(), this.timing.settleMs * 2);
-    await this.loop?.catch(() => undefined);
-    this.d.clock.clearTimeout(deadline);
-    const held = this.core.holds(this.d.clock.monotonic());
-    this.released = true;
-    this.changed();
-    if (!held || this.documentId === undefined) return;
     try {
-      await this.write(this.documentId, this.core.releasedRecord(this.d.clock.now()), AbortSignal.timeout(this.timing.settleMs * 2));
-      this.d.logger.info({ documentId: this.documentId }, 'lease released');
-    } catch (e) {
-      this.d.logger.warn({ err: messageOf(e) }, `lease not released (it expires ${this.timing.durationMs / 1000} s after its last renewal)`);
+      await this.loop?.catch(() => undefined);
+      const held = this.core.holds(this.d.clock.monotonic());
+      this.released = true;
+      this.changed();
+      if (!held || this.documentId === undefined) return;
+      try {
+        await this.write(this.documentId, this.core.releasedRecord(this.d.clock.now()), this.sent.signal);
+        this.d.logger.info({ documentId: this.documentId }, 'lease released');
+      } catch (e) {
+        this.d.logger.warn({ err: messageOf(e) }, `lease not released (it expires ${this.timing.durationMs / 1000} s after its last renewal)`);
+      }
+      this.core.lose();
+    } finally {
+      this.d.clock.clearTimeout(deadline);
     }
-    this.core.lose();
   }
 
   private async run(): Promise<void> {
