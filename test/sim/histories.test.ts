@@ -8,7 +8,7 @@ import { expect, it } from 'vitest';
 import { churnDuringStartPass } from './commands.js';
 import { checkInvariants } from './invariants.js';
 import { sha256 } from '../helpers/fake-local.js';
-import { IGNORE_FILE, World, type SimConfig } from './world.js';
+import { IGNORE_FILE, SIM_LEASE, World, type SimConfig } from './world.js';
 
 const config: SimConfig = { prune: 'ours', exclude: [], include: ['**/*.{txt,md}'], maxFileBytes: 1_000_000, maxDeletePercent: 50, massDeleteMinimum: 3 };
 
@@ -540,3 +540,14 @@ it("seed 6002, history 3,791: a copy of an upgraded 0.1.0 state taken before the
   await step(() => w.damageJournal('empty', 0));
   await checkInvariants(w);
 }, 60_000);
+
+it('the lead, from seed 6002 history 3,791: a daemon stopped while its first claim is in flight releases it; the next one, under a new host name, takes over at once, not at expiry', async () => {
+  const w = await startedWorld();
+  await w.advance(1_000);
+  // Restarted: the new process finds the marker and claims it; stopped while the claim waits out its settle time, for a restart under a new host name.
+  await w.restart();
+  await w.renameHost();
+  await w.advance(SIM_LEASE.settleMs * 2);
+  expect(w.proc!.lease?.status().state).toBe('held');
+  await checkInvariants(w);
+});

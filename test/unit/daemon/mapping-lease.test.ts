@@ -1,7 +1,8 @@
 /**
  * A mapping's lease at run time (daemon/mapping/lease.ts) over the fake service and a fake
  * clock: two processes of one installation on one data source. One holds, the other is a
- * standby naming it; a graceful stop hands over at the standby's next read; a crash hands
+ * standby naming it; a graceful stop hands over at the standby's next read, also when it
+ * came while a claim was in flight (never over a rival's record); a crash hands
  * over once the record went unchanged for the duration as the standby saw it; a creation
  * race leaves one holder and one marker; a dead predecessor on this host is replaced at
  * once; a holder that cannot renew stops writing before the other takes over. Never do two
@@ -82,6 +83,25 @@ async function holderAndStandby(pids: [number, number], settleMs: number) {
   return { api, clock, la, a, b };
 }
 
+/** A process (a, on node-a) whose first claim is written and waits out its settle time: the marker names it, it does not hold yet. */
+async function claimInFlight(pid: number) {
+  const api = new FakeApi();
+  const clock = new FakeClock(1_000);
+  const a = processOf(link(api).api, clock, 'a', pid);
+  a.start();
+  await run(clock, [a], 10_000, () => leaseRecordOf(markers(api)[0] ?? { metadata: {} })?.session === 'session-a');
+  expect(a.holds()).toBe(false);
+  return { api, clock, a };
+}
+
+/** Stops `lease` while the clock moves on (what it has sent ends first). */
+async function stopOnClock(clock: FakeClock, lease: MappingLease): Promise<void> {
+  let stopped = false;
+  const stopping = lease.stop().then(() => void (stopped = true));
+  await run(clock, [lease], LEASE.settleMs * 2, () => stopped);
+  await stopping;
+}
+
 describe('the lease of one mapping, two processes', () => {
   it('one holds, renews at its interval and releases on stop; the other is a standby naming it', async () => {
     const api = new FakeApi();
@@ -117,17 +137,8 @@ describe('the lease of one mapping, two processes', () => {
   });
 
   it('a stop while its claim is in flight confirms the claim and releases it: the next process takes over at once, not at expiry', async () => {
-    const api = new FakeApi();
-    const clock = new FakeClock(1_000);
-    const a = processOf(link(api).api, clock, 'a', 111);
-    a.start();
-    // The claim is written and waits out its settle time: the marker names a, who does not hold yet.
-    await run(clock, [a], 10_000, () => leaseRecordOf(markers(api)[0] ?? { metadata: {} })?.session === 'session-a');
-    expect(a.holds()).toBe(false);
-    let stopped = false;
-    const stopping = a.stop().then(() => void (stopped = true));
-    await run(clock, [a], LEASE.settleMs * 2, () => stopped);
-    await stopping;
+    const { api, clock, a } = await claimInFlight(111);
+    await stopOnClock(clock, a);
     expect(a.holds()).toBe(false);
     expect(leaseRecordOf(markers(api)[0]!)).toMatchObject({ session: 'session-a', released: true });
     // Another host (no dead predecessor to see): free at its first read.
@@ -140,19 +151,12 @@ describe('the lease of one mapping, two processes', () => {
   });
 
   it('a stop while its claim is in flight, a rival having written over it, releases nothing: the rival keeps its record', async () => {
-    const api = new FakeApi();
-    const clock = new FakeClock(1_000);
-    const a = processOf(link(api).api, clock, 'a', 121);
-    a.start();
-    await run(clock, [a], 10_000, () => leaseRecordOf(markers(api)[0] ?? { metadata: {} })?.session === 'session-a');
+    const { api, clock, a } = await claimInFlight(121);
     // A rival that read the lease free before a's claim landed: its own claim lands after a's.
     const rival = { mappingId: 'docs', installationId: 'pinned', session: 'session-r', host: 'node-r', pid: 7, renew: 1, durationMs: LEASE.durationMs, acquiredAt: '', released: false };
     markers(api)[0]!.metadata = leaseMetadata(rival);
     const updates = api.count('updateDocument');
-    let stopped = false;
-    const stopping = a.stop().then(() => void (stopped = true));
-    await run(clock, [a], LEASE.settleMs * 2, () => stopped);
-    await stopping;
+    await stopOnClock(clock, a);
     expect(a.holds()).toBe(false);
     expect(api.count('updateDocument')).toBe(updates);
     expect(leaseRecordOf(markers(api)[0]!)).toEqual(rival);
