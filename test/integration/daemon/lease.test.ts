@@ -147,6 +147,7 @@ describe('the lease: two live daemons with one pinned id', () => {
     await waitFor(async () => (await statusOf(db, b.configPath, b.statePath)).mappings[0]?.lease?.state === 'standby', { timeout: 30_000, what: 'B standby' });
 
     // SIGTERM A inside its claim, then let the claim go on.
+    const stoppedAt = Date.now();
     a.child.kill('SIGTERM');
     await waitFor(() => a.logs().some((l) => l.msg === 'signal received'), { timeout: 10_000, what: 'A stopping' });
     await writeFile(join(hooks, 'lease-claimed.0.resume'), '');
@@ -158,6 +159,7 @@ describe('the lease: two live daemons with one pinned id', () => {
     await waitFor(async () => (await readyz(db)).status === 200, { timeout: LEASE.durationMs, interval: 100, what: 'B takes over after the stop' });
     const taken = db.logs().find((l) => l.msg.endsWith('taken: this process writes'));
     expect(String(taken?.why)).toMatch(/^released by /);
+    if (process.env.DSSYNC_TEST_VERBOSE) console.log(`lease bounds: taken ${Date.now() - stoppedAt} ms after SIGTERM inside the claim`);
     await waitConverged(ws, 'the folder, mirrored by B');
     expect(fileDocuments(ws)).toHaveLength(3);
     expect(markers(ws)).toHaveLength(1);
