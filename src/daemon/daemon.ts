@@ -377,9 +377,9 @@ export class Daemon {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.reclaimer.stop();
     this.o.logger.info('stopping');
     await this.reloading.catch(() => undefined);
-    this.reclaimer.stop();
     await Promise.all([...this.runners.values()].map((r) => r.runner.stop(STOP_GRACE_MS)));
     await this.saveRecords();
     if (this.feedTimer !== undefined) this.clock.clearTimeout(this.feedTimer);
