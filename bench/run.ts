@@ -26,6 +26,7 @@
  *                   and reuse them in the next runs (lib/kept-set.ts)
  *   BENCH_DAEMON_LOG=FILE  append the `dssync run` processes' log (JSON lines) to FILE
  *   DSSYNC_WATCHDOG_SECONDS=N  passed to the dssync processes (0: watchdog off)
+ *   MALLOC_ARENA_MAX=N  passed to the dssync processes (2: as the image and the systemd units)
  *
  * dssync runs as real processes (the built binary); the service emulator runs in this
  * process. Build first: npm run build.
@@ -127,6 +128,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   n.push(`Every measured request pays ${z.latencyMs} ms of service latency (emulator fault latencyMs); setups run without it.`);
   if (process.env.BENCH_SIZES) n.push(`Sizes changed with BENCH_SIZES=${process.env.BENCH_SIZES}.`);
   if (process.env.DSSYNC_WATCHDOG_SECONDS !== undefined) n.push(`NOT the default watchdog: the dssync processes ran with DSSYNC_WATCHDOG_SECONDS=${process.env.DSSYNC_WATCHDOG_SECONDS}.`);
+  if (process.env.MALLOC_ARENA_MAX !== undefined) n.push(`The dssync processes ran with MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX} (the image and the systemd units set 2).`);
   if (s.scaleRestart?.keptSet) n.push(`scaleRestart: the tree, seeded state and documents were reused from BENCH_SCALE_DIR=${process.env.BENCH_SCALE_DIR ?? ''} (bench/lib/kept-set.ts): setupSeconds is putting them back.`);
   if (s.scaleRestart?.seeded) n.push('scaleRestart: the first mirror was seeded (its state file and documents written directly, bench/lib/seed.ts), not run: setupSeconds is the seeding, setupRssMB is not measured.');
   const override = process.env.BENCH_CONFIG;

@@ -56,18 +56,22 @@ export async function writeConfig(spec: ConfigSpec): Promise<string> {
   return path;
 }
 
+/** Passed on to the dssync processes when the benchmark is given them (the report says so). */
+const PASSED_ENV = ['DSSYNC_WATCHDOG_SECONDS', 'MALLOC_ARENA_MAX'] as const;
+
 /**
- * Only what dssync needs; and DSSYNC_WATCHDOG_SECONDS when the benchmark is given one (0 lets
- * a run whose event loop blocks for more than 60 s be measured to its end; the report says so).
+ * Only what dssync needs; and PASSED_ENV's: DSSYNC_WATCHDOG_SECONDS (0 lets a run whose event
+ * loop blocks for more than 60 s be measured to its end), MALLOC_ARENA_MAX (as the image and
+ * the systemd units run it).
  */
 function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const watchdog = process.env.DSSYNC_WATCHDOG_SECONDS;
+  const passed = PASSED_ENV.flatMap((k) => (process.env[k] !== undefined ? [[k, process.env[k]]] : []));
   return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? '/tmp',
     DSSYNC_TOKEN: TOKEN,
     DSSYNC_LOG_LEVEL: 'warn',
-    ...(watchdog !== undefined ? { DSSYNC_WATCHDOG_SECONDS: watchdog } : {}),
+    ...Object.fromEntries(passed),
     ...extra,
   };
 }

@@ -17,7 +17,7 @@ import { StateStore } from '../state/store.js';
 import { MappingRunner } from './mapping/runner.js';
 import type { RunnerEvents } from './mapping/pass-loop.js';
 import { DaemonMetrics } from './status/metrics.js';
-import { collectGarbage } from './reclaim.js';
+import { Reclaimer } from './reclaim.js';
 import { installationStatus, type DaemonStatus } from './status/schema.js';
 import { createStatusEndpoint, type StatusEndpoint } from './status/server.js';
 import { statusSocketPath } from './status/web/status-socket.js';
@@ -49,9 +49,6 @@ const RELOAD_GRACE_MS = 8_000;
 const ENDPOINT_RETRY_MS = 30_000;
 /** Write errors that a full disk or quota gives, and that pass: not a configuration problem. */
 const SPACE_ERRORS = new Set(['ENOSPC', 'EDQUOT']);
-
-/** Delay between the end of a full pass and the garbage collection that follows it. */
-const RECLAIM_DELAY_MS = 2_000;
 
 export interface DaemonOptions {
   /** Loads (or reloads) the configuration; throws ConfigError on a bad file. */
@@ -96,11 +93,12 @@ export class Daemon {
   private reloading: Promise<void> = Promise.resolve();
   private readonly clock: Clock;
   private readonly controller = new AbortController();
-  private reclaimTimer: unknown;
   private watchdog: RunningWatchdog | undefined;
+  private readonly reclaimer: Reclaimer;
 
   private constructor(private readonly o: DaemonOptions) {
     this.clock = o.clock ?? realClock;
+    this.reclaimer = new Reclaimer({ clock: this.clock, logger: o.logger });
     setMaxListeners(0, this.controller.signal);
     this.metrics = new DaemonMetrics(() => [...this.runners.values()].map((r) => r.runner.status()));
     this.history = new DaemonHistory(() => this.clock.now(), o.retryBaseMs);
@@ -379,9 +377,9 @@ export class Daemon {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.reclaimer.stop();
     this.o.logger.info('stopping');
     await this.reloading.catch(() => undefined);
-    if (this.reclaimTimer !== undefined) this.clock.clearTimeout(this.reclaimTimer);
     await Promise.all([...this.runners.values()].map((r) => r.runner.stop(STOP_GRACE_MS)));
     await this.saveRecords();
     if (this.feedTimer !== undefined) this.clock.clearTimeout(this.feedTimer);
@@ -394,33 +392,6 @@ export class Daemon {
     await this.store.close();
     await this.watchdog?.stop();
     this.o.logger.info('stopped');
-  }
-
-  /**
-   * Shortly after a full pass (several mappings' passes share one), garbage collections
-   * return the pass's memory (reclaim.ts) instead of holding it while idle: one, then a
-   * second once the first one's pages are swept (V8 releases them only then).
-   */
-  private scheduleReclaim(): void {
-    if (this.reclaimTimer !== undefined || this.stopping) return;
-    const before = rssOrUndefined();
-    // A timer's exception is uncaught and would end the daemon: a failed collection or
-    // measure (EMFILE when descriptors run out) is logged at either step, the sync goes on.
-    const collect = (again: boolean): void => {
-      this.reclaimTimer = undefined;
-      try {
-        if (this.stopping || !collectGarbage()) return;
-        if (again) {
-          this.reclaimTimer = this.clock.setTimeout(() => collect(false), RECLAIM_DELAY_MS * 2);
-          return;
-        }
-        const mb = (n: number | undefined): number | undefined => (n === undefined ? undefined : Math.round(n / 1024 / 1024));
-        this.o.logger.debug({ rssMB: mb(rssOrUndefined()), beforeMB: mb(before) }, 'memory of the full pass released');
-      } catch (e) {
-        this.o.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'reclaiming the memory of the full pass failed');
-      }
-    };
-    this.reclaimTimer = this.clock.setTimeout(() => collect(true), RECLAIM_DELAY_MS);
   }
 
   private newClient(config: Config, tokens?: TokenProvider): DatastoreClient {
@@ -472,7 +443,7 @@ export class Daemon {
         onPassStart: (id, kind) => this.history.onPassStart(id, kind),
         onPass: (id, kind, report) => {
           this.history.onPassEnd(id, report.blocked);
-          if (kind === 'full') this.scheduleReclaim();
+          if (kind === 'full') this.reclaimer.afterFullPass();
           this.o.events?.onPass?.(id, kind, report);
         },
       },
@@ -483,14 +454,6 @@ export class Daemon {
 }
 
 /** The resident set size, or undefined when it cannot be read (EMFILE: /proc needs a descriptor). */
-function rssOrUndefined(): number | undefined {
-  try {
-    return process.memoryUsage.rss();
-  } catch {
-    return undefined;
-  }
-}
-
 function readTokenOrConfigError(file: string): ReturnType<typeof readStatusToken> {
   try {
     return readStatusToken(file);

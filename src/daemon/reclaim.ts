@@ -3,10 +3,20 @@
  * of short-lived objects (the listing, the walk, the plan); V8 collects garbage only when
  * the program allocates, so an idle daemon would hold that memory until its next pass, an
  * hour later (docs/performance.md: 820 MB resident at idle, 150 MB after one collection).
- * One full collection after a full pass returns it, for a pause of a few tens of ms.
+ *
+ * After a full pass (several mappings' passes share one reclaim), full collections: the
+ * first returns the pass's objects, the second (`SHRINK_DELAY_MS` later) the pages the
+ * first one swept; while the young generation is still larger than at start, more follow,
+ * each `SHRINK_DELAY_MS` after the one before (at most `SHRINK_TRIES` after the first), to
+ * give back what V8 grew it to for the pass: V8 shrinks it in a full collection only when
+ * the program allocated little over the last `V8_THROUGHPUT_WINDOW_MS`, so one made while
+ * the watch is still set up, or right after the pass, keeps it (32 MB resident at rest;
+ * docs/performance.md "Memory at rest (issue 39.3)").
  */
-import { setFlagsFromString } from 'node:v8';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import type { Logger } from '../log.js';
+import type { Clock, TimerHandle } from '../time/clock.js';
 
 let collect: (() => void) | null | undefined;
 
@@ -28,5 +38,85 @@ function findGc(): (() => void) | null {
     return typeof gc === 'function' ? (gc as () => void) : null;
   } catch {
     return null;
+  }
+}
+
+/** From the end of a full pass to the first collection. */
+export const RECLAIM_DELAY_MS = 2_000;
+/** The span over which V8 measures the allocation rate that decides whether the young generation shrinks. */
+export const V8_THROUGHPUT_WINDOW_MS = 5_000;
+/** From one collection to the next: past V8's window, with a margin. */
+export const SHRINK_DELAY_MS = V8_THROUGHPUT_WINDOW_MS + 3_000;
+/** Collections after the first: one, and more while the young generation is larger than at start. */
+export const SHRINK_TRIES = 3;
+
+export interface ReclaimerOptions {
+  clock: Clock;
+  logger: Logger;
+  /** A full collection; false when the runtime offers none. Default collectGarbage. */
+  collect?: () => boolean;
+  /** The resident size, undefined when it cannot be read (EMFILE). Default the process's. */
+  rss?: () => number | undefined;
+  /** The young generation's size (bytes). Default V8's new space. */
+  youngBytes?: () => number;
+}
+
+/** The collections after a full pass, on the daemon's clock. */
+export class Reclaimer {
+  private timer: TimerHandle | undefined;
+  private stopped = false;
+  private readonly collect: () => boolean;
+  private readonly rss: () => number | undefined;
+  private readonly youngBytes: () => number;
+  /** The young generation's size at start: what it shrinks back to. */
+  private readonly youngAtStart: number;
+
+  constructor(private readonly o: ReclaimerOptions) {
+    this.collect = o.collect ?? collectGarbage;
+    this.rss = o.rss ?? processRss;
+    this.youngBytes = o.youngBytes ?? newSpaceBytes;
+    this.youngAtStart = this.youngBytes();
+  }
+
+  /** A full pass ended: collect RECLAIM_DELAY_MS later, then every SHRINK_DELAY_MS (module comment). */
+  afterFullPass(): void {
+    if (this.timer !== undefined || this.stopped) return;
+    const before = this.rss();
+    // A timer's exception is uncaught and would end the daemon: a failed collection or
+    // measure (EMFILE when descriptors run out) is logged at any step, the sync goes on.
+    const step = (tries: number): void => {
+      this.timer = undefined;
+      try {
+        if (this.stopped || !this.collect()) return;
+        const young = this.youngBytes();
+        if (tries === 0 || (young > this.youngAtStart && tries < SHRINK_TRIES)) {
+          this.timer = this.o.clock.setTimeout(() => step(tries + 1), SHRINK_DELAY_MS);
+          return;
+        }
+        const mb = (n: number | undefined): number | undefined => (n === undefined ? undefined : Math.round(n / 1024 / 1024));
+        this.o.logger.debug({ rssMB: mb(this.rss()), beforeMB: mb(before), youngMB: mb(young) }, 'memory of the full pass released');
+      } catch (e) {
+        this.o.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'reclaiming the memory of the full pass failed');
+      }
+    };
+    this.timer = this.o.clock.setTimeout(() => step(0), RECLAIM_DELAY_MS);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+function newSpaceBytes(): number {
+  return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
+}
+
+function processRss(): number | undefined {
+  try {
+    return process.memoryUsage.rss();
+  } catch {
+    return undefined;
   }
 }

@@ -177,6 +177,8 @@ describe.each(UNITS)('$file', (unit) => {
     // Without it journald would tag every log line with the name of /usr/bin/env.
     expect(one(unit.file, 'SyslogIdentifier')).toMatch(/^dssync/);
     expect(environment(unit.file).get('NODE_ENV')).toBe('production');
+    // Two malloc arenas: the threads' freed memory is not kept resident at rest.
+    expect(environment(unit.file).get('MALLOC_ARENA_MAX')).toBe('2');
   });
 
   it('reloads with SIGHUP, stops with SIGTERM leaving the daemon its 10 s, restarts after a crash but not after a config or token error', () => {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { collectGarbage } from '../../../src/daemon/reclaim.js';
+import { collectGarbage, RECLAIM_DELAY_MS, Reclaimer, SHRINK_DELAY_MS, SHRINK_TRIES, V8_THROUGHPUT_WINDOW_MS } from '../../../src/daemon/reclaim.js';
+import { silentLogger } from '../../../src/log.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 
 describe('collectGarbage', () => {
   it('returns the memory of objects no longer referenced, at once', () => {
@@ -13,5 +15,57 @@ describe('collectGarbage', () => {
     // ~40 MB of objects were dropped; a full collection frees them without waiting for allocations.
     expect(process.memoryUsage().heapUsed).toBeLessThan(held - 20 * 1024 * 1024);
     expect(collectGarbage()).toBe(true);
+  });
+});
+
+describe('Reclaimer', () => {
+  const MB = 1024 * 1024;
+
+  /** `young`: the young generation's size after each collection (the last one repeats); 1 MB at start. */
+  function setup(young: number[] = [MB]): { clock: FakeClock; collections: number[]; reclaimer: Reclaimer } {
+    const clock = new FakeClock();
+    const collections: number[] = [];
+    const sizes = [MB, ...young];
+    const youngBytes = (): number => sizes[Math.min(collections.length, sizes.length - 1)]!;
+    const reclaimer = new Reclaimer({ clock, logger: silentLogger, rss: () => 0, youngBytes, collect: () => collections.push(clock.monotonic()) > 0 });
+    return { clock, collections, reclaimer };
+  }
+
+  it('collects after a full pass, then again once V8 measures a low allocation rate over its whole window', async () => {
+    const { clock, collections, reclaimer } = setup([32 * MB, MB]);
+    reclaimer.afterFullPass();
+    await clock.advance(RECLAIM_DELAY_MS + SHRINK_DELAY_MS * (SHRINK_TRIES + 2));
+    expect(collections).toEqual([RECLAIM_DELAY_MS, RECLAIM_DELAY_MS + SHRINK_DELAY_MS]);
+    // The young generation shrinks only in a collection whose allocation window holds no pass.
+    expect(collections[1]! - collections[0]!).toBeGreaterThan(V8_THROUGHPUT_WINDOW_MS);
+  });
+
+  it('collects again while the young generation is larger than at start (allocations went on), at most SHRINK_TRIES times', async () => {
+    const shrinksLate = setup([32 * MB, 32 * MB, 32 * MB, MB]);
+    shrinksLate.reclaimer.afterFullPass();
+    await shrinksLate.clock.advance(RECLAIM_DELAY_MS + SHRINK_DELAY_MS * (SHRINK_TRIES + 2));
+    expect(shrinksLate.collections).toEqual([0, 1, 2, 3].map((i) => RECLAIM_DELAY_MS + i * SHRINK_DELAY_MS));
+
+    const never = setup([32 * MB]);
+    never.reclaimer.afterFullPass();
+    await never.clock.advance(RECLAIM_DELAY_MS + SHRINK_DELAY_MS * (SHRINK_TRIES + 5));
+    expect(never.collections).toHaveLength(1 + SHRINK_TRIES);
+  });
+
+  it('makes one reclaim of the full passes that end while one is due, and none once stopped', async () => {
+    const { clock, collections, reclaimer } = setup();
+    reclaimer.afterFullPass();
+    await clock.advance(1_000);
+    reclaimer.afterFullPass();
+    await clock.advance(RECLAIM_DELAY_MS + SHRINK_DELAY_MS);
+    expect(collections).toHaveLength(2);
+    reclaimer.afterFullPass();
+    await clock.advance(RECLAIM_DELAY_MS);
+    expect(collections).toHaveLength(3);
+    reclaimer.stop();
+    await clock.advance(SHRINK_DELAY_MS * 2);
+    reclaimer.afterFullPass();
+    await clock.advance(RECLAIM_DELAY_MS * 2);
+    expect(collections).toHaveLength(3);
   });
 });
