@@ -523,7 +523,7 @@ function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (p
       sources.set(d.sha256, list);
     }
   }
-  const consumed = new Set<string>();
+  const consumed = new Map<string, string>();
   const renames = new Map<string, KnownDoc>();
   for (const path of sorted) {
     const file = hashedFile(path);
@@ -534,17 +534,17 @@ function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (p
     if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) continue;
     const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id) && fits(d));
     if (source) {
-      consumed.add(source.id);
+      consumed.set(source.id, source.path);
       renames.set(path, source);
     }
   }
   return { to: renames, taken: consumed };
 }
 
-/** The renames of a plan: path -> the document it takes there, and the ids of those documents. */
+/** The renames of a plan: path -> the document it takes there, and the ids of those documents -> the path each is moved from. */
 interface Renames {
   to: ReadonlyMap<string, KnownDoc>;
-  taken: ReadonlySet<string>;
+  taken: ReadonlyMap<string, string>;
 }
 
 /** One path the plan may touch: its file (undefined: gone locally) and its documents. */
@@ -568,8 +568,9 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
 
   if (!file) {
     for (const d of docs) ops.push(deleteOp(path, d, 'deleted-locally'));
-    // When a rename took the document, the rename moves the state entry.
-    if (docs.length === 0 && entry && !renames.taken.has(entry.documentId)) ops.push({ kind: 'forget', path });
+    // A rename moves the state entry of the path it moves the document from; a record of
+    // that document at another path (a state older than the listing) goes.
+    if (docs.length === 0 && entry && renames.taken.get(entry.documentId) !== path) ops.push({ kind: 'forget', path });
     return;
   }
 
@@ -586,12 +587,7 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
       ops.push(deleteOp(path, d, fits(d) ? 'duplicate' : 'stale-version'));
     }
     const needsMeta = good.fromIntent || (good.doc !== undefined && !fieldsMatch(good.doc, input.desired(file), input.serviceNames));
-    // The document recorded at a path this plan leaves alone (set aside), yet listed here
-    // with this file's content (a rename whose answer was lost, the old path written anew
-    // since): the record goes with the document, or two paths would hold one document, and
-    // every later listing would "lack" the set-aside path's.
-    const recordedAt = entry?.documentId === good.id ? path : recordedPathOf(good.id);
-    if (recordedAt !== undefined && recordedAt !== path && untouchable(recordedAt)) ops.push({ kind: 'forget', path: recordedAt });
+    ops.push(...recordSetAside(entry?.documentId === good.id ? path : recordedPathOf(good.id), path, untouchable));
     if (needsMeta) {
       ops.push({ kind: 'update-meta', path, documentId: good.id, file, ...(good.doc?.name === undefined ? {} : { listedName: good.doc.name }) });
     } else if (!entry || entry.documentId !== good.id || entry.sha256 !== file.sha256) {
@@ -606,6 +602,7 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
 
   const source = renames.to.get(path);
   if (source) {
+    ops.push(...recordSetAside(recordedPathOf(source.id), source.path, untouchable));
     ops.push({ kind: 'rename', from: source.path, path, documentId: source.id, file });
     for (const d of docs) ops.push(deleteOp(path, d, 'stale-version'));
     return;
@@ -622,6 +619,18 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
   const unmarkedOld = docs.filter((d) => d.fromIntent).length;
   if (docs.length > 0) ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
   else ops.push({ kind: 'upload', path, file });
+}
+
+/**
+ * One record per document. A document the plan keeps, or moves from `listedAt`, that the
+ * state records at a path this plan leaves alone (set aside), while the listing shows it at
+ * `listedAt` (a rename whose answer was lost, the old path written anew since; a state
+ * older than the listing): the record goes with the document, or two paths would hold one
+ * document, and every later listing would "lack" the set-aside path's. (A record at a path
+ * whose file is gone is forgotten by that path's own plan.)
+ */
+function recordSetAside(recordedAt: string | undefined, listedAt: string, untouchable: (path: string) => boolean): Op[] {
+  return recordedAt !== undefined && recordedAt !== listedAt && untouchable(recordedAt) ? [{ kind: 'forget', path: recordedAt }] : [];
 }
 
 /**

@@ -534,6 +534,17 @@ describe('planMirror: one record per document', () => {
     expect(summary(r.ops).sort()).toEqual(['adopt d1 sub.old/d.txt', 'forget sub/d.txt']);
   });
 
+  it('renaming a document its state records at an older path than the listing shows drops that record (a journal lost after a move; seed 9101, history 9,922)', () => {
+    // The state, older than the service, records d1 at sub/d.txt; its metadata names staging/d.txt, whose file moved on.
+    const c = { local: [local('staging.old/d.txt', 'h1')], files: { 'sub/d.txt': entry('d1', 'h1') }, remote: [ours('d1', 'staging/d.txt', 'h1')] };
+    expect(summary(plan(c).ops)).toEqual(['forget sub/d.txt', 'rename d1 staging/d.txt -> staging.old/d.txt']);
+    // Recorded where the listing shows it, the rename moves that record itself: nothing forgotten.
+    expect(summary(plan({ ...c, files: { 'staging/d.txt': entry('d1', 'h1') } }).ops)).toEqual(['rename d1 staging/d.txt -> staging.old/d.txt']);
+    // Recorded at a path set aside (written anew): the record goes with the document too.
+    const aside = { ...c, local: [...c.local, local('sub/d.txt', 'h2', 11, 2000)], untouchable: ['sub/d.txt'] };
+    expect(summary(plan(aside).ops)).toEqual(['forget sub/d.txt', 'rename d1 staging/d.txt -> staging.old/d.txt']);
+  });
+
   it('a record of the document at a path this plan judges is left to that path (no forget twice)', () => {
     const r = plan({
       local: [local('sub.old/d.txt', 'h1'), local('sub/d.txt', 'h2')],
