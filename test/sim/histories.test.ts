@@ -551,3 +551,24 @@ it('the lead, from seed 6002 history 3,791: a daemon stopped while its first cla
   expect(w.proc!.lease?.holds()).toBe(true);
   await checkInvariants(w);
 });
+
+it("seed 9101, history 9,922: a journal emptied after a folder's move, the folder moved again: the rename takes the state's older record of the document with it, and other/e.txt is uploaded", async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  // d.txt's record reaches the snapshot; its move to staging/ is in the journal alone.
+  await step(() => w.write('sub/deep/d.txt', '12'));
+  await step(() => w.advance(61_000));
+  await step(() => w.restart());
+  await step(() => w.rename('sub/deep', 'staging'));
+  // Another installation's document holds other/e.txt, whose file is being written: the follow-up of the set-aside file asks for a full pass.
+  await step(() => w.foreignUpload('other/e.txt', '12'));
+  await step(() => slowWrite(w, 'other/e.txt', 200));
+  // The state goes back to sub/deep/d.txt, the document says staging/d.txt, the file is in staging.old/: renamed from
+  // staging/d.txt, the record at sub/deep/d.txt goes too (one document at two paths failed every full pass's listing check).
+  await step(() => w.damageJournal('empty', 0));
+  await step(() => {
+    w.rename('staging', 'staging.old');
+    w.mkdir('staging');
+  });
+  await checkInvariants(w);
+});
