@@ -555,7 +555,7 @@ it('the lead, from seed 6002 history 3,791: a daemon stopped while its first cla
 it("seed 9101, history 9,922: a journal emptied after a folder's move, the folder moved again: the rename takes the state's older record of the document with it, and other/e.txt is uploaded", async () => {
   const w = await startedWorld();
   const step = stepper(w);
-  // d.txt's record reaches the snapshot; its move to staging/ is in the journal alone.
+  // d.txt's record reaches the snapshot; its move to staging/ (carried out at once by the restart's first pass), the journal alone.
   await step(() => w.write('sub/deep/d.txt', '12'));
   await step(() => w.advance(61_000));
   await step(() => w.restart());
