@@ -2,12 +2,13 @@
  * A damaged or lost journal with the built CLI against the emulator on a real folder
  * (docs/reliability.md, "Damage and torn tails"): the next `dssync sync` keeps a copy of the
  * damaged file, says what was lost, keeps the installation's identity and recognises its
- * documents from the listing: nothing is uploaded twice, nothing is held for `adopt`.
+ * documents from the listing: nothing is uploaded twice, nothing is held for `adopt`. A state
+ * older than the service (restored from a backup) keeps one record per document.
  */
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
+import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary } from '../cli/run-cli.js';
 
 /** What `sync --json` says of the mapping's counts. */
@@ -60,5 +61,27 @@ describe('dssync sync after the journal was damaged or lost', () => {
     expect(w.emu.store.listDocuments(w.dataSourceId()).length).toBe(documents);
     const identity = JSON.parse(await readFile(`${w.statePath}.identity.json`, 'utf8')) as { installationId: string };
     expect(identity.installationId).toBe(id);
+  });
+
+  it('the state restored from before a folder was moved, the folder then moved again: the rename takes the restored record along, and the next sync does not stop on the listing (seed 9101)', { timeout: 90_000 }, async () => {
+    const { ws: w } = await synced();
+    const dir = dirname(w.statePath);
+    const backup = new Map(await Promise.all((await readdir(dir)).map(async (f) => [f, await readFile(join(dir, f))] as const)));
+    await rename(join(w.share, 'sub'), join(w.share, 'staging'));
+    const moved = await w.sync('--json');
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(countsOf(moved)).toMatchObject({ renamed: 1, uploaded: 0 });
+    // Restored: the state records sub/c.txt, its document says staging/c.txt.
+    for (const f of await readdir(dir)) if (!backup.has(f)) await rm(join(dir, f));
+    for (const [f, bytes] of backup) await writeFile(join(dir, f), bytes);
+    await rename(join(w.share, 'staging'), join(w.share, 'staging.old'));
+    const again = await w.sync('--json');
+    expect(again.code, again.stderr).toBe(0);
+    expect(countsOf(again)).toMatchObject({ renamed: 1, uploaded: 0 });
+    // One record per document: the next listing lacks nothing the state records.
+    const next = await w.sync('--json');
+    expect(next.code, next.stderr).toBe(0);
+    expect(countsOf(next)).toMatchObject({ renamed: 0, uploaded: 0, deleted: 0 });
+    expect(await checkConvergence(w)).toEqual(CONVERGED);
   });
 });
