@@ -70,7 +70,10 @@ const packageRules = [
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
-          paths: [{ name: '@dssync/emulator', allowTypeImports: true, message: emulatorMessage }],
+          paths: [
+            { name: '@dssync/emulator', allowTypeImports: true, message: emulatorMessage },
+            { name: 'node:http', allowTypeImports: true, message: 'take node:http from src/node-http.ts: its ES module facade loads Node\'s bundled undici at start' },
+          ],
           patterns: [{ group: ['**/packages/**'], message: emulatorMessage }],
         },
       ],
