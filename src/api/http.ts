@@ -7,7 +7,8 @@
 import { http } from '../node-http.js';
 import type { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
-import { Agent, type Dispatcher, type FormData } from 'undici';
+import type { Dispatcher, FormData } from 'undici';
+import { Agent } from './undici-agent.js';
 import { ApiError, classifyStatus, CONNECT_PROBLEMS } from './errors.js';
 import { badResponse, errorMessageFromBody, preview } from './decode.js';
 import { parseRetryAfter } from './retry-after.js';
