@@ -70,7 +70,11 @@ const packageRules = [
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
-          paths: [{ name: '@dssync/emulator', allowTypeImports: true, message: emulatorMessage }],
+          paths: [
+            { name: '@dssync/emulator', allowTypeImports: true, message: emulatorMessage },
+            { name: 'node:http', allowTypeImports: true, message: 'take node:http from src/node-http.ts: its ES module facade loads Node\'s bundled undici at start' },
+            { name: 'undici', allowTypeImports: true, message: 'undici\'s index loads all of undici at start: take its Agent from src/api/undici-agent.ts, anything else by a dynamic import where it is used' },
+          ],
           patterns: [{ group: ['**/packages/**'], message: emulatorMessage }],
         },
       ],

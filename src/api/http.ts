@@ -4,10 +4,11 @@
  * redirects for reads, and the translation of every failure into an ApiError. No retries
  * here: those are the pacer's.
  */
-import { STATUS_CODES } from 'node:http';
+import { http } from '../node-http.js';
 import type { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
-import { Agent, type Dispatcher, type FormData } from 'undici';
+import type { Dispatcher, FormData } from 'undici';
+import { Agent } from './undici-agent.js';
 import { ApiError, classifyStatus, CONNECT_PROBLEMS } from './errors.js';
 import { badResponse, errorMessageFromBody, preview } from './decode.js';
 import { parseRetryAfter } from './retry-after.js';
@@ -198,7 +199,7 @@ export class HttpTransport {
     const status = res.statusCode;
     const { code, retryable } = classifyStatus(status);
     const detail = errorMessageFromBody(text, header(res.headers, 'content-type'));
-    const reason = STATUS_CODES[status] ?? 'HTTP error';
+    const reason = http.STATUS_CODES[status] ?? 'HTTP error';
     // An error page titled "502 Bad Gateway" adds nothing to the status line.
     const redundant = detail === undefined || [reason, `${status} ${reason}`].includes(detail.replace(/\s+/g, ' ').trim());
     const dateHeader = header(res.headers, 'date');

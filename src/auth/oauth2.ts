@@ -9,7 +9,7 @@
 import { chmodSync, closeSync, constants, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type * as Oidc from 'openid-client';
-import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import type { Dispatcher, fetch as UndiciFetch } from 'undici';
 import { ApiError, apiErrorWith } from '../api/errors.js';
 import { transportError } from '../api/http.js';
 import { preview } from '../api/decode.js';
@@ -36,15 +36,18 @@ export const MAX_TOKEN_ANSWER_BYTES = 1024 * 1024;
 const REFUSED = new Set(['invalid_grant', 'invalid_client', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope']);
 
 /**
- * openid-client (with jose and oauth4webapi) is loaded at the first token request, not with
- * the CLI: a sync or daemon with a static token never uses it, and its modules cost every
- * start ~30 ms of CPU. Every use below comes after `configuration()`, which loads it.
+ * openid-client (with jose and oauth4webapi) and undici's fetch (with the rest of undici's
+ * index) are loaded at the first token request, not with the CLI: a sync or daemon with a
+ * static token never uses them, and their modules cost every start ~100 ms of CPU. Every
+ * use below comes after `configuration()`, which loads them.
  */
 let oidc: typeof Oidc;
+let undiciFetch: typeof UndiciFetch;
 let oidcLoaded: Promise<void> | undefined;
 function loadOidc(): Promise<void> {
-  return (oidcLoaded ??= import('openid-client').then((m) => {
+  return (oidcLoaded ??= Promise.all([import('openid-client'), import('undici')]).then(([m, u]) => {
     oidc = m;
+    undiciFetch = u.fetch;
   }));
 }
 

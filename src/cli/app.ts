@@ -42,7 +42,7 @@ export async function main(argv: string[]): Promise<number> {
     .scriptName('dssync')
     .usage('$0 <command> [options]\n\nMirror local folders into data sources of a document service, and administer the service.')
     .options(globalOptions)
-    .command(commandModules as unknown as CommandModule[])
+    .command((await commandModules(argv)) as unknown as CommandModule[])
     .demandCommand(1, 'Name a command; see dssync --help.')
     .strict()
     .recommendCommands()

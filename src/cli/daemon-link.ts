@@ -11,7 +11,8 @@
  *    anyone else (a local user squatting the port) gets no request at all.
  */
 import { statSync } from 'node:fs';
-import { request, type ClientRequest, type IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { http } from '../node-http.js';
 import { connect, type Socket } from 'node:net';
 import { formatListenAddress, type ListenAddress } from '../config/listen.js';
 import { readStatusToken, statusTokenPath } from '../daemon/status/web/status-token.js';
@@ -92,7 +93,7 @@ const NO_SOCKET = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'ENOTDIR', 'ENAME
 export async function callDaemon(t: DaemonTarget, r: DaemonRequest, maxBytes: number): Promise<{ status: number; body: Buffer }> {
   const headers = { accept: 'application/json', ...r.headers };
   try {
-    return await send(request({ socketPath: t.socketPath, path: r.path, method: r.method, headers, agent: false }), r, maxBytes);
+    return await send(http.request({ socketPath: t.socketPath, path: r.path, method: r.method, headers, agent: false }), r, maxBytes);
   } catch (e) {
     if (!NO_SOCKET.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
   }
@@ -106,7 +107,7 @@ export async function callDaemon(t: DaemonTarget, r: DaemonRequest, maxBytes: nu
     throw new NoDaemonError(`${who} listens at ${tcp.url}, not the daemon's user: nothing was sent to it (the status token least of all)`, 'not-dssync');
   }
   const auth: Record<string, string> = t.token === undefined ? {} : { authorization: `Bearer ${t.token}` };
-  return send(request({ host: tcp.host, port: tcp.port, path: r.path, method: r.method, headers: { ...headers, ...auth }, createConnection: () => socket }), r, maxBytes);
+  return send(http.request({ host: tcp.host, port: tcp.port, path: r.path, method: r.method, headers: { ...headers, ...auth }, createConnection: () => socket }), r, maxBytes);
 }
 
 function connectTcp(host: string, port: number, timeoutMs: number): Promise<Socket> {

@@ -4,14 +4,18 @@
  * hundreds of modules), it installs the signal handlers — a SIGHUP in the first moments of
  * `dssync run` must not kill the daemon — and checks the open-file limit, under which the
  * loading itself fails (EMFILE) and the operator must be told which limit and what to set;
- * and it holds the heap's growth to what a daemon of a million files needs (heap-growth.ts).
+ * it holds the heap's growth to what a daemon of a million files needs (heap-growth.ts);
+ * and it turns on Node's compile cache, which must be on before the rest is compiled
+ * (compile-cache.ts).
  */
 import { FDS_TO_LOAD, FDS_WARN_DAEMON, fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
 import { limitHeapGrowth } from './heap-growth.js';
 import { disposition } from '../errors/disposition.js';
 import { installSignalHandlers } from './signals.js';
+import { startCompileCache } from './compile-cache.js';
 
 limitHeapGrowth();
+startCompileCache();
 
 const args = process.argv.slice(2);
 const command = args.find((a) => !a.startsWith('-'));

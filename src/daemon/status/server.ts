@@ -23,7 +23,8 @@
  * make it hold is bounded: connections (web/connections.ts), event streams and their
  * backlog (web/sse.ts), the size of /status (web/status-lists.ts).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { http } from '../../node-http.js';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DaemonStatus } from './schema.js';
 import type { MappingCoverage } from './coverage.js';
@@ -150,7 +151,7 @@ export function createStatusEndpoint(o: StatusServerOptions): StatusEndpoint {
   let url: string | undefined;
 
   const newServer = (local: boolean): Server =>
-    createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: 2_000 }, (req, res) => {
+    http.createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: 2_000 }, (req, res) => {
       handle(endpoint, req, res, local).catch((e: unknown) => {
         if (!res.headersSent) json(res, 500, { error: e instanceof Error ? e.message : String(e) });
         else res.end();
