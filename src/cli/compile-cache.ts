@@ -17,8 +17,12 @@
  * Imports nothing but Node's own modules: the entry file calls it before loading the rest.
  */
 import { mkdirSync, statSync } from 'node:fs';
-import { enableCompileCache, getCompileCacheDir } from 'node:module';
+// Taken as a namespace: a named import of a function an older Node.js lacks would fail the
+// entry file's loading before main.ts could say which Node.js dssync needs.
+import * as nodeModuleAll from 'node:module';
 import { isAbsolute, join } from 'node:path';
+
+const nodeModule: Partial<typeof nodeModuleAll> = nodeModuleAll;
 
 /** The folder to use, and the one missing parent dssync may create (`~/.cache`); none: off. */
 export interface CacheFolder {
@@ -56,14 +60,15 @@ function isPrivateFolder(dir: string): boolean {
 
 /** Turns the cache on for this process and what it starts; returns the folder, or undefined when off. */
 export function startCompileCache(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  if (env.NODE_COMPILE_CACHE !== undefined || env.NODE_DISABLE_COMPILE_CACHE !== undefined) return getCompileCacheDir();
+  if (env.NODE_COMPILE_CACHE !== undefined || env.NODE_DISABLE_COMPILE_CACHE !== undefined) return nodeModule.getCompileCacheDir?.();
   const folder = compileCacheFolder(env);
   if (!folder) return undefined;
   try {
     if (folder.parent !== undefined) makeFolder(folder.parent);
     makeFolder(folder.dir);
     if (!isPrivateFolder(folder.dir)) return undefined;
-    const { directory } = enableCompileCache(folder.dir);
+    if (typeof nodeModule.enableCompileCache !== 'function') return undefined;
+    const { directory } = nodeModule.enableCompileCache(folder.dir);
     if (directory === undefined) return undefined;
     env.NODE_COMPILE_CACHE = folder.dir;
     return folder.dir;

@@ -13,7 +13,13 @@ import { limitHeapGrowth } from './heap-growth.js';
 import { disposition } from '../errors/disposition.js';
 import { installSignalHandlers } from './signals.js';
 import { startCompileCache } from './compile-cache.js';
+import { tooOldNode } from './runtime-check.js';
 
+const tooOld = tooOldNode(process.versions.node);
+if (tooOld !== undefined) {
+  process.stderr.write(`${tooOld}\n`);
+  process.exit(2);
+}
 limitHeapGrowth();
 startCompileCache();
 
