@@ -210,13 +210,12 @@ export class StateStore {
         loaded = await loadJournal(fs, journalPath, state, codec, { withSnapshot: snapshotFile.readStats !== undefined, seed: idFile.record });
       } catch (err) {
         if (err instanceof StateCorruptError && opts.onCorrupt === 'reset') {
-          const stamp = fileStamp(clock());
           const moved: string[] = [];
           for (const file of [abs, journalPath]) {
-            const aside = `${file}.corrupt-${stamp}`;
+            const aside = await asideName(fs, `${file}.corrupt`, clock());
             if (await unlessMissing(fs.rename(file, aside).then(() => true))) moved.push(aside);
           }
-          const aside = moved[0] ?? `${abs}.corrupt-${stamp}`;
+          const aside = moved[0] ?? `${abs}.corrupt`;
           logger.warn(
             { file: abs, movedTo: aside, alsoMoved: moved.slice(1), detail: err.detail },
             `state file ${abs} was corrupt (${err.detail}); moved it to ${aside} and starting with an empty state`,
@@ -245,7 +244,7 @@ export class StateStore {
         // Damage is never cut in place: the file is copied as it is first (no copy, no start),
         // and the journal is replaced only by the fold below, which writes what was recovered.
         const d = loaded.damage;
-        const copy = `${journalPath}.damaged-${fileStamp(clock())}`;
+        const copy = await asideName(fs, `${journalPath}.damaged`, clock());
         await writeFileAtomic(fs, copy, [d.bytes]).catch((err: unknown) => {
           const why = `the journal is damaged (${d.ranges.join('; ')}) and no copy of it could be kept as ${copy} (${(err as Error).message}): it was left as it is; free space beside the state and start again`;
           throw new StateWriteError(journalPath, Object.assign(new Error(why), { code: errnoOf(err) }));
@@ -827,7 +826,15 @@ function checkEntry(mappingId: string, path: string, entry: FileEntry): void {
   if (problem) throw new TypeError(`state: file entry of ${JSON.stringify(path)} in mapping ${mappingId}: ${problem}`);
 }
 
-/** 2026-11-22T02-14-28-123Z: sortable, and valid in a file name everywhere. */
-function fileStamp(ms: number): string {
-  return new Date(ms).toISOString().replace(/[:.]/g, '-');
+/**
+ * `<prefix>-2026-11-22T02-14-28-123Z` (sortable, and valid in a file name everywhere) for a
+ * file set aside, never the name of one already there: an earlier copy is never overwritten,
+ * though the wall clock may come back to its instant (a step back) — then `-2`, `-3`, … follow.
+ */
+async function asideName(fs: StateFs, prefix: string, ms: number): Promise<string> {
+  const name = `${prefix}-${new Date(ms).toISOString().replace(/[:.]/g, '-')}`;
+  for (let n = 1; ; n++) {
+    const candidate = n === 1 ? name : `${name}-${n}`;
+    if ((await unlessMissing(fs.stat(candidate))) === undefined) return candidate;
+  }
 }

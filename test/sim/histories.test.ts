@@ -439,6 +439,24 @@ it("seed 4021: a person uploads a document of our file's name and content after 
   await checkInvariants(w);
 });
 
+it("seed 9206: the journal damaged twice, the wall clock stepped back to the first damage's instant in between: the second copy is kept beside the first, not over it", async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.write('a.txt', 'x'));
+  await step(() => w.write('b.txt', 'x'));
+  await step(() => w.advance(2_000));
+  const wall = (): number => w.clock.t + w.clock.wallOffset;
+  const firstDamage = wall();
+  await step(() => w.damageJournal('flip', 0));
+  await step(() => w.write('c.txt', 'x'));
+  await step(() => w.advance(1_000));
+  await step(() => w.write('d.txt', 'x'));
+  await step(() => w.advance(1_000));
+  await step(() => w.stepWall(firstDamage - wall()));
+  await step(() => w.damageJournal('flip', 0));
+  await checkInvariants(w);
+});
+
 /**
  * A backup of the state, then the 0.1.0 upgrade under a new host name, whose first pass
  * re-marks keep.txt's document with the new id (owner rule O4): restored from that backup,

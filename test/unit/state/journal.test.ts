@@ -236,6 +236,20 @@ describe('StateStore journal', () => {
     expect([...fs.files.keys()].sort()).toEqual([`${PATH}.corrupt-1970-01-01T00-00-00-000Z`, `${JOURNAL}.corrupt-1970-01-01T00-00-00-000Z`]);
   });
 
+  it('a corrupt state set aside at the instant of an earlier one (the wall clock stepped back) keeps the earlier copy', async () => {
+    const fs = new MemFs();
+    fs.put(PATH, stateFileText({}, { journalSeq: 5 }));
+    fs.put(JOURNAL, frameRecord(9, [['map', 'm', 'ds', '/r']]).toString('latin1'));
+    fs.put(`${PATH}.corrupt-1970-01-01T00-00-00-000Z`, 'the earlier copy');
+    await StateStore.open(PATH, { fs, clock: new FakeClock(0), lock: false, onCorrupt: 'reset', logger: captureLogger().logger });
+    expect(fs.text(`${PATH}.corrupt-1970-01-01T00-00-00-000Z`)).toBe('the earlier copy');
+    expect([...fs.files.keys()].filter((f) => f.includes('.corrupt-')).sort()).toEqual([
+      `${PATH}.corrupt-1970-01-01T00-00-00-000Z`,
+      `${PATH}.corrupt-1970-01-01T00-00-00-000Z-2`,
+      `${JOURNAL}.corrupt-1970-01-01T00-00-00-000Z`,
+    ]);
+  });
+
   it('a crash at any step of writes and folds leaves every acknowledged change, and a state that was real', async () => {
     const fs = new MemFs();
     const store = await open(fs, 2048);
