@@ -453,7 +453,6 @@ export class Daemon {
   }
 }
 
-/** The resident set size, or undefined when it cannot be read (EMFILE: /proc needs a descriptor). */
 function readTokenOrConfigError(file: string): ReturnType<typeof readStatusToken> {
   try {
     return readStatusToken(file);
