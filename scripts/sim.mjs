@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * `npm run sim -- --runs N --seed S [--path P --replay R] [--max-commands M]`: the
+ * `npm run sim -- --runs N --seed S [--path P --replay R] [--max-commands M] [--shrink 1]`: the
  * simulation (test/sim/) with these settings, through vitest. The flags map to SIM_RUNS,
- * SIM_SEED, SIM_PATH, SIM_REPLAY and SIM_MAX_COMMANDS (which still work on their own). A
+ * SIM_SEED, SIM_PATH, SIM_REPLAY, SIM_MAX_COMMANDS and SIM_SHRINK (which still work on their own). A
  * failure prints the seed, the path and the shrunk history ending in /*replayPath="R"*\/:
  * `npm run sim -- --seed S --path P --replay R` replays exactly that history.
  */
@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
-const FLAGS = { '--runs': 'SIM_RUNS', '--seed': 'SIM_SEED', '--path': 'SIM_PATH', '--replay': 'SIM_REPLAY', '--max-commands': 'SIM_MAX_COMMANDS' };
+const FLAGS = { '--runs': 'SIM_RUNS', '--seed': 'SIM_SEED', '--path': 'SIM_PATH', '--replay': 'SIM_REPLAY', '--max-commands': 'SIM_MAX_COMMANDS', '--shrink': 'SIM_SHRINK' };
 const TEXT = new Set(['SIM_PATH', 'SIM_REPLAY']);
 const env = { ...process.env };
 const args = process.argv.slice(2);

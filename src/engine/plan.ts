@@ -443,6 +443,7 @@ function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, 
  * other documents of ours that carry our metadata or that an upload's answer named are
  * removed; a document tied to an upload by name and size only is left alone (it may be a
  * person's, uploaded since), and so is everything when the state's document is not listed.
+ * A state's record whose document the full listing shows nowhere is forgotten.
  */
 function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: ReadonlyMap<string, KnownDoc[]>, excluded: (p: string) => boolean, recordedPathOf: (documentId: string) => string | undefined): Op[] {
   const ops: Op[] = [];
@@ -457,10 +458,18 @@ function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: Read
     }
     if (stateId === undefined && keep !== undefined) ops.push(...recordKept(path, keep, recordedPathOf));
   }
-  if (input.remote === undefined || input.scope !== undefined) return ops;
+  const remote = input.remote;
+  if (remote === undefined || input.scope !== undefined) return ops;
+  let listed: Set<string> | undefined;
   for (const path of setAside.filter((p) => !excluded(p))) {
     const docs = byPath.get(path) ?? NO_DOCS;
     const stateId = files.documentIdOf(path);
+    if (stateId !== undefined && !docs.some((d) => d.id === stateId) && !(listed ??= new Set(remote.map((d) => d.id))).has(stateId)) {
+      // Its document is gone (deleted in the App, a state older than the service): the
+      // record goes, so that the file is uploaded once it can be read, not taken as synced.
+      ops.push({ kind: 'forget', path });
+      continue;
+    }
     if (docs.length < 2 || !docs.some((d) => d.id === stateId)) continue;
     for (const d of docs) if (d.id !== stateId && !d.byName) ops.push(deleteOp(path, d, 'stale-version'));
   }

@@ -590,3 +590,18 @@ it("seed 9101, history 9,922: a journal emptied after a folder's move, the folde
   });
   await checkInvariants(w);
 });
+
+it("seed 9304, history 4,016: a journal damaged after a file's delete, the file written anew during the start's full pass: its stale record goes and the file is uploaded", async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  // churn.txt is uploaded (its record reaches the snapshot) and deleted (the journal alone holds that).
+  await step(() => churnDuringStartPass(w, 'churn.txt', 'same'));
+  await step(() => w.advance(10_000));
+  // Written again with the same content during a start that a stop cuts before any write.
+  await step(() => churnDuringStartPass(w, 'churn.txt', 'same'));
+  // The journal's first record damaged: the state records churn.txt's deleted document again. The
+  // full pass sets churn.txt aside (written 0.1 s ago) and finds that document nowhere: the record
+  // goes, so the follow-up uploads the file instead of finding it "unchanged" until the next full pass.
+  await step(() => w.damageJournal('flip', 0));
+  await checkInvariants(w);
+});

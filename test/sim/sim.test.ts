@@ -22,6 +22,8 @@ const PATH = process.env['SIM_PATH'] || undefined;
 /** The commands' own replay path (the replayPath="…" printed after a counterexample). */
 const REPLAY = process.env['SIM_REPLAY'] || undefined;
 const MAX_COMMANDS = Number(process.env['SIM_MAX_COMMANDS'] ?? 40);
+/** A long run stops at its first failure without shrinking it; SIM_SHRINK=1 replays that path and shrinks it. */
+const SHRINK = process.env['SIM_SHRINK'] === '1';
 
 const variantArb = fc.record({
   updateClears: fc.boolean(),
@@ -73,7 +75,7 @@ describe('simulation (issue 9)', () => {
     const totals = noTotals();
     const property = historyProperty(totals, t0, REPLAY);
     try {
-      await fc.assert(property, { numRuns: RUNS, seed: SEED, ...(PATH ? { path: PATH, endOnFailure: true } : {}), verbose: 1 });
+      await fc.assert(property, { numRuns: RUNS, seed: SEED, ...(PATH ? { path: PATH, endOnFailure: !SHRINK } : {}), verbose: 1 });
     } finally {
       const flags = Object.entries(FLAGS).filter(([, on]) => !on).map(([k]) => k);
       console.log(`simulation: ${summary(totals, t0)}${flags.length ? `; classes off: ${flags.join(', ')}` : ''}`);

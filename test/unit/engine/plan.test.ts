@@ -507,9 +507,10 @@ describe('planMirror', () => {
   it('an unreadable file whose replace a crash cut keeps one document of ours: the older version beside the state\'s goes (the simulation, seed 20261201)', () => {
     const c = { files: { 'b.txt': entry('d2', 'h2') }, remote: [ours('d1', 'b.txt', 'h1'), ours('d2', 'b.txt', 'h2')], untouchable: ['b.txt'] };
     expect(summary(plan(c).ops)).toEqual(['delete d1 b.txt (stale-version)']);
-    // Not in an incremental plan (no listing), nor when the state's document is not listed.
+    // Not in an incremental plan (no listing), nor when the state's document is not listed
+    // (then only that record goes: seed 9304, below).
     expect(plan({ ...c, remote: undefined, scope: ['b.txt'] }).ops).toEqual([]);
-    expect(plan({ ...c, files: { 'b.txt': entry('d3', 'h3') } }).ops).toEqual([]);
+    expect(summary(plan({ ...c, files: { 'b.txt': entry('d3', 'h3') } }).ops)).toEqual(['forget b.txt']);
   });
 
   it('a full pass settles open intents; an incremental one does not', () => {
@@ -543,6 +544,16 @@ describe('planMirror: one record per document', () => {
     // Recorded at a path set aside (written anew): the record goes with the document too.
     const aside = { ...c, local: [...c.local, local('sub/d.txt', 'h2', 11, 2000)], untouchable: ['sub/d.txt'] };
     expect(summary(plan(aside).ops)).toEqual(['forget sub/d.txt', 'rename d1 staging/d.txt -> staging.old/d.txt']);
+  });
+
+  it('a file set aside whose recorded document the full listing shows nowhere loses that record (seed 9304, history 4,016)', () => {
+    // A journal lost after the delete: the state still records churn.txt's deleted document.
+    const c = { local: [local('churn.txt', 'h1', 10, 2000)], files: { 'churn.txt': entry('d1', 'h1') }, remote: [], untouchable: ['churn.txt'] };
+    expect(summary(plan(c).ops)).toEqual(['forget churn.txt']);
+    // Listed (at its path or at another), or an incremental plan: the record stays.
+    expect(summary(plan({ ...c, remote: [ours('d1', 'churn.txt', 'h1')] }).ops)).toEqual([]);
+    expect(summary(plan({ ...c, local: [...c.local, local('moved.txt', 'h1')], remote: [ours('d1', 'moved.txt', 'h1')] }).ops)).toEqual(['forget churn.txt', 'adopt d1 moved.txt'].sort());
+    expect(summary(plan({ ...c, remote: undefined }).ops)).toEqual([]);
   });
 
   it('a record of the document at a path this plan judges is left to that path (no forget twice)', () => {
