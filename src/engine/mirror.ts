@@ -495,16 +495,22 @@ export class Mirror {
    * (paging dssync does not understand, a proxy cutting answers short): planning from it
    * would upload those files again, as duplicates. Documents deleted on the service are
    * missing too, legitimately; so a few of the missing ones (spread over the list) are
-   * looked up, and any that exists stops the pass before anything is changed.
+   * looked up, and any that exists stops the pass before anything is changed. A record of a
+   * document the listing shows at another recorded path is not missing: one of two records
+   * of one document (a state older versions left so), which the plan settles.
    */
   private async checkListing(remote: readonly DocumentRecord[], confirmed: ReadonlySet<string>, mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
     const ids = new Set<string>();
     for (const d of remote) ids.add(d.id);
     // No array of a million pairs, nor an entry per file, to find the few missing.
-    const missing: [string, FileEntry][] = [];
+    let missing: [string, FileEntry][] = [];
     for (const path of mapping.files.keys()) {
       if (!confirmed.has(path) && !ids.has(mapping.files.documentIdOf(path)!)) missing.push([path, mapping.files.get(path)!]);
     }
+    if (missing.length === 0) return;
+    const confirmedIds = new Set<string>();
+    for (const path of confirmed) confirmedIds.add(mapping.files.documentIdOf(path)!);
+    missing = missing.filter(([, entry]) => !confirmedIds.has(entry.documentId));
     if (missing.length === 0) return;
     const probes = [...new Set([0, Math.floor(missing.length / 2), missing.length - 1])].map((i) => missing[i]!);
     for (const [path, entry] of probes) {

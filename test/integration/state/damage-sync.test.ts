@@ -8,6 +8,7 @@
 import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { StateStore } from '../../../src/state/store.js';
 import { CONVERGED, checkConvergence, createWorkspace, type Workspace } from '../../helpers/mirror-check.js';
 import { jsonOf, requireBuiltBinary } from '../cli/run-cli.js';
 
@@ -82,6 +83,26 @@ describe('dssync sync after the journal was damaged or lost', () => {
     const next = await w.sync('--json');
     expect(next.code, next.stderr).toBe(0);
     expect(countsOf(next)).toMatchObject({ renamed: 0, uploaded: 0, deleted: 0 });
+    expect(await checkConvergence(w)).toEqual(CONVERGED);
+  });
+
+  it('a state holding one document at two paths (as versions before the fix left it) syncs: the record whose file is gone is forgotten, nothing uploaded or deleted', { timeout: 60_000 }, async () => {
+    const { ws: w, documents } = await synced();
+    const store = await StateStore.open(w.statePath);
+    try {
+      const [mappingId] = store.mappingIds();
+      const entry = store.mapping(mappingId!)!.files.get('sub/c.txt')!;
+      store.setFile(mappingId!, 'sub/old-c.txt', entry);
+    } finally {
+      await store.close();
+    }
+    const healed = await w.sync('--json');
+    expect(healed.code, healed.stderr).toBe(0);
+    expect(countsOf(healed)).toMatchObject({ uploaded: 0, deleted: 0, forgotten: 1 });
+    const next = await w.sync('--json');
+    expect(next.code, next.stderr).toBe(0);
+    expect(countsOf(next)).toMatchObject({ uploaded: 0, deleted: 0, forgotten: 0 });
+    expect(w.emu.store.listDocuments(w.dataSourceId()).length).toBe(documents);
     expect(await checkConvergence(w)).toEqual(CONVERGED);
   });
 });
