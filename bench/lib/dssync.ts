@@ -184,6 +184,8 @@ export interface DaemonStatusView {
     pending: number;
     filesTracked: number;
     lastPass?: { ok: boolean; kind: string; finishedAt: string; uploaded: number; replaced: number; unchanged: number } | undefined;
+    /** The mapping's lease: its state and its marker document. */
+    lease?: { state: string; documentId?: string | undefined } | undefined;
     watchedDirs: number;
   }>;
 }

@@ -4,6 +4,8 @@
  * document with its name, url and metadata, every state entry with the stat and hash time
  * that let the next pass vouch for it without reading. What a restart over a million
  * files is measured from, when the first mirror itself would take hours on this machine.
+ * Then what the first mirror leaves for the mapping's lease, by a real `dssync sync` over
+ * it (leaveFirstLease).
  */
 import { lstat, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -14,7 +16,10 @@ import type { StoreSnapshot } from '@dssync/emulator';
 import { StateCodec } from '../../src/state/encoder.js';
 import type { FileEntry } from '../../src/state/schema.js';
 import { newMappingState, newState } from '../../src/state/validate.js';
-import { ORG } from './dssync.js';
+import { isLeaseDocument } from '../../src/engine/lease-view.js';
+import { leaseRecordOf } from '../../src/engine/lease.js';
+import { ORG, runSync } from './dssync.js';
+import { countLeaseWrites, writeRequests } from './service.js';
 import { contentFor, sha256, type TreeFile } from './tree.js';
 import { mapLimit } from './util.js';
 
@@ -58,6 +63,32 @@ export async function seedFirstMirror(opts: {
   await mkdir(dirname(opts.statePath), { recursive: true, mode: 0o700 });
   await writeFile(opts.statePath, Buffer.concat(new StateCodec().encode(state)), { mode: 0o600 });
   (emu.store as unknown as { restore(s: StoreSnapshot): void }).restore(snap);
+  return snap;
+}
+
+/**
+ * What a first mirror leaves for the mapping's lease (docs/reliability.md, "The lease"): its
+ * marker document in the data source, released, and the marker's id kept beside the state
+ * (with the identity file and the first pass's record). Left by a real `dssync sync`
+ * (`configPath`, on the seeded state) over the seeded mirror: it finds no marker, makes one,
+ * claims it, runs a pass with nothing to do, and releases it. Throws when it wrote anything
+ * but its lease (the seed is not what a first mirror leaves) or left no released marker.
+ * Returns the emulator's store as it left it (a kept set saves it).
+ */
+export async function leaveFirstLease(emu: RunningEmulator, configPath: string, env: Record<string, string> = {}): Promise<StoreSnapshot> {
+  const lease = countLeaseWrites(emu);
+  const before = writeRequests(emu);
+  try {
+    const run = await runSync(configPath, env);
+    if (run.code !== 0) throw new Error(`the first mirror's lease: dssync sync exited ${run.code}:\n${run.stderr.slice(-3000)}`);
+    const mirrorWrites = writeRequests(emu) - before - lease.count();
+    if (mirrorWrites !== 0) throw new Error(`the first mirror's lease: dssync sync over the seeded mirror made ${mirrorWrites} write(s) besides its lease's: the seed is not what a first mirror leaves`);
+  } finally {
+    lease.stop();
+  }
+  const snap = (emu.store as unknown as { snapshot(): StoreSnapshot }).snapshot();
+  const released = snap.documents.filter((d) => isLeaseDocument(d) && leaseRecordOf(d)?.released === true);
+  if (released.length !== 1) throw new Error(`the first mirror's lease: dssync sync left ${released.length} released lease marker(s) in the data source, expected 1`);
   return snap;
 }
 

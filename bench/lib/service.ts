@@ -34,7 +34,7 @@ export function writeRequests(emu: RunningEmulator): number {
  * among writeRequests(); the benchmarks report them apart from the mirror's own writes.
  * The emulator's store is patched in place (as onDocumentUpdate does); `stop` undoes it.
  */
-export function countLeaseWrites(emu: RunningEmulator): { count(): number; stop(): void } {
+export function countLeaseWrites(emu: RunningEmulator): { count(): number; made(): number; stop(): void } {
   type Doc = { name?: string | null; metadata?: Record<string, unknown> | null };
   const store = emu.store as unknown as {
     addDocuments: (ds: unknown, files: { name: string }[]) => unknown;
@@ -44,8 +44,12 @@ export function countLeaseWrites(emu: RunningEmulator): { count(): number; stop(
   const lease = (d: Doc): boolean => isLeaseDocument({ name: d.name ?? '', metadata: d.metadata ?? undefined });
   const original = { addDocuments: store.addDocuments, updateDocument: store.updateDocument, deleteDocument: store.deleteDocument };
   let n = 0;
+  let made = 0;
   store.addDocuments = function (this: unknown, ds, files) {
-    if (files.some((f) => lease(f))) n++;
+    if (files.some((f) => lease(f))) {
+      n++;
+      made++;
+    }
     return original.addDocuments.call(this, ds, files);
   };
   store.updateDocument = function (this: unknown, doc, patch) {
@@ -58,7 +62,30 @@ export function countLeaseWrites(emu: RunningEmulator): { count(): number; stop(
   };
   return {
     count: () => n,
+    /** The uploads that made a marker. */
+    made: () => made,
     stop: () => Object.assign(store, original),
+  };
+}
+
+/**
+ * Counts the listings of a data source's documents the service begins (first pages: a
+ * listing's later pages carry a cursor). The emulator's store is patched in place; `stop`
+ * undoes it.
+ */
+export function countListings(emu: RunningEmulator): { begun(): number; stop(): void } {
+  const store = emu.store as unknown as { pageDocuments: (ds: unknown, afterSeq: number, limit: number) => unknown };
+  const original = store.pageDocuments;
+  let n = 0;
+  store.pageDocuments = function (this: unknown, ds, afterSeq, limit) {
+    if (afterSeq === 0) n++;
+    return original.call(this, ds, afterSeq, limit);
+  };
+  return {
+    begun: () => n,
+    stop: () => {
+      store.pageDocuments = original;
+    },
   };
 }
 

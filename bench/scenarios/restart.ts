@@ -2,9 +2,12 @@
  * restart and footprint: a large tree already mirrored (the setup mirrors it with generous
  * settings, not measured); then `dssync run` (default settings) starts over it.
  * restart: seconds from the start of the process until its first full pass has ended, the
- * remote writes it made (its lease's apart), the file content it read, its peak memory.
- * footprint: the same daemon, idle, watching the tree: memory after settling, CPU over a
- * quiet window, the state file's size and the time of its last write (a full re-encode).
+ * remote writes it made (its lease's apart), the file content it read, its peak memory; a
+ * run that did not take its lease from the marker kept beside the state (a first start
+ * under the lease: lib/restart-proof.ts) fails.
+ * footprint: the same daemon, idle, watching the tree: memory once the reclaim after the
+ * pass is done and after settling, CPU over a quiet window, the state file's size and the
+ * time of its last write (a full re-encode).
  */
 import { mkdir, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,9 +15,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RACY_MARGIN_MS } from '../../src/engine/racy.js';
 import type { BenchContext } from '../lib/context.js';
 import { runSync, startDaemon, writeConfig } from '../lib/dssync.js';
-import { checkMirror, countLeaseWrites, startService, writeRequests } from '../lib/service.js';
-import { seedFirstMirror } from '../lib/seed.js';
+import { checkMirror, countLeaseWrites, countListings, startService, writeRequests } from '../lib/service.js';
+import { leaveFirstLease, seedFirstMirror } from '../lib/seed.js';
 import { keepSet, openKeptSet, restoreKeptSet } from '../lib/kept-set.js';
+import { notARestart } from '../lib/restart-proof.js';
+import { RECLAIM_WAIT_MS, waitForReclaim } from '../lib/reclaim-wait.js';
 import { treeLayout, writeTree, type TreeFile, type TreeSpec } from '../lib/tree.js';
 import { log, mapLimit, round } from '../lib/util.js';
 import { waitForWatching } from './daemon-changes.js';
@@ -24,8 +29,10 @@ export interface RestartFigures {
   seconds: number;
   /** The mirror's own writes (POST/PUT/DELETE), its lease's not counted. */
   writes: number;
-  /** The writes for the mapping's lease (docs/reliability.md, "The lease"): making its marker, the claim. */
+  /** The writes for the mapping's lease (docs/reliability.md, "The lease"): the claim (a restart makes no marker). */
   leaseWrites: number;
+  /** Listings of the data source begun by the end of the first pass: 1, its own (the lease's marker is read by the id kept beside the state). */
+  listings: number;
   requests: number;
   contentBytesRead: number;
   rssMB: number;
@@ -47,6 +54,8 @@ export interface FootprintFigures {
   stateFileMB: number;
   stateWriteMs: number;
   stateLoadMs: number | undefined;
+  /** From the end of the pass to the end of the reclaim's collections (s); undefined when it did not report within the wait's bound. */
+  reclaimSeconds: number | undefined;
   /** The daemon's own view when idle (its status): JS heap used and reserved, memory outside the heap (MB). */
   heapUsedMB?: number | undefined;
   heapTotalMB?: number | undefined;
@@ -73,7 +82,7 @@ export interface RestartSpec {
    * `dssync sync`: at a million files the setup mirror alone takes hours on this machine.
    */
   seeded?: boolean | undefined;
-  /** With `seeded`: build the tree, state and documents once in this folder and reuse them (BENCH_SCALE_DIR, lib/kept-set.ts). */
+  /** With `seeded`: build the tree, state, documents and lease once in this folder and reuse them (BENCH_SCALE_DIR, lib/kept-set.ts). */
   keptDir?: string | undefined;
 }
 
@@ -95,7 +104,7 @@ export async function runRestart(
   let files: TreeFile[];
   if (kept) {
     files = treeLayout(treeSpec);
-    log(`${spec.name}: reusing the kept set in ${keptDir} (${files.length} files, built ${kept.builtAt})`);
+    log(`${spec.name}: reusing the kept set in ${keptDir} (${files.length} files, built ${kept.info.builtAt})`);
   } else {
     files = await writeTree(share, treeSpec);
     log(`${spec.name}: tree of ${files.length} files in ${spec.folders} folders written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -113,22 +122,28 @@ export async function runRestart(
   try {
     t0 = performance.now();
     let setupRssMB = NaN;
+    const setupConfig = await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup', extra: SETUP_QUEUE });
+    // Past 300,000 files the unmeasured setup may need more heap than Node.js's default
+    // limit (~4 GB on this machine); its peak RSS is still reported as measured.
+    const setupEnv: Record<string, string> = spec.files > SETUP_DEFAULT_HEAP_FILES ? { NODE_OPTIONS: `--max-old-space-size=${SETUP_HEAP_MB}` } : {};
     if (kept && keptDir) {
-      await restoreKeptSet(keptDir, emu);
-      log(`${spec.name}: kept state and ${kept.documents} documents put back in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      await restoreKeptSet(keptDir, kept, emu);
+      log(`${spec.name}: kept state and ${kept.info.documents} documents put back in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      if (kept.withoutLease) {
+        // Seeded before the lease: measured as it is, the restart would be the mapping's first start under it.
+        await keepSet(keptDir, { tree: treeSpec, hashedAt: kept.info.hashedAt }, await leaveFirstLease(emu, setupConfig, setupEnv));
+        log(`${spec.name}: the kept set predated the lease: given the first mirror's lease by dssync sync and kept again (format 2) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      }
     } else if (spec.seeded) {
       const hashedAt = Date.now();
-      const snap = await seedFirstMirror({ emu, share, files, statePath, mappingId: 'bench', dataSourceName: 'Bench', hashedAt });
-      log(`${spec.name}: first mirror of ${files.length} files seeded (state and documents written directly) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      await seedFirstMirror({ emu, share, files, statePath, mappingId: 'bench', dataSourceName: 'Bench', hashedAt });
+      const snap = await leaveFirstLease(emu, setupConfig, setupEnv);
+      log(`${spec.name}: first mirror of ${files.length} files seeded (state and documents written directly, its lease left by dssync sync) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       if (keptDir) {
         await keepSet(keptDir, { tree: treeSpec, hashedAt }, snap);
         log(`${spec.name}: set kept in ${keptDir} for the next runs`);
       }
     } else {
-      const setupConfig = await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup', extra: SETUP_QUEUE });
-      // Past 300,000 files the unmeasured setup may need more heap than Node.js's default
-      // limit (~4 GB on this machine); its peak RSS is still reported as measured.
-      const setupEnv: Record<string, string> = spec.files > SETUP_DEFAULT_HEAP_FILES ? { NODE_OPTIONS: `--max-old-space-size=${SETUP_HEAP_MB}` } : {};
       const setup = await runSync(setupConfig, setupEnv);
       if (setup.code !== 0) throw new Error(`${spec.name} setup: dssync sync exited ${setup.code}:\n${setup.stderr.slice(-3000)}`);
       setupRssMB = setup.peakRssMB;
@@ -139,6 +154,7 @@ export async function runRestart(
     emu.setFaults({ latencyMs: sizes.latencyMs });
     emu.resetStats();
     const leaseWrites = countLeaseWrites(emu);
+    const listings = countListings(emu);
     const configPath = await writeConfig({ dir, baseUrl: emu.url, share });
     const daemon = await startDaemon(configPath);
     try {
@@ -149,16 +165,21 @@ export async function runRestart(
       }, 100);
       // The daemon's own log line, so that the measurement does not poll (and slow) it.
       const passDone = await daemon.waitForLog('the first full pass', (l) => l.msg === 'full pass done', 1_800_000);
+      const listingsBegun = listings.begun();
       clearInterval(sampler);
       const seconds = (passDone.time - daemon.spawnedAtMs) / 1000;
       const status = await daemon.status();
-      const last = status.mappings[0]!.lastPass!;
+      const mapping = status.mappings[0]!;
+      const last = mapping.lastPass!;
       if (!last.ok || last.uploaded !== 0 || last.replaced !== 0) throw new Error(`restart: the first pass was not a clean no-op: ${JSON.stringify(last)}`);
+      const notOne = notARestart({ listingsBegun, markersMade: leaseWrites.made(), markerUsed: mapping.lease?.documentId });
+      if (notOne.length > 0) throw new Error(`${spec.name}: not measured: this was not a restart from the lease marker kept beside the state: ${notOne.join('; ')}`);
       const restart: RestartFigures = {
         files: files.length,
         seconds: round(seconds),
         writes: writeRequests(emu) - leaseWrites.count(),
         leaseWrites: leaseWrites.count(),
+        listings: listingsBegun,
         requests: emu.stats().requests,
         contentBytesRead: (await daemon.metric('dssync_content_bytes_read_total')) ?? NaN,
         rssMB: round(Math.max(peak, daemon.memory()?.peakRssMB ?? 0), 0),
@@ -169,10 +190,12 @@ export async function runRestart(
       };
       // A kept tree touched since it was seeded is read again: not the restart measured.
       if (kept && restart.contentBytesRead !== 0) log(`${spec.name}: WARNING: ${restart.contentBytesRead} bytes of content read: the kept tree in ${keptDir} changed since it was seeded; remove the folder to build it again`);
-      log(`${spec.name}: ${restart.seconds} s, ${restart.writes} writes (and ${restart.leaseWrites} for the lease), ${restart.contentBytesRead} content bytes read, peak RSS ${restart.rssMB} MB`);
+      log(`${spec.name}: ${restart.seconds} s, lease taken from the remembered marker (${restart.listings} listing), ${restart.requests} requests, ${restart.writes} writes (and ${restart.leaseWrites} for the lease), ${restart.contentBytesRead} content bytes read, peak RSS ${restart.rssMB} MB`);
 
       // footprint
       await waitForWatching(daemon, spec.folders, 900_000);
+      const reclaimed = await waitForReclaim(daemon.waitForLog, passDone.time);
+      if (reclaimed === undefined) log(`footprint: WARNING: the daemon's reclaim did not report within ${RECLAIM_WAIT_MS / 1000} s of its pass: sampled without it`);
       await sleep(sizes.settleSeconds * 1000);
       const after = await daemon.status();
       const rssMB = daemon.memory()?.rssMB ?? NaN;
@@ -192,11 +215,12 @@ export async function runRestart(
         stateFileMB: round(stateBytes / 1024 / 1024, 1),
         stateWriteMs: round(after.state?.lastWriteMs ?? NaN, 0),
         stateLoadMs: after.state?.loadMs === undefined ? undefined : round(after.state.loadMs, 0),
+        reclaimSeconds: reclaimed === undefined ? undefined : round(reclaimed.afterPassSeconds, 1),
         heapUsedMB: after.memory?.heapUsedMB,
         heapTotalMB: after.memory?.heapTotalMB,
         externalMB: after.memory?.externalMB,
       };
-      log(`footprint: RSS ${footprint.rssMB} MB (heap ${footprint.heapUsedMB} of ${footprint.heapTotalMB} MB, external ${footprint.externalMB} MB), CPU ${footprint.cpuPercent} %, state ${footprint.stateFileMB} MB written in ${footprint.stateWriteMs} ms`);
+      log(`footprint: RSS ${footprint.rssMB} MB (reclaim done ${footprint.reclaimSeconds ?? '(not seen)'} s after the pass at ${reclaimed?.rssMB ?? '?'} MB; heap ${footprint.heapUsedMB} of ${footprint.heapTotalMB} MB, external ${footprint.externalMB} MB), CPU ${footprint.cpuPercent} %, state ${footprint.stateFileMB} MB written in ${footprint.stateWriteMs} ms`);
       return { restart, footprint };
     } finally {
       await daemon.stop();
@@ -204,6 +228,7 @@ export async function runRestart(
       // wrote nothing but its lease left them as they were (reading a million files again costs minutes).
       const mirrorWrites = writeRequests(emu) - leaseWrites.count();
       leaseWrites.stop();
+      listings.stop();
       const check = kept && mirrorWrites === 0 ? { ok: true, problems: [] } : await checkMirror(emu, share, files.map((f) => f.rel));
       if (!check.ok) log(`${spec.name}: WARNING: the data source is not in sync: ${check.problems.slice(0, 5).join('; ')}`);
     }

@@ -49,6 +49,8 @@ export const V8_THROUGHPUT_WINDOW_MS = 5_000;
 export const SHRINK_DELAY_MS = V8_THROUGHPUT_WINDOW_MS + 3_000;
 /** Collections after the first: one, and more while the young generation is larger than at start. */
 export const SHRINK_TRIES = 3;
+/** Logged (info) once the collections after a full pass are done: the memory at rest is then what it will stay. */
+export const RECLAIM_DONE_MESSAGE = 'memory of the full pass released';
 
 export interface ReclaimerOptions {
   clock: Clock;
@@ -94,7 +96,7 @@ export class Reclaimer {
           return;
         }
         const mb = (n: number | undefined): number | undefined => (n === undefined ? undefined : Math.round(n / 1024 / 1024));
-        this.o.logger.debug({ rssMB: mb(this.rss()), beforeMB: mb(before), youngMB: mb(young) }, 'memory of the full pass released');
+        this.o.logger.info({ rssMB: mb(this.rss()), beforeMB: mb(before), youngMB: mb(young) }, RECLAIM_DONE_MESSAGE);
       } catch (e) {
         this.o.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'reclaiming the memory of the full pass failed');
       }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, RECLAIM_DELAY_MS, Reclaimer, SHRINK_DELAY_MS, SHRINK_TRIES, V8_THROUGHPUT_WINDOW_MS } from '../../../src/daemon/reclaim.js';
-import { silentLogger } from '../../../src/log.js';
+import { collectGarbage, RECLAIM_DELAY_MS, RECLAIM_DONE_MESSAGE, Reclaimer, SHRINK_DELAY_MS, SHRINK_TRIES, V8_THROUGHPUT_WINDOW_MS } from '../../../src/daemon/reclaim.js';
+import { createLogger, silentLogger } from '../../../src/log.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 
 describe('collectGarbage', () => {
@@ -67,5 +67,19 @@ describe('Reclaimer', () => {
     reclaimer.afterFullPass();
     await clock.advance(RECLAIM_DELAY_MS * 2);
     expect(collections).toHaveLength(3);
+  });
+
+  it('says at info level when its last collection is done (what the bench waits for to sample the memory at rest), once', async () => {
+    const clock = new FakeClock();
+    const lines: { level: number; msg: string; rssMB?: number }[] = [];
+    const logger = createLogger({ destination: { write: (l: string) => void lines.push(JSON.parse(l) as (typeof lines)[number]) } });
+    const young = [MB, 32 * MB, MB];
+    let collected = 0;
+    const reclaimer = new Reclaimer({ clock, logger, rss: () => 190 * MB, youngBytes: () => young[Math.min(collected, young.length - 1)]!, collect: () => ++collected > 0 });
+    reclaimer.afterFullPass();
+    await clock.advance(RECLAIM_DELAY_MS + SHRINK_DELAY_MS - 1);
+    expect(lines).toEqual([]);
+    await clock.advance(1 + SHRINK_DELAY_MS * (SHRINK_TRIES + 2));
+    expect(lines).toEqual([expect.objectContaining({ level: 30, msg: RECLAIM_DONE_MESSAGE, rssMB: 190 })]);
   });
 });
