@@ -204,9 +204,9 @@ export class FolderLister {
   private spawn(): ListerWorker {
     installExitHook();
     const flags = new Int32Array(new SharedArrayBuffer(FLAGS * 4));
-    // A file, not a string: a process run with --input-type (node -e) must not pass it on.
-    const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
-    const worker = new Worker(workerUrl(), { execArgv, workerData: { flags: flags.buffer, testHook: this.testHook, testEntryHook: this.testEntryHook }, stdout: false, stderr: false });
+    // None of the process's flags: the worker needs none, and a worker refuses V8's own
+    // (--heap-growing-percent, --jitless, --trace-gc), which would make every folder unreadable.
+    const worker = new Worker(workerUrl(), { execArgv: [], workerData: { flags: flags.buffer, testHook: this.testHook, testEntryHook: this.testEntryHook }, stdout: false, stderr: false });
     worker.unref();
     const now = this.clock.monotonic();
     const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: now, count: 0, countAt: now, idleTimer: undefined, retired: false };

@@ -210,6 +210,20 @@ describe('FolderLister: the process exits though a worker is blocked in a system
     expect(r).toEqual({ code: 0, signal: null, stderr: '' });
   });
 
+  it("lists under V8 flags on node's command line, which a worker refuses (--heap-growing-percent, --trace-gc)", async () => {
+    requireBuiltBinary();
+    for (let i = 0; i < 20; i++) writeFileSync(join(dir, `f${i}.txt`), 'x');
+    const script = `
+      import { FolderLister } from ${JSON.stringify(module)};
+      const lister = new FolderLister();
+      const listed = await lister.list(${JSON.stringify(dir)});
+      console.log(listed.names.length);
+      lister.close();
+    `;
+    const out = execFileSync(process.execPath, ['--heap-growing-percent=80', '--trace-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(out.trim().split('\n').at(-1)).toBe('20');
+  });
+
   it('after a clean stop: ends by SIGTERM, saying why', async () => {
     requireBuiltBinary();
     execFileSync('mkfifo', [join(dir, 'hang')]);
