@@ -25,6 +25,7 @@
  *   BENCH_SCALE_DIR=DIR  scaleDaemon: build the tree, seeded state and documents once in DIR
  *                   and reuse them in the next runs (lib/kept-set.ts)
  *   BENCH_DAEMON_LOG=FILE  append the `dssync run` processes' log (JSON lines) to FILE
+ *   BENCH_SLOW_MS=N  steadyLatency logs each sample slower than N ms (default 2500; 0: all)
  *   DSSYNC_WATCHDOG_SECONDS=N  passed to the dssync processes (0: watchdog off)
  *   MALLOC_ARENA_MAX=N  passed to the dssync processes (2: as the image and the systemd units)
  *

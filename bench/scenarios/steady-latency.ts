@@ -25,8 +25,11 @@ export type Save = (rel: string, fresh: boolean) => Promise<{ seen: Promise<numb
 
 const SEEN_TIMEOUT_MS = 30_000;
 
-/** A sample slower than this is logged with its path and time, to find in the daemon's log (BENCH_DAEMON_LOG). */
-const SLOW_MS = 2_500;
+/**
+ * A sample slower than this is logged with its path and time, to find in the daemon's log
+ * (BENCH_DAEMON_LOG); BENCH_SLOW_MS sets it (0: every sample).
+ */
+const SLOW_MS = Number(process.env.BENCH_SLOW_MS ?? 2_500);
 
 async function sample(save: Save, rel: string, fresh: boolean): Promise<number> {
   const t0 = performance.now();

@@ -17,9 +17,15 @@
  * - a file that may be half-written is "unsettled" and waits for a longer stability window
  *   after its last size change: `settleMs` plus a quarter of how long it has been changing
  *   size, at most `maxStabilityMs`. Unsettled: its size changed between two events (also
- *   across a release: sizes are remembered for `maxStabilityMs`), it was just created
- *   (`add`), or it is empty (a truncate before a rewrite). A writer that pauses between
- *   writes (200 KB every 0.5 s) is thus never caught between two writes;
+ *   across a release, see below), it was just created (`add`), or it is empty (a truncate
+ *   before a rewrite). A writer that pauses between writes (200 KB every 0.5 s) is thus
+ *   never caught between two writes;
+ * - a released file's size and how long it had been changing are remembered for its
+ *   stability window (`settleMs` for one never seen changing) after its last event: a
+ *   change within it is the same write going on (a size change is growth); a change after
+ *   it is a new write, judged on its own, as a pause longer than the window is taken for
+ *   the end of the write (a save of a file saved a few seconds before goes after the
+ *   debounce);
  * - a file seen empty and written again within `refillMs` of that (an existing file saved
  *   in one go: open with O_TRUNC, write, close; the watcher's stat of the truncation's
  *   event ran before the write) is settled again, as when the stat comes after the write
@@ -39,7 +45,8 @@
  * - events under a pending folder event fold into it: the folder is re-walked as a whole
  *   (a deleted folder is one entry, not one per file). A file written under it makes the
  *   folder unsettled like the file itself (the walk would read it half-written), and its
- *   size is remembered, so that its next write after the folder's release is seen as growth;
+ *   size is remembered as a released file's, so that its next write after the folder's
+ *   release (before its window ended: a rescan) is seen as growth;
  * - what happened before the aggregator started is unknown (events are lost at a restart):
  *   for `maxStabilityMs` after `startedAt`, a file's first `change` counts as unsettled
  *   unless its size is the one last synced (`syncedSize`), so a writer that was pausing
@@ -82,7 +89,7 @@ export interface AggregatorOptions {
    * change, plus a quarter of how long it has been changing size (ms).
    */
   settleMs: number;
-  /** The bound of that stability window (ms); also how long released sizes are remembered. */
+  /** The bound of that stability window (ms). */
   maxStabilityMs: number;
   /** A file whose size keeps changing is looked at after this long at the latest (ms). */
   writeFinishMaxMs: number;
@@ -231,7 +238,7 @@ export class EventAggregator {
       const maybeKnown = this.mayBeSent(path) || this.o.syncedSize?.(path) !== undefined;
       entry = { path, isDir, firstAt: e.at, lastAt: e.at, events: 0, bornHere: created && !maybeKnown, gone: false, size: undefined, unsettledSince: undefined, lastChangeAt: undefined, emptied: undefined, dropped: false };
       const mem = isDir ? undefined : this.recent.get(path);
-      if (mem && e.at - mem.lastAt <= this.o.maxStabilityMs) {
+      if (mem && !this.writeEnded(mem, e.at)) {
         // Released a moment ago and written again: the same write may still be going on.
         entry.size = mem.size;
         entry.unsettledSince = mem.unsettledSince;
@@ -339,7 +346,7 @@ export class EventAggregator {
     if (this.rescanAt !== undefined && now >= this.rescanAt) return this.drainAll();
     this.collapseUnderDirs();
 
-    for (const [path, r] of this.recent) if (now - r.lastAt > this.o.maxStabilityMs) this.recent.delete(path);
+    for (const [path, r] of this.recent) if (this.writeEnded(r, now)) this.recent.delete(path);
     const live: Entry[] = [];
     for (const map of [this.files, this.dirs]) {
       for (const [path, e] of map) {
@@ -407,12 +414,26 @@ export class EventAggregator {
     if (e.unsettledSince === undefined || e.lastChangeAt === undefined) return Math.min(quietAt, capAt);
     // Stable for a window that grows with how long the size has been changing (bounded);
     // a file that never settles goes at writeFinishMaxMs: its latest state, once per bound.
-    const window = Math.min(this.o.maxStabilityMs, Math.max(this.o.quietMs, this.o.settleMs + Math.floor((e.lastChangeAt - e.unsettledSince) / 4)));
-    const settleAt = e.lastChangeAt + window;
+    const settleAt = e.lastChangeAt + this.stabilityWindow(e);
     return Math.min(Math.max(quietAt, settleAt), Math.max(capAt, settleAt), e.firstAt + this.o.writeFinishMaxMs);
   }
 
-  /** Keeps a released file's size and unsettled time for maxStabilityMs (bounded memory). */
+  /**
+   * How long a file must keep its size to be taken as written: `settleMs` plus a quarter of
+   * how long its size has been changing (none for a file not seen changing), at least
+   * `quietMs`, at most `maxStabilityMs`.
+   */
+  private stabilityWindow(w: Pick<Recent, 'unsettledSince' | 'lastChangeAt'>): number {
+    const changingMs = w.unsettledSince === undefined || w.lastChangeAt === undefined ? 0 : w.lastChangeAt - w.unsettledSince;
+    return Math.min(this.o.maxStabilityMs, Math.max(this.o.quietMs, this.o.settleMs + Math.floor(changingMs / 4)));
+  }
+
+  /** A released file quiet for longer than its stability window: its write ended, what comes next is a new one. */
+  private writeEnded(r: Recent, at: number): boolean {
+    return at - r.lastAt > this.stabilityWindow(r);
+  }
+
+  /** Keeps a released file's size and unsettled time for its stability window (bounded memory). */
   private remember(e: Entry): void {
     if (this.recent.size >= this.o.maxPending) this.recent.clear();
     this.recent.set(e.path, { size: e.size, unsettledSince: e.unsettledSince, lastChangeAt: e.lastChangeAt, lastAt: e.lastAt });
