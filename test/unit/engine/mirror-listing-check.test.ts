@@ -6,20 +6,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ListDocumentsOptions } from '../../../src/api/api.js';
-import { Mirror, type MirrorState } from '../../../src/engine/mirror.js';
-import type { MappingState, PassRecord } from '../../../src/state/schema.js';
+import { Mirror } from '../../../src/engine/mirror.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { HashedLocal } from '../../helpers/hashed-local.js';
-import { MemoryState } from '../../helpers/memory-state.js';
-
-class State extends MemoryState implements MirrorState {
-  ensureMapping(): MappingState {
-    return this.m;
-  }
-  setLastPass(_id: string, _p: PassRecord): void {}
-  async flush(): Promise<void> {}
-}
+import { MirrorMemoryState as State } from '../../helpers/memory-state.js';
 
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
 
