@@ -500,6 +500,8 @@ export class Mirror {
    * of one document (a state older versions left so), which the plan settles.
    */
   private async checkListing(remote: readonly DocumentRecord[], confirmed: ReadonlySet<string>, mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
+    // Confirmed paths are the state's own (confirmedPath): as many as it holds, none is missing.
+    if (confirmed.size === mapping.files.size) return;
     const ids = new Set<string>();
     for (const d of remote) ids.add(d.id);
     // No array of a million pairs, nor an entry per file, to find the few missing.

@@ -1,7 +1,8 @@
 /** An in-memory StateWriter for the engine's unit tests. */
 import type { StateWriter } from '../../src/engine/executor.js';
+import type { MirrorState } from '../../src/engine/mirror.js';
 import { newMappingState, withIntentDocuments } from '../../src/state/validate.js';
-import type { FileEntry, Intent, MappingState } from '../../src/state/schema.js';
+import type { FileEntry, Intent, MappingState, PassRecord } from '../../src/state/schema.js';
 
 export class MemoryState implements StateWriter {
   readonly m: MappingState = newMappingState('ds1', '/srv/share');
@@ -34,4 +35,13 @@ export class MemoryState implements StateWriter {
   clearRejected(_id: string, path: string): void {
     delete this.m.rejected[path];
   }
+}
+
+/** The MemoryState a Mirror takes: one mapping, nothing recorded of passes, nothing to flush. */
+export class MirrorMemoryState extends MemoryState implements MirrorState {
+  ensureMapping(): MappingState {
+    return this.m;
+  }
+  setLastPass(_id: string, _p: PassRecord): void {}
+  async flush(): Promise<void> {}
 }

@@ -98,6 +98,10 @@ export class PassLoop {
   private readonly textChecks: TextChecks;
   /** The lease of the mirror's data source, kept from the first resolution on. */
   private lease: MappingLease | undefined;
+  /** The resolution of the data source in flight: the start's (prepare) and a pass's share it. */
+  private resolving: Promise<Mirror> | undefined;
+  /** The start's resolution, until the first pass takes its outcome (a failure too: not resolved twice). */
+  private early: Promise<Mirror> | undefined;
 
   constructor(private readonly d: PassLoopDeps) {
     this.announcer = new SkipAnnouncer(d.log);
@@ -149,6 +153,7 @@ export class PassLoop {
    */
   reloaded(paused: boolean): void {
     this.recheckDataSource = true;
+    this.early = undefined;
     if (this.halted) {
       // Stopped on a configuration problem: the reload is the operator's answer; start again.
       this.halted = false;
@@ -167,8 +172,20 @@ export class PassLoop {
     return this.lease?.status();
   }
 
+  /**
+   * Resolves the data source, and so begins the lease's claim, while the watcher is set up:
+   * the claim's settle wait (engine/lease.ts) runs beside the set-up instead of after it.
+   * Nothing is scanned; a failure is left to the first pass, which resolves again.
+   */
+  prepare(): void {
+    this.early = this.ensureMirror();
+    this.early.catch(() => undefined);
+  }
+
   /** Releases the lease (after the last pass: a graceful stop, or a pause); the next pass claims it again. */
   async releaseLease(): Promise<void> {
+    // A resolution in flight may still start the lease: it is released after it.
+    await this.resolving?.catch(() => undefined);
     const lease = this.lease;
     if (lease === undefined) return;
     // The pass in flight ends first: nothing is written after the release.
@@ -257,7 +274,9 @@ export class PassLoop {
     const label: PassHistoryKind = kind === 'full' ? this.nextFullKind : 'incremental';
     if (kind === 'full') this.nextFullKind = 'full';
     try {
-      const mirror = await this.ensureMirror();
+      const early = this.early;
+      this.early = undefined;
+      const mirror = await (early ?? this.ensureMirror());
       // Released by a pause: claimed again now that passes run.
       if (this.lease?.stopped && !this.d.isStopped()) this.lease.start();
       if (this.lease && !this.lease.holds()) {
@@ -300,12 +319,17 @@ export class PassLoop {
   }
 
   /**
-   * The mirror of the mapping's data source: built at the first pass, and looked up again
+   * The mirror of the mapping's data source: built at the start (prepare), and looked up again
    * after a reload (replaced when the data source changed: deleted in the App, or another
    * one named by the config). Throws what the resolution throws.
    */
-  private async ensureMirror(): Promise<Mirror> {
-    if (this.mirror && !this.recheckDataSource) return this.mirror;
+  private ensureMirror(): Promise<Mirror> {
+    if (this.mirror && !this.recheckDataSource) return Promise.resolve(this.mirror);
+    this.resolving ??= this.resolveMirror().finally(() => (this.resolving = undefined));
+    return this.resolving;
+  }
+
+  private async resolveMirror(): Promise<Mirror> {
     const { health } = this.d;
     this.recheckDataSource = false;
     if (!this.mirror) health.phase = 'starting';

@@ -133,6 +133,7 @@ export class MappingRunner {
     // watcher was ready was seen by neither (until the next rescan). A watcher that fails
     // to start does not hold the pass back (it is retried; its recovery runs a full pass).
     void this.watcher.start().finally(() => this.passes.dispatch({ type: 'started' }));
+    if (this.pausedSince === undefined) this.passes.prepare();
   }
 
   /**

@@ -40,8 +40,9 @@ const report = (): PassReport => ({
   finishedAt: '',
 });
 
-function setup() {
+function setup(opts: { paused?: boolean } = {}) {
   const passes: { resolve: (r: PassReport) => void }[] = [];
+  let builds = 0;
   const mirror = {
     mappingId: 'm1',
     dataSourceId: 'ds-1',
@@ -59,8 +60,12 @@ function setup() {
     logger: silentLogger,
     clock,
     random: () => 0.5,
-    buildMirror: () => built.promise,
+    buildMirror: () => {
+      builds++;
+      return built.promise;
+    },
     watch: () => ready.promise,
+    ...(opts.paused ? { records: { paused: { since: '2026-01-01T00:00:00.000Z' } } as MappingRunnerDeps['records'] } : {}),
   };
   const watcher: Watcher = { root: '/srv/share', close: () => Promise.resolve(), watchedDirs: () => 1 };
   return {
@@ -69,6 +74,7 @@ function setup() {
     ready: () => ready.resolve(watcher),
     fail: () => ready.reject(new Error('ENOSPC: inotify watch limit reached')),
     build: () => built.resolve(mirror),
+    builds: () => builds,
   };
 }
 
@@ -98,6 +104,34 @@ describe('MappingRunner at start: the watcher before the first scan', () => {
     expect(runner.status().degraded.join()).toMatch(/not watching/);
     passes[0]!.resolve(report());
     await settle();
+    await runner.stop(8_000);
+  });
+
+  it('the data source is resolved, and the lease claimed, while the watcher is set up: once for the first pass too', async () => {
+    // The claim's settle wait (engine/lease.ts, 3 s) runs beside the watch's set-up, not after it.
+    const { runner, passes, ready, build, builds } = setup();
+    runner.start();
+    await settle();
+    expect(builds()).toBe(1); // the watcher is not ready, the resolution (and the lease's start) under way
+    expect(passes).toHaveLength(0);
+    ready();
+    await settle();
+    expect(passes).toHaveLength(0); // the first pass waits for the resolution in flight, not a second one
+    build();
+    await settle();
+    expect(passes).toHaveLength(1);
+    expect(builds()).toBe(1);
+    passes[0]!.resolve(report());
+    await settle();
+    await runner.stop(8_000);
+  });
+
+  it('a mapping paused at start makes no request: nothing is resolved until it is resumed', async () => {
+    const { runner, ready, builds } = setup({ paused: true });
+    runner.start();
+    ready();
+    await settle();
+    expect(builds()).toBe(0);
     await runner.stop(8_000);
   });
 });

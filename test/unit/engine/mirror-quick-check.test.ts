@@ -6,12 +6,11 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Mirror, type MirrorState } from '../../../src/engine/mirror.js';
+import { Mirror } from '../../../src/engine/mirror.js';
 import type { ChangeScope, HashedContent, LocalSide, ScanResult } from '../../../src/engine/local-side.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
-import type { MappingState, PassRecord } from '../../../src/state/schema.js';
 import { FakeApi } from '../../helpers/fake-api.js';
-import { MemoryState } from '../../helpers/memory-state.js';
+import { MirrorMemoryState as State } from '../../helpers/memory-state.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { neverOpened } from '../../helpers/upload-file.js';
 
@@ -65,14 +64,6 @@ class CoarseFolder implements LocalSide {
     const { size, mtimeMs, ctimeMs, dev, ino } = this.info(file.path, f);
     return { sha256: createHash('sha256').update(f.content).digest('hex'), size, mtimeMs, ctimeMs, dev, ino };
   }
-}
-
-class State extends MemoryState implements MirrorState {
-  ensureMapping(): MappingState {
-    return this.m;
-  }
-  setLastPass(_id: string, _p: PassRecord): void {}
-  async flush(): Promise<void> {}
 }
 
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;

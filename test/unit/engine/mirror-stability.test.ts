@@ -5,22 +5,13 @@
  * window apart on the monotonic clock (a future mtime, a clock stepped back).
  */
 import { describe, expect, it } from 'vitest';
-import { Mirror, type MirrorState } from '../../../src/engine/mirror.js';
-import type { MappingState, PassRecord } from '../../../src/state/schema.js';
+import { Mirror } from '../../../src/engine/mirror.js';
 import { FakeApi, apiError } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { HashedLocal } from '../../helpers/hashed-local.js';
-import { MemoryState } from '../../helpers/memory-state.js';
+import { MirrorMemoryState as State } from '../../helpers/memory-state.js';
 
 const WINDOW = 2_000;
-
-class State extends MemoryState implements MirrorState {
-  ensureMapping(): MappingState {
-    return this.m;
-  }
-  setLastPass(_id: string, _p: PassRecord): void {}
-  async flush(): Promise<void> {}
-}
 
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
 
