@@ -83,6 +83,8 @@ export function ownerRule<U extends { file: IntentFile }>(input: OwnerInput<U>):
     const recordedAt = meta !== undefined && state.files.documentIdOf(meta.path) === doc.id ? meta.path : input.recordedPathOf(doc.id);
     if (recordedAt !== undefined && (meta === undefined || meta.mappingId === mappingId)) {
       if (meta !== undefined && ours(meta.installationId)) return { kind: 'ours', path: meta.path, sha256: meta.sha256, rewrite: false };
+      // A former id's metadata is written last, as ours is: its path is the newest (a state older than the service).
+      if (meta?.installationId !== undefined && former.has(meta.installationId)) return { kind: 'ours', path: meta.path, sha256: meta.sha256, rewrite: true };
       return { kind: 'ours', path: recordedAt, sha256: state.files.sha256Of(recordedAt)!, rewrite: true };
     }
     if (meta !== undefined) return ownerOfMeta(meta, doc.id);

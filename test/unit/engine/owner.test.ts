@@ -84,6 +84,19 @@ describe('the owner rule, row by row (docs/reliability.md "The owner rule")', ()
     });
   }
 
+  it("O4: a recorded document of a former id is placed where its metadata says, the newest path (a state older than the service; sim seed 9510)", () => {
+    const former = 'host-derived-0';
+    const doc = meta('d1', 'b.txt', { installationId: former });
+    const whose = ownerOfListing({
+      mappingId: MAPPING,
+      installationId: ME,
+      formerInstallationIds: [former],
+      state: { files: FileTable.of({ 'sub/a.txt': entry('d1') }), intents: {}, rejected: {}, sessions: { [RECORDED_SESSION]: 1 } },
+      remote: [doc],
+    });
+    expect(whose(doc)).toMatchObject({ kind: 'ours', path: 'b.txt', rewrite: true });
+  });
+
   it("O23 and O21: a mark of a former id's tag (O4) is a lost upload of ours with the lease, nobody's to touch without it (sim seed 4031)", () => {
     const former = 'host-derived-0';
     const doc = bare('n1', markUploadName('b.txt', `${uploadTag(MAPPING, former)}c1c1c1c100000001`));
