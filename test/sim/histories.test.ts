@@ -614,7 +614,7 @@ it('seed 9510, history 3,933: a state older than the service (a journal cut afte
   await step(() => w.restart({ ...config, maxFileBytes: 5 }));
   // swap(b.txt, sub/a.txt): the rename reaches the service (its metadata names b.txt); only the journal holds it.
   await step(() => w.rename('sub/a.txt', 'b.txt'));
-  await step(() => writeInHalvesAcrossReload(w, 'a.txt', 300, 1));
+  await step(async () => void (await writeInHalvesAcrossReload(w, 'a.txt', 300, 1)));
   await step(async () => {
     w.mkdir('sub');
     await w.advance(11_000);
