@@ -510,9 +510,14 @@ export class Mirror {
       if (!confirmed.has(path) && !ids.has(mapping.files.documentIdOf(path)!)) missing.push([path, mapping.files.get(path)!]);
     }
     if (missing.length === 0) return;
-    const confirmedIds = new Set<string>();
-    for (const path of confirmed) confirmedIds.add(mapping.files.documentIdOf(path)!);
-    missing = missing.filter(([, entry]) => !confirmedIds.has(entry.documentId));
+    // The few missing ids, looked for among the confirmed paths (no set of a million ids).
+    const atAnotherPath = new Set(missing.map(([, entry]) => entry.documentId));
+    const listedElsewhere = new Set<string>();
+    for (const path of confirmed) {
+      const id = mapping.files.documentIdOf(path)!;
+      if (atAnotherPath.has(id)) listedElsewhere.add(id);
+    }
+    missing = missing.filter(([, entry]) => !listedElsewhere.has(entry.documentId));
     if (missing.length === 0) return;
     const probes = [...new Set([0, Math.floor(missing.length / 2), missing.length - 1])].map((i) => missing[i]!);
     for (const [path, entry] of probes) {
