@@ -477,7 +477,7 @@ export class Mirror {
     const { spec, logger } = this.d;
     try {
       const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', ...listingBound(mapping.files.size) });
-      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: this.formerIds, state: mapping, remote, lease: this.d.lease?.() }));
+      pinIntents(this.d.state, spec.mappingId, lostUploadPins({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: this.formerIds, state: mapping, remote, lease: this.d.lease?.(), serviceNames: this.names?.known }));
     } catch (e) {
       logger.info({ err: errorText(e) }, 'could not list the data source after a lost upload answer; the next full pass settles it');
     }
@@ -487,7 +487,8 @@ export class Mirror {
   private preexisting(): ((path: string) => string[]) | undefined {
     const byName = this.unmarkedByName;
     if (!byName) return undefined;
-    return (path) => intentNameKeys(path).flatMap((k) => byName.get(k) ?? []);
+    const rule = this.names?.known.rule;
+    return (path) => intentNameKeys(path, rule).flatMap((k) => byName.get(k) ?? []);
   }
 
   /**

@@ -23,7 +23,7 @@ import { findUploadMark } from './upload-mark.js';
 import type { LeaseView } from './lease-view.js';
 import { fieldsMatch, META, readMeta, sentConversion } from './metadata.js';
 import { formerIdsIn, ownerRule, type OpenUploadLookup, type OwnerOf } from './owner.js';
-import type { ServiceNames } from './service-names.js';
+import { storedName, type NameRule, type ServiceNames } from './service-names.js';
 import { needsHash, type StatNow } from './racy.js';
 import { nfc } from '../unicode.js';
 
@@ -671,7 +671,7 @@ function holdDuplicates(ops: Op[], otherOwners: readonly OtherOwner[], mappingId
  * planMirror's intentPins), without planning: what the mirror records right after a lost
  * answer, before anyone else can upload a document of the same name and size.
  */
-export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote' | 'lease'> & { remote: readonly DocumentRecord[] }): IntentPin[] {
+export function lostUploadPins(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote' | 'lease' | 'serviceNames'> & { remote: readonly DocumentRecord[] }): IntentPin[] {
   return classifyRemote(input, pathsByDocument(input.state.files)).intentPins;
 }
 
@@ -727,7 +727,7 @@ interface RemoteView {
  * Sorts the remote documents into ours (by path) and foreign ones. Without a remote
  * listing, the state stands in for it.
  */
-function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote' | 'scope' | 'lease'>, stateByDoc: (documentId: string) => string | undefined): RemoteView {
+function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 'formerInstallationIds' | 'state' | 'remote' | 'scope' | 'lease' | 'serviceNames'>, stateByDoc: (documentId: string) => string | undefined): RemoteView {
   const byPath = new Map<string, KnownDoc[]>();
   const add = (d: KnownDoc): void => {
     const list = byPath.get(d.path);
@@ -749,7 +749,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
     return { byPath, foreign, otherOwners: [], ourDocumentCount: files.size, recovered: 0, intentPins: [], doubtful: [], sameIdentity: [], lostUploads: [], foreignMarked: [], uploadsOf: NO_UPLOADS };
   }
 
-  const uploads = openUploads(input.state.intents);
+  const uploads = openUploads(input.state.intents, input.serviceNames?.rule);
   const whose = ownerRule({ ...input, recordedPathOf: stateByDoc, uploads: uploadLookup(uploads) });
   const lostUploads: DocumentRecord[] = [];
   const foreignMarked: DocumentRecord[] = [];
@@ -769,7 +769,7 @@ function classifyRemote(input: Pick<PlanInput, 'mappingId' | 'installationId' | 
         // of an id never changes, so the state's hash (when it knows the id) is as good. A
         // document the state alone vouches for, or recovered, gets its metadata written.
         add({ doc, id: doc.id, path: o.path, sha256: o.sha256, fromIntent: o.kind === 'recovered' || (o.kind === 'ours' && o.rewrite), conversion: sentConversion(doc) });
-        uploads.witnessByName(doc, o.sha256);
+        uploads.witness(doc, o.path, o.sha256);
         if (o.kind === 'recovered') recovered++;
         ourDocumentCount++;
         continue;
@@ -840,13 +840,15 @@ export interface IntentPin {
  * means one of them is someone else's, unknowable which: none is claimed (at worst a
  * duplicate of ours stays, never a person's document renamed or deleted).
  */
-function openUploads(intents: Readonly<Record<string, Intent>>) {
+function openUploads(intents: Readonly<Record<string, Intent>>, rule?: NameRule) {
   const byId = new Map<string, OpenFile>();
   /** Open files by the nonce of their marked upload name. */
   const marked = new Map<string, OpenFile>();
   /** Documents found by their marked name, per file: pinned when one file made exactly one. */
   const byMarkFound = new Map<OpenFile, string[]>();
   const byName = new Map<string, OpenFile[]>();
+  /** The same files by the path they sent. */
+  const byPath = new Map<string, OpenFile[]>();
   /** Every path an open upload intent sent. */
   const paths = new Set<string>();
   // Oldest first: the newest intent's file wins a name (the last of the list).
@@ -867,8 +869,9 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
         marked.set(nonce, open);
         return;
       }
-      // Written before uploads were marked: told by name and size only.
-      for (const key of intentNameKeys(file.path)) {
+      // Sent unmarked: told by name and size only.
+      byPath.set(file.path, [...(byPath.get(file.path) ?? []), open]);
+      for (const key of intentNameKeys(file.path, rule)) {
         const list = byName.get(key) ?? [];
         list.push(open);
         byName.set(key, list);
@@ -894,13 +897,14 @@ function openUploads(intents: Readonly<Record<string, Intent>>) {
     byId,
     paths,
     /**
-     * Notes a document of ours of the name, size and content of a file sent unmarked, other
-     * than the one it replaces: that upload's answer, found (its metadata is written after
-     * it). A document without metadata of the same name and size is then one more than the
-     * files that could have made them: never claimed.
+     * Notes a document of ours whose metadata names the path and content of a file sent
+     * unmarked, other than the one it replaces and not listed before the upload: that
+     * upload's answer, found (its metadata is written after it), whatever name the service
+     * gave it. A document without metadata of the file's name and size is then one more than
+     * the files that could have made them: never claimed.
      */
-    witnessByName(doc: DocumentRecord, sha256: string): void {
-      const could = couldHaveMade(doc).filter((f) => f.file.sha256 === sha256 && f.file.replacesDocumentId !== doc.id);
+    witness(doc: DocumentRecord, path: string, sha256: string): void {
+      const could = (byPath.get(path) ?? []).filter((f) => f.file.sha256 === sha256 && f.file.replacesDocumentId !== doc.id && !f.before?.has(doc.id));
       const newest = could[could.length - 1];
       if (newest) witnessed.set(newest, [...(witnessed.get(newest) ?? []), doc.id]);
     },
@@ -963,9 +967,14 @@ function uploadLookup(uploads: ReturnType<typeof openUploads>): OpenUploadLookup
   return { byId: (id) => uploads.byId.get(id), byMark: (nonce, id) => uploads.byMark(nonce, id), sentPath: (path) => uploads.paths.has(path) };
 }
 
-/** Every name under which the service may list the upload of `path`. */
-export function intentNameKeys(path: string): string[] {
-  return [...new Set([path, documentName(path)].flatMap((k) => formNameForms(k)).map(nfc))];
+/**
+ * Every name under which the service may list the upload of `path`: each form the multipart
+ * encoding may leave it in, as the service stores it (`rule`: how it was seen to rewrite
+ * names; a document under a name the rule never gives cannot be that upload).
+ */
+export function intentNameKeys(path: string, rule?: NameRule): string[] {
+  const forms = [path, documentName(path)].flatMap((k) => formNameForms(k));
+  return [...new Set(forms.map((f) => nfc(storedName(f, rule))))];
 }
 
 /** The document's size in bytes as the service reports it, if it does. */

@@ -627,3 +627,21 @@ it('seed 9510, history 3,933: a state older than the service (a journal cut afte
   await step(() => w.startTwin('copied-state'));
   await checkInvariants(w);
 });
+
+it("seed 9604, history 4,585: a service that appends \" (1)\" and ignores renames, our unmarked upload's answer lost to a journal damaged later, a person's document of the file's name and size: the person's document is kept", async () => {
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2, nameRule: { suffix: ' (1)' }, renamesIgnored: true });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = stepper(w);
+  await step(() => w.write('sub/deep/d.txt', 'yy'));
+  await step(() => w.rename('sub/deep/d.txt', 'sub/a.txt'));
+  await step(() => void (w.service.faults = ['rate-limited-retry-after', 'none']));
+  // The marked uploads are sent again unmarked (the service ignores new names); their
+  // documents, "sub/a.txt (1)", carry their metadata.
+  await step(() => w.advance(61_000));
+  await step(() => w.personUpload('sub/a.txt', '12'));
+  // The state comes back from before the upload's answer: its intent open, its document known
+  // by its metadata only, under a name the service rewrote.
+  await step(() => w.damageJournal('flip', 0));
+  await checkInvariants(w);
+});

@@ -4,6 +4,7 @@ import { documentFields, markUploadName, uploadTag } from '../../../src/engine/d
 import type { DocumentRecord } from '../../../src/api/records.js';
 import type { FileEntry, Intent, MappingState } from '../../../src/state/schema.js';
 import { FileTable } from '../../../src/state/file-table.js';
+import type { ServiceNames } from '../../../src/engine/service-names.js';
 
 const MAPPING = 'm1';
 const spec = { mappingId: MAPPING, root: '/srv/share' };
@@ -35,6 +36,8 @@ interface Case {
   untouchable?: string[];
   /** Of the untouchable paths, those excluded by a setting (maxFileBytes). */
   excluded?: string[];
+  /** What the service was seen to do to names. */
+  serviceNames?: ServiceNames;
 }
 
 function plan(c: Case) {
@@ -48,6 +51,7 @@ function plan(c: Case) {
     prune: c.prune ?? 'ours',
     untouchable: c.untouchable ? (p) => c.untouchable!.includes(p) : undefined,
     excluded: c.excluded ? (p) => c.excluded!.includes(p) : undefined,
+    serviceNames: c.serviceNames,
   };
   return planMirror(input);
 }
@@ -290,6 +294,26 @@ describe('planMirror', () => {
         remote: [unmarked('d7', 'renamed by someone.txt', 10), unmarked('p1', 'a.txt', 10)],
       },
       ['delete d7 a.txt (deleted-locally)'],
+    ],
+    [
+      'seed 9604: a lost answer whose document is found by its metadata under the name the service gave it: a person\'s document of the file\'s name and size is left alone',
+      {
+        local: [local('sub/a.txt', 'h1')],
+        files: { 'sub/a.txt': entry('d3', 'h1') },
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'sub/a.txt', size: 10, mtimeMs: 1000, sha256: 'h1', replacesDocumentId: 'd3' }], preexisting: [], preexistingFresh: true } },
+        remote: [{ ...ours('d5', 'sub/a.txt', 'h1'), name: 'sub/a.txt (1)' }, unmarked('p1', 'sub/a.txt', 10)],
+      },
+      ['update-meta d5 sub/a.txt'],
+    ],
+    [
+      'a lost answer on a service that appends " (1)": the document under the name it gives is the upload\'s, one under the name sent is a person\'s',
+      {
+        local: [local('a.txt', 'h1')],
+        intents: { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' }], preexisting: [], preexistingFresh: true } },
+        remote: [unmarked('p1', 'a.txt', 10), unmarked('d7', 'a.txt (1)', 10)],
+        serviceNames: { renamesIgnored: true, rule: { suffix: ' (1)' } },
+      },
+      ['update-meta d7 a.txt'],
     ],
     [
       'a lost answer: a document of its name and size that existed before the upload was sent is not its',
