@@ -1,10 +1,10 @@
 // An upload's small file read by the folder lister's worker (issue 39.1): a file of the real
 // disk opened with its size (at most READ_AT_OPEN_MAX_BYTES) is opened, checked, read whole and
 // fstat'ed again by the worker with synchronous calls, one message each way; the upload judges
-// what it hands back as it would a descriptor's reads. Every refusal of the open holds there.
-import { execFileSync } from 'node:child_process';
+// what it hands back as it would a descriptor's reads. Every refusal of the open holds there
+// (hash-worker.test.ts, for both).
 import { createHash } from 'node:crypto';
-import { appendFile, mkdir, mkdtemp, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +12,6 @@ import { openUpload } from '../../../src/api/upload.js';
 import type { OpenedFile } from '../../../src/api/records.js';
 import { confinementOf, openRegularFile, READ_AT_OPEN_MAX_BYTES } from '../../../src/local/fs.js';
 import { sharedFolderLister } from '../../../src/local/folder-lister.js';
-import { FileChangedError, NotRegularFileError, OutsideFolderError } from '../../../src/local/errors.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -59,34 +58,6 @@ describe.runIf(process.platform === 'linux')("an upload's small file, read whole
     }
     // The worker path was taken: the process's lister runs a worker (nothing else here lists).
     expect(sharedFolderLister().workerCount).toBeGreaterThan(0);
-  });
-
-  it('refuses a FIFO without blocking, a link with noFollow, another inode, a vanished file, before a byte is read', async () => {
-    const root = join(dir, 'refusals');
-    await mkdir(root);
-    const fifo = join(root, 'fifo');
-    execFileSync('mkfifo', [fifo]);
-    await expect(openRegularFile(fifo, { size: 0 })).rejects.toBeInstanceOf(NotRegularFileError);
-    const target = join(root, 'target');
-    await writeFile(target, 'x');
-    const link = join(root, 'link');
-    await symlink(target, link);
-    await expect(openRegularFile(link, { size: 1, noFollow: true })).rejects.toMatchObject({ code: 'ELOOP' });
-    const st = await stat(target);
-    await expect(openRegularFile(target, { size: 1, expect: { dev: st.dev, ino: st.ino + 1 } })).rejects.toBeInstanceOf(FileChangedError);
-    await expect(openRegularFile(join(root, 'gone'), { size: 1 })).rejects.toMatchObject({ code: 'ENOENT' });
-  });
-
-  it('refuses a file that resolves outside the folder, or through a link when links are not followed', async () => {
-    const root = join(dir, 'confined');
-    const outside = join(dir, 'outside');
-    await mkdir(root);
-    await mkdir(outside);
-    await writeFile(join(outside, 'secret'), 'secret');
-    await symlink(outside, join(root, 'sub'));
-    const p = join(root, 'sub', 'secret');
-    await expect(openRegularFile(p, { size: 6, within: await confinementOf(root, { followSymlinks: true }) })).rejects.toBeInstanceOf(OutsideFolderError);
-    await expect(openRegularFile(p, { size: 6, within: await confinementOf(root, { followSymlinks: false }) })).rejects.toBeInstanceOf(OutsideFolderError);
   });
 
   it('the upload sends what the worker read byte for byte, and refuses a version other than the one hashed', async () => {
