@@ -23,6 +23,7 @@ afterAll(async () => {
 
 const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
 const ctx = { method: 'POST', path: '/upload' };
+const WHOLE_SECOND = 1_700_000_000;
 
 /** Everything the opened file gives, read as the upload reads (explicit positions), and its stat after. */
 async function drain(f: OpenedFile): Promise<Buffer> {
@@ -68,6 +69,8 @@ describe.runIf(process.platform === 'linux')("an upload's small file, read whole
       ['alpha\n', 'beta '.repeat(3000)].map(async (text, i) => {
         const p = join(root, `f${i}.txt`);
         await writeFile(p, text);
+        // A whole second: an mtime set again below is then exactly this one.
+        await utimes(p, WHOLE_SECOND, WHOLE_SECOND);
         const st = await stat(p);
         return { path: p, name: `f${i}.txt`, expectedSize: st.size, expectedMtimeMs: st.mtimeMs, expectedSha256: sha(text), open: () => openRegularFile(p, { size: st.size, within, noFollow: true, expect: { dev: st.dev, ino: st.ino } }) };
       }),
@@ -78,9 +81,8 @@ describe.runIf(process.platform === 'linux')("an upload's small file, read whole
     expect(body).toContain(`\r\n\r\n${'beta '.repeat(3000)}\r\n`);
     await up.close();
     // Rewritten in place at the same size and mtime since it was hashed: not sent.
-    const was = await stat(files[0]!.path);
     await writeFile(files[0]!.path, 'ALPHA\n');
-    await utimes(files[0]!.path, was.atime, was.mtime);
+    await utimes(files[0]!.path, WHOLE_SECOND, WHOLE_SECOND);
     await expect(openUpload(files, ctx)).rejects.toMatchObject({ code: 'E_FILE_CHANGED', file: files[0]!.path, ambiguous: false, message: expect.stringContaining('not the version that was hashed') });
   });
 });
