@@ -4,7 +4,8 @@
  * folder with the names and the numbers packed in typed arrays (folder-listing.ts), handed
  * over without a copy, so the main thread's event loop never waits on the filesystem. The
  * worker (lister-worker.ts) runs the steps every filesystem runs (list-steps.ts, and
- * hash-steps.ts for hash.ts's small files) with node:fs's synchronous calls.
+ * hash-steps.ts for the small files hash.ts hashes and fs.ts opens for an upload) with
+ * node:fs's synchronous calls.
  *
  * A hung filesystem (a dead network mount) blocks the worker in a system call, never the
  * main thread. A caller tells hung from slow by the listing's `progress` (a count the worker
@@ -31,7 +32,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { realClock, type Clock, type TimerHandle } from '../time/clock.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
-import type { HashRequest, RawHash } from './hash-steps.js';
+import type { HashRequest, OpenRequest, RawHash, RawRead } from './hash-steps.js';
 
 /**
  * Shared with each worker (Int32Array): [BUSY] 1 while it works, [STOP] 1 once it must
@@ -43,9 +44,11 @@ export const STOP = 1;
 export const PROGRESS = 2;
 export const FLAGS = 3;
 
-export type ListerRequest = { id: number; path: string; noFollow: boolean } | { id: number; hash: HashRequest } | { stop: true };
+type Work = { path: string; noFollow: boolean } | { hash: HashRequest } | { read: OpenRequest };
 
-export type ListerAnswer = { id: number; listing: FolderListing } | { id: number; hashed: RawHash } | { id: number; error: { code: string; message: string; step?: string | undefined } };
+export type ListerRequest = (Work & { id: number }) | { stop: true };
+
+export type ListerAnswer = { id: number; listing: FolderListing } | { id: number; hashed: RawHash } | { id: number; readWhole: RawRead } | { id: number; error: { code: string; message: string; step?: string | undefined } };
 
 /** The worker's module: the built lister-worker.js beside this file (from the TypeScript sources, the build's). */
 function workerUrl(): URL {
@@ -75,8 +78,10 @@ export interface FolderListerOptions {
   testEntryHook?: string | undefined;
 }
 
+type Answer = FolderListing | RawHash | RawRead;
+
 interface Pending {
-  resolve(answer: FolderListing | RawHash): void;
+  resolve(answer: Answer): void;
   reject(error: unknown): void;
 }
 
@@ -140,7 +145,12 @@ export class FolderLister {
     return this.request({ hash: req }, signal) as Promise<RawHash>;
   }
 
-  private request(message: { path: string; noFollow: boolean } | { hash: HashRequest }, signal: AbortSignal | undefined, progress?: ListingProgress | undefined): Promise<FolderListing | RawHash> {
+  /** One small file opened, checked and read whole with synchronous calls (its bytes handed over without a copy). */
+  read(req: OpenRequest): Promise<RawRead> {
+    return this.request({ read: req }, undefined) as Promise<RawRead>;
+  }
+
+  private request(message: Work, signal: AbortSignal | undefined, progress?: ListingProgress | undefined): Promise<Answer> {
     if (this.closed) return Promise.reject(listerClosed());
     if (signal?.aborted) return Promise.reject(signal.reason);
     const w = this.pick();
@@ -148,7 +158,7 @@ export class FolderLister {
     // or that of the queue before it.
     progress?.follow(() => Atomics.load(w.flags, PROGRESS));
     const id = this.nextId++;
-    return new Promise<FolderListing | RawHash>((resolve, reject) => {
+    return new Promise<Answer>((resolve, reject) => {
       const onAbort = (): void => {
         if (w.pending.delete(id)) {
           this.settled(w);
@@ -219,7 +229,7 @@ export class FolderLister {
       w.pending.delete(a.id);
       this.settled(w);
       if ('error' in a) p.reject(Object.assign(new Error(a.error.message), { code: a.error.code, step: a.error.step }));
-      else p.resolve('hashed' in a ? a.hashed : a.listing);
+      else p.resolve('hashed' in a ? a.hashed : 'readWhole' in a ? a.readWhole : a.listing);
     });
     worker.on('error', (e) => this.retire(w, Object.assign(e, { code: 'EWORKER' })));
     worker.on('exit', () => {

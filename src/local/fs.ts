@@ -23,7 +23,7 @@ import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
-import { openCheckedSteps, type OpenRequest, type RawStats, type Refusal } from './hash-steps.js';
+import { openCheckedSteps, readSteps, type OpenRequest, type RawRead, type RawStats, type Refusal } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
 import type { OpenedFile as UploadOpenedFile } from '../api/records.js';
 import { call, errorCode, runAsync, type AsyncSysCalls, type Steps } from './sys-calls.js';
@@ -108,16 +108,49 @@ export const nodeFs: LocalFs = {
  */
 function handleOf(fs: LocalFs, fd: number): OpenedFile['handle'] {
   let open = true;
-  const closed = (syscall: string): Promise<never> => Promise.reject(Object.assign(new Error(`${syscall} on a closed file (EBADF)`), { code: 'EBADF', syscall }));
   return {
-    read: async (buffer, offset, length, position) => (open ? { bytesRead: await fs.read(fd, buffer, offset, length, position) } : closed('read')),
-    stat: () => (open ? fs.fstat(fd) : closed('fstat')),
+    read: async (buffer, offset, length, position) => (open ? { bytesRead: await fs.read(fd, buffer, offset, length, position) } : closedCall('read')),
+    stat: () => (open ? fs.fstat(fd) : closedCall('fstat')),
     close: () => {
       if (!open) return Promise.resolve();
       open = false;
       return fs.close(fd);
     },
   };
+}
+
+/**
+ * A file read whole as it was opened (hash-steps.ts `readSteps`), handed to its caller as an
+ * open file: its reads give the bytes the descriptor gave, its stat the descriptor's stats
+ * after them, a failed read or stat fails here, so the caller judges them as it would the
+ * descriptor's. A call after close() is EBADF.
+ */
+function readHandle(raw: RawRead): OpenedFile['handle'] {
+  const bytes = raw.bytes === undefined ? Buffer.alloc(0) : Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength);
+  const failed = (step: 'read' | 'after', syscall: string): Promise<never> | undefined =>
+    raw.failed?.step === step ? Promise.reject(Object.assign(new Error(raw.failed.message), { code: raw.failed.code, syscall })) : undefined;
+  let open = true;
+  let at = 0;
+  return {
+    read: (buffer, offset, length, position) => {
+      if (!open) return closedCall('read');
+      const refused = failed('read', 'read');
+      if (refused) return refused;
+      const from = position ?? at;
+      const n = from < bytes.length ? bytes.copy(buffer, offset, from, Math.min(bytes.length, from + length)) : 0;
+      at = from + n;
+      return Promise.resolve({ bytesRead: n });
+    },
+    stat: () => (open ? (failed('after', 'fstat') ?? Promise.resolve(raw.afterHandle as RawStats)) : closedCall('fstat')),
+    close: () => {
+      open = false;
+      return Promise.resolve();
+    },
+  };
+}
+
+function closedCall(syscall: string): Promise<never> {
+  return Promise.reject(Object.assign(new Error(`${syscall} on a closed file (EBADF)`), { code: 'EBADF', syscall }));
 }
 
 /** Where a file must lie: beneath a mapped folder. */
@@ -147,6 +180,31 @@ export interface OpenFileOptions {
   expect?: { dev: number; ino: number } | undefined;
   /** The file must lie beneath this folder. */
   within?: Confinement | undefined;
+  /**
+   * The size the walk or the hash saw: which files the folder lister's worker hashes or reads
+   * (byWorker), and which an open reads whole at once (openRegularFile).
+   */
+  size?: number | undefined;
+}
+
+/** Up to this size, a file's steps run in the folder lister's worker: the gain is the calls, not the reading. */
+export const WORKER_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Up to this size, a file opened with its size is read whole at once: one read of the upload
+ * (api/upload.ts reads 256 KiB at a time), so a batch of such files holds no more memory than
+ * the whole body the upload builds of them.
+ */
+export const READ_AT_OPEN_MAX_BYTES = 256 * 1024;
+
+/**
+ * Whether a file of `size` is opened, hashed or read by the folder lister's worker, in one
+ * message each way: a small file of the real disk on Linux (its /proc). Anything else takes
+ * the filesystem's own asynchronous calls, so that one long file does not hold the worker
+ * (and the folder listings behind it).
+ */
+export function byWorker(fs: LocalFs, size: number | undefined): boolean {
+  return fs === nodeFs && process.platform === 'linux' && size !== undefined && size <= WORKER_MAX_BYTES;
 }
 
 /** An opened, checked file (the upload's port, api/records.ts), with the facts of its open. */
@@ -158,11 +216,19 @@ export interface OpenedFile extends UploadOpenedFile {
  * Opens a regular file for reading, with every check of the module comment (hash-steps.ts
  * `openCheckedSteps`, the steps the hash runs). Throws the errno error of the open itself
  * (ENOENT, EACCES, ELOOP...), NotRegularFileError, OutsideFolderError, or FileChangedError
- * (another file than the one expected).
+ * (another file than the one expected). A file of at most READ_AT_OPEN_MAX_BYTES (`o.size`)
+ * is read whole at once (`readSteps`: the same calls, one message to the worker on the real
+ * disk), the others read from their descriptor as the caller asks.
  */
 export async function openRegularFile(path: string, o: OpenFileOptions = {}): Promise<OpenedFile> {
   const fs = o.fs ?? nodeFs;
-  const opened = await runAsync(openCheckedSteps(openRequest(path, o)), fs);
+  const req = openRequest(path, o);
+  if (o.size !== undefined && o.size <= READ_AT_OPEN_MAX_BYTES) {
+    const raw = byWorker(fs, o.size) ? await sharedFolderLister().read(req) : await runAsync(readSteps(req), fs);
+    if (raw.refused !== undefined) throw refusedError(path, raw.refused, raw.before, o.within);
+    return { path, handle: readHandle(raw), stat: raw.before };
+  }
+  const opened = await runAsync(openCheckedSteps(req), fs);
   if (opened.refused !== undefined) throw refusedError(path, opened.refused, opened.before, o.within);
   return { path, handle: handleOf(fs, opened.fd), stat: opened.before };
 }

@@ -4,11 +4,12 @@
  * (non-blocking, a regular file only, the identity the walk saw, lying where the
  * confinement says: the kernel's path of the descriptor, or without /proc the path
  * resolved and still naming the opened file), then SHA-256 in chunks with the facts that
- * prove one version was read (the descriptor's stats before and after, the path's after).
+ * prove one version was read (the descriptor's stats before and after, the path's after),
+ * or the file read whole for the upload with the descriptor's stats after (`readSteps`).
  * The steps find facts; hash.ts and fs.ts turn a refusal into its typed error.
  */
 import { createHash } from 'node:crypto';
-import { call, type FsStats, type Steps } from './sys-calls.js';
+import { call, errorCode, type FsStats, type Steps } from './sys-calls.js';
 import type { SpecialFileKind } from './errors.js';
 import { isInside } from './paths.js';
 
@@ -126,23 +127,83 @@ export function* hashSteps(req: HashRequest): Steps<RawHash> {
   try {
     const h = createHash('sha256');
     // Sized to the file: most files are small (a 1 MiB buffer per small file is garbage).
-    const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(req.chunkBytes, before.size + 1)));
-    let total = 0;
-    for (;;) {
-      const n = yield* tagged('read', call('read', fd, buffer, 0, buffer.length, null));
-      if (n === 0) break;
-      h.update(buffer.subarray(0, n));
-      total += n;
-      // Growing past the size it had when opened: no need to read the rest.
-      if (total > before.size) return { before, total, refused: 'grew' };
-      // A short read that completes the size seen at open is the end of the file: the read
-      // that would return 0 is skipped (growth after it shows in the stats below).
-      if (total === before.size && n < buffer.length) break;
-    }
+    const buffer = Buffer.allocUnsafe(Math.min(req.chunkBytes, before.size + 1));
+    const total = yield* readToEnd(fd, before.size, buffer, (chunk) => h.update(chunk));
+    if (total > before.size) return { before, total, refused: 'grew' };
     const afterHandle = facts(yield* tagged('read', call('fstat', fd)));
     const afterPath = facts(yield* tagged('open', call('stat', req.path)));
     return { before, total, sha256: h.digest('hex'), afterHandle, afterPath };
   } finally {
     yield* call('close', fd);
+  }
+}
+
+/** A read or a stat that failed, as plain data (it crosses to the main thread). */
+export interface FailedCall {
+  code: string;
+  message: string;
+}
+
+/** A file read whole as it was opened, or why not: the facts for its reader (the upload) to judge. */
+export interface RawRead {
+  before: RawStats;
+  refused?: Refusal | undefined;
+  /** What the reads gave: at most one byte more than `before.size` (a file that grew). */
+  bytes?: Uint8Array | undefined;
+  /** The descriptor's stats after the read. */
+  afterHandle?: RawStats | undefined;
+  /** The read failed, or the descriptor's stat after it: met by the reader where it reads, or checks. */
+  failed?: (FailedCall & { step: 'read' | 'after' }) | undefined;
+}
+
+/**
+ * The open of `openCheckedSteps`, then the file read whole and the descriptor's stats after:
+ * the system calls the upload makes on an open file (api/upload.ts), made at once. Nothing is
+ * judged here but the open: a file that grew, shrank or changed is the reader's to find.
+ */
+export function* readSteps(req: OpenRequest): Steps<RawRead> {
+  const opened = yield* openCheckedSteps(req);
+  if (opened.refused !== undefined) return opened;
+  const { fd, before } = opened;
+  try {
+    // Memory of its own, not Node's shared pool: the worker hands it over without a copy.
+    const buffer = Buffer.allocUnsafeSlow(before.size + 1);
+    let bytes: Buffer;
+    try {
+      bytes = buffer.subarray(0, yield* readToEnd(fd, before.size, buffer));
+    } catch (err) {
+      return { before, failed: { step: 'read', ...failedCall(err) } };
+    }
+    try {
+      return { before, bytes, afterHandle: facts(yield* call('fstat', fd)) };
+    } catch (err) {
+      return { before, bytes, failed: { step: 'after', ...failedCall(err) } };
+    }
+  } finally {
+    yield* call('close', fd);
+  }
+}
+
+function failedCall(err: unknown): FailedCall {
+  return { code: errorCode(err), message: err instanceof Error ? err.message : String(err) };
+}
+
+/**
+ * Reads the descriptor to its end, or to one byte more than `size` (it grew: the rest need
+ * not be read), handing each read's bytes to `take`; returns how many were read. A `buffer`
+ * longer than `size` is filled (it holds the whole file), a shorter one reused by each read.
+ * A short read that completes `size` is the end of the file: the read that would return 0 is
+ * skipped (growth after it shows in the stats after).
+ */
+function* readToEnd(fd: number, size: number, buffer: Buffer, take?: (chunk: Buffer) => void): Steps<number> {
+  const whole = buffer.length > size;
+  let total = 0;
+  for (;;) {
+    const at = whole ? total : 0;
+    const n = yield* tagged('read', call('read', fd, buffer, at, buffer.length - at, null));
+    if (n === 0) return total;
+    take?.(buffer.subarray(at, at + n));
+    total += n;
+    if (total > size || (total === size && n < buffer.length - at)) return total;
   }
 }

@@ -5,7 +5,7 @@
  * hashed are one version of the file — the descriptor is stat'ed before and after, and the
  * path after; any difference in size, mtime, ctime or identity means it changed while read.
  */
-import { errorCode, errorMessage, nodeFs, openRequest, refusedError, type OpenFileOptions } from './fs.js';
+import { byWorker, errorCode, errorMessage, nodeFs, openRequest, refusedError, type OpenFileOptions } from './fs.js';
 import { FileAccessError, FileChangedError, FileReadError, FileVanishedError } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
 import { hashSteps, type HashRequest, type RawHash, type RawStats } from './hash-steps.js';
@@ -27,16 +27,7 @@ export interface HashOptions extends OpenFileOptions {
   signal?: AbortSignal | undefined;
   /** Read size; default 1 MiB. */
   chunkBytes?: number | undefined;
-  /**
-   * The size the walk saw: a file of at most WORKER_MAX_BYTES is hashed in a worker thread
-   * (hashInWorker). Larger ones, or without it, on the main thread's asynchronous calls, so
-   * that one long file does not hold the worker (and the folder listings behind it).
-   */
-  size?: number | undefined;
 }
-
-/** Up to this size, one read: the worker's gain is the calls, not the hashing. */
-export const WORKER_MAX_BYTES = 1024 * 1024;
 
 let bytesReadTotal = 0;
 
@@ -73,7 +64,7 @@ export async function hashFile(diskPath: string, opts: HashOptions = {}): Promis
   let raw: RawHash;
   try {
     raw =
-      fs === nodeFs && process.platform === 'linux' && opts.size !== undefined && opts.size <= WORKER_MAX_BYTES
+      byWorker(fs, opts.size)
         ? await sharedFolderLister().hash(req, signal)
         : await runAsync(hashSteps(req), fs, { before: (c) => c.name !== 'close' && signal?.throwIfAborted() });
   } catch (e) {

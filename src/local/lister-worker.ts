@@ -1,13 +1,13 @@
 /**
- * The folder lister's worker thread (folder-lister.ts): lists folders and hashes small files
- * with node:fs's synchronous calls, running the same steps as every other filesystem
- * (list-steps.ts, hash-steps.ts). Shared with the main thread (workerData.flags, an
+ * The folder lister's worker thread (folder-lister.ts): lists folders, hashes small files and
+ * reads them whole for an upload with node:fs's synchronous calls, running the same steps as
+ * every other filesystem (list-steps.ts, hash-steps.ts). Shared with the main thread (workerData.flags, an
  * Int32Array): [BUSY] 1 while it works, [STOP] 1 once it must stop, [PROGRESS] a count it
  * bumps after each system call and each answer.
  */
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
-import { hashSteps, type HashRequest } from './hash-steps.js';
+import { hashSteps, readSteps } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
 import { BUSY, PROGRESS, STOP, type ListerAnswer, type ListerRequest } from './folder-lister.js';
 import { errorCode, nodeCalls, runSync, type CallObserver } from './sys-calls.js';
@@ -32,7 +32,8 @@ const observer: CallObserver = {
 };
 
 function answer(req: Exclude<ListerRequest, { stop: true }>): ListerAnswer {
-  if ('hash' in req) return { id: req.id, hashed: runSync(hashSteps(req.hash as HashRequest), nodeCalls, observer) };
+  if ('hash' in req) return { id: req.id, hashed: runSync(hashSteps(req.hash), nodeCalls, observer) };
+  if ('read' in req) return { id: req.id, readWhole: runSync(readSteps(req.read), nodeCalls, observer) };
   testHook?.(req.path, require);
   return { id: req.id, listing: runSync(listFolderSteps(req.path, req.noFollow), nodeCalls, observer) };
 }
@@ -54,5 +55,6 @@ parentPort?.on('message', (req: ListerRequest) => {
   }
   if (a === undefined) process.exit(0);
   else if ('listing' in a) parentPort?.postMessage(a, [a.listing.types.buffer as ArrayBuffer, a.listing.stats.buffer as ArrayBuffer]);
+  else if ('readWhole' in a && a.readWhole.bytes !== undefined) parentPort?.postMessage(a, [a.readWhole.bytes.buffer as ArrayBuffer]);
   else parentPort?.postMessage(a);
 });

@@ -127,7 +127,8 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       }
     },
     async open(file) {
-      return countingReads(await openRegularFile(file.diskPath, await openChecks(file)));
+      // Its size: a small file is read whole as it is opened, in the worker (fs.ts).
+      return countingReads(await openRegularFile(file.diskPath, { ...(await openChecks(file)), size: file.size }));
     },
   };
 }

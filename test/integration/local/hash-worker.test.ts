@@ -1,13 +1,14 @@
 // hashFile's worker path (issue 28.1): a small file of the real disk, its size known from
 // the walk, is opened, checked, read and stat'ed by a worker thread with synchronous calls.
-// Every refusal of the main thread's path holds there, before a byte is read.
+// Every refusal of the main thread's path holds there, before a byte is read, for the hash
+// and for the upload's read (read-worker.test.ts).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm, symlink, writeFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { confinementOf } from '../../../src/local/fs.js';
+import { confinementOf, openRegularFile, type OpenFileOptions } from '../../../src/local/fs.js';
 import { sharedFolderLister } from '../../../src/local/folder-lister.js';
 import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from '../../../src/local/errors.js';
 import { contentBytesRead, hashFile, resetContentBytesRead } from '../../../src/local/hash.js';
@@ -43,41 +44,50 @@ describe.runIf(process.platform === 'linux')('hashFile in the worker thread', ()
     expect(sharedFolderLister().workerCount).toBeGreaterThan(0);
   });
 
-  it('refuses a FIFO without blocking, a link with noFollow, another inode, a vanished file', async () => {
-    const root = join(dir, 'refusals');
-    await mkdir(root);
-    const fifo = join(root, 'fifo');
-    execFileSync('mkfifo', [fifo]);
-    await expect(hashFile(fifo, { size: 0 })).rejects.toBeInstanceOf(NotRegularFileError);
+  // The open's refusals, by both the hash and the upload's read (fs.ts openRegularFile with a size).
+  const paths = [
+    { by: 'hashFile', go: (p: string, o: OpenFileOptions & { size: number }) => hashFile(p, o), loop: FileChangedError, gone: FileVanishedError },
+    { by: "the upload's read", go: (p: string, o: OpenFileOptions & { size: number }) => openRegularFile(p, o), loop: undefined, gone: undefined },
+  ];
+  for (const { by, go, loop, gone } of paths) {
+    it(`${by}: refuses a FIFO without blocking, a link with noFollow, another inode, a vanished file`, async () => {
+      const root = join(dir, `refusals ${by}`);
+      await mkdir(root);
+      const fifo = join(root, 'fifo');
+      execFileSync('mkfifo', [fifo]);
+      await expect(go(fifo, { size: 0 })).rejects.toBeInstanceOf(NotRegularFileError);
 
-    const target = join(root, 'target');
-    await writeFile(target, 'x');
-    const link = join(root, 'link');
-    await symlink(target, link);
-    await expect(hashFile(link, { size: 1, noFollow: true })).rejects.toBeInstanceOf(FileChangedError);
-    expect((await hashFile(link, { size: 1 })).sha256).toBe(sha('x'));
+      const target = join(root, 'target');
+      await writeFile(target, 'x');
+      const link = join(root, 'link');
+      await symlink(target, link);
+      await expect(go(link, { size: 1, noFollow: true })).rejects.toSatisfy((e) => (loop ? e instanceof loop : (e as { code?: string }).code === 'ELOOP'));
+      const followed = await go(link, { size: 1 });
+      if ('sha256' in followed) expect(followed.sha256).toBe(sha('x'));
+      else expect(followed.stat.size).toBe(1);
 
-    const st = await stat(target);
-    await expect(hashFile(target, { size: 1, expect: { dev: st.dev, ino: st.ino + 1 } })).rejects.toThrow(/replaced by another file/);
-    await expect(hashFile(join(root, 'gone'), { size: 1 })).rejects.toBeInstanceOf(FileVanishedError);
-  });
+      const st = await stat(target);
+      await expect(go(target, { size: 1, expect: { dev: st.dev, ino: st.ino + 1 } })).rejects.toThrow(/replaced by another file/);
+      await expect(go(join(root, 'gone'), { size: 1 })).rejects.toSatisfy((e) => (gone ? e instanceof gone : (e as { code?: string }).code === 'ENOENT'));
+    });
 
-  it('refuses a file that resolves outside the folder, or through a link when links are not followed', async () => {
-    const root = join(dir, 'confined');
-    const outside = join(dir, 'outside');
-    await mkdir(root);
-    await mkdir(outside);
-    await writeFile(join(outside, 'secret'), 'secret');
-    await symlink(outside, join(root, 'sub'));
-    const followed = await confinementOf(root, { followSymlinks: true });
-    const exact = await confinementOf(root, { followSymlinks: false });
-    const p = join(root, 'sub', 'secret');
-    resetContentBytesRead();
-    await expect(hashFile(p, { size: 6, within: followed })).rejects.toBeInstanceOf(OutsideFolderError);
-    await expect(hashFile(p, { size: 6, within: exact })).rejects.toBeInstanceOf(OutsideFolderError);
-    // Refused before a byte was read.
-    expect(contentBytesRead()).toBe(0);
-  });
+    it(`${by}: refuses a file that resolves outside the folder, or through a link when links are not followed`, async () => {
+      const root = join(dir, `confined ${by}`);
+      const outside = join(dir, `outside ${by}`);
+      await mkdir(root);
+      await mkdir(outside);
+      await writeFile(join(outside, 'secret'), 'secret');
+      await symlink(outside, join(root, 'sub'));
+      const followed = await confinementOf(root, { followSymlinks: true });
+      const exact = await confinementOf(root, { followSymlinks: false });
+      const p = join(root, 'sub', 'secret');
+      resetContentBytesRead();
+      await expect(go(p, { size: 6, within: followed })).rejects.toBeInstanceOf(OutsideFolderError);
+      await expect(go(p, { size: 6, within: exact })).rejects.toBeInstanceOf(OutsideFolderError);
+      // Refused before a byte was read.
+      expect(contentBytesRead()).toBe(0);
+    });
+  }
 
   it('stops at once when aborted', async () => {
     const p = join(dir, 'abort');

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { openUpload } from '../../../src/api/upload.js';
-import { hashSteps } from '../../../src/local/hash-steps.js';
+import { hashSteps, readSteps } from '../../../src/local/hash-steps.js';
 import { listFolderSteps } from '../../../src/local/list-steps.js';
 import { ENTRY_DIR, ENTRY_FILE, STAT_FIELDS, STAT_GONE, STAT_SIZE } from '../../../src/local/folder-listing.js';
 import { createLocalSide } from '../../../src/local/side.js';
@@ -101,6 +101,36 @@ describe('the hash steps', () => {
   });
 });
 
+describe('the read steps (a small file an upload opens, read whole at once)', () => {
+  const req = { path: '/d/a.txt', noFollow: true, expect: { dev: 1, ino: 7 }, within: undefined };
+
+  it('make the upload\'s calls at once: open, the checks, one read, the descriptor\'s stats after, close', () => {
+    const { sys, log } = disk();
+    const r = runSync(readSteps(req), sys);
+    expect(log).toEqual(['open /d/a.txt', 'fstat 4', 'read 4', 'fstat 4', 'close 4']);
+    expect(Buffer.from(r.bytes as Uint8Array).toString()).toBe('hello');
+    expect(r).toMatchObject({ before: { size: 5, kind: 'file' }, afterHandle: { size: 5, mtimeMs: 5, ctimeMs: 6 } });
+    expect(r.failed).toBeUndefined();
+  });
+
+  it('refuse another inode than the walk saw before reading a byte, and close it', () => {
+    const { sys, log } = disk();
+    const r = runSync(readSteps({ ...req, expect: { dev: 1, ino: 8 } }), sys);
+    expect(r.refused).toBe('replaced');
+    expect(r.bytes).toBeUndefined();
+    expect(log.some((c) => c.startsWith('read'))).toBe(false);
+    expect(log.at(-1)).toBe('close 4');
+  });
+
+  it('a read error is a fact for the reader (its step and errno), and the file is closed', () => {
+    const { sys, log } = disk({ read: 'EIO' });
+    const r = runSync(readSteps(req), sys);
+    expect(r.failed).toMatchObject({ step: 'read', code: 'EIO' });
+    expect(r.bytes).toBeUndefined();
+    expect(log.at(-1)).toBe('close 4');
+  });
+});
+
 describe('an upload reads the file the local side opened and checked', () => {
   const side = (fs: FakeLocal) => createLocalSide({ path: '/r', include: ['**'], exclude: [], maxFileBytes: 1e9, followSymlinks: false }, { fs });
   const ctx = { method: 'POST', path: '/upload' };
@@ -112,6 +142,67 @@ describe('an upload reads the file the local side opened and checked', () => {
     const up = await openUpload([{ path: '/r/a.txt', name: 'a.txt', expectedSha256: file.sha256, open: () => side(fs).open!(file) }], ctx);
     expect((up.body.body as Buffer).toString()).toContain('\r\n\r\nthe text\r\n');
     await up.close();
+  });
+
+  /**
+   * An upload of a.txt ("the text") as the hash saw it. `sinceHash`: what happened to it
+   * between the hash and the upload; `during`: what happens to it while the open reads it.
+   */
+  async function uploadWhile(o: { sinceHash?: (fs: FakeLocal) => void; during?: (fs: FakeLocal) => void }): Promise<ReturnType<typeof openUpload>> {
+    const fs = new FakeLocal().dir('/r').file('/r/a.txt', 'the text');
+    const st = await fs.lstat('/r/a.txt');
+    const file = { path: 'a.txt', diskPath: '/r/a.txt', size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, sha256: sha256('the text') };
+    o.sinceHash?.(fs);
+    if (o.during) fs.hang('/r/a.txt', 'read');
+    const outcome = openUpload([{ path: '/r/a.txt', name: 'a.txt', expectedSize: file.size, expectedMtimeMs: file.mtimeMs, expectedSha256: file.sha256, open: () => side(fs).open!(file) }], ctx);
+    outcome.catch(() => undefined);
+    if (o.during) {
+      // The fake settles in promise turns: the read is held once the open's checks are made.
+      for (let turn = 0; turn < 1000 && fs.held().length === 0; turn++) await new Promise((r) => setImmediate(r));
+      expect(fs.held()).toEqual([{ call: 'read', path: '/r/a.txt' }]);
+      o.during(fs);
+      fs.release('/r/a.txt', 'read');
+    }
+    return outcome;
+  }
+
+  it('a small file is read whole as it is opened: building the body makes no call of the file\'s own', async () => {
+    const fs = new FakeLocal().dir('/r').file('/r/a.txt', 'the text');
+    const st = await fs.lstat('/r/a.txt');
+    const file = { path: 'a.txt', diskPath: '/r/a.txt', size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, sha256: sha256('the text') };
+    const opened = await side(fs).open!(file);
+    const callsAtOpen = fs.calls;
+    const up = await openUpload([{ path: '/r/a.txt', name: 'a.txt', expectedSha256: file.sha256, open: () => Promise.resolve(opened) }], ctx);
+    expect((up.body.body as Buffer).toString()).toContain('\r\n\r\nthe text\r\n');
+    expect(fs.calls).toBe(callsAtOpen);
+    await up.close();
+  });
+
+  for (const [what, during, message] of [
+    ['grew', (fs: FakeLocal) => fs.write('/r/a.txt', 'the text, longer'), 'it grew beyond 8 bytes while being read'],
+    ['shrank', (fs: FakeLocal) => fs.write('/r/a.txt', 'the'), 'it shrank while being read'],
+    ['was rewritten at the same size', (fs: FakeLocal) => fs.write('/r/a.txt', 'THE TEXT', 2000), 'it was modified while being read'],
+  ] as const) {
+    it(`a small file that ${what} while the open read it: E_FILE_CHANGED naming it, not ambiguous, nothing built`, async () => {
+      await expect(uploadWhile({ during })).rejects.toMatchObject({ code: 'E_FILE_CHANGED', file: '/r/a.txt', ambiguous: false, message: expect.stringContaining(message) });
+    });
+  }
+
+  it('a small file whose read fails: E_FILE_CHANGED with the errno, as where the upload reads', async () => {
+    await expect(uploadWhile({ sinceHash: (fs) => fs.fail('/r/a.txt', 'read', 'EIO') })).rejects.toMatchObject({ code: 'E_FILE_CHANGED', ambiguous: false, message: expect.stringContaining('could not be read while being read (EIO)') });
+  });
+
+  it('a small file modified in place since it was hashed (same size and mtime): E_FILE_CHANGED, not the version hashed', async () => {
+    // The fake's clock stands still: the same mtime.
+    await expect(uploadWhile({ sinceHash: (fs) => fs.write('/r/a.txt', 'THE TEXT') })).rejects.toMatchObject({ code: 'E_FILE_CHANGED', ambiguous: false, message: expect.stringContaining('not the version that was hashed') });
+  });
+
+  it('a small file that changed size since it was planned: E_FILE_CHANGED before a byte is judged', async () => {
+    await expect(uploadWhile({ sinceHash: (fs) => fs.write('/r/a.txt', 'the text!') })).rejects.toMatchObject({ code: 'E_FILE_CHANGED', ambiguous: false, message: expect.stringContaining('size is now 9 bytes, expected 8') });
+  });
+
+  it('a small file gone since it was planned: E_FILE_CHANGED, the file is gone', async () => {
+    await expect(uploadWhile({ sinceHash: (fs) => fs.remove('/r/a.txt') })).rejects.toMatchObject({ code: 'E_FILE_CHANGED', message: expect.stringContaining('the file is gone (ENOENT)') });
   });
 
   it('refuses another file at the path (replaced since it was hashed): E_FILE_CHANGED, nothing built', async () => {
