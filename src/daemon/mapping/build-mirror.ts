@@ -19,7 +19,7 @@ import { Mirror, type MirrorState } from '../../engine/mirror.js';
 import { rebuildFromListing, type RebuildState } from '../../engine/rebuild.js';
 import type { Clock } from '../../time/clock.js';
 import type { LeaseView } from '../../engine/lease-view.js';
-import { leaseGated } from './lease-gate.js';
+import { leaseGated, LeaseNotHeldError } from './lease-gate.js';
 
 /** The mapping's lease as a mirror uses it (mapping/lease.ts): only while it holds it does it write. */
 export interface MirrorLease {
@@ -27,6 +27,8 @@ export interface MirrorLease {
   readonly session: string;
   holds(): boolean;
   view(): LeaseView;
+  /** Waits for a claim under way; true when the lease is held after it. */
+  settled(): Promise<boolean>;
 }
 
 /**
@@ -180,6 +182,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     },
     api: lease ? leaseGated(api, () => lease.holds(), mapping.id) : api,
     lease: lease ? () => lease.view() : undefined,
+    leaseSettled: lease ? () => leaseSettled(lease, mapping.id) : undefined,
     session: lease?.session,
     state: deps.state,
     local: createLocalSide(mapping, { signal: deps.signal, observed: deps.observed }),
@@ -292,4 +295,9 @@ function emptyListing(api: DatastoreApi): DatastoreApi {
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
+}
+
+/** Resolves once a claim under way is settled with the lease held; else LeaseNotHeldError (the round plans nothing). */
+async function leaseSettled(lease: MirrorLease, mappingId: string): Promise<void> {
+  if (!(await lease.settled())) throw new LeaseNotHeldError(`mapping ${mappingId}: this process does not hold the lease; nothing is written`);
 }

@@ -64,6 +64,8 @@ export class MappingLease {
   /** Aborted at stop()'s deadline: a claim or renewal already sent, then the release, end within it. */
   private sent = new AbortController();
   private loop: Promise<void> | undefined;
+  /** The attempt in flight (read, claim, settle, confirming read), whether the loop's or acquire()'s. */
+  private attempting: Promise<void> | undefined;
   private wasHeld = false;
   /** The session of the holder last logged, so that the log says it once. */
   private toldHolder: string | undefined;
@@ -96,8 +98,29 @@ export class MappingLease {
     return !this.released && this.core.holds(this.d.clock.monotonic());
   }
 
+  /**
+   * The lease as the owner rule reads it. While a claim is under way (claiming()), the view it
+   * has once confirmed: a pass reads beside the claim's settle and plans only after settled()
+   * says the lease is held, so a plan never stands on this view unless it came true.
+   */
   view(): LeaseView {
-    return this.released ? { held: false } : this.core.view(this.d.clock.monotonic());
+    if (this.released) return { held: false };
+    const mono = this.d.clock.monotonic();
+    return !this.core.holds(mono) && this.claiming() ? { held: true } : this.core.view(mono);
+  }
+
+  /**
+   * A claim is under way and no live holder stands against it (the last read showed none):
+   * a pass may walk and list beside its settle wait, and plan after settled().
+   */
+  claiming(): boolean {
+    return !this.released && this.attempting !== undefined && this.core.standby === undefined;
+  }
+
+  /** Waits for the attempt under way, if any; true when this process holds the lease after it. */
+  async settled(): Promise<boolean> {
+    await this.attempting;
+    return this.holds();
   }
 
   status(): LeaseStatus {
@@ -127,7 +150,7 @@ export class MappingLease {
 
   /** One attempt to take the lease (`dssync sync`); true when this process holds it after. */
   async acquire(): Promise<boolean> {
-    await this.attempt();
+    await this.tryClaim();
     return this.holds();
   }
 
@@ -142,6 +165,7 @@ export class MappingLease {
     const deadline = this.d.clock.setTimeout(() => this.sent.abort(), this.timing.settleMs * 2);
     try {
       await this.loop?.catch(() => undefined);
+      await this.attempting;
       const held = this.core.holds(this.d.clock.monotonic());
       this.released = true;
       this.changed();
@@ -164,11 +188,20 @@ export class MappingLease {
     if (this.holds()) await this.d.clock.sleep(this.timing.renewMs, signal).catch(() => undefined);
     while (!signal.aborted) {
       if (this.holds()) await this.renew();
-      else await this.attempt();
+      else await this.tryClaim();
       this.changed();
       const wait = this.holds() ? this.timing.renewMs : this.timing.checkMs;
       await this.d.clock.sleep(wait, signal).catch(() => undefined);
     }
+  }
+
+  /** One attempt (attempt()), known as under way until it ends (claiming(), settled()). */
+  private tryClaim(): Promise<void> {
+    const attempt: Promise<void> = this.attempt().finally(() => {
+      if (this.attempting === attempt) this.attempting = undefined;
+    });
+    this.attempting = attempt;
+    return attempt;
   }
 
   /** read -> claim -> settle -> read again (engine/lease.ts); a standby when another holds it. */
