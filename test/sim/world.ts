@@ -28,9 +28,8 @@ import { toFormat3 } from '../helpers/state-v3.js';
 import { establishIdentity } from '../../src/engine/installation.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { LEASE, leaseMarkersOf, pickMarker, type HostProbe } from '../../src/engine/lease.js';
-import { leaseGated } from '../../src/daemon/mapping/lease-gate.js';
 import { mappingLease, type LeaseSettings } from '../../src/daemon/mapping/lease.js';
-import type { MirrorLease } from '../../src/daemon/mapping/build-mirror.js';
+import { leaseDeps, type MirrorLease } from '../../src/daemon/mapping/build-mirror.js';
 import type { DatastoreApi } from '../../src/api/api.js';
 import { ApiError } from '../../src/api/errors.js';
 import { storedName } from '../../src/engine/service-names.js';
@@ -404,8 +403,7 @@ export class World {
         batchBytes: 1e9,
         concurrency: 2,
       },
-      api: held ? leaseGated(api, () => held.holds(), MAPPING_ID) : api,
-      session: held?.session,
+      ...leaseDeps(held, api, MAPPING_ID),
       state: proc.store,
       local: createLocalSide({ path: ROOT, include: cfg.include, exclude: cfg.exclude, ignoreFile: IGNORE_FILE, maxFileBytes: cfg.maxFileBytes, followSymlinks: false }, { fs: this.local }),
       logger: silent,
