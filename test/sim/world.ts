@@ -380,6 +380,19 @@ export class World {
     // (cloneUpload: a version before the lease); a one-shot mirror (operatorAllowsMassDelete) has none.
     const held = proc.lease;
     const lease = (): LeaseView | undefined => (this.clones.size === 0 ? held?.view() : undefined);
+    const gated = leaseDeps(held, api, MAPPING_ID);
+    const waitForClaim = gated.leaseSettled;
+    // A pass waiting for the claim's settle waits on the clock: not busy, or settle() spins until its bound.
+    const leaseSettled =
+      waitForClaim &&
+      (async (): Promise<void> => {
+        proc.inflight--;
+        try {
+          await waitForClaim();
+        } finally {
+          proc.inflight++;
+        }
+      });
     class SimMirror extends Mirror {
       override async fullPass(opts: PassOptions = {}): Promise<PassReport> {
         return track('full', () => super.fullPass(opts));
@@ -403,7 +416,8 @@ export class World {
         batchBytes: 1e9,
         concurrency: 2,
       },
-      ...leaseDeps(held, api, MAPPING_ID),
+      ...gated,
+      leaseSettled,
       state: proc.store,
       local: createLocalSide({ path: ROOT, include: cfg.include, exclude: cfg.exclude, ignoreFile: IGNORE_FILE, maxFileBytes: cfg.maxFileBytes, followSymlinks: false }, { fs: this.local }),
       logger: silent,
