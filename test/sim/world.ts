@@ -183,8 +183,10 @@ export class World {
   readonly disk = new FakeDisk();
   readonly service: FakeService;
   people: PersonDoc[] = [];
-  /** Someone deleted or renamed one of our documents: the daemon learns of it at a full pass. */
+  /** Someone deleted or renamed one of our documents: the daemon learns of it at a full pass begun after. */
   remoteTampered = false;
+  /** How many times people tampered with our documents: a full pass repairs what came before it began. */
+  private tampers = 0;
   /** A pass was stopped by the mass-delete guard (the operator must say "allow"). */
   blocked = false;
   /** Violations of the delete window seen during the history. */
@@ -472,6 +474,8 @@ export class World {
   private async track(proc: Process, kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> {
     proc.inflight++;
     this.passes++;
+    // Its listing may begin with it (while the lease's claim settles): what people do later, it need not see.
+    const tampersBefore = this.tampers;
     if (!proc.crashed) this.service.activity = kind;
     try {
       const r = await run();
@@ -483,7 +487,7 @@ export class World {
       // A full pass repairs what people did to our documents, but not for a file it set aside
       // (stability window; every file after the wall clock stepped back): the follow-up is
       // an incremental pass, which has no listing.
-      if (kind === 'full' && r.ok && !r.settling?.length && !proc.crashed) this.remoteTampered = false;
+      if (kind === 'full' && r.ok && !r.settling?.length && !proc.crashed && this.tampers === tampersBefore) this.remoteTampered = false;
       return r;
     } finally {
       proc.inflight--;
@@ -1037,6 +1041,7 @@ export class World {
     if (ours.length === 0) return;
     this.service.store.delete(ours[pick % ours.length]!);
     this.remoteTampered = true;
+    this.tampers++;
   }
 
   personRenamesOurs(pick: number, name: string): void {
@@ -1047,6 +1052,7 @@ export class World {
     if (this.service.variant.renamesIgnored) return;
     this.service.store.get(ours[pick % ours.length]!)!.name = storedName(name, this.service.variant.nameRule);
     this.remoteTampered = true;
+    this.tampers++;
   }
 
   // ---- the oracle -------------------------------------------------------------------------
