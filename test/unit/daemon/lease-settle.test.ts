@@ -138,7 +138,7 @@ describe("the lease's settle wait, off the start's critical path", () => {
     // One pass: the confirmation does not start a second one.
     await a.step(10_000);
     expect(a.reports).toHaveLength(1);
-    await a.runner.stop();
+    await a.runner.stop(1_000);
   });
 
   it('a claim lost to a rival during its settle drops the pass: nothing is written, and the process is a standby', async () => {
@@ -150,11 +150,12 @@ describe("the lease's settle wait, off the start's critical path", () => {
     expect(a.holds()).toBe(false);
     const rival: LeaseRecord = { installationId: 'inst-A', session: 'session-rival', host: 'node-b', boot: 'boot-node-b', pid: 7, mappingId: 'm1', renew: 1, durationMs: LEASE.durationMs, acquiredAt: new Date(w.clock.now()).toISOString(), released: false };
     const marker = w.api.list().find(isMarker)!;
-    await w.api.updateDocument('ds1', marker.id, { metadata: leaseMetadata(rival) });
+    const update = (r: LeaseRecord) => w.api.updateDocument('ds1', marker.id, { name: marker.name, url: marker.url ?? '', metadata: leaseMetadata(r) });
+    await update(rival);
     // The rival renews as a live holder does.
     for (let t = 0; t < 40_000; t += 1_000) {
       await a.step(1_000);
-      if (t % LEASE.renewMs === 0) await w.api.updateDocument('ds1', marker.id, { metadata: leaseMetadata({ ...rival, renew: ++rival.renew }) });
+      if (t % LEASE.renewMs === 0) await update({ ...rival, renew: ++rival.renew });
     }
 
     expect(a.seen.some((s) => s.op === 'walk')).toBe(true);
@@ -166,7 +167,7 @@ describe("the lease's settle wait, off the start's critical path", () => {
     expect(status.lease).toMatchObject({ state: 'standby', holder: { host: 'node-b', session: 'session-rival' } });
     expect(status.phase).toBe('standby');
     expect(status.degraded ?? []).toEqual([]);
-    await a.runner.stop();
+    await a.runner.stop(1_000);
   });
 
   it('two processes making the first marker at once end with one holder, one marker, and each file sent once', async () => {
@@ -185,7 +186,7 @@ describe("the lease's settle wait, off the start's critical path", () => {
     expect(docs.map((d) => d.name).sort()).toEqual(['a.txt', 'b.txt']);
     const standby = a.holds() ? b : a;
     expect(standby.writes()).toEqual([]);
-    await a.runner.stop();
-    await b.runner.stop();
+    await a.runner.stop(1_000);
+    await b.runner.stop(1_000);
   });
 });
