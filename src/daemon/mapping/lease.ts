@@ -296,6 +296,7 @@ export class MappingLease {
         const at = this.d.clock.monotonic();
         const record = this.core.nextRecord(this.d.clock.now());
         if ((await this.write(made, record, signal)) && this.core.claimInTime(listedAt, this.d.clock.monotonic())) claim = { id: made, record, at };
+        await testPause('lease-claimed', made);
       }
       // Two processes that both found none each made one: after the settle wait, both see both.
       await this.d.clock.sleep(this.timing.settleMs, signal);

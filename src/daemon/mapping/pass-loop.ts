@@ -125,6 +125,11 @@ export class PassLoop {
     return this.running !== undefined;
   }
 
+  /** The pass in flight reads beside the lease's claim and writes only once it holds: a standby's status says standby meanwhile. */
+  get awaitingLease(): boolean {
+    return this.awaitingClaim;
+  }
+
   /** The next periodic rescan (monotonic ms), if one is planned. */
   get nextRescanAt(): number | undefined {
     return this.sched.rescanAt;
@@ -275,6 +280,7 @@ export class PassLoop {
     /** What the pass may send: everything (a full pass) or its scope; undefined until it starts. */
     let sends: ChangeScope | 'everything' | undefined;
     const startedAt = clock.now();
+    let phaseBefore = health.phase;
     const label: PassHistoryKind = kind === 'full' ? this.nextFullKind : 'incremental';
     if (kind === 'full') this.nextFullKind = 'full';
     try {
@@ -286,6 +292,7 @@ export class PassLoop {
       // A full pass begun while a claim settles walks and lists beside it, and plans once it holds (build-mirror.ts leaseSettled).
       if (this.lease && !this.lease.holds() && !(kind === 'full' && this.lease.claiming())) return this.standby(kind, label);
       this.awaitingClaim = this.lease !== undefined && !this.lease.holds();
+      phaseBefore = health.phase;
       health.phase = 'syncing';
       this.d.events?.onPassStart?.(this.id, kind);
       const { scope, firstEventAt } = intake.passStarted(kind);
@@ -302,7 +309,10 @@ export class PassLoop {
     } catch (e) {
       if (this.d.isStopped()) return;
       // The claim it read beside was lost: its reads are dropped, and taking the lease runs a pass.
-      if (e instanceof LeaseNotHeldError && this.lease && !this.lease.holds()) return this.standby(kind, label);
+      if (e instanceof LeaseNotHeldError && this.lease && !this.lease.holds()) {
+        health.phase = phaseBefore;
+        return this.standby(kind, label);
+      }
       if (e instanceof DataSourceMissingError) {
         this.halt(e.message);
         return;
