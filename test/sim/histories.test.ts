@@ -645,3 +645,23 @@ it("seed 9604, history 4,585: a service that appends \" (1)\" and ignores rename
   await step(() => w.damageJournal('flip', 0));
   await checkInvariants(w);
 });
+
+it("seed 9803, history 2,030: an unmarked upload committed late (a service that ignores new names), a person's document of its name and size, the host renamed: the person's document is left alone", async () => {
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2, renamesIgnored: true });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = stepper(w);
+  await step(() => {
+    w.remove('sub/a.txt');
+    w.write('sub/a.txt', 'other');
+  });
+  await step(() => void (w.service.faults = ['none', 'none', 'none', 'late-commit', 'none']));
+  await step(() => slowWrite(w, 'sub/c.md', 1500, 2));
+  await step(() => w.restart());
+  // The restart's full pass lists, then uploads sub/a.txt unmarked (its answer lost: committed
+  // late). A pass that listed beside the lease's claim settle (branch leasesettle) let this
+  // upload land between its listing and its upload, and took it for the lost answer.
+  await step(() => w.personUpload('sub/a.txt', 'other'));
+  await step(() => w.renameHost());
+  await checkInvariants(w);
+});
