@@ -658,9 +658,9 @@ it("seed 9803, history 2,030: an unmarked upload committed late (a service that 
   await step(() => void (w.service.faults = ['none', 'none', 'none', 'late-commit', 'none']));
   await step(() => slowWrite(w, 'sub/c.md', 1500, 2));
   await step(() => w.restart());
-  // The restart's full pass lists, then uploads sub/a.txt unmarked (its answer lost: committed
-  // late). A pass that listed beside the lease's claim settle (branch leasesettle) let this
-  // upload land between its listing and its upload, and took it for the lost answer.
+  // With the first pass listing beside the lease's claim settle (branch leasesettle), this
+  // upload landed in that wait, between the restart's listing and its unmarked upload of
+  // sub/a.txt (answer lost, committed late), and was taken for the lost answer.
   await step(() => w.personUpload('sub/a.txt', 'other'));
   await step(() => w.renameHost());
   await checkInvariants(w);
