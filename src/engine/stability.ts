@@ -60,8 +60,9 @@ export class StabilityWindow {
    * new writer's first chunk there with no record and send it half-written). A
    * file a full walk does not find is remembered as gone; a released one keeps the stat it
    * was released at, and any other stat at the follow-up is judged by the window again. A
-   * record is dropped when a pass that names the path (the follow-up) finds the file gone,
-   * or unchanged since its release; past MAX_SETTLING records the released ones go first.
+   * pass that names the path and finds it gone keeps it as gone too (it need not be the
+   * follow-up: seed 9926). A record is dropped when a pass that names the path finds the
+   * file unchanged since its release; past MAX_SETTLING records the released and gone ones go.
    */
   forget(scan: ScanResult, scope: ChangeScope | undefined, mapping: MappingState): void {
     if (this.settling.size === 0) return;
@@ -72,9 +73,11 @@ export class StabilityWindow {
       const vouched = scan.vouched?.paths.has(path) ? mapping.files.statOf(path) : undefined;
       if (!named && vouched) this.settling.set(path, { ...statOf(vouched), since: held.since, released: true });
       else if (!named) this.settling.set(path, { ...held, gone: true, released: undefined });
-      else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.delete(path);
+      // Found gone by a pass that names it: still remembered as gone, since the follow-up may
+      // come later and meet a new writer's first chunk there (seed 9926).
+      else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.set(path, { ...held, gone: true, released: undefined });
     }
-    if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if (held.released && this.settling.size > MAX_SETTLING) this.settling.delete(path);
+    if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if ((held.released || held.gone) && this.settling.size > MAX_SETTLING) this.settling.delete(path);
   }
 
   /** A file found stable: remembered at this stat for a follow-up still to come (forget). */
