@@ -173,7 +173,7 @@ interface SettlingRecord extends StatNow {
   released?: true | undefined;
 }
 
-/** Records of set-aside files kept at most (Mirror.settling): released ones are dropped first past it. */
+/** Records of set-aside files kept at most (Mirror.settling): released and gone ones are dropped first past it. */
 const MAX_SETTLING = 100_000;
 
 function statOf(st: StatNow): StatNow {
