@@ -72,10 +72,9 @@ export class StabilityWindow {
       // Vouched: unchanged from the state's record, so stable at that stat.
       const vouched = scan.vouched?.paths.has(path) ? mapping.files.statOf(path) : undefined;
       if (!named && vouched) this.settling.set(path, { ...statOf(vouched), since: held.since, released: true });
-      else if (!named) this.settling.set(path, { ...held, gone: true, released: undefined });
-      // Found gone by a pass that names it: still remembered as gone, since the follow-up may
-      // come later and meet a new writer's first chunk there (seed 9926).
-      else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.set(path, { ...held, gone: true, released: undefined });
+      // Gone from a full walk, or from a pass that names it: remembered as gone, since the
+      // follow-up may still come and meet a new writer's first chunk there (seed 9926).
+      else if (!named || (named.has(path) && !scan.vouched?.paths.has(path))) this.settling.set(path, { ...held, gone: true, released: undefined });
     }
     if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if ((held.released || held.gone) && this.settling.size > MAX_SETTLING) this.settling.delete(path);
   }
