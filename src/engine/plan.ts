@@ -448,13 +448,15 @@ function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, 
 function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: ReadonlyMap<string, KnownDoc[]>, excluded: (p: string) => boolean, recordedPathOf: (documentId: string) => string | undefined): Op[] {
   const ops: Op[] = [];
   const files = input.state.files;
-  for (const path of setAside.filter(excluded)) {
+  for (const path of setAside) {
     const docs = byPath.get(path) ?? NO_DOCS;
     const stateId = files.documentIdOf(path);
     const keep = docs.find((d) => d.id === stateId) ?? docs.find((d) => !d.byIntent);
-    for (const d of docs) {
-      if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
-      else if (d !== keep) ops.push(deleteOp(path, d, 'stale-version'));
+    if (excluded(path)) {
+      for (const d of docs) {
+        if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
+        else if (d !== keep) ops.push(deleteOp(path, d, 'stale-version'));
+      }
     }
     if (stateId === undefined && keep !== undefined) ops.push(...recordKept(path, keep, recordedPathOf));
   }
@@ -477,9 +479,10 @@ function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: Read
 }
 
 /**
- * The kept document of an excluded path that the state records nowhere (recovered, an own
- * write) is recorded as its metadata describes it, so that an incremental pass deletes it
- * when the file goes. The entry has no hash time: it never vouches for the local file.
+ * The kept document of a set-aside path (excluded, unreadable, being written) that the state
+ * records nowhere (recovered after a lost journal, an own write) is recorded as its metadata
+ * describes it, so that an incremental pass deletes it when the file goes (seed 9942). The
+ * entry has no hash time: it never vouches for the local file.
  */
 function recordKept(path: string, keep: KnownDoc, recordedPathOf: (documentId: string) => string | undefined): Op[] {
   const meta = keep.doc === undefined ? undefined : readMeta(keep.doc);

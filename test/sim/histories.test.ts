@@ -690,3 +690,25 @@ it('seed 9926, history 9,623: a file set aside by the start, found gone by an ea
   await step(() => w.personRenamesOurs(0, 'renamed.txt'));
   await checkInvariants(w);
 });
+
+it('seed 9942, history 305: a document the state lost (a damaged journal) of a file that cannot be read is recorded, so that the file\'s delete deletes it', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.advance(10_000));
+  await step(async () => {
+    w.write('sub/c.md', 'x');
+    await w.advance(10_000);
+  });
+  // The journal holding sub/c.md's record is lost while the daemon is down; the file cannot
+  // be read when it starts again. Its full pass recognises the document as ours from the
+  // listing but set the file aside unrecorded, so the pass the file's delete brought (an
+  // incremental one: no listing) found nothing to delete, and the document stayed an orphan
+  // until the next periodic full pass.
+  await step(() => w.setUnreadable('sub/c.md', true));
+  await step(async () => {
+    await w.damageJournal('empty', 0);
+    await w.advance(10_000);
+  });
+  await step(() => w.remove('sub/c.md'));
+  await checkInvariants(w);
+});
