@@ -130,6 +130,8 @@ interface PreparedLocal {
   local: Map<string, LocalFileInfo>;
   skipped: SkippedFile[];
   untouchable: (path: string) => boolean;
+  /** True when `untouchable` holds for some path: the pass set a file or folder aside. */
+  anySetAside: boolean;
   /** Files set aside by the stability window (the report's `settling`). */
   settling: string[];
   /** A file an incremental pass holds until a full pass's listing judges it. */
@@ -324,7 +326,7 @@ export class Mirror {
     }
     const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
     const prepared = await this.prepareLocal(scan, mapping, !scope, scope);
-    if (remote) this.stability.judged(remote, prepared.settling, mapping, whose);
+    if (remote) this.stability.judged(remote, prepared.anySetAside ? prepared.untouchable : undefined, mapping, whose);
     const planScope = scope ? await this.widenScope(scope, prepared.local, mapping, prepared.untouchable) : undefined;
     return { listedAt, listedAtMono, scan, remote, confirmed, scanned, planScope, lease, ...prepared };
   }
@@ -577,7 +579,8 @@ export class Mirror {
     this.stability.forget(scan, scope, mapping);
     // A set-aside path whose document of ours the last listing left unjudged, gone when its
     // follow-up comes: only a listing can judge that document (an orphan of a lost answer).
-    let listingNeeded = !full && scope !== undefined && scope.files.some((path) => !local.has(path) && this.stability.needsListing(path));
+    // Still there but skipped (excluded, unreadable) is not gone: it waits, with no full pass.
+    let listingNeeded = !full && scope !== undefined && scope.files.some((path) => !local.has(path) && !blocked.has(path) && this.stability.needsListing(path));
     const renamed = renamedFromVanished(mapping.files, (p) => local.has(p) || scan.vouched?.paths.has(p) === true || blocked.has(p) || dirs.some((d) => p.startsWith(d)));
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
       const file = local.get(path)!;
@@ -625,7 +628,7 @@ export class Mirror {
     await queue.onIdle();
     if (failure) throw failure.error;
     const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
-    return { local, skipped, untouchable, settling, listingNeeded };
+    return { local, skipped, untouchable, anySetAside: blocked.size > 0 || dirs.length > 0, settling, listingNeeded };
   }
 
 }

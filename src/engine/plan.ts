@@ -443,37 +443,36 @@ function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, 
  * other documents of ours that carry our metadata or that an upload's answer named are
  * removed; a document tied to an upload by name and size only is left alone (it may be a
  * person's, uploaded since), and so is everything when the state's document is not listed.
- * A state's record whose document the full listing shows nowhere is forgotten.
+ *
+ * A state's record of any set-aside file whose document the full listing shows nowhere is
+ * forgotten, or replaced by the record of another document of ours listed at the path.
  */
 function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: ReadonlyMap<string, KnownDoc[]>, excluded: (p: string) => boolean, recordedPathOf: (documentId: string) => string | undefined): Op[] {
   const ops: Op[] = [];
   const files = input.state.files;
+  const remote = input.scope === undefined ? input.remote : undefined;
+  let listed: Set<string> | undefined;
   for (const path of setAside) {
     const docs = byPath.get(path) ?? NO_DOCS;
-    const stateId = files.documentIdOf(path);
+    let stateId = files.documentIdOf(path);
+    // Its document is gone (deleted in the App, a state older than the service): the record
+    // goes, so that the file is sent once it can be (read, included again), not taken as
+    // synced (seeds 9304, 9932).
+    const gone = stateId !== undefined && remote !== undefined && !docs.some((d) => d.id === stateId) && !(listed ??= new Set(remote.map((d) => d.id))).has(stateId);
+    if (gone) stateId = undefined;
     const keep = docs.find((d) => d.id === stateId) ?? docs.find((d) => !d.byIntent);
     if (excluded(path)) {
       for (const d of docs) {
         if (d.byIntent) ops.push(deleteOp(path, d, 'excluded'));
         else if (d !== keep) ops.push(deleteOp(path, d, 'stale-version'));
       }
+    } else if (remote !== undefined && docs.length > 1 && docs.some((d) => d.id === stateId)) {
+      for (const d of docs) if (d.id !== stateId && !d.byName) ops.push(deleteOp(path, d, 'stale-version'));
     }
-    if (stateId === undefined && keep !== undefined) ops.push(...recordKept(path, keep, recordedPathOf));
-  }
-  const remote = input.remote;
-  if (remote === undefined || input.scope !== undefined) return ops;
-  let listed: Set<string> | undefined;
-  for (const path of setAside.filter((p) => !excluded(p))) {
-    const docs = byPath.get(path) ?? NO_DOCS;
-    const stateId = files.documentIdOf(path);
-    if (stateId !== undefined && !docs.some((d) => d.id === stateId) && !(listed ??= new Set(remote.map((d) => d.id))).has(stateId)) {
-      // Its document is gone (deleted in the App, a state older than the service): the
-      // record goes, so that the file is uploaded once it can be read, not taken as synced.
-      ops.push({ kind: 'forget', path });
-      continue;
-    }
-    if (docs.length < 2 || !docs.some((d) => d.id === stateId)) continue;
-    for (const d of docs) if (d.id !== stateId && !d.byName) ops.push(deleteOp(path, d, 'stale-version'));
+    // Recording the kept document replaces a gone record; else the gone record is forgotten.
+    const kept = stateId === undefined && keep !== undefined ? recordKept(path, keep, recordedPathOf) : [];
+    ops.push(...kept);
+    if (gone && kept.length === 0) ops.push({ kind: 'forget', path });
   }
   return ops;
 }

@@ -30,21 +30,22 @@ export class StabilityWindow {
    */
   private readonly settling = new Map<string, SettlingRecord>();
   /**
-   * Files the last full pass set aside while its listing showed a document of ours for the
-   * path that the state does not record there (a move whose record a crash cut, a lost
-   * answer): their remote side was left unjudged, and the state cannot stand in for it. An
-   * incremental pass (the follow-up) that finds one stable does not send it blind (a
+   * Files the last full pass set aside (being written, unreadable, excluded) while its
+   * listing showed a document of ours for the path that the state does not record there (a
+   * move whose record a crash cut, a lost answer): their remote side was left unjudged, and
+   * the state cannot stand in for it. An incremental pass that finds one readable and stable
+   * (the follow-up, a chmod, a file back under maxFileBytes) does not send it blind (a
    * duplicate of the listed document) but holds it and asks for a full pass
    * (`needsFullPass`). So too a recorded document the listing would re-mark (owner rule O4):
-   * the follow-up has no listing to re-mark it with.
+   * an incremental pass has no listing to re-mark it with (seeds 4003, 9932).
    */
   private unjudged = new Set<string>();
 
   constructor(private readonly o: StabilityOptions) {}
 
-  /** A full listing is in: the set-aside paths it left unjudged (see `unjudged`). */
-  judged(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, whose: OwnerOf<unknown>): void {
-    this.unjudged = unjudgedRemote(remote, settling, mapping, whose);
+  /** A full listing is in: the paths set aside (`aside`; undefined: none) it left unjudged (see `unjudged`). */
+  judged(remote: readonly DocumentRecord[], aside: ((path: string) => boolean) | undefined, mapping: MappingState, whose: OwnerOf<unknown>): void {
+    this.unjudged = aside === undefined ? new Set() : unjudgedRemote(remote, aside, mapping, whose);
   }
 
   /** True when an incremental pass must not send `path`: a listing left it unjudged. */
@@ -153,13 +154,11 @@ export function renamedFromVanished(files: MappingState['files'], present: (path
  * path, or that it records there and the plan would re-mark (another id of ours, metadata
  * missing: owner rule O4).
  */
-function unjudgedRemote(remote: readonly DocumentRecord[], settling: readonly string[], mapping: MappingState, whose: OwnerOf<unknown>): Set<string> {
+function unjudgedRemote(remote: readonly DocumentRecord[], aside: (path: string) => boolean, mapping: MappingState, whose: OwnerOf<unknown>): Set<string> {
   const out = new Set<string>();
-  if (settling.length === 0) return out;
-  const aside = new Set(settling);
   for (const doc of remote) {
     const o = whose(doc);
-    if (!('path' in o) || o.kind === 'other-mapping' || !aside.has(o.path)) continue;
+    if (!('path' in o) || o.kind === 'other-mapping' || !aside(o.path)) continue;
     if (mapping.files.documentIdOf(o.path) !== doc.id || (o.kind === 'ours' && o.rewrite)) out.add(o.path);
   }
   return out;

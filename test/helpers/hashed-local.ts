@@ -16,9 +16,12 @@ export class HashedLocal implements LocalSide {
     const ino = this.files.get(path)?.ino ?? ++this.inodes;
     this.files.set(path, { path, diskPath: `/srv/share/${path}`, size: content.length, mtimeMs: at, ctimeMs: at, ino, dev: 1, sha256: `sha-${content}` });
   }
+  /** Files the walk reports as skipped: cannot be read (chmod 000). */
+  unreadable = new Set<string>();
   async scan(): Promise<ScanResult> {
-    const files = new Map([...this.files].map(([p, f]) => [p, { ...f, sha256: undefined }]));
-    return { rootStatus: 'ok', files, skipped: [], unreadableDirs: [] };
+    const files = new Map([...this.files].filter(([p]) => !this.unreadable.has(p)).map(([p, f]) => [p, { ...f, sha256: undefined }]));
+    const skipped = [...this.unreadable].filter((p) => this.files.has(p)).map((path) => ({ path, reason: 'permission denied (EACCES)' }));
+    return { rootStatus: 'ok', files, skipped, unreadableDirs: [] };
   }
   scanScope(): Promise<ScanResult> {
     return this.scan();

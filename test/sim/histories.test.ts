@@ -712,3 +712,58 @@ it('seed 9942, history 305: a document the state lost (a damaged journal) of a f
   await step(() => w.remove('sub/c.md'));
   await checkInvariants(w);
 });
+
+it('beside seed 9932, history 8,426 (written by hand): an excluded file whose document a person deleted loses its record at the next full pass, so that, saved again with the content it was synced with, it is uploaded', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.advance(10_000));
+  await step(async () => {
+    w.write('b.txt', 'ab');
+    await w.advance(10_000);
+  });
+  // A person deletes b.txt's document; the file grows past maxFileBytes and the daemon
+  // restarts: the full pass excludes b.txt and its listing shows its recorded document
+  // nowhere. The record was kept (only a file set aside for being unreadable or written
+  // lost it), so the editor's save of the synced content was taken for synced.
+  await step(() => {
+    const docs = w.service.docs_();
+    w.personDeletesOurs(docs.filter((d) => d.metadata['dssync_installation'] === w.installationId).findIndex((d) => d.metadata['dssync_path'] === 'b.txt'));
+  });
+  await step(async () => {
+    w.write('b.txt', 'too large for five bytes');
+    await w.restart({ ...config, maxFileBytes: 5 });
+    await w.advance(10_000);
+  });
+  await step(() => {
+    w.write('.save-tmp', 'ab');
+    w.rename('.save-tmp', 'b.txt');
+  });
+  await checkInvariants(w);
+});
+
+it('seed 9932, history 8,426 (as main reaches it): a file excluded at the first pass after the 0.1.0 upgrade under a new host name, saved back to its synced content, has its document re-marked within the quiet time, not at the hourly rescan', async () => {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.advance(10_000));
+  await step(async () => {
+    w.write('b.txt', 'ab');
+    await w.advance(10_000);
+  });
+  await step(async () => {
+    w.write('b.txt', 'too large for five bytes');
+    await w.restart({ ...config, maxFileBytes: 5 });
+    await w.advance(10_000);
+  });
+  // The upgrade's first pass re-marks every recorded document of the old id but b.txt's: it
+  // is excluded, so set aside. The editor's save of the synced content then brought an
+  // incremental pass, which found the file as recorded and had no listing to re-mark with.
+  await step(async () => {
+    await w.upgradeFrom010UnderNewHostName();
+    await w.advance(10_000);
+  });
+  await step(() => {
+    w.write('.save-tmp', 'ab');
+    w.rename('.save-tmp', 'b.txt');
+  });
+  await checkInvariants(w);
+});

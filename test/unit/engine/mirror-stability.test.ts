@@ -107,6 +107,31 @@ describe('Mirror: the stability window of full passes', () => {
     expect(api.list().map((d) => d.metadata['dssync_path'])).toEqual(['a.txt']);
   });
 
+  it('an unreadable file whose listed document the full pass left unjudged waits while it cannot be read, and is judged by a full pass once it can (seed 9932)', async () => {
+    const { clock, api, state, local, mirror } = setup();
+    local.write('keep.txt', 'keep', clock.now() - 60_000);
+    local.write('a.txt', 'x', clock.now() - 60_000);
+    // The metadata update acts, its answer is lost: a document of ours the state does not record.
+    api.failAfter = (op) => (op === 'updateDocument' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failAfter = () => undefined;
+    expect(state.m.files.documentIdOf('a.txt')).toBeUndefined();
+    const uploads = api.count('uploadDocuments');
+    // Unreadable at the next full pass: set aside, its listed document left unjudged.
+    local.unreadable.add('a.txt');
+    await clock.advance(60_000);
+    await mirror.fullPass();
+    // A pass naming it while it still cannot be read asks for nothing (it is not gone).
+    expect((await mirror.changedPass({ files: ['a.txt'], dirs: [] })).needsFullPass).toBeUndefined();
+    // Readable again, changed: held for a full pass, whose listing judges the document.
+    local.unreadable.delete('a.txt');
+    local.write('a.txt', 'y', clock.now() - 60_000);
+    expect((await mirror.changedPass({ files: ['a.txt'], dirs: [] })).needsFullPass).toBe(true);
+    expect(api.count('uploadDocuments')).toBe(uploads);
+    await mirror.fullPass();
+    expect(api.list().map((d) => `${d.metadata['dssync_path']}:${d.metadata['dssync_sha256'] ?? ''}`).sort()).toEqual(['a.txt:sha-y', 'keep.txt:sha-keep']);
+  });
+
   it('a set-aside file whose listed document of ours the state does not record has it recorded, so that its follow-up, finding the file gone, deletes the document (seed 16, history 35,859; seed 9942)', async () => {
     const { clock, api, state, local, mirror } = setup();
     local.write('keep.txt', 'keep', clock.now() - 60_000);

@@ -533,10 +533,10 @@ describe('planMirror', () => {
   it('an unreadable file whose replace a crash cut keeps one document of ours: the older version beside the state\'s goes (the simulation, seed 20261201)', () => {
     const c = { files: { 'b.txt': entry('d2', 'h2') }, remote: [ours('d1', 'b.txt', 'h1'), ours('d2', 'b.txt', 'h2')], untouchable: ['b.txt'] };
     expect(summary(plan(c).ops)).toEqual(['delete d1 b.txt (stale-version)']);
-    // Not in an incremental plan (no listing), nor when the state's document is not listed
-    // (then only that record goes: seed 9304, below).
+    // Not in an incremental plan (no listing), nor when the state's document is not listed:
+    // then that record goes (seed 9304, below), replaced by one of a listed document of ours.
     expect(plan({ ...c, remote: undefined, scope: ['b.txt'] }).ops).toEqual([]);
-    expect(summary(plan({ ...c, files: { 'b.txt': entry('d3', 'h3') } }).ops)).toEqual(['forget b.txt']);
+    expect(summary(plan({ ...c, files: { 'b.txt': entry('d3', 'h3') } }).ops)).toEqual(['adopt d1 b.txt']);
   });
 
   it('a full pass settles open intents; an incremental one does not', () => {
@@ -580,6 +580,9 @@ describe('planMirror: one record per document', () => {
     expect(summary(plan({ ...c, remote: [ours('d1', 'churn.txt', 'h1')] }).ops)).toEqual([]);
     expect(summary(plan({ ...c, local: [...c.local, local('moved.txt', 'h1')], remote: [ours('d1', 'moved.txt', 'h1')] }).ops)).toEqual(['forget churn.txt', 'adopt d1 moved.txt'].sort());
     expect(summary(plan({ ...c, remote: undefined }).ops)).toEqual([]);
+    // Excluded (grown past maxFileBytes) too: kept, the record would be taken as synced when
+    // the file is included again with that content, and the file never sent (seed 9932).
+    expect(summary(plan({ ...c, excluded: ['churn.txt'] }).ops)).toEqual(['forget churn.txt']);
   });
 
   it('a record of the document at a path this plan judges is left to that path (no forget twice)', () => {
