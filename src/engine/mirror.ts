@@ -88,6 +88,12 @@ export interface MirrorDeps {
    * owner rule stays conservative (nothing of an unrecorded session is taken).
    */
   lease?: (() => LeaseView | undefined) | undefined;
+  /**
+   * Awaited between a round's listing and its plan: a claim of the lease under way has
+   * settled, or it rejects (the round's reads are dropped). The walk and the listing only
+   * read, so they run beside the claim's settle wait; the plan stands on the lease (lease.ts).
+   */
+  leaseSettled?: (() => Promise<void>) | undefined;
   /** The writer session: the lease's, when there is one (its record names it); else drawn here. */
   session?: string | undefined;
 }
@@ -257,6 +263,7 @@ export class Mirror {
 
     for (let round = 1; round <= maxRounds; round++) {
       const listing = await this.list(scope, mapping, desired, opts.signal);
+      if (!opts.dryRun) await this.d.leaseSettled?.();
       report.settling = listing.settling.length > 0 ? listing.settling : undefined;
       if (listing.listingNeeded) report.needsFullPass = true;
       const { plan, verdict } = this.planRound(listing, scope, mapping, desired, opts, report, round);

@@ -64,6 +64,8 @@ export class MappingLease {
   /** Aborted at stop()'s deadline: a claim or renewal already sent, then the release, end within it. */
   private sent = new AbortController();
   private loop: Promise<void> | undefined;
+  /** The attempt in flight (read, claim, settle, confirming read), whether the loop's or acquire()'s. */
+  private attempting: Promise<void> | undefined;
   private wasHeld = false;
   /** The session of the holder last logged, so that the log says it once. */
   private toldHolder: string | undefined;
@@ -96,8 +98,29 @@ export class MappingLease {
     return !this.released && this.core.holds(this.d.clock.monotonic());
   }
 
+  /**
+   * The lease as the owner rule reads it. While a claim is under way (claiming()), the view it
+   * has once confirmed: a pass reads beside the claim's settle and plans only after settled()
+   * says the lease is held, so a plan never stands on this view unless it came true.
+   */
   view(): LeaseView {
-    return this.released ? { held: false } : this.core.view(this.d.clock.monotonic());
+    if (this.released) return { held: false };
+    const mono = this.d.clock.monotonic();
+    return !this.core.holds(mono) && this.claiming() ? { held: true } : this.core.view(mono);
+  }
+
+  /**
+   * A claim is under way and no live holder stands against it (the last read showed none):
+   * a pass may walk and list beside its settle wait, and plan after settled().
+   */
+  claiming(): boolean {
+    return !this.released && this.attempting !== undefined && this.core.standby === undefined;
+  }
+
+  /** Waits for the attempt under way, if any; true when this process holds the lease after it. */
+  async settled(): Promise<boolean> {
+    await this.attempting;
+    return this.holds();
   }
 
   status(): LeaseStatus {
@@ -127,7 +150,7 @@ export class MappingLease {
 
   /** One attempt to take the lease (`dssync sync`); true when this process holds it after. */
   async acquire(): Promise<boolean> {
-    await this.attempt();
+    await this.tryClaim();
     return this.holds();
   }
 
@@ -142,6 +165,7 @@ export class MappingLease {
     const deadline = this.d.clock.setTimeout(() => this.sent.abort(), this.timing.settleMs * 2);
     try {
       await this.loop?.catch(() => undefined);
+      await this.attempting;
       const held = this.core.holds(this.d.clock.monotonic());
       this.released = true;
       this.changed();
@@ -164,11 +188,20 @@ export class MappingLease {
     if (this.holds()) await this.d.clock.sleep(this.timing.renewMs, signal).catch(() => undefined);
     while (!signal.aborted) {
       if (this.holds()) await this.renew();
-      else await this.attempt();
+      else await this.tryClaim();
       this.changed();
       const wait = this.holds() ? this.timing.renewMs : this.timing.checkMs;
       await this.d.clock.sleep(wait, signal).catch(() => undefined);
     }
+  }
+
+  /** One attempt (attempt()), known as under way until it ends (claiming(), settled()). */
+  private tryClaim(): Promise<void> {
+    const attempt: Promise<void> = this.attempt().finally(() => {
+      if (this.attempting === attempt) this.attempting = undefined;
+    });
+    this.attempting = attempt;
+    return attempt;
   }
 
   /** read -> claim -> settle -> read again (engine/lease.ts); a standby when another holds it. */
@@ -177,6 +210,7 @@ export class MappingLease {
     let signal = stopped;
     try {
       this.documentId ??= (await this.remembered(signal)) ?? (await this.discover(signal));
+      if (this.holds()) return await this.taken(this.documentId, 'a new lease document', signal);
       const id = this.documentId;
       const readAt = this.d.clock.monotonic();
       const marker = await this.read(id, signal);
@@ -207,16 +241,18 @@ export class MappingLease {
       await this.d.clock.sleep(this.timing.settleMs, signal);
       const after = await this.read(id, signal);
       if (after === undefined) return;
-      if (this.core.confirm(after, claim, claimedAt, this.d.clock.monotonic())) {
-        this.lastError = undefined;
-        this.toldHolder = undefined;
-        if (!this.wasHeld) this.d.logger.info({ documentId: id, why: j.kind === 'free' ? j.why : 'ours' }, `lease of mapping ${this.d.mappingId} taken: this process writes`);
-        await this.deleteExtras(signal);
-      }
+      if (this.core.confirm(after, claim, claimedAt, this.d.clock.monotonic())) await this.taken(id, j.kind === 'free' ? j.why : 'ours', signal);
     } catch (e) {
       if (signal.aborted) return;
       this.note(e);
     }
+  }
+
+  private async taken(id: string, why: string, signal: AbortSignal): Promise<void> {
+    this.lastError = undefined;
+    this.toldHolder = undefined;
+    if (!this.wasHeld) this.d.logger.info({ documentId: id, why }, `lease of mapping ${this.d.mappingId} taken: this process writes`);
+    await this.deleteExtras(signal);
   }
 
   private async renew(): Promise<void> {
@@ -242,17 +278,25 @@ export class MappingLease {
     return doc !== undefined && leaseMarkersOf([doc], this.d.mappingId).length > 0 ? id : undefined;
   }
 
-  /** The marker's id: the one every process picks, made when there is none. */
+  /**
+   * The marker's id: the one every process picks, made when there is none. A marker this
+   * process makes carries its claim at once (the listing that found none is the claim's
+   * read, docs/reliability.md "The lease"): the listing after the settle wait confirms it
+   * when the marker picked is this one and still shows the claim.
+   */
   private async discover(signal: AbortSignal): Promise<string> {
+    const listedAt = this.d.clock.monotonic();
     let markers = await this.list(signal);
+    let claim: { id: string; record: LeaseRecord; at: number } | undefined;
     if (markers.length === 0) {
-      const name = leaseDocumentName(this.d.mappingId);
-      const files = this.d.files ?? nodeFiles;
-      await files.write(this.d.bodyFile, leaseDocumentBody(this.d.mappingId));
-      try {
-        await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain', open: () => openRegularFile(this.d.bodyFile) }], { signal });
-      } finally {
-        await files.remove(this.d.bodyFile);
+      const made = await this.make(signal);
+      if (made !== undefined && this.core.claimInTime(listedAt, this.d.clock.monotonic()) && !signal.aborted) {
+        // Sent, the claim runs to its confirmation even through a stop (stop()).
+        signal = this.sent.signal;
+        const at = this.d.clock.monotonic();
+        const record = this.core.nextRecord(this.d.clock.now());
+        if ((await this.write(made, record, signal)) && this.core.claimInTime(listedAt, this.d.clock.monotonic())) claim = { id: made, record, at };
+        await testPause('lease-claimed', made);
       }
       // Two processes that both found none each made one: after the settle wait, both see both.
       await this.d.clock.sleep(this.timing.settleMs, signal);
@@ -262,7 +306,21 @@ export class MappingLease {
     if (chosen === undefined) throw new Error('the lease document just made is not in the listing');
     this.extras = markers.filter((m) => m.documentId !== chosen.documentId).map((m) => m.documentId);
     this.d.memo?.save(chosen.documentId);
+    if (claim?.id === chosen.documentId) this.core.confirm(chosen, claim.record, claim.at, this.d.clock.monotonic());
     return chosen.documentId;
+  }
+
+  /** Uploads a new marker; its id, when the answer names it. */
+  private async make(signal: AbortSignal): Promise<string | undefined> {
+    const name = leaseDocumentName(this.d.mappingId);
+    const files = this.d.files ?? nodeFiles;
+    await files.write(this.d.bodyFile, leaseDocumentBody(this.d.mappingId));
+    try {
+      const [doc] = await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain', open: () => openRegularFile(this.d.bodyFile) }], { signal });
+      return doc?.id;
+    } finally {
+      await files.remove(this.d.bodyFile);
+    }
   }
 
   private async list(signal: AbortSignal): Promise<LeaseMarker[]> {

@@ -31,6 +31,7 @@ import { initialSchedule, step, type PassKind, type ScheduleAction, type Schedul
 import { SkipAnnouncer } from './skip-announcer.js';
 import { TextChecks } from './text-check.js';
 import { mappingLease, type LeaseSettings, type MappingLease } from './lease.js';
+import { LeaseNotHeldError } from './lease-gate.js';
 import type { LeaseStatus } from '../status/schema.js';
 
 /** What the daemon learns from a runner (metrics, the demo's output). */
@@ -102,6 +103,8 @@ export class PassLoop {
   private resolving: Promise<Mirror> | undefined;
   /** The start's resolution, until the first pass takes its outcome (a failure too: not resolved twice). */
   private early: Promise<Mirror> | undefined;
+  /** The pass in flight began while the lease's claim settled: it plans once the claim holds. */
+  private awaitingClaim = false;
 
   constructor(private readonly d: PassLoopDeps) {
     this.announcer = new SkipAnnouncer(d.log);
@@ -120,6 +123,11 @@ export class PassLoop {
 
   get isRunning(): boolean {
     return this.running !== undefined;
+  }
+
+  /** The pass in flight reads beside the lease's claim and writes only once it holds: a standby's status says standby meanwhile. */
+  get awaitingLease(): boolean {
+    return this.awaitingClaim;
   }
 
   /** The next periodic rescan (monotonic ms), if one is planned. */
@@ -200,7 +208,8 @@ export class PassLoop {
     const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log, filesTracked: () => this.d.state.fileCount(this.id) };
     const lease = mappingLease(settings, dataSourceId, installationId, (held) => {
       if (this.lease !== lease || this.d.isStopped()) return;
-      if (held) this.retryNow();
+      // A pass waiting for this claim goes on by itself.
+      if (held && !this.awaitingClaim) this.retryNow();
     });
     this.lease = lease;
     lease.start();
@@ -271,6 +280,7 @@ export class PassLoop {
     /** What the pass may send: everything (a full pass) or its scope; undefined until it starts. */
     let sends: ChangeScope | 'everything' | undefined;
     const startedAt = clock.now();
+    let phaseBefore = health.phase;
     const label: PassHistoryKind = kind === 'full' ? this.nextFullKind : 'incremental';
     if (kind === 'full') this.nextFullKind = 'full';
     try {
@@ -279,13 +289,10 @@ export class PassLoop {
       const mirror = await (early ?? this.ensureMirror());
       // Released by a pause: claimed again now that passes run.
       if (this.lease?.stopped && !this.d.isStopped()) this.lease.start();
-      if (this.lease && !this.lease.holds()) {
-        // Another process writes (or the claim is under way): no pass; taking the lease runs one.
-        finished = { type: 'passFinished', kind, ok: true };
-        if (kind === 'full') this.nextFullKind = label;
-        if (!this.d.isStopped()) this.dispatch(finished);
-        return;
-      }
+      // A full pass begun while a claim settles walks and lists beside it, and plans once it holds (build-mirror.ts leaseSettled).
+      if (this.lease && !this.lease.holds() && !(kind === 'full' && this.lease.claiming())) return this.standby(kind, label);
+      this.awaitingClaim = this.lease !== undefined && !this.lease.holds();
+      phaseBefore = health.phase;
       health.phase = 'syncing';
       this.d.events?.onPassStart?.(this.id, kind);
       const { scope, firstEventAt } = intake.passStarted(kind);
@@ -301,6 +308,11 @@ export class PassLoop {
       finished = lost ?? after;
     } catch (e) {
       if (this.d.isStopped()) return;
+      // The claim it read beside was lost: its reads are dropped, and taking the lease runs a pass.
+      if (e instanceof LeaseNotHeldError && this.lease && !this.lease.holds()) {
+        health.phase = phaseBefore;
+        return this.standby(kind, label);
+      }
       if (e instanceof DataSourceMissingError) {
         this.halt(e.message);
         return;
@@ -311,11 +323,18 @@ export class PassLoop {
         this.d.onRecordsChanged?.();
       }
     } finally {
+      this.awaitingClaim = false;
       // Also what was created while it ran, succeeded or not: its walk may have sent it.
       if (sends !== undefined) intake.passEnded();
     }
     if (this.d.isStopped()) return;
     this.dispatch(finished);
+  }
+
+  /** Another process writes (or the claim did not hold): no pass; taking the lease runs one. */
+  private standby(kind: PassKind, label: PassHistoryKind): void {
+    if (kind === 'full') this.nextFullKind = label;
+    if (!this.d.isStopped()) this.dispatch({ type: 'passFinished', kind, ok: true });
   }
 
   /**

@@ -197,7 +197,7 @@ export class MappingRunner {
   private phase(lease: MappingStatus['lease'], watchProblems: boolean): MappingStatus['phase'] {
     const idle = !this.passes.isRunning && !this.stopped;
     if (this.pausedSince !== undefined && idle) return 'paused';
-    if (lease?.state === 'standby' && idle) return 'standby';
+    if (lease?.state === 'standby' && (idle || this.passes.awaitingLease)) return 'standby';
     return this.health.phase === 'watching' && watchProblems ? 'degraded' : this.health.phase;
   }
 
