@@ -92,8 +92,10 @@ export interface MirrorDeps {
    * Awaited between a round's listing and its plan: a claim of the lease under way has
    * settled, or it rejects (the round's reads are dropped). The walk and the listing only
    * read, so they run beside the claim's settle wait; the plan stands on the lease (lease.ts).
+   * True when it waited for a claim: the listing is then that much older than the round's
+   * uploads, too old to tell a lost answer by name and size (executor.ts preexistingFresh).
    */
-  leaseSettled?: (() => Promise<void>) | undefined;
+  leaseSettled?: (() => Promise<boolean>) | undefined;
   /** The writer session: the lease's, when there is one (its record names it); else drawn here. */
   session?: string | undefined;
 }
@@ -156,6 +158,8 @@ interface Listing extends PreparedLocal {
   scanned: number;
   /** An incremental plan's paths (Mirror.widenScope). */
   planScope: Set<string> | undefined;
+  /** The round waited for the lease's claim after this listing (MirrorDeps.leaseSettled). */
+  waited?: boolean;
   /** The lease as it stood when the listing began: the owner rule's input for this round. */
   lease: LeaseView | undefined;
 }
@@ -263,7 +267,7 @@ export class Mirror {
 
     for (let round = 1; round <= maxRounds; round++) {
       const listing = await this.list(scope, mapping, desired, opts.signal);
-      if (!opts.dryRun) await this.d.leaseSettled?.();
+      if (!opts.dryRun && (await this.d.leaseSettled?.()) === true) listing.waited = true;
       report.settling = listing.settling.length > 0 ? listing.settling : undefined;
       if (listing.listingNeeded) report.needsFullPass = true;
       const { plan, verdict } = this.planRound(listing, scope, mapping, desired, opts, report, round);
@@ -430,8 +434,9 @@ export class Mirror {
       onOp: this.d.onOp,
       open: this.d.local.open.bind(this.d.local),
       preexisting: this.preexisting(),
-      // Only a listing of this very pass says what existed right before its uploads.
-      preexistingFresh: l.remote !== undefined,
+      // Only a listing of this very pass says what existed right before its uploads; not one
+      // the round then held while the lease's claim settled (a person may have uploaded meanwhile).
+      preexistingFresh: l.remote !== undefined && l.waited !== true,
       uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
       session: this.session,
       names,

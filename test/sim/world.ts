@@ -387,10 +387,10 @@ export class World {
     // A pass waiting for the claim's settle waits on the clock: not busy, or settle() spins until its bound.
     const leaseSettled =
       waitForClaim &&
-      (async (): Promise<void> => {
+      (async (): Promise<boolean> => {
         proc.inflight--;
         try {
-          await waitForClaim();
+          return await waitForClaim();
         } finally {
           proc.inflight++;
         }

@@ -305,7 +305,9 @@ export function leaseDeps(lease: MirrorLease | undefined, api: DatastoreApi, map
     api: leaseGated(api, () => lease.holds(), mappingId),
     lease: () => lease.view(),
     leaseSettled: async () => {
+      const waited = !lease.holds();
       if (!(await lease.settled())) throw new LeaseNotHeldError(`mapping ${mappingId}: this process does not hold the lease; nothing is written`);
+      return waited;
     },
     session: lease.session,
   };
