@@ -71,6 +71,8 @@ export class MappingLease {
   private toldHolder: string | undefined;
   private lastError: string | undefined;
   private released = false;
+  /** stop() has begun: a pass waiting for the claim (settled()) drops its reads. */
+  private stopping = false;
   /** The remembered marker was tried (once per process: after that the data source is listed). */
   private memoTried = false;
 
@@ -95,7 +97,7 @@ export class MappingLease {
 
   /** This process may write now. */
   holds(): boolean {
-    return !this.released && this.core.holds(this.d.clock.monotonic());
+    return !this.released && !this.stopping && this.core.holds(this.d.clock.monotonic());
   }
 
   /**
@@ -114,10 +116,10 @@ export class MappingLease {
    * a pass may walk and list beside its settle wait, and plan after settled().
    */
   claiming(): boolean {
-    return !this.released && this.attempting !== undefined && this.core.standby === undefined;
+    return !this.released && !this.stopping && this.attempting !== undefined && this.core.standby === undefined;
   }
 
-  /** Waits for the attempt under way, if any; true when this process holds the lease after it. */
+  /** Waits for the attempt under way, if any; true when this process holds the lease after it (and is not stopping it). */
   async settled(): Promise<boolean> {
     await this.attempting;
     return this.holds();
@@ -141,6 +143,7 @@ export class MappingLease {
   start(): void {
     if (this.released) {
       this.released = false;
+      this.stopping = false;
       this.controller = new AbortController();
       this.sent = new AbortController();
       this.loop = undefined;
@@ -161,6 +164,7 @@ export class MappingLease {
    * its winner. The whole stop takes at most LEASE.settleMs * 2.
    */
   async stop(): Promise<void> {
+    this.stopping = true;
     this.controller.abort();
     const deadline = this.d.clock.setTimeout(() => this.sent.abort(), this.timing.settleMs * 2);
     try {

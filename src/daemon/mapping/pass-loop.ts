@@ -127,7 +127,7 @@ export class PassLoop {
 
   /** The pass in flight reads beside the lease's claim and writes only once it holds: a standby's status says standby meanwhile. */
   get awaitingLease(): boolean {
-    return this.awaitingClaim;
+    return this.awaitingClaim && this.lease?.holds() === false;
   }
 
   /** The next periodic rescan (monotonic ms), if one is planned. */
@@ -196,8 +196,10 @@ export class PassLoop {
     await this.resolving?.catch(() => undefined);
     const lease = this.lease;
     if (lease === undefined) return;
-    // The pass in flight ends first: nothing is written after the release.
-    await this.running?.catch(() => undefined);
+    // The pass in flight ends first: nothing is written after the release. One that has only
+    // read beside the claim (it plans once the claim holds) is dropped instead: the stop's
+    // settled() answers false, and it ends as a standby's pass does.
+    if (!(this.awaitingClaim && !lease.holds())) await this.running?.catch(() => undefined);
     await lease.stop();
   }
 

@@ -170,6 +170,28 @@ describe("the lease's settle wait, off the start's critical path", () => {
     await a.runner.stop(1_000);
   });
 
+  it('a pause while the first pass waits for the claim drops that pass: status says paused at once, nothing is written, the lease is released; resume mirrors', async () => {
+    const w = world();
+    const a = daemon(w, 'node-a', 101);
+    a.runner.start();
+    // The walk and the listing done, the claim still settling.
+    for (let i = 0; i < 100 && !a.seen.some((s) => s.op === 'listDocuments'); i++) await a.step(10);
+    expect(a.holds()).toBe(false);
+    expect(a.runner.pause()).toBe(true);
+    expect(a.runner.status().phase).toBe('paused');
+    await a.step(10_000);
+    expect(a.writes()).toEqual([]);
+    expect(a.reports).toEqual([]);
+    const status = a.runner.status();
+    expect(status.phase).toBe('paused');
+    expect(status.degraded ?? []).toEqual([]);
+    expect(record(w.api)).toMatchObject({ host: 'node-a', released: true });
+    expect(a.runner.resume()).toBe(true);
+    for (let i = 0; i < 200 && a.reports.length === 0; i++) await a.step(100);
+    expect(a.reports[0]).toMatchObject({ ok: true, counts: { uploaded: 2 } });
+    await a.runner.stop(1_000);
+  });
+
   it('two processes making the first marker at once end with one holder, one marker, and each file sent once', async () => {
     const w = world();
     const a = daemon(w, 'node-a', 101);
