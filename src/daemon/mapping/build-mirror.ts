@@ -29,6 +29,8 @@ export interface MirrorLease {
   view(): LeaseView;
   /** Waits for a claim under way; true when the lease is held after it. */
   settled(): Promise<boolean>;
+  /** Waits until a claim under way has read the marker; true when it found no live holder. */
+  claimRead(): Promise<boolean>;
 }
 
 /**
@@ -299,11 +301,14 @@ function emptyListing(api: DatastoreApi): DatastoreApi {
  * (lease-gate.ts), the owner rule's view, the wait before a plan (a claim under way settled
  * with the lease held, else LeaseNotHeldError: the round plans nothing), the writer session.
  */
-export function leaseDeps(lease: MirrorLease | undefined, api: DatastoreApi, mappingId: string): Pick<MirrorDeps, 'api' | 'lease' | 'leaseSettled' | 'session'> {
+export function leaseDeps(lease: MirrorLease | undefined, api: DatastoreApi, mappingId: string): Pick<MirrorDeps, 'api' | 'lease' | 'leaseRead' | 'leaseSettled' | 'session'> {
   if (lease === undefined) return { api };
   return {
     api: leaseGated(api, () => lease.holds(), mappingId),
     lease: () => lease.view(),
+    leaseRead: async () => {
+      if (!(await lease.claimRead())) throw new LeaseNotHeldError(`mapping ${mappingId}: another process holds the lease; nothing is listed`);
+    },
     leaseSettled: async () => {
       const waited = !lease.holds();
       if (!(await lease.settled())) throw new LeaseNotHeldError(`mapping ${mappingId}: this process does not hold the lease; nothing is written`);

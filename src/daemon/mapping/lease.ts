@@ -73,6 +73,9 @@ export class MappingLease {
   private released = false;
   /** stop() has begun: a pass waiting for the claim (settled()) drops its reads. */
   private stopping = false;
+  /** The attempt under way has read the marker (claimRead()): markRead says so, and whether it found the lease free. */
+  private readDone: Promise<boolean> = Promise.resolve(false);
+  private markRead = (_free: boolean): void => undefined;
   /** The remembered marker was tried (once per process: after that the data source is listed). */
   private memoTried = false;
 
@@ -199,13 +202,28 @@ export class MappingLease {
     }
   }
 
-  /** One attempt (attempt()), known as under way until it ends (claiming(), settled()). */
+  /** One attempt (attempt()), known as under way until it ends (claiming(), settled(), claimRead()). */
   private tryClaim(): Promise<void> {
+    let readDone = (_free: boolean): void => undefined;
+    this.readDone = new Promise<boolean>((resolve) => (readDone = resolve));
+    this.markRead = readDone;
     const attempt: Promise<void> = this.attempt().finally(() => {
+      readDone(false);
       if (this.attempting === attempt) this.attempting = undefined;
     });
     this.attempting = attempt;
     return attempt;
+  }
+
+  /**
+   * Resolves once the claim under way has read the marker (or ended), at once when none is:
+   * true when that read found no live holder (a claim follows) or the lease is held. A former
+   * holder is free only as that read judged it (released, dead, expired), so its last writes
+   * landed before it, and a listing begun after it shows them (docs/reliability.md, "Reading
+   * while the claim settles").
+   */
+  claimRead(): Promise<boolean> {
+    return this.attempting === undefined ? Promise.resolve(this.holds()) : this.readDone;
   }
 
   /** read -> claim -> settle -> read again (engine/lease.ts); a standby when another holds it. */
@@ -220,6 +238,7 @@ export class MappingLease {
       const marker = await this.read(id, signal);
       if (marker === undefined) return;
       const j = this.core.judge(marker, readAt);
+      this.markRead(j.kind !== 'live');
       if (j.kind === 'live') {
         this.core.lose();
         if (this.toldHolder !== j.holder.session) {
@@ -293,6 +312,8 @@ export class MappingLease {
     let markers = await this.list(signal);
     let claim: { id: string; record: LeaseRecord; at: number } | undefined;
     if (markers.length === 0) {
+      // No marker: no holder, and this listing is the claim's read.
+      this.markRead(true);
       const made = await this.make(signal);
       if (made !== undefined && this.core.claimInTime(listedAt, this.d.clock.monotonic()) && !signal.aborted) {
         // Sent, the claim runs to its confirmation even through a stop (stop()).

@@ -11,7 +11,7 @@ import type { Config, MappingConfig } from '../../config/types.js';
 import { DataSourceMissingError } from '../../engine/data-source.js';
 import { awaitingDecision, CONFIG_STOPPED, retriedWithBackoff } from './next-step.js';
 import type { FileFailure, OpEvent } from '../../engine/executor.js';
-import type { Mirror } from '../../engine/mirror.js';
+import type { ListingAhead, Mirror } from '../../engine/mirror.js';
 import type { ChangeScope } from '../../engine/local-side.js';
 import type { PassReport } from '../../engine/pass-report.js';
 import { disposition } from '../../errors/disposition.js';
@@ -103,6 +103,8 @@ export class PassLoop {
   private resolving: Promise<Mirror> | undefined;
   /** The start's resolution, until the first pass takes its outcome (a failure too: not resolved twice). */
   private early: Promise<Mirror> | undefined;
+  /** The start's listing begun ahead (Mirror.listAhead): the first pass's, if it is a full pass; dropped otherwise. */
+  private ahead: Promise<ListingAhead | undefined> | undefined;
   /** The pass in flight began while the lease's claim settled: it plans once the claim holds. */
   private awaitingClaim = false;
 
@@ -162,6 +164,7 @@ export class PassLoop {
   reloaded(paused: boolean): void {
     this.recheckDataSource = true;
     this.early = undefined;
+    this.ahead = undefined;
     if (this.halted) {
       // Stopped on a configuration problem: the reload is the operator's answer; start again.
       this.halted = false;
@@ -188,6 +191,8 @@ export class PassLoop {
   prepare(): void {
     this.early = this.ensureMirror();
     this.early.catch(() => undefined);
+    // The start's listing too, once the claim has read the marker: the walk waits for the watcher, the listing need not.
+    this.ahead = this.early.then((m) => m.listAhead(this.d.signal)).catch(() => undefined);
   }
 
   /** Releases the lease (after the last pass: a graceful stop, or a pause); the next pass claims it again. */
@@ -288,6 +293,8 @@ export class PassLoop {
     try {
       const early = this.early;
       this.early = undefined;
+      const ahead = kind === 'full' ? this.ahead : undefined;
+      this.ahead = undefined;
       const mirror = await (early ?? this.ensureMirror());
       // Released by a pause: claimed again now that passes run.
       if (this.lease?.stopped && !this.d.isStopped()) this.lease.start();
@@ -302,7 +309,7 @@ export class PassLoop {
       this.lagStart = firstEventAt;
       const report =
         kind === 'full'
-          ? await mirror.fullPass({ signal: this.d.signal, confirmedDeletes: this.d.deletes.confirmedDeletes() })
+          ? await mirror.fullPass({ signal: this.d.signal, confirmedDeletes: this.d.deletes.confirmedDeletes(), ahead: await ahead })
           : await mirror.changedPass(scope, { signal: this.d.signal });
       this.record(label, report, sends === 'everything' ? undefined : sends);
       const lost = await this.dataSourceLost(kind, report.failures.some((f) => f.code === 'E_NOT_FOUND'));

@@ -10,7 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DatastoreApi } from '../../../src/api/api.js';
 import type { Config, MappingConfig } from '../../../src/config/types.js';
-import { LEASE, leaseMetadata, leaseRecordOf, type HostProbe, type LeaseRecord } from '../../../src/engine/lease.js';
+import { LEASE, leaseDocumentName, leaseMetadata, leaseRecordOf, type HostProbe, type LeaseRecord } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
 import { Mirror, type MirrorState } from '../../../src/engine/mirror.js';
 import type { PassReport } from '../../../src/engine/pass-report.js';
@@ -53,7 +53,7 @@ function world() {
 }
 
 /** A daemon's runner of mapping m1 (data source ds1), its lease on `host`; `seen` logs its mirror's walks, listings and writes. */
-function daemon(w: ReturnType<typeof world>, host: string, pid: number) {
+function daemon(w: ReturnType<typeof world>, host: string, pid: number, watchSetUpMs = 0, leaseReadMs = 0) {
   const { clock, api, local } = w;
   const seen: Seen[] = [];
   const reports: PassReport[] = [];
@@ -65,6 +65,21 @@ function daemon(w: ReturnType<typeof world>, host: string, pid: number) {
       return (...args: unknown[]) => {
         log(key);
         return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as DatastoreApi;
+  // The lease's requests (the runner's client): its reads of the marker take leaseReadMs.
+  const leaseApi = new Proxy(api, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function') return value;
+      const fn = value as (...a: unknown[]) => Promise<unknown>;
+      if (key !== 'getDocument' && key !== 'listDocuments') return fn.bind(target);
+      return async (...args: unknown[]) => {
+        await clock.sleep(leaseReadMs);
+        const out = await fn.apply(target, args);
+        log('lease read');
+        return out;
       };
     },
   }) as DatastoreApi;
@@ -84,13 +99,17 @@ function daemon(w: ReturnType<typeof world>, host: string, pid: number) {
     config,
     mapping,
     index: 0,
-    api,
+    api: leaseApi,
     state: store,
     logger: silentLogger,
     clock,
     random: () => 0.5,
     events: { onPass: (_id, _kind, r) => void reports.push(r) },
-    watch: async (opts) => ({ root: opts.root, close: async () => undefined, watchedDirs: () => 1 }) as Watcher,
+    watch: async (opts) => {
+      await clock.sleep(watchSetUpMs);
+      log('watching');
+      return { root: opts.root, close: async () => undefined, watchedDirs: () => 1 } as Watcher;
+    },
     lease: { statePath: config.statePath, stateFs: new FakeDisk().fs(), probe: probe(host), timing: LEASE, pid, files: { write: async (p, t) => void files.set(p, t), remove: async (p) => void files.delete(p) } },
     buildMirror: async (_c, _m, _i, deps) => {
       const lease = deps.lease!('ds1', 'inst-A');
@@ -138,6 +157,56 @@ describe("the lease's settle wait, off the start's critical path", () => {
     // One pass: the confirmation does not start a second one.
     await a.step(10_000);
     expect(a.reports).toHaveLength(1);
+    await a.runner.stop(1_000);
+  });
+
+  it("the start's listing begins once the claim has read the marker, while the watcher is set up; the walk once it is ready; the files are sent once", async () => {
+    const w = world();
+    const a = daemon(w, 'node-a', 101, 2_000);
+    a.runner.start();
+    for (let i = 0; i < 100 && a.reports.length === 0; i++) await a.step(100);
+    expect(a.reports[0]).toMatchObject({ ok: true, counts: { uploaded: 2 } });
+    const at = (op: string): number => a.seen.find((s) => s.op === op)!.at;
+    const marker = w.api.list().find(isMarker)!;
+    // The marker the claim made (its listing found none) was read before the mirror's listing began.
+    expect(marker).toBeDefined();
+    expect(at('listDocuments')).toBeLessThan(at('watching'));
+    expect(at('walk')).toBeGreaterThanOrEqual(at('watching'));
+    expect(a.seen.filter((s) => s.op === 'listDocuments')).toHaveLength(1);
+    for (const s of a.writes()) expect(s.at).toBeGreaterThanOrEqual(a.heldAt()!);
+    await a.runner.stop(1_000);
+  });
+
+  it("the pass's listing never begins before the claim has read the marker: a former holder's last writes are in it", async () => {
+    const w = world();
+    // A holder that released the lease after its last pass: its marker says so.
+    const other: LeaseRecord = { installationId: 'inst-A', session: 'session-b', host: 'node-b', boot: 'boot-node-b', pid: 7, mappingId: 'm1', renew: 3, durationMs: LEASE.durationMs, acquiredAt: new Date(w.clock.now()).toISOString(), released: true };
+    w.api.add({ name: leaseDocumentName('m1'), metadata: leaseMetadata(other) });
+    const a = daemon(w, 'node-a', 101, 0, 1_000);
+    a.runner.start();
+    for (let i = 0; i < 100 && a.reports.length === 0; i++) await a.step(100);
+    expect(a.reports[0]).toMatchObject({ ok: true, counts: { uploaded: 2 } });
+    const reads = a.seen.filter((s) => s.op === 'lease read');
+    const listing = a.seen.find((s) => s.op === 'listDocuments')!;
+    // The marker found (a listing of the lease's), then read: the mirror lists after that read.
+    expect(reads.length).toBeGreaterThanOrEqual(2);
+    expect(listing.at).toBeGreaterThanOrEqual(reads[1]!.at);
+    await a.runner.stop(1_000);
+  });
+
+  it('a start beside a live holder lists nothing (neither ahead nor in a pass) and writes nothing: a standby', async () => {
+    const w = world();
+    const holder: LeaseRecord = { installationId: 'inst-A', session: 'session-b', host: 'node-b', boot: 'boot-node-b', pid: 7, mappingId: 'm1', renew: 1, durationMs: LEASE.durationMs, acquiredAt: new Date(w.clock.now()).toISOString(), released: false };
+    const marker = w.api.add({ name: leaseDocumentName('m1'), metadata: leaseMetadata(holder) });
+    const a = daemon(w, 'node-a', 101, 0, 500);
+    a.runner.start();
+    for (let t = 0; t < 40_000; t += 1_000) {
+      await a.step(1_000);
+      if (t % LEASE.renewMs === 0) marker.metadata = leaseMetadata({ ...holder, renew: ++holder.renew });
+    }
+    expect(a.seen.filter((s) => s.op === 'listDocuments')).toEqual([]);
+    expect(a.writes()).toEqual([]);
+    expect(a.runner.status().phase).toBe('standby');
     await a.runner.stop(1_000);
   });
 
