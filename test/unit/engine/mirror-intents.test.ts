@@ -546,6 +546,29 @@ describe('a service that ignores the new name of an update (issue 23, defect 5)'
     expect(state.m.intents).toEqual({});
   });
 
+  it("a pass whose listing was begun ahead (a start's, beside the watcher's set-up) does not tell a lost unmarked upload by name and size: a person's document uploaded since is left alone", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    api.ignoreRename = true;
+    local.put('a.txt', 'h1');
+    expect((await mirror.fullPass()).renameIgnored).toBe(true);
+    const ahead = mirror.listAhead();
+    await ahead.listing;
+    // After that listing, before the pass: a person uploads a document of the file's name and size.
+    const theirs = { ...api.add({ name: 'c.txt', metadata: {}, size: 10 }) };
+    local.put('c.txt', 'h3');
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1, ahead });
+    api.failBefore = () => undefined;
+    expect(openUpload(state).preexistingFresh).toBeUndefined();
+    for (let i = 0; i < 3; i++) {
+      await clock.advance(INTENT_SETTLE_MS);
+      await mirror.fullPass();
+    }
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    expect(api.list().filter((d) => d.metadata['dssync_path'] === 'c.txt')).toHaveLength(1);
+    expect(state.m.intents).toEqual({});
+  });
+
   it('a service that renames is checked once, and nothing changes', async () => {
     const { api, local, mirror } = setup();
     local.put('a.txt', 'h1');
