@@ -665,3 +665,28 @@ it("seed 9803, history 2,030: an unmarked upload committed late (a service that 
   await step(() => w.renameHost());
   await checkInvariants(w);
 });
+
+it('seed 9926, history 9,623: a file set aside by the start, found gone by an earlier pass, written anew before its follow-up: the follow-up does not send the first chunk', async () => {
+  const w = new World({ ...config, exclude: ['**/deep/**'] }, { updateClears: false, paging: 'none', pageSize: 2 });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = stepper(w);
+  // The start's full pass sets a.txt aside (written as its first call begins); a swap moves
+  // it away, and the pass its events bring finds it gone; a slow writer then makes it anew
+  // within a window of the follow-up the start's pass asked for. With the first pass
+  // walking beside the lease's claim settle (branch leasesettle), that follow-up found no
+  // record of a.txt and sent its first chunk.
+  await step(() => churnDuringStartPass(w, 'a.txt', 'x'));
+  await step(() => {
+    w.rename('a.txt', '.swap-tmp');
+    w.rename('x.log', 'a.txt');
+    w.rename('.swap-tmp', 'x.log');
+  });
+  await step(() => slowWrite(w, 'sub/deep/d.txt', 500, 3, 1));
+  await step(async () => {
+    await slowWrite(w, 'a.txt', 500, 2, 2);
+    w.partials.add(sha256('slow2.0|'));
+  });
+  await step(() => w.personRenamesOurs(0, 'renamed.txt'));
+  await checkInvariants(w);
+});
