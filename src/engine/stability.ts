@@ -72,9 +72,11 @@ export class StabilityWindow {
       const vouched = scan.vouched?.paths.has(path) ? mapping.files.statOf(path) : undefined;
       if (!named && vouched) this.settling.set(path, { ...statOf(vouched), since: held.since, released: true });
       else if (!named) this.settling.set(path, { ...held, gone: true, released: undefined });
-      else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.delete(path);
+      // Found gone by a pass that names it: still remembered as gone, since the follow-up may
+      // come later and meet a new writer's first chunk there (seed 9926).
+      else if (named.has(path) && !scan.vouched?.paths.has(path)) this.settling.set(path, { ...held, gone: true, released: undefined });
     }
-    if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if (held.released && this.settling.size > MAX_SETTLING) this.settling.delete(path);
+    if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if ((held.released || held.gone) && this.settling.size > MAX_SETTLING) this.settling.delete(path);
   }
 
   /** A file found stable: remembered at this stat for a follow-up still to come (forget). */
