@@ -60,8 +60,9 @@ export class StabilityWindow {
    * new writer's first chunk there with no record and send it half-written). A
    * file a full walk does not find is remembered as gone; a released one keeps the stat it
    * was released at, and any other stat at the follow-up is judged by the window again. A
-   * record is dropped when a pass that names the path (the follow-up) finds the file gone,
-   * or unchanged since its release; past MAX_SETTLING records the released ones go first.
+   * pass that names the path and finds it gone keeps it as gone too (it need not be the
+   * follow-up: seed 9926). A record is dropped when a pass that names the path finds the
+   * file unchanged since its release; past MAX_SETTLING records the released and gone ones go.
    */
   forget(scan: ScanResult, scope: ChangeScope | undefined, mapping: MappingState): void {
     if (this.settling.size === 0) return;
