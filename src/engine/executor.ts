@@ -361,10 +361,11 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
   // The answer names our documents: recorded before anything else, so that a later pass
   // tells them by id from a person's document of the same name and size.
   o.state.setIntentDocuments(o.mappingId, intentId, batch.map((_, i) => records[i]?.id));
-  if (!o.preexistingFresh && o.state.flush) {
-    // Sent without a listing of its own pass: should the process die before the metadata
-    // is written, nothing else could tell these documents from a person's of the same name
-    // and size (plan.ts openUploads), so their ids reach the disk first (one journal fsync).
+  if (!o.preexistingFresh && named.some((n) => !n.marked) && o.state.flush) {
+    // Sent unmarked without a fresh listing: should the process die before the metadata is
+    // written, nothing else could tell these documents from a person's of the same name and
+    // size (plan.ts openUploads), so their ids reach the disk first (one journal fsync). A
+    // marked upload is told by the nonce its intent journalled before it was sent.
     await o.state.flush().catch((e: unknown) => o.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'could not record the uploaded documents durably'));
   }
   // Each uploaded document gets its metadata; the intent stays open until all have it.

@@ -20,6 +20,7 @@ import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfLis
 import { renamedFromVanished, StabilityWindow } from './stability.js';
 import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
+import type { OwnerOf } from './owner.js';
 import { nfc } from '../unicode.js';
 
 /** The service's listing lacks documents that exist: planning from it would duplicate them. */
@@ -88,6 +89,21 @@ export interface MirrorDeps {
    * owner rule stays conservative (nothing of an unrecorded session is taken).
    */
   lease?: (() => LeaseView | undefined) | undefined;
+  /**
+   * Awaited between a round's listing and its plan: a claim of the lease under way has
+   * settled, or it rejects (the round's reads are dropped). The walk and the listing only
+   * read, so they run beside the claim's settle wait; the plan stands on the lease (lease.ts).
+   * True when it waited for a claim: the listing is then that much older than the round's
+   * uploads, too old to tell a lost answer by name and size (executor.ts preexistingFresh).
+   */
+  leaseSettled?: (() => Promise<boolean>) | undefined;
+  /**
+   * Awaited before a full pass's listing begins: a claim of the lease under way has read the
+   * marker (a former holder's last writes landed before that read, so a listing begun after
+   * it shows them); at once when the lease is held. Rejects when the read found a live
+   * holder, or when the lease is neither held nor being claimed (the pass lists nothing).
+   */
+  leaseRead?: (() => Promise<void>) | undefined;
   /** The writer session: the lease's, when there is one (its record names it); else drawn here. */
   session?: string | undefined;
 }
@@ -100,6 +116,29 @@ export interface PassOptions {
   signal?: AbortSignal | undefined;
   /** Rounds of list-plan-execute when answers were lost or files changed (default 3). */
   maxRounds?: number;
+  /** A full pass's first listing, begun ahead by this mirror (listAhead): a start's, beside the watcher's set-up. */
+  ahead?: ListingAhead | undefined;
+}
+
+/** The data source's listing of a full pass, begun ahead of its walk (Mirror.listAhead). */
+export interface ListingAhead {
+  readonly mirror: Mirror;
+  /** Undefined when it failed (a live holder found by the lease's claim, a request's failure): the pass lists itself. */
+  readonly listing: Promise<RemoteListing | undefined>;
+}
+
+/** What a full pass's listing of the data source found, and when it began. */
+interface RemoteListing {
+  /** When it began (after the lease's claim read its marker): wall clock and monotonic. */
+  listedAt: number;
+  listedAtMono: number;
+  /** The lease as the owner rule read it when the listing began, and that rule. */
+  lease: LeaseView | undefined;
+  whose: OwnerOf<unknown>;
+  /** The listing, less what `confirmed` holds. */
+  remote: DocumentRecord[];
+  /** Paths whose document the listing showed exactly as the state has it. */
+  confirmed: Set<string>;
 }
 
 /** Files hashed at once: enough to keep the libuv pool busy (each hash is a few small calls). */
@@ -152,6 +191,8 @@ interface Listing extends PreparedLocal {
   scanned: number;
   /** An incremental plan's paths (Mirror.widenScope). */
   planScope: Set<string> | undefined;
+  /** Older than its round: begun ahead of the pass (listAhead), or the round then waited for the lease's claim (leaseSettled). */
+  aged?: boolean;
   /** The lease as it stood when the listing began: the owner rule's input for this round. */
   lease: LeaseView | undefined;
 }
@@ -258,7 +299,11 @@ export class Mirror {
     const desired = (f: DesiredOf): DocumentUpdate => documentFields(fieldsSpec, f);
 
     for (let round = 1; round <= maxRounds; round++) {
-      const listing = await this.list(scope, mapping, desired, opts.signal);
+      const ahead = round === 1 && opts.ahead?.mirror === this ? opts.ahead.listing : undefined;
+      const listing = await this.list(scope, mapping, desired, opts.signal, ahead);
+      // Begun ahead of the pass, or followed by a wait for the lease's claim: older than the round.
+      if (!opts.dryRun && (await this.d.leaseSettled?.()) === true) listing.aged = true;
+      if (ahead) listing.aged = true;
       report.settling = listing.settling.length > 0 ? listing.settling : undefined;
       if (listing.listingNeeded) report.needsFullPass = true;
       const { plan, verdict } = this.planRound(listing, scope, mapping, desired, opts, report, round);
@@ -299,14 +344,26 @@ export class Mirror {
    * listing; then the local side prepared (hashed, files being written set aside) and an
    * incremental pass's scope widened to what its plan must cover.
    */
-  private async list(scope: ChangeScope | undefined, mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined): Promise<Listing> {
+  /**
+   * Begins the next full pass's listing of the data source now (PassOptions.ahead): a start
+   * lists while its watcher is set up, once the lease's claim has read its marker; the walk
+   * waits for the watcher (a change made while the pass scans is then an event).
+   */
+  listAhead(signal?: AbortSignal): ListingAhead {
+    const { spec, state } = this.d;
+    const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
+    // A live holder found by the claim: nothing listed ahead (the first pass, if any, lists itself).
+    const listing = this.listRemote(mapping, (f) => documentFields(this.fieldsSpec, f), signal).catch(() => undefined);
+    return { mirror: this, listing };
+  }
+
+  private async listRemote(mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined): Promise<RemoteListing> {
     const { spec } = this.d;
-    // The walk (disk) and the listing (network) are independent: done side by side, a
-    // restart over 100,000 files waits for the longer of the two, not for both.
+    await this.d.leaseRead?.();
     const listedAt = this.d.now();
     const listedAtMono = this.monotonic();
-    // What the state already says exactly, on either side, is kept as paths only: a
-    // restart over a million unchanged files holds two sets, not a million records of each.
+    // What the state already says exactly is kept as paths only: a restart over a million
+    // unchanged files holds a set of paths, not a million records.
     const confirmed = new Set<string>();
     const lease = this.d.lease?.();
     const whose = ownerOfListing({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: this.formerIds, state: mapping, lease });
@@ -316,19 +373,33 @@ export class Mirror {
       if (path !== undefined) confirmed.add(mapping.files.heldPath(path) ?? path);
       return path !== undefined;
     };
-    const [scan, remote] = await Promise.all([
-      scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.statOf(path), st, listedAt) }),
-      scope ? undefined : this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', keep: (doc) => !confirm(doc), ...listingBound(mapping.files.size) }),
+    const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', keep: (doc) => !confirm(doc), ...listingBound(mapping.files.size) });
+    return { listedAt, listedAtMono, lease, whose, remote, confirmed };
+  }
+
+  private async list(scope: ChangeScope | undefined, mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined, ahead?: Promise<RemoteListing | undefined>): Promise<Listing> {
+    // The walk (disk) and the listing (network) are independent: done side by side, a
+    // restart over 100,000 files waits for the longer of the two, not for both.
+    const walkedAt = this.d.now();
+    const walkedAtMono = this.monotonic();
+    const lease = scope ? this.d.lease?.() : undefined;
+    const [scan, listed] = await Promise.all([
+      scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.statOf(path), st, walkedAt) }),
+      scope ? undefined : ahead ? ahead.then((l) => l ?? this.listRemote(mapping, desired, signal)) : this.listRemote(mapping, desired, signal),
     ]);
+    const remote = listed?.remote;
+    const confirmed = listed?.confirmed ?? new Set<string>();
     if (remote) {
       await this.checkListing(remote, confirmed, mapping, signal);
       this.unmarkedByName = unmarkedByName(remote);
     }
     const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
     const prepared = await this.prepareLocal(scan, mapping, !scope, scope);
-    if (remote) this.stability.judged(remote, prepared.anySetAside ? prepared.untouchable : undefined, mapping, whose);
+    if (listed) this.stability.judged(listed.remote, prepared.anySetAside ? prepared.untouchable : undefined, mapping, listed.whose);
     const planScope = scope ? await this.widenScope(scope, prepared.local, mapping, prepared.untouchable) : undefined;
-    return { listedAt, listedAtMono, scan, remote, confirmed, scanned, planScope, lease, ...prepared };
+    const listedAt = listed?.listedAt ?? walkedAt;
+    const listedAtMono = listed?.listedAtMono ?? walkedAtMono;
+    return { listedAt, listedAtMono, scan, remote, confirmed, scanned, planScope, lease: listed ? listed.lease : lease, ...prepared };
   }
 
   /**
@@ -425,8 +496,9 @@ export class Mirror {
       onOp: this.d.onOp,
       open: this.d.local.open.bind(this.d.local),
       preexisting: this.preexisting(),
-      // Only a listing of this very pass says what existed right before its uploads.
-      preexistingFresh: l.remote !== undefined,
+      // Only a listing of this very pass says what existed right before its uploads; not one
+      // begun ahead of it or held while the lease's claim settled (a person may have uploaded meanwhile).
+      preexistingFresh: l.remote !== undefined && l.aged !== true,
       uploadTag: spec.installationId === undefined ? undefined : uploadTag(spec.mappingId, spec.installationId),
       session: this.session,
       names,

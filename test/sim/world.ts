@@ -28,9 +28,8 @@ import { toFormat3 } from '../helpers/state-v3.js';
 import { establishIdentity } from '../../src/engine/installation.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { LEASE, leaseMarkersOf, pickMarker, type HostProbe } from '../../src/engine/lease.js';
-import { leaseGated } from '../../src/daemon/mapping/lease-gate.js';
 import { mappingLease, type LeaseSettings } from '../../src/daemon/mapping/lease.js';
-import type { MirrorLease } from '../../src/daemon/mapping/build-mirror.js';
+import { leaseDeps, type MirrorLease } from '../../src/daemon/mapping/build-mirror.js';
 import type { DatastoreApi } from '../../src/api/api.js';
 import { ApiError } from '../../src/api/errors.js';
 import { storedName } from '../../src/engine/service-names.js';
@@ -184,8 +183,10 @@ export class World {
   readonly disk = new FakeDisk();
   readonly service: FakeService;
   people: PersonDoc[] = [];
-  /** Someone deleted or renamed one of our documents: the daemon learns of it at a full pass. */
+  /** Someone deleted or renamed one of our documents: the daemon learns of it at a full pass begun after. */
   remoteTampered = false;
+  /** How many times people tampered with our documents: a full pass repairs what came before it began. */
+  private tampers = 0;
   /** A pass was stopped by the mass-delete guard (the operator must say "allow"). */
   blocked = false;
   /** Violations of the delete window seen during the history. */
@@ -381,6 +382,19 @@ export class World {
     // (cloneUpload: a version before the lease); a one-shot mirror (operatorAllowsMassDelete) has none.
     const held = proc.lease;
     const lease = (): LeaseView | undefined => (this.clones.size === 0 ? held?.view() : undefined);
+    const gated = leaseDeps(held, api, MAPPING_ID);
+    const waitForClaim = gated.leaseSettled;
+    // A pass waiting for the claim's settle waits on the clock: not busy, or settle() spins until its bound.
+    const leaseSettled =
+      waitForClaim &&
+      (async (): Promise<boolean> => {
+        proc.inflight--;
+        try {
+          return await waitForClaim();
+        } finally {
+          proc.inflight++;
+        }
+      });
     class SimMirror extends Mirror {
       override async fullPass(opts: PassOptions = {}): Promise<PassReport> {
         return track('full', () => super.fullPass(opts));
@@ -404,8 +418,8 @@ export class World {
         batchBytes: 1e9,
         concurrency: 2,
       },
-      api: held ? leaseGated(api, () => held.holds(), MAPPING_ID) : api,
-      session: held?.session,
+      ...gated,
+      leaseSettled,
       state: proc.store,
       local: createLocalSide({ path: ROOT, include: cfg.include, exclude: cfg.exclude, ignoreFile: IGNORE_FILE, maxFileBytes: cfg.maxFileBytes, followSymlinks: false }, { fs: this.local }),
       logger: silent,
@@ -460,6 +474,8 @@ export class World {
   private async track(proc: Process, kind: 'full' | 'changes', run: () => Promise<PassReport>): Promise<PassReport> {
     proc.inflight++;
     this.passes++;
+    // Its listing may begin with it (while the lease's claim settles): what people do later, it need not see.
+    const tampersBefore = this.tampers;
     if (!proc.crashed) this.service.activity = kind;
     try {
       const r = await run();
@@ -471,7 +487,7 @@ export class World {
       // A full pass repairs what people did to our documents, but not for a file it set aside
       // (stability window; every file after the wall clock stepped back): the follow-up is
       // an incremental pass, which has no listing.
-      if (kind === 'full' && r.ok && !r.settling?.length && !proc.crashed) this.remoteTampered = false;
+      if (kind === 'full' && r.ok && !r.settling?.length && !proc.crashed && this.tampers === tampersBefore) this.remoteTampered = false;
       return r;
     } finally {
       proc.inflight--;
@@ -1025,6 +1041,7 @@ export class World {
     if (ours.length === 0) return;
     this.service.store.delete(ours[pick % ours.length]!);
     this.remoteTampered = true;
+    this.tampers++;
   }
 
   personRenamesOurs(pick: number, name: string): void {
@@ -1035,6 +1052,7 @@ export class World {
     if (this.service.variant.renamesIgnored) return;
     this.service.store.get(ours[pick % ours.length]!)!.name = storedName(name, this.service.variant.nameRule);
     this.remoteTampered = true;
+    this.tampers++;
   }
 
   // ---- the oracle -------------------------------------------------------------------------

@@ -162,6 +162,7 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
   const windowMs = d.passStabilityMs(config);
   // The pass writes only while it holds the mapping's lease (docs/reliability.md, "The lease"); a dry run writes nothing and takes none.
   let lease: MappingLease | undefined;
+  let claim: Promise<void> | undefined;
   let dataSourceId: string | undefined;
   // An error into the outcome: its words, and its exit code from the registry (errors/codes.ts).
   const failed = (e: unknown, log = true): MappingOutcome => {
@@ -190,8 +191,11 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
       lease: (id, installationId) => (lease = d.mappingLease({ api: d.api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger: d.logger, filesTracked: () => d.store.mapping(mapping.id)?.files.size ?? 0 }, id, installationId)),
     });
     dataSourceId = mirror.dataSourceId;
-    if (lease !== undefined && !(await lease.acquire())) return failed(new LeaseNotHeldError(heldElsewhere(mapping.id, lease)), false);
-    lease?.start();
+    // The walk and the listing run beside the claim's settle; the pass plans once it holds (build-mirror.ts leaseSettled).
+    const held = lease;
+    claim = held?.acquire().then((ok) => {
+      if (ok && !d.signal.aborted) held.start();
+    });
     const passOpts = { dryRun: d.args.dryRun, allowMassDelete: d.args.allowMassDelete, signal: d.signal };
     const report = d.args.dryRun
       ? await mirror.fullPass(passOpts)
@@ -202,12 +206,14 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     const coverage = d.args.dryRun ? await (await import('../../daemon/status/coverage.js')).mappingCoverage(mapping, (d.store as ReadOnlyState).mapping(mapping.id), true) : undefined;
     return { mappingId: mapping.id, dataSourceId, report, notIngested, notices, changing: report.settling?.length ? { paths: report.settling, windowMs } : undefined, coverage };
   } catch (e) {
+    if (e instanceof LeaseNotHeldError && lease !== undefined && !lease.holds()) return failed(new LeaseNotHeldError(heldElsewhere(mapping.id, lease)), false);
     const interrupted = isApiError(e) && e.code === 'E_ABORTED';
     if (interrupted) return { mappingId: mapping.id, error: 'interrupted' };
     // Fatal for the process (credentials refused, an unusable state...): no other mapping can do better.
     if (disposition(e, 'mapping').kind === 'fatalForProcess') throw e;
     return failed((await lost(isApiError(e) && e.code === 'E_NOT_FOUND')) ?? e);
   } finally {
+    await claim;
     await lease?.stop();
   }
 }

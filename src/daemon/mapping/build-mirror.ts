@@ -15,11 +15,11 @@ import { DataSourceMissingError, dataSourceGone, resolveDataSource, type Resolve
 import { establishIdentity, sharedDataSourceProblems, type IdentityHolder } from '../../engine/installation.js';
 import type { OpEvent } from '../../engine/executor.js';
 import type { Op } from '../../engine/plan.js';
-import { Mirror, type MirrorState } from '../../engine/mirror.js';
+import { Mirror, type MirrorDeps, type MirrorState } from '../../engine/mirror.js';
 import { rebuildFromListing, type RebuildState } from '../../engine/rebuild.js';
 import type { Clock } from '../../time/clock.js';
 import type { LeaseView } from '../../engine/lease-view.js';
-import { leaseGated } from './lease-gate.js';
+import { leaseGated, LeaseNotHeldError } from './lease-gate.js';
 
 /** The mapping's lease as a mirror uses it (mapping/lease.ts): only while it holds it does it write. */
 export interface MirrorLease {
@@ -27,6 +27,10 @@ export interface MirrorLease {
   readonly session: string;
   holds(): boolean;
   view(): LeaseView;
+  /** Waits for a claim under way; true when the lease is held after it. */
+  settled(): Promise<boolean>;
+  /** Waits until a claim under way has read the marker; true when it found no live holder. */
+  claimRead(): Promise<boolean>;
 }
 
 /**
@@ -178,9 +182,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
       concurrency: config.queue.concurrency,
       formats: mapping.formats,
     },
-    api: lease ? leaseGated(api, () => lease.holds(), mapping.id) : api,
-    lease: lease ? () => lease.view() : undefined,
-    session: lease?.session,
+    ...leaseDeps(lease, api, mapping.id),
     state: deps.state,
     local: createLocalSide(mapping, { signal: deps.signal, observed: deps.observed }),
     logger: deps.logger.child({ mapping: mapping.id }),
@@ -292,4 +294,26 @@ function emptyListing(api: DatastoreApi): DatastoreApi {
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
+}
+
+/**
+ * What a mirror takes of the mapping's lease: a client whose writes need the lease held
+ * (lease-gate.ts), the owner rule's view, the wait before a plan (a claim under way settled
+ * with the lease held, else LeaseNotHeldError: the round plans nothing), the writer session.
+ */
+export function leaseDeps(lease: MirrorLease | undefined, api: DatastoreApi, mappingId: string): Pick<MirrorDeps, 'api' | 'lease' | 'leaseRead' | 'leaseSettled' | 'session'> {
+  if (lease === undefined) return { api };
+  return {
+    api: leaseGated(api, () => lease.holds(), mappingId),
+    lease: () => lease.view(),
+    leaseRead: async () => {
+      if (!(await lease.claimRead())) throw new LeaseNotHeldError(`mapping ${mappingId}: another process holds the lease; nothing is listed`);
+    },
+    leaseSettled: async () => {
+      const waited = !lease.holds();
+      if (!(await lease.settled())) throw new LeaseNotHeldError(`mapping ${mappingId}: this process does not hold the lease; nothing is written`);
+      return waited;
+    },
+    session: lease.session,
+  };
 }

@@ -64,11 +64,18 @@ export class MappingLease {
   /** Aborted at stop()'s deadline: a claim or renewal already sent, then the release, end within it. */
   private sent = new AbortController();
   private loop: Promise<void> | undefined;
+  /** The attempt in flight (read, claim, settle, confirming read), whether the loop's or acquire()'s. */
+  private attempting: Promise<void> | undefined;
   private wasHeld = false;
   /** The session of the holder last logged, so that the log says it once. */
   private toldHolder: string | undefined;
   private lastError: string | undefined;
   private released = false;
+  /** stop() has begun: a pass waiting for the claim (settled()) drops its reads. */
+  private stopping = false;
+  /** The attempt under way has read the marker (claimRead()): markRead says so, and whether it found the lease free. */
+  private readDone: Promise<boolean> = Promise.resolve(false);
+  private markRead = (_free: boolean): void => undefined;
   /** The remembered marker was tried (once per process: after that the data source is listed). */
   private memoTried = false;
 
@@ -93,11 +100,32 @@ export class MappingLease {
 
   /** This process may write now. */
   holds(): boolean {
-    return !this.released && this.core.holds(this.d.clock.monotonic());
+    return !this.released && !this.stopping && this.core.holds(this.d.clock.monotonic());
   }
 
+  /**
+   * The lease as the owner rule reads it. While a claim is under way (claiming()), the view it
+   * has once confirmed: a pass reads beside the claim's settle and plans only after settled()
+   * says the lease is held, so a plan never stands on this view unless it came true.
+   */
   view(): LeaseView {
-    return this.released ? { held: false } : this.core.view(this.d.clock.monotonic());
+    if (this.released) return { held: false };
+    const mono = this.d.clock.monotonic();
+    return !this.core.holds(mono) && this.claiming() ? { held: true } : this.core.view(mono);
+  }
+
+  /**
+   * A claim is under way and no live holder stands against it (the last read showed none):
+   * a pass may walk and list beside its settle wait, and plan after settled().
+   */
+  claiming(): boolean {
+    return !this.released && !this.stopping && this.attempting !== undefined && this.core.standby === undefined;
+  }
+
+  /** Waits for the attempt under way, if any; true when this process holds the lease after it (and is not stopping it). */
+  async settled(): Promise<boolean> {
+    await this.attempting;
+    return this.holds();
   }
 
   status(): LeaseStatus {
@@ -118,6 +146,7 @@ export class MappingLease {
   start(): void {
     if (this.released) {
       this.released = false;
+      this.stopping = false;
       this.controller = new AbortController();
       this.sent = new AbortController();
       this.loop = undefined;
@@ -127,7 +156,7 @@ export class MappingLease {
 
   /** One attempt to take the lease (`dssync sync`); true when this process holds it after. */
   async acquire(): Promise<boolean> {
-    await this.attempt();
+    await this.tryClaim();
     return this.holds();
   }
 
@@ -138,10 +167,12 @@ export class MappingLease {
    * its winner. The whole stop takes at most LEASE.settleMs * 2.
    */
   async stop(): Promise<void> {
+    this.stopping = true;
     this.controller.abort();
     const deadline = this.d.clock.setTimeout(() => this.sent.abort(), this.timing.settleMs * 2);
     try {
       await this.loop?.catch(() => undefined);
+      await this.attempting;
       const held = this.core.holds(this.d.clock.monotonic());
       this.released = true;
       this.changed();
@@ -164,11 +195,35 @@ export class MappingLease {
     if (this.holds()) await this.d.clock.sleep(this.timing.renewMs, signal).catch(() => undefined);
     while (!signal.aborted) {
       if (this.holds()) await this.renew();
-      else await this.attempt();
+      else await this.tryClaim();
       this.changed();
       const wait = this.holds() ? this.timing.renewMs : this.timing.checkMs;
       await this.d.clock.sleep(wait, signal).catch(() => undefined);
     }
+  }
+
+  /** One attempt (attempt()), known as under way until it ends (claiming(), settled(), claimRead()). */
+  private tryClaim(): Promise<void> {
+    let readDone = (_free: boolean): void => undefined;
+    this.readDone = new Promise<boolean>((resolve) => (readDone = resolve));
+    this.markRead = readDone;
+    const attempt: Promise<void> = this.attempt().finally(() => {
+      readDone(false);
+      if (this.attempting === attempt) this.attempting = undefined;
+    });
+    this.attempting = attempt;
+    return attempt;
+  }
+
+  /**
+   * Resolves once the claim under way has read the marker (or ended), at once when none is:
+   * true when that read found no live holder (a claim follows) or the lease is held. A former
+   * holder is free only as that read judged it (released, dead, expired), so its last writes
+   * landed before it, and a listing begun after it shows them (docs/reliability.md, "Reading
+   * while the claim settles").
+   */
+  claimRead(): Promise<boolean> {
+    return this.attempting === undefined ? Promise.resolve(this.holds()) : this.readDone;
   }
 
   /** read -> claim -> settle -> read again (engine/lease.ts); a standby when another holds it. */
@@ -177,11 +232,13 @@ export class MappingLease {
     let signal = stopped;
     try {
       this.documentId ??= (await this.remembered(signal)) ?? (await this.discover(signal));
+      if (this.holds()) return await this.taken(this.documentId, 'a new lease document', signal);
       const id = this.documentId;
       const readAt = this.d.clock.monotonic();
       const marker = await this.read(id, signal);
       if (marker === undefined) return;
       const j = this.core.judge(marker, readAt);
+      this.markRead(j.kind !== 'live');
       if (j.kind === 'live') {
         this.core.lose();
         if (this.toldHolder !== j.holder.session) {
@@ -207,16 +264,18 @@ export class MappingLease {
       await this.d.clock.sleep(this.timing.settleMs, signal);
       const after = await this.read(id, signal);
       if (after === undefined) return;
-      if (this.core.confirm(after, claim, claimedAt, this.d.clock.monotonic())) {
-        this.lastError = undefined;
-        this.toldHolder = undefined;
-        if (!this.wasHeld) this.d.logger.info({ documentId: id, why: j.kind === 'free' ? j.why : 'ours' }, `lease of mapping ${this.d.mappingId} taken: this process writes`);
-        await this.deleteExtras(signal);
-      }
+      if (this.core.confirm(after, claim, claimedAt, this.d.clock.monotonic())) await this.taken(id, j.kind === 'free' ? j.why : 'ours', signal);
     } catch (e) {
       if (signal.aborted) return;
       this.note(e);
     }
+  }
+
+  private async taken(id: string, why: string, signal: AbortSignal): Promise<void> {
+    this.lastError = undefined;
+    this.toldHolder = undefined;
+    if (!this.wasHeld) this.d.logger.info({ documentId: id, why }, `lease of mapping ${this.d.mappingId} taken: this process writes`);
+    await this.deleteExtras(signal);
   }
 
   private async renew(): Promise<void> {
@@ -242,17 +301,27 @@ export class MappingLease {
     return doc !== undefined && leaseMarkersOf([doc], this.d.mappingId).length > 0 ? id : undefined;
   }
 
-  /** The marker's id: the one every process picks, made when there is none. */
+  /**
+   * The marker's id: the one every process picks, made when there is none. A marker this
+   * process makes carries its claim at once (the listing that found none is the claim's
+   * read, docs/reliability.md "The lease"): the listing after the settle wait confirms it
+   * when the marker picked is this one and still shows the claim.
+   */
   private async discover(signal: AbortSignal): Promise<string> {
+    const listedAt = this.d.clock.monotonic();
     let markers = await this.list(signal);
+    let claim: { id: string; record: LeaseRecord; at: number } | undefined;
     if (markers.length === 0) {
-      const name = leaseDocumentName(this.d.mappingId);
-      const files = this.d.files ?? nodeFiles;
-      await files.write(this.d.bodyFile, leaseDocumentBody(this.d.mappingId));
-      try {
-        await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain', open: () => openRegularFile(this.d.bodyFile) }], { signal });
-      } finally {
-        await files.remove(this.d.bodyFile);
+      // No marker: no holder, and this listing is the claim's read.
+      this.markRead(true);
+      const made = await this.make(signal);
+      if (made !== undefined && this.core.claimInTime(listedAt, this.d.clock.monotonic()) && !signal.aborted) {
+        // Sent, the claim runs to its confirmation even through a stop (stop()).
+        signal = this.sent.signal;
+        const at = this.d.clock.monotonic();
+        const record = this.core.nextRecord(this.d.clock.now());
+        if ((await this.write(made, record, signal)) && this.core.claimInTime(listedAt, this.d.clock.monotonic())) claim = { id: made, record, at };
+        await testPause('lease-claimed', made);
       }
       // Two processes that both found none each made one: after the settle wait, both see both.
       await this.d.clock.sleep(this.timing.settleMs, signal);
@@ -262,7 +331,21 @@ export class MappingLease {
     if (chosen === undefined) throw new Error('the lease document just made is not in the listing');
     this.extras = markers.filter((m) => m.documentId !== chosen.documentId).map((m) => m.documentId);
     this.d.memo?.save(chosen.documentId);
+    if (claim?.id === chosen.documentId) this.core.confirm(chosen, claim.record, claim.at, this.d.clock.monotonic());
     return chosen.documentId;
+  }
+
+  /** Uploads a new marker; its id, when the answer names it. */
+  private async make(signal: AbortSignal): Promise<string | undefined> {
+    const name = leaseDocumentName(this.d.mappingId);
+    const files = this.d.files ?? nodeFiles;
+    await files.write(this.d.bodyFile, leaseDocumentBody(this.d.mappingId));
+    try {
+      const [doc] = await this.d.api.uploadDocuments(this.d.dataSourceId, [{ path: this.d.bodyFile, name, contentType: 'text/plain', open: () => openRegularFile(this.d.bodyFile) }], { signal });
+      return doc?.id;
+    } finally {
+      await files.remove(this.d.bodyFile);
+    }
   }
 
   private async list(signal: AbortSignal): Promise<LeaseMarker[]> {

@@ -11,7 +11,7 @@ import type { Config, MappingConfig } from '../../config/types.js';
 import { DataSourceMissingError } from '../../engine/data-source.js';
 import { awaitingDecision, CONFIG_STOPPED, retriedWithBackoff } from './next-step.js';
 import type { FileFailure, OpEvent } from '../../engine/executor.js';
-import type { Mirror } from '../../engine/mirror.js';
+import type { ListingAhead, Mirror } from '../../engine/mirror.js';
 import type { ChangeScope } from '../../engine/local-side.js';
 import type { PassReport } from '../../engine/pass-report.js';
 import { disposition } from '../../errors/disposition.js';
@@ -31,6 +31,7 @@ import { initialSchedule, step, type PassKind, type ScheduleAction, type Schedul
 import { SkipAnnouncer } from './skip-announcer.js';
 import { TextChecks } from './text-check.js';
 import { mappingLease, type LeaseSettings, type MappingLease } from './lease.js';
+import { LeaseNotHeldError } from './lease-gate.js';
 import type { LeaseStatus } from '../status/schema.js';
 
 /** What the daemon learns from a runner (metrics, the demo's output). */
@@ -102,6 +103,10 @@ export class PassLoop {
   private resolving: Promise<Mirror> | undefined;
   /** The start's resolution, until the first pass takes its outcome (a failure too: not resolved twice). */
   private early: Promise<Mirror> | undefined;
+  /** The start's listing begun ahead (Mirror.listAhead): the first pass's, if it is a full pass; dropped otherwise. */
+  private ahead: Promise<ListingAhead | undefined> | undefined;
+  /** The pass in flight began while the lease's claim settled: it plans once the claim holds. */
+  private awaitingClaim = false;
 
   constructor(private readonly d: PassLoopDeps) {
     this.announcer = new SkipAnnouncer(d.log);
@@ -120,6 +125,11 @@ export class PassLoop {
 
   get isRunning(): boolean {
     return this.running !== undefined;
+  }
+
+  /** The pass in flight reads beside the lease's claim and writes only once it holds: a standby's status says standby meanwhile. */
+  get awaitingLease(): boolean {
+    return this.awaitingClaim && this.lease?.holds() === false;
   }
 
   /** The next periodic rescan (monotonic ms), if one is planned. */
@@ -154,6 +164,7 @@ export class PassLoop {
   reloaded(paused: boolean): void {
     this.recheckDataSource = true;
     this.early = undefined;
+    this.ahead = undefined;
     if (this.halted) {
       // Stopped on a configuration problem: the reload is the operator's answer; start again.
       this.halted = false;
@@ -180,6 +191,8 @@ export class PassLoop {
   prepare(): void {
     this.early = this.ensureMirror();
     this.early.catch(() => undefined);
+    // The start's listing too, once the claim has read the marker: the walk waits for the watcher, the listing need not.
+    this.ahead = this.early.then((m) => m.listAhead(this.d.signal)).catch(() => undefined);
   }
 
   /** Releases the lease (after the last pass: a graceful stop, or a pause); the next pass claims it again. */
@@ -188,8 +201,10 @@ export class PassLoop {
     await this.resolving?.catch(() => undefined);
     const lease = this.lease;
     if (lease === undefined) return;
-    // The pass in flight ends first: nothing is written after the release.
-    await this.running?.catch(() => undefined);
+    // The pass in flight ends first: nothing is written after the release. One that has only
+    // read beside the claim (it plans once the claim holds) is dropped instead: the stop's
+    // settled() answers false, and it ends as a standby's pass does.
+    if (!(this.awaitingClaim && !lease.holds())) await this.running?.catch(() => undefined);
     await lease.stop();
   }
 
@@ -200,7 +215,8 @@ export class PassLoop {
     const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log, filesTracked: () => this.d.state.fileCount(this.id) };
     const lease = mappingLease(settings, dataSourceId, installationId, (held) => {
       if (this.lease !== lease || this.d.isStopped()) return;
-      if (held) this.retryNow();
+      // A pass waiting for this claim goes on by itself.
+      if (held && !this.awaitingClaim) this.retryNow();
     });
     this.lease = lease;
     lease.start();
@@ -271,21 +287,21 @@ export class PassLoop {
     /** What the pass may send: everything (a full pass) or its scope; undefined until it starts. */
     let sends: ChangeScope | 'everything' | undefined;
     const startedAt = clock.now();
+    let phaseBefore = health.phase;
     const label: PassHistoryKind = kind === 'full' ? this.nextFullKind : 'incremental';
     if (kind === 'full') this.nextFullKind = 'full';
     try {
       const early = this.early;
       this.early = undefined;
+      const ahead = kind === 'full' ? this.ahead : undefined;
+      this.ahead = undefined;
       const mirror = await (early ?? this.ensureMirror());
       // Released by a pause: claimed again now that passes run.
       if (this.lease?.stopped && !this.d.isStopped()) this.lease.start();
-      if (this.lease && !this.lease.holds()) {
-        // Another process writes (or the claim is under way): no pass; taking the lease runs one.
-        finished = { type: 'passFinished', kind, ok: true };
-        if (kind === 'full') this.nextFullKind = label;
-        if (!this.d.isStopped()) this.dispatch(finished);
-        return;
-      }
+      // A full pass begun while a claim settles walks and lists beside it, and plans once it holds (build-mirror.ts leaseSettled).
+      if (this.lease && !this.lease.holds() && !(kind === 'full' && this.lease.claiming())) return this.standby(kind, label);
+      this.awaitingClaim = this.lease !== undefined && !this.lease.holds();
+      phaseBefore = health.phase;
       health.phase = 'syncing';
       this.d.events?.onPassStart?.(this.id, kind);
       const { scope, firstEventAt } = intake.passStarted(kind);
@@ -293,7 +309,7 @@ export class PassLoop {
       this.lagStart = firstEventAt;
       const report =
         kind === 'full'
-          ? await mirror.fullPass({ signal: this.d.signal, confirmedDeletes: this.d.deletes.confirmedDeletes() })
+          ? await mirror.fullPass({ signal: this.d.signal, confirmedDeletes: this.d.deletes.confirmedDeletes(), ahead: await ahead })
           : await mirror.changedPass(scope, { signal: this.d.signal });
       this.record(label, report, sends === 'everything' ? undefined : sends);
       const lost = await this.dataSourceLost(kind, report.failures.some((f) => f.code === 'E_NOT_FOUND'));
@@ -301,6 +317,11 @@ export class PassLoop {
       finished = lost ?? after;
     } catch (e) {
       if (this.d.isStopped()) return;
+      // The claim it read beside was lost: its reads are dropped, and taking the lease runs a pass.
+      if (e instanceof LeaseNotHeldError && this.lease && !this.lease.holds()) {
+        health.phase = phaseBefore;
+        return this.standby(kind, label);
+      }
       if (e instanceof DataSourceMissingError) {
         this.halt(e.message);
         return;
@@ -311,11 +332,18 @@ export class PassLoop {
         this.d.onRecordsChanged?.();
       }
     } finally {
+      this.awaitingClaim = false;
       // Also what was created while it ran, succeeded or not: its walk may have sent it.
       if (sends !== undefined) intake.passEnded();
     }
     if (this.d.isStopped()) return;
     this.dispatch(finished);
+  }
+
+  /** Another process writes (or the claim did not hold): no pass; taking the lease runs one. */
+  private standby(kind: PassKind, label: PassHistoryKind): void {
+    if (kind === 'full') this.nextFullKind = label;
+    if (!this.d.isStopped()) this.dispatch({ type: 'passFinished', kind, ok: true });
   }
 
   /**

@@ -196,8 +196,9 @@ export class MappingRunner {
   /** The phase status shows: paused by the operator, a standby (another process holds the lease), or the health's. */
   private phase(lease: MappingStatus['lease'], watchProblems: boolean): MappingStatus['phase'] {
     const idle = !this.passes.isRunning && !this.stopped;
-    if (this.pausedSince !== undefined && idle) return 'paused';
-    if (lease?.state === 'standby' && idle) return 'standby';
+    // A pass that only read beside the lease's claim is dropped by the pause (PassLoop.releaseLease).
+    if (this.pausedSince !== undefined && (idle || this.passes.awaitingLease)) return 'paused';
+    if (lease?.state === 'standby' && (idle || this.passes.awaitingLease)) return 'standby';
     return this.health.phase === 'watching' && watchProblems ? 'degraded' : this.health.phase;
   }
 

@@ -137,8 +137,12 @@ describe('executePlan: an upload answer names our documents (issue 9, found by t
     expect(intent?.kind === 'upload' && intent.files.map((f) => f.documentId)).toEqual(ids);
   });
 
-  it("an upload sent without a listing of its own pass makes its answer's ids durable before the metadata update; with one, it does not wait", async () => {
-    for (const fresh of [false, true]) {
+  it("an unmarked upload sent without a fresh listing makes its answer's ids durable before the metadata update; with one, or marked, it does not wait", async () => {
+    for (const [fresh, renamesIgnored] of [
+      [false, true],
+      [true, true],
+      [false, false],
+    ] as const) {
       const api = new FakeApi();
       const state = new (class extends MemoryState {
         durableIds: (string | undefined)[] = [];
@@ -151,8 +155,9 @@ describe('executePlan: an upload answer names our documents (issue 9, found by t
         if (op === 'updateDocument') atUpdate.push([...state.durableIds]);
         return undefined;
       };
-      await executePlan([{ kind: 'upload', path: 'f0.txt', file: file(0) }], { ...opts(api, state), preexistingFresh: fresh });
-      expect(atUpdate).toEqual([fresh ? [] : [api.list()[0]!.id]]);
+      await executePlan([{ kind: 'upload', path: 'f0.txt', file: file(0) }], { ...opts(api, state), preexistingFresh: fresh, names: { verified: true, known: renamesIgnored ? { renamesIgnored } : {} } });
+      // A marked upload is told by the nonce its intent journalled before the send: no fsync more.
+      expect(atUpdate).toEqual([!fresh && renamesIgnored ? [api.list()[0]!.id] : []]);
     }
   });
 

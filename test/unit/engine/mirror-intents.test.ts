@@ -3,7 +3,7 @@
  * clock), a late-landing upload recognised as ours, and a skipped file keeping its intent.
  */
 import { describe, expect, it } from 'vitest';
-import { Mirror, INTENT_SETTLE_MS, INTENT_STALE_MS, REQUEST_TIMEOUT_MS, type MirrorState } from '../../../src/engine/mirror.js';
+import { Mirror, INTENT_SETTLE_MS, INTENT_STALE_MS, REQUEST_TIMEOUT_MS, type MirrorDeps, type MirrorState } from '../../../src/engine/mirror.js';
 import type { LocalSide, ScanResult } from '../../../src/engine/local-side.js';
 import type { LocalFileInfo } from '../../../src/engine/plan.js';
 import { storedName } from '../../../src/engine/service-names.js';
@@ -63,7 +63,7 @@ class Local implements LocalSide {
 const silent = { info() {}, warn() {}, error() {}, debug() {}, child() { return silent; } } as never;
 
 /** `another()`: a new process's mirror on the same state, folder and service. */
-function setup(extra: { installationId?: string } = {}) {
+function setup(extra: { installationId?: string } = {}, deps: Pick<MirrorDeps, 'leaseSettled'> = {}) {
   const clock = new FakeClock(Date.parse('2026-11-23T00:00:00Z'));
   const api = new FakeApi();
   const state = new State(clock);
@@ -77,6 +77,7 @@ function setup(extra: { installationId?: string } = {}) {
       logger: silent,
       now: () => clock.now(),
       monotonic: () => clock.monotonic(),
+      ...deps,
     });
   return { clock, api, state, local, mirror: another(), another };
 }
@@ -512,6 +513,59 @@ describe('a service that ignores the new name of an update (issue 23, defect 5)'
     expect(api.docs.get(theirs.id)).toEqual(theirs);
     expect(api.list().filter((d) => d.metadata['dssync_path'] === 'c.txt')).toHaveLength(1);
     expect(api.count('uploadDocuments')).toBe(3);
+    expect(state.m.intents).toEqual({});
+  });
+
+  it("a round that waited for the lease's claim after its listing does not tell a lost unmarked upload by name and size: a person's document uploaded in that wait is left alone (the simulation, seed 9803)", async () => {
+    let person: ((name: string) => void) | undefined;
+    // The claim settles after the listing; meanwhile a person uploads a document of the file's name and size.
+    const waitForClaim = async (): Promise<boolean> => {
+      person?.('c.txt');
+      person = undefined;
+      return true;
+    };
+    const { clock, api, state, local, mirror } = setup({}, { leaseSettled: waitForClaim });
+    api.ignoreRename = true;
+    local.put('a.txt', 'h1');
+    expect((await mirror.fullPass()).renameIgnored).toBe(true);
+    let theirs: ReturnType<FakeApi['add']> | undefined;
+    person = (name) => (theirs = { ...api.add({ name, metadata: {}, size: 10 }) });
+    local.put('c.txt', 'h3');
+    // Sent unmarked; the connection drops before the service sees it (nothing committed).
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1 });
+    api.failBefore = () => undefined;
+    expect(openUpload(state).preexistingFresh).toBeUndefined();
+    for (let i = 0; i < 3; i++) {
+      await clock.advance(INTENT_SETTLE_MS);
+      await mirror.fullPass();
+    }
+    // Without the rule, the person's document was taken for the lost answer and given our metadata.
+    expect(api.docs.get(theirs!.id)).toEqual(theirs);
+    expect(api.list().filter((d) => d.metadata['dssync_path'] === 'c.txt')).toHaveLength(1);
+    expect(state.m.intents).toEqual({});
+  });
+
+  it("a pass whose listing was begun ahead (a start's, beside the watcher's set-up) does not tell a lost unmarked upload by name and size: a person's document uploaded since is left alone", async () => {
+    const { clock, api, state, local, mirror } = setup();
+    api.ignoreRename = true;
+    local.put('a.txt', 'h1');
+    expect((await mirror.fullPass()).renameIgnored).toBe(true);
+    const ahead = mirror.listAhead();
+    await ahead.listing;
+    // After that listing, before the pass: a person uploads a document of the file's name and size.
+    const theirs = { ...api.add({ name: 'c.txt', metadata: {}, size: 10 }) };
+    local.put('c.txt', 'h3');
+    api.failBefore = (op) => (op === 'uploadDocuments' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+    await mirror.fullPass({ maxRounds: 1, ahead });
+    api.failBefore = () => undefined;
+    expect(openUpload(state).preexistingFresh).toBeUndefined();
+    for (let i = 0; i < 3; i++) {
+      await clock.advance(INTENT_SETTLE_MS);
+      await mirror.fullPass();
+    }
+    expect(api.docs.get(theirs.id)).toEqual(theirs);
+    expect(api.list().filter((d) => d.metadata['dssync_path'] === 'c.txt')).toHaveLength(1);
     expect(state.m.intents).toEqual({});
   });
 
