@@ -29,6 +29,31 @@ async function startedWorld(): Promise<World> {
   return w;
 }
 
+/** A started world past its start, with `p` written and synced. */
+async function withSyncedFile(p: string, content: string): Promise<{ w: World; step: ReturnType<typeof stepper> }> {
+  const w = await startedWorld();
+  const step = stepper(w);
+  await step(() => w.advance(10_000));
+  await step(async () => {
+    w.write(p, content);
+    await w.advance(10_000);
+  });
+  return { w, step };
+}
+
+/** `p` grows past 5 bytes, and the daemon restarts with maxFileBytes 5: excluded at its full pass. */
+async function growPastMaxFileBytes(w: World, p: string): Promise<void> {
+  w.write(p, 'too large for five bytes');
+  await w.restart({ ...config, maxFileBytes: 5 });
+  await w.advance(10_000);
+}
+
+/** editorSave(p, content) as commands.ts runs it: a hidden temp file renamed over the file. */
+function editorSave(w: World, p: string, content: string): void {
+  w.write('.save-tmp', content);
+  w.rename('.save-tmp', p);
+}
+
 /** writeInHalvesAcrossReload(p, pauseMs) as commands.ts runs it (the `id`th slow write): returns the half. */
 async function writeInHalvesAcrossReload(w: World, p: string, pauseMs: number, id: number): Promise<string> {
   const half = `half${id}|`;
@@ -692,13 +717,7 @@ it('seed 9926, history 9,623: a file set aside by the start, found gone by an ea
 });
 
 it('seed 9942, history 305: a document the state lost (a damaged journal) of a file that cannot be read is recorded, so that the file\'s delete deletes it', async () => {
-  const w = await startedWorld();
-  const step = stepper(w);
-  await step(() => w.advance(10_000));
-  await step(async () => {
-    w.write('sub/c.md', 'x');
-    await w.advance(10_000);
-  });
+  const { w, step } = await withSyncedFile('sub/c.md', 'x');
   // The journal holding sub/c.md's record is lost while the daemon is down; the file cannot
   // be read when it starts again. Its full pass recognises the document as ours from the
   // listing but set the file aside unrecorded, so the pass the file's delete brought (an
@@ -714,13 +733,7 @@ it('seed 9942, history 305: a document the state lost (a damaged journal) of a f
 });
 
 it('beside seed 9932, history 8,426 (written by hand): an excluded file whose document a person deleted loses its record at the next full pass, so that, saved again with the content it was synced with, it is uploaded', async () => {
-  const w = await startedWorld();
-  const step = stepper(w);
-  await step(() => w.advance(10_000));
-  await step(async () => {
-    w.write('b.txt', 'ab');
-    await w.advance(10_000);
-  });
+  const { w, step } = await withSyncedFile('b.txt', 'ab');
   // A person deletes b.txt's document; the file grows past maxFileBytes and the daemon
   // restarts: the full pass excludes b.txt and its listing shows its recorded document
   // nowhere. The record was kept (only a file set aside for being unreadable or written
@@ -729,31 +742,14 @@ it('beside seed 9932, history 8,426 (written by hand): an excluded file whose do
     const docs = w.service.docs_();
     w.personDeletesOurs(docs.filter((d) => d.metadata['dssync_installation'] === w.installationId).findIndex((d) => d.metadata['dssync_path'] === 'b.txt'));
   });
-  await step(async () => {
-    w.write('b.txt', 'too large for five bytes');
-    await w.restart({ ...config, maxFileBytes: 5 });
-    await w.advance(10_000);
-  });
-  await step(() => {
-    w.write('.save-tmp', 'ab');
-    w.rename('.save-tmp', 'b.txt');
-  });
+  await step(() => growPastMaxFileBytes(w, 'b.txt'));
+  await step(() => editorSave(w, 'b.txt', 'ab'));
   await checkInvariants(w);
 });
 
 it('seed 9932, history 8,426 (as main reaches it): a file excluded at the first pass after the 0.1.0 upgrade under a new host name, saved back to its synced content, has its document re-marked within the quiet time, not at the hourly rescan', async () => {
-  const w = await startedWorld();
-  const step = stepper(w);
-  await step(() => w.advance(10_000));
-  await step(async () => {
-    w.write('b.txt', 'ab');
-    await w.advance(10_000);
-  });
-  await step(async () => {
-    w.write('b.txt', 'too large for five bytes');
-    await w.restart({ ...config, maxFileBytes: 5 });
-    await w.advance(10_000);
-  });
+  const { w, step } = await withSyncedFile('b.txt', 'ab');
+  await step(() => growPastMaxFileBytes(w, 'b.txt'));
   // The upgrade's first pass re-marks every recorded document of the old id but b.txt's: it
   // is excluded, so set aside. The editor's save of the synced content then brought an
   // incremental pass, which found the file as recorded and had no listing to re-mark with.
@@ -761,9 +757,6 @@ it('seed 9932, history 8,426 (as main reaches it): a file excluded at the first 
     await w.upgradeFrom010UnderNewHostName();
     await w.advance(10_000);
   });
-  await step(() => {
-    w.write('.save-tmp', 'ab');
-    w.rename('.save-tmp', 'b.txt');
-  });
+  await step(() => editorSave(w, 'b.txt', 'ab'));
   await checkInvariants(w);
 });

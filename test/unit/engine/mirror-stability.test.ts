@@ -34,6 +34,18 @@ function setup(stabilityMs: number | undefined = WINDOW, prune: 'ours' | 'all' =
   return { clock, api, state, local, mirror, sizes };
 }
 
+/** keep.txt and a.txt synced, a.txt's metadata update acted with its answer lost: a document of ours the state does not record. */
+async function withUnrecordedDocument() {
+  const t = setup();
+  t.local.write('keep.txt', 'keep', t.clock.now() - 60_000);
+  t.local.write('a.txt', 'x', t.clock.now() - 60_000);
+  t.api.failAfter = (op) => (op === 'updateDocument' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
+  await t.mirror.fullPass({ maxRounds: 1 });
+  t.api.failAfter = () => undefined;
+  expect(t.state.m.files.documentIdOf('a.txt')).toBeUndefined();
+  return t;
+}
+
 describe('Mirror: the stability window of full passes', () => {
   it('a file written in two halves around a full pass is never sent half: set aside, then sent whole by the follow-up', async () => {
     const { clock, api, local, mirror, sizes } = setup();
@@ -108,14 +120,7 @@ describe('Mirror: the stability window of full passes', () => {
   });
 
   it('an unreadable file whose listed document the full pass left unjudged waits while it cannot be read, and is judged by a full pass once it can (seed 9932)', async () => {
-    const { clock, api, state, local, mirror } = setup();
-    local.write('keep.txt', 'keep', clock.now() - 60_000);
-    local.write('a.txt', 'x', clock.now() - 60_000);
-    // The metadata update acts, its answer is lost: a document of ours the state does not record.
-    api.failAfter = (op) => (op === 'updateDocument' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
-    await mirror.fullPass({ maxRounds: 1 });
-    api.failAfter = () => undefined;
-    expect(state.m.files.documentIdOf('a.txt')).toBeUndefined();
+    const { clock, api, local, mirror } = await withUnrecordedDocument();
     const uploads = api.count('uploadDocuments');
     // Unreadable at the next full pass: set aside, its listed document left unjudged.
     local.unreadable.add('a.txt');
@@ -133,14 +138,8 @@ describe('Mirror: the stability window of full passes', () => {
   });
 
   it('a set-aside file whose listed documents of ours the state does not record has one recorded, so that its follow-up, finding the file gone, deletes it and asks a full pass for the other (seed 16, history 35,859; seed 9942)', async () => {
-    const { clock, api, state, local, mirror } = setup();
-    local.write('keep.txt', 'keep', clock.now() - 60_000);
-    local.write('a.txt', 'x', clock.now() - 60_000);
-    // The metadata update acts, its answer is lost: a document of ours the state does not
-    // record; and a copy of it (another such answer lost, a replace cut before its delete).
-    api.failAfter = (op) => (op === 'updateDocument' ? apiError('E_TIMEOUT', undefined, { ambiguous: true }) : undefined);
-    await mirror.fullPass({ maxRounds: 1 });
-    api.failAfter = () => undefined;
+    const { clock, api, state, local, mirror } = await withUnrecordedDocument();
+    // And a copy of it (another such answer lost, a replace cut before its delete).
     const lost = api.list().find((d) => d.metadata['dssync_path'] === 'a.txt')!;
     api.add({ ...lost, id: undefined });
     expect(api.list().map((d) => d.metadata['dssync_path']).sort()).toEqual(['a.txt', 'a.txt', 'keep.txt']);
