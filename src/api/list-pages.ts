@@ -16,12 +16,17 @@
  *   ahead is aborted and waited for: nothing outlives the listing, no rejection is left
  *   unhandled;
  * - the caller's signal aborts the request ahead too (E_ABORTED, as a request in turn);
- * - the `?limit=` fallback concerns page 1, which is never fetched ahead.
+ * - the `?limit=` fallback concerns page 1, which is never fetched ahead;
+ * - the next page can go out earlier still, before this page's answer is parsed, when the
+ *   answer's last bytes name it (paging.ts peekNextPage: the cursor most services put last).
+ *   That is a guess: the parsed answer decides, and a guess it does not confirm is aborted
+ *   and waited for before this page's records are decoded. The parse of a page of 1,000
+ *   documents (~2.5 ms) then runs during the next request's round trip, not before it.
  */
 import { ApiError, isApiError } from './errors.js';
 import { badResponse, listItems, preview, type DecodeContext } from './decode.js';
 import type { HttpResponse } from './http.js';
-import { nextPage, nextPageUrl } from './paging.js';
+import { nextPage, nextPageUrl, peekNextPage } from './paging.js';
 import { SeenIds } from './seen-ids.js';
 
 export interface ListPagesOptions<R extends { id: string }> {
@@ -80,6 +85,13 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
         }
         throw e;
       }
+      // A guess at the next page from the answer's last bytes (paging.ts peekNextPage) goes
+      // out before the answer is parsed; it is kept only if the parsed answer names it.
+      let guess = page < opts.maxPages ? guessNext(res, seen) : undefined;
+      if (guess !== undefined) {
+        ahead = fetchAhead(opts.get, guess, signal);
+        await letRequestLeave();
+      }
       const { body, ctx } = opts.read(res);
       if (body === undefined) break; // an empty answer is an empty list
       const items = listItems(body, ctx);
@@ -100,21 +112,21 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
             stop = badResponse(ctx, `the list has more than ${opts.maxPages} pages; stopped`);
           } else {
             seen.add(key);
-            ahead = fetchAhead(opts.get, nextUrl, signal);
+            if (key !== guess?.toString()) {
+              await dropAhead(ahead);
+              guess = undefined;
+              ahead = fetchAhead(opts.get, nextUrl, signal);
+              await letRequestLeave();
+            }
           }
         } catch (e) {
           stop = e as Error; // nextPageUrl's ApiError (a bad or foreign link)
         }
       }
-      // The request ahead goes out only once this code lets go: its way through the pacer
-      // and the token to undici is promises, and undici writes a request on a keep-alive
-      // connection in the event loop's next check phase (after it looked for a close of the
-      // idle socket), measured: without these two turns the request left after this page's
-      // records, not while they were decoded. The records are then decoded in slices with a
-      // turn between them: whatever undici still needs (and the rest of the program) runs.
-      if (ahead !== undefined) {
-        await yieldNow();
-        await yieldNow();
+      // A wrong guess (another page, or none) is aborted before this page's records.
+      if (guess !== undefined && nextUrl?.toString() !== guess.toString()) {
+        await dropAhead(ahead);
+        ahead = undefined;
       }
 
       for (let i = 0; i < items.length; i++) {
@@ -129,16 +141,45 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
       url = nextUrl;
     }
   } finally {
-    if (ahead !== undefined) {
-      // The listing ends early (an error while decoding): the request ahead is not needed.
-      ahead.cancel();
-      await ahead.response.then(
-        () => undefined,
-        () => undefined,
-      );
-    }
+    // The listing ends early (an error while decoding): the request ahead is not needed.
+    await dropAhead(ahead);
   }
   return out;
+}
+
+/** The next page as the answer's last bytes name it, unless already fetched (a loop: not guessed). */
+function guessNext(res: HttpResponse, seen: ReadonlySet<string>): URL | undefined {
+  const peeked = peekNextPage(res.body);
+  if (peeked === undefined) return undefined;
+  try {
+    const url = nextPageUrl(peeked, res.url, { method: 'GET', path: res.url.pathname, status: res.status });
+    return seen.has(url.toString()) ? undefined : url;
+  } catch {
+    return undefined; // a foreign link: the parsed answer says so
+  }
+}
+
+/** A request ahead that is not needed: aborted, and waited for (nothing of it outlives the listing). */
+async function dropAhead(ahead: Ahead | undefined): Promise<void> {
+  if (ahead === undefined) return;
+  ahead.cancel();
+  await ahead.response.then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
+/**
+ * The request ahead goes out only once this code lets go: its way through the pacer and the
+ * token to undici is promises, and undici writes a request on a keep-alive connection in the
+ * event loop's next check phase (after it looked for a close of the idle socket), measured:
+ * without these two turns the request left after this page's records, not while they were
+ * decoded. The records are then decoded in slices with a turn between them: whatever undici
+ * still needs (and the rest of the program) runs.
+ */
+async function letRequestLeave(): Promise<void> {
+  await yieldNow();
+  await yieldNow();
 }
 
 /** The listing holds more documents than its caller's bound: it stops before holding more. */

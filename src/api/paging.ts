@@ -159,3 +159,24 @@ export function nextPageUrl(next: NextPage, currentUrl: URL, ctx: DecodeContext)
   }
   return url;
 }
+
+/** How far from its end an answer is looked at for its cursor before it is parsed. */
+const PEEK_BYTES = 1024;
+/** The answer's last member, a string, and the object's end: `"field": "value" }`. */
+const LAST_STRING_MEMBER = /"([A-Za-z_]{1,32})"\s*:\s*"([^"\\]{1,512})"\s*\}\s*$/;
+
+/**
+ * A guess at the next page from an answer's last bytes, before it is parsed: a cursor field
+ * (CURSOR_FIELDS) that is the last member of the answer's outermost object. The listing
+ * sends it ahead and keeps it only when nextPage, over the parsed answer, names the same
+ * page (an explicit `has_more: false` elsewhere wins, as there); undefined when the end of
+ * the answer is anything else.
+ */
+export function peekNextPage(raw: Uint8Array): NextPage | undefined {
+  const from = Math.max(0, raw.length - PEEK_BYTES);
+  const m = LAST_STRING_MEMBER.exec(Buffer.from(raw.buffer, raw.byteOffset + from, raw.length - from).toString('utf8'));
+  if (m === null) return undefined;
+  const param = CURSOR_FIELDS.find(([field]) => field === m[1])?.[1];
+  if (param === undefined || m[2]!.trim() === '') return undefined;
+  return looksLikeLink(m[2]!) ? { kind: 'link', href: m[2]! } : { kind: 'params', params: { [param]: m[2]! } };
+}

@@ -9,6 +9,7 @@ import { ApiError } from '../../../src/api/errors.js';
 import { decodeDocument, type DecodeContext } from '../../../src/api/decode.js';
 import type { HttpResponse } from '../../../src/api/http.js';
 import { listPages, type ListPagesOptions } from '../../../src/api/list-pages.js';
+import { peekNextPage } from '../../../src/api/paging.js';
 import type { DocumentRecord } from '../../../src/api/records.js';
 import { rejectionOf } from '../../helpers/rejection.js';
 
@@ -292,9 +293,104 @@ describe('listPages: one page ahead', () => {
     expect(svc.events.filter((e) => !e.startsWith('sent'))).toEqual(['get ?limit=2', 'get ', 'get ?cursor=c2', 'decode a', 'decode b']);
   });
 
-  it('an empty page or an empty answer ends the list with nothing asked ahead', async () => {
-    const svc = service({ '?limit=2': { items: [], next_cursor: 'more?' } });
+  it('an empty page or an empty answer ends the list; a page guessed from its last bytes is aborted', async () => {
+    const svc = service({ '?limit=2': { items: [], next_cursor: 'more' }, '?limit=2&cursor=more': 'hold' });
     expect(await listPages(options(svc))).toEqual([]);
+    expect(svc.requests.map((r) => [r.url, r.signal?.aborted, r.settled])).toEqual([
+      ['?limit=2', undefined, true],
+      ['?limit=2&cursor=more', true, true],
+    ]);
+    const empty = service({ '?limit=2': { items: [], next: `${BASE}?page=2` } });
+    expect(await listPages(options(empty))).toEqual([]);
+    expect(empty.requests).toHaveLength(1);
+  });
+});
+
+describe('listPages: the next page guessed from the answer\'s last bytes', () => {
+  /** `read` records when each answer is parsed. */
+  function parsing(svc: ReturnType<typeof service>): Partial<ListPagesOptions<DocumentRecord>> {
+    return {
+      read: (res) => {
+        svc.events.push(`parse ${res.url.toString().slice(BASE.length)}`);
+        return svc.read(res);
+      },
+    };
+  }
+
+  it('a cursor that ends the answer: the next request leaves before the answer is parsed', async () => {
+    const svc = service({
+      '?limit=2': { items: docs('a', 'b'), next_cursor: 'c2' },
+      '?limit=2&cursor=c2': { items: docs('c'), next_cursor: null },
+    });
+    const out = await listPages(options(svc, parsing(svc)));
+    expect(out.map((d) => d.id)).toEqual(['a', 'b', 'c']);
+    expect(svc.events).toEqual(['get ?limit=2', 'sent ?limit=2', 'get ?limit=2&cursor=c2', 'sent ?limit=2&cursor=c2', 'parse ?limit=2', 'decode a', 'decode b', 'parse ?limit=2&cursor=c2', 'decode c']);
+    expect(svc.requests).toHaveLength(2);
+  });
+
+  it('a cursor elsewhere in the answer: asked for once parsed, as before', async () => {
+    const svc = service({
+      '?limit=2': { next_cursor: 'c2', items: docs('a', 'b') },
+      '?limit=2&cursor=c2': { items: docs('c') },
+    });
+    await listPages(options(svc, parsing(svc)));
+    expect(svc.events.slice(0, 4)).toEqual(['get ?limit=2', 'sent ?limit=2', 'parse ?limit=2', 'get ?limit=2&cursor=c2']);
+  });
+
+  it('a guess the parsed answer does not confirm is aborted, and the page it names is asked instead', async () => {
+    const svc = service({
+      // "has_more": false wins over a cursor: the list ends here.
+      '?limit=2': { items: docs('a', 'b'), has_more: false, next_cursor: 'c2' },
+      '?limit=2&cursor=c2': 'hold',
+    });
+    const out = await listPages(options(svc, parsing(svc)));
+    expect(out.map((d) => d.id)).toEqual(['a', 'b']);
+    expect(svc.requests[1]).toMatchObject({ url: '?limit=2&cursor=c2', settled: true });
+    expect(svc.requests[1]!.signal?.aborted).toBe(true);
+
+    const other = service({
+      // `next_cursor` names the next page (the most explicit field wins); the last member does not.
+      '?limit=2': { items: docs('a'), next_cursor: 'real', nextCursor: 'decoy' },
+      '?limit=2&cursor=decoy': 'hold',
+      '?limit=2&cursor=real': { items: docs('b') },
+    });
+    const got = await listPages(options(other, parsing(other)));
+    expect(got.map((d) => d.id)).toEqual(['a', 'b']);
+    expect(other.requests.map((r) => [r.url, r.signal?.aborted ?? false])).toEqual([
+      ['?limit=2', false],
+      ['?limit=2&cursor=decoy', true],
+      ['?limit=2&cursor=real', false],
+    ]);
+    // The wrong guess was settled before the right page was asked.
+    expect(other.inFlightAtCall()).toBe(0);
+  });
+
+  it('no guess past the page bound or back to a page already fetched', async () => {
+    const svc = service({ '?limit=2': { items: docs('a'), next_cursor: 'c2' } });
+    const err = await rejectionOf(listPages(options(svc, { ...parsing(svc), maxPages: 1 })), ApiError);
+    expect(err.message).toMatch(/more than 1 pages/);
     expect(svc.requests).toHaveLength(1);
+
+    const loop = service({ '?limit=2': { items: docs('a'), next_cursor: 'same' }, '?limit=2&cursor=same': { items: docs('b'), next_cursor: 'same' } });
+    await rejectionOf(listPages(options(loop, parsing(loop))), ApiError);
+    expect(loop.requests.map((r) => r.url)).toEqual(['?limit=2', '?limit=2&cursor=same']);
+  });
+});
+
+describe('peekNextPage', () => {
+  const peek = (text: string) => peekNextPage(Buffer.from(text));
+  it('reads a cursor that is the last member of the outermost object', () => {
+    expect(peek('{"items":[{"id":"a"}],"next_cursor":"YWZ0ZXI6Mg"}')).toEqual({ kind: 'params', params: { cursor: 'YWZ0ZXI6Mg' } });
+    expect(peek('{"items":[], "nextPageToken" : "t-1" }\n')).toEqual({ kind: 'params', params: { pageToken: 't-1' } });
+    expect(peek('{"items":[],"next_cursor":"/v1/docs?after=9"}')).toEqual({ kind: 'link', href: '/v1/docs?after=9' });
+  });
+  it('guesses nothing from any other end', () => {
+    expect(peek('{"items":[],"next_cursor":null}')).toBeUndefined();
+    expect(peek('{"items":[],"next_cursor":""}')).toBeUndefined();
+    expect(peek('{"items":[{"metadata":{"next_cursor":"x"}}]}')).toBeUndefined();
+    expect(peek('{"meta":{"next_cursor":"x"}}')).toBeUndefined();
+    expect(peek('{"items":[],"title":"x"}')).toBeUndefined();
+    expect(peek('{"items":[],"next_cursor":"a\\"b"}')).toBeUndefined();
+    expect(peek('[{"id":"a"}]')).toBeUndefined();
   });
 });
