@@ -358,7 +358,8 @@ export function planMirror(input: PlanInput): PlanResult {
   const paths = new Set<string>();
   for (const p of input.local.keys()) if (inScope(p)) paths.add(p);
   for (const p of vouched) if (inScope(p) && !needsNothing(p)) paths.add(p);
-  for (const p of state.files.keys()) if (inScope(p) && !needsNothing(p)) paths.add(p);
+  // A vouched path was decided just above (only a vouched path can need nothing).
+  for (const p of state.files.keys()) if (inScope(p) && !vouched.has(p)) paths.add(p);
   for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
   plan.ops.push(...setAsideOps(input, [...paths].filter(untouchable).sort(), byPath, excluded, recordedPathOf));
   const sorted = [...paths].filter((p) => !untouchable(p)).sort();
@@ -416,12 +417,13 @@ interface PlanAccumulator {
 function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, byPath: Map<string, KnownDoc[]>, needsNothing: (p: string) => boolean, inScope: (p: string) => boolean): number {
   let unchanged = 0;
   for (const p of confirmed) {
-    const entry = files.get(p);
-    if (entry === undefined) continue;
+    // Asked before the entry is built: at a restart, every path of the state needs nothing.
     if (needsNothing(p)) {
-      if (inScope(p)) unchanged++;
+      if (inScope(p) && files.has(p)) unchanged++;
       continue;
     }
+    const entry = files.get(p);
+    if (entry === undefined) continue;
     const doc: KnownDoc = { doc: undefined, id: entry.documentId, path: p, sha256: entry.sha256, fromIntent: false };
     const list = byPath.get(p);
     if (list) list.unshift(doc);

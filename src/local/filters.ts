@@ -45,8 +45,24 @@ export const SYSTEM_NAMES = ['Thumbs.db', 'desktop.ini', '.DS_Store', '$RECYCLE.
 
 const GLOB_OPTIONS = { dot: true, nocase: true } as const;
 
+/**
+ * Whether a path matches any of the globs: picomatch's regexes, tested directly. What
+ * picomatch's own matcher does besides (a result object per call) cost ~0.5 µs an entry, a
+ * tenth of a restart's main thread at 300,000 files; the answers are the same (the glob
+ * itself, or its regex).
+ */
+function matcher(globs: readonly string[]): (path: string) => boolean {
+  if (globs.length === 0) return () => false;
+  const literal = new Set(globs);
+  const regexes = globs.map((g) => picomatch.makeRe(g, GLOB_OPTIONS));
+  return (path) => {
+    for (const re of regexes) if (re.test(path)) return true;
+    return literal.has(path);
+  };
+}
+
 export function createFilter(spec: FilterSpec, ignoreText?: string): PathFilter {
-  const isTemporary = picomatch([...TEMPORARY_NAME_GLOBS], GLOB_OPTIONS);
+  const isTemporary = matcher(TEMPORARY_NAME_GLOBS);
   const systemNames = new Set(SYSTEM_NAMES.map((n) => n.toLowerCase()));
 
   const anyExcludes: string[] = [];
@@ -57,7 +73,6 @@ export function createFilter(spec: FilterSpec, ignoreText?: string): PathFilter 
     if (glob.endsWith('/')) dirExcludes.push(toPathGlob(glob.replace(/\/+$/, '')));
     else anyExcludes.push(toPathGlob(glob));
   }
-  const matcher = (globs: string[]): ((path: string) => boolean) => (globs.length ? picomatch(globs, GLOB_OPTIONS) : () => false);
   const matchExclude = matcher(anyExcludes);
   const matchDirExclude = matcher(dirExcludes);
   const matchInclude = matcher(spec.include.map((g) => g.trim()).filter((g) => g !== '').map(toPathGlob));
