@@ -369,8 +369,7 @@ export class Mirror {
     const whose = ownerOfListing({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: this.formerIds, state: mapping, lease });
     const confirm = (doc: DocumentRecord): boolean => {
       const path = confirmedPath(doc, whose, { desired, files: mapping.files });
-      // The state's copy of the path: a million confirmed paths hold no copies of their own.
-      if (path !== undefined) confirmed.add(mapping.files.heldPath(path) ?? path);
+      if (path !== undefined) confirmed.add(path);
       return path !== undefined;
     };
     const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', keep: (doc) => !confirm(doc), ...listingBound(mapping.files.size) });

@@ -60,14 +60,15 @@ export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: n
 /**
  * PlanInput.confirmed's rule: the path whose state entry the listed `doc` is exactly (ours
  * by the owner rule, recorded at the path its metadata names with the entry's content,
- * every field as desired), else undefined.
+ * every field as desired), else undefined. The path returned is the state's own copy: a
+ * million confirmed paths hold no copies of their own.
  */
 export function confirmedPath(doc: DocumentRecord, whose: OwnerOf<unknown>, input: Pick<PlanInput, 'desired' | 'serviceNames'> & { files: ReadonlyFileTable }): string | undefined {
   const o = whose(doc);
-  if (o.kind !== 'ours' || o.rewrite) return undefined;
-  const entry = input.files.get(o.path);
-  if (entry === undefined || entry.documentId !== doc.id || entry.sha256 !== o.sha256) return undefined;
-  return fieldsMatch(doc, input.desired({ path: o.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: entry.sha256 }), input.serviceNames) ? o.path : undefined;
+  if (o.kind !== 'ours' || o.rewrite || o.sha256 === undefined) return undefined;
+  const entry = input.files.recording(o.path, doc.id, o.sha256);
+  if (entry === undefined) return undefined;
+  return fieldsMatch(doc, input.desired({ path: entry.path, size: entry.size, mtimeMs: entry.mtimeMs, sha256: o.sha256 }), input.serviceNames) ? entry.path : undefined;
 }
 
 /** The owner rule (owner.ts) over this state, its open upload intents and the lease: what the plan asks of each listed document. */

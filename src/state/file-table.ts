@@ -16,7 +16,7 @@
  * writer can forget it). A loaded table's rows are in the file's order, so a snapshot of
  * an unchanged state has the lines of the file it was loaded from, in the same order.
  */
-import { CTIME, DEV, DIGIT, encodeRows, HASHED, ID_BYTES, idFrom, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
+import { CTIME, DEV, DIGIT, encodeRows, HASHED, HEX_CODES, ID_BYTES, idFrom, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
 
 export interface FileEntry {
   documentId: string;
@@ -106,15 +106,16 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
   has(path: string): boolean;
   /** A fresh entry (changing it changes nothing), or undefined when the path has none. */
   get(path: string): FileEntry | undefined;
-  /**
-   * The table's own copy of `path`, or undefined when it has no entry: a caller that keeps
-   * many paths (a pass's sets) keeps this one and no copy of its own.
-   */
-  heldPath(path: string): string | undefined;
   /** The entry's stat fields (what the quick check compares), without its strings. */
   statOf(path: string): EntryStat | undefined;
   /** The entry's document id, without making the entry. */
   documentIdOf(path: string): string | undefined;
+  /**
+   * When the entry records document `documentId` with content `sha256`: the table's own copy
+   * of the path and the entry's size and mtime (what a listing's confirmation needs); else
+   * undefined. Compared in the table's columns: no entry and none of its strings is made.
+   */
+  recording(path: string, documentId: string, sha256: string): { path: string; size: number; mtimeMs: number } | undefined;
   /** The entry's sha256, without making the entry. */
   sha256Of(path: string): string | undefined;
   /** Paths, in row order (a loaded table: the file's order; a deleted path's row is reused). */
@@ -228,11 +229,6 @@ export class FileTable implements ReadonlyFileTable {
     return row < 0 ? undefined : this.entryAt(row);
   }
 
-  heldPath(path: string): string | undefined {
-    const row = this.rowOf(path);
-    return row < 0 ? undefined : this.paths[row];
-  }
-
   statOf(path: string): EntryStat | undefined {
     const row = this.rowOf(path);
     if (row < 0) return undefined;
@@ -250,6 +246,14 @@ export class FileTable implements ReadonlyFileTable {
   sha256Of(path: string): string | undefined {
     const row = this.rowOf(path);
     return row < 0 ? undefined : this.shaAt(row);
+  }
+
+  recording(path: string, documentId: string, sha256: string): { path: string; size: number; mtimeMs: number } | undefined {
+    const row = this.rowOf(path);
+    if (row < 0 || !this.idIs(row, documentId) || !this.shaIs(row, sha256)) return undefined;
+    const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
+    const o = (row & BLOCK_MASK) * NUMS;
+    return { path: this.paths[row]!, size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
   }
 
   *keys(): IterableIterator<string> {
@@ -499,6 +503,42 @@ export class FileTable implements ReadonlyFileTable {
     const shape = block.idShape[row & BLOCK_MASK]!;
     if (shape === 0) return this.oddIds?.get(row) as string;
     return idFrom(this.shapes[shape]!, block.idDigits, (row & BLOCK_MASK) * ID_BYTES);
+  }
+
+  /** idAt(row) === id, read in place. */
+  private idIs(row: number, id: string): boolean {
+    const block = this.blocks[row >>> BLOCK_SHIFT]!;
+    const shape = block.idShape[row & BLOCK_MASK]!;
+    if (shape === 0) return this.oddIds?.get(row) === id;
+    const codes = this.shapes[shape]!;
+    if (codes.length !== id.length) return false;
+    const digits = block.idDigits;
+    const at = (row & BLOCK_MASK) * ID_BYTES;
+    for (let i = 0, k = 0; i < codes.length; i++) {
+      const c = codes[i]!;
+      if (c !== DIGIT) {
+        if (id.charCodeAt(i) !== c) return false;
+        continue;
+      }
+      const b = digits[at + (k >> 1)]!;
+      if (id.charCodeAt(i) !== HEX_CODES[k & 1 ? b & 15 : b >> 4]) return false;
+      k++;
+    }
+    return true;
+  }
+
+  /** shaAt(row) === sha256, read in place. */
+  private shaIs(row: number, sha256: string): boolean {
+    const odd = this.oddSha?.get(row);
+    if (odd !== undefined) return odd === sha256;
+    if (sha256.length !== 2 * SHA_BYTES) return false;
+    const sha = this.blocks[row >>> BLOCK_SHIFT]!.sha;
+    const at = (row & BLOCK_MASK) * SHA_BYTES;
+    for (let i = 0; i < SHA_BYTES; i++) {
+      const b = sha[at + i]!;
+      if (sha256.charCodeAt(2 * i) !== HEX_CODES[b >> 4] || sha256.charCodeAt(2 * i + 1) !== HEX_CODES[b & 15]) return false;
+    }
+    return true;
   }
 
   private writeSha(row: number, sha256: string): void {

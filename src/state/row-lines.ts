@@ -21,7 +21,7 @@ export const ID_BYTES = 18;
 /** Stands for a digit in an id's shape (an id holding this character is kept as a string). */
 export const DIGIT = 0xffff;
 /** Char codes of the lowercase hex digits. */
-const HEX_CODES = [...'0123456789abcdef'].map((c) => c.charCodeAt(0));
+export const HEX_CODES = [...'0123456789abcdef'].map((c) => c.charCodeAt(0));
 
 /** Consecutive rows of a table, free rows included (their path undefined). */
 export interface RowsData {

@@ -90,7 +90,11 @@ describe('FileTable', () => {
           expect(table.statOf(p)).toStrictEqual({ size: e.size, mtimeMs: e.mtimeMs, hashedAt: e.hashedAt, ctimeMs: e.ctimeMs, dev: e.dev, ino: e.ino });
           expect(table.sha256Of(p)).toBe(e.sha256);
           expect(table.has(p)).toBe(true);
-          expect(table.heldPath(`${p}`)).toBe(p);
+          // The table's own copy of the path, when (and only when) both id and content are the entry's.
+          expect(table.recording(`${p}`, e.documentId, e.sha256)).toStrictEqual({ path: p, size: e.size, mtimeMs: e.mtimeMs });
+          expect(table.recording(p, `${e.documentId}x`, e.sha256)).toBeUndefined();
+          expect(table.recording(p, e.documentId.slice(0, -1) + (e.documentId.endsWith('0') ? '1' : '0'), e.sha256)).toBeUndefined();
+          expect(table.recording(p, e.documentId, e.sha256.slice(0, -1) + (e.sha256.endsWith('0') ? '1' : '0'))).toBeUndefined();
         }
         expect(linesOf(table)).toEqual([...model].map(([p, e]) => lineOf(p, e).slice(0, -1)).sort());
       }
@@ -99,7 +103,7 @@ describe('FileTable', () => {
     expect(table.documentIdOf('not/there')).toBeUndefined();
     expect(table.statOf('not/there')).toBeUndefined();
     expect(table.has('not/there')).toBe(false);
-    expect(table.heldPath('not/there')).toBeUndefined();
+    expect(table.recording('not/there', 'd', 'a'.repeat(64))).toBeUndefined();
     const copy = table.clone();
     expect(copy.toJSON()).toEqual(table.toJSON());
     copy.set('only/in/copy', randomEntry(rnd, 1));
