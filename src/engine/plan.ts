@@ -350,15 +350,17 @@ export function planMirror(input: PlanInput): PlanResult {
   const { byPath, foreign, otherOwners, recovered, intentPins, doubtful, sameIdentity, lostUploads, foreignMarked, uploadsOf } = remoteView;
   const ourDocumentCount = remoteView.ourDocumentCount + confirmed.size;
 
-  // A path found exactly as its entry says on both sides, with no other document and not
-  // set aside, needs nothing: counted, never looked at again (a restart's million files).
-  const needsNothing = (p: string): boolean => vouched.has(p) && confirmed.has(p) && !byPath.has(p) && !untouchable(p);
-  const plan: PlanAccumulator = { ops: [], refreshed: [], skippedRejected: [], unchanged: addConfirmed(confirmed, state.files, byPath, needsNothing, inScope) };
+  // A path found exactly as its entry says on both sides (vouched for by the walk, confirmed
+  // by the listing), with no other document and not set aside, needs nothing: counted, never
+  // looked at again (a restart's million files). The two loops over those sets each ask the
+  // other one: one lookup in a set of a million paths per path, not two.
+  const alone = (p: string): boolean => !byPath.has(p) && !untouchable(p);
+  const plan: PlanAccumulator = { ops: [], refreshed: [], skippedRejected: [], unchanged: addConfirmed(confirmed, state.files, byPath, (p) => vouched.has(p) && alone(p), inScope) };
 
   // Every path the plan must consider, sorted so that the plan is deterministic.
   const paths = new Set<string>();
   for (const p of input.local.keys()) if (inScope(p)) paths.add(p);
-  for (const p of vouched) if (inScope(p) && !needsNothing(p)) paths.add(p);
+  for (const p of vouched) if (inScope(p) && !(confirmed.has(p) && alone(p))) paths.add(p);
   // A vouched path was decided just above (only a vouched path can need nothing).
   for (const p of state.files.keys()) if (inScope(p) && !vouched.has(p)) paths.add(p);
   for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
@@ -413,14 +415,17 @@ interface PlanAccumulator {
 /**
  * The confirmed documents take their place among the listing's (their record is what the
  * entry says: ours, at that path, of the entry's content, fields as desired), but those that
- * need nothing: counted as unchanged when in scope. Returns that count.
+ * need nothing (`needsNothing`, asked of confirmed paths only): counted as unchanged when in
+ * scope. Returns that count.
  */
 function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, byPath: Map<string, KnownDoc[]>, needsNothing: (p: string) => boolean, inScope: (p: string) => boolean): number {
   let unchanged = 0;
   for (const p of confirmed) {
-    // Asked before the entry is built: at a restart, every path of the state needs nothing.
+    // Asked before the entry is read: at a restart, every path of the state needs nothing.
+    // A confirmed path has its entry (confirmedPath read it; nothing removes one between a
+    // pass's listing and its plan: mirror.ts checkListing counts on it too).
     if (needsNothing(p)) {
-      if (inScope(p) && files.has(p)) unchanged++;
+      if (inScope(p)) unchanged++;
       continue;
     }
     const entry = files.get(p);

@@ -285,9 +285,10 @@ class Walk {
       vstat.ino = ino;
       vouched = vouch(rel, vstat);
       // The usual case, a million times at a restart: only the path is kept, no record made.
-      if (vouched && !result.files.has(rel) && !result.vouched.has(rel)) {
-        result.vouched.add(rel);
-        return;
+      if (vouched && !result.files.has(rel)) {
+        const before = result.vouched.size;
+        // One lookup, not two: a path vouched for already (another name of the same NFC form) is kept as a file.
+        if (result.vouched.add(rel).size > before) return;
       }
     }
     this.addFile({ path: rel, diskPath: join(dirDisk, name), size, mtimeMs, dev, ino, ctimeMs }, vouched);
