@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INCLUDE } from '../../../src/config/schema.js';
-import { createFilter, loadFilter, IgnoreFileError, type ExcludeReason } from '../../../src/local/filters.js';
+import picomatch from 'picomatch';
+import { createFilter, loadFilter, IgnoreFileError, TEMPORARY_NAME_GLOBS, type ExcludeReason } from '../../../src/local/filters.js';
 import type { LocalFs } from '../../../src/local/fs.js';
 
 const defaults = { include: DEFAULT_INCLUDE, exclude: [], ignoreFile: '.dssyncignore' };
@@ -97,6 +98,31 @@ describe('mapping include / exclude globs', () => {
   ];
   it.each(cases)('%s (dir: %s) -> %s', (path, isDir, reason) => {
     expect(filter.reason(path, isDir)).toBe(reason);
+  });
+});
+
+describe("globs are matched as picomatch's own matcher matches them", () => {
+  it('gives the same answer for every name, the special characters of globs among them', () => {
+    const globs = ['**/*.{txt,md,pdf}', '**/drafts/**', '**/[ab]*.x', '**/!(keep)*.tmp', '**/@(foo|bar).md', '**/a?c', 'top/*.csv'];
+    const spec = { include: globs.slice(0, 1), exclude: globs.slice(1), ignoreFile: undefined };
+    const filter = createFilter(spec);
+    const include = picomatch([...globs.slice(0, 1)], { dot: true, nocase: true });
+    const exclude = picomatch(globs.slice(1), { dot: true, nocase: true });
+    const temporary = picomatch([...TEMPORARY_NAME_GLOBS], { dot: true, nocase: true });
+    const parts = ['a', 'B', 'c', 'x', 'foo', 'bar', 'keep', 'drafts', 'top', '~', '$', '#', '4913', '.tmp', '.TXT', '.md', '.pdf', '.swp', '~$', '!', '(', ')', '[', ']', '*', '?', '{', '}', ' ', 'é', '-'];
+    let seed = 7;
+    const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    let compared = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const name = Array.from({ length: 1 + rnd(5) }, () => parts[rnd(parts.length)]).join('');
+      if (name.startsWith('.') || name.includes('/')) continue;
+      const rel = rnd(2) === 0 ? name : `${['top', 'drafts', 'a/b'][rnd(3)]}/${name}`;
+      const expected = !temporary(name) && !exclude(rel) && include(rel);
+      if (['thumbs.db', 'desktop.ini'].includes(name.toLowerCase())) continue;
+      expect([rel, filter.includesEntry(rel, false)]).toEqual([rel, expected]);
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(15_000);
   });
 });
 
