@@ -46,23 +46,39 @@ export const SYSTEM_NAMES = ['Thumbs.db', 'desktop.ini', '.DS_Store', '$RECYCLE.
 const GLOB_OPTIONS = { dot: true, nocase: true } as const;
 
 /**
- * Whether a path matches any of the globs: picomatch's regexes, joined into one and tested
- * directly. What picomatch's own matcher does besides (a result object per call, one regex
- * after the other) cost ~1 µs an entry, a tenth of a restart's main thread; the answers are
- * the same (the glob itself, or its regex: test/unit/local/filters.test.ts compares them).
+ * Whether a relative path matches any of the globs, as picomatch's own matcher answers: the
+ * glob itself, or its regex. The regexes are joined into one and tested directly (what
+ * picomatch's matcher does besides, a result object per call and one regex after the other,
+ * cost ~1 µs an entry, a tenth of a restart's main thread). A glob made of `**`, a slash and
+ * an X without "/" (how `toPathGlob` writes a glob of entry names; the default include) is
+ * tested as X against the entry's name: the same answer for a path without "." or ".."
+ * segments (all a walk or an event makes), without the look at each character of the path
+ * that the leading `**` costs. test/unit/local/filters.test.ts compares every answer with
+ * picomatch's.
  */
 function matcher(globs: readonly string[]): (path: string) => boolean {
   if (globs.length === 0) return () => false;
   const literal = new Set(globs);
+  const nameGlobs: string[] = [];
+  const pathGlobs: string[] = [];
+  for (const g of globs) {
+    const name = g.startsWith('**/') ? g.slice(3) : undefined;
+    if (name !== undefined && name !== '' && !name.includes('/') && !name.startsWith('**')) nameGlobs.push(name);
+    else pathGlobs.push(g);
+  }
+  const byName = anyOf(nameGlobs);
+  const byPath = anyOf(pathGlobs);
+  return (path) => byName(baseName(path)) || byPath(path) || literal.has(path);
+}
+
+/** A test of any of the globs' regexes: one regex, their alternation (each is anchored). */
+function anyOf(globs: readonly string[]): (s: string) => boolean {
+  if (globs.length === 0) return () => false;
   const regexes = globs.map((g) => picomatch.makeRe(g, GLOB_OPTIONS));
-  // Each is anchored and has no back-reference: any of them matches when their alternation does.
-  const joinable = regexes.every((re) => re.flags === regexes[0]!.flags && !/\\[1-9k]/.test(re.source));
-  const one = joinable ? new RegExp(regexes.map((re) => `(?:${re.source})`).join('|'), regexes[0]!.flags) : undefined;
-  return (path) => {
-    if (one !== undefined) return one.test(path) || literal.has(path);
-    for (const re of regexes) if (re.test(path)) return true;
-    return literal.has(path);
-  };
+  // Joined only without back-references (their numbers would move) and with one set of flags.
+  if (regexes.some((re) => re.flags !== regexes[0]!.flags || /\\[1-9k]/.test(re.source))) return (s) => regexes.some((re) => re.test(s));
+  const one = new RegExp(regexes.map((re) => `(?:${re.source})`).join('|'), regexes[0]!.flags);
+  return (s) => one.test(s);
 }
 
 export function createFilter(spec: FilterSpec, ignoreText?: string): PathFilter {

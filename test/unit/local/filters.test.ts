@@ -104,10 +104,12 @@ describe('mapping include / exclude globs', () => {
 describe("globs are matched as picomatch's own matcher matches them", () => {
   it('gives the same answer for every name, the special characters of globs among them', () => {
     const globs = ['**/*.{txt,md,pdf}', '**/drafts/**', '**/[ab]*.x', '**/!(keep)*.tmp', '**/@(foo|bar).md', '**/a?c', 'top/*.csv'];
-    const spec = { include: globs.slice(0, 1), exclude: globs.slice(1), ignoreFile: undefined };
+    // And a folder glob ("b*/": folders only), and a glob of names without "**/" ("*.TMP").
+    const spec = { include: globs.slice(0, 1), exclude: [...globs.slice(1), 'b*/', '*.TMP'], ignoreFile: undefined };
     const filter = createFilter(spec);
     const include = picomatch([...globs.slice(0, 1)], { dot: true, nocase: true });
-    const exclude = picomatch(globs.slice(1), { dot: true, nocase: true });
+    const exclude = picomatch([...globs.slice(1), '**/*.TMP'], { dot: true, nocase: true });
+    const folderExclude = picomatch(['**/b*'], { dot: true, nocase: true });
     const temporary = picomatch([...TEMPORARY_NAME_GLOBS], { dot: true, nocase: true });
     const parts = ['a', 'B', 'c', 'x', 'foo', 'bar', 'keep', 'drafts', 'top', '~', '$', '#', '4913', '.tmp', '.TXT', '.md', '.pdf', '.swp', '~$', '!', '(', ')', '[', ']', '*', '?', '{', '}', ' ', 'é', '-'];
     let seed = 7;
@@ -117,9 +119,10 @@ describe("globs are matched as picomatch's own matcher matches them", () => {
       const name = Array.from({ length: 1 + rnd(5) }, () => parts[rnd(parts.length)]).join('');
       if (name.startsWith('.') || name.includes('/')) continue;
       const rel = rnd(2) === 0 ? name : `${['top', 'drafts', 'a/b'][rnd(3)]}/${name}`;
-      const expected = !temporary(name) && !exclude(rel) && include(rel);
       if (['thumbs.db', 'desktop.ini'].includes(name.toLowerCase())) continue;
-      expect([rel, filter.includesEntry(rel, false)]).toEqual([rel, expected]);
+      const file = !temporary(name) && !exclude(rel) && include(rel);
+      const folder = !temporary(name) && !exclude(rel) && !exclude(`${rel}/`) && !folderExclude(rel);
+      expect([rel, filter.includesEntry(rel, false), filter.includesEntry(rel, true)]).toEqual([rel, file, folder]);
       compared++;
     }
     expect(compared).toBeGreaterThan(15_000);
