@@ -675,6 +675,8 @@ export class World {
    * must still know them after a restart.
    */
   readonly mustKnow = new Set<string>();
+  /** Ids derived by an upgrade or drawn after a lost identity: never pinned on a second pod (startTwin). */
+  private readonly unpinned = new Set<string>();
   /** The old id and its documents, checked at the next start (launch). */
   private expectFormer: { id: string; docIds: Set<string> } | undefined;
   /** Ids any process knew (its own or former ones) after the identity file was lost. */
@@ -713,6 +715,7 @@ export class World {
     this.mustKnow.clear();
     this.expectFormer = { id, docIds: new Set(docs.map((d) => d.id)) };
     this.drawnId = `${INSTALLATION}-after-loss`;
+    this.unpinned.add(this.drawnId);
   }
 
   /** What a state with no identity (and no identity file to take it from) draws. */
@@ -760,6 +763,7 @@ export class World {
     this.host = `sim-host-${this.restarts + 1}`;
     this.restarts++;
     await this.start();
+    this.unpinned.add(this.installationId);
   }
 
   // ---- time ----------------------------------------------------------------------------
@@ -834,7 +838,8 @@ export class World {
     if (this.twinLive()) return;
     // A replica pins the daemon's id; after an upgrade or a lost identity that id is derived or
     // drawn, and its former ids live in the daemon's state alone: nobody pins it on a second pod.
-    if (kind === 'pinned-replica' && this.mustKnow.size > 0) return;
+    // (Kept apart from mustKnow, which a restored backup empties while the id stays derived.)
+    if (kind === 'pinned-replica' && (this.mustKnow.size > 0 || this.unpinned.has(this.installationId))) return;
     if (kind === 'copied-state' && fresh && !(await this.identityDurable())) return;
     this.twinKind = kind;
     if (kind === 'copied-state' && fresh) {
