@@ -586,7 +586,12 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
   const entry = input.state.files.get(path);
 
   if (!file) {
-    for (const d of docs) ops.push(deleteOp(path, d, 'deleted-locally'));
+    for (const d of docs) {
+      ops.push(deleteOp(path, d, 'deleted-locally'));
+      // Its record at a path set aside (a state older than the listing) goes with it, or the
+      // file there is later taken for synced with a document that is gone.
+      ops.push(...recordSetAside(recordedPathOf(d.id), path, untouchable));
+    }
     // A rename moves the state entry of the path it moves the document from; a record of
     // that document at another path (a state older than the listing) goes.
     if (docs.length === 0 && entry && renames.taken.get(entry.documentId) !== path) ops.push({ kind: 'forget', path });
@@ -641,12 +646,13 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
 }
 
 /**
- * One record per document. A document the plan keeps, or moves from `listedAt`, that the
- * state records at a path this plan leaves alone (set aside), while the listing shows it at
- * `listedAt` (a rename whose answer was lost, the old path written anew since; a state
+ * One record per document. A document the plan keeps, moves or deletes from `listedAt`, that
+ * the state records at a path this plan leaves alone (set aside), while the listing shows it
+ * at `listedAt` (a rename whose answer was lost, the old path written anew since; a state
  * older than the listing): the record goes with the document, or two paths would hold one
- * document, and every later listing would "lack" the set-aside path's. (A record at a path
- * whose file is gone is forgotten by that path's own plan.)
+ * document, and every later listing would "lack" the set-aside path's (or, the document
+ * deleted, the set-aside file would be taken for synced). (A record at a path whose file is
+ * gone is forgotten by that path's own plan.)
  */
 function recordSetAside(recordedAt: string | undefined, listedAt: string, untouchable: (path: string) => boolean): Op[] {
   return recordedAt !== undefined && recordedAt !== listedAt && untouchable(recordedAt) ? [{ kind: 'forget', path: recordedAt }] : [];

@@ -732,6 +732,26 @@ it('seed 9942, history 305: a document the state lost (a damaged journal) of a f
   await checkInvariants(w);
 });
 
+it('seed 20012, history 1,873: a document deleted at the path its metadata names loses its record at a path set aside too, so that the file there is uploaded', async () => {
+  const { w, step } = await withSyncedFile('b.txt', 'x');
+  // A state older than the listing (here a restored backup; in the seed, a journal emptied by
+  // a power cut) records b.txt's document at b.txt, while the listing shows it at a.txt, where
+  // a rename had moved it. The file was moved back to b.txt while the daemon was down: at the
+  // start's pass a.txt is gone (its document deleted) and b.txt is set aside (just moved).
+  // The record of the deleted document stayed at b.txt, so b.txt was taken for synced.
+  await step(() => w.takeBackup());
+  await step(async () => {
+    w.rename('b.txt', 'a.txt');
+    await w.advance(10_000);
+  });
+  await step(async () => {
+    w.rename('a.txt', 'b.txt');
+    await w.restoreBackup(0);
+    await w.advance(10_000);
+  });
+  await checkInvariants(w);
+});
+
 it('beside seed 9932, history 8,426 (written by hand): an excluded file whose document a person deleted loses its record at the next full pass, so that, saved again with the content it was synced with, it is uploaded', async () => {
   const { w, step } = await withSyncedFile('b.txt', 'ab');
   // A person deletes b.txt's document; the file grows past maxFileBytes and the daemon

@@ -585,6 +585,14 @@ describe('planMirror: one record per document', () => {
     expect(summary(plan({ ...c, excluded: ['churn.txt'] }).ops)).toEqual(['forget churn.txt']);
   });
 
+  it('deleting a document whose file is gone drops its record at a path set aside (a state older than the listing; seed 20012, history 1,873)', () => {
+    // The state records d1 at b.txt; the listing shows it at a.txt, whose file is gone; b.txt is set aside.
+    const c = { local: [local('b.txt', 'h1', 10, 2000)], files: { 'b.txt': entry('d1', 'h1') }, remote: [ours('d1', 'a.txt', 'h1')], untouchable: ['b.txt'] };
+    expect(summary(plan(c).ops).sort()).toEqual(['delete d1 a.txt (deleted-locally)', 'forget b.txt']);
+    // b.txt judged (not set aside): its own plan decides, nothing forgotten for it here.
+    expect(summary(plan({ ...c, untouchable: [] }).ops)).not.toContain('forget b.txt');
+  });
+
   it('a record of the document at a path this plan judges is left to that path (no forget twice)', () => {
     const r = plan({
       local: [local('sub.old/d.txt', 'h1'), local('sub/d.txt', 'h2')],
