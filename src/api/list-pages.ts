@@ -87,7 +87,7 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
       }
       // A guess at the next page from the answer's last bytes (paging.ts peekNextPage) goes
       // out before the answer is parsed; it is kept only if the parsed answer names it.
-      let guess = page < opts.maxPages ? guessNext(res, seen) : undefined;
+      const guess = page < opts.maxPages ? guessNext(res, seen) : undefined;
       if (guess !== undefined) {
         ahead = fetchAhead(opts.get, guess, signal);
         await letRequestLeave();
@@ -101,6 +101,8 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
       // What would stop the listing is raised after this page's records, as before.
       let nextUrl: URL | undefined;
       let stop: Error | undefined;
+      /** The page to have on its way while this one is decoded. */
+      let want: URL | undefined;
       const next = nextPage(body, items.length, res.url);
       if (next !== undefined) {
         try {
@@ -112,21 +114,22 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
             stop = badResponse(ctx, `the list has more than ${opts.maxPages} pages; stopped`);
           } else {
             seen.add(key);
-            if (key !== guess?.toString()) {
-              await dropAhead(ahead);
-              guess = undefined;
-              ahead = fetchAhead(opts.get, nextUrl, signal);
-              await letRequestLeave();
-            }
+            want = nextUrl;
           }
         } catch (e) {
           stop = e as Error; // nextPageUrl's ApiError (a bad or foreign link)
         }
       }
-      // A wrong guess (another page, or none) is aborted before this page's records.
-      if (guess !== undefined && nextUrl?.toString() !== guess.toString()) {
+      // The guess stands when it is that page; otherwise it is aborted (before this page's
+      // records), and the page asked for now.
+      const guessed = guess !== undefined && want?.toString() === guess.toString();
+      if (guess !== undefined && !guessed) {
         await dropAhead(ahead);
         ahead = undefined;
+      }
+      if (want !== undefined && !guessed) {
+        ahead = fetchAhead(opts.get, want, signal);
+        await letRequestLeave();
       }
 
       for (let i = 0; i < items.length; i++) {

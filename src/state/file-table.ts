@@ -16,7 +16,7 @@
  * writer can forget it). A loaded table's rows are in the file's order, so a snapshot of
  * an unchanged state has the lines of the file it was loaded from, in the same order.
  */
-import { CTIME, DEV, DIGIT, encodeRows, HASHED, HEX_CODES, ID_BYTES, idFrom, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
+import { CTIME, DEV, DIGIT, encodeRows, HASHED, HEX_CODES, ID_BYTES, idFrom, idIs, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
 
 export interface FileEntry {
   documentId: string;
@@ -510,21 +510,7 @@ export class FileTable implements ReadonlyFileTable {
     const block = this.blocks[row >>> BLOCK_SHIFT]!;
     const shape = block.idShape[row & BLOCK_MASK]!;
     if (shape === 0) return this.oddIds?.get(row) === id;
-    const codes = this.shapes[shape]!;
-    if (codes.length !== id.length) return false;
-    const digits = block.idDigits;
-    const at = (row & BLOCK_MASK) * ID_BYTES;
-    for (let i = 0, k = 0; i < codes.length; i++) {
-      const c = codes[i]!;
-      if (c !== DIGIT) {
-        if (id.charCodeAt(i) !== c) return false;
-        continue;
-      }
-      const b = digits[at + (k >> 1)]!;
-      if (id.charCodeAt(i) !== HEX_CODES[k & 1 ? b & 15 : b >> 4]) return false;
-      k++;
-    }
-    return true;
+    return idIs(this.shapes[shape]!, block.idDigits, (row & BLOCK_MASK) * ID_BYTES, id);
   }
 
   /** shaAt(row) === sha256, read in place. */

@@ -87,6 +87,23 @@ export function idFrom(codes: readonly number[], digits: Uint8Array, at: number)
   return String.fromCharCode(...out);
 }
 
+/** idFrom(codes, digits, at) === id, read in place (no string made). */
+export function idIs(codes: readonly number[], digits: Uint8Array, at: number, id: string): boolean {
+  if (codes.length !== id.length) return false;
+  let k = 0;
+  for (let i = 0; i < codes.length; i++) {
+    const c = codes[i] as number;
+    if (c !== DIGIT) {
+      if (id.charCodeAt(i) !== c) return false;
+      continue;
+    }
+    const b = digits[at + (k >> 1)] as number;
+    if (id.charCodeAt(i) !== HEX_CODES[k & 1 ? b & 15 : b >> 4]) return false;
+    k++;
+  }
+  return true;
+}
+
 /**
  * A row's snapshot line, `[path, …FileTuple]` and a newline: what
  * `JSON.stringify([path, ...entryToTuple(entry)])` makes of its entry (JSON writes a finite
