@@ -780,3 +780,26 @@ it('seed 9932, history 8,426 (as main reaches it): a file excluded at the first 
   await step(() => editorSave(w, 'b.txt', 'ab'));
   await checkInvariants(w);
 });
+
+it("seed 20219, history 1,941: with renames ignored, a person's document of a file's name and size is not taken for the lost answer of a request whose other document is listed marked", async () => {
+  // Uploads go under their real names, so a lost answer is told by name and size. The damaged
+  // journal brought back the snapshot's open intent of a.txt and keep.txt, although its
+  // answer had come and both documents had been marked: keep.txt's is listed with our
+  // metadata; a.txt's a person deleted, and uploaded a document of a.txt of the same size.
+  // That one was tied to the open intent and marked as a.txt's: the App kept its content.
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2, renamesIgnored: true });
+  w.local.write('keep.txt', 'keep');
+  await w.start();
+  const step = stepper(w);
+  await step(() => {
+    w.remove('a.txt');
+    w.write('a.txt', 'four');
+  });
+  await step(async () => void (await writeInHalvesAcrossReload(w, 'x.log', 800, 1)));
+  await step(async () => void (await writeInHalvesAcrossReload(w, 'sub/c.md', 300, 2)));
+  await step(() => w.personUpload('a.txt', 'same', true));
+  await step(() => w.personDeletesOurs(0));
+  await step(() => w.damageJournal('flip', 0));
+  await step(() => w.advance(100));
+  await checkInvariants(w);
+}, 60_000);

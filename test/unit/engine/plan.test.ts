@@ -485,6 +485,33 @@ describe('planMirror', () => {
     expect(r.doubtful.map((d) => d.id)).toEqual(['p6']);
   });
 
+  it("a request one of whose documents is listed marked lost no answer: a person's document of another of its files' name and size is never taken for it (the simulation, seed 20219)", () => {
+    // Renames ignored: both files sent unmarked in one request. The state came back from a
+    // damaged journal with the intent open; keep.txt's answer d5 is listed marked, a.txt's
+    // was deleted by a person, and p6 is a person's a.txt of the same size.
+    const intents: Record<string, Intent> = {
+      i1: {
+        kind: 'upload',
+        id: 'i1',
+        startedAt: 't',
+        files: [
+          { path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' },
+          { path: 'keep.txt', size: 10, mtimeMs: 1000, sha256: 'h2' },
+        ],
+        preexisting: [],
+        preexistingFresh: true,
+      },
+    };
+    const d5 = { ...ours('d5', 'keep.txt', 'h2'), raw: { size: 10 } };
+    const r = plan({ local: [local('a.txt', 'h1'), local('keep.txt', 'h2')], intents, remote: [d5, unmarked('p6', 'a.txt', 10)] });
+    expect(summary(r.ops).filter((o) => !o.includes('keep.txt'))).toEqual(['upload a.txt']);
+    expect(r.doubtful.map((d) => d.id)).toEqual(['p6']);
+    expect(r.intentPins).toEqual([{ intentId: 'i1', index: 1, documentId: 'd5' }]);
+    // Without keep.txt's marked document nothing says the answer came: p6 appeared since the
+    // upload's own listing, so it is a.txt's lost answer.
+    expect(summary(plan({ local: [local('a.txt', 'h1'), local('keep.txt', 'h2')], intents, remote: [unmarked('p6', 'a.txt', 10)] }).ops)).toContain('update-meta p6 a.txt');
+  });
+
   it('a file excluded by a setting (maxFileBytes): what its open intent uploaded is deleted and the intent resolves; its marked document stays (the simulation, seed 7)', () => {
     const intents: Record<string, Intent> = {
       i1: { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'a.txt', size: 1, mtimeMs: 1000, sha256: 'h2', documentId: 'd7' }, { path: 'b.txt', size: 1, mtimeMs: 1000, sha256: 'h3' }], preexisting: [], preexistingFresh: true },
