@@ -270,7 +270,7 @@ class Walk {
   }
 
   /** A regular file named `name` in folder `dirDisk` (its path `rel`, NFC), with its lstat's numbers. */
-  private considerFile(rel: string, dirDisk: string, name: string, exact: boolean, size: number, mtimeMs: number, ctimeMs: number | undefined, dev: number, ino: number): void {
+  private considerFile(rel: string, diskPrefix: string, name: string, exact: boolean, size: number, mtimeMs: number, ctimeMs: number | undefined, dev: number, ino: number): void {
     const { result, vouch, vstat } = this;
     if (size > this.maxFileBytes) {
       result.skipped.push({ path: rel, reason: 'too-large', size });
@@ -291,7 +291,7 @@ class Walk {
         if (result.vouched.add(rel).size > before) return;
       }
     }
-    this.addFile({ path: rel, diskPath: join(dirDisk, name), size, mtimeMs, dev, ino, ctimeMs }, vouched);
+    this.addFile({ path: rel, diskPath: diskPrefix + name, size, mtimeMs, dev, ino, ctimeMs }, vouched);
   }
 
   private async listDir(dir: DirTask): Promise<void> {
@@ -359,6 +359,10 @@ class Walk {
   private keepFiles(dir: DirTask, listing: FolderListing, kept: readonly number[], keptRels: readonly string[]): void {
     const { names, stats } = listing;
     const exactDir = dir.exact === true;
+    // join(dir.disk, name) for each name (one of the folder's entries: no "/", not "." or
+    // ".."), without path.join's normalising, which leaves a chain of a string per segment
+    // in each file's disk path (~250 bytes a file, held until the pass ends).
+    const diskPrefix = join(dir.disk, '/');
     for (let k = 0; k < kept.length; k++) {
       const ki = kept[k]!;
       const i = ki < 0 ? ~ki : ki;
@@ -367,7 +371,7 @@ class Walk {
       const size = stats[o + STAT_SIZE]!;
       if (size >= 0) {
         const ctime = stats[o + STAT_CTIME]!;
-        this.considerFile(rel, dir.disk, names[i]!, exactDir && ki >= 0, size, stats[o + STAT_MTIME]!, Number.isNaN(ctime) ? undefined : ctime, stats[o + STAT_DEV]!, stats[o + STAT_INO]!);
+        this.considerFile(rel, diskPrefix, names[i]!, exactDir && ki >= 0, size, stats[o + STAT_MTIME]!, Number.isNaN(ctime) ? undefined : ctime, stats[o + STAT_DEV]!, stats[o + STAT_INO]!);
       } else if (size === STAT_GONE) {
         this.notUtf8(rel); // deleted since listed
       } else if (size === STAT_FAILED) {
@@ -444,7 +448,7 @@ class Walk {
       }
       this.spawn(() => this.listDir({ rel, disk, real, chain: { real, up: dir.chain }, exact }));
     } else if (st.isFile()) {
-      this.considerFile(rel, dir.disk, name, exact, st.size, st.mtimeMs, st.ctimeMs, st.dev, st.ino);
+      this.considerFile(rel, join(dir.disk, '/'), name, exact, st.size, st.mtimeMs, st.ctimeMs, st.dev, st.ino);
     } else {
       result.skipped.push({ path: rel, reason: 'not-a-regular-file' });
     }
