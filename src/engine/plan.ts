@@ -867,8 +867,6 @@ function openUploads(intents: Readonly<Record<string, Intent>>, rule?: NameRule)
   const byPath = new Map<string, OpenFile[]>();
   /** Every path an open upload intent sent. */
   const paths = new Set<string>();
-  /** Intents whose answer came: a document of one of their files is listed marked (known at the settle). */
-  const answered = new Set<string>();
   // Oldest first: the newest intent's file wins a name (the last of the list).
   const byAge = Object.values(intents).sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
   for (const intent of byAge) {
@@ -966,12 +964,10 @@ function openUploads(intents: Readonly<Record<string, Intent>>, rule?: NameRule)
       const pins: IntentPin[] = [];
       for (const [open, ids] of byMarkFound) if (ids.length === 1) pins.push({ intentId: open.intentId, index: open.index, documentId: ids[0]! });
       for (const [open, ids] of witnessed) if (ids.length === 1) pins.push({ intentId: open.intentId, index: open.index, documentId: ids[0]! });
-      // A request one of whose documents is listed marked (metadata is written after the
-      // answer) lost no answer: an unmarked document of one of its files' name and size is
-      // not that answer (a person's, or ours whose mark failed and whose recorded answer a
-      // damaged journal lost: at worst a duplicate of ours stays, never a person's taken).
-      // A document id in the intent says nothing of the answer: a pin records it too.
-      for (const open of witnessed.keys()) answered.add(open.intentId);
+      // A request one of whose documents is listed marked (metadata follows the answer) lost
+      // no answer: an unmarked namesake of its files is not that answer (at worst ours, its
+      // mark and recorded answer lost, stays a duplicate). An id in the intent may be a pin.
+      const answered = new Set([...witnessed.keys()].map((f) => f.intentId));
       for (const [newest, { docs, files }] of groups) {
         const lost = [...files].filter((f) => !answered.has(f.intentId)).length;
         if (answered.has(newest.intentId) || docs.length > lost) {
