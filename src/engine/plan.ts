@@ -916,8 +916,8 @@ function openUploads(intents: Readonly<Record<string, Intent>>, rule?: NameRule)
      * Notes a document of ours whose metadata names the path and content of a file sent
      * unmarked, other than the one it replaces and not listed before the upload: that
      * upload's answer, found (its metadata is written after it), whatever name the service
-     * gave it. A document without metadata of the file's name and size is then one more than
-     * the files that could have made them: never claimed.
+     * gave it. Its request then lost no answer: a document without metadata of the name
+     * and size of any of its files is never claimed (settleByName).
      */
     witness(doc: DocumentRecord, path: string, sha256: string): void {
       const could = (byPath.get(path) ?? []).filter((f) => f.file.sha256 === sha256 && f.file.replacesDocumentId !== doc.id && !f.before?.has(doc.id));

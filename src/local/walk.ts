@@ -269,7 +269,7 @@ class Walk {
     result.skipped.push({ path: existing.path, reason: 'name-collision', size: existing.size, diskPath: existing.diskPath });
   }
 
-  /** A regular file named `name` in folder `dirDisk` (its path `rel`, NFC), with its lstat's numbers. */
+  /** A regular file named `name` in the folder whose disk path and a "/" are `diskPrefix` (its path `rel`, NFC), with its lstat's numbers. */
   private considerFile(rel: string, diskPrefix: string, name: string, exact: boolean, size: number, mtimeMs: number, ctimeMs: number | undefined, dev: number, ino: number): void {
     const { result, vouch, vstat } = this;
     if (size > this.maxFileBytes) {
