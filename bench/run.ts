@@ -25,6 +25,8 @@
  *   BENCH_SCALE_DIR=DIR  scaleDaemon: build the tree, seeded state and documents once in DIR
  *                   and reuse them in the next runs (lib/kept-set.ts)
  *   BENCH_DAEMON_LOG=FILE  append the `dssync run` processes' log (JSON lines) to FILE
+ *   BENCH_SAMPLES=PREFIX  with BENCH_NODE_ARGS="--import <repo>/bench/sampler.mjs": each dssync
+ *                   process's memory and event-loop delay, once a second, in PREFIX-<pid>.txt
  *   BENCH_SLOW_MS=N  steadyLatency logs each sample slower than N ms (default 2500; 0: all)
  *   DSSYNC_WATCHDOG_SECONDS=N  passed to the dssync processes (0: watchdog off)
  *   MALLOC_ARENA_MAX=N  passed to the dssync processes (2: as the image and the systemd units)
