@@ -489,19 +489,8 @@ describe('planMirror', () => {
     // Renames ignored: both files sent unmarked in one request. The state came back from a
     // damaged journal with the intent open; keep.txt's answer d5 is listed marked, a.txt's
     // was deleted by a person, and p6 is a person's a.txt of the same size.
-    const intents: Record<string, Intent> = {
-      i1: {
-        kind: 'upload',
-        id: 'i1',
-        startedAt: 't',
-        files: [
-          { path: 'a.txt', size: 10, mtimeMs: 1000, sha256: 'h1' },
-          { path: 'keep.txt', size: 10, mtimeMs: 1000, sha256: 'h2' },
-        ],
-        preexisting: [],
-        preexistingFresh: true,
-      },
-    };
+    const sent = [local('a.txt', 'h1'), local('keep.txt', 'h2')].map(({ path, size, mtimeMs, sha256 }) => ({ path, size, mtimeMs, sha256: sha256! }));
+    const intents: Record<string, Intent> = { i1: { kind: 'upload', id: 'i1', startedAt: 't', files: sent, preexisting: [], preexistingFresh: true } };
     const d5 = { ...ours('d5', 'keep.txt', 'h2'), raw: { size: 10 } };
     const r = plan({ local: [local('a.txt', 'h1'), local('keep.txt', 'h2')], intents, remote: [d5, unmarked('p6', 'a.txt', 10)] });
     expect(summary(r.ops).filter((o) => !o.includes('keep.txt'))).toEqual(['upload a.txt']);
