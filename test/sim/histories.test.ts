@@ -21,9 +21,9 @@ function stepper(w: World): (run: () => void | Promise<void>) => Promise<void> {
   };
 }
 
-/** A started world whose folder holds one file the histories leave alone. */
-async function startedWorld(): Promise<World> {
-  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2 });
+/** A started world whose folder holds one file the histories leave alone (`renamesIgnored`: by its service). */
+async function startedWorld(renamesIgnored = false): Promise<World> {
+  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2, ...(renamesIgnored ? { renamesIgnored } : {}) });
   w.local.write('keep.txt', 'keep');
   await w.start();
   return w;
@@ -787,9 +787,7 @@ it("seed 20219, history 1,941: with renames ignored, a person's document of a fi
   // answer had come and both documents had been marked: keep.txt's is listed with our
   // metadata; a.txt's a person deleted, and uploaded a document of a.txt of the same size.
   // That one was tied to the open intent and marked as a.txt's: the App kept its content.
-  const w = new World(config, { updateClears: false, paging: 'none', pageSize: 2, renamesIgnored: true });
-  w.local.write('keep.txt', 'keep');
-  await w.start();
+  const w = await startedWorld(true);
   const step = stepper(w);
   await step(() => {
     w.remove('a.txt');
