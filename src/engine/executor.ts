@@ -146,6 +146,7 @@ export interface ExecutionResult {
 }
 
 type UploadOp = Extract<Op, { kind: 'upload' | 'replace' }>;
+type SingleOp = Extract<Op, { kind: 'rename' | 'update-meta' | 'delete' }>;
 /** An upload with the name it is sent under: marked (document-fields.ts markUploadName), unless renames are ignored. */
 interface NamedUpload {
   op: UploadOp;
@@ -155,7 +156,12 @@ interface NamedUpload {
   marked: boolean;
 }
 
-export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promise<ExecutionResult> {
+/**
+ * Carries out `ops`, which it takes over: the array is emptied, and each operation is held
+ * only until it ends, so a first mirror's million file records are let go as their uploads
+ * land instead of at the end of the pass (docs/performance.md, "Session 22").
+ */
+export async function executePlan(ops: Op[], o: ExecutorOptions): Promise<ExecutionResult> {
   const result: ExecutionResult = {
     counts: { upload: 0, replace: 0, rename: 0, 'update-meta': 0, delete: 0, adopt: 0, forget: 0 },
     failures: [],
@@ -165,10 +171,40 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
     interrupted: {},
   };
   const queue = new PQueue({ concurrency: Math.max(1, o.concurrency) });
-  const uploads: UploadOp[] = [];
-  const singles: Extract<Op, { kind: 'rename' | 'update-meta' | 'delete' }>[] = [];
+  const { uploads, singles } = takeOps(ops, o, result);
+  // The queue is fed as it drains, not given every task at once: a task waiting in p-queue
+  // costs ~1 KB, and a first mirror of a million files has 50,000 batches. Once stopped
+  // (Ctrl-C, shutdown), what has not started is not started: no intent is begun for it
+  // (each would stay open in the state until a full pass settles it) and its files are
+  // counted, not each failed and logged.
+  const notStarted = new Map<Op['kind'], number>();
+  const skip = (ops: readonly Op[]): void => {
+    for (const op of ops) notStarted.set(op.kind, (notStarted.get(op.kind) ?? 0) + 1);
+  };
+  const feed = async (ops: readonly Op[], task: () => Promise<void>): Promise<void> => {
+    if (o.signal?.aborted) return skip(ops);
+    await queue.onSizeLessThan(queue.concurrency);
+    void queue.add(() => (o.signal?.aborted ? skip(ops) : task()));
+  };
+  for (const op of drain(singles)) await feed([op], () => runSingle(op, o, result));
+  const nonce = o.uploadNonce ?? ((): string => uploadNonce(o.uploadTag, o.session));
+  for (const batch of makeBatches(drain(uploads), o.batchFiles, o.batchBytes)) await feed(batch, () => runUploadBatch(nameUploads(batch, o, nonce), o, result));
+  await queue.onIdle();
+  for (const [kind, n] of notStarted) {
+    result.failures.push({ path: '', op: kind, code: 'E_ABORTED', message: `stopped before ${n} ${kind} operation(s) started; the next pass carries them out` });
+  }
+  logAbandoned(o, result.interrupted, notStarted);
+  return result;
+}
 
-  for (const op of ops) {
+/**
+ * Empties `ops`: the state-only operations are carried out at once, the writes sorted into
+ * the uploads (sent in batches) and the single requests, each list drained as it is fed.
+ */
+function takeOps(ops: Op[], o: ExecutorOptions, result: ExecutionResult): { uploads: (UploadOp | undefined)[]; singles: (SingleOp | undefined)[] } {
+  const uploads: UploadOp[] = [];
+  const singles: SingleOp[] = [];
+  for (const op of ops.splice(0)) {
     switch (op.kind) {
       case 'adopt':
         o.state.setFile(o.mappingId, op.path, entryFor(op.file, op.documentId, o.now));
@@ -191,29 +227,7 @@ export async function executePlan(ops: readonly Op[], o: ExecutorOptions): Promi
         break;
     }
   }
-  // The queue is fed as it drains, not given every task at once: a task waiting in p-queue
-  // costs ~1 KB, and a first mirror of a million files has 50,000 batches. Once stopped
-  // (Ctrl-C, shutdown), what has not started is not started: no intent is begun for it
-  // (each would stay open in the state until a full pass settles it) and its files are
-  // counted, not each failed and logged.
-  const notStarted = new Map<Op['kind'], number>();
-  const skip = (ops: readonly Op[]): void => {
-    for (const op of ops) notStarted.set(op.kind, (notStarted.get(op.kind) ?? 0) + 1);
-  };
-  const feed = async (ops: readonly Op[], task: () => Promise<void>): Promise<void> => {
-    if (o.signal?.aborted) return skip(ops);
-    await queue.onSizeLessThan(queue.concurrency);
-    void queue.add(() => (o.signal?.aborted ? skip(ops) : task()));
-  };
-  for (const op of singles) await feed([op], () => runSingle(op, o, result));
-  const nonce = o.uploadNonce ?? ((): string => uploadNonce(o.uploadTag, o.session));
-  for (const batch of makeBatches(uploads, o.batchFiles, o.batchBytes)) await feed(batch, () => runUploadBatch(nameUploads(batch, o, nonce), o, result));
-  await queue.onIdle();
-  for (const [kind, n] of notStarted) {
-    result.failures.push({ path: '', op: kind, code: 'E_ABORTED', message: `stopped before ${n} ${kind} operation(s) started; the next pass carries them out` });
-  }
-  logAbandoned(o, result.interrupted, notStarted);
-  return result;
+  return { uploads, singles };
 }
 
 /**
@@ -268,25 +282,33 @@ function uploadIntent(batch: readonly NamedUpload[], o: ExecutorOptions): Distri
   return { kind: 'upload', files, preexisting, ...(o.preexistingFresh ? { preexistingFresh: true } : {}) };
 }
 
-/** Groups uploads into batches bounded by count and bytes (a single large file goes alone). */
-export function makeBatches<T extends { file: { size: number } }>(items: readonly T[], maxFiles: number, maxBytes: number): T[][] {
-  const batches: T[][] = [];
+/** Groups uploads into batches bounded by count and bytes (a single large file goes alone), made as they are taken. */
+export function* makeBatches<T extends { file: { size: number } }>(items: Iterable<T>, maxFiles: number, maxBytes: number): Generator<T[]> {
   let current: T[] = [];
   let bytes = 0;
   for (const item of items) {
     if (current.length > 0 && (current.length >= maxFiles || bytes + item.file.size > maxBytes)) {
-      batches.push(current);
+      yield current;
       current = [];
       bytes = 0;
     }
     current.push(item);
     bytes += item.file.size;
   }
-  if (current.length > 0) batches.push(current);
-  return batches;
+  if (current.length > 0) yield current;
 }
 
-async function runSingle(op: Extract<Op, { kind: 'rename' | 'update-meta' | 'delete' }>, o: ExecutorOptions, r: ExecutionResult): Promise<void> {
+/** Yields each item once and clears its slot: an item handed on is held only by whoever took it. */
+function* drain<T>(items: (T | undefined)[]): Generator<T> {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    items[i] = undefined;
+    yield item;
+  }
+  items.length = 0;
+}
+
+async function runSingle(op: SingleOp, o: ExecutorOptions, r: ExecutionResult): Promise<void> {
   const opts = { signal: o.signal };
   try {
     if (op.kind === 'delete') {

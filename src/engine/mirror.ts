@@ -308,6 +308,8 @@ export class Mirror {
       if (listing.listingNeeded) report.needsFullPass = true;
       const { plan, verdict } = this.planRound(listing, scope, mapping, desired, opts, report, round);
       if (!verdict.ok || opts.dryRun) break;
+      // The operations hold what execution needs: each file's record goes with its operation.
+      listing.local.clear();
       const again = await this.execute(plan, verdict, listing, mapping, desired, opts, report, round === maxRounds && !scope);
       if (!again) break;
       if (round === maxRounds) {
@@ -480,6 +482,9 @@ export class Mirror {
     pinIntents(state, spec.mappingId, plan.intentPins);
     for (const r of plan.refreshed) state.setFile(spec.mappingId, r.path, entryFor(r.file, r.documentId, this.d.now));
     this.d.onPlan?.(plan.ops);
+    // Planned deletions count once carried out, whether or not each request succeeded:
+    // conservative, and a failed one is planned (and counted) again only by a later pass.
+    const deletes = opts.allowMassDelete || verdict.confirmed ? 0 : countDeletes(plan.ops);
     const result = await executePlan(plan.ops, {
       api: this.d.api,
       state,
@@ -517,9 +522,7 @@ export class Mirror {
     // (An incremental pass has no listing of its own: nothing its lost answer left can be
     // told from a person's document by a listing now, so it waits for the next full pass.)
     if (result.ambiguous && last) await this.pinLostUploads(mapping, opts.signal);
-    // Planned deletions count once carried out, whether or not each request succeeded:
-    // conservative, and a failed one is planned (and counted) again only by a later pass.
-    this.deletions.record(this.lastExecutionEnd, opts.allowMassDelete || verdict.confirmed ? 0 : countDeletes(plan.ops));
+    this.deletions.record(this.lastExecutionEnd, deletes);
     addCounts(report, result);
     report.failures = [...result.failures, ...result.rejected];
     if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);

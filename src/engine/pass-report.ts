@@ -16,7 +16,10 @@ export interface PassReport {
   dryRun: boolean;
   /** The guard that stopped the pass, if one did. */
   blocked?: Extract<GuardVerdict, { ok: false }> | undefined;
-  /** The plan of the last round (the whole plan for a dry run). */
+  /**
+   * A dry run's plan. A pass that writes hands its operations to the executor, which lets
+   * each go as it ends (executor.ts executePlan): empty afterwards; `counts` say what was done.
+   */
   ops: Op[];
   counts: { uploaded: number; replaced: number; renamed: number; updated: number; deleted: number; adopted: number; forgotten: number; unchanged: number; skipped: number; failed: number };
   failures: FileFailure[];

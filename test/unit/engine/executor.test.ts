@@ -25,9 +25,11 @@ async function pass(api: FakeApi, state: MemoryState, local: LocalFileInfo[], ov
   const plan = planMirror({ mappingId: 'm1', local: new Map(local.map((f) => [f.path, f])), state: state.m, remote, desired, prune: 'ours' });
   // As the mirror does: the unmarked documents of this listing existed before its uploads.
   const preexisting = (path: string): string[] => remote.filter((d) => d.name === path && readMeta(d) === undefined).map((d) => d.id);
+  // The executor takes the operations over (and empties the plan's list): kept here to be read.
+  const planned = [...plan.ops];
   const result = await executePlan(plan.ops, opts(api, state, { preexisting, preexistingFresh: true, ...over }));
   if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent('m1', id);
-  return { plan, result };
+  return { plan, planned, result };
 }
 
 /** The data source holds exactly the files: one marked document per path, right content. */
@@ -45,9 +47,9 @@ function expectConverged(api: FakeApi, local: LocalFileInfo[]): void {
 describe('makeBatches', () => {
   it('bounds batches by count and by bytes; a large file goes alone', () => {
     const items = [10, 10, 10, 10, 10].map((size) => ({ file: { size } }));
-    expect(makeBatches(items, 2, 1000).map((b) => b.length)).toEqual([2, 2, 1]);
-    expect(makeBatches(items, 10, 25).map((b) => b.length)).toEqual([2, 2, 1]);
-    expect(makeBatches([{ file: { size: 5000 } }, { file: { size: 1 } }], 10, 100).map((b) => b.length)).toEqual([1, 1]);
+    expect([...makeBatches(items, 2, 1000)].map((b) => b.length)).toEqual([2, 2, 1]);
+    expect([...makeBatches(items, 10, 25)].map((b) => b.length)).toEqual([2, 2, 1]);
+    expect([...makeBatches([{ file: { size: 5000 } }, { file: { size: 1 } }], 10, 100)].map((b) => b.length)).toEqual([1, 1]);
   });
 });
 
@@ -101,7 +103,7 @@ describe('executePlan', () => {
 
     api.failAfter = () => undefined;
     const second = await pass(api, state, local);
-    expect(second.plan.ops.map((o) => o.kind)).toEqual(['update-meta', 'update-meta', 'update-meta']);
+    expect(second.planned.map((o) => o.kind)).toEqual(['update-meta', 'update-meta', 'update-meta']);
     expect(api.count('uploadDocuments')).toBe(1);
     expect(state.m.intents).toEqual({});
     expectConverged(api, local);
