@@ -13,33 +13,10 @@
  * the watch is still set up, or right after the pass, keeps it (32 MB resident at rest;
  * docs/performance.md "Memory at rest (issue 39.3)").
  */
-import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { getHeapSpaceStatistics } from 'node:v8';
+import { collectGarbage } from '../gc.js';
 import type { Logger } from '../log.js';
 import type { Clock, TimerHandle } from '../time/clock.js';
-
-let collect: (() => void) | null | undefined;
-
-/** Runs a full garbage collection now; false when the runtime does not offer one. */
-export function collectGarbage(): boolean {
-  if (collect === undefined) collect = findGc();
-  if (!collect) return false;
-  collect();
-  return true;
-}
-
-function findGc(): (() => void) | null {
-  const exposed = (globalThis as { gc?: unknown }).gc;
-  if (typeof exposed === 'function') return exposed as () => void;
-  try {
-    // --expose-gc applies to the contexts created afterwards: a new one hands out gc().
-    setFlagsFromString('--expose-gc');
-    const gc: unknown = runInNewContext('gc');
-    return typeof gc === 'function' ? (gc as () => void) : null;
-  } catch {
-    return null;
-  }
-}
 
 /** From the end of a full pass to the first collection. */
 export const RECLAIM_DELAY_MS = 2_000;

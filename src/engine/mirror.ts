@@ -22,6 +22,7 @@ import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
 import type { OwnerOf } from './owner.js';
 import { nfc } from '../unicode.js';
+import { collectGarbage } from '../gc.js';
 
 /** The service's listing lacks documents that exist: planning from it would duplicate them. */
 export class ListingIncompleteError extends Error {
@@ -140,6 +141,14 @@ interface RemoteListing {
   /** Paths whose document the listing showed exactly as the state has it. */
   confirmed: Set<string>;
 }
+
+/**
+ * A round with this many files to plan or more collects garbage before its plan and again
+ * after it (gc.ts): the walk's and the hashing's garbage, then the plan's own, do not size the
+ * heap that execution then fills (a first mirror of a million files: docs/performance.md,
+ * "Session 22"). Far below it a collection's pause buys nothing.
+ */
+const COLLECT_FROM_FILES = 50_000;
 
 /** Files hashed at once: enough to keep the libuv pool busy (each hash is a few small calls). */
 const HASH_CONCURRENCY = 16;
@@ -306,10 +315,13 @@ export class Mirror {
       if (ahead) listing.aged = true;
       report.settling = listing.settling.length > 0 ? listing.settling : undefined;
       if (listing.listingNeeded) report.needsFullPass = true;
+      const large = listing.local.size >= COLLECT_FROM_FILES;
+      if (large) collectGarbage();
       const { plan, verdict } = this.planRound(listing, scope, mapping, desired, opts, report, round);
       if (!verdict.ok || opts.dryRun) break;
       // The operations hold what execution needs: each file's record goes with its operation.
       listing.local.clear();
+      if (large) collectGarbage();
       const again = await this.execute(plan, verdict, listing, mapping, desired, opts, report, round === maxRounds && !scope);
       if (!again) break;
       if (round === maxRounds) {

@@ -16,7 +16,8 @@ const dist = (path: string): string => JSON.stringify(fileURLToPath(new URL(`../
  * 6.5 s; prints the young generation's size after the pass and once the Reclaimer is done.
  */
 const SCRIPT = `
-  import { Reclaimer, SHRINK_TRIES, collectGarbage } from ${dist('daemon/reclaim.js')};
+  import { Reclaimer, SHRINK_TRIES } from ${dist('daemon/reclaim.js')};
+  import { collectGarbage } from ${dist('gc.js')};
   import { realClock } from ${dist('time/clock.js')};
   import { getHeapSpaceStatistics } from 'node:v8';
   const young = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, RECLAIM_DELAY_MS, RECLAIM_DONE_MESSAGE, Reclaimer, SHRINK_DELAY_MS, SHRINK_TRIES, V8_THROUGHPUT_WINDOW_MS } from '../../../src/daemon/reclaim.js';
+import { RECLAIM_DELAY_MS, RECLAIM_DONE_MESSAGE, Reclaimer, SHRINK_DELAY_MS, SHRINK_TRIES, V8_THROUGHPUT_WINDOW_MS } from '../../../src/daemon/reclaim.js';
+import { collectGarbage } from '../../../src/gc.js';
 import { createLogger, silentLogger } from '../../../src/log.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 

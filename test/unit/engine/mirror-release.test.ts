@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DocumentRecord, UploadFile } from '../../../src/api/records.js';
-import { collectGarbage } from '../../../src/daemon/reclaim.js';
 import { Mirror } from '../../../src/engine/mirror.js';
+import { collectGarbage } from '../../../src/gc.js';
 import type { Op } from '../../../src/engine/plan.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
