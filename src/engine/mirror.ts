@@ -71,7 +71,7 @@ export interface MirrorDeps {
   /** A clock that never steps (Clock.monotonic), for this process's own windows: the caller's clock, no default. */
   monotonic: () => number;
   onOp?: ((e: OpEvent) => void) | undefined;
-  /** The operations about to be carried out (each round's plan): a progress display's total. */
+  /** The operations about to be carried out (each round's plan): a progress display's total. Read at once: execution empties the list. */
   onPlan?: ((ops: readonly Op[]) => void) | undefined;
   /**
    * The stability window of every full pass (ms; 0 or absent: none): stability.ts. A file
