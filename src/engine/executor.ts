@@ -204,7 +204,7 @@ export async function executePlan(ops: Op[], o: ExecutorOptions): Promise<Execut
 function takeOps(ops: Op[], o: ExecutorOptions, result: ExecutionResult): { uploads: (UploadOp | undefined)[]; singles: (SingleOp | undefined)[] } {
   const uploads: UploadOp[] = [];
   const singles: SingleOp[] = [];
-  for (const op of ops.splice(0)) {
+  for (const op of ops) {
     switch (op.kind) {
       case 'adopt':
         o.state.setFile(o.mappingId, op.path, entryFor(op.file, op.documentId, o.now));
@@ -227,6 +227,7 @@ function takeOps(ops: Op[], o: ExecutorOptions, result: ExecutionResult): { uplo
         break;
     }
   }
+  ops.length = 0;
   return { uploads, singles };
 }
 
