@@ -73,7 +73,7 @@ export interface OpenedFile {
 
 /** One file of an upload request, streamed from disk. */
 export interface UploadFile {
-  /** Absolute path on disk. */
+  /** The file as messages name it: the path given to the CLI's upload; a mirror's path within its folder. */
   path: string;
   /** File name sent in the multipart part (dssync sends the relative path). */
   name: string;

@@ -365,7 +365,7 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
     records = await o.api.uploadDocuments(
       o.dataSourceId,
       named.map(({ op, uploadName, conversion }) => ({
-        path: op.file.diskPath,
+        path: op.path,
         name: uploadName,
         ...(conversion ? { convert: conversion } : {}),
         expectedSize: op.file.size,

@@ -5,7 +5,7 @@
 import type { RootStatus } from './guards.js';
 import type { StatNow } from './racy.js';
 import type { OpenedFile } from '../api/records.js';
-import type { HashedFile, LocalFileInfo, VouchedFiles } from './plan.js';
+import type { HashedFile, LocalFileInfo } from './plan.js';
 
 /** What a scan of the mapped folder found. */
 export interface ScanResult {
@@ -16,7 +16,7 @@ export interface ScanResult {
   /** Folders that could not be read: everything under them stays as it is. */
   unreadableDirs: string[];
   /** Files the scan's `vouch` answered true for: not in `files` (plan.ts PlanInput.vouched). */
-  vouched?: VouchedFiles | undefined;
+  vouched?: ReadonlySet<string> | undefined;
   /**
    * Why the folder is an outage when the folder itself is fine but a file it needs is not
    * (the ignore file is a FIFO, a folder, too large): named by the guard instead of the folder.

@@ -406,7 +406,7 @@ export class Mirror {
       await this.checkListing(remote, confirmed, mapping, signal);
       this.unmarkedByName = unmarkedByName(remote);
     }
-    const scanned = scan.files.size + (scan.vouched?.paths.size ?? 0);
+    const scanned = scan.files.size + (scan.vouched?.size ?? 0);
     const prepared = await this.prepareLocal(scan, mapping, !scope, scope);
     if (listed) this.stability.judged(listed.remote, prepared.anySetAside ? prepared.untouchable : undefined, mapping, listed.whose);
     const planScope = scope ? await this.widenScope(scope, prepared.local, mapping, prepared.untouchable) : undefined;
@@ -667,7 +667,7 @@ export class Mirror {
     // follow-up comes: only a listing can judge that document (an orphan of a lost answer).
     // Still there but skipped (excluded, unreadable) is not gone: it waits, with no full pass.
     let listingNeeded = !full && scope !== undefined && scope.files.some((path) => !local.has(path) && !blocked.has(path) && this.stability.needsListing(path));
-    const renamed = renamedFromVanished(mapping.files, (p) => local.has(p) || scan.vouched?.paths.has(p) === true || blocked.has(p) || dirs.some((d) => p.startsWith(d)));
+    const renamed = renamedFromVanished(mapping.files, (p) => local.has(p) || scan.vouched?.has(p) === true || blocked.has(p) || dirs.some((d) => p.startsWith(d)));
     const toHash = pathsToHash(local, mapping.files, this.d.now()).filter((path) => {
       const file = local.get(path)!;
       if ((full && renamed(file)) || !this.stability.mayBeBeingWritten(file, full, mapping.files.statOf(path))) {

@@ -30,7 +30,8 @@ import { nfc } from '../unicode.js';
 /** A local file as the walk saw it; `sha256` is set when it was hashed for this pass. */
 export interface LocalFileInfo {
   path: string;
-  diskPath: string;
+  /** Where it lies on disk, when that is not join(root, path) (local/paths.ts diskPathOf). */
+  diskPath?: string | undefined;
   size: number;
   mtimeMs: number;
   sha256?: string | undefined;
@@ -40,13 +41,6 @@ export interface LocalFileInfo {
   ctimeMs?: number | undefined;
   /** When `sha256` was computed (the engine's clock, before the read): racy.ts. */
   hashedAt?: number | undefined;
-}
-
-/** Local files the walk found exactly as their state entries say (PlanInput.vouched). */
-export interface VouchedFiles {
-  paths: ReadonlySet<string>;
-  /** Where the file lies on disk. */
-  diskPath(path: string): string;
 }
 
 /** What a document's desired fields may depend on. */
@@ -121,10 +115,10 @@ export interface PlanInput {
   /**
    * Local files too, kept as paths only: each as if `local` held it with its state entry's
    * stat (size, mtime, ctime, device, inode: the walk found exactly those) at
-   * `diskPath(path)`. A restart over a million unchanged files holds a set, not a million
+   * join(root, path). A restart over a million unchanged files holds a set, not a million
    * records.
    */
-  vouched?: VouchedFiles | undefined;
+  vouched?: ReadonlySet<string> | undefined;
   state: { files: ReadonlyFileTable } & Pick<MappingState, 'intents' | 'rejected' | 'sessions'>;
   /**
    * The data source's documents (a full listing). Undefined for an incremental plan: the
@@ -342,7 +336,7 @@ export function planMirror(input: PlanInput): PlanResult {
   const inScope = (p: string): boolean => scope === undefined || scope.has(p);
   const untouchable = input.untouchable ?? ((): boolean => false);
   const excluded = input.excluded ?? ((): boolean => false);
-  const vouched = input.vouched?.paths ?? NO_PATHS;
+  const vouched = input.vouched ?? NO_PATHS;
   const confirmed = input.remote === undefined ? NO_PATHS : (input.confirmed ?? NO_PATHS);
 
   const recordedPathOf = pathsByDocument(state.files);
@@ -494,7 +488,7 @@ function setAsideOps(input: PlanInput, setAside: readonly string[], byPath: Read
 function recordKept(path: string, keep: KnownDoc, recordedPathOf: (documentId: string) => string | undefined): Op[] {
   const meta = keep.doc === undefined ? undefined : readMeta(keep.doc);
   if (meta === undefined || recordedPathOf(keep.id) !== undefined) return [];
-  return [{ kind: 'adopt', path, documentId: keep.id, file: { path, diskPath: path, size: meta.size ?? -1, mtimeMs: meta.mtimeMs ?? -1, sha256: meta.sha256 } }];
+  return [{ kind: 'adopt', path, documentId: keep.id, file: { path, size: meta.size ?? -1, mtimeMs: meta.mtimeMs ?? -1, sha256: meta.sha256 } }];
 }
 
 /**
@@ -506,10 +500,10 @@ function hashedFileOf(input: PlanInput): (path: string) => HashedFile | undefine
   const { state, vouched } = input;
   const localFile = (path: string): LocalFileInfo | undefined => {
     const found = input.local.get(path);
-    if (found !== undefined || vouched === undefined || !vouched.paths.has(path)) return found;
+    if (found !== undefined || vouched === undefined || !vouched.has(path)) return found;
     const entry = state.files.get(path);
     if (entry === undefined) return undefined;
-    return { path, diskPath: vouched.diskPath(path), size: entry.size, mtimeMs: entry.mtimeMs, ctimeMs: entry.ctimeMs, dev: entry.dev, ino: entry.ino };
+    return { path, diskPath: undefined, size: entry.size, mtimeMs: entry.mtimeMs, ctimeMs: entry.ctimeMs, dev: entry.dev, ino: entry.ino };
   };
   return (path) => {
     const file = localFile(path);
@@ -527,7 +521,7 @@ function hashedFileOf(input: PlanInput): (path: string) => HashedFile | undefine
  */
 function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (path: string) => HashedFile | undefined, byPath: ReadonlyMap<string, KnownDoc[]>, holds: ContentRule): Renames {
   const { state } = input;
-  const vouched = input.vouched?.paths ?? NO_PATHS;
+  const vouched = input.vouched ?? NO_PATHS;
   const sources = new Map<string, KnownDoc[]>();
   for (const path of sorted) {
     if (input.local.has(path) || vouched.has(path)) continue;

@@ -71,11 +71,11 @@ export class StabilityWindow {
     for (const [path, held] of this.settling) {
       if (scan.files.has(path)) continue;
       // Vouched: unchanged from the state's record, so stable at that stat.
-      const vouched = scan.vouched?.paths.has(path) ? mapping.files.statOf(path) : undefined;
+      const vouched = scan.vouched?.has(path) ? mapping.files.statOf(path) : undefined;
       if (!named && vouched) this.settling.set(path, { ...statOf(vouched), since: held.since, released: true });
       // Gone from a full walk, or from a pass that names it: remembered as gone, since the
       // follow-up may still come and meet a new writer's first chunk there (seed 9926).
-      else if (!named || (named.has(path) && !scan.vouched?.paths.has(path))) this.settling.set(path, { ...held, gone: true, released: undefined });
+      else if (!named || (named.has(path) && !scan.vouched?.has(path))) this.settling.set(path, { ...held, gone: true, released: undefined });
     }
     if (this.settling.size > MAX_SETTLING) for (const [path, held] of this.settling) if ((held.released || held.gone) && this.settling.size > MAX_SETTLING) this.settling.delete(path);
   }

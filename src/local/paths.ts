@@ -3,10 +3,19 @@
  * "./", Unicode NFC. A name stored on disk in NFD (as macOS clients often write it onto
  * shares) maps to the same NFC relative path as its NFC twin, so the document keeps its
  * identity whichever form the bytes on disk use; the on-disk form is kept separately
- * (`diskPath`) for reading.
+ * (`diskPath`) for reading, only where it is not join(root, path): see diskPathOf.
  */
-import { isAbsolute, relative, sep } from 'node:path';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import { nfc } from '../unicode.js';
+
+/**
+ * Where a walked file lies on disk: the disk path the walk kept for it when a name on its way
+ * is stored in another Unicode form, else join(root, path). Not stored for every file: a
+ * million records would hold ~110 MB of disk paths through a first mirror.
+ */
+export function diskPathOf(root: string, file: { path: string; diskPath?: string | undefined }): string {
+  return file.diskPath ?? join(root, file.path);
+}
 
 /** Joins a relative directory path ('' = the root) and an entry name, normalised. */
 export function joinRel(dir: string, name: string): string {

@@ -11,6 +11,7 @@ import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolder
 import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';
 import { confinementOf, errorCode, errorMessage, nodeFs, openRegularFile, type Confinement, type LocalFs, type OpenFileOptions } from './fs.js';
 import { addContentBytesRead, hashFile } from './hash.js';
+import { diskPathOf } from './paths.js';
 import type { OpenedFile } from '../api/records.js';
 import { resolveDiskPath, walkTree, type SkippedEntry, type WalkResult } from './walk.js';
 import type { LocalFileInfo } from '../engine/plan.js';
@@ -58,10 +59,10 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     }
   };
   /** How a file of the folder is opened, by the hash and the upload alike (fs.ts). */
-  const openChecks = async (file: { diskPath: string; dev?: number | undefined; ino?: number | undefined }): Promise<OpenFileOptions & { fs: LocalFs }> => {
+  const openChecks = async (disk: string, file: { dev?: number | undefined; ino?: number | undefined }): Promise<OpenFileOptions & { fs: LocalFs }> => {
     if (!confinement) refreshConfinement();
     const within = await (confinement as Promise<Confinement>).catch(() => {
-      throw new FileVanishedError(file.diskPath, 'ENOENT');
+      throw new FileVanishedError(disk, 'ENOENT');
     });
     const expect = file.dev !== undefined && file.ino !== undefined ? { dev: file.dev, ino: file.ino } : undefined;
     return { fs, noFollow: !mapping.followSymlinks, within, expect };
@@ -69,13 +70,16 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
   /** The whole tree, or only `subtrees` (an incremental look). */
   const walkWith = (filter: PathFilter, subtrees?: readonly string[], vouch?: ScanOptions['vouch']): Promise<WalkResult> =>
     walkTree(mapping.path, filter, { vouch, fs, maxFileBytes: mapping.maxFileBytes, followSymlinks: mapping.followSymlinks, concurrency: opts.concurrency, signal: opts.signal, subtrees });
-  /** A regular file's disk path and stat now; undefined when it is not (any more) a file. */
-  const statNow = async (path: string, walk: WalkResult): Promise<{ disk: string; st: StatNow } | undefined> => {
+  /**
+   * A regular file's stat now, and its disk path when that is not join(root, path);
+   * undefined when it is not (any more) a file.
+   */
+  const statNow = async (path: string, walk: WalkResult): Promise<{ disk: string | undefined; st: StatNow } | undefined> => {
     const disk = await resolveDiskPath(fs, mapping.path, path);
     if (disk === undefined) return undefined;
     try {
       const st = mapping.followSymlinks ? await fs.stat(disk) : await fs.lstat(disk);
-      return st.isFile() ? { disk, st } : undefined;
+      return st.isFile() ? { disk: disk === join(mapping.path, path) ? undefined : disk, st } : undefined;
     } catch (e) {
       const code = errorCode(e);
       if (code !== 'ENOENT' && code !== 'ENOTDIR') walk.errors.push({ path, kind: 'file', code, message: errorMessage(e) });
@@ -89,7 +93,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       if (isScanResult(filter)) return filter;
       const walk = await walkWith(filter, undefined, scanOpts.vouch);
       const result = toScanResult(walk, mapping.maxFileBytes);
-      return walk.vouched.size === 0 ? result : { ...result, vouched: { paths: walk.vouched, diskPath: (p) => join(mapping.path, p) } };
+      return walk.vouched.size === 0 ? result : { ...result, vouched: walk.vouched };
     },
 
     async scanScope(scope: ChangeScope): Promise<ScanResult> {
@@ -104,7 +108,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       for (const path of new Set(scope.files)) {
         if (under(path) || walk.files.has(path) || !filter.includes(path, false)) continue;
         const seen = opts.observed?.take(path);
-        const found = seen ? { disk: join(mapping.path, ...path.split('/')), st: seen } : await statNow(path, walk);
+        const found = seen ? { disk: undefined, st: seen } : await statNow(path, walk);
         if (found === undefined) continue;
         const { disk, st } = found;
         if (st.size > mapping.maxFileBytes) walk.skipped.push({ path, reason: 'too-large', size: st.size });
@@ -115,9 +119,10 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
 
     async hash(file: LocalFileInfo & { dev?: number | undefined; ino?: number | undefined }) {
       try {
-        const checks = await openChecks(file);
+        const disk = diskPathOf(mapping.path, file);
+        const checks = await openChecks(disk, file);
         await testPause('before-hash', file.path);
-        return await hashFile(file.diskPath, { ...checks, signal: opts.signal, size: file.size });
+        return await hashFile(disk, { ...checks, signal: opts.signal, size: file.size });
       } catch (e) {
         if (e instanceof FileVanishedError) throw new LocalFileVanishedError(e.message);
         // Swapped for a link, a FIFO or another file since the walk: look again next pass
@@ -128,7 +133,8 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     },
     async open(file) {
       // Its size: a small file is read whole as it is opened, in the worker (fs.ts).
-      return countingReads(await openRegularFile(file.diskPath, { ...(await openChecks(file)), size: file.size }));
+      const disk = diskPathOf(mapping.path, file);
+      return countingReads(await openRegularFile(disk, { ...(await openChecks(disk, file)), size: file.size }));
     },
   };
 }

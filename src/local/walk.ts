@@ -19,7 +19,7 @@ import { ENTRY_DIR, ENTRY_FILE, ENTRY_LINK, STAT_CTIME, STAT_DEV, STAT_FAILED, S
 import type { FsStats } from './sys-calls.js';
 import type { PathFilter } from './filters.js';
 import { LifoQueue } from './lifo-queue.js';
-import { isInside } from './paths.js';
+import { diskPathOf, isInside } from './paths.js';
 import { nfc } from '../unicode.js';
 
 export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
@@ -27,8 +27,11 @@ export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
 export interface LocalFile {
   /** Relative POSIX path, NFC: the file's identity within the mapping. */
   path: string;
-  /** Absolute path as on disk (original normalisation), for reading. */
-  diskPath: string;
+  /**
+   * Absolute path as on disk (original normalisation), only when it is not join(root, path):
+   * a name on the way is stored in another Unicode form (paths.ts diskPathOf).
+   */
+  diskPath?: string | undefined;
   size: number;
   mtimeMs: number;
   /** Identity of the file the walk saw: the hash and the upload must read this very file. */
@@ -254,19 +257,21 @@ class Walk {
   private addFile(file: LocalFile, vouched: boolean): void {
     const { result } = this;
     const existing: Pick<LocalFile, 'path' | 'diskPath'> & { size?: number } | undefined =
-      result.files.get(file.path) ?? (result.vouched.has(file.path) ? { path: file.path, diskPath: join(this.root, file.path) } : undefined);
+      result.files.get(file.path) ?? (result.vouched.has(file.path) ? { path: file.path } : undefined);
     if (!existing) {
       if (vouched) result.vouched.add(file.path);
       else result.files.set(file.path, file);
       return;
     }
-    if (existing.diskPath <= file.diskPath) {
-      result.skipped.push({ path: file.path, reason: 'name-collision', size: file.size, diskPath: file.diskPath });
+    const existingDisk = diskPathOf(this.root, existing);
+    const disk = diskPathOf(this.root, file);
+    if (existingDisk <= disk) {
+      result.skipped.push({ path: file.path, reason: 'name-collision', size: file.size, diskPath: disk });
       return;
     }
     result.vouched.delete(file.path);
     result.files.set(file.path, file);
-    result.skipped.push({ path: existing.path, reason: 'name-collision', size: existing.size, diskPath: existing.diskPath });
+    result.skipped.push({ path: existing.path, reason: 'name-collision', size: existing.size, diskPath: existingDisk });
   }
 
   /** A regular file named `name` in the folder whose disk path and a "/" are `diskPrefix` (its path `rel`, NFC), with its lstat's numbers. */
@@ -291,7 +296,8 @@ class Walk {
         if (result.vouched.add(rel).size > before) return;
       }
     }
-    this.addFile({ path: rel, diskPath: diskPrefix + name, size, mtimeMs, dev, ino, ctimeMs }, vouched);
+    // An exact file lies at join(root, rel): its disk path is not kept (paths.ts diskPathOf).
+    this.addFile({ path: rel, diskPath: exact ? undefined : diskPrefix + name, size, mtimeMs, dev, ino, ctimeMs }, vouched);
   }
 
   private async listDir(dir: DirTask): Promise<void> {

@@ -104,10 +104,10 @@ describe('security: symbolic links', () => {
       async hash(file) {
         const h = await local.hash(file);
         // The attacker's move, between the hash and the upload: same size, same mtime.
-        const st = await stat(file.diskPath);
+        const st = await stat(join(w.share, file.path));
         await utimes(outside, st.atimeMs / 1000, st.mtimeMs / 1000);
-        await rm(file.diskPath);
-        await symlink(outside, file.diskPath);
+        await rm(join(w.share, file.path));
+        await symlink(outside, join(w.share, file.path));
         return h;
       },
     }));
@@ -129,7 +129,7 @@ describe('security: symbolic links', () => {
       ...local,
       async hash(file) {
         const h = await local.hash(file);
-        const st = await stat(file.diskPath);
+        const st = await stat(join(w.share, file.path));
         await utimes(join(outside, 'notes.txt'), st.atimeMs / 1000, st.mtimeMs / 1000);
         await rename(join(w.share, 'team'), join(w.dir, 'team-moved'));
         await symlink(outside, join(w.share, 'team'));

@@ -76,7 +76,7 @@ describe('a file whose name the service refuses (400)', () => {
   it('is isolated from its batch and skipped until it changes; the others are uploaded', async () => {
     const api = new FakeApi();
     api.failBefore = (op, arg) =>
-      op === 'uploadDocuments' && (arg as UploadFile[]).some((f) => f.path.endsWith('/bad.txt')) ? apiError('E_BAD_REQUEST', 400) : undefined;
+      op === 'uploadDocuments' && (arg as UploadFile[]).some((f) => f.path === 'bad.txt') ? apiError('E_BAD_REQUEST', 400) : undefined;
     const state = new MemoryState();
     const files = ['a.txt', 'bad.txt', 'c.txt', 'd.txt'].map((path, i) => ({ path, diskPath: `/s/${path}`, size: 1, mtimeMs: 1, sha256: `h${i}` }));
     const result = await executePlan(

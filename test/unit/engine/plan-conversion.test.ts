@@ -117,7 +117,7 @@ describe('the conversion decides "unchanged"', () => {
     const desired = (f: Parameters<PlanInput['desired']>[0]) => documentFields(spec, f);
     const confirmed = new Set(remote.map((d) => confirmedPath(d, whose, { desired, files })).filter((p): p is string => p !== undefined));
     expect(confirmed).toEqual(new Set(Object.values(PATHS)));
-    const vouched = { paths: new Set(Object.values(PATHS)), diskPath: (p: string) => `/srv/share/${p}` };
+    const vouched = new Set(Object.values(PATHS));
     const r = w.plan(spec, { local: new Map(), vouched, confirmed, remote: [] });
     expect(r.ops).toEqual([]);
     expect(r.unchanged).toBe(3);

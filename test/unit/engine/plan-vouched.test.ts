@@ -23,8 +23,6 @@ const NOW = 10_000_000;
 const PATHS = ['a.txt', 'b.txt', 'd/c.txt', 'd/e.txt', 'f.txt'] as const;
 const HASHES = ['h1', 'h2', 'h3'] as const;
 
-const diskPath = (p: string): string => `${ROOT}/${p}`;
-
 /** What one path holds in the state, the folder and the data source. */
 interface PathCase {
   entry: { hash: (typeof HASHES)[number]; racy: boolean; oldFormat: boolean } | null;
@@ -74,9 +72,9 @@ function world(cases: readonly PathCase[], untouchableFlags: readonly boolean[],
         ...(c.entry.oldFormat ? {} : { hashedAt: c.entry.racy ? 1500 : 900_000 }),
       };
     }
-    if (c.local === 'same') local.set(path, { path, diskPath: diskPath(path), ...stat });
-    if (c.local === 'touched') local.set(path, { path, diskPath: diskPath(path), ...stat, mtimeMs: 2000, sha256: c.entry?.hash ?? c.localHash, hashedAt: NOW });
-    if (c.local === 'changed') local.set(path, { path, diskPath: diskPath(path), ...stat, mtimeMs: 3000, sha256: c.localHash, hashedAt: NOW });
+    if (c.local === 'same') local.set(path, { path, ...stat });
+    if (c.local === 'touched') local.set(path, { path, ...stat, mtimeMs: 2000, sha256: c.entry?.hash ?? c.localHash, hashedAt: NOW });
+    if (c.local === 'changed') local.set(path, { path, ...stat, mtimeMs: 3000, sha256: c.localHash, hashedAt: NOW });
     // A file the planner cannot take from its entry is hashed (what the mirror does first).
     const f = local.get(path);
     if (f && f.sha256 === undefined && (!c.entry || !vouchedByEntry(files[path], f, NOW))) local.set(path, { ...f, sha256: c.localHash, hashedAt: NOW });
@@ -155,7 +153,7 @@ function world(cases: readonly PathCase[], untouchableFlags: readonly boolean[],
     if (p !== undefined) confirmed.add(p);
     return p === undefined;
   });
-  const compact: PlanInput = { ...base, local: compactLocal, vouched: { paths: vouched, diskPath }, remote: compactRemote, confirmed };
+  const compact: PlanInput = { ...base, local: compactLocal, vouched, remote: compactRemote, confirmed };
   return { base, compact, vouched, confirmed };
 }
 
@@ -208,7 +206,7 @@ describe('planMirror with vouched files and confirmed documents', () => {
     const cases: PathCase[] = PATHS.map((_, i) => ({ entry: { hash: 'h1', racy: false, oldFormat: false }, local: 'same', localHash: 'h1', docs: i === 0 ? [] : ['exact'], excluded: false, rejected: false }));
     const { compact } = world(cases, PATHS.map(() => false), 'ours');
     const plan = planMirror(compact);
-    expect(plan.ops).toEqual([{ kind: 'upload', path: 'a.txt', file: expect.objectContaining({ path: 'a.txt', diskPath: `${ROOT}/a.txt`, sha256: 'h1' }) }]);
+    expect(plan.ops).toEqual([{ kind: 'upload', path: 'a.txt', file: expect.objectContaining({ path: 'a.txt', sha256: 'h1' }) }]);
     expect(plan.unchanged).toBe(PATHS.length - 1);
   });
 

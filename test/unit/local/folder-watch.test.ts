@@ -11,6 +11,7 @@ import { EventAggregator, type RawEvent } from '../../../src/local/watch/aggrega
 import { watchFolders } from '../../../src/local/watch/folder-watch.js';
 import type { LocalFs } from '../../../src/local/fs.js';
 import { ObservedStats } from '../../../src/local/observed-stats.js';
+import { diskPathOf } from '../../../src/local/paths.js';
 import { createLocalSide } from '../../../src/local/side.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { FakeLocal } from '../../helpers/fake-local.js';
@@ -87,8 +88,9 @@ describe('folder watch → local side (its stat), aggregator (the path): one sta
     const scan = await createLocalSide(mapping, { fs: t.counted, observed: w.observed }).scanScope(scope);
     w.watch.close();
 
-    expect(scan.files.get('a.txt')).toMatchObject({ diskPath: '/r/a.txt', size: 12, mtimeMs: 2000 });
-    expect(scan.files.get('sub/b.md')).toMatchObject({ diskPath: '/r/sub/b.md', size: 4, mtimeMs: 2500 });
+    expect(scan.files.get('a.txt')).toMatchObject({ size: 12, mtimeMs: 2000 });
+    expect(scan.files.get('sub/b.md')).toMatchObject({ size: 4, mtimeMs: 2500 });
+    expect(diskPathOf('/r', scan.files.get('sub/b.md')!)).toBe('/r/sub/b.md');
     expect(t.stats.get('/r/a.txt')).toBe(1);
     expect(t.stats.get('/r/sub/b.md')).toBe(1);
   });
