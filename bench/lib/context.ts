@@ -28,6 +28,13 @@ export interface Sizes {
   scaleCurve: number[];
   /** scaleDaemon: write the first mirror's result instead of running it (hours at a million files here). */
   scaleSeeded: boolean;
+  /**
+   * scaleDaemon without scaleSeeded: 0, the first mirror runs with generous settings and no
+   * latency (its memory measured, not its time); R > 0, it runs as a user's does (default
+   * settings, the service at latencyMs and limited to R accepted requests/s), and its time
+   * is compared with what R allows (issue 39.5).
+   */
+  scaleSetupCapRps: number;
   /** scaleMemory: sizes at which the restart path's structures are weighed (in this process). */
   scaleMemory: number[];
   /** scaleListing: data source sizes listed by a client process in the sync form (20 ms latency). */
@@ -59,6 +66,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleMemory: [100_000, 1_000_000],
     scaleListing: [100_000, 1_000_000],
     scaleSeeded: true,
+    scaleSetupCapRps: 0,
     officePerFormat: 30,
     officeLargeXlsxMB: 50,
     officeLargeSlides: 300,
@@ -83,6 +91,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleMemory: [5_000],
     scaleListing: [10_000],
     scaleSeeded: false,
+    scaleSetupCapRps: 0,
     officePerFormat: 8,
     officeLargeXlsxMB: 10,
     officeLargeSlides: 100,
@@ -107,6 +116,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     scaleMemory: [200],
     scaleListing: [2_000],
     scaleSeeded: false,
+    scaleSetupCapRps: 0,
     officePerFormat: 2,
     officeLargeXlsxMB: 1,
     officeLargeSlides: 10,

@@ -39,6 +39,13 @@ export interface RestartFigures {
   setupSeconds: number;
   /** Peak RSS of the setup's `dssync sync` (the first mirror); NaN when seeded. */
   setupRssMB: number;
+  /** With RestartSpec.setupCapRps: the first mirror's requests (429s included), its 429s, and the seconds the cap allows for those accepted. */
+  setupCapRps?: number;
+  setupRequests?: number;
+  setupResponses429?: number;
+  setupAllowedSeconds?: number;
+  /** setupSeconds / setupAllowedSeconds: 1 is a first mirror as fast as the service's limit lets it be. */
+  setupOverAllowed?: number;
   /** The first mirror was written directly, not run (RestartSpec.seeded). */
   seeded?: true;
   /** ...and put back from a kept set (BENCH_SCALE_DIR): setupSeconds is that, not the seeding. */
@@ -84,6 +91,12 @@ export interface RestartSpec {
   seeded?: boolean | undefined;
   /** With `seeded`: build the tree, state, documents and lease once in this folder and reuse them (BENCH_SCALE_DIR, lib/kept-set.ts). */
   keptDir?: string | undefined;
+  /**
+   * Without `seeded`: the setup mirror runs as a user's first mirror (default settings, the
+   * service at the bench's latency and limited to this many accepted requests/s) and is
+   * timed against what that limit allows. Undefined or 0: generous settings, no latency.
+   */
+  setupCapRps?: number | undefined;
 }
 
 export async function runRestart(
@@ -122,6 +135,7 @@ export async function runRestart(
   try {
     t0 = performance.now();
     let setupRssMB = NaN;
+    let capped: Pick<RestartFigures, 'setupCapRps' | 'setupRequests' | 'setupResponses429' | 'setupAllowedSeconds' | 'setupOverAllowed'> = {};
     const setupConfig = await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup', extra: SETUP_QUEUE });
     // Past 300,000 files the unmeasured setup may need more heap than Node.js's default
     // limit (~4 GB on this machine); its peak RSS is still reported as measured.
@@ -144,10 +158,18 @@ export async function runRestart(
         log(`${spec.name}: set kept in ${keptDir} for the next runs`);
       }
     } else {
-      const setup = await runSync(setupConfig, setupEnv);
+      const cap = spec.setupCapRps ?? 0;
+      if (cap > 0) emu.setFaults({ latencyMs: sizes.latencyMs, rateLimitRps: cap });
+      const setup = await runSync(cap > 0 ? await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup-capped' }) : setupConfig, setupEnv);
       if (setup.code !== 0) throw new Error(`${spec.name} setup: dssync sync exited ${setup.code}:\n${setup.stderr.slice(-3000)}`);
       setupRssMB = setup.peakRssMB;
       log(`${spec.name}: setup mirror of ${files.length} files in ${((performance.now() - t0) / 1000).toFixed(1)} s, peak RSS ${Math.round(setupRssMB)} MB`);
+      if (cap > 0) {
+        const s = emu.stats();
+        const allowed = (s.requests - s.rateLimited) / cap;
+        capped = { setupCapRps: cap, setupRequests: s.requests, setupResponses429: s.rateLimited, setupAllowedSeconds: round(allowed), setupOverAllowed: round((performance.now() - t0) / 1000 / allowed, 3) };
+        log(`${spec.name}: the setup mirror ran at ${sizes.latencyMs} ms per request, limited to ${cap} accepted requests/s: ${s.requests} requests (${s.rateLimited} answered 429), ${allowed.toFixed(1)} s allowed by the limit, ${capped.setupOverAllowed}× that taken`);
+      }
     }
     const setupSeconds = (performance.now() - t0) / 1000;
 
@@ -185,6 +207,7 @@ export async function runRestart(
         rssMB: round(Math.max(peak, daemon.memory()?.peakRssMB ?? 0), 0),
         setupSeconds: round(setupSeconds, 1),
         setupRssMB: round(setupRssMB, 0),
+        ...capped,
         ...(spec.seeded ? { seeded: true } : {}),
         ...(kept ? { keptSet: true } : {}),
       };

@@ -205,7 +205,7 @@ export async function runScale(ctx: BenchContext, parts: { curve: boolean; memor
   if (parts.curve) for (const n of sizes.scaleCurve) out.curve.push(await curvePoint(ctx.tmp, n));
   if (parts.memory) for (const n of sizes.scaleMemory) out.memory.push(await runScaleMemory(ctx, n));
   if (parts.daemon) {
-    const { restart, footprint } = await runRestart(ctx, { name: 'scale', files: sizes.scaleFiles, folders: sizes.scaleFolders, minBytes: 64, maxBytes: 256, seeded: sizes.scaleSeeded, keptDir: process.env.BENCH_SCALE_DIR || undefined });
+    const { restart, footprint } = await runRestart(ctx, { name: 'scale', files: sizes.scaleFiles, folders: sizes.scaleFolders, minBytes: 64, maxBytes: 256, seeded: sizes.scaleSeeded, setupCapRps: sizes.scaleSetupCapRps, keptDir: process.env.BENCH_SCALE_DIR || undefined });
     out.restart = restart;
     out.footprint = footprint;
   }
