@@ -13,6 +13,7 @@ import { mkdir, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RACY_MARGIN_MS } from '../../src/engine/racy.js';
+import type { RunningEmulator } from '@dssync/emulator';
 import type { BenchContext } from '../lib/context.js';
 import { runSync, startDaemon, writeConfig } from '../lib/dssync.js';
 import { checkMirror, countLeaseWrites, countListings, startService, writeRequests } from '../lib/service.js';
@@ -99,6 +100,15 @@ export interface RestartSpec {
   setupCapRps?: number | undefined;
 }
 
+/** A setup mirror against a service limited to `cap` accepted requests/s: its requests, and its time over what the limit allows them. */
+function againstCap(emu: RunningEmulator, cap: number, seconds: number, what: string): Pick<RestartFigures, 'setupCapRps' | 'setupRequests' | 'setupResponses429' | 'setupAllowedSeconds' | 'setupOverAllowed'> {
+  const s = emu.stats();
+  const allowed = (s.requests - s.rateLimited) / cap;
+  const over = round(seconds / allowed, 3);
+  log(`${what}, limited to ${cap} accepted requests/s: ${s.requests} requests (${s.rateLimited} answered 429), ${allowed.toFixed(1)} s allowed by the limit, ${over}× that taken`);
+  return { setupCapRps: cap, setupRequests: s.requests, setupResponses429: s.rateLimited, setupAllowedSeconds: round(allowed), setupOverAllowed: over };
+}
+
 export async function runRestart(
   ctx: BenchContext,
   spec: RestartSpec = { name: 'restart', files: ctx.sizes.restartFiles, folders: ctx.sizes.restartFolders, minBytes: 512, maxBytes: 2048 },
@@ -135,7 +145,7 @@ export async function runRestart(
   try {
     t0 = performance.now();
     let setupRssMB = NaN;
-    let capped: Pick<RestartFigures, 'setupCapRps' | 'setupRequests' | 'setupResponses429' | 'setupAllowedSeconds' | 'setupOverAllowed'> = {};
+    const cap = spec.seeded ? 0 : (spec.setupCapRps ?? 0);
     const setupConfig = await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup', extra: SETUP_QUEUE });
     // Past 300,000 files the unmeasured setup may need more heap than Node.js's default
     // limit (~4 GB on this machine); its peak RSS is still reported as measured.
@@ -158,20 +168,14 @@ export async function runRestart(
         log(`${spec.name}: set kept in ${keptDir} for the next runs`);
       }
     } else {
-      const cap = spec.setupCapRps ?? 0;
       if (cap > 0) emu.setFaults({ latencyMs: sizes.latencyMs, rateLimitRps: cap });
       const setup = await runSync(cap > 0 ? await writeConfig({ dir, baseUrl: emu.url, share, name: 'setup-capped' }) : setupConfig, setupEnv);
       if (setup.code !== 0) throw new Error(`${spec.name} setup: dssync sync exited ${setup.code}:\n${setup.stderr.slice(-3000)}`);
       setupRssMB = setup.peakRssMB;
       log(`${spec.name}: setup mirror of ${files.length} files in ${((performance.now() - t0) / 1000).toFixed(1)} s, peak RSS ${Math.round(setupRssMB)} MB`);
-      if (cap > 0) {
-        const s = emu.stats();
-        const allowed = (s.requests - s.rateLimited) / cap;
-        capped = { setupCapRps: cap, setupRequests: s.requests, setupResponses429: s.rateLimited, setupAllowedSeconds: round(allowed), setupOverAllowed: round((performance.now() - t0) / 1000 / allowed, 3) };
-        log(`${spec.name}: the setup mirror ran at ${sizes.latencyMs} ms per request, limited to ${cap} accepted requests/s: ${s.requests} requests (${s.rateLimited} answered 429), ${allowed.toFixed(1)} s allowed by the limit, ${capped.setupOverAllowed}× that taken`);
-      }
     }
     const setupSeconds = (performance.now() - t0) / 1000;
+    const capped = cap > 0 ? againstCap(emu, cap, setupSeconds, `${spec.name}: the setup mirror ran at ${sizes.latencyMs} ms per request`) : {};
 
     emu.setFaults({ latencyMs: sizes.latencyMs });
     emu.resetStats();
