@@ -26,6 +26,7 @@ import { errorCode, nodeFs, type FolderWatcher, type LocalFs } from '../fs.js';
 import type { FsStats } from '../sys-calls.js';
 import { LifoQueue } from '../lifo-queue.js';
 import { joinRel } from '../paths.js';
+import { internalized } from '../../interned.js';
 import { nfc } from '../../unicode.js';
 import { inotifyQueue } from './queue-overflow.js';
 import type { Clock } from '../../time/clock.js';
@@ -70,11 +71,28 @@ const LIST_CONCURRENCY = 16;
 /** Paths looked at (lstat) at once after their events (a burst of 10,000 files queues). */
 const LOOK_CONCURRENCY = 16;
 
-interface Watched {
-  rel: string;
-  watcher: FolderWatcher;
-  dev: number;
-  ino: number;
+/**
+ * A watched folder: its paths, its watch, and the identity (device, inode) the watch follows.
+ * Its two listeners close over this record alone (a daemon watches tens of thousands of
+ * folders: what each one holds is paid that many times at rest).
+ */
+class Watched {
+  readonly rel: string;
+  readonly abs: string;
+  readonly watcher: FolderWatcher;
+
+  constructor(
+    rel: string,
+    abs: string,
+    readonly dev: number,
+    readonly ino: number,
+    listen: (folder: Watched) => FolderWatcher,
+  ) {
+    // Kept for the daemon's life, and keys of maps: one string each (interned.ts).
+    this.rel = internalized(rel);
+    this.abs = internalized(abs);
+    this.watcher = listen(this);
+  }
 }
 
 export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> {
@@ -86,7 +104,7 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
 /** The watches of one mapped folder, and the looks at the paths their events name. */
 class FolderWatches implements FolderWatch {
   private readonly fs: LocalFs;
-  /** Absolute path -> its relative path ('' = root), watch and the identity it watches. */
+  /** Absolute path -> the folder watched there ('' = the root). */
   private readonly watches = new Map<string, Watched>();
   private closed = false;
   private readonly looks: PathLooks;
@@ -126,8 +144,9 @@ class FolderWatches implements FolderWatch {
     return was;
   }
 
-  private onRaw(dirAbs: string, dirRel: string, type: string, filename: string | Buffer | null): void {
+  private onRaw(folder: Watched, type: string, filename: string | Buffer | null): void {
     const o = this.o;
+    const { abs: dirAbs, rel: dirRel } = folder;
     // Counted even after close: the event took its room in the process's inotify queue.
     inotifyQueue.note();
     if (this.closed) return;
@@ -256,36 +275,18 @@ class FolderWatches implements FolderWatch {
    * order would hide the mismatch for good).
    */
   private async watchOne(dRel: string, dAbs: string): Promise<boolean> {
-    const { o, fs, watches, looks } = this;
-    let id: { dev: number; ino: number };
+    const { o, fs, watches } = this;
+    let s: FsStats;
     try {
-      const s = await fs.lstat(dAbs);
+      s = await fs.lstat(dAbs);
       if (!s.isDirectory()) return false;
-      id = { dev: s.dev, ino: s.ino };
     } catch {
       return false; // gone again: its parent's watch reports that
     }
     if (this.closed || watches.has(dAbs)) return false;
     try {
-      const w = fs.watch(dAbs, (type, filename) => this.onRaw(dAbs, dRel, type, filename));
-      w.on('error', (err) => {
-        if (this.closed) return;
-        if (dAbs === o.root) {
-          o.checkRoot();
-          return;
-        }
-        // The folder itself went away or was replaced (its watch ends with it): look again;
-        // a folder still there under the same identity means the watch really failed.
-        void fs.lstat(dAbs).then(
-          (s) => s,
-          () => undefined,
-        ).then((s) => {
-          if (watches.get(dAbs)?.watcher !== w) return;
-          if (s?.isDirectory() && s.dev === id.dev && s.ino === id.ino) o.onWatchError(err);
-          else looks.request(dRel, dAbs, o.clock.monotonic(), false);
-        });
-      });
-      watches.set(dAbs, { rel: dRel, watcher: w, ...id });
+      const folder = new Watched(dRel, dAbs, s.dev, s.ino, (f) => this.listen(f));
+      watches.set(folder.abs, folder);
       return true;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
@@ -297,6 +298,35 @@ class FolderWatches implements FolderWatch {
       if (code !== 'ENOENT' && code !== 'ENOTDIR') o.onWatchError(err);
       return false;
     }
+  }
+
+  /** The folder's watch, its events and its failure bound to the folder. */
+  private listen(folder: Watched): FolderWatcher {
+    const w = this.fs.watch(folder.abs, (type, filename) => this.onRaw(folder, type, filename));
+    w.on('error', (err) => this.onWatchFailed(folder, err));
+    return w;
+  }
+
+  /**
+   * A folder's watch failed. The root's: look whether it is still there. Another's: the
+   * folder itself went away or was replaced (its watch ends with it), so look again; a
+   * folder still there under the same identity means the watch really failed.
+   */
+  private onWatchFailed(folder: Watched, err: Error): void {
+    const o = this.o;
+    if (this.closed) return;
+    if (folder.rel === '') {
+      o.checkRoot();
+      return;
+    }
+    void this.fs.lstat(folder.abs).then(
+      (s) => s,
+      () => undefined,
+    ).then((s) => {
+      if (this.watches.get(folder.abs) !== folder) return;
+      if (s?.isDirectory() && s.dev === folder.dev && s.ino === folder.ino) o.onWatchError(err);
+      else this.looks.request(folder.rel, folder.abs, o.clock.monotonic(), false);
+    });
   }
 }
 
