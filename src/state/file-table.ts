@@ -16,6 +16,7 @@
  * writer can forget it). A loaded table's rows are in the file's order, so a snapshot of
  * an unchanged state has the lines of the file it was loaded from, in the same order.
  */
+import { internalized } from '../interned.js';
 import { CTIME, DEV, DIGIT, encodeRows, HASHED, HEX_CODES, ID_BYTES, idFrom, idIs, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
 
 export interface FileEntry {
@@ -112,7 +113,8 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
   documentIdOf(path: string): string | undefined;
   /**
    * When the entry records document `documentId` with content `sha256`: the table's own copy
-   * of the path and the entry's size and mtime (what a listing's confirmation needs); else
+   * of the path (internalized: the confirmation puts it in a set) and the entry's size and
+   * mtime (what a listing's confirmation needs); else
    * undefined. Compared in the table's columns: no entry and none of its strings is made.
    */
   recording(path: string, documentId: string, sha256: string): { path: string; size: number; mtimeMs: number } | undefined;
@@ -253,7 +255,14 @@ export class FileTable implements ReadonlyFileTable {
     if (row < 0 || !this.idIs(row, documentId) || !this.shaIs(row, sha256)) return undefined;
     const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
     const o = (row & BLOCK_MASK) * NUMS;
-    return { path: this.paths[row]!, size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
+    return { path: this.held(row), size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
+  }
+
+  /** The row's path, internalized (write): what a pass may put in its sets. */
+  private held(row: number): string {
+    const path = internalized(this.paths[row]!);
+    this.paths[row] = path;
+    return path;
   }
 
   *keys(): IterableIterator<string> {
@@ -326,12 +335,13 @@ export class FileTable implements ReadonlyFileTable {
 
   /**
    * Sets the entry of `path` from the FileTuple at `t[at]` (validate.ts isFileTuple, checked
-   * by the caller): a loaded line or a replayed op goes straight into the columns.
+   * by the caller): a loaded line or a replayed op goes straight into the columns. `asRead`:
+   * a line of the file being loaded, whose path is kept as read (see `held`).
    */
-  setTuple(path: string, t: readonly unknown[], at: number): void {
+  setTuple(path: string, t: readonly unknown[], at: number, asRead = false): void {
     const full = t.length === at + 9;
     const known = (i: number): number => (full ? ((t[at + i] as number | null) ?? NaN) : NaN);
-    this.write(path, t[at] as string, t[at + 1] as number, t[at + 2] as number, t[at + 3] as string, t[at + 4] as string, known(5), known(6), known(7), known(8));
+    this.write(path, t[at] as string, t[at + 1] as number, t[at + 2] as number, t[at + 3] as string, t[at + 4] as string, known(5), known(6), known(7), known(8), asRead);
   }
 
   /** Removes the entry of `path`; false when it had none. */
@@ -353,7 +363,13 @@ export class FileTable implements ReadonlyFileTable {
     return true;
   }
 
-  private write(path: string, documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number, ctimeMs: number, dev: number, ino: number): void {
+  /**
+   * A new row keeps its path internalized (interned.ts): a pass puts the table's paths in its
+   * sets, and a path kept as handed in would then cost two strings at rest. A path `asRead`
+   * from the file being loaded is internalized only when a pass first holds it (`held`): the
+   * load, before a restart's first request, does not pay for it.
+   */
+  private write(path: string, documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number, ctimeMs: number, dev: number, ino: number, asRead = false): void {
     const h = hashOf(path);
     const part = h >>> PART_SHIFT;
     let slot = this.slotOf(path, h);
@@ -364,11 +380,11 @@ export class FileTable implements ReadonlyFileTable {
       if (reused === undefined) {
         if (this.end === this.capacity) this.grow();
         row = this.end++;
-        this.paths.push(path);
+        this.paths.push(asRead ? path : internalized(path));
       } else {
         row = reused;
         this.beforeChange(row);
-        this.paths[row] = path;
+        this.paths[row] = asRead ? path : internalized(path);
       }
       this.blocks[row >>> BLOCK_SHIFT]!.hashes[row & BLOCK_MASK] = h;
       if (2 * (this.partCounts[part]! + 1) > this.index[part]!.length) {
