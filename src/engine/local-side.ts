@@ -26,10 +26,11 @@ export interface ScanResult {
 
 export interface ScanOptions {
   /**
-   * True when the caller already knows this very stat of the file (its state entry, the
-   * quick check passing): the scan then keeps the path only (ScanResult.vouched).
+   * The caller's own copy of the path when it already knows this very stat of the file (its
+   * state entry, the quick check passing): the scan then keeps that string only
+   * (ScanResult.vouched); else undefined.
    */
-  vouch?: ((path: string, stat: StatNow) => boolean) | undefined;
+  vouch?: ((path: string, stat: StatNow) => string | undefined) | undefined;
 }
 
 /**

@@ -397,7 +397,7 @@ export class Mirror {
     const walkedAtMono = this.monotonic();
     const lease = scope ? this.d.lease?.() : undefined;
     const [scan, listed] = await Promise.all([
-      scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.statOf(path), st, walkedAt) }),
+      scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => (vouchedByEntry(mapping.files.statOf(path), st, walkedAt) ? mapping.files.held(path) : undefined) }),
       scope ? undefined : ahead ? ahead.then((l) => l ?? this.listRemote(mapping, desired, signal)) : this.listRemote(mapping, desired, signal),
     ]);
     const remote = listed?.remote;

@@ -108,12 +108,14 @@ export interface WalkOptions {
    */
   subtrees?: readonly string[] | undefined;
   /**
-   * Asked of each file whose disk path is `join(root, path)` (its names already NFC): true
-   * when the caller already knows this very stat (the state's entry, the quick check passing),
-   * so that the walk keeps only its path. A restart over a million unchanged files then
-   * holds a set of paths instead of a million records. Not asked in a walk of `subtrees`.
+   * Asked of each file whose disk path is `join(root, path)` (its names already NFC): when
+   * the caller already knows this very stat (the state's entry, the quick check passing), its
+   * own copy of the path, which the walk keeps instead of a record (`vouched`); else
+   * undefined. A restart over a million unchanged files then holds a set of the state's own
+   * paths (internalized: a set of them copies no string) instead of a million records. Not
+   * asked in a walk of `subtrees`.
    */
-  vouch?: ((path: string, stat: WalkStat) => boolean) | undefined;
+  vouch?: ((path: string, stat: WalkStat) => string | undefined) | undefined;
 }
 
 /**
@@ -254,12 +256,12 @@ class Walk {
 
   // Name collisions are settled by disk path so the winner does not depend on timing. A
   // vouched file is the NFC-named one, at join(root, path); its size is not kept.
-  private addFile(file: LocalFile, vouched: boolean): void {
+  private addFile(file: LocalFile, vouched: string | undefined): void {
     const { result } = this;
     const existing: Pick<LocalFile, 'path' | 'diskPath'> & { size?: number } | undefined =
       result.files.get(file.path) ?? (result.vouched.has(file.path) ? { path: file.path } : undefined);
     if (!existing) {
-      if (vouched) result.vouched.add(file.path);
+      if (vouched !== undefined) result.vouched.add(vouched);
       else result.files.set(file.path, file);
       return;
     }
@@ -281,7 +283,7 @@ class Walk {
       result.skipped.push({ path: rel, reason: 'too-large', size });
       return;
     }
-    let vouched = false;
+    let vouched: string | undefined;
     if (exact && vouch !== undefined) {
       vstat.size = size;
       vstat.mtimeMs = mtimeMs;
@@ -290,10 +292,10 @@ class Walk {
       vstat.ino = ino;
       vouched = vouch(rel, vstat);
       // The usual case, a million times at a restart: only the path is kept, no record made.
-      if (vouched && !result.files.has(rel)) {
+      if (vouched !== undefined && !result.files.has(rel)) {
         const before = result.vouched.size;
         // One lookup, not two: a path vouched for already (another name of the same NFC form) is kept as a file.
-        if (result.vouched.add(rel).size > before) return;
+        if (result.vouched.add(vouched).size > before) return;
       }
     }
     // An exact file lies at join(root, rel): its disk path is not kept (paths.ts diskPathOf).

@@ -120,6 +120,8 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
   recording(path: string, documentId: string, sha256: string): { path: string; size: number; mtimeMs: number } | undefined;
   /** The entry's sha256, without making the entry. */
   sha256Of(path: string): string | undefined;
+  /** The table's own copy of the path (internalized: what a pass puts in its sets), or undefined when it has no entry. */
+  held(path: string): string | undefined;
   /** Paths, in row order (a loaded table: the file's order; a deleted path's row is reused). */
   keys(): IterableIterator<string>;
   /**
@@ -255,11 +257,16 @@ export class FileTable implements ReadonlyFileTable {
     if (row < 0 || !this.idIs(row, documentId) || !this.shaIs(row, sha256)) return undefined;
     const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
     const o = (row & BLOCK_MASK) * NUMS;
-    return { path: this.held(row), size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
+    return { path: this.heldAt(row), size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
+  }
+
+  held(path: string): string | undefined {
+    const row = this.rowOf(path);
+    return row < 0 ? undefined : this.heldAt(row);
   }
 
   /** The row's path, internalized (write): what a pass may put in its sets. */
-  private held(row: number): string {
+  private heldAt(row: number): string {
     const path = internalized(this.paths[row]!);
     this.paths[row] = path;
     return path;
@@ -336,7 +343,7 @@ export class FileTable implements ReadonlyFileTable {
   /**
    * Sets the entry of `path` from the FileTuple at `t[at]` (validate.ts isFileTuple, checked
    * by the caller): a loaded line or a replayed op goes straight into the columns. `asRead`:
-   * a line of the file being loaded, whose path is kept as read (see `held`).
+   * a line of the file being loaded, whose path is kept as read (see `write`).
    */
   setTuple(path: string, t: readonly unknown[], at: number, asRead = false): void {
     const full = t.length === at + 9;
@@ -366,7 +373,7 @@ export class FileTable implements ReadonlyFileTable {
   /**
    * A new row keeps its path internalized (interned.ts): a pass puts the table's paths in its
    * sets, and a path kept as handed in would then cost two strings at rest. A path `asRead`
-   * from the file being loaded is internalized only when a pass first holds it (`held`): the
+   * from the file being loaded is internalized only when a pass first holds it (`heldAt`): the
    * load, before a restart's first request, does not pay for it.
    */
   private write(path: string, documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number, ctimeMs: number, dev: number, ino: number, asRead = false): void {
