@@ -292,7 +292,8 @@ class Walk {
       vstat.ino = ino;
       vouched = vouch(rel, vstat);
       // The usual case, a million times at a restart: only the path is kept, no record made.
-      if (vouched !== undefined && !result.files.has(rel)) {
+      // An empty map is not asked: V8 internalizes a string a Map is asked for (a look in its string table).
+      if (vouched !== undefined && (result.files.size === 0 || !result.files.has(rel))) {
         const before = result.vouched.size;
         // One lookup, not two: a path vouched for already (another name of the same NFC form) is kept as a file.
         if (result.vouched.add(vouched).size > before) return;
