@@ -16,7 +16,7 @@ import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './gu
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver, type PassReport } from './pass-report.js';
-import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
+import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, vouchedPath, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
 import { renamedFromVanished, StabilityWindow } from './stability.js';
 import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
@@ -397,7 +397,7 @@ export class Mirror {
     const walkedAtMono = this.monotonic();
     const lease = scope ? this.d.lease?.() : undefined;
     const [scan, listed] = await Promise.all([
-      scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => (vouchedByEntry(mapping.files.statOf(path), st, walkedAt) ? mapping.files.held(path) : undefined) }),
+      scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedPath(mapping.files.heldStat(path), st, walkedAt) }),
       scope ? undefined : ahead ? ahead.then((l) => l ?? this.listRemote(mapping, desired, signal)) : this.listRemote(mapping, desired, signal),
     ]);
     const remote = listed?.remote;

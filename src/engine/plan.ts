@@ -51,6 +51,11 @@ export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: n
   return !needsHash(entry, st, now);
 }
 
+/** The walk's `vouch` (ScanOptions) by that rule: the state's own copy of the path when its entry vouches for the file. */
+export function vouchedPath(entry: (EntryStat & { held: string }) | undefined, st: StatNow, now: number): string | undefined {
+  return entry !== undefined && vouchedByEntry(entry, st, now) ? entry.held : undefined;
+}
+
 /**
  * PlanInput.confirmed's rule: the path whose state entry the listed `doc` is exactly (ours
  * by the owner rule, recorded at the path its metadata names with the entry's content,

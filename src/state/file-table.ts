@@ -73,6 +73,8 @@ interface Block {
   hashes: Uint32Array;
   /** The shape of the row's document id (0: the id is in oddIds). */
   idShape: Uint8Array;
+  /** 1 when the row's path is internalized (FileTable.write). */
+  held: Uint8Array;
   /** The hex digits of the row's document id, two per byte, ID_BYTES per row. */
   idDigits: Uint8Array;
 }
@@ -84,6 +86,7 @@ function newBlock(rows: number): Block {
     synced: new Uint32Array(rows),
     hashes: new Uint32Array(rows),
     idShape: new Uint8Array(rows),
+    held: new Uint8Array(rows),
     idDigits: new Uint8Array(rows * ID_BYTES),
   };
 }
@@ -96,6 +99,7 @@ function grownBlock(b: Block, rows: number): Block {
   g.synced.set(b.synced);
   g.hashes.set(b.hashes);
   g.idShape.set(b.idShape);
+  g.held.set(b.held);
   g.idDigits.set(b.idDigits);
   return g;
 }
@@ -120,8 +124,11 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
   recording(path: string, documentId: string, sha256: string): { path: string; size: number; mtimeMs: number } | undefined;
   /** The entry's sha256, without making the entry. */
   sha256Of(path: string): string | undefined;
-  /** The table's own copy of the path (internalized: what a pass puts in its sets), or undefined when it has no entry. */
-  held(path: string): string | undefined;
+  /**
+   * The entry's stat fields (statOf) and the table's own copy of the path (internalized:
+   * what a pass puts in its sets), in one lookup; undefined when the path has none.
+   */
+  heldStat(path: string): (EntryStat & { held: string }) | undefined;
   /** Paths, in row order (a loaded table: the file's order; a deleted path's row is reused). */
   keys(): IterableIterator<string>;
   /**
@@ -235,7 +242,10 @@ export class FileTable implements ReadonlyFileTable {
 
   statOf(path: string): EntryStat | undefined {
     const row = this.rowOf(path);
-    if (row < 0) return undefined;
+    return row < 0 ? undefined : this.statAt(row);
+  }
+
+  private statAt(row: number): EntryStat {
     const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
     const o = (row & BLOCK_MASK) * NUMS;
     const known = (v: number): number | undefined => (v === v ? v : undefined);
@@ -260,15 +270,18 @@ export class FileTable implements ReadonlyFileTable {
     return { path: this.heldAt(row), size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
   }
 
-  held(path: string): string | undefined {
+  heldStat(path: string): (EntryStat & { held: string }) | undefined {
     const row = this.rowOf(path);
-    return row < 0 ? undefined : this.heldAt(row);
+    return row < 0 ? undefined : { ...this.statAt(row), held: this.heldAt(row) };
   }
 
   /** The row's path, internalized (write): what a pass may put in its sets. */
   private heldAt(row: number): string {
+    const b = this.blocks[row >>> BLOCK_SHIFT]!;
+    if (b.held[row & BLOCK_MASK] === 1) return this.paths[row]!;
     const path = internalized(this.paths[row]!);
     this.paths[row] = path;
+    b.held[row & BLOCK_MASK] = 1;
     return path;
   }
 
@@ -373,7 +386,8 @@ export class FileTable implements ReadonlyFileTable {
   /**
    * A new row keeps its path internalized (interned.ts): a pass puts the table's paths in its
    * sets, and a path kept as handed in would then cost two strings at rest. A path `asRead`
-   * from the file being loaded is internalized only when a pass first holds it (`heldAt`): the
+   * from the file being loaded is internalized only when a pass first holds it (`heldAt`; the
+   * row's `held` flag says which): the
    * load, before a restart's first request, does not pay for it.
    */
   private write(path: string, documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number, ctimeMs: number, dev: number, ino: number, asRead = false): void {
@@ -388,10 +402,12 @@ export class FileTable implements ReadonlyFileTable {
         if (this.end === this.capacity) this.grow();
         row = this.end++;
         this.paths.push(asRead ? path : internalized(path));
+        this.blocks[row >>> BLOCK_SHIFT]!.held[row & BLOCK_MASK] = asRead ? 0 : 1;
       } else {
         row = reused;
         this.beforeChange(row);
         this.paths[row] = asRead ? path : internalized(path);
+        this.blocks[row >>> BLOCK_SHIFT]!.held[row & BLOCK_MASK] = asRead ? 0 : 1;
       }
       this.blocks[row >>> BLOCK_SHIFT]!.hashes[row & BLOCK_MASK] = h;
       if (2 * (this.partCounts[part]! + 1) > this.index[part]!.length) {
