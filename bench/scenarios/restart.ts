@@ -28,6 +28,12 @@ import { waitForWatching } from './daemon-changes.js';
 export interface RestartFigures {
   files: number;
   seconds: number;
+  /**
+   * The daemon's CPU (user + system, every thread) from its start to the end of the first
+   * pass, read right after its log says so: steadier than `seconds` on a shared machine for
+   * telling two builds apart (docs/performance.md "Session 24").
+   */
+  cpuSeconds: number;
   /** The mirror's own writes (POST/PUT/DELETE), its lease's not counted. */
   writes: number;
   /** The writes for the mapping's lease (docs/reliability.md, "The lease"): the claim (a restart makes no marker). */
@@ -191,6 +197,7 @@ export async function runRestart(
       }, 100);
       // The daemon's own log line, so that the measurement does not poll (and slow) it.
       const passDone = await daemon.waitForLog('the first full pass', (l) => l.msg === 'full pass done', 1_800_000);
+      const cpuSeconds = daemon.cpuSeconds() ?? NaN;
       const listingsBegun = listings.begun();
       clearInterval(sampler);
       const seconds = (passDone.time - daemon.spawnedAtMs) / 1000;
@@ -203,6 +210,7 @@ export async function runRestart(
       const restart: RestartFigures = {
         files: files.length,
         seconds: round(seconds),
+        cpuSeconds: round(cpuSeconds),
         writes: writeRequests(emu) - leaseWrites.count(),
         leaseWrites: leaseWrites.count(),
         listings: listingsBegun,
@@ -217,7 +225,7 @@ export async function runRestart(
       };
       // A kept tree touched since it was seeded is read again: not the restart measured.
       if (kept && restart.contentBytesRead !== 0) log(`${spec.name}: WARNING: ${restart.contentBytesRead} bytes of content read: the kept tree in ${keptDir} changed since it was seeded; remove the folder to build it again`);
-      log(`${spec.name}: ${restart.seconds} s, lease taken from the remembered marker (${restart.listings} listing), ${restart.requests} requests, ${restart.writes} writes (and ${restart.leaseWrites} for the lease), ${restart.contentBytesRead} content bytes read, peak RSS ${restart.rssMB} MB`);
+      log(`${spec.name}: ${restart.seconds} s (CPU ${restart.cpuSeconds} s), lease taken from the remembered marker (${restart.listings} listing), ${restart.requests} requests, ${restart.writes} writes (and ${restart.leaseWrites} for the lease), ${restart.contentBytesRead} content bytes read, peak RSS ${restart.rssMB} MB`);
 
       // footprint
       await waitForWatching(daemon, spec.folders, 900_000);
