@@ -387,8 +387,8 @@ export class FileTable implements ReadonlyFileTable {
    * A new row keeps its path internalized (interned.ts): a pass puts the table's paths in its
    * sets, and a path kept as handed in would then cost two strings at rest. A path `asRead`
    * from the file being loaded is internalized only when a pass first holds it (`heldAt`; the
-   * row's `held` flag says which): the
-   * load, before a restart's first request, does not pay for it.
+   * row's `held` flag says which): the load, before a restart's first request, does not pay
+   * for it.
    */
   private write(path: string, documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number, ctimeMs: number, dev: number, ino: number, asRead = false): void {
     const h = hashOf(path);
@@ -397,19 +397,20 @@ export class FileTable implements ReadonlyFileTable {
     let row = this.index[part]![slot]! - 1;
     const fresh = row < 0;
     if (fresh) {
+      const kept = asRead ? path : internalized(path);
       const reused = this.free.pop();
       if (reused === undefined) {
         if (this.end === this.capacity) this.grow();
         row = this.end++;
-        this.paths.push(asRead ? path : internalized(path));
-        this.blocks[row >>> BLOCK_SHIFT]!.held[row & BLOCK_MASK] = asRead ? 0 : 1;
+        this.paths.push(kept);
       } else {
         row = reused;
         this.beforeChange(row);
-        this.paths[row] = asRead ? path : internalized(path);
-        this.blocks[row >>> BLOCK_SHIFT]!.held[row & BLOCK_MASK] = asRead ? 0 : 1;
+        this.paths[row] = kept;
       }
-      this.blocks[row >>> BLOCK_SHIFT]!.hashes[row & BLOCK_MASK] = h;
+      const b = this.blocks[row >>> BLOCK_SHIFT]!;
+      b.hashes[row & BLOCK_MASK] = h;
+      b.held[row & BLOCK_MASK] = asRead ? 0 : 1;
       if (2 * (this.partCounts[part]! + 1) > this.index[part]!.length) {
         this.rehash(part);
         slot = this.slotOf(path, h);
