@@ -713,7 +713,8 @@ export class Mirror {
     }
     await queue.onIdle();
     if (failure) throw failure.error;
-    const untouchable = (p: string): boolean => blocked.has(p) || dirs.some((d) => p.startsWith(d));
+    // Asked of every path a plan considers: a set of nothing is not asked (a restart's million paths).
+    const untouchable = (p: string): boolean => (blocked.size > 0 && blocked.has(p)) || dirs.some((d) => p.startsWith(d));
     return { local, skipped, untouchable, anySetAside: blocked.size > 0 || dirs.length > 0, settling, listingNeeded };
   }
 

@@ -121,7 +121,8 @@ export interface PlanInput {
    * Local files too, kept as paths only: each as if `local` held it with its state entry's
    * stat (size, mtime, ctime, device, inode: the walk found exactly those) at
    * join(root, path). A restart over a million unchanged files holds a set, not a million
-   * records.
+   * records. Each is a path the state holds (the walk vouches by the path's entry): so as
+   * many as the state holds are all of them (planMirror skips a loop on that).
    */
   vouched?: ReadonlySet<string> | undefined;
   state: { files: ReadonlyFileTable } & Pick<MappingState, 'intents' | 'rejected' | 'sessions'>;
@@ -353,15 +354,19 @@ export function planMirror(input: PlanInput): PlanResult {
   // by the listing), with no other document and not set aside, needs nothing: counted, never
   // looked at again (a restart's million files). The two loops over those sets each ask the
   // other one: one lookup in a set of a million paths per path, not two.
-  const alone = (p: string): boolean => !byPath.has(p) && !untouchable(p);
-  const plan: PlanAccumulator = { ops: [], refreshed: [], skippedRejected: [], unchanged: addConfirmed(confirmed, state.files, byPath, (p) => vouched.has(p) && alone(p), inScope) };
+  const alone = (p: string): boolean => (byPath.size === 0 || !byPath.has(p)) && !untouchable(p);
+  const decided = addConfirmed(confirmed, state.files, byPath, (p) => vouched.has(p) && alone(p), inScope);
+  const plan: PlanAccumulator = { ops: [], refreshed: [], skippedRejected: [], unchanged: decided.unchanged };
 
-  // Every path the plan must consider, sorted so that the plan is deterministic.
+  // Every path the plan must consider, sorted so that the plan is deterministic. The two
+  // loops over a million paths are skipped when counts say they add nothing: every vouched
+  // path needs nothing (each was counted once above), and every entry is vouched for (the
+  // vouched paths are entries of the state: PlanInput.vouched).
   const paths = new Set<string>();
   for (const p of input.local.keys()) if (inScope(p)) paths.add(p);
-  for (const p of vouched) if (inScope(p) && !(confirmed.has(p) && alone(p))) paths.add(p);
+  if (decided.needNothing < vouched.size) for (const p of vouched) if (inScope(p) && !(confirmed.has(p) && alone(p))) paths.add(p);
   // A vouched path was decided just above (only a vouched path can need nothing).
-  for (const p of state.files.keys()) if (inScope(p) && !vouched.has(p)) paths.add(p);
+  if (vouched.size < state.files.size) for (const p of state.files.keys()) if (inScope(p) && !vouched.has(p)) paths.add(p);
   for (const p of byPath.keys()) if (inScope(p)) paths.add(p);
   plan.ops.push(...setAsideOps(input, [...paths].filter(untouchable).sort(), byPath, excluded, recordedPathOf));
   const sorted = [...paths].filter((p) => !untouchable(p)).sort();
@@ -415,15 +420,17 @@ interface PlanAccumulator {
  * The confirmed documents take their place among the listing's (their record is what the
  * entry says: ours, at that path, of the entry's content, fields as desired), but those that
  * need nothing (`needsNothing`, asked of confirmed paths only): counted as unchanged when in
- * scope. Returns that count.
+ * scope. Returns that count, and how many needed nothing in or out of scope.
  */
-function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, byPath: Map<string, KnownDoc[]>, needsNothing: (p: string) => boolean, inScope: (p: string) => boolean): number {
+function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, byPath: Map<string, KnownDoc[]>, needsNothing: (p: string) => boolean, inScope: (p: string) => boolean): { unchanged: number; needNothing: number } {
   let unchanged = 0;
+  let needNothing = 0;
   for (const p of confirmed) {
     // Asked before the entry is read: at a restart, every path of the state needs nothing.
     // A confirmed path has its entry (confirmedPath read it; nothing removes one between a
     // pass's listing and its plan: mirror.ts checkListing counts on it too).
     if (needsNothing(p)) {
+      needNothing++;
       if (inScope(p)) unchanged++;
       continue;
     }
@@ -434,7 +441,7 @@ function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, 
     if (list) list.unshift(doc);
     else byPath.set(p, [doc]);
   }
-  return unchanged;
+  return { unchanged, needNothing };
 }
 
 /**

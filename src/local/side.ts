@@ -26,7 +26,7 @@ export interface LocalSideMapping extends FilterSpec {
 
 export interface LocalSideOptions {
   fs?: LocalFs | undefined;
-  /** Folders looked at at once during a scan (default 32; walk.ts WalkOptions.concurrency). */
+  /** Folders looked at at once during a scan (default walk.ts WALK_CONCURRENCY). */
   concurrency?: number | undefined;
   signal?: AbortSignal | undefined;
   /** The watcher's stats of changed files, taken instead of a stat of one's own. */

@@ -92,12 +92,25 @@ export interface WalkResult {
   vouched: Set<string>;
 }
 
+/**
+ * Listings asked of the folder lister at once. Enough to keep its workers busy (a folder's
+ * answer comes back while others wait in the worker's queue): 4 and 8 walk 300,000 files as
+ * fast as 32, 2 does not. Not more: the answers that come back together are handled in one
+ * turn of the event loop, and a restart's listing of the service waits behind that turn for
+ * each page (measured at a million files: 32 in flight, 29 ms a page while the walk ran;
+ * 8, 25.5 ms; docs/performance.md, "Session 25").
+ */
+export const WALK_CONCURRENCY = 8;
+
 export interface WalkOptions {
   /** Files larger than this are skipped ('too-large'). Default: no limit. */
   maxFileBytes?: number | undefined;
   /** Follow symbolic links whose target lies inside the root. Default false. */
   followSymlinks?: boolean | undefined;
-  /** Folders (and links) looked at at once: the listings asked of the folder lister at once. Default 32. */
+  /**
+   * Folders (and links) looked at at once: the listings asked of the folder lister at once.
+   * Default WALK_CONCURRENCY.
+   */
   concurrency?: number | undefined;
   fs?: LocalFs | undefined;
   signal?: AbortSignal | undefined;
@@ -198,7 +211,7 @@ class Walk {
     this.maxFileBytes = opts.maxFileBytes ?? Infinity;
     this.follow = opts.followSymlinks === true;
     this.vouch = opts.subtrees === undefined ? opts.vouch : undefined;
-    this.queue = new PQueue({ concurrency: Math.max(1, opts.concurrency ?? 32), queueClass: LifoQueue });
+    this.queue = new PQueue({ concurrency: Math.max(1, opts.concurrency ?? WALK_CONCURRENCY), queueClass: LifoQueue });
   }
 
   /** The whole tree, or the subtrees asked for; rejects with the first task's failure. */
