@@ -554,31 +554,25 @@ export class FileTable implements ReadonlyFileTable {
     const digits = this.blocks[row >>> BLOCK_SHIFT]!.idDigits;
     const at = (row & BLOCK_MASK) * ID_BYTES;
     digits.fill(0, at, at + ID_BYTES);
-    let k = 0;
-    // The shape of the row before (most ids of a table share one) is tried first, then
-    // checked on the way of the general loop.
+    // Most ids of a table share one shape: the row before's is tried first.
     const before = row === 0 ? 0 : row - 1;
-    let shape = this.blocks[before >>> BLOCK_SHIFT]!.idShape[before & BLOCK_MASK]!;
-    const codes = this.shapes[shape]!;
+    const shape = this.blocks[before >>> BLOCK_SHIFT]!.idShape[before & BLOCK_MASK]!;
     if (shape !== 0) {
-      if (packByShape(codes, id, digits, at)) return shape;
+      if (packByShape(this.shapes[shape]!, id, digits, at)) return shape;
       digits.fill(0, at, at + ID_BYTES);
     }
-    if (codes.length !== id.length) shape = 0;
+    let k = 0;
     for (let i = 0; i < id.length; i++) {
       const c = id.charCodeAt(i);
       const v = nibble(c);
       if (v < 0) {
         if (c === DIGIT) return 0;
-        if (shape !== 0 && codes[i] !== c) shape = 0;
         continue;
       }
       if (k === ID_DIGITS) return 0;
-      if (shape !== 0 && codes[i] !== DIGIT) shape = 0;
       digits[at + (k >> 1)]! |= k & 1 ? v : v << 4;
       k++;
     }
-    if (shape !== 0) return shape;
     const key = Array.from(id, (ch) => (nibble(ch.charCodeAt(0)) < 0 ? ch : '\uffff')).join('');
     const known = this.shapeIndex.get(key);
     if (known !== undefined) return known;
