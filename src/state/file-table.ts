@@ -159,8 +159,7 @@ function nibble(c: number): number {
 /** The byte two lowercase hex digits make, by their two 7-bit codes; -1 for anything else. */
 const HEX_PAIRS = ((): Int16Array => {
   const pairs = new Int16Array(1 << 14).fill(-1);
-  const digits = '0123456789abcdef';
-  for (let a = 0; a < 16; a++) for (let b = 0; b < 16; b++) pairs[(digits.charCodeAt(a) << 7) | digits.charCodeAt(b)] = (a << 4) | b;
+  HEX_CODES.forEach((hi, a) => HEX_CODES.forEach((lo, b) => (pairs[(hi << 7) | lo] = (a << 4) | b)));
   return pairs;
 })();
 
