@@ -9,7 +9,7 @@
  * pass is done and after settling, CPU over a quiet window, the state file's size and the
  * time of its last write (a full re-encode).
  */
-import { mkdir, stat, utimes } from 'node:fs/promises';
+import { mkdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RACY_MARGIN_MS } from '../../src/engine/racy.js';
@@ -256,6 +256,13 @@ export async function runRestart(
         externalMB: after.memory?.externalMB,
       };
       log(`footprint: RSS ${footprint.rssMB} MB (reclaim done ${footprint.reclaimSeconds ?? '(not seen)'} s after the pass at ${reclaimed?.rssMB ?? '?'} MB; heap ${footprint.heapUsedMB} of ${footprint.heapTotalMB} MB, external ${footprint.externalMB} MB), CPU ${footprint.cpuPercent} %, state ${footprint.stateFileMB} MB written in ${footprint.stateWriteMs} ms`);
+      // BENCH_HOLD_FILE: the idle daemon's pid is written there, and the daemon kept at rest
+      // until the file is removed (to read its memory from outside: docs/performance.md).
+      const hold = process.env.BENCH_HOLD_FILE;
+      if (hold) {
+        await writeFile(hold, String(daemon.pid));
+        while (await stat(hold).then(() => true, () => false)) await sleep(1000);
+      }
       return { restart, footprint };
     } finally {
       await daemon.stop();

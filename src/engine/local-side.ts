@@ -5,7 +5,7 @@
 import type { RootStatus } from './guards.js';
 import type { StatNow } from './racy.js';
 import type { OpenedFile } from '../api/records.js';
-import type { HashedFile, LocalFileInfo } from './plan.js';
+import type { HashedFile, LocalFileInfo, PathSet } from './plan.js';
 
 /** What a scan of the mapped folder found. */
 export interface ScanResult {
@@ -16,7 +16,7 @@ export interface ScanResult {
   /** Folders that could not be read: everything under them stays as it is. */
   unreadableDirs: string[];
   /** Files the scan's `vouch` answered true for: not in `files` (plan.ts PlanInput.vouched). */
-  vouched?: ReadonlySet<string> | undefined;
+  vouched?: PathSet | undefined;
   /**
    * Why the folder is an outage when the folder itself is fine but a file it needs is not
    * (the ignore file is a FIFO, a folder, too large): named by the guard instead of the folder.
@@ -26,11 +26,12 @@ export interface ScanResult {
 
 export interface ScanOptions {
   /**
-   * The caller's own copy of the path when it already knows this very stat of the file (its
-   * state entry, the quick check passing): the scan then keeps that string only
-   * (ScanResult.vouched); else undefined.
+   * True when the caller already knows this very stat of the file (its state entry, the
+   * quick check passing): the scan then keeps the path only, in `vouched`.
    */
-  vouch?: ((path: string, stat: StatNow) => string | undefined) | undefined;
+  vouch?: ((path: string, stat: StatNow) => boolean) | undefined;
+  /** Where those paths are kept (ScanResult.vouched): the state's marks (EntryMarks). Default a new Set. */
+  vouched?: (PathSet & { add(path: string): unknown; delete(path: string): boolean }) | undefined;
 }
 
 /**

@@ -16,7 +16,7 @@ import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './gu
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver, type PassReport } from './pass-report.js';
-import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, vouchedPath, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PlanResult } from './plan.js';
+import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PathSet, type PlanResult } from './plan.js';
 import { renamedFromVanished, StabilityWindow } from './stability.js';
 import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
@@ -138,8 +138,8 @@ interface RemoteListing {
   whose: OwnerOf<unknown>;
   /** The listing, less what `confirmed` holds. */
   remote: DocumentRecord[];
-  /** Paths whose document the listing showed exactly as the state has it. */
-  confirmed: Set<string>;
+  /** Paths whose document the listing showed exactly as the state has it (the state's marks: EntryMarks). */
+  confirmed: PathSet;
 }
 
 /**
@@ -149,6 +149,9 @@ interface RemoteListing {
  * "Session 22"). Far below it a collection's pause buys nothing.
  */
 const COLLECT_FROM_FILES = 50_000;
+
+/** No path: a round without a listing confirms none. */
+const NO_PATHS: PathSet = new Set<string>();
 
 /** Files hashed at once: enough to keep the libuv pool busy (each hash is a few small calls). */
 const HASH_CONCURRENCY = 16;
@@ -194,8 +197,8 @@ interface Listing extends PreparedLocal {
   scan: ScanResult;
   /** The listing (a full pass), less what `confirmed` holds. */
   remote: DocumentRecord[] | undefined;
-  /** Paths whose document the listing showed exactly as the state has it. */
-  confirmed: Set<string>;
+  /** Paths whose document the listing showed exactly as the state has it (the state's marks: EntryMarks). */
+  confirmed: PathSet;
   /** Files the walk found (those vouched for included). */
   scanned: number;
   /** An incremental plan's paths (Mirror.widenScope). */
@@ -376,9 +379,9 @@ export class Mirror {
     await this.d.leaseRead?.();
     const listedAt = this.d.now();
     const listedAtMono = this.monotonic();
-    // What the state already says exactly is kept as paths only: a restart over a million
-    // unchanged files holds a set of paths, not a million records.
-    const confirmed = new Set<string>();
+    // What the state already says exactly is kept as the state's marks only: a restart over
+    // a million unchanged files holds a byte an entry, not a million records.
+    const confirmed = mapping.files.marks();
     const lease = this.d.lease?.();
     const whose = ownerOfListing({ mappingId: spec.mappingId, installationId: spec.installationId, formerInstallationIds: this.formerIds, state: mapping, lease });
     const confirm = (doc: DocumentRecord): boolean => {
@@ -397,11 +400,11 @@ export class Mirror {
     const walkedAtMono = this.monotonic();
     const lease = scope ? this.d.lease?.() : undefined;
     const [scan, listed] = await Promise.all([
-      scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedPath(mapping.files.heldStat(path), st, walkedAt) }),
+      scope ? this.d.local.scanScope(scope) : this.d.local.scan({ vouch: (path, st) => vouchedByEntry(mapping.files.statOf(path), st, walkedAt), vouched: mapping.files.marks() }),
       scope ? undefined : ahead ? ahead.then((l) => l ?? this.listRemote(mapping, desired, signal)) : this.listRemote(mapping, desired, signal),
     ]);
     const remote = listed?.remote;
-    const confirmed = listed?.confirmed ?? new Set<string>();
+    const confirmed: PathSet = listed?.confirmed ?? NO_PATHS;
     if (remote) {
       await this.checkListing(remote, confirmed, mapping, signal);
       this.unmarkedByName = unmarkedByName(remote);
@@ -588,7 +591,7 @@ export class Mirror {
    * document the listing shows at another recorded path is not missing: one of two records
    * of one document (a state older versions left so), which the plan settles.
    */
-  private async checkListing(remote: readonly DocumentRecord[], confirmed: ReadonlySet<string>, mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
+  private async checkListing(remote: readonly DocumentRecord[], confirmed: PathSet, mapping: MappingState, signal: AbortSignal | undefined): Promise<void> {
     // Confirmed paths are the state's own (confirmedPath): as many as it holds, none is missing.
     if (confirmed.size === mapping.files.size) return;
     const ids = new Set<string>();

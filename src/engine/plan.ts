@@ -51,16 +51,19 @@ export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: n
   return !needsHash(entry, st, now);
 }
 
-/** The walk's `vouch` (ScanOptions) by that rule: the state's own copy of the path when its entry vouches for the file. */
-export function vouchedPath(entry: (EntryStat & { held: string }) | undefined, st: StatNow, now: number): string | undefined {
-  return entry !== undefined && vouchedByEntry(entry, st, now) ? entry.held : undefined;
+/**
+ * A set of paths as a plan reads it: a Set, or the state's marks (state/file-table.ts
+ * EntryMarks: a restart's million paths, a byte each).
+ */
+export interface PathSet extends Iterable<string> {
+  readonly size: number;
+  has(path: string): boolean;
 }
 
 /**
  * PlanInput.confirmed's rule: the path whose state entry the listed `doc` is exactly (ours
  * by the owner rule, recorded at the path its metadata names with the entry's content,
- * every field as desired), else undefined. The path returned is the state's own copy: a
- * million confirmed paths hold no copies of their own.
+ * every field as desired), else undefined.
  */
 export function confirmedPath(doc: DocumentRecord, whose: OwnerOf<unknown>, input: Pick<PlanInput, 'desired' | 'serviceNames'> & { files: ReadonlyFileTable }): string | undefined {
   const o = whose(doc);
@@ -120,11 +123,12 @@ export interface PlanInput {
   /**
    * Local files too, kept as paths only: each as if `local` held it with its state entry's
    * stat (size, mtime, ctime, device, inode: the walk found exactly those) at
-   * join(root, path). A restart over a million unchanged files holds a set, not a million
-   * records. Each is a path the state holds (the walk vouches by the path's entry): so as
-   * many as the state holds are all of them (planMirror skips a loop on that).
+   * join(root, path). A restart over a million unchanged files holds the state's marks, a
+   * byte an entry, not a million records. Each is a path the state holds (the walk vouches
+   * by the path's entry; EntryMarks holds entries only): so as many as the state holds are
+   * all of them (planMirror skips a loop on that).
    */
-  vouched?: ReadonlySet<string> | undefined;
+  vouched?: PathSet | undefined;
   state: { files: ReadonlyFileTable } & Pick<MappingState, 'intents' | 'rejected' | 'sessions'>;
   /**
    * The data source's documents (a full listing). Undefined for an incremental plan: the
@@ -137,7 +141,7 @@ export interface PlanInput {
    * the entry's hash, and the name, url and metadata `desired` asks for (confirmedPath).
    * As if `remote` held each of them.
    */
-  confirmed?: ReadonlySet<string> | undefined;
+  confirmed?: PathSet | undefined;
   /**
    * Paths the plan covers. Undefined: everything (a full pass). Otherwise only these
    * paths are considered (an incremental plan after watcher events).
@@ -315,7 +319,7 @@ function sameRecord(entry: FileEntry, file: HashedFile): boolean {
 
 const NO_DOCS: readonly KnownDoc[] = Object.freeze([]);
 const NO_UPLOADS: RemoteView['uploadsOf'] = { unfound: () => [] };
-const NO_PATHS: ReadonlySet<string> = new Set();
+const NO_PATHS: PathSet = new Set<string>();
 
 /** A remote document as the planner understands it. */
 interface KnownDoc {
@@ -422,7 +426,7 @@ interface PlanAccumulator {
  * need nothing (`needsNothing`, asked of confirmed paths only): counted as unchanged when in
  * scope. Returns that count, and how many needed nothing in or out of scope.
  */
-function addConfirmed(confirmed: ReadonlySet<string>, files: ReadonlyFileTable, byPath: Map<string, KnownDoc[]>, needsNothing: (p: string) => boolean, inScope: (p: string) => boolean): { unchanged: number; needNothing: number } {
+function addConfirmed(confirmed: PathSet, files: ReadonlyFileTable, byPath: Map<string, KnownDoc[]>, needsNothing: (p: string) => boolean, inScope: (p: string) => boolean): { unchanged: number; needNothing: number } {
   let unchanged = 0;
   let needNothing = 0;
   for (const p of confirmed) {

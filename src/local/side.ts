@@ -68,8 +68,8 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     return { fs, noFollow: !mapping.followSymlinks, within, expect };
   };
   /** The whole tree, or only `subtrees` (an incremental look). */
-  const walkWith = (filter: PathFilter, subtrees?: readonly string[], vouch?: ScanOptions['vouch']): Promise<WalkResult> =>
-    walkTree(mapping.path, filter, { vouch, fs, maxFileBytes: mapping.maxFileBytes, followSymlinks: mapping.followSymlinks, concurrency: opts.concurrency, signal: opts.signal, subtrees });
+  const walkWith = (filter: PathFilter, subtrees?: readonly string[], scanOpts: ScanOptions = {}): Promise<WalkResult> =>
+    walkTree(mapping.path, filter, { vouch: scanOpts.vouch, vouched: scanOpts.vouched, fs, maxFileBytes: mapping.maxFileBytes, followSymlinks: mapping.followSymlinks, concurrency: opts.concurrency, signal: opts.signal, subtrees });
   /**
    * A regular file's stat now, and its disk path when that is not join(root, path);
    * undefined when it is not (any more) a file.
@@ -91,7 +91,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       opts.observed?.clear();
       const filter = await filterOrOutage();
       if (isScanResult(filter)) return filter;
-      const walk = await walkWith(filter, undefined, scanOpts.vouch);
+      const walk = await walkWith(filter, undefined, scanOpts);
       const result = toScanResult(walk, mapping.maxFileBytes);
       return walk.vouched.size === 0 ? result : { ...result, vouched: walk.vouched };
     },

@@ -89,7 +89,15 @@ export interface WalkResult {
    * Files the caller's `vouch` answered true for: left out of `files` (their stat is the
    * caller's already), each at the disk path `join(root, path)`.
    */
-  vouched: Set<string>;
+  vouched: VouchedPaths;
+}
+
+/** Where a walk keeps the paths `vouch` answered true for: a Set, or the state's (state/file-table.ts EntryMarks). */
+export interface VouchedPaths extends Iterable<string> {
+  readonly size: number;
+  has(path: string): boolean;
+  add(path: string): unknown;
+  delete(path: string): boolean;
 }
 
 /**
@@ -121,14 +129,15 @@ export interface WalkOptions {
    */
   subtrees?: readonly string[] | undefined;
   /**
-   * Asked of each file whose disk path is `join(root, path)` (its names already NFC): when
-   * the caller already knows this very stat (the state's entry, the quick check passing), its
-   * own copy of the path, which the walk keeps instead of a record (`vouched`); else
-   * undefined. A restart over a million unchanged files then holds a set of the state's own
-   * paths (internalized: a set of them copies no string) instead of a million records. Not
-   * asked in a walk of `subtrees`.
+   * Asked of each file whose disk path is `join(root, path)` (its names already NFC): true
+   * when the caller already knows this very stat (the state's entry, the quick check
+   * passing). The walk then keeps the path in `vouched` instead of a record: a restart over a
+   * million unchanged files holds the state's marks (a byte an entry) instead of a million
+   * records. Not asked in a walk of `subtrees`.
    */
-  vouch?: ((path: string, stat: WalkStat) => string | undefined) | undefined;
+  vouch?: ((path: string, stat: WalkStat) => boolean) | undefined;
+  /** Where the vouched paths are kept (WalkResult.vouched): every one `vouch` answered true for. Default a new Set. */
+  vouched?: VouchedPaths | undefined;
 }
 
 /**
@@ -161,7 +170,7 @@ interface Chain {
 
 export async function walkTree(root: string, filter: PathFilter, opts: WalkOptions = {}): Promise<WalkResult> {
   const fs = opts.fs ?? nodeFs;
-  const result: WalkResult = { rootStatus: 'ok', files: new Map(), errors: [], skipped: [], dirCount: 0, vouched: new Set() };
+  const result: WalkResult = { rootStatus: 'ok', files: new Map(), errors: [], skipped: [], dirCount: 0, vouched: opts.vouched ?? new Set() };
   const rootCheck = await checkRoot(fs, root);
   if (rootCheck.status !== 'ok') return { ...result, rootStatus: rootCheck.status, rootError: rootCheck.error };
   let rootReal: string;
@@ -269,12 +278,12 @@ class Walk {
 
   // Name collisions are settled by disk path so the winner does not depend on timing. A
   // vouched file is the NFC-named one, at join(root, path); its size is not kept.
-  private addFile(file: LocalFile, vouched: string | undefined): void {
+  private addFile(file: LocalFile, vouched: boolean): void {
     const { result } = this;
     const existing: Pick<LocalFile, 'path' | 'diskPath'> & { size?: number } | undefined =
       result.files.get(file.path) ?? (result.vouched.has(file.path) ? { path: file.path } : undefined);
     if (!existing) {
-      if (vouched !== undefined) result.vouched.add(vouched);
+      if (vouched) result.vouched.add(file.path);
       else result.files.set(file.path, file);
       return;
     }
@@ -296,7 +305,7 @@ class Walk {
       result.skipped.push({ path: rel, reason: 'too-large', size });
       return;
     }
-    let vouched: string | undefined;
+    let vouched = false;
     if (exact && vouch !== undefined) {
       vstat.size = size;
       vstat.mtimeMs = mtimeMs;
@@ -306,10 +315,11 @@ class Walk {
       vouched = vouch(rel, vstat);
       // The usual case, a million times at a restart: only the path is kept, no record made.
       // An empty map is not asked: V8 internalizes a string a Map is asked for (a look in its string table).
-      if (vouched !== undefined && (result.files.size === 0 || !result.files.has(rel))) {
+      if (vouched && (result.files.size === 0 || !result.files.has(rel))) {
         const before = result.vouched.size;
         // One lookup, not two: a path vouched for already (another name of the same NFC form) is kept as a file.
-        if (result.vouched.add(vouched).size > before) return;
+        result.vouched.add(rel);
+        if (result.vouched.size > before) return;
       }
     }
     // An exact file lies at join(root, rel): its disk path is not kept (paths.ts diskPathOf).

@@ -105,7 +105,7 @@ export class SnapshotParser {
       const t = this.json(text, start, end);
       if (!isFileLine(t)) this.bad('not a [path, documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino] file line');
       // Straight into the table's columns: no entry object is made.
-      mapping.files.setTuple(t[0] as string, t, 1, true);
+      mapping.files.setTuple(t[0] as string, t, 1);
     } else if (!this.headerSeen) {
       this.header(text.slice(start, end));
     } else if (first === OPEN_BRACE) {

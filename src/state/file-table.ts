@@ -16,7 +16,6 @@
  * writer can forget it). A loaded table's rows are in the file's order, so a snapshot of
  * an unchanged state has the lines of the file it was loaded from, in the same order.
  */
-import { internalized } from '../interned.js';
 import { CTIME, DEV, DIGIT, encodeRows, HASHED, HEX_CODES, ID_BYTES, idFrom, idIs, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
 
 export interface FileEntry {
@@ -73,8 +72,6 @@ interface Block {
   hashes: Uint32Array;
   /** The shape of the row's document id (0: the id is in oddIds). */
   idShape: Uint8Array;
-  /** 1 when the row's path is internalized (FileTable.write). */
-  held: Uint8Array;
   /** The hex digits of the row's document id, two per byte, ID_BYTES per row. */
   idDigits: Uint8Array;
 }
@@ -86,7 +83,6 @@ function newBlock(rows: number): Block {
     synced: new Uint32Array(rows),
     hashes: new Uint32Array(rows),
     idShape: new Uint8Array(rows),
-    held: new Uint8Array(rows),
     idDigits: new Uint8Array(rows * ID_BYTES),
   };
 }
@@ -99,7 +95,6 @@ function grownBlock(b: Block, rows: number): Block {
   g.synced.set(b.synced);
   g.hashes.set(b.hashes);
   g.idShape.set(b.idShape);
-  g.held.set(b.held);
   g.idDigits.set(b.idDigits);
   return g;
 }
@@ -117,18 +112,17 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
   documentIdOf(path: string): string | undefined;
   /**
    * When the entry records document `documentId` with content `sha256`: the table's own copy
-   * of the path (internalized: the confirmation puts it in a set) and the entry's size and
-   * mtime (what a listing's confirmation needs); else
+   * of the path and the entry's size and mtime (what a listing's confirmation needs); else
    * undefined. Compared in the table's columns: no entry and none of its strings is made.
    */
   recording(path: string, documentId: string, sha256: string): { path: string; size: number; mtimeMs: number } | undefined;
   /** The entry's sha256, without making the entry. */
   sha256Of(path: string): string | undefined;
   /**
-   * The entry's stat fields (statOf) and the table's own copy of the path (internalized:
-   * what a pass puts in its sets), in one lookup; undefined when the path has none.
+   * A new, empty set of this table's entries' paths (EntryMarks): what a pass vouched for or
+   * confirmed, a byte a row.
    */
-  heldStat(path: string): (EntryStat & { held: string }) | undefined;
+  marks(): EntryMarks;
   /** Paths, in row order (a loaded table: the file's order; a deleted path's row is reused). */
   keys(): IterableIterator<string>;
   /**
@@ -218,6 +212,71 @@ function hashOf(path: string): number {
  * (`doc_` + 32 digits has 34: the `d` and `c` are digits too).
  * An id of another form (more digits, a 256th shape) is kept as a string.
  */
+/**
+ * A set of a table's entries' paths, a byte a row (FileTable.marks): what a pass vouched for
+ * (the walk) or confirmed (the listing). A restart's million paths then take a byte each,
+ * not a set entry, and no string of their own: a Set of the table's paths would internalize
+ * each one, and V8 keeps a string table entry for every internalized string while it lives
+ * (~16 MB at a million; docs/performance.md, "Session 26"). Only an entry's path can be
+ * marked, and its mark ends with the entry (FileTable.delete): every path marked is an entry
+ * of the table, which PlanInput.vouched and Mirror.checkListing count on.
+ */
+export class EntryMarks implements Iterable<string> {
+  private bits: Uint8Array;
+  private count = 0;
+
+  constructor(
+    private readonly rowOf: (path: string) => number,
+    private readonly pathAt: (row: number) => string,
+    rows: number,
+  ) {
+    this.bits = new Uint8Array(rows);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  has(path: string): boolean {
+    const row = this.rowOf(path);
+    return row >= 0 && this.bits[row] === 1;
+  }
+
+  /** Marks the entry at `path`. A path the table holds no entry for is the caller's error. */
+  add(path: string): this {
+    const row = this.rowOf(path);
+    if (row < 0) throw new Error(`EntryMarks.add: the table holds no entry for ${JSON.stringify(path)}`);
+    if (row >= this.bits.length) {
+      const grown = new Uint8Array(Math.max(row + 1, 2 * this.bits.length));
+      grown.set(this.bits);
+      this.bits = grown;
+    }
+    if (this.bits[row] === 0) {
+      this.bits[row] = 1;
+      this.count++;
+    }
+    return this;
+  }
+
+  delete(path: string): boolean {
+    const row = this.rowOf(path);
+    return row >= 0 && this.unmarkRow(row);
+  }
+
+  /** The row's entry is gone (FileTable.delete): its mark with it. */
+  unmarkRow(row: number): boolean {
+    if (this.bits[row] !== 1) return false;
+    this.bits[row] = 0;
+    this.count--;
+    return true;
+  }
+
+  *[Symbol.iterator](): IterableIterator<string> {
+    const bits = this.bits;
+    for (let row = 0; row < bits.length; row++) if (bits[row] === 1) yield this.pathAt(row);
+  }
+}
+
 const ID_DIGITS = 2 * ID_BYTES;
 const MAX_SHAPES = 255;
 
@@ -254,6 +313,8 @@ export class FileTable implements ReadonlyFileTable {
   /** The chunks of a snapshot not yet encoded (see pin). */
   private pins: (PinnedChunk | undefined)[] | undefined;
   private pinned = 0;
+  /** The marks made of this table (marks()) still in use: a deleted entry's mark ends with it. */
+  private readonly liveMarks = new Set<WeakRef<EntryMarks>>();
 
   constructor(capacity = FIRST_CAPACITY) {
     const first = Math.min(Math.max(1, capacity), BLOCK_ROWS);
@@ -312,22 +373,14 @@ export class FileTable implements ReadonlyFileTable {
     if (row < 0 || !this.idIs(row, documentId) || !this.shaIs(row, sha256)) return undefined;
     const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
     const o = (row & BLOCK_MASK) * NUMS;
-    return { path: this.heldAt(row), size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
+    return { path: this.paths[row]!, size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
   }
 
-  heldStat(path: string): (EntryStat & { held: string }) | undefined {
-    const row = this.rowOf(path);
-    return row < 0 ? undefined : { ...this.statAt(row), held: this.heldAt(row) };
-  }
-
-  /** The row's path, internalized (write): what a pass may put in its sets. */
-  private heldAt(row: number): string {
-    const b = this.blocks[row >>> BLOCK_SHIFT]!;
-    if (b.held[row & BLOCK_MASK] === 1) return this.paths[row]!;
-    const path = internalized(this.paths[row]!);
-    this.paths[row] = path;
-    b.held[row & BLOCK_MASK] = 1;
-    return path;
+  marks(): EntryMarks {
+    const m = new EntryMarks((path) => this.rowOf(path), (row) => this.paths[row]!, this.end);
+    for (const ref of this.liveMarks) if (ref.deref() === undefined) this.liveMarks.delete(ref);
+    this.liveMarks.add(new WeakRef(m));
+    return m;
   }
 
   *keys(): IterableIterator<string> {
@@ -400,13 +453,12 @@ export class FileTable implements ReadonlyFileTable {
 
   /**
    * Sets the entry of `path` from the FileTuple at `t[at]` (validate.ts isFileTuple, checked
-   * by the caller): a loaded line or a replayed op goes straight into the columns. `asRead`:
-   * a line of the file being loaded, whose path is kept as read (see `write`).
+   * by the caller): a loaded line or a replayed op goes straight into the columns.
    */
-  setTuple(path: string, t: readonly unknown[], at: number, asRead = false): void {
+  setTuple(path: string, t: readonly unknown[], at: number): void {
     const full = t.length === at + 9;
     const known = (i: number): number => (full ? ((t[at + i] as number | null) ?? NaN) : NaN);
-    this.write(path, t[at] as string, t[at + 1] as number, t[at + 2] as number, t[at + 3] as string, t[at + 4] as string, known(5), known(6), known(7), known(8), asRead);
+    this.write(path, t[at] as string, t[at + 1] as number, t[at + 2] as number, t[at + 3] as string, t[at + 4] as string, known(5), known(6), known(7), known(8));
   }
 
   /** Removes the entry of `path`; false when it had none. */
@@ -421,6 +473,7 @@ export class FileTable implements ReadonlyFileTable {
     this.partCounts[h >>> PART_SHIFT] = this.partCounts[h >>> PART_SHIFT]! - 1;
     this.count--;
     this.paths[row] = undefined;
+    for (const ref of this.liveMarks) ref.deref()?.unmarkRow(row);
     this.oddIds?.delete(row);
     this.oddSha?.delete(row);
     this.releaseSynced(this.blocks[row >>> BLOCK_SHIFT]!.synced[row & BLOCK_MASK]!);
@@ -429,33 +482,28 @@ export class FileTable implements ReadonlyFileTable {
   }
 
   /**
-   * A new row keeps its path internalized (interned.ts): a pass puts the table's paths in its
-   * sets, and a path kept as handed in would then cost two strings at rest. A path `asRead`
-   * from the file being loaded is internalized only when a pass first holds it (`heldAt`; the
-   * row's `held` flag says which): the load, before a restart's first request, does not pay
-   * for it.
+   * A row keeps the path as handed in. No Map or Set of a pass is keyed by the table's paths
+   * (EntryMarks): V8 would internalize each one, a string table entry per path at rest.
    */
-  private write(path: string, documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number, ctimeMs: number, dev: number, ino: number, asRead = false): void {
+  private write(path: string, documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number, ctimeMs: number, dev: number, ino: number): void {
     const h = hashOf(path);
     const part = h >>> PART_SHIFT;
     let slot = this.slotOf(path, h);
     let row = this.index[part]![slot]! - 1;
     const fresh = row < 0;
     if (fresh) {
-      const kept = asRead ? path : internalized(path);
       const reused = this.free.pop();
       if (reused === undefined) {
         if (this.end === this.capacity) this.grow();
         row = this.end++;
-        this.paths.push(kept);
+        this.paths.push(path);
       } else {
         row = reused;
         this.beforeChange(row);
-        this.paths[row] = kept;
+        this.paths[row] = path;
       }
       const b = this.blocks[row >>> BLOCK_SHIFT]!;
       b.hashes[row & BLOCK_MASK] = h;
-      b.held[row & BLOCK_MASK] = asRead ? 0 : 1;
       if (2 * (this.partCounts[part]! + 1) > this.index[part]!.length) {
         this.rehash(part);
         slot = this.slotOf(path, h);

@@ -169,7 +169,7 @@ describe('walkTree: files the caller vouches for (a restart over unchanged files
       fs,
       vouch: (path, st) => {
         asked.push(path);
-        return path !== 'a.txt' && st.size > 0 ? path : undefined;
+        return path !== 'a.txt' && st.size > 0;
       },
     });
     // Names stored in NFD (a macOS client) have another disk path: always looked at whole.
@@ -179,7 +179,7 @@ describe('walkTree: files the caller vouches for (a restart over unchanged files
   });
 
   it('is not asked in a walk of subtrees', async () => {
-    const w = await walkTree('/r', filter, { fs: tree(), subtrees: ['ok'], vouch: (path) => path });
+    const w = await walkTree('/r', filter, { fs: tree(), subtrees: ['ok'], vouch: () => true });
     expect([...w.vouched]).toEqual([]);
     expect([...w.files.keys()]).toEqual(['ok/b.md']);
   });
@@ -190,7 +190,7 @@ describe('walkTree: files the caller vouches for (a restart over unchanged files
       // The fake lists by name: the other order is its listing reversed.
       const readdir = fs.readdir;
       if (reversed) fs.readdir = async (p) => (await readdir(p)).reverse();
-      const w = await walkTree('/r', filter, { fs, vouch: (path) => path });
+      const w = await walkTree('/r', filter, { fs, vouch: () => true });
       const [keep, drop] = [`/r/${NFC}`, `/r/${NFD}`].sort();
       expect(w.skipped).toEqual([expect.objectContaining({ path: NFC, reason: 'name-collision', diskPath: drop })]);
       if (keep === `/r/${NFC}`) {

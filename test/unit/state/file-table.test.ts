@@ -67,22 +67,37 @@ function linesOf(table: FileTable): string[] {
 }
 
 describe('FileTable', () => {
-  it('holds what a record of the entries holds, under random sets and deletes', () => {
+  it('holds what a record of the entries holds, under random sets and deletes; its marks, what a set of those paths holds', () => {
     const rnd = rng(7);
     const table = new FileTable();
     const model = new Map<string, FileEntry>();
+    // A pass's marks (EntryMarks) against a Set of the same paths: an entry's mark ends with it.
+    const marks = table.marks();
+    const marked = new Set<string>();
     for (let step = 0; step < 20_000; step++) {
       const path = rnd(50) === 0 ? '__proto__' : `dir-${rnd(40)}/f${rnd(2500)}.txt`;
       if (rnd(3) === 0) {
         expect(table.delete(path)).toBe(model.delete(path));
+        marked.delete(path);
+      } else if (rnd(4) === 0) {
+        // Marked (an entry) or unmarked; a path without an entry cannot be marked.
+        if (!model.has(path)) expect(() => marks.add(path)).toThrow(/no entry/);
+        else if (rnd(3) === 0) expect(marks.delete(path)).toBe(marked.delete(path));
+        else {
+          expect(marks.add(`${path}`)).toBe(marks);
+          marked.add(path);
+        }
       } else {
         const e = randomEntry(rnd, step);
-        // Some as a loaded line (its path kept as read until a pass holds it), into rows reused or new.
-        if (rnd(4) === 0) table.setTuple(path, entryToTuple(e), 0, true);
+        // Some as a loaded line, into rows reused or new: the path's mark stays with its entry.
+        if (rnd(4) === 0) table.setTuple(path, entryToTuple(e), 0);
         else table.set(path, e);
         model.set(path, e);
       }
       if (step % 997 === 0 || step === 19_999) {
+        expect(marks.size).toBe(marked.size);
+        expect([...marks].sort()).toEqual([...marked].sort());
+        for (const p of model.keys()) expect(marks.has(`${p}`)).toBe(marked.has(p));
         expect(table.size).toBe(model.size);
         expect([...table.keys()].sort()).toEqual([...model.keys()].sort());
         for (const [p, e] of model) {
@@ -91,7 +106,6 @@ describe('FileTable', () => {
           expect(table.documentIdOf(p)).toBe(e.documentId);
           expect(table.statOf(p)).toStrictEqual({ size: e.size, mtimeMs: e.mtimeMs, hashedAt: e.hashedAt, ctimeMs: e.ctimeMs, dev: e.dev, ino: e.ino });
           expect(table.sha256Of(p)).toBe(e.sha256);
-          expect(table.heldStat(`${p}`)).toStrictEqual({ size: e.size, mtimeMs: e.mtimeMs, hashedAt: e.hashedAt, ctimeMs: e.ctimeMs, dev: e.dev, ino: e.ino, held: p });
           expect(table.has(p)).toBe(true);
           // The table's own copy of the path, when (and only when) both id and content are the entry's.
           expect(table.recording(`${p}`, e.documentId, e.sha256)).toStrictEqual({ path: p, size: e.size, mtimeMs: e.mtimeMs });
@@ -105,7 +119,7 @@ describe('FileTable', () => {
     expect(table.get('not/there')).toBeUndefined();
     expect(table.documentIdOf('not/there')).toBeUndefined();
     expect(table.statOf('not/there')).toBeUndefined();
-    expect(table.heldStat('not/there')).toBeUndefined();
+    expect(marks.has('not/there')).toBe(false);
     expect(table.has('not/there')).toBe(false);
     expect(table.recording('not/there', 'd', 'a'.repeat(64))).toBeUndefined();
     const copy = table.clone();
