@@ -30,10 +30,10 @@ import { call, errorCode, runAsync, type AsyncSysCalls, type Steps } from './sys
 
 export { errorCode };
 
-/** A folder's watch (LocalFs.watch). */
+/** A folder's watch (LocalFs.watch). Its listeners are called with it as `this`, as Node's fs.watch calls them. */
 export interface FolderWatcher {
   close(): void;
-  on(event: 'error', listener: (err: Error) => void): unknown;
+  on(event: 'error', listener: (this: FolderWatcher, err: Error) => void): unknown;
 }
 
 /**
@@ -52,8 +52,11 @@ export interface LocalFs extends AsyncSysCalls {
    * on progress rather than on the whole listing (the poller's).
    */
   listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing>;
-  /** A folder's watch (fs.watch): each event names the entry of the folder it is about. */
-  watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher;
+  /**
+   * A folder's watch (fs.watch): each event names the entry of the folder it is about. The
+   * listener is called with the watch as `this` (one listener can serve every folder).
+   */
+  watch(path: string, listener: (this: FolderWatcher, type: string, filename: string | Buffer | null) => void): FolderWatcher;
   /** A small text file (the ignore file), with the checks of readSmallFile. */
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;
 }

@@ -100,6 +100,8 @@ export class FakeLocal implements LocalFs {
   private readonly unmounted = new Map<string, [string, Node][]>();
   /** Folder watches set up (path -> listener), when the fake was made with `watch: true`. */
   readonly watchers = new Map<string, (type: string, filename: string | null) => void>();
+  /** Their 'error' listeners (path -> listener): a test fails a watch by calling one. */
+  readonly watchErrors = new Map<string, (err: Error) => void>();
   /** Calls made so far (every `LocalFs` method and every read; held ones included). */
   calls = 0;
   /** Called at every call as it is made (a test charges its cost: CPU, a slow mount's wait). */
@@ -391,12 +393,20 @@ export class FakeLocal implements LocalFs {
     return this.resolve(path, true);
   };
 
-  watch(path: string, listener: (type: string, filename: string | Buffer | null) => void): FolderWatcher {
+  watch(path: string, listener: (this: FolderWatcher, type: string, filename: string | Buffer | null) => void): FolderWatcher {
     if (!this.watchable) throw fsError('ENOSYS', path);
     if (this.enter(path, 'watch')) throw new Error('FakeLocal: watch() is synchronous and cannot hang');
     this.check(path, 'watch');
-    this.watchers.set(path, listener);
-    return { close: () => void this.watchers.delete(path), on: () => undefined };
+    const watch: FolderWatcher = {
+      close: () => {
+        this.watchers.delete(path);
+        this.watchErrors.delete(path);
+      },
+      on: (_event, onError) => this.watchErrors.set(path, (err) => onError.call(watch, err)),
+    };
+    // Called with the watch as `this`, as Node's fs.watch calls its listeners.
+    this.watchers.set(path, (type, filename) => listener.call(watch, type, filename));
+    return watch;
   }
 
   /** By the production lister's steps (src/local/list-steps.ts), made with this fake's calls. */

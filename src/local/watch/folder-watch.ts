@@ -72,26 +72,23 @@ const LIST_CONCURRENCY = 16;
 const LOOK_CONCURRENCY = 16;
 
 /**
- * A watched folder: its paths, its watch, and the identity (device, inode) the watch follows.
- * Its two listeners close over this record alone (a daemon watches tens of thousands of
- * folders: what each one holds is paid that many times at rest).
+ * A watched folder: its path, its watch, and the identity (device, inode) the watch follows.
+ * A daemon watches tens of thousands of folders, and what each one holds is paid that many
+ * times at rest: its absolute path is made when an event needs it (FolderWatches.absOf), and
+ * its watch's two listeners are shared by every folder (they find the folder by the watch
+ * that calls them: FolderWatches.byWatcher).
  */
 class Watched {
   readonly rel: string;
-  readonly abs: string;
-  readonly watcher: FolderWatcher;
 
   constructor(
     rel: string,
-    abs: string,
     readonly dev: number,
     readonly ino: number,
-    listen: (folder: Watched) => FolderWatcher,
+    readonly watcher: FolderWatcher,
   ) {
-    // Kept for the daemon's life, and keys of maps: one string each (interned.ts).
+    // Kept for the daemon's life, and the key of a map: one string (interned.ts).
     this.rel = internalized(rel);
-    this.abs = internalized(abs);
-    this.watcher = listen(this);
   }
 }
 
@@ -104,20 +101,43 @@ export async function watchFolders(o: FolderWatchOptions): Promise<FolderWatch> 
 /** The watches of one mapped folder, and the looks at the paths their events name. */
 class FolderWatches implements FolderWatch {
   private readonly fs: LocalFs;
-  /** Absolute path -> the folder watched there ('' = the root). */
+  /** Relative path -> the folder watched there ('' = the root). */
   private readonly watches = new Map<string, Watched>();
+  /** Each folder by its watch: what the shared listeners are called on. */
+  private readonly byWatcher = new Map<FolderWatcher, Watched>();
+  /** Every watch's listeners, called with the watch as `this` (LocalFs.watch). */
+  private readonly onChange: (this: FolderWatcher, type: string, filename: string | Buffer | null) => void;
+  private readonly onFailure: (this: FolderWatcher, err: Error) => void;
   private closed = false;
   private readonly looks: PathLooks;
 
   constructor(private readonly o: FolderWatchOptions) {
     this.fs = o.fs ?? nodeFs;
     this.looks = new PathLooks(LOOK_CONCURRENCY, (rel, abs, at, named) => this.look(rel, abs, at, named), () => this.closed, o.onWatchError);
+    const byWatcher = this.byWatcher;
+    const onRaw = (folder: Watched, type: string, filename: string | Buffer | null): void => this.onRaw(folder, type, filename);
+    const onFailed = (folder: Watched, err: Error): void => this.onWatchFailed(folder, err);
+    // A watch closed already is no folder's any more: what it still says is not heard.
+    this.onChange = function (type, filename) {
+      const folder = byWatcher.get(this);
+      if (folder) onRaw(folder, type, filename);
+    };
+    this.onFailure = function (err) {
+      const folder = byWatcher.get(this);
+      if (folder) onFailed(folder, err);
+    };
   }
 
   close(): void {
     this.closed = true;
     for (const w of this.watches.values()) w.watcher.close();
     this.watches.clear();
+    this.byWatcher.clear();
+  }
+
+  /** A folder's disk path: the root's, joined with its path relative to it. */
+  private absOf(rel: string): string {
+    return rel === '' ? this.o.root : join(this.o.root, rel);
   }
 
   watchedDirs(): number {
@@ -125,20 +145,21 @@ class FolderWatches implements FolderWatch {
   }
 
   async refilter(): Promise<void> {
-    for (const [abs, w] of [...this.watches]) {
-      if (w.rel !== '' && this.watches.has(abs) && !this.o.filter(w.rel, true)) this.unwatchTree(abs);
+    for (const [rel] of [...this.watches]) {
+      if (rel !== '' && this.watches.has(rel) && !this.o.filter(rel, true)) this.unwatchTree(rel);
     }
     await this.addTree('', this.o.root, true, true);
   }
 
-  /** Stops watching `abs` and every folder below it; true when `abs` was watched. */
-  private unwatchTree(abs: string): boolean {
-    const was = this.watches.has(abs);
-    const prefix = `${abs}/`;
+  /** Stops watching the folder at `rel` and every folder below it; true when it was watched. */
+  private unwatchTree(rel: string): boolean {
+    const was = this.watches.has(rel);
+    const prefix = rel === '' ? '' : `${rel}/`;
     for (const [p, w] of this.watches) {
-      if (p === abs || p.startsWith(prefix)) {
+      if (p === rel || p.startsWith(prefix)) {
         w.watcher.close();
         this.watches.delete(p);
+        this.byWatcher.delete(w.watcher);
       }
     }
     return was;
@@ -146,7 +167,8 @@ class FolderWatches implements FolderWatch {
 
   private onRaw(folder: Watched, type: string, filename: string | Buffer | null): void {
     const o = this.o;
-    const { abs: dirAbs, rel: dirRel } = folder;
+    const dirRel = folder.rel;
+    const dirAbs = this.absOf(dirRel);
     // Counted even after close: the event took its room in the process's inotify queue.
     inotifyQueue.note();
     if (this.closed) return;
@@ -164,7 +186,7 @@ class FolderWatches implements FolderWatch {
     const abs = join(dirAbs, name);
     const rel = joinRel(dirRel, name);
     if (o.ignoreFile && rel === o.ignoreFile.rel) o.ignoreFile.onChange();
-    if (this.watches.has(abs) || o.filter(rel, true) || o.filter(rel, false)) this.looks.request(rel, abs, at, type === 'rename');
+    if (this.watches.has(rel) || o.filter(rel, true) || o.filter(rel, false)) this.looks.request(rel, abs, at, type === 'rename');
   }
 
   /**
@@ -187,17 +209,17 @@ class FolderWatches implements FolderWatch {
     }
     if (this.closed) return;
     if (st?.isDirectory()) {
-      const w = this.watches.get(abs);
+      const w = this.watches.get(rel);
       if (w && w.dev === st.dev && w.ino === st.ino) return;
       // New, or replaced under its own name: the old watch (if any) follows another folder.
-      this.unwatchTree(abs);
+      this.unwatchTree(rel);
       if (!o.filter(rel, true)) return;
       o.emit({ kind: 'addDir', path: rel, at });
       // Not awaited: listing a new tree must not hold a place meant for one path's lstat.
       void this.addTree(rel, abs, true);
       return;
     }
-    if (this.unwatchTree(abs)) {
+    if (this.unwatchTree(rel)) {
       o.emit({ kind: 'unlinkDir', path: rel, at });
       return;
     }
@@ -240,7 +262,7 @@ class FolderWatches implements FolderWatch {
   private async visit(dRel: string, dAbs: string, report: boolean, descend: boolean): Promise<{ rel: string; abs: string }[]> {
     const o = this.o;
     if (this.closed) return [];
-    if (this.watches.has(dAbs)) {
+    if (this.watches.has(dRel)) {
       if (!descend) return [];
     } else if (!(await this.watchOne(dRel, dAbs))) {
       return [];
@@ -257,7 +279,7 @@ class FolderWatches implements FolderWatch {
       const r = joinRel(dRel, d.name);
       if (!o.filter(r, true)) continue;
       const a = join(dAbs, d.name);
-      if (this.watches.has(a)) {
+      if (this.watches.has(r)) {
         if (descend) subs.push({ rel: r, abs: a });
         continue;
       }
@@ -283,10 +305,13 @@ class FolderWatches implements FolderWatch {
     } catch {
       return false; // gone again: its parent's watch reports that
     }
-    if (this.closed || watches.has(dAbs)) return false;
+    if (this.closed || watches.has(dRel)) return false;
     try {
-      const folder = new Watched(dRel, dAbs, s.dev, s.ino, (f) => this.listen(f));
-      watches.set(folder.abs, folder);
+      const watcher = this.fs.watch(dAbs, this.onChange);
+      watcher.on('error', this.onFailure);
+      const folder = new Watched(dRel, s.dev, s.ino, watcher);
+      watches.set(folder.rel, folder);
+      this.byWatcher.set(watcher, folder);
       return true;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
@@ -298,13 +323,6 @@ class FolderWatches implements FolderWatch {
       if (code !== 'ENOENT' && code !== 'ENOTDIR') o.onWatchError(err);
       return false;
     }
-  }
-
-  /** The folder's watch, its events and its failure bound to the folder. */
-  private listen(folder: Watched): FolderWatcher {
-    const w = this.fs.watch(folder.abs, (type, filename) => this.onRaw(folder, type, filename));
-    w.on('error', (err) => this.onWatchFailed(folder, err));
-    return w;
   }
 
   /**
@@ -319,13 +337,14 @@ class FolderWatches implements FolderWatch {
       o.checkRoot();
       return;
     }
-    void this.fs.lstat(folder.abs).then(
+    const abs = this.absOf(folder.rel);
+    void this.fs.lstat(abs).then(
       (s) => s,
       () => undefined,
     ).then((s) => {
-      if (this.watches.get(folder.abs) !== folder) return;
+      if (this.watches.get(folder.rel) !== folder) return;
       if (s?.isDirectory() && s.dev === folder.dev && s.ino === folder.ino) o.onWatchError(err);
-      else this.looks.request(folder.rel, folder.abs, o.clock.monotonic(), false);
+      else this.looks.request(folder.rel, abs, o.clock.monotonic(), false);
     });
   }
 }

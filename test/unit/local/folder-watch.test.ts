@@ -5,7 +5,7 @@
  * instead of statting the file again (issue 13, "one stat per path per change"); the
  * aggregator's batch carries paths only (issue 38.6).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { DEFAULT_INCLUDE } from '../../../src/config/schema.js';
 import { EventAggregator, type RawEvent } from '../../../src/local/watch/aggregator.js';
 import { watchFolders } from '../../../src/local/watch/folder-watch.js';
@@ -158,5 +158,52 @@ describe('folder watch → local side (its stat), aggregator (the path): one sta
     observed.note('a.txt', stat);
     await createLocalSide(mapping, { fs: setup().counted, observed }).scan();
     expect(observed.take('a.txt')).toBeUndefined();
+  });
+});
+
+describe('folder watch: a watch that fails', () => {
+  it('reports the failure of a folder still there, and watches again a folder replaced under its name', async () => {
+    const disk = new FakeLocal({ watch: true }).dir('/r').dir('/r/sub').file('/r/sub/b.md', 'bee', 1000);
+    const clock = new FakeClock(10_000);
+    const emitted: RawEvent[] = [];
+    const errors: unknown[] = [];
+    let wake: (() => void) | undefined;
+    const next = (): Promise<void> => new Promise((resolve) => (wake = resolve));
+    const watch = await watchFolders({
+      root: '/r',
+      filter: () => true,
+      emit: (e) => {
+        emitted.push(e);
+        wake?.();
+      },
+      checkRoot: () => undefined,
+      onWatchError: (err) => {
+        errors.push(err);
+        wake?.();
+      },
+      clock,
+      fs: disk,
+    });
+    expect(watch.watchedDirs()).toBe(2);
+
+    // The same folder, still there: its watch itself failed (events may be missed there).
+    let seen = next();
+    disk.watchErrors.get('/r/sub')?.(new Error('the watch broke'));
+    await seen;
+    expect(errors).toEqual([new Error('the watch broke')]);
+    expect(emitted).toEqual([]);
+
+    // Replaced under its name (another inode): watched again, and reported so that it is walked.
+    disk.remove('/r/sub');
+    disk.mkdir('/r/sub');
+    seen = next();
+    disk.watchErrors.get('/r/sub')?.(new Error('gone with its folder'));
+    await seen;
+    expect(emitted).toEqual([{ kind: 'addDir', path: 'sub', at: 10_000 }]);
+    await vi.waitFor(() => expect(watch.watchedDirs()).toBe(2));
+    expect(disk.watchers.has('/r/sub')).toBe(true);
+    expect(errors).toHaveLength(1);
+    watch.close();
+    expect(disk.watchers.size).toBe(0);
   });
 });
