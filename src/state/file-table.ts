@@ -206,13 +206,6 @@ function hashOf(path: string): number {
 }
 
 /**
- * Document ids are packed by their shape: the id with each lowercase hex digit a
- * placeholder (`doc_` + 32 digits, a UUID's 8-4-4-4-12, a 24-digit ObjectId). A table holds
- * a handful of shapes; the digits of an id, at most ID_DIGITS of them, go in ID_BYTES bytes
- * (`doc_` + 32 digits has 34: the `d` and `c` are digits too).
- * An id of another form (more digits, a 256th shape) is kept as a string.
- */
-/**
  * A set of a table's entries' paths, a byte a row (FileTable.marks): what a pass vouched for
  * (the walk) or confirmed (the listing). A restart's million paths then take a byte each,
  * not a set entry, and no string of their own: a Set of the table's paths would internalize
@@ -277,6 +270,13 @@ export class EntryMarks implements Iterable<string> {
   }
 }
 
+/**
+ * Document ids are packed by their shape: the id with each lowercase hex digit a
+ * placeholder (`doc_` + 32 digits, a UUID's 8-4-4-4-12, a 24-digit ObjectId). A table holds
+ * a handful of shapes; the digits of an id, at most ID_DIGITS of them, go in ID_BYTES bytes
+ * (`doc_` + 32 digits has 34: the `d` and `c` are digits too).
+ * An id of another form (more digits, a 256th shape) is kept as a string.
+ */
 const ID_DIGITS = 2 * ID_BYTES;
 const MAX_SHAPES = 255;
 
