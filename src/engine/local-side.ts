@@ -5,7 +5,7 @@
 import type { RootStatus } from './guards.js';
 import type { StatNow } from './racy.js';
 import type { OpenedFile } from '../api/records.js';
-import type { HashedFile, LocalFileInfo, PathSet } from './plan.js';
+import type { HashedFile, LocalFileInfo, MutablePathSet, PathSet } from './plan.js';
 
 /** What a scan of the mapped folder found. */
 export interface ScanResult {
@@ -31,7 +31,7 @@ export interface ScanOptions {
    */
   vouch?: ((path: string, stat: StatNow) => boolean) | undefined;
   /** Where those paths are kept (ScanResult.vouched): the state's marks (EntryMarks). Default a new Set. */
-  vouched?: (PathSet & { add(path: string): unknown; delete(path: string): boolean }) | undefined;
+  vouched?: MutablePathSet | undefined;
 }
 
 /**

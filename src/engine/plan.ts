@@ -60,6 +60,12 @@ export interface PathSet extends Iterable<string> {
   has(path: string): boolean;
 }
 
+/** A PathSet a scan fills (ScanOptions.vouched, the walk's WalkOptions.vouched). */
+export interface MutablePathSet extends PathSet {
+  add(path: string): unknown;
+  delete(path: string): boolean;
+}
+
 /**
  * PlanInput.confirmed's rule: the path whose state entry the listed `doc` is exactly (ours
  * by the owner rule, recorded at the path its metadata names with the entry's content,

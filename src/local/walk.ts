@@ -21,6 +21,7 @@ import type { PathFilter } from './filters.js';
 import { LifoQueue } from './lifo-queue.js';
 import { diskPathOf, isInside } from './paths.js';
 import { nfc } from '../unicode.js';
+import type { MutablePathSet } from '../engine/plan.js';
 
 export type RootStatus = 'ok' | 'missing' | 'not-a-directory' | 'unreadable';
 
@@ -89,15 +90,7 @@ export interface WalkResult {
    * Files the caller's `vouch` answered true for: left out of `files` (their stat is the
    * caller's already), each at the disk path `join(root, path)`.
    */
-  vouched: VouchedPaths;
-}
-
-/** Where a walk keeps the paths `vouch` answered true for: a Set, or the state's (state/file-table.ts EntryMarks). */
-export interface VouchedPaths extends Iterable<string> {
-  readonly size: number;
-  has(path: string): boolean;
-  add(path: string): unknown;
-  delete(path: string): boolean;
+  vouched: MutablePathSet;
 }
 
 /**
@@ -137,7 +130,7 @@ export interface WalkOptions {
    */
   vouch?: ((path: string, stat: WalkStat) => boolean) | undefined;
   /** Where the vouched paths are kept (WalkResult.vouched): every one `vouch` answered true for. Default a new Set. */
-  vouched?: VouchedPaths | undefined;
+  vouched?: MutablePathSet | undefined;
 }
 
 /**
