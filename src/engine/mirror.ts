@@ -16,7 +16,7 @@ import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './gu
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver, type PassReport } from './pass-report.js';
-import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PathSet, type PlanResult } from './plan.js';
+import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, NO_PATHS, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PathSet, type PlanResult } from './plan.js';
 import { renamedFromVanished, StabilityWindow } from './stability.js';
 import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
@@ -149,9 +149,6 @@ interface RemoteListing {
  * "Session 22"). Far below it a collection's pause buys nothing.
  */
 const COLLECT_FROM_FILES = 50_000;
-
-/** No path: a round without a listing confirms none. */
-const NO_PATHS: PathSet = new Set<string>();
 
 /** Files hashed at once: enough to keep the libuv pool busy (each hash is a few small calls). */
 const HASH_CONCURRENCY = 16;

@@ -325,7 +325,8 @@ function sameRecord(entry: FileEntry, file: HashedFile): boolean {
 
 const NO_DOCS: readonly KnownDoc[] = Object.freeze([]);
 const NO_UPLOADS: RemoteView['uploadsOf'] = { unfound: () => [] };
-const NO_PATHS: PathSet = new Set<string>();
+/** No path (a plan without vouched or confirmed paths; a round without a listing). */
+export const NO_PATHS: PathSet = new Set<string>();
 
 /** A remote document as the planner understands it. */
 interface KnownDoc {
