@@ -166,6 +166,8 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     expect(Object.keys(config.Volumes)).toEqual(['/var/lib/dssync']);
     expect(config.StopSignal).toBe('SIGTERM');
     expect(config.Env).toContain('CREDENTIALS_DIRECTORY=/run/secrets/dssync');
+    // glibc's malloc as the systemd units set it (docs/deploy.md): memory at rest.
+    expect(config.Env).toEqual(expect.arrayContaining(['MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072']));
     expect(healthcheck[0]).toBe('CMD');
     expect(healthcheck.join(' ')).toContain('/healthz');
   });

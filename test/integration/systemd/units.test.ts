@@ -179,6 +179,8 @@ describe.each(UNITS)('$file', (unit) => {
     expect(environment(unit.file).get('NODE_ENV')).toBe('production');
     // Two malloc arenas: the threads' freed memory is not kept resident at rest.
     expect(environment(unit.file).get('MALLOC_ARENA_MAX')).toBe('2');
+    // A fixed mmap threshold: the restart's large buffers go back to the kernel when freed.
+    expect(environment(unit.file).get('MALLOC_MMAP_THRESHOLD_')).toBe('131072');
   });
 
   it('reloads with SIGHUP, stops with SIGTERM leaving the daemon its 10 s, restarts after a crash but not after a config or token error', () => {
