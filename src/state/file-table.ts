@@ -4,7 +4,9 @@
  * One row per file, in columns: the numbers of a FileEntry in one Float64Array (NaN for a
  * stat field that is unknown), the sha256 as 32 raw bytes, `syncedAt` as the index of one of
  * a few distinct strings (the entries of a pass were synced within seconds), the document id
- * as a string. An index finds a path's row; a deleted row goes to a free list and is reused.
+ * as its hex digits packed by its shape, the path as UTF-8 bytes (path-column.ts): no string
+ * of a path is kept, one is made when a path is read. An index finds a path's row; a deleted
+ * row goes to a free list and is reused.
  *
  * Readers see `ReadonlyFileTable`: `get` makes a fresh FileEntry (read-only by contract: a
  * change to it changes nothing), `documentIdOf` reads one field without making one. The
@@ -16,6 +18,7 @@
  * writer can forget it). A loaded table's rows are in the file's order, so a snapshot of
  * an unchanged state has the lines of the file it was loaded from, in the same order.
  */
+import { PathColumn } from './path-column.js';
 import { CTIME, DEV, DIGIT, encodeRows, HASHED, HEX_CODES, ID_BYTES, idFrom, idIs, INO, MTIME, NUMS, SHA_BYTES, SIZE, type EncodedRows, type RowsData } from './row-lines.js';
 
 export interface FileEntry {
@@ -111,9 +114,9 @@ export interface ReadonlyFileTable extends Iterable<[string, FileEntry]> {
   /** The entry's document id, without making the entry. */
   documentIdOf(path: string): string | undefined;
   /**
-   * When the entry records document `documentId` with content `sha256`: the table's own copy
-   * of the path and the entry's size and mtime (what a listing's confirmation needs); else
-   * undefined. Compared in the table's columns: no entry and none of its strings is made.
+   * When the entry records document `documentId` with content `sha256`: the path and the
+   * entry's size and mtime (what a listing's confirmation needs); else undefined. Compared in
+   * the table's columns: no entry and none of its strings is made.
    */
   recording(path: string, documentId: string, sha256: string): { path: string; size: number; mtimeMs: number } | undefined;
   /** The entry's sha256, without making the entry. */
@@ -281,8 +284,8 @@ const ID_DIGITS = 2 * ID_BYTES;
 const MAX_SHAPES = 255;
 
 export class FileTable implements ReadonlyFileTable {
-  /** Row -> path (undefined: a free row). */
-  private paths: (string | undefined)[] = [];
+  /** Row -> path (none: a free row). */
+  private readonly paths = new PathColumn();
   /** The columns, BLOCK_ROWS rows a block (the first one smaller while the table is). */
   private readonly blocks: Block[];
   /**
@@ -373,11 +376,11 @@ export class FileTable implements ReadonlyFileTable {
     if (row < 0 || !this.idIs(row, documentId) || !this.shaIs(row, sha256)) return undefined;
     const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
     const o = (row & BLOCK_MASK) * NUMS;
-    return { path: this.paths[row]!, size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
+    return { path, size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
   }
 
   marks(): EntryMarks {
-    const m = new EntryMarks((path) => this.rowOf(path), (row) => this.paths[row]!, this.end);
+    const m = new EntryMarks((path) => this.rowOf(path), (row) => this.paths.get(row)!, this.end);
     for (const ref of this.liveMarks) if (ref.deref() === undefined) this.liveMarks.delete(ref);
     this.liveMarks.add(new WeakRef(m));
     return m;
@@ -386,7 +389,7 @@ export class FileTable implements ReadonlyFileTable {
   *keys(): IterableIterator<string> {
     const paths = this.paths;
     for (let row = 0; row < this.end; row++) {
-      const path = paths[row];
+      const path = paths.get(row);
       if (path !== undefined) yield path;
     }
   }
@@ -399,7 +402,7 @@ export class FileTable implements ReadonlyFileTable {
     const idHashes = new Uint32Array(this.end);
     const paths = this.paths;
     for (let row = 0; row < this.end; row++) {
-      if (paths[row] === undefined) continue;
+      if (!paths.has(row)) continue;
       const h = hashOf(this.idAt(row));
       idHashes[row] = h;
       let i = h & mask;
@@ -412,7 +415,7 @@ export class FileTable implements ReadonlyFileTable {
       // Rows were put in row order: the last match along the probe is the last row.
       for (let i = h & mask; slots[i] !== 0; i = (i + 1) & mask) {
         const row = slots[i]! - 1;
-        if (idHashes[row] === h && this.idAt(row) === documentId) found = paths[row];
+        if (idHashes[row] === h && this.idAt(row) === documentId) found = paths.get(row);
       }
       return found;
     };
@@ -421,7 +424,7 @@ export class FileTable implements ReadonlyFileTable {
   *entries(): IterableIterator<[string, FileEntry]> {
     const paths = this.paths;
     for (let row = 0; row < this.end; row++) {
-      const path = paths[row];
+      const path = paths.get(row);
       if (path !== undefined) yield [path, this.entryAt(row)];
     }
   }
@@ -472,7 +475,7 @@ export class FileTable implements ReadonlyFileTable {
     this.unslot(slots, slot);
     this.partCounts[h >>> PART_SHIFT] = this.partCounts[h >>> PART_SHIFT]! - 1;
     this.count--;
-    this.paths[row] = undefined;
+    this.paths.clear(row);
     for (const ref of this.liveMarks) ref.deref()?.unmarkRow(row);
     this.oddIds?.delete(row);
     this.oddSha?.delete(row);
@@ -481,10 +484,6 @@ export class FileTable implements ReadonlyFileTable {
     return true;
   }
 
-  /**
-   * A row keeps the path as handed in. No Map or Set of a pass is keyed by the table's paths
-   * (EntryMarks): V8 would internalize each one, a string table entry per path at rest.
-   */
   private write(path: string, documentId: string, size: number, mtimeMs: number, sha256: string, syncedAt: string, hashedAt: number, ctimeMs: number, dev: number, ino: number): void {
     const h = hashOf(path);
     const part = h >>> PART_SHIFT;
@@ -496,12 +495,11 @@ export class FileTable implements ReadonlyFileTable {
       if (reused === undefined) {
         if (this.end === this.capacity) this.grow();
         row = this.end++;
-        this.paths.push(path);
       } else {
         row = reused;
         this.beforeChange(row);
-        this.paths[row] = path;
       }
+      this.paths.set(row, path);
       const b = this.blocks[row >>> BLOCK_SHIFT]!;
       b.hashes[row & BLOCK_MASK] = h;
       if (2 * (this.partCounts[part]! + 1) > this.index[part]!.length) {
@@ -551,7 +549,7 @@ export class FileTable implements ReadonlyFileTable {
     for (let i = h & mask; ; i = (i + 1) & mask) {
       const r = slots[i]!;
       if (r === 0) return i;
-      if (this.hashAt(r - 1) === h && this.paths[r - 1] === path) return i;
+      if (this.hashAt(r - 1) === h && this.paths.equals(r - 1, path)) return i;
     }
   }
 
@@ -806,7 +804,8 @@ export class FileTable implements ReadonlyFileTable {
     const block = this.blocks[from >>> BLOCK_SHIFT]!;
     const a = from & BLOCK_MASK;
     const b = a + (to - from);
-    const paths = this.paths.slice(from, to);
+    const paths: (string | undefined)[] = [];
+    for (let row = from; row < to; row++) paths.push(this.paths.get(row));
     const synced = new Uint32Array(paths.length);
     const syncedJson: string[] = [];
     const syncedLocal = new Map<number, number>();
