@@ -64,9 +64,10 @@ export class PathColumn {
     return len === path.length;
   }
 
-  /** Sets the path of a row that has none (a new row, or one cleared). */
+  /** Sets the path of a row (a new row, or one cleared: a path it still has is cleared first). */
   set(row: number, path: string): void {
     if (row >= this.lens.length) this.grow(row + 1);
+    else if (this.lens[row] !== 0) this.clear(row);
     const bytes = Buffer.byteLength(path, 'utf8');
     if (bytes === 0 || bytes >= ODD || !path.isWellFormed()) {
       this.odd.set(row, path);

@@ -64,6 +64,19 @@ describe('PathColumn', () => {
     }
   });
 
+  it('a path set over a row that has one replaces it', () => {
+    const column = new PathColumn();
+    column.set(0, 'first/path.txt');
+    column.set(0, 'second/é.txt');
+    expect(column.get(0)).toBe('second/é.txt');
+    expect(column.equals(0, 'first/path.txt')).toBe(false);
+    column.set(0, 'lone-\ud800');
+    column.set(0, 'third');
+    expect(column.get(0)).toBe('third');
+    column.clear(0);
+    expect(column.has(0)).toBe(false);
+  });
+
   it('tells paths apart that differ only past ASCII or by their byte count', () => {
     const column = new PathColumn();
     column.set(0, 'a/é.txt');
