@@ -63,10 +63,22 @@ const BLOCK_MASK = BLOCK_ROWS - 1;
 const PART_SHIFT = 26;
 const PARTS = 1 << (32 - PART_SHIFT);
 
+/**
+ * Numbers per row in a block: a snapshot row's (row-lines.ts NUMS: size, mtimeMs, hashedAt,
+ * ctimeMs at the same places) but the device, which is one of the table's few (Block.devs);
+ * the inode last.
+ */
+const BLOCK_NUMS = NUMS - 1;
+const BLOCK_INO = 4;
+/** Block.devs of a device kept in FileTable.oddDevs (-0, or past the 65,534th device). */
+const ODD_DEV = 0xffff;
+
 /** The columns of up to BLOCK_ROWS rows. */
 interface Block {
-  /** size, mtimeMs, hashedAt, ctimeMs, dev, ino per row (NUMS). */
+  /** size, mtimeMs, hashedAt, ctimeMs, ino per row (BLOCK_NUMS). */
   nums: Float64Array;
+  /** The device: an index into FileTable.devices (0: unknown), or ODD_DEV. */
+  devs: Uint16Array;
   /** sha256, SHA_BYTES per row (a Buffer for its hex encoding). */
   sha: Buffer;
   /** Index into the table's distinct syncedAt values. */
@@ -81,7 +93,8 @@ interface Block {
 
 function newBlock(rows: number): Block {
   return {
-    nums: new Float64Array(rows * NUMS),
+    nums: new Float64Array(rows * BLOCK_NUMS),
+    devs: new Uint16Array(rows),
     sha: Buffer.alloc(rows * SHA_BYTES),
     synced: new Uint32Array(rows),
     hashes: new Uint32Array(rows),
@@ -94,6 +107,7 @@ function newBlock(rows: number): Block {
 function grownBlock(b: Block, rows: number): Block {
   const g = newBlock(rows);
   g.nums.set(b.nums);
+  g.devs.set(b.devs);
   b.sha.copy(g.sha);
   g.synced.set(b.synced);
   g.hashes.set(b.hashes);
@@ -302,6 +316,13 @@ export class FileTable implements ReadonlyFileTable {
   private oddIds: Map<number, string> | undefined;
   /** Rows whose sha256 is not 64 lowercase hex digits (older or hand-made states): kept as strings. */
   private oddSha: Map<number, string> | undefined;
+  /**
+   * The devices of the rows (index 0: unknown), each once: a table's files are on a few. A
+   * device is kept once seen (at most ODD_DEV - 1 of them, then in oddDevs).
+   */
+  private readonly devices: number[] = [NaN];
+  private readonly deviceIndex = new Map<number, number>();
+  private oddDevs: Map<number, number> | undefined;
   private readonly syncedValues: string[] = [];
   /** Each distinct value's JSON (for the encoder). */
   private readonly syncedJson: string[] = [];
@@ -356,9 +377,9 @@ export class FileTable implements ReadonlyFileTable {
 
   private statAt(row: number): EntryStat {
     const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
-    const o = (row & BLOCK_MASK) * NUMS;
+    const o = (row & BLOCK_MASK) * BLOCK_NUMS;
     const known = (v: number): number | undefined => (v === v ? v : undefined);
-    return { size: n[o + SIZE]!, mtimeMs: n[o + MTIME]!, hashedAt: known(n[o + HASHED]!), ctimeMs: known(n[o + CTIME]!), dev: known(n[o + DEV]!), ino: known(n[o + INO]!) };
+    return { size: n[o + SIZE]!, mtimeMs: n[o + MTIME]!, hashedAt: known(n[o + HASHED]!), ctimeMs: known(n[o + CTIME]!), dev: known(this.devAt(row)), ino: known(n[o + BLOCK_INO]!) };
   }
 
   documentIdOf(path: string): string | undefined {
@@ -375,7 +396,7 @@ export class FileTable implements ReadonlyFileTable {
     const row = this.rowOf(path);
     if (row < 0 || !this.idIs(row, documentId) || !this.shaIs(row, sha256)) return undefined;
     const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
-    const o = (row & BLOCK_MASK) * NUMS;
+    const o = (row & BLOCK_MASK) * BLOCK_NUMS;
     return { path, size: n[o + SIZE]!, mtimeMs: n[o + MTIME]! };
   }
 
@@ -479,6 +500,7 @@ export class FileTable implements ReadonlyFileTable {
     for (const ref of this.liveMarks) ref.deref()?.unmarkRow(row);
     this.oddIds?.delete(row);
     this.oddSha?.delete(row);
+    this.oddDevs?.delete(row);
     this.releaseSynced(this.blocks[row >>> BLOCK_SHIFT]!.synced[row & BLOCK_MASK]!);
     this.free.push(row);
     return true;
@@ -522,14 +544,32 @@ export class FileTable implements ReadonlyFileTable {
   }
 
   private writeNums(row: number, size: number, mtimeMs: number, hashedAt: number, ctimeMs: number, dev: number, ino: number): void {
-    const o = (row & BLOCK_MASK) * NUMS;
-    const n = this.blocks[row >>> BLOCK_SHIFT]!.nums;
+    const o = (row & BLOCK_MASK) * BLOCK_NUMS;
+    const b = this.blocks[row >>> BLOCK_SHIFT]!;
+    const n = b.nums;
     n[o + SIZE] = size;
     n[o + MTIME] = mtimeMs;
     n[o + HASHED] = hashedAt;
     n[o + CTIME] = ctimeMs;
-    n[o + DEV] = dev;
-    n[o + INO] = ino;
+    n[o + BLOCK_INO] = ino;
+    let d = 0;
+    if (dev === dev) d = Object.is(dev, -0) ? ODD_DEV : (this.deviceIndex.get(dev) ?? this.addDevice(dev));
+    b.devs[row & BLOCK_MASK] = d;
+    if (d === ODD_DEV) (this.oddDevs ??= new Map()).set(row, dev);
+    else this.oddDevs?.delete(row);
+  }
+
+  /** The index of a device not seen before, or ODD_DEV once the column's indexes are taken. */
+  private addDevice(dev: number): number {
+    if (this.devices.length >= ODD_DEV) return ODD_DEV;
+    this.deviceIndex.set(dev, this.devices.length);
+    return this.devices.push(dev) - 1;
+  }
+
+  /** The row's device (NaN: unknown). */
+  private devAt(row: number): number {
+    const d = this.blocks[row >>> BLOCK_SHIFT]!.devs[row & BLOCK_MASK]!;
+    return d === ODD_DEV ? this.oddDevs!.get(row)! : this.devices[d]!;
   }
 
   private hashAt(row: number): number {
@@ -725,7 +765,7 @@ export class FileTable implements ReadonlyFileTable {
   private entryAt(row: number): FileEntry {
     const block = this.blocks[row >>> BLOCK_SHIFT]!;
     const n = block.nums;
-    const o = (row & BLOCK_MASK) * NUMS;
+    const o = (row & BLOCK_MASK) * BLOCK_NUMS;
     const documentId = this.idAt(row);
     const size = n[o + SIZE] as number;
     const mtimeMs = n[o + MTIME] as number;
@@ -733,8 +773,8 @@ export class FileTable implements ReadonlyFileTable {
     const syncedAt = this.syncedValues[block.synced[row & BLOCK_MASK]!] as string;
     const hashedAt = n[o + HASHED] as number;
     const ctimeMs = n[o + CTIME] as number;
-    const dev = n[o + DEV] as number;
-    const ino = n[o + INO] as number;
+    const dev = this.devAt(row);
+    const ino = n[o + BLOCK_INO] as number;
     // What a pass records: one literal of nine fields (one shape for the readers' hot loops).
     if (hashedAt === hashedAt && ctimeMs === ctimeMs && dev === dev && ino === ino) {
       return { documentId, size, mtimeMs, sha256, syncedAt, hashedAt, ctimeMs, dev, ino };
@@ -814,9 +854,19 @@ export class FileTable implements ReadonlyFileTable {
     const shapeLocal: number[] = [];
     let oddIds: Map<number, string> | undefined;
     let oddSha: Map<number, string> | undefined;
+    // A snapshot row's numbers (row-lines.ts NUMS), the device read from the table's.
+    const nums = new Float64Array(paths.length * NUMS);
     for (let i = 0; i < paths.length; i++) {
       if (paths[i] === undefined) continue;
       const row = from + i;
+      const o = (a + i) * BLOCK_NUMS;
+      const t = i * NUMS;
+      nums[t + SIZE] = block.nums[o + SIZE]!;
+      nums[t + MTIME] = block.nums[o + MTIME]!;
+      nums[t + HASHED] = block.nums[o + HASHED]!;
+      nums[t + CTIME] = block.nums[o + CTIME]!;
+      nums[t + DEV] = this.devAt(row);
+      nums[t + INO] = block.nums[o + BLOCK_INO]!;
       const s = block.synced[a + i]!;
       let l = syncedLocal.get(s);
       if (l === undefined) {
@@ -834,7 +884,7 @@ export class FileTable implements ReadonlyFileTable {
     // Copies with buffers of their own: a view would carry its whole block to a worker.
     return {
       paths,
-      nums: block.nums.slice(a * NUMS, b * NUMS),
+      nums,
       sha: new Uint8Array(block.sha.subarray(a * SHA_BYTES, b * SHA_BYTES)),
       oddSha,
       synced,

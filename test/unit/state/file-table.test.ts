@@ -162,7 +162,7 @@ describe('FileTable', () => {
     expect(new FileTable().documentIndex()('x')).toBeUndefined();
   });
 
-  it('holds its rows across blocks of columns (a table past its first block)', () => {
+  it('holds its rows across blocks of columns (a table past its first block), and more devices than its device column indexes', () => {
     const rnd = rng(13);
     // Entries of every shape, each used for many rows: the rows differ by path.
     const shapes = Array.from({ length: 500 }, (_, i) => randomEntry(rnd, i));
@@ -170,7 +170,10 @@ describe('FileTable', () => {
     const table = new FileTable();
     const model = new Map<string, FileEntry>();
     for (let i = 0; i < rows; i++) {
-      const e = shapes[i % shapes.length]!;
+      // Most on a device of their own: 63,000 devices here, 3,000 more below, past the
+      // 65,534 a table indexes (the rest are kept by row).
+      const shape = shapes[i % shapes.length]!;
+      const e = i % 10 === 0 ? shape : { ...shape, dev: 1_000 + i };
       table.set(`big/${i}`, e);
       model.set(`big/${i}`, e);
     }
@@ -179,7 +182,7 @@ describe('FileTable', () => {
       model.delete(`big/${i}`);
     }
     for (let i = 0; i < 3000; i++) {
-      const e = randomEntry(rnd, i);
+      const e = { ...randomEntry(rnd, i), dev: 500_000 + i };
       table.set(`again/${i}`, e); // into freed rows, in every block
       model.set(`again/${i}`, e);
     }
@@ -188,8 +191,21 @@ describe('FileTable', () => {
     expect([...model].filter(([p, e]) => !isDeepStrictEqual(table.get(p), e)).map(([p]) => p)).toEqual([]);
     const copy = table.clone();
     expect(copy.size).toBe(model.size);
-    for (const p of ['big/1', 'big/65537', `big/${rows - 1}`, 'again/2999']) expect(copy.get(p)).toStrictEqual(model.get(p));
+    for (const p of ['big/1', 'big/65537', `big/${rows - 1}`, 'again/2998', 'again/2999']) expect(copy.get(p)).toStrictEqual(model.get(p));
     expect(linesOf(copy)).toEqual(linesOf(table));
+  });
+
+  it("gives back each entry's device as it was set: -0, unknown, one shared, one of its own", () => {
+    const table = new FileTable();
+    const base = { documentId: 'doc_1', size: 1, mtimeMs: 2, sha256: 'a'.repeat(64), syncedAt: '2026-11-30T00:00:00.000Z', hashedAt: 3, ctimeMs: 4, ino: 5 };
+    const devs = [-0, 0, 2049, 2049, 2 ** 53 - 1, undefined];
+    devs.forEach((dev, i) => table.set(`f${i}`, { ...base, dev }));
+    devs.forEach((dev, i) => expect(Object.is(table.statOf(`f${i}`)!.dev, dev)).toBe(true));
+    table.delete('f0');
+    table.set('f9', { ...base, dev: 7 }); // into f0's row
+    expect(table.statOf('f9')!.dev).toBe(7);
+    // Unknown: absent from the entry, not undefined.
+    expect(table.get('f5')).toStrictEqual(base);
   });
 
   it('a read entry is a copy: changing it changes nothing', () => {
