@@ -2,11 +2,11 @@
  * The files of a mapping in compact form (issue 16, docs/performance.md "A million files").
  *
  * One row per file, in columns: the numbers of a FileEntry in one Float64Array (NaN for a
- * stat field that is unknown), the sha256 as 32 raw bytes, `syncedAt` as the index of one of
- * a few distinct strings (the entries of a pass were synced within seconds), the document id
- * as its hex digits packed by its shape, the path as UTF-8 bytes (path-column.ts): no string
- * of a path is kept, one is made when a path is read. An index finds a path's row; a deleted
- * row goes to a free list and is reused.
+ * stat field that is unknown) but the device, an index into the table's few; the sha256 as
+ * 32 raw bytes; `syncedAt` as the index of one of a few distinct strings (the entries of a
+ * pass were synced within seconds); the document id as its hex digits packed by its shape;
+ * the path as UTF-8 bytes (path-column.ts): no string of a path is kept, one is made when a
+ * path is read. An index finds a path's row; a deleted row goes to a free list and is reused.
  *
  * Readers see `ReadonlyFileTable`: `get` makes a fresh FileEntry (read-only by contract: a
  * change to it changes nothing), `documentIdOf` reads one field without making one. The
