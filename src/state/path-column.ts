@@ -14,6 +14,8 @@
 const PAGE_SHIFT = 20;
 const PAGE_BYTES = 1 << PAGE_SHIFT;
 const OFFSET_MASK = PAGE_BYTES - 1;
+/** Pages a column can address (4 GiB of paths). */
+const MAX_PAGES = 2 ** (32 - PAGE_SHIFT);
 /** A row's length: 0 for a row without a path, ODD for a path kept as a string. */
 const ODD = 0xffff;
 const FIRST_ROWS = 8;
@@ -74,10 +76,7 @@ export class PathColumn {
       this.lens[row] = ODD;
       return;
     }
-    if (this.fill + bytes > PAGE_BYTES) {
-      this.pages.push(Buffer.alloc(PAGE_BYTES));
-      this.fill = 0;
-    }
+    if (this.fill + bytes > PAGE_BYTES) this.newPage();
     const page = this.pages.length - 1;
     this.pages[page]!.write(path, this.fill, bytes, 'utf8');
     this.at[row] = (page << PAGE_SHIFT) | this.fill;
@@ -100,7 +99,16 @@ export class PathColumn {
     if (this.left > this.used && this.left > PAGE_BYTES) this.compact();
   }
 
+  private newPage(): void {
+    if (this.pages.length === MAX_PAGES) throw new Error(`a table's paths take more than ${MAX_PAGES} pages of ${PAGE_BYTES} bytes`);
+    this.pages.push(Buffer.alloc(PAGE_BYTES));
+    this.fill = 0;
+  }
+
   private equalsEncoded(page: Buffer, from: number, len: number, path: string): boolean {
+    // A path that is not well-formed is kept as a string (set): UTF-8 would turn its lone
+    // surrogates into U+FFFD, the bytes of another path.
+    if (!path.isWellFormed()) return false;
     if (scratch.length < 3 * path.length) scratch = Buffer.allocUnsafe(3 * path.length);
     const n = scratch.write(path, 0, 'utf8');
     return n === len && page.compare(scratch, 0, n, from, from + len) === 0;
@@ -127,10 +135,7 @@ export class PathColumn {
     for (let row = 0; row < lens.length; row++) {
       const len = lens[row]!;
       if (len === 0 || len === ODD) continue;
-      if (this.fill + len > PAGE_BYTES) {
-        this.pages.push(Buffer.alloc(PAGE_BYTES));
-        this.fill = 0;
-      }
+      if (this.fill + len > PAGE_BYTES) this.newPage();
       const at = this.at[row]!;
       const from = at & OFFSET_MASK;
       const page = this.pages.length - 1;

@@ -91,5 +91,9 @@ describe('PathColumn', () => {
     expect(column.equals(2, 'ab')).toBe(false);
     expect(column.equals(2, 'abcd')).toBe(false);
     expect(column.equals(3, 'abc')).toBe(false);
+    // A lone surrogate is not U+FFFD, though UTF-8 would encode it as one.
+    column.set(4, 'x/\ufffd');
+    expect(column.equals(4, 'x/\ud800')).toBe(false);
+    expect(column.equals(4, 'x/\ufffd')).toBe(true);
   });
 });
