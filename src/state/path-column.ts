@@ -51,7 +51,7 @@ export class PathColumn {
 
   /** get(row) === path, compared in place. */
   equals(row: number, path: string): boolean {
-    const len = this.lens[row]!;
+    const len = this.lens[row] ?? 0;
     if (len === ODD) return this.odd.get(row) === path;
     // UTF-8 takes at least a byte a UTF-16 unit.
     if (len === 0 || path.length > len) return false;
