@@ -7,8 +7,9 @@
  * key (a watched folder's path) would cost two strings at rest, ~70 B instead of ~48 for a
  * path of 27 characters (a heap snapshot of the idle daemon over a million files held
  * 800,000 forwards of the state's paths; docs/performance.md "Session 24"). Internalized
- * when kept, it is one string, and a set of it copies nothing. The state's paths are kept
- * out of maps and sets instead (state/file-table.ts EntryMarks): an internalized string
+ * when kept, it is one string, and a set of it copies nothing. The state keeps no string of
+ * a path at all (its UTF-8 bytes: state/path-column.ts), and a pass marks its rows rather
+ * than putting its paths in sets (state/file-table.ts EntryMarks): an internalized string
  * also costs an entry of V8's string table.
  *
  * A Set hands back the internalized key it holds. That is V8's behaviour, not the language's:
