@@ -4,8 +4,9 @@
  * hundreds of modules), it installs the signal handlers — a SIGHUP in the first moments of
  * `dssync run` must not kill the daemon — and checks the open-file limit, under which the
  * loading itself fails (EMFILE) and the operator must be told which limit and what to set;
- * it holds the heap's growth to what a daemon of a million files needs (heap-growth.ts);
- * and it turns on Node's compile cache, which must be on before the rest is compiled
+ * `dssync run` started without glibc's malloc settings starts again with them at once
+ * (malloc-env.ts); it holds the heap's growth to what a daemon of a million files needs
+ * (heap-growth.ts); and it turns on Node's compile cache, which must be on before the rest is compiled
  * (compile-cache.ts).
  */
 import { FDS_TO_LOAD, FDS_WARN_DAEMON, fdLimitAdvice, isFdExhaustion, openFileLimit } from './fd-limit.js';
@@ -14,17 +15,20 @@ import { disposition } from '../errors/disposition.js';
 import { installSignalHandlers } from './signals.js';
 import { startCompileCache } from './compile-cache.js';
 import { tooOldNode } from './runtime-check.js';
+import { execWithMallocEnv } from './malloc-env.js';
 
 const tooOld = tooOldNode(process.versions.node);
 if (tooOld !== undefined) {
   process.stderr.write(`${tooOld}\n`);
   process.exit(2);
 }
+const args = process.argv.slice(2);
+const command = args.find((a) => !a.startsWith('-'));
+// Before anything else: it replaces this process (nothing done before it would count).
+if (command === 'run') execWithMallocEnv();
 limitHeapGrowth();
 startCompileCache();
 
-const args = process.argv.slice(2);
-const command = args.find((a) => !a.startsWith('-'));
 // The daemon keeps what arrives while it starts; other commands end as by default until
 // they take the signals themselves.
 installSignalHandlers({ hold: command === 'run' });

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { checkFolderConvergence, TOKEN, type Workspace, fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
 import { readStateFile } from '../../../src/state/store.js';
+import { MALLOC_ENV } from '../../../src/cli/malloc-env.js';
 import { requireBuiltBinary, runCli } from '../cli/run-cli.js';
 import { daemonWorkspace, startDaemon, waitConverged, waitFor, waitIdle, type DaemonProcess } from './daemon-process.js';
 
@@ -140,6 +141,27 @@ describe('dssync run: process life', () => {
     expect(second.stderr).toContain(String(d.pid));
     expect((await d.healthz()).body.status).toBe('ok');
     expect((await d.stop()).code).toBe(0);
+  });
+
+  it('started without glibc\'s malloc settings, runs under them as the same process; an operator\'s own value wins', { timeout: 60_000 }, async () => {
+    ws = await daemonWorkspace();
+    const environOf = async (pid: number): Promise<Map<string, string>> =>
+      new Map((await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as [string, string]));
+    const bare = await start(ws);
+    expect(Object.keys(ws.env).filter((k) => k.startsWith('MALLOC_'))).toEqual([]);
+    const env = await environOf(bare.pid);
+    for (const [k, v] of Object.entries(MALLOC_ENV)) expect(env.get(k), k).toBe(v);
+    // The same process: the pid its parent knows is the one it logs and locks the state with.
+    expect(bare.logs().find((l) => l.msg === 'dssync running')?.pid).toBe(bare.pid);
+    expect(env.get('DSSYNC_TOKEN')).toBe(ws.env.DSSYNC_TOKEN);
+    expect((await bare.stop()).code).toBe(0);
+
+    const own = await start(ws, { MALLOC_ARENA_MAX: '4' });
+    const ownEnv = await environOf(own.pid);
+    expect(ownEnv.get('MALLOC_ARENA_MAX')).toBe('4');
+    expect(ownEnv.get('MALLOC_MMAP_THRESHOLD_')).toBe(MALLOC_ENV.MALLOC_MMAP_THRESHOLD_);
+    expect(own.logs().find((l) => l.msg === 'dssync running')?.pid).toBe(own.pid);
+    expect((await own.stop()).code).toBe(0);
   });
 
   it('refuses a bad DSSYNC_RETRY_DELAY_MS before starting (exit 2, naming the variable)', { timeout: 30_000 }, async () => {
