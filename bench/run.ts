@@ -29,9 +29,10 @@
  *                   process's memory and event-loop delay, once a second, in PREFIX-<pid>.txt
  *   BENCH_SLOW_MS=N  steadyLatency logs each sample slower than N ms (default 2500; 0: all)
  *   DSSYNC_WATCHDOG_SECONDS=N  passed to the dssync processes (0: watchdog off)
- *   MALLOC_ARENA_MAX=N  passed to the dssync processes (2: as the image and the systemd units)
- *   MALLOC_MMAP_THRESHOLD_=N, GLIBC_TUNABLES=...  passed to the dssync processes (131072: as the
- *                   image and the systemd units)
+ *   MALLOC_ARENA_MAX=N  passed to the dssync processes (unset: `dssync run` sets 2 itself, as
+ *                   the image and the systemd units do; src/cli/malloc-env.ts)
+ *   MALLOC_MMAP_THRESHOLD_=N, GLIBC_TUNABLES=...  passed to the dssync processes (the threshold
+ *                   unset: `dssync run` sets 131072 itself)
  *   LD_PRELOAD=LIB, MALLOC_CONF=...  passed to the dssync processes (another allocator)
  *
  * dssync runs as real processes (the built binary); the service emulator runs in this
@@ -137,8 +138,8 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (process.env.BENCH_SIZES) n.push(`Sizes changed with BENCH_SIZES=${process.env.BENCH_SIZES}.`);
   if (process.env.DSSYNC_WATCHDOG_SECONDS !== undefined) n.push(`NOT the default watchdog: the dssync processes ran with DSSYNC_WATCHDOG_SECONDS=${process.env.DSSYNC_WATCHDOG_SECONDS}.`);
   if (process.env.LD_PRELOAD !== undefined) n.push(`The dssync processes ran with LD_PRELOAD=${process.env.LD_PRELOAD}${process.env.MALLOC_CONF === undefined ? '' : ` and MALLOC_CONF=${process.env.MALLOC_CONF}`}.`);
-  if (process.env.MALLOC_ARENA_MAX !== undefined) n.push(`The dssync processes ran with MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX} (the image and the systemd units set 2).`);
-  if (process.env.MALLOC_MMAP_THRESHOLD_ !== undefined) n.push(`The dssync processes ran with MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_} (the image and the systemd units set 131072).`);
+  if (process.env.MALLOC_ARENA_MAX !== undefined) n.push(`The dssync processes ran with MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX} (`dssync run`, the image and the systemd units set 2).`);
+  if (process.env.MALLOC_MMAP_THRESHOLD_ !== undefined) n.push(`The dssync processes ran with MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_} (`dssync run`, the image and the systemd units set 131072).`);
   if (process.env.GLIBC_TUNABLES !== undefined) n.push(`The dssync processes ran with GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES}.`);
   if (s.scaleRestart?.keptSet) n.push(`scaleRestart: the tree, seeded state and documents were reused from BENCH_SCALE_DIR=${process.env.BENCH_SCALE_DIR ?? ''} (bench/lib/kept-set.ts): setupSeconds is putting them back.`);
   if (s.scaleRestart?.seeded) n.push('scaleRestart: the first mirror was seeded (its state file and documents written directly, bench/lib/seed.ts), not run, then its lease left by a real `dssync sync` over it (the marker document, released, and its id kept beside the state): setupSeconds is the seeding and that sync, setupRssMB is not measured.');
