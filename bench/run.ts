@@ -138,8 +138,8 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (process.env.BENCH_SIZES) n.push(`Sizes changed with BENCH_SIZES=${process.env.BENCH_SIZES}.`);
   if (process.env.DSSYNC_WATCHDOG_SECONDS !== undefined) n.push(`NOT the default watchdog: the dssync processes ran with DSSYNC_WATCHDOG_SECONDS=${process.env.DSSYNC_WATCHDOG_SECONDS}.`);
   if (process.env.LD_PRELOAD !== undefined) n.push(`The dssync processes ran with LD_PRELOAD=${process.env.LD_PRELOAD}${process.env.MALLOC_CONF === undefined ? '' : ` and MALLOC_CONF=${process.env.MALLOC_CONF}`}.`);
-  if (process.env.MALLOC_ARENA_MAX !== undefined) n.push(`The dssync processes ran with MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX} (`dssync run`, the image and the systemd units set 2).`);
-  if (process.env.MALLOC_MMAP_THRESHOLD_ !== undefined) n.push(`The dssync processes ran with MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_} (`dssync run`, the image and the systemd units set 131072).`);
+  if (process.env.MALLOC_ARENA_MAX !== undefined) n.push(`The dssync processes ran with MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX} (dssync run, the image and the systemd units set 2).`);
+  if (process.env.MALLOC_MMAP_THRESHOLD_ !== undefined) n.push(`The dssync processes ran with MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_} (dssync run, the image and the systemd units set 131072).`);
   if (process.env.GLIBC_TUNABLES !== undefined) n.push(`The dssync processes ran with GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES}.`);
   if (s.scaleRestart?.keptSet) n.push(`scaleRestart: the tree, seeded state and documents were reused from BENCH_SCALE_DIR=${process.env.BENCH_SCALE_DIR ?? ''} (bench/lib/kept-set.ts): setupSeconds is putting them back.`);
   if (s.scaleRestart?.seeded) n.push('scaleRestart: the first mirror was seeded (its state file and documents written directly, bench/lib/seed.ts), not run, then its lease left by a real `dssync sync` over it (the marker document, released, and its id kept beside the state): setupSeconds is the seeding and that sync, setupRssMB is not measured.');
