@@ -34,6 +34,8 @@
  *   MALLOC_MMAP_THRESHOLD_=N, GLIBC_TUNABLES=...  passed to the dssync processes (the threshold
  *                   unset: `dssync run` sets 131072 itself)
  *   LD_PRELOAD=LIB, MALLOC_CONF=...  passed to the dssync processes (another allocator)
+ *   BENCH_BEFORE_START=CMD  run by /bin/sh right before each restart's daemon starts (e.g. the
+ *                   kept set's filesystem mounted again: a cold cache)
  *
  * dssync runs as real processes (the built binary); the service emulator runs in this
  * process. Build first: npm run build.
@@ -140,6 +142,7 @@ function notes(ctx: BenchContext, s: Record<string, Figures>): string[] {
   if (process.env.LD_PRELOAD !== undefined) n.push(`The dssync processes ran with LD_PRELOAD=${process.env.LD_PRELOAD}${process.env.MALLOC_CONF === undefined ? '' : ` and MALLOC_CONF=${process.env.MALLOC_CONF}`}.`);
   if (process.env.MALLOC_ARENA_MAX !== undefined) n.push(`The dssync processes ran with MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX} (dssync run, the image and the systemd units set 2).`);
   if (process.env.MALLOC_MMAP_THRESHOLD_ !== undefined) n.push(`The dssync processes ran with MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_} (dssync run, the image and the systemd units set 131072).`);
+  if (process.env.BENCH_BEFORE_START) n.push(`Each restart's daemon started right after BENCH_BEFORE_START=${process.env.BENCH_BEFORE_START} ran.`);
   if (process.env.GLIBC_TUNABLES !== undefined) n.push(`The dssync processes ran with GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES}.`);
   if (s.scaleRestart?.keptSet) n.push(`scaleRestart: the tree, seeded state and documents were reused from BENCH_SCALE_DIR=${process.env.BENCH_SCALE_DIR ?? ''} (bench/lib/kept-set.ts): setupSeconds is putting them back.`);
   if (s.scaleRestart?.seeded) n.push('scaleRestart: the first mirror was seeded (its state file and documents written directly, bench/lib/seed.ts), not run, then its lease left by a real `dssync sync` over it (the marker document, released, and its id kept beside the state): setupSeconds is the seeding and that sync, setupRssMB is not measured.');

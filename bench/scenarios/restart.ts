@@ -9,6 +9,7 @@
  * pass is done and after settling, CPU over a quiet window, the state file's size and the
  * time of its last write (a full re-encode).
  */
+import { execFileSync } from 'node:child_process';
 import { mkdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -188,6 +189,13 @@ export async function runRestart(
     const leaseWrites = countLeaseWrites(emu);
     const listings = countListings(emu);
     const configPath = await writeConfig({ dir, baseUrl: emu.url, share });
+    // BENCH_BEFORE_START: a command run right before the daemon starts (a cold cache: the
+    // kept set's filesystem mounted again; docs/performance.md, "A cold cache").
+    const before = process.env.BENCH_BEFORE_START;
+    if (before) {
+      execFileSync('/bin/sh', ['-c', before], { stdio: 'inherit' });
+      log(`${spec.name}: ran BENCH_BEFORE_START before the daemon's start`);
+    }
     const daemon = await startDaemon(configPath);
     try {
       let peak = 0;
