@@ -4,8 +4,8 @@
  * hundreds of modules), it installs the signal handlers — a SIGHUP in the first moments of
  * `dssync run` must not kill the daemon — and checks the open-file limit, under which the
  * loading itself fails (EMFILE) and the operator must be told which limit and what to set;
- * `dssync run` started without glibc's malloc settings starts again with them at once
- * (malloc-env.ts); it holds the heap's growth to what a daemon of a million files needs
+ * `dssync run` and `sync` started without glibc's malloc settings start again with them
+ * at once (malloc-env.ts); it holds the heap's growth to what a daemon of a million files needs
  * (heap-growth.ts); and it turns on Node's compile cache, which must be on before the rest is compiled
  * (compile-cache.ts).
  */
@@ -24,8 +24,8 @@ if (tooOld !== undefined) {
 }
 const args = process.argv.slice(2);
 const command = args.find((a) => !a.startsWith('-'));
-// Before anything else: it replaces this process (nothing done before it would count).
-if (command === 'run') execWithMallocEnv();
+// Before anything else: it may replace this process (nothing done before it would count).
+execWithMallocEnv(command);
 limitHeapGrowth();
 startCompileCache();
 

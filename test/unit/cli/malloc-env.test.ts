@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MALLOC_ENV, withMallocEnv } from '../../../src/cli/malloc-env.js';
+import { MALLOC_ENV, wantsMallocEnv, withMallocEnv } from '../../../src/cli/malloc-env.js';
 
 describe('withMallocEnv: the daemon\'s malloc settings', () => {
   it('adds both settings to an environment without them, and keeps everything else', () => {
@@ -21,5 +21,13 @@ describe('withMallocEnv: the daemon\'s malloc settings', () => {
     const given = { PATH: '/bin' };
     withMallocEnv(given);
     expect(given).toEqual({ PATH: '/bin' });
+  });
+});
+
+describe('wantsMallocEnv: which commands set them', () => {
+  it('the daemon and the one-pass mirror do; a command that holds no files does not', () => {
+    expect(wantsMallocEnv('run')).toBe(true);
+    expect(wantsMallocEnv('sync')).toBe(true);
+    for (const c of ['status', 'datasources', 'documents', 'probe', 'config', 'emulator', 'pause', undefined]) expect(wantsMallocEnv(c), String(c)).toBe(false);
   });
 });
