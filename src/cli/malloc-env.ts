@@ -1,5 +1,5 @@
 /**
- * glibc's malloc settings of the daemon (docs/deploy.md, "Memory"):
+ * glibc's malloc settings of the commands that hold a mapping's files (docs/deploy.md, "Memory"):
  * - `MALLOC_ARENA_MAX=2`: two arenas rather than eight a core, each holding its own free
  *   memory;
  * - `MALLOC_MMAP_THRESHOLD_=131072`: glibc's own starting threshold, held fixed. Left to
