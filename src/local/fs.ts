@@ -17,7 +17,7 @@
  * Behind the LocalFs interface so that tests can inject failures (EACCES as root, EIO, a
  * file vanishing between two calls) that a real disk cannot produce on demand.
  */
-import { close, constants, fstat, lstat, open, read, readdir, readlink, realpath, stat, watch as fsWatch } from 'node:fs';
+import { close, constants, fstat, lstat, open, read, readdir, readlink, realpath, stat } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
@@ -25,16 +25,13 @@ import { sharedFolderLister } from './folder-lister.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
 import { openCheckedSteps, readSteps, type OpenRequest, type RawRead, type RawStats, type Refusal } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
+import { watchFolder, type FolderWatcher, type WatchListener } from './watch/inotify.js';
 import type { OpenedFile as UploadOpenedFile } from '../api/records.js';
 import { call, errorCode, runAsync, type AsyncSysCalls, type Steps } from './sys-calls.js';
 
 export { errorCode };
 
-/** A folder's watch (LocalFs.watch). Its listeners are called with it as `this`, as Node's fs.watch calls them. */
-export interface FolderWatcher {
-  close(): void;
-  on(event: 'error', listener: (this: FolderWatcher, err: Error) => void): unknown;
-}
+export type { FolderWatcher };
 
 /**
  * The system calls the listing and hashing steps make (sys-calls.ts: `stat` follows links,
@@ -53,10 +50,12 @@ export interface LocalFs extends AsyncSysCalls {
    */
   listFolder(path: string, opts?: { noFollow?: boolean; signal?: AbortSignal | undefined; progress?: ListingProgress | undefined }): Promise<FolderListing>;
   /**
-   * A folder's watch (fs.watch): each event names the entry of the folder it is about. The
-   * listener is called with the watch as `this` (one listener can serve every folder).
+   * A folder's watch (watch/inotify.ts: dssync's own inotify instance, or fs.watch): each
+   * event names the entry of the folder it is about, or the folder itself (null, or, from
+   * fs.watch, the folder's own name). The listener is called with the watch as `this` (one
+   * listener can serve every folder).
    */
-  watch(path: string, listener: (this: FolderWatcher, type: string, filename: string | Buffer | null) => void): FolderWatcher;
+  watch(path: string, listener: WatchListener): FolderWatcher;
   /** A small text file (the ignore file), with the checks of readSmallFile. */
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;
 }
@@ -93,7 +92,7 @@ export const nodeFs: LocalFs = {
   lstat: (path) => lstatP(path),
   readdir: (path) => readdirP(path, { withFileTypes: true }),
   listFolder: (path, opts) => sharedFolderLister().list(path, opts),
-  watch: (path, listener) => fsWatch(path, { persistent: true }, listener),
+  watch: watchFolder,
   realpath: (path) => realpathP(path),
   readFile: (path, opts) => readSmallFile(path, { ...opts, fs: nodeFs }),
   // A bare descriptor and the callback API: cheaper per call than fs.promises' FileHandle.

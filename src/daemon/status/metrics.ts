@@ -78,7 +78,7 @@ export class DaemonMetrics {
     perProcess('dssync_content_bytes_read_total', 'Bytes of file content read to hash files (a restart over an unchanged tree reads none)', contentBytesRead);
     perProcess(
       'dssync_inotify_queue_overflows_total',
-      "Possible overflows of the process's inotify queue (fs.inotify.max_queued_events): each one made every mapping look at everything again",
+      "Overflows of the process's inotify queue (fs.inotify.max_queued_events), reported by the kernel (or, under fs.watch, inferred): each one made every mapping look at everything again",
       () => inotifyQueue.view().overflows,
     );
     perMapping('dssync_queue_depth', 'Paths waiting to be looked at', (s) => s.pending);

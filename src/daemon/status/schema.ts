@@ -158,13 +158,20 @@ export const WatchStatusSchema = z.object({
   /** A hung or unmounted share, a folder the poller may not read, the watch limit. */
   problems: z.array(z.string()),
   /**
+   * The process's watch, when events are watched: dssync's own inotify instance, or Node's
+   * fs.watch and why (the module not built or not loadable, DSSYNC_NATIVE_WATCH=0).
+   */
+  backend: z.object({ name: z.enum(['inotify', 'fs.watch']), why: z.string().optional() }).optional(),
+  /**
    * The process's inotify queue, when events are watched: its size
-   * (fs.inotify.max_queued_events), the possible overflows since the daemon started (each
-   * one made every mapping look at everything again), and the last one: when, and how many
-   * events arrived at once.
+   * (fs.inotify.max_queued_events), the overflows since the daemon started (reported by the
+   * kernel, or inferred under fs.watch; each one made every mapping look at everything
+   * again), and the last one: when, and (inferred) how many events arrived at once.
    */
   queue: z
     .object({
+      /** True: overflows the kernel reported (dssync's inotify watch); false: inferred (fs.watch). */
+      reported: z.boolean().optional(),
       queueSize: count,
       overflows: count,
       lastOverflowAt: z.string().optional(),

@@ -173,7 +173,8 @@ class FolderWatches implements FolderWatch {
     inotifyQueue.note();
     if (this.closed) return;
     const at = o.clock.monotonic();
-    const name = typeof filename === 'string' ? filename : filename?.toString('utf8');
+    // null: the event is about the watched folder itself (LocalFs.watch), as fs.watch's own name for it is.
+    const name = filename === null ? basename(dirAbs) : typeof filename === 'string' ? filename : filename.toString('utf8');
     if (dirAbs === o.root && name === basename(o.root)) o.checkRoot();
     if (!name) {
       // Linux always names the entry; if not, only a walk of the folder can tell what changed.

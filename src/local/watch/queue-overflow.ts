@@ -1,5 +1,10 @@
 /**
- * inotify's queue overflow, as far as Node's fs.watch lets it be seen.
+ * inotify's queue overflow: reported by the kernel under dssync's own watch (inotify.ts),
+ * inferred under Node's fs.watch, as far as it lets it be seen.
+ *
+ * The native watch reads the kernel's IN_Q_OVERFLOW record and says so (`overflowed`): no
+ * guess, and nothing below applies. Under fs.watch (the module not built, or
+ * DSSYNC_NATIVE_WATCH=0):
  *
  * The kernel queues at most fs.inotify.max_queued_events events per inotify instance (16,384
  * by default); past that it drops events and queues one IN_Q_OVERFLOW record (watch
@@ -36,15 +41,20 @@ export const OVERFLOW_SHARE = 0.9;
 /** The command that raises the queue's size (said wherever an overflow is reported). */
 export const RAISE_QUEUE_LIMIT = 'sysctl fs.inotify.max_queued_events=65536 (and in /etc/sysctl.d/ to keep it), then restart dssync';
 
-/** One possible overflow: when, how many events arrived at once, and the queue's size. */
+/**
+ * One overflow: when, the queue's size, and either how many events arrived at once (a
+ * possible overflow, inferred) or nothing (the kernel reported it).
+ */
 export interface QueueOverflow {
   at: number;
-  events: number;
+  events?: number | undefined;
   queueSize: number;
 }
 
-/** What status shows: the queue's size, possible overflows since start, the last one. */
+/** What status shows: the queue's size, overflows since start, the last one. */
 export interface QueueView {
+  /** True: the overflows are the kernel's reports (the native watch); false: inferred (fs.watch). */
+  reported: boolean;
   queueSize: number;
   overflows: number;
   lastOverflowAt?: string | undefined;
@@ -68,8 +78,24 @@ export class InotifyQueueMonitor {
   private overflows = 0;
   private last: QueueOverflow | undefined;
   private readonly listeners = new Set<(o: QueueOverflow) => void>();
+  private kernelReports = false;
 
   constructor(private readonly o: QueueMonitorOptions) {}
+
+  /** The watch reads the kernel's overflow records (inotify.ts): events are no longer counted. */
+  reportedByKernel(): void {
+    this.kernelReports = true;
+  }
+
+  /**
+   * The kernel reported an overflow. Several in one event-loop turn are one: the caller
+   * reports once per read of the records.
+   */
+  overflowed(): void {
+    this.overflows++;
+    this.last = { at: this.o.now(), queueSize: this.queueSize() };
+    for (const fn of [...this.listeners]) fn(this.last);
+  }
 
   /** Reads the queue's size, once per process; call before the first watch. */
   prepare(): Promise<void> {
@@ -80,8 +106,9 @@ export class InotifyQueueMonitor {
     return this.sizeRead;
   }
 
-  /** One inotify event delivered to a watch callback. */
+  /** One inotify event delivered to a watch callback (fs.watch's: see above). */
   note(): void {
+    if (this.kernelReports) return;
     if (this.inTurn++ === 0) this.o.defer(() => this.endTurn());
   }
 
@@ -92,7 +119,7 @@ export class InotifyQueueMonitor {
   }
 
   view(): QueueView {
-    return { queueSize: this.queueSize(), overflows: this.overflows, lastOverflowAt: this.last && new Date(this.last.at).toISOString(), lastBurst: this.last?.events };
+    return { reported: this.kernelReports, queueSize: this.queueSize(), overflows: this.overflows, lastOverflowAt: this.last && new Date(this.last.at).toISOString(), lastBurst: this.last?.events };
   }
 
   private queueSize(): number {
@@ -112,7 +139,7 @@ export class InotifyQueueMonitor {
   }
 }
 
-/** The process's one monitor: every fs.watch of the process shares one inotify queue. */
+/** The process's one monitor: every watch of the process shares one inotify instance, so one queue. */
 export const inotifyQueue = new InotifyQueueMonitor({
   defer: (fn) => void setImmediate(fn),
   // The process's one monitor is its own composition edge: the real clock's wall reading dates an overflow for display.

@@ -25,6 +25,7 @@ import { watchFolders, type FolderWatch } from './folder-watch.js';
 import { mountFor, parseMountInfo, planMounts, readMountInfo, type MountPlanEntry } from './mounts.js';
 import { Poller, type PollStats } from './poller.js';
 import { inotifyQueue, RAISE_QUEUE_LIMIT, type QueueOverflow, type QueueView } from './queue-overflow.js';
+import { watchBackend, type WatchBackend } from './inotify.js';
 import { toRelPath } from '../paths.js';
 import { nodeFs } from '../fs.js';
 import type { Clock } from '../../time/clock.js';
@@ -136,9 +137,11 @@ export interface WatchStatus {
   poll?: (PollStats & { targetIntervalMs: number; budgetPercent: number }) | undefined;
   /** Current problems of the watch (hung or unmounted share, denied folder, watch limit). */
   problems: string[];
+  /** The process's watch, when events are watched (inotify.ts). */
+  backend?: WatchBackend | undefined;
   /**
-   * The process's inotify queue, when events are watched: its size and the possible
-   * overflows seen since the daemon started (each one rescanned every mapping).
+   * The process's inotify queue, when events are watched: its size and the overflows seen
+   * since the daemon started (each one rescanned every mapping).
    */
   queue?: QueueView | undefined;
 }
@@ -245,6 +248,7 @@ export async function startWatcher(opts: WatcherOptions): Promise<Watcher> {
         limitFix: overLimit.length > 0 ? RAISE_WATCH_LIMIT : undefined,
         poll: poll && { ...poll, targetIntervalMs: opts.pollTargetMs, budgetPercent: opts.pollBudgetPercent },
         problems: [...(limitProblem ? [limitProblem] : []), ...pollProblems],
+        backend: folders ? watchBackend() : undefined,
         queue: folders ? inotifyQueue.view() : undefined,
       };
     },
@@ -445,7 +449,9 @@ function queueOverflowError(root: string, o: QueueOverflow): WatchError {
   return new WatchError(
     'E_WATCH_QUEUE_OVERFLOW',
     root,
-    `the inotify event queue may have overflowed: ${o.events} events arrived at once and it holds ${o.queueSize} (fs.inotify.max_queued_events); the kernel drops what does not fit, so everything under ${root} is looked at again (full pass); if this repeats, raise it: ${RAISE_QUEUE_LIMIT}`,
+    o.events === undefined
+      ? `the inotify event queue overflowed (the kernel reported it; it holds ${o.queueSize} events, fs.inotify.max_queued_events) and events were dropped, so everything under ${root} is looked at again (full pass); if this repeats, raise it: ${RAISE_QUEUE_LIMIT}`
+      : `the inotify event queue may have overflowed: ${o.events} events arrived at once and it holds ${o.queueSize} (fs.inotify.max_queued_events); the kernel drops what does not fit, so everything under ${root} is looked at again (full pass); if this repeats, raise it: ${RAISE_QUEUE_LIMIT}`,
     true,
   );
 }

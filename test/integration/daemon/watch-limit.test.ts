@@ -12,7 +12,8 @@
  * polled folder, and a folder learned later is looked at whole (poller.ts).
  *
  * The limit is this process's alone: a preload (test/fixtures/watch/inotify-limit.mjs) makes
- * fs.watch fail with ENOSPC past 60 watches. Lowering the system's max_user_watches would
+ * a watch fail with ENOSPC past 60 (dssync's own inotify watch; fs.watch under
+ * DSSYNC_NATIVE_WATCH=0, which the watcher's own test covers, test/integration/local). Lowering the system's max_user_watches would
  * starve every other process on the machine (and `unshare -Ur` does not isolate it here).
  */
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';

@@ -3,12 +3,14 @@
  * and its subtree are polled instead of going silent, and the watcher says so with the
  * command that raises the limit. Real folders and real inotify; only `fs.watch` is wrapped
  * to fail with ENOSPC for the folders under "deep" (lowering the system-wide limit would
- * disturb every other process on the machine).
+ * disturb every other process on the machine), so the watch here is fs.watch
+ * (DSSYNC_NATIVE_WATCH=0); the daemon's test (test/integration/daemon/watch-limit.test.ts)
+ * runs the same limit on dssync's own inotify watch.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RawEvent } from '../../../src/local/watch/aggregator.js';
 import { startWatcher, type Watcher, type WatchError } from '../../../src/local/watch/watcher.js';
 import { realClock } from '../../../src/time/clock.js';
@@ -22,6 +24,10 @@ vi.mock('node:fs', async (importOriginal) => {
   }) as typeof real.watch;
   return { ...real, default: { ...real, watch }, watch };
 });
+
+// Read at the module's first watch (src/local/watch/inotify.ts; a test file has its own modules).
+vi.stubEnv('DSSYNC_NATIVE_WATCH', '0');
+afterAll(() => void vi.unstubAllEnvs());
 
 let root: string;
 let watcher: Watcher | undefined;

@@ -100,6 +100,18 @@ describe('formatWatchLines', () => {
     expect(formatWatchLines({ ...base, queue: { queueSize: 16_384, overflows: 3, lastOverflowAt: '2026-11-24T05:20:11.512Z', lastBurst: 15_002 } }, '/data')[1]).toMatch(/^the inotify queue \(16,384 events\) may have overflowed 3 times, last at .* \(15,002 events at once\)/);
   });
 
+  it("the kernel's own report is said as such; dssync's watch goes unsaid, fs.watch is named with why", () => {
+    const base: WatchStatusView = { mode: 'auto', mounts: [{ ...ext4, mountPoint: '/data', rel: '' }], overLimit: [], problems: [] };
+    expect(formatWatchLines({ ...base, backend: { name: 'inotify' }, queue: { reported: true, queueSize: 16_384, overflows: 1, lastOverflowAt: '2026-11-24T05:20:11.512Z' } }, '/data')).toEqual([
+      '/data is ext4 (/dev/sda1): events',
+      'the inotify queue (16,384 events) overflowed once, last at 2026-11-24 05:20:11 UTC: everything was looked at again; if it repeats, raise it: sysctl fs.inotify.max_queued_events=65536 (and in /etc/sysctl.d/ to keep it), then restart dssync',
+    ]);
+    expect(formatWatchLines({ ...base, backend: { name: 'fs.watch', why: '/opt/dssync/dist/src/native/inotify.node is not built (npm run build needs a C compiler: cc)' } }, '/data')).toEqual([
+      '/data is ext4 (/dev/sda1): events',
+      "events through Node's fs.watch, not dssync's inotify watch (/opt/dssync/dist/src/native/inotify.node is not built (npm run build needs a C compiler: cc)): about 1.3 KB more memory a folder, and a queue overflow is only inferred",
+    ]);
+  });
+
   it('many mounts below a folder: ten lines, then how many more', () => {
     const mounts = Array.from({ length: 13 }, (_, i) => ({ ...ext4, mountPoint: `/data/m${i}`, rel: `m${i}` }));
     const lines = formatWatchLines({ mode: 'auto', mounts, overLimit: [], problems: [] }, '/data');

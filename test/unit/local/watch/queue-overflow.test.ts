@@ -33,7 +33,7 @@ describe('InotifyQueueMonitor', () => {
     turn(900);
     expect(seen).toEqual([{ at: expect.any(Number), events: 900, queueSize: 1000 }]);
     expect(other).toEqual(seen);
-    expect(monitor.view()).toEqual({ queueSize: 1000, overflows: 1, lastOverflowAt: new Date(seen[0]!.at).toISOString(), lastBurst: 900 });
+    expect(monitor.view()).toEqual({ reported: false, queueSize: 1000, overflows: 1, lastOverflowAt: new Date(seen[0]!.at).toISOString(), lastBurst: 900 });
   });
 
   it('counts per turn: the same events spread over turns are no overflow', async () => {
@@ -89,5 +89,18 @@ describe('InotifyQueueMonitor', () => {
     const odd = setup(async () => Number('not a number'));
     await odd.monitor.prepare();
     expect(odd.monitor.view().queueSize).toBe(DEFAULT_MAX_QUEUED_EVENTS);
+  });
+
+  it('under the native watch an overflow is the kernel\'s report: counted events are no guess any more, each report is one overflow', async () => {
+    const { monitor, turn, seen } = setup();
+    await monitor.prepare();
+    monitor.reportedByKernel();
+    turn(1000);
+    expect(seen).toEqual([]);
+    monitor.overflowed();
+    expect(seen).toEqual([{ at: expect.any(Number), queueSize: 1000 }]);
+    expect(monitor.view()).toEqual({ reported: true, queueSize: 1000, overflows: 1, lastOverflowAt: new Date(seen[0]!.at).toISOString(), lastBurst: undefined });
+    monitor.overflowed();
+    expect(monitor.view().overflows).toBe(2);
   });
 });

@@ -1,0 +1,232 @@
+/**
+ * The folders' watches (LocalFs.watch) on one inotify instance of dssync's own
+ * (native/inotify.c, built by scripts/build-native.mjs), or on Node's fs.watch where that
+ * module is not there.
+ *
+ * Why: fs.watch holds ~1.35 KB per watched folder (its FSWatcher and FSEvent objects,
+ * libuv's handle and watcher list), ~60 MB for the 50,000 folders of a million files, and
+ * hides the kernel's report that the queue overflowed (queue-overflow.ts). Here a folder's
+ * watch is one small object in one map from watch descriptor to watch; the records are read
+ * in one piece and decoded here (inotify-events.ts), and an overflow is the kernel's own
+ * IN_Q_OVERFLOW, not a guess.
+ *
+ * What a listener hears is what fs.watch says on Linux: ('rename' | 'change', the entry's
+ * name), in the kernel's order, synchronously as the records are read, and nothing from a
+ * watch after its close(). An event about the watched folder itself (moved, deleted, its
+ * watch dropped by the kernel) names no entry: the filename is null (fs.watch gives the
+ * folder's own name there; folder-watch.ts takes null as that name). One folder watched
+ * twice (two mappings over one folder, a bind mount) is one kernel watch shared by both,
+ * removed when the last of them closes. The instance is opened at the first watch and
+ * closed with the last, so it holds the process open exactly while fs.watch's would.
+ *
+ * `DSSYNC_NATIVE_WATCH=0` chooses fs.watch (docs/config.md); the choice is made once per
+ * process, at its first watch, and shown by `watchBackend()`.
+ */
+import { watch as fsWatch } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { eventType, forEachEvent, IN_IGNORED, IN_Q_OVERFLOW, WATCH_MASK } from './inotify-events.js';
+import { inotifyQueue } from './queue-overflow.js';
+
+/** native/inotify.c's functions. */
+export interface NativeInotify {
+  /** Opens an instance; `onData` gets each read's records, or null and an error code. */
+  open(onData: (records: Buffer | null, code?: string) => void): unknown;
+  /** The watch descriptor; throws an Error with the errno's `code` (ENOSPC, ENOENT, ENOTDIR…). */
+  add(handle: unknown, path: string, mask: number): number;
+  remove(handle: unknown, wd: number): void;
+  close(handle: unknown): void;
+}
+
+/** A folder's watch (LocalFs.watch). Its listeners are called with it as `this`, as Node's fs.watch calls them. */
+export interface FolderWatcher {
+  close(): void;
+  on(event: 'error', listener: (this: FolderWatcher, err: Error) => void): unknown;
+}
+
+/** What a folder's watch tells: 'rename' | 'change', and the entry's name (null: the folder itself). */
+export type WatchListener = (this: FolderWatcher, type: string, filename: string | Buffer | null) => void;
+
+type ErrorListener = (this: FolderWatcher, err: Error) => void;
+
+/** InotifyWatch.wd of a watch the kernel dropped (its folder gone, or unmounted). */
+const DROPPED = -1;
+/** InotifyWatch.wd of a watch closed. */
+const CLOSED = -2;
+
+class InotifyWatch implements FolderWatcher {
+  onError: ErrorListener | undefined = undefined;
+
+  constructor(
+    private readonly owner: InotifyWatches,
+    /** The kernel's descriptor, or DROPPED, or CLOSED. */
+    public wd: number,
+    readonly listener: WatchListener,
+  ) {}
+
+  close(): void {
+    this.owner.close(this);
+  }
+
+  /** One error listener (the one folder-watch.ts sets). */
+  on(event: 'error', listener: ErrorListener): this {
+    if (event === 'error') this.onError = listener;
+    return this;
+  }
+}
+
+/** The watches on one instance. Exported for its tests, which give it a fake native module. */
+export class InotifyWatches {
+  private handle: unknown = undefined;
+  private readonly byWd = new Map<number, InotifyWatch | InotifyWatch[]>();
+  /** Watches not closed (a dropped one too: its owner closes it). */
+  private open = 0;
+
+  constructor(
+    private readonly native: NativeInotify,
+    private readonly onOverflow: () => void,
+  ) {}
+
+  watch(path: string, listener: WatchListener): FolderWatcher {
+    this.handle ??= this.native.open((records, code) => this.onData(records, code));
+    let wd: number;
+    try {
+      wd = this.native.add(this.handle, path, WATCH_MASK);
+    } catch (err) {
+      if (this.open === 0) this.shut();
+      throw err;
+    }
+    const w = new InotifyWatch(this, wd, listener);
+    const had = this.byWd.get(wd);
+    this.byWd.set(wd, had === undefined ? w : Array.isArray(had) ? [...had, w] : [had, w]);
+    this.open++;
+    return w;
+  }
+
+  close(w: InotifyWatch): void {
+    if (w.wd === CLOSED) return;
+    const wd = w.wd;
+    w.wd = CLOSED;
+    this.open--;
+    if (wd >= 0) {
+      const had = this.byWd.get(wd);
+      const rest = Array.isArray(had) ? had.filter((x) => x !== w) : [];
+      if (rest.length === 0) {
+        this.byWd.delete(wd);
+        // Like fs.watch's close, never throws: a descriptor gone already is no error.
+        if (this.open > 0) {
+          try {
+            this.native.remove(this.handle, wd);
+          } catch {
+            // nothing to undo
+          }
+        }
+      } else {
+        this.byWd.set(wd, rest.length === 1 ? rest[0]! : rest);
+      }
+    }
+    // The last watch closes the instance (and every watch with it).
+    if (this.open === 0) this.shut();
+  }
+
+  /** Watches not closed. */
+  size(): number {
+    return this.open;
+  }
+
+  private shut(): void {
+    if (this.handle === undefined) return;
+    this.native.close(this.handle);
+    this.handle = undefined;
+    this.byWd.clear();
+  }
+
+  private onData(records: Buffer | null, code?: string): void {
+    if (records === null) {
+      this.failed(code ?? 'EIO');
+      return;
+    }
+    let overflow = false;
+    forEachEvent(records, (wd, mask, name) => {
+      if (wd === -1) {
+        if (mask & IN_Q_OVERFLOW) overflow = true;
+        return;
+      }
+      const entry = this.byWd.get(wd);
+      if (entry === undefined) return;
+      const watches = Array.isArray(entry) ? [...entry] : [entry];
+      if (mask & IN_IGNORED) {
+        // The kernel removed the watch (its folder deleted or unmounted): the descriptor may
+        // be given again to another folder, so it names these watches no more.
+        this.byWd.delete(wd);
+        for (const w of watches) w.wd = DROPPED;
+      }
+      const type = eventType(mask);
+      for (const w of watches) if (w.wd !== CLOSED) w.listener.call(w, type, name ?? null);
+    });
+    if (overflow) this.onOverflow();
+  }
+
+  /** Reading the instance failed: every watch has failed, and says so. */
+  private failed(code: string): void {
+    const err = Object.assign(new Error(`reading the inotify instance failed: ${code}`), { code });
+    const watches = [...this.byWd.values()].flat();
+    this.shut();
+    for (const w of watches) {
+      w.wd = DROPPED;
+      w.onError?.call(w, err);
+    }
+  }
+}
+
+/** Which watch the process uses, and why it is fs.watch when it is. */
+export interface WatchBackend {
+  name: 'inotify' | 'fs.watch';
+  /** Why not the native watch (fs.watch only). */
+  why?: string | undefined;
+}
+
+/** Where the built module is, from this file's place in src/ (tests) or dist/src/. */
+function nativeModulePath(): string {
+  const here = import.meta.url;
+  return fileURLToPath(here.endsWith('.ts') ? new URL('../../../dist/src/native/inotify.node', here) : new URL('../../native/inotify.node', here));
+}
+
+/** The native module, or why it cannot be used. */
+export function loadNativeInotify(env: NodeJS.ProcessEnv = process.env): { native: NativeInotify } | { why: string } {
+  if (env.DSSYNC_NATIVE_WATCH === '0') return { why: 'DSSYNC_NATIVE_WATCH=0' };
+  if (process.platform !== 'linux') return { why: `inotify is Linux's (this is ${process.platform})` };
+  const path = nativeModulePath();
+  try {
+    return { native: createRequire(import.meta.url)(path) as NativeInotify };
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'MODULE_NOT_FOUND') return { why: `${path} is not built (npm run build needs a C compiler: cc)` };
+    return { why: `${path} could not be loaded: ${e.message}` };
+  }
+}
+
+type Watch = (path: string, listener: WatchListener) => FolderWatcher;
+
+let chosen: { backend: WatchBackend; watch: Watch } | undefined;
+
+function choose(): { backend: WatchBackend; watch: Watch } {
+  const loaded = loadNativeInotify();
+  if ('why' in loaded) {
+    return { backend: { name: 'fs.watch', why: loaded.why }, watch: (path, listener) => fsWatch(path, { persistent: true }, listener) };
+  }
+  inotifyQueue.reportedByKernel();
+  const watches = new InotifyWatches(loaded.native, () => inotifyQueue.overflowed());
+  return { backend: { name: 'inotify' }, watch: (path, listener) => watches.watch(path, listener) };
+}
+
+/** LocalFs.watch: the native watch, or fs.watch (chosen at the process's first watch). */
+export function watchFolder(path: string, listener: WatchListener): FolderWatcher {
+  chosen ??= choose();
+  return chosen.watch(path, listener);
+}
+
+/** The process's watch, once it has watched a folder. */
+export function watchBackend(): WatchBackend | undefined {
+  return chosen?.backend;
+}

@@ -1,0 +1,188 @@
+/**
+ * The watches on one inotify instance (inotify.ts), with a fake native module: what each
+ * folder's listener hears, a folder watched twice, a watch the kernel dropped, the instance
+ * opened with the first watch and closed with the last, the kernel's overflow report, an
+ * error of the instance.
+ */
+import { describe, expect, it } from 'vitest';
+import type { FolderWatcher } from '../../../../src/local/fs.js';
+import { IN_CREATE, IN_DELETE_SELF, IN_IGNORED, IN_MODIFY, IN_MOVED_TO, IN_Q_OVERFLOW, WATCH_MASK } from '../../../../src/local/watch/inotify-events.js';
+import { InotifyWatches, type NativeInotify } from '../../../../src/local/watch/inotify.js';
+import { records } from './inotify-records.js';
+
+/** A kernel of sorts: a descriptor per inode (here per path), the same one for a path watched twice. */
+class FakeNative implements NativeInotify {
+  opened = 0;
+  closed = 0;
+  onData: ((records: Buffer | null, code?: string) => void) | undefined;
+  readonly wds = new Map<string, number>();
+  readonly removed: number[] = [];
+  readonly masks: number[] = [];
+  private next = 1;
+  fail: string | undefined;
+
+  open(onData: (records: Buffer | null, code?: string) => void): unknown {
+    this.opened++;
+    this.onData = onData;
+    return { instance: this.opened };
+  }
+  add(_handle: unknown, path: string, mask: number): number {
+    if (this.fail) throw Object.assign(new Error(`inotify_add_watch: ${this.fail}`), { code: this.fail });
+    this.masks.push(mask);
+    let wd = this.wds.get(path);
+    if (wd === undefined) this.wds.set(path, (wd = this.next++));
+    return wd;
+  }
+  remove(_handle: unknown, wd: number): void {
+    this.removed.push(wd);
+    for (const [p, w] of this.wds) if (w === wd) this.wds.delete(p);
+  }
+  close(): void {
+    this.closed++;
+    this.onData = undefined;
+    this.wds.clear();
+  }
+}
+
+function setup() {
+  const native = new FakeNative();
+  let overflows = 0;
+  const watches = new InotifyWatches(native, () => overflows++);
+  const heard: [string, string, string | null][] = [];
+  const watch = (path: string, label = path): FolderWatcher =>
+    watches.watch(path, function (type, filename) {
+      heard.push([label, type, filename as string | null]);
+    });
+  return { native, watches, heard, watch, overflows: () => overflows };
+}
+
+describe('InotifyWatches', () => {
+  it("tells each folder's listener its events, in the kernel's order, as fs.watch would: the type, the name, null for the folder itself", () => {
+    const { native, heard, watch } = setup();
+    const a = watch('/share/a');
+    watch('/share/b');
+    expect(native.masks).toEqual([WATCH_MASK, WATCH_MASK]);
+    native.onData!(
+      records([
+        { wd: 1, mask: IN_CREATE, name: 'new.txt' },
+        { wd: 2, mask: IN_MODIFY, name: 'old.txt' },
+        { wd: 1, mask: IN_MOVED_TO, name: 'moved.txt' },
+        { wd: 2, mask: IN_DELETE_SELF },
+        { wd: 9, mask: IN_CREATE, name: 'nobody' },
+      ]),
+    );
+    expect(heard).toEqual([
+      ['/share/a', 'rename', 'new.txt'],
+      ['/share/b', 'change', 'old.txt'],
+      ['/share/a', 'rename', 'moved.txt'],
+      ['/share/b', 'rename', null],
+    ]);
+    // Called with the watch as `this`, as fs.watch calls its listener.
+    const selves: FolderWatcher[] = [];
+    const w = new InotifyWatches(native, () => undefined);
+    const c = w.watch('/share/c', function () {
+      selves.push(this);
+    });
+    native.onData!(records([{ wd: native.wds.get('/share/c')!, mask: IN_CREATE, name: 'x' }]));
+    expect(selves).toEqual([c]);
+    expect(selves[0]).toBe(c);
+    expect(a).not.toBe(c);
+  });
+
+  it('a watch closed hears nothing more, even from records read in the same piece; its descriptor is removed', () => {
+    const { native, heard, watch } = setup();
+    const a = watch('/share/a');
+    watch('/share/b');
+    a.close();
+    a.close();
+    expect(native.removed).toEqual([1]);
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'late' }, { wd: 2, mask: IN_CREATE, name: 'b1' }]));
+    expect(heard).toEqual([['/share/b', 'rename', 'b1']]);
+  });
+
+  it('a folder watched twice shares one kernel watch: both hear it, and it is removed only when both have closed', () => {
+    const { native, heard, watch } = setup();
+    const one = watch('/share/a', 'one');
+    const two = watch('/share/a', 'two');
+    watch('/share/other');
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'f' }]));
+    expect(heard).toEqual([
+      ['one', 'rename', 'f'],
+      ['two', 'rename', 'f'],
+    ]);
+    one.close();
+    expect(native.removed).toEqual([]);
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'g' }]));
+    expect(heard.at(-1)).toEqual(['two', 'rename', 'g']);
+    two.close();
+    expect(native.removed).toEqual([1]);
+  });
+
+  it('a watch the kernel dropped (its folder deleted) says so, and its descriptor given again names the new folder only', () => {
+    const { native, heard, watch } = setup();
+    const gone = watch('/share/gone');
+    watch('/share/keep');
+    native.onData!(records([{ wd: 1, mask: IN_DELETE_SELF }, { wd: 1, mask: IN_IGNORED }]));
+    expect(heard).toEqual([
+      ['/share/gone', 'rename', null],
+      ['/share/gone', 'rename', null],
+    ]);
+    // The kernel reuses descriptor 1 for another folder: the dropped watch hears none of it,
+    // and closing it removes nothing.
+    native.wds.set('/share/fresh', 1);
+    watch('/share/fresh');
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'x' }]));
+    expect(heard.at(-1)).toEqual(['/share/fresh', 'rename', 'x']);
+    gone.close();
+    expect(native.removed).toEqual([]);
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'y' }]));
+    expect(heard.at(-1)).toEqual(['/share/fresh', 'rename', 'y']);
+  });
+
+  it('opens the instance with the first watch and closes it with the last (so it holds the process no longer than fs.watch would)', () => {
+    const { native, watches, watch } = setup();
+    expect(native.opened).toBe(0);
+    const a = watch('/share/a');
+    const b = watch('/share/b');
+    expect(native.opened).toBe(1);
+    a.close();
+    expect(native.closed).toBe(0);
+    b.close();
+    expect(native.closed).toBe(1);
+    expect(watches.size()).toBe(0);
+    watch('/share/c');
+    expect(native.opened).toBe(2);
+  });
+
+  it("a watch that cannot be added throws the kernel's code (ENOSPC: the watch limit), and a first one leaves no instance open", () => {
+    const { native, watch } = setup();
+    native.fail = 'ENOSPC';
+    expect(() => watch('/share/a')).toThrow(expect.objectContaining({ code: 'ENOSPC' }));
+    expect(native.opened).toBe(1);
+    expect(native.closed).toBe(1);
+  });
+
+  it("the kernel's overflow record is reported once per read, however many it holds", () => {
+    const { native, heard, watch, overflows } = setup();
+    watch('/share/a');
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'f' }, { wd: -1, mask: IN_Q_OVERFLOW }, { wd: -1, mask: IN_Q_OVERFLOW }]));
+    expect(overflows()).toBe(1);
+    expect(heard).toEqual([['/share/a', 'rename', 'f']]);
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'g' }]));
+    expect(overflows()).toBe(1);
+  });
+
+  it('a failed read of the instance is an error of every watch, with its code, and closes the instance', () => {
+    const { native, watches } = setup();
+    const errors: [FolderWatcher, string | undefined][] = [];
+    for (const p of ['/share/a', '/share/b']) {
+      const w = watches.watch(p, () => undefined);
+      w.on('error', function (err) {
+        errors.push([this, (err as NodeJS.ErrnoException).code]);
+      });
+    }
+    native.onData!(null, 'EIO');
+    expect(errors.map(([, code]) => code)).toEqual(['EIO', 'EIO']);
+    expect(native.closed).toBe(1);
+  });
+});
