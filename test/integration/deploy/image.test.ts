@@ -15,7 +15,7 @@
  * podman.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -233,6 +233,18 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     return docs.items.filter((d) => !isLeaseDocument(d)).map((d) => d.document_id).sort();
   }
 
+  /** The process's open inotify instances. */
+  function inotifyInstances(pid: number): number {
+    const target = (fd: string): string | undefined => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        return undefined; // closed meanwhile
+      }
+    };
+    return readdirSync(`/proc/${pid}/fd`).filter((fd) => target(fd) === 'anon_inode:inotify').length;
+  }
+
   const passes = (log: string): number => log.split('\n').filter((l) => l.includes('"msg":"full pass done"')).length;
 
   it('its entrypoint mirrors the share with a read-only root as uid 10001, answers its healthcheck, follows a change and stops on SIGTERM with 0; recreated with another host name it owns the same documents', async () => {
@@ -255,6 +267,9 @@ describe.skipIf(missing() !== undefined)(`the container image${missing() ? ` (sk
     // The watch works through the read-only bind mount of the share.
     writeFileSync(join(host, 'share/c.md'), '# c\n');
     await waitFor(async () => (await documents()).length === 3, { timeout: 60_000, what: 'the new file to be uploaded' });
+    // On dssync's own inotify module, which the release carries built: one inotify instance, no fs.watch's.
+    expect(readFileSync(`/proc/${pid}/maps`, 'utf8')).toMatch(/\/dist\/src\/native\/inotify\.node$/m);
+    expect(inotifyInstances(pid)).toBe(1);
     const owned = await documents();
 
     process.kill(pid, 'SIGTERM');

@@ -7,6 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,6 +89,13 @@ describe('the release tarball', () => {
     } finally {
       await ws.close();
     }
+  });
+
+  it("carries the watch's native module built (docs/watch.md, \"The watch itself\"), and it loads", () => {
+    const module = join(prefix, 'lib', 'node_modules', 'dssync', 'dist', 'src', 'native', 'inotify.node');
+    expect(existsSync(module)).toBe(true);
+    const loaded = createRequire(import.meta.url)(module) as Record<string, unknown>;
+    expect(Object.keys(loaded).sort()).toEqual(['add', 'close', 'open', 'remove']);
   });
 
   it('carries none of the emulator, nor what only the emulator needs', () => {
