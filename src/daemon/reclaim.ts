@@ -11,11 +11,14 @@
  * give back what V8 grew it to for the pass: V8 shrinks it in a full collection only when
  * the program allocated little over the last `V8_THROUGHPUT_WINDOW_MS`, so one made while
  * the watch is still set up, or right after the pass, keeps it (32 MB resident at rest;
- * docs/performance.md "Memory at rest (issue 39.3)").
+ * docs/performance.md "Memory at rest (issue 39.3)"). Then malloc's free pages are given
+ * back (malloc-trim.ts): what the pass freed below blocks still in use stays resident
+ * otherwise.
  */
 import { getHeapSpaceStatistics } from 'node:v8';
 import { collectGarbage } from '../gc.js';
 import type { Logger } from '../log.js';
+import { trimMalloc } from '../malloc-trim.js';
 import type { Clock, TimerHandle } from '../time/clock.js';
 
 /** From the end of a full pass to the first collection. */
@@ -38,6 +41,8 @@ export interface ReclaimerOptions {
   rss?: () => number | undefined;
   /** The young generation's size (bytes). Default V8's new space. */
   youngBytes?: () => number;
+  /** Gives malloc's free pages back; undefined when it cannot. Default trimMalloc. */
+  trim?: () => boolean | undefined;
 }
 
 /** The collections after a full pass, on the daemon's clock. */
@@ -47,6 +52,7 @@ export class Reclaimer {
   private readonly collect: () => boolean;
   private readonly rss: () => number | undefined;
   private readonly youngBytes: () => number;
+  private readonly trim: () => boolean | undefined;
   /** The young generation's size at start: what it shrinks back to. */
   private readonly youngAtStart: number;
 
@@ -54,6 +60,7 @@ export class Reclaimer {
     this.collect = o.collect ?? collectGarbage;
     this.rss = o.rss ?? processRss;
     this.youngBytes = o.youngBytes ?? newSpaceBytes;
+    this.trim = o.trim ?? trimMalloc;
     this.youngAtStart = this.youngBytes();
   }
 
@@ -73,7 +80,9 @@ export class Reclaimer {
           return;
         }
         const mb = (n: number | undefined): number | undefined => (n === undefined ? undefined : Math.round(n / 1024 / 1024));
-        this.o.logger.info({ rssMB: mb(this.rss()), beforeMB: mb(before), youngMB: mb(young) }, RECLAIM_DONE_MESSAGE);
+        const collected = this.rss();
+        const trimmed = this.trim();
+        this.o.logger.info({ rssMB: mb(this.rss()), beforeMB: mb(before), collectedMB: mb(collected), youngMB: mb(young), trimmed }, RECLAIM_DONE_MESSAGE);
       } catch (e) {
         this.o.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'reclaiming the memory of the full pass failed');
       }

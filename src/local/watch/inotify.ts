@@ -23,8 +23,7 @@
  * process, at its first watch, and shown by `watchBackend()`.
  */
 import { watch as fsWatch } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { loadNativeModule } from '../../native.js';
 import { eventType, forEachEvent, IN_IGNORED, IN_Q_OVERFLOW, WATCH_MASK } from './inotify-events.js';
 import { inotifyQueue } from './queue-overflow.js';
 
@@ -186,24 +185,11 @@ export interface WatchBackend {
   why?: string | undefined;
 }
 
-/** Where the built module is, from this file's place in src/ (tests) or dist/src/. */
-function nativeModulePath(): string {
-  const here = import.meta.url;
-  return fileURLToPath(here.endsWith('.ts') ? new URL('../../../dist/src/native/inotify.node', here) : new URL('../../native/inotify.node', here));
-}
-
-/** The native module, or why it cannot be used. */
+/** The native module, or why it is not used. */
 export function loadNativeInotify(env: NodeJS.ProcessEnv = process.env): { native: NativeInotify } | { why: string } {
   if (env.DSSYNC_NATIVE_WATCH === '0') return { why: 'DSSYNC_NATIVE_WATCH=0' };
-  if (process.platform !== 'linux') return { why: `inotify is Linux's (this is ${process.platform})` };
-  const path = nativeModulePath();
-  try {
-    return { native: createRequire(import.meta.url)(path) as NativeInotify };
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'MODULE_NOT_FOUND') return { why: `${path} is not built (npm run build needs a C compiler: cc)` };
-    return { why: `${path} could not be loaded: ${e.message}` };
-  }
+  const loaded = loadNativeModule<NativeInotify>('inotify');
+  return 'module' in loaded ? { native: loaded.module } : loaded;
 }
 
 type Watch = (path: string, listener: WatchListener) => FolderWatcher;

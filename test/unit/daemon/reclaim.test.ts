@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RECLAIM_DELAY_MS, RECLAIM_DONE_MESSAGE, Reclaimer, SHRINK_DELAY_MS, SHRINK_TRIES, V8_THROUGHPUT_WINDOW_MS } from '../../../src/daemon/reclaim.js';
 import { collectGarbage } from '../../../src/gc.js';
+import { trimMalloc } from '../../../src/malloc-trim.js';
 import { createLogger, silentLogger } from '../../../src/log.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 
@@ -28,7 +29,7 @@ describe('Reclaimer', () => {
     const collections: number[] = [];
     const sizes = [MB, ...young];
     const youngBytes = (): number => sizes[Math.min(collections.length, sizes.length - 1)]!;
-    const reclaimer = new Reclaimer({ clock, logger: silentLogger, rss: () => 0, youngBytes, collect: () => collections.push(clock.monotonic()) > 0 });
+    const reclaimer = new Reclaimer({ clock, logger: silentLogger, rss: () => 0, youngBytes, collect: () => collections.push(clock.monotonic()) > 0, trim: () => undefined });
     return { clock, collections, reclaimer };
   }
 
@@ -76,11 +77,52 @@ describe('Reclaimer', () => {
     const logger = createLogger({ destination: { write: (l: string) => void lines.push(JSON.parse(l) as (typeof lines)[number]) } });
     const young = [MB, 32 * MB, MB];
     let collected = 0;
-    const reclaimer = new Reclaimer({ clock, logger, rss: () => 190 * MB, youngBytes: () => young[Math.min(collected, young.length - 1)]!, collect: () => ++collected > 0 });
+    const reclaimer = new Reclaimer({ clock, logger, rss: () => 190 * MB, youngBytes: () => young[Math.min(collected, young.length - 1)]!, collect: () => ++collected > 0, trim: () => undefined });
     reclaimer.afterFullPass();
     await clock.advance(RECLAIM_DELAY_MS + SHRINK_DELAY_MS - 1);
     expect(lines).toEqual([]);
     await clock.advance(1 + SHRINK_DELAY_MS * (SHRINK_TRIES + 2));
     expect(lines).toEqual([expect.objectContaining({ level: 30, msg: RECLAIM_DONE_MESSAGE, rssMB: 190 })]);
+  });
+
+  it("gives malloc's free pages back once, after the last collection, and says what that gave", async () => {
+    const clock = new FakeClock();
+    const lines: { msg: string; rssMB?: number; collectedMB?: number; trimmed?: boolean }[] = [];
+    const logger = createLogger({ destination: { write: (l: string) => void lines.push(JSON.parse(l) as (typeof lines)[number]) } });
+    const events: string[] = [];
+    let rss = 180 * MB;
+    const reclaimer = new Reclaimer({
+      clock,
+      logger,
+      rss: () => rss,
+      youngBytes: () => MB,
+      collect: () => events.push('collect') > 0,
+      trim: () => {
+        events.push('trim');
+        rss -= 13 * MB;
+        return true;
+      },
+    });
+    reclaimer.afterFullPass();
+    await clock.advance(RECLAIM_DELAY_MS + SHRINK_DELAY_MS * (SHRINK_TRIES + 2));
+    expect(events).toEqual(['collect', 'collect', 'trim']);
+    expect(lines).toEqual([expect.objectContaining({ msg: RECLAIM_DONE_MESSAGE, collectedMB: 180, rssMB: 167, trimmed: true })]);
+  });
+});
+
+describe('trimMalloc', () => {
+  it('gives back the free pages glibc kept below blocks in use: the resident size falls', () => {
+    const loaded = trimMalloc();
+    if (loaded === undefined) return; // the module is not built here (docs/watch.md): nothing to give back
+    // Free runs below a block still in use: many blocks, every other one freed, one kept at the top.
+    const blocks = Array.from({ length: 4000 }, () => Buffer.allocUnsafeSlow(16 * 1024).fill(1));
+    const keep = blocks.filter((_, i) => i % 8 === 0);
+    blocks.length = 0;
+    collectGarbage();
+    collectGarbage();
+    const before = process.memoryUsage.rss();
+    expect(trimMalloc()).toBe(true);
+    expect(process.memoryUsage.rss()).toBeLessThan(before - 16 * 1024 * 1024);
+    expect(keep.every((b) => b[0] === 1)).toBe(true);
   });
 });
