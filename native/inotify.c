@@ -36,6 +36,8 @@ typedef struct {
   napi_env env;
   napi_ref on_data;
   napi_async_context context;
+  /* Each instance reads into its own buffer: an instance of another thread's loop never shares it. */
+  char buf[READ_BYTES] __attribute__((aligned(8)));
 } instance_t;
 
 static const char *errno_code(int e) {
@@ -97,7 +99,6 @@ static void stop(instance_t *in) {
 
 static void on_readable(uv_poll_t *poll, int status, int events) {
   instance_t *in = poll->data;
-  static char buf[READ_BYTES] __attribute__((aligned(8)));
   (void)events;
   if (in->closed) return;
   napi_handle_scope scope;
@@ -109,7 +110,7 @@ static void on_readable(uv_poll_t *poll, int status, int events) {
     call_js(in, argv, 2);
   } else {
     for (;;) {
-      ssize_t n = read(in->fd, buf, sizeof buf);
+      ssize_t n = read(in->fd, in->buf, sizeof in->buf);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       napi_value argv[2];
@@ -120,7 +121,7 @@ static void on_readable(uv_poll_t *poll, int status, int events) {
         break;
       }
       void *data;
-      if (napi_create_buffer_copy(in->env, (size_t)n, buf, &data, &argv[0]) != napi_ok) break;
+      if (napi_create_buffer_copy(in->env, (size_t)n, in->buf, &data, &argv[0]) != napi_ok) break;
       call_js(in, argv, 1);
       if (in->closed) break;
     }
