@@ -93,9 +93,10 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
   const config = configFromArgs(args, env, (m) => loadWarnings.push(m), (e) => secretErrors.push(e));
   // Each check lives in the layer that owns it; loaded here, so that other commands and
   // --help do not pay for them.
-  const [{ checkFolder }, { inotifyCheck, readInotifyLimits }, { checkListen, listenCheck }, { checkStatePath }] = await Promise.all([
+  const [{ checkFolder }, { inotifyCheck, readInotifyLimits }, { loadNativeInotify, nativeWatchCheck }, { checkListen, listenCheck }, { checkStatePath }] = await Promise.all([
     import('../../local/folder-check.js'),
     import('../../local/watch/inotify-budget.js'),
+    import('../../local/watch/inotify.js'),
     import('../../daemon/listen-check.js'),
     import('../../state/state-check.js'),
   ]);
@@ -154,6 +155,7 @@ export async function runConfigCheck(args: GlobalArgs, deps: ConfigCheckDeps = {
 
   // 6-8. This machine.
   report(inotifyCheck(folders, uncounted, await readInotifyLimits(deps.readProc)));
+  if (config.mappings.some((m) => m.watch.mode !== 'poll')) report(nativeWatchCheck(folders, loadNativeInotify(env)));
   // How each folder is watched: events, or polling on network/FUSE mounts (issue 12), and
   // what the running daemon for this config measures (interval achieved, last cycle).
   const mountText = await readMountInfo();

@@ -23,6 +23,7 @@
  * process, at its first watch, and shown by `watchBackend()`.
  */
 import { watch as fsWatch } from 'node:fs';
+import type { CheckResult } from '../../check-result.js';
 import { loadNativeModule } from '../../native.js';
 import { eventType, forEachEvent, IN_IGNORED, IN_Q_OVERFLOW, WATCH_MASK } from './inotify-events.js';
 import { inotifyQueue } from './queue-overflow.js';
@@ -215,4 +216,24 @@ export function watchFolder(path: string, listener: WatchListener): FolderWatche
 /** The process's watch, once it has watched a folder. */
 export function watchBackend(): WatchBackend | undefined {
   return chosen?.backend;
+}
+
+/** fs.watch's memory a watched folder beyond the native watch's (docs/performance.md, "Session 29"). */
+const FS_WATCH_EXTRA_BYTES = 1_200;
+
+/**
+ * `dssync config check`: which watch a daemon started here would use (PURE: `loaded` is
+ * loadNativeInotify's answer), and what fs.watch would cost for `folders` folders.
+ */
+export function nativeWatchCheck(folders: number, loaded: { native: NativeInotify } | { why: string }): CheckResult {
+  const base = { check: 'inotify' };
+  if ('native' in loaded) return { ...base, level: 'ok', message: "folders are watched on one inotify instance of dssync's own (its native module loads)" };
+  if (loaded.why === 'DSSYNC_NATIVE_WATCH=0') return { ...base, level: 'ok', message: "events through Node's fs.watch (DSSYNC_NATIVE_WATCH=0)" };
+  const mb = Math.round((folders * FS_WATCH_EXTRA_BYTES) / 1024 / 1024);
+  return {
+    ...base,
+    level: 'warn',
+    message: `dssync's inotify module cannot be used (${loaded.why}): events would come through Node's fs.watch, about 1.2 KB more memory a watched folder${mb > 0 ? ` (~${mb} MB for ${folders} folders)` : ''}, and a queue overflow only inferred`,
+    fix: 'install a C compiler (apt-get install gcc libc6-dev) and run npm run build in the checkout, or install the release tarball, which carries the module built for x86-64 Linux',
+  };
 }

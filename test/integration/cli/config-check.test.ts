@@ -94,6 +94,7 @@ describe('dssync config check', () => {
     expect(r.stdout).toContain(`✓ ${ws.emu.url} accepts the credentials (organization ${ORG}, 1 data source)`);
     expect(r.stdout).toMatch(/^✓ mapping share: data source \S+ \("Share"\)$/m);
     expect(r.stdout).toMatch(/^✓ 3 folders to watch, \d+ with a margin: \d+% of max_user_watches \d+/m);
+    expect(r.stdout).toContain("✓ folders are watched on one inotify instance of dssync's own (its native module loads)");
     expect(r.stdout).toContain('✓ status endpoint 127.0.0.1:1 (this machine only)');
     expect(r.stdout).toContain(`✓ state file ${ws.statePath}: its folder is writable`);
     expect(r.stdout.trimEnd().endsWith('All checks passed.')).toBe(true);
@@ -103,7 +104,8 @@ describe('dssync config check', () => {
     expect(json.ok).toBe(true);
     expect(json.exitCode).toBe(0);
     expect(json.config.tokenSource).toBe('the DSSYNC_TOKEN environment variable');
-    expect(json.checks.map((c) => c.check)).toEqual(['config', 'folder', 'service', 'data-source', 'inotify', 'watch', 'status-listen', 'state', 'identity']);
+    // inotify: the watch budget, then which watch a daemon here would use.
+    expect(json.checks.map((c) => c.check)).toEqual(['config', 'folder', 'service', 'data-source', 'inotify', 'inotify', 'watch', 'status-listen', 'state', 'identity']);
     // How the folder is watched (issue 12): a temp folder on a local disk gets events.
     expect(json.checks.find((c) => c.check === 'watch')?.message).toMatch(/watched by events|polled every 10 s/);
     expect(json.checks.every((c) => c.level === 'ok')).toBe(true);

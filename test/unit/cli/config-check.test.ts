@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { formatCheck, formatVerdict } from '../../../src/cli/commands/config-check.js';
 import { listenCheck } from '../../../src/daemon/listen-check.js';
 import { inotifyCheck, readInotifyLimits, suggestedWatchLimit, watchesNeeded } from '../../../src/local/watch/inotify-budget.js';
+import { nativeWatchCheck } from '../../../src/local/watch/inotify.js';
 
 const proc = (files: Record<string, string>) => async (path: string): Promise<string> => {
   const v = files[path];
@@ -30,6 +31,18 @@ describe('inotify budget', () => {
     const r = inotifyCheck(40, 0, limits);
     expect(r.level).toBe('warn');
     expect(r.message).toContain('cannot check the watch budget for 40 folders');
+  });
+
+  it("says which watch a daemon started here would use: dssync's module, fs.watch by choice, or fs.watch with why, what it costs and the fix", () => {
+    const native = { open: () => 0, add: () => 1, remove: () => undefined, close: () => undefined };
+    expect(nativeWatchCheck(15_000, { native })).toEqual({ check: 'inotify', level: 'ok', message: "folders are watched on one inotify instance of dssync's own (its native module loads)" });
+    expect(nativeWatchCheck(15_000, { why: 'DSSYNC_NATIVE_WATCH=0' })).toEqual({ check: 'inotify', level: 'ok', message: "events through Node's fs.watch (DSSYNC_NATIVE_WATCH=0)" });
+    const missing = nativeWatchCheck(15_000, { why: '/opt/dssync/dist/src/native/inotify.node is not built (npm run build needs a C compiler: cc)' });
+    expect(missing.level).toBe('warn');
+    expect(missing.message).toBe(
+      "dssync's inotify module cannot be used (/opt/dssync/dist/src/native/inotify.node is not built (npm run build needs a C compiler: cc)): events would come through Node's fs.watch, about 1.2 KB more memory a watched folder (~17 MB for 15000 folders), and a queue overflow only inferred",
+    );
+    expect(missing.fix).toContain('apt-get install gcc libc6-dev');
   });
 
   it('passes when the folders (with a margin) stay under 80% of max_user_watches', () => {
