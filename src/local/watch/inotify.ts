@@ -154,15 +154,19 @@ export class InotifyWatches {
       }
       const entry = this.byWd.get(wd);
       if (entry === undefined) return;
-      const watches = Array.isArray(entry) ? [...entry] : [entry];
-      if (mask & IN_IGNORED) {
-        // The kernel removed the watch (its folder deleted or unmounted): the descriptor may
-        // be given again to another folder, so it names these watches no more.
-        this.byWd.delete(wd);
-        for (const w of watches) w.wd = DROPPED;
-      }
+      const dropped = (mask & IN_IGNORED) !== 0;
+      // The kernel removed the watch (its folder deleted or unmounted): the descriptor may be
+      // given again to another folder, so it names these watches no more.
+      if (dropped) this.byWd.delete(wd);
       const type = eventType(mask);
-      for (const w of watches) if (w.wd !== CLOSED) w.listener.call(w, type, name ?? null);
+      if (!Array.isArray(entry)) {
+        deliver(entry, dropped, type, name);
+        return;
+      }
+      const sharers = [...entry];
+      if (dropped) for (const w of sharers) if (w.wd !== CLOSED) w.wd = DROPPED;
+      // A listener may close a sharer meanwhile: the ones closed hear nothing more.
+      for (const w of sharers) deliver(w, dropped, type, name);
     });
     if (overflow) this.onOverflow();
   }
@@ -177,6 +181,12 @@ export class InotifyWatches {
       w.onError?.call(w, err);
     }
   }
+}
+
+function deliver(w: InotifyWatch, dropped: boolean, type: string, name: string | undefined): void {
+  if (w.wd === CLOSED) return;
+  if (dropped) w.wd = DROPPED;
+  w.listener.call(w, type, name ?? null);
 }
 
 /** Which watch the process uses, and why it is fs.watch when it is. */

@@ -118,6 +118,20 @@ describe('InotifyWatches', () => {
     expect(native.removed).toEqual([1]);
   });
 
+  it('a sharer closed by the listener of another, in the middle of one event, hears nothing of it', () => {
+    const { native, watches } = setup();
+    const heard: string[] = [];
+    let second: FolderWatcher | undefined;
+    watches.watch('/share/a', () => {
+      heard.push('first');
+      second?.close();
+    });
+    second = watches.watch('/share/a', () => heard.push('second'));
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'f' }]));
+    expect(heard).toEqual(['first']);
+    expect(native.removed).toEqual([]);
+  });
+
   it('a watch the kernel dropped (its folder deleted) says so, and its descriptor given again names the new folder only', () => {
     const { native, heard, watch } = setup();
     const gone = watch('/share/gone');
