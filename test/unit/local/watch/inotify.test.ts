@@ -121,12 +121,12 @@ describe('InotifyWatches', () => {
   it('a sharer closed by the listener of another, in the middle of one event, hears nothing of it', () => {
     const { native, watches } = setup();
     const heard: string[] = [];
-    let second: FolderWatcher | undefined;
+    const sharer: { watch?: FolderWatcher } = {};
     watches.watch('/share/a', () => {
       heard.push('first');
-      second?.close();
+      sharer.watch?.close();
     });
-    second = watches.watch('/share/a', () => heard.push('second'));
+    sharer.watch = watches.watch('/share/a', () => heard.push('second'));
     native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'f' }]));
     expect(heard).toEqual(['first']);
     expect(native.removed).toEqual([]);
