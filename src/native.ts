@@ -1,12 +1,13 @@
 /**
  * dssync's own native modules (native/*.c, built by scripts/build-native.mjs into
- * dist/src/native/NAME.node), loaded once each, or why one cannot be: every caller has a
- * way without it (docs/watch.md, "The watch itself"; docs/performance.md, "Session 29").
+ * dist/src/native/NAME.node), or why one cannot be: every caller has a way without it
+ * (docs/watch.md, "The watch itself"; docs/performance.md, "Session 29"). `DSSYNC_NATIVE=0`
+ * turns them all off (docs/config.md): fs.watch, the watchdog's worker, no malloc trim.
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-export type NativeModuleName = 'inotify' | 'malloc-trim';
+export type NativeModuleName = 'inotify' | 'malloc-trim' | 'watchdog';
 
 /** Where a built module is, from this file's place in src/ (tests) or dist/src/. */
 function modulePath(name: NativeModuleName): string {
@@ -14,8 +15,9 @@ function modulePath(name: NativeModuleName): string {
   return fileURLToPath(here.endsWith('.ts') ? new URL(`../dist/src/native/${name}.node`, here) : new URL(`./native/${name}.node`, here));
 }
 
-/** The module's exports, or why not (not Linux, not built, not loadable here). */
-export function loadNativeModule<T>(name: NativeModuleName): { module: T } | { why: string } {
+/** The module's exports, or why not (turned off, not Linux, not built, not loadable here). */
+export function loadNativeModule<T>(name: NativeModuleName, env: NodeJS.ProcessEnv = process.env): { module: T } | { why: string } {
+  if (env.DSSYNC_NATIVE === '0') return { why: 'DSSYNC_NATIVE=0' };
   if (process.platform !== 'linux') return { why: `dssync's native modules are built for Linux (this is ${process.platform})` };
   const path = modulePath(name);
   try {

@@ -57,11 +57,11 @@ export async function writeConfig(spec: ConfigSpec): Promise<string> {
 }
 
 /** Passed on to the dssync processes when the benchmark is given them (the report says so). */
-const PASSED_ENV = ['DSSYNC_WATCHDOG_SECONDS', 'DSSYNC_NATIVE_WATCH', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'GLIBC_TUNABLES', 'LD_PRELOAD', 'MALLOC_CONF', 'BENCH_SAMPLES'] as const;
+const PASSED_ENV = ['DSSYNC_WATCHDOG_SECONDS', 'DSSYNC_NATIVE', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_', 'GLIBC_TUNABLES', 'LD_PRELOAD', 'MALLOC_CONF', 'BENCH_SAMPLES'] as const;
 
 /**
  * Only what dssync needs; and PASSED_ENV's: DSSYNC_WATCHDOG_SECONDS (0 lets a run whose event
- * loop blocks for more than 60 s be measured to its end), DSSYNC_NATIVE_WATCH (0: fs.watch,
+ * loop blocks for more than 60 s be measured to its end), DSSYNC_NATIVE (0: fs.watch,
  * for an A/B of the watch on one build), MALLOC_ARENA_MAX and
  * MALLOC_MMAP_THRESHOLD_ (as the image and the systemd units run it), GLIBC_TUNABLES (glibc's
  * other settings), LD_PRELOAD and MALLOC_CONF (another allocator, jemalloc, and its

@@ -138,7 +138,7 @@ export class Daemon {
     const { seconds, problem } = watchdogSecondsFromEnv();
     if (problem) this.o.logger.warn(problem);
     this.watchdog = startWatchdog({ timeoutSeconds: seconds });
-    if (this.watchdog) this.o.logger.info({ timeoutSeconds: seconds }, 'watchdog started');
+    if (this.watchdog) this.o.logger.info({ timeoutSeconds: seconds, thread: this.watchdog.kind }, 'watchdog started');
     else this.o.logger.warn('watchdog off (DSSYNC_WATCHDOG_SECONDS=0): a hung event loop will not be restarted');
     testBlockMainThread();
   }

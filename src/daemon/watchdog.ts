@@ -1,13 +1,15 @@
 /**
  * The watchdog: a hung event loop ends the process, so that systemd restarts it.
  *
- * The main thread bumps a counter in shared memory every second (an unref'd timer: it keeps
- * nothing alive). A worker thread, which runs on its own event loop and so keeps running
- * when the main one is stuck in a synchronous call, looks at the counter every half second;
- * when it has not moved for `timeoutSeconds`, the worker writes one fatal JSON log line
- * straight to stdout (fd 1: the main thread's logger cannot run) and sends SIGKILL to the
- * process. SIGKILL, because a stuck main thread never runs a SIGTERM handler, and a worker
- * cannot call process.exit() for the whole process. The exit status is therefore "killed
+ * The main thread bumps a counter every second (an unref'd timer: it keeps nothing alive).
+ * Another thread, which keeps running when the main one is stuck in a synchronous call, looks
+ * at the counter every half second; when it has not moved for `timeoutSeconds`, it writes one
+ * fatal JSON log line straight to stdout (fd 1: the main thread's logger cannot run) and sends
+ * SIGKILL to the process. That thread is dssync's own native one (native/watchdog.c): a plain
+ * thread, ~9 MB less than a worker's JavaScript isolate. Where that module is not there
+ * (src/native.ts), it is a worker thread running the same loop in JavaScript on its own
+ * event loop. SIGKILL, because a stuck main thread never runs a SIGTERM handler, and neither
+ * thread can call process.exit() for the whole process. The exit status is therefore "killed
  * by signal 9" (a shell shows 137; systemd shows code=killed, status=9/KILL), which
  * `Restart=on-failure` restarts; the state file is written atomically and open intents are
  * settled at the next start, so this is as safe as any crash.
@@ -19,6 +21,7 @@
  * See docs/security.md.
  */
 import { Worker } from 'node:worker_threads';
+import { loadNativeModule } from '../native.js';
 
 export const DEFAULT_WATCHDOG_SECONDS = 60;
 
@@ -28,7 +31,16 @@ export interface WatchdogOptions {
 }
 
 export interface RunningWatchdog {
+  /** 'thread': dssync's native thread; 'worker': a worker thread (the native module is not there). */
+  kind: 'thread' | 'worker';
   stop(): Promise<void>;
+}
+
+/** native/watchdog.c's functions. */
+interface NativeWatchdog {
+  start(timeoutSeconds: number, pid: number): unknown;
+  beat(handle: unknown): void;
+  stop(handle: unknown): void;
 }
 
 /**
@@ -82,13 +94,32 @@ setInterval(() => {
 /** Starts the watchdog; undefined when it is turned off (timeout 0). */
 export function startWatchdog(o: WatchdogOptions): RunningWatchdog | undefined {
   if (!(o.timeoutSeconds > 0)) return undefined;
+  const loaded = loadNativeModule<NativeWatchdog>('watchdog');
+  return 'module' in loaded ? startThread(loaded.module, o.timeoutSeconds) : startWorker(o.timeoutSeconds);
+}
+
+function startThread(native: NativeWatchdog, timeoutSeconds: number): RunningWatchdog {
+  const handle = native.start(timeoutSeconds, process.pid);
+  const timer = setInterval(() => native.beat(handle), 1000);
+  timer.unref();
+  return {
+    kind: 'thread',
+    stop() {
+      clearInterval(timer);
+      native.stop(handle);
+      return Promise.resolve();
+    },
+  };
+}
+
+function startWorker(timeoutSeconds: number): RunningWatchdog {
   const buffer = new SharedArrayBuffer(4);
   const beat = new Int32Array(buffer);
   const timer = setInterval(() => Atomics.add(beat, 0, 1), 1000);
   timer.unref();
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { buffer, timeoutMs: o.timeoutSeconds * 1000, pid: process.pid },
+    workerData: { buffer, timeoutMs: timeoutSeconds * 1000, pid: process.pid },
     // Small: it holds one timer.
     resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
     stdout: false,
@@ -98,6 +129,7 @@ export function startWatchdog(o: WatchdogOptions): RunningWatchdog | undefined {
   // A watchdog that fails to start must not take the daemon down with it.
   worker.on('error', () => undefined);
   return {
+    kind: 'worker',
     async stop() {
       clearInterval(timer);
       await worker.terminate().catch(() => undefined);

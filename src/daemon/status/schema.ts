@@ -159,7 +159,7 @@ export const WatchStatusSchema = z.object({
   problems: z.array(z.string()),
   /**
    * The process's watch, when events are watched: dssync's own inotify instance, or Node's
-   * fs.watch and why (the module not built or not loadable, DSSYNC_NATIVE_WATCH=0).
+   * fs.watch and why (the module not built or not loadable, DSSYNC_NATIVE=0).
    */
   backend: z.object({ name: z.enum(['inotify', 'fs.watch']), why: z.string().optional() }).optional(),
   /**

@@ -19,7 +19,7 @@
  * removed when the last of them closes. The instance is opened at the first watch and
  * closed with the last, so it holds the process open exactly while fs.watch's would.
  *
- * `DSSYNC_NATIVE_WATCH=0` chooses fs.watch (docs/config.md); the choice is made once per
+ * `DSSYNC_NATIVE=0` chooses fs.watch (docs/config.md); the choice is made once per
  * process, at its first watch, and shown by `watchBackend()`.
  */
 import { watch as fsWatch } from 'node:fs';
@@ -198,8 +198,7 @@ export interface WatchBackend {
 
 /** The native module, or why it is not used. */
 export function loadNativeInotify(env: NodeJS.ProcessEnv = process.env): { native: NativeInotify } | { why: string } {
-  if (env.DSSYNC_NATIVE_WATCH === '0') return { why: 'DSSYNC_NATIVE_WATCH=0' };
-  const loaded = loadNativeModule<NativeInotify>('inotify');
+  const loaded = loadNativeModule<NativeInotify>('inotify', env);
   return 'module' in loaded ? { native: loaded.module } : loaded;
 }
 
@@ -238,7 +237,7 @@ const FS_WATCH_EXTRA_BYTES = 1_200;
 export function nativeWatchCheck(folders: number, loaded: { native: NativeInotify } | { why: string }): CheckResult {
   const base = { check: 'inotify' };
   if ('native' in loaded) return { ...base, level: 'ok', message: "folders are watched on one inotify instance of dssync's own (its native module loads)" };
-  if (loaded.why === 'DSSYNC_NATIVE_WATCH=0') return { ...base, level: 'ok', message: "events through Node's fs.watch (DSSYNC_NATIVE_WATCH=0)" };
+  if (loaded.why === 'DSSYNC_NATIVE=0') return { ...base, level: 'ok', message: "events through Node's fs.watch (DSSYNC_NATIVE=0)" };
   const mb = Math.round((folders * FS_WATCH_EXTRA_BYTES) / 1024 / 1024);
   return {
     ...base,

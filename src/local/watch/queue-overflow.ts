@@ -4,7 +4,7 @@
  *
  * The native watch reads the kernel's IN_Q_OVERFLOW record and says so (`overflowed`): no
  * guess, and nothing below applies. Under fs.watch (the module not built, or
- * DSSYNC_NATIVE_WATCH=0):
+ * DSSYNC_NATIVE=0):
  *
  * The kernel queues at most fs.inotify.max_queued_events events per inotify instance (16,384
  * by default); past that it drops events and queues one IN_Q_OVERFLOW record (watch

@@ -13,7 +13,7 @@
  *
  * The limit is this process's alone: a preload (test/fixtures/watch/inotify-limit.mjs) makes
  * a watch fail with ENOSPC past 60 (dssync's own inotify watch; fs.watch under
- * DSSYNC_NATIVE_WATCH=0, which the watcher's own test covers, test/integration/local). Lowering the system's max_user_watches would
+ * DSSYNC_NATIVE=0, which the watcher's own test covers, test/integration/local). Lowering the system's max_user_watches would
  * starve every other process on the machine (and `unshare -Ur` does not isolate it here).
  */
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';

@@ -5,7 +5,7 @@
  * must drop (a new folder with files, an edit, a deletion); then it runs again (SIGCONT).
  * Without the overflow seen, those changes would wait for the periodic full pass (an hour
  * here). dssync's own inotify watch reads the kernel's IN_Q_OVERFLOW record; under fs.watch
- * (DSSYNC_NATIVE_WATCH=0) libuv drops it, and the burst read in one turn is taken as a
+ * (DSSYNC_NATIVE=0) libuv drops it, and the burst read in one turn is taken as a
  * possible overflow. Either way it is logged once with the cause and the fix, counted in
  * /status, `dssync status` and /metrics, and a full pass mirrors every change.
  *
@@ -50,7 +50,7 @@ const queueSize = ((): number | undefined => {
 
 const BACKENDS = [
   { backend: 'inotify', reported: true, env: {} },
-  { backend: 'fs.watch', reported: false, env: { DSSYNC_NATIVE_WATCH: '0' } },
+  { backend: 'fs.watch', reported: false, env: { DSSYNC_NATIVE: '0' } },
 ] as const;
 
 describe.each(BACKENDS)('dssync run ($backend) when the inotify queue overflows', ({ backend, reported, env }) => {
@@ -124,7 +124,7 @@ describe.each(BACKENDS)('dssync run ($backend) when the inotify queue overflows'
     expect(status.stdout).toMatch(new RegExp(`the inotify queue \\(${size.toLocaleString('en-US')} events\\) ${reported ? 'overflowed' : 'may have overflowed'} once, last at \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC${burst}: everything was looked at again; if it repeats, raise it: sysctl fs\\.inotify\\.max_queued_events=65536`));
     // fs.watch is named with why (here the operator's choice); dssync's own watch goes unsaid.
     if (reported) expect(status.stdout).not.toContain('fs.watch');
-    else expect(status.stdout).toContain("events through Node's fs.watch, not dssync's inotify watch (DSSYNC_NATIVE_WATCH=0)");
+    else expect(status.stdout).toContain("events through Node's fs.watch, not dssync's inotify watch (DSSYNC_NATIVE=0)");
     expect(status.code).toBe(0); // not degraded
   });
 });

@@ -105,10 +105,10 @@ describe.skipIf(!native)(`dssync's inotify watch${SKIP}`, () => {
     expect(events).toBeLessThanOrEqual(size);
   });
 
-  it('is the watch the process uses (LocalFs.watch), unless DSSYNC_NATIVE_WATCH=0', async () => {
+  it('is the watch the process uses (LocalFs.watch), unless DSSYNC_NATIVE=0', async () => {
     const w = watchFolder(root, () => undefined);
     open.push(w);
     expect(watchBackend()).toEqual({ name: 'inotify' });
-    expect(loadNativeInotify({ DSSYNC_NATIVE_WATCH: '0' })).toEqual({ why: 'DSSYNC_NATIVE_WATCH=0' });
+    expect(loadNativeInotify({ DSSYNC_NATIVE: '0' })).toEqual({ why: 'DSSYNC_NATIVE=0' });
   });
 });

@@ -4,7 +4,7 @@
  * command that raises the limit. Real folders and real inotify; only `fs.watch` is wrapped
  * to fail with ENOSPC for the folders under "deep" (lowering the system-wide limit would
  * disturb every other process on the machine), so the watch here is fs.watch
- * (DSSYNC_NATIVE_WATCH=0); the daemon's test (test/integration/daemon/watch-limit.test.ts)
+ * (DSSYNC_NATIVE=0); the daemon's test (test/integration/daemon/watch-limit.test.ts)
  * runs the same limit on dssync's own inotify watch.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -26,7 +26,7 @@ vi.mock('node:fs', async (importOriginal) => {
 });
 
 // Read at the module's first watch (src/local/watch/inotify.ts; a test file has its own modules).
-vi.stubEnv('DSSYNC_NATIVE_WATCH', '0');
+vi.stubEnv('DSSYNC_NATIVE', '0');
 afterAll(() => void vi.unstubAllEnvs());
 
 let root: string;

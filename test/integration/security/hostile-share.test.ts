@@ -230,27 +230,34 @@ describe('security: FIFOs never freeze the daemon (real dssync run)', () => {
   }
 });
 
-describe('security: the watchdog (real dssync run)', () => {
+// dssync's native thread, and the worker it falls back to without its native modules.
+const WATCHDOGS = [
+  { thread: 'thread', env: {} },
+  { thread: 'worker', env: { DSSYNC_NATIVE: '0' } },
+] as const;
+
+describe.each(WATCHDOGS)('security: the watchdog ($thread, real dssync run)', ({ thread, env }) => {
   it('a main thread blocked for good ends the process (SIGKILL from the watchdog thread)', { timeout: 90_000 }, async () => {
     ws = await daemonWorkspace();
     await ws.write('a.txt', 'alpha');
     daemon = await startDaemon(ws, {
       waitReady: false,
-      env: { DSSYNC_WATCHDOG_SECONDS: '2', DSSYNC_TEST_HOOKS: 'block-main-thread-after-ms=500' },
+      env: { ...env, DSSYNC_WATCHDOG_SECONDS: '2', DSSYNC_TEST_HOOKS: 'block-main-thread-after-ms=500' },
     });
     const d = daemon;
     const exit = await exitWithin(d, 60_000);
     expect(exit.signal).toBe('SIGKILL');
     const fatal = d.logs().find((l) => l.level === 60);
     expect(fatal?.msg).toMatch(/^watchdog: the event loop has not answered for \d+ s \(limit 2 s\)/);
-    expect(d.logs().some((l) => l.msg === 'watchdog started' && l.timeoutSeconds === 2)).toBe(true);
+    expect(d.logs().some((l) => l.msg === 'watchdog started' && l.timeoutSeconds === 2 && l.thread === thread)).toBe(true);
   });
 
   it('an idle daemon is left alone by the watchdog, and stops cleanly', { timeout: 90_000 }, async () => {
     ws = await daemonWorkspace();
     await ws.write('a.txt', 'alpha');
-    daemon = await startDaemon(ws, { env: { DSSYNC_WATCHDOG_SECONDS: '2' } });
+    daemon = await startDaemon(ws, { env: { ...env, DSSYNC_WATCHDOG_SECONDS: '2' } });
     const d = daemon;
+    expect(d.logs().find((l) => l.msg === 'watchdog started')?.thread).toBe(thread);
     await waitFor(() => docText(ws!, 'a.txt') === 'alpha', { timeout: 60_000, what: 'a.txt mirrored' });
     // Several watchdog periods of normal life: the process is still there and answers.
     await waitFor(async () => (await d.metrics()).length > 0 && d.logs().length > 0, { timeout: 10_000 });

@@ -36,7 +36,7 @@ describe('inotify budget', () => {
   it("says which watch a daemon started here would use: dssync's module, fs.watch by choice, or fs.watch with why, what it costs and the fix", () => {
     const native = { open: () => 0, add: () => 1, remove: () => undefined, close: () => undefined };
     expect(nativeWatchCheck(15_000, { native })).toEqual({ check: 'inotify', level: 'ok', message: "folders are watched on one inotify instance of dssync's own (its native module loads)" });
-    expect(nativeWatchCheck(15_000, { why: 'DSSYNC_NATIVE_WATCH=0' })).toEqual({ check: 'inotify', level: 'ok', message: "events through Node's fs.watch (DSSYNC_NATIVE_WATCH=0)" });
+    expect(nativeWatchCheck(15_000, { why: 'DSSYNC_NATIVE=0' })).toEqual({ check: 'inotify', level: 'ok', message: "events through Node's fs.watch (DSSYNC_NATIVE=0)" });
     const missing = nativeWatchCheck(15_000, { why: '/opt/dssync/dist/src/native/inotify.node is not built (npm run build needs a C compiler: cc)' });
     expect(missing.level).toBe('warn');
     expect(missing.message).toBe(
