@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <node_api.h>
 #include <uv.h>
+#include "module.h"
 
 #define READ_BYTES 65536
 
@@ -152,15 +153,6 @@ static void finalize(napi_env env, void *data, void *hint) {
   if (in->handle_done) free(in);
 }
 
-static instance_t *unwrap(napi_env env, napi_value v) {
-  void *p = NULL;
-  if (napi_get_value_external(env, v, &p) != napi_ok || p == NULL) {
-    napi_throw_type_error(env, NULL, "not an inotify handle");
-    return NULL;
-  }
-  return p;
-}
-
 static napi_value js_open(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], name, handle;
@@ -203,7 +195,7 @@ static napi_value js_add(napi_env env, napi_callback_info info) {
   size_t len;
   uint32_t mask;
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  instance_t *in = argc >= 3 ? unwrap(env, argv[0]) : NULL;
+  instance_t *in = argc >= 3 ? unwrap_handle(env, argv[0], "inotify") : NULL;
   if (in == NULL) return NULL;
   if (in->closed) return throw_errno(env, "inotify_add_watch", EBADF);
   if (napi_get_value_string_utf8(env, argv[1], path, sizeof path, &len) != napi_ok) {
@@ -226,7 +218,7 @@ static napi_value js_remove(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   int32_t wd;
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  instance_t *in = argc >= 2 ? unwrap(env, argv[0]) : NULL;
+  instance_t *in = argc >= 2 ? unwrap_handle(env, argv[0], "inotify") : NULL;
   if (in == NULL) return NULL;
   if (napi_get_value_int32(env, argv[1], &wd) != napi_ok) {
     napi_throw_type_error(env, NULL, "remove: the descriptor must be a number");
@@ -237,10 +229,7 @@ static napi_value js_remove(napi_env env, napi_callback_info info) {
 }
 
 static napi_value js_close(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  instance_t *in = argc >= 1 ? unwrap(env, argv[0]) : NULL;
+  instance_t *in = only_handle(env, info, "inotify");
   if (in == NULL) return NULL;
   if (!in->closed) {
     napi_remove_env_cleanup_hook(env, cleanup, in);
@@ -251,10 +240,10 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
-    { "open", NULL, js_open, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "add", NULL, js_add, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "remove", NULL, js_remove, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "close", NULL, js_close, NULL, NULL, NULL, napi_enumerable, NULL },
+    NATIVE_FUNCTION("open", js_open),
+    NATIVE_FUNCTION("add", js_add),
+    NATIVE_FUNCTION("remove", js_remove),
+    NATIVE_FUNCTION("close", js_close),
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

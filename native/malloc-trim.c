@@ -12,6 +12,7 @@
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
+#include "module.h"
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -29,7 +30,7 @@ static napi_value js_trim(napi_env env, napi_callback_info info) {
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
-    { "trim", NULL, js_trim, NULL, NULL, NULL, napi_enumerable, NULL },
+    NATIVE_FUNCTION("trim", js_trim),
   };
   napi_define_properties(env, exports, 1, props);
   return exports;

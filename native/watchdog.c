@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <node_api.h>
+#include "module.h"
 
 #define LOOK_MS 500
 
@@ -115,15 +116,6 @@ static void finalize(napi_env env, void *data, void *hint) {
   free(w);
 }
 
-static watchdog_t *unwrap(napi_env env, napi_value v) {
-  void *p = NULL;
-  if (napi_get_value_external(env, v, &p) != napi_ok || p == NULL) {
-    napi_throw_type_error(env, NULL, "not a watchdog handle");
-    return NULL;
-  }
-  return p;
-}
-
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2], handle;
@@ -168,19 +160,13 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
 }
 
 static napi_value js_beat(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  watchdog_t *w = argc >= 1 ? unwrap(env, argv[0]) : NULL;
+  watchdog_t *w = only_handle(env, info, "watchdog");
   if (w != NULL) atomic_fetch_add(&w->beats, 1);
   return NULL;
 }
 
 static napi_value js_stop(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  watchdog_t *w = argc >= 1 ? unwrap(env, argv[0]) : NULL;
+  watchdog_t *w = only_handle(env, info, "watchdog");
   if (w != NULL && !w->joined) {
     napi_remove_env_cleanup_hook(env, cleanup, w);
     stop(w);
@@ -190,9 +176,9 @@ static napi_value js_stop(napi_env env, napi_callback_info info) {
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
-    { "start", NULL, js_start, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "beat", NULL, js_beat, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "stop", NULL, js_stop, NULL, NULL, NULL, napi_enumerable, NULL },
+    NATIVE_FUNCTION("start", js_start),
+    NATIVE_FUNCTION("beat", js_beat),
+    NATIVE_FUNCTION("stop", js_stop),
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

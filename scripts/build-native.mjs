@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const outDir = join(root, 'dist/src/native');
-const sources = readdirSync(join(root, 'native')).filter((f) => f.endsWith('.c')).sort();
+const files = readdirSync(join(root, 'native')).sort();
+const sources = files.filter((f) => f.endsWith('.c'));
 const required = process.env.DSSYNC_REQUIRE_NATIVE === '1';
 
 function give(why) {
@@ -40,7 +41,9 @@ try {
 if (!existsSync(join(include, 'node_api.h'))) give(`no node_api.h in ${include}`);
 
 const cc = process.env.CC || 'cc';
-const script = statSync(fileURLToPath(import.meta.url)).mtimeMs;
+// A module is built again when its source, a shared header (native/*.h) or this script changed.
+const headers = Math.max(0, ...files.filter((f) => f.endsWith('.h')).map((f) => statSync(join(root, 'native', f)).mtimeMs));
+const script = Math.max(statSync(fileURLToPath(import.meta.url)).mtimeMs, headers);
 mkdirSync(outDir, { recursive: true });
 for (const file of sources) {
   const source = join(root, 'native', file);
