@@ -95,7 +95,14 @@ setInterval(() => {
 export function startWatchdog(o: WatchdogOptions): RunningWatchdog | undefined {
   if (!(o.timeoutSeconds > 0)) return undefined;
   const loaded = loadNativeModule<NativeWatchdog>('watchdog');
-  return 'module' in loaded ? startThread(loaded.module, o.timeoutSeconds) : startWorker(o.timeoutSeconds);
+  if ('module' in loaded) {
+    try {
+      return startThread(loaded.module, o.timeoutSeconds);
+    } catch {
+      // A thread that cannot start (EAGAIN): the worker watches instead.
+    }
+  }
+  return startWorker(o.timeoutSeconds);
 }
 
 function startThread(native: NativeWatchdog, timeoutSeconds: number): RunningWatchdog {
