@@ -122,7 +122,8 @@ describe('trimMalloc', () => {
     collectGarbage();
     const before = process.memoryUsage.rss();
     expect(trimMalloc()).toBe(true);
-    expect(process.memoryUsage.rss()).toBeLessThan(before - 16 * 1024 * 1024);
+    // 56 MB were freed below blocks still in use; at least some of it leaves the resident set.
+    expect(process.memoryUsage.rss()).toBeLessThan(before - 8 * 1024 * 1024);
     expect(keep.every((b) => b[0] === 1)).toBe(true);
   });
 });
