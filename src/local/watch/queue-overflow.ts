@@ -92,9 +92,7 @@ export class InotifyQueueMonitor {
    * reports once per read of the records.
    */
   overflowed(): void {
-    this.overflows++;
-    this.last = { at: this.o.now(), queueSize: this.queueSize() };
-    for (const fn of [...this.listeners]) fn(this.last);
+    this.record(undefined);
   }
 
   /** Reads the queue's size, once per process; call before the first watch. */
@@ -133,6 +131,11 @@ export class InotifyQueueMonitor {
     const wasFlooding = this.flooding;
     this.flooding = full;
     if (!full || wasFlooding) return;
+    this.record(events);
+  }
+
+  /** One overflow, told to every watcher: inferred from `events` at once, or the kernel's (undefined). */
+  private record(events: number | undefined): void {
     this.overflows++;
     this.last = { at: this.o.now(), events, queueSize: this.queueSize() };
     for (const fn of [...this.listeners]) fn(this.last);
