@@ -10,6 +10,7 @@ import type {
   DocumentUpdate,
   UploadFile,
 } from './records.js';
+import type { PageChain } from './list-pages.js';
 
 export interface RequestOptions {
   /** Aborts the request (and its retries); the promise rejects with E_ABORTED. */
@@ -39,6 +40,11 @@ export interface ListDocumentsOptions extends RequestOptions {
   maxRecords?: number | undefined;
   /** What the bound is, for its error (e.g. "4 × the 12 files tracked + 100000"). */
   boundReason?: string | undefined;
+  /**
+   * This listing's first pages, fetched before it began (DatastoreClient.documentPages):
+   * taken while they are the pages it asks for. An implementation may ignore it.
+   */
+  pages?: PageChain | undefined;
 }
 
 /** The records `keep` keeps, in order: for implementations that list all at once. */

@@ -20,7 +20,7 @@ import {
   preview,
   type DecodeContext,
 } from './decode.js';
-import { listPages } from './list-pages.js';
+import { listPages, PageChain } from './list-pages.js';
 import { Pacer, type PacerEvent } from './pacer.js';
 import type { Clock } from '../time/clock.js';
 import { createAgent, header, HttpTransport, type HttpMethod, type HttpResponse, type TimeoutOptions } from './http.js';
@@ -240,12 +240,29 @@ export class DatastoreClient implements DatastoreApi {
   listDocuments(dataSourceId: string, opts?: ListDocumentsOptions): Promise<DocumentRecord[]> {
     const path = `${dsPath(dataSourceId)}/documents`;
     const bound = opts?.maxRecords === undefined ? undefined : { max: opts.maxRecords, reason: opts.boundReason };
-    if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal, opts?.keep, undefined, bound);
+    if (opts?.form !== 'sync') return this.listAll(path, decodeDocument, opts?.signal, opts?.keep, undefined, bound, opts?.pages);
     // Each page's records turned into their compact form as they arrive: the whole records
     // of a million documents are never all held at once. Only the records `keep` keeps are
     // compacted: those it drops (a restart's confirmed documents) are garbage at once.
     const form = new SyncForm();
-    return this.listAll(path, decodeDocument, opts?.signal, opts?.keep, (rec) => form.compact(rec), bound);
+    return this.listAll(path, decodeDocument, opts?.signal, opts?.keep, (rec) => form.compact(rec), bound, opts?.pages);
+  }
+
+  /**
+   * Begins fetching the pages of a data source's document list now, for a listDocuments
+   * begun later (ListDocumentsOptions.pages): a restart's, while its state loads. At most
+   * `maxBytes` of answers are kept.
+   */
+  documentPages(dataSourceId: string, maxBytes: number, signal?: AbortSignal): PageChain {
+    const path = `${dsPath(dataSourceId)}/documents`;
+    return new PageChain((url, s) => this.send('GET', path, { url, signal: s }), this.firstListUrl(path), { maxPages: this.maxPages, maxBytes }, signal);
+  }
+
+  /** A list's first page: with our page size unless the service refused it. */
+  private firstListUrl(path: string): URL {
+    const u = this.url(path);
+    if (!this.limitRejected && this.pageSize > 0) u.searchParams.set('limit', String(this.pageSize));
+    return u;
   }
 
   async getDocument(dataSourceId: string, documentId: string, opts?: RequestOptions): Promise<DocumentRecord> {
@@ -543,13 +560,12 @@ export class DatastoreClient implements DatastoreApi {
     finish?: (rec: R) => R,
     /** The most distinct records the listing may hold (ListDocumentsOptions.maxRecords). */
     bound?: { max: number; reason?: string | undefined },
+    /** The first pages, fetched before (ListDocumentsOptions.pages). */
+    pages?: PageChain,
   ): Promise<R[]> {
     return listPages({
-      firstUrl: () => {
-        const u = this.url(path);
-        if (!this.limitRejected && this.pageSize > 0) u.searchParams.set('limit', String(this.pageSize));
-        return u;
-      },
+      firstUrl: () => this.firstListUrl(path),
+      pages,
       get: (url, s) => this.send('GET', path, { url, signal: s }),
       read: (res) => {
         const ctx = this.ctx('GET', res);

@@ -48,6 +48,8 @@ export interface ListPagesOptions<R extends { id: string }> {
   maxRecords?: { max: number; reason?: string | undefined } | undefined;
   /** Page 1 with `?limit=` was answered E_BAD_REQUEST: the caller stops sending it (firstUrl then has none). */
   onLimitRefused?: (() => void) | undefined;
+  /** Pages fetched before the listing began (PageChain): taken in their order while they are the pages it asks for. */
+  pages?: PageChain | undefined;
 }
 
 interface Ahead {
@@ -57,7 +59,7 @@ interface Ahead {
 
 /** Every record of the list, in order, each distinct document once (seen-ids.ts). */
 export async function listPages<R extends { id: string }>(opts: ListPagesOptions<R>): Promise<R[]> {
-  const { signal, keep, finish } = opts;
+  const { signal, keep, finish, pages: chain } = opts;
   let url = opts.firstUrl();
   const seen = new Set<string>([url.toString()]);
   const out: R[] = [];
@@ -72,7 +74,7 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
           ahead = undefined;
           res = await a.response;
         } else {
-          res = await opts.get(url, signal);
+          res = await (chain?.take(url) ?? opts.get(url, signal));
         }
       } catch (e) {
         // A service that refuses our page size: ask again without one (the caller remembers).
@@ -88,7 +90,7 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
       // A guess at the next page from the answer's last bytes (paging.ts peekNextPage) goes
       // out before the answer is parsed; it is kept only if the parsed answer names it.
       const guess = page < opts.maxPages ? guessNext(res, seen) : undefined;
-      if (guess !== undefined) {
+      if (guess !== undefined && !chain?.has(guess)) {
         ahead = fetchAhead(opts.get, guess, signal);
         await letRequestLeave();
       }
@@ -126,6 +128,7 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
       if (guess !== undefined && !guessed) {
         await dropAhead(ahead);
         ahead = undefined;
+        await chain?.drop();
       }
       if (want !== undefined && !guessed) {
         ahead = fetchAhead(opts.get, want, signal);
@@ -146,8 +149,72 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
   } finally {
     // The listing ends early (an error while decoding): the request ahead is not needed.
     await dropAhead(ahead);
+    await chain?.drop();
   }
   return out;
+}
+
+/**
+ * A list's pages fetched before its listing begins: a restart's, while the state it is
+ * checked against loads (docs/reliability.md, "The listing begun while the state loads").
+ * Each next page is the one the last answer's final bytes name (peekNextPage), as the
+ * listing's own guesses are, one request at a time, until the list ends, `maxBytes` of
+ * answers are kept, or the listing takes its first page. The listing then takes them in
+ * order while each is the page it asks for: the parsed answer still decides, and a page the
+ * chain does not have, or a guess the answer did not confirm, drops the rest. A page that
+ * failed (after the client's retries) fails the listing when its turn comes, as its own
+ * request would have. Nothing of it outlives drop().
+ */
+export class PageChain {
+  private readonly kept: { url: string; response: Promise<HttpResponse> }[] = [];
+  private readonly ctrl = new AbortController();
+  private readonly running: Promise<void>;
+  private bytes = 0;
+  private ended = false;
+  /** Pages fetched, for the log. */
+  fetched = 0;
+
+  constructor(get: ListPagesOptions<{ id: string }>['get'], first: URL, limits: { maxPages: number; maxBytes: number }, signal?: AbortSignal) {
+    this.running = this.run(get, first, limits, signal === undefined ? this.ctrl.signal : AbortSignal.any([signal, this.ctrl.signal]));
+  }
+
+  private async run(get: ListPagesOptions<{ id: string }>['get'], first: URL, limits: { maxPages: number; maxBytes: number }, signal: AbortSignal): Promise<void> {
+    const seen = new Set<string>();
+    let url: URL | undefined = first;
+    while (url !== undefined && !this.ended && seen.size < limits.maxPages && this.bytes < limits.maxBytes) {
+      seen.add(url.toString());
+      const response = get(url, signal);
+      response.catch(() => undefined); // its rejection reaches whoever takes it
+      this.kept.push({ url: url.toString(), response });
+      this.fetched++;
+      const res = await response.catch(() => undefined);
+      if (res === undefined) return;
+      this.bytes += res.body.length;
+      url = guessNext(res, seen);
+    }
+  }
+
+  /** The kept answer for `url` when it is the next page kept; else undefined, and the rest is dropped. */
+  take(url: URL): Promise<HttpResponse> | undefined {
+    this.ended = true; // the listing has begun: it asks for what it still needs itself
+    const next = this.kept.shift();
+    if (next !== undefined && next.url === url.toString()) return next.response;
+    void this.drop();
+    return undefined;
+  }
+
+  /** The next page kept is `url`. */
+  has(url: URL): boolean {
+    return this.kept[0]?.url === url.toString();
+  }
+
+  /** Stops fetching, aborts what is in flight and forgets what was kept; resolves once nothing of it is left. */
+  async drop(): Promise<void> {
+    this.ended = true;
+    this.ctrl.abort();
+    const left = this.kept.splice(0).map((k) => k.response.catch(() => undefined));
+    await Promise.all([this.running, ...left]);
+  }
 }
 
 /** The next page as the answer's last bytes name it, unless already fetched (a loop: not guessed). */

@@ -14,6 +14,8 @@ import { requireMappings } from '../config/load.js';
 import type { Config, MappingConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { StateStore } from '../state/store.js';
+import { beginEarlyListing, type EarlyListing } from './early-listing.js';
+import { dropStartListing } from './mapping/pass-loop.js';
 import { MappingRunner } from './mapping/runner.js';
 import type { RunnerEvents } from './mapping/pass-loop.js';
 import { DaemonMetrics } from './status/metrics.js';
@@ -73,6 +75,8 @@ export interface DaemonOptions {
 export class Daemon {
   private config!: Config;
   private store!: StateStore;
+  /** Each mapping's listing begun while the state loaded (early-listing.ts), until its runner takes it. */
+  private readonly startListings = new Map<string, Promise<EarlyListing | undefined>>();
   private client!: DatastoreClient;
   private readonly runners = new Map<string, { runner: MappingRunner; mapping: MappingConfig }>();
   /** The problem lists and pass histories beside the state (records-file.ts). */
@@ -109,7 +113,19 @@ export class Daemon {
     testWallOffset();
     const d = new Daemon(o);
     d.config = requireMappings(o.loadConfig());
-    d.store = await StateStore.open(d.config.statePath, { logger: o.logger, onCorrupt: 'reset', clock: d.clock });
+    d.client = d.newClient(d.config, o.tokens);
+    try {
+      // Each mapping's listing begins while the state loads, where the lease allows it (early-listing.ts).
+      const onLocked = (): void => {
+        for (const m of d.config.mappings) d.startListings.set(m.id, beginEarlyListing({ client: d.client, mapping: m, statePath: d.config.statePath, clock: d.clock, signal: d.controller.signal }));
+      };
+      d.store = await StateStore.open(d.config.statePath, { logger: o.logger, onCorrupt: 'reset', clock: d.clock, onLocked });
+    } catch (e) {
+      d.controller.abort();
+      for (const l of d.startListings.values()) await l.then(dropStartListing);
+      await d.client.close();
+      throw e;
+    }
     try {
       // Read under the state's lock: no other daemon writes it meanwhile.
       d.recordsFile = new RecordsFile(recordsPath(d.config.statePath), o.logger);
@@ -119,12 +135,12 @@ export class Daemon {
       if (feed) d.history.restore(feed);
       d.scheduleFeedSave();
       d.startWatchdog();
-      d.client = d.newClient(d.config, o.tokens);
       if (d.config.status.listen) await d.startEndpoint(d.config.status.listen);
       for (const [i, m] of d.config.mappings.entries()) d.startRunner(m, i);
       o.logger.info({ mappings: d.config.mappings.map((m) => m.id), statePath: d.config.statePath, version: DSSYNC_VERSION }, 'dssync running');
       return d;
     } catch (e) {
+      for (const l of d.startListings.values()) void l.then(dropStartListing);
       if (d.feedTimer !== undefined) d.clock.clearTimeout(d.feedTimer);
       await d.server?.close();
       await d.store.close();
@@ -421,6 +437,12 @@ export class Daemon {
     return this.recordsFile.save(() => new Map([...this.runners].map(([id, r]) => [id, r.runner.records()])));
   }
 
+  private takeStartListing(id: string): Promise<EarlyListing | undefined> | undefined {
+    const l = this.startListings.get(id);
+    this.startListings.delete(id);
+    return l;
+  }
+
   private startRunner(mapping: MappingConfig, index: number): void {
     const runner = new MappingRunner({
       config: this.config,
@@ -434,6 +456,8 @@ export class Daemon {
       records: this.loadedRecords.get(mapping.id),
       onRecordsChanged: () => void this.saveRecords(),
       lease: { statePath: this.config.statePath },
+      // The start's own, once: a mapping started by a reload lists after its claim's read.
+      startListing: this.takeStartListing(mapping.id),
       events: {
         onOp: (id, e, lag) => {
           this.metrics.onOp(id, e, lag);

@@ -188,6 +188,19 @@ export function isDeadPredecessor(r: LeaseHolder, probe: HostProbe): boolean {
   return r.procStart !== undefined && start !== undefined && r.procStart !== start;
 }
 
+/**
+ * A record whose holder can write nothing more, whoever reads it and whenever: released, or
+ * a dead predecessor's. (Expiry needs a watch of the record; this needs none.)
+ */
+export function heldByNoOne(r: LeaseRecord, probe: HostProbe): boolean {
+  return r.released || isDeadPredecessor(r, probe);
+}
+
+/** Two reads of the marker showed the same record: no claim, renewal or release was written between them. */
+export function sameLeaseRecord(a: LeaseRecord | undefined, b: LeaseRecord | undefined): boolean {
+  return a !== undefined && b !== undefined && JSON.stringify(leaseMetadata(a)) === JSON.stringify(leaseMetadata(b));
+}
+
 /** What a read of the marker says. */
 export type LeaseJudgement =
   /** Nobody holds it: no marker, no record, released, expired as observed, or a dead predecessor's. */

@@ -20,6 +20,8 @@ import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfLis
 import { renamedFromVanished, StabilityWindow } from './stability.js';
 import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
+import type { LeaseRecord } from './lease.js';
+import type { PageChain } from '../api/list-pages.js';
 import type { OwnerOf } from './owner.js';
 import { nfc } from '../unicode.js';
 import { collectGarbage } from '../gc.js';
@@ -105,6 +107,8 @@ export interface MirrorDeps {
    * holder, or when the lease is neither held nor being claimed (the pass lists nothing).
    */
   leaseRead?: (() => Promise<void>) | undefined;
+  /** After leaseRead: that read found the lease free with exactly this record (an early listing's pages are then taken). */
+  leaseReadShowed?: ((record: LeaseRecord) => boolean) | undefined;
   /** The writer session: the lease's, when there is one (its record names it); else drawn here. */
   session?: string | undefined;
 }
@@ -119,6 +123,16 @@ export interface PassOptions {
   maxRounds?: number;
   /** A full pass's first listing, begun ahead by this mirror (listAhead): a start's, beside the watcher's set-up. */
   ahead?: ListingAhead | undefined;
+}
+
+/** A listing's first pages, fetched while the state loaded, after a read of the lease's marker that showed `record` (daemon/early-listing.ts). */
+export interface EarlyPages {
+  readonly dataSourceId: string;
+  readonly record: LeaseRecord;
+  readonly pages: PageChain;
+  /** When its first page was asked for (the clock's wall and monotonic readings): the listing's age. */
+  readonly listedAt: number;
+  readonly listedAtMono: number;
 }
 
 /** The data source's listing of a full pass, begun ahead of its walk (Mirror.listAhead). */
@@ -363,19 +377,33 @@ export class Mirror {
    * lists while its watcher is set up, once the lease's claim has read its marker; the walk
    * waits for the watcher (a change made while the pass scans is then an event).
    */
-  listAhead(signal?: AbortSignal): ListingAhead {
+  listAhead(signal?: AbortSignal, early?: EarlyPages): ListingAhead {
     const { spec, state } = this.d;
     const mapping = state.ensureMapping(spec.mappingId, spec.dataSourceId, spec.root);
     // A live holder found by the claim: nothing listed ahead (the first pass, if any, lists itself).
-    const listing = this.listRemote(mapping, (f) => documentFields(this.fieldsSpec, f), signal).catch(() => undefined);
+    const listing = this.listRemote(mapping, (f) => documentFields(this.fieldsSpec, f), signal, early).catch(() => undefined);
     return { mirror: this, listing };
   }
 
-  private async listRemote(mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined): Promise<RemoteListing> {
+  private async listRemote(mapping: MappingState, desired: (f: DesiredOf) => DocumentUpdate, signal: AbortSignal | undefined, early?: EarlyPages): Promise<RemoteListing> {
     const { spec } = this.d;
-    await this.d.leaseRead?.();
-    const listedAt = this.d.now();
-    const listedAtMono = this.monotonic();
+    let pages: PageChain | undefined;
+    try {
+      await this.d.leaseRead?.();
+      // Pages fetched before the claim's read are this listing's only when that read showed
+      // the record the early read judged held by no one: nothing was written between them.
+      if (early !== undefined && early.dataSourceId === spec.dataSourceId && this.d.leaseReadShowed?.(early.record)) pages = early.pages;
+    } finally {
+      if (early !== undefined && pages === undefined) {
+        void early.pages.drop();
+        this.d.logger.info('the listing begun while the state loaded is dropped: the lease marker changed after its read, or another process holds it; listed again');
+      }
+    }
+    if (pages !== undefined) this.d.logger.info({ pages: pages.fetched }, 'the listing begun while the state loaded is kept: its pages are checked against the state');
+    // A listing is as old as its first page: an early one's is older than the claim's read.
+    const begun = pages === undefined ? undefined : early;
+    const listedAt = begun?.listedAt ?? this.d.now();
+    const listedAtMono = begun?.listedAtMono ?? this.monotonic();
     // What the state already says exactly is kept as the state's marks only: a restart over
     // a million unchanged files holds a byte an entry, not a million records.
     const confirmed = mapping.files.marks();
@@ -386,7 +414,7 @@ export class Mirror {
       if (path !== undefined) confirmed.add(path);
       return path !== undefined;
     };
-    const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', keep: (doc) => !confirm(doc), ...listingBound(mapping.files.size) });
+    const remote = await this.d.api.listDocuments(spec.dataSourceId, { signal, form: 'sync', keep: (doc) => !confirm(doc), ...listingBound(mapping.files.size), pages });
     return { listedAt, listedAtMono, lease, whose, remote, confirmed };
   }
 

@@ -71,6 +71,8 @@ export interface StateStoreOptions {
   foldMinBytes?: number;
   /** Where a large snapshot's rows are encoded (snapshot-file.ts). Only for tests: one that cannot start. */
   snapshotWorker?: SnapshotWorker;
+  /** Called once the lock is held, before the state is read: what needs the lock but not the state begins beside the load. */
+  onLocked?: () => void;
 }
 
 /** Figures of the durable writes (the journal's appends, as SnapshotStats says them of a snapshot's) and of the snapshots. */
@@ -197,6 +199,7 @@ export class StateStore {
         const removed = [...(await removeStaleTemps(fs, abs)), ...(await removeStaleTemps(fs, journalPath)), ...(await removeStaleTemps(fs, identityPathOf(abs)))];
         if (removed.length) logger.info({ removed }, 'removed temp files of an interrupted state write');
       }
+      opts.onLocked?.();
       // Read before the journal: past a damaged range of it, what this file keeps is restored first.
       const idFile = await readIdentityFile(fs, identityPathOf(abs));
       const codec = new StateCodec();

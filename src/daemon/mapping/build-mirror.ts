@@ -19,6 +19,7 @@ import { Mirror, type MirrorDeps, type MirrorState } from '../../engine/mirror.j
 import { rebuildFromListing, type RebuildState } from '../../engine/rebuild.js';
 import type { Clock } from '../../time/clock.js';
 import type { LeaseView } from '../../engine/lease-view.js';
+import type { LeaseRecord } from '../../engine/lease.js';
 import { leaseGated, LeaseNotHeldError } from './lease-gate.js';
 
 /** The mapping's lease as a mirror uses it (mapping/lease.ts): only while it holds it does it write. */
@@ -31,6 +32,8 @@ export interface MirrorLease {
   settled(): Promise<boolean>;
   /** Waits until a claim under way has read the marker; true when it found no live holder. */
   claimRead(): Promise<boolean>;
+  /** That read found the lease free with exactly this record on the marker (mapping/lease.ts). */
+  claimReadShowed(record: LeaseRecord): boolean;
 }
 
 /**
@@ -301,7 +304,7 @@ function emptyListing(api: DatastoreApi): DatastoreApi {
  * (lease-gate.ts), the owner rule's view, the wait before a plan (a claim under way settled
  * with the lease held, else LeaseNotHeldError: the round plans nothing), the writer session.
  */
-export function leaseDeps(lease: MirrorLease | undefined, api: DatastoreApi, mappingId: string): Pick<MirrorDeps, 'api' | 'lease' | 'leaseRead' | 'leaseSettled' | 'session'> {
+export function leaseDeps(lease: MirrorLease | undefined, api: DatastoreApi, mappingId: string): Pick<MirrorDeps, 'api' | 'lease' | 'leaseRead' | 'leaseReadShowed' | 'leaseSettled' | 'session'> {
   if (lease === undefined) return { api };
   return {
     api: leaseGated(api, () => lease.holds(), mappingId),
@@ -309,6 +312,7 @@ export function leaseDeps(lease: MirrorLease | undefined, api: DatastoreApi, map
     leaseRead: async () => {
       if (!(await lease.claimRead())) throw new LeaseNotHeldError(`mapping ${mappingId}: another process holds the lease; nothing is listed`);
     },
+    leaseReadShowed: (record) => lease.claimReadShowed(record),
     leaseSettled: async () => {
       const waited = !lease.holds();
       if (!(await lease.settled())) throw new LeaseNotHeldError(`mapping ${mappingId}: this process does not hold the lease; nothing is written`);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DatastoreApi } from '../../api/api.js';
 import { unlessGone } from '../../api/errors.js';
-import { LEASE, LeaseCore, leaseDocumentBody, leaseDocumentName, leaseMarkersOf, leaseMetadata, leaseRecordOf, pickMarker, type HostProbe, type LeaseHolder, type LeaseMarker, type LeaseRecord } from '../../engine/lease.js';
+import { LEASE, LeaseCore, leaseDocumentBody, sameLeaseRecord, leaseDocumentName, leaseMarkersOf, leaseMetadata, leaseRecordOf, pickMarker, type HostProbe, type LeaseHolder, type LeaseMarker, type LeaseRecord } from '../../engine/lease.js';
 import type { LeaseView } from '../../engine/lease-view.js';
 import type { Logger } from '../../log.js';
 import type { Clock } from '../../time/clock.js';
@@ -45,6 +45,8 @@ export interface MappingLeaseDeps {
   filesTracked?: (() => number) | undefined;
   /** The marker's id as an earlier start found it (kept beside the state): one read instead of a listing. */
   memo?: MarkerMemo | undefined;
+  /** The marker as this process read it while its state loaded (early-listing.ts): its id, without the memo's read. */
+  early?: { documentId: string } | undefined;
 }
 
 /** Where the marker's id is kept between starts (MappingLeaseDeps.memo). */
@@ -76,6 +78,8 @@ export class MappingLease {
   /** The attempt under way has read the marker (claimRead()): markRead says so, and whether it found the lease free. */
   private readDone: Promise<boolean> = Promise.resolve(false);
   private markRead = (_free: boolean): void => undefined;
+  /** The record the last claim's read found free (claimReadShowed()). */
+  private freeRead: LeaseRecord | undefined;
   /** The remembered marker was tried (once per process: after that the data source is listed). */
   private memoTried = false;
 
@@ -226,6 +230,15 @@ export class MappingLease {
     return this.attempting === undefined ? Promise.resolve(this.holds()) : this.readDone;
   }
 
+  /**
+   * The last claim's read found the lease free with exactly this record on the marker: no
+   * claim, renewal or release was written between an earlier read that showed it and that
+   * one (early-listing.ts).
+   */
+  claimReadShowed(record: LeaseRecord): boolean {
+    return sameLeaseRecord(this.freeRead, record);
+  }
+
   /** read -> claim -> settle -> read again (engine/lease.ts); a standby when another holds it. */
   private async attempt(): Promise<void> {
     const stopped = this.controller.signal;
@@ -238,6 +251,7 @@ export class MappingLease {
       const marker = await this.read(id, signal);
       if (marker === undefined) return;
       const j = this.core.judge(marker, readAt);
+      this.freeRead = j.kind === 'free' ? marker.record : undefined;
       this.markRead(j.kind !== 'live');
       if (j.kind === 'live') {
         this.core.lose();
@@ -294,7 +308,12 @@ export class MappingLease {
    * a remembered marker that still exists is the one a listing would pick.
    */
   private async remembered(signal: AbortSignal): Promise<string | undefined> {
-    if (this.memoTried || this.d.memo === undefined) return undefined;
+    if (this.memoTried) return undefined;
+    if (this.d.early !== undefined) {
+      this.memoTried = true;
+      return this.d.early.documentId;
+    }
+    if (this.d.memo === undefined) return undefined;
     const id = await this.d.memo.load();
     const doc = id === undefined ? undefined : await unlessGone(this.d.api.getDocument(this.d.dataSourceId, id, { signal }));
     this.memoTried = true;
@@ -416,6 +435,8 @@ export interface LeaseSettings {
   stateFs?: StateFs | undefined;
   /** This process's id in the lease's record (default process.pid; the simulation's processes have their own). */
   pid?: number | undefined;
+  /** The marker read while the state loaded, for this data source (MappingLeaseDeps.early). */
+  early?: { documentId: string } | undefined;
 }
 
 /** A mapping's lease for a data source, this process its would-be holder (a new writer session). */
@@ -436,19 +457,29 @@ export function mappingLease(s: LeaseSettings, dataSourceId: string, installatio
     timing: s.timing,
     filesTracked: s.filesTracked,
     files: s.files,
-    memo: markerMemo(`${s.statePath}.lease-${encodeURIComponent(s.mappingId)}.json`, dataSourceId, s.logger, s.stateFs),
+    memo: markerMemo(memoFile(s.statePath, s.mappingId, s.logger, s.stateFs), dataSourceId),
+    early: s.early,
   });
 }
 
 const MemoSchema = z.object({ dataSourceId: z.string(), documentId: z.string() });
 
-/** The marker's id in a file beside the state, for this data source only (a data source made anew has another marker). */
-function markerMemo(path: string, dataSourceId: string, logger: Logger, fs: StateFs = nodeStateFs): MarkerMemo {
-  const file = new SidecarFile(path, MemoSchema, {
+/** The file beside the state that keeps a mapping's marker id and its data source's. */
+function memoFile(statePath: string, mappingId: string, logger: Logger, fs: StateFs = nodeStateFs): SidecarFile<z.infer<typeof MemoSchema>> {
+  return new SidecarFile(`${statePath}.lease-${encodeURIComponent(mappingId)}.json`, MemoSchema, {
     unreadable: 'lease marker id unreadable: the data source is listed to find the marker',
     malformed: 'lease marker id malformed: the data source is listed to find the marker',
     unwritable: 'lease marker id not kept: the next start lists the data source to find the marker',
   }, logger, fs);
+}
+
+/** The marker's id and its data source as the last start kept them (early-listing.ts), undefined when none is kept. */
+export function rememberedMarker(statePath: string, mappingId: string, logger: Logger): Promise<z.infer<typeof MemoSchema> | undefined> {
+  return memoFile(statePath, mappingId, logger).load();
+}
+
+/** The marker's id in a file beside the state, for this data source only (a data source made anew has another marker). */
+function markerMemo(file: SidecarFile<z.infer<typeof MemoSchema>>, dataSourceId: string): MarkerMemo {
   return {
     load: async () => {
       const memo = await file.load();

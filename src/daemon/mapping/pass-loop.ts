@@ -33,6 +33,7 @@ import { TextChecks } from './text-check.js';
 import { mappingLease, type LeaseSettings, type MappingLease } from './lease.js';
 import { LeaseNotHeldError } from './lease-gate.js';
 import type { LeaseStatus } from '../status/schema.js';
+import type { EarlyListing } from '../early-listing.js';
 
 /** What the daemon learns from a runner (metrics, the demo's output). */
 export interface RunnerEvents {
@@ -60,7 +61,9 @@ export interface PassSettings {
   /** The problem list or the history changed: the daemon writes the records file. */
   onRecordsChanged?: (() => void) | undefined;
   /** The mapping's lease (mapping/lease.ts): passes write only while it is held. Absent: no lease (tests). */
-  lease?: Omit<LeaseSettings, 'mappingId' | 'root' | 'clock' | 'logger' | 'api'> | undefined;
+  lease?: Omit<LeaseSettings, 'mappingId' | 'root' | 'clock' | 'logger' | 'api' | 'early'> | undefined;
+  /** The listing the daemon began while the state loaded (early-listing.ts): the start's, when the lease's claim allows it. */
+  startListing?: Promise<EarlyListing | undefined> | undefined;
 }
 
 export interface PassLoopDeps extends PassSettings {
@@ -107,6 +110,8 @@ export class PassLoop {
   private ahead: Promise<ListingAhead | undefined> | undefined;
   /** The pass in flight began while the lease's claim settled: it plans once the claim holds. */
   private awaitingClaim = false;
+  /** The listing begun while the state loaded, until the start's listing takes it (or drops it). */
+  private startListing: EarlyListing | undefined;
 
   constructor(private readonly d: PassLoopDeps) {
     this.announcer = new SkipAnnouncer(d.log);
@@ -189,10 +194,25 @@ export class PassLoop {
    * Nothing is scanned; a failure is left to the first pass, which resolves again.
    */
   prepare(): void {
-    this.early = this.ensureMirror();
+    const begun = this.d.startListing;
+    this.early = (async () => {
+      // The listing begun while the state loaded names the marker its lease reads (leaseFor).
+      this.startListing = await begun;
+      return this.ensureMirror();
+    })();
     this.early.catch(() => undefined);
     // The start's listing too, once the claim has read the marker: the walk waits for the watcher, the listing need not.
-    this.ahead = this.early.then((m) => m.listAhead(this.d.signal)).catch(() => undefined);
+    this.ahead = this.early.then((m) => m.listAhead(this.d.signal, this.takeStartListing())).catch(() => {
+      dropStartListing(this.takeStartListing());
+      return undefined;
+    });
+  }
+
+  /** The listing begun while the state loaded, once: to the start's listing, which takes its pages or drops them. */
+  private takeStartListing(): EarlyListing | undefined {
+    const l = this.startListing;
+    this.startListing = undefined;
+    return l;
   }
 
   /** Releases the lease (after the last pass: a graceful stop, or a pause); the next pass claims it again. */
@@ -212,7 +232,8 @@ export class PassLoop {
   private leaseFor(dataSourceId: string, installationId: string): MappingLease {
     if (this.lease?.dataSourceId === dataSourceId) return this.lease;
     void this.lease?.stop();
-    const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log, filesTracked: () => this.d.state.fileCount(this.id) };
+    const begun = this.startListing?.dataSourceId === dataSourceId ? { documentId: this.startListing.documentId } : undefined;
+    const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log, filesTracked: () => this.d.state.fileCount(this.id), early: begun };
     const lease = mappingLease(settings, dataSourceId, installationId, (held) => {
       if (this.lease !== lease || this.d.isStopped()) return;
       // A pass waiting for this claim goes on by itself.
@@ -519,4 +540,9 @@ export class PassLoop {
     }
     this.d.events?.onOp?.(this.id, e, lag);
   }
+}
+
+/** A listing begun while the state loaded that no listing will take: its pages are let go. */
+export function dropStartListing(l: EarlyListing | undefined): void {
+  if (l !== undefined) void l.pages.drop();
 }

@@ -24,7 +24,7 @@ import { DeleteDecision, type ConfirmResult } from './delete-decision.js';
 import { IngestionChecker } from './ingestion.js';
 import { MappingHealth } from './health.js';
 import { PassHistory } from './pass-history.js';
-import { PassLoop, type PassSettings } from './pass-loop.js';
+import { dropStartListing, PassLoop, type PassSettings } from './pass-loop.js';
 import { ProblemList, wasSent } from './problem-list.js';
 import type { MappingRecords } from '../records-file.js';
 import { retryDelayMs } from './schedule.js';
@@ -134,6 +134,7 @@ export class MappingRunner {
     // to start does not hold the pass back (it is retried; its recovery runs a full pass).
     void this.watcher.start().finally(() => this.passes.dispatch({ type: 'started' }));
     if (this.pausedSince === undefined) this.passes.prepare();
+    else void this.d.startListing?.then(dropStartListing);
   }
 
   /**
