@@ -1,5 +1,6 @@
 // `npm run build`'s last step: each native/NAME.c into dist/src/native/NAME.node (src/native.ts
 // loads them): inotify.c, the watcher's own inotify instance (src/local/watch/inotify.ts);
+// list-folder.c, a folder listed and its files stat-ed in one call (src/local/lister-worker.ts);
 // malloc-trim.c, glibc's malloc_trim for the daemon at rest (src/malloc-trim.ts); watchdog.c,
 // the watchdog's thread (src/daemon/watchdog.ts). Linux only.
 // Needs a C compiler (`cc`, or $CC) and Node.js's headers, which the devDependency

@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-export type NativeModuleName = 'inotify' | 'malloc-trim' | 'watchdog';
+export type NativeModuleName = 'inotify' | 'list-folder' | 'malloc-trim' | 'watchdog';
 
 /** Where a built module is, from this file's place in src/ (tests) or dist/src/. */
 function modulePath(name: NativeModuleName): string {

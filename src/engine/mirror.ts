@@ -396,7 +396,7 @@ export class Mirror {
     } finally {
       if (early !== undefined && pages === undefined) {
         void early.pages.drop();
-        this.d.logger.info('the listing begun while the state loaded is dropped: the lease marker changed after its read, or another process holds it; listed again');
+        this.d.logger.info('the listing begun while the state loaded is dropped: the lease marker changed after its read, another process holds the lease, or the data source is another');
       }
     }
     if (pages !== undefined) this.d.logger.info({ pages: pages.fetched }, 'the listing begun while the state loaded is kept: its pages are checked against the state');

@@ -134,6 +134,32 @@ describe('dssync run: process life', () => {
     expect((await d.stop()).code).toBe(0);
   });
 
+  it('a restart lists while its state loads: that listing is taken (the lease released by the last stop), and a document deleted meanwhile is sent again, once', { timeout: 120_000 }, async () => {
+    ws = await daemonWorkspace();
+    const w = ws;
+    for (let i = 0; i < 12; i++) await w.write(`f${i}.txt`, `file ${i}\n`);
+    const first = await start(w);
+    await waitConverged(w, 'the first mirror');
+    await waitIdle(first);
+    // A graceful stop releases the lease: the next start may list before its claim.
+    expect((await first.stop('SIGTERM')).code).toBe(0);
+    const doc = fileDocuments(w.emu, w.dataSourceId()).find((x) => x.metadata?.dssync_path === 'f3.txt');
+    const del = await w.cli(['documents', 'delete', w.dataSourceId(), doc!.document_id, '--config', w.configPath]);
+    expect(del.code, del.stderr).toBe(0);
+
+    const again = await start(w);
+    await waitFor(() => again.logs().some((l) => l.msg === 'full pass done'), { timeout: 60_000, what: 'the first full pass after the restart' });
+    const kept = again.logs().find((l) => /listing begun while the state loaded is kept/.test(l.msg));
+    expect(kept, again.stdout().slice(-3000)).toBeDefined();
+    expect(kept!.pages).toBeGreaterThanOrEqual(1);
+    expect(again.logs().some((l) => /listing begun while the state loaded is dropped/.test(l.msg))).toBe(false);
+    // What the early pages showed is what the service holds: the deleted document is sent again, nothing is duplicated.
+    expect(again.logs().find((l) => l.msg === 'full pass done')).toMatchObject({ ok: true, uploaded: 1 });
+    await waitConverged(w, 'the deleted document restored');
+    expect(fileDocuments(w.emu, w.dataSourceId())).toHaveLength(12);
+    expect((await again.stop()).code).toBe(0);
+  });
+
   it('refuses a second daemon on the same state file, naming the first one\'s pid', { timeout: 60_000 }, async () => {
     ws = await daemonWorkspace();
     const d = await start(ws);

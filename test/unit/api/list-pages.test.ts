@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/api/errors.js';
 import { decodeDocument, type DecodeContext } from '../../../src/api/decode.js';
 import type { HttpResponse } from '../../../src/api/http.js';
-import { listPages, type ListPagesOptions } from '../../../src/api/list-pages.js';
+import { listPages, PageChain, type ListPagesOptions } from '../../../src/api/list-pages.js';
 import { peekNextPage } from '../../../src/api/paging.js';
 import type { DocumentRecord } from '../../../src/api/records.js';
 import { rejectionOf } from '../../helpers/rejection.js';
@@ -374,6 +374,91 @@ describe('listPages: the next page guessed from the answer\'s last bytes', () =>
     const loop = service({ '?limit=2': { items: docs('a'), next_cursor: 'same' }, '?limit=2&cursor=same': { items: docs('b'), next_cursor: 'same' } });
     await rejectionOf(listPages(options(loop, parsing(loop))), ApiError);
     expect(loop.requests.map((r) => r.url)).toEqual(['?limit=2', '?limit=2&cursor=same']);
+  });
+});
+
+describe('PageChain: pages fetched before the listing begins (a restart, while its state loads)', () => {
+  /** Lets the chain's requests and answers run until `n` requests were answered (or failed), turn by turn: no clock. */
+  async function until(svc: ReturnType<typeof service>, n: number): Promise<void> {
+    for (let i = 0; i < 1_000 && svc.requests.filter((r) => r.settled).length < n; i++) await new Promise((r) => setImmediate(r));
+    expect(svc.requests.filter((r) => r.settled).length).toBeGreaterThanOrEqual(n);
+  }
+  const first = (): URL => new URL(`${BASE}?limit=2`);
+  const pages3 = {
+    '?limit=2': { items: docs('a', 'b'), next_cursor: 'c2' },
+    '?limit=2&cursor=c2': { items: docs('c', 'd'), next_cursor: 'c3' },
+    '?limit=2&cursor=c3': { items: docs('e'), next_cursor: null },
+  };
+
+  it('follows the pages by their last bytes before anything is decoded; the listing takes them in order and asks none twice', async () => {
+    const svc = service(pages3);
+    const chain = new PageChain(svc.get, first(), { maxPages: 100, maxBytes: 1 << 20 });
+    await until(svc, 3);
+    expect(chain.fetched).toBe(3);
+    expect(svc.events.filter((e) => e.startsWith('decode'))).toEqual([]);
+    const out = await listPages(options(svc, { pages: chain }));
+    expect(out.map((d) => d.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(svc.requests.map((r) => r.url)).toEqual(['?limit=2', '?limit=2&cursor=c2', '?limit=2&cursor=c3']);
+  });
+
+  it('stops at its byte bound, and once the listing has taken its first page; the listing asks for the rest itself', async () => {
+    const svc = service(pages3);
+    const chain = new PageChain(svc.get, first(), { maxPages: 100, maxBytes: 1 });
+    await until(svc, 1);
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(svc.requests).toHaveLength(1);
+    const out = await listPages(options(svc, { pages: chain }));
+    expect(out.map((d) => d.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(svc.requests.map((r) => r.url)).toEqual(['?limit=2', '?limit=2&cursor=c2', '?limit=2&cursor=c3']);
+    // At most one request in flight when another was asked: the chain stopped when the listing began.
+    expect(svc.inFlightAtCall()).toBe(0);
+  });
+
+  it('a page its guess fetched that the parsed answer does not name is aborted, and the page the answer names is asked', async () => {
+    const svc = service({
+      '?limit=2': { items: docs('a'), next_cursor: 'real', nextCursor: 'decoy' },
+      '?limit=2&cursor=decoy': 'hold',
+      '?limit=2&cursor=real': { items: docs('b') },
+    });
+    const chain = new PageChain(svc.get, first(), { maxPages: 100, maxBytes: 1 << 20 });
+    await until(svc, 1);
+    const out = await listPages(options(svc, { pages: chain }));
+    expect(out.map((d) => d.id)).toEqual(['a', 'b']);
+    expect(svc.requests.map((r) => [r.url, r.signal?.aborted ?? false])).toEqual([
+      ['?limit=2', false],
+      ['?limit=2&cursor=decoy', true],
+      ['?limit=2&cursor=real', false],
+    ]);
+    expect(svc.requests.every((r) => r.settled)).toBe(true);
+  });
+
+  it('a page it got as a failure fails the listing when its turn comes, after the pages before it', async () => {
+    const failure = new ApiError({ code: 'E_SERVER', message: 'GET page 2: 500', status: 500 });
+    const svc = service({ '?limit=2': { items: docs('a', 'b'), next_cursor: 'c2' }, '?limit=2&cursor=c2': failure });
+    const chain = new PageChain(svc.get, first(), { maxPages: 100, maxBytes: 1 << 20 });
+    await until(svc, 2);
+    const kept: string[] = [];
+    const err = await rejectionOf(listPages(options(svc, { pages: chain, keep: (d) => kept.push(d.id) > 0 })), ApiError);
+    expect(err).toBe(failure);
+    expect(kept).toEqual(['a', 'b']);
+    expect(svc.requests).toHaveLength(2);
+  });
+
+  it('a listing that begins elsewhere (page 1 asked without ?limit=) drops it; drop() aborts what is in flight and leaves nothing', async () => {
+    const svc = service({ '?limit=2': { items: docs('a'), next_cursor: 'c2' }, '?limit=2&cursor=c2': 'hold', '?other': { items: docs('x') } });
+    const chain = new PageChain(svc.get, first(), { maxPages: 100, maxBytes: 1 << 20 });
+    await until(svc, 1);
+    const out = await listPages(options(svc, { pages: chain, firstUrl: () => new URL(`${BASE}?other`) }));
+    expect(out.map((d) => d.id)).toEqual(['x']);
+    const held = svc.requests.find((r) => r.url === '?limit=2&cursor=c2')!;
+    expect(held.signal?.aborted).toBe(true);
+    expect(held.settled).toBe(true);
+
+    const idle = service({ '?limit=2': 'hold' });
+    const unused = new PageChain(idle.get, first(), { maxPages: 100, maxBytes: 1 << 20 });
+    await unused.drop();
+    expect(idle.requests[0]).toMatchObject({ settled: true });
+    expect(idle.requests[0]!.signal?.aborted).toBe(true);
   });
 });
 

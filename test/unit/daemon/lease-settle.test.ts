@@ -8,7 +8,9 @@
  * holder.
  */
 import { describe, expect, it } from 'vitest';
-import type { DatastoreApi } from '../../../src/api/api.js';
+import type { DatastoreApi, ListDocumentsOptions } from '../../../src/api/api.js';
+import { PageChain } from '../../../src/api/list-pages.js';
+import type { EarlyListing } from '../../../src/daemon/early-listing.js';
 import type { Config, MappingConfig } from '../../../src/config/types.js';
 import { LEASE, leaseDocumentName, leaseMetadata, leaseRecordOf, type HostProbe, type LeaseRecord } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
@@ -53,7 +55,7 @@ function world() {
 }
 
 /** A daemon's runner of mapping m1 (data source ds1), its lease on `host`; `seen` logs its mirror's walks, listings and writes. */
-function daemon(w: ReturnType<typeof world>, host: string, pid: number, watchSetUpMs = 0, leaseReadMs = 0) {
+function daemon(w: ReturnType<typeof world>, host: string, pid: number, watchSetUpMs = 0, leaseReadMs = 0, startListing?: Promise<EarlyListing | undefined>) {
   const { clock, api, local } = w;
   const seen: Seen[] = [];
   const reports: PassReport[] = [];
@@ -64,6 +66,7 @@ function daemon(w: ReturnType<typeof world>, host: string, pid: number, watchSet
       if (typeof value !== 'function' || typeof key !== 'string') return value;
       return (...args: unknown[]) => {
         log(key);
+        if (key === 'listDocuments' && (args[1] as ListDocumentsOptions | undefined)?.pages !== undefined) log('listDocuments with the early pages');
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
@@ -105,6 +108,7 @@ function daemon(w: ReturnType<typeof world>, host: string, pid: number, watchSet
     clock,
     random: () => 0.5,
     events: { onPass: (_id, _kind, r) => void reports.push(r) },
+    startListing,
     watch: async (opts) => {
       await clock.sleep(watchSetUpMs);
       log('watching');
@@ -278,6 +282,87 @@ describe("the lease's settle wait, off the start's critical path", () => {
     const standby = a.holds() ? b : a;
     expect(standby.writes()).toEqual([]);
     await a.runner.stop(1_000);
+    await b.runner.stop(1_000);
+  });
+});
+
+describe('the listing begun while the state loaded (early-listing.ts)', () => {
+  /** A marker released by the last process of this installation, as a graceful stop leaves it. */
+  function released(w: ReturnType<typeof world>): { record: LeaseRecord; documentId: string } {
+    const record: LeaseRecord = { installationId: 'inst-A', session: 'session-old', host: 'node-a', boot: 'boot-node-a', pid: 7, mappingId: 'm1', renew: 9, durationMs: LEASE.durationMs, acquiredAt: new Date(w.clock.now()).toISOString(), released: true };
+    const doc = w.api.add({ name: leaseDocumentName('m1'), metadata: leaseMetadata(record) });
+    return { record, documentId: doc.id };
+  }
+  /** Pages that never come: whether the start's listing took them, or dropped them (their request aborted), is what is asked. */
+  function early(marker: { record: LeaseRecord; documentId: string }, dataSourceId = 'ds1') {
+    let aborted = false;
+    const pages = new PageChain(
+      (_url, signal) =>
+        new Promise((_resolve, reject) => {
+          signal?.addEventListener('abort', () => {
+            aborted = true;
+            reject(new Error('aborted'));
+          });
+        }),
+      new URL('https://svc.test/documents'),
+      { maxPages: 10, maxBytes: 1 << 20 },
+    );
+    const listing: EarlyListing = { dataSourceId, documentId: marker.documentId, record: marker.record, pages, listedAt: 0, listedAtMono: 0 };
+    return { listing, dropped: () => aborted };
+  }
+  async function firstPass(a: ReturnType<typeof daemon>): Promise<void> {
+    a.runner.start();
+    for (let i = 0; i < 100 && a.reports.length === 0; i++) await a.step(100);
+    expect(a.reports[0]).toMatchObject({ ok: true, counts: { uploaded: 2 } });
+  }
+
+  it("is the start's listing when the claim's read shows the record it read; the lease reads that marker without a listing of its own", async () => {
+    const w = world();
+    const e = early(released(w));
+    const a = daemon(w, 'node-a', 101, 0, 0, Promise.resolve(e.listing));
+    await firstPass(a);
+    expect(a.seen.filter((s) => s.op === 'listDocuments with the early pages')).toHaveLength(1);
+    // The mirror's one listing; the lease found its marker by the early read's id, not by a listing.
+    expect(w.api.count('listDocuments')).toBe(1);
+    expect(e.dropped()).toBe(false);
+    await a.runner.stop(1_000);
+  });
+
+  it('is dropped when the marker changed between its read and the claim\'s (another process claimed, wrote and released): the pass lists anew', async () => {
+    const w = world();
+    const first = released(w);
+    const e = early(first);
+    // Between the two reads another process took the lease and released it: a new record.
+    const after: LeaseRecord = { ...first.record, session: 'session-between', renew: 2 };
+    w.api.docs.get(first.documentId)!.metadata = leaseMetadata(after);
+    const a = daemon(w, 'node-a', 101, 0, 0, Promise.resolve(e.listing));
+    await firstPass(a);
+    expect(e.dropped()).toBe(true);
+    expect(a.seen.some((s) => s.op === 'listDocuments with the early pages')).toBe(false);
+    expect(a.seen.some((s) => s.op === 'listDocuments')).toBe(true);
+    await a.runner.stop(1_000);
+  });
+
+  it('is dropped beside a live holder (nothing listed, nothing written), and when it lists another data source', async () => {
+    const w = world();
+    const first = released(w);
+    const e = early(first);
+    const holder: LeaseRecord = { ...first.record, session: 'session-live', host: 'node-b', boot: 'boot-node-b', renew: 1, released: false };
+    w.api.docs.get(first.documentId)!.metadata = leaseMetadata(holder);
+    const a = daemon(w, 'node-a', 101, 0, 0, Promise.resolve(e.listing));
+    a.runner.start();
+    for (let i = 0; i < 50; i++) await a.step(100);
+    expect(e.dropped()).toBe(true);
+    expect(a.seen.some((s) => s.op === 'listDocuments')).toBe(false);
+    expect(a.writes()).toEqual([]);
+    await a.runner.stop(1_000);
+
+    const w2 = world();
+    const other = early(released(w2), 'ds-other');
+    const b = daemon(w2, 'node-a', 102, 0, 0, Promise.resolve(other.listing));
+    await firstPass(b);
+    expect(other.dropped()).toBe(true);
+    expect(b.seen.some((s) => s.op === 'listDocuments with the early pages')).toBe(false);
     await b.runner.stop(1_000);
   });
 });
