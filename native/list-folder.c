@@ -141,13 +141,8 @@ static void free_entries(entry *list, size_t n) {
 }
 
 static napi_value js_list_folder(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
   napi_value argv[5];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 5) {
-    napi_throw_type_error(env, NULL, "listFolder(path, noFollow, flags, stopIndex, progressIndex)");
-    return NULL;
-  }
+  if (!call_args(env, info, 5, argv, "listFolder(path, noFollow, flags, stopIndex, progressIndex)")) return NULL;
   char path[4097];
   size_t path_len = 0;
   if (napi_get_value_string_utf8(env, argv[0], path, sizeof path, &path_len) != napi_ok) {

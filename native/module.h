@@ -5,6 +5,7 @@
  */
 #ifndef DSSYNC_NATIVE_MODULE_H
 #define DSSYNC_NATIVE_MODULE_H
+#include <stdbool.h>
 #include <stdio.h>
 #include <node_api.h>
 
@@ -20,15 +21,21 @@ static inline void *unwrap_handle(napi_env env, napi_value v, const char *what) 
   return p;
 }
 
+/* The call's first `n` arguments into `argv`, or false with a TypeError thrown (`usage`). */
+static inline bool call_args(napi_env env, napi_callback_info info, size_t n, napi_value *argv, const char *usage) {
+  size_t argc = n;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < n) {
+    napi_throw_type_error(env, NULL, usage);
+    return false;
+  }
+  return true;
+}
+
 /* The handle of a call that takes nothing else (beat, stop, close). */
 static inline void *only_handle(napi_env env, napi_callback_info info, const char *what) {
-  size_t argc = 1;
   napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 1) {
-    napi_throw_type_error(env, NULL, "a handle is required");
-    return NULL;
-  }
+  if (!call_args(env, info, 1, argv, "a handle is required")) return NULL;
   return unwrap_handle(env, argv[0], what);
 }
 /* One function of a module's exports. */

@@ -114,10 +114,22 @@ export class Daemon {
     const d = new Daemon(o);
     d.config = requireMappings(o.loadConfig());
     d.client = d.newClient(d.config, o.tokens);
+    d.recordsFile = new RecordsFile(recordsPath(d.config.statePath), o.logger);
+    d.feedFile = new FeedFile(feedPath(d.config.statePath), o.logger);
+    let kept: Promise<Map<string, MappingRecords>> | undefined;
     try {
-      // Each mapping's listing begins while the state loads, where the lease allows it (early-listing.ts).
+      // Once the lock is held, what the last run kept beside the state is read first (no other
+      // daemon writes it meanwhile): its page's feed before this run counts a request, and
+      // its pauses before a mapping's listing begins while the state loads, where the lease
+      // allows it (early-listing.ts): a paused mapping makes no request.
       const onLocked = (): void => {
-        for (const m of d.config.mappings) d.startListings.set(m.id, beginEarlyListing({ client: d.client, mapping: m, statePath: d.config.statePath, clock: d.clock, signal: d.controller.signal }));
+        const records = d.readKept();
+        kept = records;
+        for (const m of d.config.mappings) {
+          const begin = (r: Map<string, MappingRecords>): Promise<EarlyListing | undefined> | undefined =>
+            r.get(m.id)?.paused ? undefined : beginEarlyListing({ client: d.client, mapping: m, statePath: d.config.statePath, clock: d.clock, signal: d.controller.signal });
+          d.startListings.set(m.id, records.then(begin).catch(() => undefined));
+        }
       };
       d.store = await StateStore.open(d.config.statePath, { logger: o.logger, onCorrupt: 'reset', clock: d.clock, onLocked });
     } catch (e) {
@@ -127,12 +139,7 @@ export class Daemon {
       throw e;
     }
     try {
-      // Read under the state's lock: no other daemon writes it meanwhile.
-      d.recordsFile = new RecordsFile(recordsPath(d.config.statePath), o.logger);
-      d.loadedRecords = await d.recordsFile.load();
-      d.feedFile = new FeedFile(feedPath(d.config.statePath), o.logger);
-      const feed = await d.feedFile.load();
-      if (feed) d.history.restore(feed);
+      d.loadedRecords = await (kept ?? d.readKept());
       d.scheduleFeedSave();
       d.startWatchdog();
       if (d.config.status.listen) await d.startEndpoint(d.config.status.listen);
@@ -147,6 +154,13 @@ export class Daemon {
       await d.watchdog?.stop();
       throw e;
     }
+  }
+
+  /** The page's feed (restored into the history) and the mappings' records the last run kept beside the state. */
+  private async readKept(): Promise<Map<string, MappingRecords>> {
+    const feed = await this.feedFile.load();
+    if (feed) this.history.restore(feed);
+    return this.recordsFile.load();
   }
 
   /** A hung event loop ends the process so that systemd restarts it (watchdog.ts). */
