@@ -30,6 +30,13 @@ import { rememberedMarker } from './mapping/lease.js';
 /** The answers kept at most (~100 pages of 1,000 documents): a bound on the memory a slow load can hold. */
 export const EARLY_PAGES_MAX_BYTES = 64 * 1024 * 1024;
 
+/**
+ * The marker's read waits at most this long (its retries included): the mapping's start waits
+ * for it, so a service that does not answer is found out by the start's own requests, as
+ * before, not after this read's retries too.
+ */
+export const EARLY_READ_TIMEOUT_MS = 5_000;
+
 export interface EarlyListing extends EarlyPages {
   /** The marker read: the lease takes its id from here instead of reading it again. */
   readonly documentId: string;
@@ -51,7 +58,7 @@ export async function beginEarlyListing(o: EarlyListingOptions): Promise<EarlyLi
     // Silent: the lease reads the same file again and says what is wrong with it.
     const memo = await rememberedMarker(o.statePath, o.mapping.id, silentLogger);
     if (memo === undefined || (o.mapping.dataSourceId !== undefined && o.mapping.dataSourceId !== memo.dataSourceId)) return undefined;
-    const doc = await unlessGone(o.client.getDocument(memo.dataSourceId, memo.documentId, { signal: o.signal }));
+    const doc = await unlessGone(o.client.getDocument(memo.dataSourceId, memo.documentId, { signal: AbortSignal.any([o.signal, AbortSignal.timeout(EARLY_READ_TIMEOUT_MS)]) }));
     const record = doc === undefined ? undefined : leaseMarkersOf([doc], o.mapping.id)[0]?.record;
     if (record === undefined || !heldByNoOne(record, o.probe ?? nodeLockProbe) || o.signal.aborted) return undefined;
     const listedAt = o.clock.now();
