@@ -510,7 +510,7 @@ export class DatastoreClient implements DatastoreApi {
 
   /** The parsed JSON body; undefined for an empty one (204, or 200 with nothing). */
   private json(res: HttpResponse, ctx: DecodeContext): unknown {
-    let text = res.body.toString('utf8');
+    let text = res.body.text();
     if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     if (text.trim() === '') return undefined;
     const ct = (res.contentType ?? '').toLowerCase();
@@ -535,7 +535,7 @@ export class DatastoreClient implements DatastoreApi {
     try {
       return this.json(res, ctx);
     } catch (e) {
-      if (isApiError(e) && e.code === 'E_BAD_RESPONSE' && !/html/i.test(res.contentType ?? '') && !/^\s*</.test(res.body.toString('utf8', 0, 64))) {
+      if (isApiError(e) && e.code === 'E_BAD_RESPONSE' && !/html/i.test(res.contentType ?? '') && !/^\s*</.test(res.body.text().slice(0, 64))) {
         this.logger.debug({ method: ctx.method, path: ctx.path, contentType: res.contentType }, 'update answered without JSON; taken as done');
         return undefined;
       }

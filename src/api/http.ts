@@ -12,6 +12,7 @@ import { Agent } from './undici-agent.js';
 import { ApiError, classifyStatus, CONNECT_PROBLEMS } from './errors.js';
 import { badResponse, errorMessageFromBody, preview } from './decode.js';
 import { parseRetryAfter } from './retry-after.js';
+import { ResponseBody } from './response-body.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -88,7 +89,7 @@ export interface HttpResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   contentType: string | undefined;
-  body: Buffer;
+  body: ResponseBody;
   /** The URL that answered (after redirects). */
   url: URL;
 }
@@ -153,7 +154,7 @@ export class HttpTransport {
     }
   }
 
-  private async readBody(res: Dispatcher.ResponseData, req: HttpRequest, url: URL, cap: number): Promise<Buffer> {
+  private async readBody(res: Dispatcher.ResponseData, req: HttpRequest, url: URL, cap: number): Promise<ResponseBody> {
     const ctx = { method: req.method, path: url.pathname, status: res.statusCode, mayHaveActed: req.method === 'POST' };
     const declared = Number(header(res.headers, 'content-length'));
     if (Number.isFinite(declared) && declared > cap) {
@@ -192,7 +193,7 @@ export class HttpTransport {
     let text = '';
     try {
       const body = await this.readBody(res, req, url, MAX_ERROR_BODY_BYTES);
-      text = body.toString('utf8');
+      text = body.text();
     } catch {
       // The status says enough; a body we cannot read adds nothing.
     }
@@ -226,10 +227,11 @@ export function header(headers: Record<string, string | string[] | undefined>, n
 /**
  * A body's bytes, up to `cap` (beyond it the body is abandoned and `tooLarge()` thrown), read
  * by its events rather than an async iterator: an answer is read per request, and the
- * iterator's promises and stream bookkeeping were a visible part of a request's CPU. A body
- * that closes before its end (abandoned by the deadline, a reset connection) rejects.
+ * iterator's promises and stream bookkeeping were a visible part of a request's CPU. Kept as
+ * the chunks came (response-body.ts). A body that closes before its end (abandoned by the
+ * deadline, a reset connection) rejects.
  */
-function collect(body: Dispatcher.ResponseData['body'], cap: number, tooLarge: () => Error): Promise<Buffer> {
+function collect(body: Dispatcher.ResponseData['body'], cap: number, tooLarge: () => Error): Promise<ResponseBody> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -245,7 +247,7 @@ function collect(body: Dispatcher.ResponseData['body'], cap: number, tooLarge: (
     let ended = false;
     body.once('end', () => {
       ended = true;
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      resolve(new ResponseBody(chunks));
     });
     body.once('error', reject);
     // A close before the end: the body was cut. After the end, no error is made (one per answer, with its stack, was a visible part of a request's CPU).

@@ -26,7 +26,7 @@
 import { ApiError, isApiError } from './errors.js';
 import { badResponse, listItems, preview, type DecodeContext } from './decode.js';
 import type { HttpResponse } from './http.js';
-import { nextPage, nextPageUrl, peekNextPage } from './paging.js';
+import { nextPage, nextPageUrl, PEEK_BYTES, peekNextPage } from './paging.js';
 import { SeenIds } from './seen-ids.js';
 
 export interface ListPagesOptions<R extends { id: string }> {
@@ -219,7 +219,7 @@ export class PageChain {
 
 /** The next page as the answer's last bytes name it, unless already fetched (a loop: not guessed). */
 function guessNext(res: HttpResponse, seen: ReadonlySet<string>): URL | undefined {
-  const peeked = peekNextPage(res.body);
+  const peeked = peekNextPage(res.body.tail(PEEK_BYTES));
   if (peeked === undefined) return undefined;
   try {
     const url = nextPageUrl(peeked, res.url, { method: 'GET', path: res.url.pathname, status: res.status });

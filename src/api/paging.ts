@@ -161,7 +161,7 @@ export function nextPageUrl(next: NextPage, currentUrl: URL, ctx: DecodeContext)
 }
 
 /** How far from its end an answer is looked at for its cursor before it is parsed. */
-const PEEK_BYTES = 1024;
+export const PEEK_BYTES = 1024;
 /** The answer's last member, a string, and the object's end: `"field": "value" }`. */
 const LAST_STRING_MEMBER = /"([A-Za-z_]{1,32})"\s*:\s*"([^"\\]{1,512})"\s*\}\s*$/;
 

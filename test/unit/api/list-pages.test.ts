@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/api/errors.js';
 import { decodeDocument, type DecodeContext } from '../../../src/api/decode.js';
 import type { HttpResponse } from '../../../src/api/http.js';
+import { ResponseBody } from '../../../src/api/response-body.js';
 import { listPages, PageChain, type ListPagesOptions } from '../../../src/api/list-pages.js';
 import { peekNextPage } from '../../../src/api/paging.js';
 import type { DocumentRecord } from '../../../src/api/records.js';
@@ -53,7 +54,7 @@ function service(pages: Record<string, unknown>) {
             if (answer === 'hold') return;
             if (answer instanceof ApiError) return reject(answer);
             if (answer === undefined) return reject(new Error(`unexpected request ${key}`));
-            resolve({ status: 200, headers: {}, contentType: 'application/json', body: Buffer.from(JSON.stringify(answer)), url });
+            resolve({ status: 200, headers: {}, contentType: 'application/json', body: ResponseBody.of(JSON.stringify(answer)), url });
           });
         });
     });
@@ -64,7 +65,7 @@ function service(pages: Record<string, unknown>) {
     return p;
   };
   const read = (res: HttpResponse): { body: unknown; ctx: DecodeContext } => ({
-    body: res.body.length === 0 ? undefined : (JSON.parse(res.body.toString('utf8')) as unknown),
+    body: res.body.length === 0 ? undefined : (JSON.parse(res.body.text()) as unknown),
     ctx: { method: 'GET', path: res.url.pathname, status: res.status },
   });
   return { requests, events, get, read, inFlightAtCall: () => inFlightAtCall };
