@@ -181,16 +181,27 @@ export class PageChain {
   private async run(get: ListPagesOptions<{ id: string }>['get'], first: URL, limits: { maxPages: number; maxBytes: number }, signal: AbortSignal): Promise<void> {
     const seen = new Set<string>();
     let url: URL | undefined = first;
-    while (url !== undefined && !this.ended && seen.size < limits.maxPages && this.bytes < limits.maxBytes) {
-      seen.add(url.toString());
-      const response = get(url, signal);
-      response.catch(() => undefined); // its rejection reaches whoever takes it
-      this.kept.push({ url: url.toString(), response });
-      this.fetched++;
-      const res = await response.catch(() => undefined);
-      if (res === undefined) return;
-      this.bytes += res.body.length;
-      url = guessNext(res, seen);
+    /** The last answer kept, made one buffer once the next request is on its way (ResponseBody.compact: a restart's state loads meanwhile). */
+    let last: HttpResponse | undefined;
+    try {
+      while (url !== undefined && !this.ended && seen.size < limits.maxPages && this.bytes < limits.maxBytes) {
+        seen.add(url.toString());
+        const response = get(url, signal);
+        response.catch(() => undefined); // its rejection reaches whoever takes it
+        this.kept.push({ url: url.toString(), response });
+        this.fetched++;
+        if (last !== undefined) {
+          await letRequestLeave();
+          last.body.compact();
+        }
+        const res = await response.catch(() => undefined);
+        if (res === undefined) return;
+        last = res;
+        this.bytes += res.body.length;
+        url = guessNext(res, seen);
+      }
+    } finally {
+      if (!this.ended) last?.body.compact(); // taken already: the listing reads it now
     }
   }
 

@@ -17,7 +17,7 @@ export class ResponseBody {
   /** Bytes in all. */
   readonly length: number;
 
-  constructor(private readonly chunks: readonly Buffer[]) {
+  constructor(private chunks: readonly Buffer[]) {
     let n = 0;
     for (const c of chunks) n += c.length;
     this.length = n;
@@ -38,6 +38,16 @@ export class ResponseBody {
     for (const c of chunks) at += c.copy(scratch, at);
     // toString copies the bytes out: the scratch is free again once it returns.
     return scratch.toString('utf8', 0, length);
+  }
+
+  /**
+   * Holds the body as one buffer of its own from now on: for an answer kept a while (a
+   * listing's page fetched ahead, list-pages.ts PageChain). Its chunks sit in malloc's arenas
+   * among whatever is allocated meanwhile, and once freed would stay resident behind it; one
+   * buffer of this size is a mapping of its own, returned to the kernel when it goes.
+   */
+  compact(): void {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks, this.length)];
   }
 
   /** The body's last `n` bytes (all of it when shorter). */

@@ -41,6 +41,14 @@ describe('ResponseBody', () => {
     expect(new ResponseBody(cut(big, [1_000_000, 2_000_000])).text()).toBe(big.toString());
   });
 
+  it('reads the same once made one buffer (a page kept while the state loads)', () => {
+    const body = new ResponseBody(cut(whole, [7, 40]));
+    body.compact();
+    expect(body.length).toBe(whole.length);
+    expect(body.text()).toBe(whole.toString('utf8'));
+    expect(body.tail(12).equals(whole.subarray(whole.length - 12))).toBe(true);
+  });
+
   it('gives the last bytes across chunks, and all of a short body', () => {
     const body = new ResponseBody(cut(whole, [10, whole.length - 5]));
     expect(body.tail(20).equals(whole.subarray(whole.length - 20))).toBe(true);
