@@ -65,6 +65,9 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
   const out: R[] = [];
   const ids = new SeenIds();
   let ahead: Ahead | undefined;
+  // The caller's abort reaches the chain's request on its way as it reaches a request ahead.
+  const dropChain = (): void => void chain?.drop();
+  if (chain !== undefined) signal?.addEventListener('abort', dropChain, { once: true });
   try {
     for (let page = 1; ; page++) {
       let res: HttpResponse;
@@ -91,6 +94,8 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
       // out before the answer is parsed; it is kept only if the parsed answer names it.
       const guess = page < opts.maxPages ? guessNext(res, seen) : undefined;
       if (guess !== undefined && !chain?.has(guess)) {
+        // The chain has not this page: it has ended, or it waits for room it never gets now.
+        if (chain?.active) await chain.drop();
         ahead = fetchAhead(opts.get, guess, signal);
         await letRequestLeave();
       }
@@ -136,7 +141,7 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
       }
 
       for (let i = 0; i < items.length; i++) {
-        if (ahead !== undefined && i > 0 && i % SLICE === 0) await yieldNow();
+        if ((ahead !== undefined || chain?.active === true) && i > 0 && i % SLICE === 0) await yieldNow();
         const rec = opts.decode(items[i], ctx);
         if (!ids.add(rec.id)) continue; // a document the paging repeated (seen-ids.ts)
         if (opts.maxRecords !== undefined && ids.size > opts.maxRecords.max) throw listTooLong(opts.maxRecords, ctx, page);
@@ -148,6 +153,7 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
     }
   } finally {
     // The listing ends early (an error while decoding): the request ahead is not needed.
+    signal?.removeEventListener('abort', dropChain);
     await dropAhead(ahead);
     await chain?.drop();
   }
@@ -158,19 +164,25 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
  * A list's pages fetched before its listing begins: a restart's, while the state it is
  * checked against loads (docs/reliability.md, "The listing begun while the state loads").
  * Each next page is the one the last answer's final bytes name (peekNextPage), as the
- * listing's own guesses are, one request at a time, until the list ends, `maxBytes` of
- * answers are kept, or the listing takes its first page. The listing then takes them in
- * order while each is the page it asks for: the parsed answer still decides, and a page the
- * chain does not have, or a guess the answer did not confirm, drops the rest. A page that
- * failed (after the client's retries) fails the listing when its turn comes, as its own
- * request would have. Nothing of it outlives drop().
+ * listing's own guesses are, one request at a time, until the list ends or the chain is
+ * dropped; at most `maxBytes` of answers are held that the listing has not taken, and the
+ * chain goes on as it takes them. The listing takes them in order while each is the page it
+ * asks for: the parsed answer still decides, and a page the chain does not have, or a guess
+ * the answer did not confirm, drops the rest. So a listing that begins behind the chain
+ * (the pages of the state's load) catches up without the service waiting for it, and then
+ * the chain is its request ahead. A page that failed (after the client's retries) fails the
+ * listing when its turn comes, as its own request would have. Nothing of it outlives drop().
  */
 export class PageChain {
-  private readonly kept: { url: string; response: Promise<HttpResponse> }[] = [];
+  private readonly kept: { url: string; response: Promise<HttpResponse>; bytes: number; taken: boolean }[] = [];
   private readonly ctrl = new AbortController();
   private readonly running: Promise<void>;
-  private bytes = 0;
+  /** Bytes of the answers come that the listing has not taken. */
+  private held = 0;
   private ended = false;
+  private finished = false;
+  /** Wakes the chain waiting for room under maxBytes. */
+  private wake: (() => void) | undefined;
   /** Pages fetched, for the log. */
   fetched = 0;
 
@@ -178,43 +190,75 @@ export class PageChain {
     this.running = this.run(get, first, limits, signal === undefined ? this.ctrl.signal : AbortSignal.any([signal, this.ctrl.signal]));
   }
 
+  /** Still fetching (or waiting for room to): the listing lets its requests go out while it decodes. */
+  get active(): boolean {
+    return !this.ended && !this.finished;
+  }
+
   private async run(get: ListPagesOptions<{ id: string }>['get'], first: URL, limits: { maxPages: number; maxBytes: number }, signal: AbortSignal): Promise<void> {
     const seen = new Set<string>();
     let url: URL | undefined = first;
-    /** The last answer kept, made one buffer once the next request is on its way (ResponseBody.compact: a restart's state loads meanwhile). */
-    let last: HttpResponse | undefined;
+    /** The last answer, made one buffer once the next request is on its way when still not taken (ResponseBody.compact: a restart's state loads meanwhile). */
+    let last: { body: HttpResponse['body']; entry: { taken: boolean } } | undefined;
+    /**
+     * Hands the last answer to whoever takes it, once the chain has asked for the page after
+     * it (or stopped): a listing that has caught up then finds that page on its way (has()),
+     * and does not ask for it a second time.
+     */
+    let handOver: (() => void) | undefined;
     try {
-      while (url !== undefined && !this.ended && seen.size < limits.maxPages && this.bytes < limits.maxBytes) {
-        seen.add(url.toString());
-        const response = get(url, signal);
-        response.catch(() => undefined); // its rejection reaches whoever takes it
-        this.kept.push({ url: url.toString(), response });
-        this.fetched++;
-        if (last !== undefined) {
-          await letRequestLeave();
-          last.body.compact();
+      while (url !== undefined && !this.ended && seen.size < limits.maxPages) {
+        if (this.held >= limits.maxBytes) {
+          handOver?.();
+          handOver = undefined;
+          await new Promise<void>((resolve) => (this.wake = resolve));
+          continue;
         }
-        const res = await response.catch(() => undefined);
+        seen.add(url.toString());
+        const raw = get(url, signal);
+        raw.catch(() => undefined); // its rejection reaches whoever takes it
+        let hand!: (answer: Promise<HttpResponse>) => void;
+        const response = new Promise<HttpResponse>((resolve) => (hand = resolve));
+        response.catch(() => undefined);
+        const entry = { url: url.toString(), response, bytes: 0, taken: false };
+        this.kept.push(entry);
+        this.fetched++;
+        handOver?.();
+        handOver = undefined;
+        if (last !== undefined && !last.entry.taken) {
+          await letRequestLeave();
+          if (!last.entry.taken) last.body.compact();
+        }
+        const res = await raw.catch(() => undefined);
+        handOver = () => hand(raw);
         if (res === undefined) return;
-        last = res;
-        this.bytes += res.body.length;
+        last = { body: res.body, entry };
+        entry.bytes = res.body.length;
+        if (!entry.taken) this.held += entry.bytes;
         url = guessNext(res, seen);
       }
     } finally {
-      if (!this.ended) last?.body.compact(); // taken already: the listing reads it now
+      this.finished = true;
+      handOver?.();
+      if (last !== undefined && !last.entry.taken && !this.ended) last.body.compact();
     }
   }
 
   /** The kept answer for `url` when it is the next page kept; else undefined, and the rest is dropped. */
   take(url: URL): Promise<HttpResponse> | undefined {
-    this.ended = true; // the listing has begun: it asks for what it still needs itself
     const next = this.kept.shift();
-    if (next !== undefined && next.url === url.toString()) return next.response;
+    if (next !== undefined && next.url === url.toString()) {
+      next.taken = true;
+      this.held -= next.bytes;
+      this.wake?.();
+      this.wake = undefined;
+      return next.response;
+    }
     void this.drop();
     return undefined;
   }
 
-  /** The next page kept is `url`. */
+  /** The next page kept (or on its way) is `url`. */
   has(url: URL): boolean {
     return this.kept[0]?.url === url.toString();
   }
@@ -223,6 +267,8 @@ export class PageChain {
   async drop(): Promise<void> {
     this.ended = true;
     this.ctrl.abort();
+    this.wake?.();
+    this.wake = undefined;
     const left = this.kept.splice(0).map((k) => k.response.catch(() => undefined));
     await Promise.all([this.running, ...left]);
   }

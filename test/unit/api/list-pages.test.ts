@@ -402,17 +402,47 @@ describe('PageChain: pages fetched before the listing begins (a restart, while i
     expect(svc.requests.map((r) => r.url)).toEqual(['?limit=2', '?limit=2&cursor=c2', '?limit=2&cursor=c3']);
   });
 
-  it('stops at its byte bound, and once the listing has taken its first page; the listing asks for the rest itself', async () => {
+  it('waits at its byte bound, and goes on as the listing takes its pages: the listing asks for none itself', async () => {
     const svc = service(pages3);
     const chain = new PageChain(svc.get, first(), { maxPages: 100, maxBytes: 1 });
     await until(svc, 1);
     for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-    expect(svc.requests).toHaveLength(1);
+    expect(svc.requests).toHaveLength(1); // one answer held: the bound
     const out = await listPages(options(svc, { pages: chain }));
     expect(out.map((d) => d.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
     expect(svc.requests.map((r) => r.url)).toEqual(['?limit=2', '?limit=2&cursor=c2', '?limit=2&cursor=c3']);
-    // At most one request in flight when another was asked: the chain stopped when the listing began.
+    expect(chain.fetched).toBe(3); // every page was the chain's
+    expect(chain.active).toBe(false);
+    // One request at a time: none was in flight when another was asked.
     expect(svc.inFlightAtCall()).toBe(0);
+  });
+
+  it('a listing that catches up with a chain still fetching takes the page on its way, and asks for it no second time', async () => {
+    const svc = service(pages3);
+    const chain = new PageChain(svc.get, first(), { maxPages: 100, maxBytes: 1 << 20 });
+    // The listing begins before the chain's first answer is back.
+    const out = await listPages(options(svc, { pages: chain }));
+    expect(out.map((d) => d.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(svc.requests.map((r) => r.url)).toEqual(['?limit=2', '?limit=2&cursor=c2', '?limit=2&cursor=c3']);
+    expect(chain.fetched).toBe(3);
+  });
+
+  it("the caller's abort reaches the page the chain has on its way: the listing ends at once, nothing left in flight", async () => {
+    const svc = service({ '?limit=2': { items: docs('a', 'b'), next_cursor: 'c2' }, '?limit=2&cursor=c2': 'hold' });
+    const chain = new PageChain(svc.get, first(), { maxPages: 100, maxBytes: 1 << 20 });
+    const ctrl = new AbortController();
+    const kept: string[] = [];
+    const listing = listPages(options(svc, { pages: chain, signal: ctrl.signal, keep: (d) => kept.push(d.id) > 0 }));
+    await until(svc, 1);
+    for (let i = 0; i < 20 && kept.length < 2; i++) await new Promise((r) => setImmediate(r));
+    expect(kept).toEqual(['a', 'b']); // page 2 is the chain's, held by the service
+    ctrl.abort();
+    const err = await rejectionOf(listing, ApiError);
+    expect(err.code).toBe('E_ABORTED');
+    const held = svc.requests.find((r) => r.url === '?limit=2&cursor=c2')!;
+    expect(held.signal?.aborted).toBe(true);
+    expect(held.settled).toBe(true);
+    expect(svc.requests).toHaveLength(2);
   });
 
   it('a page its guess fetched that the parsed answer does not name is aborted, and the page the answer names is asked', async () => {
