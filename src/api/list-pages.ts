@@ -223,12 +223,12 @@ export class PageChain {
         const entry = { url: url.toString(), response, bytes: 0, taken: false };
         this.kept.push(entry);
         this.fetched++;
+        // The request leaves (undici writes it in a later turn) before the answer before it
+        // is parsed and decoded, as the listing's own request ahead does.
+        await letRequestLeave();
         handOver?.();
         handOver = undefined;
-        if (last !== undefined && !last.entry.taken) {
-          await letRequestLeave();
-          if (!last.entry.taken) last.body.compact();
-        }
+        if (last !== undefined && !last.entry.taken) last.body.compact();
         const res = await raw.catch(() => undefined);
         handOver = () => hand(raw);
         if (res === undefined) return;

@@ -425,6 +425,10 @@ describe('PageChain: pages fetched before the listing begins (a restart, while i
     expect(out.map((d) => d.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
     expect(svc.requests.map((r) => r.url)).toEqual(['?limit=2', '?limit=2&cursor=c2', '?limit=2&cursor=c3']);
     expect(chain.fetched).toBe(3);
+    // Each next request has left before the page before it is decoded.
+    const at = (e: string): number => svc.events.indexOf(e);
+    expect(at('sent ?limit=2&cursor=c2')).toBeLessThan(at('decode a'));
+    expect(at('sent ?limit=2&cursor=c3')).toBeLessThan(at('decode c'));
   });
 
   it("the caller's abort reaches the page the chain has on its way: the listing ends at once, nothing left in flight", async () => {
