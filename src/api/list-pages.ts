@@ -160,6 +160,14 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
   return out;
 }
 
+/** A page of a PageChain: asked for, its answer once come, and whether the listing took it. */
+interface Kept {
+  url: string;
+  response: Promise<HttpResponse>;
+  body: HttpResponse['body'] | undefined;
+  taken: boolean;
+}
+
 /**
  * A list's pages fetched before its listing begins: a restart's, while the state it is
  * checked against loads (docs/reliability.md, "The listing begun while the state loads").
@@ -174,7 +182,7 @@ export async function listPages<R extends { id: string }>(opts: ListPagesOptions
  * listing when its turn comes, as its own request would have. Nothing of it outlives drop().
  */
 export class PageChain {
-  private readonly kept: { url: string; response: Promise<HttpResponse>; bytes: number; taken: boolean }[] = [];
+  private readonly kept: Kept[] = [];
   private readonly ctrl = new AbortController();
   private readonly running: Promise<void>;
   /** Bytes of the answers come that the listing has not taken. */
@@ -198,8 +206,8 @@ export class PageChain {
   private async run(get: ListPagesOptions<{ id: string }>['get'], first: URL, limits: { maxPages: number; maxBytes: number }, signal: AbortSignal): Promise<void> {
     const seen = new Set<string>();
     let url: URL | undefined = first;
-    /** The last answer, made one buffer once the next request is on its way when still not taken (ResponseBody.compact: a restart's state loads meanwhile). */
-    let last: { body: HttpResponse['body']; entry: { taken: boolean } } | undefined;
+    /** The last page come, made one buffer once the next request is on its way when still not taken (ResponseBody.compact: a restart's state loads meanwhile). */
+    let last: Kept | undefined;
     /**
      * Hands the last answer to whoever takes it, once the chain has asked for the page after
      * it (or stopped): a listing that has caught up then finds that page on its way (has()),
@@ -220,7 +228,7 @@ export class PageChain {
         let hand!: (answer: Promise<HttpResponse>) => void;
         const response = new Promise<HttpResponse>((resolve) => (hand = resolve));
         response.catch(() => undefined);
-        const entry = { url: url.toString(), response, bytes: 0, taken: false };
+        const entry: Kept = { url: url.toString(), response, body: undefined, taken: false };
         this.kept.push(entry);
         this.fetched++;
         // The request leaves (undici writes it in a later turn) before the answer before it
@@ -228,19 +236,19 @@ export class PageChain {
         await letRequestLeave();
         handOver?.();
         handOver = undefined;
-        if (last !== undefined && !last.entry.taken) last.body.compact();
+        if (last?.taken === false) last.body?.compact();
         const res = await raw.catch(() => undefined);
         handOver = () => hand(raw);
         if (res === undefined) return;
-        last = { body: res.body, entry };
-        entry.bytes = res.body.length;
-        if (!entry.taken) this.held += entry.bytes;
+        entry.body = res.body;
+        last = entry;
+        if (!entry.taken) this.held += res.body.length;
         url = guessNext(res, seen);
       }
     } finally {
       this.finished = true;
       handOver?.();
-      if (last !== undefined && !last.entry.taken && !this.ended) last.body.compact();
+      if (last?.taken === false && !this.ended) last.body?.compact();
     }
   }
 
@@ -249,7 +257,7 @@ export class PageChain {
     const next = this.kept.shift();
     if (next !== undefined && next.url === url.toString()) {
       next.taken = true;
-      this.held -= next.bytes;
+      this.held -= next.body?.length ?? 0;
       this.wake?.();
       this.wake = undefined;
       return next.response;
