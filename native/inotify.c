@@ -9,18 +9,27 @@
  *
  * open(onData) -> handle      onData(buffer) per read; onData(null, code) on a read error
  * add(handle, path, mask) -> wd       throws an Error with `code` ('ENOSPC', 'ENOENT', ...)
+ * startAll(handle, paths, mask, done)  folders' starts on libuv's pool, then done(answers):
+ *                             per path null (no folder), the watch's errno code, or
+ *                             [wd, dev, ino, ...subfolder names] (lstat, watch, listing)
  * remove(handle, wd)          a descriptor the kernel dropped already (EINVAL) is no error
  * close(handle)               stops reading and closes the instance; idempotent
  *
  * Built by scripts/build-native.mjs; Node-API version 8, so one build serves every Node.js
  * line the package supports.
  */
+#define _GNU_SOURCE
 #define NAPI_VERSION 8
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <node_api.h>
 #include <uv.h>
@@ -188,25 +197,269 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   return handle;
 }
 
-static napi_value js_add(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3], out;
-  char path[4097];
+/* The path and mask of add(handle, path, mask) and watchList(handle, path, mask); NULL with an error thrown. */
+static instance_t *path_and_mask(napi_env env, napi_callback_info info, const char *fn, char *path, size_t size, uint32_t *mask) {
+  napi_value argv[3];
   size_t len;
+  if (!call_args(env, info, 3, argv, "(handle, path, mask) are required")) return NULL;
+  instance_t *in = unwrap_handle(env, argv[0], "inotify");
+  if (in == NULL) return NULL;
+  if (in->closed) {
+    throw_errno(env, "inotify_add_watch", EBADF);
+    return NULL;
+  }
+  if (napi_get_value_string_utf8(env, argv[1], path, size, &len) != napi_ok) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "%s: the path must be a string", fn);
+    napi_throw_type_error(env, NULL, msg);
+    return NULL;
+  }
+  if (len >= size - 1) {
+    throw_errno(env, "inotify_add_watch", ENAMETOOLONG);
+    return NULL;
+  }
+  if (napi_get_value_uint32(env, argv[2], mask) != napi_ok) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "%s: the mask must be a number", fn);
+    napi_throw_type_error(env, NULL, msg);
+    return NULL;
+  }
+  return in;
+}
+
+/*
+ * Folders' starts for the watcher's set-up (src/local/watch/folder-watch.ts), a batch at a
+ * time on libuv's pool: for each folder, its identity (lstat), then its watch, then the names
+ * of its subfolders, in that order (the identity read before the watch; a subfolder made after
+ * the listing is heard by the watch). Instead of an lstat and a readdir through the pool each,
+ * which make a Dirent of every file on the main thread: at a million files in 50,000 folders
+ * the set-up's CPU falls from ~6 s to ~2 s, and its system calls leave the main thread.
+ *
+ * The batch adds its watches through a duplicate of the instance's descriptor: the instance
+ * lives until the batch ends even if it is closed meanwhile (its watches end with it then).
+ */
+typedef struct {
+  char *path;
+  /* Not a folder: the lstat failed, or found another kind of file. */
+  int gone;
+  /* The watch's errno, or 0. */
+  int err;
+  int wd;
+  double dev, ino;
+  /* The subfolders' names, each ended by a NUL. */
+  char *names;
+  size_t names_len, names_cap;
+} start_t;
+
+typedef struct {
+  napi_async_work work;
+  napi_ref done;
+  int fd;
   uint32_t mask;
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  instance_t *in = argc >= 3 ? unwrap_handle(env, argv[0], "inotify") : NULL;
+  uint32_t n;
+  start_t *items;
+} batch_t;
+
+/* getdents64's record (the system call itself: its glibc wrapper is 2.30's, newer than some hosts'). */
+struct dirent64_rec {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+#define DENTS_BYTES 32768
+
+static void add_name(start_t *s, const char *name) {
+  size_t len = strlen(name) + 1;
+  if (s->names_len + len > s->names_cap) {
+    size_t cap = s->names_cap ? s->names_cap * 2 : 256;
+    while (cap < s->names_len + len) cap *= 2;
+    char *grown = realloc(s->names, cap);
+    if (grown == NULL) return; /* out of memory: this subfolder is left to the walk */
+    s->names = grown;
+    s->names_cap = cap;
+  }
+  memcpy(s->names + s->names_len, name, len);
+  s->names_len += len;
+}
+
+static void start_one(int fd, uint32_t mask, start_t *s, char *dents) {
+  struct stat st;
+  if (lstat(s->path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    s->gone = 1;
+    return;
+  }
+  s->wd = inotify_add_watch(fd, s->path, mask);
+  if (s->wd < 0) {
+    s->err = errno;
+    return;
+  }
+  s->dev = (double)st.st_dev;
+  s->ino = (double)st.st_ino;
+  /* A folder that cannot be listed names no subfolder: the walk says what it cannot read. */
+  int dfd = open(s->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return;
+  for (;;) {
+    long n = syscall(SYS_getdents64, dfd, dents, DENTS_BYTES);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      struct dirent64_rec *e = (struct dirent64_rec *)(dents + off);
+      off += e->d_reclen;
+      const char *name = e->d_name;
+      if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
+      int folder = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {
+        struct stat es;
+        folder = fstatat(dfd, name, &es, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(es.st_mode);
+      }
+      if (folder) add_name(s, name);
+    }
+  }
+  close(dfd);
+}
+
+static void batch_execute(napi_env env, void *data) {
+  batch_t *b = data;
+  (void)env;
+  char *dents = malloc(DENTS_BYTES);
+  for (uint32_t i = 0; i < b->n; i++) {
+    start_t *s = &b->items[i];
+    if (dents == NULL) {
+      s->err = ENOMEM;
+      continue;
+    }
+    start_one(b->fd, b->mask, s, dents);
+  }
+  free(dents);
+  close(b->fd);
+}
+
+static void batch_free(napi_env env, batch_t *b) {
+  for (uint32_t i = 0; i < b->n; i++) {
+    free(b->items[i].path);
+    free(b->items[i].names);
+  }
+  free(b->items);
+  if (b->done != NULL) napi_delete_reference(env, b->done);
+  if (b->work != NULL) napi_delete_async_work(env, b->work);
+  free(b);
+}
+
+/* One folder's answer: null (gone), its errno's code (the watch failed), or [wd, dev, ino, ...names]. */
+static napi_value start_answer(napi_env env, const start_t *s) {
+  napi_value out, v;
+  if (s->gone) {
+    napi_get_null(env, &out);
+    return out;
+  }
+  if (s->err != 0) {
+    napi_create_string_utf8(env, errno_code(s->err), NAPI_AUTO_LENGTH, &out);
+    return out;
+  }
+  napi_create_array(env, &out);
+  napi_create_int32(env, s->wd, &v);
+  napi_set_element(env, out, 0, v);
+  napi_create_double(env, s->dev, &v);
+  napi_set_element(env, out, 1, v);
+  napi_create_double(env, s->ino, &v);
+  napi_set_element(env, out, 2, v);
+  uint32_t i = 3;
+  for (size_t off = 0; off < s->names_len; off += strlen(s->names + off) + 1) {
+    /* A name that is not UTF-8 is decoded with U+FFFD, as readdir's strings are: its path
+       then names nothing, and the walk says the entry cannot be mirrored. */
+    napi_create_string_utf8(env, s->names + off, NAPI_AUTO_LENGTH, &v);
+    napi_set_element(env, out, i++, v);
+  }
+  return out;
+}
+
+static void batch_complete(napi_env env, napi_status status, void *data) {
+  batch_t *b = data;
+  napi_value answers, cb, recv, result;
+  (void)status;
+  napi_create_array_with_length(env, b->n, &answers);
+  for (uint32_t i = 0; i < b->n; i++) napi_set_element(env, answers, i, start_answer(env, &b->items[i]));
+  if (napi_get_reference_value(env, b->done, &cb) == napi_ok && cb != NULL) {
+    napi_get_global(env, &recv);
+    if (napi_call_function(env, recv, cb, 1, &answers, &result) == napi_pending_exception) {
+      napi_value err;
+      napi_get_and_clear_last_exception(env, &err);
+      napi_fatal_exception(env, err);
+    }
+  }
+  batch_free(env, b);
+}
+
+static napi_value js_start_all(napi_env env, napi_callback_info info) {
+  napi_value argv[4], name;
+  uint32_t n, mask;
+  bool is_array;
+  napi_valuetype t;
+  if (!call_args(env, info, 4, argv, "startAll(handle, paths, mask, done) is required")) return NULL;
+  instance_t *in = unwrap_handle(env, argv[0], "inotify");
   if (in == NULL) return NULL;
   if (in->closed) return throw_errno(env, "inotify_add_watch", EBADF);
-  if (napi_get_value_string_utf8(env, argv[1], path, sizeof path, &len) != napi_ok) {
-    napi_throw_type_error(env, NULL, "add: the path must be a string");
+  if (napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[1], &n) != napi_ok) {
+    napi_throw_type_error(env, NULL, "startAll: the paths must be an array");
     return NULL;
   }
-  if (len >= sizeof path - 1) return throw_errno(env, "inotify_add_watch", ENAMETOOLONG);
-  if (napi_get_value_uint32(env, argv[2], &mask) != napi_ok) {
-    napi_throw_type_error(env, NULL, "add: the mask must be a number");
+  if (napi_get_value_uint32(env, argv[2], &mask) != napi_ok || napi_typeof(env, argv[3], &t) != napi_ok || t != napi_function) {
+    napi_throw_type_error(env, NULL, "startAll: a mask and a function are required");
     return NULL;
   }
+  batch_t *b = calloc(1, sizeof *b);
+  if (b == NULL) return throw_errno(env, "startAll", ENOMEM);
+  b->items = calloc(n ? n : 1, sizeof *b->items);
+  b->fd = -1;
+  if (b->items == NULL) {
+    free(b);
+    return throw_errno(env, "startAll", ENOMEM);
+  }
+  b->n = n;
+  b->mask = mask;
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value v;
+    size_t len;
+    start_t *s = &b->items[i];
+    if (napi_get_element(env, argv[1], i, &v) != napi_ok || napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) {
+      batch_free(env, b);
+      napi_throw_type_error(env, NULL, "startAll: each path must be a string");
+      return NULL;
+    }
+    s->path = malloc(len + 1);
+    if (s->path == NULL) {
+      batch_free(env, b);
+      return throw_errno(env, "startAll", ENOMEM);
+    }
+    napi_get_value_string_utf8(env, v, s->path, len + 1, &len);
+    /* A path longer than the kernel takes fails as its lstat would. */
+    if (len >= 4096) s->gone = 1;
+  }
+  b->fd = fcntl(in->fd, F_DUPFD_CLOEXEC, 0);
+  if (b->fd < 0) {
+    int e = errno;
+    batch_free(env, b);
+    return throw_errno(env, "startAll", e);
+  }
+  napi_create_reference(env, argv[3], 1, &b->done);
+  napi_create_string_utf8(env, "dssync:inotify-start", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_async_work(env, NULL, name, batch_execute, batch_complete, b, &b->work) != napi_ok || napi_queue_async_work(env, b->work) != napi_ok) {
+    close(b->fd);
+    batch_free(env, b);
+    return throw_errno(env, "startAll", ENOMEM);
+  }
+  return NULL;
+}
+
+static napi_value js_add(napi_env env, napi_callback_info info) {
+  char path[4097];
+  uint32_t mask;
+  napi_value out;
+  instance_t *in = path_and_mask(env, info, "add", path, sizeof path, &mask);
+  if (in == NULL) return NULL;
   int wd = inotify_add_watch(in->fd, path, mask);
   if (wd < 0) return throw_errno(env, "inotify_add_watch", errno);
   napi_create_int32(env, wd, &out);
@@ -242,6 +495,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
     NATIVE_FUNCTION("open", js_open),
     NATIVE_FUNCTION("add", js_add),
+    NATIVE_FUNCTION("startAll", js_start_all),
     NATIVE_FUNCTION("remove", js_remove),
     NATIVE_FUNCTION("close", js_close),
   };

@@ -28,6 +28,7 @@ import { badResponse, listItems, preview, type DecodeContext } from './decode.js
 import type { HttpResponse } from './http.js';
 import { nextPage, nextPageUrl, PEEK_BYTES, peekNextPage } from './paging.js';
 import { SeenIds } from './seen-ids.js';
+import { yieldNow } from '../time/yield-now.js';
 
 export interface ListPagesOptions<R extends { id: string }> {
   /** The first page's URL (asked again after the service refused `?limit=`). */
@@ -330,8 +331,6 @@ function listTooLong(bound: { max: number; reason?: string | undefined }, ctx: D
 
 /** Records decoded between two turns of the event loop while a request is ahead (~2–3 ms). */
 const SLICE = 250;
-
-const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The next page's request, started now; its rejection is handled when it is awaited (or dropped). */
 function fetchAhead(get: ListPagesOptions<{ id: string }>['get'], url: URL, signal: AbortSignal | undefined): Ahead {

@@ -25,13 +25,13 @@ import { sharedFolderLister } from './folder-lister.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
 import { openCheckedSteps, readSteps, type OpenRequest, type RawRead, type RawStats, type Refusal } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
-import { watchFolder, type FolderWatcher, type WatchListener } from './watch/inotify.js';
+import { startFolder, watchFolder, type FolderStart, type FolderWatcher, type WatchListener } from './watch/inotify.js';
 import type { OpenedFile as UploadOpenedFile } from '../api/records.js';
 import { call, errorCode, runAsync, type AsyncSysCalls, type Steps } from './sys-calls.js';
 
 export { errorCode };
 
-export type { FolderWatcher };
+export type { FolderStart, FolderWatcher };
 
 /**
  * The system calls the listing and hashing steps make (sys-calls.ts: `stat` follows links,
@@ -56,6 +56,14 @@ export interface LocalFs extends AsyncSysCalls {
    * listener can serve every folder).
    */
   watch(path: string, listener: WatchListener): FolderWatcher;
+  /**
+   * A folder's start for the watcher's set-up: its identity (lstat; undefined when it is no
+   * folder), then its watch (throws the watch's error: ENOSPC at the inotify limit), then its
+   * subfolders' names (none when it cannot be listed), in that order. On the native watch,
+   * one call with no Dirent made (watch/inotify.ts startFolder); else these steps
+   * (startFolderBySteps).
+   */
+  watchFolder(path: string, listener: WatchListener): Promise<FolderStart | undefined>;
   /** A small text file (the ignore file), with the checks of readSmallFile. */
   readFile(path: string, opts?: SmallFileOptions): Promise<string>;
 }
@@ -93,6 +101,7 @@ export const nodeFs: LocalFs = {
   readdir: (path) => readdirP(path, { withFileTypes: true }),
   listFolder: (path, opts) => sharedFolderLister().list(path, opts),
   watch: watchFolder,
+  watchFolder: (path, listener) => startFolder(path, listener, nodeFs),
   realpath: (path) => realpathP(path),
   readFile: (path, opts) => readSmallFile(path, { ...opts, fs: nodeFs }),
   // A bare descriptor and the callback API: cheaper per call than fs.promises' FileHandle.

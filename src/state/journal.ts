@@ -33,12 +33,12 @@ import { FILE_MODE, ensureDir, syncDir, unlessMissing, writeAll, writeFileAtomic
 import { errnoOf } from '../errors/errno.js';
 import { parseOp, type StateOp } from './ops.js';
 import { STATE_VERSION } from './schema.js';
+import { yieldNow } from '../time/yield-now.js';
 
 const HEADER = 16;
 /** Ops per record: encoding 2,000 file changes takes a few ms. */
 const RECORD_OPS = 2000;
 
-const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const NEWLINE = 0x0a;
 
 export function journalPathOf(statePath: string): string {

@@ -12,6 +12,7 @@ import type { EncodePlan, SliceOptions, StateCodec } from './encoder.js';
 import { silentLogger, type Logger } from '../log.js';
 import { startRowsEncoder, type RowsEncoder } from './rows-encoder.js';
 import type { StateFile } from './schema.js';
+import { yieldNow } from '../time/yield-now.js';
 
 /** Longest stretch of encoding or decoding between two turns of the event loop. */
 const SLICE_MS = 8;
@@ -32,7 +33,6 @@ const realWorker: SnapshotWorker = { minRows: 50_000, start: () => startRowsEnco
 /** The workers whose failure to start was logged: the process's one real worker warns once, not at every fold. */
 const warnedOf = new WeakSet<SnapshotWorker>();
 
-const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const realSlices: SliceOptions = { sliceMs: SLICE_MS, yieldNow, now: () => performance.now() };
 
 /** Figures of the snapshot writes. */

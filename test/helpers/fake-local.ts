@@ -21,7 +21,8 @@
  */
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import { listFolderWith, readSmallFile, type FolderWatcher, type LocalFs } from '../../src/local/fs.js';
+import { listFolderWith, readSmallFile, type FolderStart, type FolderWatcher, type LocalFs } from '../../src/local/fs.js';
+import { startFolderBySteps } from '../../src/local/watch/inotify.js';
 import type { FolderListing, ListingProgress } from '../../src/local/folder-listing.js';
 import type { FsDirent, FsStats } from '../../src/local/sys-calls.js';
 
@@ -392,6 +393,10 @@ export class FakeLocal implements LocalFs {
     this.check(path, 'realpath');
     return this.resolve(path, true);
   };
+
+  watchFolder(path: string, listener: (this: FolderWatcher, type: string, filename: string | Buffer | null) => void): Promise<FolderStart | undefined> {
+    return startFolderBySteps(this, path, listener);
+  }
 
   watch(path: string, listener: (this: FolderWatcher, type: string, filename: string | Buffer | null) => void): FolderWatcher {
     if (!this.watchable) throw fsError('ENOSYS', path);

@@ -263,23 +263,24 @@ class FolderWatches implements FolderWatch {
   private async visit(dRel: string, dAbs: string, report: boolean, descend: boolean): Promise<{ rel: string; abs: string }[]> {
     const o = this.o;
     if (this.closed) return [];
+    let names: string[];
     if (this.watches.has(dRel)) {
       if (!descend) return [];
-    } else if (!(await this.watchOne(dRel, dAbs))) {
-      return [];
-    }
-    let entries;
-    try {
-      entries = await this.fs.readdir(dAbs);
-    } catch {
-      return [];
+      try {
+        names = (await this.fs.readdir(dAbs)).filter((d) => d.isDirectory()).map((d) => d.name);
+      } catch {
+        return [];
+      }
+    } else {
+      const folders = await this.watchOne(dRel, dAbs);
+      if (folders === undefined) return [];
+      names = folders;
     }
     const subs: { rel: string; abs: string }[] = [];
-    for (const d of entries) {
-      if (!d.isDirectory()) continue;
-      const r = joinRel(dRel, d.name);
+    for (const name of names) {
+      const r = joinRel(dRel, name);
       if (!o.filter(r, true)) continue;
-      const a = join(dAbs, d.name);
+      const a = join(dAbs, name);
       if (this.watches.has(r)) {
         if (descend) subs.push({ rel: r, abs: a });
         continue;
@@ -292,38 +293,37 @@ class FolderWatches implements FolderWatch {
   }
 
   /**
-   * One folder's watch. Its identity is read BEFORE the watch is set up: if the folder is
-   * replaced in between, the identity kept is the new folder's while the watch follows the
-   * old one, and the next event on the path finds the mismatch and watches again (the other
-   * order would hide the mismatch for good).
+   * One folder's watch, and its subfolders' names (undefined: not watched). Its identity is
+   * read BEFORE the watch is set up (LocalFs.watchFolder): if the folder is replaced in
+   * between, the identity kept is the new folder's while the watch follows the old one, and
+   * the next event on the path finds the mismatch and watches again (the other order would
+   * hide the mismatch for good).
    */
-  private async watchOne(dRel: string, dAbs: string): Promise<boolean> {
-    const { o, fs, watches } = this;
-    let s: FsStats;
+  private async watchOne(dRel: string, dAbs: string): Promise<string[] | undefined> {
+    const { o, watches } = this;
+    let start;
     try {
-      s = await fs.lstat(dAbs);
-      if (!s.isDirectory()) return false;
-    } catch {
-      return false; // gone again: its parent's watch reports that
-    }
-    if (this.closed || watches.has(dRel)) return false;
-    try {
-      const watcher = this.fs.watch(dAbs, this.onChange);
-      watcher.on('error', this.onFailure);
-      const folder = new Watched(dRel, s.dev, s.ino, watcher);
-      watches.set(folder.rel, folder);
-      this.byWatcher.set(watcher, folder);
-      return true;
+      start = await this.fs.watchFolder(dAbs, this.onChange);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOSPC' && o.onWatchLimit) {
-        o.onWatchLimit(dRel);
-        return false;
-      }
+      if (code === 'ENOSPC' && o.onWatchLimit) o.onWatchLimit(dRel);
       // Gone again before its watch was set up: its parent's watch reports that.
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') o.onWatchError(err);
-      return false;
+      else if (code !== 'ENOENT' && code !== 'ENOTDIR') o.onWatchError(err);
+      return undefined;
     }
+    // Gone again, or no folder: its parent's watch reports that.
+    if (start === undefined) return undefined;
+    const { watcher } = start;
+    // Closed, or watched meanwhile (an event's look): this second watch is not kept.
+    if (this.closed || watches.has(dRel)) {
+      watcher.close();
+      return undefined;
+    }
+    watcher.on('error', this.onFailure);
+    const folder = new Watched(dRel, start.dev, start.ino, watcher);
+    watches.set(folder.rel, folder);
+    this.byWatcher.set(watcher, folder);
+    return start.folders;
   }
 
   /**

@@ -24,6 +24,7 @@
  */
 import { watch as fsWatch } from 'node:fs';
 import type { CheckResult } from '../../check-result.js';
+import type { AsyncSysCalls } from '../sys-calls.js';
 import { loadNativeModule } from '../../native.js';
 import { eventType, forEachEvent, IN_IGNORED, IN_Q_OVERFLOW, WATCH_MASK } from './inotify-events.js';
 import { inotifyQueue } from './queue-overflow.js';
@@ -34,6 +35,12 @@ export interface NativeInotify {
   open(onData: (records: Buffer | null, code?: string) => void): unknown;
   /** The watch descriptor; throws an Error with the errno's `code` (ENOSPC, ENOENT, ENOTDIR…). */
   add(handle: unknown, path: string, mask: number): number;
+  /**
+   * Each folder's lstat, watch, then its subfolders' names, on libuv's pool; then `done` with
+   * an answer a path: [wd, dev, ino, ...names], null when the path is no folder (gone), or the
+   * watch's errno code. Absent from a module built before it.
+   */
+  startAll?(handle: unknown, paths: string[], mask: number, done: (answers: StartAnswer[]) => void): void;
   remove(handle: unknown, wd: number): void;
   close(handle: unknown): void;
 }
@@ -42,6 +49,19 @@ export interface NativeInotify {
 export interface FolderWatcher {
   close(): void;
   on(event: 'error', listener: (this: FolderWatcher, err: Error) => void): unknown;
+}
+
+/** NativeInotify.startAll's answer for one path. */
+export type StartAnswer = (number | string)[] | string | null;
+
+/** A folder watched, and its subfolders as listed after its watch was set up (LocalFs.watchFolder). */
+export interface FolderStart {
+  watcher: FolderWatcher;
+  /** The folder's identity, read before its watch was set up. */
+  dev: number;
+  ino: number;
+  /** Its subfolders' names; none when it could not be listed. */
+  folders: string[];
 }
 
 /** What a folder's watch tells: 'rename' | 'change', and the entry's name (null: the folder itself). */
@@ -81,6 +101,12 @@ export class InotifyWatches {
   private readonly byWd = new Map<number, InotifyWatch | InotifyWatch[]>();
   /** Watches not closed (a dropped one too: its owner closes it). */
   private open = 0;
+  /** Folders' starts asked for in this turn of the event loop (start). */
+  private asked: AskedStart[] = [];
+  /** Batches of starts on the pool. */
+  private starting = 0;
+  /** The records read while a batch was on the pool, for the watches it adds. */
+  private held: HeldRecord[] = [];
 
   constructor(
     private readonly native: NativeInotify,
@@ -88,14 +114,95 @@ export class InotifyWatches {
   ) {}
 
   watch(path: string, listener: WatchListener): FolderWatcher {
-    this.handle ??= this.native.open((records, code) => this.onData(records, code));
-    let wd: number;
+    return this.register(this.call((h) => this.native.add(h, path, WATCH_MASK)), listener);
+  }
+
+  /** Whether the module has startAll (one built before it has not). */
+  get canStart(): boolean {
+    return typeof this.native.startAll === 'function';
+  }
+
+  /**
+   * LocalFs.watchFolder on the native watch: the folders asked for in one turn of the event
+   * loop are started in one batch on libuv's pool (NativeInotify.startAll).
+   */
+  start(path: string, listener: WatchListener): Promise<FolderStart | undefined> {
+    return new Promise((resolve, reject) => {
+      this.asked.push({ path, listener, resolve, reject });
+      if (this.asked.length === 1) setImmediate(() => this.startAsked());
+    });
+  }
+
+  private startAsked(): void {
+    const batch = this.asked.splice(0, this.asked.length);
+    let handle: unknown;
     try {
-      wd = this.native.add(this.handle, path, WATCH_MASK);
+      handle = this.call((h) => {
+        this.native.startAll!(
+          h,
+          batch.map((a) => a.path),
+          WATCH_MASK,
+          (answers) => this.started(handle, batch, answers),
+        );
+        return h;
+      });
     } catch (err) {
-      if (this.open === 0) this.shut();
+      for (const a of batch) a.reject(err);
+      return;
+    }
+    this.starting++;
+  }
+
+  /**
+   * A batch's answers: each folder's watch registered, then the records read while the batch
+   * ran given to the new watches whose descriptor they name (the kernel's events between a
+   * watch's add on the pool and its registration here), so none is missed.
+   */
+  private started(handle: unknown, batch: AskedStart[], answers: StartAnswer[]): void {
+    this.starting--;
+    const made: InotifyWatch[] = [];
+    batch.forEach((a, i) => {
+      const answer = handle === this.handle ? answers[i] : 'EBADF';
+      if (answer === null || answer === undefined) {
+        a.resolve(undefined);
+      } else if (typeof answer === 'string') {
+        a.reject(Object.assign(new Error(`inotify_add_watch: ${answer}`), { code: answer }));
+      } else {
+        const w = this.register(answer[0] as number, a.listener);
+        made.push(w);
+        a.resolve({ watcher: w, dev: answer[1] as number, ino: answer[2] as number, folders: answer.slice(3) as string[] });
+      }
+    });
+    const held = this.held;
+    if (this.starting === 0) this.held = [];
+    if (made.length > 0) {
+      for (const r of held) {
+        for (const w of made) if (w.wd === r.wd) this.deliverHeld(w, r);
+      }
+    }
+    if (this.open === 0 && this.starting === 0) this.shut();
+  }
+
+  /** A held record, given to a watch registered after it was read. */
+  private deliverHeld(w: InotifyWatch, r: HeldRecord): void {
+    const dropped = (r.mask & IN_IGNORED) !== 0;
+    // The kernel removed the watch before it was registered: as onData does.
+    if (dropped) this.byWd.delete(r.wd);
+    deliver(w, dropped, eventType(r.mask), r.name);
+  }
+
+  /** A call on the instance, opened first if need be (and shut again when the call fails and nothing is watched). */
+  private call<T>(fn: (handle: unknown) => T): T {
+    this.handle ??= this.native.open((records, code) => this.onData(records, code));
+    try {
+      return fn(this.handle);
+    } catch (err) {
+      if (this.open === 0 && this.starting === 0) this.shut();
       throw err;
     }
+  }
+
+  private register(wd: number, listener: WatchListener): InotifyWatch {
     const w = new InotifyWatch(this, wd, listener);
     const had = this.byWd.get(wd);
     this.byWd.set(wd, had === undefined ? w : Array.isArray(had) ? [...had, w] : [had, w]);
@@ -125,8 +232,8 @@ export class InotifyWatches {
         this.byWd.set(wd, rest.length === 1 ? rest[0]! : rest);
       }
     }
-    // The last watch closes the instance (and every watch with it).
-    if (this.open === 0) this.shut();
+    // The last watch closes the instance (and every watch with it), unless a batch of starts is adding more.
+    if (this.open === 0 && this.starting === 0) this.shut();
   }
 
   /** Watches not closed. */
@@ -152,6 +259,7 @@ export class InotifyWatches {
         if (mask & IN_Q_OVERFLOW) overflow = true;
         return;
       }
+      if (this.starting > 0) this.held.push({ wd, mask, name });
       const entry = this.byWd.get(wd);
       if (entry === undefined) return;
       const dropped = (mask & IN_IGNORED) !== 0;
@@ -183,6 +291,21 @@ export class InotifyWatches {
   }
 }
 
+/** A folder's start asked for (InotifyWatches.start). */
+interface AskedStart {
+  path: string;
+  listener: WatchListener;
+  resolve: (start: FolderStart | undefined) => void;
+  reject: (err: unknown) => void;
+}
+
+/** An event record read while a batch of starts was on the pool. */
+interface HeldRecord {
+  wd: number;
+  mask: number;
+  name: string | undefined;
+}
+
 function deliver(w: InotifyWatch, dropped: boolean, type: string, name: string | undefined): void {
   if (w.wd === CLOSED) return;
   if (dropped) w.wd = DROPPED;
@@ -203,23 +326,60 @@ export function loadNativeInotify(env: NodeJS.ProcessEnv = process.env): { nativ
 }
 
 type Watch = (path: string, listener: WatchListener) => FolderWatcher;
+type Start = (path: string, listener: WatchListener) => Promise<FolderStart | undefined>;
 
-let chosen: { backend: WatchBackend; watch: Watch } | undefined;
+let chosen: { backend: WatchBackend; watch: Watch; start?: Start | undefined } | undefined;
 
-function choose(): { backend: WatchBackend; watch: Watch } {
+function choose(): { backend: WatchBackend; watch: Watch; start?: Start | undefined } {
   const loaded = loadNativeInotify();
   if ('why' in loaded) {
     return { backend: { name: 'fs.watch', why: loaded.why }, watch: (path, listener) => fsWatch(path, { persistent: true }, listener) };
   }
   inotifyQueue.reportedByKernel();
   const watches = new InotifyWatches(loaded.native, () => inotifyQueue.overflowed());
-  return { backend: { name: 'inotify' }, watch: (path, listener) => watches.watch(path, listener) };
+  return {
+    backend: { name: 'inotify' },
+    watch: (path, listener) => watches.watch(path, listener),
+    start: watches.canStart ? (path, listener) => watches.start(path, listener) : undefined,
+  };
 }
 
 /** LocalFs.watch: the native watch, or fs.watch (chosen at the process's first watch). */
 export function watchFolder(path: string, listener: WatchListener): FolderWatcher {
   chosen ??= choose();
   return chosen.watch(path, listener);
+}
+
+/** The calls a folder's start makes one by one (LocalFs's). */
+export type FolderStartSteps = Pick<AsyncSysCalls, 'lstat' | 'readdir'> & { watch: (path: string, listener: WatchListener) => FolderWatcher };
+
+/** LocalFs.watchFolder: the native watch's one call, or the same steps through `steps` (fs.watch). */
+export function startFolder(path: string, listener: WatchListener, steps: FolderStartSteps): Promise<FolderStart | undefined> {
+  chosen ??= choose();
+  return chosen.start ? chosen.start(path, listener) : startFolderBySteps(steps, path, listener);
+}
+
+/**
+ * A folder's start, step by step (the fakes', and fs.watch's): the folder's identity (lstat:
+ * undefined when it is no folder), its watch (throws its error), then its subfolders (none
+ * when it cannot be listed).
+ */
+export async function startFolderBySteps(fs: FolderStartSteps, path: string, listener: WatchListener): Promise<FolderStart | undefined> {
+  let s;
+  try {
+    s = await fs.lstat(path);
+  } catch {
+    return undefined;
+  }
+  if (!s.isDirectory()) return undefined;
+  const watcher = fs.watch(path, listener);
+  let folders: string[] = [];
+  try {
+    folders = (await fs.readdir(path)).filter((d) => d.isDirectory()).map((d) => d.name);
+  } catch {
+    // left to the watch: the folder named no subfolder
+  }
+  return { watcher, dev: s.dev, ino: s.ino, folders };
 }
 
 /** The process's watch, once it has watched a folder. */

@@ -5,8 +5,8 @@
  * record is read (fs.watch's libuv drops it). The module must be built: CI builds it
  * (DSSYNC_REQUIRE_NATIVE=1); a machine without a C compiler skips these and says so.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, watch as fsWatch, type FSWatcher } from 'node:fs';
-import { appendFile, mkdir, mkdtemp, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, watch as fsWatch, type FSWatcher } from 'node:fs';
+import { appendFile, mkdir, mkdtemp, rename, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -112,6 +112,26 @@ describe.skipIf(!native)(`dssync's inotify watch${SKIP}`, () => {
     expect(overflows).toBe(1);
     // The kernel kept `size` events (the folder and the first files) and dropped the rest.
     expect(events).toBeLessThanOrEqual(size);
+  });
+
+  it("starts a folder on libuv's pool: its identity as lstat reads it, its subfolders only (no file, no link), then hears a folder made in it; no folder is undefined", { timeout: 30_000 }, async () => {
+    await mkdir(join(root, 'one'));
+    await mkdir(join(root, 'two'));
+    await writeFile(join(root, 'file.txt'), 'x');
+    await symlink(join(root, 'one'), join(root, 'link'));
+    const watches = new InotifyWatches(native!, () => undefined);
+    const heard: Heard[] = [];
+    const got = await watches.start(root, (type, filename) => heard.push([type, String(filename)]));
+    expect(got).toBeDefined();
+    open.push(got!.watcher);
+    const st = lstatSync(root);
+    expect({ dev: got!.dev, ino: got!.ino }).toEqual({ dev: st.dev, ino: st.ino });
+    expect([...got!.folders].sort()).toEqual(['one', 'two']);
+    const [file, link, missing] = await Promise.all(['file.txt', 'link', 'missing'].map((n) => watches.start(join(root, n), () => undefined)));
+    expect([file, link, missing]).toEqual([undefined, undefined, undefined]);
+    await mkdir(join(root, 'made'));
+    await waitFor(() => heard.some(([, name]) => name === 'made'), { what: 'the folder made after the start', timeout: 15_000, describe: () => JSON.stringify(heard) });
+    expect(watches.size()).toBe(1);
   });
 
   it('is the watch the process uses (LocalFs.watch), unless DSSYNC_NATIVE=0', async () => {

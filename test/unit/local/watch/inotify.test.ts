@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FolderWatcher } from '../../../../src/local/fs.js';
 import { IN_CREATE, IN_DELETE_SELF, IN_IGNORED, IN_MODIFY, IN_MOVED_TO, IN_Q_OVERFLOW, WATCH_MASK } from '../../../../src/local/watch/inotify-events.js';
-import { InotifyWatches, type NativeInotify } from '../../../../src/local/watch/inotify.js';
+import { InotifyWatches, type NativeInotify, type StartAnswer } from '../../../../src/local/watch/inotify.js';
 import { records } from './inotify-records.js';
 
 /** A kernel of sorts: a descriptor per inode (here per path), the same one for a path watched twice. */
@@ -198,5 +198,115 @@ describe('InotifyWatches', () => {
     native.onData!(null, 'EIO');
     expect(errors.map(([, code]) => code)).toEqual(['EIO', 'EIO']);
     expect(native.closed).toBe(1);
+  });
+});
+
+/** A fake module with startAll: each batch waits on the pool until the test answers it. */
+class FakeStarting extends FakeNative {
+  readonly batches: { paths: string[]; done: (answers: StartAnswer[]) => void }[] = [];
+  startAll(_handle: unknown, paths: string[], _mask: number, done: (answers: StartAnswer[]) => void): void {
+    this.batches.push({ paths, done });
+  }
+  /** The pool answers the oldest batch: each path's folder watched (its descriptor), with `subs`, or what `answer` says. */
+  answer(answer: (path: string) => StartAnswer | undefined = () => undefined, subs: string[] = []): void {
+    const b = this.batches.shift()!;
+    b.done(
+      b.paths.map((p) => {
+        const a = answer(p);
+        return a !== undefined ? a : [this.add(undefined, p, WATCH_MASK), 7, 42, ...subs];
+      }),
+    );
+  }
+}
+
+function startSetup() {
+  const native = new FakeStarting();
+  const watches = new InotifyWatches(native, () => undefined);
+  const heard: [string, string, string | null][] = [];
+  const start = (path: string) =>
+    watches.start(path, function (type, filename) {
+      heard.push([path, type, filename as string | null]);
+    });
+  return { native, watches, heard, start };
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('InotifyWatches.start (a folder watched and its subfolders named, the watcher set-up)', () => {
+  it('starts the folders asked for in one turn in one batch: a folder with its identity and subfolders, no folder, a watch that failed with its code', async () => {
+    const { native, start } = startSetup();
+    const a = start('/share/a');
+    const gone = start('/share/gone');
+    const full = start('/share/full');
+    await turn();
+    expect(native.batches.map((b) => b.paths)).toEqual([['/share/a', '/share/gone', '/share/full']]);
+    native.answer((p) => (p.endsWith('gone') ? null : p.endsWith('full') ? 'ENOSPC' : undefined), ['x', 'y']);
+    const got = await a;
+    expect(got).toMatchObject({ dev: 7, ino: 42, folders: ['x', 'y'] });
+    await expect(gone).resolves.toBeUndefined();
+    await expect(full).rejects.toMatchObject({ code: 'ENOSPC' });
+  });
+
+  it('a record read while its batch was on the pool reaches the watch it added, once; a watch already there hears it as it comes', async () => {
+    const { native, watches, heard, start } = startSetup();
+    watches.watch('/share', function (type, filename) {
+      heard.push(['/share', type, filename as string | null]);
+    });
+    const sub = start('/share/sub');
+    await turn();
+    // The pool has added the watch (descriptor 2) and listed the folder; a folder made in it
+    // now is not in that listing, and its record is read before the batch's answer.
+    native.add(undefined, '/share/sub', WATCH_MASK);
+    native.onData!(records([{ wd: 2, mask: IN_CREATE, name: 'made-meanwhile' }, { wd: 1, mask: IN_CREATE, name: 'top' }]));
+    expect(heard).toEqual([['/share', 'rename', 'top']]);
+    native.answer();
+    await sub;
+    expect(heard).toEqual([
+      ['/share', 'rename', 'top'],
+      ['/share/sub', 'rename', 'made-meanwhile'],
+    ]);
+    // Records after the batch go to the watch as they come, and nothing is given twice.
+    native.onData!(records([{ wd: 2, mask: IN_MODIFY, name: 'f' }]));
+    expect(heard.slice(2)).toEqual([['/share/sub', 'change', 'f']]);
+  });
+
+  it('a folder deleted before its watch was registered: the watch says it was dropped', async () => {
+    const { native, heard, start } = startSetup();
+    const sub = start('/share/sub');
+    await turn();
+    native.add(undefined, '/share/sub', WATCH_MASK);
+    native.onData!(records([{ wd: 1, mask: IN_DELETE_SELF }, { wd: 1, mask: IN_IGNORED }]));
+    native.answer();
+    const got = await sub;
+    expect(heard).toEqual([
+      ['/share/sub', 'rename', null],
+      ['/share/sub', 'rename', null],
+    ]);
+    // Its descriptor names it no more.
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'later' }]));
+    expect(heard).toHaveLength(2);
+    got!.watcher.close();
+  });
+
+  it('keeps the instance open while a batch runs with no watch open, and closes it after a batch that added none', async () => {
+    const { native, watches, start } = startSetup();
+    const w = watches.watch('/share/a', () => undefined);
+    const gone = start('/share/gone');
+    await turn();
+    w.close();
+    expect(native.closed).toBe(0);
+    native.answer(() => null);
+    await gone;
+    expect(native.closed).toBe(1);
+  });
+
+  it('a batch whose instance failed meanwhile answers EBADF for its folders', async () => {
+    const { native, watches, start } = startSetup();
+    watches.watch('/share/a', () => undefined);
+    const sub = start('/share/sub');
+    await turn();
+    native.onData!(null, 'EIO');
+    native.answer();
+    await expect(sub).rejects.toMatchObject({ code: 'EBADF' });
   });
 });
