@@ -15,7 +15,11 @@
  * - `wall-offset-file=FILE` — the process's wall clock (Date.now) reads FILE's number of
  *   milliseconds ahead (negative: behind), read again every 50 ms: chrony stepping this
  *   process's clock, and no other's (the monotonic clock is not moved). Once a new offset
- *   applies, FILE.applied holds it (a test waits for that, not for time).
+ *   applies, FILE.applied holds it (a test waits for that, not for time);
+ * - `lease-settle-ms=MS` — the lease's settle wait is MS ms and a claim is trusted only when
+ *   written within two thirds of it (the lease's rule, settle > claim latency, kept at a
+ *   scale where a claim on the same machine takes milliseconds): the test suite's hundreds
+ *   of claims do not each wait 3 s. Tests of the lease itself run with the real timing.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { access, rename, writeFile } from 'node:fs/promises';
@@ -30,6 +34,7 @@ interface Hooks {
   pauses: Map<string, string>;
   blockMainThreadAfterMs: number | undefined;
   wallOffsetFile: string | undefined;
+  leaseSettleMs: number | undefined;
 }
 
 let parsed: Hooks | undefined;
@@ -37,7 +42,7 @@ const counters = new Map<string, number>();
 
 function hooks(): Hooks {
   if (parsed) return parsed;
-  const h: Hooks = { pauses: new Map(), blockMainThreadAfterMs: undefined, wallOffsetFile: undefined };
+  const h: Hooks = { pauses: new Map(), blockMainThreadAfterMs: undefined, wallOffsetFile: undefined, leaseSettleMs: undefined };
   for (const entry of (process.env.DSSYNC_TEST_HOOKS ?? '').split(',')) {
     const eq = entry.indexOf('=');
     if (eq < 0) continue;
@@ -46,6 +51,7 @@ function hooks(): Hooks {
     if (key.startsWith('pause:')) h.pauses.set(key.slice('pause:'.length), value);
     else if (key === 'block-main-thread-after-ms' && Number.isFinite(Number(value))) h.blockMainThreadAfterMs = Number(value);
     else if (key === 'wall-offset-file') h.wallOffsetFile = value;
+    else if (key === 'lease-settle-ms' && Number(value) > 0) h.leaseSettleMs = Number(value);
   }
   parsed = h;
   return h;
@@ -73,6 +79,12 @@ export async function testPause(point: PausePoint, detail: unknown): Promise<voi
       await new Promise((r) => setTimeout(r, 20));
     }
   }
+}
+
+/** Test-only: the lease's settle wait a test asked for (see above; engine/lease.ts leaseTimingSettling), or undefined. */
+export function testLeaseSettleMs(): number | undefined {
+  if (process.env.DSSYNC_TEST_HOOKS === undefined) return undefined;
+  return hooks().leaseSettleMs;
 }
 
 /** Test-only: blocks the main thread for good after the delay a test asked for. */

@@ -40,6 +40,14 @@ export const LEASE = {
   },
 } as const;
 
+/**
+ * The lease's timing with another settle wait (a test's: src/test-hooks.ts), keeping its rule:
+ * a claim is trusted only when written within two thirds of the settle that confirms it.
+ */
+export function leaseTimingSettling(settleMs: number): typeof LEASE {
+  return Object.create(LEASE, { settleMs: { value: settleMs }, claimLatencyMs: { value: Math.floor((settleMs * 2) / 3) } }) as typeof LEASE;
+}
+
 /** Who a process is, as its lease record says (the record's holder fields). */
 export interface LeaseHolder {
   /** The installation id (the same in every replica of a pinned id). */

@@ -33,7 +33,15 @@ export interface WorkspaceOptions {
   emulator?: EmulatorOptions;
   mapping?: Record<string, unknown>;
   config?: Record<string, unknown>;
+  /**
+   * The lease's settle wait of the processes started here: the real one (3 s), for the tests
+   * of the lease itself, or by default LEASE_SETTLE_MS (src/test-hooks.ts `lease-settle-ms`).
+   */
+  lease?: 'real' | undefined;
 }
+
+/** The settle wait of a workspace's processes: a claim on this machine takes milliseconds, not seconds. */
+export const LEASE_SETTLE_MS = 600;
 
 export async function createWorkspace(opts: WorkspaceOptions = {}): Promise<Workspace> {
   const dir = await mkdtemp(join(tmpdir(), 'dssync-it-'));
@@ -51,7 +59,8 @@ export async function createWorkspace(opts: WorkspaceOptions = {}): Promise<Work
     mappings: [{ path: share, dataSource: { name: 'Share', llmConnectorIds: ['conn-1'] }, ...opts.mapping }],
   };
   await writeFile(configPath, JSON.stringify(config, null, 2), { mode: 0o600 });
-  const env = { DSSYNC_TOKEN: TOKEN, DSSYNC_LOG_LEVEL: 'warn' };
+  const env: Record<string, string> = { DSSYNC_TOKEN: TOKEN, DSSYNC_LOG_LEVEL: 'warn' };
+  if (opts.lease !== 'real') env.DSSYNC_TEST_HOOKS = `lease-settle-ms=${LEASE_SETTLE_MS}`;
   const ws: Workspace = {
     dir,
     share,

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DatastoreApi } from '../../api/api.js';
 import { unlessGone } from '../../api/errors.js';
-import { LEASE, LeaseCore, leaseDocumentBody, sameLeaseRecord, leaseDocumentName, leaseMarkersOf, leaseMetadata, leaseRecordOf, pickMarker, type HostProbe, type LeaseHolder, type LeaseMarker, type LeaseRecord } from '../../engine/lease.js';
+import { testLeaseSettleMs } from '../../test-hooks.js';
+import { LEASE, leaseTimingSettling, LeaseCore, leaseDocumentBody, sameLeaseRecord, leaseDocumentName, leaseMarkersOf, leaseMetadata, leaseRecordOf, pickMarker, type HostProbe, type LeaseHolder, type LeaseMarker, type LeaseRecord } from '../../engine/lease.js';
 import type { LeaseView } from '../../engine/lease-view.js';
 import type { Logger } from '../../log.js';
 import type { Clock } from '../../time/clock.js';
@@ -439,6 +440,12 @@ export interface LeaseSettings {
   early?: { documentId: string } | undefined;
 }
 
+/** The timing a test asked for (test-hooks.ts `lease-settle-ms`), or undefined: the real one. */
+function testTiming(): typeof LEASE | undefined {
+  const settleMs = testLeaseSettleMs();
+  return settleMs === undefined ? undefined : leaseTimingSettling(settleMs);
+}
+
 /** A mapping's lease for a data source, this process its would-be holder (a new writer session). */
 export function mappingLease(s: LeaseSettings, dataSourceId: string, installationId: string, onChange?: (held: boolean) => void): MappingLease {
   const probe = s.probe ?? nodeLockProbe;
@@ -454,7 +461,7 @@ export function mappingLease(s: LeaseSettings, dataSourceId: string, installatio
     bodyFile: `${s.statePath}.lease-${pid}.txt`,
     url: pathToFileURL(join(s.root, leaseDocumentName(s.mappingId))).href,
     onChange,
-    timing: s.timing,
+    timing: s.timing ?? testTiming(),
     filesTracked: s.filesTracked,
     files: s.files,
     memo: markerMemo(memoFile(s.statePath, s.mappingId, s.logger, s.stateFs), dataSourceId),

@@ -57,7 +57,7 @@ const markers = (ws: Workspace) => ws.emu.store.listDocuments(ws.dataSourceId())
 
 describe('the lease: two live daemons with one pinned id', () => {
   it('one mirrors, one stands by; kill, then stop, hand it over; sync beside them writes nothing', { timeout: 240_000 }, async () => {
-    const ws = (w = await daemonWorkspace({ config: { installationId: PINNED } }));
+    const ws = (w = await daemonWorkspace({ config: { installationId: PINNED }, lease: 'real' }));
     for (let i = 0; i < 5; i++) await ws.write(`doc-${i}.txt`, `content ${i}`);
     const a = await startDaemon(ws);
     daemons.push(a);
@@ -128,7 +128,7 @@ describe('the lease: two live daemons with one pinned id', () => {
   });
 
   it('SIGTERM while its claim is in flight: the claim ends and is released, the standby takes it as released', { timeout: 180_000 }, async () => {
-    const ws = (w = await daemonWorkspace({ config: { installationId: PINNED } }));
+    const ws = (w = await daemonWorkspace({ config: { installationId: PINNED }, lease: 'real' }));
     for (let i = 0; i < 3; i++) await ws.write(`doc-${i}.txt`, `content ${i}`);
     const hooks = join(ws.dir, 'hooks');
     await mkdir(hooks);
