@@ -95,7 +95,7 @@ describe('the release tarball', () => {
     const module = join(prefix, 'lib', 'node_modules', 'dssync', 'dist', 'src', 'native', 'inotify.node');
     expect(existsSync(module)).toBe(true);
     const loaded = createRequire(import.meta.url)(module) as Record<string, unknown>;
-    expect(Object.keys(loaded).sort()).toEqual(['add', 'close', 'open', 'remove']);
+    expect(Object.keys(loaded).sort()).toEqual(['add', 'close', 'open', 'remove', 'startAll']);
   });
 
   it('carries none of the emulator, nor what only the emulator needs', () => {
