@@ -76,6 +76,8 @@ const CLOSED = -2;
 
 class InotifyWatch implements FolderWatcher {
   onError: ErrorListener | undefined = undefined;
+  /** Records read before it was registered (InotifyWatches.started), heard before any later one. */
+  held: HeldRecord[] | undefined = undefined;
 
   constructor(
     private readonly owner: InotifyWatches,
@@ -154,9 +156,9 @@ export class InotifyWatches {
   }
 
   /**
-   * A batch's answers: each folder's watch registered, then the records read while the batch
-   * ran given to the new watches whose descriptor they name (the kernel's events between a
-   * watch's add on the pool and its registration here), so none is missed.
+   * A batch's answers: each folder's watch registered. The records read while the batch ran
+   * that name a new watch's descriptor (the kernel's events between its add on the pool and its
+   * registration here) are owed to it, so none is missed: given before any record read later.
    */
   private started(handle: unknown, batch: AskedStart[], answers: StartAnswer[]): void {
     this.starting--;
@@ -175,20 +177,30 @@ export class InotifyWatches {
     });
     const held = this.held;
     if (this.starting === 0) this.held = [];
-    if (made.length > 0) {
-      for (const r of held) {
-        for (const w of made) if (w.wd === r.wd) this.deliverHeld(w, r);
-      }
-    }
+    // Given once their owner has learnt of the watches (it does when the starts resolve, so
+    // not now): at the next record read for one, or at the next turn of the event loop.
+    const owed = made.filter((w) => (w.held = held.filter((r) => r.wd === w.wd)).length > 0);
+    if (owed.length > 0) setImmediate(() => owed.forEach((w) => this.giveHeld(w)));
     if (this.open === 0 && this.starting === 0) this.shut();
   }
 
-  /** A held record, given to a watch registered after it was read. */
-  private deliverHeld(w: InotifyWatch, r: HeldRecord): void {
-    const dropped = (r.mask & IN_IGNORED) !== 0;
-    // The kernel removed the watch before it was registered: as onData does.
-    if (dropped) this.byWd.delete(r.wd);
-    deliver(w, dropped, eventType(r.mask), r.name);
+  /** The records read before `w` was registered, given to it. */
+  private giveHeld(w: InotifyWatch): void {
+    const held = w.held;
+    w.held = undefined;
+    for (const r of held ?? []) {
+      const dropped = (r.mask & IN_IGNORED) !== 0;
+      // The kernel removed the watch before it was registered: as onData does.
+      if (dropped && this.byWd.get(r.wd) !== undefined) this.byWd.delete(r.wd);
+      this.deliver(w, dropped, eventType(r.mask), r.name);
+    }
+  }
+
+  private deliver(w: InotifyWatch, dropped: boolean, type: string, name: string | undefined): void {
+    if (w.held) this.giveHeld(w);
+    if (w.wd === CLOSED) return;
+    if (dropped) w.wd = DROPPED;
+    w.listener.call(w, type, name ?? null);
   }
 
   /** A call on the instance, opened first if need be (and shut again when the call fails and nothing is watched). */
@@ -268,13 +280,13 @@ export class InotifyWatches {
       if (dropped) this.byWd.delete(wd);
       const type = eventType(mask);
       if (!Array.isArray(entry)) {
-        deliver(entry, dropped, type, name);
+        this.deliver(entry, dropped, type, name);
         return;
       }
       const sharers = [...entry];
       if (dropped) for (const w of sharers) if (w.wd !== CLOSED) w.wd = DROPPED;
       // A listener may close a sharer meanwhile: the ones closed hear nothing more.
-      for (const w of sharers) deliver(w, dropped, type, name);
+      for (const w of sharers) this.deliver(w, dropped, type, name);
     });
     if (overflow) this.onOverflow();
   }
@@ -304,12 +316,6 @@ interface HeldRecord {
   wd: number;
   mask: number;
   name: string | undefined;
-}
-
-function deliver(w: InotifyWatch, dropped: boolean, type: string, name: string | undefined): void {
-  if (w.wd === CLOSED) return;
-  if (dropped) w.wd = DROPPED;
-  w.listener.call(w, type, name ?? null);
 }
 
 /** Which watch the process uses, and why it is fs.watch when it is. */

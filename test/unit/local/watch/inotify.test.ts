@@ -2,7 +2,8 @@
  * The watches on one inotify instance (inotify.ts), with a fake native module: what each
  * folder's listener hears, a folder watched twice, a watch the kernel dropped, the instance
  * opened with the first watch and closed with the last, the kernel's overflow report, an
- * error of the instance.
+ * error of the instance; the folders' starts in batches (start): their answers, and the
+ * records read while a batch was on the pool, owed to the watches it added.
  */
 import { describe, expect, it } from 'vitest';
 import type { FolderWatcher } from '../../../../src/local/fs.js';
@@ -261,6 +262,7 @@ describe('InotifyWatches.start (a folder watched and its subfolders named, the w
     expect(heard).toEqual([['/share', 'rename', 'top']]);
     native.answer();
     await sub;
+    await turn();
     expect(heard).toEqual([
       ['/share', 'rename', 'top'],
       ['/share/sub', 'rename', 'made-meanwhile'],
@@ -278,6 +280,7 @@ describe('InotifyWatches.start (a folder watched and its subfolders named, the w
     native.onData!(records([{ wd: 1, mask: IN_DELETE_SELF }, { wd: 1, mask: IN_IGNORED }]));
     native.answer();
     const got = await sub;
+    await turn();
     expect(heard).toEqual([
       ['/share/sub', 'rename', null],
       ['/share/sub', 'rename', null],
@@ -308,5 +311,48 @@ describe('InotifyWatches.start (a folder watched and its subfolders named, the w
     native.onData!(null, 'EIO');
     native.answer();
     await expect(sub).rejects.toMatchObject({ code: 'EBADF' });
+  });
+});
+
+describe('InotifyWatches.start: the records held, for a listener shared by every folder (folder-watch.ts)', () => {
+  /** One listener for every watch, which hears only the watches it has learnt of, as folder-watch's finds its folder by its watch. */
+  function shared() {
+    const known = new Set<FolderWatcher>();
+    const heard: [string, string | null][] = [];
+    const listener = function (this: FolderWatcher, type: string, filename: string | Buffer | null) {
+      if (known.has(this)) heard.push([type, filename as string | null]);
+    };
+    return { known, heard, listener };
+  }
+
+  it('reach the watch once its owner has learnt of it (after the start resolved), before any record read later', async () => {
+    const { native, watches } = startSetup();
+    const { known, heard, listener } = shared();
+    const sub = watches.start('/share/sub', listener);
+    await turn();
+    native.add(undefined, '/share/sub', WATCH_MASK);
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'made-meanwhile' }]));
+    native.answer();
+    known.add((await sub)!.watcher);
+    // A record read before the held ones were given: they come first.
+    native.onData!(records([{ wd: 1, mask: IN_MODIFY, name: 'later' }]));
+    expect(heard).toEqual([
+      ['rename', 'made-meanwhile'],
+      ['change', 'later'],
+    ]);
+  });
+
+  it('reach it at the next turn of the event loop when nothing else is read', async () => {
+    const { native, watches } = startSetup();
+    const { known, heard, listener } = shared();
+    const sub = watches.start('/share/sub', listener);
+    await turn();
+    native.add(undefined, '/share/sub', WATCH_MASK);
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'made-meanwhile' }]));
+    native.answer();
+    known.add((await sub)!.watcher);
+    expect(heard).toEqual([]);
+    await turn();
+    expect(heard).toEqual([['rename', 'made-meanwhile']]);
   });
 });
