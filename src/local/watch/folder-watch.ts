@@ -28,6 +28,7 @@ import { LifoQueue } from '../lifo-queue.js';
 import { joinRel } from '../paths.js';
 import { internalized } from '../../interned.js';
 import { nfc } from '../../unicode.js';
+import { subfolderNames } from './inotify.js';
 import { inotifyQueue } from './queue-overflow.js';
 import type { Clock } from '../../time/clock.js';
 
@@ -263,19 +264,9 @@ class FolderWatches implements FolderWatch {
   private async visit(dRel: string, dAbs: string, report: boolean, descend: boolean): Promise<{ rel: string; abs: string }[]> {
     const o = this.o;
     if (this.closed) return [];
-    let names: string[];
-    if (this.watches.has(dRel)) {
-      if (!descend) return [];
-      try {
-        names = (await this.fs.readdir(dAbs)).filter((d) => d.isDirectory()).map((d) => d.name);
-      } catch {
-        return [];
-      }
-    } else {
-      const folders = await this.watchOne(dRel, dAbs);
-      if (folders === undefined) return [];
-      names = folders;
-    }
+    if (this.watches.has(dRel) && !descend) return [];
+    // A folder that cannot be listed, or not watched, names no subfolder.
+    const names = (this.watches.has(dRel) ? await subfolderNames(this.fs, dAbs) : await this.watchOne(dRel, dAbs)) ?? [];
     const subs: { rel: string; abs: string }[] = [];
     for (const name of names) {
       const r = joinRel(dRel, name);

@@ -179,7 +179,13 @@ export class InotifyWatches {
     if (this.starting === 0) this.held = [];
     // Given once their owner has learnt of the watches (it does when the starts resolve, so
     // not now): at the next record read for one, or at the next turn of the event loop.
-    const owed = made.filter((w) => (w.held = held.filter((r) => r.wd === w.wd)).length > 0);
+    const owed: InotifyWatch[] = [];
+    for (const w of held.length > 0 ? made : []) {
+      const mine = held.filter((r) => r.wd === w.wd);
+      if (mine.length === 0) continue;
+      w.held = mine;
+      owed.push(w);
+    }
     if (owed.length > 0) setImmediate(() => owed.forEach((w) => this.giveHeld(w)));
     if (this.open === 0 && this.starting === 0) this.shut();
   }
@@ -232,20 +238,22 @@ export class InotifyWatches {
       const rest = Array.isArray(had) ? had.filter((x) => x !== w) : [];
       if (rest.length === 0) {
         this.byWd.delete(wd);
-        // Like fs.watch's close, never throws: a descriptor gone already is no error.
-        if (this.open > 0) {
-          try {
-            this.native.remove(this.handle, wd);
-          } catch {
-            // nothing to undo
-          }
-        }
+        if (this.open > 0) this.remove(wd);
       } else {
         this.byWd.set(wd, rest.length === 1 ? rest[0]! : rest);
       }
     }
     // The last watch closes the instance (and every watch with it), unless a batch of starts is adding more.
     if (this.open === 0 && this.starting === 0) this.shut();
+  }
+
+  /** Like fs.watch's close, never throws: a descriptor gone already is no error. */
+  private remove(wd: number): void {
+    try {
+      this.native.remove(this.handle, wd);
+    } catch {
+      // nothing to undo
+    }
   }
 
   /** Watches not closed. */
@@ -379,13 +387,16 @@ export async function startFolderBySteps(fs: FolderStartSteps, path: string, lis
   }
   if (!s.isDirectory()) return undefined;
   const watcher = fs.watch(path, listener);
-  let folders: string[] = [];
+  return { watcher, dev: s.dev, ino: s.ino, folders: (await subfolderNames(fs, path)) ?? [] };
+}
+
+/** The names of a folder's subfolders, by readdir; undefined when it cannot be listed. */
+export async function subfolderNames(fs: Pick<AsyncSysCalls, 'readdir'>, path: string): Promise<string[] | undefined> {
   try {
-    folders = (await fs.readdir(path)).filter((d) => d.isDirectory()).map((d) => d.name);
+    return (await fs.readdir(path)).filter((d) => d.isDirectory()).map((d) => d.name);
   } catch {
-    // left to the watch: the folder named no subfolder
+    return undefined;
   }
-  return { watcher, dev: s.dev, ino: s.ino, folders };
 }
 
 /** The process's watch, once it has watched a folder. */

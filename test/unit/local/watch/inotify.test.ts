@@ -325,7 +325,8 @@ describe('InotifyWatches.start: the records held, for a listener shared by every
     return { known, heard, listener };
   }
 
-  it('reach the watch once its owner has learnt of it (after the start resolved), before any record read later', async () => {
+  /** A folder started, with a record read between its watch's add on the pool and the batch's answer; its owner then learns of its watch. */
+  async function startedWithHeldRecord() {
     const { native, watches } = startSetup();
     const { known, heard, listener } = shared();
     const sub = watches.start('/share/sub', listener);
@@ -334,6 +335,11 @@ describe('InotifyWatches.start: the records held, for a listener shared by every
     native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'made-meanwhile' }]));
     native.answer();
     known.add((await sub)!.watcher);
+    return { native, heard };
+  }
+
+  it('reach the watch once its owner has learnt of it (after the start resolved), before any record read later', async () => {
+    const { native, heard } = await startedWithHeldRecord();
     // A record read before the held ones were given: they come first.
     native.onData!(records([{ wd: 1, mask: IN_MODIFY, name: 'later' }]));
     expect(heard).toEqual([
@@ -343,14 +349,7 @@ describe('InotifyWatches.start: the records held, for a listener shared by every
   });
 
   it('reach it at the next turn of the event loop when nothing else is read', async () => {
-    const { native, watches } = startSetup();
-    const { known, heard, listener } = shared();
-    const sub = watches.start('/share/sub', listener);
-    await turn();
-    native.add(undefined, '/share/sub', WATCH_MASK);
-    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'made-meanwhile' }]));
-    native.answer();
-    known.add((await sub)!.watcher);
+    const { heard } = await startedWithHeldRecord();
     expect(heard).toEqual([]);
     await turn();
     expect(heard).toEqual([['rename', 'made-meanwhile']]);
