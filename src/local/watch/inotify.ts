@@ -109,6 +109,8 @@ export class InotifyWatches {
   private starting = 0;
   /** The records read while a batch was on the pool, for the watches it adds. */
   private held: HeldRecord[] = [];
+  /** Descriptors whose last watch closed while a batch was on the pool (close). */
+  private readonly unremoved = new Set<number>();
 
   constructor(
     private readonly native: NativeInotify,
@@ -175,8 +177,13 @@ export class InotifyWatches {
         a.resolve({ watcher: w, dev: answer[1] as number, ino: answer[2] as number, folders: answer.slice(3) as string[] });
       }
     });
+    for (const w of made) this.unremoved.delete(w.wd);
     const held = this.held;
-    if (this.starting === 0) this.held = [];
+    if (this.starting === 0) {
+      this.held = [];
+      if (this.open > 0) this.unremoved.forEach((wd) => this.remove(wd));
+      this.unremoved.clear();
+    }
     // Given once their owner has learnt of the watches (it does when the starts resolve, so
     // not now): at the next record read for one, or at the next turn of the event loop.
     const owed: InotifyWatch[] = [];
@@ -238,7 +245,10 @@ export class InotifyWatches {
       const rest = Array.isArray(had) ? had.filter((x) => x !== w) : [];
       if (rest.length === 0) {
         this.byWd.delete(wd);
-        if (this.open > 0) this.remove(wd);
+        // A batch on the pool may have added a folder that shares this descriptor (the same
+        // inode under another name: `mv staging docs`): removed only once the batches answered.
+        if (this.starting > 0) this.unremoved.add(wd);
+        else if (this.open > 0) this.remove(wd);
       } else {
         this.byWd.set(wd, rest.length === 1 ? rest[0]! : rest);
       }
@@ -266,6 +276,7 @@ export class InotifyWatches {
     this.native.close(this.handle);
     this.handle = undefined;
     this.byWd.clear();
+    this.unremoved.clear();
   }
 
   private onData(records: Buffer | null, code?: string): void {

@@ -303,6 +303,25 @@ describe('InotifyWatches.start (a folder watched and its subfolders named, the w
     expect(native.closed).toBe(1);
   });
 
+  it("a descriptor whose last watch closes while a batch runs is not removed when the batch's folder shares it (mv staging docs), and is removed when none does", async () => {
+    const { native, watches, heard, start } = startSetup();
+    const staging = watches.watch('/share/staging', () => undefined);
+    const other = watches.watch('/share/other', () => undefined);
+    const docs = start('/share/docs');
+    const gone = start('/share/gone');
+    await turn();
+    // The folder once at "staging" is now "docs": the pool's add found its watch (descriptor 1).
+    staging.close();
+    other.close();
+    expect(native.removed).toEqual([]);
+    native.answer((p) => (p.endsWith('docs') ? [1, 7, 42] : null));
+    await docs;
+    await gone;
+    expect(native.removed).toEqual([2]);
+    native.onData!(records([{ wd: 1, mask: IN_CREATE, name: 'after-deploy.txt' }]));
+    expect(heard).toEqual([['/share/docs', 'rename', 'after-deploy.txt']]);
+  });
+
   it('a batch whose instance failed meanwhile answers EBADF for its folders', async () => {
     const { native, watches, start } = startSetup();
     watches.watch('/share/a', () => undefined);
