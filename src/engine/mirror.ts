@@ -462,7 +462,7 @@ export class Mirror {
       scope: l.planScope,
       desired,
       prune: spec.prune,
-      untouchable: l.untouchable,
+      untouchable: l.anySetAside ? l.untouchable : undefined,
       excluded: (p) => excludedPaths.has(p),
       settled: this.settledAt(l.listedAt, l.listedAtMono),
       serviceNames: this.names?.known,

@@ -58,6 +58,8 @@ export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: n
 export interface PathSet extends Iterable<string> {
   readonly size: number;
   has(path: string): boolean;
+  /** How many paths are in both sets, when this set can count it without a lookup a path (EntryMarks of one table). */
+  sharedWith?(other: PathSet): number | undefined;
 }
 
 /** A PathSet a scan fills (ScanOptions.vouched, the walk's WalkOptions.vouched). */
@@ -159,7 +161,7 @@ export interface PlanInput {
   prune: 'ours' | 'all';
   /**
    * Paths that exist locally but cannot be looked at now (unreadable, too large, being
-   * written, under an unreadable folder): their state is left as it is, and so are their
+   * written, under an unreadable folder); undefined: none. Their state is left as it is, and so are their
    * documents, except older versions of ours beside the state's document (see planMirror).
    */
   untouchable?: ((path: string) => boolean) | undefined;
@@ -366,7 +368,12 @@ export function planMirror(input: PlanInput): PlanResult {
   // looked at again (a restart's million files). The two loops over those sets each ask the
   // other one: one lookup in a set of a million paths per path, not two.
   const alone = (p: string): boolean => (byPath.size === 0 || !byPath.has(p)) && !untouchable(p);
-  const decided = addConfirmed(confirmed, state.files, byPath, (p) => vouched.has(p) && alone(p), inScope);
+  // A restart's case, counted without a path: every confirmed path vouched for (the marks'
+  // rows say so), no other document, nothing set aside, the whole folder in scope.
+  const allAlone = byPath.size === 0 && input.untouchable === undefined && scope === undefined && confirmed.sharedWith?.(vouched) === confirmed.size;
+  const decided = allAlone
+    ? { unchanged: confirmed.size, needNothing: confirmed.size }
+    : addConfirmed(confirmed, state.files, byPath, (p) => vouched.has(p) && alone(p), inScope);
   const plan: PlanAccumulator = { ops: [], refreshed: [], skippedRejected: [], unchanged: decided.unchanged };
 
   // Every path the plan must consider, sorted so that the plan is deterministic. The two

@@ -239,6 +239,8 @@ export class EntryMarks implements Iterable<string> {
     private readonly rowOf: (path: string) => number,
     private readonly pathAt: (row: number) => string,
     rows: number,
+    /** The table whose entries these are: marks of one table are compared row by row (sharedWith). */
+    private readonly table: object,
   ) {
     this.bits = new Uint8Array(rows);
   }
@@ -250,6 +252,20 @@ export class EntryMarks implements Iterable<string> {
   has(path: string): boolean {
     const row = this.rowOf(path);
     return row >= 0 && this.bits[row] === 1;
+  }
+
+  /**
+   * How many paths are in both this set and `other`, counted row by row when `other` holds
+   * marks of the same table (no path made, hashed or looked up); undefined otherwise.
+   */
+  sharedWith(other: Iterable<string>): number | undefined {
+    if (!(other instanceof EntryMarks) || other.table !== this.table) return undefined;
+    const a = this.bits;
+    const b = other.bits;
+    const rows = Math.min(a.length, b.length);
+    let n = 0;
+    for (let row = 0; row < rows; row++) n += a[row]! & b[row]!;
+    return n;
   }
 
   /** Marks the entry at `path`. A path the table holds no entry for is the caller's error. */
@@ -401,7 +417,7 @@ export class FileTable implements ReadonlyFileTable {
   }
 
   marks(): EntryMarks {
-    const m = new EntryMarks((path) => this.rowOf(path), (row) => this.paths.get(row)!, this.end);
+    const m = new EntryMarks((path) => this.rowOf(path), (row) => this.paths.get(row)!, this.end, this);
     for (const ref of this.liveMarks) if (ref.deref() === undefined) this.liveMarks.delete(ref);
     this.liveMarks.add(new WeakRef(m));
     return m;

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DocumentRecord } from '../../../src/api/records.js';
 import { documentFields, markUploadName } from '../../../src/engine/document-fields.js';
-import { confirmedPath, ownerOfListing, planMirror, vouchedByEntry, type LocalFileInfo, type PlanInput, type PlanResult } from '../../../src/engine/plan.js';
+import { confirmedPath, ownerOfListing, planMirror, vouchedByEntry, type LocalFileInfo, type MutablePathSet, type PlanInput, type PlanResult } from '../../../src/engine/plan.js';
 import type { FileEntry, Intent, MappingState } from '../../../src/state/schema.js';
 import { FileTable } from '../../../src/state/file-table.js';
 
@@ -44,7 +44,12 @@ const pathCase: fc.Arbitrary<PathCase> = fc.record({
   rejected: fc.boolean(),
 });
 
-function world(cases: readonly PathCase[], untouchableFlags: readonly boolean[], prune: 'ours' | 'all') {
+/**
+ * `asMarks`: the compact form as a restart's mirror builds it: both sets are the state's marks
+ * (EntryMarks of one table, which the plan counts row by row), and `untouchable` is given only
+ * when some path is set aside.
+ */
+function world(cases: readonly PathCase[], untouchableFlags: readonly boolean[], prune: 'ours' | 'all', asMarks = false) {
   const files: Record<string, FileEntry> = Object.create(null) as Record<string, FileEntry>;
   const local = new Map<string, LocalFileInfo>();
   const remote: DocumentRecord[] = [];
@@ -140,20 +145,20 @@ function world(cases: readonly PathCase[], untouchableFlags: readonly boolean[],
 
   // The compact form, as the mirror builds it: vouched files out of `local` (a vouched file
   // may still be set aside: it lost a name collision's tie), confirmed documents out of `remote`.
-  const vouched = new Set<string>();
+  const vouched: MutablePathSet = asMarks ? table.marks() : new Set<string>();
   const compactLocal = new Map<string, LocalFileInfo>();
   for (const [p, f] of local) {
     if (f.sha256 === undefined && vouchedByEntry(files[p], f, NOW)) vouched.add(p);
     else compactLocal.set(p, f);
   }
-  const confirmed = new Set<string>();
+  const confirmed: MutablePathSet = asMarks ? table.marks() : new Set<string>();
   const whose = ownerOfListing(base);
   const compactRemote = remote.filter((d) => {
     const p = confirmedPath(d, whose, { desired, files: table });
     if (p !== undefined) confirmed.add(p);
     return p === undefined;
   });
-  const compact: PlanInput = { ...base, local: compactLocal, vouched, remote: compactRemote, confirmed };
+  const compact: PlanInput = { ...base, local: compactLocal, vouched, remote: compactRemote, confirmed, ...(asMarks && untouchable.size === 0 ? { untouchable: undefined } : {}) };
   return { base, compact, vouched, confirmed };
 }
 
@@ -181,8 +186,9 @@ describe('planMirror with vouched files and confirmed documents', () => {
         fc.array(pathCase, { minLength: PATHS.length, maxLength: PATHS.length }),
         fc.array(fc.boolean(), { minLength: PATHS.length, maxLength: PATHS.length }).map((xs) => xs.map((x, i) => x && i % 2 === 0)),
         fc.constantFrom<'ours' | 'all'>('ours', 'all'),
-        (cases, untouchableFlags, prune) => {
-          const { base, compact, vouched, confirmed } = world(cases, untouchableFlags, prune);
+        fc.boolean(),
+        (cases, untouchableFlags, prune, asMarks) => {
+          const { base, compact, vouched, confirmed } = world(cases, untouchableFlags, prune, asMarks);
           if (vouched.size > 0 || confirmed.size > 0) compacted++;
           expect(normal(planMirror(compact))).toEqual(normal(planMirror(base)));
         },
@@ -200,6 +206,23 @@ describe('planMirror with vouched files and confirmed documents', () => {
     const plan = planMirror(compact);
     expect(plan.ops).toEqual([]);
     expect([plan.unchanged, plan.ourDocumentCount]).toEqual([PATHS.length, PATHS.length]);
+  });
+
+  it("counts a restart's unchanged tree by the marks' rows, and sees the one path the walk did not vouch for", () => {
+    const same: PathCase = { entry: { hash: 'h1', racy: false, oldFormat: false }, local: 'same', localHash: 'h1', docs: ['exact'], excluded: false, rejected: false };
+    const all = world(PATHS.map(() => same), PATHS.map(() => false), 'ours', true);
+    expect(all.confirmed.sharedWith?.(all.vouched)).toBe(PATHS.length);
+    const plan = planMirror(all.compact);
+    expect([plan.ops, plan.unchanged, plan.ourDocumentCount]).toEqual([[], PATHS.length, PATHS.length]);
+    // One file changed on disk: not vouched, so the count falls short and the path is planned.
+    const changed = world(PATHS.map((_, i) => (i === 2 ? { ...same, local: 'changed', localHash: 'h2' } : same)), PATHS.map(() => false), 'ours', true);
+    expect(changed.confirmed.sharedWith?.(changed.vouched)).toBe(PATHS.length - 1);
+    const replan = planMirror(changed.compact);
+    expect(replan.ops.map((op) => [op.kind, op.path])).toEqual([['replace', PATHS[2]]]);
+    expect(replan.unchanged).toBe(PATHS.length - 1);
+    // Marks of another table are never counted row by row.
+    expect(all.confirmed.sharedWith?.(changed.vouched)).toBeUndefined();
+    expect(all.confirmed.sharedWith?.(new Set(PATHS))).toBeUndefined();
   });
 
   it('uploads again a vouched file whose document someone deleted, from its disk path', () => {
