@@ -58,7 +58,7 @@ export function vouchedByEntry(entry: EntryStat | undefined, st: StatNow, now: n
 export interface PathSet extends Iterable<string> {
   readonly size: number;
   has(path: string): boolean;
-  /** How many paths are in both sets, when this set can count it without a lookup a path (EntryMarks of one table). */
+  /** How many paths are in both sets, when this set counts them without looking each up (EntryMarks of one table). */
   sharedWith?(other: PathSet): number | undefined;
 }
 
@@ -161,8 +161,9 @@ export interface PlanInput {
   prune: 'ours' | 'all';
   /**
    * Paths that exist locally but cannot be looked at now (unreadable, too large, being
-   * written, under an unreadable folder); undefined: none. Their state is left as it is, and so are their
-   * documents, except older versions of ours beside the state's document (see planMirror).
+   * written, under an unreadable folder); undefined: none. Their state is left as it is, and
+   * so are their documents, except older versions of ours beside the state's document (see
+   * planMirror).
    */
   untouchable?: ((path: string) => boolean) | undefined;
   /**
