@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './util.js';
 import { statusAuthHeader } from './status-auth.js';
+import { ThreadCpu, type CpuByThread } from './thread-cpu.js';
 
 /** The built CLI, whether this module runs compiled (dist/bench/lib) or from source (bench/lib, in vitest). */
 const REPO_ROOT = fileURLToPath(new URL(import.meta.url.includes('/dist/bench/') ? '../../../' : '../../', import.meta.url));
@@ -120,6 +121,8 @@ export interface SyncRun {
   seconds: number;
   peakRssMB: number;
   cpuSeconds: number;
+  /** The same CPU by kind of thread (lib/thread-cpu.ts). */
+  cpuByThread: CpuByThread;
   stdout: string;
   stderr: string;
 }
@@ -135,11 +138,13 @@ export async function runSync(configPath: string, env: Record<string, string> = 
   let peak = 0;
   let cpu = 0;
   const pid = child.pid!;
+  const threads = new ThreadCpu(pid);
   const sample = (): void => {
     const m = procMemory(pid);
     if (m) peak = Math.max(peak, m.peakRssMB);
     const c = procCpuSeconds(pid);
     if (c !== undefined) cpu = c;
+    threads.sample();
   };
   const timer = setInterval(sample, 100);
   const code = await new Promise<number | null>((resolve, reject) => {
@@ -147,7 +152,7 @@ export async function runSync(configPath: string, env: Record<string, string> = 
     child.on('exit', (c) => resolve(c));
   });
   clearInterval(timer);
-  return { code, seconds: (performance.now() - t0) / 1000, peakRssMB: peak, cpuSeconds: cpu, stdout, stderr };
+  return { code, seconds: (performance.now() - t0) / 1000, peakRssMB: peak, cpuSeconds: cpu, cpuByThread: threads.totals(), stdout, stderr };
 }
 
 /** A pino log line of the daemon. */

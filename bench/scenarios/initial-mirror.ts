@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { RunningEmulator } from '@dssync/emulator';
 import type { BenchContext } from '../lib/context.js';
 import { runSync, writeConfig } from '../lib/dssync.js';
+import type { CpuByThread } from '../lib/thread-cpu.js';
 import { naiveMirror } from '../lib/naive.js';
 import { checkMirror, RequestWindow, startService } from '../lib/service.js';
 import { writeTree, type TreeFile } from '../lib/tree.js';
@@ -29,6 +30,8 @@ export interface InitialMirrorFigures {
   cpuSeconds: number;
   /** CPU (user + system) of the dssync process per file mirrored, in ms: cpuSeconds × 1000 / files (issue 28.1). */
   cpuMsPerFile: number;
+  /** cpuMsPerFile by kind of thread (lib/thread-cpu.ts), medians: where the CPU goes. */
+  cpuMsPerFileByThread: CpuByThread;
   runs: { seconds: number; requests: number }[];
 }
 
@@ -80,7 +83,7 @@ export async function runInitialMirror(ctx: BenchContext, share: string, files: 
   const baselineSeconds = (naive.seconds * rels.length) / subset.length;
   log(`initialMirror: naive ${naive.seconds.toFixed(1)} s (${naive.requests} requests)`);
 
-  const runs: { seconds: number; requests: number; peakRssMB: number; cpuSeconds: number }[] = [];
+  const runs: { seconds: number; requests: number; peakRssMB: number; cpuSeconds: number; cpuByThread: CpuByThread }[] = [];
   let kept: MirroredTree | undefined;
   for (let r = 0; r < sizes.repeat; r++) {
     const dir = join(ctx.tmp, 'initial', `run-${r}`);
@@ -91,8 +94,8 @@ export async function runInitialMirror(ctx: BenchContext, share: string, files: 
     if (run.code !== 0) throw new Error(`dssync sync exited ${run.code}:\n${run.stderr.slice(-3000)}`);
     const check = await checkMirror(emu, share, rels);
     if (!check.ok) throw new Error(`dssync did not converge: ${check.problems.join('; ')}`);
-    runs.push({ seconds: run.seconds, requests: emu.stats().requests, peakRssMB: run.peakRssMB, cpuSeconds: run.cpuSeconds });
-    log(`initialMirror: dssync run ${r + 1}/${sizes.repeat}: ${run.seconds.toFixed(2)} s, ${emu.stats().requests} requests, peak RSS ${run.peakRssMB.toFixed(0)} MB, CPU ${run.cpuSeconds.toFixed(1)} s`);
+    runs.push({ seconds: run.seconds, requests: emu.stats().requests, peakRssMB: run.peakRssMB, cpuSeconds: run.cpuSeconds, cpuByThread: run.cpuByThread });
+    log(`initialMirror: dssync run ${r + 1}/${sizes.repeat}: ${run.seconds.toFixed(2)} s, ${emu.stats().requests} requests, peak RSS ${run.peakRssMB.toFixed(0)} MB, CPU ${run.cpuSeconds.toFixed(1)} s (main ${run.cpuByThread.main.toFixed(2)}, V8's helpers ${run.cpuByThread.v8.toFixed(2)}, workers ${run.cpuByThread.workers.toFixed(2)}, libuv's pool ${run.cpuByThread.pool.toFixed(2)})`);
     if (r === sizes.repeat - 1) kept = { dir, share, files, folders: sizes.initialFolders, emu, configPath };
     else await emu.close();
   }
@@ -113,10 +116,17 @@ export async function runInitialMirror(ctx: BenchContext, share: string, files: 
       peakRssMB: round(median(runs.map((r) => r.peakRssMB)), 0),
       cpuSeconds: round(median(runs.map((r) => r.cpuSeconds)), 1),
       cpuMsPerFile: round((median(runs.map((r) => r.cpuSeconds)) * 1000) / rels.length, 2),
+      cpuMsPerFileByThread: byThread(runs.map((r) => r.cpuByThread), rels.length),
       runs: runs.map((r) => ({ seconds: round(r.seconds), requests: r.requests })),
     },
     tree: kept!,
   };
+}
+
+/** The median CPU of each kind of thread over the runs, in ms per file. */
+function byThread(runs: CpuByThread[], files: number): CpuByThread {
+  const per = (k: keyof CpuByThread): number => round((median(runs.map((r) => r[k])) * 1000) / files, 3);
+  return { main: per('main'), v8: per('v8'), pool: per('pool'), workers: per('workers') };
 }
 
 const UPLOAD_ROUTE = 'POST /datastore/v1/data-sources/:data_source_id/documents/upload';
