@@ -20,6 +20,12 @@ export interface Sizes {
   /** Idle time before footprint figures are read, and the CPU sampling window (s). */
   settleSeconds: number;
   cpuWindowSeconds: number;
+  /**
+   * footprint: the window over which the idle daemon's requests to the service are counted
+   * (issue 39.7: requests per mapping per hour at rest); it begins with the CPU window and
+   * spans at least it. The lease renews every 15 s, so 60 s holds four renewals.
+   */
+  restWindowSeconds: number;
   /** Service latency added to every request of the measured runs (setups run without). */
   latencyMs: number;
   /** scale (only with BENCH_ONLY=scale…, never in CI): the daemon's tree, and the state sizes of the cost curve. */
@@ -59,6 +65,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     burstFiles: 2_000,
     settleSeconds: 15,
     cpuWindowSeconds: 10,
+    restWindowSeconds: 60,
     latencyMs: 20,
     scaleFiles: 1_000_000,
     scaleFolders: 50_000,
@@ -84,6 +91,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     burstFiles: 500,
     settleSeconds: 5,
     cpuWindowSeconds: 5,
+    restWindowSeconds: 30,
     latencyMs: 20,
     scaleFiles: 5_000,
     scaleFolders: 250,
@@ -109,6 +117,7 @@ export const SIZES: Record<BenchMode, Sizes> = {
     burstFiles: 20,
     settleSeconds: 1,
     cpuWindowSeconds: 1,
+    restWindowSeconds: 1,
     latencyMs: 5,
     scaleFiles: 200,
     scaleFolders: 10,

@@ -34,7 +34,7 @@ export function writeRequests(emu: RunningEmulator): number {
  * among writeRequests(); the benchmarks report them apart from the mirror's own writes.
  * The emulator's store is patched in place (as onDocumentUpdate does); `stop` undoes it.
  */
-export function countLeaseWrites(emu: RunningEmulator): { count(): number; made(): number; stop(): void } {
+export function countLeaseWrites(emu: RunningEmulator): { count(): number; made(): number; times(): number[]; stop(): void } {
   type Doc = { name?: string | null; metadata?: Record<string, unknown> | null };
   const store = emu.store as unknown as {
     addDocuments: (ds: unknown, files: { name: string }[]) => unknown;
@@ -45,25 +45,32 @@ export function countLeaseWrites(emu: RunningEmulator): { count(): number; made(
   const original = { addDocuments: store.addDocuments, updateDocument: store.updateDocument, deleteDocument: store.deleteDocument };
   let n = 0;
   let made = 0;
+  const at: number[] = [];
+  const seen = (): void => {
+    n++;
+    at.push(performance.now());
+  };
   store.addDocuments = function (this: unknown, ds, files) {
     if (files.some((f) => lease(f))) {
-      n++;
+      seen();
       made++;
     }
     return original.addDocuments.call(this, ds, files);
   };
   store.updateDocument = function (this: unknown, doc, patch) {
-    if (lease(doc) || lease(patch)) n++;
+    if (lease(doc) || lease(patch)) seen();
     original.updateDocument.call(this, doc, patch);
   };
   store.deleteDocument = function (this: unknown, ds, doc) {
-    if (lease(doc)) n++;
+    if (lease(doc)) seen();
     original.deleteDocument.call(this, ds, doc);
   };
   return {
     count: () => n,
     /** The uploads that made a marker. */
     made: () => made,
+    /** When each was applied (performance.now(), ms). */
+    times: () => at,
     stop: () => Object.assign(store, original),
   };
 }

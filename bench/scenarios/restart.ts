@@ -25,6 +25,7 @@ import { RECLAIM_WAIT_MS, waitForReclaim } from '../lib/reclaim-wait.js';
 import { treeLayout, writeTree, type TreeFile, type TreeSpec } from '../lib/tree.js';
 import { log, mapLimit, round } from '../lib/util.js';
 import { waitForWatching } from './daemon-changes.js';
+import { renewalInterval, restPerHour } from '../lib/rest-rate.js';
 
 export interface RestartFigures {
   files: number;
@@ -71,6 +72,17 @@ export interface FootprintFigures {
   stateLoadMs: number | undefined;
   /** From the end of the pass to the end of the reclaim's collections (s); undefined when it did not report within the wait's bound. */
   reclaimSeconds: number | undefined;
+  /**
+   * At rest (issue 39.7): the requests the service received from the idle daemon over
+   * restSeconds (Sizes.restWindowSeconds), those that were its lease's renewals, and the rate
+   * per hour; the hourly rescan's listing (a page per 1,000 documents) comes on top.
+   */
+  restSeconds: number;
+  restRequests: number;
+  restLeaseWrites: number;
+  /** The median time between two of the lease's renewals, the one before the window counted (s). */
+  restRenewalSeconds: number | undefined;
+  restRequestsPerHour: number;
   /** The daemon's own view when idle (its status): JS heap used and reserved, memory outside the heap (MB). */
   heapUsedMB?: number | undefined;
   heapTotalMB?: number | undefined;
@@ -243,9 +255,16 @@ export async function runRestart(
       const after = await daemon.status();
       const rssMB = daemon.memory()?.rssMB ?? NaN;
       const cpu0 = daemon.cpuSeconds() ?? NaN;
+      const requests0 = emu.stats().requests;
+      const lease0 = leaseWrites.count();
       const w0 = performance.now();
       await sleep(sizes.cpuWindowSeconds * 1000);
       const cpuPercent = (100 * ((daemon.cpuSeconds() ?? NaN) - cpu0)) / ((performance.now() - w0) / 1000);
+      await sleep(Math.max(0, sizes.restWindowSeconds * 1000 - (performance.now() - w0)));
+      const restSeconds = (performance.now() - w0) / 1000;
+      const restRequests = emu.stats().requests - requests0;
+      const restLease = leaseWrites.count() - lease0;
+      const renewal = renewalInterval(leaseWrites.times().slice(-restLease - 1));
       // The snapshot and its journal (either may be absent: a small state may not be folded yet).
       const sizeOf = (p: string): Promise<number> => stat(p).then((st) => st.size, () => 0);
       const stateBytes = (await sizeOf(join(dir, 'state', 'state.json'))) + (await sizeOf(join(dir, 'state', 'state.json.journal')));
@@ -259,11 +278,16 @@ export async function runRestart(
         stateWriteMs: round(after.state?.lastWriteMs ?? NaN, 0),
         stateLoadMs: after.state?.loadMs === undefined ? undefined : round(after.state.loadMs, 0),
         reclaimSeconds: reclaimed === undefined ? undefined : round(reclaimed.afterPassSeconds, 1),
+        restSeconds: round(restSeconds, 1),
+        restRequests,
+        restLeaseWrites: restLease,
+        restRenewalSeconds: renewal === undefined ? undefined : round(renewal / 1000, 2),
+        restRequestsPerHour: restPerHour(restRequests, restLease, restSeconds, renewal),
         heapUsedMB: after.memory?.heapUsedMB,
         heapTotalMB: after.memory?.heapTotalMB,
         externalMB: after.memory?.externalMB,
       };
-      log(`footprint: RSS ${footprint.rssMB} MB (reclaim done ${footprint.reclaimSeconds ?? '(not seen)'} s after the pass at ${reclaimed?.rssMB ?? '?'} MB; heap ${footprint.heapUsedMB} of ${footprint.heapTotalMB} MB, external ${footprint.externalMB} MB), CPU ${footprint.cpuPercent} %, state ${footprint.stateFileMB} MB written in ${footprint.stateWriteMs} ms`);
+      log(`footprint: RSS ${footprint.rssMB} MB (reclaim done ${footprint.reclaimSeconds ?? '(not seen)'} s after the pass at ${reclaimed?.rssMB ?? '?'} MB; heap ${footprint.heapUsedMB} of ${footprint.heapTotalMB} MB, external ${footprint.externalMB} MB), CPU ${footprint.cpuPercent} %, ${footprint.restRequests} requests in ${footprint.restSeconds} s at rest (${footprint.restLeaseWrites} the lease's, one every ${footprint.restRenewalSeconds ?? '?'} s: ${footprint.restRequestsPerHour} an hour), state ${footprint.stateFileMB} MB written in ${footprint.stateWriteMs} ms`);
       // BENCH_HOLD_FILE: the idle daemon's pid is written there, and the daemon kept at rest
       // until the file is removed (to read its memory from outside: docs/performance.md).
       const hold = process.env.BENCH_HOLD_FILE;
@@ -286,3 +310,4 @@ export async function runRestart(
     await emu.close();
   }
 }
+

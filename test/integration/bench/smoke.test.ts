@@ -27,6 +27,9 @@ describe('npm run bench (smoke size)', () => {
     expect(footprint!.rssMB).toBeGreaterThan(0);
     expect(footprint!.stateWriteMs).toBeGreaterThan(0);
     expect(footprint!.watchedFolders).toBe(11);
+    // At rest the daemon sends the service nothing but its lease's renewals.
+    expect(footprint!.restRequests).toBe(footprint!.restLeaseWrites);
+    expect(footprint!.restRequestsPerHour).toBeGreaterThanOrEqual(0);
     // Targets are evaluated for the scenarios that ran; the Markdown names machine and figures.
     expect(report.targets.find((t) => t.figure === 'writes')).toMatchObject({ actual: 0, met: true });
     const md = toMarkdown(report);
