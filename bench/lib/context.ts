@@ -23,7 +23,8 @@ export interface Sizes {
   /**
    * footprint: the window over which the idle daemon's requests to the service are counted
    * (issue 39.7: requests per mapping per hour at rest); it begins with the CPU window and
-   * spans at least it. The lease renews every 15 s, so 60 s holds four renewals.
+   * spans at least it. The lease renews every 15 s: 60 s hold three or four renewals, and the
+   * rate is taken from their interval (lib/rest-rate.ts).
    */
   restWindowSeconds: number;
   /** Service latency added to every request of the measured runs (setups run without). */
