@@ -4,17 +4,15 @@
  * stands in for a daemon's state, and the entry's exit.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { parseTaskStat, TICKS_PER_SECOND } from './thread-cpu.js';
 
 /** CPU (ms, user + system) of each thread of this process, by thread id. */
 export function threadCpu(): Map<number, { name: string; ms: number }> {
   const out = new Map<number, { name: string; ms: number }>();
-  const tick = 1000 / 100; // USER_HZ
   for (const tid of readdirSync('/proc/self/task')) {
     try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      out.set(Number(tid), { name, ms: (Number(fields[11]) + Number(fields[12])) * tick });
+      const s = parseTaskStat(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8'));
+      if (s !== undefined) out.set(Number(tid), { name: s.name, ms: (s.ticks * 1000) / TICKS_PER_SECOND });
     } catch {
       // the thread ended meanwhile
     }

@@ -9,15 +9,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './util.js';
 import { statusAuthHeader } from './status-auth.js';
-import { ThreadCpu, type CpuByThread } from './thread-cpu.js';
+import { parseTaskStat, ThreadCpu, TICKS_PER_SECOND, type CpuByThread } from './thread-cpu.js';
 
 /** The built CLI, whether this module runs compiled (dist/bench/lib) or from source (bench/lib, in vitest). */
 const REPO_ROOT = fileURLToPath(new URL(import.meta.url.includes('/dist/bench/') ? '../../../' : '../../', import.meta.url));
 export const BIN = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
 export const TOKEN = 'bench-token';
 export const ORG = 'bench-org';
-/** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on Linux). */
-const TICKS_PER_SECOND = 100;
 
 export interface ConfigSpec {
   dir: string;
@@ -107,10 +105,8 @@ export function procMemory(pid: number): ProcMemory | undefined {
 /** CPU seconds (user + system) used by a live process so far. */
 export function procCpuSeconds(pid: number): number | undefined {
   try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the command name.
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    const s = parseTaskStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return s === undefined ? undefined : s.ticks / TICKS_PER_SECOND;
   } catch {
     return undefined;
   }

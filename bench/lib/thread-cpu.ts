@@ -12,7 +12,7 @@ export type ThreadKind = 'main' | 'v8' | 'pool' | 'workers';
 export type CpuByThread = Record<ThreadKind, number>;
 
 /** Clock ticks per second of /proc's stat files (USER_HZ; 100 on Linux). */
-const TICKS_PER_SECOND = 100;
+export const TICKS_PER_SECOND = 100;
 
 /** A task's name and CPU ticks (user + system) from its stat line; undefined when it is not one. */
 export function parseTaskStat(text: string): { name: string; ticks: number } | undefined {
