@@ -5,7 +5,7 @@
  * `dssync run` must not kill the daemon — and checks the open-file limit, under which the
  * loading itself fails (EMFILE) and the operator must be told which limit and what to set;
  * `dssync run` and `sync` started without glibc's malloc settings start again with them
- * at once (malloc-env.ts); it holds the heap's growth to what a daemon of a million files needs
+ * at once (malloc-env.ts); it holds the heap's growth, once the heap is large, to what a daemon of a million files needs
  * (heap-growth.ts); and it turns on Node's compile cache, which must be on before the rest is compiled
  * (compile-cache.ts).
  */
