@@ -7,8 +7,9 @@
  * its state, not to the speed of its last walk, so dssync sets the factor: 1.5 once a full
  * collection leaves LARGE_HEAP_BYTES or more alive (docs/performance.md, "A million files"),
  * 2 below that. Held at 1.5, a heap of 20–30 MB is collected in full every half second of a
- * first mirror, ~15 % of its CPU, to save a few MB; at 2, a first mirror of 100,000 files peaks
- * 20 MB higher, and at V8's own choice 120 MB higher (docs/performance.md, "Session 35"). The
+ * first mirror (23 times for 10,000 files against 2), V8's collector threads working ~15 % more,
+ * to save a few MB; at 2, a first mirror of 100,000 files peaks 20 MB higher, and at V8's own
+ * choice 120 MB higher (docs/performance.md, "Session 35"). The
  * rule is looked at after each full collection (a `gc` performance entry): V8 reads the flag
  * each time it sizes the heap, so setting it there has the effect of the command-line flag.
  * An operator's own `--heap-growing-percent` on node's command line wins, and then nothing is
