@@ -123,10 +123,14 @@ export interface SyncRun {
   stderr: string;
 }
 
-/** Runs `dssync sync --json` to its end; wall time from spawn to exit. */
-export async function runSync(configPath: string, env: Record<string, string> = {}, args: string[] = []): Promise<SyncRun> {
+/**
+ * Runs `dssync sync --json` to its end; wall time from spawn to exit. `bin`: another build's
+ * main.js (bench/cpu-ab.ts); `extraNodeArgs`: node options after BENCH_NODE_ARGS.
+ */
+export async function runSync(configPath: string, env: Record<string, string> = {}, args: string[] = [], opts: { bin?: string; extraNodeArgs?: readonly string[] } = {}): Promise<SyncRun> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs(), BIN, 'sync', '--config', configPath, '--json', ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = [...nodeArgs(), ...(opts.extraNodeArgs ?? []), opts.bin ?? BIN, 'sync', '--config', configPath, '--json', ...args];
+  const child = spawn(process.execPath, argv, { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
