@@ -89,12 +89,16 @@ export async function openUpload(files: UploadFile[], ctx: DecodeContext): Promi
   };
   try {
     const boundary = `----dssync-${randomBytes(16).toString('hex')}`;
-    for (const file of files) {
-      const opened = await openChecked(file, ctx);
-      const part: OpenPart = { file, opened, header: partHeader(boundary, file) };
-      parts.push(part);
-      if (file.convert) part.content = await converted(part, file.convert, ctx);
-    }
+    // Opened all at once (a batch of small files is one message to the folder lister's
+    // worker, local/folder-lister.ts), every open awaited so that none is left unclosed; the
+    // first file in order that cannot be sent is the error, as when they were opened in turn.
+    const opens = await Promise.allSettled(files.map((file) => openChecked(file, ctx)));
+    opens.forEach((o, i) => {
+      if (o.status === 'fulfilled') parts.push({ file: files[i]!, opened: o.value, header: partHeader(boundary, files[i]!) });
+    });
+    const refused = opens.find((o) => o.status === 'rejected');
+    if (refused !== undefined) throw refused.reason;
+    for (const part of parts) if (part.file.convert) part.content = await converted(part, part.file.convert, ctx);
     await testPause('upload-send', files.map((f) => f.path));
     const closing = Buffer.from(`--${boundary}--\r\n`);
     const contentLength = parts.reduce((n, p) => n + p.header.length + sizeOf(p) + CRLF.length, 0) + closing.length;

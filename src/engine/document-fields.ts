@@ -1,7 +1,7 @@
 /**
  * The name, url and metadata a file's document should carry (DESIGN §3). Pure.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 import { posix } from 'node:path';
 import type { DocumentUpdate } from '../api/records.js';
 import { conversionOf, type Formats } from '../convert/policy.js';
@@ -123,12 +123,25 @@ export function newSession(): string {
   return randomBytes(SESSION_LENGTH / 2).toString('hex');
 }
 
+/** Random bytes for the nonces, drawn 4 KiB at a time (a draw per nonce was a visible part of an upload's CPU); each byte is used once. */
+const noncePool = Buffer.alloc(4096);
+let noncePoolAt = noncePool.length;
+
+function randomHex(bytes: number): string {
+  if (noncePoolAt + bytes > noncePool.length) {
+    randomFillSync(noncePool);
+    noncePoolAt = 0;
+  }
+  noncePoolAt += bytes;
+  return noncePool.toString('hex', noncePoolAt - bytes, noncePoolAt);
+}
+
 /**
  * A fresh nonce for one upload: the installation's tag (when it has one), the writer session
  * (when there is one), then 8 random hex digits.
  */
 export function uploadNonce(tag: string | undefined, session?: string | undefined): string {
-  return `${tag ?? ''}${tag !== undefined && session !== undefined ? session : ''}${randomBytes(tag === undefined ? 6 : 4).toString('hex')}`;
+  return `${tag ?? ''}${tag !== undefined && session !== undefined ? session : ''}${randomHex(tag === undefined ? 6 : 4)}`;
 }
 
 /**

@@ -46,7 +46,15 @@ export const FLAGS = 3;
 
 type Work = { path: string; noFollow: boolean } | { hash: HashRequest } | { read: OpenRequest };
 
-export type ListerRequest = (Work & { id: number }) | { stop: true };
+export type ListerTask = Work & { id: number };
+
+/**
+ * What crosses to a worker in one message: the requests made in one turn of the event loop
+ * (a folder's hashes, an upload batch's reads), or a stop. One message per turn, not per
+ * file: a `postMessage` is a copy, a wake-up of the worker and a system call. Its answers
+ * come one by one (ListerAnswer), each as soon as it is ready.
+ */
+export type ListerMessage = ListerTask[] | { stop: true };
 
 export type ListerAnswer = { id: number; listing: FolderListing } | { id: number; hashed: RawHash } | { id: number; readWhole: RawRead } | { id: number; error: { code: string; message: string; step?: string | undefined } };
 
@@ -99,6 +107,8 @@ interface ListerWorker {
   idleTimer: TimerHandle | undefined;
   /** Ended, ending, or failed: takes no more requests. */
   retired: boolean;
+  /** Requests of this turn of the event loop, posted together at its end (flush()). */
+  outbox: ListerTask[];
 }
 
 /** Workers not yet exited, of every lister: looked at when the process exits. */
@@ -178,8 +188,15 @@ export class FolderLister {
         // Only a worker with work keeps the process alive.
         w.worker.ref();
       }
-      w.worker.postMessage({ id, ...message } satisfies ListerRequest);
+      if (w.outbox.push({ id, ...message }) === 1) setImmediate(() => this.flush(w));
     });
+  }
+
+  /** Posts a worker's outbox in one message (none to a retired worker: its requests rejected). */
+  private flush(w: ListerWorker): void {
+    const batch = w.outbox;
+    w.outbox = [];
+    if (!w.retired && batch.length > 0) w.worker.postMessage(batch satisfies ListerMessage);
   }
 
   /** Ends every worker; requests waiting reject. Does not wait (see the module comment). */
@@ -219,7 +236,7 @@ export class FolderLister {
     const worker = new Worker(workerUrl(), { execArgv: [], workerData: { flags: flags.buffer, testHook: this.testHook, testEntryHook: this.testEntryHook }, stdout: false, stderr: false });
     worker.unref();
     const now = this.clock.monotonic();
-    const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: now, count: 0, countAt: now, idleTimer: undefined, retired: false };
+    const w: ListerWorker = { worker, flags, pending: new Map(), lastProgress: now, count: 0, countAt: now, idleTimer: undefined, retired: false, outbox: [] };
     this.workers.push(w);
     live.add(w);
     worker.on('message', (a: ListerAnswer) => {
@@ -265,7 +282,7 @@ export class FolderLister {
     // in a system call (module comment). Nobody waits for it; it keeps nothing alive.
     Atomics.store(w.flags, STOP, 1);
     try {
-      w.worker.postMessage({ stop: true } satisfies ListerRequest);
+      w.worker.postMessage({ stop: true } satisfies ListerMessage);
     } catch {
       // already gone
     }

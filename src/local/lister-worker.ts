@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 import { hashSteps, readSteps } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
-import { BUSY, PROGRESS, STOP, type ListerAnswer, type ListerRequest } from './folder-lister.js';
+import { BUSY, PROGRESS, STOP, type ListerAnswer, type ListerMessage, type ListerTask } from './folder-lister.js';
 import { errorCode, nodeCalls, runSync, type CallObserver } from './sys-calls.js';
 import { nativeLister } from './native-lister.js';
 
@@ -38,7 +38,7 @@ const observer: CallObserver = {
  */
 const native = testHook === undefined && testEntryHook === undefined ? nativeLister() : undefined;
 
-function answer(req: Exclude<ListerRequest, { stop: true }>): ListerAnswer {
+function answer(req: ListerTask): ListerAnswer {
   if ('hash' in req) return { id: req.id, hashed: runSync(hashSteps(req.hash), nodeCalls, observer) };
   if ('read' in req) return { id: req.id, readWhole: runSync(readSteps(req.read), nodeCalls, observer) };
   testHook?.(req.path, require);
@@ -46,23 +46,43 @@ function answer(req: Exclude<ListerRequest, { stop: true }>): ListerAnswer {
   return { id: req.id, listing: runSync(listFolderSteps(req.path, req.noFollow), nodeCalls, observer) };
 }
 
-// BUSY is set before STOP is read: a main thread that sets STOP and then reads BUSY 0 knows
-// this worker lists nothing more. The worker ends itself (never terminated from outside: a
-// termination skips the finally below and would leave BUSY set for good).
-parentPort?.on('message', (req: ListerRequest) => {
-  Atomics.store(flags, BUSY, 1);
-  let a: ListerAnswer | undefined;
+function answerOrError(req: ListerTask): ListerAnswer {
   try {
-    a = 'stop' in req || Atomics.load(flags, STOP) !== 0 ? undefined : answer(req);
+    return answer(req);
   } catch (err) {
-    a = { id: (req as { id: number }).id, error: { code: errorCode(err), message: err instanceof Error ? err.message : String(err), step: (err as { step?: string }).step } };
+    return { id: req.id, error: { code: errorCode(err), message: err instanceof Error ? err.message : String(err), step: (err as { step?: string }).step } };
   } finally {
     moved();
+  }
+}
+
+function post(a: ListerAnswer): void {
+  if ('listing' in a) parentPort?.postMessage(a, [a.listing.types.buffer as ArrayBuffer, a.listing.stats.buffer as ArrayBuffer]);
+  else if ('readWhole' in a && a.readWhole.bytes !== undefined) parentPort?.postMessage(a, [a.readWhole.bytes.buffer as ArrayBuffer]);
+  else parentPort?.postMessage(a);
+}
+
+// BUSY is set before STOP is read: a main thread that sets STOP and then reads BUSY 0 knows
+// this worker lists nothing more. The worker ends itself (never terminated from outside: a
+// termination skips the finally below and would leave BUSY set for good). A message's
+// requests run in order, each answered as soon as it is done (one blocked in the kernel holds
+// no other's answer); once STOP is set, the rest are not run.
+parentPort?.on('message', (msg: ListerMessage) => {
+  Atomics.store(flags, BUSY, 1);
+  let stop = 'stop' in msg;
+  try {
+    if (!('stop' in msg)) {
+      for (const req of msg) {
+        if (Atomics.load(flags, STOP) !== 0) {
+          stop = true;
+          break;
+        }
+        post(answerOrError(req));
+      }
+    }
+  } finally {
     Atomics.store(flags, BUSY, 0);
     Atomics.notify(flags, BUSY);
   }
-  if (a === undefined) process.exit(0);
-  else if ('listing' in a) parentPort?.postMessage(a, [a.listing.types.buffer as ArrayBuffer, a.listing.stats.buffer as ArrayBuffer]);
-  else if ('readWhole' in a && a.readWhole.bytes !== undefined) parentPort?.postMessage(a, [a.readWhole.bytes.buffer as ArrayBuffer]);
-  else parentPort?.postMessage(a);
+  if (stop) process.exit(0);
 });

@@ -12,7 +12,8 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FolderLister } from '../../../src/local/folder-lister.js';
 import { ENTRY_DIR, ENTRY_FILE, ENTRY_LINK, ENTRY_OTHER, STAT_FIELDS, STAT_GONE, type FolderListing } from '../../../src/local/folder-listing.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -120,6 +121,32 @@ describe('FolderLister', () => {
     await expect(lister.list(join(dir, 'ok'))).rejects.toMatchObject({ code: 'ESTOPPED' });
     // Let the blocked thread end (it does, once its system call returns).
     await release(fifo);
+  });
+
+  it("posts a turn's requests to the worker in one message, and answers each as soon as it is ready: one blocked in the kernel holds no earlier one's answer", async () => {
+    const fifo = join(dir, 'hang');
+    execFileSync('mkfifo', [fifo]);
+    for (const d of ['a', 'b', 'hung', 'c']) await mkdir(join(dir, d));
+    await writeFile(join(dir, 'a', 'a.txt'), 'a');
+    await writeFile(join(dir, 'b', 'b.txt'), 'b');
+    await writeFile(join(dir, 'c', 'c.txt'), 'c');
+    const posted = vi.spyOn(Worker.prototype, 'postMessage');
+    try {
+      lister = new FolderLister({ workers: 1, testHook: `if (path.endsWith('/hung')) require('node:fs').openSync(${JSON.stringify(fifo)}, 'r');` });
+      const a = lister.list(join(dir, 'a'));
+      const b = lister.list(join(dir, 'b'));
+      const hung = lister.list(join(dir, 'hung'));
+      const c = lister.list(join(dir, 'c'));
+      expect((await a).names).toEqual(['a.txt']);
+      expect((await b).names).toEqual(['b.txt']);
+      expect(posted.mock.calls.map(([m]) => (m as unknown[]).length)).toEqual([4]);
+      // c waits behind the blocked one, as it would on its own.
+      await release(fifo);
+      expect((await hung).names).toEqual([]);
+      expect((await c).names).toEqual(['c.txt']);
+    } finally {
+      posted.mockRestore();
+    }
   });
 
   it('a worker whose listing takes over stuckMs but keeps moving keeps the next requests: no other worker is started', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { markUploadName, nonceSession, unmarkedName } from '../../../src/engine/document-fields.js';
+import { markUploadName, nonceSession, unmarkedName, uploadNonce } from '../../../src/engine/document-fields.js';
 import { findUploadMark } from '../../../src/engine/upload-mark.js';
 import { cutToBytes } from '../../../src/engine/service-names.js';
 
@@ -31,5 +31,22 @@ describe('markUploadName: the name an upload is sent under', () => {
     expect(nonceSession(`${tag}0123abcd`, tag)).toBe('');
     expect(nonceSession(`${tag}${'b'.repeat(8)}0123`, tag)).toBeUndefined();
     expect(nonceSession(`${tag}bb`, tag)).toBeUndefined();
+  });
+});
+
+describe('uploadNonce: a fresh nonce per upload', () => {
+  it('tag, session, then 8 random hex digits; 12 without a tag', () => {
+    const n = uploadNonce('aaaaaaaa', 'bbbbbbbb');
+    expect(n).toMatch(/^aaaaaaaabbbbbbbb[0-9a-f]{8}$/);
+    expect(nonceSession(n, 'aaaaaaaa')).toBe('bbbbbbbb');
+    expect(uploadNonce('aaaaaaaa')).toMatch(/^aaaaaaaa[0-9a-f]{8}$/);
+    expect(uploadNonce(undefined)).toMatch(/^[0-9a-f]{12}$/);
+  });
+
+  it('never the same random digits twice over thousands of draws (the random pool drawn again ~15 times)', () => {
+    // 48 random bits each: a repeat by chance in 10,000 draws has a probability under 1e-6.
+    const seen = new Set<string>();
+    for (let i = 0; i < 10_000; i++) seen.add(uploadNonce(undefined));
+    expect(seen.size).toBe(10_000);
   });
 });
