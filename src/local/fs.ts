@@ -18,13 +18,14 @@
  * file vanishing between two calls) that a real disk cannot produce on demand.
  */
 import { close, constants, fstat, lstat, open, read, readdir, readlink, realpath, stat } from 'node:fs';
-import { isAbsolute, join, relative } from 'node:path';
+import { isAbsolute } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
 import type { FolderListing, ListingProgress } from './folder-listing.js';
 import { openCheckedSteps, readSteps, type OpenRequest, type RawRead, type RawStats, type Refusal } from './hash-steps.js';
 import { listFolderSteps } from './list-steps.js';
+import { joinUnder, relativeUnder } from './paths.js';
 import { startFolder, watchFolder, type FolderStart, type FolderWatcher, type WatchListener } from './watch/inotify.js';
 import type { OpenedFile as UploadOpenedFile } from '../api/records.js';
 import { call, errorCode, runAsync, type AsyncSysCalls, type Steps } from './sys-calls.js';
@@ -287,9 +288,8 @@ export function outsideFolder(path: string, c: Confinement): OutsideFolderError 
 
 /** rootReal + the path of `path` below root; undefined when `path` is not below root. */
 export function expectedRealPath(c: Confinement, path: string): string | undefined {
-  const rel = relative(c.root, path);
-  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return undefined;
-  return join(c.rootReal, rel);
+  const rel = relativeUnder(c.root, path);
+  return rel === undefined ? undefined : joinUnder(c.rootReal, rel);
 }
 
 export interface SmallFileOptions {

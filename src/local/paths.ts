@@ -5,7 +5,7 @@
  * identity whichever form the bytes on disk use; the on-disk form is kept separately
  * (`diskPath`) for reading, only where it is not join(root, path): see diskPathOf.
  */
-import { isAbsolute, join, relative, sep } from 'node:path';
+import { isAbsolute, join, normalize, relative, sep } from 'node:path';
 import { nfc } from '../unicode.js';
 
 /**
@@ -14,7 +14,49 @@ import { nfc } from '../unicode.js';
  * million records would hold ~110 MB of disk paths through a first mirror.
  */
 export function diskPathOf(root: string, file: { path: string; diskPath?: string | undefined }): string {
-  return file.diskPath ?? join(root, file.path);
+  return file.diskPath ?? joinUnder(root, file.path);
+}
+
+/** An empty, "." or ".." segment, a leading or a trailing "/": a path join() would change. */
+const NOT_NORMAL_SEGMENT = /(?:^|\/)\.{0,2}(?:\/|$)/;
+
+/** Roots seen, and whether each is absolute and normal without a trailing "/" (or "/" itself). */
+const normalRoots = new Map<string, boolean>();
+
+function isNormalRoot(root: string): boolean {
+  let ok = normalRoots.get(root);
+  if (ok === undefined) {
+    if (normalRoots.size >= 64) normalRoots.clear();
+    ok = isAbsolute(root) && normalize(root) === root && (root === sep || !root.endsWith(sep));
+    normalRoots.set(root, ok);
+  }
+  return ok;
+}
+
+/**
+ * join(root, rel), as a concatenation when it would change neither (a normal root, a walked
+ * relative path): join() normalises both, character by character, and it ran several times
+ * per file (each open's disk path and confinement; ~5 KB of garbage per file of a first mirror).
+ */
+export function joinUnder(root: string, rel: string): string {
+  if (sep !== '/' || !isNormalRoot(root) || NOT_NORMAL_SEGMENT.test(rel)) return join(root, rel);
+  return root === '/' ? `/${rel}` : `${root}/${rel}`;
+}
+
+/**
+ * relative(root, path) for a path under root: undefined for root itself or a path outside it.
+ * A plain slice when root is normal and the rest needs no normalising (as joinUnder's paths).
+ */
+export function relativeUnder(root: string, path: string): string | undefined {
+  if (sep === '/' && isNormalRoot(root)) {
+    const prefix = root === '/' ? '/' : `${root}/`;
+    if (path.startsWith(prefix)) {
+      const rest = path.slice(prefix.length);
+      if (!NOT_NORMAL_SEGMENT.test(rest)) return rest;
+    }
+  }
+  const rel = relative(root, path);
+  return rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel) ? undefined : rel;
 }
 
 /** Joins a relative directory path ('' = the root) and an entry name, normalised. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ancestorsOf, baseName, isInside, joinRel, normalizeRelPath, parentRel, toRelPath } from '../../../src/local/paths.js';
+import { isAbsolute, join, relative } from 'node:path';
+import { ancestorsOf, baseName, isInside, joinRel, joinUnder, normalizeRelPath, parentRel, relativeUnder, toRelPath } from '../../../src/local/paths.js';
 
 const NFD = 'Re\u0301union.txt';
 const NFC = 'R\u00e9union.txt';
@@ -31,5 +32,31 @@ describe('relative paths', () => {
     expect(isInside('/srv/share', '/srv/share/a')).toBe(true);
     expect(isInside('/srv/share', '/srv/share')).toBe(true);
     expect(isInside('/srv/share', '/srv/shared')).toBe(false);
+  });
+});
+
+describe('joinUnder and relativeUnder: join() and relative() without their normalising where it changes nothing', () => {
+  const roots = ['/srv/share', '/', '/srv/share/', '/srv//share', '/srv/./share', '/srv/x/../share', 'relative/root', '/srv/shäre'];
+  const rels = ['a.txt', 'sub/deep/b.txt', '', '.', '..', '../escape.txt', 'a/../b', './a', 'a//b', 'a/', '/abs', 'sub/.hidden', 'sub/..x', '..x', 'é/ü.txt'];
+
+  it('joinUnder(root, rel) is join(root, rel), whatever either is', () => {
+    for (const root of roots) for (const rel of rels) expect(joinUnder(root, rel), `${root} + ${rel}`).toBe(join(root, rel));
+  });
+
+  it('relativeUnder(root, path) is relative(root, path) for a path under root, undefined for root itself or outside it', () => {
+    for (const root of roots) {
+      for (const rel of rels) {
+        const path = join(root, rel);
+        const r = relative(root, path);
+        const expected = r === '' || r === '..' || r.startsWith('../') || isAbsolute(r) ? undefined : r;
+        expect(relativeUnder(root, path), `${root} / ${path}`).toBe(expected);
+        // A path as written, not normalised: the same answer as relative() gives it.
+        const raw = `${root}/${rel}`;
+        const rr = relative(root, raw);
+        expect(relativeUnder(root, raw), `${root} / ${raw}`).toBe(rr === '' || rr === '..' || rr.startsWith('../') || isAbsolute(rr) ? undefined : rr);
+      }
+    }
+    expect(relativeUnder('/srv/share', '/srv/shared/a.txt')).toBeUndefined();
+    expect(relativeUnder('/srv/share', '/srv/share')).toBeUndefined();
   });
 });
