@@ -18,7 +18,6 @@
  * file vanishing between two calls) that a real disk cannot produce on demand.
  */
 import { close, constants, fstat, lstat, open, read, readdir, readlink, realpath, stat } from 'node:fs';
-import { isAbsolute } from 'node:path';
 import { promisify } from 'node:util';
 import { FileChangedError, FileTooLargeError, NotRegularFileError, OutsideFolderError, type SpecialFileKind } from './errors.js';
 import { sharedFolderLister } from './folder-lister.js';
