@@ -69,9 +69,8 @@ export function joinRel(dir: string, name: string): string {
  * the root itself or lies outside it.
  */
 export function toRelPath(root: string, absPath: string): string | undefined {
-  const rel = relative(root, absPath);
-  if (rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
-  return normalizeRelPath(rel);
+  const rel = relativeUnder(root, absPath);
+  return rel === undefined ? undefined : normalizeRelPath(rel);
 }
 
 /** Normalises a relative path: POSIX separators, no empty or "." segments, NFC. */
