@@ -69,16 +69,13 @@ function post(a: ListerAnswer): void {
 // no other's answer); once STOP is set, the rest are not run.
 parentPort?.on('message', (msg: ListerMessage) => {
   Atomics.store(flags, BUSY, 1);
+  const tasks = 'stop' in msg ? [] : msg;
   let stop = 'stop' in msg;
   try {
-    if (!('stop' in msg)) {
-      for (const req of msg) {
-        if (Atomics.load(flags, STOP) !== 0) {
-          stop = true;
-          break;
-        }
-        post(answerOrError(req));
-      }
+    for (const req of tasks) {
+      stop = Atomics.load(flags, STOP) !== 0;
+      if (stop) break;
+      post(answerOrError(req));
     }
   } finally {
     Atomics.store(flags, BUSY, 0);

@@ -40,7 +40,7 @@ function isNormalRoot(root: string): boolean {
  */
 export function joinUnder(root: string, rel: string): string {
   if (sep !== '/' || !isNormalRoot(root) || NOT_NORMAL_SEGMENT.test(rel)) return join(root, rel);
-  return root === '/' ? `/${rel}` : `${root}/${rel}`;
+  return `${withSep(root)}${rel}`;
 }
 
 /**
@@ -49,7 +49,7 @@ export function joinUnder(root: string, rel: string): string {
  */
 export function relativeUnder(root: string, path: string): string | undefined {
   if (sep === '/' && isNormalRoot(root)) {
-    const prefix = root === '/' ? '/' : `${root}/`;
+    const prefix = withSep(root);
     if (path.startsWith(prefix)) {
       const rest = path.slice(prefix.length);
       if (!NOT_NORMAL_SEGMENT.test(rest)) return rest;
@@ -80,9 +80,12 @@ export function normalizeRelPath(rel: string): string {
 
 /** True when `child` is `parent` or lies below it (both absolute, normalised). */
 export function isInside(parent: string, child: string): boolean {
-  if (child === parent) return true;
-  const withSep = parent.endsWith(sep) ? parent : parent + sep;
-  return child.startsWith(withSep);
+  return child === parent || child.startsWith(withSep(parent));
+}
+
+/** A folder's path ending in one separator: what every path beneath it starts with. */
+function withSep(dir: string): string {
+  return dir.endsWith(sep) ? dir : dir + sep;
 }
 
 /** Last segment of a relative path. */
