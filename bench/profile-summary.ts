@@ -91,6 +91,29 @@ export function partOf(stack: readonly string[]): string {
   return INTERNAL_PARTS.find(([re]) => stack.some((k) => re.test(k)))?.[1] ?? `node: other (${leaf})`;
 }
 
+/** A sampling heap profile (`HeapProfiler.stopSampling`'s `profile`): a tree of frames with the bytes each allocated itself. */
+export interface HeapNode {
+  callFrame: CallFrame;
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/**
+ * Bytes allocated by part (partOf, as a CPU sample is charged), from a heap profile taken with
+ * the objects collected since included (bench/cpu-ab.ts `--alloc`): what the program allocated,
+ * not what it kept.
+ */
+export function heapParts(head: HeapNode): Map<string, number> {
+  const parts = new Map<string, number>();
+  const walk = (node: HeapNode, above: readonly string[]): void => {
+    const stack = [frameKey(node.callFrame), ...above];
+    if (node.selfSize > 0) bump(parts, stack[0] === '(V8 API)' ? "native code's objects ((V8 API): messages, results)" : partOf(stack), node.selfSize);
+    for (const child of node.children) walk(child, stack);
+  };
+  walk(head, []);
+  return parts;
+}
+
 interface Tally {
   busy: number;
   idle: number;

@@ -125,12 +125,20 @@ export interface SyncRun {
 
 /**
  * Runs `dssync sync --json` to its end; wall time from spawn to exit. `bin`: another build's
- * main.js (bench/cpu-ab.ts); `extraNodeArgs`: node options after BENCH_NODE_ARGS.
+ * main.js (bench/cpu-ab.ts); `extraNodeArgs`: node options after BENCH_NODE_ARGS; `wrap`: a
+ * command that runs node (`strace -f -c -o F`): the memory and CPU sampled are then the
+ * wrapper's, not dssync's.
  */
-export async function runSync(configPath: string, env: Record<string, string> = {}, args: string[] = [], opts: { bin?: string; extraNodeArgs?: readonly string[] } = {}): Promise<SyncRun> {
+export async function runSync(
+  configPath: string,
+  env: Record<string, string> = {},
+  args: string[] = [],
+  opts: { bin?: string; extraNodeArgs?: readonly string[]; wrap?: readonly string[] } = {},
+): Promise<SyncRun> {
   const t0 = performance.now();
   const argv = [...nodeArgs(), ...(opts.extraNodeArgs ?? []), opts.bin ?? BIN, 'sync', '--config', configPath, '--json', ...args];
-  const child = spawn(process.execPath, argv, { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...wrapArgs] = [...(opts.wrap ?? []), process.execPath];
+  const child = spawn(command!, [...wrapArgs, ...argv], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

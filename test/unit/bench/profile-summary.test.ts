@@ -5,7 +5,7 @@
  * collector, module loading and hashing are parts of their own whatever called them.
  */
 import { describe, expect, it } from 'vitest';
-import { frameKey, partOf, tally } from '../../../bench/profile-summary.js';
+import { frameKey, heapParts, partOf, tally, type HeapNode } from '../../../bench/profile-summary.js';
 
 const DIST = 'file:///work/wt/dist';
 const frame = (functionName: string, url: string) => ({ functionName, url, lineNumber: 0 });
@@ -50,5 +50,20 @@ describe('profile-summary', () => {
     expect(t.self.get('fstat (native) fstat:1')).toBe(2);
     expect(t.self.get('inner src/engine/executor.js:1')).toBe(1);
     expect(t.total.get('outer src/engine/executor.js:1')).toBe(3);
+  });
+
+  it("charges a heap profile's bytes as a CPU sample is charged, each node's own bytes once", () => {
+    const node = (functionName: string, url: string, selfSize: number, children: HeapNode[] = []): HeapNode => ({ callFrame: frame(functionName, url), selfSize, children });
+    const head = node('(root)', '', 0, [
+      node('(V8 API)', '', 300),
+      node('send', `${DIST}/src/api/http.js`, 100, [node('Request', 'file:///x/node_modules/undici/lib/core/request.js', 40), node('emit', 'node:events', 7)]),
+      node('writeRecord', `${DIST}/src/state/journal.js`, 20, [node('(garbage collector)', '', 0)]),
+    ]);
+    expect(Object.fromEntries(heapParts(head))).toEqual({
+      "native code's objects ((V8 API): messages, results)": 300,
+      'api/ (client, pacer, exchange, decoding)': 107,
+      'undici (HTTP/1.1 client)': 40,
+      'state/ (file table, journal)': 20,
+    });
   });
 });
