@@ -15,7 +15,7 @@
  *   document, and a mirror runs one plan at a time: two operations never touch one
  *   document at once.
  */
-import PQueue from 'p-queue';
+import { forEachAtMost } from '../at-most.js';
 import type { DatastoreApi } from '../api/api.js';
 import { apiErrorWith, isApiError, type ApiError } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate, OpenedFile } from '../api/records.js';
@@ -170,26 +170,21 @@ export async function executePlan(ops: Op[], o: ExecutorOptions): Promise<Execut
     ambiguous: false,
     interrupted: {},
   };
-  const queue = new PQueue({ concurrency: Math.max(1, o.concurrency) });
   const { uploads, singles } = takeOps(ops, o, result);
-  // The queue is fed as it drains, not given every task at once: a task waiting in p-queue
-  // costs ~1 KB, and a first mirror of a million files has 50,000 batches. Once stopped
-  // (Ctrl-C, shutdown), what has not started is not started: no intent is begun for it
-  // (each would stay open in the state until a full pass settles it) and its files are
-  // counted, not each failed and logged.
+  // Each task is made as a worker is free (at-most.ts: a first mirror of a million files has
+  // 50,000 batches). Once stopped (Ctrl-C, shutdown), what has not started is not started:
+  // no intent is begun for it (each would stay open in the state until a full pass settles
+  // it) and its files are counted, not each failed and logged.
   const notStarted = new Map<Op['kind'], number>();
-  const skip = (ops: readonly Op[]): void => {
-    for (const op of ops) notStarted.set(op.kind, (notStarted.get(op.kind) ?? 0) + 1);
-  };
-  const feed = async (ops: readonly Op[], task: () => Promise<void>): Promise<void> => {
-    if (o.signal?.aborted) return skip(ops);
-    await queue.onSizeLessThan(queue.concurrency);
-    void queue.add(() => (o.signal?.aborted ? skip(ops) : task()));
-  };
-  for (const op of drain(singles)) await feed([op], () => runSingle(op, o, result));
   const nonce = o.uploadNonce ?? ((): string => uploadNonce(o.uploadTag, o.session));
-  for (const batch of makeBatches(drain(uploads), o.batchFiles, o.batchBytes)) await feed(batch, () => runUploadBatch(nameUploads(batch, o, nonce), o, result));
-  await queue.onIdle();
+  function* tasks(): Generator<{ ops: readonly Op[]; run: () => Promise<void> }> {
+    for (const op of drain(singles)) yield { ops: [op], run: () => runSingle(op, o, result) };
+    for (const batch of makeBatches(drain(uploads), o.batchFiles, o.batchBytes)) yield { ops: batch, run: () => runUploadBatch(nameUploads(batch, o, nonce), o, result) };
+  }
+  await forEachAtMost(tasks(), o.concurrency, async (task) => {
+    if (!o.signal?.aborted) return task.run();
+    for (const op of task.ops) notStarted.set(op.kind, (notStarted.get(op.kind) ?? 0) + 1);
+  });
   for (const [kind, n] of notStarted) {
     result.failures.push({ path: '', op: kind, code: 'E_ABORTED', message: `stopped before ${n} ${kind} operation(s) started; the next pass carries them out` });
   }

@@ -4,7 +4,7 @@
  * LocalSide interface and the service through DatastoreApi, so both can be faked.
  */
 import { listingBound } from './listing-bound.js';
-import PQueue from 'p-queue';
+import { forEachAtMost } from '../at-most.js';
 import type { DatastoreApi } from '../api/api.js';
 import { unlessGone } from '../api/errors.js';
 import type { DocumentRecord, DocumentUpdate } from '../api/records.js';
@@ -711,7 +711,6 @@ export class Mirror {
       return false;
     });
     if (settling.length > 0) this.d.logger.info({ files: settling.length, first: settling[0] }, 'files changed within the stability window set aside: looked at again after it');
-    const queue = new PQueue({ concurrency: HASH_CONCURRENCY });
     const hashOne = async (path: string): Promise<void> => {
       const file = local.get(path)!;
       try {
@@ -732,15 +731,7 @@ export class Mirror {
         }
       }
     };
-    // Fed as it drains: a task waiting in p-queue costs ~1 KB (a million: a gigabyte).
-    let failure: { error: unknown } | undefined;
-    for (const path of toHash) {
-      if (failure) break;
-      await queue.onSizeLessThan(HASH_CONCURRENCY);
-      queue.add(() => hashOne(path)).catch((error: unknown) => (failure ??= { error }));
-    }
-    await queue.onIdle();
-    if (failure) throw failure.error;
+    await forEachAtMost(toHash, HASH_CONCURRENCY, hashOne);
     // Asked of every path a plan considers: a set of nothing is not asked (a restart's million paths).
     const untouchable = (p: string): boolean => (blocked.size > 0 && blocked.has(p)) || dirs.some((d) => p.startsWith(d));
     return { local, skipped, untouchable, anySetAside: blocked.size > 0 || dirs.length > 0, settling, listingNeeded };
