@@ -91,6 +91,14 @@ type Answer = FolderListing | RawHash | RawRead;
 interface Pending {
   resolve(answer: Answer): void;
   reject(error: unknown): void;
+  /** The caller's signal, and the listener to take off it once the request is settled. */
+  signal?: AbortSignal | undefined;
+  onAbort?: (() => void) | undefined;
+}
+
+/** Takes a settled request's listener off its caller's signal. */
+function unhook(p: Pending): void {
+  if (p.onAbort !== undefined) p.signal?.removeEventListener('abort', p.onAbort);
 }
 
 interface ListerWorker {
@@ -169,18 +177,18 @@ export class FolderLister {
     progress?.follow(() => Atomics.load(w.flags, PROGRESS));
     const id = this.nextId++;
     return new Promise<Answer>((resolve, reject) => {
-      const onAbort = (): void => {
-        if (w.pending.delete(id)) {
-          this.settled(w);
-          reject(signal?.reason);
-        }
-      };
-      const unhooked = <T>(settle: (v: T) => void) => (v: T): void => {
-        signal?.removeEventListener('abort', onAbort);
-        settle(v);
-      };
-      w.pending.set(id, { resolve: unhooked(resolve), reject: unhooked(reject) });
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const p: Pending = { resolve, reject };
+      if (signal !== undefined) {
+        p.signal = signal;
+        p.onAbort = (): void => {
+          if (w.pending.delete(id)) {
+            this.settled(w);
+            reject(signal.reason);
+          }
+        };
+        signal.addEventListener('abort', p.onAbort, { once: true });
+      }
+      w.pending.set(id, p);
       if (w.pending.size === 1) {
         w.lastProgress = this.clock.monotonic();
         if (w.idleTimer !== undefined) this.clock.clearTimeout(w.idleTimer);
@@ -245,6 +253,7 @@ export class FolderLister {
       if (!p) return; // abandoned (its signal aborted)
       w.pending.delete(a.id);
       this.settled(w);
+      unhook(p);
       if ('error' in a) p.reject(Object.assign(new Error(a.error.message), { code: a.error.code, step: a.error.step }));
       else p.resolve('hashed' in a ? a.hashed : 'readWhole' in a ? a.readWhole : a.listing);
     });
@@ -274,7 +283,10 @@ export class FolderLister {
     w.idleTimer = undefined;
     const pending = [...w.pending.values()];
     w.pending.clear();
-    for (const p of pending) p.reject(error);
+    for (const p of pending) {
+      unhook(p);
+      p.reject(error);
+    }
     if (w.retired) return;
     w.retired = true;
     // The worker stops within its current listing (it looks at STOP between entries) and

@@ -9,8 +9,8 @@ import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type L
 import type { StatNow } from '../engine/racy.js';
 import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from './errors.js';
 import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';
-import { confinementOf, errorCode, errorMessage, nodeFs, openRegularFile, type Confinement, type LocalFs, type OpenFileOptions } from './fs.js';
-import { addContentBytesRead, hashFile } from './hash.js';
+import { confinementOf, errorCode, errorMessage, nodeFs, openRegularFile, type Confinement, type LocalFs } from './fs.js';
+import { addContentBytesRead, hashFile, type HashOptions } from './hash.js';
 import { diskPathOf } from './paths.js';
 import type { OpenedFile } from '../api/records.js';
 import { resolveDiskPath, walkTree, type SkippedEntry, type WalkResult } from './walk.js';
@@ -40,9 +40,18 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
    * remount may move it) and used by the hashes of that pass.
    */
   let confinement: Promise<Confinement> | undefined;
+  /** That promise's value once it has one: what each open takes without a promise of its own. */
+  let confined: Confinement | undefined;
   const refreshConfinement = (): void => {
-    confinement = confinementOf(mapping.path, { followSymlinks: mapping.followSymlinks, fs });
-    confinement.catch(() => undefined);
+    const taking = confinementOf(mapping.path, { followSymlinks: mapping.followSymlinks, fs });
+    confinement = taking;
+    confined = undefined;
+    taking.then(
+      (c) => {
+        if (confinement === taking) confined = c;
+      },
+      () => undefined,
+    );
   };
   /**
    * A scan begins: the confinement taken again, the filter read. Without its ignore file the
@@ -59,13 +68,15 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     }
   };
   /** How a file of the folder is opened, by the hash and the upload alike (fs.ts). */
-  const openChecks = async (disk: string, file: { dev?: number | undefined; ino?: number | undefined }): Promise<OpenFileOptions & { fs: LocalFs }> => {
+  const openChecks = async (disk: string, file: LocalFileInfo & { dev?: number | undefined; ino?: number | undefined }): Promise<HashOptions & { fs: LocalFs; size: number }> => {
     if (!confinement) refreshConfinement();
-    const within = await (confinement as Promise<Confinement>).catch(() => {
-      throw new FileVanishedError(disk, 'ENOENT');
-    });
+    const within =
+      confined ??
+      (await (confinement as Promise<Confinement>).catch(() => {
+        throw new FileVanishedError(disk, 'ENOENT');
+      }));
     const expect = file.dev !== undefined && file.ino !== undefined ? { dev: file.dev, ino: file.ino } : undefined;
-    return { fs, noFollow: !mapping.followSymlinks, within, expect };
+    return { fs, noFollow: !mapping.followSymlinks, within, expect, size: file.size };
   };
   /** The whole tree, or only `subtrees` (an incremental look). */
   const walkWith = (filter: PathFilter, subtrees?: readonly string[], scanOpts: ScanOptions = {}): Promise<WalkResult> =>
@@ -122,7 +133,8 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
         const disk = diskPathOf(mapping.path, file);
         const checks = await openChecks(disk, file);
         await testPause('before-hash', file.path);
-        return await hashFile(disk, { ...checks, signal: opts.signal, size: file.size });
+        checks.signal = opts.signal;
+        return await hashFile(disk, checks);
       } catch (e) {
         if (e instanceof FileVanishedError) throw new LocalFileVanishedError(e.message);
         // Swapped for a link, a FIFO or another file since the walk: look again next pass
@@ -134,7 +146,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     async open(file) {
       // Its size: a small file is read whole as it is opened, in the worker (fs.ts).
       const disk = diskPathOf(mapping.path, file);
-      return countingReads(await openRegularFile(disk, { ...(await openChecks(disk, file)), size: file.size }));
+      return countingReads(await openRegularFile(disk, await openChecks(disk, file)));
     },
   };
 }

@@ -7,6 +7,7 @@
  * a stuck one.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { getEventListeners } from 'node:events';
 import { closeSync, constants, existsSync, lstatSync, openSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -87,6 +88,18 @@ describe('FolderLister', () => {
     const l = await lister.list(dir);
     expect(l.names).toEqual(['bad-\uFFFD.txt']);
     expect(l.stats![0]).toBe(STAT_GONE);
+  });
+
+  it("takes a request's listener off the caller's signal once it is answered or refused: a pass's one signal gathers none", async () => {
+    await mkdir(join(dir, 'ok'));
+    await writeFile(join(dir, 'ok', 'a.txt'), 'a');
+    lister = new FolderLister({ workers: 1 });
+    const ac = new AbortController();
+    const listings = [lister.list(join(dir, 'ok'), { signal: ac.signal }), lister.list(join(dir, 'missing'), { signal: ac.signal })];
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(2);
+    await Promise.allSettled(listings);
+    await expect(listings[1]).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
   });
 
   it('a worker blocked in a system call holds up neither the event loop, nor the next listing, nor a stop', async () => {
