@@ -38,8 +38,8 @@ import { BIN, runSync, writeConfig } from './lib/dssync.js';
 import { startService } from './lib/service.js';
 import type { CpuByThread, ThreadKind } from './lib/thread-cpu.js';
 import { writeTree } from './lib/tree.js';
-import { median } from './lib/util.js';
-import { marginalCalls, parseStraceSummary } from './lib/strace.js';
+import { marginalPerFile, median } from './lib/util.js';
+import { parseStraceSummary } from './lib/strace.js';
 import { heapParts, type HeapNode } from './profile-summary.js';
 
 const LATENCY_MS = 20;
@@ -156,8 +156,8 @@ async function measure(): Promise<void> {
         res.smallMsPerFile.push(((s.userS + s.systemS) * 1000) / small);
         for (const k of Object.keys(res.threadMarginalMs) as ThreadKind[]) res.threadMarginalMs[k].push(per(l.byThread[k] - s.byThread[k]));
         res.peakRssMB.push(l.peakRssMB);
-        if (s.calls && l.calls) res.calls.push(marginalCalls(s.calls, l.calls, large - small));
-        if (s.alloc && l.alloc) res.alloc.push(marginalCalls(s.alloc, l.alloc, large - small));
+        if (s.calls && l.calls) res.calls.push(marginalPerFile(s.calls, l.calls, large - small));
+        if (s.alloc && l.alloc) res.alloc.push(marginalPerFile(s.alloc, l.alloc, large - small));
         const view = (x: Run): Record<string, number> => ({ userS: r3(x.userS), systemS: r3(x.systemS), wallS: r3(x.wallS), peakRssMB: Math.round(x.peakRssMB) });
         process.stdout.write(`${JSON.stringify({ round, build: b.name, small: view(s), large: view(l), marginalMs: r3(res.marginalMs.at(-1)!) })}\n`);
       }

@@ -15,9 +15,3 @@ export function parseStraceSummary(text: string): Map<string, number> {
   return calls;
 }
 
-/** (large − small) / files per call name, every name of either side. */
-export function marginalCalls(small: ReadonlyMap<string, number>, large: ReadonlyMap<string, number>, files: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const name of new Set([...small.keys(), ...large.keys()])) out.set(name, ((large.get(name) ?? 0) - (small.get(name) ?? 0)) / files);
-  return out;
-}

@@ -57,3 +57,10 @@ export async function mapLimit<T>(items: readonly T[], limit: number, fn: (item:
 export function log(msg: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 }
+
+/** (large − small) / files for each key of either run, a key of one run only counting 0 in the other: a figure per file of two runs' tallies. */
+export function marginalPerFile(small: ReadonlyMap<string, number>, large: ReadonlyMap<string, number>, files: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const key of new Set([...small.keys(), ...large.keys()])) out.set(key, ((large.get(key) ?? 0) - (small.get(key) ?? 0)) / files);
+  return out;
+}

@@ -68,7 +68,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
     }
   };
   /** How a file of the folder is opened, by the hash and the upload alike (fs.ts). */
-  const openChecks = async (disk: string, file: LocalFileInfo & { dev?: number | undefined; ino?: number | undefined }): Promise<HashOptions & { fs: LocalFs; size: number }> => {
+  const openChecks = async (disk: string, file: LocalFileInfo): Promise<HashOptions & { fs: LocalFs; size: number }> => {
     if (!confinement) refreshConfinement();
     const within =
       confined ??
@@ -128,7 +128,7 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       return toScanResult(walk, mapping.maxFileBytes);
     },
 
-    async hash(file: LocalFileInfo & { dev?: number | undefined; ino?: number | undefined }) {
+    async hash(file: LocalFileInfo) {
       try {
         const disk = diskPathOf(mapping.path, file);
         const checks = await openChecks(disk, file);

@@ -1,9 +1,10 @@
 /**
  * bench/lib/strace.ts: the calls of `strace -f -c`'s summary (cpu-ab.ts --strace), whether a
- * call's errors column is filled or empty, and the marginal calls per file of two runs.
+ * call's errors column is filled or empty; lib/util.ts: the marginal calls per file of two runs.
  */
 import { describe, expect, it } from 'vitest';
-import { marginalCalls, parseStraceSummary } from '../../../bench/lib/strace.js';
+import { parseStraceSummary } from '../../../bench/lib/strace.js';
+import { marginalPerFile } from '../../../bench/lib/util.js';
 
 const SUMMARY = `% time     seconds  usecs/call     calls    errors syscall
 ------ ----------- ----------- --------- --------- -------------------
@@ -28,6 +29,6 @@ describe('strace summary', () => {
   it('gives the calls per file between two runs, a call of one run only counting as 0 in the other', () => {
     const small = new Map([['read', 100], ['futex', 50]]);
     const large = new Map([['read', 500], ['openat', 80]]);
-    expect(Object.fromEntries(marginalCalls(small, large, 40))).toEqual({ read: 10, futex: -1.25, openat: 2 });
+    expect(Object.fromEntries(marginalPerFile(small, large, 40))).toEqual({ read: 10, futex: -1.25, openat: 2 });
   });
 });
