@@ -65,18 +65,20 @@ export interface LocalSide {
   scanScope(scope: ChangeScope): Promise<ScanResult>;
   /**
    * Streams the file's content through SHA-256. Throws LocalFileChangedError when the file
-   * changed while read, LocalFileVanishedError when it is gone.
+   * changed while read, LocalFileVanishedError when it is gone. `keep`: a small file's bytes
+   * come back too (HashedContent.content), for its upload to send.
    */
-  hash(file: LocalFileInfo): Promise<HashedContent>;
+  hash(file: LocalFileInfo, keep?: boolean): Promise<HashedContent>;
   /**
    * Opens a file to upload with the hash's checks (a regular file, beneath the mapped
-   * folder, the very file hashed): what the client sends is read from it.
+   * folder, the very file hashed): what the client sends is read from it. With `content`,
+   * the bytes its hash read and kept, nothing is opened: those bytes are the version hashed.
    */
-  open(file: HashedFile): Promise<OpenedFile>;
+  open(file: HashedFile, content?: Uint8Array): Promise<OpenedFile>;
 }
 
-/** A file's content hash, with the stat of the very file read (taken before the read). */
-export type HashedContent = StatNow & { sha256: string };
+/** A file's content hash, with the stat of the very file read (taken before the read), and its bytes when kept. */
+export type HashedContent = StatNow & { sha256: string; content?: Uint8Array | undefined };
 
 /** What watcher events say to look at. */
 export interface ChangeScope {

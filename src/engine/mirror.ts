@@ -168,6 +168,14 @@ const COLLECT_FROM_FILES = 50_000;
 const HASH_CONCURRENCY = 16;
 
 /**
+ * Bytes of small files a round keeps from their hash for their upload (LocalSide.hash
+ * `keep`): such a file is opened and read once, not twice (docs/performance.md, "Session
+ * 38"). Beyond it a file is read again when sent, so a round's memory stays bounded
+ * whatever the tree; the bytes go with the round.
+ */
+export const KEEP_CONTENT_BYTES = 16 * 1024 * 1024;
+
+/**
  * How long after an upload request ended its intent stays open (docs/reliability.md, "Upload
  * intents"). A service may commit an upload after the client gave up on its answer; while
  * the intent is open, such a late document (no metadata, our full name and size) is
@@ -198,6 +206,8 @@ interface PreparedLocal {
   settling: string[];
   /** A file an incremental pass holds until a full pass's listing judges it. */
   listingNeeded: boolean;
+  /** The bytes the hashes kept, by the record each made: what the upload of that record sends. */
+  content: ReadonlyMap<LocalFileInfo, Uint8Array>;
 }
 
 /** What a round saw of both sides (Mirror.list). */
@@ -538,7 +548,7 @@ export class Mirror {
       logger,
       signal: opts.signal,
       onOp: this.d.onOp,
-      open: this.d.local.open.bind(this.d.local),
+      open: (file) => this.d.local.open(file, l.content.get(file)),
       preexisting: this.preexisting(),
       // Only a listing of this very pass says what existed right before its uploads; not one
       // begun ahead of it or held while the lease's claim settled (a person may have uploaded meanwhile).
@@ -711,14 +721,22 @@ export class Mirror {
       return false;
     });
     if (settling.length > 0) this.d.logger.info({ files: settling.length, first: settling[0] }, 'files changed within the stability window set aside: looked at again after it');
+    const content = new Map<LocalFileInfo, Uint8Array>();
+    let kept = 0;
     const hashOne = async (path: string): Promise<void> => {
       const file = local.get(path)!;
+      // Its size taken from the budget while it is read; what it kept, once it is.
+      const reserved = kept + file.size <= KEEP_CONTENT_BYTES ? file.size : 0;
+      kept += reserved;
       try {
         // Before the read: a write during or after it, within the mtime's tick, is then
         // still "racy" for the next look (racy.ts).
         const hashedAt = this.d.now();
-        const h = await this.d.local.hash(file);
-        local.set(path, hashedRecord(file, h, hashedAt));
+        const h = await this.d.local.hash(file, reserved > 0);
+        const record = hashedRecord(file, h, hashedAt);
+        local.set(path, record);
+        if (h.content !== undefined) content.set(record, h.content);
+        kept += h.content?.length ?? 0;
       } catch (e) {
         if (e instanceof LocalFileVanishedError) {
           local.delete(path);
@@ -729,12 +747,14 @@ export class Mirror {
           skipped.push({ path, reason: e instanceof LocalFileChangedError ? 'changed while being read' : errorText(e) });
           this.d.logger.warn({ path, err: errorText(e) }, 'file skipped for now');
         }
+      } finally {
+        kept -= reserved;
       }
     };
     await forEachAtMost(toHash, HASH_CONCURRENCY, hashOne);
     // Asked of every path a plan considers: a set of nothing is not asked (a restart's million paths).
     const untouchable = (p: string): boolean => (blocked.size > 0 && blocked.has(p)) || dirs.some((d) => p.startsWith(d));
-    return { local, skipped, untouchable, anySetAside: blocked.size > 0 || dirs.length > 0, settling, listingNeeded };
+    return { local, skipped, untouchable, anySetAside: blocked.size > 0 || dirs.length > 0, settling, listingNeeded, content };
   }
 
 }

@@ -244,6 +244,16 @@ export async function openRegularFile(path: string, o: OpenFileOptions = {}): Pr
   return { path, handle: handleOf(fs, opened.fd), stat: opened.before };
 }
 
+/**
+ * A file whose hash kept its bytes (hash-steps.ts HashRequest.keep), handed to the upload as
+ * an open file without opening it again: its reads give those bytes, its stat the stats the
+ * hash proved unchanged while it read them (`file`, the record of that hash).
+ */
+export function keptFile(path: string, file: { size: number; mtimeMs: number; ctimeMs?: number | undefined; dev?: number | undefined; ino?: number | undefined }, bytes: Uint8Array): OpenedFile {
+  const stat: RawStats = { size: file.size, mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, dev: file.dev ?? 0, ino: file.ino ?? 0, kind: 'file' };
+  return { path, handle: readHandle({ before: stat, bytes, afterHandle: stat }), stat };
+}
+
 /** What the steps need of a file's open (hash-steps.ts). */
 export function openRequest(path: string, o: OpenFileOptions): OpenRequest {
   const c = o.within;

@@ -54,6 +54,11 @@ export interface OpenRequest {
 
 export interface HashRequest extends OpenRequest {
   chunkBytes: number;
+  /**
+   * The bytes read are kept and handed back (RawHash.bytes) when the file fits one read of
+   * `chunkBytes`: the upload then sends the very bytes hashed, with no second open or read.
+   */
+  keep?: boolean | undefined;
 }
 
 export type Opened = { fd: number; before: RawStats; refused?: undefined } | { before: RawStats; refused: Refusal };
@@ -118,6 +123,8 @@ export interface RawHash {
   sha256?: string;
   afterHandle?: RawStats;
   afterPath?: RawStats;
+  /** The file's bytes, hashed: asked for by `keep` (its own memory, handed over without a copy). */
+  bytes?: Uint8Array | undefined;
 }
 
 export function* hashSteps(req: HashRequest): Steps<RawHash> {
@@ -127,12 +134,15 @@ export function* hashSteps(req: HashRequest): Steps<RawHash> {
   try {
     const h = createHash('sha256');
     // Sized to the file: most files are small (a 1 MiB buffer per small file is garbage).
-    const buffer = Buffer.allocUnsafe(Math.min(req.chunkBytes, before.size + 1));
+    // A file kept takes memory of its own, not Node's shared pool, to be handed over.
+    const size = Math.min(req.chunkBytes, before.size + 1);
+    const keep = req.keep === true && size > before.size;
+    const buffer = keep ? Buffer.allocUnsafeSlow(size) : Buffer.allocUnsafe(size);
     const total = yield* readToEnd(fd, before.size, buffer, (chunk) => h.update(chunk));
     if (total > before.size) return { before, total, refused: 'grew' };
     const afterHandle = facts(yield* tagged('read', call('fstat', fd)));
     const afterPath = facts(yield* tagged('open', call('stat', req.path)));
-    return { before, total, sha256: h.digest('hex'), afterHandle, afterPath };
+    return { before, total, sha256: h.digest('hex'), afterHandle, afterPath, bytes: keep ? buffer.subarray(0, total) : undefined };
   } finally {
     yield* call('close', fd);
   }

@@ -20,6 +20,8 @@ export interface FileHash {
   dev?: number | undefined;
   ino?: number | undefined;
   ctimeMs?: number | undefined;
+  /** The bytes hashed, when `keep` asked for them and the file fit one read. */
+  content?: Uint8Array | undefined;
 }
 
 /** How the file is opened (fs.ts OpenFileOptions), and read. */
@@ -27,6 +29,8 @@ export interface HashOptions extends OpenFileOptions {
   signal?: AbortSignal | undefined;
   /** Read size; default 1 MiB. */
   chunkBytes?: number | undefined;
+  /** Hand back the bytes hashed (FileHash.content) when the file fits one read (hash-steps.ts HashRequest.keep). */
+  keep?: boolean | undefined;
 }
 
 let bytesReadTotal = 0;
@@ -60,7 +64,7 @@ export async function hashFile(diskPath: string, opts: HashOptions = {}): Promis
   const signal = opts.signal;
   signal?.throwIfAborted();
   // Read size: sized to the file by the caller; default 1 MiB, at least 4 KiB.
-  const req: HashRequest = { ...openRequest(diskPath, opts), chunkBytes: Math.max(4096, opts.chunkBytes ?? 1024 * 1024) };
+  const req: HashRequest = { ...openRequest(diskPath, opts), chunkBytes: Math.max(4096, opts.chunkBytes ?? 1024 * 1024), keep: opts.keep };
   let raw: RawHash;
   try {
     raw =
@@ -73,19 +77,22 @@ export async function hashFile(diskPath: string, opts: HashOptions = {}): Promis
   }
   bytesReadTotal += raw.total ?? 0;
   if (raw.refused !== undefined) throw refusedError(diskPath, raw.refused, raw.before, opts.within);
-  return judged(diskPath, raw.before, raw.afterHandle as RawStats, raw.afterPath as RawStats, raw.total ?? 0, raw.sha256 as string);
+  return judged(diskPath, raw);
 }
 
 type StatFacts = Pick<RawStats, 'size' | 'mtimeMs' | 'ctimeMs' | 'dev' | 'ino'>;
 
 /** The hash, if the stats before, of the descriptor after and of the path after say one version was read. */
-function judged(diskPath: string, before: StatFacts, afterHandle: StatFacts, afterPath: StatFacts, total: number, sha256: string): FileHash {
+function judged(diskPath: string, raw: RawHash): FileHash {
+  const { before, total = 0 } = raw;
+  const afterHandle = raw.afterHandle as StatFacts;
+  const afterPath = raw.afterPath as StatFacts;
   const change =
     (afterPath.ino !== before.ino || afterPath.dev !== before.dev ? 'it was replaced by another file' : undefined) ??
     describeChange(before, afterHandle, total) ??
     describeChange(before, afterPath, total);
   if (change) throw new FileChangedError(diskPath, change);
-  return { sha256, size: before.size, mtimeMs: before.mtimeMs, dev: before.dev, ino: before.ino, ctimeMs: before.ctimeMs };
+  return { sha256: raw.sha256 as string, size: before.size, mtimeMs: before.mtimeMs, dev: before.dev, ino: before.ino, ctimeMs: before.ctimeMs, content: raw.bytes };
 }
 
 function describeChange(before: StatFacts, after: StatFacts, bytesRead: number): string | undefined {

@@ -59,6 +59,7 @@ function answerOrError(req: ListerTask): ListerAnswer {
 function post(a: ListerAnswer): void {
   if ('listing' in a) parentPort?.postMessage(a, [a.listing.types.buffer as ArrayBuffer, a.listing.stats.buffer as ArrayBuffer]);
   else if ('readWhole' in a && a.readWhole.bytes !== undefined) parentPort?.postMessage(a, [a.readWhole.bytes.buffer as ArrayBuffer]);
+  else if ('hashed' in a && a.hashed.bytes !== undefined) parentPort?.postMessage(a, [a.hashed.bytes.buffer as ArrayBuffer]);
   else parentPort?.postMessage(a);
 }
 

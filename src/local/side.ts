@@ -9,7 +9,7 @@ import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type L
 import type { StatNow } from '../engine/racy.js';
 import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from './errors.js';
 import { IgnoreFileError, loadFilter, type FilterSpec, type PathFilter } from './filters.js';
-import { confinementOf, errorCode, errorMessage, nodeFs, openRegularFile, type Confinement, type LocalFs } from './fs.js';
+import { confinementOf, errorCode, errorMessage, keptFile, nodeFs, openRegularFile, READ_AT_OPEN_MAX_BYTES, type Confinement, type LocalFs } from './fs.js';
 import { addContentBytesRead, hashFile, type HashOptions } from './hash.js';
 import { diskPathOf } from './paths.js';
 import type { OpenedFile } from '../api/records.js';
@@ -128,12 +128,14 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
       return toScanResult(walk, mapping.maxFileBytes);
     },
 
-    async hash(file: LocalFileInfo) {
+    async hash(file: LocalFileInfo, keep?: boolean) {
       try {
         const disk = diskPathOf(mapping.path, file);
         const checks = await openChecks(disk, file);
         await testPause('before-hash', file.path);
         checks.signal = opts.signal;
+        // Kept: a file the upload would read whole at once (fs.ts READ_AT_OPEN_MAX_BYTES).
+        checks.keep = keep === true && file.size <= READ_AT_OPEN_MAX_BYTES;
         return await hashFile(disk, checks);
       } catch (e) {
         if (e instanceof FileVanishedError) throw new LocalFileVanishedError(e.message);
@@ -143,9 +145,10 @@ export function createLocalSide(mapping: LocalSideMapping, opts: LocalSideOption
         throw e;
       }
     },
-    async open(file) {
-      // Its size: a small file is read whole as it is opened, in the worker (fs.ts).
+    async open(file, content) {
       const disk = diskPathOf(mapping.path, file);
+      if (content !== undefined) return keptFile(disk, file, content);
+      // Its size: a small file is read whole as it is opened, in the worker (fs.ts).
       return countingReads(await openRegularFile(disk, await openChecks(disk, file)));
     },
   };

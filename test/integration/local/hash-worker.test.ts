@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { confinementOf, openRegularFile, type OpenFileOptions } from '../../../src/local/fs.js';
+import { confinementOf, keptFile, openRegularFile, type OpenFileOptions } from '../../../src/local/fs.js';
 import { sharedFolderLister } from '../../../src/local/folder-lister.js';
 import { FileChangedError, FileVanishedError, NotRegularFileError, OutsideFolderError } from '../../../src/local/errors.js';
 import { contentBytesRead, hashFile, resetContentBytesRead } from '../../../src/local/hash.js';
@@ -42,6 +42,30 @@ describe.runIf(process.platform === 'linux')('hashFile in the worker thread', ()
     expect(contentBytesRead()).toBe(bytes);
     // The worker path was taken: the process's lister runs a worker (nothing else here lists).
     expect(sharedFolderLister().workerCount).toBeGreaterThan(0);
+  });
+
+  it('keeps the bytes it hashed when asked, handed over from the worker: the file read once for its hash and its upload', async () => {
+    const root = join(dir, 'kept');
+    await mkdir(root);
+    const within = await confinementOf(root, { followSymlinks: false });
+    const content = Buffer.from('the bytes hashed, and sent\n'.repeat(300));
+    const p = join(root, 'kept.txt');
+    await writeFile(p, content);
+    const st = await stat(p);
+    const opts = { size: st.size, within, noFollow: true, expect: { dev: st.dev, ino: st.ino } };
+    resetContentBytesRead();
+    const h = await hashFile(p, { ...opts, keep: true });
+    expect(h.sha256).toBe(sha(content));
+    expect(Buffer.from(h.content as Uint8Array).equals(content)).toBe(true);
+    expect(contentBytesRead()).toBe(content.length);
+    // Its upload takes those bytes as an open file: nothing more is read.
+    const opened = keptFile(p, h, h.content as Uint8Array);
+    const back = Buffer.alloc(content.length + 1);
+    expect((await opened.handle.read(back, 0, back.length, 0)).bytesRead).toBe(content.length);
+    expect(back.subarray(0, content.length).equals(content)).toBe(true);
+    expect(await opened.handle.stat()).toMatchObject({ size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
+    expect(contentBytesRead()).toBe(content.length);
+    expect((await hashFile(p, opts)).content).toBeUndefined();
   });
 
   // The open's refusals, by both the hash and the upload's read (fs.ts openRegularFile with a size).

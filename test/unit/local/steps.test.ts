@@ -9,7 +9,9 @@ import { openUpload } from '../../../src/api/upload.js';
 import { hashSteps, readSteps } from '../../../src/local/hash-steps.js';
 import { listFolderSteps } from '../../../src/local/list-steps.js';
 import { ENTRY_DIR, ENTRY_FILE, STAT_FIELDS, STAT_GONE, STAT_SIZE } from '../../../src/local/folder-listing.js';
+import { contentBytesRead } from '../../../src/local/hash.js';
 import { createLocalSide } from '../../../src/local/side.js';
+import { READ_AT_OPEN_MAX_BYTES } from '../../../src/local/fs.js';
 import { runSync, type FsStats, type SysCalls } from '../../../src/local/sys-calls.js';
 import { FakeLocal, fsError, sha256 } from '../../helpers/fake-local.js';
 
@@ -94,6 +96,17 @@ describe('the hash steps', () => {
     expect(runSync(hashSteps({ ...req, within: { exact: true, expected: '/elsewhere/a.txt', rootReal: '/elsewhere' } }), sys).refused).toBe('outside');
   });
 
+  it('keep the bytes hashed when asked and the file fits one read: the same calls, the bytes handed back', () => {
+    const req = { path: '/d/a.txt', noFollow: true, expect: { dev: 1, ino: 7 }, within: undefined };
+    const plain = disk();
+    const kept = disk();
+    const h = runSync(hashSteps({ ...req, chunkBytes: 4096, keep: true }), kept.sys);
+    expect(Buffer.from(h.bytes as Uint8Array).toString()).toBe('hello');
+    expect(h.sha256).toBe(sha256('hello'));
+    expect(runSync(hashSteps({ ...req, chunkBytes: 4096 }), plain.sys).bytes).toBeUndefined();
+    expect(kept.log).toEqual(plain.log);
+  });
+
   it('a read error is the read step\'s, and the file is closed', () => {
     const { sys, log } = disk({ read: 'EIO' });
     expect(() => runSync(hashSteps({ path: '/d/a.txt', noFollow: true, expect: undefined, within: undefined, chunkBytes: 4096 }), sys)).toThrow(expect.objectContaining({ code: 'EIO', step: 'read' }));
@@ -165,6 +178,40 @@ describe('an upload reads the file the local side opened and checked', () => {
     }
     return outcome;
   }
+
+  it('a file whose hash kept its bytes is sent from them: the upload opens and reads nothing, and counts nothing read', async () => {
+    const fs = new FakeLocal().dir('/r').file('/r/a.txt', 'the text');
+    const s = side(fs);
+    const st = await fs.lstat('/r/a.txt');
+    const walked = { path: 'a.txt', diskPath: '/r/a.txt', size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, ctimeMs: st.ctimeMs };
+    const h = await s.hash(walked, true);
+    expect(Buffer.from(h.content as Uint8Array).toString()).toBe('the text');
+    expect((await s.hash(walked)).content).toBeUndefined();
+    // Larger than what an upload reads at once (fs.ts READ_AT_OPEN_MAX_BYTES): read again when sent.
+    const large = Buffer.alloc(READ_AT_OPEN_MAX_BYTES + 1, 7);
+    fs.file('/r/large.bin', large);
+    const lst = await fs.lstat('/r/large.bin');
+    const big = await s.hash({ path: 'large.bin', diskPath: '/r/large.bin', size: lst.size, mtimeMs: lst.mtimeMs, dev: lst.dev, ino: lst.ino, ctimeMs: lst.ctimeMs }, true);
+    expect([big.sha256, big.content]).toEqual([sha256(large), undefined]);
+    const file = { ...walked, sha256: h.sha256 };
+    const [calls, read] = [fs.calls, contentBytesRead()];
+    const up = await openUpload([{ path: '/r/a.txt', name: 'a.txt', expectedSize: file.size, expectedMtimeMs: file.mtimeMs, expectedSha256: file.sha256, open: () => s.open(file, h.content) }], ctx);
+    expect((up.body.body as Buffer).toString()).toContain('\r\n\r\nthe text\r\n');
+    expect([fs.calls, contentBytesRead()]).toEqual([calls, read]);
+    await up.close();
+  });
+
+  it('kept bytes that are not the version recorded are refused like a file modified since its hash: E_FILE_CHANGED, nothing built', async () => {
+    const fs = new FakeLocal().dir('/r').file('/r/a.txt', 'the text');
+    const st = await fs.lstat('/r/a.txt');
+    const file = { path: 'a.txt', diskPath: '/r/a.txt', size: st.size, mtimeMs: st.mtimeMs, dev: st.dev, ino: st.ino, sha256: sha256('the text') };
+    const other = Buffer.from('THE TEXT');
+    await expect(openUpload([{ path: '/r/a.txt', name: 'a.txt', expectedSha256: file.sha256, open: () => side(fs).open(file, other) }], ctx)).rejects.toMatchObject({
+      code: 'E_FILE_CHANGED',
+      ambiguous: false,
+      message: expect.stringContaining('not the version that was hashed'),
+    });
+  });
 
   it('a small file is read whole as it is opened: building the body makes no call of the file\'s own', async () => {
     const fs = new FakeLocal().dir('/r').file('/r/a.txt', 'the text');
