@@ -11,12 +11,13 @@
  * - A hung main thread (defect 3): the watchdog ends the process.
  */
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, readdir, readFile, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, type CliResult } from '../cli/run-cli.js';
 import { daemonWorkspace, startDaemon, waitFor, type DaemonProcess } from '../daemon/daemon-process.js';
 import { createWorkspace, type Workspace, fileDocuments, filesUploaded } from '../../helpers/mirror-check.js';
+import { hookDriver, type HookDriver } from '../../helpers/hook-driver.js';
 
 const SECRET = 'SERVICE-ACCOUNT-SECRET-0600-do-not-publish';
 
@@ -47,41 +48,6 @@ function docText(w: Workspace, path: string): string | undefined {
     if (d) return w.emu.store.listChunks(d.document_id).map((c) => c.text).join('');
   }
   return undefined;
-}
-
-/**
- * Answers the pauses of a process run with DSSYNC_TEST_HOOKS: for each `POINT.N.paused`
- * file, runs the test's action (if any) for it, then writes `POINT.N.resume`.
- */
-interface HookDriver {
-  dir: string;
-  env: string;
-  stop(): void;
-  /** Pauses seen so far, as "POINT.N: detail". */
-  seen: string[];
-}
-
-async function hookDriver(dir: string, points: string[], act: (point: string, n: number, detail: unknown) => Promise<void>): Promise<HookDriver> {
-  await mkdir(dir, { recursive: true });
-  let stopped = false;
-  const seen: string[] = [];
-  const handled = new Set<string>();
-  const loop = async (): Promise<void> => {
-    while (!stopped) {
-      for (const name of await readdir(dir).catch(() => [] as string[])) {
-        const m = /^(.+)\.(\d+)\.paused$/.exec(name);
-        if (!m || handled.has(name)) continue;
-        handled.add(name);
-        const detail = JSON.parse(await readFile(join(dir, name), 'utf8')) as unknown;
-        seen.push(`${m[1]}.${m[2]}: ${JSON.stringify(detail)}`);
-        await act(m[1]!, Number(m[2]), detail);
-        await writeFile(join(dir, `${m[1]}.${m[2]}.resume`), '');
-      }
-      await new Promise((r) => setTimeout(r, 30));
-    }
-  };
-  void loop();
-  return { dir, env: points.map((p) => `pause:${p}=${dir}`).join(','), stop: () => (stopped = true), seen };
 }
 
 /** A 0600 secret outside the share, and a bait of the same size and mtime inside it. */
