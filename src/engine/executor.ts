@@ -26,7 +26,8 @@ import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
 import { documentName, markUploadName, uploadNonce } from './document-fields.js';
 import { findUploadMark } from './upload-mark.js';
 import { conversionOf, type Conversion, type Formats } from '../convert/policy.js';
-import type { HashedFile, Op } from './plan.js';
+import { LocalFileChangedError, LocalFileVanishedError } from './local-side.js';
+import type { HashedFile, Op, UnhashedFile } from './plan.js';
 import { learnNameRule, nameAsStored, type ServiceNames } from './service-names.js';
 
 /** The state operations the executor needs (StateStore implements them). */
@@ -62,8 +63,14 @@ export interface ExecutorOptions {
   signal?: AbortSignal | undefined;
   /** Called once per finished operation (progress, metrics, the demo's output). */
   onOp?: ((event: OpEvent) => void) | undefined;
-  /** Opens a file to upload, checked by the local side (LocalSide.open). */
-  open: (file: HashedFile) => Promise<OpenedFile>;
+  /** Opens a file to upload, checked by the local side (LocalSide.open); `content`: the bytes its hash kept. */
+  open: (file: HashedFile, content?: Uint8Array) => Promise<OpenedFile>;
+  /**
+   * Hashes a file planned unhashed (plan.ts newFilesNeedNoContent), with its bytes kept when
+   * small (LocalSide.hash): its batch's intent records the hash, the upload sends the bytes.
+   * Throws as LocalSide.hash does. Without it, such a file fails.
+   */
+  hash?: ((file: UnhashedFile) => Promise<{ file: HashedFile; content?: Uint8Array | undefined }>) | undefined;
   /**
    * Unmarked documents that the last full listing showed under the name a file is uploaded
    * as (people's, never this upload's); undefined when no listing is known. Recorded in the
@@ -146,10 +153,14 @@ export interface ExecutionResult {
 }
 
 type UploadOp = Extract<Op, { kind: 'upload' | 'replace' }>;
+/** An upload whose file is hashed: what its intent records and its request sends. */
+type HashedUpload = UploadOp & { file: HashedFile };
 type SingleOp = Extract<Op, { kind: 'rename' | 'update-meta' | 'delete' }>;
 /** An upload with the name it is sent under: marked (document-fields.ts markUploadName), unless renames are ignored. */
 interface NamedUpload {
-  op: UploadOp;
+  op: HashedUpload;
+  /** The bytes the file's hash kept, sent instead of a new read (ExecutorOptions.hash). */
+  content?: Uint8Array | undefined;
   uploadName: string;
   /** Sent as Markdown converted from the file (its upload name then ends in `.md`). */
   conversion?: Conversion | undefined;
@@ -179,7 +190,15 @@ export async function executePlan(ops: Op[], o: ExecutorOptions): Promise<Execut
   const nonce = o.uploadNonce ?? ((): string => uploadNonce(o.uploadTag, o.session));
   function* tasks(): Generator<{ ops: readonly Op[]; run: () => Promise<void> }> {
     for (const op of drain(singles)) yield { ops: [op], run: () => runSingle(op, o, result) };
-    for (const batch of makeBatches(drain(uploads), o.batchFiles, o.batchBytes)) yield { ops: batch, run: () => runUploadBatch(nameUploads(batch, o, nonce), o, result) };
+    for (const batch of makeBatches(drain(uploads), o.batchFiles, o.batchBytes)) {
+      yield {
+        ops: batch,
+        run: async () => {
+          const hashed = await hashUnhashed(batch, o, result);
+          if (hashed.length > 0) await runUploadBatch(nameUploads(hashed, o, nonce), o, result);
+        },
+      };
+    }
   }
   await forEachAtMost(tasks(), o.concurrency, async (task) => {
     if (!o.signal?.aborted) return task.run();
@@ -253,13 +272,38 @@ function logAbandoned(o: ExecutorOptions, interrupted: ExecutionResult['interrup
  * unless the service ignores new names (the marked name would show for good). A converted
  * file is sent as Markdown under a name ending in .md; the metadata update gives the real name.
  */
-function nameUploads(batch: readonly UploadOp[], o: ExecutorOptions, nonce: () => string): NamedUpload[] {
+function nameUploads(batch: readonly { op: HashedUpload; content?: Uint8Array | undefined }[], o: ExecutorOptions, nonce: () => string): NamedUpload[] {
   const marked = o.names?.known.renamesIgnored !== true;
-  return batch.map((op) => {
+  return batch.map(({ op, content }) => {
     const conversion = conversionOf(op.path, o.formats);
     const name = `${o.desired(op.file).name}${conversion ? '.md' : ''}`;
-    return { op, uploadName: marked ? markUploadName(name, nonce()) : name, marked, conversion };
+    return { op, content, uploadName: marked ? markUploadName(name, nonce()) : name, marked, conversion };
   });
+}
+
+/**
+ * The batch with every file hashed: one planned unhashed is hashed now, before its intent
+ * records the hash, its bytes kept for its upload. A file gone, changed while read, or
+ * changed since the walk (its size or mtime: the plan was made with them) is left to the
+ * next round's look, like a file that changes while it is sent.
+ */
+async function hashUnhashed(batch: readonly UploadOp[], o: ExecutorOptions, r: ExecutionResult): Promise<{ op: HashedUpload; content?: Uint8Array | undefined }[]> {
+  const out = await Promise.all(
+    batch.map(async (op) => {
+      if (op.file.sha256 !== undefined) return { op: op as HashedUpload };
+      try {
+        if (o.hash === undefined) throw new Error(`${op.path} was planned unhashed, and nothing here hashes it`);
+        const { file, content } = await o.hash(op.file);
+        if (file.size !== op.file.size || file.mtimeMs !== op.file.mtimeMs) throw new LocalFileChangedError(`${op.path} changed since it was listed`);
+        return { op: { ...op, file }, content };
+      } catch (e) {
+        if (e instanceof LocalFileChangedError || e instanceof LocalFileVanishedError) changedWhileSent(o, r, op);
+        else fail(o, r, op.kind, op.path, e);
+        return undefined;
+      }
+    }),
+  );
+  return out.filter((x) => x !== undefined);
 }
 
 function uploadIntent(batch: readonly NamedUpload[], o: ExecutorOptions): DistributiveOmit<Intent, 'id' | 'startedAt'> {
@@ -359,7 +403,7 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
   try {
     records = await o.api.uploadDocuments(
       o.dataSourceId,
-      named.map(({ op, uploadName, conversion }) => ({
+      named.map(({ op, content, uploadName, conversion }) => ({
         path: op.path,
         name: uploadName,
         ...(conversion ? { convert: conversion } : {}),
@@ -367,7 +411,7 @@ async function runUploadBatch(named: readonly NamedUpload[], o: ExecutorOptions,
         expectedMtimeMs: op.file.mtimeMs,
         // The bytes sent must be the file walked and hashed (api/upload.ts).
         expectedSha256: op.file.sha256,
-        open: () => o.open(op.file),
+        open: () => o.open(op.file, content),
       })),
       { signal: o.signal },
     );
@@ -531,13 +575,18 @@ async function uploadFailed(named: readonly NamedUpload[], intentId: string, e: 
       o.logger.warn({ path: op.path, status: err.status, reason: err.message }, 'the service refused the file; skipped until it changes');
       o.onOp?.({ kind: op.kind, path: op.path, outcome: 'rejected', error: err });
     } else if (changed) {
-      r.changed.push(op.path);
-      o.logger.info({ path: op.path }, 'file changed while being sent; will look again');
-      o.onOp?.({ kind: op.kind, path: op.path, outcome: 'changed' });
+      changedWhileSent(o, r, op);
     } else {
       fail(o, r, op.kind, op.path, e);
     }
   }
+}
+
+/** A file that changed (or went) while being sent: the next round looks at it again. */
+function changedWhileSent(o: ExecutorOptions, r: ExecutionResult, op: UploadOp): void {
+  r.changed.push(op.path);
+  o.logger.info({ path: op.path }, 'file changed while being sent; will look again');
+  o.onOp?.({ kind: op.kind, path: op.path, outcome: 'changed' });
 }
 
 /**

@@ -16,7 +16,7 @@ import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './gu
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver, type PassReport } from './pass-report.js';
-import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, ownerOfListing, pathsToHash, planMirror, NO_PATHS, vouchedByEntry, type DesiredOf, type IntentPin, type LocalFileInfo, type Op, type PathSet, type PlanResult } from './plan.js';
+import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, newFilesNeedNoContent, ownerOfListing, pathsToHash, planMirror, NO_PATHS, vouchedByEntry, type DesiredOf, type HashedFile, type IntentPin, type LocalFileInfo, type Op, type PathSet, type PlanResult, type UnhashedFile } from './plan.js';
 import { renamedFromVanished, StabilityWindow } from './stability.js';
 import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
@@ -173,7 +173,7 @@ const HASH_CONCURRENCY = 16;
  * 38"). Beyond it a file is read again when sent, so a round's memory stays bounded
  * whatever the tree; the bytes go with the round.
  */
-export const KEEP_CONTENT_BYTES = 16 * 1024 * 1024;
+export const KEEP_CONTENT_BYTES = 1024 * 1024 * 1024;
 
 /**
  * How long after an upload request ended its intent stays open (docs/reliability.md, "Upload
@@ -208,6 +208,8 @@ interface PreparedLocal {
   listingNeeded: boolean;
   /** The bytes the hashes kept, by the record each made: what the upload of that record sends. */
   content: ReadonlyMap<LocalFileInfo, Uint8Array>;
+  /** Files without an entry were left unhashed (plan.ts newFilesNeedNoContent): hashed as they are sent. */
+  newFilesUnhashed: boolean;
 }
 
 /** What a round saw of both sides (Mirror.list). */
@@ -445,7 +447,7 @@ export class Mirror {
       this.unmarkedByName = unmarkedByName(remote);
     }
     const scanned = scan.files.size + (scan.vouched?.size ?? 0);
-    const prepared = await this.prepareLocal(scan, mapping, !scope, scope);
+    const prepared = await this.prepareLocal(scan, mapping, scope, remote);
     if (listed) this.stability.judged(listed.remote, prepared.anySetAside ? prepared.untouchable : undefined, mapping, listed.whose);
     const planScope = scope ? await this.widenScope(scope, prepared.local, mapping, prepared.untouchable) : undefined;
     const listedAt = listed?.listedAt ?? walkedAt;
@@ -477,6 +479,7 @@ export class Mirror {
       settled: this.settledAt(l.listedAt, l.listedAtMono),
       serviceNames: this.names?.known,
       lease: l.lease,
+      newFilesUnhashed: l.newFilesUnhashed,
     });
     const verdict = checkGuards({
       root: spec.root,
@@ -548,7 +551,8 @@ export class Mirror {
       logger,
       signal: opts.signal,
       onOp: this.d.onOp,
-      open: (file) => this.d.local.open(file, l.content.get(file)),
+      open: (file, content) => this.d.local.open(file, content ?? l.content.get(file)),
+      hash: (file) => this.hashToSend(file),
       preexisting: this.preexisting(),
       // Only a listing of this very pass says what existed right before its uploads; not one
       // begun ahead of it or held while the lease's claim settled (a person may have uploaded meanwhile).
@@ -691,9 +695,10 @@ export class Mirror {
   /**
    * Hashes what the quick check cannot vouch for; sets aside what cannot be read now. The
    * scan's map is taken over (not copied: a million entries), so `scan.files` holds only
-   * the files to plan with afterwards.
+   * the files to plan with afterwards. `scope`: an incremental pass's; `remote`: a full pass's listing.
    */
-  private async prepareLocal(scan: ScanResult, mapping: MappingState, full: boolean, scope?: ChangeScope): Promise<PreparedLocal> {
+  private async prepareLocal(scan: ScanResult, mapping: MappingState, scope: ChangeScope | undefined, remote: readonly DocumentRecord[] | undefined): Promise<PreparedLocal> {
+    const full = scope === undefined;
     const local = scan.files;
     const skipped = [...scan.skipped];
     const blocked = new Set(scan.skipped.map((s) => s.path));
@@ -721,6 +726,8 @@ export class Mirror {
       return false;
     });
     if (settling.length > 0) this.d.logger.info({ files: settling.length, first: settling[0] }, 'files changed within the stability window set aside: looked at again after it');
+    // Nothing a new file's content could be matched with: it is hashed as it is sent.
+    const newFilesUnhashed = full && remote !== undefined && newFilesNeedNoContent(remote, mapping, () => entriesSeen(local, scan.vouched, mapping));
     const content = new Map<LocalFileInfo, Uint8Array>();
     let kept = 0;
     const hashOne = async (path: string): Promise<void> => {
@@ -751,12 +758,29 @@ export class Mirror {
         kept -= reserved;
       }
     };
-    await forEachAtMost(toHash, HASH_CONCURRENCY, hashOne);
+    await forEachAtMost(newFilesUnhashed ? toHash.filter((p) => mapping.files.has(p)) : toHash, HASH_CONCURRENCY, hashOne);
     // Asked of every path a plan considers: a set of nothing is not asked (a restart's million paths).
     const untouchable = (p: string): boolean => (blocked.size > 0 && blocked.has(p)) || dirs.some((d) => p.startsWith(d));
-    return { local, skipped, untouchable, anySetAside: blocked.size > 0 || dirs.length > 0, settling, listingNeeded, content };
+    return { local, skipped, untouchable, anySetAside: blocked.size > 0 || dirs.length > 0, settling, listingNeeded, content, newFilesUnhashed };
   }
 
+  /**
+   * A file planned unhashed, hashed as its batch is sent (ExecutorOptions.hash): a small
+   * file's bytes kept for its upload, so it is read once, as a kept file is (KEEP_CONTENT_BYTES).
+   */
+  private async hashToSend(file: UnhashedFile): Promise<{ file: HashedFile; content?: Uint8Array | undefined }> {
+    const hashedAt = this.d.now();
+    const h = await this.d.local.hash(file, true);
+    return { file: hashedRecord(file, h, hashedAt), content: h.content };
+  }
+
+}
+
+/** Entries whose path the walk found: vouched for, or to be looked at. */
+function entriesSeen(local: ReadonlyMap<string, LocalFileInfo>, vouched: PathSet | undefined, mapping: MappingState): number {
+  let n = vouched?.size ?? 0;
+  for (const p of local.keys()) if (mapping.files.has(p)) n++;
+  return n;
 }
 
 function unmarkedByName(remote: readonly DocumentRecord[]): Map<string, string[]> {

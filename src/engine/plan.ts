@@ -20,7 +20,7 @@ import type { ReadonlyFileTable } from '../state/file-table.js';
 import type { EntryStat, FileEntry, Intent, IntentFile, MappingState } from '../state/schema.js';
 import { documentName } from './document-fields.js';
 import { findUploadMark } from './upload-mark.js';
-import type { LeaseView } from './lease-view.js';
+import { isLeaseDocument, type LeaseView } from './lease-view.js';
 import { fieldsMatch, META, readMeta, sentConversion } from './metadata.js';
 import { formerIdsIn, ownerRule, type OpenUploadLookup, type OwnerOf } from './owner.js';
 import { storedName, type NameRule, type ServiceNames } from './service-names.js';
@@ -90,6 +90,9 @@ export function ownerOfListing(input: Pick<PlanInput, 'mappingId' | 'installatio
 export interface HashedFile extends LocalFileInfo {
   sha256: string;
 }
+
+/** A new file planned without its hash (PlanInput.newFilesUnhashed). */
+export type UnhashedFile = LocalFileInfo & { sha256?: undefined };
 
 /**
  * A file's record once its content is hashed: `file` with what the hash saw (a field the
@@ -196,14 +199,20 @@ export interface PlanInput {
    * and such a document is another writer's.
    */
   lease?: LeaseView | undefined;
+  /**
+   * True when files without an entry come unhashed (newFilesNeedNoContent held for this
+   * listing): each is planned as an upload, hashed as it is sent (executor.ts). Otherwise
+   * such a file is a caller's error.
+   */
+  newFilesUnhashed?: boolean | undefined;
 }
 
 /** 'lost-upload': a marked upload of ours that the service committed after its intent was closed. */
 export type DeleteReason = 'deleted-locally' | 'duplicate' | 'stale-version' | 'not-in-folder' | 'excluded' | 'lost-upload';
 
 export type Op =
-  /** A new file: upload it, then set its metadata. */
-  | { kind: 'upload'; path: string; file: HashedFile }
+  /** A new file: upload it, then set its metadata (unhashed: hashed as it is sent, PlanInput.newFilesUnhashed). */
+  | { kind: 'upload'; path: string; file: HashedFile | UnhashedFile }
   /** Changed content: upload the new version, set its metadata, then delete the old documents. */
   | { kind: 'replace'; path: string; file: HashedFile; oldDocumentIds: string[]; unmarkedOld?: number }
   /** Same content at a new path: update name, url and metadata of the existing document. */
@@ -312,6 +321,20 @@ export function pathsToHash(local: ReadonlyMap<string, LocalFileInfo>, files: Re
     if (file.sha256 === undefined && needsHash(files.statOf(path), file, now)) out.push(path);
   }
   return out;
+}
+
+/**
+ * Whether a full pass may plan its files without an entry unhashed (PlanInput.newFilesUnhashed):
+ * when nothing their content could be matched with exists, each is an upload whatever it
+ * holds, and is hashed as it is sent, from the bytes sent (executor.ts), not read once to
+ * plan and again to send. That holds when the listing shows nothing but documents the state
+ * confirms and lease markers (no document at a new path, no other owner's to hold as a
+ * duplicate, no lost upload to recognise), no intent is open, and every entry's file is
+ * there (`entriesSeen`: entries whose path the walk found), so no document can be renamed
+ * onto a new path. A first mirror into a data source of its own is the case it is for.
+ */
+export function newFilesNeedNoContent(remote: readonly DocumentRecord[], state: Pick<MappingState, 'files' | 'intents'>, entriesSeen: () => number): boolean {
+  return remote.every(isLeaseDocument) && Object.keys(state.intents).length === 0 && entriesSeen() === state.files.size;
 }
 
 /** The entry as recorded, field for field: writing it again changes nothing (not a file's change: racy.ts sameStat). */
@@ -527,7 +550,7 @@ function recordKept(path: string, keep: KnownDoc, recordedPathOf: (documentId: s
  * pathsToHash, vouched for it), in a copy (the caller's object stays as it was). Made
  * when asked, not kept for every file: a map of a million copies is ~150 MB.
  */
-function hashedFileOf(input: PlanInput): (path: string) => HashedFile | undefined {
+function hashedFileOf(input: PlanInput): (path: string) => HashedFile | UnhashedFile | undefined {
   const { state, vouched } = input;
   const localFile = (path: string): LocalFileInfo | undefined => {
     const found = input.local.get(path);
@@ -541,6 +564,7 @@ function hashedFileOf(input: PlanInput): (path: string) => HashedFile | undefine
     if (!file) return undefined;
     if (file.sha256 !== undefined) return file as HashedFile;
     const entry = state.files.get(path);
+    if (!entry && input.newFilesUnhashed === true) return file as UnhashedFile;
     if (!entry || entry.size !== file.size || entry.mtimeMs !== file.mtimeMs) throw new Error(`planMirror: ${path} needs a content hash (see pathsToHash)`);
     return hashedRecord(file, { size: file.size, mtimeMs: file.mtimeMs, sha256: entry.sha256, ctimeMs: file.ctimeMs, dev: file.dev, ino: file.ino }, entry.hashedAt);
   };
@@ -550,7 +574,7 @@ function hashedFileOf(input: PlanInput): (path: string) => HashedFile | undefine
  * Documents of ours whose path no longer exists locally can be renamed, by content hash, to
  * a file without a document of the right content (and not rejected before).
  */
-function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (path: string) => HashedFile | undefined, byPath: ReadonlyMap<string, KnownDoc[]>, holds: ContentRule): Renames {
+function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (path: string) => HashedFile | UnhashedFile | undefined, byPath: ReadonlyMap<string, KnownDoc[]>, holds: ContentRule): Renames {
   const { state } = input;
   const vouched = input.vouched ?? NO_PATHS;
   const sources = new Map<string, KnownDoc[]>();
@@ -571,11 +595,10 @@ function pickRenames(input: PlanInput, sorted: readonly string[], hashedFile: (p
   const renames = new Map<string, KnownDoc>();
   for (const path of sorted) {
     const file = hashedFile(path);
-    if (!file) continue;
+    if (file?.sha256 === undefined) continue;
     const fits = (d: KnownDoc): boolean => holds(d, path, file.sha256);
     if (pickGood(byPath.get(path) ?? [], fits, state.files.documentIdOf(path))) continue;
-    const rejected = state.rejected[path];
-    if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) continue;
+    if (refusedAsItIs(input, path, file)) continue;
     const source = sources.get(file.sha256)?.find((d) => !consumed.has(d.id) && fits(d));
     if (source) {
       consumed.set(source.id, source.path);
@@ -595,7 +618,7 @@ interface Renames {
 interface PathToPlan {
   input: PlanInput;
   path: string;
-  file: HashedFile | undefined;
+  file: HashedFile | UnhashedFile | undefined;
   byPath: ReadonlyMap<string, KnownDoc[]>;
   renames: Renames;
   recordedPathOf: (documentId: string) => string | undefined;
@@ -623,6 +646,13 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
     return;
   }
 
+  if (file.sha256 === undefined) {
+    // Nothing here can depend on its content (newFilesNeedNoContent): an upload, hashed as sent.
+    if (docs.length > 0 || entry !== undefined || renames.to.has(path)) throw new Error(`planMirror: ${path} needs a content hash (see newFilesNeedNoContent)`);
+    if (refusedAsItIs(input, path, file)) plan.skippedRejected.push(path);
+    else ops.push({ kind: 'upload', path, file });
+    return;
+  }
   const fits = (d: KnownDoc): boolean => holds(d, path, file.sha256);
   const good = pickGood(docs, fits, entry?.documentId);
   if (good && input.serviceNames?.renamesIgnored && good.doc?.name !== undefined && findUploadMark(good.doc.name) !== undefined) {
@@ -657,8 +687,7 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
     return;
   }
 
-  const rejected = input.state.rejected[path];
-  if (rejected && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs) {
+  if (refusedAsItIs(input, path, file)) {
     // Stale documents for it stay until the file can be sent: the App keeps the old
     // version rather than nothing.
     plan.skippedRejected.push(path);
@@ -668,6 +697,12 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
   const unmarkedOld = docs.filter((d) => d.fromIntent).length;
   if (docs.length > 0) ops.push({ kind: 'replace', path, file, oldDocumentIds: docs.map((d) => d.id), ...(unmarkedOld > 0 ? { unmarkedOld } : {}) });
   else ops.push({ kind: 'upload', path, file });
+}
+
+/** The service refused this file as it is now (same size and mtime): skipped until it changes. */
+function refusedAsItIs(input: PlanInput, path: string, file: LocalFileInfo): boolean {
+  const rejected = input.state.rejected[path];
+  return rejected !== undefined && rejected.size === file.size && rejected.mtimeMs === file.mtimeMs;
 }
 
 /**

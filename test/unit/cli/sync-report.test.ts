@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { describeOp } from '../../../src/cli/commands/sync-report.js';
-import type { Op } from '../../../src/engine/plan.js';
+import type { HashedFile, Op } from '../../../src/engine/plan.js';
 
-const file = {} as Extract<Op, { kind: 'upload' }>['file'];
+const file = {} as HashedFile;
 
 describe('describeOp', () => {
   it('puts every kind of operation in words, its names made printable', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { executePlan, makeBatches, type ExecutorOptions } from '../../../src/engine/executor.js';
-import { planMirror, type LocalFileInfo } from '../../../src/engine/plan.js';
+import { planMirror, type LocalFileInfo, type Op } from '../../../src/engine/plan.js';
+import { LocalFileVanishedError } from '../../../src/engine/local-side.js';
 import { documentFields, unmarkedName } from '../../../src/engine/document-fields.js';
 import { readMeta } from '../../../src/engine/metadata.js';
 import { createLogger, silentLogger } from '../../../src/log.js';
@@ -50,6 +51,48 @@ describe('makeBatches', () => {
     expect([...makeBatches(items, 2, 1000)].map((b) => b.length)).toEqual([2, 2, 1]);
     expect([...makeBatches(items, 10, 25)].map((b) => b.length)).toEqual([2, 2, 1]);
     expect([...makeBatches([{ file: { size: 5000 } }, { file: { size: 1 } }], 10, 100)].map((b) => b.length)).toEqual([1, 1]);
+  });
+});
+
+describe('executePlan: files planned unhashed (plan.ts newFilesNeedNoContent)', () => {
+  const unhashed = (n: number): Op[] => files(n).map(({ sha256: _, ...file }) => ({ kind: 'upload', path: file.path, file }));
+
+  it('hashes each before its batch is sent: the intent, the metadata and the state carry that hash', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const recorded = new Set<string>();
+    const upload = api.uploadDocuments.bind(api);
+    api.uploadDocuments = async (ds, sent) => {
+      for (const i of Object.values(state.m.intents)) if (i.kind === 'upload') for (const f of i.files) recorded.add(`${f.path}=${f.sha256}`);
+      return upload(ds, sent);
+    };
+    const hash: ExecutorOptions['hash'] = async (file) => ({ file: { ...file, sha256: `sent-${file.path}`, hashedAt: 5 } });
+    const result = await executePlan(unhashed(25), opts(api, state, { hash }));
+    expect(result.failures).toEqual([]);
+    expect([...recorded].sort()).toEqual(files(25).map((f) => `${f.path}=sent-${f.path}`).sort());
+    expect(state.m.files.get('f3.txt')).toMatchObject({ sha256: 'sent-f3.txt', hashedAt: 5 });
+    expect(api.list().map((d) => readMeta({ id: d.id, metadata: d.metadata, raw: {} })?.sha256).sort()).toEqual(files(25).map((f) => `sent-${f.path}`).sort());
+  });
+
+  it('a file gone or changed since the walk is left to the next look; nothing is sent for it, and its batch goes on', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const hash: ExecutorOptions['hash'] = async (file) => {
+      if (file.path === 'f1.txt') throw new LocalFileVanishedError('gone');
+      return { file: { ...file, sha256: 'h', size: file.path === 'f2.txt' ? 11 : file.size } };
+    };
+    const result = await executePlan(unhashed(4), opts(api, state, { hash }));
+    expect(result.changed.sort()).toEqual(['f1.txt', 'f2.txt']);
+    expect(result.failures).toEqual([]);
+    expect([...state.m.files.keys()].sort()).toEqual(['f0.txt', 'f3.txt']);
+    expect(Object.values(state.m.intents)).toEqual([]);
+  });
+
+  it('without a way to hash them, each fails by its path: nothing is sent unhashed', async () => {
+    const api = new FakeApi();
+    const result = await executePlan(unhashed(2), opts(api, new MemoryState()));
+    expect(result.failures.map((f) => f.path)).toEqual(['f0.txt', 'f1.txt']);
+    expect(api.count('uploadDocuments')).toBe(0);
   });
 });
 

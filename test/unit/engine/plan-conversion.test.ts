@@ -51,7 +51,7 @@ class World {
 
   /** Carries out the sends of a plan. */
   execute(spec: DocumentFieldsSpec, ops: Op[]): void {
-    for (const op of ops) if (op.kind === 'upload' || op.kind === 'replace') this.send(spec, op.path, op.file.sha256);
+    for (const op of ops) if (op.kind === 'upload' || op.kind === 'replace') this.send(spec, op.path, op.file.sha256!);
   }
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pathsToHash, planMirror, type LocalFileInfo, type Op, type PlanInput } from '../../../src/engine/plan.js';
+import { newFilesNeedNoContent, pathsToHash, planMirror, type LocalFileInfo, type Op, type PlanInput } from '../../../src/engine/plan.js';
 import { documentFields, markUploadName, uploadTag } from '../../../src/engine/document-fields.js';
 import type { DocumentRecord } from '../../../src/api/records.js';
 import type { FileEntry, Intent, MappingState } from '../../../src/state/schema.js';
@@ -38,6 +38,8 @@ interface Case {
   excluded?: string[];
   /** What the service was seen to do to names. */
   serviceNames?: ServiceNames;
+  /** Files without an entry come unhashed (PlanInput.newFilesUnhashed). */
+  unhashed?: boolean;
 }
 
 function plan(c: Case) {
@@ -52,6 +54,7 @@ function plan(c: Case) {
     untouchable: c.untouchable ? (p) => c.untouchable!.includes(p) : undefined,
     excluded: c.excluded ? (p) => c.excluded!.includes(p) : undefined,
     serviceNames: c.serviceNames,
+    newFilesUnhashed: c.unhashed,
   };
   return planMirror(input);
 }
@@ -638,6 +641,44 @@ describe('pathsToHash (quick check)', () => {
       ['new.txt', local('new.txt', undefined)],
     ]);
     expect(pathsToHash(localFiles, FileTable.of(files), 120_000).sort()).toEqual(['new.txt', 'old.txt', 'racy.txt', 'touched.txt']);
+  });
+});
+
+describe('new files planned unhashed: hashed as they are sent (issue 39.1)', () => {
+  const lease: DocumentRecord = { id: 'l1', name: '.dssync-lease-m1', metadata: { dssync_lease: 'm1' }, raw: {} };
+  const state = (files: Record<string, FileEntry> = {}, intents: Record<string, Intent> = {}) => ({ files: FileTable.of(files), intents });
+  const upload: Intent = { kind: 'upload', id: 'i1', startedAt: 't', files: [{ path: 'x.txt', size: 1, mtimeMs: 1, sha256: 'h' }] };
+
+  it('only when nothing their content could be matched with exists', () => {
+    expect(newFilesNeedNoContent([], state(), () => 0)).toBe(true);
+    // A lease marker is nobody's document; every entry's file found: nothing to rename from.
+    expect(newFilesNeedNoContent([lease], state({ 'a.txt': entry('d1', 'h1') }), () => 1)).toBe(true);
+    // A document the state does not confirm may be at a new file's path, or held as a duplicate.
+    expect(newFilesNeedNoContent([unmarked('p1', 'b.txt')], state(), () => 0)).toBe(false);
+    expect(newFilesNeedNoContent([ours('x2', 'b.txt', 'h2')], state(), () => 0)).toBe(false);
+    // An open intent's lost upload is recognised by its file's hash.
+    expect(newFilesNeedNoContent([], state({}, { i1: upload }), () => 0)).toBe(false);
+    // An entry whose file is gone: its document may be renamed onto a new file of its content.
+    expect(newFilesNeedNoContent([], state({ 'a.txt': entry('d1', 'h1') }), () => 0)).toBe(false);
+  });
+
+  it('each is an upload, its hash left to the send; a refused file as it is stays skipped', () => {
+    const p = plan({
+      local: [local('new.txt', undefined), local('refused.txt', undefined, 20, 2000), local('a.txt', 'h1')],
+      files: { 'a.txt': entry('d1', 'h1') },
+      remote: [ours('d1', 'a.txt', 'h1')],
+      rejected: { 'refused.txt': { size: 20, mtimeMs: 2000, reason: 'too large', at: 't' } },
+      unhashed: true,
+    });
+    expect(summary(p.ops)).toEqual(['upload new.txt']);
+    expect(p.ops[0]).toMatchObject({ kind: 'upload', file: { path: 'new.txt', sha256: undefined } });
+    expect(p.skippedRejected).toEqual(['refused.txt']);
+    expect(p.unchanged).toBe(1);
+  });
+
+  it('an unhashed file the plan cannot place without its content is an error, never a guess', () => {
+    expect(() => plan({ local: [local('new.txt', undefined)] })).toThrow(/new\.txt needs a content hash/);
+    expect(() => plan({ local: [local('b.txt', undefined)], remote: [ours('x2', 'b.txt', 'h2')], unhashed: true })).toThrow(/b\.txt needs a content hash/);
   });
 });
 
