@@ -26,7 +26,7 @@ import type { FileEntry, Intent, RejectedFile } from '../state/schema.js';
 import { documentName, markUploadName, uploadNonce } from './document-fields.js';
 import { findUploadMark } from './upload-mark.js';
 import { conversionOf, type Conversion, type Formats } from '../convert/policy.js';
-import { LocalFileChangedError, LocalFileVanishedError } from './local-side.js';
+import { LocalFileChangedError, LocalFileVanishedError, type SkippedFile } from './local-side.js';
 import type { HashedFile, Op, UnhashedFile } from './plan.js';
 import { learnNameRule, nameAsStored, type ServiceNames } from './service-names.js';
 
@@ -143,6 +143,8 @@ export interface ExecutionResult {
   rejected: FileFailure[];
   /** Files that changed or vanished while being sent: the next plan looks again. */
   changed: string[];
+  /** Files planned unhashed that could not be read when sent: skipped for now, as a pass's hash skips them. */
+  skipped: SkippedFile[];
   /** Some write's answer was lost: list the data source and plan again before retrying. */
   ambiguous: boolean;
   /**
@@ -178,6 +180,7 @@ export async function executePlan(ops: Op[], o: ExecutorOptions): Promise<Execut
     failures: [],
     rejected: [],
     changed: [],
+    skipped: [],
     ambiguous: false,
     interrupted: {},
   };
@@ -291,14 +294,22 @@ async function hashUnhashed(batch: readonly UploadOp[], o: ExecutorOptions, r: E
   const out = await Promise.all(
     batch.map(async (op) => {
       if (op.file.sha256 !== undefined) return { op: op as HashedUpload };
+      if (o.hash === undefined) {
+        fail(o, r, op.kind, op.path, new Error(`${op.path} was planned unhashed, and nothing here hashes it`));
+        return undefined;
+      }
       try {
-        if (o.hash === undefined) throw new Error(`${op.path} was planned unhashed, and nothing here hashes it`);
         const { file, content } = await o.hash(op.file);
         if (file.size !== op.file.size || file.mtimeMs !== op.file.mtimeMs) throw new LocalFileChangedError(`${op.path} changed since it was listed`);
         return { op: { ...op, file }, content };
       } catch (e) {
-        if (e instanceof LocalFileChangedError || e instanceof LocalFileVanishedError) changedWhileSent(o, r, op);
-        else fail(o, r, op.kind, op.path, e);
+        if (e instanceof LocalFileChangedError || e instanceof LocalFileVanishedError) {
+          changedWhileSent(o, r, op);
+        } else {
+          const reason = e instanceof Error ? e.message : String(e);
+          r.skipped.push({ path: op.path, reason });
+          o.logger.warn({ path: op.path, err: reason }, 'file skipped for now');
+        }
         return undefined;
       }
     }),

@@ -578,6 +578,7 @@ export class Mirror {
     if (result.ambiguous && last) await this.pinLostUploads(mapping, opts.signal);
     this.deletions.record(this.lastExecutionEnd, deletes);
     addCounts(report, result);
+    report.skipped.push(...result.skipped);
     report.failures = [...result.failures, ...result.rejected];
     if (result.failures.length === 0 && !result.ambiguous) for (const id of plan.resolvedIntentIds) state.endIntent(spec.mappingId, id);
     return !result.ambiguous && result.changed.length === 0 && !renamesNowIgnored ? undefined : result;

@@ -88,6 +88,19 @@ describe('executePlan: files planned unhashed (plan.ts newFilesNeedNoContent)', 
     expect(Object.values(state.m.intents)).toEqual([]);
   });
 
+  it('a file that cannot be read when sent is skipped for now, by its path and why, as a planning hash skips it', async () => {
+    const api = new FakeApi();
+    const state = new MemoryState();
+    const hash: ExecutorOptions['hash'] = async (file) => {
+      if (file.path === 'f0.txt') throw new Error('f0.txt: permission denied');
+      return { file: { ...file, sha256: 'h' } };
+    };
+    const result = await executePlan(unhashed(2), opts(api, state, { hash }));
+    expect(result.skipped).toEqual([{ path: 'f0.txt', reason: 'f0.txt: permission denied' }]);
+    expect(result.failures).toEqual([]);
+    expect([...state.m.files.keys()]).toEqual(['f1.txt']);
+  });
+
   it('without a way to hash them, each fails by its path: nothing is sent unhashed', async () => {
     const api = new FakeApi();
     const result = await executePlan(unhashed(2), opts(api, new MemoryState()));
