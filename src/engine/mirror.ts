@@ -173,7 +173,7 @@ const HASH_CONCURRENCY = 16;
  * 38"). Beyond it a file is read again when sent, so a round's memory stays bounded
  * whatever the tree; the bytes go with the round.
  */
-export const KEEP_CONTENT_BYTES = 1024 * 1024 * 1024;
+export const KEEP_CONTENT_BYTES = 16 * 1024 * 1024;
 
 /**
  * How long after an upload request ended its intent stays open (docs/reliability.md, "Upload
