@@ -16,7 +16,7 @@ import { checkGuards, countDeletes, DeleteWindow, type GuardVerdict } from './gu
 import { LocalFileChangedError, LocalFileVanishedError, type ChangeScope, type LocalSide, type ScanResult, type SkippedFile } from './local-side.js';
 import { readMeta } from './metadata.js';
 import { addCounts, describePlan, emptyReport, finishReport, logDoubtful, logMarked, logOwnership, reportLeftOver, type PassReport } from './pass-report.js';
-import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, newFilesNeedNoContent, ownerOfListing, pathsToHash, planMirror, NO_PATHS, vouchedByEntry, type DesiredOf, type HashedFile, type IntentPin, type LocalFileInfo, type Op, type PathSet, type PlanResult, type UnhashedFile } from './plan.js';
+import { confirmedPath, intentNameKeys, hashedRecord, lostUploadPins, newFilesNeedNoContent, ownerOfListing, pathsToHash, planMirror, NO_PATHS, vouchedByEntry, type DesiredOf, type HashedFile, type IntentPin, type LocalFileInfo, type Op, type PathSet, type PlanResult } from './plan.js';
 import { renamedFromVanished, StabilityWindow } from './stability.js';
 import { describeServiceNames, sameServiceNames } from './service-names.js';
 import type { LeaseView } from './lease-view.js';
@@ -552,7 +552,7 @@ export class Mirror {
       signal: opts.signal,
       onOp: this.d.onOp,
       open: (file, content) => this.d.local.open(file, content ?? l.content.get(file)),
-      hash: (file) => this.hashToSend(file),
+      hash: (file) => this.hashRecord(file, true),
       preexisting: this.preexisting(),
       // Only a listing of this very pass says what existed right before its uploads; not one
       // begun ahead of it or held while the lease's claim settled (a person may have uploaded meanwhile).
@@ -728,7 +728,7 @@ export class Mirror {
     });
     if (settling.length > 0) this.d.logger.info({ files: settling.length, first: settling[0] }, 'files changed within the stability window set aside: looked at again after it');
     // Nothing a new file's content could be matched with: it is hashed as it is sent.
-    const newFilesUnhashed = full && remote !== undefined && newFilesNeedNoContent(remote, mapping, () => entriesSeen(local, scan.vouched, mapping));
+    const newFilesUnhashed = remote !== undefined && newFilesNeedNoContent(remote, mapping, () => entriesSeen(local, scan.vouched, mapping));
     const content = new Map<LocalFileInfo, Uint8Array>();
     let kept = 0;
     const hashOne = async (path: string): Promise<void> => {
@@ -737,13 +737,9 @@ export class Mirror {
       const reserved = kept + file.size <= KEEP_CONTENT_BYTES ? file.size : 0;
       kept += reserved;
       try {
-        // Before the read: a write during or after it, within the mtime's tick, is then
-        // still "racy" for the next look (racy.ts).
-        const hashedAt = this.d.now();
-        const h = await this.d.local.hash(file, reserved > 0);
-        const record = hashedRecord(file, h, hashedAt);
-        local.set(path, record);
-        if (h.content !== undefined) content.set(record, h.content);
+        const h = await this.hashRecord(file, reserved > 0);
+        local.set(path, h.file);
+        if (h.content !== undefined) content.set(h.file, h.content);
         kept += h.content?.length ?? 0;
       } catch (e) {
         if (e instanceof LocalFileVanishedError) {
@@ -766,12 +762,14 @@ export class Mirror {
   }
 
   /**
-   * A file planned unhashed, hashed as its batch is sent (ExecutorOptions.hash): a small
-   * file's bytes kept for its upload, so it is read once, as a kept file is (KEEP_CONTENT_BYTES).
+   * A file's record once hashed, with a small file's bytes when `keep` (LocalSide.hash): a
+   * round's hash, or a file planned unhashed as its batch is sent (ExecutorOptions.hash).
    */
-  private async hashToSend(file: UnhashedFile): Promise<{ file: HashedFile; content?: Uint8Array | undefined }> {
+  private async hashRecord(file: LocalFileInfo, keep: boolean): Promise<{ file: HashedFile; content?: Uint8Array | undefined }> {
+    // Before the read: a write during or after it, within the mtime's tick, is then
+    // still "racy" for the next look (racy.ts).
     const hashedAt = this.d.now();
-    const h = await this.d.local.hash(file, true);
+    const h = await this.d.local.hash(file, keep);
     return { file: hashedRecord(file, h, hashedAt), content: h.content };
   }
 

@@ -648,7 +648,7 @@ function planPath(plan: PlanAccumulator, { input, path, file, byPath, renames, r
 
   if (file.sha256 === undefined) {
     // Nothing here can depend on its content (newFilesNeedNoContent): an upload, hashed as sent.
-    if (docs.length > 0 || entry !== undefined || renames.to.has(path)) throw new Error(`planMirror: ${path} needs a content hash (see newFilesNeedNoContent)`);
+    if (docs.length > 0 || entry !== undefined) throw new Error(`planMirror: ${path} needs a content hash (see newFilesNeedNoContent)`);
     if (refusedAsItIs(input, path, file)) plan.skippedRejected.push(path);
     else ops.push({ kind: 'upload', path, file });
     return;
