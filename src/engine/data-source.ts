@@ -6,6 +6,11 @@
  * source renamed in the App keeps being mirrored (and the rename is reported) instead of a
  * second, empty one being created under the old name; a recorded data source that no longer
  * exists is reported and replaced by the one the name finds or creates now.
+ *
+ * A data source made for a mapping whose writes need its lease is born under a provisional
+ * name (provisionalName), which no lookup by name finds: until it takes its configured name,
+ * only its creator knows it, so the creator's first claim needs no settle wait
+ * (mapping/lease.ts; docs/reliability.md, "A data source dssync creates").
  */
 import type { DatastoreApi } from '../api/api.js';
 import { isApiError, unlessGone } from '../api/errors.js';
@@ -46,6 +51,30 @@ export interface ResolvedDataSource {
   notice?: string | undefined;
   /** The recorded data source that no longer exists, which this one replaces. */
   replaces?: string | undefined;
+  /** Still under its provisional name: it takes `birth.name` once its lease holds. */
+  birth?: DataSourceBirth | undefined;
+}
+
+/** A data source under its provisional name, and the name it takes. */
+export interface DataSourceBirth {
+  name: string;
+  /** Made by this process just now (no other process can know it): its first claim needs no settle wait. */
+  fresh: boolean;
+}
+
+/** The name a data source is created under: one no lookup by name (byName) finds. */
+export function provisionalName(name: string): string {
+  return `${name} (dssync: being set up)`;
+}
+
+/**
+ * Once the lease of a data source born under its provisional name holds: take the name, or
+ * give way to a data source another process gave that name meanwhile (it is the one every
+ * lookup finds; this one, ours alone, is deleted).
+ */
+export function birthOutcome(mine: string, name: string, all: readonly Pick<DataSourceRecord, 'id' | 'name'>[]): { kind: 'name' } | { kind: 'giveWay'; to: string } {
+  const other = all.find((d) => d.name === name && d.id !== mine);
+  return other === undefined ? { kind: 'name' } : { kind: 'giveWay', to: other.id };
 }
 
 export interface ResolveOptions {
@@ -55,6 +84,8 @@ export interface ResolveOptions {
   recorded?: RecordedDataSource | undefined;
   /** The mapping's id (named in the fix of a rename). */
   mappingId?: string | undefined;
+  /** Create under the provisional name (a lease will name it): true for a mirror that takes a lease. */
+  provisional?: boolean | undefined;
 }
 
 export async function resolveDataSource(api: DatastoreApi, ref: DataSourceRef, where: string, opts: ResolveOptions = { create: true }): Promise<ResolvedDataSource> {
@@ -89,6 +120,8 @@ async function followRecorded(api: DatastoreApi, name: string, recorded: Recorde
   const record = await unlessGone(api.getDataSource(id, { signal: opts.signal }));
   if (record === undefined) return { kind: 'gone' };
   if (record.name === name) return { kind: 'follow', resolved: { id: record.id || id, record, created: false } };
+  // Made by an earlier run that stopped before naming it: its lease, taken again, names it.
+  if (record.name === provisionalName(name)) return { kind: 'follow', resolved: { id: record.id || id, record, created: false, birth: { name, fresh: false } } };
   // The operator changed the name in the config: a new choice, looked up by name.
   if (recorded.configuredName !== undefined && recorded.configuredName !== name) return { kind: 'configChanged' };
   // Renamed in the App (or a state older than the recorded name): never a second data source.
@@ -115,8 +148,8 @@ async function byName(api: DatastoreApi, spec: NonNullable<DataSourceRef['dataSo
     const why = gone !== undefined ? `data source ${gone}, recorded for this mapping, no longer exists (deleted in the App?) and ` : '';
     throw new DataSourceMissingError(`${why}no data source is named "${name}" yet (${where}.dataSource): a sync would create it and upload every file`, true);
   }
-  const record = await api.createDataSource({ name, llmConnectorIds: [...llmConnectorIds] }, { signal: opts.signal });
-  return { id: record.id, record, created: true };
+  const record = await api.createDataSource({ name: opts.provisional === true ? provisionalName(name) : name, llmConnectorIds: [...llmConnectorIds] }, { signal: opts.signal });
+  return { id: record.id, record, created: true, ...(opts.provisional === true ? { birth: { name, fresh: true } } : {}) };
 }
 
 /**

@@ -34,6 +34,10 @@ export const LEASE = {
   claimLatencyMs: 2_000,
   /** The wait between a claim and the read that confirms it: past any rival's read and write. */
   settleMs: 3_000,
+  /** What the settle wait allows beyond a rival's read and write: the service's answer time (a write seen by every later read). */
+  get answerMs(): number {
+    return this.settleMs - this.claimLatencyMs;
+  },
   /** The holder stops writing this long after the start of its last successful renewal. */
   get atRiskMs(): number {
     return this.durationMs - this.renewMs;

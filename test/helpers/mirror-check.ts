@@ -3,6 +3,7 @@
  * in-process emulator, and a convergence check that compares the data source with the
  * folder byte for byte (by SHA-256): nothing lost, nothing duplicated, no orphan, nothing stale.
  */
+import { provisionalName } from '../../src/engine/data-source.js';
 import { createHash } from 'node:crypto';
 import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -71,7 +72,9 @@ export async function createWorkspace(opts: WorkspaceOptions = {}): Promise<Work
     cli: (args) => runCli(args, env),
     sync: (...extra) => runCli(['sync', '--config', configPath, ...extra], env),
     dataSourceId: () => {
-      const ds = emu.store.listDataSources(ORG).find((d) => d.name === 'Share');
+      // Under its provisional name until its lease names it (engine/data-source.ts): the mapping's all the same.
+      const all = emu.store.listDataSources(ORG);
+      const ds = all.find((d) => d.name === 'Share') ?? all.find((d) => d.name === provisionalName('Share'));
       if (!ds) throw new Error('the data source was not created');
       return ds.data_source_id;
     },

@@ -9,7 +9,7 @@ import { setMaxListeners } from 'node:events';
 import { isApiError } from '../../api/errors.js';
 import type { DatastoreClient } from '../../api/client.js';
 import { requireMappings } from '../../config/load.js';
-import type { Config } from '../../config/types.js';
+import type { Config, MappingConfig } from '../../config/types.js';
 import type { buildMirror as BuildMirror, lostDataSource as LostDataSource, passStabilityMs as PassStabilityMs } from '../../daemon/mapping/build-mirror.js';
 import type { mappingLease as MappingLeaseOf, MappingLease } from '../../daemon/mapping/lease.js';
 import type { Logger } from '../../log.js';
@@ -188,7 +188,14 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
       onNotice: (m) => notices.push(m),
       // The daemon's rule for every full pass: a file changed within the window is not read (a dry run previews all).
       stabilityMs: d.args.dryRun ? undefined : windowMs,
-      lease: (id, installationId) => (lease = d.mappingLease({ api: d.api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger: d.logger, filesTracked: () => d.store.mapping(mapping.id)?.files.size ?? 0 }, id, installationId)),
+      lease: (id, installationId, birth) =>
+        (lease = d.mappingLease(
+          { api: d.api, mappingId: mapping.id, root: mapping.path, statePath: config.statePath, clock: realClock, logger: d.logger, filesTracked: () => d.store.mapping(mapping.id)?.files.size ?? 0 },
+          id,
+          installationId,
+          undefined,
+          birth && { ...birth, gaveWay: () => undefined },
+        )),
     });
     dataSourceId = mirror.dataSourceId;
     // The walk and the listing run beside the claim's settle; the pass plans once it holds (build-mirror.ts leaseSettled).
@@ -200,13 +207,16 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     const report = d.args.dryRun
       ? await mirror.fullPass(passOpts)
       : await fullPassSettled(mirror, passOpts, { windowMs, waitMs: (d.args.waitChanging ?? WAIT_CHANGING_S) * 1000, clock: realClock, logger: d.logger, signal: d.signal });
+    // A data source this sync created has its name before the sync ends (or gave way to another's: nothing of it is kept).
+    const unnamed = lease !== undefined && !(await lease.named()) ? unnamedFailure(mapping, lease, d.store) : undefined;
+    if (unnamed !== undefined) return failed(unnamed, !(unnamed instanceof LeaseNotHeldError));
     const gone = await lost(report.failures.some((f) => f.code === 'E_NOT_FOUND'));
     if (gone !== undefined) return failed(gone);
     // A dry run shows what each extension's files will become (cli/coverage.ts) before anything is sent.
     const coverage = d.args.dryRun ? await (await import('../../daemon/status/coverage.js')).mappingCoverage(mapping, (d.store as ReadOnlyState).mapping(mapping.id), true) : undefined;
     return { mappingId: mapping.id, dataSourceId, report, notIngested, notices, changing: report.settling?.length ? { paths: report.settling, windowMs } : undefined, coverage };
   } catch (e) {
-    if (e instanceof LeaseNotHeldError && lease !== undefined && !lease.holds()) return failed(new LeaseNotHeldError(heldElsewhere(mapping.id, lease)), false);
+    if (e instanceof LeaseNotHeldError && lease !== undefined && !lease.holds()) return failed(unnamedFailure(mapping, lease, d.store) ?? new LeaseNotHeldError(heldElsewhere(mapping.id, lease)), false);
     const interrupted = isApiError(e) && e.code === 'E_ABORTED';
     if (interrupted) return { mappingId: mapping.id, error: 'interrupted' };
     // Fatal for the process (credentials refused, an unusable state...): no other mapping can do better.
@@ -216,6 +226,25 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     await claim;
     await lease?.stop();
   }
+}
+
+/**
+ * A data source this sync created that has no name yet: it gave way to another process's of
+ * the same name (the state now records that one), or its renaming failed (the next run names it).
+ */
+function unnamedFailure(mapping: MappingConfig, lease: MappingLease, store: SyncState): Error | undefined {
+  const to = lease.gaveWay;
+  if (to !== undefined) {
+    store.ensureMapping(mapping.id, to, mapping.path);
+    return new LeaseNotHeldError(
+      `mapping ${mapping.id}: another dssync created the data source ${JSON.stringify(mapping.dataSource?.name ?? '')} (${to}) at the same time and mirrors the folder into it; the one this sync created, ${lease.dataSourceId}, was deleted with what it held`,
+    );
+  }
+  const why = lease.unnamed;
+  if (why === undefined) return undefined;
+  return new Error(
+    `mapping ${mapping.id}: data source ${lease.dataSourceId} still has its provisional name, not ${JSON.stringify(mapping.dataSource?.name ?? '')}${why ? ` (${why})` : ''}; the next sync or the daemon names it`,
+  );
 }
 
 /** Why a sync wrote nothing: another live process holds the lease (or it could not be taken). */

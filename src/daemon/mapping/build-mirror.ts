@@ -11,7 +11,7 @@ import { createLocalSide } from '../../local/side.js';
 import type { ObservedStats } from '../../local/observed-stats.js';
 import { DEFAULT_AGGREGATOR_OPTIONS } from '../../local/watch/aggregator.js';
 import type { Logger } from '../../log.js';
-import { DataSourceMissingError, dataSourceGone, resolveDataSource, type ResolvedDataSource } from '../../engine/data-source.js';
+import { DataSourceMissingError, dataSourceGone, resolveDataSource, type DataSourceBirth, type ResolvedDataSource } from '../../engine/data-source.js';
 import { establishIdentity, sharedDataSourceProblems, type IdentityHolder } from '../../engine/installation.js';
 import type { OpEvent } from '../../engine/executor.js';
 import type { Op } from '../../engine/plan.js';
@@ -89,7 +89,7 @@ export interface BuildMirrorDeps {
    * The mapping's lease for its data source, once resolved (not in a dry run): the mirror's
    * writes are refused while it is not held (lease-gate.ts). Absent: no lease (tests).
    */
-  lease?: ((dataSourceId: string, installationId: string) => MirrorLease) | undefined;
+  lease?: ((dataSourceId: string, installationId: string, birth?: DataSourceBirth) => MirrorLease) | undefined;
 }
 
 /** The mapped folder cannot be listed, so its data source was not created. */
@@ -137,7 +137,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
   const shared = sharedDataSourceProblems(config.mappings).find((p) => p.includes(JSON.stringify(mapping.id)));
   if (shared !== undefined) throw new SharedDataSourceError(`${shared} (config mappings[${index}])`);
   let api = deps.api;
-  const ds = await resolveMappingDataSource(mapping, index, deps).catch((e: unknown) => {
+  const ds: ResolvedDataSource = await resolveMappingDataSource(mapping, index, deps).catch((e: unknown) => {
     if (!(e instanceof DataSourceMissingError && e.wouldCreate && deps.dryRun)) throw e;
     // A dry run plans a data source a sync would create as an empty one.
     api = emptyListing(deps.api);
@@ -151,7 +151,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
     if (problem !== undefined) throw new FolderChangedError(problem);
   }
   const identity = establishIdentity(deps.state, { pinned: config.installationId, statePath: config.statePath });
-  if (ds.created) deps.logger.info({ mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name }, 'created the data source');
+  if (ds.created) deps.logger.info({ mapping: mapping.id, dataSourceId: ds.id, name: mapping.dataSource?.name }, ds.birth ? 'created the data source (under its provisional name until its lease holds)' : 'created the data source');
   if (!deps.dryRun) {
     recordResolution(deps, mapping, ds);
     // A state rebuilt with its identity kept (corrupt or missing): its documents are recorded again first.
@@ -167,7 +167,7 @@ export async function buildMirror(config: Config, mapping: MappingConfig, index:
       signal: deps.signal,
     });
   }
-  const lease = deps.dryRun ? undefined : deps.lease?.(ds.id, identity.installationId);
+  const lease = deps.dryRun ? undefined : deps.lease?.(ds.id, identity.installationId, ds.birth);
   return new Mirror({
     spec: {
       mappingId: mapping.id,
@@ -237,6 +237,8 @@ export async function resolveMappingDataSource(mapping: MappingConfig, index: nu
     signal: deps.signal,
     mappingId: mapping.id,
     recorded: saved ? { dataSourceId: saved.dataSourceId, configuredName: saved.dataSourceName } : undefined,
+    // Its lease names a data source it creates (data-source.ts provisionalName).
+    provisional: deps.lease !== undefined,
   };
   const ds = await resolveDataSource(deps.api, mapping, where, { ...opts, create: false }).catch(async (e: unknown) => {
     if (!(e instanceof DataSourceMissingError && e.wouldCreate)) throw e;

@@ -23,6 +23,7 @@ import { SidecarFile } from '../sidecar-file.js';
 import { openRegularFile } from '../../local/fs.js';
 import { nodeStateFs, type StateFs } from '../../state/atomic-file.js';
 import { testPause } from '../../test-hooks.js';
+import { birthOutcome, type DataSourceBirth } from '../../engine/data-source.js';
 
 export interface MappingLeaseDeps {
   api: DatastoreApi;
@@ -48,6 +49,14 @@ export interface MappingLeaseDeps {
   memo?: MarkerMemo | undefined;
   /** The marker as this process read it while its state loaded (early-listing.ts): its id, without the memo's read. */
   early?: { documentId: string } | undefined;
+  /** The data source is under its provisional name (engine/data-source.ts): the holder names it. */
+  birth?: LeaseBirth | undefined;
+}
+
+/** A data source under its provisional name, as its lease names it. */
+export interface LeaseBirth extends DataSourceBirth {
+  /** It gave way to the data source `to` (another process named its own so first) and was deleted. */
+  gaveWay(to: string): void;
 }
 
 /** Where the marker's id is kept between starts (MappingLeaseDeps.memo). */
@@ -83,9 +92,15 @@ export class MappingLease {
   private freeRead: LeaseRecord | undefined;
   /** The remembered marker was tried (once per process: after that the data source is listed). */
   private memoTried = false;
+  /** The data source still has its provisional name: the holder names it (nameDataSource). */
+  private birth: LeaseBirth | undefined;
+  private naming: Promise<void> | undefined;
+  /** The data source this one gave way to (it was deleted): nothing more is claimed here. */
+  private gaveWayTo: string | undefined;
 
   constructor(private readonly d: MappingLeaseDeps) {
     this.timing = d.timing ?? LEASE;
+    this.birth = d.birth;
     this.core = new LeaseCore({ ...d.holder, mappingId: d.mappingId }, d.probe, this.timing);
   }
 
@@ -105,7 +120,30 @@ export class MappingLease {
 
   /** This process may write now. */
   holds(): boolean {
-    return !this.released && !this.stopping && this.core.holds(this.d.clock.monotonic());
+    return !this.released && !this.stopping && this.gaveWayTo === undefined && this.core.holds(this.d.clock.monotonic());
+  }
+
+  /** The data source still has its provisional name: why, when a request failed (else an empty string). */
+  get unnamed(): string | undefined {
+    return this.birth === undefined ? undefined : (this.lastError ?? '');
+  }
+
+  /** The data source this one gave way to (a creation race: it was deleted), if it did. */
+  get gaveWay(): string | undefined {
+    return this.gaveWayTo;
+  }
+
+  /**
+   * Waits until a data source under its provisional name has its name (or gave way), trying
+   * `attempts` times at most: true when it has it, false when it still has not (the lease
+   * lost, stopped, or the renaming refused: the error says so in status()).
+   */
+  async named(attempts = 3): Promise<boolean> {
+    for (let i = 0; i < attempts && this.birth !== undefined && this.holds(); i++) {
+      if (i > 0) await this.d.clock.sleep(this.timing.checkMs, this.controller.signal).catch(() => undefined);
+      await this.nameDataSource();
+    }
+    return this.birth === undefined && this.gaveWayTo === undefined;
   }
 
   /**
@@ -198,9 +236,10 @@ export class MappingLease {
     const signal = this.controller.signal;
     // Taken by acquire() just before: the first renewal is due an interval later.
     if (this.holds()) await this.d.clock.sleep(this.timing.renewMs, signal).catch(() => undefined);
-    while (!signal.aborted) {
+    while (!signal.aborted && this.gaveWayTo === undefined) {
       if (this.holds()) await this.renew();
       else await this.tryClaim();
+      if (this.holds() && this.birth !== undefined) void this.nameDataSource();
       this.changed();
       const wait = this.holds() ? this.timing.renewMs : this.timing.checkMs;
       await this.d.clock.sleep(wait, signal).catch(() => undefined);
@@ -291,6 +330,49 @@ export class MappingLease {
     this.toldHolder = undefined;
     if (!this.wasHeld) this.d.logger.info({ documentId: id, why }, `lease of mapping ${this.d.mappingId} taken: this process writes`);
     await this.deleteExtras(signal);
+    if (this.birth !== undefined) void this.nameDataSource();
+  }
+
+  /** One attempt at naming the data source (nameOnce), shared by whoever asks meanwhile. */
+  private nameDataSource(): Promise<void> {
+    this.naming ??= this.nameOnce()
+      .catch((e: unknown) => {
+        if (!this.controller.signal.aborted) this.note(e);
+      })
+      .finally(() => (this.naming = undefined));
+    return this.naming;
+  }
+
+  /**
+   * A data source under its provisional name takes its configured name once the lease holds
+   * (engine/data-source.ts birthOutcome). A fresh one waits the service's answer time first,
+   * so that whoever finds it by that name reads this process's claim; or it gives way to a
+   * data source another process named so meanwhile, and is deleted with what was sent to it.
+   */
+  private async nameOnce(): Promise<void> {
+    const birth = this.birth;
+    const signal = this.controller.signal;
+    if (birth === undefined) return;
+    if (birth.fresh) await this.d.clock.sleep(this.timing.answerMs, signal);
+    if (!this.holds()) return;
+    const outcome = birthOutcome(this.d.dataSourceId, birth.name, await this.d.api.listDataSources({ signal }));
+    if (!this.holds()) return;
+    if (outcome.kind === 'name') {
+      await this.d.api.updateDataSource(this.d.dataSourceId, { name: birth.name }, { signal });
+      this.birth = undefined;
+      this.d.logger.info({ dataSourceId: this.d.dataSourceId, name: birth.name }, `data source named ${JSON.stringify(birth.name)}`);
+      return;
+    }
+    this.d.logger.warn(
+      { dataSourceId: this.d.dataSourceId, name: birth.name, to: outcome.to },
+      `another dssync created the data source ${JSON.stringify(birth.name)} (${outcome.to}) at the same time: this process's, ${this.d.dataSourceId}, is deleted with what it held, and the mapping mirrors into ${outcome.to}`,
+    );
+    await unlessGone(this.d.api.deleteDataSource(this.d.dataSourceId, { signal }));
+    this.birth = undefined;
+    this.gaveWayTo = outcome.to;
+    this.core.lose();
+    this.changed();
+    birth.gaveWay(outcome.to);
   }
 
   private async renew(): Promise<void> {
@@ -342,6 +424,12 @@ export class MappingLease {
         const record = this.core.nextRecord(this.d.clock.now());
         if ((await this.write(made, record, signal)) && this.core.claimInTime(listedAt, this.d.clock.monotonic())) claim = { id: made, record, at };
         await testPause('lease-claimed', made);
+        if (claim !== undefined && this.birth?.fresh === true) {
+          // Nobody else can know this data source (its provisional name): no rival's claim or marker to wait for.
+          this.core.confirm({ documentId: claim.id, record: claim.record }, claim.record, claim.at, this.d.clock.monotonic());
+          this.d.memo?.save(claim.id);
+          return claim.id;
+        }
       }
       // Two processes that both found none each made one: after the settle wait, both see both.
       await this.d.clock.sleep(this.timing.settleMs, signal);
@@ -447,7 +535,7 @@ function testTiming(): typeof LEASE | undefined {
 }
 
 /** A mapping's lease for a data source, this process its would-be holder (a new writer session). */
-export function mappingLease(s: LeaseSettings, dataSourceId: string, installationId: string, onChange?: (held: boolean) => void): MappingLease {
+export function mappingLease(s: LeaseSettings, dataSourceId: string, installationId: string, onChange?: (held: boolean) => void, birth?: LeaseBirth): MappingLease {
   const probe = s.probe ?? nodeLockProbe;
   const pid = s.pid ?? process.pid;
   return new MappingLease({
@@ -466,6 +554,7 @@ export function mappingLease(s: LeaseSettings, dataSourceId: string, installatio
     files: s.files,
     memo: markerMemo(memoFile(s.statePath, s.mappingId, s.logger, s.stateFs), dataSourceId),
     early: s.early,
+    birth,
   });
 }
 

@@ -8,7 +8,7 @@ import { scrub } from '../../secrets.js';
 import type { DatastoreApi } from '../../api/api.js';
 import { isApiError } from '../../api/errors.js';
 import type { Config, MappingConfig } from '../../config/types.js';
-import { DataSourceMissingError } from '../../engine/data-source.js';
+import { DataSourceMissingError, type DataSourceBirth } from '../../engine/data-source.js';
 import { awaitingDecision, CONFIG_STOPPED, retriedWithBackoff } from './next-step.js';
 import type { FileFailure, OpEvent } from '../../engine/executor.js';
 import type { ListingAhead, Mirror } from '../../engine/mirror.js';
@@ -96,6 +96,8 @@ export class PassLoop {
   private lagStart = new Map<string, number>();
   /** A reload asked to look the data source up again before the next pass (it may be gone, or renamed). */
   private recheckDataSource = false;
+  /** The data source this mapping created gave way to another's of the same name (lease.ts nameOnce): resolved anew. */
+  private gaveWayTo: string | undefined;
   /** The mapping stopped on a configuration problem (its data source by id is gone) until a reload. */
   private halted = false;
   private readonly announcer: SkipAnnouncer;
@@ -229,16 +231,27 @@ export class PassLoop {
   }
 
   /** The lease of the data source `dataSourceId` (one per data source: another replaces it). */
-  private leaseFor(dataSourceId: string, installationId: string): MappingLease {
+  private leaseFor(dataSourceId: string, installationId: string, birth?: DataSourceBirth): MappingLease {
     if (this.lease?.dataSourceId === dataSourceId) return this.lease;
     void this.lease?.stop();
     const begun = this.startListing?.dataSourceId === dataSourceId ? { documentId: this.startListing.documentId } : undefined;
     const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log, filesTracked: () => this.d.state.fileCount(this.id), early: begun };
-    const lease = mappingLease(settings, dataSourceId, installationId, (held) => {
-      if (this.lease !== lease || this.d.isStopped()) return;
-      // A pass waiting for this claim goes on by itself.
-      if (held && !this.awaitingClaim) this.retryNow();
-    });
+    const gaveWay = (to: string): void => {
+      // Its records name documents deleted with it: the mapping's state now names the other, and the next pass resolves it.
+      this.gaveWayTo = to;
+      if (this.lease === lease && !this.d.isStopped()) this.retryNow();
+    };
+    const lease = mappingLease(
+      settings,
+      dataSourceId,
+      installationId,
+      (held) => {
+        if (this.lease !== lease || this.d.isStopped()) return;
+        // A pass waiting for this claim goes on by itself.
+        if (held && !this.awaitingClaim) this.retryNow();
+      },
+      birth && { ...birth, gaveWay },
+    );
     this.lease = lease;
     lease.start();
     return lease;
@@ -373,7 +386,7 @@ export class PassLoop {
    * one named by the config). Throws what the resolution throws.
    */
   private ensureMirror(): Promise<Mirror> {
-    if (this.mirror && !this.recheckDataSource) return Promise.resolve(this.mirror);
+    if (this.mirror && !this.recheckDataSource && this.gaveWayTo === undefined) return Promise.resolve(this.mirror);
     this.resolving ??= this.resolveMirror().finally(() => (this.resolving = undefined));
     return this.resolving;
   }
@@ -381,6 +394,11 @@ export class PassLoop {
   private async resolveMirror(): Promise<Mirror> {
     const { health } = this.d;
     this.recheckDataSource = false;
+    if (this.gaveWayTo !== undefined) {
+      // The records of the data source deleted in a creation race: dropped, the other one recorded (found by its name next).
+      this.d.state.ensureMapping(this.id, this.gaveWayTo, this.d.mapping.path);
+      this.gaveWayTo = undefined;
+    }
     if (!this.mirror) health.phase = 'starting';
     // The notice of this resolution, if any, replaces the last one.
     let notice: string | undefined;
@@ -397,7 +415,7 @@ export class PassLoop {
         notice = m;
         health.remember({ message: m });
       },
-      lease: this.d.lease ? (dataSourceId, installationId) => this.leaseFor(dataSourceId, installationId) : undefined,
+      lease: this.d.lease ? (dataSourceId, installationId, birth) => this.leaseFor(dataSourceId, installationId, birth) : undefined,
     });
     health.dataSourceNotice = notice;
     // The same data source: the running mirror keeps its windows (mass deletes, intents).

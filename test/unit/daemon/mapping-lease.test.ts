@@ -14,7 +14,8 @@ import type { DatastoreApi } from '../../../src/api/api.js';
 import { LEASE, leaseMetadata, leaseRecordOf, type HostProbe } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
 import { leaseGated } from '../../../src/daemon/mapping/lease-gate.js';
-import { MappingLease, type MarkerMemo } from '../../../src/daemon/mapping/lease.js';
+import { MappingLease, type LeaseBirth, type MarkerMemo } from '../../../src/daemon/mapping/lease.js';
+import { provisionalName } from '../../../src/engine/data-source.js';
 import { silentLogger } from '../../../src/log.js';
 import { apiError, FakeApi } from '../../helpers/fake-api.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -37,10 +38,11 @@ function link(api: FakeApi): { api: DatastoreApi; down: { on: boolean } } {
   return { api: proxied, down };
 }
 
-function processOf(api: DatastoreApi, clock: FakeClock, name: string, pid: number, host = 'node-a', memo?: MarkerMemo): MappingLease {
+function processOf(api: DatastoreApi, clock: FakeClock, name: string, pid: number, host = 'node-a', memo?: MarkerMemo, birth?: LeaseBirth): MappingLease {
   alive.add(pid);
   return new MappingLease({
     memo,
+    birth,
     api,
     dataSourceId: 'ds1',
     mappingId: 'docs',
@@ -290,6 +292,81 @@ describe("the marker's id kept between starts (a restart does not list the data 
       expect(api.docs.has(person.id)).toBe(true);
       await next.stop();
     }
+  });
+});
+
+describe('a data source this process created, under its provisional name', () => {
+  /** ds1 as just created under its provisional name, and the lease that names it. */
+  function born(fresh: boolean, others: [string, string][] = []) {
+    const api = new FakeApi();
+    api.addDataSource('ds1', provisionalName('Docs'));
+    for (const [id, name] of others) api.addDataSource(id, name);
+    const clock = new FakeClock(1_000);
+    const gaveWay: string[] = [];
+    const a = processOf(link(api).api, clock, 'a', 801, 'node-a', undefined, { name: 'Docs', fresh, gaveWay: (to) => void gaveWay.push(to) });
+    return { api, clock, a, gaveWay };
+  }
+
+  it('fresh: held from its first claim without the settle wait; named once the service\'s answer time has passed', async () => {
+    const { api, clock, a } = born(true);
+    const startedAt = clock.monotonic();
+    expect(await a.acquire()).toBe(true);
+    // Nobody else can know it: the claim holds at once, no second listing, no wait on the clock.
+    expect(clock.monotonic()).toBe(startedAt);
+    expect(api.count('listDocuments')).toBe(1);
+    expect(leaseRecordOf(markers(api)[0]!)).toMatchObject({ session: 'session-a' });
+    // Not named before whoever finds it by that name can read the claim.
+    await clock.advance(LEASE.answerMs - 1);
+    expect(api.dataSources.get('ds1')!.name).toBe(provisionalName('Docs'));
+    expect(api.count('updateDataSource')).toBe(0);
+    await clock.advance(1);
+    expect(api.dataSources.get('ds1')!.name).toBe('Docs');
+    expect(await a.named()).toBe(true);
+    expect(a.holds()).toBe(true);
+    await a.stop();
+  });
+
+  it('gives way to a data source another process named so meanwhile: its own is deleted and nothing more is written', async () => {
+    const { api, clock, a, gaveWay } = born(true, [['ds9', 'Docs']]);
+    expect(await a.acquire()).toBe(true);
+    a.start();
+    await clock.advance(LEASE.answerMs);
+    expect(api.dataSources.has('ds1')).toBe(false);
+    expect(api.dataSources.get('ds9')!.name).toBe('Docs');
+    expect(api.count('updateDataSource')).toBe(0);
+    expect(a.holds()).toBe(false);
+    expect(a.gaveWay).toBe('ds9');
+    expect(gaveWay).toEqual(['ds9']);
+    expect(await a.named()).toBe(false);
+    // Its loop claims nothing more in the deleted data source.
+    const calls = api.calls.length;
+    await clock.advance(LEASE.renewMs * 2);
+    expect(api.calls.length).toBe(calls);
+    await a.stop();
+  });
+
+  it('left unnamed by an earlier run: the claim settles as any other, then it is named', async () => {
+    const { api, clock, a } = born(false);
+    a.start();
+    await clock.advance(LEASE.settleMs - 250);
+    expect(a.holds()).toBe(false);
+    await run(clock, [a], 10_000, () => a.holds());
+    expect(a.holds()).toBe(true);
+    expect(await a.named()).toBe(true);
+    expect(api.dataSources.get('ds1')!.name).toBe('Docs');
+    await a.stop();
+  });
+
+  it('a refused renaming is tried again and said: named() answers false after its attempts', async () => {
+    const { api, clock, a } = born(true);
+    api.failBefore = (op) => (op === 'updateDataSource' ? apiError('E_FORBIDDEN', 403) : undefined);
+    expect(await a.acquire()).toBe(true);
+    const naming = a.named(2);
+    await clock.advance(LEASE.answerMs + LEASE.checkMs + LEASE.answerMs);
+    expect(await naming).toBe(false);
+    expect(a.unnamed).toMatch(/E_FORBIDDEN/);
+    expect(a.holds()).toBe(true);
+    await a.stop();
   });
 });
 

@@ -5,7 +5,7 @@
  * the name's (found or created) and said so, a config that names another is a new choice.
  */
 import { describe, expect, it } from 'vitest';
-import { DataSourceMissingError, dataSourceGone, resolveDataSource } from '../../../src/engine/data-source.js';
+import { birthOutcome, DataSourceMissingError, dataSourceGone, provisionalName, resolveDataSource } from '../../../src/engine/data-source.js';
 import { ApiError } from '../../../src/api/errors.js';
 import { FakeApi } from '../../helpers/fake-api.js';
 
@@ -106,6 +106,39 @@ describe('resolveDataSource, a mapping by id', () => {
     expect(err).toBeInstanceOf(DataSourceMissingError);
     expect((err as Error).message).toMatch(/ds-gone \(mappings\[0\]\.dataSourceId\) does not exist .*the mapping stops until the config names another/);
     expect(a.count('createDataSource')).toBe(0);
+  });
+});
+
+describe('a data source created under its provisional name (a lease names it)', () => {
+  it('is created so, which no lookup by name finds; its record followed later says it still wants its name', async () => {
+    const a = api();
+    const created = await resolveDataSource(a, byName, where, { create: true, provisional: true });
+    expect(created).toMatchObject({ created: true, birth: { name: 'Handbook', fresh: true } });
+    expect(a.dataSources.get(created.id)!.name).toBe(provisionalName('Handbook'));
+    // Another process looking it up by name does not find it: it would create its own.
+    await expect(resolveDataSource(a, byName, where, { create: false })).rejects.toMatchObject({ wouldCreate: true });
+    // The run that created it stopped before naming it: the next follows its record, and names it.
+    const again = await resolveDataSource(a, byName, where, { create: true, provisional: true, recorded: { dataSourceId: created.id, configuredName: 'Handbook' } });
+    expect(again).toMatchObject({ id: created.id, created: false, birth: { name: 'Handbook', fresh: false } });
+    expect(again.notice).toBeUndefined();
+    expect(a.count('createDataSource')).toBe(1);
+  });
+
+  it('without a lease to name it, a data source is created under its name', async () => {
+    const a = api();
+    const created = await resolveDataSource(a, byName, where, { create: true });
+    expect(created.birth).toBeUndefined();
+    expect(a.dataSources.get(created.id)!.name).toBe('Handbook');
+  });
+
+  it('birthOutcome: takes its name unless another data source has it', () => {
+    const mine = { id: 'ds-2', name: provisionalName('Handbook') };
+    expect(birthOutcome('ds-2', 'Handbook', [mine])).toEqual({ kind: 'name' });
+    expect(birthOutcome('ds-2', 'Handbook', [mine, { id: 'ds-1', name: provisionalName('Handbook') }])).toEqual({ kind: 'name' });
+    expect(birthOutcome('ds-2', 'Handbook', [mine, { id: 'ds-3', name: 'Handbook 2' }])).toEqual({ kind: 'name' });
+    expect(birthOutcome('ds-2', 'Handbook', [{ id: 'ds-9', name: 'Handbook' }, mine])).toEqual({ kind: 'giveWay', to: 'ds-9' });
+    // Already named (a renaming whose answer was lost): nothing to give way to.
+    expect(birthOutcome('ds-2', 'Handbook', [{ id: 'ds-2', name: 'Handbook' }])).toEqual({ kind: 'name' });
   });
 });
 
