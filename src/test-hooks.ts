@@ -6,7 +6,7 @@
  * here returns at once and does nothing. docs/security.md lists them.
  *
  * DSSYNC_TEST_HOOKS is a comma-separated list of entries:
- * - `pause:POINT=DIR` — at POINT (before-hash, upload-open, upload-send, lease-claimed) the process writes
+ * - `pause:POINT=DIR` — at POINT (before-hash, upload-open, upload-send, lease-claimed, data-source-naming) the process writes
  *   DIR/POINT.N.paused (N counts from 0; its content is what is about to be read or sent,
  *   as JSON) and waits, without blocking anything else, until DIR/POINT.N.resume exists
  *   (or 2 minutes have passed);
@@ -28,7 +28,7 @@ import { join } from 'node:path';
 /** A pause ends by itself after this long. */
 const PAUSE_LIMIT_MS = 120_000;
 
-export type PausePoint = 'before-hash' | 'upload-open' | 'upload-send' | 'lease-claimed';
+export type PausePoint = 'before-hash' | 'upload-open' | 'upload-send' | 'lease-claimed' | 'data-source-naming';
 
 interface Hooks {
   pauses: Map<string, string>;

@@ -41,6 +41,8 @@ export interface ProbeReport {
   updateRenames: boolean | null;
   /** Whether a metadata update's new url shows when the document is read back (null: not tested). */
   updateSetsUrl: boolean | null;
+  /** Whether a data source can be renamed (a data source dssync creates takes its name so; null: not tested). */
+  renamesDataSource: boolean | null;
   /**
    * What the service does to a name it stores, from the names an update gave and the names
    * read back (engine/service-names.ts: lower-cased, extension dropped, a suffix, cut at a
@@ -121,6 +123,7 @@ export async function runProbe(args: ProbeArgs, out: (s: string) => void = (s) =
     updateClearsAbsentFields: null,
     updateRenames: null,
     updateSetsUrl: null,
+    renamesDataSource: null,
     nameRule: null,
     nameRuleText: [],
     uploadNames: [],
@@ -175,6 +178,9 @@ async function writeRoundTrip(call: Call, connectors: string[], report: ProbeRep
   }
   const dsPath = `/datastore/v1/data-sources/${encodeURIComponent(dsId)}`;
   try {
+    // A data source dssync creates is born under a provisional name and renamed once its lease holds (engine/data-source.ts).
+    const renamed = await call('rename-data-source', 'PUT', dsPath, { json: { name: `dssync-probe-renamed-${Date.now()}` } });
+    report.renamesDataSource = renamed.status < 300;
     const form = new FormDataCtor();
     form.append('documents', new Blob(['dssync probe: first file\n'], { type: 'text/plain' }), 'probe-a.txt');
     form.append('documents', new Blob(['dssync probe: second file\n'], { type: 'text/plain' }), 'probe-b.txt');
@@ -313,6 +319,7 @@ function formatReport(r: ProbeReport): string {
     `an update without url/metadata clears them: ${r.updateClearsAbsentFields === null ? 'not tested (use --write)' : r.updateClearsAbsentFields ? 'yes' : 'no (kept)'}`,
     `an update sets the url: ${r.updateSetsUrl === null ? 'not tested (use --write)' : r.updateSetsUrl ? 'yes' : 'NO: documents keep the url they were first given; dssync stops comparing urls once it sees this'}`,
     `an update renames the document: ${r.updateRenames === null ? 'not tested (use --write)' : r.updateRenames ? 'yes' : 'NO: dssync uploads under a marked name and renames it with the update; on this service documents would keep their marked names'}`,
+    `a data source can be renamed: ${r.renamesDataSource === null ? 'not tested (use --write)' : r.renamesDataSource ? 'yes' : 'NO: a data source dssync creates keeps its provisional name "NAME (dssync: being set up)"; create it by hand under its name, or allow the update'}`,
     `names stored: ${r.nameRule === null ? 'not tested (use --write; not with renames ignored)' : r.nameRuleText.length === 0 ? 'as sent' : `the service ${r.nameRuleText.join(', ')} (dssync learns it at its first upload and compares names as stored)`}`,
     ...r.uploadNames.map((n) => `uploaded name ${JSON.stringify(n.sent)} shown as ${n.shown === null ? 'not read back' : n.shown === n.sent ? 'sent' : JSON.stringify(n.shown)}`),
     ...r.notes.map((n) => `note: ${n}`),

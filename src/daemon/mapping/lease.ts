@@ -97,6 +97,8 @@ export class MappingLease {
   private naming: Promise<void> | undefined;
   /** The data source this one gave way to (it was deleted): nothing more is claimed here. */
   private gaveWayTo: string | undefined;
+  /** When this process first found no claim on a data source under its provisional name it did not create (creatorMayClaim). */
+  private unclaimedSince: number | undefined;
 
   constructor(private readonly d: MappingLeaseDeps) {
     this.timing = d.timing ?? LEASE;
@@ -285,11 +287,13 @@ export class MappingLease {
     let signal = stopped;
     try {
       this.documentId ??= (await this.remembered(signal)) ?? (await this.discover(signal));
+      if (this.documentId === undefined) return;
       if (this.holds()) return await this.taken(this.documentId, 'a new lease document', signal);
       const id = this.documentId;
       const readAt = this.d.clock.monotonic();
       const marker = await this.read(id, signal);
       if (marker === undefined) return;
+      if (marker.record === undefined && this.creatorMayClaim()) return;
       const j = this.core.judge(marker, readAt);
       this.freeRead = j.kind === 'free' ? marker.record : undefined;
       this.markRead(j.kind !== 'live');
@@ -333,6 +337,22 @@ export class MappingLease {
     if (this.birth !== undefined) void this.nameDataSource();
   }
 
+  /**
+   * A data source under its provisional name that this process did not just create may be
+   * its creator's, about to claim it without a settle wait (its first claim needs none): a
+   * marker without a record, or none, counts as free only once seen so for the lease's
+   * duration. (Reached by id or through a copy of the creator's state; no lookup by name finds it.)
+   */
+  private creatorMayClaim(): boolean {
+    if (this.birth === undefined || this.birth.fresh) return false;
+    const now = this.d.clock.monotonic();
+    this.unclaimedSince ??= now;
+    const left = this.timing.durationMs - (now - this.unclaimedSince);
+    if (left <= 0) return false;
+    this.lastError = `the data source is being set up (its provisional name) and its lease was never claimed: its creator's claim is awaited ${Math.ceil(left / 1000)} s more`;
+    return true;
+  }
+
   /** One attempt at naming the data source (nameOnce), shared by whoever asks meanwhile. */
   private nameDataSource(): Promise<void> {
     this.naming ??= this.nameOnce()
@@ -354,6 +374,7 @@ export class MappingLease {
     const signal = this.controller.signal;
     if (birth === undefined) return;
     if (birth.fresh) await this.d.clock.sleep(this.timing.answerMs, signal);
+    await testPause('data-source-naming', this.d.dataSourceId);
     if (!this.holds()) return;
     const outcome = birthOutcome(this.d.dataSourceId, birth.name, await this.d.api.listDataSources({ signal }));
     if (!this.holds()) return;
@@ -409,10 +430,11 @@ export class MappingLease {
    * read, docs/reliability.md "The lease"): the listing after the settle wait confirms it
    * when the marker picked is this one and still shows the claim.
    */
-  private async discover(signal: AbortSignal): Promise<string> {
+  private async discover(signal: AbortSignal): Promise<string | undefined> {
     const listedAt = this.d.clock.monotonic();
     let markers = await this.list(signal);
     let claim: { id: string; record: LeaseRecord; at: number } | undefined;
+    if (markers.length === 0 && this.creatorMayClaim()) return undefined;
     if (markers.length === 0) {
       // No marker: no holder, and this listing is the claim's read.
       this.markRead(true);

@@ -432,7 +432,8 @@ export class PassLoop {
    */
   private async dataSourceLost(kind: PassKind, sawNotFound: boolean): Promise<ScheduleEvent | undefined> {
     const mirror = this.mirror;
-    if (!sawNotFound || !mirror || this.d.isStopped()) return undefined;
+    // Deleted by this process in a creation race: the next pass resolves the other one (resolveMirror).
+    if (!sawNotFound || !mirror || this.d.isStopped() || this.gaveWayTo !== undefined) return undefined;
     const lost = await lostDataSource(this.d.api, this.d.mapping, this.d.index, mirror.dataSourceId, this.d.signal);
     if (lost === undefined) return undefined;
     this.mirror = undefined;

@@ -40,10 +40,12 @@ describe.each([
     const save = join(dir, `save-${header}`);
     const r = await runCli(['probe', '--write', '--connector', 'conn-1', '--save', save, '--json'], env());
     expect(r.code, r.stderr).toBe(0);
-    const report = jsonOf<{ steps: { step: string; status: number }[]; updateClearsAbsentFields: boolean | null }>(r);
+    const report = jsonOf<{ steps: { step: string; status: number }[]; updateClearsAbsentFields: boolean | null; renamesDataSource: boolean | null }>(r);
     const steps = report.steps.map((s) => s.step);
-    expect(steps).toEqual(expect.arrayContaining(['create-data-source', 'upload-two-files', 'update-name-only', 'get-after-partial-update', 'delete-data-source']));
+    expect(steps).toEqual(expect.arrayContaining(['create-data-source', 'rename-data-source', 'upload-two-files', 'update-name-only', 'get-after-partial-update', 'delete-data-source']));
     expect(report.updateClearsAbsentFields).not.toBeNull();
+    // A data source dssync creates takes its name with this update (reliability.md, "A data source dssync creates").
+    expect(report.renamesDataSource).toBe(true);
     expect(emu.stats().store.dataSources).toBe(0);
     const files = readdirSync(save);
     expect(files).toContain('report.json');

@@ -10,7 +10,6 @@
  *
  * The bounds measured here are printed with DSSYNC_TEST_VERBOSE=1 (docs/reliability.md, "The lease").
  */
-import { createDataSource } from '../emulator/client.js';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -131,7 +130,7 @@ describe('the lease: two live daemons with one pinned id', () => {
   it('SIGTERM while its claim is in flight: the claim ends and is released, the standby takes it as released', { timeout: 180_000 }, async () => {
     const ws = (w = await daemonWorkspace({ config: { installationId: PINNED }, lease: 'real' }));
     // A data source made beforehand (one dssync creates is held from its first claim: no settle wait to stop in).
-    await createDataSource(ws.emu.url, 'Share');
+    expect((await ws.cli(['datasources', 'create', '--name', 'Share', '--connector', 'conn-1', '--config', ws.configPath])).code).toBe(0);
     for (let i = 0; i < 3; i++) await ws.write(`doc-${i}.txt`, `content ${i}`);
     const hooks = join(ws.dir, 'hooks');
     await mkdir(hooks);

@@ -345,16 +345,37 @@ describe('a data source this process created, under its provisional name', () =>
     await a.stop();
   });
 
-  it('left unnamed by an earlier run: the claim settles as any other, then it is named', async () => {
+  it('left unnamed and unclaimed by an earlier run: its creator\'s claim is awaited for the lease\'s duration, then it is claimed with the settle, and named', async () => {
     const { api, clock, a } = born(false);
     a.start();
-    await clock.advance(LEASE.settleMs - 250);
+    await run(clock, [a], LEASE.durationMs - 1_000);
     expect(a.holds()).toBe(false);
-    await run(clock, [a], 10_000, () => a.holds());
+    expect(markers(api)).toHaveLength(0);
+    expect(a.status().error).toMatch(/being set up/);
+    await run(clock, [a], LEASE.checkMs + LEASE.settleMs + 1_000, () => a.holds());
     expect(a.holds()).toBe(true);
     expect(await a.named()).toBe(true);
     expect(api.dataSources.get('ds1')!.name).toBe('Docs');
     await a.stop();
+  });
+
+  it('reached by a second process (by id, a copied state) before its creator claimed it: that one stands by', async () => {
+    const { api, clock, a } = born(true);
+    const b = processOf(link(api).api, clock, 'b', 802, 'node-b', undefined, { name: 'Docs', fresh: false, gaveWay: () => undefined });
+    b.start();
+    await clock.advance(250);
+    expect(await a.acquire()).toBe(true);
+    a.start();
+    await run(clock, [a, b], LEASE.durationMs + 10_000);
+    expect(a.holds()).toBe(true);
+    expect(b.holds()).toBe(false);
+    expect(b.status()).toMatchObject({ state: 'standby', holder: { session: 'session-a' } });
+    // It found no claim at first, and made no marker nor claim of its own: it waited for the creator's.
+    expect(markers(api)).toHaveLength(1);
+    expect(leaseRecordOf(markers(api)[0]!)).toMatchObject({ session: 'session-a' });
+    expect(api.dataSources.get('ds1')!.name).toBe('Docs');
+    await a.stop();
+    await b.stop();
   });
 
   it('a refused renaming is tried again and said: named() answers false after its attempts', async () => {
