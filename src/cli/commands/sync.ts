@@ -216,7 +216,7 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
     const coverage = d.args.dryRun ? await (await import('../../daemon/status/coverage.js')).mappingCoverage(mapping, (d.store as ReadOnlyState).mapping(mapping.id), true) : undefined;
     return { mappingId: mapping.id, dataSourceId, report, notIngested, notices, changing: report.settling?.length ? { paths: report.settling, windowMs } : undefined, coverage };
   } catch (e) {
-    if (e instanceof LeaseNotHeldError && lease !== undefined && !lease.holds()) return failed(unnamedFailure(mapping, lease, d.store) ?? new LeaseNotHeldError(heldElsewhere(mapping.id, lease)), false);
+    if (e instanceof LeaseNotHeldError && lease !== undefined && !lease.holds()) return failed(gaveWayFailure(mapping, lease, d.store) ?? new LeaseNotHeldError(heldElsewhere(mapping.id, lease)), false);
     const interrupted = isApiError(e) && e.code === 'E_ABORTED';
     if (interrupted) return { mappingId: mapping.id, error: 'interrupted' };
     // Fatal for the process (credentials refused, an unusable state...): no other mapping can do better.
@@ -233,17 +233,22 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
  * the same name (the state now records that one), or its renaming failed (the next run names it).
  */
 function unnamedFailure(mapping: MappingConfig, lease: MappingLease, store: SyncState): Error | undefined {
-  const to = lease.gaveWay;
-  if (to !== undefined) {
-    store.ensureMapping(mapping.id, to, mapping.path);
-    return new LeaseNotHeldError(
-      `mapping ${mapping.id}: another dssync created the data source ${JSON.stringify(mapping.dataSource?.name ?? '')} (${to}) at the same time and mirrors the folder into it; the one this sync created, ${lease.dataSourceId}, was deleted with what it held`,
-    );
-  }
+  const gaveWay = gaveWayFailure(mapping, lease, store);
+  if (gaveWay !== undefined) return gaveWay;
   const why = lease.unnamed;
   if (why === undefined) return undefined;
   return new Error(
     `mapping ${mapping.id}: data source ${lease.dataSourceId} still has its provisional name, not ${JSON.stringify(mapping.dataSource?.name ?? '')}${why ? ` (${why})` : ''}; the next sync or the daemon names it`,
+  );
+}
+
+/** The data source this sync created gave way to another's of its name: the state records that one, and the error says so. */
+function gaveWayFailure(mapping: MappingConfig, lease: MappingLease, store: SyncState): LeaseNotHeldError | undefined {
+  const to = lease.gaveWay;
+  if (to === undefined) return undefined;
+  store.ensureMapping(mapping.id, to, mapping.path);
+  return new LeaseNotHeldError(
+    `mapping ${mapping.id}: another dssync created the data source ${JSON.stringify(mapping.dataSource?.name ?? '')} (${to}) at the same time and mirrors the folder into it; the one this sync created, ${lease.dataSourceId}, was deleted with what it held`,
   );
 }
 
