@@ -194,7 +194,7 @@ async function syncMapping(config: Config, index: number, d: SyncDeps): Promise<
           id,
           installationId,
           undefined,
-          birth && { ...birth, gaveWay: () => undefined },
+          birth,
         )),
     });
     dataSourceId = mirror.dataSourceId;

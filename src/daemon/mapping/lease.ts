@@ -55,8 +55,8 @@ export interface MappingLeaseDeps {
 
 /** A data source under its provisional name, as its lease names it. */
 export interface LeaseBirth extends DataSourceBirth {
-  /** It gave way to the data source `to` (another process named its own so first) and was deleted. */
-  gaveWay(to: string): void;
+  /** Told when it gave way to the data source `to` (another process named its own so first) and was deleted. */
+  gaveWay?: ((to: string) => void) | undefined;
 }
 
 /** Where the marker's id is kept between starts (MappingLeaseDeps.memo). */
@@ -393,7 +393,7 @@ export class MappingLease {
     this.gaveWayTo = outcome.to;
     this.core.lose();
     this.changed();
-    birth.gaveWay(outcome.to);
+    birth.gaveWay?.(outcome.to);
   }
 
   private async renew(): Promise<void> {

@@ -96,8 +96,6 @@ export class PassLoop {
   private lagStart = new Map<string, number>();
   /** A reload asked to look the data source up again before the next pass (it may be gone, or renamed). */
   private recheckDataSource = false;
-  /** The data source this mapping created gave way to another's of the same name (lease.ts nameOnce): resolved anew. */
-  private gaveWayTo: string | undefined;
   /** The mapping stopped on a configuration problem (its data source by id is gone) until a reload. */
   private halted = false;
   private readonly announcer: SkipAnnouncer;
@@ -236,9 +234,8 @@ export class PassLoop {
     void this.lease?.stop();
     const begun = this.startListing?.dataSourceId === dataSourceId ? { documentId: this.startListing.documentId } : undefined;
     const settings = { ...this.d.lease!, api: this.d.api, mappingId: this.id, root: this.d.mapping.path, clock: this.d.clock, logger: this.d.log, filesTracked: () => this.d.state.fileCount(this.id), early: begun };
-    const gaveWay = (to: string): void => {
-      // Its records name documents deleted with it: the mapping's state now names the other, and the next pass resolves it.
-      this.gaveWayTo = to;
+    // Gave way in a creation race (lease.ts nameOnce): the next pass resolves the other data source (resolveMirror).
+    const gaveWay = (): void => {
       if (this.lease === lease && !this.d.isStopped()) this.retryNow();
     };
     const lease = mappingLease(
@@ -386,7 +383,7 @@ export class PassLoop {
    * one named by the config). Throws what the resolution throws.
    */
   private ensureMirror(): Promise<Mirror> {
-    if (this.mirror && !this.recheckDataSource && this.gaveWayTo === undefined) return Promise.resolve(this.mirror);
+    if (this.mirror && !this.recheckDataSource && this.lease?.gaveWay === undefined) return Promise.resolve(this.mirror);
     this.resolving ??= this.resolveMirror().finally(() => (this.resolving = undefined));
     return this.resolving;
   }
@@ -394,11 +391,9 @@ export class PassLoop {
   private async resolveMirror(): Promise<Mirror> {
     const { health } = this.d;
     this.recheckDataSource = false;
-    if (this.gaveWayTo !== undefined) {
-      // The records of the data source deleted in a creation race: dropped, the other one recorded (found by its name next).
-      this.d.state.ensureMapping(this.id, this.gaveWayTo, this.d.mapping.path);
-      this.gaveWayTo = undefined;
-    }
+    const gaveWayTo = this.lease?.gaveWay;
+    // The records of the data source deleted in a creation race: dropped, the other one recorded (found by its name next).
+    if (gaveWayTo !== undefined) this.d.state.ensureMapping(this.id, gaveWayTo, this.d.mapping.path);
     if (!this.mirror) health.phase = 'starting';
     // The notice of this resolution, if any, replaces the last one.
     let notice: string | undefined;
@@ -433,7 +428,7 @@ export class PassLoop {
   private async dataSourceLost(kind: PassKind, sawNotFound: boolean): Promise<ScheduleEvent | undefined> {
     const mirror = this.mirror;
     // Deleted by this process in a creation race: the next pass resolves the other one (resolveMirror).
-    if (!sawNotFound || !mirror || this.d.isStopped() || this.gaveWayTo !== undefined) return undefined;
+    if (!sawNotFound || !mirror || this.d.isStopped() || this.lease?.gaveWay !== undefined) return undefined;
     const lost = await lostDataSource(this.d.api, this.d.mapping, this.d.index, mirror.dataSourceId, this.d.signal);
     if (lost === undefined) return undefined;
     this.mirror = undefined;
