@@ -97,8 +97,8 @@ export class MappingLease {
   private naming: Promise<void> | undefined;
   /** The data source this one gave way to (it was deleted): nothing more is claimed here. */
   private gaveWayTo: string | undefined;
-  /** When this process first found no claim on a data source under its provisional name it did not create (creatorMayClaim). */
-  private unclaimedSince: number | undefined;
+  /** A data source under its provisional name this process did not create had no marker: its creator's was awaited once (awaitCreator). */
+  private creatorAwaited = false;
 
   constructor(private readonly d: MappingLeaseDeps) {
     this.timing = d.timing ?? LEASE;
@@ -290,10 +290,18 @@ export class MappingLease {
       if (this.documentId === undefined) return;
       if (this.holds()) return await this.taken(this.documentId, 'a new lease document', signal);
       const id = this.documentId;
-      const readAt = this.d.clock.monotonic();
-      const marker = await this.read(id, signal);
+      let readAt = this.d.clock.monotonic();
+      let marker = await this.read(id, signal);
       if (marker === undefined) return;
-      if (marker.record === undefined && this.creatorMayClaim()) return;
+      if (marker.record === undefined && this.birth?.fresh === false) {
+        // Its creator's first claim, held without the settle, is written within claimLatencyMs
+        // of a listing made before this marker existed: a marker still without a record one
+        // settle wait after it was seen so is no creator's claim in flight (an earlier run's, lost).
+        await this.d.clock.sleep(this.timing.settleMs, signal);
+        readAt = this.d.clock.monotonic();
+        marker = await this.read(id, signal);
+        if (marker === undefined) return;
+      }
       const j = this.core.judge(marker, readAt);
       this.freeRead = j.kind === 'free' ? marker.record : undefined;
       this.markRead(j.kind !== 'live');
@@ -338,18 +346,17 @@ export class MappingLease {
   }
 
   /**
-   * A data source under its provisional name that this process did not just create may be
-   * its creator's, about to claim it without a settle wait (its first claim needs none): a
-   * marker without a record, or none, counts as free only once seen so for the lease's
-   * duration. (Reached by id or through a copy of the creator's state; no lookup by name finds it.)
+   * No marker on a data source under its provisional name this process did not create (reached
+   * by id, or through a copy of its creator's state): its creator may not have made its marker
+   * yet, and its first claim needs no settle wait. Nothing is made or claimed before the lease's
+   * duration has passed with no marker of its creator's; that is awaited once per process.
    */
-  private creatorMayClaim(): boolean {
-    if (this.birth === undefined || this.birth.fresh) return false;
-    const now = this.d.clock.monotonic();
-    this.unclaimedSince ??= now;
-    const left = this.timing.durationMs - (now - this.unclaimedSince);
-    if (left <= 0) return false;
-    this.lastError = `the data source is being set up (its provisional name) and its lease was never claimed: its creator's claim is awaited ${Math.ceil(left / 1000)} s more`;
+  private async awaitCreator(signal: AbortSignal): Promise<boolean> {
+    if (this.birth === undefined || this.birth.fresh || this.creatorAwaited) return false;
+    this.lastError = `the data source is being set up (its provisional name) and has no lease marker yet: its creator's claim is awaited ${this.timing.durationMs / 1000} s`;
+    this.d.logger.info({ dataSourceId: this.d.dataSourceId }, this.lastError);
+    await this.d.clock.sleep(this.timing.durationMs, signal);
+    this.creatorAwaited = true;
     return true;
   }
 
@@ -431,10 +438,13 @@ export class MappingLease {
    * when the marker picked is this one and still shows the claim.
    */
   private async discover(signal: AbortSignal): Promise<string | undefined> {
-    const listedAt = this.d.clock.monotonic();
+    let listedAt = this.d.clock.monotonic();
     let markers = await this.list(signal);
     let claim: { id: string; record: LeaseRecord; at: number } | undefined;
-    if (markers.length === 0 && this.creatorMayClaim()) return undefined;
+    if (markers.length === 0 && (await this.awaitCreator(signal))) {
+      listedAt = this.d.clock.monotonic();
+      markers = await this.list(signal);
+    }
     if (markers.length === 0) {
       // No marker: no holder, and this listing is the claim's read.
       this.markRead(true);

@@ -11,7 +11,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DatastoreApi } from '../../../src/api/api.js';
-import { LEASE, leaseMetadata, leaseRecordOf, type HostProbe } from '../../../src/engine/lease.js';
+import { LEASE, leaseDocumentName, leaseMetadata, leaseRecordOf, type HostProbe } from '../../../src/engine/lease.js';
 import { isLeaseDocument } from '../../../src/engine/lease-view.js';
 import { leaseGated } from '../../../src/daemon/mapping/lease-gate.js';
 import { MappingLease, type LeaseBirth, type MarkerMemo } from '../../../src/daemon/mapping/lease.js';
@@ -356,6 +356,44 @@ describe('a data source this process created, under its provisional name', () =>
     expect(a.holds()).toBe(true);
     expect(await a.named()).toBe(true);
     expect(api.dataSources.get('ds1')!.name).toBe('Docs');
+    await a.stop();
+  });
+
+  it('a marker without a record left by an earlier run (its claim never written): claimed after one settle wait, not the lease\'s duration', async () => {
+    const { api, clock, a } = born(false);
+    api.add({ name: leaseDocumentName('docs'), metadata: {}, size: 1 });
+    a.start();
+    const waited = await run(clock, [a], LEASE.durationMs, () => a.holds());
+    expect(a.holds()).toBe(true);
+    // The settle before trusting that no creator's claim is in flight, and the claim's own.
+    expect(waited).toBeGreaterThanOrEqual(LEASE.settleMs * 2);
+    expect(waited).toBeLessThan(LEASE.durationMs / 2);
+    expect(markers(api)).toHaveLength(1);
+    expect(await a.named()).toBe(true);
+    await a.stop();
+  });
+
+  it('a marker without a record whose creator writes its claim within the settle wait: stood by, its claim never overwritten', async () => {
+    const { api, clock, a } = born(false);
+    const marker = api.add({ name: leaseDocumentName('docs'), metadata: {}, size: 1 });
+    alive.add(901);
+    const creator = { mappingId: 'docs', installationId: 'pinned', session: 'session-creator', host: 'node-c', boot: 'boot-node-c', pid: 901, renew: 1, durationMs: LEASE.durationMs, acquiredAt: new Date(clock.now()).toISOString(), released: false };
+    // The creator's claim lands 250 ms after this process first read the marker, or just before a claim of its own would.
+    let claimed = false;
+    const creatorClaims = (): void => {
+      if (claimed) return;
+      claimed = true;
+      api.docs.get(marker.id)!.metadata = leaseMetadata(creator);
+    };
+    api.failBefore = (op) => (op === 'updateDocument' ? void creatorClaims() : undefined);
+    a.start();
+    await clock.advance(250);
+    creatorClaims();
+    await run(clock, [a], LEASE.settleMs * 3);
+    expect(a.holds()).toBe(false);
+    expect(a.status()).toMatchObject({ state: 'standby', holder: { session: 'session-creator' } });
+    expect(leaseRecordOf(api.docs.get(marker.id)!)).toMatchObject({ session: 'session-creator', renew: 1 });
+    expect(api.dataSources.get('ds1')!.name).toBe(provisionalName('Docs'));
     await a.stop();
   });
 
