@@ -62,9 +62,17 @@ export interface DataSourceBirth {
   fresh: boolean;
 }
 
+const PROVISIONAL = ' (dssync: being set up)';
+
 /** The name a data source is created under: one no lookup by name (byName) finds. */
 export function provisionalName(name: string): string {
-  return `${name} (dssync: being set up)`;
+  return `${name}${PROVISIONAL}`;
+}
+
+/** A data source reached by id while under its provisional name: the name it is to take, else undefined. */
+export function pendingBirth(record: Pick<DataSourceRecord, 'name'>): DataSourceBirth | undefined {
+  const name = record.name;
+  return name !== undefined && name.endsWith(PROVISIONAL) && name.length > PROVISIONAL.length ? { name: name.slice(0, -PROVISIONAL.length), fresh: false } : undefined;
 }
 
 /**
@@ -91,7 +99,8 @@ export interface ResolveOptions {
 export async function resolveDataSource(api: DatastoreApi, ref: DataSourceRef, where: string, opts: ResolveOptions = { create: true }): Promise<ResolvedDataSource> {
   if (ref.dataSourceId) {
     const record = await unlessGone(api.getDataSource(ref.dataSourceId, { signal: opts.signal }));
-    if (record !== undefined) return { id: record.id || ref.dataSourceId, record, created: false };
+    // Still under its provisional name: its creator's first claim is awaited as for a copied state (mapping/lease.ts).
+    if (record !== undefined) return { id: record.id || ref.dataSourceId, record, created: false, birth: pendingBirth(record) };
     // Named by id, it cannot be created: which one to use instead is the operator's call.
     throw new DataSourceMissingError(
       `data source ${ref.dataSourceId} (${where}.dataSourceId) does not exist for this organization; check the id with: dssync datasources list. ` +

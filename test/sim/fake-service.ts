@@ -12,7 +12,8 @@
  */
 import { ApiError } from '../../src/api/errors.js';
 import { keptRecords, type DatastoreApi, type ListDocumentsOptions } from '../../src/api/api.js';
-import type { DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
+import type { DataSourceRecord, DocumentRecord, DocumentUpdate, JsonObject, UploadFile } from '../../src/api/records.js';
+import { provisionalName } from '../../src/engine/data-source.js';
 import { storedName, type NameRule } from '../../src/engine/service-names.js';
 import { FakeApi } from '../helpers/fake-api.js';
 import { openUpload } from '../../src/api/upload.js';
@@ -63,6 +64,13 @@ export interface ServiceVariant {
    */
   nameRule?: NameRule | undefined;
   renamesIgnored?: boolean | undefined;
+  /**
+   * The data source was just created by the daemon's first process, under its provisional
+   * name (engine/data-source.ts): that process's lease holds from its first claim and names
+   * it; every later one (a restart, the second process with a copy of the state) finds it so.
+   * 'raced': a replica reaching it by id starts beside the creator (world.ts start).
+   */
+  born?: 'alone' | 'raced' | undefined;
 }
 
 export interface ServiceCounters {
@@ -77,6 +85,8 @@ interface LateUpload {
 }
 
 const DS = 'ds1';
+/** The name the mapping's config gives its data source. */
+export const SHARE = 'Share';
 
 /** How long the client waits for an upload's answer before it gives up (the headers timeout). */
 const CLIENT_DEADLINE_MS = 60_000;
@@ -127,6 +137,7 @@ export class FakeService extends FakeApi {
     readonly variant: ServiceVariant,
   ) {
     super();
+    this.dataSourceName = variant.born !== undefined ? provisionalName(SHARE) : SHARE;
   }
 
   // ---- the world's view ---------------------------------------------------------------
@@ -321,6 +332,21 @@ export class FakeService extends FakeApi {
 
   override getDataSource(id: string): Promise<{ id: string; raw: JsonObject }> {
     return this.act(false, () => ({ id, raw: {} }));
+  }
+
+  /** The data source's name (the provisional one while a born data source is not named yet). */
+  dataSourceName: string;
+
+  override listDataSources(): Promise<DataSourceRecord[]> {
+    return this.act(false, () => [{ id: DS, name: this.dataSourceName, raw: {} }]);
+  }
+
+  override updateDataSource(id: string, input: { name: string }): Promise<DataSourceRecord> {
+    return this.act(true, () => {
+      if (id !== DS) throw new ApiError({ code: 'E_NOT_FOUND', status: 404, message: `data source ${id} not found (sim)` });
+      this.dataSourceName = input.name;
+      return { id, name: input.name, raw: {} };
+    });
   }
 
   get dataSourceId(): string {

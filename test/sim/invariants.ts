@@ -17,7 +17,7 @@
 import { expect } from 'vitest';
 import { documentName, markUploadName, nonceSession, uploadTag } from '../../src/engine/document-fields.js';
 import { findUploadMark } from '../../src/engine/upload-mark.js';
-import type { Doc } from './fake-service.js';
+import { SHARE, type Doc } from './fake-service.js';
 import { isLeaseDocument } from '../../src/engine/lease-view.js';
 import { storedName } from '../../src/engine/service-names.js';
 import { INTENT_SETTLE_MS } from '../../src/engine/mirror.js';
@@ -215,6 +215,9 @@ export async function checkInvariants(w: World): Promise<void> {
     const left = w.people.filter((p) => !p.foreign && all.has(p.id));
     expect(left.map((p) => `${p.name} (${p.id}) not pruned with prune "all"`)).toEqual([]);
   }
+
+  // 7. A data source created under its provisional name has its name by now (its holder named it).
+  if (w.service.variant.born !== undefined) expect(w.service.dataSourceName, 'the data source created under its provisional name was never named').toBe(SHARE);
 
   // 6. Converged, the mirror writes nothing at its next start: what the service does to
   // names (a rewrite, a cut, renames ignored) is learned once, never fought every pass.

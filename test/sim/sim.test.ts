@@ -32,6 +32,8 @@ const variantArb = fc.record({
   // The service keeps names as given (mostly), or rewrites them (a cut reaching into the upload mark's second copy: 44 bytes).
   nameRule: FLAGS.nameRules ? fc.constantFrom<NameRule | undefined>(undefined, undefined, undefined, { noExtension: true }, { suffix: ' (1)' }, { maxBytes: 44 }, { lower: true, maxBytes: 44 }) : fc.constant(undefined),
   renamesIgnored: FLAGS.nameRules ? fc.constantFrom(false, false, false, true) : fc.constant(false),
+  // The daemon's first process created the data source, under its provisional name (alone, or with a replica starting beside it).
+  born: fc.constantFrom<'alone' | 'raced' | undefined>(undefined, 'alone', 'raced'),
 });
 
 /** A long run says how far it got every so many histories (a stopped run still has figures). */

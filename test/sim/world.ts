@@ -35,7 +35,8 @@ import { ApiError } from '../../src/api/errors.js';
 import { storedName } from '../../src/engine/service-names.js';
 import { FakeDisk } from './fake-disk.js';
 import { FakeLocal, sha256 } from '../helpers/fake-local.js';
-import { FakeService, type ServiceVariant } from './fake-service.js';
+import { FakeService, SHARE, type ServiceVariant } from './fake-service.js';
+import { provisionalName } from '../../src/engine/data-source.js';
 import type { Clock } from '../../src/time/clock.js';
 
 /** The mapped folder, in the fake's tree. */
@@ -216,7 +217,11 @@ export class World {
   // ---- the process -------------------------------------------------------------------
 
   async start(): Promise<void> {
+    // ServiceVariant.born 'raced': a replica (a StatefulSet's second pod, its config naming the
+    // data source by id) starts beside the creator, before its first claim.
+    const replica = this.service.variant.born === 'raced' && this.proc === undefined && this.twin === undefined ? this.startTwin('pinned-replica') : undefined;
     this.proc = await this.launch(this.host, this.disk);
+    await replica;
     await this.settle();
   }
 
@@ -292,7 +297,7 @@ export class World {
       lease: this.leaseSettings(host, disk, proc.pid),
       // The runner's monotonic clock and full passes' stability window reach the mirror as buildMirror passes them.
       buildMirror: async (_c, _m, _i, deps) => {
-        proc.lease = deps.lease?.(this.service.dataSourceId, proc.installationId);
+        proc.lease = deps.lease?.(this.service.dataSourceId, proc.installationId, this.birth(!twin));
         return this.mirror(proc, mirrorApi, deps.onOp, { monotonic: () => deps.clock.monotonic(), stabilityMs: deps.stabilityMs });
       },
     });
@@ -301,6 +306,20 @@ export class World {
   }
 
   private pids = 0;
+
+  /** The daemon has built its first mirror (the one that created the data source). */
+  private created = false;
+
+  /**
+   * A born data source still under its provisional name (ServiceVariant.born): the daemon's
+   * first mirror created it (its lease holds from the first claim); any other finds it so
+   * (a restart, the second process, the operator's one-shot sync).
+   */
+  private birth(daemon: boolean): { name: string; fresh: boolean } | undefined {
+    const fresh = daemon && !this.created;
+    if (daemon) this.created = true;
+    return this.service.dataSourceName === provisionalName(SHARE) ? { name: SHARE, fresh } : undefined;
+  }
 
   /**
    * The lease's settings of process `pid` on `host` with its state on `disk` (its marker's
@@ -330,7 +349,7 @@ export class World {
         return (...args: unknown[]) => {
           if (proc.crashed) return Promise.reject(new ApiError({ code: 'E_ABORTED', message: 'the process crashed' }));
           this.service.onCrash = () => this.crash(proc, this.tornNext);
-          if (mirror) this.checkLeaseWrite(proc, String(key), args);
+          if (mirror || key === 'updateDataSource') this.checkLeaseWrite(proc, String(key), args);
           // The history's hooks into a pass's calls (duringCall) see the mirror's, not the lease's.
           this.service.hooksOff = !mirror;
           try {
@@ -354,8 +373,9 @@ export class World {
     let what: string | undefined;
     if (call === 'uploadDocuments' && (args[1] as { path: string }[]).some((f) => !this.service.sideFiles.has(f.path))) what = 'an upload';
     if ((call === 'updateDocument' || call === 'deleteDocument') && !this.isMarker(String(args[1]))) what = `${call === 'deleteDocument' ? 'a delete' : 'an update'} of ${String(args[1])}`;
+    if (call === 'updateDataSource') what = 'the naming of the data source';
     if (what === undefined) return;
-    this.mirrorWrites++;
+    if (call !== 'updateDataSource') this.mirrorWrites++;
     const docs = this.service.docs_().map((d) => ({ id: d.id, name: d.name, url: d.url, metadata: d.metadata }));
     const record = pickMarker(leaseMarkersOf(docs as never, MAPPING_ID))?.record;
     if (record?.session !== proc.lease.session || record.released) {
@@ -383,18 +403,19 @@ export class World {
     const held = proc.lease;
     const lease = (): LeaseView | undefined => (this.clones.size === 0 ? held?.view() : undefined);
     const gated = leaseDeps(held, api, MAPPING_ID);
-    const waitForClaim = gated.leaseSettled;
-    // A pass waiting for the claim's settle waits on the clock: not busy, or settle() spins until its bound.
-    const leaseSettled =
-      waitForClaim &&
-      (async (): Promise<boolean> => {
+    // A pass waiting for the claim (its read, its settle) waits on the clock: not busy, or settle() spins until its bound.
+    const waiting =
+      <T>(wait: () => Promise<T>) =>
+      async (): Promise<T> => {
         proc.inflight--;
         try {
-          return await waitForClaim();
+          return await wait();
         } finally {
           proc.inflight++;
         }
-      });
+      };
+    const leaseSettled = gated.leaseSettled && waiting(gated.leaseSettled);
+    const leaseRead = gated.leaseRead && waiting(gated.leaseRead);
     class SimMirror extends Mirror {
       override async fullPass(opts: PassOptions = {}): Promise<PassReport> {
         return track('full', () => super.fullPass(opts));
@@ -420,6 +441,7 @@ export class World {
       },
       ...gated,
       leaseSettled,
+      leaseRead,
       state: proc.store,
       local: createLocalSide({ path: ROOT, include: cfg.include, exclude: cfg.exclude, ignoreFile: IGNORE_FILE, maxFileBytes: cfg.maxFileBytes, followSymlinks: false }, { fs: this.local }),
       logger: silent,
@@ -445,7 +467,7 @@ export class World {
     // daemon's passes do: so it recovers what a gone writer with our identity left (owner
     // rule O19). When another process holds it, it writes nothing.
     // `dssync sync` is a process of its own on the daemon's host.
-    const lease = mappingLease({ ...this.leaseSettings(p.host, p.disk, ++this.pids), api, mappingId: MAPPING_ID, root: ROOT, clock: p.timers, logger: silent }, this.service.dataSourceId, p.installationId);
+    const lease = mappingLease({ ...this.leaseSettings(p.host, p.disk, ++this.pids), api, mappingId: MAPPING_ID, root: ROOT, clock: p.timers, logger: silent }, this.service.dataSourceId, p.installationId, undefined, this.birth(false));
     if (await this.untilDone(lease.acquire())) {
       lease.start();
       p.lease = lease;

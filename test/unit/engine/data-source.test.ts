@@ -124,6 +124,14 @@ describe('a data source created under its provisional name (a lease names it)', 
     expect(a.count('createDataSource')).toBe(1);
   });
 
+  it('reached by id before it has its name: the creator\'s claim is awaited as for a copied state (a birth not fresh), and the name it takes is known', async () => {
+    const a = api();
+    a.addDataSource('ds-p', provisionalName('Team share'));
+    a.addDataSource('ds-n', 'Handbook (dssync: being set up) archive');
+    expect(await resolveDataSource(a, { dataSourceId: 'ds-p' }, where, { create: true })).toMatchObject({ id: 'ds-p', birth: { name: 'Team share', fresh: false } });
+    expect((await resolveDataSource(a, { dataSourceId: 'ds-n' }, where, { create: true })).birth).toBeUndefined();
+  });
+
   it('without a lease to name it, a data source is created under its name', async () => {
     const a = api();
     const created = await resolveDataSource(a, byName, where, { create: true });
