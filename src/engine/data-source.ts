@@ -60,6 +60,8 @@ export interface DataSourceBirth {
   name: string;
   /** Made by this process just now (no other process can know it): its first claim needs no settle wait. */
   fresh: boolean;
+  /** Named by id in the config: it takes its name only while no other data source has it, and never gives way (it is never deleted). */
+  byId?: true | undefined;
 }
 
 const PROVISIONAL = ' (dssync: being set up)';
@@ -72,7 +74,7 @@ export function provisionalName(name: string): string {
 /** A data source reached by id while under its provisional name: the name it is to take, else undefined. */
 export function pendingBirth(record: Pick<DataSourceRecord, 'name'>): DataSourceBirth | undefined {
   const name = record.name;
-  return name !== undefined && name.endsWith(PROVISIONAL) && name.length > PROVISIONAL.length ? { name: name.slice(0, -PROVISIONAL.length), fresh: false } : undefined;
+  return name !== undefined && name.endsWith(PROVISIONAL) && name.length > PROVISIONAL.length ? { name: name.slice(0, -PROVISIONAL.length), fresh: false, byId: true } : undefined;
 }
 
 /**

@@ -391,6 +391,14 @@ export class MappingLease {
       this.d.logger.info({ dataSourceId: this.d.dataSourceId, name: birth.name }, `data source named ${JSON.stringify(birth.name)}`);
       return;
     }
+    if (birth.byId === true) {
+      this.birth = undefined;
+      this.d.logger.warn(
+        { dataSourceId: this.d.dataSourceId, name: birth.name, to: outcome.to },
+        `data source ${this.d.dataSourceId}, named by id in the config, keeps its provisional name: ${outcome.to} is named ${JSON.stringify(birth.name)}`,
+      );
+      return;
+    }
     this.d.logger.warn(
       { dataSourceId: this.d.dataSourceId, name: birth.name, to: outcome.to },
       `another dssync created the data source ${JSON.stringify(birth.name)} (${outcome.to}) at the same time: this process's, ${this.d.dataSourceId}, is deleted with what it held, and the mapping mirrors into ${outcome.to}`,

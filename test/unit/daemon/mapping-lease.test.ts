@@ -297,13 +297,13 @@ describe("the marker's id kept between starts (a restart does not list the data 
 
 describe('a data source this process created, under its provisional name', () => {
   /** ds1 as just created under its provisional name, and the lease that names it. */
-  function born(fresh: boolean, others: [string, string][] = []) {
+  function born(fresh: boolean, others: [string, string][] = [], byId?: true) {
     const api = new FakeApi();
     api.addDataSource('ds1', provisionalName('Docs'));
     for (const [id, name] of others) api.addDataSource(id, name);
     const clock = new FakeClock(1_000);
     const gaveWay: string[] = [];
-    const a = processOf(link(api).api, clock, 'a', 801, 'node-a', undefined, { name: 'Docs', fresh, gaveWay: (to) => void gaveWay.push(to) });
+    const a = processOf(link(api).api, clock, 'a', 801, 'node-a', undefined, { name: 'Docs', fresh, byId, gaveWay: (to) => void gaveWay.push(to) });
     return { api, clock, a, gaveWay };
   }
 
@@ -342,6 +342,21 @@ describe('a data source this process created, under its provisional name', () =>
     const calls = api.calls.length;
     await clock.advance(LEASE.renewMs * 2);
     expect(api.calls.length).toBe(calls);
+    await a.stop();
+  });
+
+  it('named by id in the config, with another data source already named so: held, never deleted nor given way, left under its provisional name', async () => {
+    const { api, clock, a, gaveWay } = born(false, [['ds9', 'Docs']], true);
+    a.start();
+    await run(clock, [a], LEASE.durationMs + LEASE.checkMs + LEASE.settleMs + 1_000, () => a.holds());
+    expect(a.holds()).toBe(true);
+    await clock.advance(LEASE.renewMs * 2);
+    expect(a.holds()).toBe(true);
+    expect(api.dataSources.get('ds1')!.name).toBe(provisionalName('Docs'));
+    expect(api.dataSources.has('ds9')).toBe(true);
+    expect(api.count('deleteDataSource') + api.count('updateDataSource')).toBe(0);
+    expect(gaveWay).toEqual([]);
+    expect(a.gaveWay).toBeUndefined();
     await a.stop();
   });
 

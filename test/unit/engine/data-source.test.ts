@@ -128,7 +128,7 @@ describe('a data source created under its provisional name (a lease names it)', 
     const a = api();
     a.addDataSource('ds-p', provisionalName('Team share'));
     a.addDataSource('ds-n', 'Handbook (dssync: being set up) archive');
-    expect(await resolveDataSource(a, { dataSourceId: 'ds-p' }, where, { create: true })).toMatchObject({ id: 'ds-p', birth: { name: 'Team share', fresh: false } });
+    expect(await resolveDataSource(a, { dataSourceId: 'ds-p' }, where, { create: true })).toMatchObject({ id: 'ds-p', birth: { name: 'Team share', fresh: false, byId: true } });
     expect((await resolveDataSource(a, { dataSourceId: 'ds-n' }, where, { create: true })).birth).toBeUndefined();
   });
 
