@@ -357,6 +357,8 @@ export class MappingLease {
     this.d.logger.info({ dataSourceId: this.d.dataSourceId }, this.lastError);
     await this.d.clock.sleep(this.timing.durationMs, signal);
     this.creatorAwaited = true;
+    // Over: what the listing after it finds (a holder, or none) is the status from now on.
+    this.lastError = undefined;
     return true;
   }
 
